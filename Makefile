@@ -1,0 +1,52 @@
+# openseal — every set-up step lives here so a fresh machine needs only Python and make.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN     = $(VENV)/bin
+STAMP   = $(VENV)/.installed
+
+.PHONY: help install quickstart validate test check fmt lint typecheck schemas golden bench clean
+
+help:  ## list targets
+	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	@touch $(STAMP)
+
+install: $(STAMP)  ## create .venv and install openseal with the test extra
+
+quickstart: $(STAMP)  ## the main job on the embedded default
+	$(BIN)/openseal validate definitions/
+
+validate: $(STAMP)  ## validate the example definitions
+	$(BIN)/openseal validate definitions/
+
+test: $(STAMP)  ## run the test suite
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+fmt: $(STAMP)  ## format the code
+	$(BIN)/ruff format openseal tests bench
+	$(BIN)/ruff check --fix openseal tests bench
+
+lint: $(STAMP)  ## format check and lint
+	$(BIN)/ruff format --check openseal tests bench
+	$(BIN)/ruff check openseal tests bench
+
+typecheck: $(STAMP)  ## mypy, strict
+	$(BIN)/mypy
+
+check: lint typecheck test  ## format check + lint + types + tests
+
+schemas: $(STAMP)  ## regenerate schemas/ from the models
+	$(BIN)/openseal schema --out schemas/
+
+golden: $(STAMP)  ## regenerate tests/golden/ (review the diff before committing)
+	OPENSEAL_UPDATE_GOLDEN=1 $(BIN)/pytest -q tests -k golden
+
+bench: $(STAMP)  ## run the benchmarks
+	$(BIN)/python -m bench
+
+clean:  ## remove the virtual environment and caches
+	rm -rf $(VENV) .openseal build .pytest_cache .mypy_cache .ruff_cache
