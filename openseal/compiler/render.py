@@ -111,11 +111,16 @@ _HINT = "32"
 # --- human -------------------------------------------------------------------
 
 
-def _clean(text: str) -> str:
-    """Replace control characters (other than tab) so source text cannot drive the terminal."""
+def _clean(text: str, keep: str = "\t") -> str:
+    """Replace control characters so text from definition files cannot drive the terminal."""
     return "".join(
-        "\ufffd" if ch != "\t" and unicodedata.category(ch) == "Cc" else ch for ch in text
+        "\ufffd" if ch not in keep and unicodedata.category(ch) == "Cc" else ch for ch in text
     )
+
+
+def _clean_prose(text: str) -> str:
+    # Messages and hints may span lines (parser errors often do); source lines may not.
+    return _clean(text, keep="\t\n")
 
 
 def _char_width(ch: str) -> int:
@@ -145,21 +150,29 @@ def _display(line: str) -> tuple[str, list[int]]:
     return "".join(shown), starts
 
 
-def _source_line(sources: Mapping[str, str], span: Span) -> str | None:
-    text = sources.get(span.file)
-    if text is None or span.line < 1:
-        return None
-    lines = text.split("\n")
-    if span.line > len(lines):
-        return None
-    return lines[span.line - 1].removesuffix("\r")
+class _Lines:
+    """Source lines by file, split once per render (a file may have many diagnostics)."""
+
+    def __init__(self, sources: Mapping[str, str]) -> None:
+        self._sources = sources
+        self._split: dict[str, list[str]] = {}
+
+    def get(self, span: Span) -> str | None:
+        if span.file not in self._split:
+            text = self._sources.get(span.file)
+            if text is None:
+                return None
+            # Split on "\n" only: the loaders count lines that way, str.splitlines() does not.
+            self._split[span.file] = text.split("\n")
+        lines = self._split[span.file]
+        if not 1 <= span.line <= len(lines):
+            return None
+        return lines[span.line - 1].removesuffix("\r")
 
 
-def _snippet(
-    sources: Mapping[str, str], span: Span, gutter: int, caret_style: str, style: _Style
-) -> list[str]:
+def _snippet(span: Span, lines: _Lines, gutter: int, caret_style: str, style: _Style) -> list[str]:
     """The source line and a caret underline, or nothing when the span does not fit the source."""
-    line = _source_line(sources, span)
+    line = lines.get(span)
     # A column one past the end is a real place (e.g. "missing `}` at end of line").
     if line is None or not 1 <= span.column <= len(line) + 1:
         return []
@@ -181,23 +194,22 @@ def _snippet(
 
 
 def _header(span: Span, label: str, message: str, style: _Style) -> str:
-    return f"{style(_clean(str(span)), _BOLD)}: {label}: {style(_clean(message), _BOLD)}"
+    return f"{style(_clean(str(span)), _BOLD)}: {label}: {style(_clean_prose(message), _BOLD)}"
 
 
-def _render_one(d: Diagnostic, sources: Mapping[str, str], style: _Style) -> list[str]:
+def _render_one(d: Diagnostic, lines: _Lines, style: _Style) -> list[str]:
     severity_style = _SEVERITY_STYLE[d.severity]
     gutter = max(len(str(s.line)) for s in (d.span, *(r.span for r in d.related)))
     label = style(f"{d.severity}[{d.code}]", severity_style)
     out = [_header(d.span, label, d.message, style)]
-    out += _snippet(sources, d.span, gutter, severity_style, style)
+    out += _snippet(d.span, lines, gutter, severity_style, style)
     if d.suggestion:
-        out.append(
-            f"{' ' * gutter} {style('=', _GUTTER)} {style('hint', _HINT)}: {_clean(d.suggestion)}"
-        )
+        hint = f"{style('hint', _HINT)}: {_clean_prose(d.suggestion)}"
+        out.append(f"{' ' * gutter} {style('=', _GUTTER)} {hint}")
     note_style = _SEVERITY_STYLE[Severity.NOTE]
     for related in d.related:
         out.append(_header(related.span, style("note", note_style), related.message, style))
-        out += _snippet(sources, related.span, gutter, note_style, style)
+        out += _snippet(related.span, lines, gutter, note_style, style)
     return out
 
 
@@ -221,8 +233,8 @@ def render_human(
           = hint: did you mean `model`?
     """
     items = _sorted(diagnostics)
-    style = _Style(color)
-    blocks = ["\n".join(_render_one(d, sources, style)) + "\n" for d in items]
+    style, lines = _Style(color), _Lines(sources)
+    blocks = ["\n".join(_render_one(d, lines, style)) + "\n" for d in items]
     if file_count is not None:
         blocks.append(summary_line(items, file_count) + "\n")
     return "\n".join(blocks)

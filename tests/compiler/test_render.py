@@ -106,6 +106,12 @@ def test_source_control_characters_do_not_reach_the_terminal() -> None:
     assert "\ufffd[2Jx" in out
 
 
+def test_message_newlines_survive_but_escapes_do_not() -> None:
+    d = error("OS005", "bad YAML\n  \x1b[31min a mapping", Span("a.yaml", 1, 1, 1, 2))
+    out = render_human([d], {}, color=False)
+    assert out == "a.yaml:1:1: error[OS005]: bad YAML\n  \ufffd[31min a mapping\n"
+
+
 def test_leading_tab_is_expanded_and_caret_lines_up() -> None:
     out = snippet("\tskills = []\n", Span("a.hcl", 1, 2, 1, 8))
     assert out.splitlines()[1:3] == ["1 |     skills = []", "  |     ^^^^^^"]
