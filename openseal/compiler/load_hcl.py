@@ -1,0 +1,903 @@
+"""Load HCL text into the spanned document tree (:mod:`openseal.compiler.tree`).
+
+The grammar is python-hcl2's (``hcl2.lark``), driven through lark directly so
+that every node keeps its source position; python-hcl2's own API drops them.
+On top of that grammar this module adds the checks that make it agree with the
+reference Go implementation of HCL (see ``docs/hcl-compatibility.md``): newlines
+between attributes and blocks, single-line blocks, object separators, string
+escapes, multi-line quoted strings, template sequences in block labels.
+
+Nothing here raises on bad input: every problem is a diagnostic.
+
+>>> doc, diagnostics = load_hcl('agent "triage" {\\n  max_turns = 3\\n}\\n', "a.hcl")
+>>> doc.body.blocks[0].labels[0].value, diagnostics
+('triage', [])
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import gc
+import hashlib
+import itertools
+import os
+import re
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+
+import hcl2
+import lark
+import platformdirs
+from hcl2.postlexer import OPERATOR_TYPES, PostLexer
+from hcl2.version import __version__ as hcl2_version
+from lark import Lark, Token, Tree
+from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+
+from openseal.compiler.diagnostics import Diagnostic, Related, error
+from openseal.compiler.source import read_source
+from openseal.compiler.spans import Span
+from openseal.compiler.tree import (
+    Attribute,
+    Block,
+    Body,
+    Document,
+    Entry,
+    Expr,
+    Label,
+    ListNode,
+    MapNode,
+    Scalar,
+    Value,
+)
+
+__all__ = ["MAX_NESTING", "load_hcl", "load_hcl_file"]
+
+#: Deepest nesting of brackets, braces, parentheses and blocks accepted (``OS007``).
+MAX_NESTING = 64
+
+Node = Tree[Token] | Token
+
+# --------------------------------------------------------------------------
+# The parser
+# --------------------------------------------------------------------------
+
+_GRAMMAR_FILE = Path(hcl2.__file__).with_name("hcl2.lark")
+# HCL identifiers are Unicode (ID_Start / ID_Continue plus `-`); python-hcl2
+# accepts ASCII only. The pattern below is the same on ASCII input.
+_ASCII_NAME = "NAME : /[a-zA-Z_][a-zA-Z0-9_-]*/"
+_UNICODE_NAME = r"NAME : /[^\W\d][\w-]*/"
+
+
+class _PostLexer(PostLexer):
+    """python-hcl2's post-lexer, plus dropping ``/* */`` comments.
+
+    In HCL an inline comment is not a newline, so it may sit anywhere a space
+    can (``a = /* x */ 1``, between block labels). python-hcl2 lexes it as a
+    newline token; asking lark to lex that token in every parser state and
+    dropping it here makes it whitespace again.
+    """
+
+    def process(self, stream: Iterator[Token]) -> Iterator[Token]:
+        return super().process(t for t in stream if not _is_inline_comment(t))
+
+    @property
+    def always_accept(self) -> tuple[str, ...]:  # type: ignore[override]
+        return ("NL_OR_COMMENT",)
+
+
+def _is_inline_comment(token: Token) -> bool:
+    return token.type == "NL_OR_COMMENT" and token.value.startswith("/*")
+
+
+def _grammar() -> str:
+    return _GRAMMAR_FILE.read_text(encoding="utf-8").replace(_ASCII_NAME, _UNICODE_NAME)
+
+
+def cache_dir() -> Path:
+    """Where the built parser is cached (``OPENSEAL_CACHE_DIR`` overrides)."""
+    override = os.environ.get("OPENSEAL_CACHE_DIR")
+    return Path(override) if override else Path(platformdirs.user_cache_dir("openseal"))
+
+
+def _cache_file(grammar: str) -> str | bool:
+    """A cache path in a writable user directory, or ``False`` to build without one.
+
+    python-hcl2 caches inside site-packages, which is often read-only, and then
+    every process pays seconds to rebuild the tables; a user directory avoids it.
+    """
+    digest = hashlib.sha256(grammar.encode()).hexdigest()[:12]
+    name = f"hcl2-{hcl2_version}-lark-{lark.__version__}-{digest}.lark-cache"
+    directory = cache_dir()
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    return str(directory / name) if os.access(directory, os.W_OK) else False
+
+
+@functools.cache
+def _parser() -> Lark:
+    grammar = _grammar()
+    options: dict[str, object] = {
+        "parser": "lalr",
+        "propagate_positions": True,
+        "postlex": _PostLexer(),
+    }
+    try:
+        return Lark(grammar, cache=_cache_file(grammar), **options)
+    except (OSError, EOFError, ValueError):
+        # An unreadable or foreign cache file must not stop a compile.
+        return Lark(grammar, cache=False, **options)
+
+
+def _parse(source: str) -> Tree[Token]:
+    # python-hcl2 parses are dominated by the garbage collector scanning the
+    # many small objects lark allocates; none of them form cycles worth collecting.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _parser().parse(source)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _prepare(text: str) -> str:
+    """Text the grammar accepts with positions unchanged.
+
+    A byte-order mark becomes a space (ignored, same column count) and a final
+    newline is added, because the grammar's line comments need one.
+    """
+    if text.startswith("\ufeff"):
+        text = " " + text[1:]
+    return text if text.endswith("\n") else text + "\n"
+
+
+# --------------------------------------------------------------------------
+# Public API
+# --------------------------------------------------------------------------
+
+
+def load_hcl(text: str, file: str) -> tuple[Document | None, list[Diagnostic]]:
+    """Parse HCL ``text`` (any HCL, not only openseal definitions).
+
+    Returns the document and its diagnostics, sorted by position. The document
+    is ``None`` only when the text cannot be parsed at all (``OS004``) or nests
+    too deeply (``OS007``); with other errors (``OS006`` duplicates, ``OS004``
+    compatibility checks) the document is returned so later stages can report
+    more, and callers must check the diagnostics for errors.
+    """
+    source = _prepare(text)
+    try:
+        tree = _parse(source)
+    except UnexpectedInput as exc:
+        return None, [_syntax_error(exc, source, len(text), file)]
+    except RecursionError:
+        return None, [_too_deep(Span.whole_file(file))]
+    except Exception as exc:  # lark internals: still a diagnostic, never a traceback
+        message = f"the HCL parser failed: {exc.__class__.__name__}"
+        return None, [error("OS004", message, Span.whole_file(file))]
+    try:
+        return _Loader(file, source, text).load(tree)
+    except RecursionError:
+        return None, [_too_deep(Span.whole_file(file))]
+
+
+def load_hcl_file(
+    path: Path, display_name: str | None = None
+) -> tuple[Document | None, list[Diagnostic]]:
+    """Read ``path`` (size, encoding and binary checks included) and load it."""
+    source, diagnostics = read_source(path, display_name)
+    if source is None:
+        return None, diagnostics
+    document, more = load_hcl(source.text, source.file)
+    return document, [*diagnostics, *more]
+
+
+# --------------------------------------------------------------------------
+# Positions
+# --------------------------------------------------------------------------
+
+
+class _Positions:
+    """Offsets to 1-based lines and columns for one text."""
+
+    def __init__(self, file: str, text: str) -> None:
+        self.file = file
+        self._starts = [0, *(m.end() for m in re.finditer("\n", text))]
+
+    def point(self, offset: int) -> tuple[int, int]:
+        line = bisect.bisect_right(self._starts, offset)
+        return line, offset - self._starts[line - 1] + 1
+
+    def span(self, start: int, end: int) -> Span:
+        line, column = self.point(start)
+        end_line, end_column = self.point(max(start, end))
+        return Span(self.file, line, column, end_line, end_column)
+
+
+_HEREDOCS = frozenset({"HEREDOC_TEMPLATE", "HEREDOC_TEMPLATE_TRIM"})
+
+
+def _is_newline(node: object) -> bool:
+    if isinstance(node, Tree):
+        return bool(node.data == "new_line_or_comment")
+    return isinstance(node, Token) and node.type == "NL_OR_COMMENT"
+
+
+def _children(tree: Tree[Token]) -> list[Node]:
+    """Children without newline/comment nodes (and without lark's placeholders)."""
+    return [c for c in tree.children if c is not None and not _is_newline(c)]
+
+
+def _subtrees(tree: Tree[Token]) -> list[Tree[Token]]:
+    return [c for c in tree.children if isinstance(c, Tree) and not _is_newline(c)]
+
+
+def _start(node: Node) -> int:
+    while isinstance(node, Tree):
+        kids = _children(node)
+        if not kids:
+            return int(node.meta.start_pos) if not node.meta.empty else 0
+        node = kids[0]
+    return int(node.start_pos or 0)
+
+
+def _end(node: Node) -> int:
+    """End offset of a node, excluding trailing newlines the grammar folds in."""
+    while isinstance(node, Tree):
+        kids = _children(node)
+        if not kids:
+            return int(node.meta.end_pos) if not node.meta.empty else 0
+        node = kids[-1]
+    end = int(node.end_pos or 0)
+    if node.type in _HEREDOCS:
+        # A heredoc token swallows the newline after its closing marker.
+        end -= 2 if node.value.endswith("\r\n") else 1
+    return end
+
+
+def _gap_marks(source: str, start: int, end: int) -> list[tuple[str, int]]:
+    """Newlines and commas between two nodes, skipping comments.
+
+    A ``#`` or ``//`` comment counts as the newline that ends it; a ``/* */``
+    comment counts as nothing, as in HCL.
+    """
+    marks: list[tuple[str, int]] = []
+    i = start
+    while i < end:
+        ch = source[i]
+        if ch == "\n" or ch == ",":
+            marks.append((ch, i))
+        elif ch == "#" or source.startswith("//", i):
+            i = source.find("\n", i, end)
+            if i == -1:
+                break
+            marks.append(("\n", i))
+        elif source.startswith("/*", i):
+            close = source.find("*/", i + 2, end)
+            i = end if close == -1 else close + 1
+        i += 1
+    return marks
+
+
+def _first_newline(source: str, start: int, end: int) -> int | None:
+    return next((at for kind, at in _gap_marks(source, start, end) if kind == "\n"), None)
+
+
+# --------------------------------------------------------------------------
+# Strings
+# --------------------------------------------------------------------------
+
+_ESCAPE = re.compile(r"\\(?:u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|(.?))", re.DOTALL)
+_SIMPLE_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", '"': '"', "\\": "\\"}
+
+
+def _escape_problems(raw: str) -> Iterator[tuple[int, int, str]]:
+    """``(start, end, message)`` for each invalid escape in a quoted-string part."""
+    for m in _ESCAPE.finditer(raw):
+        short, long, other = m.groups()
+        code = short or long
+        if code is not None:
+            value = int(code, 16)
+            if 0xD800 <= value <= 0xDFFF or value > 0x10FFFF:
+                yield m.start(), m.end(), f"`{m.group()}` is not a valid Unicode character"
+        elif other not in _SIMPLE_ESCAPES:
+            if other in ("u", "U"):
+                digits = 4 if other == "u" else 8
+                message = f"`\\{other}` must be followed by {digits} hexadecimal digits"
+            else:
+                message = f"`\\{other}` is not a valid escape sequence"
+            yield m.start(), m.end(), message
+
+
+def _unescape(raw: str) -> str:
+    """Decode HCL escapes; invalid ones are kept as written (reported elsewhere)."""
+
+    def one(m: re.Match[str]) -> str:
+        short, long, other = m.groups()
+        code = short or long
+        if code is not None:
+            value = int(code, 16)
+            return m.group() if 0xD800 <= value <= 0xDFFF or value > 0x10FFFF else chr(value)
+        return _SIMPLE_ESCAPES.get(other, m.group())
+
+    return _ESCAPE.sub(one, raw)
+
+
+def _heredoc_text(token: Token) -> str:
+    """The content of a heredoc: the lines between the opening and closing markers."""
+    raw = str(token)
+    first_newline = raw.index("\n")
+    after_marker = raw[first_newline + 1 :].rstrip("\n").rstrip("\r")
+    last_newline = after_marker.rfind("\n")
+    content = after_marker[: last_newline + 1]
+    if token.type == "HEREDOC_TEMPLATE_TRIM":
+        content = _strip_indent(content)
+    return content
+
+
+def _strip_indent(content: str) -> str:
+    """``<<-`` heredocs: remove the indentation common to all non-blank lines."""
+    lines = content.splitlines(keepends=True)
+    widths = [len(line) - len(line.lstrip(" \t")) for line in lines if line.strip()]
+    cut = min(widths, default=0)
+    return "".join(line[cut:] if line.strip() else line.lstrip(" \t") for line in lines)
+
+
+# --------------------------------------------------------------------------
+# Loading
+# --------------------------------------------------------------------------
+
+# Nodes that open one level of nesting (brackets, braces, parentheses, blocks).
+_NESTING = frozenset(
+    {
+        "block",
+        "tuple",
+        "object",
+        "function_call",
+        "braces_index",
+        "interpolation",
+        "for_tuple_expr",
+        "for_object_expr",
+    }
+)
+# Inside these, HCL ignores newlines, so an operator may start a line.
+_NEWLINES_IGNORED = frozenset(
+    {
+        "tuple",
+        "function_call",
+        "braces_index",
+        "interpolation",
+        "for_tuple_expr",
+        "for_object_expr",
+        "template_if_start",
+        "template_for_start",
+    }
+)
+# Inside these, newlines matter again.
+_NEWLINES_MATTER = frozenset({"object", "body", "attribute", "block"})
+_LABEL_KINDS = frozenset({"identifier", "keyword", "literal_value", "string"})
+
+
+class _Loader:
+    def __init__(self, file: str, source: str, text: str) -> None:
+        self.file = file
+        self.source = source
+        self.text = text
+        self.text_length = len(text)
+        self.pos = _Positions(file, source)
+        self.diagnostics: list[Diagnostic] = []
+
+    # -- entry ---------------------------------------------------------------
+
+    def load(self, tree: Tree[Token]) -> tuple[Document | None, list[Diagnostic]]:
+        too_deep = self._too_deep_at(tree)
+        if too_deep is not None:
+            return None, [_too_deep(self.node_span(too_deep))]
+        self._check(tree)
+        body_tree = _subtrees(tree)[0]
+        body = self.body(body_tree, self.pos.span(0, self.text_length))
+        document = Document(self.file, "hcl", body, self.text)
+        self.diagnostics.sort(key=lambda d: (d.span.line, d.span.column, d.code))
+        return document, self.diagnostics
+
+    # -- helpers -------------------------------------------------------------
+
+    def node_span(self, node: Node) -> Span:
+        return self.pos.span(_start(node), _end(node))
+
+    def text_of(self, node: Node) -> str:
+        return self.source[_start(node) : _end(node)]
+
+    def report(self, code: str, message: str, span: Span, **kwargs: object) -> None:
+        self.diagnostics.append(error(code, message, span, **kwargs))  # type: ignore[arg-type]
+
+    def syntax(self, message: str, start: int, end: int | None = None) -> None:
+        self.report("OS004", message, self.pos.span(start, start + 1 if end is None else end))
+
+    # -- depth ---------------------------------------------------------------
+
+    def _too_deep_at(self, tree: Tree[Token]) -> Node | None:
+        """The first node nested deeper than ``MAX_NESTING``, found without recursion."""
+        stack: list[tuple[Tree[Token], int]] = [(tree, 0)]
+        while stack:
+            node, depth = stack.pop()
+            if node.data in _NESTING or (node.data == "expr_term" and _is_paren(node)):
+                depth += 1
+                if depth > MAX_NESTING:
+                    return node
+            stack.extend((c, depth) for c in node.children if isinstance(c, Tree))
+        return None
+
+    # -- compatibility checks (iterative walk over the whole tree) -----------
+
+    def _check(self, tree: Tree[Token]) -> None:
+        stack: list[tuple[Tree[Token], bool]] = [(tree, False)]
+        while stack:
+            node, newlines_ignored = stack.pop()
+            if node.data in _NEWLINES_IGNORED or (node.data == "expr_term" and _is_paren(node)):
+                newlines_ignored = True
+            elif node.data in _NEWLINES_MATTER:
+                newlines_ignored = False
+            self._check_node(node, newlines_ignored)
+            stack.extend((c, newlines_ignored) for c in node.children if isinstance(c, Tree))
+
+    def _check_node(self, node: Tree[Token], newlines_ignored: bool) -> None:
+        kind = node.data
+        if kind == "body":
+            self._check_body_separators(node)
+        elif kind == "block":
+            self._check_block(node)
+        elif kind == "object":
+            self._check_object_separators(node)
+        elif kind == "string_part":
+            self._check_string_part(node)
+        elif kind == "template_string":
+            self.syntax(
+                "unexpected character `\\`; a backslash is only valid inside a quoted string",
+                _start(node),
+            )
+        if not newlines_ignored:
+            self._check_leading_operators(node)
+
+    def _check_body_separators(self, body: Tree[Token]) -> None:
+        items = _subtrees(body)
+        for previous, item in itertools.pairwise(items):
+            if _first_newline(self.source, _end(previous), _start(item)) is None:
+                what = "attribute" if previous.data == "attribute" else "block"
+                self.syntax(
+                    f"missing newline after {what}; each attribute and block starts on a new line",
+                    _start(item),
+                )
+
+    def _check_block(self, block: Tree[Token]) -> None:
+        for label in _block_labels(block)[1:]:
+            if label.data == "string":
+                self._check_label(label)
+        lbrace, body, rbrace = _block_body(block)
+        items = _subtrees(body)
+        if not items or _first_newline(self.source, int(lbrace.end_pos or 0), _start(items[0])):
+            return
+        # A single-line block: `name { attribute = value }`.
+        first = items[0]
+        if first.data == "block":
+            self.syntax("a single-line block cannot contain another block", _start(first))
+            return
+        after = _start(items[1]) if len(items) > 1 else int(rbrace.start_pos or 0)
+        newline = _first_newline(self.source, _end(first), after)
+        if newline is not None:
+            self.syntax(
+                "a single-line block holds one attribute and closes on the same line; "
+                "put a newline after `{` to write more",
+                newline,
+            )
+
+    def _check_label(self, label: Tree[Token]) -> None:
+        for part in _subtrees(label):
+            inner = part.children[0]
+            if isinstance(inner, Tree):
+                self.syntax(
+                    "a block label cannot contain `${...}` or `%{...}`; "
+                    "write `$${` for a literal `${`",
+                    _start(inner),
+                    _end(inner),
+                )
+
+    def _check_object_separators(self, obj: Tree[Token]) -> None:
+        elems = [c for c in _subtrees(obj) if c.data == "object_elem"]
+        closing = obj.children[-1]
+        ends = [_start(e) for e in elems[1:]] + [
+            int(closing.start_pos or 0) if isinstance(closing, Token) else _end(obj)
+        ]
+        for index, (elem, next_start) in enumerate(zip(elems, ends, strict=True)):
+            marks = _gap_marks(self.source, _end(elem), next_start)
+            kinds = [kind for kind, _ in marks]
+            if "," in kinds and "\n" in kinds[: kinds.index(",")]:
+                comma = marks[kinds.index(",")][1]
+                self.syntax(
+                    "unexpected `,` at the start of a line; put it after the element", comma
+                )
+            elif not marks and index < len(elems) - 1:
+                self.syntax("missing `,` or newline between object elements", next_start)
+
+    def _check_string_part(self, part: Tree[Token]) -> None:
+        token = part.children[0]
+        if not isinstance(token, Token) or token.type != "STRING_CHARS":
+            return
+        base = int(token.start_pos or 0)
+        for start, end, message in _escape_problems(token.value):
+            self.syntax(f"invalid escape sequence: {message}", base + start, base + end)
+        newline = token.value.find("\n")
+        if newline != -1:
+            self.syntax(
+                "a quoted string cannot span lines; use `\\n` or a heredoc (`<<EOT`)",
+                base + newline,
+            )
+
+    def _check_leading_operators(self, node: Tree[Token]) -> None:
+        # python-hcl2's post-lexer glues a newline onto the operator after it, so
+        # `a = 1` / `+ 2` continues the expression; HCL ends it at the newline.
+        for child in node.children:
+            if isinstance(child, Token) and child.type in OPERATOR_TYPES and "\n" in child.value:
+                start, end = int(child.start_pos or 0), int(child.end_pos or 0)
+                self.syntax(
+                    f"`{self.source[start:end]}` cannot start a line here; end the previous "
+                    "line with the operator or wrap the expression in `( )`",
+                    start,
+                    end,
+                )
+
+    # -- conversion ----------------------------------------------------------
+
+    def body(self, tree: Tree[Token], span: Span) -> Body:
+        attributes: list[Attribute] = []
+        blocks: list[Block] = []
+        seen: dict[str, Attribute] = {}
+        for child in _subtrees(tree):
+            if child.data == "attribute":
+                attribute = self.attribute(child)
+                first = seen.get(attribute.name)
+                if first is not None:
+                    self.report(
+                        "OS006",
+                        f"attribute `{attribute.name}` is already set in this block",
+                        attribute.name_span,
+                        related=[Related(first.name_span, "first set here")],
+                        suggestion="remove one of them",
+                    )
+                    continue
+                seen[attribute.name] = attribute
+                attributes.append(attribute)
+            elif child.data == "block":
+                blocks.append(self.block(child))
+        return Body(tuple(attributes), tuple(blocks), span)
+
+    def attribute(self, tree: Tree[Token]) -> Attribute:
+        name_tree, value_tree = _subtrees(tree)
+        name = _name_token(name_tree)
+        value = self.value(value_tree)
+        return Attribute(
+            name.value, self.node_span(name), value, self.pos.span(_start(tree), _end(tree))
+        )
+
+    def block(self, tree: Tree[Token]) -> Block:
+        type_tree, *label_trees = _block_labels(tree)
+        type_token = _name_token(type_tree)
+        labels = tuple(Label(self.label_value(t), self.node_span(t)) for t in label_trees)
+        lbrace, body_tree, rbrace = _block_body(tree)
+        body_span = self.pos.span(int(lbrace.start_pos or 0), int(rbrace.end_pos or 0))
+        return Block(
+            type_token.value,
+            self.node_span(type_token),
+            labels,
+            self.body(body_tree, body_span),
+            self.pos.span(_start(tree), int(rbrace.end_pos or 0)),
+        )
+
+    def label_value(self, tree: Tree[Token]) -> str:
+        if tree.data == "string":
+            return self.string_value(tree, template=False)
+        return str(_name_token(tree))
+
+    def value(self, tree: Tree[Token]) -> Value:
+        literal = self.literal(tree)
+        return literal if literal is not None else Expr(self.text_of(tree), self.node_span(tree))
+
+    def literal(self, tree: Tree[Token]) -> Value | None:
+        """The tree node for a literal, or ``None`` when it is an expression."""
+        if tree.data == "unary_op":
+            return self.negative_number(tree)
+        if tree.data != "expr_term":
+            return None
+        kids = _children(tree)
+        if len(kids) != 1 or not isinstance(kids[0], Tree):
+            return None
+        inner = kids[0]
+        span = self.node_span(inner)
+        kind = inner.data
+        if kind in ("int_lit", "float_lit"):
+            number = _number(str(_name_token(inner)))
+            return None if number is None else Scalar(number, span)
+        if kind == "literal_value":
+            return Scalar(_KEYWORD_VALUES[str(_name_token(inner))], span)
+        if kind == "string":
+            return Scalar(self.string_value(inner, template=True), span)
+        if kind in ("heredoc_template", "heredoc_template_trim"):
+            return Scalar(_heredoc_text(_name_token(inner)), span)
+        if kind == "tuple":
+            return ListNode(tuple(self.value(item) for item in _subtrees(inner)), span)
+        if kind == "object":
+            return self.mapping(inner, span)
+        return None
+
+    def negative_number(self, tree: Tree[Token]) -> Scalar | None:
+        operator, operand = _children(tree)
+        if not isinstance(operator, Token) or operator.type != "MINUS":
+            return None
+        if not isinstance(operand, Tree):
+            return None
+        inner = self.literal(operand)
+        if not isinstance(inner, Scalar) or isinstance(inner.value, bool):
+            return None
+        if not isinstance(inner.value, int | float):
+            return None
+        return Scalar(-inner.value, self.node_span(tree))
+
+    def mapping(self, tree: Tree[Token], span: Span) -> MapNode | None:
+        entries: list[Entry] = []
+        seen: dict[str, Entry] = {}
+        for elem in _subtrees(tree):
+            key_tree, value_tree = _subtrees(elem)
+            key = self.object_key(key_tree)
+            if key is None:
+                return None  # a computed key: the whole object is an expression
+            entry = Entry(key, self.node_span(key_tree), self.value(value_tree))
+            first = seen.get(key)
+            if first is not None:
+                self.report(
+                    "OS006",
+                    f"key `{key}` appears twice in this object",
+                    entry.key_span,
+                    related=[Related(first.key_span, "first set here")],
+                    suggestion="remove one of them",
+                )
+                continue
+            seen[key] = entry
+            entries.append(entry)
+        return MapNode(tuple(entries), span)
+
+    def object_key(self, tree: Tree[Token]) -> str | None:
+        (node,) = _subtrees(tree)
+        if node.data == "keyword":
+            return str(_name_token(node))
+        kids = _children(node) if node.data == "expr_term" else []
+        if len(kids) != 1 or not isinstance(kids[0], Tree):
+            return None
+        inner = kids[0]
+        if inner.data in ("identifier", "literal_value", "int_lit"):
+            return str(_name_token(inner))
+        if inner.data == "string" and all(
+            isinstance(part.children[0], Token) for part in _subtrees(inner)
+        ):
+            return self.string_value(inner, template=False)
+        return None
+
+    def string_value(self, tree: Tree[Token], *, template: bool) -> str:
+        """A quoted string's value: escapes decoded, template sequences as written.
+
+        With ``template`` the result is template text: a ``${`` or ``%{`` that
+        came from an escape is written ``$${`` / ``%%{`` so that the expression
+        stage does not mistake it for interpolation.
+        """
+        out: list[str] = []
+        for part in _subtrees(tree):
+            inner = part.children[0]
+            if isinstance(inner, Tree):
+                out.append(self.text_of(inner))
+            elif inner.type == "STRING_CHARS":
+                decoded = _unescape(inner.value)
+                if template:
+                    decoded = decoded.replace("${", "$${").replace("%{", "%%{")
+                out.append(decoded)
+            else:  # ESCAPED_INTERPOLATION / ESCAPED_DIRECTIVE: `$${` or `%%{`
+                out.append(inner.value if template else inner.value[1:])
+        return "".join(out)
+
+
+_KEYWORD_VALUES: dict[str, bool | None] = {"true": True, "false": False, "null": None}
+
+
+def _number(text: str) -> int | float | None:
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        return None  # e.g. `-1-2.5`, which the grammar lexes as one token
+
+
+def _name_token(tree: Tree[Token]) -> Token:
+    token = tree.children[0]
+    assert isinstance(token, Token), tree
+    return token
+
+
+def _is_paren(tree: Tree[Token]) -> bool:
+    first = tree.children[0] if tree.children else None
+    return isinstance(first, Token) and first.type == "LPAR"
+
+
+def _block_labels(block: Tree[Token]) -> list[Tree[Token]]:
+    """The block type followed by its labels."""
+    out: list[Tree[Token]] = []
+    for child in block.children:
+        if isinstance(child, Token):
+            break
+        if isinstance(child, Tree) and child.data in _LABEL_KINDS:
+            out.append(child)
+    return out
+
+
+def _block_body(block: Tree[Token]) -> tuple[Token, Tree[Token], Token]:
+    tokens = [c for c in block.children if isinstance(c, Token)]
+    body = next(c for c in block.children if isinstance(c, Tree) and c.data == "body")
+    return tokens[0], body, tokens[-1]
+
+
+# --------------------------------------------------------------------------
+# Syntax errors from lark
+# --------------------------------------------------------------------------
+
+_OPENERS = {"LBRACE": "}", "LSQB": "]", "LPAR": ")", "INTERP_START": "}", "DBLQUOTE": '"'}
+_CLOSERS = {"RBRACE", "RSQB", "RPAR"}
+
+# Malformed inputs whose parser state identifies a common mistake (lark's
+# ``match_examples``): the hint explains it better than a list of tokens.
+_EXAMPLES: dict[str, list[str]] = {
+    "attributes are separated by newlines, not commas": [
+        "a = 1, b = 2\n",
+        'a = "x", b = 2\n',
+        "a { b = 1, c = 2 }\n",
+    ],
+    "an attribute needs a value after `=`": ["a =\n", "a = \nb = 1\n", "a { b = }\n"],
+    "a block needs `{` after its type and labels": ["a b\n", 'a "b"\n', "a b c\n"],
+    "block labels are names or quoted strings": ["a 1 {}\n", 'a "b" 1 {}\n', "a [x] {}\n"],
+    "list items are separated by commas": ["a = [1 2]\n", 'a = ["x" "y"]\n', "a = [b c]\n"],
+    "function arguments are separated by commas": ["a = f(1 2)\n", "a = f(b c)\n"],
+}
+
+_EXPRESSION_STARTS = frozenset(
+    {"DBLQUOTE", "INT_LITERAL", "FLOAT_LITERAL", "LSQB", "LBRACE", "NAME", "LPAR", "MINUS", "NOT"}
+)
+_TOKEN_NAMES = {
+    "NAME": "a name",
+    "NL_OR_COMMENT": "a newline",
+    "$END": "the end of the file",
+    "DBLQUOTE": "a quoted string",
+    "STRING_CHARS": "string text",
+    "INT_LITERAL": "a number",
+    "FLOAT_LITERAL": "a number",
+    "HEREDOC_TEMPLATE": "a heredoc",
+    "HEREDOC_TEMPLATE_TRIM": "a heredoc",
+    "EQ": "`=`",
+    "COLON": "`:`",
+}
+
+
+def _syntax_error(exc: UnexpectedInput, source: str, text_length: int, file: str) -> Diagnostic:
+    pos = _Positions(file, source)
+    if isinstance(exc, UnexpectedToken):
+        return _unexpected_token(exc, pos, text_length)
+    if isinstance(exc, UnexpectedCharacters):
+        offset = int(exc.pos_in_stream or 0)
+        char = source[offset] if offset < len(source) else ""
+        message = f"unexpected character {_quote(char)}"
+        if char == "\\":
+            message += "; a backslash is only valid inside a quoted string"
+        return error("OS004", message, pos.span(offset, offset + 1))
+    line, column = max(1, exc.line), max(1, exc.column)
+    return error("OS004", "syntax error", Span(file, line, column, line, column))
+
+
+def _unexpected_token(exc: UnexpectedToken, pos: _Positions, text_length: int) -> Diagnostic:
+    token = exc.token
+    if token.type == "$END":
+        opener = _unclosed_opener(exc)
+        if opener is not None:
+            closer = _OPENERS[opener.type]
+            return error(
+                "OS004",
+                f"`{opener.value.strip()}` is never closed; "
+                f"expected `{closer}` before the end of the file",
+                pos.span(int(opener.start_pos or 0), int(opener.end_pos or 0)),
+            )
+        return error("OS004", "unexpected end of the file", pos.span(text_length, text_length))
+    start = int(token.start_pos or 0)
+    if token.type == "NL_OR_COMMENT" and token.value.startswith("\n"):
+        end = start  # point at the end of the line, not across it
+    else:
+        end = int(token.end_pos or start + 1)
+    what = _describe(token)
+    hint = _hint(exc)
+    if hint is None:
+        hint = "expected " + _summarise(exc.expected)
+    return error("OS004", f"unexpected {what}; {hint}", pos.span(start, max(end, start)))
+
+
+def _unclosed_opener(exc: UnexpectedToken) -> Token | None:
+    """The innermost bracket still open when the file ended."""
+    parser = exc.interactive_parser
+    stack: Iterable[object] = parser.parser_state.value_stack if parser is not None else ()
+    depth = 0
+    for item in reversed(list(stack)):
+        if not isinstance(item, Token):
+            continue
+        if item.type in _CLOSERS:
+            depth += 1
+        elif item.type in _OPENERS:
+            if depth == 0:
+                return item
+            depth -= 1
+    return None
+
+
+def _hint(exc: UnexpectedToken) -> str | None:
+    parse: Callable[[str], Tree[Token]] = _parser().parse
+    try:
+        return exc.match_examples(parse, _EXAMPLES, use_accepts=True)
+    except Exception:  # a failing hint must never hide the real error
+        return None
+
+
+def _describe(token: Token) -> str:
+    if token.type == "NL_OR_COMMENT":
+        return "newline" if token.value.startswith("\n") else "comment"
+    value = token.value.strip() or token.value
+    return _quote(value[:20] + ("…" if len(value) > 20 else ""))
+
+
+def _summarise(expected: Iterable[str]) -> str:
+    names = set(expected)
+    words: set[str] = set()
+    if {"DBLQUOTE", "INT_LITERAL", "LSQB"} <= names:
+        names -= _EXPRESSION_STARTS
+        words.add("an expression")
+    for name in names:
+        words.add(_terminal_name(name))
+    listed = sorted(words)
+    if not listed:
+        return "something else"
+    if len(listed) > 6:
+        listed = [*listed[:6], "…"]
+    return listed[0] if len(listed) == 1 else "one of " + ", ".join(listed)
+
+
+def _terminal_name(name: str) -> str:
+    if name in _TOKEN_NAMES:
+        return _TOKEN_NAMES[name]
+    try:
+        pattern = _parser().get_terminal(name).pattern
+    except KeyError:
+        return name.lower()
+    if pattern.type == "str":
+        return _quote(pattern.value)
+    return name.lower().replace("_", " ")
+
+
+def _quote(text: str) -> str:
+    if not text:
+        return "end of input"
+    return f"`{text}`" if "`" not in text else repr(text)
+
+
+def _too_deep(span: Span) -> Diagnostic:
+    return error(
+        "OS007",
+        f"nesting is deeper than {MAX_NESTING} levels",
+        span,
+        suggestion="flatten the structure",
+    )
