@@ -142,8 +142,8 @@ def did_you_mean(word: str, candidates: Iterable[str], *, fmt: str = "`{}`") -> 
     return f"did you mean {fmt.format(match)}?" if match else None
 
 
-def sort_key(d: Diagnostic) -> tuple[str, int, int, str]:
-    return (d.span.file, d.span.line, d.span.column, d.code)
+def sort_key(d: Diagnostic) -> tuple[str, int, int, str, str]:
+    return (d.span.file, d.span.line, d.span.column, d.code, d.message)
 
 
 def has_errors(diagnostics: Iterable[Diagnostic]) -> bool:

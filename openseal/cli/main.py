@@ -1,0 +1,63 @@
+"""The ``openseal`` command. Commands are thin: parse options, call a stage, render.
+
+Exit codes: 0 success, 1 failure or error diagnostics, 2 usage errors.
+No Python traceback reaches a user; set ``OPENSEAL_DEBUG=1`` to see one.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from openseal import __version__
+from openseal.cli.schema import schema
+from openseal.cli.validate import validate
+from openseal.errors import OpenSealError, UsageError
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="openseal")
+def cli() -> None:
+    """Compile agent, team, skill and workflow definitions into versioned graphs and run them."""
+
+
+cli.add_command(validate)
+cli.add_command(schema)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console entry point: runs the CLI and turns every failure into a one-line message."""
+    try:
+        cli.main(args=argv, prog_name="openseal", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        return 1
+    except click.ClickException as exc:
+        exc.show()
+        return 2 if isinstance(exc, click.UsageError) else exc.exit_code
+    except UsageError as exc:
+        click.echo(f"error: {exc}", err=True)
+        return 2
+    except OpenSealError as exc:
+        click.echo(f"error: {exc}", err=True)
+        return 1
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        return 130
+    except Exception as exc:  # the last line of defence: never print a traceback
+        if os.environ.get("OPENSEAL_DEBUG"):
+            raise
+        click.echo(
+            f"internal error: {exc.__class__.__name__}: {exc} (set OPENSEAL_DEBUG=1 for details)",
+            err=True,
+        )
+        return 1
+    return 0
+
+
+def run() -> None:
+    sys.exit(main())

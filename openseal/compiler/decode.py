@@ -1,0 +1,206 @@
+"""Decode folded documents into the definition model, with located diagnostics.
+
+Each definition is validated on its own so one mistake does not hide the
+others. pydantic's errors are translated into openseal's codes and pointed at
+the key or value they are about, with the allowed keys and a close match.
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from openseal.compiler.diagnostics import Diagnostic, did_you_mean, error
+from openseal.compiler.fields import DecodeContext
+from openseal.compiler.model import KIND_MODELS, Spec
+from openseal.compiler.plain import Folded, Path
+from openseal.compiler.spans import Span
+
+
+@dataclass(frozen=True, slots=True)
+class Definition:
+    """One named definition of one kind, as written in one file."""
+
+    kind: str
+    name: str
+    spec: Spec
+    span: Span
+    name_span: Span
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind}.{self.name}"
+
+
+def decode(folded: Folded, file: str) -> tuple[list[Definition], list[Diagnostic]]:
+    definitions: list[Definition] = []
+    diagnostics: list[Diagnostic] = []
+    data = folded.data if isinstance(folded.data, dict) else {}
+    for kind, by_name in data.items():
+        kind_span = folded.keys.get((kind,)) or Span.whole_file(file)
+        model = KIND_MODELS.get(kind)
+        if model is None:
+            diagnostics.append(
+                error(
+                    "OS109",
+                    f"unknown definition kind `{kind}`; kinds are {_listing(KIND_MODELS)}",
+                    kind_span,
+                    suggestion=did_you_mean(kind, KIND_MODELS),
+                )
+            )
+            continue
+        if not isinstance(by_name, dict):
+            diagnostics.append(
+                error("OS103", f"`{kind}` must hold named definitions", kind_span,
+                      suggestion=f'write `{kind} "name" {{ ... }}` (HCL) or `{kind}: {{name: ...}}` (YAML)')
+            )
+            continue
+        for name, body in by_name.items():
+            path: Path = (kind, name)
+            span = folded.values.get(path) or kind_span
+            name_span = folded.keys.get(path) or span
+            ctx = DecodeContext(fallback_span=span)
+            try:
+                spec = model.model_validate(body, context=ctx)
+            except ValidationError as exc:
+                diagnostics.extend(ctx.diagnostics)
+                diagnostics.extend(_translate(exc, model, body, path, folded))
+                continue
+            diagnostics.extend(ctx.diagnostics)
+            definitions.append(Definition(kind, str(name), spec, span, name_span))
+    return definitions, diagnostics
+
+
+def _listing(names: typing.Iterable[str]) -> str:
+    return ", ".join(f"`{n}`" for n in names)
+
+
+# --------------------------------------------------------------------------- error translation
+
+
+def _translate(
+    exc: ValidationError, model: type[BaseModel], body: object, base: Path, folded: Folded
+) -> list[Diagnostic]:
+    out: list[Diagnostic] = []
+    for err in exc.errors(include_url=False):
+        loc = _data_path(body, err["loc"])
+        path = (*base, *loc)
+        kind = err["type"]
+        if kind == "extra_forbidden":
+            out.append(_unknown_key(model, loc, path, folded))
+        elif kind == "missing":
+            key = str(err["loc"][-1])
+            span = folded.span_for(path[:-1]) or Span.point(base[0])
+            out.append(error("OS102", f"missing required key `{key}`", span))
+        elif kind in ("literal_error", "enum"):
+            out.append(_bad_choice(err, path, folded))
+        elif kind.endswith("_type") or kind in ("model_attributes_type", "dict_type", "list_type"):
+            span = folded.span_for(path) or Span.point(base[0])
+            out.append(error("OS103", f"`{_dotted(loc)}`: {_message(err)}", span))
+        else:
+            span = folded.span_for(path) or Span.point(base[0])
+            where = f"`{_dotted(loc)}`: " if loc else ""
+            out.append(error("OS104", f"{where}{_message(err)}", span))
+    return out
+
+
+def _message(err: Any) -> str:
+    msg = str(err["msg"])
+    for prefix in ("Value error, ", "Assertion failed, "):
+        msg = msg.removeprefix(prefix)
+    return msg[:1].lower() + msg[1:]
+
+
+def _dotted(loc: Path) -> str:
+    return ".".join(str(p) for p in loc) or "(top)"
+
+
+def _data_path(body: object, loc: tuple[int | str, ...]) -> Path:
+    """Keep only the parts of pydantic's location that exist in the data (drop union tags)."""
+    path: list[str | int] = []
+    node = body
+    for part in loc:
+        if isinstance(node, dict) and part in node:
+            path.append(part)
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            path.append(part)
+            node = node[part]
+        elif isinstance(node, dict | list):
+            # A key that is absent (missing or extra at this level) ends the walk.
+            if isinstance(part, str) and not part.startswith(("function-", "union", "json-")):
+                path.append(part)
+                break
+    return tuple(path)
+
+
+def _unknown_key(model: type[BaseModel], loc: Path, path: Path, folded: Folded) -> Diagnostic:
+    key = str(loc[-1]) if loc else "?"
+    allowed = _allowed_keys(model, loc[:-1])
+    span = folded.span_for(path, prefer_key=True) or Span.point(path[0] if path else "?")
+    listing = f"; allowed keys: {_listing(allowed)}" if allowed else ""
+    return error(
+        "OS101",
+        f"unknown key `{key}`{listing}",
+        span,
+        suggestion=did_you_mean(key, allowed) if allowed else None,
+    )
+
+
+def _bad_choice(err: Any, path: Path, folded: Folded) -> Diagnostic:
+    span = folded.span_for(path) or Span.point(path[0] if path else "?")
+    expected = str(err.get("ctx", {}).get("expected", ""))
+    choices = [c.strip().strip("'\"") for c in expected.replace(" or ", ", ").split(",") if c.strip()]
+    given = err.get("input")
+    return error(
+        "OS104",
+        f"`{given}` is not allowed here; expected one of {_listing(choices)}",
+        span,
+        suggestion=did_you_mean(str(given), choices) if isinstance(given, str) else None,
+    )
+
+
+def _allowed_keys(model: type[BaseModel], loc: Path) -> list[str]:
+    """The field names of the model reached by following ``loc`` from ``model``."""
+    current: Any = model
+    for part in loc:
+        current = _step(current, part)
+        if current is None:
+            return []
+    current = _unwrap_model(current)
+    if isinstance(current, type) and issubclass(current, BaseModel):
+        return list(current.model_fields)
+    return []
+
+
+def _step(annotation: Any, part: str | int) -> Any:
+    annotation = _unwrap_model(annotation)
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        info = annotation.model_fields.get(str(part))
+        return info.annotation if info else None
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is dict and len(args) == 2:
+        return args[1]
+    if origin is list and args:
+        return args[0]
+    return None
+
+
+def _unwrap_model(annotation: Any) -> Any:
+    """Strip ``X | None`` and ``Annotated[X, ...]`` down to the model or container inside."""
+    while True:
+        origin = typing.get_origin(annotation)
+        if origin is typing.Annotated:
+            annotation = typing.get_args(annotation)[0]
+        elif origin in (typing.Union, types.UnionType):
+            members = [a for a in typing.get_args(annotation) if a is not type(None)]
+            if len(members) != 1:
+                return annotation
+            annotation = members[0]
+        else:
+            return annotation

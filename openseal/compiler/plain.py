@@ -1,0 +1,171 @@
+"""Fold a spanned document tree into plain data for model validation.
+
+Blocks become nested mappings keyed by their labels (``state "draft" {..}`` is
+``{"state": {"draft": {..}}}``), which is exactly how the YAML form is written,
+so both syntaxes reach the model as the same data. Strings keep their span by
+being :class:`SpannedStr`; HCL expressions become :class:`ExprSource`. Every
+path into the data is recorded with its span so a validation error can point
+at the key or value it is about.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from openseal.compiler.diagnostics import Diagnostic, Related, error
+from openseal.compiler.spans import Span
+from openseal.compiler.tree import Block, Body, Entry, Expr, ListNode, MapNode, Scalar, Value
+
+Path = tuple[str | int, ...]
+
+
+class SpannedStr(str):
+    """A string that remembers where it was written."""
+
+    __slots__ = ("span",)
+    span: Span
+
+    def __new__(cls, value: str, span: Span) -> SpannedStr:
+        self = super().__new__(cls, value)
+        self.span = span
+        return self
+
+
+@dataclass(frozen=True, slots=True)
+class ExprSource:
+    """An HCL expression that is not a literal, not yet parsed."""
+
+    source: str
+    span: Span
+
+
+@dataclass
+class Folded:
+    """Plain data plus the span of every path: ``keys`` where a key was written, ``values`` for values."""
+
+    data: object
+    values: dict[Path, Span] = field(default_factory=dict)
+    keys: dict[Path, Span] = field(default_factory=dict)
+
+    def span_for(self, path: Path, *, prefer_key: bool = False) -> Span | None:
+        """The span of ``path`` or of its nearest recorded ancestor."""
+        for end in range(len(path), -1, -1):
+            prefix = path[:end]
+            first, second = (self.keys, self.values) if prefer_key else (self.values, self.keys)
+            if prefix in first:
+                return first[prefix]
+            if prefix in second:
+                return second[prefix]
+        return None
+
+
+class _Folder:
+    def __init__(self) -> None:
+        self.folded = Folded(None)
+        self.diagnostics: list[Diagnostic] = []
+
+    def body(self, body: Body, path: Path) -> dict[str, object]:
+        self.folded.values[path] = body.span
+        out: dict[str, object] = {}
+        for item in body.items():
+            if isinstance(item, Block):
+                self._block(item, out, path)
+            else:
+                self._put(out, path, item.name, item.name_span, self.value(item.value, (*path, item.name)))
+        return out
+
+    def _block(self, block: Block, out: dict[str, object], path: Path) -> None:
+        # Walk (or create) one nested mapping per label; the block body goes at the leaf.
+        target = out
+        where: Path = path
+        key, key_span = block.type, block.type_span
+        for label in block.labels:
+            existing = target.get(key)
+            if existing is None:
+                existing = {}
+                self._put(target, where, key, key_span, existing)
+                self.folded.values[(*where, key)] = block.span
+            elif not isinstance(existing, dict) or (*where, key, "__leaf__") in self.folded.values:
+                self._duplicate(block.type, key_span, (*where, key))
+                return
+            target, where = existing, (*where, key)
+            key, key_span = label.value, label.span
+        body_path = (*where, key)
+        if key in target and not block.labels:
+            self._repeat(target, key, block, body_path)
+            return
+        if key in target:
+            self._duplicate(block.type, key_span, body_path)
+            return
+        self._put(target, where, key, key_span, self.body(block.body, body_path))
+        self.folded.values[body_path] = block.span
+        self.folded.values[(*body_path, "__leaf__")] = block.span
+
+    def _repeat(self, target: dict[str, object], key: str, block: Block, path: Path) -> None:
+        """Unlabelled blocks of one type written again form a list (``branch {..} branch {..}``)."""
+        existing = target[key]
+        if isinstance(existing, list) and (*path, "__repeated__") in self.folded.values:
+            items = existing
+        else:
+            items = [existing]
+            target[key] = items
+            self._move(path, (*path, 0))
+            self.folded.values[(*path, "__repeated__")] = block.span
+        index = len(items)
+        items.append(self.body(block.body, (*path, index)))
+        self.folded.values[(*path, index)] = block.span
+        self.folded.keys[(*path, index)] = block.type_span
+
+    def _move(self, old: Path, new: Path) -> None:
+        """Re-key recorded spans under ``old`` to sit under ``new``."""
+        for table in (self.folded.values, self.folded.keys):
+            moved = {new + k[len(old):]: v for k, v in table.items() if k[: len(old)] == old}
+            for k in [k for k in table if k[: len(old)] == old and k != old]:
+                del table[k]
+            table.update(moved)
+
+    def _duplicate(self, kind: str, span: Span, path: Path) -> None:
+        first = self.folded.keys.get(path)
+        related = [Related(first, "first defined here")] if first else []
+        name = ".".join(str(p) for p in path)
+        self.diagnostics.append(
+            error("OS011", f"duplicate {kind} block `{name}`", span, related=related)
+        )
+
+    def _put(self, out: dict[str, object], path: Path, key: str, span: Span, value: object) -> None:
+        if key in out:
+            self._duplicate_key(key, span, (*path, key))
+            return
+        out[key] = value
+        self.folded.keys[(*path, key)] = span
+
+    def _duplicate_key(self, key: str, span: Span, path: Path) -> None:
+        first = self.folded.keys.get(path)
+        related = [Related(first, "first defined here")] if first else []
+        self.diagnostics.append(error("OS006", f"`{key}` is defined twice", span, related=related))
+
+    def value(self, node: Value, path: Path) -> object:
+        self.folded.values[path] = node.span
+        if isinstance(node, Scalar):
+            if isinstance(node.value, str):
+                return SpannedStr(node.value, node.span)
+            return node.value
+        if isinstance(node, Expr):
+            return ExprSource(node.source, node.span)
+        if isinstance(node, ListNode):
+            return [self.value(item, (*path, i)) for i, item in enumerate(node.items)]
+        return self._map(node, path)
+
+    def _map(self, node: MapNode, path: Path) -> dict[str, object]:
+        out: dict[str, object] = {}
+        entry: Entry
+        for entry in node.entries:
+            self._put(out, path, entry.key, entry.key_span, self.value(entry.value, (*path, entry.key)))
+        return out
+
+
+def fold(body: Body) -> tuple[Folded, list[Diagnostic]]:
+    """Fold a document body into plain data with spans, reporting duplicate blocks and keys."""
+    folder = _Folder()
+    folder.folded.data = folder.body(body, ())
+    return folder.folded, folder.diagnostics
