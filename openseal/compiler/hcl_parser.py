@@ -1,0 +1,311 @@
+"""The HCL parser: python-hcl2's grammar driven through lark, and its syntax errors.
+
+Building the LALR tables takes seconds, so the parser is built on first use and
+cached in a user cache directory (python-hcl2 caches inside site-packages, which
+is often read-only). Syntax errors become ``OS004`` diagnostics with friendly
+messages; see :mod:`openseal.compiler.load_hcl` for the public entry points.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import gc
+import hashlib
+import os
+import re
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import hcl2
+import lark
+import platformdirs
+from hcl2.postlexer import PostLexer
+from hcl2.version import __version__ as hcl2_version
+from lark import Lark, Token, Tree
+from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+
+from openseal.compiler.diagnostics import Diagnostic, error
+from openseal.compiler.spans import Span
+
+
+class Positions:
+    """Offsets to 1-based lines and columns for one text."""
+
+    def __init__(self, file: str, text: str) -> None:
+        self.file = file
+        self._starts = [0, *(m.end() for m in re.finditer("\n", text))]
+
+    def point(self, offset: int) -> tuple[int, int]:
+        line = bisect.bisect_right(self._starts, offset)
+        return line, offset - self._starts[line - 1] + 1
+
+    def span(self, start: int, end: int) -> Span:
+        line, column = self.point(start)
+        end_line, end_column = self.point(max(start, end))
+        return Span(self.file, line, column, end_line, end_column)
+
+
+# --------------------------------------------------------------------------
+# The parser
+# --------------------------------------------------------------------------
+
+_GRAMMAR_FILE = Path(hcl2.__file__).with_name("hcl2.lark")
+# HCL identifiers are Unicode (ID_Start / ID_Continue plus `-`); python-hcl2
+# accepts ASCII only. The pattern below is the same on ASCII input.
+_ASCII_NAME = "NAME : /[a-zA-Z_][a-zA-Z0-9_-]*/"
+_UNICODE_NAME = r"NAME : /[^\W\d][\w-]*/"
+
+
+class _PostLexer(PostLexer):
+    """python-hcl2's post-lexer, plus dropping ``/* */`` comments.
+
+    In HCL an inline comment is not a newline, so it may sit anywhere a space
+    can (``a = /* x */ 1``, between block labels). python-hcl2 lexes it as a
+    newline token; asking lark to lex that token in every parser state and
+    dropping it here makes it whitespace again.
+    """
+
+    def process(self, stream: Iterator[Token]) -> Iterator[Token]:
+        return super().process(t for t in stream if not _is_inline_comment(t))
+
+    @property
+    def always_accept(self) -> tuple[str, ...]:  # type: ignore[override]
+        return ("NL_OR_COMMENT",)
+
+
+def _is_inline_comment(token: Token) -> bool:
+    return token.type == "NL_OR_COMMENT" and token.value.startswith("/*")
+
+
+def _grammar() -> str:
+    return _GRAMMAR_FILE.read_text(encoding="utf-8").replace(_ASCII_NAME, _UNICODE_NAME)
+
+
+def cache_dir() -> Path:
+    """Where the built parser is cached (``OPENSEAL_CACHE_DIR`` overrides)."""
+    override = os.environ.get("OPENSEAL_CACHE_DIR")
+    return Path(override) if override else Path(platformdirs.user_cache_dir("openseal"))
+
+
+def _cache_file(grammar: str) -> str | bool:
+    """A cache path in a writable user directory, or ``False`` to build without one.
+
+    python-hcl2 caches inside site-packages, which is often read-only, and then
+    every process pays seconds to rebuild the tables; a user directory avoids it.
+    """
+    digest = hashlib.sha256(grammar.encode()).hexdigest()[:12]
+    name = f"hcl2-{hcl2_version}-lark-{lark.__version__}-{digest}.lark-cache"
+    directory = cache_dir()
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    return str(directory / name) if os.access(directory, os.W_OK) else False
+
+
+@functools.cache
+def parser() -> Lark:
+    grammar = _grammar()
+    options: dict[str, object] = {
+        "parser": "lalr",
+        "propagate_positions": True,
+        "postlex": _PostLexer(),
+    }
+    try:
+        return Lark(grammar, cache=_cache_file(grammar), **options)
+    except (OSError, EOFError, ValueError):
+        # An unreadable or foreign cache file must not stop a compile.
+        return Lark(grammar, cache=False, **options)
+
+
+def parse(source: str) -> Tree[Token]:
+    # python-hcl2 parses are dominated by the garbage collector scanning the
+    # many small objects lark allocates; none of them form cycles worth collecting.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return parser().parse(source)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def prepare(text: str) -> str:
+    """Text the grammar accepts with positions unchanged.
+
+    A byte-order mark becomes a space (ignored, same column count) and a final
+    newline is added, because the grammar's line comments need one.
+    """
+    if text.startswith("\ufeff"):
+        text = " " + text[1:]
+    return text if text.endswith("\n") else text + "\n"
+
+
+# --------------------------------------------------------------------------
+# Syntax errors from lark
+# --------------------------------------------------------------------------
+
+_OPENERS = {"LBRACE": "}", "LSQB": "]", "LPAR": ")", "INTERP_START": "}", "DBLQUOTE": '"'}
+_CLOSERS = {"RBRACE", "RSQB", "RPAR"}
+
+# Malformed inputs that identify a common mistake (the idea of lark's
+# ``match_examples``): an error in the same parser state on the same kind of
+# token gets the hint, which explains it better than a list of tokens.
+_EXAMPLES: dict[str, list[str]] = {
+    "attributes are separated by newlines, not commas": [
+        "a = 1, b = 2\n",
+        'a = "x", b = 2\n',
+        "a { b = 1, c = 2 }\n",
+    ],
+    "an attribute ends at the end of its line": ['a = "x" "y"\n', 'a = 1 "y"\n', "a = b c\n"],
+    "an attribute needs a value after `=`": ["a =\n", "a = \nb = 1\n", "a { b = }\n"],
+    "a block needs `{` after its type and labels": ["a b\n", 'a "b"\n', "a b c\n"],
+    "there is no open block here to close": ["}\n", "a = 1\n}\n"],
+    "block labels are names or quoted strings": ["a 1 {}\n", 'a "b" 1 {}\n', "a [x] {}\n"],
+    "list items are separated by commas": ["a = [1 2]\n", 'a = ["x" "y"]\n', "a = [b c]\n"],
+    "function arguments are separated by commas": ["a = f(1 2)\n", "a = f(b c)\n"],
+}
+
+_EXPRESSION_STARTS = frozenset(
+    {
+        *("DBLQUOTE", "INT_LITERAL", "FLOAT_LITERAL", "LSQB", "LBRACE", "NAME", "LPAR"),
+        *("MINUS", "NOT", "TRUE", "FALSE", "NULL", "TEMPLATE_STRING"),
+        *("HEREDOC_TEMPLATE", "HEREDOC_TEMPLATE_TRIM"),
+    }
+)
+_KEYWORDS = frozenset(
+    {"IN", "FOR", "IF", "FOR_EACH", "ELSE", "ENDIF", "ENDFOR", "TRUE", "FALSE", "NULL"}
+)
+_TOKEN_NAMES = {
+    "NAME": "a name",
+    "NL_OR_COMMENT": "a newline",
+    "$END": "the end of the file",
+    "DBLQUOTE": "a quoted string",
+    "STRING_CHARS": "string text",
+    "INT_LITERAL": "a number",
+    "FLOAT_LITERAL": "a number",
+    "HEREDOC_TEMPLATE": "a heredoc",
+    "HEREDOC_TEMPLATE_TRIM": "a heredoc",
+    "EQ": "`=`",
+    "COLON": "`:`",
+}
+
+
+def syntax_error(exc: UnexpectedInput, source: str, text_length: int, file: str) -> Diagnostic:
+    pos = Positions(file, source)
+    if isinstance(exc, UnexpectedToken):
+        return _unexpected_token(exc, pos, text_length)
+    if isinstance(exc, UnexpectedCharacters):
+        offset = int(exc.pos_in_stream or 0)
+        char = source[offset] if offset < len(source) else ""
+        message = f"unexpected character {_quote(char)}"
+        if char == "\\":
+            message += "; a backslash is only valid inside a quoted string"
+        return error("OS004", message, pos.span(offset, offset + 1))
+    line, column = max(1, exc.line), max(1, exc.column)
+    return error("OS004", "syntax error", Span(file, line, column, line, column))
+
+
+def _unexpected_token(exc: UnexpectedToken, pos: Positions, text_length: int) -> Diagnostic:
+    token = exc.token
+    if token.type == "$END":
+        opener = _unclosed_opener(exc)
+        if opener is not None:
+            closer = _OPENERS[opener.type]
+            return error(
+                "OS004",
+                f"`{opener.value.strip()}` is never closed; "
+                f"expected `{closer}` before the end of the file",
+                pos.span(int(opener.start_pos or 0), int(opener.end_pos or 0)),
+            )
+        hint = _hint(exc) or "expected " + _summarise(exc.expected)
+        return error(
+            "OS004", f"unexpected end of the file; {hint}", pos.span(text_length, text_length)
+        )
+    start = int(token.start_pos or 0)
+    if token.type == "NL_OR_COMMENT" and token.value.startswith("\n"):
+        end = start  # point at the end of the line, not across it
+    else:
+        end = int(token.end_pos or start + 1)
+    what = _describe(token)
+    hint = _hint(exc) or "expected " + _summarise(exc.expected)
+    return error("OS004", f"unexpected {what}; {hint}", pos.span(start, max(end, start)))
+
+
+def _unclosed_opener(exc: UnexpectedToken) -> Token | None:
+    """The innermost bracket still open when the file ended."""
+    parser = exc.interactive_parser
+    stack: Iterable[object] = parser.parser_state.value_stack if parser is not None else ()
+    depth = 0
+    for item in reversed(list(stack)):
+        if not isinstance(item, Token):
+            continue
+        if item.type in _CLOSERS:
+            depth += 1
+        elif item.type in _OPENERS:
+            if depth == 0:
+                return item
+            depth -= 1
+    return None
+
+
+def _hint(exc: UnexpectedToken) -> str | None:
+    """The hint of the first example failing in the same parser state on the same token."""
+    for hint, examples in _EXAMPLES.items():
+        for example in examples:
+            try:
+                parser().parse(example)
+            except UnexpectedToken as other:
+                if other.state == exc.state and other.token.type == exc.token.type:
+                    return hint
+            except Exception:  # a failing hint must never hide the real error
+                continue
+    return None
+
+
+def _describe(token: Token) -> str:
+    if token.type == "NL_OR_COMMENT":
+        return "newline" if token.value.startswith("\n") else "comment"
+    value = token.value.strip() or token.value
+    if token.type == "STRING_CHARS":
+        # Outside a string this is lark's fallback lexer grabbing the rest of
+        # the line; only its first character is the unexpected one.
+        value = value[:1]
+    return _quote(value[:20] + ("…" if len(value) > 20 else ""))
+
+
+def _summarise(expected: Iterable[str]) -> str:
+    names = set(expected)
+    words: set[str] = set()
+    if {"DBLQUOTE", "INT_LITERAL", "LSQB"} <= names:
+        names -= _EXPRESSION_STARTS
+        words.add("an expression")
+    if "NAME" in names:
+        names -= _KEYWORDS  # HCL does not reserve them: they are names too
+    for name in names:
+        words.add(_terminal_name(name))
+    listed = sorted(words)
+    if not listed:
+        return "something else"
+    if len(listed) > 6:
+        listed = [*listed[:6], "…"]
+    return listed[0] if len(listed) == 1 else "one of " + ", ".join(listed)
+
+
+def _terminal_name(name: str) -> str:
+    if name in _TOKEN_NAMES:
+        return _TOKEN_NAMES[name]
+    try:
+        pattern = parser().get_terminal(name).pattern
+    except KeyError:
+        return name.lower()
+    if pattern.type == "str":
+        return _quote(pattern.value)
+    return name.lower().replace("_", " ")
+
+
+def _quote(text: str) -> str:
+    if not text:
+        return "end of input"
+    return f"`{text}`" if "`" not in text else repr(text)
