@@ -1,0 +1,134 @@
+"""Agent requests: one run asks an agent or team for work and waits for the answer.
+
+Statuses: ``pending → accepted → completed`` with ``rejected``, ``clarification_requested``
+(back to ``pending`` once answered) and ``canceled`` on the side, plus an optional review of a
+completed request. Each change appends an event to the caller run; changes the caller must act
+on (clarification, rejection, completion, cancellation) also wake it if it is waiting.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+
+from openseal.runtime import schema
+from openseal.runtime.commands import CommandsMixin
+from openseal.runtime.events import change_run
+from openseal.runtime.records import AgentRequest
+from openseal.runtime.statuses import AgentRequestStatus as S
+from openseal.runtime.statuses import RunStatus
+from openseal.runtime.store_errors import InvalidStatus, NotFound
+
+agent_requests = schema.agent_requests
+runs = schema.runs
+
+
+class AgentRequestsMixin(CommandsMixin):
+    def get_agent_request(self, request_id: str) -> AgentRequest:
+        with self.read() as conn:
+            row = conn.execute(sa.select(agent_requests).where(agent_requests.c.id == request_id))
+            found = row.mappings().one_or_none()
+        if found is None:
+            raise NotFound(f"agent request {request_id} not found")
+        return AgentRequest.from_row(found)
+
+    def _transition(
+        self,
+        request_id: str,
+        actor: str,
+        allowed: tuple[S, ...],
+        event_type: str,
+        *,
+        wake_caller: bool,
+        **values: Any,
+    ) -> AgentRequest:
+        now = self.now()
+        with self.write() as conn:
+            stmt = sa.select(agent_requests).where(agent_requests.c.id == request_id)
+            row = conn.execute(self.for_update(stmt)).mappings().one_or_none()
+            if row is None:
+                raise NotFound(f"agent request {request_id} not found")
+            current = AgentRequest.from_row(row)
+            if current.status not in allowed:
+                raise InvalidStatus(
+                    f"agent request {request_id} is {current.status}; "
+                    f"{event_type.removeprefix('agent_request.')} needs one of "
+                    + ", ".join(allowed)
+                )
+            updated = (
+                conn.execute(
+                    sa.update(agent_requests)
+                    .where(agent_requests.c.id == request_id)
+                    .values(updated_at=now, **values)
+                    .returning(*agent_requests.c)
+                )
+                .mappings()
+                .one()
+            )
+            caller = self.load_run(conn, current.caller_run_id, lock=True)
+            wake = wake_caller and caller.status == RunStatus.WAITING_FOR_AGENT
+            change_run(
+                conn,
+                caller.id,
+                event_type=event_type,
+                actor=actor,
+                payload={"agent_request_id": request_id, "status": updated["status"]},
+                now=now,
+                values={"wake_at": now} if wake else {},
+            )
+            if wake:
+                self.notify_work(conn)
+        return AgentRequest.from_row(updated)
+
+    def accept_agent_request(
+        self, request_id: str, actor: str, *, child_run_id: str | None = None
+    ) -> AgentRequest:
+        return self._transition(
+            request_id, actor, (S.PENDING,), "agent_request.accepted",
+            wake_caller=False, status=S.ACCEPTED, child_run_id=child_run_id,
+        )  # fmt: skip
+
+    def reject_agent_request(self, request_id: str, actor: str, reason: str) -> AgentRequest:
+        return self._transition(
+            request_id, actor, (S.PENDING, S.CLARIFICATION_REQUESTED, S.ACCEPTED),
+            "agent_request.rejected", wake_caller=True,
+            status=S.REJECTED, response={"rejected": reason},
+        )  # fmt: skip
+
+    def request_clarification(self, request_id: str, actor: str, question: str) -> AgentRequest:
+        return self._transition(
+            request_id, actor, (S.PENDING, S.ACCEPTED), "agent_request.clarification_requested",
+            wake_caller=True, status=S.CLARIFICATION_REQUESTED,
+            clarification={"question": question, "answer": None},
+        )  # fmt: skip
+
+    def answer_clarification(self, request_id: str, actor: str, answer: Any) -> AgentRequest:
+        question = self.get_agent_request(request_id).clarification or {}
+        return self._transition(
+            request_id, actor, (S.CLARIFICATION_REQUESTED,), "agent_request.clarified",
+            wake_caller=False, status=S.PENDING,
+            clarification={**question, "answer": answer},
+        )  # fmt: skip
+
+    def complete_agent_request(self, request_id: str, actor: str, response: Any) -> AgentRequest:
+        return self._transition(
+            request_id, actor, (S.ACCEPTED,), "agent_request.completed",
+            wake_caller=True, status=S.COMPLETED, response=response,
+        )  # fmt: skip
+
+    def review_agent_request(self, request_id: str, actor: str, review: Any) -> AgentRequest:
+        """Attach the (single) completion review to a completed request."""
+        if self.get_agent_request(request_id).review is not None:
+            raise InvalidStatus(f"agent request {request_id} is already reviewed")
+        return self._transition(
+            request_id, actor, (S.COMPLETED,), "agent_request.reviewed",
+            wake_caller=False, review={"by": actor, "review": review},
+        )  # fmt: skip
+
+    def cancel_agent_request(self, request_id: str, actor: str, reason: str) -> AgentRequest:
+        return self._transition(
+            request_id, actor, (S.PENDING, S.CLARIFICATION_REQUESTED, S.ACCEPTED),
+            "agent_request.canceled", wake_caller=True,
+            status=S.CANCELED, response={"canceled": reason},
+        )  # fmt: skip

@@ -1,0 +1,98 @@
+"""Content-addressed artefact files: create-only, verified by digest on every read.
+
+Files live at ``<root>/ab/cdef…`` (the sha256 hex split after two characters). A write goes
+to a temporary file in the same directory, is synced, then hard-linked into place: ``link``
+fails if the name exists, so two writers of the same content can never clobber each other
+and a reader never sees a half-written file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from openseal.runtime import schema
+from openseal.runtime.records import ArtifactInfo
+from openseal.runtime.store_base import StoreBase
+from openseal.runtime.store_errors import ArtifactCorrupt, NotFound
+
+artifacts = schema.artifacts
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class ArtifactStore:
+    def __init__(self, root: Path, store: StoreBase) -> None:
+        self.root = root
+        self._store = store
+
+    def path(self, digest: str) -> Path:
+        if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+            raise NotFound(f"{digest!r} is not an artefact digest (64 lowercase hex)")
+        return self.root / digest[:2] / digest[2:]
+
+    def put(self, data: bytes, media_type: str = "application/octet-stream") -> ArtifactInfo:
+        """Store ``data`` once and return its record; storing it again is a no-op."""
+        digest = sha256_hex(data)
+        target = self.path(digest)
+        if target.exists():
+            self._verify(target, digest)
+        else:
+            self._write_create_only(target, data, digest)
+        return self._record(digest, len(data), media_type)
+
+    def _write_create_only(self, target: Path, data: bytes, digest: str) -> None:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, temp_name = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.chmod(temp_name, 0o444)
+            try:
+                os.link(temp_name, target)
+            except FileExistsError:
+                # Another writer got there first; its file must hold the same bytes.
+                self._verify(target, digest)
+        finally:
+            os.unlink(temp_name)
+
+    def _record(self, digest: str, size: int, media_type: str) -> ArtifactInfo:
+        with self._store.write() as conn:
+            row = conn.execute(sa.select(artifacts).where(artifacts.c.digest == digest))
+            existing = row.mappings().one_or_none()
+            if existing is not None:
+                return ArtifactInfo.from_row(existing)
+            info = ArtifactInfo(digest, size, media_type, self._store.now())
+            conn.execute(sa.insert(artifacts).values(**info.__dict__))
+        return info
+
+    def read(self, digest: str) -> bytes:
+        """The artefact's bytes, after checking they still hash to ``digest``."""
+        target = self.path(digest)
+        try:
+            data = target.read_bytes()
+        except FileNotFoundError:
+            raise NotFound(f"artefact {digest} not found") from None
+        if sha256_hex(data) != digest:
+            raise ArtifactCorrupt(f"artefact {digest} is corrupt: its content hash differs")
+        return data
+
+    def _verify(self, target: Path, digest: str) -> None:
+        if sha256_hex(target.read_bytes()) != digest:
+            raise ArtifactCorrupt(f"artefact {digest} is corrupt: its content hash differs")
+
+    def info(self, digest: str) -> ArtifactInfo:
+        with self._store.read() as conn:
+            row = conn.execute(sa.select(artifacts).where(artifacts.c.digest == digest))
+            found = row.mappings().one_or_none()
+        if found is None:
+            raise NotFound(f"artefact {digest} not found")
+        return ArtifactInfo.from_row(found)

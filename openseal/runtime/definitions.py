@@ -1,0 +1,144 @@
+"""Definition versions (immutable, content-addressed) and deployments (name → active version)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import rfc8785
+import sqlalchemy as sa
+
+from openseal.errors import StoreError
+from openseal.runtime import schema
+from openseal.runtime.clock import new_id
+from openseal.runtime.records import Activation, DefinitionVersion, Deployment
+from openseal.runtime.store_base import StoreBase
+from openseal.runtime.store_errors import IdempotencyConflict, NotFound
+
+versions = schema.definition_versions
+deployments = schema.deployments
+activations = schema.deployment_activations
+
+
+def canonical_json(document: Any) -> str:
+    """RFC 8785 canonical JSON text: the stored form, byte-identical for equal documents."""
+    return rfc8785.dumps(document).decode("utf-8")
+
+
+class DefinitionsMixin(StoreBase):
+    def put_version(
+        self, digest: str, kind: str, name: str, document: dict[str, Any]
+    ) -> DefinitionVersion:
+        """Store a compiled definition under its digest. Idempotent; versions never change.
+
+        The same digest with a different kind, name or document is refused
+        (``idempotency_conflict``): a digest names exactly one document forever.
+        """
+        text = canonical_json(document)
+        with self.write() as conn:
+            row = conn.execute(sa.select(versions).where(versions.c.digest == digest))
+            existing = row.mappings().one_or_none()
+            if existing is not None:
+                stored = DefinitionVersion.from_row(existing)
+                if (existing["document"], stored.kind, stored.name) != (text, kind, name):
+                    raise IdempotencyConflict(
+                        f"version {digest} already exists with different content"
+                    )
+                return stored
+            now = self.now()
+            conn.execute(
+                sa.insert(versions).values(
+                    digest=digest, kind=kind, name=name, document=text, created_at=now
+                )
+            )
+        return DefinitionVersion(digest, kind, name, json.loads(text), now)
+
+    def get_version(self, digest: str) -> DefinitionVersion:
+        with self.read() as conn:
+            row = conn.execute(sa.select(versions).where(versions.c.digest == digest))
+            found = row.mappings().one_or_none()
+        if found is None:
+            raise NotFound(f"definition version {digest} not found")
+        return DefinitionVersion.from_row(found)
+
+    def activate(
+        self,
+        name: str,
+        digest: str,
+        actor: str,
+        *,
+        change_proposal_id: str | None = None,
+        reason: str | None = None,
+    ) -> Activation:
+        """Point deployment ``name`` at version ``digest``; new objectives use it from now on.
+
+        Runs already started keep their pinned version (invariant 12). A rollback is an
+        activation of an earlier digest; the history keeps every switch and its predecessor.
+        """
+        with self.write() as conn:
+            version = conn.execute(
+                sa.select(versions.c.name).where(versions.c.digest == digest)
+            ).scalar_one_or_none()
+            if version is None:
+                raise NotFound(f"definition version {digest} not found")
+            if version != name:
+                raise StoreError(
+                    f"version {digest} defines {version!r}, not {name!r}", code="name_mismatch"
+                )
+            current = (
+                conn.execute(
+                    self.for_update(sa.select(deployments).where(deployments.c.name == name))
+                )
+                .mappings()
+                .one_or_none()
+            )
+            if current is None:
+                conn.execute(
+                    sa.insert(deployments).values(name=name, active_digest=digest, revision=1)
+                )
+            else:
+                conn.execute(
+                    sa.update(deployments)
+                    .where(deployments.c.name == name)
+                    .values(active_digest=digest, revision=deployments.c.revision + 1)
+                )
+            activation = Activation(
+                id=new_id(),
+                name=name,
+                digest=digest,
+                previous_digest=None if current is None else current["active_digest"],
+                actor=actor,
+                change_proposal_id=change_proposal_id,
+                reason=reason,
+                at=self.now(),
+            )
+            conn.execute(sa.insert(activations).values(**activation.__dict__))
+        return activation
+
+    def deployment(self, name: str) -> Deployment | None:
+        with self.read() as conn:
+            row = conn.execute(sa.select(deployments).where(deployments.c.name == name))
+            found = row.mappings().one_or_none()
+        return None if found is None else Deployment(**found)
+
+    def active_version(self, name: str) -> DefinitionVersion | None:
+        """The version deployment ``name`` currently points at, or None if never activated."""
+        with self.read() as conn:
+            return self._active_version(conn, name)
+
+    def _active_version(self, conn: sa.Connection, name: str) -> DefinitionVersion | None:
+        stmt = sa.select(versions).join(
+            deployments, deployments.c.active_digest == versions.c.digest
+        )
+        row = conn.execute(stmt.where(deployments.c.name == name)).mappings().one_or_none()
+        return None if row is None else DefinitionVersion.from_row(row)
+
+    def deployment_history(self, name: str) -> tuple[Activation, ...]:
+        """Every activation of ``name``, oldest first."""
+        with self.read() as conn:
+            rows = conn.execute(
+                sa.select(activations)
+                .where(activations.c.name == name)
+                .order_by(activations.c.at, activations.c.id)
+            ).mappings()
+            return tuple(Activation.from_row(row) for row in rows)

@@ -1,0 +1,173 @@
+"""Claims, leases and fencing (invariant 3).
+
+A worker claims one runnable run with a lease; each claim increments the run's epoch. Every
+write the engine makes goes through :meth:`LeasesMixin.fenced`, which re-checks the epoch and
+owner inside the transaction, so a paused or partitioned old worker can never write after a
+replacement took over (or after an operator paused or canceled the run).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+from typing import Any
+
+import sqlalchemy as sa
+
+from openseal.runtime import schema
+from openseal.runtime.events import change_run, iso, lease_released
+from openseal.runtime.fenced import FencedTx
+from openseal.runtime.records import Claim
+from openseal.runtime.statuses import WAITING_RUN_STATUSES, RunStatus
+from openseal.runtime.store_errors import StaleEpoch
+from openseal.runtime.waits import WaitsMixin
+
+runs = schema.runs
+
+
+def runnable(now: datetime) -> sa.ColumnElement[bool]:
+    """Runs a worker may claim now: queued, abandoned (lease expired) or due to wake."""
+    return sa.or_(
+        runs.c.status == RunStatus.QUEUED,
+        sa.and_(runs.c.status == RunStatus.RUNNING, runs.c.lease_expires_at < now),
+        sa.and_(runs.c.status.in_(sorted(WAITING_RUN_STATUSES)), runs.c.wake_at <= now),
+    )
+
+
+class LeasesMixin(WaitsMixin):
+    def claim_run(
+        self, worker_id: str, *, lease_seconds: float = 30, now: datetime | None = None
+    ) -> Claim | None:
+        """Claim the oldest runnable run for ``worker_id``, or return None if there is none.
+
+        The claim sets the lease, increments the epoch and records ``lease.claimed``. Heartbeat
+        at a third of ``lease_seconds``.
+        """
+        now = now or self.now()
+        expires = now + timedelta(seconds=lease_seconds)
+        with self.write() as conn:
+            stmt = sa.select(runs).where(runnable(now)).order_by(runs.c.id).limit(1)
+            row = conn.execute(self.for_claim(stmt)).mappings().one_or_none()
+            if row is None:
+                return None
+            payload: dict[str, Any] = {
+                "worker": worker_id,
+                "epoch": row["epoch"] + 1,
+                "claimed_from": row["status"],
+                "lease_expires_at": iso(expires),
+            }
+            if row["lease_owner"] is not None:
+                payload["previous_owner"] = row["lease_owner"]
+            run, _ = change_run(
+                conn,
+                row["id"],
+                event_type="lease.claimed",
+                actor=f"worker:{worker_id}",
+                payload=payload,
+                now=now,
+                values={
+                    "status": RunStatus.RUNNING,
+                    "lease_owner": worker_id,
+                    "lease_expires_at": expires,
+                    "epoch": runs.c.epoch + 1,
+                    "wake_at": None,
+                },
+            )
+        return Claim(run.id, worker_id, run.epoch, expires, RunStatus(row["status"]), run)
+
+    def heartbeat(
+        self, claim: Claim, *, lease_seconds: float = 30, now: datetime | None = None
+    ) -> bool:
+        """Extend the lease; False once the claim lost the run (takeover, pause, cancel...)."""
+        now = now or self.now()
+        with self.write() as conn:
+            result = conn.execute(
+                sa.update(runs)
+                .where(*self._holds(claim))
+                .values(lease_expires_at=now + timedelta(seconds=lease_seconds))
+            )
+            return result.rowcount == 1
+
+    def release(self, claim: Claim) -> bool:
+        """Give the run back to the queue (e.g. on worker shutdown); False if already lost."""
+        now = self.now()
+        with self.write() as conn:
+            held = conn.execute(
+                self.for_update(sa.select(runs.c.id).where(*self._holds(claim)))
+            ).one_or_none()
+            if held is None:
+                return False
+            change_run(
+                conn,
+                claim.run_id,
+                event_type="lease.released",
+                actor=f"worker:{claim.worker_id}",
+                payload={"worker": claim.worker_id, "epoch": claim.epoch},
+                now=now,
+                values={"status": RunStatus.QUEUED, **lease_released()},
+            )
+            self.notify_work(conn)
+        return True
+
+    @staticmethod
+    def _holds(claim: Claim) -> tuple[sa.ColumnElement[bool], ...]:
+        return (
+            runs.c.id == claim.run_id,
+            runs.c.epoch == claim.epoch,
+            runs.c.lease_owner == claim.worker_id,
+            runs.c.status == RunStatus.RUNNING,
+        )
+
+    @contextmanager
+    def fenced(self, claim: Claim) -> Iterator[FencedTx]:
+        """A write transaction that only proceeds while ``claim`` still holds the run.
+
+        Raises :class:`StaleEpoch` (after recording ``write.rejected_stale_epoch`` and counting
+        it in ``runs.stale_writes``) when it does not; nothing of the body is written then.
+
+        Example::
+
+            with store.fenced(claim) as tx:
+                tx.record_activity("research:1:model", "model", digest, result)
+                tx.update_run(current_state="draft", context=new_context)
+        """
+        now = self.now()
+        with self.write() as conn:
+            stmt = sa.select(runs.c.epoch, runs.c.lease_owner, runs.c.status)
+            current = conn.execute(self.for_update(stmt.where(runs.c.id == claim.run_id))).one()
+            holds = (
+                current.epoch == claim.epoch
+                and current.lease_owner == claim.worker_id
+                and current.status == RunStatus.RUNNING
+            )
+            if holds:
+                yield FencedTx(self, conn, claim, now)
+                return
+        self._reject_stale(claim, current.epoch, current.lease_owner, current.status)
+
+    def _reject_stale(self, claim: Claim, run_epoch: int, owner: str | None, status: str) -> None:
+        # Recorded in its own transaction: the rejected write itself must leave no trace.
+        with self.write() as conn:
+            change_run(
+                conn,
+                claim.run_id,
+                event_type="write.rejected_stale_epoch",
+                actor=f"worker:{claim.worker_id}",
+                payload={
+                    "worker": claim.worker_id,
+                    "claim_epoch": claim.epoch,
+                    "run_epoch": run_epoch,
+                    "lease_owner": owner,
+                    "status": status,
+                },
+                now=self.now(),
+                values={"stale_writes": runs.c.stale_writes + 1},
+            )
+        raise StaleEpoch(
+            f"run {claim.run_id} is no longer held by {claim.worker_id} at epoch {claim.epoch} "
+            f"(run epoch {run_epoch}, status {status})",
+            run_id=claim.run_id,
+            claim_epoch=claim.epoch,
+            run_epoch=run_epoch,
+        )

@@ -1,0 +1,228 @@
+"""Objectives, their runs, and reading a run's event stream."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import sqlalchemy as sa
+
+from openseal.errors import StoreError
+from openseal.runtime import schema
+from openseal.runtime.clock import new_id
+from openseal.runtime.definitions import DefinitionsMixin, canonical_json
+from openseal.runtime.events import change_run
+from openseal.runtime.records import Event, NewObjective, Objective, Run
+from openseal.runtime.statuses import TERMINAL_RUN_STATUSES, ObjectiveStatus, RunStatus
+from openseal.runtime.store_errors import IdempotencyConflict, NotFound
+
+objectives = schema.objectives
+projects = schema.projects
+runs = schema.runs
+events = schema.events
+
+
+def request_hash(project: str, workflow_name: str, inputs: dict[str, Any]) -> str:
+    """What an idempotency key promises: the same project, workflow and inputs."""
+    document = {"project": project, "workflow": workflow_name, "inputs": inputs}
+    return hashlib.sha256(canonical_json(document).encode("utf-8")).hexdigest()
+
+
+class ObjectivesMixin(DefinitionsMixin):
+    def create_objective(
+        self,
+        project: str,
+        workflow_name: str,
+        inputs: dict[str, Any],
+        *,
+        request_key: str | None = None,
+        actor: str,
+    ) -> NewObjective:
+        """Create an objective on the active version of ``workflow_name`` and its first run.
+
+        The run is ``queued`` with context ``{"inputs": inputs, "states": {}}`` and pins the
+        workflow digest active now (invariant 12). With ``request_key`` the call is idempotent:
+        the same key and content return the existing objective (``created=False``); the same
+        key with different content raises ``IdempotencyConflict``.
+        """
+        digest = request_hash(project, workflow_name, inputs)
+        for attempt in range(2):
+            if request_key is not None:
+                existing = self._replay(request_key, digest)
+                if existing is not None:
+                    return existing
+            try:
+                return self._create_objective(
+                    project, workflow_name, inputs, request_key, digest, actor
+                )
+            except sa.exc.IntegrityError:
+                # A concurrent create won the request key or the project name; look again.
+                if attempt == 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _replay(self, request_key: str, digest: str) -> NewObjective | None:
+        with self.read() as conn:
+            row = conn.execute(
+                sa.select(objectives.c.id, objectives.c.request_hash).where(
+                    objectives.c.request_key == request_key
+                )
+            ).one_or_none()
+            if row is None:
+                return None
+            if row.request_hash != digest:
+                raise IdempotencyConflict(
+                    f"request key {request_key!r} was already used for a different objective"
+                )
+            first_run = (
+                conn.execute(
+                    sa.select(runs)
+                    .where(runs.c.objective_id == row.id)
+                    .order_by(runs.c.id)
+                    .limit(1)
+                )
+                .mappings()
+                .one()
+            )
+            return NewObjective(self._objective(conn, row.id), Run.from_row(first_run), False)
+
+    def _create_objective(
+        self,
+        project: str,
+        workflow_name: str,
+        inputs: dict[str, Any],
+        request_key: str | None,
+        digest: str,
+        actor: str,
+    ) -> NewObjective:
+        with self.write() as conn:
+            version = self._active_version(conn, workflow_name)
+            if version is None or version.kind != "workflow":
+                raise StoreError(f"no workflow {workflow_name!r} is deployed", code="not_deployed")
+            now = self.now()
+            objective_id, run_id = new_id(), new_id()
+            conn.execute(
+                sa.insert(objectives).values(
+                    id=objective_id,
+                    project_id=self._project_id(conn, project),
+                    workflow_name=workflow_name,
+                    workflow_digest=version.digest,
+                    inputs=inputs,
+                    status=ObjectiveStatus.ACTIVE,
+                    request_key=request_key,
+                    request_hash=digest,
+                    revision=1,
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
+            conn.execute(
+                sa.insert(runs).values(
+                    id=run_id,
+                    objective_id=objective_id,
+                    workflow_digest=version.digest,
+                    status=RunStatus.QUEUED,
+                    context={"inputs": inputs, "states": {}},
+                    epoch=0,
+                    last_event_seq=0,
+                    stale_writes=0,
+                    budget_used={},
+                    revision=0,
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
+            payload = {
+                "objective_id": objective_id,
+                "workflow": workflow_name,
+                "workflow_digest": version.digest,
+                "request_key": request_key,
+            }
+            run, _ = change_run(
+                conn, run_id, event_type="run.created", actor=actor, payload=payload, now=now
+            )
+            self.notify_work(conn)
+            return NewObjective(self._objective(conn, objective_id), run, True)
+
+    def _project_id(self, conn: sa.Connection, name: str) -> str:
+        found = conn.execute(sa.select(projects.c.id).where(projects.c.name == name))
+        project_id = found.scalar_one_or_none()
+        if project_id is None:
+            project_id = new_id()
+            conn.execute(
+                sa.insert(projects).values(id=project_id, name=name, created_at=self.now())
+            )
+        return project_id
+
+    def _objective(self, conn: sa.Connection, objective_id: str) -> Objective:
+        stmt = (
+            sa.select(objectives, projects.c.name.label("project_name"))
+            .join(projects, projects.c.id == objectives.c.project_id)
+            .where(objectives.c.id == objective_id)
+        )
+        row = conn.execute(stmt).mappings().one_or_none()
+        if row is None:
+            raise NotFound(f"objective {objective_id} not found")
+        return Objective.from_row(row, row["project_name"])
+
+    def get_objective(self, objective_id: str) -> Objective:
+        with self.read() as conn:
+            return self._objective(conn, objective_id)
+
+    def get_run(self, run_id: str) -> Run:
+        with self.read() as conn:
+            return self.load_run(conn, run_id)
+
+    def list_runs(
+        self,
+        status: RunStatus | None = None,
+        *,
+        limit: int = 100,
+        after: str | None = None,
+        objective_id: str | None = None,
+    ) -> tuple[Run, ...]:
+        """Runs ordered by id (creation order); page with ``after`` = the last id seen."""
+        stmt = sa.select(runs).order_by(runs.c.id).limit(limit)
+        if status is not None:
+            stmt = stmt.where(runs.c.status == status)
+        if after is not None:
+            stmt = stmt.where(runs.c.id > after)
+        if objective_id is not None:
+            stmt = stmt.where(runs.c.objective_id == objective_id)
+        with self.read() as conn:
+            return tuple(Run.from_row(row) for row in conn.execute(stmt).mappings())
+
+    def events(self, run_id: str, after: int = 0, limit: int = 100) -> tuple[Event, ...]:
+        """One page of the run's events with ``seq > after``, in sequence order."""
+        stmt = (
+            sa.select(events)
+            .where(events.c.run_id == run_id, events.c.seq > after)
+            .order_by(events.c.seq)
+            .limit(limit)
+        )
+        with self.read() as conn:
+            return tuple(Event.from_row(row) for row in conn.execute(stmt).mappings())
+
+    def follow_events(
+        self, run_id: str, after: int = 0, *, timeout: float | None = None
+    ) -> Iterator[Event]:
+        """Yield the run's events as they are committed.
+
+        Stops once the run is terminal and every event is delivered, or after ``timeout``
+        seconds without reaching that point (``None``: follow until terminal).
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            page = self.events(run_id, after)
+            yield from page
+            if page:
+                after = page[-1].seq
+                continue
+            run = self.get_run(run_id)
+            if run.status in TERMINAL_RUN_STATUSES and run.last_event_seq <= after:
+                return
+            if deadline is not None and time.monotonic() >= deadline:
+                return
+            time.sleep(self.poll_interval)

@@ -1,0 +1,243 @@
+"""What the store returns: frozen dataclasses, never database rows.
+
+Each record has a ``from_row`` that maps a SQLAlchemy row mapping to the record, so the column
+names live in one place next to :mod:`openseal.runtime.schema`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from openseal.runtime.statuses import AgentRequestStatus, ObjectiveStatus, RunStatus
+
+Row = Mapping[Any, Any]
+JSONValue = Any
+
+
+@dataclass(frozen=True)
+class DefinitionVersion:
+    digest: str
+    kind: str
+    name: str
+    document: dict[str, JSONValue]
+    created_at: datetime
+
+    @classmethod
+    def from_row(cls, row: Row) -> DefinitionVersion:
+        return cls(
+            digest=row["digest"],
+            kind=row["kind"],
+            name=row["name"],
+            document=json.loads(row["document"]),
+            created_at=row["created_at"],
+        )
+
+
+@dataclass(frozen=True)
+class Deployment:
+    name: str
+    active_digest: str
+    revision: int
+
+
+@dataclass(frozen=True)
+class Activation:
+    id: str
+    name: str
+    digest: str
+    previous_digest: str | None
+    actor: str
+    change_proposal_id: str | None
+    reason: str | None
+    at: datetime
+
+    @classmethod
+    def from_row(cls, row: Row) -> Activation:
+        return cls(**{name: row[name] for name in cls.__dataclass_fields__})
+
+
+@dataclass(frozen=True)
+class Objective:
+    id: str
+    project: str
+    workflow_name: str
+    workflow_digest: str
+    inputs: dict[str, JSONValue]
+    status: ObjectiveStatus
+    request_key: str | None
+    request_hash: str
+    revision: int
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def from_row(cls, row: Row, project: str) -> Objective:
+        return cls(
+            id=row["id"],
+            project=project,
+            workflow_name=row["workflow_name"],
+            workflow_digest=row["workflow_digest"],
+            inputs=row["inputs"],
+            status=ObjectiveStatus(row["status"]),
+            request_key=row["request_key"],
+            request_hash=row["request_hash"],
+            revision=row["revision"],
+            created_at=row["created_at"],
+            updated_at=row["updated_at"],
+        )
+
+
+@dataclass(frozen=True)
+class Run:
+    id: str
+    objective_id: str
+    parent_run_id: str | None
+    workflow_digest: str
+    status: RunStatus
+    current_state: str | None
+    waiting: dict[str, JSONValue] | None
+    paused_from_status: RunStatus | None
+    context: dict[str, JSONValue]
+    epoch: int
+    lease_owner: str | None
+    lease_expires_at: datetime | None
+    wake_at: datetime | None
+    last_event_seq: int
+    stale_writes: int
+    budget_used: dict[str, JSONValue]
+    revision: int
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def from_row(cls, row: Row) -> Run:
+        values = {name: row[name] for name in cls.__dataclass_fields__}
+        values["status"] = RunStatus(row["status"])
+        paused_from = row["paused_from_status"]
+        values["paused_from_status"] = RunStatus(paused_from) if paused_from else None
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class NewObjective:
+    """The result of ``create_objective``: ``created`` is False on an idempotent replay."""
+
+    objective: Objective
+    run: Run
+    created: bool
+
+
+@dataclass(frozen=True)
+class Event:
+    run_id: str
+    seq: int
+    type: str
+    actor: str
+    payload: dict[str, JSONValue]
+    at: datetime
+
+    @classmethod
+    def from_row(cls, row: Row) -> Event:
+        return cls(**{name: row[name] for name in cls.__dataclass_fields__})
+
+
+@dataclass(frozen=True)
+class Turn:
+    id: str
+    run_id: str
+    seq: int
+    state: str
+    phase: str
+    status: str
+    epoch: int
+    worker: str
+    started_at: datetime
+    finished_at: datetime | None
+    error: str | None
+
+    @classmethod
+    def from_row(cls, row: Row) -> Turn:
+        return cls(**{name: row[name] for name in cls.__dataclass_fields__})
+
+
+@dataclass(frozen=True)
+class Activity:
+    run_id: str
+    activity_id: str
+    kind: str
+    input_hash: str
+    result: JSONValue
+    created_at: datetime
+
+    @classmethod
+    def from_row(cls, row: Row) -> Activity:
+        return cls(**{name: row[name] for name in cls.__dataclass_fields__})
+
+
+@dataclass(frozen=True)
+class InboundEvent:
+    id: str
+    name: str
+    correlation: dict[str, JSONValue]
+    payload: JSONValue
+    received_at: datetime
+    consumed_by_run_id: str | None
+    consumed_at: datetime | None
+
+    @classmethod
+    def from_row(cls, row: Row) -> InboundEvent:
+        return cls(**{name: row[name] for name in cls.__dataclass_fields__})
+
+
+@dataclass(frozen=True)
+class AgentRequest:
+    id: str
+    caller_run_id: str
+    callee: str
+    child_run_id: str | None
+    status: AgentRequestStatus
+    request: JSONValue
+    response: JSONValue
+    clarification: JSONValue
+    review: JSONValue
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def from_row(cls, row: Row) -> AgentRequest:
+        values = {name: row[name] for name in cls.__dataclass_fields__}
+        values["status"] = AgentRequestStatus(row["status"])
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A worker's lease on one run. Pass it to ``heartbeat``, ``release`` and ``fenced``.
+
+    ``claimed_from`` is the status the run had before the claim (``queued``, ``running`` for a
+    takeover after lease expiry, or a waiting status whose wake-up came); ``run`` is the run
+    as it is after the claim, including ``waiting`` so the engine sees what woke it.
+    """
+
+    run_id: str
+    worker_id: str
+    epoch: int
+    lease_expires_at: datetime
+    claimed_from: RunStatus
+    run: Run
+
+
+@dataclass(frozen=True)
+class ArtifactInfo:
+    digest: str
+    size: int
+    media_type: str
+    created_at: datetime
+
+    @classmethod
+    def from_row(cls, row: Row) -> ArtifactInfo:
+        return cls(**{name: row[name] for name in cls.__dataclass_fields__})

@@ -1,0 +1,212 @@
+"""The database schema of the persistent runtime: one MetaData, SQLAlchemy Core tables.
+
+Portable choices, kept consistent everywhere:
+
+* ids are 32-character time-sortable hex strings (:func:`openseal.runtime.clock.new_id`);
+* timestamps are aware UTC datetimes in Python, stored as epoch seconds in a double column
+  (:class:`UtcTimestamp`) so comparisons in claim queries behave the same on both dialects;
+* structured values are ``sa.JSON``.
+
+The migrations under ``openseal/runtime/migrations/versions`` must produce exactly this schema;
+a test compares the two.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Dialect
+
+from openseal.runtime.clock import to_utc
+
+
+class UtcTimestamp(sa.types.TypeDecorator[datetime]):
+    """An aware UTC datetime stored as epoch seconds (double precision)."""
+
+    impl = sa.Float(precision=53)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> float | None:
+        if value is None:
+            return None
+        return to_utc(value).timestamp()
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return datetime.fromtimestamp(float(value), UTC)
+
+
+ID = sa.String(32)
+NAME = sa.String(200)
+DIGEST = sa.String(64)
+STATUS = sa.String(32)
+
+metadata = sa.MetaData()
+
+definition_versions = sa.Table(
+    "definition_versions",
+    metadata,
+    sa.Column("digest", DIGEST, primary_key=True),
+    sa.Column("kind", sa.String(32), nullable=False),
+    sa.Column("name", NAME, nullable=False),
+    sa.Column("document", sa.Text, nullable=False),  # canonical JSON, byte-exact
+    sa.Column("created_at", UtcTimestamp, nullable=False),
+)
+
+deployments = sa.Table(
+    "deployments",
+    metadata,
+    sa.Column("name", NAME, primary_key=True),
+    sa.Column("active_digest", DIGEST, sa.ForeignKey("definition_versions.digest"), nullable=False),
+    sa.Column("revision", sa.Integer, nullable=False),
+)
+
+deployment_activations = sa.Table(
+    "deployment_activations",
+    metadata,
+    sa.Column("id", ID, primary_key=True),
+    sa.Column("name", NAME, nullable=False, index=True),
+    sa.Column("digest", DIGEST, sa.ForeignKey("definition_versions.digest"), nullable=False),
+    sa.Column("previous_digest", DIGEST, nullable=True),
+    sa.Column("actor", sa.String(200), nullable=False),
+    sa.Column("change_proposal_id", ID, nullable=True),
+    sa.Column("reason", sa.Text, nullable=True),
+    sa.Column("at", UtcTimestamp, nullable=False),
+)
+
+projects = sa.Table(
+    "projects",
+    metadata,
+    sa.Column("id", ID, primary_key=True),
+    sa.Column("name", NAME, nullable=False, unique=True),
+    sa.Column("created_at", UtcTimestamp, nullable=False),
+)
+
+objectives = sa.Table(
+    "objectives",
+    metadata,
+    sa.Column("id", ID, primary_key=True),
+    sa.Column("project_id", ID, sa.ForeignKey("projects.id"), nullable=False),
+    sa.Column("workflow_name", NAME, nullable=False),
+    sa.Column(
+        "workflow_digest", DIGEST, sa.ForeignKey("definition_versions.digest"), nullable=False
+    ),
+    sa.Column("inputs", sa.JSON, nullable=False),
+    sa.Column("status", STATUS, nullable=False),
+    sa.Column("request_key", sa.String(200), nullable=True, unique=True),
+    sa.Column("request_hash", DIGEST, nullable=False),
+    sa.Column("revision", sa.Integer, nullable=False),
+    sa.Column("created_at", UtcTimestamp, nullable=False),
+    sa.Column("updated_at", UtcTimestamp, nullable=False),
+)
+
+runs = sa.Table(
+    "runs",
+    metadata,
+    sa.Column("id", ID, primary_key=True),
+    sa.Column("objective_id", ID, sa.ForeignKey("objectives.id"), nullable=False, index=True),
+    sa.Column("parent_run_id", ID, sa.ForeignKey("runs.id"), nullable=True),
+    # Pinned at creation (invariant 12): a run executes this version to its end.
+    sa.Column(
+        "workflow_digest", DIGEST, sa.ForeignKey("definition_versions.digest"), nullable=False
+    ),
+    sa.Column("status", STATUS, nullable=False),
+    sa.Column("current_state", sa.String(200), nullable=True),
+    sa.Column("waiting", sa.JSON, nullable=True),
+    # The event name of an undelivered event wait, so deliveries find waiters by index.
+    sa.Column("wait_name", sa.String(200), nullable=True, index=True),
+    sa.Column("paused_from_status", STATUS, nullable=True),
+    sa.Column("context", sa.JSON, nullable=False),
+    sa.Column("epoch", sa.Integer, nullable=False),
+    sa.Column("lease_owner", sa.String(200), nullable=True),
+    sa.Column("lease_expires_at", UtcTimestamp, nullable=True),
+    sa.Column("wake_at", UtcTimestamp, nullable=True),
+    sa.Column("last_event_seq", sa.Integer, nullable=False),
+    sa.Column("stale_writes", sa.Integer, nullable=False),
+    sa.Column("budget_used", sa.JSON, nullable=False),
+    sa.Column("revision", sa.Integer, nullable=False),
+    sa.Column("created_at", UtcTimestamp, nullable=False),
+    sa.Column("updated_at", UtcTimestamp, nullable=False),
+    sa.Index("ix_runs_claim_lease", "status", "lease_expires_at"),
+    sa.Index("ix_runs_claim_wake", "status", "wake_at"),
+)
+
+turns = sa.Table(
+    "turns",
+    metadata,
+    sa.Column("id", ID, primary_key=True),
+    sa.Column("run_id", ID, sa.ForeignKey("runs.id"), nullable=False),
+    sa.Column("seq", sa.Integer, nullable=False),
+    sa.Column("state", sa.String(200), nullable=False),
+    sa.Column("phase", sa.String(64), nullable=False),
+    sa.Column("status", STATUS, nullable=False),
+    sa.Column("epoch", sa.Integer, nullable=False),
+    sa.Column("worker", sa.String(200), nullable=False),
+    sa.Column("started_at", UtcTimestamp, nullable=False),
+    sa.Column("finished_at", UtcTimestamp, nullable=True),
+    sa.Column("error", sa.Text, nullable=True),
+    sa.UniqueConstraint("run_id", "seq", name="uq_turns_run_seq"),
+)
+
+activities = sa.Table(
+    "activities",
+    metadata,
+    sa.Column("run_id", ID, sa.ForeignKey("runs.id"), primary_key=True),
+    sa.Column("activity_id", sa.String(400), primary_key=True),
+    sa.Column("kind", sa.String(32), nullable=False),
+    sa.Column("input_hash", DIGEST, nullable=False),
+    sa.Column("result", sa.JSON, nullable=True),
+    sa.Column("created_at", UtcTimestamp, nullable=False),
+)
+
+events = sa.Table(
+    "events",
+    metadata,
+    sa.Column("run_id", ID, sa.ForeignKey("runs.id"), primary_key=True),
+    sa.Column("seq", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("type", sa.String(100), nullable=False),
+    sa.Column("actor", sa.String(200), nullable=False),
+    sa.Column("payload", sa.JSON, nullable=False),
+    sa.Column("at", UtcTimestamp, nullable=False),
+)
+
+inbound_events = sa.Table(
+    "inbound_events",
+    metadata,
+    sa.Column("id", ID, primary_key=True),
+    sa.Column("name", sa.String(200), nullable=False),
+    sa.Column("correlation", sa.JSON, nullable=False),
+    sa.Column("payload", sa.JSON, nullable=False),
+    sa.Column("received_at", UtcTimestamp, nullable=False),
+    sa.Column("consumed_by_run_id", ID, sa.ForeignKey("runs.id"), nullable=True),
+    sa.Column("consumed_at", UtcTimestamp, nullable=True),
+    sa.Index("ix_inbound_events_name_consumed", "name", "consumed_at"),
+)
+
+agent_requests = sa.Table(
+    "agent_requests",
+    metadata,
+    sa.Column("id", ID, primary_key=True),
+    sa.Column("caller_run_id", ID, sa.ForeignKey("runs.id"), nullable=False, index=True),
+    sa.Column("callee", NAME, nullable=False),
+    sa.Column("child_run_id", ID, sa.ForeignKey("runs.id"), nullable=True),
+    sa.Column("status", STATUS, nullable=False),
+    sa.Column("request", sa.JSON, nullable=False),
+    sa.Column("response", sa.JSON, nullable=True),
+    sa.Column("clarification", sa.JSON, nullable=True),
+    sa.Column("review", sa.JSON, nullable=True),
+    sa.Column("created_at", UtcTimestamp, nullable=False),
+    sa.Column("updated_at", UtcTimestamp, nullable=False),
+)
+
+artifacts = sa.Table(
+    "artifacts",
+    metadata,
+    sa.Column("digest", DIGEST, primary_key=True),
+    sa.Column("size", sa.BigInteger, nullable=False),
+    sa.Column("media_type", sa.String(200), nullable=False),
+    sa.Column("created_at", UtcTimestamp, nullable=False),
+)

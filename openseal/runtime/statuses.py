@@ -1,0 +1,98 @@
+"""The status vocabularies of the persistent runtime, named exactly as DESIGN §5 names them.
+
+The names match the peer system users already know, so they are part of the public contract:
+they appear in the database, in events, in the CLI and in the HTTP API. Each enum is a
+``StrEnum`` so a member compares equal to (and serialises as) its plain string.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class ObjectiveStatus(StrEnum):
+    DRAFT = "draft"
+    ACTIVE = "active"
+    PAUSED = "paused"
+    SATISFIED = "satisfied"
+    FAILED = "failed"
+    RETIRED = "retired"
+
+
+class RunStatus(StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    SLEEPING = "sleeping"
+    WAITING_FOR_DEPENDENCY = "waiting_for_dependency"
+    WAITING_FOR_AGENT = "waiting_for_agent"
+    WAITING_FOR_APPROVAL = "waiting_for_approval"
+    WAITING_FOR_EVENT = "waiting_for_event"
+    PAUSED = "paused"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELED = "canceled"
+    NEEDS_ATTENTION = "needs_attention"
+
+
+class ApprovalStatus(StrEnum):
+    PENDING = "pending"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    CHANGES_REQUESTED = "changes_requested"
+    EXPIRED = "expired"
+    CANCELED = "canceled"
+
+
+class ActionStatus(StrEnum):
+    PROPOSED = "proposed"
+    WAITING_FOR_APPROVAL = "waiting_for_approval"
+    ADMITTED = "admitted"
+    DISPATCHED = "dispatched"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    UNKNOWN = "unknown"
+    NEEDS_ATTENTION = "needs_attention"
+    DENIED = "denied"
+    CANCELED = "canceled"
+
+
+class ChangeProposalStatus(StrEnum):
+    PROPOSED = "proposed"
+    IN_REVIEW = "in_review"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    ACTIVATED = "activated"
+    SUPERSEDED = "superseded"
+
+
+class AgentRequestStatus(StrEnum):
+    PENDING = "pending"
+    CLARIFICATION_REQUESTED = "clarification_requested"
+    ACCEPTED = "accepted"
+    COMPLETED = "completed"
+    REJECTED = "rejected"
+    CANCELED = "canceled"
+
+
+# A run in one of these statuses waits for something durable (a timer, an event, a decision,
+# another run) and therefore holds no lease and no worker (invariant 5).
+WAITING_RUN_STATUSES: frozenset[RunStatus] = frozenset(
+    {
+        RunStatus.SLEEPING,
+        RunStatus.WAITING_FOR_DEPENDENCY,
+        RunStatus.WAITING_FOR_AGENT,
+        RunStatus.WAITING_FOR_APPROVAL,
+        RunStatus.WAITING_FOR_EVENT,
+    }
+)
+
+TERMINAL_RUN_STATUSES: frozenset[RunStatus] = frozenset(
+    {RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELED}
+)
+
+# Only a running run holds a lease; every other status releases it in the same transaction.
+LEASED_RUN_STATUSES: frozenset[RunStatus] = frozenset({RunStatus.RUNNING})
+
+TERMINAL_AGENT_REQUEST_STATUSES: frozenset[AgentRequestStatus] = frozenset(
+    {AgentRequestStatus.COMPLETED, AgentRequestStatus.REJECTED, AgentRequestStatus.CANCELED}
+)

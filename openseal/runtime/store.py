@@ -1,0 +1,189 @@
+"""The persistent store: ``open_store()`` and the SQLite / PostgreSQL dialect hooks.
+
+SQLite (WAL) is the embedded default at ``<home>/openseal.db``; ``OPENSEAL_DATABASE_URL`` or
+``url`` selects PostgreSQL (``postgresql+psycopg://...``), where many workers share one
+database, claim with ``FOR UPDATE SKIP LOCKED`` and wake on ``LISTEN/NOTIFY``.
+
+Example::
+
+    store = open_store()
+    store.put_version(digest, "workflow", "procure_laptops", document)
+    store.activate("procure_laptops", digest, actor="user:local")
+    created = store.create_objective("acme", "procure_laptops", inputs, actor="user:local")
+    claim = store.claim_run("worker-1")
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import zlib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import sqlalchemy as sa
+from sqlalchemy import event
+
+from openseal.errors import StoreError
+from openseal.runtime import migrations
+from openseal.runtime.agent_requests import AgentRequestsMixin
+from openseal.runtime.store_base import BEGIN_MODE
+
+if TYPE_CHECKING:
+    import psycopg
+
+    from openseal.runtime.artifacts import ArtifactStore
+
+DATABASE_URL_ENV = "OPENSEAL_DATABASE_URL"
+WORK_CHANNEL = "openseal_runs"
+
+
+class Store(AgentRequestsMixin):
+    """Every store operation; subclasses only supply dialect hooks. See :func:`open_store`."""
+
+    @property
+    def artifacts(self) -> ArtifactStore:
+        from openseal.runtime.artifacts import ArtifactStore
+
+        return ArtifactStore(self.home / "artifacts", self)
+
+    def schema_revision(self) -> str | None:
+        return migrations.current_revision(self.engine)
+
+
+class SQLiteStore(Store):
+    dialect: ClassVar[str] = "sqlite"
+
+    def wait_for_work(self, timeout: float) -> bool:
+        # SQLite has no notifications; a short sleep bounds the latency of new work.
+        time.sleep(max(0.0, min(timeout, self.poll_interval)))
+        return False
+
+
+class PostgresStore(Store):
+    dialect: ClassVar[str] = "postgresql"
+    _listener: psycopg.Connection[Any] | None = None
+
+    def for_update(self, stmt: sa.Select[Any]) -> sa.Select[Any]:
+        return stmt.with_for_update()
+
+    def for_claim(self, stmt: sa.Select[Any]) -> sa.Select[Any]:
+        return stmt.with_for_update(skip_locked=True)
+
+    def lock_event_name(self, conn: sa.Connection, name: str) -> None:
+        key = zlib.crc32(f"openseal.event:{name}".encode())
+        conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": key})
+
+    def notify_work(self, conn: sa.Connection) -> None:
+        # Delivered by PostgreSQL only when (and if) the transaction commits.
+        conn.execute(sa.text("SELECT pg_notify(:channel, '')"), {"channel": WORK_CHANNEL})
+
+    def wait_for_work(self, timeout: float) -> bool:
+        listener = self._listen()
+        for _ in listener.notifies(timeout=timeout, stop_after=1):
+            return True
+        return False
+
+    def _listen(self) -> psycopg.Connection[Any]:
+        if self._listener is None:
+            raw = self.engine.raw_connection()
+            conn = raw.driver_connection
+            assert conn is not None
+            conn.autocommit = True
+            conn.execute(f"LISTEN {WORK_CHANNEL}")
+            self._listener = conn
+            self._raw_listener = raw
+        return self._listener
+
+    def close(self) -> None:
+        if self._listener is not None:
+            self._raw_listener.invalidate()
+            self._listener = None
+        super().close()
+
+
+def _sqlite_engine(path: Path, *, synchronous: str, busy_timeout_ms: int) -> sa.Engine:
+    engine = sa.create_engine(f"sqlite:///{path}")
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Take transaction control away from the pysqlite driver so BEGIN is ours to emit.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA synchronous={synchronous}")
+        cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: sa.Connection) -> None:
+        # IMMEDIATE takes the write lock up front: two writers queue on busy_timeout
+        # instead of failing with SQLITE_BUSY when a read lock would need upgrading.
+        mode = conn.get_execution_options().get(BEGIN_MODE, "IMMEDIATE")
+        conn.exec_driver_sql(f"BEGIN {mode}")
+
+    return engine
+
+
+def open_store(
+    url: str | None = None,
+    *,
+    home: Path = Path(".openseal"),
+    auto_migrate: bool | None = None,
+    synchronous: str = "FULL",
+    busy_timeout_ms: int = 10_000,
+    connect_args: dict[str, Any] | None = None,
+) -> Store:
+    """Open the store, migrating it when allowed.
+
+    ``url`` (or ``OPENSEAL_DATABASE_URL``) selects PostgreSQL; otherwise SQLite at
+    ``home/openseal.db``. The embedded SQLite default migrates itself unless
+    ``auto_migrate=False``; PostgreSQL is refused when not at the head revision unless
+    ``auto_migrate=True`` (run ``openseal db upgrade``). A database migrated by a newer openseal
+    is always refused.
+    """
+    url = url or os.environ.get(DATABASE_URL_ENV) or None
+    store: Store
+    if url is None or url.startswith("sqlite"):
+        if url is None:
+            home.mkdir(parents=True, exist_ok=True)
+            path = home / "openseal.db"
+        else:
+            path = Path(sa.make_url(url).database or "")
+            path.parent.mkdir(parents=True, exist_ok=True)
+        engine = _sqlite_engine(path, synchronous=synchronous, busy_timeout_ms=busy_timeout_ms)
+        store = SQLiteStore(engine, home=home)
+        migrate = auto_migrate is not False
+    elif url.startswith("postgresql"):
+        engine = sa.create_engine(url, connect_args=connect_args or {}, pool_pre_ping=True)
+        store = PostgresStore(engine, home=home)
+        migrate = auto_migrate is True
+    else:
+        raise StoreError(f"unsupported database URL {sa.make_url(url)!r}", code="usage_error")
+    try:
+        _ensure_schema(store, migrate)
+    except BaseException:
+        store.close()
+        raise
+    return store
+
+
+def _ensure_schema(store: Store, migrate: bool) -> None:
+    try:
+        current = migrations.current_revision(store.engine)
+    except sa.exc.OperationalError as exc:
+        where = store.engine.url.render_as_string(hide_password=True)
+        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
+        raise StoreError(f"cannot open database {where}: {reason}", code="unavailable") from None
+    migrations.check_not_newer(current)
+    head = migrations.head_revision()
+    if current == head:
+        return
+    if not migrate:
+        raise StoreError(
+            f"database schema is at {current or 'nothing'}, this openseal needs {head}; "
+            "run `openseal db upgrade`",
+            code="schema_outdated",
+        )
+    migrations.upgrade(store.engine)

@@ -1,0 +1,102 @@
+"""The store's core: engine, transactions and the dialect hooks its subclasses override.
+
+Operations live in mixins (definitions, objectives, leases, waits, commands, agent requests),
+all built on the few primitives here. :mod:`openseal.runtime.store` assembles them and adds the
+SQLite and PostgreSQL hooks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any, ClassVar
+
+import sqlalchemy as sa
+
+from openseal.runtime import schema
+from openseal.runtime.clock import utcnow
+from openseal.runtime.records import Run
+from openseal.runtime.store_errors import NotFound
+
+# Execution option read by the SQLite ``begin`` hook: which BEGIN to emit.
+BEGIN_MODE = "openseal_begin"
+
+
+class StoreBase:
+    """Engine, transactions and dialect hooks. Use :func:`openseal.runtime.store.open_store`."""
+
+    dialect: ClassVar[str] = "base"
+
+    def __init__(
+        self,
+        engine: sa.Engine,
+        *,
+        home: Path,
+        clock: Callable[[], datetime] = utcnow,
+        poll_interval: float = 0.2,
+    ) -> None:
+        self.engine = engine
+        self.home = home
+        self.clock = clock
+        self.poll_interval = poll_interval
+
+    # -- transactions --------------------------------------------------------------------
+
+    @contextmanager
+    def write(self) -> Iterator[sa.Connection]:
+        """One write transaction: commits on success, rolls back on any exception."""
+        with self.engine.connect() as conn:
+            conn.execution_options(**{BEGIN_MODE: "IMMEDIATE"})
+            with conn.begin():
+                yield conn
+
+    @contextmanager
+    def read(self) -> Iterator[sa.Connection]:
+        """One read transaction (a consistent snapshot on SQLite, read committed on PG)."""
+        with self.engine.connect() as conn:
+            conn.execution_options(**{BEGIN_MODE: "DEFERRED"})
+            with conn.begin():
+                yield conn
+
+    def now(self) -> datetime:
+        return self.clock()
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # -- dialect hooks -------------------------------------------------------------------
+
+    def for_update(self, stmt: sa.Select[Any]) -> sa.Select[Any]:
+        """Lock the selected rows until commit (SQLite's write lock already covers it)."""
+        return stmt
+
+    def for_claim(self, stmt: sa.Select[Any]) -> sa.Select[Any]:
+        """Lock one claimable row, skipping rows other workers are claiming."""
+        return stmt
+
+    def lock_event_name(self, conn: sa.Connection, name: str) -> None:
+        """Serialise deliveries and wait registrations for one inbound event name.
+
+        Without it, on PostgreSQL a delivery and a registration committing at the same time
+        could each miss the other and leave the run waiting forever.
+        """
+
+    def notify_work(self, conn: sa.Connection) -> None:
+        """Tell sleeping workers, at commit, that a run became runnable."""
+
+    def wait_for_work(self, timeout: float) -> bool:
+        """Block up to ``timeout`` seconds for new work; True if woken by a notification."""
+        raise NotImplementedError
+
+    # -- shared helpers ------------------------------------------------------------------
+
+    def load_run(self, conn: sa.Connection, run_id: str, *, lock: bool = False) -> Run:
+        stmt = sa.select(schema.runs).where(schema.runs.c.id == run_id)
+        if lock:
+            stmt = self.for_update(stmt)
+        row = conn.execute(stmt).mappings().one_or_none()
+        if row is None:
+            raise NotFound(f"run {run_id} not found")
+        return Run.from_row(row)

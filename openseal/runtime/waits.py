@@ -1,0 +1,128 @@
+"""Inbound events and event waits.
+
+A run waits for an event by name plus a correlation dict; an inbound event matches when every
+key/value of the wait's correlation equals the event's. An event may arrive before the run
+registers its wait: it is kept unconsumed and matched at registration. Either way the match
+is recorded in ``runs.waiting["delivered"]`` and the run is made runnable by setting
+``wake_at`` to now, so a worker claims it and the engine reads what arrived.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from openseal.runtime import schema
+from openseal.runtime.clock import new_id
+from openseal.runtime.events import change_run, iso
+from openseal.runtime.objectives import ObjectivesMixin
+from openseal.runtime.records import InboundEvent, Run
+from openseal.runtime.statuses import TERMINAL_RUN_STATUSES
+
+inbound = schema.inbound_events
+runs = schema.runs
+
+
+def correlation_matches(wanted: dict[str, Any], offered: dict[str, Any]) -> bool:
+    """True when every key/value the wait asks for is present and equal in the event."""
+    return all(key in offered and offered[key] == value for key, value in wanted.items())
+
+
+def delivered_wait(waiting: dict[str, Any], event: InboundEvent, now: datetime) -> dict[str, Any]:
+    """The run's ``waiting`` document once ``event`` satisfied it."""
+    delivery = {
+        "inbound_event_id": event.id,
+        "payload": event.payload,
+        "received_at": iso(event.received_at),
+        "delivered_at": iso(now),
+    }
+    return {**waiting, "delivered": delivery}
+
+
+def consume(conn: sa.Connection, event: InboundEvent, run: Run, now: datetime, actor: str) -> Run:
+    """Mark ``event`` consumed by ``run`` and make the run runnable, with its event row."""
+    conn.execute(
+        sa.update(inbound)
+        .where(inbound.c.id == event.id)
+        .values(consumed_by_run_id=run.id, consumed_at=now)
+    )
+    updated, _ = change_run(
+        conn,
+        run.id,
+        event_type="wait.event_delivered",
+        actor=actor,
+        payload={"inbound_event_id": event.id, "name": event.name},
+        now=now,
+        values={
+            "waiting": delivered_wait(run.waiting or {}, event, now),
+            "wait_name": None,
+            "wake_at": now,
+        },
+    )
+    return updated
+
+
+def first_unconsumed_match(
+    conn: sa.Connection, name: str, correlation: dict[str, Any]
+) -> InboundEvent | None:
+    stmt = (
+        sa.select(inbound)
+        .where(inbound.c.name == name, inbound.c.consumed_at.is_(None))
+        .order_by(inbound.c.received_at, inbound.c.id)
+    )
+    for row in conn.execute(stmt).mappings():
+        event = InboundEvent.from_row(row)
+        if correlation_matches(correlation, event.correlation):
+            return event
+    return None
+
+
+class WaitsMixin(ObjectivesMixin):
+    def deliver_event(
+        self, name: str, correlation: dict[str, Any], payload: Any, *, actor: str = "system"
+    ) -> InboundEvent:
+        """Store an inbound event and hand it to the oldest run waiting for it, if any.
+
+        The returned event's ``consumed_by_run_id`` says which run got it; ``None`` means it
+        is kept until a run registers a matching wait.
+        """
+        now = self.now()
+        event = InboundEvent(new_id(), name, correlation, payload, now, None, None)
+        with self.write() as conn:
+            self.lock_event_name(conn, name)
+            conn.execute(
+                sa.insert(inbound).values(
+                    id=event.id,
+                    name=name,
+                    correlation=correlation,
+                    payload=payload,
+                    received_at=now,
+                )
+            )
+            waiter = self._find_waiter(conn, event)
+            if waiter is None:
+                return event
+            consume(conn, event, waiter, now, actor)
+            self.notify_work(conn)
+        return InboundEvent(event.id, name, correlation, payload, now, waiter.id, now)
+
+    def _find_waiter(self, conn: sa.Connection, event: InboundEvent) -> Run | None:
+        stmt = self.for_update(
+            sa.select(runs).where(runs.c.wait_name == event.name).order_by(runs.c.id)
+        )
+        for row in conn.execute(stmt).mappings():
+            run = Run.from_row(row)
+            wanted = (run.waiting or {}).get("correlation", {})
+            if run.status not in TERMINAL_RUN_STATUSES and correlation_matches(
+                wanted, event.correlation
+            ):
+                return run
+        return None
+
+    def inbound_event(self, event_id: str) -> InboundEvent | None:
+        with self.read() as conn:
+            row = conn.execute(sa.select(inbound).where(inbound.c.id == event_id))
+            found = row.mappings().one_or_none()
+        return None if found is None else InboundEvent.from_row(found)

@@ -1,0 +1,76 @@
+"""Helpers shared by the store tests."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from openseal.runtime.records import Run
+from openseal.runtime.store import Store, open_store
+
+T = TypeVar("T")
+
+WORKFLOW = "procure_laptops"
+DOCUMENT: dict[str, Any] = {
+    "kind": "workflow",
+    "name": WORKFLOW,
+    "graph": {"initial": "research", "states": ["research", "draft", "done"]},
+}
+
+
+@dataclass
+class Backend:
+    """One test database; ``open()`` gives independent Store instances on it."""
+
+    name: str
+    url: str | None
+    home: Path
+    pg_schema: str | None
+    stores: list[Store] = field(default_factory=list)
+
+    def open(self, **options: Any) -> Store:
+        if self.url is None:
+            store = open_store(home=self.home, **options)
+        else:
+            options.setdefault("auto_migrate", True)
+            options.setdefault("connect_args", {"options": f"-csearch_path={self.pg_schema}"})
+            store = open_store(self.url, home=self.home, **options)
+        self.stores.append(store)
+        return store
+
+    def close_all(self) -> None:
+        for store in self.stores:
+            store.close()
+
+
+def digest_of(document: dict[str, Any]) -> str:
+    return hashlib.sha256(repr(sorted(document.items())).encode()).hexdigest()
+
+
+def deploy(store: Store, document: dict[str, Any] = DOCUMENT) -> str:
+    digest = digest_of(document)
+    store.put_version(digest, "workflow", document["name"], document)
+    store.activate(document["name"], digest, actor="user:test")
+    return digest
+
+
+def new_run(store: Store, **inputs: Any) -> Run:
+    if store.active_version(WORKFLOW) is None:
+        deploy(store)
+    return store.create_objective("acme", WORKFLOW, inputs or {"n": 1}, actor="user:test").run
+
+
+def eventually(check: Callable[[], T | None], *, timeout: float = 20.0) -> T:
+    """Poll ``check`` until it returns a truthy value; fail after a generous timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached before the timeout")
+        time.sleep(0.02)
