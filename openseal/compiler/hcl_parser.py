@@ -34,6 +34,7 @@ class Positions:
 
     def __init__(self, file: str, text: str) -> None:
         self.file = file
+        self.text = text
         self._starts = [0, *(m.end() for m in re.finditer("\n", text))]
 
     def point(self, offset: int) -> tuple[int, int]:
@@ -174,6 +175,10 @@ _EXPRESSION_STARTS = frozenset(
         *("HEREDOC_TEMPLATE", "HEREDOC_TEMPLATE_TRIM"),
     }
 )
+#: Message for a quoted string with a raw newline (also used by the loader's checks).
+UNCLOSED_STRING = 'a quoted string cannot span lines; close it with `"`, or use `\\n` or a heredoc'
+# On lark's value stack a block type or bare label is still `_attribute_name`.
+_HEADER_PARTS = frozenset({"_attribute_name", "identifier", "keyword", "literal_value", "string"})
 _KEYWORDS = frozenset(
     {"IN", "FOR", "IF", "FOR_EACH", "ELSE", "ENDIF", "ENDFOR", "TRUE", "FALSE", "NULL"}
 )
@@ -208,6 +213,9 @@ def syntax_error(exc: UnexpectedInput, source: str, text_length: int, file: str)
 
 
 def _unexpected_token(exc: UnexpectedToken, pos: Positions, text_length: int) -> Diagnostic:
+    earlier = _earlier_problem(exc, pos)
+    if earlier is not None:
+        return earlier
     token = exc.token
     if token.type == "$END":
         opener = _unclosed_opener(exc)
@@ -233,12 +241,64 @@ def _unexpected_token(exc: UnexpectedToken, pos: Positions, text_length: int) ->
     return error("OS004", f"unexpected {what}; {hint}", pos.span(start, max(end, start)))
 
 
+def _earlier_problem(exc: UnexpectedToken, pos: Positions) -> Diagnostic | None:
+    """A mistake before the token lark tripped on, that explains the error better.
+
+    HCL reports these first, too: a quoted string left open runs on over the
+    following lines, and a name alone on its line is read as a block header.
+    """
+    stack = _value_stack(exc)
+    for item in stack:
+        if isinstance(item, Tree):
+            tokens: Iterable[Token] = item.scan_values(lambda v: isinstance(v, Token))
+        else:
+            tokens = [item] if isinstance(item, Token) else []
+        for token in tokens:
+            if token.type == "STRING_CHARS" and "\n" in token.value:
+                at = int(token.start_pos or 0) + token.value.index("\n")
+                return error("OS004", UNCLOSED_STRING, pos.span(at, at + 1))
+    return _dangling_header(stack, pos)
+
+
+def _dangling_header(stack: list[object], pos: Positions) -> Diagnostic | None:
+    """`name` or `name "label"` followed by a newline: not an attribute, not a block."""
+    newlines = 0
+    while newlines < len(stack) and _is_newline(stack[-1 - newlines]):
+        newlines += 1
+    if not newlines:
+        return None
+    header: list[Tree[Token]] = []
+    for item in reversed(stack[: len(stack) - newlines]):
+        if not (isinstance(item, Tree) and item.data in _HEADER_PARTS):
+            break
+        header.insert(0, item)
+    if not header:
+        return None
+    if len(header) == 1:
+        start = int(header[0].meta.start_pos)
+        name = pos.text[start : int(header[0].meta.end_pos)]
+        message = f"`{name}` is neither an attribute (`{name} = value`) nor a block (`{name} {{`)"
+        return error("OS004", message, pos.span(start, int(header[0].meta.end_pos)))
+    newline = int(header[-1].meta.end_pos)
+    message = "a block's `{` must be on the same line as its type and labels"
+    return error("OS004", message, pos.span(newline, newline + 1))
+
+
+def _is_newline(item: object) -> bool:
+    if isinstance(item, Tree):
+        return bool(item.data == "new_line_or_comment")
+    return isinstance(item, Token) and item.type == "NL_OR_COMMENT"
+
+
+def _value_stack(exc: UnexpectedToken) -> list[object]:
+    parser = exc.interactive_parser
+    return list(parser.parser_state.value_stack) if parser is not None else []
+
+
 def _unclosed_opener(exc: UnexpectedToken) -> Token | None:
     """The innermost bracket still open when the file ended."""
-    parser = exc.interactive_parser
-    stack: Iterable[object] = parser.parser_state.value_stack if parser is not None else ()
     depth = 0
-    for item in reversed(list(stack)):
+    for item in reversed(_value_stack(exc)):
         if not isinstance(item, Token):
             continue
         if item.type in _CLOSERS:

@@ -27,7 +27,14 @@ from lark import Token, Tree
 from lark.exceptions import UnexpectedInput
 
 from openseal.compiler.diagnostics import Diagnostic, Related, error
-from openseal.compiler.hcl_parser import Positions, cache_dir, parse, prepare, syntax_error
+from openseal.compiler.hcl_parser import (
+    UNCLOSED_STRING,
+    Positions,
+    cache_dir,
+    parse,
+    prepare,
+    syntax_error,
+)
 from openseal.compiler.source import read_source
 from openseal.compiler.spans import Span
 from openseal.compiler.tree import (
@@ -79,6 +86,9 @@ def load_hcl(text: str, file: str) -> tuple[Document | None, list[Diagnostic]]:
         return _Loader(file, source, text).load(tree)
     except RecursionError:
         return None, [_too_deep(Span.whole_file(file))]
+    except Exception as exc:  # a loader bug must still not reach the user as a traceback
+        message = f"internal error while loading HCL ({exc.__class__.__name__}); please report it"
+        return None, [error("OS004", message, Span.whole_file(file))]
 
 
 def load_hcl_file(
@@ -366,6 +376,7 @@ class _Loader:
             if label.data == "string":
                 self._check_label(label)
         lbrace, body, rbrace = _block_body(block)
+        self._check_block_header(block, lbrace)
         items = _subtrees(body)
         if not items or _first_newline(self.source, int(lbrace.end_pos or 0), _start(items[0])):
             return
@@ -383,6 +394,23 @@ class _Loader:
                 newline,
             )
 
+    def _check_block_header(self, block: Tree[Token], lbrace: Token) -> None:
+        # python-hcl2 lets `{` start the next line; HCL wants it on the header's line.
+        header = _block_labels(block)
+        newline = _first_newline(self.source, _end(header[-1]), int(lbrace.start_pos or 0))
+        if newline is None:
+            return
+        if len(header) == 1:
+            name = self.text_of(header[0])
+            self.syntax(
+                f"`{name}` is neither an attribute (`{name} = value`) nor a block "
+                f"(`{name} {{` on one line)",
+                _start(header[0]),
+                _end(header[0]),
+            )
+        else:
+            self.syntax("a block's `{` must be on the same line as its type and labels", newline)
+
     def _check_label(self, label: Tree[Token]) -> None:
         for part in _subtrees(label):
             inner = part.children[0]
@@ -396,6 +424,8 @@ class _Loader:
 
     def _check_object_separators(self, obj: Tree[Token]) -> None:
         elems = [c for c in _subtrees(obj) if c.data == "object_elem"]
+        if not elems:
+            return
         closing = obj.children[-1]
         ends = [_start(e) for e in elems[1:]] + [
             int(closing.start_pos or 0) if isinstance(closing, Token) else _end(obj)
@@ -421,7 +451,7 @@ class _Loader:
         newline = token.value.find("\n")
         if newline != -1:
             self.syntax(
-                "a quoted string cannot span lines; use `\\n` or a heredoc (`<<EOT`)",
+                UNCLOSED_STRING,
                 base + newline,
             )
 
