@@ -175,6 +175,7 @@ _EXPRESSION_STARTS = frozenset(
         *("HEREDOC_TEMPLATE", "HEREDOC_TEMPLATE_TRIM"),
     }
 )
+_HEREDOC_START = re.compile(r"<<-?([A-Za-z][A-Za-z0-9._-]*)")
 #: Message for a quoted string with a raw newline (also used by the loader's checks).
 UNCLOSED_STRING = 'a quoted string cannot span lines; close it with `"`, or use `\\n` or a heredoc'
 # On lark's value stack a block type or bare label is still `_attribute_name`.
@@ -232,8 +233,18 @@ def _unexpected_token(exc: UnexpectedToken, pos: Positions, text_length: int) ->
             "OS004", f"unexpected end of the file; {hint}", pos.span(text_length, text_length)
         )
     start = int(token.start_pos or 0)
+    heredoc = _HEREDOC_START.match(pos.text, start)
+    if heredoc is not None:
+        marker = heredoc.group(1)
+        message = (
+            f"heredoc `{heredoc.group()}` is never closed; "
+            f"expected a line holding only `{marker}`, followed by a newline"
+        )
+        return error("OS004", message, pos.span(start, heredoc.end()))
     if token.type == "NL_OR_COMMENT" and token.value.startswith("\n"):
         end = start  # point at the end of the line, not across it
+    elif token.type == "STRING_CHARS":
+        end = start + 1  # lark's fallback lexer: only the first character is known bad
     else:
         end = int(token.end_pos or start + 1)
     what = _describe(token)
@@ -269,9 +280,12 @@ def _dangling_header(stack: list[object], pos: Positions) -> Diagnostic | None:
         return None
     header: list[Tree[Token]] = []
     for item in reversed(stack[: len(stack) - newlines]):
-        if not (isinstance(item, Tree) and item.data in _HEADER_PARTS):
+        if isinstance(item, Tree) and str(item.data).startswith("__block_star"):
+            header[:0] = [c for c in item.children if isinstance(c, Tree)]  # the labels
+        elif isinstance(item, Tree) and item.data in _HEADER_PARTS:
+            header.insert(0, item)
+        else:
             break
-        header.insert(0, item)
     if not header:
         return None
     if len(header) == 1:
