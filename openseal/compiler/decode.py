@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import types
 import typing
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -30,6 +31,10 @@ class Definition:
     spec: Spec
     span: Span
     name_span: Span
+    #: where each key inside the definition was written, by path relative to it
+    #: (``("state", "draft")`` → the label of ``state "draft"``), for diagnostics
+    #: about parts of a definition that hold no span of their own
+    key_spans: Mapping[Path, Span] = field(default_factory=dict, compare=False)
 
     @property
     def key(self) -> str:
@@ -71,8 +76,14 @@ def decode(folded: Folded, file: str) -> tuple[list[Definition], list[Diagnostic
                 diagnostics.extend(_translate(exc, model, body, path, folded))
                 continue
             diagnostics.extend(ctx.diagnostics)
-            definitions.append(Definition(kind, str(name), spec, span, name_span))
+            key_spans = _key_spans(folded, path)
+            definitions.append(Definition(kind, str(name), spec, span, name_span, key_spans))
     return definitions, diagnostics
+
+
+def _key_spans(folded: Folded, base: Path) -> dict[Path, Span]:
+    size = len(base)
+    return {p[size:]: s for p, s in folded.keys.items() if p[:size] == base and len(p) > size}
 
 
 def _listing(names: typing.Iterable[str]) -> str:
