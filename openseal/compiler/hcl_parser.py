@@ -89,7 +89,7 @@ def cache_dir() -> Path:
     return Path(override) if override else Path(platformdirs.user_cache_dir("openseal"))
 
 
-def _cache_file(grammar: str) -> str | bool:
+def cache_file(grammar: str) -> str | bool:
     """A cache path in a writable user directory, or ``False`` to build without one.
 
     python-hcl2 caches inside site-packages, which is often read-only, and then
@@ -114,7 +114,7 @@ def parser() -> Lark:
         "postlex": _PostLexer(),
     }
     try:
-        return Lark(grammar, cache=_cache_file(grammar), **options)
+        return Lark(grammar, cache=cache_file(grammar), **options)
     except (OSError, EOFError, ValueError):
         # An unreadable or foreign cache file must not stop a compile.
         return Lark(grammar, cache=False, **options)
