@@ -65,6 +65,13 @@ class ArtifactStore:
             os.unlink(temp_name)
 
     def _record(self, digest: str, size: int, media_type: str) -> ArtifactInfo:
+        try:
+            return self._insert_row(digest, size, media_type)
+        except sa.exc.IntegrityError:
+            # A concurrent writer of the same content inserted the row first.
+            return self.info(digest)
+
+    def _insert_row(self, digest: str, size: int, media_type: str) -> ArtifactInfo:
         with self._store.write() as conn:
             row = conn.execute(sa.select(artifacts).where(artifacts.c.digest == digest))
             existing = row.mappings().one_or_none()

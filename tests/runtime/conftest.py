@@ -41,7 +41,9 @@ def pg_admin() -> Iterator[sa.Engine]:
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-def backend(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Backend]:
+def backend(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Backend]:
     home = tmp_path_factory.mktemp("home")
     if request.param == "sqlite":
         opened = Backend("sqlite", None, home, None)

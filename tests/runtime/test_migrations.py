@@ -58,7 +58,7 @@ def test_postgres_behind_head_is_refused_unless_auto_migrate(backend: Backend) -
         backend.open(auto_migrate=False)
     assert raised.value.code == "schema_outdated"
     assert "openseal db upgrade" in str(raised.value)
-    with pytest.raises(StoreError, match="schema_outdated|needs"):
+    with pytest.raises(StoreError, match="this openseal needs"):
         backend.open(auto_migrate=None)
     assert backend.open(auto_migrate=True).schema_revision() == migrations.head_revision()
 

@@ -1,0 +1,165 @@
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+
+import pytest
+import sqlalchemy as sa
+
+from openseal.runtime import schema
+from openseal.runtime.clock import new_id
+from openseal.runtime.records import Claim
+from openseal.runtime.statuses import WAITING_RUN_STATUSES, RunStatus
+from openseal.runtime.store import Store
+from openseal.runtime.store_errors import StaleEpoch
+from tests.runtime.support import Backend, new_run
+
+
+def claim(store: Store, worker: str = "w1", **options: object) -> Claim:
+    claimed = store.claim_run(worker, **options)  # type: ignore[arg-type]
+    assert claimed is not None
+    return claimed
+
+
+def test_claim_sets_lease_increments_epoch_and_records_event(store: Store) -> None:
+    run = new_run(store)
+    first = claim(store)
+    assert (first.run_id, first.epoch, first.claimed_from) == (run.id, 1, RunStatus.QUEUED)
+    stored = store.get_run(run.id)
+    assert stored.status == RunStatus.RUNNING
+    assert stored.lease_owner == "w1"
+    assert stored.lease_expires_at == first.lease_expires_at
+    assert store.claim_run("w2") is None  # nothing else runnable
+    assert store.release(first)
+    second = claim(store, "w2")
+    assert second.epoch == 2
+    types = [e.type for e in store.events(run.id)]
+    assert types == ["run.created", "lease.claimed", "lease.released", "lease.claimed"]
+
+
+def test_two_workers_race_for_one_run_and_exactly_one_wins(backend: Backend) -> None:
+    setup = backend.open()
+    run = new_run(setup)
+    stores = [backend.open(), backend.open()]
+    barrier = threading.Barrier(2)
+    results: list[Claim | None] = [None, None]
+
+    def worker(index: int) -> None:
+        barrier.wait()
+        results[index] = stores[index].claim_run(f"w{index}")
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    winners = [r for r in results if r is not None]
+    assert len(winners) == 1
+    assert winners[0].run_id == run.id
+    assert setup.get_run(run.id).epoch == 1
+
+
+def test_expired_lease_is_taken_over_and_the_old_worker_is_fenced(store: Store) -> None:
+    run = new_run(store)
+    old = claim(store, "old", lease_seconds=5)
+    later = old.lease_expires_at + timedelta(seconds=1)
+    new = claim(store, "new", now=later)
+    assert new.epoch == old.epoch + 1
+    assert new.claimed_from == RunStatus.RUNNING
+    assert store.heartbeat(old) is False
+    assert store.heartbeat(new) is True
+
+    with pytest.raises(StaleEpoch) as raised, store.fenced(old) as tx:
+        tx.append_event("should.not.land", {})
+    assert (raised.value.claim_epoch, raised.value.run_epoch) == (1, 2)
+    stored = store.get_run(run.id)
+    assert stored.stale_writes == 1
+    last = store.events(run.id)[-1]
+    assert last.type == "write.rejected_stale_epoch"
+    assert last.payload["claim_epoch"] == 1
+    assert "should.not.land" not in [e.type for e in store.events(run.id)]
+    with store.fenced(new) as tx:
+        tx.append_event("accepted", {"by": "new"})
+    assert store.events(run.id)[-1].type == "accepted"
+
+
+def test_a_failing_body_writes_nothing(store: Store) -> None:
+    run = new_run(store)
+    held = claim(store)
+    before = store.get_run(run.id).last_event_seq
+    with pytest.raises(ZeroDivisionError), store.fenced(held) as tx:
+        tx.update_run(current_state="draft")
+        _ = 1 / 0
+    after = store.get_run(run.id)
+    assert after.last_event_seq == before
+    assert after.current_state is None
+
+
+@pytest.mark.parametrize("status", sorted(WAITING_RUN_STATUSES - {RunStatus.WAITING_FOR_EVENT}))
+def test_entering_a_waiting_status_releases_the_lease(store: Store, status: RunStatus) -> None:
+    run = new_run(store)
+    held = claim(store)
+    with store.fenced(held) as tx:
+        tx.update_run(status=status, waiting={"kind": "test"})
+    stored = store.get_run(run.id)
+    assert (stored.status, stored.lease_owner, stored.lease_expires_at) == (status, None, None)
+    assert store.claim_run("w2") is None
+    assert store.heartbeat(held) is False
+    with pytest.raises(StaleEpoch), store.fenced(held) as tx:
+        tx.append_event("late", {})
+
+
+@pytest.mark.parametrize("status", [RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.QUEUED])
+def test_leaving_running_releases_the_lease(store: Store, status: RunStatus) -> None:
+    run = new_run(store)
+    with store.fenced(claim(store)) as tx:
+        tx.update_run(status=status)
+    assert store.get_run(run.id).lease_owner is None
+
+
+def test_sleeping_run_wakes_when_its_time_comes(store: Store) -> None:
+    run = new_run(store)
+    held = claim(store)
+    wake_at = held.lease_expires_at + timedelta(hours=1)
+    with store.fenced(held) as tx:
+        tx.update_run(status=RunStatus.SLEEPING, wake_at=wake_at, waiting={"kind": "timer"})
+    assert store.claim_run("w2", now=wake_at - timedelta(seconds=1)) is None
+    woken = claim(store, "w2", now=wake_at)
+    assert (woken.run_id, woken.claimed_from, woken.epoch) == (run.id, RunStatus.SLEEPING, 2)
+    assert woken.run.waiting == {"kind": "timer"}
+    assert woken.run.wake_at is None
+
+
+def test_ten_thousand_waiting_runs_hold_no_lease_and_nothing_is_claimable(store: Store) -> None:
+    template = new_run(store)
+    with store.fenced(claim(store)) as tx:
+        tx.update_run(status=RunStatus.WAITING_FOR_APPROVAL, waiting={"kind": "approval"})
+    statuses = sorted(WAITING_RUN_STATUSES | {RunStatus.PAUSED, RunStatus.NEEDS_ATTENTION})
+    now = store.now()
+    rows = [
+        {
+            "id": new_id(),
+            "objective_id": template.objective_id,
+            "workflow_digest": template.workflow_digest,
+            "status": statuses[i % len(statuses)],
+            "waiting": {"kind": "bulk", "i": i},
+            "context": {},
+            "epoch": 1,
+            "last_event_seq": 0,
+            "stale_writes": 0,
+            "budget_used": {},
+            "revision": 0,
+            "created_at": now,
+            "updated_at": now,
+        }
+        for i in range(10_000)
+    ]
+    with store.write() as conn:
+        conn.execute(sa.insert(schema.runs), rows)
+    with store.read() as conn:
+        leased = conn.execute(
+            sa.select(sa.func.count()).where(schema.runs.c.lease_owner.is_not(None))
+        ).scalar_one()
+        total = conn.execute(sa.select(sa.func.count()).select_from(schema.runs)).scalar_one()
+    assert (leased, total) == (0, 10_001)
+    assert store.claim_run("w9") is None
