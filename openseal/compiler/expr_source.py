@@ -44,7 +44,7 @@ def to_source(expr: Expression) -> str:
         case ObjectExpr(items=pairs):
             if not pairs:
                 return "{}"
-            body = ", ".join(f"{_key(k)} = {to_source(v)}" for k, v in pairs)
+            body = ", ".join(f"{key_source(k)} = {to_source(v)}" for k, v in pairs)
             return "{ " + body + " }"
         case Ref(root=root, path=path):
             return ref_source(root, path)
@@ -105,7 +105,8 @@ def _path_part(part: PathPart) -> str:
     return '["' + quote_text(part) + '"]'
 
 
-def _key(key: str) -> str:
+def key_source(key: str) -> str:
+    """An object key: bare when it is a name, quoted otherwise."""
     return key if _NAME.match(key) else '"' + quote_text(key) + '"'
 
 
