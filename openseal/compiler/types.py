@@ -144,11 +144,9 @@ class _TypeReader:
         if default is not None:
             problems = conforms(default, field_type)
             if problems:
-                self.fail(
-                    f"default for `{name}` does not fit `{to_source(field_type)}`: {problems[0].removeprefix('value: ')}",
-                    value.args[1],
-                    None,
-                )
+                problem = problems[0].removeprefix("value: ")
+                message = f"default for `{name}` does not fit `{to_source(field_type)}`: {problem}"
+                self.fail(message, value.args[1], None)
         return Field(name, field_type, True, default, value.span)
 
     def _constant(self, expr: Expression) -> object:
