@@ -68,6 +68,7 @@ CODES: dict[str, str] = {
     "OS405": "ambiguous transitions",
     "OS406": "runbook cycle",
     "OS407": "unknown step or state",
+    "OS408": "event not produced by this kind of state",
     # authority and policy
     "OS501": "skill not bound to the acting agent, team or role",
     "OS502": "action above the agent's risk ceiling",

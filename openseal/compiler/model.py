@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, JsonValue, model_validator
 
 from openseal.compiler.fields import (
     Duration,
@@ -27,7 +27,7 @@ Effect = Literal["read", "write", "external", "production", "destructive"]
 #: Effects in increasing order of risk; index = risk level.
 EFFECT_ORDER: tuple[Effect, ...] = ("read", "write", "external", "production", "destructive")
 EndOutcome = Literal["completed", "failed", "canceled"]
-JSONValue = str | int | float | bool | None | list["JSONValue"] | dict[str, "JSONValue"]
+JSONValue = JsonValue
 
 
 def _one_or_many(value: object) -> object:
@@ -202,6 +202,9 @@ class Spend(Spec):
 
 class ProposalStep(Spec):
     skill: Reference
+    actor: Reference | None = Field(
+        None, description="agent, team or team role acting; defaults to the workflow owner"
+    )
     args: dict[str, Expression] = Field(default_factory=dict)
     spend: Spend | None = None
 
@@ -209,6 +212,9 @@ class ProposalStep(Spec):
 class Action(Spec):
     proposal: Reference | None = None
     skill: Reference | None = None
+    actor: Reference | None = Field(
+        None, description="agent, team or team role acting; defaults to the proposal's actor"
+    )
     args: dict[str, Expression] = Field(default_factory=dict)
 
     @model_validator(mode="after")

@@ -42,6 +42,7 @@ workflow "procure_laptops" {
   state "draft" {
     proposal "order" {
       skill = skill.submit_purchase_order
+      actor = team.procurement.role.buyer
       args = {
         vendor      = state.research.output.vendor
         quantity    = input.request.quantity

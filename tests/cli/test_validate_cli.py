@@ -1,0 +1,112 @@
+"""`openseal validate`: exit codes, located diagnostics, hostile input without tracebacks."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from openseal.cli.main import cli, main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run the real console entry point in a new process, as a user would."""
+    return subprocess.run(
+        [sys.executable, "-c", "from openseal.cli.main import run; run()", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": "/usr/bin:/bin", "NO_COLOR": "1"},
+    )
+
+
+def test_examples_validate_cleanly() -> None:
+    result = run("validate", str(ROOT / "definitions"))
+    assert result.returncode == 0, result.stderr
+    assert "no problems" in result.stderr
+
+
+def test_broken_file_gives_located_caret_diagnostic(tmp_path: Path) -> None:
+    path = tmp_path / "bad.hcl"
+    path.write_text('skill "s" {\n  description = "d"\n  efect = "read"\n}\n')
+    result = run("validate", str(path))
+    assert result.returncode == 1
+    assert f"{path}:3:3: error[OS101]" in result.stderr
+    assert "^^^^^" in result.stderr
+    assert "did you mean `effect`?" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_json_format_and_output_alias(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text("skill:\n  s: 3\n")
+    for args in (["--format", "json"], ["--output", "json"]):
+        result = CliRunner().invoke(cli, ["validate", *args, str(path)])
+        assert result.exit_code == 1
+        payload = json.loads(result.stdout)
+        assert payload["summary"]["errors"] >= 1
+        assert all(d["span"]["line"] >= 1 for d in payload["diagnostics"])
+
+
+def test_usage_error_exits_2() -> None:
+    assert main(["validate"]) == 2
+    assert main(["validate", "--format", "xml", "x.hcl"]) == 2
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        ("garbage.hcl", bytes(range(256)) * 4),
+        ("bom.yaml", b"\xef\xbb\xbfagent:\n  a: {model: model.m, instructions: x}\n"),
+        ("invalid.hcl", b'agent "a" {\n  instructions = "\xff\xfe"\n}\n'),
+        ("deep.hcl", b"a = " + b"[" * 10_000 + b"]" * 10_000 + b"\n"),
+        ("deep.yaml", b"a: " + b"[" * 10_000 + b"]" * 10_000 + b"\n"),
+        ("empty.hcl", b""),
+        ("empty.yaml", b""),
+    ],
+)
+def test_hostile_input_never_tracebacks(tmp_path: Path, name: str, content: bytes) -> None:
+    path = tmp_path / name
+    path.write_bytes(content)
+    result = run("validate", str(path))
+    assert "Traceback" not in result.stderr + result.stdout
+    assert result.returncode in (0, 1)
+    if result.returncode == 1:
+        assert f"{path}:" in result.stderr  # located, with file:line:col
+
+
+def test_bom_file_is_accepted(tmp_path: Path) -> None:
+    path = tmp_path / "bom.yaml"
+    path.write_bytes(b"\xef\xbb\xbfmodel:\n  m: {model: x}\n")
+    assert run("validate", str(path)).returncode == 0
+
+
+def test_huge_file_is_refused_without_reading_it(tmp_path: Path) -> None:
+    path = tmp_path / "huge.hcl"
+    with path.open("wb") as handle:
+        handle.truncate(50 * 1024 * 1024)
+    result = run("validate", str(path))
+    assert result.returncode == 1
+    assert "OS003" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_directory_without_definitions(tmp_path: Path) -> None:
+    result = run("validate", str(tmp_path))
+    assert result.returncode == 1 and "OS009" in result.stderr
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    result = run("validate", str(tmp_path / "nope.hcl"))
+    assert result.returncode == 1 and "OS001" in result.stderr
+
+
+def test_help_everywhere() -> None:
+    for args in (["--help"], ["validate", "--help"], ["schema", "--help"]):
+        result = CliRunner().invoke(cli, args)
+        assert result.exit_code == 0 and "Usage:" in result.stdout
