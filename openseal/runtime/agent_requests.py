@@ -46,9 +46,14 @@ class AgentRequestsMixin(CommandsMixin):
         now = self.now()
         with self.write() as conn:
             stmt = sa.select(agent_requests).where(agent_requests.c.id == request_id)
-            row = conn.execute(self.for_update(stmt)).mappings().one_or_none()
-            if row is None:
+            caller_id = conn.execute(
+                sa.select(agent_requests.c.caller_run_id).where(agent_requests.c.id == request_id)
+            ).scalar_one_or_none()
+            if caller_id is None:
                 raise NotFound(f"agent request {request_id} not found")
+            # Lock the caller run before the request, the order cancel_run uses too.
+            caller = self.load_run(conn, caller_id, lock=True)
+            row = conn.execute(self.for_update(stmt)).mappings().one()
             current = AgentRequest.from_row(row)
             if current.status not in allowed:
                 raise InvalidStatus(
@@ -56,6 +61,8 @@ class AgentRequestsMixin(CommandsMixin):
                     f"{event_type.removeprefix('agent_request.')} needs one of "
                     + ", ".join(allowed)
                 )
+            if "review" in values and current.review is not None:
+                raise InvalidStatus(f"agent request {request_id} is already reviewed")
             updated = (
                 conn.execute(
                     sa.update(agent_requests)
@@ -66,7 +73,6 @@ class AgentRequestsMixin(CommandsMixin):
                 .mappings()
                 .one()
             )
-            caller = self.load_run(conn, current.caller_run_id, lock=True)
             wake = wake_caller and caller.status == RunStatus.WAITING_FOR_AGENT
             change_run(
                 conn,
@@ -119,8 +125,6 @@ class AgentRequestsMixin(CommandsMixin):
 
     def review_agent_request(self, request_id: str, actor: str, review: Any) -> AgentRequest:
         """Attach the (single) completion review to a completed request."""
-        if self.get_agent_request(request_id).review is not None:
-            raise InvalidStatus(f"agent request {request_id} is already reviewed")
         return self._transition(
             request_id, actor, (S.COMPLETED,), "agent_request.reviewed",
             wake_caller=False, review={"by": actor, "review": review},

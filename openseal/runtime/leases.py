@@ -72,6 +72,8 @@ class LeasesMixin(WaitsMixin):
                     "lease_expires_at": expires,
                     "epoch": runs.c.epoch + 1,
                     "wake_at": None,
+                    # A run woken by a timeout no longer takes deliveries for its old wait.
+                    "wait_name": None,
                 },
             )
         return Claim(run.id, worker_id, run.epoch, expires, RunStatus(row["status"]), run)

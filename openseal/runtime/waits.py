@@ -14,6 +14,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from openseal.errors import StoreError
 from openseal.runtime import schema
 from openseal.runtime.clock import new_id
 from openseal.runtime.events import change_run, iso
@@ -79,6 +80,13 @@ def first_unconsumed_match(
     return None
 
 
+class _Retry(Exception):
+    """Raised inside a delivery transaction to roll it back and start over."""
+
+
+_DELIVERY_ATTEMPTS = 5
+
+
 class WaitsMixin(ObjectivesMixin):
     def deliver_event(
         self, name: str, correlation: dict[str, Any], payload: Any, *, actor: str = "system"
@@ -90,28 +98,45 @@ class WaitsMixin(ObjectivesMixin):
         """
         now = self.now()
         event = InboundEvent(new_id(), name, correlation, payload, now, None, None)
-        with self.write() as conn:
-            self.lock_event_name(conn, name)
-            conn.execute(
-                sa.insert(inbound).values(
-                    id=event.id,
-                    name=name,
-                    correlation=correlation,
-                    payload=payload,
-                    received_at=now,
-                )
+        for _ in range(_DELIVERY_ATTEMPTS):
+            try:
+                with self.write() as conn:
+                    return self._deliver(conn, event, actor)
+            except _Retry:
+                continue
+        raise StoreError(f"could not deliver event {name!r}: waiters kept changing", code="busy")
+
+    def _deliver(self, conn: sa.Connection, event: InboundEvent, actor: str) -> InboundEvent:
+        # Lock order, the same as a fenced transaction registering a wait: the run row first,
+        # then the event-name lock. The name lock closes the race with a registration that
+        # is not committed yet; the re-check under it sees every committed waiter.
+        candidate = self._find_waiter(conn, event)
+        if candidate is not None:
+            self.load_run(conn, candidate.id, lock=True)
+        self.lock_event_name(conn, event.name)
+        conn.execute(
+            sa.insert(inbound).values(
+                id=event.id,
+                name=event.name,
+                correlation=event.correlation,
+                payload=event.payload,
+                received_at=event.received_at,
             )
-            waiter = self._find_waiter(conn, event)
-            if waiter is None:
-                return event
-            consume(conn, event, waiter, now, actor)
-            self.notify_work(conn)
-        return InboundEvent(event.id, name, correlation, payload, now, waiter.id, now)
+        )
+        waiter = self._find_waiter(conn, event)
+        if waiter is None:
+            return event
+        if candidate is None or waiter.id != candidate.id:
+            raise _Retry  # another waiter appeared; start over, locking that one first
+        now = event.received_at
+        consume(conn, event, waiter, now, actor)
+        self.notify_work(conn)
+        return InboundEvent(
+            event.id, event.name, event.correlation, event.payload, now, waiter.id, now
+        )
 
     def _find_waiter(self, conn: sa.Connection, event: InboundEvent) -> Run | None:
-        stmt = self.for_update(
-            sa.select(runs).where(runs.c.wait_name == event.name).order_by(runs.c.id)
-        )
+        stmt = sa.select(runs).where(runs.c.wait_name == event.name).order_by(runs.c.id)
         for row in conn.execute(stmt).mappings():
             run = Run.from_row(row)
             wanted = (run.waiting or {}).get("correlation", {})

@@ -5,7 +5,7 @@ from datetime import timedelta
 from openseal.runtime.records import Claim
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
-from tests.runtime.support import new_run
+from tests.runtime.support import Backend, new_run
 
 
 def _claim(store: Store, worker: str = "w1") -> Claim:
@@ -90,3 +90,14 @@ def test_a_paused_waiting_run_still_receives_its_event(store: Store) -> None:
     store.resume_run(run.id, "user:op")
     woken = store.claim_run("w2")
     assert woken is not None and woken.run_id == run.id
+
+
+def test_wait_for_work_wakes_on_new_work(backend: Backend) -> None:
+    worker = backend.open()
+    worker.wait_for_work(0)  # on PostgreSQL: start listening before the work appears
+    new_run(backend.open())
+    if backend.name == "postgresql":
+        assert worker.wait_for_work(30) is True
+    else:
+        assert worker.wait_for_work(0.01) is False  # SQLite polls: a short bounded sleep
+    assert worker.claim_run("w1") is not None
