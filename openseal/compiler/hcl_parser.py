@@ -9,6 +9,7 @@ messages; see :mod:`openseal.compiler.load_hcl` for the public entry points.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import functools
 import gc
 import hashlib
@@ -120,16 +121,26 @@ def parser() -> Lark:
         return Lark(grammar, cache=False, **options)
 
 
-def parse(source: str) -> Tree[Token]:
-    # python-hcl2 parses are dominated by the garbage collector scanning the
-    # many small objects lark allocates; none of them form cycles worth collecting.
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the garbage collector while a parse tree is built and walked.
+
+    Parsing allocates a great many small objects and no cycles worth
+    collecting; with the collector running, big files spend most of their time
+    in it (python-hcl2's own parse is dominated by it).
+    """
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return parser().parse(source)
+        yield
     finally:
         if was_enabled:
             gc.enable()
+
+
+def parse(source: str) -> Tree[Token]:
+    """Parse prepared text (see :func:`prepare`); lark's exceptions propagate."""
+    return parser().parse(source)
 
 
 def prepare(text: str) -> str:

@@ -2,11 +2,12 @@
 
 The grammar is python-hcl2's (``hcl2.lark``), driven through lark directly so
 that every node keeps its source position; python-hcl2's own API drops them.
-On top of that grammar this module adds the checks that make it agree with the
-reference Go implementation of HCL (see ``docs/hcl-compatibility.md``); the parser itself lives in
-:mod:`openseal.compiler.hcl_parser`: newlines
-between attributes and blocks, single-line blocks, object separators, string
-escapes, multi-line quoted strings, template sequences in block labels.
+The parser and its syntax-error messages live in :mod:`openseal.compiler.hcl_parser`.
+This module maps lark's tree to :mod:`~openseal.compiler.tree` nodes and adds
+the checks that make the grammar agree with the reference Go implementation of
+HCL (see ``docs/hcl-compatibility.md``): newlines between attributes and
+blocks, single-line blocks, object separators, string escapes, multi-line
+quoted strings, template sequences in block labels, leading operators.
 
 Nothing here raises on bad input: every problem is a diagnostic.
 
@@ -31,6 +32,7 @@ from openseal.compiler.hcl_parser import (
     UNCLOSED_STRING,
     Positions,
     cache_dir,
+    gc_paused,
     parse,
     prepare,
     syntax_error,
@@ -72,6 +74,11 @@ def load_hcl(text: str, file: str) -> tuple[Document | None, list[Diagnostic]]:
     compatibility checks) the document is returned so later stages can report
     more, and callers must check the diagnostics for errors.
     """
+    with gc_paused():
+        return _load(text, file)
+
+
+def _load(text: str, file: str) -> tuple[Document | None, list[Diagnostic]]:
     source = prepare(text)
     try:
         tree = parse(source)
@@ -105,42 +112,45 @@ def load_hcl_file(
 _HEREDOCS = frozenset({"HEREDOC_TEMPLATE", "HEREDOC_TEMPLATE_TRIM"})
 
 
-def _is_newline(node: object) -> bool:
-    if isinstance(node, Tree):
-        return bool(node.data == "new_line_or_comment")
-    return isinstance(node, Token) and node.type == "NL_OR_COMMENT"
-
-
 def _children(tree: Tree[Token]) -> list[Node]:
     """Children without newline/comment nodes (and without lark's placeholders)."""
-    return [c for c in tree.children if c is not None and not _is_newline(c)]
+    return [c for c in tree.children if _is_content(c)]
 
 
 def _subtrees(tree: Tree[Token]) -> list[Tree[Token]]:
-    return [c for c in tree.children if isinstance(c, Tree) and not _is_newline(c)]
+    return [c for c in tree.children if isinstance(c, Tree) and c.data != "new_line_or_comment"]
 
 
 def _start(node: Node) -> int:
     while isinstance(node, Tree):
-        kids = _children(node)
-        if not kids:
+        first = next((c for c in node.children if _is_content(c)), None)
+        if first is None:
             return int(node.meta.start_pos) if not node.meta.empty else 0
-        node = kids[0]
+        node = first
     return int(node.start_pos or 0)
 
 
 def _end(node: Node) -> int:
     """End offset of a node, excluding trailing newlines the grammar folds in."""
     while isinstance(node, Tree):
-        kids = _children(node)
-        if not kids:
+        last = next((c for c in reversed(node.children) if _is_content(c)), None)
+        if last is None:
             return int(node.meta.end_pos) if not node.meta.empty else 0
-        node = kids[-1]
+        node = last
     end = int(node.end_pos or 0)
     if node.type in _HEREDOCS:
         # A heredoc token swallows the newline after its closing marker.
         end -= 2 if node.value.endswith("\r\n") else 1
     return end
+
+
+def _is_content(node: object) -> bool:
+    """Not a newline/comment node (nor one of lark's ``None`` placeholders)."""
+    if type(node) is Token:
+        return node.type != "NL_OR_COMMENT"
+    if isinstance(node, Tree):
+        return node.data != "new_line_or_comment"
+    return node is not None
 
 
 def _gap_marks(source: str, start: int, end: int) -> list[tuple[str, int]]:
@@ -278,11 +288,10 @@ class _Loader:
     # -- entry ---------------------------------------------------------------
 
     def load(self, tree: Tree[Token]) -> tuple[Document | None, list[Diagnostic]]:
-        too_deep = self._too_deep_at(tree)
+        too_deep = self._check(tree)
         if too_deep is not None:
             start = _start(too_deep)
             return None, [_too_deep(self.pos.span(start, start + 1))]
-        self._check(tree)
         if not self.text.endswith("\n"):
             self._check_final_heredoc(tree)
         body_tree = _subtrees(tree)[0]
@@ -307,30 +316,30 @@ class _Loader:
 
     # -- depth ---------------------------------------------------------------
 
-    def _too_deep_at(self, tree: Tree[Token]) -> Node | None:
-        """The first node nested deeper than ``MAX_NESTING``, found without recursion."""
-        stack: list[tuple[Tree[Token], int]] = [(tree, 0)]
+    # -- compatibility checks and depth (one iterative walk over the tree) ----
+
+    def _check(self, tree: Tree[Token]) -> Tree[Token] | None:
+        """Run the checks on every node; stop at and return one nested too deeply.
+
+        The walk is iterative so that no input can exhaust Python's stack here,
+        and the depth limit keeps the recursive conversion that follows safe.
+        """
+        stack: list[tuple[Tree[Token], int, bool]] = [(tree, 0, False)]
         while stack:
-            node, depth = stack.pop()
-            if node.data in _NESTING or (node.data == "expr_term" and _is_paren(node)):
+            node, depth, newlines_ignored = stack.pop()
+            kind = node.data
+            paren = kind == "expr_term" and _is_paren(node)
+            if kind in _NESTING or paren:
                 depth += 1
                 if depth > MAX_NESTING:
                     return node
-            stack.extend((c, depth) for c in node.children if isinstance(c, Tree))
-        return None
-
-    # -- compatibility checks (iterative walk over the whole tree) -----------
-
-    def _check(self, tree: Tree[Token]) -> None:
-        stack: list[tuple[Tree[Token], bool]] = [(tree, False)]
-        while stack:
-            node, newlines_ignored = stack.pop()
-            if node.data in _NEWLINES_IGNORED or (node.data == "expr_term" and _is_paren(node)):
+            if kind in _NEWLINES_IGNORED or paren:
                 newlines_ignored = True
-            elif node.data in _NEWLINES_MATTER:
+            elif kind in _NEWLINES_MATTER:
                 newlines_ignored = False
             self._check_node(node, newlines_ignored)
-            stack.extend((c, newlines_ignored) for c in node.children if isinstance(c, Tree))
+            stack.extend((c, depth, newlines_ignored) for c in node.children if isinstance(c, Tree))
+        return None
 
     def _check_node(self, node: Tree[Token], newlines_ignored: bool) -> None:
         kind = node.data
@@ -347,7 +356,7 @@ class _Loader:
                 "unexpected character `\\`; a backslash is only valid inside a quoted string",
                 _start(node),
             )
-        if not newlines_ignored:
+        if not newlines_ignored and kind in ("binary_operator", "conditional"):
             self._check_leading_operators(node)
 
     def _check_final_heredoc(self, tree: Tree[Token]) -> None:
