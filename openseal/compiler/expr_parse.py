@@ -111,7 +111,11 @@ def parser() -> Lark:
 
 
 def _cache_file(grammar: str) -> Path | None:
-    """Where to cache the built parser, or None when no cache dir is writable."""
+    """Where to cache the built parser, or None when caching is off or no
+    cache directory is writable (``OPENSEAL_CACHE=off`` turns it off, as for
+    the loaders' parse cache)."""
+    if os.environ.get("OPENSEAL_CACHE", "").strip().lower() in ("0", "off", "false", "no"):
+        return None
     override = os.environ.get("OPENSEAL_CACHE_DIR")
     if override:
         directory = Path(override)

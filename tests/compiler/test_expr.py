@@ -497,5 +497,12 @@ def test_parser_cache_file_is_written_and_unwritable_dirs_are_tolerated(
         monkeypatch.setenv("OPENSEAL_CACHE_DIR", str(blocker / "sub"))
         expr_parse.parser.cache_clear()
         assert parse("[x]") == ListExpr((a("x"),))
+
+        off = tmp_path / "off"
+        monkeypatch.setenv("OPENSEAL_CACHE_DIR", str(off))
+        monkeypatch.setenv("OPENSEAL_CACHE", "off")
+        expr_parse.parser.cache_clear()
+        assert parse("y") == a("y")
+        assert not off.exists()
     finally:
         expr_parse.parser.cache_clear()
