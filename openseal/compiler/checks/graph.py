@@ -134,10 +134,14 @@ def _unknown_steps(definition: Definition, spec: RunbookSpec, step_id: str) -> l
 
 
 def check_unreachable_states(analysis: Analysis, graphs: Graphs) -> list[Diagnostic]:
-    """Every state can be reached from ``start`` (skipped while ``start`` is broken)."""
+    """Every state can be reached from ``start``.
+
+    Skipped while ``start`` or a transition target is misspelt (OS401/OS407): the
+    state meant is then unreachable only because of the typo.
+    """
     out: list[Diagnostic] = []
-    for definition, _, graph in _workflows(analysis, graphs):
-        if graph.start is None:
+    for definition, spec, graph in _workflows(analysis, graphs):
+        if graph.start is None or _has_unknown_target(spec):
             continue
         reachable = _reachable(graph)
         for state_id in graph.states:
@@ -149,6 +153,14 @@ def check_unreachable_states(analysis: Analysis, graphs: Graphs) -> list[Diagnos
                 span = state_span(definition, state_id)
                 out.append(error("OS402", message, span, suggestion=suggestion))
     return out
+
+
+def _has_unknown_target(spec: WorkflowSpec) -> bool:
+    return any(
+        transition.target not in spec.state
+        for state_id, state in spec.state.items()
+        for _, transition in written_transitions(state_id, state)
+    )
 
 
 def _reachable(graph: WorkflowGraph) -> set[str]:
@@ -230,9 +242,11 @@ def _ambiguous_in_state(
     definition: Definition, spec: WorkflowSpec, state_id: str
 ) -> list[Diagnostic]:
     state = spec.state[state_id]
+    if state.kind == "end":
+        return []  # OS404 covers every transition out of an end state
     out: list[Diagnostic] = []
     written = list(written_transitions(state_id, state))
-    if not written and state.kind not in ("end", "decision"):
+    if not written and state.kind != "decision":
         events = ", ".join(f"`{e}`" for e in STATE_EVENTS[state.kind])
         message = f"state `{state_id}` has no transition out, so a run that reaches it is stuck"
         suggestion = f'add `next = state.<name>` or `on "<event>"` for its events ({events})'
@@ -282,7 +296,7 @@ def _events_of_state(definition: Definition, spec: WorkflowSpec, state_id: str) 
     listing = ", ".join(f"`{e}`" for e in produced)
     if state.next is not None and DONE not in produced:
         message = (
-            f"`next` follows the `done` event, which a {kind} state never produces; "
+            f"`next` follows the `done` event, which {_a(kind)} state never produces; "
             f"it produces {listing}"
         )
         suggestion = f'use `on "{produced[0]}" {{ next = {state.next.dotted} }}` and the like'
@@ -293,14 +307,14 @@ def _events_of_state(definition: Definition, spec: WorkflowSpec, state_id: str) 
                 definition.key_spans.get(("state", state_id, "on", event))
                 or state.on[event].next.span
             )
-            message = f"a {kind} state never produces the event `{event}`; it produces {listing}"
+            message = f"{_a(kind)} state never produces the event `{event}`; it produces {listing}"
             hint = did_you_mean(event, produced, fmt='`on "{}"`')
             out.append(error("OS408", message, span, suggestion=hint))
     branch_span = definition.key_spans.get(("state", state_id, "branch"))
     if state.branch and kind != "decision":
         message = (
             f"`branch` chooses between guarded paths of a decision state; "
-            f"`{state_id}` is a {kind} state"
+            f"`{state_id}` is {_a(kind)} state"
         )
         suggestion = "use `next` or `on`, or put the choice in a decision state after this one"
         span = branch_span or state.branch[0].next.span
@@ -310,6 +324,10 @@ def _events_of_state(definition: Definition, spec: WorkflowSpec, state_id: str) 
         suggestion = "add `branch { when = ..., next = state.<name> }` choices, in order"
         out.append(error("OS408", message, state_span(definition, state_id), suggestion=suggestion))
     return out
+
+
+def _a(word: str) -> str:
+    return f"an {word}" if word[0] in "aeiou" else f"a {word}"
 
 
 # --------------------------------------------------------------------------- OS406
@@ -363,10 +381,10 @@ def check_budget_covers_shortest_path(analysis: Analysis, graphs: Graphs) -> lis
         turns = _shortest(graph, lambda kind: 1)
         calls = _shortest(graph, lambda kind: 1 if kind == "turn" else 0)
         if turns is not None and spec.budget.turns is not None and spec.budget.turns < turns[0]:
-            out.append(_budget_error(definition, "turns", spec.budget.turns, turns, "turns"))
+            out.append(_budget_error(definition, "turns", spec.budget.turns, turns, "turn"))
         calls_budget = spec.budget.model_calls
         if calls is not None and calls_budget is not None and calls_budget < calls[0]:
-            out.append(_budget_error(definition, "model_calls", calls_budget, calls, "model calls"))
+            out.append(_budget_error(definition, "model_calls", calls_budget, calls, "model call"))
     return out
 
 
@@ -396,7 +414,7 @@ def _budget_error(
     span = _budget_span(definition, key)
     message = (
         f"`budget.{key}` is {budget}, but the shortest way from start to an end "
-        f"({' → '.join(path)}) needs {needed} {what}"
+        f"({' → '.join(path)}) needs {needed} {what}{'' if needed == 1 else 's'}"
     )
     return error("OS507", message, span, suggestion=f"raise `budget.{key}` to at least {needed}")
 

@@ -1,0 +1,115 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from openseal.compiler.build import build
+from openseal.compiler.checks import CHECKS
+from openseal.compiler.checks import graph as checks
+from openseal.compiler.checks.graph import GRAPH_CHECKS, Check
+from openseal.compiler.diagnostics import Diagnostic
+from openseal.compiler.ir import Analysis
+from openseal.compiler.load import LoadResult, load_definitions
+from openseal.compiler.render import render_human
+from tests.golden_helper import assert_golden
+
+ROOT = Path(__file__).resolve().parents[2]
+INPUTS = Path("tests/golden/graph/inputs")
+
+#: (check, its code, input file); the golden is the same name with ``.txt``
+CASES: list[tuple[Check, str, str]] = [
+    (checks.check_initial_state, "OS401", "os401_initial_state.hcl"),
+    (checks.check_unreachable_states, "OS402", "os402_unreachable_states.hcl"),
+    (checks.check_end_reachable, "OS403", "os403_end_reachable.hcl"),
+    (checks.check_no_transitions_out_of_end, "OS404", "os404_no_transitions_out_of_end.hcl"),
+    (checks.check_ambiguous_transitions, "OS405", "os405_ambiguous_transitions.hcl"),
+    (checks.check_runbook_cycles, "OS406", "os406_runbook_cycles.hcl"),
+    (checks.check_transition_targets, "OS407", "os407_transition_targets.hcl"),
+    (checks.check_events_match_kind, "OS408", "os408_events_match_kind.hcl"),
+    (checks.check_budget_covers_shortest_path, "OS507", "os507_budget_covers_shortest_path.hcl"),
+]
+
+
+@pytest.fixture(autouse=True)
+def _at_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Spans name files relative to the working directory; keep goldens machine-independent.
+    monkeypatch.chdir(ROOT)
+
+
+def load(*paths: Path) -> tuple[LoadResult, Analysis]:
+    loaded = load_definitions(list(paths))
+    assert loaded.ok, loaded.diagnostics
+    return loaded, Analysis({d.key: d for d in loaded.definitions})
+
+
+def run_graph_checks(analysis: Analysis) -> list[Diagnostic]:
+    graphs = build(analysis)
+    return [d for check in GRAPH_CHECKS for d in check(analysis, graphs)]
+
+
+@pytest.mark.parametrize(("check", "code", "name"), CASES, ids=[c[1] for c in CASES])
+def test_golden_graph_check(check: Check, code: str, name: str) -> None:
+    loaded, analysis = load(INPUTS / name)
+    found = check(analysis, build(analysis))
+    assert found, f"{check.__name__} found nothing in {name}"
+    assert {d.code for d in found} == {code}
+    # No other graph check piles on: each mistake is reported once, by its own check.
+    assert sorted(run_graph_checks(analysis), key=str) == sorted(found, key=str)
+    text = render_human(found, loaded.sources, color=False, file_count=1)
+    assert_golden(text, f"graph/{Path(name).with_suffix('.txt')}")
+
+
+@pytest.mark.parametrize(
+    "example",
+    [
+        "definitions/procurement/hcl",
+        "definitions/procurement/yaml",
+        "definitions/release_note/hcl",
+        "definitions/release_note/yaml",
+    ],
+)
+def test_examples_have_no_graph_diagnostics(example: str) -> None:
+    _, analysis = load(Path(example))
+    assert analysis.of_kind("workflow")
+    assert run_graph_checks(analysis) == []
+
+
+def test_valid_runbook_has_no_graph_diagnostics() -> None:
+    _, analysis = load(INPUTS / "valid_runbook.yaml")
+    assert run_graph_checks(analysis) == []
+
+
+def test_checks_run_graph_checks_first_and_each_once() -> None:
+    assert CHECKS[: len(GRAPH_CHECKS)] == GRAPH_CHECKS
+    assert len(set(CHECKS)) == len(CHECKS)
+
+
+def test_start_typo_suggests_the_state() -> None:
+    _, analysis = load(INPUTS / "os401_initial_state.hcl")
+    found = checks.check_initial_state(analysis, build(analysis))
+    assert [d.suggestion for d in found] == ["did you mean `state.first`?", None]
+
+
+def test_cycle_names_every_step_in_order() -> None:
+    _, analysis = load(INPUTS / "os406_runbook_cycles.hcl")
+    messages = [d.message for d in checks.check_runbook_cycles(analysis, build(analysis))]
+    assert any("fetch → shape → publish → fetch" in m for m in messages)
+    assert any("wait_for_self → wait_for_self" in m for m in messages)
+    assert not any("independent" in m for m in messages)
+
+
+def test_budget_reports_the_shortest_path() -> None:
+    _, analysis = load(INPUTS / "os507_budget_covers_shortest_path.hcl")
+    found = checks.check_budget_covers_shortest_path(analysis, build(analysis))
+    assert len(found) == 2
+    calls, turns = sorted(found, key=lambda d: d.message)
+    assert "first → pick → done" in calls.message and "needs 1 model call" in calls.message
+    assert "needs 2 turns" in turns.message
+
+
+def test_yaml_points_at_the_state_key() -> None:
+    _, analysis = load(INPUTS / "os402_unreachable_states.yaml")
+    [found] = checks.check_unreachable_states(analysis, build(analysis))
+    assert (found.span.line, found.span.column) == (11, 7)
+    assert found.span.end_column == 13
