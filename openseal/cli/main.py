@@ -12,6 +12,8 @@ import sys
 import click
 
 from openseal import __version__
+from openseal.cli.compile import compile_command
+from openseal.cli.diff import diff_command
 from openseal.cli.schema import schema
 from openseal.cli.validate import validate
 from openseal.errors import OpenSealError, UsageError
@@ -25,6 +27,8 @@ def cli() -> None:
 
 cli.add_command(validate)
 cli.add_command(schema)
+cli.add_command(compile_command)
+cli.add_command(diff_command)
 
 
 def main(argv: list[str] | None = None) -> int:

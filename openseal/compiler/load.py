@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from openseal.compiler.cache import cached_load
 from openseal.compiler.decode import Definition, decode
 from openseal.compiler.diagnostics import Diagnostic, Related, error, sort_key
 from openseal.compiler.load_hcl import load_hcl_file
@@ -85,8 +86,9 @@ def _hidden(path: Path, root: Path) -> bool:
 
 
 def load_document(path: Path) -> tuple[Document | None, list[Diagnostic]]:
-    loader = load_hcl_file if path.suffix in HCL_SUFFIXES else load_yaml_file
-    return loader(path)
+    syntax = "hcl" if path.suffix in HCL_SUFFIXES else "yaml"
+    loader = load_hcl_file if syntax == "hcl" else load_yaml_file
+    return cached_load(path, syntax, loader)  # an unchanged file is not parsed again
 
 
 def load_definitions(paths: Sequence[Path]) -> LoadResult:

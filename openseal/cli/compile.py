@@ -1,0 +1,97 @@
+"""``openseal compile``: compile definitions into a bundle of versioned documents."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from openseal import __version__
+from openseal.cli.output import emit_diagnostics
+from openseal.compiler.render import render_json
+
+
+@click.command("compile")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("build"),
+    show_default=True,
+    help="Bundle directory to write.",
+)
+@click.option("--check", is_flag=True, help="Compile and report, but write nothing.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["human", "json", "sarif", "github"]),
+    default="human",
+    show_default=True,
+    help="How to print diagnostics.",
+)
+@click.option(
+    "--output",
+    "output",
+    type=click.Choice(["human", "json"]),
+    default="human",
+    show_default=True,
+    help="`json`: print one JSON object (diagnostics, digests, bundle) on stdout.",
+)
+def compile_command(
+    paths: tuple[Path, ...], out_dir: Path, check: bool, fmt: str, output: str
+) -> None:
+    """Compile definition files (HCL or YAML) into a bundle of versioned JSON documents.
+
+    PATHS are files or directories (searched recursively). Each definition
+    becomes OUT/<kind>/<name>.json, named in OUT/manifest.json by the sha256
+    digest of its canonical JSON. The same inputs always give the same bytes.
+    With --check nothing is written. Exits 0 when compiled, 1 on any error
+    diagnostic, 2 on usage errors.
+    """
+    from openseal.compiler.bundle import source_digests, write_bundle
+    from openseal.compiler.pipeline import compile_paths
+
+    result = compile_paths(list(paths))
+    loaded = result.loaded
+    written: Path | None = None
+    if result.ok and not check:
+        sources = source_digests(loaded.files, loaded.sources, Path.cwd())
+        write_bundle(result.documents, out_dir, sources)
+        written = out_dir
+    if output == "json":
+        click.echo(json.dumps(_json_report(result, written), indent=2, sort_keys=True))
+    else:
+        emit_diagnostics(result.diagnostics, loaded.sources, len(loaded.files), fmt, __version__)
+        if result.ok:
+            _print_summary(result.documents, written, to_stderr=fmt != "human")
+    if not result.ok:
+        sys.exit(1)
+
+
+def _json_report(result: Any, written: Path | None) -> dict[str, Any]:
+    diagnostics = json.loads(render_json(result.diagnostics))
+    return {
+        "ok": result.ok,
+        "diagnostics": diagnostics["diagnostics"],
+        "summary": diagnostics["summary"],
+        "definitions": {
+            key: {"kind": doc.kind, "name": doc.name, "digest": doc.digest}
+            for key, doc in sorted(result.documents.items())
+        },
+        "bundle": str(written) if written is not None else None,
+    }
+
+
+def _print_summary(documents: dict[str, Any], written: Path | None, *, to_stderr: bool) -> None:
+    width = max((len(key) for key in documents), default=0)
+    for key in sorted(documents):
+        click.echo(f"{key.ljust(width)}  {documents[key].digest}", err=to_stderr)
+    count = f"{len(documents)} definition{'s' if len(documents) != 1 else ''}"
+    where = (
+        f"; bundle written to {written}" if written is not None else " (--check: nothing written)"
+    )
+    click.echo(f"compiled {count}{where}", err=to_stderr)
