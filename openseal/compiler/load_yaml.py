@@ -17,14 +17,18 @@ How YAML is read, and why:
   lower, title or upper case; an int for decimal, ``0o`` octal or ``0x`` hex
   digits; a float for decimal fractions and exponents. Everything else is a
   string: ``on``, ``off``, ``yes``, ``no``, ``y``, ``n``, dates such as
-  ``2024-01-01``, ``1_000`` and ``.inf``/``.nan`` (and numbers whose value
-  overflows to infinity). Quoted and block scalars are always strings.
+  ``2024-01-01``, ``1_000``, ``.inf``/``.nan``, numbers whose value overflows
+  to infinity and decimal integers too long for Python to convert. Quoted and
+  block scalars are always strings.
 * **Keys** must be scalars and are kept as written (``1: x`` has the key
   ``"1"``). A duplicate key is an ``OS006`` error pointing at the first one.
 * **Tags.** Only ``!!str``, ``!!int``, ``!!float``, ``!!bool``, ``!!null``,
   ``!!map`` and ``!!seq`` are accepted; any other tag is refused with
   ``OS008``. A scalar that does not match its explicit tag (``!!int abc``) is
   ``OS104``.
+* **Spans** come from PyYAML's marks (0-based) made 1-based; a node's span
+  includes its anchor or tag (``&a {x: 1}``). A block mapping or list ends
+  where its last value ends, not at the next token after trailing comments.
 * **Anchors and aliases** resolve. An aliased value keeps the spans of the
   anchored node (the place where the value is actually written); the alias
   site itself is not recorded by PyYAML's composer. Aliases may expand to at
@@ -35,8 +39,10 @@ How YAML is read, and why:
   ``<<: [*a, *b]`` copies the entries of the merged mappings that the mapping
   does not set itself, earlier sources winning, at the position of ``<<``.
   Merged entries keep the spans of the mapping they came from.
-* **Nesting** deeper than :data:`MAX_NESTING_DEPTH` collections is ``OS007``,
-  so no later stage can hit Python's recursion limit.
+* **Nesting** deeper than :data:`MAX_NESTING_DEPTH` collections (counting
+  through aliases) is ``OS007``, so no later stage can hit Python's recursion
+  limit. libyaml stops at 1,000 levels on its own; that is ``OS007`` too, at
+  the place it stopped.
 * **Errors never raise.** Syntax errors are ``OS005`` at PyYAML's problem
   mark. When any error is reported the document is ``None``; otherwise the
   caller gets the document and an empty list.
@@ -286,6 +292,10 @@ class _Converter:
         self.alias_expansion = 0
 
     def convert(self, root: yaml.Node) -> Value:
+        """Convert one document's root. Memo keys are node ids, valid only while
+        that document's nodes are alive, so each document starts afresh (anchors
+        do not cross documents); the alias budget is shared by the whole file."""
+        self.memo = {}
         first = self._visit(root, 1)
         if isinstance(first, _Converted):
             return first.value
