@@ -14,6 +14,7 @@ import click
 from openseal import __version__
 from openseal.cli.compile import compile_command
 from openseal.cli.diff import diff_command
+from openseal.cli.graph import graph
 from openseal.cli.schema import schema
 from openseal.cli.validate import validate
 from openseal.errors import OpenSealError, UsageError
@@ -29,6 +30,7 @@ cli.add_command(validate)
 cli.add_command(schema)
 cli.add_command(compile_command)
 cli.add_command(diff_command)
+cli.add_command(graph)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,8 +22,13 @@ from openseal.compiler.load import load_definitions
     show_default=True,
     help="How to print diagnostics.",
 )
-@click.option("--output", "output", type=click.Choice(["human", "json"]), default=None,
-              help="Alias: `--output json` is `--format json`.")
+@click.option(
+    "--output",
+    "output",
+    type=click.Choice(["human", "json"]),
+    default=None,
+    help="Alias: `--output json` is `--format json`.",
+)
 def validate(paths: tuple[Path, ...], fmt: str, output: str | None) -> None:
     """Check definition files (HCL or YAML) and report every problem with its location.
 

@@ -60,8 +60,12 @@ def decode(folded: Folded, file: str) -> tuple[list[Definition], list[Diagnostic
             continue
         if not isinstance(by_name, dict):
             diagnostics.append(
-                error("OS103", f"`{kind}` must hold named definitions", kind_span,
-                      suggestion=f'write `{kind} "name" {{ ... }}` (HCL) or `{kind}: {{name: ...}}` (YAML)')
+                error(
+                    "OS103",
+                    f"`{kind}` must hold named definitions",
+                    kind_span,
+                    suggestion=f'HCL: `{kind} "name" {{...}}`; YAML: `{kind}: {{name: ...}}`',
+                )
             )
             continue
         for name, body in by_name.items():
@@ -105,15 +109,15 @@ def _translate(
             out.append(_unknown_key(model, loc, path, folded))
         elif kind == "missing":
             key = str(err["loc"][-1])
-            span = folded.span_for(path[:-1]) or Span.point(base[0])
+            span = folded.span_for(path[:-1]) or Span.point(str(base[0]))
             out.append(error("OS102", f"missing required key `{key}`", span))
         elif kind in ("literal_error", "enum"):
             out.append(_bad_choice(err, path, folded))
         elif kind.endswith("_type") or kind in ("model_attributes_type", "dict_type", "list_type"):
-            span = folded.span_for(path) or Span.point(base[0])
+            span = folded.span_for(path) or Span.point(str(base[0]))
             out.append(error("OS103", f"`{_dotted(loc)}`: {_message(err)}", span))
         else:
-            span = folded.span_for(path) or Span.point(base[0])
+            span = folded.span_for(path) or Span.point(str(base[0]))
             where = f"`{_dotted(loc)}`: " if loc else ""
             out.append(error("OS104", f"{where}{_message(err)}", span))
     return out
@@ -130,29 +134,31 @@ def _dotted(loc: Path) -> str:
     return ".".join(str(p) for p in loc) or "(top)"
 
 
+_UNION_TAGS = ("function-", "union", "json-", "nullable", "tagged")
+
+
 def _data_path(body: object, loc: tuple[int | str, ...]) -> Path:
     """Keep only the parts of pydantic's location that exist in the data (drop union tags)."""
     path: list[str | int] = []
     node = body
     for part in loc:
-        if isinstance(node, dict) and part in node:
+        present = (isinstance(node, dict) and part in node) or (
+            isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+        )
+        if present:
             path.append(part)
-            node = node[part]
-        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
-            path.append(part)
-            node = node[part]
-        elif isinstance(node, dict | list):
+            node = node[part]  # type: ignore[index]
+        elif isinstance(part, str) and not part.startswith(_UNION_TAGS):
             # A key that is absent (missing or extra at this level) ends the walk.
-            if isinstance(part, str) and not part.startswith(("function-", "union", "json-")):
-                path.append(part)
-                break
+            path.append(part)
+            break
     return tuple(path)
 
 
 def _unknown_key(model: type[BaseModel], loc: Path, path: Path, folded: Folded) -> Diagnostic:
     key = str(loc[-1]) if loc else "?"
     allowed = _allowed_keys(model, loc[:-1])
-    span = folded.span_for(path, prefer_key=True) or Span.point(path[0] if path else "?")
+    span = folded.span_for(path, prefer_key=True) or Span.point(str(path[0]) if path else "?")
     listing = f"; allowed keys: {_listing(allowed)}" if allowed else ""
     return error(
         "OS101",
@@ -163,9 +169,11 @@ def _unknown_key(model: type[BaseModel], loc: Path, path: Path, folded: Folded) 
 
 
 def _bad_choice(err: Any, path: Path, folded: Folded) -> Diagnostic:
-    span = folded.span_for(path) or Span.point(path[0] if path else "?")
+    span = folded.span_for(path) or Span.point(str(path[0]) if path else "?")
     expected = str(err.get("ctx", {}).get("expected", ""))
-    choices = [c.strip().strip("'\"") for c in expected.replace(" or ", ", ").split(",") if c.strip()]
+    choices = [
+        c.strip().strip("'\"") for c in expected.replace(" or ", ", ").split(",") if c.strip()
+    ]
     given = err.get("input")
     return error(
         "OS104",

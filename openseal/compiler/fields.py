@@ -19,7 +19,7 @@ from pydantic import BeforeValidator, Field, PlainSerializer, ValidationInfo, Wi
 from openseal.compiler import expr as ex
 from openseal.compiler import types as ty
 from openseal.compiler.diagnostics import Diagnostic, error
-from openseal.compiler.plain import ExprSource, SpannedStr
+from openseal.compiler.plain import ExprSource
 from openseal.compiler.spans import Span
 
 _UNKNOWN = Span.point("<definition>")
@@ -63,8 +63,10 @@ def to_expression(value: object, ctx: DecodeContext) -> ex.Expression:
     elif isinstance(value, dict):
         items = tuple((str(k), to_expression(v, ctx)) for k, v in value.items())
         return ex.ObjectExpr(items, span)
-    else:
+    elif value is None or isinstance(value, bool | int | float):
         return ex.Literal(value, span)
+    else:
+        raise ValueError(f"unsupported value {value!r} in an expression")
     return node if node is not None else ex.Literal(None, span)
 
 
@@ -137,8 +139,8 @@ Reference = Annotated[
 
 
 def _validate_type(value: object, info: ValidationInfo) -> ty.TypeExpr:
-    if isinstance(value, ty.TypeExpr):  # type: ignore[misc, arg-type]
-        return value  # type: ignore[return-value]
+    if isinstance(value, ty.TypeExpr):
+        return value
     ctx = _context(info)
     if isinstance(value, ExprSource | str):
         source = value.source if isinstance(value, ExprSource) else str(value)
@@ -172,7 +174,9 @@ def parse_duration(value: object) -> float:
         text = value.strip()
         parts = _DURATION.findall(text)
         if not parts or "".join(n + u for n, u in parts) != text:
-            raise ValueError(f"`{text}` is not a duration; write e.g. `30s`, `15m`, `72h` or `1h30m`")
+            raise ValueError(
+                f"`{text}` is not a duration; write e.g. `30s`, `15m`, `72h` or `1h30m`"
+            )
         seconds = sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)
     else:
         raise ValueError("expected a duration such as `30s` or `72h`")
@@ -213,7 +217,9 @@ def _validate_text(value: object, info: ValidationInfo) -> str:
 
 def _read_file_argument(call: ex.Call, ctx: DecodeContext) -> str:
     if len(call.args) != 1 or not isinstance(call.args[0], ex.Literal):
-        ctx.diagnostics.append(error("OS108", 'file() takes one literal path: file("notes.md")', call.span))
+        ctx.diagnostics.append(
+            error("OS108", 'file() takes one literal path: file("notes.md")', call.span)
+        )
         return ""
     relative = str(call.args[0].value)
     path = Path(call.span.file).parent / relative
@@ -222,8 +228,12 @@ def _read_file_argument(call: ex.Call, ctx: DecodeContext) -> str:
     except (OSError, UnicodeDecodeError) as exc:
         reason = getattr(exc, "strerror", None) or "not UTF-8 text"
         ctx.diagnostics.append(
-            error("OS108", f"file({relative!r}) cannot be read: {reason}", call.span,
-                  suggestion="paths are relative to the file that names them")
+            error(
+                "OS108",
+                f"file({relative!r}) cannot be read: {reason}",
+                call.span,
+                suggestion="paths are relative to the file that names them",
+            )
         )
         return ""
 

@@ -49,21 +49,28 @@ def discover(paths: Iterable[Path]) -> tuple[dict[Path, Path], list[Diagnostic]]
     for path in paths:
         if path.is_dir():
             matches = sorted(
-                p for p in path.rglob("*")
+                p
+                for p in path.rglob("*")
                 if p.suffix in DEFINITION_SUFFIXES and p.is_file() and not _hidden(p, path)
             )
             if not matches:
                 diagnostics.append(
-                    error("OS009", f"no definition files (.hcl, .yaml, .yml) in {path}",
-                          Span.whole_file(str(path)))
+                    error(
+                        "OS009",
+                        f"no definition files (.hcl, .yaml, .yml) in {path}",
+                        Span.whole_file(str(path)),
+                    )
                 )
             found.update((match, project_of(match, path)) for match in matches)
         elif path.suffix in DEFINITION_SUFFIXES or not path.exists():
             found[path] = project_of(path, path.parent)
         else:
             diagnostics.append(
-                error("OS010", f"{path} is not a definition file; expected .hcl, .yaml or .yml",
-                      Span.whole_file(str(path)))
+                error(
+                    "OS010",
+                    f"{path} is not a definition file; expected .hcl, .yaml or .yml",
+                    Span.whole_file(str(path)),
+                )
             )
     return found, diagnostics
 
@@ -72,7 +79,7 @@ PROJECT_MARKER = "openseal.project"
 
 
 def project_of(file: Path, base: Path) -> Path:
-    """The nearest directory from ``file`` up to ``base`` that holds a project marker, else ``base``."""
+    """The nearest directory from ``file`` up to ``base`` with a project marker, else ``base``."""
     for parent in file.parents:
         if (parent / PROJECT_MARKER).is_file():
             return parent

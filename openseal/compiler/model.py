@@ -63,7 +63,7 @@ class HttpAdapter(Spec):
     body: Expression | None = None
     ambiguous_statuses: list[int] = Field(
         default_factory=lambda: [500, 502, 503, 504],
-        description="response statuses whose outcome is unknown (the request may have taken effect)",
+        description="statuses whose outcome is unknown (the request may have taken effect)",
     )
 
 

@@ -41,7 +41,7 @@ class ExprSource:
 
 @dataclass
 class Folded:
-    """Plain data plus the span of every path: ``keys`` where a key was written, ``values`` for values."""
+    """Plain data plus spans by path: ``keys`` where a key was written, ``values`` for values."""
 
     data: object
     values: dict[Path, Span] = field(default_factory=dict)
@@ -71,7 +71,9 @@ class _Folder:
             if isinstance(item, Block):
                 self._block(item, out, path)
             else:
-                self._put(out, path, item.name, item.name_span, self.value(item.value, (*path, item.name)))
+                self._put(
+                    out, path, item.name, item.name_span, self.value(item.value, (*path, item.name))
+                )
         return out
 
     def _block(self, block: Block, out: dict[str, object], path: Path) -> None:
@@ -119,7 +121,7 @@ class _Folder:
     def _move(self, old: Path, new: Path) -> None:
         """Re-key recorded spans under ``old`` to sit under ``new``."""
         for table in (self.folded.values, self.folded.keys):
-            moved = {new + k[len(old):]: v for k, v in table.items() if k[: len(old)] == old}
+            moved = {new + k[len(old) :]: v for k, v in table.items() if k[: len(old)] == old}
             for k in [k for k in table if k[: len(old)] == old and k != old]:
                 del table[k]
             table.update(moved)
@@ -160,7 +162,9 @@ class _Folder:
         out: dict[str, object] = {}
         entry: Entry
         for entry in node.entries:
-            self._put(out, path, entry.key, entry.key_span, self.value(entry.value, (*path, entry.key)))
+            self._put(
+                out, path, entry.key, entry.key_span, self.value(entry.value, (*path, entry.key))
+            )
         return out
 
 

@@ -37,14 +37,18 @@ def decode(data: bytes, file: str) -> tuple[SourceText | None, list[Diagnostic]]
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return None, [_not_text(file, data, exc.start, f"invalid UTF-8 byte 0x{data[exc.start]:02x}")]
+        return None, [
+            _not_text(file, data, exc.start, f"invalid UTF-8 byte 0x{data[exc.start]:02x}")
+        ]
     nul = data.find(b"\x00")
     if nul != -1:
         return None, [_not_text(file, data, nul, "NUL byte; this looks like a binary file")]
     return SourceText(file, text), []
 
 
-def read_source(path: Path, display_name: str | None = None) -> tuple[SourceText | None, list[Diagnostic]]:
+def read_source(
+    path: Path, display_name: str | None = None
+) -> tuple[SourceText | None, list[Diagnostic]]:
     """Read and decode one file; any I/O problem becomes an ``OS001`` diagnostic."""
     file = display_name or str(path)
     try:

@@ -154,7 +154,8 @@ def test_duplicate_labelled_blocks(tmp_path: Path) -> None:
     path = write(
         tmp_path,
         "t.hcl",
-        'team "t" {\n  role "r" {\n    agent = agent.a\n  }\n  role "r" {\n    agent = agent.b\n  }\n}\n',
+        'team "t" {\n  role "r" {\n    agent = agent.a\n  }\n'
+        '  role "r" {\n    agent = agent.b\n  }\n}\n',
     )
     (diag,) = load_definitions([path]).diagnostics
     assert diag.code == "OS011" and diag.span.line == 5
@@ -166,7 +167,8 @@ def test_bad_duration_and_reference(tmp_path: Path) -> None:
         tmp_path,
         "w.yaml",
         "workflow:\n  w:\n    owner: 1 + 2\n    start: state.a\n    state:\n"
-        "      a:\n        wait: {timer: 3 days}\n        next: state.b\n      b: {end: completed}\n",
+        "      a:\n        wait: {timer: 3 days}\n        next: state.b\n"
+        "      b: {end: completed}\n",
     )
     result = load_definitions([path])
     messages = {d.span.line: d.message for d in result.diagnostics}
