@@ -12,25 +12,28 @@ import sys
 import click
 
 from openseal import __version__
-from openseal.cli.compile import compile_command
-from openseal.cli.diff import diff_command
-from openseal.cli.graph import graph
-from openseal.cli.schema import schema
-from openseal.cli.validate import validate
+from openseal.cli.lazy import LazyGroup
 from openseal.errors import OpenSealError, UsageError
 
+#: command name → "module:attribute"; modules are imported only when their
+#: command runs, so `openseal validate` in a pre-commit hook starts quickly.
+COMMANDS = {
+    "validate": "openseal.cli.validate:validate",
+    "compile": "openseal.cli.compile:compile_command",
+    "graph": "openseal.cli.graph:graph",
+    "diff": "openseal.cli.diff:diff_command",
+    "schema": "openseal.cli.schema:schema",
+}
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+
+@click.group(
+    cls=LazyGroup,
+    lazy_commands=COMMANDS,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
 @click.version_option(__version__, prog_name="openseal")
 def cli() -> None:
     """Compile agent, team, skill and workflow definitions into versioned graphs and run them."""
-
-
-cli.add_command(validate)
-cli.add_command(schema)
-cli.add_command(compile_command)
-cli.add_command(diff_command)
-cli.add_command(graph)
 
 
 def main(argv: list[str] | None = None) -> int:

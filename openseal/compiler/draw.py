@@ -51,7 +51,8 @@ class _Node:
     id: str
     kind: str
     lines: tuple[str, ...]
-    #: the style key: the kind, or ``end_<outcome>`` for end states
+    #: the style key: the kind, or ``final_<outcome>`` for end states (Mermaid
+    #: misreads class names that start with ``end``)
     style: str
 
 
@@ -109,7 +110,7 @@ def describe_state(state: State) -> tuple[str, ...]:
 def _workflow_nodes(graph: WorkflowGraph) -> list[_Node]:
     nodes = []
     for name, state in graph.states.items():
-        style = f"end_{state.end}" if state.end is not None else state.kind
+        style = f"final_{state.end}" if state.end is not None else state.kind
         nodes.append(_Node(_node_id(name), state.kind, (name, *describe_state(state)), style))
     return nodes
 
@@ -154,10 +155,12 @@ def describe_step(step: Step) -> tuple[str, ...]:
 
 
 def _runbook_nodes(graph: RunbookGraph) -> list[_Node]:
-    return [
-        _Node(_node_id(name), "step", (name, *describe_step(step)), "step")
-        for name, step in graph.steps.items()
-    ]
+    nodes = []
+    for name, step in graph.steps.items():
+        # Skill steps reach outside the process; built-in steps only shape data.
+        style = "step" if step.skill is not None else "builtin_step"
+        nodes.append(_Node(_node_id(name), "step", (name, *describe_step(step)), style))
+    return nodes
 
 
 def _runbook_edges(graph: RunbookGraph) -> list[_Edge]:
@@ -198,17 +201,18 @@ _MERMAID_CLASSES: dict[str, str] = {
     "delegate": "fill:#dcfce7,stroke:#15803d",
     "parallel": "fill:#f1f5f9,stroke:#475569",
     "for_each": "fill:#f1f5f9,stroke:#475569",
-    "end_completed": "fill:#bbf7d0,stroke:#15803d",
-    "end_failed": "fill:#fecaca,stroke:#b91c1c",
-    "end_canceled": "fill:#e5e7eb,stroke:#4b5563",
+    "final_completed": "fill:#bbf7d0,stroke:#15803d",
+    "final_failed": "fill:#fecaca,stroke:#b91c1c",
+    "final_canceled": "fill:#e5e7eb,stroke:#4b5563",
     "step": "fill:#e0e7ff,stroke:#4338ca",
+    "builtin_step": "fill:#f1f5f9,stroke:#475569",
     "start": "fill:#111827,stroke:#111827",
 }
 
 
 def _mermaid_text(text: str) -> str:
     """Escape text for a quoted Mermaid label (entity codes, as Mermaid reads them)."""
-    out = text.replace("#", "#35;").replace('"', "#quot;")
+    out = text.replace("#", "#35;").replace('"', "#quot;").replace("&", "#amp;")
     return out.replace("<", "#lt;").replace(">", "#gt;")
 
 
@@ -255,10 +259,11 @@ _DOT_STYLES: dict[str, dict[str, str]] = {
     "delegate": {"shape": "cds", "style": "filled", "fillcolor": "#dcfce7"},
     "parallel": {"shape": "box", "style": "filled", "fillcolor": "#f1f5f9", "peripheries": "2"},
     "for_each": {"shape": "box3d", "style": "filled", "fillcolor": "#f1f5f9"},
-    "end_completed": {"shape": "doublecircle", "style": "filled", "fillcolor": "#bbf7d0"},
-    "end_failed": {"shape": "doublecircle", "style": "filled", "fillcolor": "#fecaca"},
-    "end_canceled": {"shape": "doublecircle", "style": "filled", "fillcolor": "#e5e7eb"},
+    "final_completed": {"shape": "doublecircle", "style": "filled", "fillcolor": "#bbf7d0"},
+    "final_failed": {"shape": "doublecircle", "style": "filled", "fillcolor": "#fecaca"},
+    "final_canceled": {"shape": "doublecircle", "style": "filled", "fillcolor": "#e5e7eb"},
     "step": {"shape": "box", "style": "rounded,filled", "fillcolor": "#e0e7ff"},
+    "builtin_step": {"shape": "box", "style": "rounded,filled", "fillcolor": "#f1f5f9"},
 }
 
 

@@ -1,0 +1,172 @@
+"""``openseal graph``: draw a workflow or runbook as Mermaid, Graphviz DOT or SVG."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+
+from openseal import __version__
+from openseal.cli.output import emit_diagnostics
+from openseal.compiler.build import build
+from openseal.compiler.checks.graph import GRAPH_CHECKS
+from openseal.compiler.decode import Definition
+from openseal.compiler.diagnostics import Diagnostic, has_errors, sort_key
+from openseal.compiler.draw import Drawable, to_dot, to_mermaid, to_svg
+from openseal.compiler.ir import Analysis
+from openseal.compiler.load import LoadResult, load_definitions
+from openseal.errors import OpenSealError, UsageError
+
+
+@dataclass(frozen=True, slots=True)
+class _Found:
+    kind: str
+    graph: Drawable
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind}.{self.graph.name}"
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["mermaid", "dot", "svg"]),
+    default="mermaid",
+    show_default=True,
+    help="Drawing format. SVG needs Graphviz's `dot` program.",
+)
+@click.option(
+    "--name",
+    "-n",
+    default=None,
+    help="The workflow or runbook to draw (`NAME`, `workflow.NAME` or `runbook.NAME`); "
+    "needed when PATHS define more than one.",
+)
+@click.option(
+    "--out",
+    "-o",
+    "out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the drawing to this file instead of standard output.",
+)
+@click.option(
+    "--output",
+    "output",
+    type=click.Choice(["human", "json"]),
+    default="human",
+    show_default=True,
+    help="`json` prints diagnostics, or the drawing wrapped in a JSON object, on stdout.",
+)
+def graph(
+    paths: tuple[Path, ...], fmt: str, name: str | None, out: Path | None, output: str
+) -> None:
+    """Draw the state graph of a workflow, or the step DAG of a runbook.
+
+    PATHS are definition files or directories. Approval states (human
+    checkpoints) are highlighted. Definitions with errors are reported, not
+    drawn (exit 1). Examples:
+
+    \b
+        openseal graph definitions/procurement/hcl
+        openseal graph definitions/ --name release_note --format dot
+        openseal graph definitions/procurement/yaml --format svg --out procure.svg
+    """
+    loaded = load_definitions(list(paths))
+    found, diagnostics = _front_half(loaded)
+    if has_errors(diagnostics):
+        fmt_diagnostics = "json" if output == "json" else "human"
+        emit_diagnostics(
+            diagnostics, loaded.sources, len(loaded.files), fmt_diagnostics, __version__
+        )
+        sys.exit(1)
+    chosen = _choose(found, name)
+    drawing = _draw(chosen.graph, fmt)
+    if output == "json":
+        document = {"kind": chosen.kind, "name": chosen.graph.name, "format": fmt}
+        document["drawing"] = drawing.decode("utf-8")
+        drawing = (json.dumps(document, indent=2) + "\n").encode("utf-8")
+    _write(drawing, out)
+
+
+def _analyse(definitions: Sequence[Definition]) -> tuple[Analysis, list[Diagnostic]]:
+    """Resolve names when the resolver is installed; otherwise draw from the definitions as read.
+
+    The resolver is developed separately; looking it up by name lets ``graph``
+    work before it lands.
+    """
+    try:
+        module = importlib.import_module("openseal.compiler.resolve")
+    except ModuleNotFoundError:
+        return Analysis({d.key: d for d in definitions}), []
+    result: tuple[Analysis, list[Diagnostic]] = module.resolve(definitions)
+    return result
+
+
+def _front_half(loaded: LoadResult) -> tuple[list[_Found], list[Diagnostic]]:
+    """Load → resolve → build → graph checks, project by project (as the compiler does)."""
+    diagnostics = list(loaded.diagnostics)
+    found: list[_Found] = []
+    if has_errors(diagnostics):
+        return found, diagnostics
+    by_project: dict[str, list[Definition]] = {}
+    for definition in loaded.definitions:
+        project = loaded.projects.get(definition.span.file, "")
+        by_project.setdefault(project, []).append(definition)
+    for project in sorted(by_project):
+        analysis, resolved = _analyse(by_project[project])
+        graphs = build(analysis)
+        diagnostics += resolved
+        diagnostics += [d for check in GRAPH_CHECKS for d in check(analysis, graphs)]
+        found += [_Found("workflow", g) for g in graphs.workflows.values()]
+        found += [_Found("runbook", g) for g in graphs.runbooks.values()]
+    return found, sorted(set(diagnostics), key=sort_key)
+
+
+def _choose(found: list[_Found], name: str | None) -> _Found:
+    """The one graph to draw. The same name in two projects (e.g. HCL and YAML twins) is
+    fine when both draw the same; otherwise the user must narrow the paths."""
+    matches = [f for f in found if name is None or name in (f.graph.name, f.key)]
+    distinct: dict[tuple[str, str], _Found] = {}
+    for match in matches:
+        distinct.setdefault((match.key, to_dot(match.graph)), match)
+    keys = sorted({f.key for f in distinct.values()})
+    if not keys:
+        available = ", ".join(sorted({f.key for f in found})) or "none"
+        wanted = f"named `{name}`" if name else "at all"
+        raise UsageError(f"no workflow or runbook {wanted} in the given paths (found: {available})")
+    if len(keys) > 1:
+        raise UsageError(
+            f"the given paths define {len(keys)} graphs ({', '.join(keys)}); choose one with --name"
+        )
+    if len(distinct) > 1:
+        raise UsageError(
+            f"`{keys[0]}` is defined differently in more than one project; "
+            "pass the path of the one to draw"
+        )
+    return next(iter(distinct.values()))
+
+
+def _draw(graph: Drawable, fmt: str) -> bytes:
+    if fmt == "svg":
+        return to_svg(graph)
+    text = to_dot(graph) if fmt == "dot" else to_mermaid(graph)
+    return text.encode("utf-8")
+
+
+def _write(drawing: bytes, out: Path | None) -> None:
+    if out is None:
+        click.echo(drawing, nl=False)  # bytes go to the binary stream untouched
+        return
+    try:
+        out.write_bytes(drawing)
+    except OSError as exc:
+        raise OpenSealError(f"cannot write {out}: {exc.strerror or exc}") from exc
