@@ -107,6 +107,20 @@ def test_missing_file(tmp_path: Path) -> None:
 
 
 def test_help_everywhere() -> None:
-    for args in (["--help"], ["validate", "--help"], ["schema", "--help"]):
+    from openseal.cli.main import COMMANDS
+
+    for args in (["--help"], *([name, "--help"] for name in COMMANDS)):
         result = CliRunner().invoke(cli, args)
-        assert result.exit_code == 0 and "Usage:" in result.stdout
+        assert result.exit_code == 0 and "Usage:" in result.stdout, args
+
+
+def test_validate_does_not_import_heavy_modules() -> None:
+    # Start-up matters in pre-commit hooks: validate must not pull in the graph or store code.
+    code = (
+        "import sys\n"
+        "from openseal.cli.main import main\n"
+        "main(['validate', '--help'])\n"
+        "print(sorted(m for m in ('networkx', 'sqlalchemy', 'openseal.runtime') if m in sys.modules))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.stdout.strip().splitlines()[-1] == "[]"
