@@ -120,7 +120,10 @@ def test_validate_does_not_import_heavy_modules() -> None:
         "import sys\n"
         "from openseal.cli.main import main\n"
         "main(['validate', '--help'])\n"
-        "print(sorted(m for m in ('networkx', 'sqlalchemy', 'openseal.runtime') if m in sys.modules))"
+        "heavy = ('networkx', 'sqlalchemy', 'openseal.runtime')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
+    )
     assert result.stdout.strip().splitlines()[-1] == "[]"
