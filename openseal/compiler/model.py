@@ -401,6 +401,29 @@ class RunbookSpec(Spec):
     step: dict[Identifier, Step]
 
 
+# --------------------------------------------------------------------------- governance
+
+
+class GovernanceSpec(Spec):
+    """Who may review and decide changes to deployments.
+
+    A change proposal for a deployment is governed by every policy whose
+    ``deployments`` patterns match its name (shell-style, ``*`` for all).
+    Risk-widening changes always need an explicit decision.
+    """
+
+    description: str | None = None
+    deployments: list[str] = Field(default_factory=lambda: ["*"])
+    reviewers: list[str] = Field(default_factory=list, description="principals who may review")
+    deciders: list[str] = Field(
+        default_factory=list, description="principals who may approve or reject"
+    )
+    required_reviews: int = Field(1, ge=0)
+    auto_approve_narrowing: bool = Field(
+        False, description="approve changes that widen nothing; activation stays a separate step"
+    )
+
+
 # --------------------------------------------------------------------------- the file
 
 
@@ -412,6 +435,7 @@ KIND_MODELS: dict[str, type[Spec]] = {
     "binding": BindingSpec,
     "workflow": WorkflowSpec,
     "runbook": RunbookSpec,
+    "governance": GovernanceSpec,
 }
 
 Name = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_-]*$")]
@@ -427,3 +451,4 @@ class DefinitionFile(Spec):
     binding: dict[Name, BindingSpec] = Field(default_factory=dict)
     workflow: dict[Name, WorkflowSpec] = Field(default_factory=dict)
     runbook: dict[Name, RunbookSpec] = Field(default_factory=dict)
+    governance: dict[Name, GovernanceSpec] = Field(default_factory=dict)
