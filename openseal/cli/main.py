@@ -23,6 +23,7 @@ COMMANDS = {
     "graph": "openseal.cli.graph:graph",
     "diff": "openseal.cli.diff:diff_command",
     "schema": "openseal.cli.schema:schema",
+    "simulator": "openseal.cli.simulator:simulator",
 }
 
 

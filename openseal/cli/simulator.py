@@ -1,0 +1,72 @@
+"""``openseal simulator``: run local stand-ins for external services in the foreground."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+
+import click
+
+from openseal.errors import UsageError
+from openseal.simulator import ProcurementSimulator
+
+
+@click.group()
+def simulator() -> None:
+    """Local stand-ins for the services the examples call (loopback only)."""
+
+
+@simulator.command()
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=0,
+    show_default=True,
+    help="Port on 127.0.0.1; 0 picks a free one.",
+)
+@click.option(
+    "--credential-env",
+    metavar="VAR",
+    help="Require `Authorization: Bearer <token>` with the token read from VAR.",
+)
+@click.option(
+    "--output",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="How to print the URL.",
+)
+@click.option("--quiet", is_flag=True, help="Do not log requests to stderr.")
+def procurement(port: int, credential_env: str | None, output: str, quiet: bool) -> None:
+    """Run the procurement simulator until Ctrl-C or SIGTERM; prints its URL first."""
+    credential = None
+    if credential_env:
+        credential = os.environ.get(credential_env)
+        if not credential:
+            raise UsageError(f"environment variable {credential_env} is not set")
+    log = None if quiet else _log
+    with ProcurementSimulator(port=port, credential=credential, log=log) as sim:
+        if output == "json":
+            click.echo(json.dumps({"url": sim.url, "credential_env": credential_env}))
+        else:
+            click.echo(sim.url)
+            click.echo("procurement simulator running; Ctrl-C to stop", err=True)
+        _wait_for_stop()
+
+
+def _log(message: str) -> None:
+    click.echo(f"procurement simulator: {message}", err=True)
+
+
+def _wait_for_stop() -> None:
+    stop = threading.Event()
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        # a timeout keeps Ctrl-C responsive on every platform
+        while not stop.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass

@@ -1,0 +1,13 @@
+"""Local stand-ins for the external services the examples talk to (real HTTP, loopback only)."""
+
+from __future__ import annotations
+
+from openseal.simulator.procurement import (
+    CATALOGUE,
+    VENDORS,
+    FaultSettings,
+    ProcurementSimulator,
+    SimulatorError,
+)
+
+__all__ = ["CATALOGUE", "VENDORS", "FaultSettings", "ProcurementSimulator", "SimulatorError"]
