@@ -24,7 +24,7 @@ from openseal.compiler import expr as ex
 from openseal.compiler import types as ty
 from openseal.compiler.decode import Definition
 from openseal.compiler.diagnostics import Diagnostic, did_you_mean
-from openseal.compiler.grants import skill_spec
+from openseal.compiler.grants import skill_spec, works_of
 from openseal.compiler.infer import Inferrer, show, source
 from openseal.compiler.ir import Analysis
 from openseal.compiler.model import (
@@ -130,18 +130,9 @@ def _argument_sets(definition: Definition) -> Iterator[tuple[ex.Ref, Mapping[str
             state = spec.state[name]
             for proposal in (state.proposal or {}).values():
                 yield proposal.skill, proposal.args
-            for work in _works(state):
+            for work in works_of(state):
                 if work.action is not None and work.action.skill is not None:
                     yield work.action.skill, work.action.args
-
-
-def _works(state: State) -> list[BranchWork | State]:
-    works: list[BranchWork | State] = [state]
-    if state.parallel is not None:
-        works += [state.parallel.branch[b] for b in sorted(state.parallel.branch)]
-    if state.for_each is not None:
-        works.append(state.for_each.do)
-    return works
 
 
 # --------------------------------------------------------------------------- root types
