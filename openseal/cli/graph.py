@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 import sys
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,8 +16,8 @@ from openseal.compiler.checks.graph import GRAPH_CHECKS
 from openseal.compiler.decode import Definition
 from openseal.compiler.diagnostics import Diagnostic, has_errors, sort_key
 from openseal.compiler.draw import Drawable, to_dot, to_mermaid, to_svg
-from openseal.compiler.ir import Analysis
 from openseal.compiler.load import LoadResult, load_definitions
+from openseal.compiler.resolve import resolve
 from openseal.errors import OpenSealError, UsageError
 
 
@@ -97,20 +95,6 @@ def graph(
     _write(drawing, out)
 
 
-def _analyse(definitions: Sequence[Definition]) -> tuple[Analysis, list[Diagnostic]]:
-    """Resolve names when the resolver is installed; otherwise draw from the definitions as read.
-
-    The resolver is developed separately; looking it up by name lets ``graph``
-    work before it lands.
-    """
-    try:
-        module = importlib.import_module("openseal.compiler.resolve")
-    except ModuleNotFoundError:
-        return Analysis({d.key: d for d in definitions}), []
-    result: tuple[Analysis, list[Diagnostic]] = module.resolve(definitions)
-    return result
-
-
 def _front_half(loaded: LoadResult) -> tuple[list[_Found], list[Diagnostic]]:
     """Load → resolve → build → graph checks, project by project (as the compiler does)."""
     diagnostics = list(loaded.diagnostics)
@@ -122,7 +106,7 @@ def _front_half(loaded: LoadResult) -> tuple[list[_Found], list[Diagnostic]]:
         project = loaded.projects.get(definition.span.file, "")
         by_project.setdefault(project, []).append(definition)
     for project in sorted(by_project):
-        analysis, resolved = _analyse(by_project[project])
+        analysis, resolved = resolve(by_project[project])
         graphs = build(analysis)
         diagnostics += resolved
         diagnostics += [d for check in GRAPH_CHECKS for d in check(analysis, graphs)]
