@@ -378,8 +378,8 @@ def check_budget_covers_shortest_path(analysis: Analysis, graphs: Graphs) -> lis
     for definition, spec, graph in _workflows(analysis, graphs):
         if graph.start is None or not graph.ends:
             continue
-        turns = _shortest(graph, lambda kind: 1)
-        calls = _shortest(graph, lambda kind: 1 if kind == "turn" else 0)
+        turns = _shortest(graph, graph.start, lambda kind: 1)
+        calls = _shortest(graph, graph.start, lambda kind: 1 if kind == "turn" else 0)
         if turns is not None and spec.budget.turns is not None and spec.budget.turns < turns[0]:
             out.append(_budget_error(definition, "turns", spec.budget.turns, turns, "turn"))
         calls_budget = spec.budget.model_calls
@@ -388,7 +388,9 @@ def check_budget_covers_shortest_path(analysis: Analysis, graphs: Graphs) -> lis
     return out
 
 
-def _shortest(graph: WorkflowGraph, cost: Callable[[str], int]) -> tuple[int, list[str]] | None:
+def _shortest(
+    graph: WorkflowGraph, start: str, cost: Callable[[str], int]
+) -> tuple[int, list[str]] | None:
     """The least total cost of the states left on the way from start to an end, and that path.
 
     Leaving a state costs ``cost(kind)``; the end state itself costs nothing.
@@ -398,8 +400,7 @@ def _shortest(graph: WorkflowGraph, cost: Callable[[str], int]) -> tuple[int, li
     def weight(source: str, _target: str, _attrs: object) -> int:
         return cost(str(dag.nodes[source]["kind"]))
 
-    assert graph.start is not None
-    lengths, paths = nx.single_source_dijkstra(dag, graph.start, weight=weight)
+    lengths, paths = nx.single_source_dijkstra(dag, start, weight=weight)
     reached = [(lengths[end], end) for end in sorted(graph.ends) if end in lengths]
     if not reached:
         return None
