@@ -26,6 +26,7 @@ from openseal.compiler.model import (
     RunbookSpec,
     SkillSpec,
     State,
+    Step,
     WorkflowSpec,
 )
 
@@ -282,10 +283,17 @@ def _runbook_sites(name: str, spec: RunbookSpec) -> Iterator[Site]:
             yield from _argument_sites(step.skill, step.args, in_step)
         else:
             for key in sorted(step.args):
-                yield Site(step.args[key], in_step, f"`{key}`")
+                yield Site(step.args[key], _builtin_arg_scope(step, key, in_step), f"`{key}`")
         if step.when is not None:
             yield Site(step.when, in_step, "the guard of a step", ty.BOOL)
     outputs = runbook_scope(name, spec, in_step=False)
     for output in sorted(spec.output):
         declared = spec.output[output]
         yield Site(declared.value, outputs, f"output `{output}`", declared.type)
+
+
+def _builtin_arg_scope(step: Step, key: str, scope: Scope) -> Scope:
+    """A ``filter`` predicate is evaluated per element of ``items``, bound to ``item``."""
+    if step.uses == "filter" and key == "predicate" and "items" in step.args:
+        return scope.with_value("item", Value(items=step.args["items"]))
+    return scope
