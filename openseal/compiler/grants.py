@@ -245,14 +245,17 @@ def action_calls(spec: WorkflowSpec, analysis: Analysis) -> Iterator[ActionCall]
 def needs_approval(analysis: Analysis, spec: WorkflowSpec, call: Call) -> str | None:
     """Why ``call`` needs an approval first, or None when it does not."""
     threshold: Effect = "external"
-    where = "the default approval threshold"
+    where = "the default policy"
     owner = principal(spec.owner)
     team = analysis.get(owner) if owner is not None and owner.startswith("team.") else None
     if team is not None and isinstance(team.spec, TeamSpec):
         threshold = team.spec.policy.approval_required_from
-        where = f"the approval threshold of `{team.key}`"
+        where = f"the policy of `{team.key}`"
     if risk(call.spec.effect) >= risk(threshold):
-        return f"its effect `{call.spec.effect}` is at or above {where} (`{threshold}`)"
+        return (
+            f"its effect `{call.spec.effect}` needs an approval under {where}, "
+            f"which requires one from `{threshold}` up"
+        )
     if call.spec.approval is not None and call.spec.approval.required:
         return f"`{call.skill}` requires approval"
     for grant in analysis.grants_for(call.actor, call.skill):

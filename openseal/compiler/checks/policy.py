@@ -170,7 +170,7 @@ def check_external_actions_need_approval(analysis: Analysis, graphs: Graphs) -> 
             if bypass is not None:
                 route = " → ".join(bypass)
                 message = (
-                    f"state `{action.call.state}` sends proposal `{action.proposal}` ({why}), "
+                    f"state `{action.call.state}` sends proposal `{action.proposal}` and {why}, "
                     f"but a run can reach it without an approval of that proposal: {route}"
                 )
                 suggestion = (
@@ -238,7 +238,7 @@ def check_bindings_only_narrow(analysis: Analysis, graphs: Graphs) -> list[Diagn
 
 
 def _duration(seconds: float) -> str:
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+    for unit, size in (("h", 3600), ("m", 60)):
         if seconds >= size and seconds % size == 0:
             return f"{int(seconds // size)}{unit}"
     return f"{seconds:g}s"

@@ -1,0 +1,148 @@
+"""Authority and policy checks: one golden per code, plus the examples stay clean."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from openseal.compiler.build import build
+from openseal.compiler.checks import CHECKS, policy
+from openseal.compiler.checks.graph import GRAPH_CHECKS, Check
+from openseal.compiler.checks.policy import POLICY_CHECKS, looks_secret
+from openseal.compiler.diagnostics import Diagnostic
+from openseal.compiler.ir import Analysis
+from openseal.compiler.load import LoadResult, load_definitions
+from openseal.compiler.render import render_human
+from openseal.compiler.resolve import resolve
+from openseal.compiler.typecheck import typecheck
+from tests.golden_helper import assert_golden
+
+ROOT = Path(__file__).resolve().parents[2]
+INPUTS = Path("tests/golden/policy/inputs")
+EXAMPLES = Path("definitions")
+
+CASES: list[tuple[Check, str, str]] = [
+    (policy.check_skills_are_bound, "OS501", "os501_skills_are_bound.hcl"),
+    (policy.check_risk_ceiling, "OS502", "os502_risk_ceiling.hcl"),
+    (policy.check_effects_are_reconcilable, "OS503", "os503_effects_are_reconcilable.hcl"),
+    (
+        policy.check_external_actions_need_approval,
+        "OS504",
+        "os504_external_actions_need_approval.hcl",
+    ),
+    (policy.check_bindings_only_narrow, "OS505", "os505_bindings_only_narrow.hcl"),
+    (policy.check_no_literal_secrets, "OS506", "os506_no_literal_secrets.hcl"),
+    (
+        policy.check_runbook_skills_need_no_approval,
+        "OS508",
+        "os508_runbook_skills_need_no_approval.hcl",
+    ),
+]
+
+
+@pytest.fixture(autouse=True)
+def _at_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Spans name files relative to the working directory; keep goldens machine-independent.
+    monkeypatch.chdir(ROOT)
+
+
+def analyse(*paths: Path) -> tuple[LoadResult, Analysis, list[Diagnostic]]:
+    """Load, resolve and typecheck; returns the diagnostics of those stages."""
+    loaded = load_definitions(list(paths))
+    assert loaded.ok, loaded.diagnostics
+    analysis, diagnostics = resolve(loaded.definitions)
+    return loaded, analysis, diagnostics + typecheck(analysis)
+
+
+def run(checks: tuple[Check, ...], analysis: Analysis) -> list[Diagnostic]:
+    graphs = build(analysis)
+    return [d for check in checks for d in check(analysis, graphs)]
+
+
+def codes(diagnostics: list[Diagnostic]) -> list[str]:
+    return [d.code for d in diagnostics]
+
+
+@pytest.mark.parametrize(("check", "code", "name"), CASES, ids=[c[1] for c in CASES])
+def test_golden_policy_check(check: Check, code: str, name: str) -> None:
+    loaded, analysis, earlier = analyse(INPUTS / name)
+    # The input is wrong in one way only: earlier stages and the graph checks are clean.
+    assert earlier == []
+    assert run(GRAPH_CHECKS, analysis) == []
+    found = check(analysis, build(analysis))
+    assert found, f"{check.__name__} found nothing in {name}"
+    assert {d.code for d in found} == {code}
+    # No other policy check piles on.
+    assert sorted(run(POLICY_CHECKS, analysis), key=str) == sorted(found, key=str)
+    text = render_human(found, loaded.sources, color=False, file_count=1)
+    assert_golden(text, f"policy/{Path(name).with_suffix('.txt')}")
+
+
+@pytest.mark.parametrize("example", ["procurement", "release_note"])
+@pytest.mark.parametrize("syntax", ["hcl", "yaml"])
+def test_examples_pass_every_check(example: str, syntax: str) -> None:
+    _, analysis, earlier = analyse(EXAMPLES / example / syntax)
+    assert earlier == []
+    assert run(CHECKS, analysis) == []
+    assert set(POLICY_CHECKS) <= set(CHECKS)
+
+
+def test_examples_grants_are_normalised() -> None:
+    _, analysis, _ = analyse(EXAMPLES / "procurement" / "hcl")
+    assert {(g.binding, g.skill, g.grantee) for g in analysis.grants} == {
+        ("buyer_submits_orders", "skill.submit_purchase_order", "team.procurement.role.buyer"),
+        ("researcher_searches_vendors", "skill.search_vendors", "team.procurement.role.researcher"),
+    }
+
+
+def test_team_grant_does_not_cover_a_role_and_vice_versa() -> None:
+    _, analysis, _ = analyse(INPUTS / "os501_skills_are_bound.hcl")
+    found = policy.check_skills_are_bound(analysis, build(analysis))
+    messages = " ".join(d.message for d in found)
+    assert "`team.shop.role.researcher`" in messages
+    assert "covers the team, not its roles" in messages
+    assert "do not cover the team acting as a whole" in messages
+    assert len(found) == 2
+
+
+def test_bypass_path_is_named() -> None:
+    _, analysis, _ = analyse(INPUTS / "os504_external_actions_need_approval.hcl")
+    found = policy.check_external_actions_need_approval(analysis, build(analysis))
+    by_text = {d.message.split("`")[1]: d.message for d in found}
+    assert "draft → check → submit" in by_text["submit"]
+    assert len(found) == 3  # direct, shortcut, team_rule
+
+
+def test_approved_transition_is_the_only_way_through(tmp_path: Path) -> None:
+    # An approval whose *rejection* also leads to the action does not protect it.
+    text = (ROOT / "definitions/release_note/hcl/release_note.hcl").read_text(encoding="utf-8")
+    broken = text.replace(
+        'on "rejected" {\n      next = state.withdrawn', 'on "rejected" {\n      next = state.send'
+    )
+    assert broken != text
+    path = tmp_path / "release_note.hcl"
+    path.write_text(broken, encoding="utf-8")
+    _, analysis, _ = analyse(path)
+    found = policy.check_external_actions_need_approval(analysis, build(analysis))
+    assert codes(found) == ["OS504"]
+    assert "draft → propose → review → send" in found[0].message
+
+
+@pytest.mark.parametrize(
+    ("key", "secret"),
+    [
+        ("api_key", True),
+        ("Authorization", True),
+        ("X-Api-Key", True),
+        ("client_secret", True),
+        ("password", True),
+        ("access_token", True),
+        ("max_tokens", False),
+        ("key_header", False),
+        ("token_url", False),
+        ("temperature", False),
+    ],
+)
+def test_secret_like_keys(key: str, secret: bool) -> None:
+    assert looks_secret(key) is secret
