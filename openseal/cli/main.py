@@ -40,7 +40,10 @@ def cli() -> None:
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: runs the CLI and turns every failure into a one-line message."""
     try:
-        cli.main(args=argv, prog_name="openseal", standalone_mode=False)
+        # Without standalone mode click returns ``ctx.exit(n)``'s code instead of exiting.
+        code = cli.main(args=argv, prog_name="openseal", standalone_mode=False)
+        if isinstance(code, int) and not isinstance(code, bool):
+            return code
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
     except click.exceptions.Abort:

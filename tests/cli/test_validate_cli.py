@@ -127,3 +127,17 @@ def test_validate_does_not_import_heavy_modules() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
     )
     assert result.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_ctx_exit_code_is_returned() -> None:
+    import click
+
+    @cli.command("exit-three", hidden=True)
+    @click.pass_context
+    def exit_three(ctx: click.Context) -> None:
+        ctx.exit(3)
+
+    try:
+        assert main(["exit-three"]) == 3
+    finally:
+        cli.commands.pop("exit-three")
