@@ -192,6 +192,8 @@ class _Differ:
             handled = self.workflow(old, new)
         elif kind == "runbook":
             handled = self.runbook(old, new)
+        elif kind == "governance":
+            handled = self.governance(old_spec, new_spec)
         for field in sorted((set(old_spec) | set(new_spec)) - handled):
             self.leaves(f"spec.{field}", old_spec.get(field), new_spec.get(field))
         self.dependencies(old.get("dependencies") or {}, new.get("dependencies") or {})
@@ -467,6 +469,30 @@ class _Differ:
                 False,
                 f"skill.{skill} no longer used by {actor}",
             )
+
+    def governance(self, old: Doc, new: Doc) -> set[str]:
+        """Fewer reviews, more deciders or automatic approval loosen change control."""
+        self.approvers("spec.deciders", old.get("deciders"), new.get("deciders"))
+        b, a = old.get("required_reviews"), new.get("required_reviews")
+        if isinstance(a, int) and isinstance(b, int) and a != b:
+            self.add(
+                "reviews_lowered" if a < b else "reviews_raised",
+                "spec.required_reviews",
+                b,
+                a,
+                a < b,
+                f"required reviews {b} → {a}",
+            )
+        if new.get("auto_approve_narrowing") and not old.get("auto_approve_narrowing"):
+            self.add(
+                "auto_approval_enabled",
+                "spec.auto_approve_narrowing",
+                False,
+                True,
+                True,
+                "narrowing changes are now approved automatically",
+            )
+        return {"deciders", "required_reviews", "auto_approve_narrowing"}
 
     def runbook(self, old: Doc, new: Doc) -> set[str]:
         old_steps = (old.get("graph") or {}).get("steps") or {}
