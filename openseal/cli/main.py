@@ -24,6 +24,7 @@ COMMANDS = {
     "diff": "openseal.cli.diff:diff_command",
     "schema": "openseal.cli.schema:schema",
     "simulator": "openseal.cli.simulator:simulator",
+    "run": "openseal.cli.run:run_command",
 }
 
 
