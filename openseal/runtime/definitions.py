@@ -76,43 +76,55 @@ class DefinitionsMixin(StoreBase):
         activation of an earlier digest; the history keeps every switch and its predecessor.
         """
         with self.write() as conn:
-            version = conn.execute(
-                sa.select(versions.c.name).where(versions.c.digest == digest)
-            ).scalar_one_or_none()
-            if version is None:
-                raise NotFound(f"definition version {digest} not found")
-            if version != name:
-                raise StoreError(
-                    f"version {digest} defines {version!r}, not {name!r}", code="name_mismatch"
-                )
-            current = (
-                conn.execute(
-                    self.for_update(sa.select(deployments).where(deployments.c.name == name))
-                )
-                .mappings()
-                .one_or_none()
+            return self.activate_in(
+                conn, name, digest, actor, change_proposal_id=change_proposal_id, reason=reason
             )
-            if current is None:
-                conn.execute(
-                    sa.insert(deployments).values(name=name, active_digest=digest, revision=1)
-                )
-            else:
-                conn.execute(
-                    sa.update(deployments)
-                    .where(deployments.c.name == name)
-                    .values(active_digest=digest, revision=deployments.c.revision + 1)
-                )
-            activation = Activation(
-                id=new_id(),
-                name=name,
-                digest=digest,
-                previous_digest=None if current is None else current["active_digest"],
-                actor=actor,
-                change_proposal_id=change_proposal_id,
-                reason=reason,
-                at=self.now(),
+
+    def activate_in(
+        self,
+        conn: sa.Connection,
+        name: str,
+        digest: str,
+        actor: str,
+        *,
+        change_proposal_id: str | None = None,
+        reason: str | None = None,
+    ) -> Activation:
+        """:meth:`activate` inside the caller's write transaction (governance activates several
+        deployments and its proposal in one commit)."""
+        version = conn.execute(
+            sa.select(versions.c.name).where(versions.c.digest == digest)
+        ).scalar_one_or_none()
+        if version is None:
+            raise NotFound(f"definition version {digest} not found")
+        if version != name:
+            raise StoreError(
+                f"version {digest} defines {version!r}, not {name!r}", code="name_mismatch"
             )
-            conn.execute(sa.insert(activations).values(**activation.__dict__))
+        current = (
+            conn.execute(self.for_update(sa.select(deployments).where(deployments.c.name == name)))
+            .mappings()
+            .one_or_none()
+        )
+        if current is None:
+            conn.execute(sa.insert(deployments).values(name=name, active_digest=digest, revision=1))
+        else:
+            conn.execute(
+                sa.update(deployments)
+                .where(deployments.c.name == name)
+                .values(active_digest=digest, revision=deployments.c.revision + 1)
+            )
+        activation = Activation(
+            id=new_id(),
+            name=name,
+            digest=digest,
+            previous_digest=None if current is None else current["active_digest"],
+            actor=actor,
+            change_proposal_id=change_proposal_id,
+            reason=reason,
+            at=self.now(),
+        )
+        conn.execute(sa.insert(activations).values(**activation.__dict__))
         return activation
 
     def deployment(self, name: str) -> Deployment | None:
