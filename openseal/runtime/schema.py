@@ -210,3 +210,57 @@ artifacts = sa.Table(
     sa.Column("media_type", sa.String(200), nullable=False),
     sa.Column("created_at", UtcTimestamp, nullable=False),
 )
+
+# --------------------------------------------------------------------------- governance
+# Change proposals (openseal.runtime.governance): a deployable change with its semantic diff,
+# the active digests it was diffed against (``base``) and the governance policy that rules it.
+# Reviews and events are append-only; ``round`` counts refreshes that changed the diff, and
+# only reviews of the current round count.
+
+change_proposals = sa.Table(
+    "change_proposals",
+    metadata,
+    sa.Column("id", ID, primary_key=True),
+    sa.Column("kind", sa.String(16), nullable=False),  # deploy | rollback
+    sa.Column("status", STATUS, nullable=False, index=True),
+    sa.Column("author", sa.String(200), nullable=False),
+    sa.Column("message", sa.Text, nullable=True),
+    # sha256 of the canonical target list: filing the same change twice finds the open one.
+    sa.Column("content_key", DIGEST, nullable=False, index=True),
+    sa.Column("targets", sa.JSON, nullable=False),
+    sa.Column("base", sa.JSON, nullable=False),
+    sa.Column("policy", sa.JSON, nullable=False),
+    sa.Column("diff", sa.JSON, nullable=False),
+    sa.Column("risk_widening", sa.Boolean, nullable=False),
+    sa.Column("round", sa.Integer, nullable=False),
+    sa.Column("decision", sa.JSON, nullable=True),
+    sa.Column("superseded_by", ID, nullable=True),
+    sa.Column("revision", sa.Integer, nullable=False),
+    sa.Column("last_event_seq", sa.Integer, nullable=False),
+    sa.Column("created_at", UtcTimestamp, nullable=False),
+    sa.Column("updated_at", UtcTimestamp, nullable=False),
+    sa.Column("activated_at", UtcTimestamp, nullable=True),
+)
+
+change_proposal_reviews = sa.Table(
+    "change_proposal_reviews",
+    metadata,
+    sa.Column("id", ID, primary_key=True),
+    sa.Column("proposal_id", ID, sa.ForeignKey("change_proposals.id"), nullable=False, index=True),
+    sa.Column("round", sa.Integer, nullable=False),
+    sa.Column("reviewer", sa.String(200), nullable=False),
+    sa.Column("verdict", sa.String(32), nullable=False),  # approve | request_changes
+    sa.Column("comment", sa.Text, nullable=True),
+    sa.Column("at", UtcTimestamp, nullable=False),
+)
+
+change_proposal_events = sa.Table(
+    "change_proposal_events",
+    metadata,
+    sa.Column("proposal_id", ID, sa.ForeignKey("change_proposals.id"), primary_key=True),
+    sa.Column("seq", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("type", sa.String(100), nullable=False),
+    sa.Column("actor", sa.String(200), nullable=False),
+    sa.Column("payload", sa.JSON, nullable=False),
+    sa.Column("at", UtcTimestamp, nullable=False),
+)
