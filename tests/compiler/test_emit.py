@@ -1,0 +1,182 @@
+"""Emit: golden compiled documents for every example, graphs, grants, runbook levels.
+
+Regenerate the golden files after an intended change with::
+
+    OPENSEAL_UPDATE_GOLDEN=1 .venv/bin/pytest tests/compiler/test_emit.py
+
+(or ``make golden``) and review the diff before committing.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from openseal.compiler.build import build
+from openseal.compiler.canonical import canonical_bytes, pretty, sha256_digest
+from openseal.compiler.emit import API_VERSION, emit
+from openseal.compiler.ir import Analysis
+from openseal.compiler.load import load_definitions
+from openseal.compiler.pipeline import compile_paths
+from tests.compiler.compile_support import AGENT, BINDING, MODEL, SKILL, compile_texts
+from tests.golden_helper import GOLDEN, assert_golden
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "definitions"
+CASES = [
+    (example, syntax)
+    for example in sorted(p.name for p in EXAMPLES.iterdir() if p.is_dir())
+    for syntax in ("hcl", "yaml")
+    if (EXAMPLES / example / syntax).is_dir()
+]
+
+
+@pytest.mark.parametrize(("example", "syntax"), CASES)
+def test_golden_compiled_documents(example: str, syntax: str) -> None:
+    result = compile_paths([EXAMPLES / example / syntax])
+    assert result.ok, [d.message for d in result.diagnostics]
+    for key, doc in sorted(result.documents.items()):
+        # Both syntaxes compare against one file: twins must compile identically.
+        assert_golden(pretty(doc.document), f"compiled/{example}/{key}.json")
+    expected = {p.stem for p in (GOLDEN / "compiled" / example).glob("*.json")}
+    assert set(result.documents) == expected, "stale or missing golden files"
+
+
+def test_every_example_is_covered() -> None:
+    assert {example for example, _ in CASES} >= {"procurement", "release_note"}
+
+
+def test_document_frame_and_digest() -> None:
+    result = compile_paths([EXAMPLES / "release_note" / "hcl"])
+    for key, doc in result.documents.items():
+        assert doc.key == key
+        assert doc.document["apiVersion"] == API_VERSION
+        assert (doc.document["kind"], doc.document["name"]) == (doc.kind, doc.name)
+        assert doc.canonical == canonical_bytes(doc.document)
+        assert doc.digest == sha256_digest(doc.canonical)
+        text = doc.canonical.decode()
+        assert '"line"' not in text and ".hcl" not in text  # no spans, no file paths
+
+
+def test_workflow_graph_skills_and_dependencies() -> None:
+    result = compile_paths([EXAMPLES / "procurement" / "hcl"])
+    workflow = result.documents["workflow.procure_laptops"].document
+    graph = workflow["graph"]
+    assert graph["initial"] == "research"
+    assert graph["ends"] == {"done": "completed", "over_budget": "failed", "rejected": "canceled"}
+    branch = [t for t in graph["transitions"] if t["from"] == "check_budget"]
+    assert [(t["order"], t["to"], t["guard"] is None) for t in branch] == [
+        (0, "draft", False),
+        (1, "over_budget", True),
+    ]
+    assert branch[0]["guard"]["node"] == "binary"
+    review = {t["event"]: t["to"] for t in graph["transitions"] if t["from"] == "review"}
+    assert review == {
+        "approved": "submit",
+        "rejected": "rejected",
+        "changes_requested": "research",
+        "expired": "rejected",
+    }
+    assert graph["states"]["review"]["config"]["expires_in"] == 72 * 3600
+    skills = workflow["skills"]
+    assert skills["submit_purchase_order"]["grants"][0]["granted_by"] == "buyer_submits_orders"
+    assert skills["submit_purchase_order"]["grants"][0]["grantee"] == "team.procurement.role.buyer"
+    assert skills["search_vendors"]["effect"] == "read"
+    deps = workflow["dependencies"]
+    for key in ("team.procurement", "skill.search_vendors", "binding.buyer_submits_orders"):
+        assert deps[key] == result.documents[key].digest
+    assert skills["search_vendors"]["digest"] == result.documents["skill.search_vendors"].digest
+    assert workflow["inputs"]["required"] == ["request"]
+    assert workflow["inputs"]["properties"]["request"]["type"] == "object"
+    assert workflow["outputs"]["properties"]["order_id"] == {"type": "string"}
+    assert workflow["budgets"]["workflow"]["turns"] == 10
+    assert workflow["budgets"]["owner"]["spend"] == 20000
+
+
+def test_agent_instructions_from_a_file_are_in_the_document() -> None:
+    result = compile_paths([EXAMPLES / "procurement" / "yaml"])
+    prompt = (EXAMPLES / "procurement" / "prompts" / "researcher.md").read_text(encoding="utf-8")
+    assert result.documents["agent.researcher"].document["spec"]["instructions"] == prompt
+
+
+RUNBOOK = """runbook "rb" {
+  input "q" {
+    type = string
+  }
+  output "answer" {
+    value = step.b.output
+  }
+  step "a" {
+    skill = skill.lookup
+    args  = { q = input.q }
+  }
+  step "b" {
+    uses = "transform"
+    args = { x = step.a.output.answer }
+  }
+  step "c" {
+    uses = "set"
+    args = { y = input.q }
+  }
+  step "d" {
+    uses       = "merge"
+    depends_on = [step.b, step.c]
+  }
+}
+"""
+
+
+def test_runbook_graph_has_edges_and_parallel_levels(tmp_path: Path) -> None:
+    result = compile_texts(tmp_path, {"all.hcl": "\n".join([MODEL, SKILL, RUNBOOK])})
+    document = result.documents["runbook.rb"].document
+    graph = document["graph"]
+    assert graph["edges"] == [["a", "b"], ["b", "d"], ["c", "d"]]
+    assert graph["levels"] == [["a", "c"], ["b"], ["d"]]
+    assert graph["steps"]["a"]["kind"] == "skill" and graph["steps"]["b"]["kind"] == "builtin"
+    assert document["skills"] == {
+        "lookup": {"digest": result.documents["skill.lookup"].digest, "effect": "read"}
+    }
+    assert document["dependencies"] == {"skill.lookup": result.documents["skill.lookup"].digest}
+    assert document["inputs"]["properties"]["q"] == {"type": "string"}
+
+
+def _emit_only(path: Path) -> dict[str, str]:
+    loaded = load_definitions([path])
+    assert loaded.ok, [d.message for d in loaded.diagnostics]
+    analysis = Analysis({d.key: d for d in loaded.definitions})
+    return {k: d.digest for k, d in emit(analysis, build(analysis)).items()}
+
+
+def test_a_skill_runbook_cycle_is_emitted_and_still_content_addressed(tmp_path: Path) -> None:
+    wrapper = """skill "wrapped" {
+  description = "Runs a runbook that calls this skill again."
+  effect      = "read"
+  adapter "runbook" {
+    runbook = runbook.loop
+  }
+}
+runbook "loop" {
+  step "again" {
+    skill = skill.wrapped
+  }
+}
+"""
+    path = tmp_path / "cycle.hcl"
+    path.write_text(wrapper, encoding="utf-8")
+    first = _emit_only(path)
+    assert set(first) == {"skill.wrapped", "runbook.loop"}
+    assert _emit_only(path) == first
+    path.write_text(wrapper.replace("calls this skill again", "loops"), encoding="utf-8")
+    second = _emit_only(path)
+    assert second["skill.wrapped"] != first["skill.wrapped"]
+    assert second["runbook.loop"] != first["runbook.loop"]
+
+
+def test_dependency_order_puts_models_before_agents_before_workflows(tmp_path: Path) -> None:
+    result = compile_texts(tmp_path, {"all.hcl": "\n".join([MODEL, SKILL, AGENT, BINDING])})
+    agent = result.documents["agent.helper"].document
+    assert agent["dependencies"] == {"model.m": result.documents["model.m"].digest}
+    binding = result.documents["binding.helper_looks_up"].document
+    assert set(binding["dependencies"]) == {"skill.lookup", "agent.helper"}
+    assert json.loads(pretty(agent)) == agent
