@@ -50,6 +50,8 @@ def unify(a: ty.TypeExpr, b: ty.TypeExpr) -> ty.TypeExpr | None:
     """The more specific of two compatible types (``any`` yields to the other), else None."""
     if is_any(a):
         return b
+    if is_any(b):
+        return a
     if ty.is_assignable(a, b):
         return b
     if ty.is_assignable(b, a):
@@ -239,6 +241,7 @@ class Inferrer:
     # ------------------------------------------------------------------ functions
 
     def call(self, expr: ex.Call, scope: Scope) -> ty.TypeExpr:
+        args = [self.infer(a, scope) for a in expr.args]  # their own errors count either way
         function = FUNCTIONS.get(expr.name)
         if function is None:
             message = f"unknown function `{expr.name}`; functions are " + ", ".join(
@@ -253,7 +256,6 @@ class Inferrer:
                 f"`{expr.name}` takes {_arity(function.min_args, function.max_args)}, got {count}"
             )
             return self.fail("OS303", message, expr.span, f"usage: {function.signature}")
-        args = [self.infer(a, scope) for a in expr.args]
         return _SIGNATURES[expr.name](self, expr, args)
 
 

@@ -231,8 +231,8 @@ def _state_references(state: State) -> Iterator[_Expected]:
 def _work_references(work: BranchWork | State) -> Iterator[_Expected]:
     if work.turn is not None:
         yield work.turn.agent, ("agent", "role"), "agent"
-        for skill in work.turn.skills:
-            yield skill, ("skill",), "skills"
+        for position, skill in enumerate(work.turn.skills):
+            yield skill, ("skill",), f"skills[{position}]"
     if work.action is not None:
         if work.action.skill is not None:
             yield work.action.skill, ("skill",), "skill"
