@@ -1,0 +1,17 @@
+"""Benchmarks that print ratios against baselines measured in the same run.
+
+``python -m bench`` runs them all, ``python -m bench NAME ...`` the named ones; see
+``docs/performance.md`` for what each measures and the latest figures.
+"""
+
+from __future__ import annotations
+
+#: benchmark name → the module whose ``run(options) -> Report`` measures it
+BENCHMARKS: dict[str, str] = {
+    "compiler": "bench.compiler",
+    "cache": "bench.cache",
+    "sqlite_floor": "bench.sqlite_floor",
+    "durable": "bench.durable",
+    "latency": "bench.latency",
+    "scale": "bench.scale",
+}

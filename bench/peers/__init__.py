@@ -1,0 +1,1 @@
+"""Peer scripts: run inside ``bench/.venv-peers``; openseal never imports them."""
