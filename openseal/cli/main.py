@@ -25,6 +25,10 @@ COMMANDS = {
     "schema": "openseal.cli.schema:schema",
     "simulator": "openseal.cli.simulator:simulator",
     "run": "openseal.cli.run:run_command",
+    "db": "openseal.cli.runtime:db",
+    "worker": "openseal.cli.runtime:worker",
+    "objectives": "openseal.cli.runs:objectives",
+    "runs": "openseal.cli.runs:runs",
 }
 
 

@@ -1,0 +1,174 @@
+"""``openseal db`` and ``openseal worker``, plus the store options every runtime command shares.
+
+The store is SQLite under ``--home`` (default ``.openseal``) unless ``OPENSEAL_DATABASE_URL``
+names a database (PostgreSQL: ``postgresql+psycopg://user@host/db``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, is_dataclass
+from datetime import datetime
+from enum import Enum
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from openseal.runtime import migrations
+from openseal.runtime.store import Store, open_store
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def store_options(command: F) -> F:
+    """``--home`` and ``--output`` for a command that opens the store."""
+    command = click.option(
+        "--output", type=click.Choice(["text", "json"]), default="text", show_default=True,
+        help="How to print the result.",
+    )(command)  # fmt: skip
+    return click.option(
+        "--home", type=click.Path(path_type=Path), default=Path(".openseal"), show_default=True,
+        envvar="OPENSEAL_HOME", help="Where the embedded SQLite store lives "
+        "(ignored when OPENSEAL_DATABASE_URL is set).",
+    )(command)  # fmt: skip
+
+
+@contextmanager
+def opened(home: Path, *, auto_migrate: bool | None = None) -> Iterator[Store]:
+    store = open_store(home=home, auto_migrate=auto_migrate)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def plain(value: Any) -> Any:
+    """Records to JSON-ready values (datetimes as ISO 8601, enums as their value)."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return plain(asdict(value))
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return value
+
+
+def echo_json(value: Any) -> None:
+    click.echo(json.dumps(plain(value), indent=2, sort_keys=True))
+
+
+# -- db --------------------------------------------------------------------------------
+
+
+@click.group()
+def db() -> None:
+    """Manage the runtime database schema."""
+
+
+@db.command()
+@store_options
+def upgrade(home: Path, output: str) -> None:
+    """Migrate the database to the schema this openseal needs."""
+    with opened(home, auto_migrate=True) as store:
+        revision = migrations.current_revision(store.engine)
+    if output == "json":
+        echo_json({"revision": revision})
+    else:
+        click.echo(f"database at revision {revision}")
+
+
+# -- worker ----------------------------------------------------------------------------
+
+
+@click.command()
+@store_options
+@click.option(
+    "--concurrency",
+    type=click.IntRange(1, 256),
+    default=1,
+    show_default=True,
+    help="Runs worked on at the same time (threads).",
+)
+@click.option(
+    "--lease-seconds",
+    type=click.FloatRange(0.5),
+    default=30.0,
+    show_default=True,
+    help="Lease length; the heartbeat renews it every third.",
+)
+@click.option(
+    "--poll-interval",
+    type=click.FloatRange(0.01),
+    default=1.0,
+    show_default=True,
+    help="Longest sleep between looks for work when idle.",
+)
+@click.option(
+    "--log-format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="One line per turn on stderr, as text or JSON.",
+)
+@click.option("--once", "mode", flag_value="once", help="Work on one run, then exit.")
+@click.option(
+    "--until-idle", "mode", flag_value="until_idle", help="Exit when nothing is runnable."
+)
+@click.option("--worker-id", default=None, help="Name in leases and events (default host:pid).")
+@click.option(
+    "--scripted-responses",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    envvar="OPENSEAL_SCRIPTED_RESPONSES",
+    help="Responses file for models whose provider is `scripted`.",
+)
+@click.option(
+    "--scripted-calls",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    envvar="OPENSEAL_SCRIPTED_CALLS",
+    help="Append one line per scripted model call.",
+)
+def worker(
+    home: Path,
+    output: str,
+    concurrency: int,
+    lease_seconds: float,
+    poll_interval: float,
+    log_format: str,
+    mode: str | None,
+    worker_id: str | None,
+    scripted_responses: Path | None,
+    scripted_calls: Path | None,
+) -> None:
+    """Execute runs: claim with a lease, run turns, drain on SIGTERM/SIGINT."""
+    from openseal.runtime.engine import Engine, default_worker_id
+    from openseal.runtime.models import default_provider_factory
+    from openseal.runtime.worker import TurnLog, Worker
+
+    name = worker_id or default_worker_id()
+    log = TurnLog(name, log_format)
+    with opened(home) as store:
+        store.poll_interval = min(store.poll_interval, poll_interval)
+        engine = Engine(
+            store,
+            default_provider_factory(scripted_responses, scripted_calls),
+            worker_id=name,
+            lease_seconds=lease_seconds,
+            on_turn=log,
+        )
+        runner = Worker(
+            engine, concurrency=concurrency, poll_interval=poll_interval,
+            mode=mode or "forever",  # type: ignore[arg-type]
+        )  # fmt: skip
+        runner.install_signal_handlers(log)
+        log.message(f"started (concurrency {concurrency}, lease {lease_seconds}s)")
+        runner.run()
+        log.message("stopped")

@@ -1,0 +1,173 @@
+"""The persistent engine: claim a run, keep its lease alive, execute its turns.
+
+Embedding and tests use it directly::
+
+    engine = Engine(store, fixed(ScriptedProvider.from_file(Path("responses.yaml"))))
+    engine.run_until_idle()
+
+``step()`` claims one runnable run and executes turns until the run waits, ends, needs
+attention, or ``max_turns_per_claim`` is reached (then the lease is released so other runs get
+a turn). A heartbeat thread extends the lease every third of it; when the claim is lost
+(takeover after expiry, pause, cancel) the turn is dropped: the next fenced write raises
+``StaleEpoch`` and nothing partial is kept beyond recorded activities.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from openseal.runtime.executor import TurnExecutor, TurnReport
+from openseal.runtime.faults import hook_from_env
+from openseal.runtime.models import ProviderFactory, default_provider_factory
+from openseal.runtime.records import Claim
+from openseal.runtime.states.base import Hook, LeaseLost
+from openseal.runtime.statuses import RunStatus
+from openseal.runtime.store import Store
+from openseal.runtime.store_errors import StaleEpoch
+from openseal.runtime.tools import ToolRunner, UnavailableTools
+from openseal.runtime.workflow import WorkflowCatalog
+
+log = logging.getLogger("openseal.engine")
+
+DEFAULT_LEASE_SECONDS = 30.0
+
+
+def default_worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+def _no_hook(point: str, claim: Claim) -> None:
+    """Named points a test can block or crash at; nothing happens by default."""
+
+
+@dataclass
+class StepReport:
+    """One claim: the run, the turns executed under it, and how the claim ended."""
+
+    run_id: str
+    turns: list[TurnReport] = field(default_factory=list)
+    status: RunStatus | None = None
+    #: ``done`` (the run left running), ``released``, ``lost`` (fenced off or lease lost)
+    ending: str = "done"
+
+
+class Heartbeat:
+    """Extends a claim's lease every third of it; sets ``lost`` once the claim is gone."""
+
+    def __init__(self, store: Store, claim: Claim, lease_seconds: float) -> None:
+        self.store = store
+        self.claim = claim
+        self.lease_seconds = lease_seconds
+        self.lost = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name="openseal-heartbeat", daemon=True)
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.lease_seconds / 3):
+            try:
+                held = self.store.heartbeat(self.claim, lease_seconds=self.lease_seconds)
+            except Exception as exc:  # a transient database error: try again next beat
+                log.warning("heartbeat for run %s failed: %s", self.claim.run_id, exc)
+                continue
+            if not held:
+                self.lost.set()
+                return
+
+
+class Engine:
+    """Executes runs from ``store``. Thread-safe: a worker shares one Engine among threads."""
+
+    def __init__(
+        self,
+        store: Store,
+        provider_factory: ProviderFactory | None = None,
+        *,
+        worker_id: str | None = None,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        tools: ToolRunner | None = None,
+        hook: Hook | None = None,
+        max_turns_per_claim: int = 100,
+        max_repairs: int = 2,
+        on_turn: Callable[[TurnReport], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.worker_id = worker_id or default_worker_id()
+        self.lease_seconds = lease_seconds
+        self.max_turns_per_claim = max_turns_per_claim
+        self.on_turn = on_turn
+        self.stopping = threading.Event()
+        self.executor = TurnExecutor(
+            store,
+            WorkflowCatalog(store),
+            provider_factory or default_provider_factory(),
+            tools or UnavailableTools(),
+            hook or hook_from_env() or _no_hook,
+            max_repairs=max_repairs,
+        )
+
+    def step(self) -> StepReport | None:
+        """Claim one runnable run and work on it; None when nothing is runnable."""
+        claim = self.store.claim_run(self.worker_id, lease_seconds=self.lease_seconds)
+        if claim is None:
+            return None
+        report = StepReport(claim.run_id)
+        with Heartbeat(self.store, claim, self.lease_seconds) as heartbeat:
+            self._work(claim, heartbeat.lost, report)
+        return report
+
+    def _work(self, claim: Claim, lost: threading.Event, report: StepReport) -> None:
+        for _ in range(self.max_turns_per_claim):
+            try:
+                turn = self.executor.execute(claim, lost)
+            except (StaleEpoch, LeaseLost) as exc:
+                # Another worker (or an operator) owns the run now; drop this turn.
+                log.info("run %s: claim lost, turn dropped (%s)", claim.run_id, exc)
+                report.ending = "lost"
+                return
+            report.turns.append(turn)
+            report.status = turn.status
+            if self.on_turn is not None:
+                self.on_turn(turn)
+            if turn.status != RunStatus.RUNNING:
+                return
+            if self.stopping.is_set() or lost.is_set():
+                break
+        report.ending = "released" if self.store.release(claim) else "lost"
+
+    def run_until_idle(self, *, max_steps: int = 10_000) -> list[StepReport]:
+        """Step until no run is runnable now (sleeping runs due later are not waited for)."""
+        reports: list[StepReport] = []
+        for _ in range(max_steps):
+            if self.stopping.is_set():
+                break
+            report = self.step()
+            if report is None:
+                break
+            reports.append(report)
+        return reports
+
+    def run_forever(self, *, poll_interval: float = 1.0, idle_exit: bool = False) -> None:
+        """Step until :attr:`stopping` is set, sleeping on the store's wake-up when idle."""
+        while not self.stopping.is_set():
+            if self.step() is None:
+                if idle_exit:
+                    return
+                self.store.wait_for_work(poll_interval)
+
+    def stop(self) -> None:
+        """Finish the current turns, release the leases, then return from the loops."""
+        self.stopping.set()

@@ -1,0 +1,309 @@
+"""One turn of one run: save the phase, execute the current state, apply the outcome.
+
+A turn is persisted before it executes (``start_turn``, with the turns budget checked in the
+same transaction); the state's handler records every model and tool result as an activity;
+the outcome (advance, finish, wait, needs attention) is applied with the turn's completion in
+one fenced transaction. A turn that loses its claim raises ``StaleEpoch`` or ``LeaseLost``
+and leaves nothing half-applied: the next claim replays from the recorded activities.
+
+The run's ``context`` holds ``inputs``, ``states`` (outputs by state), ``visits`` (how often
+each state was entered, which keys activity ids), ``position`` (the state being executed,
+its visit, and retries after an operator intervened) and ``trail`` (recent states).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+
+from openseal.compiler.evaluate import EvaluationError
+from openseal.runtime import budgets, schema
+from openseal.runtime.fenced import FencedTx
+from openseal.runtime.models.base import ModelError
+from openseal.runtime.records import Claim, Run
+from openseal.runtime.states import handler_for
+from openseal.runtime.states.base import (
+    Advance,
+    Attention,
+    Finish,
+    Hook,
+    Outcome,
+    StepContext,
+    Suspend,
+    TurnStopped,
+    state_scope,
+)
+from openseal.runtime.statuses import RunStatus
+from openseal.runtime.store import Store
+from openseal.runtime.store_errors import IdempotencyConflict
+from openseal.runtime.tools import ToolRunner
+from openseal.runtime.workflow import CompiledWorkflow, DefinitionError, WorkflowCatalog
+
+TRAIL_LENGTH = 20
+
+
+@dataclass(frozen=True)
+class TurnReport:
+    """What one turn did (the worker logs one line per report)."""
+
+    run_id: str
+    state: str | None
+    turn_seq: int | None
+    outcome: str
+    status: RunStatus
+    seconds: float
+    detail: str = ""
+
+
+def enter(context: dict[str, Any], state: str, came_from: str | None) -> dict[str, Any]:
+    """The context once the run enters ``state``: a new visit, no stale output of it."""
+    visits = {**context.get("visits", {})}
+    visits[state] = int(visits.get(state, 0)) + 1
+    states = {k: v for k, v in context.get("states", {}).items() if k != state}
+    trail = [*context.get("trail", []), *([came_from] if came_from else [])][-TRAIL_LENGTH:]
+    position = {"state": state, "visit": visits[state], "attempt": 0, "attention": False}
+    return {**context, "states": states, "visits": visits, "position": position, "trail": trail}
+
+
+def _prepared(run: Run, workflow: CompiledWorkflow) -> tuple[str, dict[str, Any], bool]:
+    """The state to execute, its context, and whether an operator supplied its output."""
+    context = dict(run.context)
+    position = context.get("position") or {}
+    if run.current_state is None:
+        if workflow.initial is None:
+            raise DefinitionError(f"workflow {workflow.name} has no initial state")
+        return workflow.initial, enter(context, workflow.initial, None), False
+    state = run.current_state
+    if position.get("state") != state:  # an operator moved the run (intervene --state)
+        return state, enter(context, state, position.get("state")), False
+    if position.get("attention"):  # retried after needs_attention: fresh activity ids
+        attempt = int(position.get("attempt", 0)) + 1
+        context["position"] = {**position, "attempt": attempt, "attention": False}
+    supplied = state in context.get("states", {})
+    return state, context, supplied
+
+
+def activity_prefix(state: str, position: dict[str, Any]) -> str:
+    attempt = int(position.get("attempt", 0))
+    visit = int(position.get("visit", 1))
+    return f"{state}:{visit}" + (f"r{attempt}" if attempt else "")
+
+
+class TurnExecutor:
+    def __init__(
+        self,
+        store: Store,
+        catalog: WorkflowCatalog,
+        providers: Callable[[Any], Any],
+        tools: ToolRunner,
+        hook: Hook,
+        *,
+        max_repairs: int = 2,
+    ) -> None:
+        self.store = store
+        self.catalog = catalog
+        self.providers = providers
+        self.tools = tools
+        self.hook = hook
+        self.max_repairs = max_repairs
+
+    def execute(self, claim: Claim, lost: threading.Event) -> TurnReport:
+        started = time.monotonic()
+        workflow = self.catalog.workflow(claim.run.workflow_digest)
+        with self.store.fenced(claim) as tx:
+            run = tx.run()
+            try:
+                state, context, supplied = _prepared(run, workflow)
+            except DefinitionError as exc:
+                return self._attention_now(tx, run, str(exc), started)
+            _abandon_open_turns(tx)
+            limits = workflow.budget_limits()
+            reason = budgets.exceeded(limits, run.budget_used, {"turns": 1})
+            turn = tx.start_turn(state)
+            if reason is not None:
+                ctx = self._context(claim, run, workflow, state, context, turn.id, lost)
+                ctx.exhaust(tx, reason)
+                return self._report(
+                    run.id, state, turn.seq, "budget_exhausted", tx, started, reason
+                )
+            run = tx.update_run(
+                current_state=state,
+                context=context,
+                budget_used=budgets.add(run.budget_used, {"turns": 1}),
+                event="turn.phase",
+                payload={"phase": "executing", "turn_id": turn.id},
+            )
+        self.hook("turn.started", claim)
+        ctx = self._context(claim, run, workflow, state, context, turn.id, lost)
+        try:
+            if supplied:
+                outcome: Outcome = Advance("done", context["states"][state])
+            else:
+                outcome = handler_for(ctx.state.kind)(ctx)
+        except TurnStopped as stopped:
+            return TurnReport(run.id, state, turn.seq, "stopped", self._status(run.id),
+                              time.monotonic() - started, str(stopped))  # fmt: skip
+        except (ModelError, EvaluationError, DefinitionError, IdempotencyConflict) as exc:
+            outcome = Attention(f"{type(exc).__name__}: {exc}")
+        self.hook("turn.before_advance", claim)
+        with self.store.fenced(claim) as tx:
+            detail = self._apply(tx, ctx, outcome)
+            return self._report(run.id, state, turn.seq, _name(outcome), tx, started, detail)
+
+    def _context(
+        self,
+        claim: Claim,
+        run: Run,
+        workflow: CompiledWorkflow,
+        state: str,
+        context: dict[str, Any],
+        turn_id: str,
+        lost: threading.Event,
+    ) -> StepContext:
+        position = context.get("position") or {}
+        return StepContext(
+            store=self.store,
+            claim=claim,
+            run=run,
+            workflow=workflow,
+            state=workflow.state(state),
+            visit=int(position.get("visit", 1)),
+            prefix=activity_prefix(state, position),
+            scope=state_scope(context.get("inputs", {}), context.get("states", {})),
+            providers=self.providers,
+            tools=self.tools,
+            hook=self.hook,
+            lost=lost,
+            turn_id=turn_id,
+            max_repairs=self.max_repairs,
+        )
+
+    # -- applying outcomes ---------------------------------------------------------------
+
+    def _apply(self, tx: FencedTx, ctx: StepContext, outcome: Outcome) -> str:
+        if isinstance(outcome, Advance):
+            return self._advance(tx, ctx, outcome)
+        if isinstance(outcome, Finish):
+            return self._finish(tx, ctx, outcome)
+        if isinstance(outcome, Suspend):
+            tx.record_turn(ctx.turn_id, phase="waiting", status="completed")
+            outcome.apply(tx)
+            return outcome.description
+        tx.record_turn(ctx.turn_id, status="failed", error=outcome.reason)
+        self._needs_attention(tx, tx.run().context, ctx.state.name, outcome.reason)
+        return outcome.reason
+
+    def _advance(self, tx: FencedTx, ctx: StepContext, outcome: Advance) -> str:
+        source = ctx.state.name
+        context = dict(tx.run().context)
+        states = dict(context.get("states", {}))
+        if outcome.output is not None:
+            states[source] = outcome.output
+        context["states"] = states
+        scope = state_scope(context.get("inputs", {}), states)
+        try:
+            target = ctx.workflow.choose(source, outcome.event, scope)
+        except EvaluationError as exc:
+            target, problem = None, f"guard of {source} failed: {exc}"
+        else:
+            problem = f"no transition from {source} for event {outcome.event!r}"
+        if target is None:
+            tx.record_turn(ctx.turn_id, status="failed", error=problem)
+            self._needs_attention(tx, context, source, problem)
+            return problem
+        tx.record_turn(ctx.turn_id, phase="advanced", status="completed")
+        tx.update_run(
+            current_state=target,
+            context=enter(context, target, source),
+            waiting=None,
+            event="state.advanced",
+            payload={"from": source, "to": target, "event": outcome.event},
+        )
+        return f"{source} -[{outcome.event}]-> {target}"
+
+    def _finish(self, tx: FencedTx, ctx: StepContext, outcome: Finish) -> str:
+        context = dict(tx.run().context)
+        context["outputs"] = workflow_outputs(ctx.workflow, context)
+        tx.record_turn(ctx.turn_id, phase="ended", status="completed")
+        tx.update_run(
+            status=RunStatus(outcome.outcome),
+            context=context,
+            waiting=None,
+            event=f"run.{outcome.outcome}",
+            payload={"end_state": ctx.state.name},
+        )
+        return outcome.outcome
+
+    def _needs_attention(
+        self, tx: FencedTx, context: dict[str, Any], state: str, reason: str
+    ) -> None:
+        position = {**context.get("position", {}), "attention": True}
+        tx.update_run(
+            status=RunStatus.NEEDS_ATTENTION,
+            context={**context, "position": position},
+            waiting={"kind": "attention", "reason": reason, "state": state},
+            event="run.needs_attention",
+            payload={"reason": reason},
+        )
+
+    def _attention_now(self, tx: FencedTx, run: Run, reason: str, started: float) -> TurnReport:
+        tx.update_run(
+            status=RunStatus.NEEDS_ATTENTION,
+            waiting={"kind": "attention", "reason": reason, "state": run.current_state},
+            event="run.needs_attention",
+            payload={"reason": reason},
+        )
+        return self._report(run.id, run.current_state, None, "attention", tx, started, reason)
+
+    def _report(
+        self,
+        run_id: str,
+        state: str | None,
+        seq: int | None,
+        outcome: str,
+        tx: FencedTx,
+        started: float,
+        detail: str,
+    ) -> TurnReport:
+        status = tx.run().status
+        return TurnReport(run_id, state, seq, outcome, status, time.monotonic() - started, detail)
+
+    def _status(self, run_id: str) -> RunStatus:
+        return self.store.get_run(run_id).status
+
+
+def _abandon_open_turns(tx: FencedTx) -> None:
+    """Close turns a previous claim left running (it crashed, stalled or was paused)."""
+    turns = schema.turns
+    stmt = sa.select(turns.c.id).where(
+        turns.c.run_id == tx.claim.run_id,
+        turns.c.status == "running",
+        turns.c.epoch < tx.claim.epoch,
+    )
+    for turn_id in tx.conn.execute(stmt).scalars().all():
+        tx.record_turn(turn_id, status="abandoned", error="the claim that ran it was lost")
+
+
+def _name(outcome: Outcome) -> str:
+    return {Advance: "advanced", Finish: "finished", Suspend: "waiting", Attention: "attention"}[
+        type(outcome)
+    ]
+
+
+def workflow_outputs(workflow: CompiledWorkflow, context: dict[str, Any]) -> dict[str, Any]:
+    """The workflow's declared outputs that can be computed (an end may skip some states)."""
+    from openseal.runtime.workflow import evaluate_json
+
+    scope = state_scope(context.get("inputs", {}), context.get("states", {}))
+    outputs: dict[str, Any] = {}
+    for name, spec in sorted(((workflow.document.get("spec") or {}).get("output") or {}).items()):
+        try:
+            outputs[name] = evaluate_json(spec.get("value"), scope)
+        except (EvaluationError, DefinitionError):
+            continue
+    return outputs

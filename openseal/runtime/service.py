@@ -1,0 +1,283 @@
+"""Service functions: what the CLI and the HTTP API both call.
+
+Each takes an open :class:`~openseal.runtime.store.Store` and plain arguments, and raises an
+:class:`~openseal.errors.OpenSealError` subclass with a one-line message on refusal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import jsonschema
+import sqlalchemy as sa
+
+from openseal.errors import UsageError
+from openseal.runtime import schema
+from openseal.runtime.records import AgentRequest, Event, InboundEvent, NewObjective, Objective, Run
+from openseal.runtime.statuses import RunStatus
+from openseal.runtime.store import Store
+from openseal.runtime.store_errors import NotFound
+from openseal.runtime.workflow import WorkflowCatalog, version_key
+
+LOCAL_ACTOR = "user:local"
+
+
+class CompiledLike(Protocol):
+    """What a compiled document offers (``openseal.compiler.emit.CompiledDocument``)."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def digest(self) -> str: ...
+    @property
+    def document(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class Registered:
+    kind: str
+    name: str
+    digest: str
+    activated: bool
+
+
+def register_documents(
+    store: Store,
+    documents: Iterable[CompiledLike],
+    *,
+    actor: str = LOCAL_ACTOR,
+    activate: bool = True,
+    reason: str | None = None,
+) -> list[Registered]:
+    """Store compiled documents as versions; with ``activate``, point each workflow at its own.
+
+    Only workflows get deployments: everything else is reached from a workflow by digest, so it
+    is pinned with the workflow. The governed path (change proposals) is ``openseal deploy``;
+    this is for tests, embedding and the quickstart.
+    """
+    registered = []
+    for compiled in sorted(documents, key=lambda d: (d.kind != "workflow", d.kind, d.name)):
+        key = version_key(compiled.digest)
+        store.put_version(key, compiled.kind, compiled.name, compiled.document)
+        registered.append(Registered(compiled.kind, compiled.name, key, False))
+    if activate:
+        for index, item in enumerate(registered):
+            if item.kind != "workflow":
+                continue
+            current = store.deployment(item.name)
+            if current is None or current.active_digest != item.digest:
+                store.activate(item.name, item.digest, actor, reason=reason)
+            registered[index] = Registered(item.kind, item.name, item.digest, True)
+    return registered
+
+
+# -- objectives ------------------------------------------------------------------------
+
+
+def create_objective(
+    store: Store,
+    workflow: str,
+    inputs: dict[str, Any],
+    *,
+    project: str = "default",
+    request_key: str | None = None,
+    actor: str = LOCAL_ACTOR,
+) -> NewObjective:
+    """Start ``workflow`` (its active version) with ``inputs`` checked against its input types."""
+    version = store.active_version(workflow)
+    if version is None or version.kind != "workflow":
+        raise NotFound(f"no workflow {workflow!r} is deployed")
+    inputs = _with_defaults(inputs, version.document.get("inputs") or {})
+    _check_inputs(workflow, inputs, version.document.get("inputs") or {})
+    return store.create_objective(project, workflow, inputs, request_key=request_key, actor=actor)
+
+
+def _with_defaults(inputs: dict[str, Any], input_schema: dict[str, Any]) -> dict[str, Any]:
+    filled = dict(inputs)
+    for name, prop in (input_schema.get("properties") or {}).items():
+        if name not in filled and isinstance(prop, dict) and "default" in prop:
+            filled[name] = prop["default"]
+    return filled
+
+
+def _check_inputs(workflow: str, inputs: dict[str, Any], input_schema: dict[str, Any]) -> None:
+    if not input_schema:
+        return
+    validator = jsonschema.Draft202012Validator(input_schema)
+    errors = sorted(validator.iter_errors(inputs), key=lambda e: list(e.absolute_path))
+    if errors:
+        first = errors[0]
+        where = ".".join(str(p) for p in first.absolute_path) or "inputs"
+        raise UsageError(f"invalid input for {workflow}: {where}: {first.message}")
+
+
+def list_objectives(store: Store, *, limit: int = 100) -> list[Objective]:
+    objectives = schema.objectives
+    with store.read() as conn:
+        ids = (
+            conn.execute(sa.select(objectives.c.id).order_by(objectives.c.id.desc()).limit(limit))
+            .scalars()
+            .all()
+        )
+    return [store.get_objective(objective_id) for objective_id in ids]
+
+
+def show_objective(store: Store, objective_id: str) -> tuple[Objective, tuple[Run, ...]]:
+    objective = store.get_objective(objective_id)
+    return objective, store.list_runs(objective_id=objective_id)
+
+
+# -- runs ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunView:
+    """A run with where it is in its graph: previous → current → next states."""
+
+    run: Run
+    workflow: str
+    previous: str | None
+    current: str | None
+    next: tuple[str, ...]
+    reason: str | None
+
+
+def list_runs(
+    store: Store, *, status: str | None = None, limit: int = 100, objective_id: str | None = None
+) -> tuple[Run, ...]:
+    wanted = None
+    if status is not None:
+        try:
+            wanted = RunStatus(status)
+        except ValueError:
+            names = ", ".join(s.value for s in RunStatus)
+            raise UsageError(f"unknown run status {status!r} (one of {names})") from None
+    return store.list_runs(wanted, limit=limit, objective_id=objective_id)
+
+
+def show_run(store: Store, run_id: str) -> RunView:
+    run = store.get_run(run_id)
+    workflow = WorkflowCatalog(store).workflow(run.workflow_digest)
+    current = run.current_state or workflow.initial
+    trail = run.context.get("trail") or []
+    following = (
+        tuple(dict.fromkeys(t.target for t in workflow.outgoing(current))) if current else ()
+    )
+    return RunView(
+        run=run,
+        workflow=workflow.name,
+        previous=trail[-1] if trail else None,
+        current=current,
+        next=following,
+        reason=waiting_reason(run),
+    )
+
+
+def waiting_reason(run: Run) -> str | None:
+    """One line saying what the run waits for, or why it stopped."""
+    waiting = run.waiting or {}
+    kind = waiting.get("kind")
+    if run.status == RunStatus.PAUSED:
+        return f"paused (was {run.paused_from_status})"
+    if kind == "attention":
+        return str(waiting.get("reason"))
+    if kind == "timer":
+        return f"timer until {waiting.get('due')}"
+    if kind == "event":
+        correlation = waiting.get("correlation") or {}
+        return f"event {waiting.get('name')} {correlation}".rstrip()
+    if kind == "agent":
+        return f"agent request {waiting.get('agent_request_id')} to {waiting.get('callee')}"
+    return None
+
+
+def run_events(store: Store, run_id: str, *, after: int = 0, limit: int = 100) -> tuple[Event, ...]:
+    store.get_run(run_id)  # NotFound for an unknown run rather than an empty page
+    return store.events(run_id, after, limit)
+
+
+def follow_events(
+    store: Store, run_id: str, *, after: int = 0, timeout: float | None = None
+) -> Iterator[Event]:
+    store.get_run(run_id)
+    return store.follow_events(run_id, after, timeout=timeout)
+
+
+def pause_run(
+    store: Store, run_id: str, *, actor: str = LOCAL_ACTOR, reason: str | None = None
+) -> Run:
+    return store.pause_run(run_id, actor, reason)
+
+
+def resume_run(
+    store: Store, run_id: str, *, actor: str = LOCAL_ACTOR, reason: str | None = None
+) -> Run:
+    return store.resume_run(run_id, actor, reason)
+
+
+def cancel_run(
+    store: Store, run_id: str, *, actor: str = LOCAL_ACTOR, reason: str | None = None
+) -> Run:
+    return store.cancel_run(run_id, actor, reason)
+
+
+def intervene(
+    store: Store,
+    run_id: str,
+    *,
+    reason: str,
+    state: str | None = None,
+    value: Any = None,
+    actor: str = LOCAL_ACTOR,
+) -> Run:
+    """Repair a paused or stuck run: set the current state's output and/or move it."""
+    if state is not None:
+        run = store.get_run(run_id)
+        workflow = WorkflowCatalog(store).workflow(run.workflow_digest)
+        if state not in workflow.states:
+            known = ", ".join(sorted(workflow.states))
+            raise UsageError(f"workflow {workflow.name} has no state {state!r} (states: {known})")
+    return store.intervene(run_id, actor, reason, state=state, value=value)
+
+
+def deliver_event(
+    store: Store,
+    name: str,
+    payload: Any = None,
+    *,
+    correlation: dict[str, Any] | None = None,
+    actor: str = "system",
+) -> InboundEvent:
+    """Hand an inbound event to the run waiting for it, or keep it for one that will."""
+    return store.deliver_event(name, correlation or {}, payload, actor=actor)
+
+
+# -- agent requests (the callee's side of a delegate state) ----------------------------
+
+
+def accept_request(store: Store, request_id: str, *, actor: str) -> AgentRequest:
+    return store.accept_agent_request(request_id, actor)
+
+
+def reject_request(store: Store, request_id: str, reason: str, *, actor: str) -> AgentRequest:
+    return store.reject_agent_request(request_id, actor, reason)
+
+
+def ask_clarification(store: Store, request_id: str, question: str, *, actor: str) -> AgentRequest:
+    return store.request_clarification(request_id, actor, question)
+
+
+def answer_clarification(store: Store, request_id: str, answer: Any, *, actor: str) -> AgentRequest:
+    return store.answer_clarification(request_id, actor, answer)
+
+
+def complete_request(store: Store, request_id: str, response: Any, *, actor: str) -> AgentRequest:
+    return store.complete_agent_request(request_id, actor, response)
+
+
+def review_request(store: Store, request_id: str, review: Any, *, actor: str) -> AgentRequest:
+    return store.review_agent_request(request_id, actor, review)

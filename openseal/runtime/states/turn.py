@@ -1,0 +1,115 @@
+"""``turn``: an agent's model turn, with tool calls and a validated structured output.
+
+Every model response and every tool result is an activity with a stable id
+(``<state>:<visit>:model:<n>``, ``...:tool:<n>:<i>``), so a replacement worker replays what
+was recorded and only calls what was not. A final output that does not match the turn's
+output schema is sent back for repair a bounded number of times, then the run needs
+attention.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+import jsonschema
+
+from openseal.runtime.models.base import ModelError, ModelRequest, ModelResponse, Tool
+from openseal.runtime.states.base import Advance, Attention, Outcome, StepContext
+from openseal.runtime.tools import ToolInvocation, tool_error
+from openseal.runtime.workflow import evaluate_json
+
+REPAIR_PROMPT = (
+    "Your output does not match the required JSON Schema: {problems}. "
+    "Answer again with only the corrected output."
+)
+
+
+def execute(ctx: StepContext) -> Outcome:
+    return model_turn(ctx, ctx.state.config, ctx.state.output_schema, key="")
+
+
+def schema_problems(value: Any, schema: dict[str, Any] | None) -> list[str]:
+    if not schema:
+        return []
+    validator = jsonschema.Draft202012Validator(schema)
+    problems = []
+    for error in sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path)):
+        where = "/".join(str(p) for p in error.absolute_path) or "output"
+        problems.append(f"{where}: {error.message}")
+    return problems
+
+
+def model_turn(
+    ctx: StepContext, config: dict[str, Any], output_schema: dict[str, Any] | None, *, key: str
+) -> Outcome:
+    """Run the model loop for one turn; ``key`` separates branches and items in activity ids."""
+    agent = ctx.workflow.agent(str(config["agent"]))
+    goal = str(evaluate_json(config["goal"], ctx.scope))
+    skills = tuple(str(s).removeprefix("skill.") for s in config.get("skills") or ())
+    tools = tuple(Tool(**ctx.workflow.skill_tool(s)) for s in skills)
+    max_calls = int(config.get("max_model_calls") or 8)
+    messages: list[dict[str, Any]] = []
+    repairs = 0
+    for call in range(1, max_calls + 1):
+        request = ModelRequest(
+            agent=agent.name, model=agent.model, instructions=agent.instructions, goal=goal,
+            messages=tuple(messages), tools=tools, output_schema=output_schema,
+            state=ctx.state.name, visit=ctx.visit, call=call,
+        )  # fmt: skip
+        response = _model_call(ctx, request, f"{key}model:{call}", agent)
+        messages.append({"role": "assistant", **_without_usage(response)})
+        if response.tool_calls:
+            for index, tool_call in enumerate(response.tool_calls):
+                invocation = ToolInvocation(
+                    ctx.run.id, ctx.state.name, agent.name, tool_call.name,
+                    tool_call.arguments, skills,
+                )  # fmt: skip
+                result = ctx.activity(
+                    f"{key}tool:{call}:{index}", "tool", invocation.__dict__,
+                    partial(_tool, ctx, invocation), cost={"tool_calls": 1},
+                )  # fmt: skip
+                messages.append({"role": "tool", "tool_call_id": tool_call.id, **result})
+            continue
+        problems = schema_problems(response.output, output_schema)
+        if not problems:
+            return Advance("done", response.output)
+        repairs += 1
+        if repairs > ctx.max_repairs:
+            return Attention(
+                f"turn output still invalid after {ctx.max_repairs} repair attempts: "
+                + "; ".join(problems[:3])
+            )
+        messages.append(
+            {"role": "user", "content": REPAIR_PROMPT.format(problems="; ".join(problems))}
+        )
+    return Attention(f"no valid output within {max_calls} model calls")
+
+
+def _model_call(ctx: StepContext, request: ModelRequest, suffix: str, agent: Any) -> ModelResponse:
+    def compute() -> dict[str, Any]:
+        provider = ctx.providers(agent)
+        response: ModelResponse = provider.complete(request)
+        return response.to_json()
+
+    def tokens(result: Any) -> dict[str, int]:
+        usage = (result or {}).get("usage") or {}
+        return {"tokens": int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))}
+
+    result = ctx.activity(
+        suffix, "model", request.to_json(), compute, cost={"model_calls": 1}, cost_of_result=tokens
+    )
+    return ModelResponse.from_json(result)
+
+
+def _tool(ctx: StepContext, invocation: ToolInvocation) -> dict[str, Any]:
+    try:
+        return ctx.tools.call(invocation)
+    except ModelError as exc:  # a gateway may reuse the model error for refusals
+        return tool_error("failed", str(exc))
+
+
+def _without_usage(response: ModelResponse) -> dict[str, Any]:
+    document = response.to_json()
+    document.pop("usage", None)
+    return document
