@@ -48,6 +48,7 @@ from openseal.compiler.model import (
     WorkflowSpec,
 )
 from openseal.compiler.spans import Span
+from openseal.errors import CompileError
 
 API_VERSION = "openseal/v1"
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -99,7 +100,10 @@ def emit(analysis: Analysis, graphs: Graphs) -> dict[str, CompiledDocument]:
 
 
 def _compiled(definition: Definition, document: Document) -> CompiledDocument:
-    canonical = canonical_bytes(document)
+    try:
+        canonical = canonical_bytes(document)
+    except CompileError as exc:
+        raise CompileError(f"{definition.name_span}: {definition.key}: {exc}") from exc
     return CompiledDocument(
         kind=definition.kind,
         name=definition.name,

@@ -191,3 +191,14 @@ def test_render_report_colours_only_when_asked(tmp_path: Path) -> None:
     assert "\x1b[" in render_report(report, color=True)
     plain = render_report(report, color=False)
     assert "\x1b[" not in plain and "effect raised: read → write" in plain
+
+
+def test_a_number_json_cannot_carry_is_a_located_error(tmp_path: Path) -> None:
+    path = tmp_path / "m.yaml"
+    path.write_text(
+        "model:\n  m: {provider: scripted, model: x, parameters: {seed: 99999999999999999999}}\n"
+    )
+    result = run("compile", str(path), "--check")
+    assert result.returncode == 1
+    assert f"{path}:2:3: model.m: value cannot be written as canonical JSON" in result.stderr
+    assert "Traceback" not in result.stderr
