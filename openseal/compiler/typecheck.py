@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
+import networkx as nx
+
 from openseal.compiler import expr as ex
 from openseal.compiler import types as ty
 from openseal.compiler.decode import Definition
@@ -143,8 +145,8 @@ class _Roots:
 
     def __init__(self, analysis: Analysis) -> None:
         self.analysis = analysis
-        self.outputs: dict[tuple[str, str], ty.TypeExpr] = {}
-        self.computing: set[tuple[str, str]] = set()
+        #: workflow key → state name → output type
+        self.workflows: dict[str, dict[str, ty.TypeExpr]] = {}
 
     def skill_input(self, skill: ex.Ref) -> ty.TypeExpr:
         spec = skill_spec(skill, self.analysis)
@@ -167,17 +169,30 @@ class _Roots:
         return ty.ANY  # proposals: read by the runtime, not typed here
 
     def state_output(self, owner: str, spec: WorkflowSpec, name: str) -> ty.TypeExpr:
-        key = (owner, name)
-        if key in self.outputs:
-            return self.outputs[key]
-        if key in self.computing:
-            return ty.ANY  # a transform that reads itself, directly or not
-        self.computing.add(key)
+        if owner not in self.workflows:
+            self._all_outputs(owner, spec)
+        return self.workflows[owner].get(name, ty.ANY)
+
+    def _all_outputs(self, owner: str, spec: WorkflowSpec) -> None:
+        """Every state's output type; inferred ones after the states they read, so no
+        recursion runs deep. States that read their own output, directly or not, are any."""
+        outputs: dict[str, ty.TypeExpr] = {}
+        self.workflows[owner] = outputs
+        graph = nx.DiGraph()
+        graph.add_nodes_from(sorted(spec.state))
+        for name in sorted(spec.state):
+            for read in _states_read(spec.state[name]):
+                if read in spec.state:
+                    graph.add_edge(read, name)
+        condensed = nx.condensation(graph)
         scope = workflow_scope(owner.split(".", 1)[1], spec)
-        found = self._state_output(spec, spec.state[name], scope)
-        self.computing.discard(key)
-        self.outputs[key] = found
-        return found
+        for component in nx.topological_sort(condensed):
+            members = sorted(condensed.nodes[component]["members"])
+            cyclic = len(members) > 1 or graph.has_edge(members[0], members[0])
+            for name in members:
+                outputs[name] = (
+                    ty.ANY if cyclic else self._state_output(spec, spec.state[name], scope)
+                )
 
     def _state_output(self, spec: WorkflowSpec, state: State, scope: Scope) -> ty.TypeExpr:
         if state.parallel is not None:
@@ -214,3 +229,16 @@ class _Roots:
             if proposal is not None:
                 return proposal.skill
         return None
+
+
+def _states_read(state: State) -> set[str]:
+    """The states whose outputs an inferred output of ``state`` depends on."""
+    expressions = [w.transform.output for w in works_of(state) if w.transform is not None]
+    if state.for_each is not None:
+        expressions.append(state.for_each.items)
+    return {
+        str(ref.path[0])
+        for expression in expressions
+        for ref in ex.references(expression)
+        if ref.root == "state" and ref.path
+    }
