@@ -146,3 +146,101 @@ def test_approved_transition_is_the_only_way_through(tmp_path: Path) -> None:
 )
 def test_secret_like_keys(key: str, secret: bool) -> None:
     assert looks_secret(key) is secret
+
+
+SMALL = """
+model "m" {
+  provider = "scripted"
+  model    = "scripted-m"
+}
+agent "clerk" {
+  model        = model.m
+  instructions = "x"
+  max_risk     = "read"
+}
+agent "boss" {
+  model        = model.m
+  instructions = "x"
+  max_risk     = "destructive"
+}
+skill "note" {
+  description = "Write a note."
+  effect      = "write"
+  adapter "python" {
+    entry_point = "n:write"
+  }
+  idempotency {
+    key_header = "Idempotency-Key"
+  }
+  %(approval)s
+}
+binding "clerk_notes" {
+  skill = skill.note
+  to    = agent.clerk
+}
+workflow "w" {
+  owner = agent.boss
+  start = state.first
+  %(states)s
+  state "done" {
+    end = "completed"
+  }
+}
+"""
+
+
+def policy_of(tmp_path: Path, states: str, approval: str = "") -> list[Diagnostic]:
+    path = tmp_path / "w.hcl"
+    path.write_text(SMALL % {"states": states, "approval": approval}, encoding="utf-8")
+    _, analysis, earlier = analyse(path)
+    assert earlier == []
+    return run(POLICY_CHECKS, analysis)
+
+
+def test_turn_skills_respect_the_agent_ceiling(tmp_path: Path) -> None:
+    states = """state "first" {
+    turn {
+      agent  = agent.clerk
+      goal   = "x"
+      skills = [skill.note]
+    }
+    next = state.done
+  }"""
+    found = policy_of(tmp_path, states)
+    assert codes(found) == ["OS502"]
+    assert "risk ceiling `read` of agent `clerk`" in found[0].message
+
+
+def test_action_with_its_own_actor_needs_its_own_grant(tmp_path: Path) -> None:
+    states = """state "first" {
+    action {
+      skill = skill.note
+      actor = agent.boss
+    }
+    next = state.done
+  }"""
+    found = policy_of(tmp_path, states)
+    assert codes(found) == ["OS501"]
+    assert "`agent.boss`" in found[0].message
+
+
+def test_skill_approval_policy_applies_below_the_threshold(tmp_path: Path) -> None:
+    # `write` is below the default threshold, but the skill asks for approval itself,
+    # and an action inside a parallel branch is no way around it.
+    states = """state "first" {
+    parallel {
+      branch "a" {
+        action {
+          skill = skill.note
+          actor = agent.clerk
+        }
+      }
+    }
+    next = state.done
+  }"""
+    approval = "approval {\n    required = true\n  }"
+    assert codes(policy_of(tmp_path, states)) == ["OS502"]  # the clerk may only read
+    found = policy_of(tmp_path, states, approval)
+    assert sorted(codes(found)) == ["OS502", "OS504"]
+    (os504,) = [d for d in found if d.code == "OS504"]
+    assert "`skill.note` requires approval" in os504.message
