@@ -83,9 +83,19 @@ def _prepared(run: Run, workflow: CompiledWorkflow) -> tuple[str, dict[str, Any]
         return state, enter(context, state, position.get("state")), False
     if position.get("attention"):  # retried after needs_attention: fresh activity ids
         attempt = int(position.get("attempt", 0)) + 1
-        context["position"] = {**position, "attempt": attempt, "attention": False}
+        context["position"] = {**position, "attempt": attempt, "attention": False, "charged": False}
     supplied = state in context.get("states", {})
     return state, context, supplied
+
+
+def _turn_cost(workflow: CompiledWorkflow, state: str, context: dict[str, Any]) -> dict[str, int]:
+    """A state visit costs one turn, once: not its resumption after a wait, not a replay,
+    and not an end state (the same count as the compiler's budget check, OS507)."""
+    position = context.get("position") or {}
+    if position.get("charged") or workflow.state(state).kind == "end":
+        return {}
+    context["position"] = {**position, "charged": True}
+    return {"turns": 1}
 
 
 def activity_prefix(state: str, position: dict[str, Any]) -> str:
@@ -122,8 +132,8 @@ class TurnExecutor:
             except DefinitionError as exc:
                 return self._attention_now(tx, run, str(exc), started)
             _abandon_open_turns(tx)
-            limits = workflow.budget_limits()
-            reason = budgets.exceeded(limits, run.budget_used, {"turns": 1})
+            cost = _turn_cost(workflow, state, context)
+            reason = budgets.exceeded(workflow.budget_limits(), run.budget_used, cost)
             turn = tx.start_turn(state)
             if reason is not None:
                 ctx = self._context(claim, run, workflow, state, context, turn.id, lost)
@@ -134,7 +144,7 @@ class TurnExecutor:
             run = tx.update_run(
                 current_state=state,
                 context=context,
-                budget_used=budgets.add(run.budget_used, {"turns": 1}),
+                budget_used=budgets.add(run.budget_used, cost),
                 event="turn.phase",
                 payload={"phase": "executing", "turn_id": turn.id},
             )

@@ -1,0 +1,217 @@
+"""The engine end to end on SQLite and PostgreSQL, with the scripted provider."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from openseal.runtime import schema, service
+from openseal.runtime.models import read_calls
+from openseal.runtime.statuses import RunStatus
+from openseal.runtime.store import Store
+from tests.runtime.engine_support import (
+    PICK_7,
+    PROCUREMENT,
+    assert_gap_free,
+    compile_files,
+    engine,
+    event_types,
+    register,
+    scripted,
+    small_workflow,
+)
+
+
+def activity_ids(store: Store, run_id: str) -> list[str]:
+    table = schema.activities
+    with store.read() as conn:
+        rows = conn.execute(
+            sa.select(table.c.activity_id)
+            .where(table.c.run_id == run_id)
+            .order_by(table.c.created_at)
+        )
+        return list(rows.scalars())
+
+
+def test_small_workflow_runs_to_the_wait_and_completes_on_the_event(
+    store: Store, tmp_path: Path
+) -> None:
+    register(store, small_workflow(tmp_path))
+    provider, calls = scripted(tmp_path, PICK_7)
+    run = service.create_objective(store, "small", {"n": 5}).run
+    worker = engine(store, provider)
+
+    worker.run_until_idle()
+    waiting = store.get_run(run.id)
+    assert waiting.status == RunStatus.WAITING_FOR_EVENT
+    assert waiting.current_state == "await_ok"
+    assert waiting.lease_owner is None  # waiting holds no lease
+    assert waiting.context["states"]["sum"] == {"total": 12}
+    assert waiting.budget_used == {"turns": 4, "model_calls": 1, "tokens": 12}
+
+    service.deliver_event(store, "ok", {"by": "tester"}, correlation={"n": 5})
+    worker.run_until_idle()
+    done = store.get_run(run.id)
+    assert done.status == RunStatus.COMPLETED
+    assert done.context["outputs"] == {"total": 12}
+    assert done.context["states"]["await_ok"] == {"by": "tester"}
+    assert len(read_calls(calls)) == 1
+    assert activity_ids(store, run.id) == ["ask:1:model:1"]
+    assert_gap_free(store, run.id)
+    view = service.show_run(store, run.id)
+    assert (view.previous, view.current, view.next) == ("await_ok", "done", ())
+
+
+def test_the_decision_takes_the_first_guard_that_holds(store: Store, tmp_path: Path) -> None:
+    register(store, small_workflow(tmp_path))
+    provider, _ = scripted(tmp_path, {"ask": [{"output": {"pick": 1}}]})
+    run = service.create_objective(store, "small", {"n": 5}).run
+    engine(store, provider).run_until_idle()
+    failed = store.get_run(run.id)
+    assert failed.status == RunStatus.FAILED
+    assert failed.current_state == "too_small"
+    assert "state.advanced" in event_types(store, run)
+
+
+def test_an_event_sent_before_the_wait_still_wakes_the_run(store: Store, tmp_path: Path) -> None:
+    register(store, small_workflow(tmp_path))
+    provider, _ = scripted(tmp_path, PICK_7)
+    run = service.create_objective(store, "small", {"n": 5}).run
+    other = service.deliver_event(store, "ok", {"early": False}, correlation={"n": 99})
+    early = service.deliver_event(store, "ok", {"early": True}, correlation={"n": 5})
+    assert early.consumed_by_run_id is None  # nobody waits yet
+
+    engine(store, provider).run_until_idle()
+    done = store.get_run(run.id)
+    assert done.status == RunStatus.COMPLETED
+    assert done.context["states"]["await_ok"] == {"early": True}
+    assert store.inbound_event(early.id).consumed_by_run_id == run.id  # type: ignore[union-attr]
+    assert store.inbound_event(other.id).consumed_by_run_id is None  # type: ignore[union-attr]
+
+
+def test_invalid_output_is_repaired_then_accepted(store: Store, tmp_path: Path) -> None:
+    register(store, small_workflow(tmp_path))
+    responses = {"ask": [{"output": {"pick": "seven"}}, {"output": {"pick": 7}}]}
+    provider, calls = scripted(tmp_path, responses)
+    run = service.create_objective(store, "small", {"n": 5}).run
+    engine(store, provider).run_until_idle()
+    assert store.get_run(run.id).status == RunStatus.WAITING_FOR_EVENT
+    assert [c["call"] for c in read_calls(calls)] == [1, 2]
+    assert activity_ids(store, run.id) == ["ask:1:model:1", "ask:1:model:2"]
+
+
+def test_output_still_invalid_after_repairs_needs_attention(store: Store, tmp_path: Path) -> None:
+    register(store, small_workflow(tmp_path))
+    provider, calls = scripted(tmp_path, {"ask": [{"output": {"nope": 1}}] * 3})
+    run = service.create_objective(store, "small", {"n": 5}).run
+    engine(store, provider, max_repairs=2).run_until_idle()
+    stuck = store.get_run(run.id)
+    assert stuck.status == RunStatus.NEEDS_ATTENTION
+    assert "still invalid after 2 repair attempts" in (stuck.waiting or {})["reason"]
+    assert len(read_calls(calls)) == 3
+
+
+def test_model_call_budget_exhausted_needs_attention_with_reason(
+    store: Store, tmp_path: Path
+) -> None:
+    register(store, small_workflow(tmp_path, model_calls=1))
+    provider, calls = scripted(
+        tmp_path, {"ask": [{"output": {"pick": "x"}}, {"output": {"pick": 7}}]}
+    )
+    run = service.create_objective(store, "small", {"n": 5}).run
+    engine(store, provider).run_until_idle()
+    stuck = store.get_run(run.id)
+    assert stuck.status == RunStatus.NEEDS_ATTENTION
+    assert stuck.waiting == {
+        "kind": "attention",
+        "reason": "budget exhausted: model_calls would reach 2 of 1",
+        "state": "ask",
+    }
+    assert len(read_calls(calls)) == 1  # the second call was never made
+    assert "run.budget_exhausted" in event_types(store, run)
+
+
+def test_budget_exhausted_fails_the_run_when_the_workflow_says_so(
+    store: Store, tmp_path: Path
+) -> None:
+    register(store, small_workflow(tmp_path, model_calls=1, on_exhausted="failed"))
+    provider, calls = scripted(tmp_path, {"ask": [{"output": {"pick": "x"}}]})
+    run = service.create_objective(store, "small", {"n": 5}).run
+    engine(store, provider).run_until_idle()
+    failed = store.get_run(run.id)
+    assert failed.status == RunStatus.FAILED
+    assert "model_calls" in (failed.waiting or {})["reason"]
+    assert len(read_calls(calls)) == 1
+
+
+def test_version_pinning_old_runs_finish_on_their_version(store: Store, tmp_path: Path) -> None:
+    register(store, small_workflow(tmp_path, factor=1))
+    provider, _ = scripted(tmp_path, PICK_7)
+    worker = engine(store, provider)
+    old = service.create_objective(store, "small", {"n": 5}).run
+    worker.run_until_idle()
+
+    register(store, small_workflow(tmp_path, factor=10))
+    new = service.create_objective(store, "small", {"n": 6}).run
+    assert new.workflow_digest != old.workflow_digest
+    service.deliver_event(store, "ok", None, correlation={"n": 5})
+    service.deliver_event(store, "ok", None, correlation={"n": 6})
+    worker.run_until_idle()
+    assert store.get_run(old.id).context["outputs"] == {"total": 12}  # (7 + 5) * 1
+    assert store.get_run(new.id).context["outputs"] == {"total": 130}  # (7 + 6) * 10
+    assert store.get_run(old.id).workflow_digest == old.workflow_digest
+
+
+def test_procurement_flow_runs_up_to_the_proposal_seam(store: Store, tmp_path: Path) -> None:
+    register(store, compile_files(PROCUREMENT))
+    offer = {"vendor": "Acme", "unit_price": 900, "currency": "EUR"}
+    responses = {
+        "research": [
+            {
+                "tool_calls": [
+                    {"name": "search_vendors", "arguments": {"item": "laptop", "quantity": 10}}
+                ]
+            },
+            {"output": offer},
+        ]
+    }
+    provider, calls = scripted(tmp_path, responses)
+    request = {"item": "laptop", "quantity": 10, "budget": 10000}
+    run = service.create_objective(store, "procure_laptops", {"request": request}).run
+    engine(store, provider).run_until_idle()
+
+    stuck = store.get_run(run.id)
+    assert stuck.status == RunStatus.NEEDS_ATTENTION
+    assert stuck.current_state == "draft"
+    assert stuck.waiting is not None
+    assert stuck.waiting["reason"] == "state kind 'proposal' is not supported yet"
+    assert stuck.context["states"]["research"] == offer
+    assert stuck.budget_used["tool_calls"] == 1
+    assert activity_ids(store, run.id) == [
+        "research:1:model:1",
+        "research:1:tool:1:0",
+        "research:1:model:2",
+    ]
+    [tool] = [a for a in store_activities(store, run.id) if a["kind"] == "tool"]
+    assert tool["result"]["error"]["code"] == "not_available"
+    second = [c for c in read_calls(calls) if c["call"] == 2]
+    assert len(second) == 1
+
+
+def test_procurement_over_budget_ends_failed(store: Store, tmp_path: Path) -> None:
+    register(store, compile_files(PROCUREMENT))
+    offer = {"vendor": "Acme", "unit_price": 2000, "currency": "EUR"}
+    provider, _ = scripted(tmp_path, {"research": [{"output": offer}]})
+    request = {"item": "laptop", "quantity": 10, "budget": 10000}
+    run = service.create_objective(store, "procure_laptops", {"request": request}).run
+    engine(store, provider).run_until_idle()
+    assert store.get_run(run.id).status == RunStatus.FAILED
+    assert store.get_run(run.id).current_state == "over_budget"
+
+
+def store_activities(store: Store, run_id: str) -> list[dict[str, object]]:
+    table = schema.activities
+    with store.read() as conn:
+        rows = conn.execute(sa.select(table).where(table.c.run_id == run_id)).mappings()
+        return [dict(row) for row in rows]
