@@ -36,7 +36,9 @@ Prints the runbook's outputs as JSON on stdout. Exit codes: 0 success,
 """
 
 
-@click.command(help=_HELP)
+@click.command(
+    help=_HELP, short_help="Run a runbook in-process (no persistence, approvals or recovery)."
+)
 @click.argument("file", type=click.Path(exists=True, path_type=Path))
 @click.option(
     "--input",

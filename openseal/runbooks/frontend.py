@@ -133,12 +133,13 @@ def _choose(
 
 
 def _dedupe(diagnostics: Sequence[Diagnostic]) -> list[Diagnostic]:
-    """One diagnostic per code and place: the executor's own guards repeat some compiler checks."""
+    """One diagnostic per code and place, the compiler's wording first: the executor's own
+    guards (listed last) repeat some compiler checks."""
     seen: set[tuple[str, str, int, int]] = set()
     out: list[Diagnostic] = []
-    for d in sorted(set(diagnostics), key=sort_key):
+    for d in diagnostics:
         key = (d.code, d.span.file, d.span.line, d.span.column)
         if key not in seen:
             seen.add(key)
             out.append(d)
-    return out
+    return sorted(out, key=sort_key)

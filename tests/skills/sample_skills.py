@@ -1,0 +1,22 @@
+"""Entry points for the python adapter tests."""
+
+from __future__ import annotations
+
+
+def add(a: int, b: int = 1) -> dict[str, int]:
+    return {"sum": a + b}
+
+
+def explode(reason: str) -> None:
+    raise ValueError(reason)
+
+
+def wrong_shape() -> str:
+    return "not an object"
+
+
+NOT_CALLABLE = 3
+
+
+def boom(a: int, b: int) -> None:
+    raise ValueError(f"a is {a}")

@@ -1,0 +1,79 @@
+"""The python adapter: entry points, validated arguments, outputs, failures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from openseal.compiler.load import load_definitions
+from openseal.compiler.model import SkillSpec
+from openseal.skills import PythonAdapter, SkillCall, adapter_for
+
+
+def spec(tmp_path: Path, entry: str, *, effect: str = "read", output: str = "any") -> SkillSpec:
+    path = tmp_path / "skill.hcl"
+    path.write_text(f'''
+skill "s" {{
+  description = "d"
+  effect      = "{effect}"
+  input       = object({{ a = number, b = optional(number, 1) }})
+  output      = {output}
+  adapter "python" {{
+    entry_point = "{entry}"
+  }}
+}}
+''')
+    loaded = load_definitions([path])
+    assert loaded.ok, [d.message for d in loaded.diagnostics]
+    found = loaded.definitions[0].spec
+    assert isinstance(found, SkillSpec)
+    return found
+
+
+def call(s: SkillSpec, **args: object) -> SkillCall:
+    return SkillCall("s", s, args, 5.0)
+
+
+def test_calls_the_function_with_keyword_arguments_and_defaults(tmp_path: Path) -> None:
+    s = spec(tmp_path, "tests.skills.sample_skills:add", output="object({ sum = number })")
+    assert isinstance(adapter_for(s), PythonAdapter)
+    result = PythonAdapter().call(call(s, a=2))
+    assert (result.outcome, result.output) == ("succeeded", {"sum": 3})
+
+
+def test_arguments_that_do_not_fit_are_refused(tmp_path: Path) -> None:
+    result = PythonAdapter().call(call(spec(tmp_path, "tests.skills.sample_skills:add"), a="2"))
+    assert result.outcome == "failed"
+    assert result.error is not None and "a: expected number, got string" in result.error
+
+
+def test_output_that_does_not_fit_fails(tmp_path: Path) -> None:
+    s = spec(tmp_path, "tests.skills.sample_skills:add", output="string")
+    result = PythonAdapter().call(call(s, a=1))
+    assert result.outcome == "failed"
+    assert result.error is not None and "returned output that does not fit" in result.error
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ("tests.skills.no_such_module:f", "cannot import `tests.skills.no_such_module`"),
+        ("tests.skills.sample_skills:missing", "has no function `missing`"),
+        ("tests.skills.sample_skills:NOT_CALLABLE", "has no function `NOT_CALLABLE`"),
+    ],
+)
+def test_bad_entry_points_fail_with_a_message(tmp_path: Path, entry: str, message: str) -> None:
+    result = PythonAdapter().call(call(spec(tmp_path, entry), a=1))
+    assert result.outcome == "failed"
+    assert result.error is not None and message in result.error
+
+
+@pytest.mark.parametrize(("effect", "outcome"), [("read", "failed"), ("write", "unknown")])
+def test_an_exception_fails_a_read_and_is_unknown_for_an_effect(
+    tmp_path: Path, effect: str, outcome: str
+) -> None:
+    s = spec(tmp_path, "tests.skills.sample_skills:boom", effect=effect)
+    result = PythonAdapter().call(call(s, a=1))
+    assert result.outcome == outcome
+    assert result.error == "skill `s` raised ValueError: a is 1"
