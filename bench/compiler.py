@@ -20,7 +20,7 @@ from pathlib import Path
 import hcl2
 import yaml
 
-from bench.generate import write_project
+from bench.generate import compile_once, write_project
 from bench.harness import (
     Options,
     Report,
@@ -31,16 +31,8 @@ from bench.harness import (
     repeat_timed,
     scaled,
 )
-from openseal.compiler.pipeline import compile_paths
 
 NAME = "compiler"
-
-
-def compile_once(project: Path) -> None:
-    result = compile_paths([project])
-    if not result.ok:
-        first = result.diagnostics[0]
-        raise RuntimeError(f"generated project does not compile: {first.code} {first.message}")
 
 
 def parse_once(path: Path) -> None:

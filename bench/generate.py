@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from openseal.compiler.pipeline import compile_paths
+
 PREAMBLE_HCL = """model "m" {
   provider = "scripted"
   model    = "scripted-small"
@@ -163,3 +165,11 @@ def write_many(directory: Path, files: int) -> list[Path]:
         path.write_text(workflow_hcl(5, name=f"w{i:04d}"), encoding="utf-8")
         paths.append(path)
     return paths
+
+
+def compile_once(project: Path) -> None:
+    """Compile ``project``; a generated project that does not compile is a benchmark bug."""
+    result = compile_paths([project])
+    if not result.ok:
+        first = result.diagnostics[0]
+        raise RuntimeError(f"generated project does not compile: {first.code} {first.message}")

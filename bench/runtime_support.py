@@ -1,0 +1,167 @@
+"""What the runtime benchmarks share: is the engine there, the workflows, a loaded store.
+
+The engine is probed, not assumed: when ``openseal.runtime.engine`` is missing or lacks what
+a benchmark drives, the benchmark reports "not available" with the reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event
+
+from bench.generate import PREAMBLE_HCL
+from openseal.compiler.pipeline import compile_paths
+from openseal.runtime.store import Store, open_store
+
+#: Three steps with a no-op ``python`` skill in the middle — used once ``action`` is served.
+ACTION_WORKFLOW = """workflow "three_steps" {
+  owner = agent.helper
+  start = state.prepare
+  input "n" {
+    type = number
+  }
+  state "prepare" {
+    transform {
+      output = { q = "item-${input.n}" }
+    }
+    next = state.act
+  }
+  state "act" {
+    action {
+      skill = skill.lookup
+      args  = { q = state.prepare.output.q }
+    }
+    next = state.done
+    on "failed" { next = state.done }
+  }
+  state "done" {
+    end = "completed"
+  }
+}
+"""
+
+#: The fallback while ``action`` has no handler: transform → transform → end.
+TRANSFORM_WORKFLOW = """workflow "three_steps" {
+  owner = agent.helper
+  start = state.prepare
+  input "n" {
+    type = number
+  }
+  state "prepare" {
+    transform {
+      output = { q = "item-${input.n}" }
+    }
+    next = state.shape
+  }
+  state "shape" {
+    transform {
+      output = { total = input.n * 2 }
+    }
+    next = state.done
+  }
+  state "done" {
+    end = "completed"
+  }
+}
+"""
+
+#: One wait for an event that never comes: what "many runs waiting" costs.
+WAIT_WORKFLOW = """workflow "waits" {
+  owner = agent.helper
+  start = state.hold
+  input "n" {
+    type = number
+  }
+  state "hold" {
+    wait {
+      event       = "go"
+      correlation = { n = input.n }
+    }
+    next = state.done
+  }
+  state "done" {
+    end = "completed"
+  }
+}
+"""
+
+
+def engine_problem() -> str | None:
+    """Why the engine cannot be benchmarked, or None when it can."""
+    try:
+        engine = importlib.import_module("openseal.runtime.engine")
+        service = importlib.import_module("openseal.runtime.service")
+    except ImportError as exc:
+        return f"the runtime engine is not importable yet ({exc})"
+    missing = [
+        name
+        for module, name in (
+            (engine, "Engine"),
+            (service, "register_documents"),
+            (service, "create_objective"),
+        )
+        if not hasattr(module, name)
+    ]
+    return f"the runtime lacks {', '.join(missing)}" if missing else None
+
+
+def action_supported() -> bool:
+    """True once a real handler for ``action`` states is registered."""
+    from openseal.runtime.states import handler_for, simple
+
+    return handler_for("action") is not simple.not_supported
+
+
+def compiled(directory: Path, workflow: str) -> list[Any]:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "project.hcl").write_text(PREAMBLE_HCL + "\n" + workflow, encoding="utf-8")
+    result = compile_paths([directory])
+    if not result.ok:
+        first = result.diagnostics[0]
+        raise RuntimeError(f"benchmark workflow does not compile: {first.code} {first.message}")
+    return list(result.documents.values())
+
+
+@contextlib.contextmanager
+def loaded_store(home: Path, documents: list[Any]) -> Iterator[Store]:
+    """A fresh SQLite store (the store's own settings) with ``documents`` deployed."""
+    from openseal.runtime.service import register_documents
+
+    home.mkdir(parents=True, exist_ok=True)
+    store = open_store(home=home)
+    try:
+        register_documents(store, documents)
+        yield store
+    finally:
+        store.close()
+
+
+@dataclass
+class CommitCounter:
+    """Counts committed transactions on an engine (read transactions commit too; see below)."""
+
+    commits: int = 0
+    writes: int = 0
+
+    def attach(self, engine: sa.Engine) -> None:
+        event.listen(engine, "commit", self._commit)
+        event.listen(engine, "before_cursor_execute", self._statement)
+        self._dirty: set[int] = set()
+
+    def _statement(self, conn: sa.Connection, _c: Any, sql: str, *_rest: Any) -> None:
+        if not sql.lstrip().upper().startswith(("SELECT", "PRAGMA", "BEGIN")):
+            self._dirty.add(id(conn))
+
+    def _commit(self, conn: sa.Connection) -> None:
+        # Only transactions that wrote something cost an fsync; reads end with COMMIT too.
+        self.commits += 1
+        if id(conn) in self._dirty:
+            self.writes += 1
+            self._dirty.discard(id(conn))
