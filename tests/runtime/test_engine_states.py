@@ -1,0 +1,192 @@
+"""State kinds beyond the basic flow (timer, delegate, parallel, for_each) and operator commands."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from openseal.runtime import service
+from openseal.runtime.models import read_calls
+from openseal.runtime.statuses import AgentRequestStatus, RunStatus
+from openseal.runtime.store import Store
+from openseal.runtime.store_errors import InvalidStatus
+from tests.runtime.engine_support import (
+    DEFS,
+    PICK_7,
+    compile_files,
+    engine,
+    event_types,
+    register,
+    scripted,
+    small_workflow,
+)
+
+
+@pytest.fixture
+def kinds(store: Store) -> Store:
+    register(store, compile_files(DEFS / "kinds.hcl"))
+    return store
+
+
+def test_timer_wait_sleeps_without_a_lease_and_wakes_when_due(kinds: Store, tmp_path: Path) -> None:
+    provider, _ = scripted(tmp_path, {})
+    run = service.create_objective(kinds, "nap", {}).run
+    worker = engine(kinds, provider)
+    worker.run_until_idle()
+    sleeping = kinds.get_run(run.id)
+    assert sleeping.status == RunStatus.SLEEPING
+    assert sleeping.lease_owner is None
+    assert sleeping.wake_at is not None
+    assert service.show_run(kinds, run.id).reason == f"timer until {sleeping.wake_at.isoformat()}"
+
+    real_clock = kinds.clock
+    kinds.clock = lambda: real_clock() + timedelta(hours=1, seconds=1)
+    worker.run_until_idle()
+    assert kinds.get_run(run.id).status == RunStatus.COMPLETED
+
+
+def test_delegate_waits_for_the_agent_request_lifecycle(kinds: Store, tmp_path: Path) -> None:
+    provider, _ = scripted(tmp_path, {})
+    run = service.create_objective(kinds, "ask_helper", {}).run
+    worker = engine(kinds, provider)
+    worker.run_until_idle()
+    waiting = kinds.get_run(run.id)
+    assert waiting.status == RunStatus.WAITING_FOR_AGENT
+    request_id = (waiting.waiting or {})["agent_request_id"]
+    request = kinds.get_agent_request(request_id)
+    assert request.callee == "agent.helper"
+    assert request.request["goal"] == "Count the laptops"
+
+    service.ask_clarification(kinds, request_id, "Which office?", actor="agent:helper")
+    worker.run_until_idle()
+    assert kinds.get_run(run.id).status == RunStatus.WAITING_FOR_AGENT  # still waiting
+    service.answer_clarification(kinds, request_id, "O4", actor="user:local")
+    service.accept_request(kinds, request_id, actor="agent:helper")
+    service.complete_request(kinds, request_id, {"count": 10}, actor="agent:helper")
+    worker.run_until_idle()
+    done = kinds.get_run(run.id)
+    assert done.status == RunStatus.COMPLETED
+    assert done.context["states"]["delegate"] == {"count": 10}
+    assert kinds.get_agent_request(request_id).status == AgentRequestStatus.COMPLETED
+
+
+def test_a_rejected_delegation_takes_the_rejected_transition(kinds: Store, tmp_path: Path) -> None:
+    provider, _ = scripted(tmp_path, {})
+    run = service.create_objective(kinds, "ask_helper", {}).run
+    worker = engine(kinds, provider)
+    worker.run_until_idle()
+    request_id = (kinds.get_run(run.id).waiting or {})["agent_request_id"]
+    service.reject_request(kinds, request_id, "not my job", actor="agent:helper")
+    worker.run_until_idle()
+    assert kinds.get_run(run.id).status == RunStatus.CANCELED
+    assert kinds.get_run(run.id).current_state == "refused"
+
+
+def test_parallel_and_for_each_record_per_branch_and_per_item(kinds: Store, tmp_path: Path) -> None:
+    provider, calls = scripted(tmp_path, {"both": [{"output": {"side": "left"}}]})
+    run = service.create_objective(kinds, "fan", {"items": [1, 2, 3]}).run
+    engine(kinds, provider).run_until_idle()
+    done = kinds.get_run(run.id)
+    assert done.status == RunStatus.COMPLETED
+    assert done.context["states"]["both"] == {"left": {"side": "left"}, "right": "right"}
+    assert done.context["states"]["each"] == [10, 20, 30]
+    assert [c["state"] for c in read_calls(calls)] == ["both"]
+
+
+def test_for_each_over_max_items_takes_the_failed_transition(kinds: Store, tmp_path: Path) -> None:
+    provider, _ = scripted(tmp_path, {"both": [{"output": {"side": "left"}}]})
+    run = service.create_objective(kinds, "fan", {"items": [1, 2, 3, 4]}).run
+    engine(kinds, provider).run_until_idle()
+    failed = kinds.get_run(run.id)
+    assert failed.status == RunStatus.FAILED
+    assert failed.current_state == "too_many"
+    assert "more than max_items 3" in failed.context["states"]["each"]["error"]
+
+
+def test_pause_resume_cancel_through_the_service(store: Store, tmp_path: Path) -> None:
+    register(store, small_workflow(tmp_path))
+    provider, _ = scripted(tmp_path, PICK_7)
+    worker = engine(store, provider)
+    run = service.create_objective(store, "small", {"n": 5}).run
+
+    service.pause_run(store, run.id, reason="hold on")
+    assert worker.run_until_idle() == []  # a paused run is not claimed
+    assert service.show_run(store, run.id).reason == "paused (was queued)"
+    service.resume_run(store, run.id)
+    worker.run_until_idle()
+    assert store.get_run(run.id).status == RunStatus.WAITING_FOR_EVENT
+
+    service.pause_run(store, run.id)
+    resumed = service.resume_run(store, run.id)
+    assert resumed.status == RunStatus.WAITING_FOR_EVENT  # waits again, still registered
+    canceled = service.cancel_run(store, run.id, reason="not needed")
+    assert canceled.status == RunStatus.CANCELED
+    with pytest.raises(InvalidStatus):
+        service.resume_run(store, run.id)
+    event = service.deliver_event(store, "ok", None, correlation={"n": 5})
+    assert event.consumed_by_run_id is None  # a canceled run takes no events
+    assert event_types(store, run)[-1] == "run.canceled"
+
+
+def test_intervene_with_a_value_continues_from_the_stuck_state(
+    store: Store, tmp_path: Path
+) -> None:
+    register(store, small_workflow(tmp_path))
+    provider, calls = scripted(tmp_path, {"ask": [{"output": {"bad": 1}}] * 3})
+    run = service.create_objective(store, "small", {"n": 5}).run
+    worker = engine(store, provider)
+    worker.run_until_idle()
+    assert store.get_run(run.id).status == RunStatus.NEEDS_ATTENTION
+
+    service.intervene(store, run.id, reason="operator picked", value={"pick": 9})
+    worker.run_until_idle()
+    fixed = store.get_run(run.id)
+    assert fixed.status == RunStatus.WAITING_FOR_EVENT
+    assert fixed.context["states"]["sum"] == {"total": 14}
+    assert len(read_calls(calls)) == 3  # the model was not asked again
+
+
+def test_intervene_with_a_state_moves_the_run(store: Store, tmp_path: Path) -> None:
+    register(store, small_workflow(tmp_path))
+    provider, _ = scripted(tmp_path, {"ask": [{"output": {"bad": 1}}] * 3})
+    run = service.create_objective(store, "small", {"n": 5}).run
+    worker = engine(store, provider)
+    worker.run_until_idle()
+    service.intervene(store, run.id, reason="skip it", state="too_small")
+    worker.run_until_idle()
+    moved = store.get_run(run.id)
+    assert moved.status == RunStatus.FAILED
+    assert moved.current_state == "too_small"
+
+
+def test_retry_after_attention_calls_the_model_again(store: Store, tmp_path: Path) -> None:
+    register(store, small_workflow(tmp_path, model_calls=10))
+    bad = {"output": {"bad": 1}}
+    provider, calls = scripted(tmp_path, {"ask": [bad, bad, bad]})
+    run = service.create_objective(store, "small", {"n": 5}).run
+    worker = engine(store, provider)
+    worker.run_until_idle()
+    provider.responses["ask"] = [{"output": {"pick": 8}}]
+    service.intervene(store, run.id, reason="model fixed, retry")
+    worker.run_until_idle()
+    assert store.get_run(run.id).status == RunStatus.WAITING_FOR_EVENT
+    assert len(read_calls(calls)) == 4
+
+
+def test_intervene_refuses_an_unknown_state(store: Store, tmp_path: Path) -> None:
+    register(store, small_workflow(tmp_path))
+    run = service.create_objective(store, "small", {"n": 5}).run
+    service.pause_run(store, run.id)
+    with pytest.raises(Exception, match="has no state 'nowhere'"):
+        service.intervene(store, run.id, reason="x", state="nowhere")
+
+
+def test_inputs_are_checked_against_the_workflow_types(store: Store, tmp_path: Path) -> None:
+    register(store, small_workflow(tmp_path))
+    with pytest.raises(Exception, match="invalid input for small") as raised:
+        service.create_objective(store, "small", {"n": "five"})
+    assert raised.value.code == "usage_error"  # type: ignore[attr-defined]
+    with pytest.raises(Exception, match="no workflow 'missing'"):
+        service.create_objective(store, "missing", {})
