@@ -16,8 +16,10 @@ def write_project(tmp_path: Path, text: str, name: str = "runbook.hcl") -> Path:
     return path
 
 
-def plan_of(tmp_path: Path, text: str, name: str = "runbook.hcl") -> Plan:
-    prepared = prepare(write_project(tmp_path, text, name))
+def plan_of(
+    tmp_path: Path, text: str, name: str = "runbook.hcl", *, select: str | None = None
+) -> Plan:
+    prepared = prepare(write_project(tmp_path, text, name), select)
     assert prepared.plan is not None, [d.to_dict() for d in prepared.diagnostics]
     return prepared.plan
 

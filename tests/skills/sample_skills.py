@@ -20,3 +20,14 @@ NOT_CALLABLE = 3
 
 def boom(a: int, b: int) -> None:
     raise ValueError(f"a is {a}")
+
+
+CALLS: dict[str, int] = {}
+
+
+def flaky(key: str, failures: int) -> dict[str, int]:
+    """Fails the first ``failures`` calls for ``key``, then reports how many calls it took."""
+    CALLS[key] = CALLS.get(key, 0) + 1
+    if CALLS[key] <= failures:
+        raise RuntimeError(f"attempt {CALLS[key]} failed")
+    return {"attempts": CALLS[key]}

@@ -1,0 +1,127 @@
+"""Skill steps through the executor: python entry points, retries, nested runbooks."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+from openseal.runbooks.executor import run
+from tests.runbooks.support import plan_of
+
+SKILLS = """
+skill "add" {
+  description = "Add two numbers."
+  effect      = "read"
+  input       = object({ a = number, b = optional(number, 1) })
+  output      = object({ sum = number })
+  adapter "python" {
+    entry_point = "tests.skills.sample_skills:add"
+  }
+}
+
+skill "flaky_read" {
+  description = "A read that fails before it works."
+  effect      = "read"
+  input       = object({ key = string, failures = number })
+  adapter "python" {
+    entry_point = "tests.skills.sample_skills:flaky"
+  }
+  retry {
+    attempts = 3
+    backoff  = "10ms"
+  }
+}
+
+skill "flaky_write" {
+  description = "A write that fails once."
+  effect      = "write"
+  input       = object({ key = string, failures = number })
+  adapter "python" {
+    entry_point = "tests.skills.sample_skills:flaky"
+  }
+  idempotency {
+    key_header = "Idempotency-Key"
+  }
+  retry {
+    attempts = 3
+    backoff  = "10ms"
+  }
+}
+
+skill "double_via_runbook" {
+  description = "Doubles a number with a runbook."
+  effect      = "read"
+  input       = object({ n = number })
+  adapter "runbook" {
+    runbook = runbook.double
+  }
+}
+
+runbook "double" {
+  input "n" { type = number }
+  step "twice" {
+    uses = "transform"
+    args = { value = input.n * 2 }
+  }
+  output "value" {
+    type  = number
+    value = step.twice.output
+  }
+}
+"""
+
+
+def _runbook(body: str) -> str:
+    return f'{SKILLS}\nrunbook "main" {{\n{body}\n}}\n'
+
+
+def test_python_skill_step_and_a_nested_runbook(tmp_path: Path) -> None:
+    plan = plan_of(
+        tmp_path,
+        _runbook("""
+  step "sum" {
+    skill = skill.add
+    args  = { a = 2 }
+  }
+  step "doubled" {
+    skill = skill.double_via_runbook
+    args  = { n = step.sum.output.sum }
+  }
+  output "result" {
+    type  = number
+    value = step.doubled.output.value
+  }
+"""),
+        select="main",
+    )
+    result = run(plan, {})
+    assert result.ok, result.error
+    assert result.steps["sum"].output == {"sum": 3}
+    assert result.outputs == {"result": 6}
+
+
+def test_a_read_is_retried_but_an_effect_is_not(tmp_path: Path) -> None:
+    key = uuid.uuid4().hex
+    plan = plan_of(
+        tmp_path,
+        _runbook(f"""
+  on_failure = "continue"
+  step "read" {{
+    skill = skill.flaky_read
+    args  = {{ key = "r{key}", failures = 2 }}
+  }}
+  step "write" {{
+    skill = skill.flaky_write
+    args  = {{ key = "w{key}", failures = 1 }}
+  }}
+"""),
+        select="main",
+    )
+    result = run(plan, {})
+    assert result.steps["read"].status == "succeeded"
+    assert result.steps["read"].output == {"attempts": 3}
+    write = result.steps["write"]
+    assert write.status == "failed"
+    assert write.error is not None and write.error.startswith(
+        "outcome unknown: skill `flaky_write`"
+    )
