@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -215,3 +217,37 @@ def test_plan_json_golden(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0
     assert json.loads(out)["concurrency"] == 3
     assert_golden(out, "runbooks/order_triage.plan.json")
+
+
+def test_a_stuck_skill_does_not_hold_the_process_after_its_timeout(tmp_path: Path) -> None:
+    """The blocked thread is abandoned: the process reports the timeout and exits."""
+    (tmp_path / "openseal.project").write_text("")
+    path = tmp_path / "stuck.hcl"
+    path.write_text("""skill "sleepy" {
+  description = "Blocks."
+  effect      = "read"
+  input       = object({ seconds = number })
+  adapter "python" {
+    entry_point = "tests.skills.sample_skills:sleepy"
+  }
+}
+
+runbook "stuck" {
+  step "wait" {
+    skill   = skill.sleepy
+    args    = { seconds = 60 }
+    timeout = "200ms"
+  }
+}
+""")
+    env = {"PATH": "/usr/bin:/bin", "NO_COLOR": "1", "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", "from openseal.cli.main import run; run()", "run", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=50,
+        env=env,
+        cwd=ROOT,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "wait: failed — timed out after 0.2s" in done.stderr

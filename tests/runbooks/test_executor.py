@@ -256,3 +256,19 @@ def test_result_json_has_status_offsets_and_durations(tmp_path: Path) -> None:
     step = data["steps"]["a"]  # type: ignore[index]
     assert set(step) == {"status", "output", "error", "started", "finished", "duration"}
     assert step["output"] == {"seconds": 0.2}
+
+
+def test_a_guard_that_is_not_a_bool_fails_the_step(tmp_path: Path) -> None:
+    plan = plan_of(
+        tmp_path,
+        runbook("""
+  input "v" { type = any }
+  step "s" {
+    uses = "transform"
+    when = input.v
+  }
+"""),
+    )
+    result = run(plan, {"v": "yes"})
+    assert result.steps["s"].status == "failed"
+    assert (result.steps["s"].error or "").startswith("`when` gave string, not true or false")

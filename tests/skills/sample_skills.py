@@ -31,3 +31,11 @@ def flaky(key: str, failures: int) -> dict[str, int]:
     if CALLS[key] <= failures:
         raise RuntimeError(f"attempt {CALLS[key]} failed")
     return {"attempts": CALLS[key]}
+
+
+def sleepy(seconds: float) -> dict[str, float]:
+    """Blocks its thread; the executor must give up on it at the step timeout."""
+    import time
+
+    time.sleep(seconds)
+    return {"slept": seconds}
