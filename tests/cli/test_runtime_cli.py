@@ -1,0 +1,167 @@
+"""``openseal db|objectives|runs`` on SQLite and PostgreSQL, in-process through ``main``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+from openseal.cli.main import main
+from openseal.runtime.engine import Engine
+from openseal.runtime.models import ScriptedProvider, fixed
+from openseal.runtime.statuses import RunStatus
+from openseal.runtime.store import Store
+from tests.runtime.conftest import backend, pg_admin  # noqa: F401  (fixtures)
+from tests.runtime.engine_support import PICK_7, register, small_workflow
+from tests.runtime.support import Backend
+
+
+class Cli:
+    def __init__(self, opened: Backend, capsys: pytest.CaptureFixture[str]) -> None:
+        self.home = str(opened.home)
+        self.capsys = capsys
+
+    def __call__(self, *args: str) -> tuple[int, str, str]:
+        self.capsys.readouterr()
+        group, *rest = args
+        if rest and not rest[0].startswith("-"):
+            argv = [group, rest[0], "--home", self.home, *rest[1:]]
+        else:
+            argv = [group, "--home", self.home, *rest]
+        code = main(argv)
+        out, err = self.capsys.readouterr()
+        return code, out, err
+
+    def json(self, *args: str) -> object:
+        code, out, err = self(*args, "--output", "json")
+        assert code == 0, err
+        return json.loads(out)
+
+
+@pytest.fixture
+def cli(
+    backend: Backend,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> Cli:
+    monkeypatch.delenv("OPENSEAL_DATABASE_URL", raising=False)
+    if backend.url is not None:
+        options = quote(f"-csearch_path={backend.pg_schema}")
+        monkeypatch.setenv("OPENSEAL_DATABASE_URL", f"{backend.url}?options={options}")
+    return Cli(backend, capsys)
+
+
+@pytest.fixture
+def store(cli: Cli, backend: Backend, tmp_path: Path) -> Store:  # noqa: F811
+    assert cli("db", "upgrade")[0] == 0
+    opened = backend.open()
+    register(opened, small_workflow(tmp_path))
+    return opened
+
+
+def work(store: Store, responses: dict[str, list[dict[str, object]]] = PICK_7) -> None:
+    Engine(store, fixed(ScriptedProvider(responses)), worker_id="cli-test").run_until_idle()
+
+
+def create(cli: Cli, n: str = "5") -> str:
+    created = cli.json("objectives", "create", "--workflow", "small", "--input", f"n={n}")
+    assert isinstance(created, dict) and created["created"] is True
+    return str(created["run"]["id"])
+
+
+def test_db_upgrade_reports_the_revision(cli: Cli) -> None:
+    code, out, err = cli("db", "upgrade")
+    assert code == 0, err
+    assert out.startswith("database at revision ")
+    assert cli.json("db", "upgrade")["revision"]  # type: ignore[index]
+
+
+def test_objectives_create_list_show_and_idempotency(cli: Cli, store: Store) -> None:
+    first = cli.json("objectives", "create", "--workflow", "small", "--input", "n=5",
+                     "--request-key", "k1")  # fmt: skip
+    again = cli.json("objectives", "create", "--workflow", "small", "--input", "n=5",
+                     "--request-key", "k1")  # fmt: skip
+    assert isinstance(first, dict) and isinstance(again, dict)
+    assert again["created"] is False
+    assert again["objective"]["id"] == first["objective"]["id"]
+    listed = cli.json("objectives", "list")
+    assert [o["id"] for o in listed] == [first["objective"]["id"]]  # type: ignore[union-attr]
+    code, out, _ = cli("objectives", "show", first["objective"]["id"])
+    assert code == 0
+    assert f"run {first['run']['id']}  queued" in out
+    assert '"n": 5' in out
+
+
+def test_runs_show_prints_state_waiting_reason_and_position(cli: Cli, store: Store) -> None:
+    run_id = create(cli)
+    work(store)
+    code, out, _ = cli("runs", "show", run_id)
+    assert code == 0
+    assert f"run {run_id}  waiting_for_event  workflow small" in out
+    assert "position  sum -> await_ok -> done" in out
+    assert "waiting   event ok {'n': 5}" in out
+    shown = cli.json("runs", "show", run_id)
+    assert shown["position"] == {"previous": "sum", "current": "await_ok", "next": ["done"]}  # type: ignore[index]
+    listed = cli.json("runs", "list", "--status", "waiting_for_event")
+    assert [r["id"] for r in listed] == [run_id]  # type: ignore[union-attr]
+
+
+def test_runs_events_pages_and_follows(cli: Cli, store: Store) -> None:
+    run_id = create(cli)
+    work(store)
+    code, out, _ = cli("runs", "events", run_id, "--after", "2", "--output", "json")
+    assert code == 0
+    seqs = [json.loads(line)["seq"] for line in out.splitlines()]
+    assert seqs[0] == 3 and seqs == list(range(3, 3 + len(seqs)))
+    cli("runs", "cancel", run_id, "--reason", "done testing")
+    code, out, _ = cli("runs", "events", run_id, "--follow")
+    assert code == 0  # ends because the run is terminal
+    assert out.splitlines()[-1].split()[2] == "run.canceled"
+
+
+def test_pause_resume_cancel_through_the_cli(cli: Cli, store: Store) -> None:
+    run_id = create(cli)
+    code, out, _ = cli("runs", "pause", run_id, "--reason", "hold")
+    assert (code, out.strip()) == (0, f"run {run_id} paused: now paused")
+    assert cli.json("runs", "resume", run_id)["status"] == "queued"  # type: ignore[index]
+    assert cli("runs", "cancel", run_id)[0] == 0
+    code, _, err = cli("runs", "resume", run_id)
+    assert code == 1
+    assert err.strip() == f"error: cannot resume run {run_id}: it is canceled"
+
+
+def test_intervene_through_the_cli(cli: Cli, store: Store) -> None:
+    run_id = create(cli)
+    work(store, {"ask": [{"output": {"bad": True}}] * 3})
+    assert store.get_run(run_id).status == RunStatus.NEEDS_ATTENTION
+    code, _, err = cli("runs", "intervene", run_id, "--reason", "x", "--value", "{nope")
+    assert code == 2 and err.startswith("error: --value must be JSON")
+    changed = cli.json("runs", "intervene", run_id, "--reason", "fixed", "--value", '{"pick": 9}')
+    assert changed["status"] == "queued"  # type: ignore[index]
+    work(store)
+    assert store.get_run(run_id).context["states"]["sum"] == {"total": 14}
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (("runs", "show", "nope"), 1, "error: run nope not found"),
+        (("objectives", "create", "--workflow", "small", "--input", "n=five"), 2,
+         "error: invalid input for small: n: 'five' is not of type 'number'"),
+        (("objectives", "create", "--workflow", "small", "--input", "n"), 2,
+         "error: --input takes key=value, got 'n'"),
+        (("objectives", "create", "--workflow", "nope"), 1,
+         "error: no workflow 'nope' is deployed"),
+        (("runs", "list", "--status", "bogus"), 2, "error: unknown run status 'bogus'"),
+    ],
+)  # fmt: skip
+def test_errors_are_one_line_with_meaningful_exit_codes(
+    cli: Cli, store: Store, args: tuple[str, ...], code: int, message: str
+) -> None:
+    got, out, err = cli(*args)
+    assert got == code
+    assert err.startswith(message)
+    assert len(err.strip().splitlines()) == 1
+    assert "Traceback" not in out + err
