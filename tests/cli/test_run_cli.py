@@ -251,3 +251,23 @@ runbook "stuck" {
     )
     assert done.returncode == 1, done.stderr
     assert "wait: failed — timed out after 0.2s" in done.stderr
+
+
+def test_progress_view_shows_each_step_and_its_status() -> None:
+    from rich.console import Console
+
+    from openseal.cli.run import _ProgressView
+    from openseal.runbooks.executor import StepOutcome
+    from openseal.runbooks.frontend import prepare
+
+    plan = prepare(HCL).plan
+    assert plan is not None
+    view = _ProgressView(plan)
+    view.step_changed(StepOutcome("approved", "succeeded", started=0.0, finished=0.25))
+    view.step_changed(StepOutcome("choice", "skipped", error="`when` is false"))
+    console = Console(record=True, width=120, color_system=None)
+    console.print(view.table())
+    text = console.export_text()
+    assert re.search(r"approved\s+filter\s+succeeded\s+0\.25s", text)
+    assert re.search(r"choice\s+transform\s+skipped\s+`when` is false", text)
+    assert re.search(r"ranked\s+sort\s+pending", text)
