@@ -1,0 +1,150 @@
+"""Read-only views of governance: proposals, their reviews and events, deployments."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from openseal.errors import UsageError
+from openseal.runtime.change_proposals import (
+    OPEN_STATUSES,
+    ChangeProposal,
+    ProposalEvent,
+    Review,
+    load_events,
+    load_proposal,
+    load_reviews,
+    proposals,
+    resolve_id,
+)
+from openseal.runtime.events import iso
+from openseal.runtime.proposal_plan import activation_history, deployments, versions
+from openseal.runtime.records import Activation
+from openseal.runtime.statuses import ChangeProposalStatus as S
+from openseal.runtime.store import Store
+from openseal.runtime.store_errors import NotFound
+
+
+@dataclass(frozen=True)
+class DeploymentInfo:
+    name: str
+    kind: str
+    active_digest: str
+    revision: int
+    activated_at: datetime | None
+    activated_by: str | None
+    change_proposal_id: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "active_digest": self.active_digest,
+            "revision": self.revision,
+            "activated_at": iso(self.activated_at),
+            "activated_by": self.activated_by,
+            "change_proposal_id": self.change_proposal_id,
+        }
+
+
+def get_proposal(store: Store, proposal_id: str) -> ChangeProposal:
+    """A proposal by id or unique id prefix (six characters or more)."""
+    with store.read() as conn:
+        return load_proposal(conn, resolve_id(conn, proposal_id))
+
+
+def list_proposals(
+    store: Store,
+    *,
+    statuses: Iterable[str] = (),
+    deployment: str | None = None,
+    limit: int = 100,
+) -> tuple[ChangeProposal, ...]:
+    """Proposals, newest first, optionally only some statuses or those touching ``deployment``."""
+    wanted = [_status(s) for s in statuses]
+    stmt = sa.select(proposals).order_by(proposals.c.created_at.desc(), proposals.c.id.desc())
+    if wanted:
+        stmt = stmt.where(proposals.c.status.in_(wanted))
+    with store.read() as conn:
+        rows = [ChangeProposal.from_row(row) for row in conn.execute(stmt).mappings()]
+    if deployment is not None:
+        rows = [p for p in rows if deployment in p.deployments]
+    return tuple(rows[:limit])
+
+
+def proposal_reviews(store: Store, proposal_id: str) -> tuple[Review, ...]:
+    with store.read() as conn:
+        return load_reviews(conn, resolve_id(conn, proposal_id))
+
+
+def proposal_events(store: Store, proposal_id: str, after: int = 0) -> tuple[ProposalEvent, ...]:
+    """The proposal's events in order; ``seq`` is gap-free from 1."""
+    with store.read() as conn:
+        return load_events(conn, resolve_id(conn, proposal_id), after)
+
+
+def list_deployments(store: Store) -> tuple[DeploymentInfo, ...]:
+    """Every deployment with its active version and who activated it, by name."""
+    with store.read() as conn:
+        rows = conn.execute(
+            sa.select(deployments, versions.c.kind)
+            .join(versions, versions.c.digest == deployments.c.active_digest)
+            .order_by(deployments.c.name)
+        ).mappings()
+        out = []
+        for row in list(rows):
+            last = activation_history(conn, row["name"])[-1:]
+            out.append(
+                DeploymentInfo(
+                    name=row["name"],
+                    kind=row["kind"],
+                    active_digest=row["active_digest"],
+                    revision=row["revision"],
+                    activated_at=last[0].at if last else None,
+                    activated_by=last[0].actor if last else None,
+                    change_proposal_id=last[0].change_proposal_id if last else None,
+                )
+            )
+    return tuple(out)
+
+
+def deployment_history(store: Store, name: str) -> tuple[Activation, ...]:
+    """Every activation of deployment ``name``, oldest first."""
+    with store.read() as conn:
+        history = activation_history(conn, name)
+    if not history:
+        raise NotFound(f"deployment {name} not found")
+    return history
+
+
+def wait_for_activation(
+    store: Store,
+    proposal_id: str,
+    timeout: float,
+    *,
+    poll_interval: float = 0.5,
+    clock: Callable[[], float] = time.monotonic,
+) -> ChangeProposal:
+    """Poll until the proposal is activated or closed (rejected, superseded) or ``timeout``.
+
+    Returns the proposal as last seen; the caller checks its status.
+    """
+    deadline = clock() + timeout
+    while True:
+        proposal = get_proposal(store, proposal_id)
+        if proposal.status not in OPEN_STATUSES or clock() >= deadline:
+            return proposal
+        time.sleep(max(0.0, min(poll_interval, deadline - clock())))
+
+
+def _status(value: str) -> str:
+    try:
+        return str(S(value))
+    except ValueError:
+        choices = ", ".join(str(member) for member in S)
+        raise UsageError(f"unknown status {value!r}; expected one of {choices}") from None
