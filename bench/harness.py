@@ -232,7 +232,7 @@ def row(figure: Figure) -> tuple[str, ...]:
     status = {True: "met", False: "MISSED", None: ""}[figure.met]
     if figure.stats is None:
         target = figure.target.describe(figure.unit) if figure.target else ""
-        return (figure.name, figure.note, "", "", "", "", "", target, "n/a")
+        return (figure.name, "—", "", "", "", "", "", target, "n/a")
     unit = f" {figure.unit}" if figure.unit else ""
     stats = figure.stats
     return (
@@ -255,7 +255,7 @@ def render_plain(report: Report, out: TextIO) -> None:
     for r in rows:
         out.write("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(r)).rstrip() + "\n")
     for figure in report.figures:
-        if figure.stats is not None and figure.note:
+        if figure.note:
             out.write(f"  * {figure.name}: {figure.note}\n")
     for note in report.notes:
         out.write(f"  - {note}\n")
@@ -275,7 +275,7 @@ def render_rich(report: Report, out: TextIO) -> None:
     console = Console(file=out)
     console.print(table)
     for figure in report.figures:
-        if figure.stats is not None and figure.note:
+        if figure.note:
             console.print(f"  * {figure.name}: {figure.note}", markup=False)
     for note in report.notes:
         console.print(f"  - {note}", markup=False)
