@@ -22,6 +22,9 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import sqlalchemy as sa
+
+from openseal.errors import OpenSealError
 from openseal.runtime.executor import TurnExecutor, TurnReport
 from openseal.runtime.faults import hook_from_env
 from openseal.runtime.models import ProviderFactory, default_provider_factory
@@ -138,6 +141,14 @@ class Engine:
                 log.info("run %s: claim lost, turn dropped (%s)", claim.run_id, exc)
                 report.ending = "lost"
                 return
+            except Exception as exc:
+                # A bug or a malformed document must stop this run, not the worker thread.
+                log.error(
+                    "run %s: turn failed unexpectedly: %s", claim.run_id, exc,
+                    exc_info=bool(os.environ.get("OPENSEAL_DEBUG")),
+                )  # fmt: skip
+                report.ending = self.executor.give_up(claim, f"{type(exc).__name__}: {exc}")
+                return
             report.turns.append(turn)
             report.status = turn.status
             if self.on_turn is not None:
@@ -163,7 +174,17 @@ class Engine:
     def run_forever(self, *, poll_interval: float = 1.0, idle_exit: bool = False) -> None:
         """Step until :attr:`stopping` is set, sleeping on the store's wake-up when idle."""
         while not self.stopping.is_set():
-            if self.step() is None:
+            try:
+                report = self.step()
+            except OpenSealError as exc:  # e.g. the database is unreachable for a while
+                log.warning("worker %s: %s; retrying", self.worker_id, exc)
+                self.stopping.wait(poll_interval)
+                continue
+            except sa.exc.SQLAlchemyError as exc:
+                log.warning("worker %s: database error %s; retrying", self.worker_id, exc)
+                self.stopping.wait(poll_interval)
+                continue
+            if report is None:
                 if idle_exit:
                     return
                 self.store.wait_for_work(poll_interval)

@@ -40,7 +40,7 @@ from openseal.runtime.states.base import (
 )
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
-from openseal.runtime.store_errors import IdempotencyConflict
+from openseal.runtime.store_errors import IdempotencyConflict, StaleEpoch
 from openseal.runtime.tools import ToolRunner
 from openseal.runtime.workflow import CompiledWorkflow, DefinitionError, WorkflowCatalog
 
@@ -164,6 +164,16 @@ class TurnExecutor:
         with self.store.fenced(claim) as tx:
             detail = self._apply(tx, ctx, outcome)
             return self._report(run.id, state, turn.seq, _name(outcome), tx, started, detail)
+
+    def give_up(self, claim: Claim, reason: str) -> str:
+        """After an unexpected error: the run needs attention (if the claim still holds it)."""
+        try:
+            with self.store.fenced(claim) as tx:
+                run = tx.run()
+                self._needs_attention(tx, run.context, run.current_state or "", reason)
+        except StaleEpoch:
+            return "lost"
+        return "done"
 
     def _context(
         self,

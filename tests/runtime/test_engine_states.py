@@ -190,3 +190,25 @@ def test_inputs_are_checked_against_the_workflow_types(store: Store, tmp_path: P
     assert raised.value.code == "usage_error"  # type: ignore[attr-defined]
     with pytest.raises(Exception, match="no workflow 'missing'"):
         service.create_objective(store, "missing", {})
+
+
+def test_an_unexpected_handler_error_stops_the_run_not_the_worker(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from openseal.runtime.states import HANDLERS
+    from openseal.runtime.states.base import Outcome, StepContext
+
+    def broken(ctx: StepContext) -> Outcome:
+        raise RuntimeError("handler bug")
+
+    monkeypatch.setitem(HANDLERS, "transform", broken)
+    register(store, small_workflow(tmp_path))
+    provider, _ = scripted(tmp_path, PICK_7)
+    first = service.create_objective(store, "small", {"n": 5}).run
+    second = service.create_objective(store, "small", {"n": 6}).run
+    reports = engine(store, provider).run_until_idle()
+    assert len(reports) == 2  # the worker carried on with the next run
+    for run in (first, second):
+        stuck = store.get_run(run.id)
+        assert stuck.status == RunStatus.NEEDS_ATTENTION
+        assert (stuck.waiting or {})["reason"] == "RuntimeError: handler bug"
