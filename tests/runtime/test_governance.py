@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from openseal.compiler.emit import CompiledDocument
 from openseal.runtime import governance as gov
 from openseal.runtime.change_proposals import POLICY_ACTOR
 from openseal.runtime.statuses import ChangeProposalStatus as S
@@ -14,6 +15,7 @@ from openseal.runtime.store_errors import InvalidStatus
 from tests.runtime.governance_support import WORKFLOW, compile_set, governance_yaml, key
 
 ALICE, BOB, CAROL = "user:alice", "user:bob", "user:carol"
+Docs = dict[str, CompiledDocument]
 
 
 def active_digest(store: Store, name: str = WORKFLOW) -> str | None:
@@ -21,8 +23,8 @@ def active_digest(store: Store, name: str = WORKFLOW) -> str | None:
     return None if version is None else version.digest
 
 
-def file(store: Store, documents: dict[str, object], actor: str = ALICE) -> gov.ChangeProposal:
-    result = gov.deploy(store, documents, actor)  # type: ignore[arg-type]
+def file(store: Store, documents: Docs, actor: str = ALICE) -> gov.ChangeProposal:
+    result = gov.deploy(store, documents, actor)
     assert result.proposal is not None, result.note
     return result.proposal
 
@@ -36,11 +38,11 @@ def push_through(store: Store, proposal: gov.ChangeProposal) -> gov.ChangePropos
 
 
 @pytest.fixture
-def v1_live(store: Store, tmp_path: Path) -> dict[str, object]:
+def v1_live(store: Store, tmp_path: Path) -> Docs:
     """Version 1 of the workflow and the governance policy, activated through a proposal."""
     docs = compile_set(tmp_path / "v1", governance=governance_yaml())
-    push_through(store, file(store, docs))  # type: ignore[arg-type]
-    return docs  # type: ignore[return-value]
+    push_through(store, file(store, docs))
+    return docs
 
 
 # --------------------------------------------------------------------------- lifecycle
@@ -81,9 +83,9 @@ def test_full_lifecycle_from_proposal_to_activation(store: Store, tmp_path: Path
 
 
 def test_decision_without_activation_leaves_the_old_version_active(
-    store: Store, tmp_path: Path, v1_live: dict[str, object]
+    store: Store, tmp_path: Path, v1_live: Docs
 ) -> None:
-    v1 = key(v1_live, "workflow.answer")  # type: ignore[arg-type]
+    v1 = key(v1_live, "workflow.answer")
     docs = compile_set(tmp_path / "v2", max_risk="read")
     proposal = file(store, docs)
     gov.review(store, proposal.id, BOB, "approve")
@@ -94,19 +96,17 @@ def test_decision_without_activation_leaves_the_old_version_active(
     assert run.workflow_digest == v1
 
 
-def test_rejected_proposal_cannot_be_activated(
-    store: Store, tmp_path: Path, v1_live: dict[str, object]
-) -> None:
+def test_rejected_proposal_cannot_be_activated(store: Store, tmp_path: Path, v1_live: Docs) -> None:
     proposal = file(store, compile_set(tmp_path / "v2", max_risk="external"))
     rejected = gov.decide(store, proposal.id, CAROL, "reject", comment="too much")
     assert rejected.status is S.REJECTED
     with pytest.raises(InvalidStatus):
         gov.activate(store, proposal.id, CAROL)
-    assert active_digest(store) == key(v1_live, "workflow.answer")  # type: ignore[arg-type]
+    assert active_digest(store) == key(v1_live, "workflow.answer")
 
 
 def test_pending_decision_blocks_activation_with_a_hint(
-    store: Store, tmp_path: Path, v1_live: dict[str, object]
+    store: Store, tmp_path: Path, v1_live: Docs
 ) -> None:
     proposal = file(store, compile_set(tmp_path / "v2", max_risk="external"))
     with pytest.raises(InvalidStatus, match="needs an approving decision"):
@@ -117,7 +117,7 @@ def test_pending_decision_blocks_activation_with_a_hint(
 
 
 def test_same_bundle_twice_returns_the_open_proposal(
-    store: Store, tmp_path: Path, v1_live: dict[str, object]
+    store: Store, tmp_path: Path, v1_live: Docs
 ) -> None:
     docs = compile_set(tmp_path / "v2", max_risk="external")
     first = gov.deploy(store, docs, ALICE)
@@ -128,17 +128,15 @@ def test_same_bundle_twice_returns_the_open_proposal(
     assert len(gov.list_proposals(store, statuses=["proposed"])) == 1
 
 
-def test_nothing_changed_files_no_proposal(
-    store: Store, tmp_path: Path, v1_live: dict[str, object]
-) -> None:
-    result = gov.deploy(store, v1_live, ALICE)  # type: ignore[arg-type]
+def test_nothing_changed_files_no_proposal(store: Store, tmp_path: Path, v1_live: Docs) -> None:
+    result = gov.deploy(store, v1_live, ALICE)
     assert result.proposal is None
     assert result.note is not None and "nothing changed" in result.note
     assert set(result.unchanged) == {WORKFLOW, "production"}
 
 
 def test_dependency_change_shows_in_the_workflow_diff(
-    store: Store, tmp_path: Path, v1_live: dict[str, object]
+    store: Store, tmp_path: Path, v1_live: Docs
 ) -> None:
     proposal = file(store, compile_set(tmp_path / "v2", max_risk="production"))
     # Only the workflow is a target; the agent change is why its digest changed.
@@ -147,7 +145,7 @@ def test_dependency_change_shows_in_the_workflow_diff(
     changes = proposal.diff["changes"]
     widening = [c for c in changes if c["widening"]]
     assert any(c["definition"] == "agent.helper" and c["kind"] == "risk_raised" for c in widening)
-    assert proposal.base == {WORKFLOW: key(v1_live, "workflow.answer")}  # type: ignore[arg-type]
+    assert proposal.base == {WORKFLOW: key(v1_live, "workflow.answer")}
 
 
 def test_a_bundle_without_deployables_files_nothing(store: Store, tmp_path: Path) -> None:
@@ -183,7 +181,7 @@ def test_author_may_not_approve_their_own_risk_widening_change(
 
 
 def test_reviewers_deciders_and_required_reviews_are_enforced(
-    store: Store, tmp_path: Path, v1_live: dict[str, object]
+    store: Store, tmp_path: Path, v1_live: Docs
 ) -> None:
     proposal = file(store, compile_set(tmp_path / "v2", max_risk="external"))
     with pytest.raises(gov.NotAllowed) as not_reviewer:
@@ -212,7 +210,7 @@ def test_reviewers_deciders_and_required_reviews_are_enforced(
 
 
 def test_a_change_cannot_loosen_its_own_governance(
-    store: Store, tmp_path: Path, v1_live: dict[str, object]
+    store: Store, tmp_path: Path, v1_live: Docs
 ) -> None:
     loose = governance_yaml(reviewers=(), deciders=(ALICE,), required_reviews=0)
     proposal = file(store, compile_set(tmp_path / "v2", governance=loose))
@@ -252,7 +250,7 @@ def test_narrowing_change_auto_approves_but_is_not_active_until_activated(
 
 
 def test_stale_proposal_is_refused_until_refreshed(
-    store: Store, tmp_path: Path, v1_live: dict[str, object]
+    store: Store, tmp_path: Path, v1_live: Docs
 ) -> None:
     first = file(store, compile_set(tmp_path / "v2", max_risk="read"))
     second = file(store, compile_set(tmp_path / "v3", max_risk="external"))
@@ -283,7 +281,7 @@ def key_of(proposal: gov.ChangeProposal, name: str = WORKFLOW) -> str:
 
 
 def test_out_of_band_activation_makes_a_proposal_stale(
-    store: Store, tmp_path: Path, v1_live: dict[str, object]
+    store: Store, tmp_path: Path, v1_live: Docs
 ) -> None:
     proposal = file(store, compile_set(tmp_path / "v2", max_risk="external"))
     gov.review(store, proposal.id, BOB, "approve")
@@ -297,7 +295,7 @@ def test_out_of_band_activation_makes_a_proposal_stale(
 
 
 def test_refresh_without_changes_keeps_reviews_and_decision(
-    store: Store, tmp_path: Path, v1_live: dict[str, object]
+    store: Store, tmp_path: Path, v1_live: Docs
 ) -> None:
     proposal = file(store, compile_set(tmp_path / "v2", max_risk="external"))
     gov.review(store, proposal.id, BOB, "approve")
@@ -313,7 +311,7 @@ def test_refresh_without_changes_keeps_reviews_and_decision(
 
 
 def test_activating_a_newer_proposal_supersedes_older_open_ones(
-    store: Store, tmp_path: Path, v1_live: dict[str, object]
+    store: Store, tmp_path: Path, v1_live: Docs
 ) -> None:
     older = file(store, compile_set(tmp_path / "v2", max_risk="external"))
     newer = file(store, compile_set(tmp_path / "v3", max_risk="read"))
@@ -367,9 +365,9 @@ def test_rollback_goes_through_a_recorded_proposal(store: Store, tmp_path: Path)
 
 
 def test_rollback_to_an_explicit_digest_and_refusals(
-    store: Store, tmp_path: Path, v1_live: dict[str, object]
+    store: Store, tmp_path: Path, v1_live: Docs
 ) -> None:
-    v1 = key(v1_live, "workflow.answer")  # type: ignore[arg-type]
+    v1 = key(v1_live, "workflow.answer")
     with pytest.raises(gov.GovernanceError) as no_previous:
         gov.rollback(store, WORKFLOW, ALICE)
     assert no_previous.value.code == "no_previous_version"
@@ -391,9 +389,9 @@ def test_rollback_to_an_explicit_digest_and_refusals(
 
 
 def test_runs_keep_their_version_and_new_runs_use_the_activated_one(
-    store: Store, tmp_path: Path, v1_live: dict[str, object]
+    store: Store, tmp_path: Path, v1_live: Docs
 ) -> None:
-    v1 = key(v1_live, "workflow.answer")  # type: ignore[arg-type]
+    v1 = key(v1_live, "workflow.answer")
     before = store.create_objective("acme", WORKFLOW, {"question": "a"}, actor=ALICE).run
     v2 = push_through(store, file(store, compile_set(tmp_path / "v2", max_risk="read")))
     after = store.create_objective("acme", WORKFLOW, {"question": "b"}, actor=ALICE).run
@@ -428,9 +426,7 @@ def test_every_step_is_an_event_with_its_actor(store: Store, tmp_path: Path) -> 
     assert gov.get_proposal(store, proposal.id).revision == len(events)
 
 
-def test_stale_expected_revision_is_a_conflict(
-    store: Store, tmp_path: Path, v1_live: dict[str, object]
-) -> None:
+def test_stale_expected_revision_is_a_conflict(store: Store, tmp_path: Path, v1_live: Docs) -> None:
     proposal = file(store, compile_set(tmp_path / "v2", max_risk="external"))
     reviewed = gov.review(store, proposal.id, BOB, "approve", expected_revision=proposal.revision)
     with pytest.raises(gov.Conflict) as conflict:
@@ -441,7 +437,7 @@ def test_stale_expected_revision_is_a_conflict(
 
 
 def test_proposals_resolve_by_unique_prefix_and_list_by_deployment(
-    store: Store, tmp_path: Path, v1_live: dict[str, object]
+    store: Store, tmp_path: Path, v1_live: Docs
 ) -> None:
     proposal = file(store, compile_set(tmp_path / "v2", max_risk="external"))
     assert gov.get_proposal(store, proposal.id[:20]).id == proposal.id
