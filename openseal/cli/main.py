@@ -29,6 +29,9 @@ COMMANDS = {
     "worker": "openseal.cli.runtime:worker",
     "objectives": "openseal.cli.runs:objectives",
     "runs": "openseal.cli.runs:runs",
+    "deploy": "openseal.cli.deploy:deploy",
+    "proposals": "openseal.cli.governance:proposals",
+    "deployments": "openseal.cli.governance:deployments",
 }
 
 

@@ -1,0 +1,122 @@
+"""``openseal deploy PATH|BUNDLE``: file a change proposal for compiled definitions.
+
+Deploying never activates: it stores the versions and files a proposal that is reviewed,
+decided and activated with ``openseal proposals ...``. ``--wait-for-activation`` blocks until
+someone activates it (exit 0) or it is rejected, superseded or the timeout passes (exit 1).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import click
+
+from openseal import __version__
+from openseal.cli.governance import actor_option, short
+from openseal.cli.runtime import echo_json, opened, store_options
+from openseal.compiler.bundle import Bundle
+from openseal.compiler.emit import CompiledDocument
+from openseal.errors import OpenSealError, UsageError
+from openseal.runtime import governance as gov
+from openseal.runtime.change_proposals import OPEN_STATUSES
+from openseal.runtime.statuses import ChangeProposalStatus as S
+
+
+@click.command("deploy")
+@store_options
+@actor_option
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--message", "-m", default=None, help="What the change is for.")
+@click.option(
+    "--wait-for-activation", "wait", is_flag=True, help="Wait until the proposal is activated."
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(0),
+    default=600.0,
+    show_default=True,
+    help="Seconds to wait with --wait-for-activation.",
+)
+def deploy(
+    home: Path, output: str, actor: str, path: Path, message: str | None, wait: bool, timeout: float
+) -> None:
+    """Store the definitions at PATH and file a change proposal for what changed.
+
+    PATH is a bundle directory (from `openseal compile`) or definition files/directories,
+    compiled first (exit 1 on error diagnostics). Each workflow, runbook and governance
+    definition is a deployment; the proposal holds the semantic diff against the active
+    versions. Nothing is activated until the proposal is approved and activated.
+    """
+    source = _load(path)
+    with opened(home) as store:
+        result = gov.deploy(store, source, actor, message=message)
+        final = None
+        if wait and result.proposal is not None:
+            final = gov.wait_for_activation(store, result.proposal.id, timeout)
+    if output == "json":
+        echo_json(_json(result, final))
+    else:
+        _print(result)
+        if final is not None:
+            click.echo(f"change proposal {final.id} is {final.status}")
+    if final is not None and final.status is not S.ACTIVATED:
+        if final.status in OPEN_STATUSES:
+            reason = f"still {final.status} after waiting {timeout:g} s for activation"
+        else:
+            reason = f"{final.status}; it will not be activated"
+        click.echo(f"error: change proposal {final.id} is {reason}", err=True)
+        sys.exit(1)
+
+
+def _load(path: Path) -> Mapping[str, CompiledDocument] | Bundle:
+    from openseal.cli.output import emit_diagnostics
+    from openseal.compiler.bundle import is_bundle, read_bundle
+    from openseal.compiler.pipeline import compile_paths
+
+    if path.is_dir() and is_bundle(path):
+        return read_bundle(path)
+    if not path.exists():
+        raise UsageError(f"{path}: no such file or directory")
+    result = compile_paths([path])
+    if not result.ok:
+        loaded = result.loaded
+        emit_diagnostics(
+            result.diagnostics, loaded.sources, len(loaded.files), "human", __version__
+        )
+        raise OpenSealError(f"{path} does not compile; nothing deployed")
+    return result.documents
+
+
+def _print(result: gov.DeployResult) -> None:
+    proposal = result.proposal
+    if proposal is None:
+        click.echo(result.note or "nothing to deploy")
+        return
+    if not result.created:
+        click.echo(
+            f"change proposal {proposal.id} is already open for these versions "
+            f"(status {proposal.status})"
+        )
+        return
+    risk = "yes" if proposal.risk_widening else "no"
+    click.echo(f"filed change proposal {proposal.id}; status {proposal.status}")
+    for target in proposal.targets:
+        base = proposal.base.get(target.name)
+        click.echo(f"  {target.name} ({target.kind}): {short(base)} -> {short(target.digest)}")
+    if result.unchanged:
+        click.echo(f"  unchanged: {', '.join(result.unchanged)}")
+    click.echo(f"  risk widening: {risk}")
+    click.echo(f"next: openseal proposals show {proposal.id}")
+
+
+def _json(result: gov.DeployResult, final: Any) -> dict[str, Any]:
+    return {
+        "proposal": None if result.proposal is None else result.proposal.to_dict(),
+        "created": result.created,
+        "unchanged": list(result.unchanged),
+        "note": result.note,
+        "final_status": None if final is None else str(final.status),
+    }

@@ -1,0 +1,347 @@
+"""``openseal proposals ...`` and ``openseal deployments ...``: governed definition changes.
+
+A change proposal is reviewed, decided and then — a separate step — activated; see
+``docs/governance.md``. Every command takes ``--actor`` (or ``OPENSEAL_ACTOR``; default
+``user:local``), and the store options of the other runtime commands.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from openseal.cli.runtime import echo_json, opened, store_options
+from openseal.compiler.diff import Change, DiffReport
+from openseal.compiler.render import use_color
+from openseal.runtime import governance as gov
+from openseal.runtime.change_proposals import ChangeProposal, Review
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+LOCAL_ACTOR = "user:local"
+
+
+def actor_option(command: F) -> F:
+    return click.option(
+        "--actor", envvar="OPENSEAL_ACTOR", default=LOCAL_ACTOR, show_default=True,
+        help="Who is acting, e.g. user:alice (env OPENSEAL_ACTOR).",
+    )(command)  # fmt: skip
+
+
+def revision_option(command: F) -> F:
+    return click.option(
+        "--expected-revision", type=int, default=None,
+        help="Refuse (conflict) if the proposal changed since this revision.",
+    )(command)  # fmt: skip
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def short(digest: str | None) -> str:
+    return "-" if digest is None else digest[:12]
+
+
+def proposal_line(proposal: ChangeProposal) -> str:
+    risk = "widening" if proposal.risk_widening else "-"
+    names = ",".join(proposal.deployments)
+    created = proposal.created_at.strftime("%Y-%m-%d %H:%M")
+    return (
+        f"{proposal.id}  {proposal.status:<10} {proposal.kind:<8} {risk:<8} "
+        f"{proposal.author:<16} {created}  {names}"
+    )
+
+
+def report_from_dict(diff: Mapping[str, Any]) -> DiffReport:
+    """The stored diff (``DiffReport.to_dict()``) as a report again, for the shared renderer."""
+    definitions = diff.get("definitions") or {}
+    return DiffReport(
+        changes=tuple(Change(**change) for change in diff.get("changes") or ()),
+        added=tuple(definitions.get("added") or ()),
+        removed=tuple(definitions.get("removed") or ()),
+        changed=tuple(definitions.get("changed") or ()),
+        unchanged=int(definitions.get("unchanged") or 0),
+    )
+
+
+def render_proposal(proposal: ChangeProposal, reviews: tuple[Review, ...], *, color: bool) -> str:
+    from openseal.cli.diff import render_report
+
+    def paint(text: str, code: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if color else text
+
+    risk = paint("yes", "1;31") if proposal.risk_widening else "no"
+    lines = [
+        f"change proposal {proposal.id}  ({proposal.kind})",
+        f"  status       {proposal.status}  (revision {proposal.revision}, "
+        f"review round {proposal.round})",
+        f"  author       {proposal.author}",
+        f"  created      {proposal.created_at.isoformat()}",
+    ]
+    if proposal.message:
+        lines.append(f"  message      {proposal.message}")
+    lines.append(f"  risk widen.  {risk}")
+    lines.append("  deployments")
+    for target in proposal.targets:
+        base = proposal.base.get(target.name)
+        lines.append(f"    {target.name} ({target.kind}): {short(base)} -> {short(target.digest)}")
+    lines.append(f"  policy       {policy_summary(proposal.policy)}")
+    current = [r for r in reviews if r.round == proposal.round]
+    for review in current:
+        comment = f": {review.comment}" if review.comment else ""
+        lines.append(f"  review       {review.reviewer} {review.verdict}{comment}")
+    if proposal.decision is not None:
+        decision = proposal.decision
+        auto = " (auto)" if decision.get("auto") else ""
+        comment = f": {decision['comment']}" if decision.get("comment") else ""
+        lines.append(f"  decision     {decision['decision']} by {decision['by']}{auto}{comment}")
+    if proposal.superseded_by:
+        lines.append(f"  superseded   by {proposal.superseded_by}")
+    lines.append("")
+    lines.append(render_report(report_from_dict(proposal.diff), color=color).rstrip("\n"))
+    return "\n".join(lines) + "\n"
+
+
+def policy_summary(policy: Mapping[str, Any]) -> str:
+    rules = policy.get("rules") or []
+    if not rules:
+        return "default (anyone reviews and decides; no review required)"
+    names = ", ".join(f"governance.{r['governance']}" for r in rules)
+    auto = "; narrowing auto-approves" if policy.get("auto_approve_narrowing") else ""
+    return (
+        f"{names} from the {policy.get('source')} governance; "
+        f"{policy.get('required_reviews')} review(s) required{auto}"
+    )
+
+
+def echo_proposal_result(proposal: ChangeProposal, verb: str, output: str) -> None:
+    if output == "json":
+        echo_json(proposal.to_dict())
+    else:
+        click.echo(f"change proposal {proposal.id} {verb}; status {proposal.status}")
+
+
+# --------------------------------------------------------------------------- proposals
+
+
+@click.group()
+def proposals() -> None:
+    """Review, decide and activate change proposals filed by `openseal deploy`."""
+
+
+@proposals.command("list")
+@store_options
+@click.option("--status", "statuses", multiple=True, help="Only these statuses (repeatable).")
+@click.option("--deployment", default=None, help="Only proposals that change this deployment.")
+@click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True)
+def list_command(
+    home: Path, output: str, statuses: tuple[str, ...], deployment: str | None, limit: int
+) -> None:
+    """List change proposals, newest first."""
+    with opened(home) as store:
+        found = gov.list_proposals(store, statuses=statuses, deployment=deployment, limit=limit)
+    if output == "json":
+        echo_json([p.to_dict() for p in found])
+        return
+    if not found:
+        click.echo("no change proposals")
+    for proposal in found:
+        click.echo(proposal_line(proposal))
+
+
+@proposals.command("show")
+@store_options
+@click.argument("proposal_id")
+@click.option("--events", "with_events", is_flag=True, help="Also print the proposal's events.")
+def show_command(home: Path, output: str, proposal_id: str, with_events: bool) -> None:
+    """Show a proposal: targets, policy, reviews, decision and the semantic diff.
+
+    Risk-widening changes are marked `!` and `[risk-widening]` (red on a terminal).
+    """
+    with opened(home) as store:
+        proposal = gov.get_proposal(store, proposal_id)
+        reviews = gov.proposal_reviews(store, proposal.id)
+        events = gov.proposal_events(store, proposal.id) if with_events else ()
+    if output == "json":
+        echo_json(
+            {
+                **proposal.to_dict(),
+                "reviews": [r.to_dict() for r in reviews],
+                **({"events": [e.to_dict() for e in events]} if with_events else {}),
+            }
+        )
+        return
+    click.echo(render_proposal(proposal, reviews, color=use_color(sys.stdout)), nl=False)
+    for event in events:
+        click.echo(f"{event.seq:>4}  {event.at.isoformat()}  {event.type:<28} {event.actor}")
+
+
+@proposals.command("review")
+@store_options
+@actor_option
+@revision_option
+@click.argument("proposal_id")
+@click.option("--approve", "verdict", flag_value="approve", help="Approve the change.")
+@click.option("--request-changes", "verdict", flag_value="request_changes", help="Ask for changes.")
+@click.option("--comment", default=None, help="Why.")
+def review_command(
+    home: Path,
+    output: str,
+    actor: str,
+    expected_revision: int | None,
+    proposal_id: str,
+    verdict: str | None,
+    comment: str | None,
+) -> None:
+    """Review a proposal: --approve or --request-changes."""
+    if verdict is None:
+        raise click.UsageError("give --approve or --request-changes")
+    with opened(home) as store:
+        proposal = gov.review(
+            store, proposal_id, actor, verdict,
+            comment=comment, expected_revision=expected_revision,
+        )  # fmt: skip
+    echo_proposal_result(proposal, f"reviewed ({verdict.replace('_', ' ')})", output)
+
+
+@proposals.command("decide")
+@store_options
+@actor_option
+@revision_option
+@click.argument("proposal_id")
+@click.option("--approve", "decision", flag_value="approve", help="Approve the change.")
+@click.option("--reject", "decision", flag_value="reject", help="Reject the change.")
+@click.option("--comment", default=None, help="Why.")
+def decide_command(
+    home: Path,
+    output: str,
+    actor: str,
+    expected_revision: int | None,
+    proposal_id: str,
+    decision: str | None,
+    comment: str | None,
+) -> None:
+    """Decide a proposal: --approve or --reject. This does not activate it."""
+    if decision is None:
+        raise click.UsageError("give --approve or --reject")
+    with opened(home) as store:
+        proposal = gov.decide(
+            store, proposal_id, actor, decision,
+            comment=comment, expected_revision=expected_revision,
+        )  # fmt: skip
+    verb = "approved (not active until `openseal proposals activate`)"
+    echo_proposal_result(proposal, verb if decision == "approve" else "rejected", output)
+
+
+@proposals.command("activate")
+@store_options
+@actor_option
+@revision_option
+@click.argument("proposal_id")
+def activate_command(
+    home: Path, output: str, actor: str, expected_revision: int | None, proposal_id: str
+) -> None:
+    """Activate an approved proposal: new runs use its versions from now on."""
+    with opened(home) as store:
+        proposal = gov.activate(store, proposal_id, actor, expected_revision=expected_revision)
+    echo_proposal_result(proposal, "activated", output)
+
+
+@proposals.command("refresh")
+@store_options
+@actor_option
+@revision_option
+@click.argument("proposal_id")
+def refresh_command(
+    home: Path, output: str, actor: str, expected_revision: int | None, proposal_id: str
+) -> None:
+    """Re-diff a stale proposal against the versions active now (may reset its reviews)."""
+    with opened(home) as store:
+        before = gov.get_proposal(store, proposal_id)
+        proposal = gov.refresh(store, proposal_id, actor, expected_revision=expected_revision)
+    if output == "json":
+        echo_json(proposal.to_dict())
+    elif proposal.round != before.round:
+        click.echo(
+            f"change proposal {proposal.id} refreshed: the diff changed, reviews and decision "
+            f"were reset (round {proposal.round}); status {proposal.status}"
+        )
+    else:
+        click.echo(f"change proposal {proposal.id} refreshed; status {proposal.status}")
+
+
+# --------------------------------------------------------------------------- deployments
+
+
+@click.group()
+def deployments() -> None:
+    """Deployments: which version each workflow, runbook and governance name runs."""
+
+
+@deployments.command("list")
+@store_options
+def deployments_list(home: Path, output: str) -> None:
+    """List deployments and their active versions."""
+    with opened(home) as store:
+        found = gov.list_deployments(store)
+    if output == "json":
+        echo_json([d.to_dict() for d in found])
+        return
+    if not found:
+        click.echo("no deployments")
+    for item in found:
+        when = item.activated_at.strftime("%Y-%m-%d %H:%M") if item.activated_at else "-"
+        click.echo(
+            f"{item.name:<24} {item.kind:<10} {short(item.active_digest)}  rev {item.revision:<3} "
+            f"{when}  {item.activated_by or '-'}  {item.change_proposal_id or '-'}"
+        )
+
+
+@deployments.command("history")
+@store_options
+@click.argument("name")
+def deployments_history(home: Path, output: str, name: str) -> None:
+    """Every activation of a deployment, oldest first: who, when, from which proposal."""
+    with opened(home) as store:
+        history = gov.deployment_history(store, name)
+    if output == "json":
+        echo_json(history)
+        return
+    for item in history:
+        click.echo(
+            f"{item.at.strftime('%Y-%m-%d %H:%M:%S')}  {short(item.previous_digest)} -> "
+            f"{short(item.digest)}  {item.actor}  {item.change_proposal_id or '-'}"
+        )
+
+
+@deployments.command("rollback")
+@store_options
+@actor_option
+@click.argument("name")
+@click.option("--to", "to", default=None, help="Digest (or prefix) of an earlier version.")
+@click.option("--message", default=None, help="Why; recorded with the proposal.")
+def deployments_rollback(
+    home: Path, output: str, actor: str, name: str, to: str | None, message: str | None
+) -> None:
+    """File a rollback proposal re-activating an earlier version of NAME.
+
+    Without --to, the version active before the current one. The proposal is reviewed,
+    decided and activated like any other change.
+    """
+    with opened(home) as store:
+        result = gov.rollback(store, name, actor, to=to, message=message)
+    proposal = result.proposal
+    assert proposal is not None
+    if output == "json":
+        echo_json({"proposal": proposal.to_dict(), "created": result.created})
+        return
+    verb = "filed" if result.created else "already open"
+    target = proposal.targets[0]
+    click.echo(
+        f"rollback proposal {proposal.id} {verb}: {name} -> {short(target.digest)}; "
+        f"status {proposal.status}"
+    )
