@@ -131,3 +131,10 @@ def test_sigterm_drains_and_exits(small: Store, backend: Backend, tmp_path: Path
     log = (tmp_path / "w.log").read_text()
     assert "SIGTERM: draining" in log
     assert '"state": "ask"' in log
+
+
+def test_once_works_on_one_run_and_exits(small: Store, backend: Backend, tmp_path: Path) -> None:
+    runs = [service.create_objective(small, "small", {"n": n}).run for n in (5, 6)]
+    assert finish(spawn(backend, tmp_path, "--once")) == 0
+    statuses = sorted(str(small.get_run(run.id).status) for run in runs)
+    assert statuses == ["queued", "waiting_for_event"]
