@@ -7,7 +7,6 @@ someone activates it (exit 0) or it is rejected, superseded or the timeout passe
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -68,7 +67,7 @@ def deploy(
         else:
             reason = f"{final.status}; it will not be activated"
         click.echo(f"error: change proposal {final.id} is {reason}", err=True)
-        sys.exit(1)
+        raise click.exceptions.Exit(1)
 
 
 def _load(path: Path) -> Mapping[str, CompiledDocument] | Bundle:

@@ -84,7 +84,7 @@ def render_proposal(proposal: ChangeProposal, reviews: tuple[Review, ...], *, co
     ]
     if proposal.message:
         lines.append(f"  message      {proposal.message}")
-    lines.append(f"  risk widen.  {risk}")
+    lines.append(f"  widens risk  {risk}")
     lines.append("  deployments")
     for target in proposal.targets:
         base = proposal.base.get(target.name)
@@ -175,7 +175,9 @@ def show_command(home: Path, output: str, proposal_id: str, with_events: bool) -
             }
         )
         return
-    click.echo(render_proposal(proposal, reviews, color=use_color(sys.stdout)), nl=False)
+    color = use_color(sys.stdout)
+    # click strips ANSI codes from non-terminals unless told; use_color already decided.
+    click.echo(render_proposal(proposal, reviews, color=color), nl=False, color=color)
     for event in events:
         click.echo(f"{event.seq:>4}  {event.at.isoformat()}  {event.type:<28} {event.actor}")
 
