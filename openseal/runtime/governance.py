@@ -155,6 +155,7 @@ def deploy(
     Filing the same change again returns the open proposal (``created=False``); when every
     deployment already runs the bundle's versions no proposal is filed.
     """
+    _check_actor(actor)
     entries = _entries(source)
     for entry in entries:
         store.put_version(entry.digest, entry.kind, entry.name, entry.document)
@@ -191,6 +192,7 @@ def rollback(
     before the current one. It goes through the same review, decision and activation as any
     change; undoing a risk-widening change is a narrowing one, so it may auto-approve.
     """
+    _check_actor(actor)
     with store.write() as conn:
         _governance_lock(store, conn)
         current = active_digests(conn, [name]).get(name)
@@ -312,7 +314,7 @@ def review(
     review their own change. A reviewer's later review replaces their earlier one.
     """
     verdict = _choice(Verdict, verdict, "verdict")
-    with _mutation(store, proposal_id, expected_revision) as (conn, proposal, now):
+    with _mutation(store, proposal_id, actor, expected_revision) as (conn, proposal, now):
         _require(proposal, (S.PROPOSED, S.IN_REVIEW), "reviewed")
         if actor == proposal.author:
             raise NotAllowed(
@@ -359,7 +361,7 @@ def decide(
     allowed: tuple[S, ...] = (S.PROPOSED, S.IN_REVIEW)
     if decision is Decision.REJECT:
         allowed = (*allowed, S.APPROVED)
-    with _mutation(store, proposal_id, expected_revision) as (conn, proposal, now):
+    with _mutation(store, proposal_id, actor, expected_revision) as (conn, proposal, now):
         _require(proposal, allowed, "decided")
         policy = Policy.from_dict(proposal.policy)
         if not policy.may_decide(actor):
@@ -418,7 +420,7 @@ def activate(
     New runs use the new versions; runs already started keep theirs. Older open proposals for
     the same deployments become ``superseded``.
     """
-    with _mutation(store, proposal_id, expected_revision) as (conn, proposal, now):
+    with _mutation(store, proposal_id, actor, expected_revision) as (conn, proposal, now):
         if proposal.status is not S.APPROVED:
             hint = " (it needs an approving decision first)"
             raise InvalidStatus(
@@ -514,7 +516,7 @@ def refresh(
     decision no longer apply — it goes back to ``proposed`` in a new review round (and may
     auto-approve again). If every target already runs its version, it is ``superseded``.
     """
-    with _mutation(store, proposal_id, expected_revision) as (conn, proposal, now):
+    with _mutation(store, proposal_id, actor, expected_revision) as (conn, proposal, now):
         _require(proposal, tuple(OPEN_STATUSES), "refreshed")
         plan = make_plan(conn, list(proposal.targets))
         if all(plan.base[t.name] == t.digest for t in proposal.targets):
@@ -593,9 +595,10 @@ def _auto_approve(conn: sa.Connection, proposal: ChangeProposal, now: datetime) 
 
 @contextmanager
 def _mutation(
-    store: Store, proposal_id: str, expected_revision: int | None
+    store: Store, proposal_id: str, actor: str, expected_revision: int | None
 ) -> Iterator[tuple[sa.Connection, ChangeProposal, datetime]]:
     """One write transaction under the governance lock, with the proposal locked and checked."""
+    _check_actor(actor)
     with store.write() as conn:
         _governance_lock(store, conn)
         proposal = load_proposal(conn, resolve_id(conn, proposal_id), for_update=store.for_update)
@@ -605,6 +608,11 @@ def _mutation(
                 f"not {expected_revision}; reload it and try again"
             )
         yield conn, proposal, store.now()
+
+
+def _check_actor(actor: str) -> None:
+    if not actor.strip():
+        raise UsageError("an actor is required (e.g. user:alice)")
 
 
 def _governance_lock(store: Store, conn: sa.Connection) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from openseal.compiler.emit import CompiledDocument
+from openseal.errors import UsageError
 from openseal.runtime import governance as gov
 from openseal.runtime.change_proposals import POLICY_ACTOR
 from openseal.runtime.statuses import ChangeProposalStatus as S
@@ -446,3 +447,16 @@ def test_proposals_resolve_by_unique_prefix_and_list_by_deployment(
     assert gov.list_proposals(store, deployment="nope") == ()
     names = [d.name for d in gov.list_deployments(store)]
     assert names == [WORKFLOW, "production"]
+
+
+def test_a_deployment_name_belongs_to_one_kind(store: Store, tmp_path: Path) -> None:
+    clash = compile_set(tmp_path / "v1", governance=governance_yaml(name=WORKFLOW))
+    with pytest.raises(gov.GovernanceError) as refused:
+        gov.deploy(store, clash, ALICE)
+    assert refused.value.code == "kind_mismatch"
+    assert gov.list_proposals(store) == ()
+
+
+def test_an_actor_is_required(store: Store, tmp_path: Path) -> None:
+    with pytest.raises(UsageError):
+        gov.deploy(store, compile_set(tmp_path / "v1"), " ")
