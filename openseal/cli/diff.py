@@ -68,7 +68,9 @@ def diff_command(old: str, new: str, defs_path: Path | None, output: str, exit_c
     if output == "json":
         click.echo(json.dumps(report.to_dict(), indent=2, sort_keys=True, ensure_ascii=False))
     else:
-        click.echo(render_report(report, color=use_color(sys.stdout)), nl=False)
+        color = use_color(sys.stdout)
+        # click strips ANSI codes unless told the colour was chosen on purpose.
+        click.echo(render_report(report, color=color), nl=False, color=color)
     if exit_code and report.risk_widening:
         sys.exit(1)
 

@@ -128,6 +128,8 @@ def test_diff_two_bundles_human_and_json(tmp_path: Path) -> None:
     assert widening[0]["kind"] == "risk_raised" and widening[0]["path"] == "spec.max_risk"
     assert run("diff", str(old), str(new), "--exit-code").returncode == 1
     assert run("diff", str(new), str(old), "--exit-code").returncode == 0
+    forced = run("diff", str(old), str(new), NO_COLOR="", FORCE_COLOR="1")
+    assert "\x1b[" in forced.stdout  # colour chosen on purpose survives click's stripping
 
 
 def test_diff_accepts_definition_directories(tmp_path: Path) -> None:
