@@ -136,6 +136,15 @@ def upgrade(home: Path, output: str) -> None:
     envvar="OPENSEAL_SCRIPTED_CALLS",
     help="Append one line per scripted model call.",
 )
+@click.option(
+    "--context",
+    "context_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    envvar="OPENSEAL_CONTEXT",
+    help="Runtime context file: adapter config and credential sources "
+    "(default .openseal/context.yaml if it exists).",
+)
 def worker(
     home: Path,
     output: str,
@@ -147,12 +156,15 @@ def worker(
     worker_id: str | None,
     scripted_responses: Path | None,
     scripted_calls: Path | None,
+    context_path: Path | None,
 ) -> None:
     """Execute runs: claim with a lease, run turns, drain on SIGTERM/SIGINT."""
     from openseal.runtime.engine import Engine, default_worker_id
     from openseal.runtime.models import default_provider_factory
     from openseal.runtime.worker import TurnLog, Worker
+    from openseal.skills.credentials import RuntimeContext
 
+    context = RuntimeContext.load(context_path)  # fail fast on a malformed file
     name = worker_id or default_worker_id()
     log = TurnLog(name, log_format)
     with opened(home) as store:
@@ -163,6 +175,7 @@ def worker(
             worker_id=name,
             lease_seconds=lease_seconds,
             on_turn=log,
+            context=context,
         )
         runner = Worker(
             engine, concurrency=concurrency, poll_interval=poll_interval,

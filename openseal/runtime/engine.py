@@ -35,6 +35,7 @@ from openseal.runtime.store import Store
 from openseal.runtime.store_errors import StaleEpoch
 from openseal.runtime.tools import ToolRunner, UnavailableTools
 from openseal.runtime.workflow import WorkflowCatalog
+from openseal.skills.credentials import RuntimeContext
 
 log = logging.getLogger("openseal.engine")
 
@@ -106,6 +107,7 @@ class Engine:
         max_turns_per_claim: int = 100,
         max_repairs: int = 2,
         on_turn: Callable[[TurnReport], None] | None = None,
+        context: RuntimeContext | None = None,
     ) -> None:
         self.store = store
         self.worker_id = worker_id or default_worker_id()
@@ -120,6 +122,7 @@ class Engine:
             tools or UnavailableTools(),
             hook or hook_from_env() or _no_hook,
             max_repairs=max_repairs,
+            context=context,
         )
 
     def step(self) -> StepReport | None:

@@ -43,6 +43,7 @@ from openseal.runtime.store import Store
 from openseal.runtime.store_errors import IdempotencyConflict, StaleEpoch
 from openseal.runtime.tools import ToolRunner
 from openseal.runtime.workflow import CompiledWorkflow, DefinitionError, WorkflowCatalog
+from openseal.skills.credentials import RuntimeContext
 
 TRAIL_LENGTH = 20
 
@@ -114,8 +115,11 @@ class TurnExecutor:
         hook: Hook,
         *,
         max_repairs: int = 2,
+        context: RuntimeContext | None = None,
     ) -> None:
         self.store = store
+        # Credential sources and adapter config for actions; values are read at call time.
+        self.context = context
         self.catalog = catalog
         self.providers = providers
         self.tools = tools
@@ -201,6 +205,7 @@ class TurnExecutor:
             lost=lost,
             turn_id=turn_id,
             max_repairs=self.max_repairs,
+            context=self.context,
         )
 
     # -- applying outcomes ---------------------------------------------------------------

@@ -35,6 +35,9 @@ class SkillCall:
     idempotency_key: str | None = None
     #: deployment configuration visible to adapter templates as ``config.<key>``
     config: Mapping[str, str] = field(default_factory=dict)
+    #: the governed action behind the call (``key``, ``run``, ``proposal``), visible to
+    #: adapter templates as ``action.<field>`` (an idempotency lookup URL uses ``action.key``)
+    action: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -97,7 +97,7 @@ class HttpAdapter:
         spec = call.spec.adapter.http
         assert spec is not None, "HttpAdapter called for a skill without an http adapter"
         args = with_defaults(call)
-        scope = {"args": args, "config": dict(call.config)}
+        scope = {"args": args, "config": dict(call.config), "action": dict(call.action)}
         try:
             url = str(evaluate(spec.url, scope))
             headers = {k: str(evaluate(v, scope)) for k, v in spec.headers.items()}

@@ -24,6 +24,7 @@ from openseal.runtime.store import Store
 from openseal.runtime.store_errors import IdempotencyConflict
 from openseal.runtime.tools import ToolRunner
 from openseal.runtime.workflow import CompiledWorkflow, StateSpec
+from openseal.skills.credentials import RuntimeContext
 
 Hook = Callable[[str, Claim], None]
 
@@ -92,6 +93,8 @@ class StepContext:
     lost: threading.Event
     turn_id: str
     max_repairs: int = 2
+    #: the worker's runtime context (``--context``): adapter config and credential sources
+    context: RuntimeContext | None = None
 
     def now(self) -> datetime:
         return self.store.now()
