@@ -264,3 +264,91 @@ change_proposal_events = sa.Table(
     sa.Column("payload", sa.JSON, nullable=False),
     sa.Column("at", UtcTimestamp, nullable=False),
 )
+
+# --------------------------------------------------------------------------- governed actions
+# Proposals (immutable: identity is the sha256 of their canonical JSON, also stored as an
+# artefact), approvals bound to a proposal hash, actions keyed ``<run>:<proposal hash>``, and
+# spend reservations against workflow and owner budgets (openseal.runtime.proposals,
+# approvals, actions).
+
+proposals = sa.Table(
+    "proposals",
+    metadata,
+    sa.Column("id", ID, primary_key=True),
+    sa.Column("run_id", ID, sa.ForeignKey("runs.id"), nullable=False, index=True),
+    sa.Column("name", NAME, nullable=False),
+    sa.Column("state", NAME, nullable=False),
+    sa.Column("hash", DIGEST, nullable=False, index=True),
+    sa.Column("artifact_digest", DIGEST, nullable=False),
+    sa.Column("skill", NAME, nullable=False),
+    sa.Column("skill_digest", sa.String(80), nullable=False),
+    sa.Column("actor", sa.String(200), nullable=False),
+    sa.Column("document", sa.JSON, nullable=False),
+    sa.Column("created_at", UtcTimestamp, nullable=False),
+    sa.UniqueConstraint("run_id", "hash", name="uq_proposals_run_hash"),
+)
+
+approvals = sa.Table(
+    "approvals",
+    metadata,
+    sa.Column("id", ID, primary_key=True),
+    sa.Column("run_id", ID, sa.ForeignKey("runs.id"), nullable=False, index=True),
+    sa.Column("proposal_id", ID, sa.ForeignKey("proposals.id"), nullable=False),
+    sa.Column("proposal_hash", DIGEST, nullable=False, index=True),
+    sa.Column("proposal_name", NAME, nullable=False),
+    sa.Column("state", NAME, nullable=False),
+    sa.Column("approvers", sa.JSON, nullable=False),
+    sa.Column("scope", sa.String(200), nullable=False),
+    sa.Column("status", STATUS, nullable=False, index=True),
+    sa.Column("on_timeout", sa.String(16), nullable=False),
+    sa.Column("expires_at", UtcTimestamp, nullable=True),
+    sa.Column("decision", sa.String(32), nullable=True),
+    sa.Column("decided_by", sa.String(200), nullable=True),
+    sa.Column("decided_hash", DIGEST, nullable=True),
+    sa.Column("reason", sa.Text, nullable=True),
+    sa.Column("decided_at", UtcTimestamp, nullable=True),
+    sa.Column("created_at", UtcTimestamp, nullable=False),
+    sa.Column("revision", sa.Integer, nullable=False),
+)
+
+actions = sa.Table(
+    "actions",
+    metadata,
+    sa.Column("id", ID, primary_key=True),
+    # ``<run id>:<proposal hash>``: stable across attempts, sent as the idempotency key.
+    sa.Column("key", sa.String(200), nullable=False, unique=True),
+    sa.Column("run_id", ID, sa.ForeignKey("runs.id"), nullable=False, index=True),
+    sa.Column("proposal_id", ID, sa.ForeignKey("proposals.id"), nullable=False),
+    sa.Column("proposal_hash", DIGEST, nullable=False),
+    sa.Column("proposal_name", NAME, nullable=False),
+    sa.Column("skill", NAME, nullable=False),
+    sa.Column("state", NAME, nullable=True),
+    sa.Column("status", STATUS, nullable=False, index=True),
+    sa.Column("approval_id", ID, nullable=True),
+    sa.Column("attempts", sa.Integer, nullable=False),
+    sa.Column("admitted_at", UtcTimestamp, nullable=True),
+    sa.Column("dispatched_at", UtcTimestamp, nullable=True),
+    sa.Column("finished_at", UtcTimestamp, nullable=True),
+    sa.Column("result", sa.JSON, nullable=True),
+    sa.Column("error", sa.Text, nullable=True),
+    sa.Column("history", sa.JSON, nullable=False),
+    sa.Column("resolution", sa.JSON, nullable=True),
+    sa.Column("created_at", UtcTimestamp, nullable=False),
+    sa.Column("updated_at", UtcTimestamp, nullable=False),
+    sa.Column("revision", sa.Integer, nullable=False),
+)
+
+spend_reservations = sa.Table(
+    "spend_reservations",
+    metadata,
+    sa.Column("id", ID, primary_key=True),
+    sa.Column("action_id", ID, sa.ForeignKey("actions.id"), nullable=False, index=True),
+    sa.Column("run_id", ID, sa.ForeignKey("runs.id"), nullable=False),
+    # ``run:<id>`` for a workflow budget, the owner reference (``team.procurement``) for its.
+    sa.Column("scope", sa.String(200), nullable=False, index=True),
+    sa.Column("amount", sa.Float(precision=53), nullable=False),
+    sa.Column("currency", sa.String(8), nullable=False),
+    sa.Column("status", STATUS, nullable=False),  # reserved | committed | released
+    sa.Column("created_at", UtcTimestamp, nullable=False),
+    sa.Column("updated_at", UtcTimestamp, nullable=False),
+)
