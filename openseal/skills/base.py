@@ -17,6 +17,7 @@ from typing import Literal, Protocol
 
 from openseal.compiler import types as ty
 from openseal.compiler.model import SkillSpec
+from openseal.skills.credentials import CredentialResolver
 
 #: ``unknown``: the call may or may not have taken effect (a timeout after the
 #: request was sent, an ambiguous status); the caller must reconcile, never resend blindly.
@@ -35,6 +36,9 @@ class SkillCall:
     idempotency_key: str | None = None
     #: deployment configuration visible to adapter templates as ``config.<key>``
     config: Mapping[str, str] = field(default_factory=dict)
+    #: the runtime context's resolver; when set, the skill's credential comes from it (at
+    #: call time) instead of the flat ``credential.<name>`` entries of ``config``
+    credentials: CredentialResolver | None = None
     #: the governed action behind the call (``key``, ``run``, ``proposal``), visible to
     #: adapter templates as ``action.<field>`` (an idempotency lookup URL uses ``action.key``)
     action: Mapping[str, str] = field(default_factory=dict)

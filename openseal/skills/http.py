@@ -118,7 +118,11 @@ class HttpAdapter:
     def _auth(self, call: SkillCall) -> dict[str, str]:
         if call.spec.credential is None:
             return {}
-        return {"authorization": f"Bearer {resolve_credential(call.spec.credential, call.config)}"}
+        if call.credentials is not None:
+            token = call.credentials.resolve(call.spec.credential).reveal()
+        else:
+            token = resolve_credential(call.spec.credential, call.config)
+        return {"authorization": f"Bearer {token}"}
 
     def _send(
         self,
