@@ -109,7 +109,7 @@ def _translate(
             out.append(_unknown_key(model, loc, path, folded))
         elif kind == "missing":
             key = str(err["loc"][-1])
-            span = folded.span_for(path[:-1]) or Span.point(str(base[0]))
+            span = folded.span_for(path[:-1], prefer_key=True) or Span.point(str(base[0]))
             out.append(error("OS102", f"missing required key `{key}`", span))
         elif kind in ("literal_error", "enum"):
             out.append(_bad_choice(err, path, folded))

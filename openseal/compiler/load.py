@@ -22,7 +22,7 @@ from openseal.compiler.diagnostics import Diagnostic, Related, error, sort_key
 from openseal.compiler.load_hcl import load_hcl_file
 from openseal.compiler.load_yaml import load_yaml_file
 from openseal.compiler.plain import fold
-from openseal.compiler.source import DEFINITION_SUFFIXES, HCL_SUFFIXES
+from openseal.compiler.source import DEFINITION_SUFFIXES, HCL_SUFFIXES, read_source
 from openseal.compiler.spans import Span
 from openseal.compiler.tree import Document
 
@@ -107,6 +107,10 @@ def load_definitions(paths: Sequence[Path]) -> LoadResult:
         document, found = load_document(path)
         result.diagnostics.extend(found)
         if document is None:
+            # Keep the text (when it is text) so diagnostics can show the source line.
+            source, _ = read_source(path)
+            if source is not None:
+                result.sources[source.file] = source.text
             continue
         result.sources[document.file] = document.text
         folded, found = fold(document.body)

@@ -1,0 +1,4 @@
+skill "s" {
+  description = "d",
+  effect      = "read"
+}

@@ -1,0 +1,5 @@
+agent "a" {
+  model        = model.m
+  instructions = "one"
+  instructions = "two"
+}

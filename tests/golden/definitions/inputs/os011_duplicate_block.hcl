@@ -1,0 +1,8 @@
+team "t" {
+  role "r" {
+    agent = agent.a
+  }
+  role "r" {
+    agent = agent.b
+  }
+}

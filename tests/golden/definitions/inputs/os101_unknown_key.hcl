@@ -1,0 +1,7 @@
+skill "s" {
+  description = "d"
+  effect      = "read"
+  adaptor "python" {
+    entry_point = "m:f"
+  }
+}

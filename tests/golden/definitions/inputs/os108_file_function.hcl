@@ -1,0 +1,4 @@
+agent "a" {
+  model        = model.m
+  instructions = file("missing-prompt.md")
+}

@@ -1,0 +1,3 @@
+agnet "a" {
+  model = model.m
+}
