@@ -33,7 +33,7 @@ from openseal.runtime.states.base import Hook, LeaseLost
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
 from openseal.runtime.store_errors import StaleEpoch
-from openseal.runtime.tools import ToolRunner, UnavailableTools
+from openseal.runtime.tools import GatewayTools, ToolRunner
 from openseal.runtime.workflow import WorkflowCatalog
 from openseal.skills.credentials import RuntimeContext
 
@@ -109,6 +109,8 @@ class Engine:
         on_turn: Callable[[TurnReport], None] | None = None,
         context: RuntimeContext | None = None,
     ) -> None:
+        #: credential sources and adapter configuration (``--context``); None means empty
+        self.context = context
         self.store = store
         self.worker_id = worker_id or default_worker_id()
         self.lease_seconds = lease_seconds
@@ -118,8 +120,9 @@ class Engine:
         self.executor = TurnExecutor(
             store,
             WorkflowCatalog(store),
-            provider_factory or default_provider_factory(),
-            tools or UnavailableTools(),
+            provider_factory
+            or default_provider_factory(credentials=context.credentials if context else None),
+            tools or GatewayTools(),
             hook or hook_from_env() or _no_hook,
             max_repairs=max_repairs,
             context=context,

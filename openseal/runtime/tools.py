@@ -1,20 +1,55 @@
-"""The seam for tool calls a model proposes during a turn.
+"""Tool calls a model proposes during a turn: checked by the gateway, recorded, then answered.
 
-The skill gateway (validation against schema, binding, risk ceiling, policy; the adapters)
-plugs in here as a :class:`ToolRunner`. Until it exists, :class:`UnavailableTools` answers
-every call with a recorded "not available yet" tool error, which the model sees and can
-work around; the run does not fail.
+:class:`GatewayTools` is the default :class:`ToolRunner`. For each proposed call it
+
+1. returns the recorded result if this call (activity ``<state>:<visit>:tool:<n>:<i>``) was
+   already recorded — a replay never re-executes a call (invariant 4);
+2. in one fenced transaction checks that the run is still ``running`` in the turn's state
+   and that one more tool call fits the budget, and — when the gateway refuses the call —
+   records the refusal as the activity, its budget spend and a ``tool_call.refused`` event;
+3. otherwise runs the *read* skill through its adapter (outside any transaction), with the
+   credential resolved inside the adapter at call time from the runtime context, and records
+   the result before the turn goes on (invariant 2).
+
+The model gets ``{"result": ...}`` or ``{"error": {"code", "message"}}`` back as the tool
+message, so a refused or failed call is something it can recover from. Skills with an effect
+beyond ``read`` never run from here: they run only through a proposal and an approved action.
 """
 
 from __future__ import annotations
 
+import json
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+from openseal.compiler.model import SkillSpec
+from openseal.runtime import budgets
+from openseal.runtime.fenced import FencedTx
+from openseal.runtime.gateway import (
+    TOOL_CALL_COST,
+    GatewayDecision,
+    SkillRequest,
+    check_budget,
+    check_call,
+    check_run,
+    skill_spec,
+)
+from openseal.runtime.store_errors import IdempotencyConflict
+from openseal.skills import SkillCall, SkillResult, adapter_for
+from openseal.skills.credentials import RuntimeContext
+
+if TYPE_CHECKING:
+    from openseal.runtime.states.base import StepContext
+
+#: extra seconds past a skill's own timeout before the caller stops waiting for its thread
+TIMEOUT_GRACE = 5.0
 
 
 @dataclass(frozen=True)
 class ToolInvocation:
-    """One proposed call, with where it comes from (for the gateway's policy checks)."""
+    """One proposed call and where it comes from; its JSON is the activity's request."""
 
     run_id: str
     state: str
@@ -22,11 +57,31 @@ class ToolInvocation:
     skill: str
     arguments: dict[str, Any]
     allowed: tuple[str, ...]
+    #: the acting principal as the workflow names it (``team.procurement.role.researcher``)
+    actor: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "state": self.state,
+            "agent": self.agent,
+            "actor": self.actor,
+            "skill": self.skill,
+            "arguments": self.arguments,
+            "allowed": list(self.allowed),
+        }
+
+    def request(self) -> SkillRequest:
+        return SkillRequest(self.skill, self.arguments, self.actor, self.allowed)
 
 
 class ToolRunner(Protocol):
-    def call(self, invocation: ToolInvocation) -> dict[str, Any]:
-        """Run one tool call; return ``{"result": ...}`` or ``{"error": {"code", "message"}}``."""
+    def call(self, ctx: StepContext, invocation: ToolInvocation, suffix: str) -> dict[str, Any]:
+        """Check, run and record one call as activity ``<ctx.prefix>:<suffix>``.
+
+        Returns the recorded tool message body: ``{"result": ...}`` or
+        ``{"error": {"code", "message"}}``.
+        """
         ...
 
 
@@ -34,10 +89,162 @@ def tool_error(code: str, message: str) -> dict[str, Any]:
     return {"error": {"code": code, "message": message}}
 
 
-class UnavailableTools:
-    """No skill gateway configured: every permitted call gets a ``not_available`` error."""
+def refusal(decision: GatewayDecision) -> dict[str, Any]:
+    """The tool message for a refused call (the model sees why, and can try otherwise)."""
+    return tool_error(decision.reason_code or "refused", decision.reason)
 
-    def call(self, invocation: ToolInvocation) -> dict[str, Any]:
-        if invocation.skill not in invocation.allowed:
-            return tool_error("not_allowed", f"skill {invocation.skill!r} is not granted here")
-        return tool_error("not_available", "the skill gateway is not available yet")
+
+def adapter_config(context: RuntimeContext) -> dict[str, str]:
+    """The context's configuration as adapter templates see it (``config.<key>``, text)."""
+    return {k: v if isinstance(v, str) else json.dumps(v) for k, v in context.config.items()}
+
+
+class GatewayTools:
+    """The gateway-backed runner: refuses what the gateway refuses, runs read skills.
+
+    Skills see the turn's runtime context (``StepContext.context``, the worker's
+    ``--context``); ``context`` here is the fallback when a turn has none.
+    """
+
+    def __init__(self, context: RuntimeContext | None = None) -> None:
+        self.context = context or RuntimeContext.empty()
+        self._specs: dict[str, SkillSpec] = {}
+        self._lock = threading.Lock()
+
+    def call(self, ctx: StepContext, invocation: ToolInvocation, suffix: str) -> dict[str, Any]:
+        # Imported here: states.base imports this module for the ToolRunner type.
+        from openseal.runtime.states.base import LeaseLost, TurnStopped, input_hash
+
+        activity_id = f"{ctx.prefix}:{suffix}"
+        digest = input_hash(invocation.to_json())
+        decision = check_call(ctx.workflow, invocation.request())
+        with ctx.store.fenced(ctx.claim) as tx:
+            found = tx.get_activity(activity_id)
+            if found is not None:
+                if found.input_hash != digest:
+                    raise IdempotencyConflict(
+                        f"activity {activity_id} was recorded for a different request"
+                    )
+                return dict(found.result)
+            verdict = _admit(tx, ctx, decision)
+            if verdict.reason_code == "budget_exhausted":
+                _refused_event(tx, activity_id, invocation, verdict)
+                ctx.exhaust(tx, verdict.reason)
+            elif not verdict.allowed:
+                refused = _record(tx, activity_id, digest, refusal(verdict))
+                _refused_event(tx, activity_id, invocation, verdict)
+        if verdict.reason_code == "budget_exhausted":
+            raise TurnStopped(verdict.reason)
+        if not verdict.allowed:
+            ctx.hook("activity.recorded", ctx.claim)
+            return refused
+        if ctx.lost.is_set():
+            raise LeaseLost(ctx.claim.run_id)
+        result = self._execute(ctx, invocation)
+        with ctx.store.fenced(ctx.claim) as tx:
+            recorded = _record(tx, activity_id, digest, result)
+        ctx.hook("activity.recorded", ctx.claim)
+        return recorded
+
+    # -- running a read skill ----------------------------------------------------------
+
+    def _execute(self, ctx: StepContext, invocation: ToolInvocation) -> dict[str, Any]:
+        context = ctx.context or self.context
+        spec = self._spec(ctx, invocation.skill)
+        adapter = adapter_for(spec)
+        if adapter is None:
+            return tool_error(
+                "not_available", f"`{invocation.skill}` is a runbook skill; turns cannot call it"
+            )
+        call = SkillCall(
+            invocation.skill,
+            spec,
+            invocation.arguments,
+            spec.timeout,
+            config=adapter_config(context),
+            credentials=context.credentials,
+        )
+        result = _bounded(lambda: adapter.call(call), spec.timeout + TIMEOUT_GRACE)
+        if result is None:
+            return tool_error(
+                "skill_timeout", f"`{invocation.skill}` did not answer within {spec.timeout:g}s"
+            )
+        if result.ok:
+            return {"result": result.output}
+        return tool_error("skill_failed", result.error or f"`{invocation.skill}` failed")
+
+    def _spec(self, ctx: StepContext, skill: str) -> SkillSpec:
+        key = f"skill.{skill}"
+        digest = str((ctx.workflow.document.get("dependencies") or {}).get(key))
+        with self._lock:
+            cached = self._specs.get(digest)
+        if cached is None:
+            cached = skill_spec(ctx.workflow.dependency(key))
+            with self._lock:
+                self._specs[digest] = cached
+        return cached
+
+
+def _admit(tx: FencedTx, ctx: StepContext, decision: GatewayDecision) -> GatewayDecision:
+    """The final verdict, inside the recording transaction: budget first (every proposed call
+    costs one, refused or not, so a model cannot loop on refusals), then the run's state,
+    then the gateway's static decision."""
+    run = tx.run()
+    for verdict in (
+        check_budget(ctx.workflow.budget_limits(), run.budget_used),
+        check_run(run, ctx.state.name),
+        decision,
+    ):
+        if not verdict.allowed:
+            return verdict
+    return decision
+
+
+def _record(tx: FencedTx, activity_id: str, digest: str, result: dict[str, Any]) -> dict[str, Any]:
+    """Record the call's result with its budget spend, in the caller's transaction."""
+    recorded = tx.record_activity(activity_id, "tool", digest, result)
+    used = budgets.add(tx.run().budget_used, TOOL_CALL_COST)
+    tx.update_run(budget_used=used, event="budget.spent", payload={"spent": dict(TOOL_CALL_COST)})
+    return dict(recorded.result)
+
+
+def _refused_event(
+    tx: FencedTx, activity_id: str, invocation: ToolInvocation, decision: GatewayDecision
+) -> None:
+    tx.append_event(
+        "tool_call.refused",
+        {
+            "activity_id": activity_id,
+            "skill": invocation.skill,
+            "actor": invocation.actor,
+            "reason_code": decision.reason_code,
+            "reason": decision.reason,
+        },
+    )
+
+
+def _bounded(work: Callable[[], SkillResult], timeout: float) -> SkillResult | None:
+    """``work()`` on a daemon thread; ``None`` if it has not finished within ``timeout``.
+
+    Adapters are synchronous and a python skill has no timeout of its own; an abandoned read
+    may finish in the background, and its result is simply not used.
+    """
+    box: list[SkillResult] = []
+
+    def target() -> None:
+        box.append(work())
+
+    thread = threading.Thread(target=target, name="openseal-skill", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    return box[0] if box else None
+
+
+__all__ = [
+    "GatewayTools",
+    "ToolInvocation",
+    "ToolRunner",
+    "adapter_config",
+    "refusal",
+    "tool_error",
+]

@@ -17,6 +17,7 @@ from typing import Literal, TextIO
 
 from openseal.runtime.engine import Engine
 from openseal.runtime.executor import TurnReport
+from openseal.skills.credentials import RuntimeContext
 
 Mode = Literal["forever", "once", "until_idle"]
 
@@ -75,6 +76,11 @@ class Worker:
         self.concurrency = max(1, concurrency)
         self.poll_interval = poll_interval
         self.mode = mode
+
+    @property
+    def context(self) -> RuntimeContext | None:
+        """The runtime context (credentials, adapter configuration) the engine works with."""
+        return self.engine.context
 
     def run(self) -> None:
         """Run until drained (signal), idle (``until_idle``) or one claim done (``once``)."""

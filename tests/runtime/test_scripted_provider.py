@@ -69,11 +69,11 @@ def test_script_files_load_from_yaml_or_json_and_bad_files_are_errors(tmp_path: 
         ScriptedProvider.from_file(tmp_path / "missing.yaml")
 
 
-def test_the_default_factory_serves_scripted_profiles_only(tmp_path: Path) -> None:
+def test_the_default_factory_serves_scripted_profiles_from_the_file(tmp_path: Path) -> None:
     (tmp_path / "r.yaml").write_text("'*':\n  - output: ok\n")
     factory = default_provider_factory(tmp_path / "r.yaml")
     scripted = AgentProfile("agent.a", "a", "", {"name": "m", "provider": "scripted"})
     assert factory(scripted).complete(request()).output == "ok"
-    remote = AgentProfile("agent.a", "a", "", {"name": "m", "provider": "openai"})
-    with pytest.raises(ModelError, match="'openai' of 'm' is not available"):
-        factory(remote)
+    other = AgentProfile("agent.a", "a", "", {"name": "m", "provider": "carrier-pigeon"})
+    with pytest.raises(ModelError, match="'carrier-pigeon' of 'm' is not available"):
+        factory(other)

@@ -2,13 +2,17 @@
 
 ``ProviderFactory`` maps a turn's agent profile (its model profile inside) to a provider. The
 default factory serves ``provider = "scripted"`` profiles from a responses file (the worker's
-``--scripted-responses``, ``OPENSEAL_SCRIPTED_RESPONSES`` or the profile's ``script``); the
-OpenAI-compatible provider plugs in here later.
+``--scripted-responses``, ``OPENSEAL_SCRIPTED_RESPONSES`` or the profile's ``script``) and
+``provider = "openai"`` profiles with :class:`OpenAIProvider`, whose credential reference is
+resolved at every call from the runtime context's resolver. One provider is made per profile
+and reused (a scripted file is read once; an OpenAI provider remembers its output mode).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,6 +25,7 @@ from openseal.runtime.models.base import (
     ToolCall,
     Usage,
 )
+from openseal.runtime.models.openai_provider import OpenAIProvider
 from openseal.runtime.models.scripted import (
     CALLS_ENV,
     RESPONSES_ENV,
@@ -29,6 +34,7 @@ from openseal.runtime.models.scripted import (
     read_calls,
 )
 from openseal.runtime.workflow import AgentProfile
+from openseal.skills.credentials import CredentialResolver
 
 ProviderFactory = Callable[[AgentProfile], ModelProvider]
 
@@ -39,28 +45,48 @@ def fixed(provider: ModelProvider) -> ProviderFactory:
 
 
 def default_provider_factory(
-    responses: Path | None = None, calls_file: Path | None = None
+    responses: Path | None = None,
+    calls_file: Path | None = None,
+    *,
+    credentials: CredentialResolver | None = None,
 ) -> ProviderFactory:
-    """Scripted profiles from ``responses`` (or the environment, or the profile's script)."""
+    """Scripted profiles from ``responses`` (or the environment, or the profile's script);
+    ``openai`` profiles with their credential resolved through ``credentials``."""
     responses = responses or _env_path(RESPONSES_ENV)
     calls_file = calls_file or _env_path(CALLS_ENV)
-    cache: dict[Path, ScriptedProvider] = {}
+    resolver = credentials or CredentialResolver()
+    scripts: dict[Path, ScriptedProvider] = {}
+    endpoints: dict[str, OpenAIProvider] = {}
+    lock = threading.Lock()  # a worker's threads share one factory
 
-    def factory(profile: AgentProfile) -> ModelProvider:
-        provider = profile.model.get("provider", "openai")
-        if provider != "scripted":
-            raise ModelError(
-                f"model provider {provider!r} of {profile.model.get('name')!r} is not available "
-                "in this worker"
-            )
+    def scripted(profile: AgentProfile) -> ModelProvider:
         script = responses or (
             Path(profile.model["script"]) if profile.model.get("script") else None
         )
         if script is None:
             raise ModelError("the scripted provider needs a responses file (--scripted-responses)")
-        if script not in cache:
-            cache[script] = ScriptedProvider.from_file(script, calls_file=calls_file)
-        return cache[script]
+        with lock:
+            if script not in scripts:
+                scripts[script] = ScriptedProvider.from_file(script, calls_file=calls_file)
+            return scripts[script]
+
+    def openai(profile: AgentProfile) -> ModelProvider:
+        key = json.dumps(profile.model, sort_keys=True, default=str)
+        with lock:
+            if key not in endpoints:
+                endpoints[key] = OpenAIProvider.from_profile(profile.model, credentials=resolver)
+            return endpoints[key]
+
+    def factory(profile: AgentProfile) -> ModelProvider:
+        provider = profile.model.get("provider", "openai")
+        if provider == "scripted":
+            return scripted(profile)
+        if provider == "openai":
+            return openai(profile)
+        raise ModelError(
+            f"model provider {provider!r} of {profile.model.get('name')!r} is not available "
+            "in this worker"
+        )
 
     return factory
 
@@ -78,6 +104,7 @@ __all__ = [
     "ModelProvider",
     "ModelRequest",
     "ModelResponse",
+    "OpenAIProvider",
     "ProviderFactory",
     "ScriptedProvider",
     "Tool",

@@ -9,14 +9,13 @@ attention.
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any
 
 import jsonschema
 
-from openseal.runtime.models.base import ModelError, ModelRequest, ModelResponse, Tool
+from openseal.runtime.models.base import ModelRequest, ModelResponse, Tool
 from openseal.runtime.states.base import Advance, Attention, Outcome, StepContext
-from openseal.runtime.tools import ToolInvocation, tool_error
+from openseal.runtime.tools import ToolInvocation
 from openseal.runtime.workflow import evaluate_json
 
 REPAIR_PROMPT = (
@@ -61,14 +60,13 @@ def model_turn(
         messages.append({"role": "assistant", **_without_usage(response)})
         if response.tool_calls:
             for index, tool_call in enumerate(response.tool_calls):
+                # The gateway checks, runs (reads only) and records the call; a refusal comes
+                # back as a tool error the model can recover from.
                 invocation = ToolInvocation(
                     ctx.run.id, ctx.state.name, agent.name, tool_call.name,
-                    tool_call.arguments, skills,
+                    tool_call.arguments, skills, actor=str(config["agent"]),
                 )  # fmt: skip
-                result = ctx.activity(
-                    f"{key}tool:{call}:{index}", "tool", invocation.__dict__,
-                    partial(_tool, ctx, invocation), cost={"tool_calls": 1},
-                )  # fmt: skip
+                result = ctx.tools.call(ctx, invocation, f"{key}tool:{call}:{index}")
                 messages.append({"role": "tool", "tool_call_id": tool_call.id, **result})
             continue
         problems = schema_problems(response.output, output_schema)
@@ -100,13 +98,6 @@ def _model_call(ctx: StepContext, request: ModelRequest, suffix: str, agent: Any
         suffix, "model", request.to_json(), compute, cost={"model_calls": 1}, cost_of_result=tokens
     )
     return ModelResponse.from_json(result)
-
-
-def _tool(ctx: StepContext, invocation: ToolInvocation) -> dict[str, Any]:
-    try:
-        return ctx.tools.call(invocation)
-    except ModelError as exc:  # a gateway may reuse the model error for refusals
-        return tool_error("failed", str(exc))
 
 
 def _without_usage(response: ModelResponse) -> dict[str, Any]:
