@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +16,10 @@ from openseal.runtime.models import read_calls as model_calls
 from openseal.runtime.records import Claim
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
+from openseal.simulator import ProcurementSimulator
+from openseal.skills.credentials import RuntimeContext
 from tests.runtime import gateway_skills
-from tests.runtime.engine_support import event_types, register
+from tests.runtime.engine_support import PROCUREMENT, compile_files, event_types, register
 from tests.runtime.gateway_support import (
     Document,
     activities,
@@ -277,3 +281,97 @@ def test_a_constraint_refusal_names_the_constraint_and_its_binding(
     assert activities(store, run_id)["ask:1:tool:1:0"]["error"]["message"] == (
         "arguments of `quote` break the constraint `args.quantity <= 100` of binding `clerk_quotes`"
     )
+
+
+# --------------------------------------------------------------------------- procurement
+
+
+TOKEN_VARIABLE = "OPENSEAL_TEST_PROCUREMENT_TOKEN"
+TOKEN = "proc-tok-7Hq2mZ"
+#: the simulator's search reply, as the example's output type should declare it
+SEARCH_OUTPUT = (
+    "output      = object({ item = string, quantity = number, offers = list(object({ "
+    "vendor = string, name = string, unit_price = number, currency = string, "
+    "in_stock = bool, lead_time_days = number })) })"
+)
+RESEARCH = [
+    {"tool_calls": [call("search_vendors", item="laptop", quantity=10)]},
+    {"output": {"vendor": "northwind", "unit_price": 1149.0, "currency": "EUR"}},
+]
+
+
+def procurement_definitions(tmp: Path) -> Path:
+    """The example procurement definitions, with the search output type widened to what the
+    procurement service really answers (vendor names, stock and lead times)."""
+    source = PROCUREMENT.parent
+    target = tmp / "procurement"
+    shutil.copytree(source, target)
+    skills = target / "hcl" / "skills.hcl"
+    lines = skills.read_text(encoding="utf-8").splitlines()
+    at = next(
+        i for i, line in enumerate(lines) if line.strip().startswith("output") and "offers" in line
+    )
+    lines[at] = "  " + SEARCH_OUTPUT
+    skills.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return target / "hcl"
+
+
+def context_file(tmp: Path, url: str) -> RuntimeContext:
+    path = tmp / "context.yaml"
+    path.write_text(
+        "credentials:\n"
+        f"  procurement_api: {{ env: {TOKEN_VARIABLE} }}\n"
+        "config:\n"
+        f"  procurement_url: {url}\n",
+        encoding="utf-8",
+    )
+    return RuntimeContext.load(path)
+
+
+def research_run(store: Store, tmp: Path) -> tuple[str, Path]:
+    register(store, compile_files(procurement_definitions(tmp)))
+    request = {"item": "laptop", "quantity": 10, "budget": 20000}
+    calls = tmp / "model_calls.jsonl"
+    run = service.create_objective(store, "procure_laptops", {"request": request}).run
+    return run.id, calls
+
+
+def test_the_research_turn_searches_the_procurement_service_over_http(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(TOKEN_VARIABLE, TOKEN)
+    run_id, calls = research_run(store, tmp_path)
+    provider = ScriptedProvider({"research": RESEARCH}, calls_file=calls)
+    with ProcurementSimulator(credential=TOKEN) as sim:
+        context = context_file(tmp_path, sim.url)
+        Engine(store, fixed(provider), worker_id="w", context=context).run_until_idle()
+        stats = sim.stats()
+
+    result = activities(store, run_id)["research:1:tool:1:0"]["result"]
+    offers = {o["vendor"]: o for o in result["offers"]}
+    assert offers["northwind"]["unit_price"] == 1149.0 and offers["northwind"]["in_stock"]
+    assert not offers["contoso"]["in_stock"]  # only 8 of 10 in stock
+    assert stats["requests"] == {"GET /vendors": 1}
+    assert stats["orders"] == 0
+    run = store.get_run(run_id)
+    assert run.context["states"]["research"]["vendor"] == "northwind"
+    assert run.current_state not in ("research", "check_budget")  # it moved on to the draft
+    # the credential was used for the request and is nowhere in the store
+    stored = json.dumps([e.payload for e in store.events(run_id, 0, 10_000)])
+    stored += json.dumps(activities(store, run_id)) + json.dumps(run.context)
+    assert TOKEN not in stored
+
+
+def test_a_wrong_credential_is_a_tool_error_the_model_sees(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(TOKEN_VARIABLE, "not-the-token")
+    run_id, calls = research_run(store, tmp_path)
+    provider = ScriptedProvider({"research": RESEARCH}, calls_file=calls)
+    with ProcurementSimulator(credential=TOKEN) as sim:
+        context = context_file(tmp_path, sim.url)
+        Engine(store, fixed(provider), worker_id="w", context=context).run_until_idle()
+    error = activities(store, run_id)["research:1:tool:1:0"]["error"]
+    assert error["code"] == "skill_failed"
+    assert "answered 401" in error["message"]
+    assert "not-the-token" not in error["message"]
