@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from typing import Any
 
 LOG_ENV = "GATEWAY_SKILL_LOG"
 PRICES = {"laptop": 1149.0, "monitor": 239.0}
@@ -34,7 +35,7 @@ def ship(item: str, quantity: float, note: str | None = None) -> dict[str, objec
     return {"shipment": "S-1"}
 
 
-def calls(path: str | os.PathLike[str]) -> list[dict[str, object]]:
+def calls(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """The logged calls, oldest first (none if the log does not exist yet)."""
     if not os.path.exists(path):
         return []

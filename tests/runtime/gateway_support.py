@@ -29,11 +29,19 @@ class Document:
     document: dict[str, Any]
 
 
-def tools_workflow(tmp: Path, *, tool_calls: int = 5) -> list[Document]:
+SCRIPTED_MODEL = 'provider = "scripted"\n  model    = "test-model"'
+
+
+def tools_workflow(tmp: Path, *, tool_calls: int = 5, model: str | None = None) -> list[Document]:
+    """The ``tools`` workflow; ``model`` replaces the body of its scripted model profile."""
     text = (DEFS / "tools.hcl.in").read_text(encoding="utf-8")
-    folder = tmp / f"tools_{tool_calls}"
+    text = text.replace("TOOL_CALLS", str(tool_calls))
+    if model is not None:
+        assert SCRIPTED_MODEL in text
+        text = text.replace(SCRIPTED_MODEL, model)
+    folder = tmp / f"tools_{tool_calls}_{'own_model' if model else 'scripted'}"
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "tools.hcl").write_text(text.replace("TOOL_CALLS", str(tool_calls)), "utf-8")
+    (folder / "tools.hcl").write_text(text, "utf-8")
     return [plain(d) for d in compile_files(folder / "tools.hcl")]
 
 
