@@ -12,6 +12,8 @@ from typing import Any
 import sqlalchemy as sa
 
 from openseal.errors import StoreError
+from openseal.runtime import actions as action_rows
+from openseal.runtime import approvals as approval_rows
 from openseal.runtime import schema
 from openseal.runtime.events import change_run, iso, lease_released
 from openseal.runtime.leases import LeasesMixin
@@ -104,6 +106,10 @@ class CommandsMixin(LeasesMixin):
             run = self.load_run(conn, run_id, lock=True)
             _require(run, CANCELABLE, "cancel")
             canceled_requests = self._cancel_agent_requests(conn, run_id, now)
+            # Governed actions: pending approvals and unsent actions are canceled; anything
+            # dispatched is reported as it stands, since it may already have happened.
+            canceled_approvals = approval_rows.cancel_for_run(conn, run_id, now, actor)
+            action_report = action_rows.cancel_for_run(conn, run_id, now, actor)
             canceled, _ = change_run(
                 conn,
                 run_id,
@@ -117,6 +123,8 @@ class CommandsMixin(LeasesMixin):
                     "in_flight_worker": _in_flight(run),
                     "lease_expires_at": iso(run.lease_expires_at),
                     "canceled_agent_requests": canceled_requests,
+                    "canceled_approvals": canceled_approvals,
+                    "actions": action_report,
                 },
                 now=now,
                 values={

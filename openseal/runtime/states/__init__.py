@@ -1,14 +1,22 @@
 """The state handlers, one per state kind: the one place to add a kind.
 
 A handler takes a :class:`~openseal.runtime.states.base.StepContext` and returns an outcome
-(advance by an event, finish, wait, or needs attention). ``proposal``, ``approval`` and
-``action`` are placeholders until their handlers are registered here with
-:func:`register`.
+(advance by an event, finish, wait, or needs attention); :func:`register` installs or
+replaces one.
 """
 
 from __future__ import annotations
 
-from openseal.runtime.states import delegate, fanout, simple, turn, wait
+from openseal.runtime.states import (
+    action,
+    approval,
+    delegate,
+    fanout,
+    proposal,
+    simple,
+    turn,
+    wait,
+)
 from openseal.runtime.states.base import Handler
 
 HANDLERS: dict[str, Handler] = {
@@ -20,10 +28,9 @@ HANDLERS: dict[str, Handler] = {
     "parallel": fanout.parallel,
     "for_each": fanout.for_each,
     "end": simple.end,
-    # Seams: the approvals and actions work registers real handlers for these.
-    "proposal": simple.not_supported,
-    "approval": simple.not_supported,
-    "action": simple.not_supported,
+    "proposal": proposal.execute,
+    "approval": approval.execute,
+    "action": action.execute,
 }
 
 

@@ -1,0 +1,285 @@
+"""Action records: one per exact proposal of a run, keyed ``<run>:<proposal hash>``.
+
+Lifecycle (DESIGN §5)::
+
+    proposed → waiting_for_approval → admitted → dispatched → succeeded | failed | unknown
+    rejected, expired, refused at admission → denied
+    unknown → succeeded (lookup) | dispatched (same-key retry) | needs_attention
+    canceled: the run was canceled before dispatch
+
+Every transition is a conditional UPDATE on the expected status (so two writers can never
+both move an action) plus a run event in the same transaction. Recording the outcome of a
+dispatched action is deliberately *not* fenced by the run's epoch: it describes the outside
+world, which changed whether or not this worker still holds the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import sqlalchemy as sa
+
+from openseal.runtime import schema
+from openseal.runtime.clock import new_id
+from openseal.runtime.events import change_run, iso
+from openseal.runtime.records import Row
+from openseal.runtime.statuses import ActionStatus
+from openseal.runtime.store_errors import NotFound
+
+if TYPE_CHECKING:  # the store's cancel imports this module; proposals imports the store
+    from openseal.runtime.proposals import Proposal
+
+actions = schema.actions
+reservations = schema.spend_reservations
+
+#: statuses before anything was sent: canceling the run cancels these
+NOT_DISPATCHED = (
+    ActionStatus.PROPOSED,
+    ActionStatus.WAITING_FOR_APPROVAL,
+    ActionStatus.ADMITTED,
+    ActionStatus.DENIED,
+)
+#: statuses whose effect may have happened and is not settled
+OPEN_OUTCOME = (ActionStatus.DISPATCHED, ActionStatus.UNKNOWN, ActionStatus.NEEDS_ATTENTION)
+
+
+@dataclass(frozen=True)
+class Action:
+    id: str
+    key: str
+    run_id: str
+    proposal_id: str
+    proposal_hash: str
+    proposal_name: str
+    skill: str
+    state: str | None
+    status: ActionStatus
+    approval_id: str | None
+    attempts: int
+    admitted_at: datetime | None
+    dispatched_at: datetime | None
+    finished_at: datetime | None
+    result: Any
+    error: str | None
+    history: list[dict[str, Any]]
+    resolution: dict[str, Any] | None
+    created_at: datetime
+    updated_at: datetime
+    revision: int
+
+    @classmethod
+    def from_row(cls, row: Row) -> Action:
+        values = {name: row[name] for name in cls.__dataclass_fields__}
+        values["status"] = ActionStatus(row["status"])
+        values["history"] = list(row["history"] or [])
+        return cls(**values)
+
+
+def ensure(conn: sa.Connection, proposal: Proposal, now: datetime) -> Action:
+    """The action of ``proposal``, created ``proposed`` on first sight."""
+    found = by_key(conn, proposal.action_key)
+    if found is not None:
+        return found
+    action = Action(
+        id=new_id(),
+        key=proposal.action_key,
+        run_id=proposal.run_id,
+        proposal_id=proposal.id,
+        proposal_hash=proposal.hash,
+        proposal_name=proposal.name,
+        skill=proposal.skill,
+        state=None,
+        status=ActionStatus.PROPOSED,
+        approval_id=None,
+        attempts=0,
+        admitted_at=None,
+        dispatched_at=None,
+        finished_at=None,
+        result=None,
+        error=None,
+        history=[],
+        resolution=None,
+        created_at=now,
+        updated_at=now,
+        revision=1,
+    )
+    conn.execute(sa.insert(actions).values(**action.__dict__))
+    return action
+
+
+def by_key(conn: sa.Connection, key: str) -> Action | None:
+    row = conn.execute(sa.select(actions).where(actions.c.key == key)).mappings().one_or_none()
+    return None if row is None else Action.from_row(row)
+
+
+def get(conn: sa.Connection, action_id: str) -> Action:
+    row = conn.execute(sa.select(actions).where(actions.c.id == action_id)).mappings()
+    found = row.one_or_none()
+    if found is None:
+        found = (
+            conn.execute(sa.select(actions).where(actions.c.key == action_id))
+            .mappings()
+            .one_or_none()
+        )
+    if found is None:
+        raise NotFound(f"action {action_id} not found")
+    return Action.from_row(found)
+
+
+def move(
+    conn: sa.Connection,
+    action: Action,
+    to: ActionStatus,
+    *,
+    now: datetime,
+    actor: str,
+    expect: Iterable[ActionStatus] | None = None,
+    note: str | None = None,
+    event: dict[str, Any] | None = None,
+    **values: Any,
+) -> Action | None:
+    """Move ``action`` (from one of ``expect``, default its current status) to ``to``.
+
+    Appends to the action's history and a run event ``action.<to>``; returns None (writing
+    nothing) when the action was no longer in an expected status.
+    """
+    allowed = list(expect) if expect is not None else [action.status]
+    entry = {"at": iso(now), "from": str(action.status), "to": str(to), "actor": actor}
+    if note:
+        entry["note"] = note
+    result = conn.execute(
+        sa.update(actions)
+        .where(
+            actions.c.id == action.id,
+            actions.c.status.in_(allowed),
+            actions.c.revision == action.revision,
+        )
+        .values(
+            status=to,
+            history=[*action.history, entry],
+            updated_at=now,
+            revision=action.revision + 1,
+            **values,
+        )
+    )
+    if result.rowcount != 1:
+        return None
+    payload = {
+        "action_id": action.id,
+        "key": action.key,
+        "proposal": action.proposal_name,
+        "hash": action.proposal_hash,
+        "from": str(action.status),
+        **({"note": note} if note else {}),
+        **(event or {}),
+    }
+    change_run(
+        conn, action.run_id, event_type=f"action.{to}", actor=actor, payload=payload, now=now
+    )
+    return get(conn, action.id)
+
+
+# -- spend reservations ----------------------------------------------------------------
+
+
+def reserved_total(conn: sa.Connection, scope: str, currency: str | None) -> float:
+    stmt = sa.select(sa.func.coalesce(sa.func.sum(reservations.c.amount), 0.0)).where(
+        reservations.c.scope == scope, reservations.c.status.in_(["reserved", "committed"])
+    )
+    if currency is not None:
+        stmt = stmt.where(reservations.c.currency == currency)
+    return float(conn.execute(stmt).scalar_one())
+
+
+def reserve(
+    conn: sa.Connection, action: Action, scope: str, amount: float, currency: str, now: datetime
+) -> None:
+    conn.execute(
+        sa.insert(reservations).values(
+            id=new_id(), action_id=action.id, run_id=action.run_id, scope=scope, amount=amount,
+            currency=currency, status="reserved", created_at=now, updated_at=now,
+        )
+    )  # fmt: skip
+
+
+def settle(conn: sa.Connection, action_id: str, status: str, now: datetime) -> None:
+    """``committed`` once the effect is confirmed, ``released`` once it certainly did not happen."""
+    conn.execute(
+        sa.update(reservations)
+        .where(reservations.c.action_id == action_id, reservations.c.status == "reserved")
+        .values(status=status, updated_at=now)
+    )
+
+
+def spend_of(conn: sa.Connection, action_id: str) -> list[dict[str, Any]]:
+    rows = conn.execute(
+        sa.select(reservations)
+        .where(reservations.c.action_id == action_id)
+        .order_by(reservations.c.id)
+    ).mappings()
+    return [
+        {
+            "scope": r["scope"],
+            "amount": r["amount"],
+            "currency": r["currency"],
+            "status": r["status"],
+        }
+        for r in rows
+    ]
+
+
+# -- cancellation ----------------------------------------------------------------------
+
+
+def cancel_for_run(
+    conn: sa.Connection, run_id: str, now: datetime, actor: str
+) -> list[dict[str, Any]]:
+    """The run is being canceled: cancel what was not sent, report what may have happened.
+
+    An action not yet dispatched becomes ``canceled`` (and its reservation is released): the
+    worker must mark it ``dispatched`` in a fenced write before sending, which the cancel's
+    epoch bump refuses. Anything dispatched is reported as it stands — it may have happened.
+    """
+    rows = conn.execute(
+        sa.select(actions).where(actions.c.run_id == run_id).order_by(actions.c.id)
+    ).mappings()
+    report: list[dict[str, Any]] = []
+    for row in rows:
+        action = Action.from_row(row)
+        if action.status in NOT_DISPATCHED:
+            move(
+                conn,
+                action,
+                ActionStatus.CANCELED,
+                now=now,
+                actor=actor,
+                note="the run was canceled",
+            )
+            settle(conn, action.id, "released", now)
+            report.append({"action_id": action.id, "key": action.key, "status": "canceled",
+                           "was": str(action.status), "sent": False})  # fmt: skip
+        elif action.status in (*OPEN_OUTCOME, ActionStatus.SUCCEEDED, ActionStatus.FAILED):
+            report.append(boundary(action))
+    return report
+
+
+def boundary(action: Action) -> dict[str, Any]:
+    """What may already have happened: "dispatched at …, outcome unknown/succeeded"."""
+    outcome = {
+        ActionStatus.DISPATCHED: "unknown",
+        ActionStatus.UNKNOWN: "unknown",
+        ActionStatus.NEEDS_ATTENTION: "unknown",
+    }.get(action.status, str(action.status))
+    return {
+        "action_id": action.id,
+        "key": action.key,
+        "status": str(action.status),
+        "sent": True,
+        "dispatched_at": iso(action.dispatched_at),
+        "outcome": outcome,
+        "result": action.result if action.status == ActionStatus.SUCCEEDED else None,
+        "note": f"dispatched at {iso(action.dispatched_at)}, outcome {outcome}",
+    }

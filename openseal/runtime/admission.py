@@ -1,0 +1,199 @@
+"""Admission: the one fenced transaction that lets an action be dispatched (invariant 7).
+
+It re-checks, together and at the last moment: that the run still holds its claim (a cancel or
+pause bumped the epoch, so the fenced transaction refuses), the binding (the pinned version
+still grants the skill to the proposal's actor, the skill's digest is the proposal's, the
+grant's constraints hold for the exact arguments), the approval (same hash, approved,
+unexpired) and the spend budgets (the proposal's amount is reserved against the workflow's and
+the owner's ``spend`` limits). A refusal marks the action ``denied`` with the reason; the run
+then needs attention.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from openseal.compiler.evaluate import EvaluationError
+from openseal.runtime import actions as action_rows
+from openseal.runtime import schema
+from openseal.runtime.actions import Action
+from openseal.runtime.approvals import Approval
+from openseal.runtime.proposals import Proposal, proposal_name
+from openseal.runtime.statuses import ActionStatus, ApprovalStatus
+from openseal.runtime.store import Store
+from openseal.runtime.workflow import CompiledWorkflow, DefinitionError, evaluate_json
+
+approvals = schema.approvals
+
+#: statuses from which admission may be (re)tried
+ADMISSIBLE = (ActionStatus.PROPOSED, ActionStatus.WAITING_FOR_APPROVAL, ActionStatus.DENIED)
+
+
+@dataclass(frozen=True)
+class Budget:
+    scope: str
+    limit: float
+    currency: str | None
+
+
+def admit(
+    conn: sa.Connection,
+    store: Store,
+    workflow: CompiledWorkflow,
+    proposal: Proposal,
+    action: Action,
+    *,
+    state: str,
+    now: datetime,
+    actor: str,
+) -> Action | str:
+    """Admit ``action`` (inside the caller's fenced transaction) or return why not."""
+    current = action_rows.get(conn, action.id)
+    if current.status not in ADMISSIBLE:
+        return current
+    approval, reason = _approval(conn, workflow, proposal, now)
+    reason = _binding(workflow, proposal) or reason
+    budgets = spend_budgets(workflow, proposal.run_id)
+    if reason is None:
+        reason = _spend(conn, store, budgets, proposal)
+    if reason is not None:
+        action_rows.move(
+            conn, current, ActionStatus.DENIED, now=now, actor=actor, expect=ADMISSIBLE,
+            note=reason, error=reason, state=state,
+        )  # fmt: skip
+        return reason
+    admitted = action_rows.move(
+        conn, current, ActionStatus.ADMITTED, now=now, actor=actor, expect=ADMISSIBLE,
+        approval_id=approval.id if approval else None, admitted_at=now, error=None, state=state,
+        event={"approval_id": approval.id if approval else None},
+    )  # fmt: skip
+    if admitted is None:
+        return action_rows.get(conn, action.id)
+    spend = proposal.spend
+    if spend is not None:
+        for budget in budgets:
+            currency = str(spend.get("currency") or budget.currency or "")
+            action_rows.reserve(conn, admitted, budget.scope, float(spend["amount"]), currency, now)
+    return admitted
+
+
+# -- binding ---------------------------------------------------------------------------
+
+
+def _binding(workflow: CompiledWorkflow, proposal: Proposal) -> str | None:
+    entry = (workflow.document.get("skills") or {}).get(proposal.skill)
+    if entry is None:
+        return f"skill {proposal.skill} is not granted in the pinned workflow version"
+    if entry.get("digest") != proposal.skill_digest:
+        return (
+            f"skill {proposal.skill} is pinned at {entry.get('digest')}, "
+            f"but the proposal was drafted for {proposal.skill_digest}"
+        )
+    grants = [g for g in entry.get("grants") or () if g.get("actor") == proposal.actor]
+    if not grants:
+        return f"no binding grants skill {proposal.skill} to {proposal.actor}"
+    problems = [p for g in grants if (p := _constraints(g, proposal.args)) is not None]
+    if len(problems) == len(grants):
+        return problems[0]
+    return None
+
+
+def _constraints(grant: dict[str, Any], args: dict[str, Any]) -> str | None:
+    for index, constraint in enumerate(grant.get("constraints") or ()):
+        try:
+            holds = evaluate_json(constraint, {"args": args})
+        except (EvaluationError, DefinitionError) as exc:
+            return f"binding {grant.get('granted_by')}: constraint {index + 1} failed: {exc}"
+        if holds is not True:
+            return f"binding {grant.get('granted_by')}: constraint {index + 1} does not hold"
+    return None
+
+
+# -- approval --------------------------------------------------------------------------
+
+
+def approval_required(workflow: CompiledWorkflow, proposal: Proposal) -> bool:
+    """An approval state binds this proposal, or the skill's or a grant's policy asks for one."""
+    for state in workflow.states.values():
+        reference = str(state.config.get("proposal") or "")
+        if state.kind == "approval" and proposal_name(reference) == proposal.name:
+            return True
+    try:
+        skill = workflow.dependency(f"skill.{proposal.skill}")
+    except DefinitionError:
+        return True  # cannot tell: be strict
+    if ((skill.get("spec") or {}).get("approval") or {}).get("required"):
+        return True
+    entry = (workflow.document.get("skills") or {}).get(proposal.skill) or {}
+    return any(
+        (g.get("approval") or {}).get("required")
+        for g in entry.get("grants") or ()
+        if g.get("actor") == proposal.actor
+    )
+
+
+def _approval(
+    conn: sa.Connection, workflow: CompiledWorkflow, proposal: Proposal, now: datetime
+) -> tuple[Approval | None, str | None]:
+    if not approval_required(workflow, proposal):
+        return None, None
+    rows = conn.execute(
+        sa.select(approvals)
+        .where(
+            approvals.c.run_id == proposal.run_id,
+            approvals.c.proposal_hash == proposal.hash,
+            approvals.c.status == ApprovalStatus.APPROVED,
+        )
+        .order_by(approvals.c.id.desc())
+    ).mappings()
+    found = [Approval.from_row(row) for row in rows]
+    valid = [a for a in found if not a.expired_at(now)]
+    if valid:
+        return valid[0], None
+    if found:
+        return None, f"the approval of proposal {proposal.hash} expired at {found[0].expires_at}"
+    return None, f"proposal {proposal.name} ({proposal.hash}) has no approval"
+
+
+# -- spend -----------------------------------------------------------------------------
+
+
+def spend_budgets(workflow: CompiledWorkflow, run_id: str) -> list[Budget]:
+    """The spend limits an action of this run counts against: the workflow's (per run) and
+    its owner's (a team or agent, across all its runs)."""
+    budgets = workflow.document.get("budgets") or {}
+    owner = str((workflow.document.get("spec") or {}).get("owner") or "owner")
+    found = []
+    for key, scope in (("workflow", f"run:{run_id}"), ("owner", owner)):
+        entry = budgets.get(key) or {}
+        if entry.get("spend") is not None:
+            found.append(Budget(scope, float(entry["spend"]), entry.get("currency")))
+    return found
+
+
+def _spend(
+    conn: sa.Connection, store: Store, budgets: list[Budget], proposal: Proposal
+) -> str | None:
+    spend = proposal.spend
+    if spend is None:
+        return None
+    amount = float(spend["amount"])
+    currency = spend.get("currency")
+    for budget in budgets:
+        if budget.currency and currency and currency != budget.currency:
+            return f"spend is in {currency} but the {budget.scope} budget is in {budget.currency}"
+        # Serialise reservations on one budget (a PostgreSQL advisory lock; SQLite's write
+        # lock already does) so two runs cannot both fit into the last of a team's budget.
+        store.lock_event_name(conn, f"spend:{budget.scope}")
+        used = action_rows.reserved_total(conn, budget.scope, budget.currency or currency)
+        if used + amount > budget.limit + 1e-9:
+            unit = f" {budget.currency or currency or ''}".rstrip()
+            return (
+                f"spend budget exceeded: {budget.scope} would reach {used + amount:.2f} "
+                f"of {budget.limit:.2f}{unit}"
+            )
+    return None

@@ -1,0 +1,172 @@
+"""Calling a skill for an action: its pinned spec, the adapter, the key, the context.
+
+The runtime holds compiled documents only, so the skill's :class:`SkillSpec` is rebuilt from
+its pinned compiled version (expressions and types come back from their JSON forms). The
+credential is never read here: the runtime context's sources are handed to the adapter as
+``credential.<name>`` entries and the adapter reads the value at call time (invariant 10).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from openseal.compiler import expr as ex
+from openseal.compiler import types as ty
+from openseal.compiler.model import SkillSpec
+from openseal.runtime.proposals import Proposal
+from openseal.runtime.workflow import CompiledWorkflow, DefinitionError
+from openseal.skills import adapter_for
+from openseal.skills.base import SkillCall, SkillResult
+from openseal.skills.credentials import RuntimeContext
+
+
+def skill_spec(document: Mapping[str, Any]) -> SkillSpec:
+    """The :class:`SkillSpec` of a compiled skill document."""
+    spec = dict(document.get("spec") or {})
+    try:
+        spec["adapter"] = _adapter(spec["adapter"])
+        for key in ("input", "output"):
+            if spec.get(key) is not None:
+                spec[key] = ty.from_json(spec[key])
+        idempotency = spec.get("idempotency")
+        if idempotency and idempotency.get("lookup"):
+            spec["idempotency"] = {**idempotency, "lookup": _adapter(idempotency["lookup"])}
+        return SkillSpec.model_validate(spec)
+    except (KeyError, ValueError, TypeError) as exc:
+        name = document.get("name")
+        raise DefinitionError(f"compiled skill {name} cannot be read: {exc}") from None
+
+
+def _adapter(data: Mapping[str, Any]) -> dict[str, Any]:
+    adapter = dict(data)
+    http = adapter.get("http")
+    if http:
+        adapter["http"] = {
+            **http,
+            "url": ex.from_json(http["url"]),
+            "headers": {k: ex.from_json(v) for k, v in (http.get("headers") or {}).items()},
+            "body": ex.from_json(http["body"]) if http.get("body") is not None else None,
+        }
+    return adapter
+
+
+def adapter_config(context: RuntimeContext | None) -> dict[str, str]:
+    """``config.*`` for templates plus where each credential lives (never its value)."""
+    if context is None:
+        return {}
+    config = {key: _text(value) for key, value in context.config.items()}
+    for name, source in context.credentials.sources.items():
+        config[f"credential.{name}"] = f"env:{source.env}" if source.env else f"file:{source.file}"
+    return config
+
+
+def _text(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+@dataclass(frozen=True)
+class Target:
+    """Everything a dispatch or a lookup needs, fixed at admission."""
+
+    skill: str
+    spec: SkillSpec
+    args: Mapping[str, Any]
+    key: str
+    run_id: str
+    proposal: str
+
+    def call(self, spec: SkillSpec, context: RuntimeContext | None) -> SkillCall:
+        return SkillCall(
+            skill=self.skill,
+            spec=spec,
+            args=self.args,
+            timeout=float(spec.timeout),
+            idempotency_key=self.key,
+            config=adapter_config(context),
+            action={"key": self.key, "run": self.run_id, "proposal": self.proposal},
+        )
+
+
+def dispatch(target: Target, context: RuntimeContext | None) -> SkillResult:
+    """Send the action once with its stable key; an adapter crash counts as ``unknown``."""
+    return _run(target.call(target.spec, context), ambiguous=True)
+
+
+def lookup(target: Target, context: RuntimeContext | None) -> SkillResult | None:
+    """Ask the destination for the action by its key; None when the skill declares no lookup."""
+    idempotency = target.spec.idempotency
+    if idempotency is None or idempotency.lookup is None:
+        return None
+    # A lookup reads: an unclear answer is just "no answer", and its reply is the
+    # destination's record, which need not match the skill's input or output type.
+    spec = target.spec.model_copy(
+        update={"adapter": idempotency.lookup, "effect": "read", "input": None, "output": None}
+    )
+    return _run(target.call(spec, context), ambiguous=False)
+
+
+def _run(call: SkillCall, *, ambiguous: bool) -> SkillResult:
+    adapter = adapter_for(call.spec)
+    if adapter is None:
+        return SkillResult(
+            "failed", error=f"skill `{call.skill}`: runbook skills cannot be actions"
+        )
+    try:
+        return adapter.call(call)
+    except Exception as exc:  # an adapter bug must not lose track of a possible effect
+        outcome: Literal["unknown", "failed"] = "unknown" if ambiguous else "failed"
+        return SkillResult(
+            outcome, error=f"skill `{call.skill}` adapter error: {type(exc).__name__}"
+        )
+
+
+LookupVerdict = Literal["found", "not_found", "inconclusive"]
+
+
+def read_lookup(result: SkillResult) -> LookupVerdict:
+    """found (a record), not_found (HTTP 404/410, or no record), or inconclusive."""
+    status = result.detail.get("status")
+    if result.ok:
+        return "found" if result.output not in (None, "", {}) else "not_found"
+    if result.outcome == "failed" and status in (404, 410):
+        return "not_found"
+    return "inconclusive"
+
+
+def confirmed(result: SkillResult) -> bool:
+    """The destination confirmed the effect: success, or a 2xx whose reply failed the type."""
+    status = result.detail.get("status")
+    return result.ok or (isinstance(status, int) and 200 <= status < 300)
+
+
+def output_of(spec: SkillSpec, output: object) -> tuple[object, str | None]:
+    """The confirmed reply narrowed to the skill's output fields, and any problem left.
+
+    Destinations answer with more than a skill declares (the whole order, not just its id);
+    the recorded result keeps the declared fields so the workflow reads what it typed.
+    """
+    declared = spec.output
+    if declared is None:
+        return output, None
+    if isinstance(declared, ty.ObjectType) and isinstance(output, Mapping):
+        names = {f.name for f in declared.fields}
+        output = {k: v for k, v in output.items() if k in names}
+    problems = ty.conforms(output, declared)
+    return output, ("; ".join(problems) if problems else None)
+
+
+def target_for(workflow: CompiledWorkflow, proposal: Proposal) -> Target:
+    """The dispatch target of ``proposal`` with the skill version the run pinned."""
+    document = workflow.dependency(f"skill.{proposal.skill}")
+    return Target(
+        skill=proposal.skill,
+        spec=skill_spec(document),
+        args=proposal.args,
+        key=proposal.action_key,
+        run_id=proposal.run_id,
+        proposal=proposal.name,
+    )

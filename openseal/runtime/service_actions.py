@@ -1,0 +1,269 @@
+"""Service functions for approvals and actions: what the CLI and (later) the HTTP API call.
+
+Each takes an open store and plain arguments and raises an :class:`~openseal.errors.OpenSealError`
+with a stable code and a one-line message on refusal. Decisions need an
+:class:`~openseal.runtime.approvals.ApprovalAuthority`; without one they are not served.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+
+from openseal.errors import RuntimeFailure, StoreError, UsageError
+from openseal.runtime import actions as action_rows
+from openseal.runtime import approvals as approval_rows
+from openseal.runtime import proposals as proposal_rows
+from openseal.runtime import schema
+from openseal.runtime.actions import Action
+from openseal.runtime.approvals import CLI_ADDRESS, Approval, ApprovalAuthority, Decided
+from openseal.runtime.dispatch import target_for
+from openseal.runtime.events import change_run, iso
+from openseal.runtime.proposals import Proposal
+from openseal.runtime.reconcile import mark_unknown, reconcile, resend_unclaimed
+from openseal.runtime.statuses import ActionStatus, ApprovalStatus, RunStatus
+from openseal.runtime.store import Store
+from openseal.runtime.workflow import WorkflowCatalog
+from openseal.skills.credentials import RuntimeContext
+
+LOCAL_ACTOR = approval_rows.LOCAL_OPERATOR
+
+
+@dataclass(frozen=True)
+class ProposalView:
+    """A stored proposal with its document read back from the artefact (digest verified)."""
+
+    proposal: Proposal
+    document: dict[str, Any]
+    verified: bool
+
+
+@dataclass(frozen=True)
+class ApprovalView:
+    approval: Approval
+    proposal: ProposalView
+
+
+@dataclass(frozen=True)
+class ActionView:
+    action: Action
+    proposal: ProposalView
+    spend: list[dict[str, Any]]
+
+
+# -- approvals -------------------------------------------------------------------------
+
+
+def list_approvals(
+    store: Store, *, status: str | None = None, run_id: str | None = None, limit: int = 100
+) -> list[Approval]:
+    table = schema.approvals
+    stmt = sa.select(table).order_by(table.c.id.desc()).limit(limit)
+    if status is not None:
+        stmt = stmt.where(table.c.status == _status(ApprovalStatus, status))
+    if run_id is not None:
+        stmt = stmt.where(table.c.run_id == run_id)
+    with store.read() as conn:
+        return [Approval.from_row(row) for row in conn.execute(stmt).mappings()]
+
+
+def show_approval(store: Store, ref: str) -> ApprovalView:
+    """An approval (by id or proposal hash) and every field of the exact proposal."""
+    with store.read() as conn:
+        approval = approval_rows.find(conn, ref)
+        proposal = proposal_rows.get(conn, approval.proposal_id)
+    return ApprovalView(approval, _proposal_view(store, proposal))
+
+
+def decide_approval(
+    store: Store,
+    authority: ApprovalAuthority | None,
+    ref: str,
+    decision: str,
+    *,
+    seen_hash: str,
+    reason: str | None = None,
+    principal: str | None = None,
+    address: str = CLI_ADDRESS,
+) -> Decided:
+    """Approve, reject or request changes; see :func:`openseal.runtime.approvals.decide`."""
+    return approval_rows.decide(
+        store, authority, ref, decision, seen_hash=seen_hash, reason=reason,
+        principal=principal, address=address,
+    )  # fmt: skip
+
+
+# -- actions ---------------------------------------------------------------------------
+
+
+def list_actions(
+    store: Store, *, status: str | None = None, run_id: str | None = None, limit: int = 100
+) -> list[Action]:
+    table = schema.actions
+    stmt = sa.select(table).order_by(table.c.id.desc()).limit(limit)
+    if status is not None:
+        stmt = stmt.where(table.c.status == _status(ActionStatus, status))
+    if run_id is not None:
+        stmt = stmt.where(table.c.run_id == run_id)
+    with store.read() as conn:
+        return [Action.from_row(row) for row in conn.execute(stmt).mappings()]
+
+
+def show_action(store: Store, action_id: str) -> ActionView:
+    """An action (by id or key), its proposal and its spend reservations."""
+    with store.read() as conn:
+        action = action_rows.get(conn, action_id)
+        proposal = proposal_rows.get(conn, action.proposal_id)
+        spend = action_rows.spend_of(conn, action.id)
+    return ActionView(action, _proposal_view(store, proposal), spend)
+
+
+def reconcile_action(
+    store: Store,
+    action_id: str,
+    *,
+    context: RuntimeContext | None = None,
+    actor: str = LOCAL_ACTOR,
+) -> tuple[Action, str | None]:
+    """Reconcile an action whose outcome is open, from outside any worker.
+
+    A ``dispatched`` action is only taken over when no worker holds its run. Same-key retry is
+    used only while the run is alive and unclaimed; a canceled run's action is looked up, never
+    re-sent. Returns the action and, if it is still open, why.
+    """
+    with store.read() as conn:
+        action = action_rows.get(conn, action_id)
+        proposal = proposal_rows.get(conn, action.proposal_id)
+        run = store.load_run(conn, action.run_id)
+    if action.status not in action_rows.OPEN_OUTCOME:
+        raise RuntimeFailure(
+            f"action {action.id} is {action.status}; only dispatched, unknown or "
+            "needs_attention actions are reconciled",
+            code="invalid_status",
+        )
+    if action.status == ActionStatus.DISPATCHED and run.status == RunStatus.RUNNING:
+        raise RuntimeFailure(
+            f"action {action.id} is being dispatched by {run.lease_owner}; try again later",
+            code="action_in_flight",
+        )
+    workflow = WorkflowCatalog(store).workflow(run.workflow_digest)
+    target = target_for(workflow, proposal)
+    if action.status == ActionStatus.DISPATCHED:
+        action = mark_unknown(store, action, "taken over by an operator's reconcile", actor)
+    if action.status == ActionStatus.NEEDS_ATTENTION:
+        action = _reopen(store, action, actor)
+    step = reconcile(
+        store, target, action, context, resend_unclaimed(store, target, context, actor), actor
+    )
+    settled = step.action
+    if settled.status in (ActionStatus.SUCCEEDED, ActionStatus.FAILED):
+        _requeue(store, settled, actor, "action.reconciled")
+    return settled, step.pending
+
+
+def _reopen(store: Store, action: Action, actor: str) -> Action:
+    with store.write() as conn:
+        moved = action_rows.move(
+            conn, action, ActionStatus.UNKNOWN, now=store.now(), actor=actor,
+            note="reconcile requested by an operator",
+        )  # fmt: skip
+        return moved or action_rows.get(conn, action.id)
+
+
+def resolve_action(
+    store: Store,
+    action_id: str,
+    *,
+    outcome: str,
+    evidence: str,
+    actor: str = LOCAL_ACTOR,
+    result: Any = None,
+) -> Action:
+    """An operator settles an action whose outcome is open, with the evidence they checked.
+
+    ``succeeded`` commits its spend reservation (``result``, if given, becomes the action's
+    result, e.g. ``{"order_id": "PO-000001", "status": "confirmed"}``); ``failed`` releases it.
+    A run waiting on the action is queued again and continues from it.
+    """
+    if outcome not in ("succeeded", "failed"):
+        raise UsageError(f"--outcome must be succeeded or failed, not {outcome!r}")
+    if not evidence.strip():
+        raise UsageError("--evidence is required: say what you checked")
+    now = store.now()
+    with store.write() as conn:
+        action = action_rows.get(conn, action_id)
+        run = store.load_run(conn, action.run_id, lock=True)
+        if action.status not in action_rows.OPEN_OUTCOME:
+            raise RuntimeFailure(
+                f"action {action.id} is {action.status}; only dispatched, unknown or "
+                "needs_attention actions are resolved",
+                code="invalid_status",
+            )
+        if action.status == ActionStatus.DISPATCHED and run.status == RunStatus.RUNNING:
+            raise RuntimeFailure(
+                f"action {action.id} is being dispatched by {run.lease_owner}",
+                code="action_in_flight",
+            )
+        resolution = {"actor": actor, "outcome": outcome, "evidence": evidence, "at": iso(now)}
+        status = ActionStatus.SUCCEEDED if outcome == "succeeded" else ActionStatus.FAILED
+        moved = action_rows.move(
+            conn, action, status, now=now, actor=actor, note=f"resolved: {evidence}",
+            resolution=resolution, finished_at=now,
+            result=result if status == ActionStatus.SUCCEEDED else action.result,
+            error=None if status == ActionStatus.SUCCEEDED else f"resolved as failed: {evidence}",
+            event={"resolution": resolution},
+        )  # fmt: skip
+        if moved is None:
+            raise RuntimeFailure(
+                f"action {action.id} changed meanwhile; look again", code="conflict"
+            )
+        action_rows.settle(
+            conn, action.id, "committed" if outcome == "succeeded" else "released", now
+        )
+        _requeue_in(store, conn, moved, actor, "action.resolved", now)
+    return moved
+
+
+def _requeue(store: Store, action: Action, actor: str, event: str) -> None:
+    with store.write() as conn:
+        _requeue_in(store, conn, action, actor, event, store.now())
+
+
+def _requeue_in(
+    store: Store, conn: sa.Connection, action: Action, actor: str, event: str, now: Any
+) -> None:
+    # A run that needs attention because of this action continues once it is settled; the
+    # executor retries the state, which reads the settled action instead of dispatching.
+    run = store.load_run(conn, action.run_id, lock=True)
+    waiting = run.waiting or {}
+    if run.status != RunStatus.NEEDS_ATTENTION or waiting.get("state") != action.state:
+        return
+    change_run(
+        conn, run.id, event_type=event, actor=actor,
+        payload={"action_id": action.id, "status": str(action.status)}, now=now,
+        values={"status": RunStatus.QUEUED, "waiting": None, "wait_name": None},
+    )  # fmt: skip
+    store.notify_work(conn)
+
+
+# -- helpers ---------------------------------------------------------------------------
+
+
+def _proposal_view(store: Store, proposal: Proposal) -> ProposalView:
+    try:
+        data = store.artifacts.read(proposal.artifact_digest)
+    except StoreError:  # a missing or corrupt artefact file: show the row, flagged
+        return ProposalView(proposal, proposal.document, False)
+    verified = proposal.artifact_digest == proposal.hash
+    return ProposalView(proposal, json.loads(data), verified)
+
+
+def _status(kind: Any, value: str) -> Any:
+    try:
+        return kind(value)
+    except ValueError:
+        names = ", ".join(s.value for s in kind)
+        raise UsageError(f"unknown status {value!r} (one of {names})") from None

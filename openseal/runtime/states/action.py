@@ -1,0 +1,127 @@
+"""``action``: admit, dispatch once with the stable key, record, reconcile (invariants 7–9).
+
+The action of a proposal moves through its statuses in separate, persisted steps, so a crash
+between any two leaves a status the next worker acts on safely:
+
+* not yet admitted → admission (one fenced transaction, :mod:`openseal.runtime.admission`);
+* ``admitted`` → marked ``dispatched`` (fenced: a cancel since admission stops it here), then
+  the skill is called with ``idempotency_key = <run>:<proposal hash>``, then the outcome is
+  recorded;
+* ``dispatched`` with no outcome (the worker died mid-call) → ``unknown``, never re-sent
+  blindly; ``unknown`` → reconciled by lookup or same-key retry
+  (:mod:`~openseal.runtime.reconcile`);
+* ``succeeded`` → leave by ``done`` with the confirmed result; ``failed`` → by ``failed``;
+  ``needs_attention`` → the run waits for ``openseal actions resolve``.
+
+An action state may also name a skill and args directly instead of a proposal; its payload is
+then drafted here (named after the state) exactly as a proposal state would.
+"""
+
+from __future__ import annotations
+
+from openseal.runtime import actions as rows
+from openseal.runtime import admission, proposals
+from openseal.runtime.actions import Action
+from openseal.runtime.dispatch import Target, dispatch, target_for
+from openseal.runtime.proposals import Proposal
+from openseal.runtime.reconcile import mark_unknown, reconcile, record
+from openseal.runtime.states.base import Advance, Attention, LeaseLost, Outcome, StepContext
+from openseal.runtime.states.proposal import store_draft
+from openseal.runtime.statuses import ActionStatus
+from openseal.runtime.workflow import DefinitionError
+
+#: bound on status changes in one turn (admission, dispatches, reconciliation)
+MAX_STEPS = 12
+
+
+def execute(ctx: StepContext) -> Outcome:
+    proposal = _proposal(ctx)
+    target = target_for(ctx.workflow, proposal)
+    actor = f"worker:{ctx.claim.worker_id}"
+    with ctx.store.read() as conn:
+        action = rows.by_key(conn, proposal.action_key)
+    if action is None:
+        raise DefinitionError(f"action {proposal.action_key} was never proposed")
+    for _ in range(MAX_STEPS):
+        status = action.status
+        if status in admission.ADMISSIBLE:
+            admitted = _admit(ctx, proposal, action)
+            if isinstance(admitted, str):
+                return Attention(f"action {action.id} was not admitted: {admitted}")
+            action = admitted
+        elif status == ActionStatus.ADMITTED:
+            action = _send(ctx, target, action)
+        elif status == ActionStatus.DISPATCHED:
+            note = "found dispatched with no recorded outcome; it may have taken effect"
+            action = mark_unknown(ctx.store, action, note, actor)
+        elif status == ActionStatus.UNKNOWN:
+            step = reconcile(
+                ctx.store, target, action, ctx.context, lambda a: _send(ctx, target, a), actor
+            )
+            if step.pending is not None:
+                return Attention(f"action {action.id} outcome unknown: {step.pending}")
+            action = step.action
+        else:
+            return _leave(action)
+    return Attention(f"action {action.id} did not settle (status {action.status})")
+
+
+def _proposal(ctx: StepContext) -> Proposal:
+    config = ctx.state.config
+    if config.get("proposal"):
+        _, digest = proposals.current_hash(
+            ctx.workflow, ctx.run.context.get("states", {}), str(config["proposal"])
+        )
+        with ctx.store.read() as conn:
+            found = proposals.by_hash(conn, ctx.run.id, digest)
+        if found is None:
+            raise DefinitionError(f"proposal {digest} is not stored for run {ctx.run.id}")
+        return found
+    drafted = proposals.draft(
+        ctx.workflow, ctx.run.id, ctx.state.name, ctx.state.name, config, ctx.scope
+    )
+    return store_draft(ctx, drafted)
+
+
+def _admit(ctx: StepContext, proposal: Proposal, action: Action) -> Action | str:
+    with ctx.store.fenced(ctx.claim) as tx:
+        verdict = admission.admit(
+            tx.conn, ctx.store, ctx.workflow, proposal, action, state=ctx.state.name,
+            now=tx.now, actor=tx.actor,
+        )  # fmt: skip
+    if not isinstance(verdict, str):
+        ctx.hook("action.admitted", ctx.claim)
+    return verdict
+
+
+def _send(ctx: StepContext, target: Target, action: Action) -> Action:
+    """Persist ``dispatched`` (fenced), then call the skill once, then record the outcome."""
+    with ctx.store.fenced(ctx.claim) as tx:
+        attempt = action.attempts + 1
+        sent = rows.move(
+            tx.conn, action, ActionStatus.DISPATCHED, now=tx.now, actor=tx.actor,
+            expect=(ActionStatus.ADMITTED, ActionStatus.UNKNOWN), attempts=attempt,
+            dispatched_at=tx.now, event={"attempt": attempt},
+        )  # fmt: skip
+        if sent is None:
+            return rows.get(tx.conn, action.id)
+    ctx.hook("action.dispatched", ctx.claim)
+    if ctx.lost.is_set():
+        # Not sent: the next claim finds it dispatched, looks it up, and only then re-sends.
+        raise LeaseLost(ctx.claim.run_id)
+    result = dispatch(target, ctx.context)
+    ctx.hook("action.before_record", ctx.claim)
+    return record(ctx.store, sent, result, target, f"worker:{ctx.claim.worker_id}")
+
+
+def _leave(action: Action) -> Outcome:
+    if action.status == ActionStatus.SUCCEEDED:
+        return Advance("done", action.result)
+    if action.status == ActionStatus.FAILED:
+        return Advance("failed", {"action_id": action.id, "error": action.error})
+    if action.status == ActionStatus.NEEDS_ATTENTION:
+        return Attention(
+            f"action {action.id} needs an operator: {action.error} "
+            f"(see `openseal actions show {action.id}`, then `openseal actions resolve`)"
+        )
+    return Attention(f"action {action.id} is {action.status}")

@@ -1,0 +1,52 @@
+"""``proposal``: draft the exact payload of an action and store it before moving on.
+
+Each ``proposal "name" {...}`` block is evaluated into its canonical document
+(:mod:`openseal.runtime.proposals`); the bytes are stored as an immutable artefact and the
+proposal and its action (``proposed``) are recorded in a fenced transaction — all before the
+run leaves the state, so an approval can only ever bind to something that is stored. The
+state's output maps each name to the proposal's id, hash, skill, actor, args and spend.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openseal.runtime import actions, proposals
+from openseal.runtime.proposals import Draft, Proposal
+from openseal.runtime.states.base import Advance, Outcome, StepContext
+from openseal.runtime.statuses import ActionStatus
+
+
+def execute(ctx: StepContext) -> Outcome:
+    output: dict[str, Any] = {}
+    for name, config in sorted(ctx.state.config.items()):
+        drafted = proposals.draft(ctx.workflow, ctx.run.id, ctx.state.name, name, config, ctx.scope)
+        output[name] = proposals.output_of(store_draft(ctx, drafted))
+    return Advance("done", output)
+
+
+def store_draft(ctx: StepContext, drafted: Draft) -> Proposal:
+    """Store ``drafted`` as an artefact, then record it and its action (idempotent by hash)."""
+    info = ctx.store.artifacts.put(drafted.data, proposals.MEDIA_TYPE)
+    with ctx.store.fenced(ctx.claim) as tx:
+        proposal, created = proposals.insert(tx.conn, ctx.run.id, drafted, info.digest, tx.now)
+        action = actions.ensure(tx.conn, proposal, tx.now)
+        if action.status in (ActionStatus.DENIED, ActionStatus.CANCELED):
+            # The same exact content drafted again (after changes were requested, say):
+            # it is proposed afresh and needs a fresh approval.
+            actions.move(
+                tx.conn, action, ActionStatus.PROPOSED, now=tx.now, actor=tx.actor,
+                note="drafted again", error=None,
+            )  # fmt: skip
+        tx.append_event(
+            "proposal.drafted",
+            {
+                "proposal_id": proposal.id,
+                "name": proposal.name,
+                "hash": proposal.hash,
+                "artifact": proposal.artifact_digest,
+                "skill": proposal.skill,
+                "new": created,
+            },
+        )
+    return proposal
