@@ -96,10 +96,9 @@ def risk(effect: str) -> int:
 
 
 def check_call(workflow: CompiledWorkflow, request: SkillRequest) -> GatewayDecision:
-    """Check a call against the compiled workflow: grant, turn, risk, effect, schema, constraints.
-
-    Refusals come in a fixed order, so the same call always gets the same reason.
-    """
+    """Check a call against the compiled workflow, in a fixed order so the same call always
+    gets the same reason: skill, grant, turn, agent ceiling, binding ceiling, effect, input
+    schema, binding constraints."""
     name = request.skill
     entry = (workflow.document.get("skills") or {}).get(name)
     if not isinstance(entry, Mapping) or not entry.get("digest"):
@@ -122,6 +121,13 @@ def check_call(workflow: CompiledWorkflow, request: SkillRequest) -> GatewayDeci
             f"`{name}` has effect `{effect}`, above the risk ceiling `{ceiling}` of "
             f"`{request.actor}`",
         )
+    capped = [g for g in grants if _within_cap(effect, g)]
+    if not capped:
+        cap, binding = grants[0].get("max_risk"), grants[0].get("granted_by")
+        return GatewayDecision.refuse(
+            "above_binding_risk",
+            f'`{name}` has effect `{effect}`, above `max_risk = "{cap}"` of binding `{binding}`',
+        )
     if effect != "read":
         return GatewayDecision.refuse(
             "effect_requires_proposal",
@@ -133,7 +139,7 @@ def check_call(workflow: CompiledWorkflow, request: SkillRequest) -> GatewayDeci
         return GatewayDecision.refuse(
             "invalid_arguments", f"arguments of `{name}` are invalid: " + "; ".join(problems[:3])
         )
-    return _first_fitting_grant(name, effect, grants, request.arguments, document)
+    return _first_fitting_grant(name, capped, request.arguments, document)
 
 
 def member_grants(entry: Mapping[str, Any], actor: str) -> list[Mapping[str, Any]]:
@@ -155,35 +161,32 @@ def member_grants(entry: Mapping[str, Any], actor: str) -> list[Mapping[str, Any
     return found
 
 
+def _within_cap(effect: str, grant: Mapping[str, Any]) -> bool:
+    cap = grant.get("max_risk")
+    return cap is None or risk(effect) <= risk(str(cap))
+
+
 def _first_fitting_grant(
     name: str,
-    effect: str,
     grants: Sequence[Mapping[str, Any]],
     arguments: Mapping[str, Any],
     document: Mapping[str, Any],
 ) -> GatewayDecision:
-    """Allowed when one grant fits entirely (its risk cap and every constraint); else the
-    first grant's reason."""
+    """Allowed when every constraint of one grant holds; else the first grant's reason."""
     args = _with_defaults(arguments, document)
     refusals = []
     for grant in grants:
-        refusal = _grant_refusal(name, effect, grant, args)
+        refusal = _constraint_refusal(name, grant, args)
         if refusal is None:
             return GatewayDecision.allow(str(grant.get("granted_by")))
         refusals.append(refusal)
     return refusals[0]
 
 
-def _grant_refusal(
-    name: str, effect: str, grant: Mapping[str, Any], args: Mapping[str, Any]
+def _constraint_refusal(
+    name: str, grant: Mapping[str, Any], args: Mapping[str, Any]
 ) -> GatewayDecision | None:
     binding = grant.get("granted_by")
-    cap = grant.get("max_risk")
-    if cap is not None and risk(effect) > risk(str(cap)):
-        return GatewayDecision.refuse(
-            "above_binding_risk",
-            f'`{name}` has effect `{effect}`, above `max_risk = "{cap}"` of binding `{binding}`',
-        )
     for node in grant.get("constraints") or ():
         try:
             constraint = ex.from_json(node)
