@@ -32,6 +32,8 @@ COMMANDS = {
     "deploy": "openseal.cli.deploy:deploy",
     "proposals": "openseal.cli.governance:proposals",
     "deployments": "openseal.cli.governance:deployments",
+    "approvals": "openseal.cli.approvals:approvals",
+    "actions": "openseal.cli.actions:actions",
 }
 
 

@@ -432,9 +432,11 @@ def decide(
         if approval.status == wanted:
             return Decided(approval, False)
         if approval.status != ApprovalStatus.PENDING:
-            raise ApprovalError(
-                f"approval {approval.id} is already {approval.status}", code="already_decided"
-            )
+            code = {
+                ApprovalStatus.EXPIRED: "approval_expired",
+                ApprovalStatus.CANCELED: "approval_canceled",
+            }.get(approval.status, "already_decided")
+            raise ApprovalError(f"approval {approval.id} is already {approval.status}", code=code)
         if run.status in TERMINAL_RUN_STATUSES:
             raise ApprovalError(f"run {run.id} has ended ({run.status})", code="run_ended")
         if approval.expired_at(now):

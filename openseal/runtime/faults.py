@@ -23,7 +23,16 @@ from openseal.runtime.states.base import Hook
 
 POINT_ENV = "OPENSEAL_FAULT_POINT"
 DIR_ENV = "OPENSEAL_FAULT_DIR"
-POINTS = ("turn.started", "activity.recorded", "turn.before_advance")
+POINTS = (
+    "turn.started",
+    "activity.recorded",
+    "turn.before_advance",
+    # governed actions: admitted (not sent), dispatched (persisted, about to send), and the
+    # reply received but its outcome not yet recorded
+    "action.admitted",
+    "action.dispatched",
+    "action.before_record",
+)
 
 
 class BlockAt:
