@@ -143,7 +143,14 @@ class GatewayTools:
         result = self._execute(ctx, invocation)
         with ctx.store.fenced(ctx.claim) as tx:
             recorded = _record(tx, activity_id, digest, result)
+            # Branches of a parallel state share the budget: one may have spent the last
+            # call while this read ran. The read is recorded either way (it happened).
+            late = budgets.overspent(ctx.workflow.budget_limits(), tx.run().budget_used)
+            if late is not None:
+                ctx.exhaust(tx, late)
         ctx.hook("activity.recorded", ctx.claim)
+        if late is not None:
+            raise TurnStopped(late)
         return recorded
 
     # -- running a read skill ----------------------------------------------------------

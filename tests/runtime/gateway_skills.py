@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from typing import Any
 
 LOG_ENV = "GATEWAY_SKILL_LOG"
 PRICES = {"laptop": 1149.0, "monitor": 239.0}
+#: when set, every ``quote`` waits here first: two concurrent quotes both start before either
+#: returns (a test of two parallel branches racing for the last tool call)
+BARRIER: threading.Barrier | None = None
 
 
 def _log(skill: str, **arguments: object) -> None:
@@ -20,6 +24,8 @@ def _log(skill: str, **arguments: object) -> None:
 
 
 def quote(item: str, quantity: float) -> dict[str, object]:
+    if BARRIER is not None:
+        BARRIER.wait()
     _log("quote", item=item, quantity=quantity)
     return {"item": item, "unit_price": PRICES.get(item, 10.0)}
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -376,3 +377,28 @@ def test_a_wrong_credential_is_a_tool_error_the_model_sees(
     assert error["code"] == "skill_failed"
     assert "answered 401" in error["message"]
     assert "not-the-token" not in error["message"]
+
+
+def test_parallel_branches_cannot_overspend_the_tool_calls_budget(
+    store: Store, tmp_path: Path, skill_log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both branches pass the budget check with one call left, because both reads start
+    before either is recorded; once both are recorded the overspent budget stops the run
+    before any branch finishes its turn."""
+    monkeypatch.setattr(gateway_skills, "BARRIER", threading.Barrier(2, timeout=60))
+    register(store, tools_workflow(tmp_path, tool_calls=1))  # type: ignore[arg-type]
+    branch = [
+        {"tool_calls": [call("quote", item="laptop", quantity=1)]},
+        {"output": {"unit_price": 1}},
+    ]
+    provider = ScriptedProvider({"*": branch})
+    run = service.create_objective(store, "pair", {}).run
+    engine(store, provider).run_until_idle()
+
+    stopped = store.get_run(run.id)
+    assert stopped.status == RunStatus.NEEDS_ATTENTION
+    assert stopped.waiting is not None
+    assert stopped.waiting["reason"] == "budget exhausted: tool_calls used 2 of 1"
+    assert len(gateway_skills.calls(skill_log)) == 2  # both reads ran, both were recorded
+    tools = [a for a in activities(store, run.id) if ":tool:" in a]
+    assert len(tools) == 2
