@@ -41,9 +41,13 @@ class Catalog:
         return self.documents[digest.removeprefix("sha256:")]
 
 
-def workflow(documents: list[Document]) -> CompiledWorkflow:
-    [found] = [d for d in documents if d.kind == "workflow"]
-    version = DefinitionVersion(found.digest, "workflow", found.name, found.document, None)  # type: ignore[arg-type]
+def workflow(documents: list[Document], name: str | None = None) -> CompiledWorkflow:
+    """The workflow ``name`` (or the only one, or ``tools``) of ``documents``."""
+    found = [d for d in documents if d.kind == "workflow"]
+    if len(found) > 1:
+        found = [d for d in found if d.name == (name or "tools")]
+    [only] = found
+    version = DefinitionVersion(only.digest, "workflow", only.name, only.document, None)  # type: ignore[arg-type]
     return CompiledWorkflow(version, cast(WorkflowCatalog, Catalog(documents)))
 
 
