@@ -45,11 +45,11 @@ def execute(ctx: StepContext) -> Outcome:
     if proposal is None:
         raise DefinitionError(f"proposal {name} ({digest}) is not stored for this run")
     expires_in = config.get("expires_in")
-    expires_at = ctx.now() + timedelta(seconds=float(expires_in)) if expires_in else None
     approvers = [str(a) for a in config.get("approvers") or ()]
     on_timeout = str(config.get("on_timeout") or "expire")
 
     def ask(tx: FencedTx) -> None:
+        expires_at = tx.now + timedelta(seconds=float(expires_in)) if expires_in else None
         approval = approvals.open_request(
             tx.conn, run_id=ctx.run.id, proposal_id=proposal.id, proposal_hash=proposal.hash,
             proposal_name=name, state=ctx.state.name, approvers=approvers,

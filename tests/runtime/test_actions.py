@@ -1,0 +1,291 @@
+"""Actions: admission, one dispatch with a stable key, unknown outcomes, cancellation
+(invariants 7–9), against the procurement simulator over real HTTP."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from openseal.runtime import service, service_actions
+from openseal.runtime.actions import Action
+from openseal.runtime.records import Claim, Run
+from openseal.runtime.statuses import ActionStatus, RunStatus
+from openseal.runtime.store import Store
+from openseal.simulator.procurement import ProcurementSimulator
+from openseal.skills.credentials import RuntimeContext
+from tests.runtime.action_support import (  # noqa: F401
+    LOCAL,
+    Flow,
+    context_file,
+    flow,
+    simulator_fixture,
+)
+from tests.runtime.engine_support import assert_gap_free, event_types
+
+
+def approved(f: Flow) -> Run:
+    """A run whose order proposal was approved; no worker has admitted it yet."""
+    run = f.start()
+    f.run_until_idle()
+    [approval] = service_actions.list_approvals(f.store, run_id=run.id)
+    service_actions.decide_approval(
+        f.store, LOCAL, approval.id, "approve", seen_hash=approval.proposal_hash
+    )
+    return run
+
+
+def the_action(store: Store, run: Run) -> Action:
+    [action] = service_actions.list_actions(store, run_id=run.id)
+    return action
+
+
+def history(action: Action) -> list[str]:
+    return [entry["to"] for entry in action.history]
+
+
+def test_an_approved_order_is_submitted_once_with_the_stable_key(
+    store: Store, simulator: ProcurementSimulator, tmp_path: Path
+) -> None:
+    f = flow(store, simulator, tmp_path)
+    run = approved(f)
+    f.run_until_idle()
+    assert f.status(run) == RunStatus.COMPLETED
+    action = the_action(store, run)
+    [order] = simulator.orders()
+    assert order["idempotency_key"] == action.key == f"{run.id}:{action.proposal_hash}"
+    assert action.status == ActionStatus.SUCCEEDED
+    assert action.result == {"order_id": order["order_id"], "status": "confirmed"}
+    assert history(action) == ["admitted", "dispatched", "succeeded"]
+    assert store.get_run(run.id).context["outputs"] == {"order_id": order["order_id"]}
+    spend = service_actions.show_action(store, action.id).spend
+    assert {(s["scope"], s["status"]) for s in spend} == {("team.procurement", "committed")}
+    types = event_types(store, run)
+    assert types.index("action.admitted") < types.index("action.dispatched")
+    assert types.index("action.dispatched") < types.index("action.succeeded")
+    assert_gap_free(store, run.id)
+
+
+def test_an_expired_approval_cannot_admit(
+    store: Store, simulator: ProcurementSimulator, tmp_path: Path
+) -> None:
+    f = flow(store, simulator, tmp_path)
+    run = approved(f)
+    later = store.now() + timedelta(hours=73)
+    store.clock = lambda: later
+    f.run_until_idle()
+    current = store.get_run(run.id)
+    assert current.status == RunStatus.NEEDS_ATTENTION
+    assert "expired" in str((current.waiting or {}).get("reason"))
+    assert the_action(store, run).status == ActionStatus.DENIED
+    assert simulator.order_count() == 0
+
+
+def test_spend_over_the_team_budget_is_refused(
+    store: Store, simulator: ProcurementSimulator, tmp_path: Path
+) -> None:
+    f = flow(store, simulator, tmp_path, team_spend=10000)
+    run = approved(f)
+    f.run_until_idle()
+    current = store.get_run(run.id)
+    assert current.status == RunStatus.NEEDS_ATTENTION
+    reason = str((current.waiting or {}).get("reason"))
+    assert "spend budget exceeded: team.procurement would reach 11490.00 of 10000.00 EUR" in reason
+    assert the_action(store, run).status == ActionStatus.DENIED
+    assert simulator.order_count() == 0
+
+
+def test_the_team_budget_counts_across_runs(
+    store: Store, simulator: ProcurementSimulator, tmp_path: Path
+) -> None:
+    f = flow(store, simulator, tmp_path)  # 20000 EUR for the team; each order is 11490
+    first = approved(f)
+    f.run_until_idle()
+    assert f.status(first) == RunStatus.COMPLETED
+    second = approved(f)
+    f.run_until_idle()
+    assert f.status(second) == RunStatus.NEEDS_ATTENTION
+    assert "would reach 22980.00 of 20000.00" in str(store.get_run(second.id).waiting)
+    assert simulator.order_count() == 1
+
+
+def test_a_definitive_failure_releases_the_reservation(
+    store: Store, simulator: ProcurementSimulator, tmp_path: Path
+) -> None:
+    f = flow(store, simulator, tmp_path)
+    run = approved(f)
+    simulator.set_fault(fail_with_status=422, fail_times=1)
+    f.run_until_idle()
+    action = the_action(store, run)
+    assert action.status == ActionStatus.FAILED
+    assert "422" in str(action.error)
+    spend = service_actions.show_action(store, action.id).spend
+    assert [s["status"] for s in spend] == ["released"]
+    # The example declares no `failed` transition out of submit: an operator decides.
+    assert f.status(run) == RunStatus.NEEDS_ATTENTION
+    assert simulator.order_count() == 0
+
+
+def test_a_lost_response_is_reconciled_by_lookup(
+    store: Store, simulator: ProcurementSimulator, tmp_path: Path
+) -> None:
+    f = flow(store, simulator, tmp_path)
+    run = approved(f)
+    simulator.set_fault(drop_response_after_create=1)
+    f.run_until_idle()
+    assert f.status(run) == RunStatus.COMPLETED
+    [order] = simulator.orders()
+    action = the_action(store, run)
+    assert history(action) == ["admitted", "dispatched", "unknown", "succeeded"]
+    assert action.result == {"order_id": order["order_id"], "status": "confirmed"}
+    assert action.attempts == 1
+    succeeded = [e for e in store.events(run.id, 0, 1000) if e.type == "action.succeeded"]
+    assert succeeded[0].payload["source"] == "lookup"
+    assert simulator.stats()["requests"]["POST /orders"] == 1  # type: ignore[index]
+
+
+def test_without_lookup_or_same_key_retry_an_unknown_outcome_needs_an_operator(
+    store: Store, simulator: ProcurementSimulator, tmp_path: Path
+) -> None:
+    f = flow(store, simulator, tmp_path, "no_lookup")
+    run = approved(f)
+    simulator.set_fault(drop_response_after_create=1)
+    f.run_until_idle()
+    assert f.status(run) == RunStatus.NEEDS_ATTENTION
+    action = the_action(store, run)
+    assert action.status == ActionStatus.NEEDS_ATTENTION
+    assert action.result is None  # no purchase-order id without confirmation
+    assert "neither a lookup nor same-key retry" in str(action.error)
+    f.run_until_idle()  # nothing re-sends it
+    [order] = simulator.orders()
+    # The operator checks the destination and resolves it with the evidence.
+    resolved = service_actions.resolve_action(
+        store, action.id, outcome="succeeded", evidence=f"found {order['order_id']} in the portal",
+        result={"order_id": order["order_id"], "status": "confirmed"},
+    )  # fmt: skip
+    assert resolved.resolution is not None and resolved.resolution["actor"] == "user:local"
+    f.run_until_idle()
+    assert f.status(run) == RunStatus.COMPLETED
+    assert store.get_run(run.id).context["outputs"] == {"order_id": order["order_id"]}
+    assert simulator.order_count() == 1
+
+
+def test_same_key_retry_settles_an_unknown_outcome(
+    store: Store, simulator: ProcurementSimulator, tmp_path: Path
+) -> None:
+    f = flow(store, simulator, tmp_path, "retry_only")
+    run = approved(f)
+    simulator.set_fault(drop_response_after_create=1)
+    f.run_until_idle()
+    assert f.status(run) == RunStatus.COMPLETED
+    [order] = simulator.orders()
+    action = the_action(store, run)
+    assert history(action) == ["admitted", "dispatched", "unknown", "dispatched", "succeeded"]
+    assert action.attempts == 2
+    assert action.result == {"order_id": order["order_id"], "status": "confirmed"}
+    assert simulator.stats()["outcomes"] == {"dropped": 1, "replayed": 1}
+
+
+def test_an_ambiguous_status_then_not_found_is_resent_with_the_same_key(
+    store: Store, simulator: ProcurementSimulator, tmp_path: Path
+) -> None:
+    f = flow(store, simulator, tmp_path)
+    run = approved(f)
+    simulator.set_fault(fail_with_status=503, fail_times=1)  # nothing created, outcome unclear
+    f.run_until_idle()
+    assert f.status(run) == RunStatus.COMPLETED
+    action = the_action(store, run)
+    assert history(action) == ["admitted", "dispatched", "unknown", "dispatched", "succeeded"]
+    [order] = simulator.orders()
+    assert order["idempotency_key"] == action.key
+
+
+def test_an_operator_reconciles_after_an_inconclusive_lookup(
+    store: Store, simulator: ProcurementSimulator, tmp_path: Path
+) -> None:
+    f = flow(store, simulator, tmp_path)
+    run = approved(f)
+    simulator.set_fault(fail_with_status=503, fail_times=2, fail_scope="all")
+    f.run_until_idle()
+    assert f.status(run) == RunStatus.NEEDS_ATTENTION
+    action = the_action(store, run)
+    assert action.status == ActionStatus.UNKNOWN
+    assert "inconclusive" in str(store.get_run(run.id).waiting)
+    context = RuntimeContext.load(context_file(tmp_path, simulator))
+    settled, pending = service_actions.reconcile_action(store, action.id, context=context)
+    assert (settled.status, pending) == (ActionStatus.SUCCEEDED, None)
+    assert f.status(run) == RunStatus.QUEUED
+    f.run_until_idle()
+    assert f.status(run) == RunStatus.COMPLETED
+    assert simulator.order_count() == 1
+
+
+def test_cancel_before_admission_prevents_the_action(
+    store: Store, simulator: ProcurementSimulator, tmp_path: Path
+) -> None:
+    f = flow(store, simulator, tmp_path)
+    run = approved(f)
+    service.cancel_run(store, run.id, reason="no longer needed")
+    f.run_until_idle()
+    assert f.status(run) == RunStatus.CANCELED
+    assert the_action(store, run).status == ActionStatus.CANCELED
+    assert simulator.order_count() == 0
+    canceled = next(e for e in store.events(run.id, 0, 1000) if e.type == "run.canceled")
+    [entry] = canceled.payload["actions"]
+    assert (entry["status"], entry["sent"]) == ("canceled", False)
+
+
+def test_cancel_while_waiting_cancels_the_approval(
+    store: Store, simulator: ProcurementSimulator, tmp_path: Path
+) -> None:
+    f = flow(store, simulator, tmp_path)
+    run = f.start()
+    f.run_until_idle()
+    [approval] = service_actions.list_approvals(store, run_id=run.id)
+    canceled = service.cancel_run(store, run.id)
+    assert canceled.status == RunStatus.CANCELED
+    assert service_actions.show_approval(store, approval.id).approval.status == "canceled"
+    event = next(e for e in store.events(run.id, 0, 1000) if e.type == "run.canceled")
+    assert event.payload["canceled_approvals"] == [approval.id]
+
+
+def test_cancel_after_dispatch_reports_the_boundary(
+    store: Store, simulator: ProcurementSimulator, tmp_path: Path
+) -> None:
+    f = flow(store, simulator, tmp_path)
+    run = approved(f)
+
+    def cancel_mid_dispatch(point: str, claim: Claim) -> None:
+        if point == "action.dispatched":
+            service.cancel_run(store, claim.run_id, reason="too late")
+
+    f.engine(hook=cancel_mid_dispatch).run_until_idle()
+    assert f.status(run) == RunStatus.CANCELED
+    canceled = next(e for e in store.events(run.id, 0, 1000) if e.type == "run.canceled")
+    [entry] = canceled.payload["actions"]
+    assert (entry["status"], entry["sent"], entry["outcome"]) == ("dispatched", True, "unknown")
+    assert entry["note"].startswith("dispatched at ") and entry["note"].endswith("outcome unknown")
+    # The call was already on its way: it happened, and its outcome is still recorded honestly.
+    [order] = simulator.orders()
+    action = the_action(store, run)
+    assert action.status == ActionStatus.SUCCEEDED
+    assert action.result == {"order_id": order["order_id"], "status": "confirmed"}
+    types = event_types(store, run)
+    assert types.index("run.canceled") < types.index("action.succeeded")
+
+
+@pytest.mark.parametrize("outcome", ["failed", "bogus"])
+def test_resolving_requires_an_open_outcome_and_evidence(
+    store: Store, simulator: ProcurementSimulator, tmp_path: Path, outcome: str
+) -> None:
+    from openseal.errors import OpenSealError
+
+    f = flow(store, simulator, tmp_path)
+    run = approved(f)
+    f.run_until_idle()
+    action = the_action(store, run)
+    with pytest.raises(OpenSealError) as raised:
+        service_actions.resolve_action(store, action.id, outcome=outcome, evidence="checked")
+    expected = "usage_error" if outcome == "bogus" else "invalid_status"
+    assert raised.value.code == expected

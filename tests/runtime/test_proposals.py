@@ -1,0 +1,133 @@
+"""Proposals: canonical, content-addressed, stored before the run moves on (invariant 6)."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from openseal.compiler.canonical import canonical_bytes
+from openseal.runtime import service, service_actions
+from openseal.runtime.approvals import ApprovalError
+from openseal.runtime.statuses import ActionStatus, ApprovalStatus, RunStatus
+from openseal.runtime.store import Store
+from openseal.simulator.procurement import ProcurementSimulator
+from tests.runtime.action_support import LOCAL, PICK, flow, simulator_fixture  # noqa: F401
+from tests.runtime.engine_support import event_types
+
+OTHER_PICK = {"vendor": "fabrikam", "unit_price": 1185.0, "currency": "EUR"}
+
+
+def test_a_proposal_is_stored_as_an_artefact_before_the_run_leaves_the_state(
+    store: Store, simulator: ProcurementSimulator, tmp_path: Path
+) -> None:
+    f = flow(store, simulator, tmp_path)
+    run = f.start()
+    f.run_until_idle()
+    [approval] = service_actions.list_approvals(store, run_id=run.id)
+    view = service_actions.show_approval(store, approval.id).proposal
+    proposal, document = view.proposal, view.document
+    data = store.artifacts.read(proposal.artifact_digest)
+    assert data == canonical_bytes(document)
+    assert proposal.hash == hashlib.sha256(data).hexdigest() == approval.proposal_hash
+    assert view.verified
+    assert document["args"] == {
+        "vendor": "northwind", "quantity": 10, "total": 11490, "currency": "EUR",
+        "destination": "O4",
+    }  # fmt: skip
+    assert document["spend"] == {"amount": 11490, "currency": "EUR"}
+    assert document["actor"] == "team.procurement.role.buyer"
+    assert document["run"] == run.id
+    skill = store.get_version(proposal.skill_digest.removeprefix("sha256:"))
+    assert (document["skill"]["name"], skill.name) == ("submit_purchase_order", proposal.skill)
+    # Recorded, with its event, before the run advanced out of `draft`.
+    events = [(e.type, e.payload) for e in store.events(run.id, 0, 1000)]
+    drafted = next(i for i, (t, _) in enumerate(events) if t == "proposal.drafted")
+    left = next(
+        i for i, (t, p) in enumerate(events) if t == "state.advanced" and p["from"] == "draft"
+    )
+    assert drafted < left
+    assert events[drafted][1]["hash"] == proposal.hash
+    output = store.get_run(run.id).context["states"]["draft"]["order"]
+    assert (output["id"], output["hash"]) == (proposal.id, proposal.hash)
+    [action] = service_actions.list_actions(store, run_id=run.id)
+    assert action.key == f"{run.id}:{proposal.hash}"
+
+
+def test_requested_changes_draft_a_new_proposal_with_a_new_hash(
+    store: Store, simulator: ProcurementSimulator, tmp_path: Path
+) -> None:
+    f = flow(store, simulator, tmp_path)
+    f.picks = [PICK, OTHER_PICK]
+    run = f.start()
+    f.run_until_idle()
+    [first] = service_actions.list_approvals(store, run_id=run.id)
+    service_actions.decide_approval(
+        store, LOCAL, first.id, "request_changes", seen_hash=first.proposal_hash,
+        reason="prefer the faster vendor",
+    )  # fmt: skip
+    f.run_until_idle()
+    assert f.status(run) == RunStatus.WAITING_FOR_APPROVAL
+    second, old = service_actions.list_approvals(store, run_id=run.id)
+    assert old.id == first.id and old.status == ApprovalStatus.CHANGES_REQUESTED
+    assert second.proposal_hash != first.proposal_hash
+    assert second.status == ApprovalStatus.PENDING
+    args = service_actions.show_approval(store, second.id).proposal.document["args"]
+    assert (args["vendor"], args["total"]) == ("fabrikam", 11850)
+    # What the approver saw the first time does not approve the new content.
+    with pytest.raises(ApprovalError) as raised:
+        service_actions.decide_approval(
+            store, LOCAL, second.id, "approve", seen_hash=first.proposal_hash
+        )
+    assert raised.value.code == "hash_mismatch"
+    statuses = {a.proposal_hash: a.status for a in service_actions.list_actions(store)}
+    assert statuses == {
+        first.proposal_hash: ActionStatus.DENIED,
+        second.proposal_hash: ActionStatus.WAITING_FOR_APPROVAL,
+    }
+    service_actions.decide_approval(
+        store, LOCAL, second.id, "approve", seen_hash=second.proposal_hash
+    )
+    f.run_until_idle()
+    assert f.status(run) == RunStatus.COMPLETED
+    [order] = simulator.orders()
+    assert order["vendor"] == "fabrikam"
+    assert order["idempotency_key"] == f"{run.id}:{second.proposal_hash}"
+
+
+def test_an_altered_proposal_after_approval_needs_a_new_approval(
+    store: Store, simulator: ProcurementSimulator, tmp_path: Path
+) -> None:
+    f = flow(store, simulator, tmp_path)
+    f.picks = [PICK, OTHER_PICK]
+    run = f.start()
+    f.run_until_idle()
+    [approved] = service_actions.list_approvals(store, run_id=run.id)
+    service_actions.decide_approval(
+        store, LOCAL, approved.id, "approve", seen_hash=approved.proposal_hash
+    )
+    # Before the approved order is sent, an operator sends the run back to research, which
+    # drafts different content; then skips the review to the submit state.
+    service.pause_run(store, run.id)
+    service.intervene(store, run.id, reason="research again", state="research")
+    service.resume_run(store, run.id)
+    engine = f.engine()
+    while f.status(run) == RunStatus.QUEUED or f.status(run) == RunStatus.RUNNING:
+        engine.step()
+        if store.get_run(run.id).current_state == "review":
+            break
+    assert store.get_run(run.id).current_state == "review"
+    new_hash = store.get_run(run.id).context["states"]["draft"]["order"]["hash"]
+    assert new_hash != approved.proposal_hash
+    service.pause_run(store, run.id)
+    service.intervene(store, run.id, reason="skip the review", state="submit")
+    service.resume_run(store, run.id)
+    f.run_until_idle()
+    current = store.get_run(run.id)
+    assert current.status == RunStatus.NEEDS_ATTENTION
+    assert "has no approval" in str((current.waiting or {}).get("reason"))
+    assert simulator.order_count() == 0
+    denied = [a for a in service_actions.list_actions(store) if a.proposal_hash == new_hash]
+    assert [a.status for a in denied] == [ActionStatus.DENIED]
+    assert "action.denied" in event_types(store, run)
