@@ -239,7 +239,12 @@ def _bounded(work: Callable[[], SkillResult], timeout: float) -> SkillResult | N
     box: list[SkillResult] = []
 
     def target() -> None:
-        box.append(work())
+        try:
+            box.append(work())
+        except (
+            Exception
+        ) as exc:  # adapters should not raise; if one does, it is this call's failure
+            box.append(SkillResult("failed", error=f"adapter error: {type(exc).__name__}: {exc}"))
 
     thread = threading.Thread(target=target, name="openseal-skill", daemon=True)
     thread.start()
