@@ -2,7 +2,18 @@ skill "search_vendors" {
   description = "Search the approved-vendor catalogue for an item and return offers."
   effect      = "read"
   input       = object({ item = string, quantity = number })
-  output      = object({ offers = list(object({ vendor = string, unit_price = number, currency = string })) })
+  output = object({
+    item     = string
+    quantity = number
+    offers = list(object({
+      vendor         = string
+      name           = string
+      unit_price     = number
+      currency       = string
+      in_stock       = bool
+      lead_time_days = number
+    }))
+  })
   credential  = "procurement_api"
   timeout     = "10s"
 
@@ -27,7 +38,18 @@ skill "submit_purchase_order" {
     currency    = string
     destination = string
   })
-  output     = object({ order_id = string, status = string })
+  output = object({
+    order_id        = string
+    status          = string
+    vendor          = string
+    vendor_name     = string
+    item            = optional(string)
+    quantity        = number
+    total           = number
+    currency        = string
+    destination     = string
+    idempotency_key = string
+  })
   credential = "procurement_api"
   timeout    = "15s"
 
