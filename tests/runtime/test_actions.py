@@ -56,7 +56,8 @@ def test_an_approved_order_is_submitted_once_with_the_stable_key(
     [order] = simulator.orders()
     assert order["idempotency_key"] == action.key == f"{run.id}:{action.proposal_hash}"
     assert action.status == ActionStatus.SUCCEEDED
-    assert action.result == {"order_id": order["order_id"], "status": "confirmed"}
+    assert action.result["order_id"] == order["order_id"]  # recorded from the reply
+    assert action.result["status"] == "confirmed"
     assert history(action) == ["admitted", "dispatched", "succeeded"]
     assert store.get_run(run.id).context["outputs"] == {"order_id": order["order_id"]}
     spend = service_actions.show_action(store, action.id).spend
@@ -138,7 +139,8 @@ def test_a_lost_response_is_reconciled_by_lookup(
     [order] = simulator.orders()
     action = the_action(store, run)
     assert history(action) == ["admitted", "dispatched", "unknown", "succeeded"]
-    assert action.result == {"order_id": order["order_id"], "status": "confirmed"}
+    assert action.result["order_id"] == order["order_id"]  # recorded from the reply
+    assert action.result["status"] == "confirmed"
     assert action.attempts == 1
     succeeded = [e for e in store.events(run.id, 0, 1000) if e.type == "action.succeeded"]
     assert succeeded[0].payload["source"] == "lookup"
@@ -183,7 +185,8 @@ def test_same_key_retry_settles_an_unknown_outcome(
     action = the_action(store, run)
     assert history(action) == ["admitted", "dispatched", "unknown", "dispatched", "succeeded"]
     assert action.attempts == 2
-    assert action.result == {"order_id": order["order_id"], "status": "confirmed"}
+    assert action.result["order_id"] == order["order_id"]  # recorded from the reply
+    assert action.result["status"] == "confirmed"
     assert simulator.stats()["outcomes"] == {"dropped": 1, "replayed": 1}
 
 
@@ -270,7 +273,8 @@ def test_cancel_after_dispatch_reports_the_boundary(
     [order] = simulator.orders()
     action = the_action(store, run)
     assert action.status == ActionStatus.SUCCEEDED
-    assert action.result == {"order_id": order["order_id"], "status": "confirmed"}
+    assert action.result["order_id"] == order["order_id"]  # recorded from the reply
+    assert action.result["status"] == "confirmed"
     types = event_types(store, run)
     assert types.index("run.canceled") < types.index("action.succeeded")
 
@@ -289,3 +293,29 @@ def test_resolving_requires_an_open_outcome_and_evidence(
         service_actions.resolve_action(store, action.id, outcome=outcome, evidence="checked")
     expected = "usage_error" if outcome == "bogus" else "invalid_status"
     assert raised.value.code == expected
+
+
+def test_a_confirmed_reply_is_narrowed_to_the_declared_output(tmp_path: Path) -> None:
+    from openseal.runtime.dispatch import confirmed, output_of, skill_spec
+    from openseal.skills.base import SkillResult
+    from tests.runtime.action_support import definitions
+    from tests.runtime.engine_support import compile_files
+
+    folder = definitions(tmp_path)
+    documents = {d.name: d for d in compile_files(*sorted(folder.glob("*.hcl")))}
+    spec = skill_spec(documents["submit_purchase_order"].document)
+    reply = {
+        "order_id": "PO-000009", "status": "confirmed", "vendor": "northwind",
+        "vendor_name": "Northwind Supplies", "quantity": 10, "total": 11490.0, "currency": "EUR",
+        "destination": "O4", "idempotency_key": "r:h", "tracking": "extra field",
+    }  # fmt: skip
+    narrowed, problem = output_of(spec, reply)
+    assert problem is None
+    assert isinstance(narrowed, dict) and "tracking" not in narrowed
+    assert narrowed["order_id"] == "PO-000009"
+    _, problem = output_of(spec, {"status": "confirmed"})
+    assert problem is not None and "order_id" in problem
+    # A 2xx whose reply failed the adapter's type check still confirms the effect.
+    assert confirmed(SkillResult("failed", reply, "does not fit", {"status": 201}))
+    assert not confirmed(SkillResult("failed", None, "422", {"status": 422}))
+    assert not confirmed(SkillResult("unknown", None, "timeout"))

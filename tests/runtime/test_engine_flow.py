@@ -163,7 +163,7 @@ def test_version_pinning_old_runs_finish_on_their_version(store: Store, tmp_path
     assert store.get_run(old.id).workflow_digest == old.workflow_digest
 
 
-def test_procurement_flow_runs_up_to_the_proposal_seam(store: Store, tmp_path: Path) -> None:
+def test_procurement_flow_runs_up_to_the_approval(store: Store, tmp_path: Path) -> None:
     register(store, compile_files(PROCUREMENT))
     offer = {"vendor": "Acme", "unit_price": 900, "currency": "EUR"}
     responses = {
@@ -182,10 +182,12 @@ def test_procurement_flow_runs_up_to_the_proposal_seam(store: Store, tmp_path: P
     engine(store, provider).run_until_idle()
 
     stuck = store.get_run(run.id)
-    assert stuck.status == RunStatus.NEEDS_ATTENTION
-    assert stuck.current_state == "draft"
+    # The order is drafted and the run waits, leaseless, for the requester's decision.
+    assert stuck.status == RunStatus.WAITING_FOR_APPROVAL
+    assert stuck.current_state == "review"
     assert stuck.waiting is not None
-    assert stuck.waiting["reason"] == "state kind 'proposal' is not supported yet"
+    assert stuck.waiting["kind"] == "approval"
+    assert stuck.waiting["hash"] == stuck.context["states"]["draft"]["order"]["hash"]
     assert stuck.context["states"]["research"] == offer
     assert stuck.budget_used["tool_calls"] == 1
     assert activity_ids(store, run.id) == [
