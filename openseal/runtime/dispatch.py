@@ -2,8 +2,8 @@
 
 The runtime holds compiled documents only, so the skill's :class:`SkillSpec` is rebuilt from
 its pinned compiled version (expressions and types come back from their JSON forms). The
-credential is never read here: the runtime context's sources are handed to the adapter as
-``credential.<name>`` entries and the adapter reads the value at call time (invariant 10).
+credential is never read here: the runtime context's resolver is handed to the adapter, which
+reads the value at call time (invariant 10).
 """
 
 from __future__ import annotations
@@ -53,13 +53,10 @@ def _adapter(data: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def adapter_config(context: RuntimeContext | None) -> dict[str, str]:
-    """``config.*`` for templates plus where each credential lives (never its value)."""
+    """``config.*`` for the adapter's templates (non-secret by the context file's rules)."""
     if context is None:
         return {}
-    config = {key: _text(value) for key, value in context.config.items()}
-    for name, source in context.credentials.sources.items():
-        config[f"credential.{name}"] = f"env:{source.env}" if source.env else f"file:{source.file}"
-    return config
+    return {key: _text(value) for key, value in context.config.items()}
 
 
 def _text(value: object) -> str:
@@ -88,6 +85,8 @@ class Target:
             idempotency_key=self.key,
             config=adapter_config(context),
             action={"key": self.key, "run": self.run_id, "proposal": self.proposal},
+            # where each credential lives; the adapter reads the value at call time
+            credentials=context.credentials if context is not None else None,
         )
 
 
