@@ -192,6 +192,11 @@ def waiting_reason(run: Run) -> str | None:
         return f"event {waiting.get('name')} {correlation}".rstrip()
     if kind == "agent":
         return f"agent request {waiting.get('agent_request_id')} to {waiting.get('callee')}"
+    if kind == "approval":
+        return (
+            f"approval {waiting.get('approval_id')} of proposal {waiting.get('proposal')} "
+            f"{waiting.get('hash')} (expires {waiting.get('expires_at')})"
+        )
     return None
 
 

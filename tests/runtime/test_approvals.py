@@ -254,3 +254,14 @@ def test_authority_files_are_validated() -> None:
         parse_authority({"local_operator": True, "auto_approve": True})
     with pytest.raises(UsageError, match="true or false"):
         parse_authority({"local_operator": "yes"})
+
+
+def test_runs_show_says_which_approval_the_run_waits_for(
+    store: Store, simulator: ProcurementSimulator, tmp_path: Path
+) -> None:
+    from openseal.runtime import service
+
+    _, run, approval_id, digest = waiting(store, simulator, tmp_path)
+    reason = service.show_run(store, run.id).reason
+    assert reason is not None
+    assert f"approval {approval_id} of proposal order {digest}" in reason
