@@ -10,6 +10,7 @@ placeholder is returned so validation can carry on and report more.
 from __future__ import annotations
 
 import re
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
@@ -215,6 +216,14 @@ def _validate_text(value: object, info: ValidationInfo) -> str:
     raise ValueError('expected text or file("path"); other expressions are not allowed here')
 
 
+#: While set to a list, every ``file()`` read during decoding is appended to it as
+#: (path, text read, or ``None`` when it could not be read). The compile cache
+#: keys an entry by these texts, so editing such a file invalidates it.
+FILE_READS: ContextVar[list[tuple[Path, str | None]] | None] = ContextVar(
+    "openseal_file_reads", default=None
+)
+
+
 def _read_file_argument(call: ex.Call, ctx: DecodeContext) -> str:
     if len(call.args) != 1 or not isinstance(call.args[0], ex.Literal):
         ctx.diagnostics.append(
@@ -223,9 +232,12 @@ def _read_file_argument(call: ex.Call, ctx: DecodeContext) -> str:
         return ""
     relative = str(call.args[0].value)
     path = Path(call.span.file).parent / relative
+    reads = FILE_READS.get()
     try:
-        return path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
+        if reads is not None:
+            reads.append((path, None))
         reason = getattr(exc, "strerror", None) or "not UTF-8 text"
         ctx.diagnostics.append(
             error(
@@ -236,6 +248,9 @@ def _read_file_argument(call: ex.Call, ctx: DecodeContext) -> str:
             )
         )
         return ""
+    if reads is not None:
+        reads.append((path, text))
+    return text
 
 
 Text = Annotated[str, BeforeValidator(_validate_text)]

@@ -12,30 +12,41 @@ were found under.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import hashlib
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from openseal.compiler.cache import cached_load
+from openseal.compiler import cache
+from openseal.compiler import source as src
 from openseal.compiler.decode import Definition, decode
 from openseal.compiler.diagnostics import Diagnostic, Related, error, sort_key
-from openseal.compiler.load_hcl import load_hcl_file
-from openseal.compiler.load_yaml import load_yaml_file
+from openseal.compiler.fields import FILE_READS
+from openseal.compiler.load_hcl import load_hcl
+from openseal.compiler.load_yaml import load_yaml
 from openseal.compiler.plain import fold
-from openseal.compiler.source import DEFINITION_SUFFIXES, HCL_SUFFIXES, read_source
+from openseal.compiler.source import DEFINITION_SUFFIXES, HCL_SUFFIXES
 from openseal.compiler.spans import Span
-from openseal.compiler.tree import Document
 
 
 @dataclass
 class LoadResult:
-    definitions: list[Definition] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     #: file name → text, for rendering source lines under diagnostics
     sources: dict[str, str] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
     #: file name → the project it belongs to
     projects: dict[str, str] = field(default_factory=dict)
+    #: when set, :attr:`definitions` are loaded on first use (a compile served from
+    #: the project cache needs no definitions unless a caller asks for them)
+    load_later: Callable[[], list[Definition]] | None = field(default=None, repr=False)
+    _definitions: list[Definition] = field(default_factory=list, repr=False)
+
+    @property
+    def definitions(self) -> list[Definition]:
+        if self.load_later is not None:
+            self._definitions, self.load_later = self.load_later(), None
+        return self._definitions
 
     @property
     def ok(self) -> bool:
@@ -92,38 +103,139 @@ def _hidden(path: Path, root: Path) -> bool:
     return any(part.startswith(".") for part in path.relative_to(root).parts)
 
 
-def load_document(path: Path) -> tuple[Document | None, list[Diagnostic]]:
-    syntax = "hcl" if path.suffix in HCL_SUFFIXES else "yaml"
-    loader = load_hcl_file if syntax == "hcl" else load_yaml_file
-    return cached_load(path, syntax, loader)  # an unchanged file is not parsed again
+@dataclass(frozen=True, slots=True)
+class SourceFile:
+    """A definition file's bytes, read once for both the cache key and the parse."""
+
+    path: Path
+    #: ``None`` when the file cannot be read or is over the size limit; the loader
+    #: then reads it again to report why, and nothing about it is cached
+    data: bytes | None
+    #: sha256 hex of ``data``, when asked for (only the cache needs it)
+    digest: str | None = None
+
+    @property
+    def name(self) -> str:
+        """The file as spans and diagnostics name it."""
+        return str(self.path)
+
+    @property
+    def syntax(self) -> str:
+        return "hcl" if self.path.suffix in HCL_SUFFIXES else "yaml"
+
+
+def read_file(path: Path, *, digest: bool = False) -> SourceFile:
+    try:
+        if path.stat().st_size > src.MAX_FILE_BYTES:
+            return SourceFile(path, None)  # refused before reading; see read_source
+        data = path.read_bytes()
+    except OSError:
+        return SourceFile(path, None)
+    return SourceFile(path, data, hashlib.sha256(data).hexdigest() if digest else None)
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedFile:
+    """One file loaded, folded and decoded: what the per-file cache stores."""
+
+    definitions: tuple[Definition, ...]
+    diagnostics: tuple[Diagnostic, ...]
+    #: the decoded text, for showing source lines (``None`` when it is not text)
+    text: str | None
+    #: files read through ``file("...")`` while decoding
+    reads: tuple[cache.Read, ...] = ()
+    #: ``False`` when a result must not be cached (a ``file()`` read failed, so
+    #: the diagnostic's reason could go stale, or the file itself was unreadable)
+    cacheable: bool = True
+
+
+def load_file(source: SourceFile, root: Path | None = None) -> LoadedFile:
+    """Load one file, from the per-file cache under ``root`` when it holds this content.
+
+    ``root`` is the cache directory (``None``: no cache). A hit skips parsing,
+    folding and decoding; it is served only while every file the definitions
+    read through ``file()`` still reads the same.
+    """
+    if root is None or source.data is None:
+        return _load_uncached(source)
+    digest = source.digest or hashlib.sha256(source.data).hexdigest()
+    key = cache.key_of("file", source.name, source.syntax, digest)
+    entry = cache.entry_path(root, "files", key)
+    hit = cache.read_entry(entry, key)
+    if isinstance(hit, LoadedFile) and _well_formed(hit) and cache.all_unchanged(hit.reads):
+        return hit
+    loaded = _load_uncached(source)
+    if loaded.cacheable:
+        cache.write_entry(entry, key, loaded)
+    return loaded
+
+
+def _well_formed(loaded: LoadedFile) -> bool:
+    return (
+        cache.is_sequence_of(loaded.definitions, Definition)
+        and cache.is_sequence_of(loaded.diagnostics, Diagnostic)
+        and cache.is_sequence_of(loaded.reads, cache.Read)
+        and (loaded.text is None or isinstance(loaded.text, str))
+    )
+
+
+def _load_uncached(source: SourceFile) -> LoadedFile:
+    if source.data is None:
+        # Read it again the careful way, which says why it cannot be used.
+        text, diagnostics = src.read_source(source.path)
+    else:
+        text, diagnostics = src.decode(source.data, source.name)
+    cacheable = source.data is not None
+    if text is None:
+        return LoadedFile((), tuple(diagnostics), None, cacheable=cacheable)
+    parse = load_hcl if source.syntax == "hcl" else load_yaml
+    document, found = parse(text.text, text.file)
+    diagnostics += found
+    if document is None:
+        return LoadedFile((), tuple(diagnostics), text.text, cacheable=cacheable)
+    folded, found = fold(document.body)
+    diagnostics += found
+    reads: list[tuple[Path, str | None]] = []
+    token = FILE_READS.set(reads)
+    try:
+        definitions, found = decode(folded, document.file)
+    finally:
+        FILE_READS.reset(token)
+    diagnostics += found
+    return LoadedFile(
+        tuple(definitions),
+        tuple(diagnostics),
+        document.text,
+        tuple(cache.Read.of(path, read) for path, read in reads if read is not None),
+        cacheable=cacheable and all(read is not None for _, read in reads),
+    )
 
 
 def load_definitions(paths: Sequence[Path]) -> LoadResult:
+    """Find, load and decode the definition files under ``paths`` (never raises)."""
     files, diagnostics = discover(paths)
     result = LoadResult(diagnostics=diagnostics)
+    root = cache.cache_directory()
     for path, project in files.items():
-        result.files.append(str(path))
-        result.projects[str(path)] = str(project)
-        document, found = load_document(path)
-        result.diagnostics.extend(found)
-        if document is None:
-            # Keep the text (when it is text) so diagnostics can show the source line.
-            source, _ = read_source(path)
-            if source is not None:
-                result.sources[source.file] = source.text
-            continue
-        result.sources[document.file] = document.text
-        folded, found = fold(document.body)
-        result.diagnostics.extend(found)
-        definitions, found = decode(folded, document.file)
-        result.diagnostics.extend(found)
-        result.definitions.extend(definitions)
-    result.diagnostics.extend(_duplicate_names(result.definitions, result.projects))
+        loaded = load_file(read_file(path), root)
+        add_file(result, path, project, loaded)
+        result.definitions.extend(loaded.definitions)
+    result.diagnostics.extend(duplicate_names(result.definitions, result.projects))
     result.diagnostics = sorted(set(result.diagnostics), key=sort_key)
     return result
 
 
-def _duplicate_names(
+def add_file(result: LoadResult, path: Path, project: Path | str, loaded: LoadedFile) -> None:
+    """Record one loaded file in ``result`` (all but its definitions)."""
+    name = str(path)
+    result.files.append(name)
+    result.projects[name] = str(project)
+    result.diagnostics.extend(loaded.diagnostics)
+    if loaded.text is not None:
+        result.sources[name] = loaded.text
+
+
+def duplicate_names(
     definitions: Iterable[Definition], projects: dict[str, str]
 ) -> list[Diagnostic]:
     seen: dict[tuple[str, str], Definition] = {}

@@ -2,22 +2,37 @@
 
 Every stage is a pure function; diagnostics are collected across stages and a
 project is emitted only when none of them is an error. Projects (see
-:mod:`openseal.compiler.load`) are compiled independently.
+:mod:`openseal.compiler.load`) are compiled independently, and each project's
+result is cached (:mod:`openseal.compiler.cache`): a project whose files, and
+files read through ``file()``, are all unchanged costs one read and hash per
+file and skips every stage.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from openseal.compiler import cache
 from openseal.compiler.build import build
 from openseal.compiler.checks import CHECKS
 from openseal.compiler.decode import Definition
-from openseal.compiler.diagnostics import Diagnostic, has_errors, sort_key
+from openseal.compiler.diagnostics import Diagnostic, Related, error, has_errors, sort_key
 from openseal.compiler.emit import CompiledDocument, emit
-from openseal.compiler.load import LoadResult, load_definitions
+from openseal.compiler.load import (
+    LoadedFile,
+    LoadResult,
+    SourceFile,
+    add_file,
+    discover,
+    duplicate_names,
+    load_file,
+    read_file,
+)
 from openseal.compiler.resolve import resolve
+from openseal.compiler.spans import Span
 from openseal.compiler.typecheck import typecheck
 
 
@@ -48,16 +63,35 @@ def compile_project(
 
 
 def compile_paths(paths: Sequence[Path]) -> CompileResult:
-    loaded = load_definitions(paths)
+    """Compile every definition file under ``paths``; never raises for bad input.
+
+    With the cache on, an unchanged project is served whole from its entry; its
+    ``result.loaded.definitions`` are then loaded (from the per-file cache) only
+    when first read.
+    """
+    files, found = discover(paths)
+    root = cache.cache_directory()
+    by_project: dict[str, list[SourceFile]] = {}
+    for path, project in files.items():
+        by_project.setdefault(str(project), []).append(read_file(path, digest=root is not None))
+    compiled = {project: _compile(project, by_project[project], root) for project in by_project}
+
+    loaded = LoadResult(diagnostics=found)
+    later: list[Callable[[], Sequence[Definition]]] = []
+    for path, project in files.items():
+        outcome = compiled[str(project)]
+        add_file(loaded, path, project, outcome.files[str(path)])
+        later.append(outcome.definitions_of(str(path)))
+    for outcome in compiled.values():
+        loaded.diagnostics += outcome.duplicates
+    loaded.diagnostics = sorted(set(loaded.diagnostics), key=sort_key)
+    loaded.load_later = lambda: [d for definitions in later for d in definitions()]
+
     result = CompileResult(loaded, list(loaded.diagnostics))
-    by_project: dict[str, list[Definition]] = {}
-    for definition in loaded.definitions:
-        project = loaded.projects.get(definition.span.file, "")
-        by_project.setdefault(project, []).append(definition)
-    for project in sorted(by_project):
-        documents, diagnostics = compile_project(by_project[project])
-        result.diagnostics += diagnostics
-        for key, document in documents.items():
+    for name in sorted(compiled):
+        outcome = compiled[name]
+        result.diagnostics += outcome.diagnostics
+        for key, document in outcome.documents.items():
             existing = result.documents.setdefault(key, document)
             if existing.digest != document.digest:
                 result.diagnostics.append(_conflict(key, existing, document))
@@ -67,9 +101,127 @@ def compile_paths(paths: Sequence[Path]) -> CompileResult:
     return result
 
 
-def _conflict(key: str, first: CompiledDocument, second: CompiledDocument) -> Diagnostic:
-    from openseal.compiler.diagnostics import Related, error
+# --------------------------------------------------------------------------- one project
 
+
+@dataclass
+class _Outcome:
+    """One project compiled (or served from its entry)."""
+
+    #: file name → its loaded form (definitions left out on a cache hit)
+    files: dict[str, LoadedFile]
+    #: diagnostics about names defined twice in the project
+    duplicates: list[Diagnostic]
+    #: resolve … emit diagnostics
+    diagnostics: list[Diagnostic]
+    documents: dict[str, CompiledDocument]
+    #: set on a cache hit: the files, to load their definitions when asked for
+    sources: dict[str, SourceFile] | None = None
+    root: Path | None = None
+
+    def definitions_of(self, name: str) -> Callable[[], Sequence[Definition]]:
+        if self.sources is None:
+            return lambda: self.files[name].definitions
+        source, root = self.sources[name], self.root
+        return lambda: load_file(source, root).definitions
+
+
+@dataclass(frozen=True, slots=True)
+class _Stored:
+    """A compiled document as a project entry keeps it (its JSON is its canonical bytes)."""
+
+    kind: str
+    name: str
+    canonical: bytes
+    digest: str
+    span: Span
+
+    def document(self) -> CompiledDocument:
+        # The document is by definition what its canonical bytes read back as;
+        # json.loads rebuilds it many times faster than unpickling the dicts.
+        return CompiledDocument(
+            self.kind, self.name, json.loads(self.canonical), self.canonical, self.digest, self.span
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _ProjectEntry:
+    #: per file, in order: (diagnostics, text) — the parts of LoadedFile a result needs
+    files: tuple[tuple[tuple[Diagnostic, ...], str | None], ...]
+    duplicates: tuple[Diagnostic, ...]
+    diagnostics: tuple[Diagnostic, ...]
+    documents: tuple[_Stored, ...]
+    reads: tuple[cache.Read, ...]
+
+
+def _compile(project: str, sources: list[SourceFile], root: Path | None) -> _Outcome:
+    digests = [(s.name, s.digest) for s in sources if s.digest is not None]
+    if root is None or len(digests) != len(sources):
+        return _compile_fresh(sources, None)  # no cache, or a file that cannot be keyed
+    key = cache.key_of("project", project, *cache.sequence_keys(digests))
+    entry = cache.entry_path(root, "projects", cache.key_of("project slot", project))
+    stored = cache.read_entry(entry, key)
+    if isinstance(stored, _ProjectEntry):
+        hit = _from_entry(stored, sources, root)
+        if hit is not None:
+            return hit
+    outcome = _compile_fresh(sources, root)
+    if all(loaded.cacheable for loaded in outcome.files.values()):
+        cache.write_entry(entry, key, _to_entry(outcome, sources))
+    return outcome
+
+
+def _compile_fresh(sources: list[SourceFile], root: Path | None) -> _Outcome:
+    files = {source.name: load_file(source, root) for source in sources}
+    definitions = [d for loaded in files.values() for d in loaded.definitions]
+    # Every file of a project shares one project, so all names are compared.
+    duplicates = duplicate_names(definitions, {})
+    documents, diagnostics = compile_project(definitions)
+    return _Outcome(files, duplicates, diagnostics, documents)
+
+
+def _to_entry(outcome: _Outcome, sources: list[SourceFile]) -> _ProjectEntry:
+    files = [outcome.files[s.name] for s in sources]
+    return _ProjectEntry(
+        files=tuple((loaded.diagnostics, loaded.text) for loaded in files),
+        duplicates=tuple(outcome.duplicates),
+        diagnostics=tuple(outcome.diagnostics),
+        documents=tuple(
+            _Stored(d.kind, d.name, d.canonical, d.digest, d.span)
+            for d in outcome.documents.values()
+        ),
+        reads=tuple(read for loaded in files for read in loaded.reads),
+    )
+
+
+def _from_entry(stored: _ProjectEntry, sources: list[SourceFile], root: Path) -> _Outcome | None:
+    """The outcome an entry describes, or ``None`` if it is malformed or a read changed."""
+    try:
+        if len(stored.files) != len(sources):
+            return None
+        files = {
+            source.name: LoadedFile((), tuple(diagnostics), text)
+            for source, (diagnostics, text) in zip(sources, stored.files, strict=True)
+        }
+        parts = (stored.duplicates, stored.diagnostics, *(f.diagnostics for f in files.values()))
+        well_formed = (
+            all(cache.is_sequence_of(part, Diagnostic) for part in parts)
+            and all(f.text is None or isinstance(f.text, str) for f in files.values())
+            and cache.is_sequence_of(stored.documents, _Stored)
+            and cache.is_sequence_of(stored.reads, cache.Read)
+        )
+        if not well_formed or not cache.all_unchanged(stored.reads):
+            return None
+        documents = {f"{d.kind}.{d.name}": d.document() for d in stored.documents}
+    except Exception:  # a damaged entry of the right type is still only a miss
+        return None
+    by_name = {source.name: source for source in sources}
+    outcome = _Outcome(files, list(stored.duplicates), list(stored.diagnostics), documents)
+    outcome.sources, outcome.root = by_name, root
+    return outcome
+
+
+def _conflict(key: str, first: CompiledDocument, second: CompiledDocument) -> Diagnostic:
     return error(
         "OS105",
         f"`{key}` is defined differently in two projects; a bundle holds one version per name",
