@@ -12,44 +12,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from openseal.compiler import expr as ex
 from openseal.compiler import types as ty
 from openseal.compiler.model import SkillSpec
 from openseal.runtime.proposals import Proposal
-from openseal.runtime.workflow import CompiledWorkflow, DefinitionError
+from openseal.runtime.skill_documents import skill_spec
+from openseal.runtime.workflow import CompiledWorkflow
 from openseal.skills import adapter_for
 from openseal.skills.base import SkillCall, SkillResult
 from openseal.skills.credentials import RuntimeContext
-
-
-def skill_spec(document: Mapping[str, Any]) -> SkillSpec:
-    """The :class:`SkillSpec` of a compiled skill document."""
-    spec = dict(document.get("spec") or {})
-    try:
-        spec["adapter"] = _adapter(spec["adapter"])
-        for key in ("input", "output"):
-            if spec.get(key) is not None:
-                spec[key] = ty.from_json(spec[key])
-        idempotency = spec.get("idempotency")
-        if idempotency and idempotency.get("lookup"):
-            spec["idempotency"] = {**idempotency, "lookup": _adapter(idempotency["lookup"])}
-        return SkillSpec.model_validate(spec)
-    except (KeyError, ValueError, TypeError) as exc:
-        name = document.get("name")
-        raise DefinitionError(f"compiled skill {name} cannot be read: {exc}") from None
-
-
-def _adapter(data: Mapping[str, Any]) -> dict[str, Any]:
-    adapter = dict(data)
-    http = adapter.get("http")
-    if http:
-        adapter["http"] = {
-            **http,
-            "url": ex.from_json(http["url"]),
-            "headers": {k: ex.from_json(v) for k, v in (http.get("headers") or {}).items()},
-            "body": ex.from_json(http["body"]) if http.get("body") is not None else None,
-        }
-    return adapter
 
 
 def adapter_config(context: RuntimeContext | None) -> dict[str, str]:

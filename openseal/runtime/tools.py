@@ -34,8 +34,8 @@ from openseal.runtime.gateway import (
     check_budget,
     check_call,
     check_run,
-    skill_spec,
 )
+from openseal.runtime.skill_documents import skill_spec
 from openseal.runtime.store_errors import IdempotencyConflict
 from openseal.skills import SkillCall, SkillResult, adapter_for
 from openseal.skills.credentials import RuntimeContext

@@ -18,9 +18,9 @@ from openseal.runtime.gateway import (
     check_call,
     check_run,
     risk,
-    skill_spec,
 )
 from openseal.runtime.records import DefinitionVersion
+from openseal.runtime.skill_documents import skill_spec
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
 from openseal.runtime.workflow import CompiledWorkflow, WorkflowCatalog

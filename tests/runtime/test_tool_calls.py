@@ -290,12 +290,6 @@ def test_a_constraint_refusal_names_the_constraint_and_its_binding(
 
 TOKEN_VARIABLE = "OPENSEAL_TEST_PROCUREMENT_TOKEN"
 TOKEN = "proc-tok-7Hq2mZ"
-#: the simulator's search reply, as the example's output type should declare it
-SEARCH_OUTPUT = (
-    "output      = object({ item = string, quantity = number, offers = list(object({ "
-    "vendor = string, name = string, unit_price = number, currency = string, "
-    "in_stock = bool, lead_time_days = number })) })"
-)
 RESEARCH: Script = [
     {"tool_calls": [call("search_vendors", item="laptop", quantity=10)]},
     {"output": {"vendor": "northwind", "unit_price": 1149.0, "currency": "EUR"}},
@@ -303,18 +297,10 @@ RESEARCH: Script = [
 
 
 def procurement_definitions(tmp: Path) -> Path:
-    """The example procurement definitions, with the search output type widened to what the
-    procurement service really answers (vendor names, stock and lead times)."""
-    source = PROCUREMENT.parent
+    """A copy of the example procurement definitions (their search output type is the
+    procurement service's real reply: vendor names, stock and lead times)."""
     target = tmp / "procurement"
-    shutil.copytree(source, target)
-    skills = target / "hcl" / "skills.hcl"
-    lines = skills.read_text(encoding="utf-8").splitlines()
-    at = next(
-        i for i, line in enumerate(lines) if line.strip().startswith("output") and "offers" in line
-    )
-    lines[at] = "  " + SEARCH_OUTPUT
-    skills.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    shutil.copytree(PROCUREMENT.parent, target)
     return target / "hcl"
 
 
