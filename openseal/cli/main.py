@@ -34,6 +34,7 @@ COMMANDS = {
     "deployments": "openseal.cli.governance:deployments",
     "approvals": "openseal.cli.approvals:approvals",
     "actions": "openseal.cli.actions:actions",
+    "quickstart": "openseal.cli.quickstart:quickstart",
 }
 
 

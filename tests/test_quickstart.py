@@ -1,0 +1,181 @@
+"""``openseal quickstart`` as a user runs it: a real process from the repository root."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from openseal.cli.quickstart import render_outcome
+from openseal.quickstart import Decision, Options, Order, run_quickstart
+from openseal.runtime import schema
+from openseal.runtime.store import open_store
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[1]
+LAUNCH = "import sys; from openseal.cli.main import main; sys.exit(main(sys.argv[1:]))"
+
+
+def quickstart(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENSEAL_")}
+    command = [sys.executable, "-c", LAUNCH, "quickstart", "--home", str(home), *args]
+    return subprocess.run(
+        command, cwd=REPO, env=env, capture_output=True, text=True, timeout=180, check=False
+    )
+
+
+def as_json(home: Path) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    done = quickstart(home, "--output", "json")
+    return done, json.loads(done.stdout)
+
+
+def count(home: Path, table: sa.Table) -> int:
+    store = open_store(home=home)
+    try:
+        with store.read() as conn:
+            return int(conn.execute(sa.select(sa.func.count()).select_from(table)).scalar_one())
+    finally:
+        store.close()
+
+
+def test_the_quickstart_orders_the_approved_laptops_once(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    done, result = as_json(home)
+    assert done.returncode == 0, done.stderr
+    assert result["status"] == "completed"
+    assert result["purchase_order_id"] == "PO-000001"
+    order = result["order"]
+    assert (order["vendor"], order["quantity"], order["total"]) == ("northwind", 10, 11490.0)
+    assert (order["currency"], order["destination"]) == ("EUR", "O4")
+    assert result["hash"] == order["hash"]
+    assert [(d["decision"], d["approver"]) for d in result["decisions"]] == [
+        ("approve", "user:local")
+    ]
+
+    # the hash printed is the sha256 of the stored proposal artefact, whose args are the order
+    store = open_store(home=home)
+    try:
+        data = store.artifacts.read(result["hash"])
+    finally:
+        store.close()
+    assert hashlib.sha256(data).hexdigest() == result["hash"]
+    stored = json.loads(data)
+    assert stored["run"] == result["run_id"]
+    assert stored["args"] == {
+        "vendor": "northwind", "quantity": 10, "total": 11490, "currency": "EUR",
+        "destination": "O4",
+    }  # fmt: skip
+
+    types = [e["type"] for e in result["events"]]
+    assert [e["seq"] for e in result["events"]] == list(range(1, len(types) + 1))
+    for expected in ("proposal.drafted", "wait.approval", "approval.decided", "action.succeeded"):
+        assert expected in types
+    assert types.index("approval.decided") < types.index("action.admitted")
+    assert types[-1] == "run.completed"
+
+
+def test_running_it_again_in_the_same_home_starts_a_new_run_and_stores_versions_once(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+    first, one = as_json(home)
+    assert first.returncode == 0, first.stderr
+    versions = count(home, schema.definition_versions)
+    second, two = as_json(home)
+
+    assert (two["objective_id"], two["run_id"]) != (one["objective_id"], one["run_id"])
+    assert count(home, schema.definition_versions) == versions  # deduplicated
+    assert count(home, schema.runs) == 2
+    # The example team's spend budget (20000 EUR, no period reset) counts every order in the
+    # store: a second 11490 EUR order is refused at admission, honestly and before dispatch.
+    assert second.returncode == 1
+    assert two["status"] == "needs_attention"
+    assert "spend budget exceeded: team.procurement would reach 22980.00" in two["reason"]
+    assert two["purchase_order_id"] is None
+    assert "action.dispatched" not in [e["type"] for e in two["events"]]
+    [line] = second.stderr.strip().splitlines()
+    assert line.startswith("error: ") and "--home" in line
+
+
+def test_another_home_runs_again_from_scratch(tmp_path: Path) -> None:
+    for name in ("a", "b"):
+        done, result = as_json(tmp_path / name)
+        assert done.returncode == 0, done.stderr
+        assert result["purchase_order_id"] == "PO-000001"  # a new simulator each time
+
+
+def test_text_output_names_what_it_does_the_order_and_what_to_try_next(tmp_path: Path) -> None:
+    done = quickstart(tmp_path / "home")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("openseal quickstart: ")
+    text = done.stdout
+    assert "vendor       northwind" in text
+    assert "total        11490.00 EUR" in text
+    assert "destination  O4" in text
+    assert "purchase order PO-000001 confirmed" in text
+    assert text.index("hash         sha256:") < text.index("approved by user:local")
+    assert lines[-1].startswith("next: openseal runs show ")
+    assert "run.completed" in text
+    assert done.stderr == ""  # no progress lines when stderr is not a terminal
+
+
+def test_definitions_with_errors_are_diagnostics_and_exit_1(tmp_path: Path) -> None:
+    broken = tmp_path / "defs"
+    broken.mkdir()
+    (broken / "bad.hcl").write_text('workflow "procure_laptops" {\n  start = state.nope\n}\n')
+    done = quickstart(tmp_path / "home", "--definitions", str(broken))
+    assert done.returncode == 1
+    assert "bad.hcl:" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_missing_definitions_folder_is_one_line(tmp_path: Path) -> None:
+    done = quickstart(tmp_path / "home", "--definitions", str(tmp_path / "missing"))
+    assert done.returncode == 1
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith("error: ") and "does not exist" in line
+
+
+def test_interactive_needs_a_terminal(tmp_path: Path) -> None:
+    done = quickstart(tmp_path / "home", "--interactive")
+    assert done.returncode == 2
+    assert "--interactive needs a terminal" in done.stderr
+
+
+# -- decisions other than approve (in process: the same code the prompt feeds) -----------
+
+
+def test_a_rejected_order_is_never_submitted(tmp_path: Path) -> None:
+    seen: list[Order] = []
+
+    def reject(order: Order) -> Decision:
+        seen.append(order)
+        return Decision("reject", "too expensive")
+
+    outcome = run_quickstart(Options(home=tmp_path / "home"), decide=reject)
+    assert outcome.ok
+    assert outcome.status == "canceled"
+    assert outcome.purchase_order_id is None
+    assert [o.vendor for o in seen] == ["northwind"]
+    types = [e.type for e in outcome.events]
+    assert "action.admitted" not in types and "action.dispatched" not in types
+    assert "the order was rejected: nothing was submitted" in render_outcome(outcome)
+
+
+def test_requested_changes_draft_again_and_need_a_new_decision(tmp_path: Path) -> None:
+    answers = [Decision("request_changes", "check the vendors again"), Decision("approve")]
+    outcome = run_quickstart(Options(home=tmp_path / "home"), decide=lambda _o: answers.pop(0))
+    assert outcome.status == "completed"
+    assert outcome.purchase_order_id == "PO-000001"
+    assert [d.decision.verb for d in outcome.decisions] == ["request_changes", "approve"]
+    first, second = (d.order for d in outcome.decisions)
+    assert first.approval_id != second.approval_id  # a new approval for the new draft
