@@ -43,8 +43,10 @@ FORMAT_VERSION = 2
 DEFAULT_DIRECTORY = Path(".openseal") / "cache"
 _OFF = {"0", "off", "false", "no"}
 
-#: Libraries whose behaviour shapes what is cached (parse trees, pickled models, JSON).
-_LIBRARIES = ("lark", "yaml", "pydantic", "pydantic_core", "networkx", "rfc8785", "hcl2")
+#: Libraries whose behaviour shapes loaded files (parse trees, pickled models). All
+#: are imported by the loaders anyway; the libraries only compiling uses (networkx,
+#: rfc8785) join the project key instead, so ``openseal validate`` never imports them.
+_LIBRARIES = ("lark", "hcl2", "yaml", "pydantic", "pydantic_core")
 
 
 def cache_directory() -> Path | None:
@@ -57,15 +59,14 @@ def cache_directory() -> Path | None:
 
 @cache
 def compiler_fingerprint() -> str:
-    """A digest of everything besides the input that decides a compile's output.
+    """A digest of everything besides the input that decides what is cached.
 
     That is the compiler package's source (``*.py`` and grammars), the openseal
     version, the Python version and the versions of the libraries in
     ``_LIBRARIES``. Computed once per process: a few dozen small files.
     """
     digest = hashlib.sha256(f"{__version__}\0{sys.version}\0{FORMAT_VERSION}".encode())
-    for name in _LIBRARIES:
-        digest.update(f"\0{name}={_library_version(name)}".encode())
+    digest.update(library_versions(_LIBRARIES).encode())
     here = Path(__file__).parent
     sources = sorted(p for p in here.rglob("*") if p.suffix in (".py", ".lark"))
     for path in [*sources, here.parent / "errors.py"]:
@@ -75,6 +76,11 @@ def compiler_fingerprint() -> str:
         except OSError:
             digest.update(b"\0unreadable")
     return digest.hexdigest()
+
+
+def library_versions(names: Iterable[str]) -> str:
+    """``name=version`` of each library, for keys (imports each one: pass loaded ones)."""
+    return "\0".join(f"{name}={_library_version(name)}" for name in names)
 
 
 def _library_version(name: str) -> str:

@@ -10,6 +10,7 @@ file and skips every stage.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from openseal.compiler.checks import CHECKS
 from openseal.compiler.decode import Definition
 from openseal.compiler.diagnostics import Diagnostic, Related, error, has_errors, sort_key
 from openseal.compiler.emit import CompiledDocument, emit
+from openseal.compiler.hcl_parser import gc_paused
 from openseal.compiler.load import (
     LoadedFile,
     LoadResult,
@@ -154,17 +156,27 @@ class _ProjectEntry:
     reads: tuple[cache.Read, ...]
 
 
+@functools.cache
+def _compile_libraries() -> str:
+    """Libraries whose output is part of a compiled document (graphs, canonical JSON).
+
+    Both are imported by the stages above, so reading their versions costs nothing.
+    """
+    return cache.library_versions(("networkx", "rfc8785"))
+
+
 def _compile(project: str, sources: list[SourceFile], root: Path | None) -> _Outcome:
     digests = [(s.name, s.digest) for s in sources if s.digest is not None]
     if root is None or len(digests) != len(sources):
         return _compile_fresh(sources, None)  # no cache, or a file that cannot be keyed
-    key = cache.key_of("project", project, *cache.sequence_keys(digests))
+    key = cache.key_of("project", _compile_libraries(), project, *cache.sequence_keys(digests))
     entry = cache.entry_path(root, "projects", cache.key_of("project slot", project))
-    stored = cache.read_entry(entry, key)
-    if isinstance(stored, _ProjectEntry):
-        hit = _from_entry(stored, sources, root)
-        if hit is not None:
-            return hit
+    # Rebuilding the documents allocates many small objects and no cycles.
+    with gc_paused():
+        stored = cache.read_entry(entry, key)
+        hit = _from_entry(stored, sources, root) if isinstance(stored, _ProjectEntry) else None
+    if hit is not None:
+        return hit
     outcome = _compile_fresh(sources, root)
     if all(loaded.cacheable for loaded in outcome.files.values()):
         cache.write_entry(entry, key, _to_entry(outcome, sources))
