@@ -20,9 +20,38 @@ from bench.generate import PREAMBLE_HCL
 from openseal.compiler.pipeline import compile_paths
 from openseal.runtime.store import Store, open_store
 
-#: Three steps with a no-op ``python`` skill in the middle — used once ``action`` is served.
+#: What the runtime benchmarks add to the compiler benchmarks' preamble: a ``write`` no-op
+#: skill with same-key retry declared (OS503) that needs no approval (OS504 asks for one only
+#: from ``external`` up, or when a skill or binding says so), and an agent allowed to use it.
+RUNTIME_PREAMBLE = """skill "record" {
+  description = "Record something (a no-op that counts as a write)."
+  effect      = "write"
+  input       = object({ q = string })
+  output      = object({ answer = string })
+  timeout     = "10s"
+  adapter "python" {
+    entry_point = "bench.skills:noop"
+  }
+  idempotency {
+    same_key_retry = true
+  }
+}
+
+agent "writer" {
+  model        = model.m
+  instructions = "Record the answer."
+  max_risk     = "write"
+}
+
+binding "writer_records" {
+  skill = skill.record
+  to    = agent.writer
+}
+"""
+
+#: Three steps with a no-op ``write`` skill in the middle, dispatched as a governed action.
 ACTION_WORKFLOW = """workflow "three_steps" {
-  owner = agent.helper
+  owner = agent.writer
   start = state.prepare
   input "n" {
     type = number
@@ -35,7 +64,7 @@ ACTION_WORKFLOW = """workflow "three_steps" {
   }
   state "act" {
     action {
-      skill = skill.lookup
+      skill = skill.record
       args  = { q = state.prepare.output.q }
     }
     next = state.done
@@ -121,7 +150,9 @@ def action_supported() -> bool:
 
 def compiled(directory: Path, workflow: str) -> list[Any]:
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / "project.hcl").write_text(PREAMBLE_HCL + "\n" + workflow, encoding="utf-8")
+    (directory / "project.hcl").write_text(
+        PREAMBLE_HCL + "\n" + RUNTIME_PREAMBLE + "\n" + workflow, encoding="utf-8"
+    )
     result = compile_paths([directory])
     if not result.ok:
         first = result.diagnostics[0]

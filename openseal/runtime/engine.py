@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import sqlalchemy as sa
 
 from openseal.errors import OpenSealError
-from openseal.runtime.executor import TurnExecutor, TurnReport
+from openseal.runtime.executor import Begun, TurnExecutor, TurnReport
 from openseal.runtime.faults import hook_from_env
 from openseal.runtime.models import ProviderFactory, default_provider_factory
 from openseal.runtime.records import Claim
@@ -130,18 +130,44 @@ class Engine:
 
     def step(self) -> StepReport | None:
         """Claim one runnable run and work on it; None when nothing is runnable."""
-        claim = self.store.claim_run(self.worker_id, lease_seconds=self.lease_seconds)
-        if claim is None:
+        try:
+            # The claim and the first turn's save commit together.
+            found = self.store.claim_and_start(
+                self.worker_id, self.executor.begin, lease_seconds=self.lease_seconds
+            )
+        except sa.exc.DBAPIError:
+            raise  # the database is unreachable or busy: the caller retries
+        except Exception as exc:
+            # Beginning the turn failed unexpectedly (and took the claim with it): claim alone,
+            # so the failure is met again in a turn and the run is stopped, not retried forever.
+            log.debug("claim with first turn failed (%s); claiming alone", exc)
+            claim = self.store.claim_run(self.worker_id, lease_seconds=self.lease_seconds)
+            found = None if claim is None else (claim, None)
+        if found is None:
             return None
+        claim, begun = found
         report = StepReport(claim.run_id)
         with Heartbeat(self.store, claim, self.lease_seconds) as heartbeat:
-            self._work(claim, heartbeat.lost, report)
+            self._work(claim, heartbeat.lost, report, begun)
         return report
 
-    def _work(self, claim: Claim, lost: threading.Event, report: StepReport) -> None:
-        for _ in range(self.max_turns_per_claim):
+    def _work(
+        self, claim: Claim, lost: threading.Event, report: StepReport, begun: Begun | None
+    ) -> None:
+        def more() -> bool:
+            """Whether the next turn is worked on under this claim (and saved with this one)."""
+            return (
+                len(report.turns) + 1 < self.max_turns_per_claim
+                and not self.stopping.is_set()
+                and not lost.is_set()
+            )
+
+        while True:
+            if isinstance(begun, TurnReport):  # the turn ended as it began (budget, document)
+                self._record(report, begun)
+                return
             try:
-                turn = self.executor.execute(claim, lost)
+                turn, begun = self.executor.execute(claim, lost, begun, chain=more)
             except (StaleEpoch, LeaseLost) as exc:
                 # Another worker (or an operator) owns the run now; drop this turn.
                 log.info("run %s: claim lost, turn dropped (%s)", claim.run_id, exc)
@@ -155,15 +181,18 @@ class Engine:
                 )  # fmt: skip
                 report.ending = self.executor.give_up(claim, f"{type(exc).__name__}: {exc}")
                 return
-            report.turns.append(turn)
-            report.status = turn.status
-            if self.on_turn is not None:
-                self.on_turn(turn)
+            self._record(report, turn)
             if turn.status != RunStatus.RUNNING:
                 return
-            if self.stopping.is_set() or lost.is_set():
+            if begun is None and not more():
                 break
         report.ending = "released" if self.store.release(claim) else "lost"
+
+    def _record(self, report: StepReport, turn: TurnReport) -> None:
+        report.turns.append(turn)
+        report.status = turn.status
+        if self.on_turn is not None:
+            self.on_turn(turn)
 
     def run_until_idle(self, *, max_steps: int = 10_000) -> list[StepReport]:
         """Step until no run is runnable now (sleeping runs due later are not waited for)."""

@@ -1,13 +1,20 @@
-"""The one way a run changes: an UPDATE that bumps the event sequence, plus its event row.
+"""The one way a run changes: an UPDATE that bumps the event sequence, plus its event rows.
 
-Invariant 1: a run's state change and the event describing it commit together, and each run's
+Invariant 1: a run's state change and the events describing it commit together, and each run's
 event sequence is gap-free. Both follow from doing them in the same transaction with the
 sequence taken from ``runs.last_event_seq`` in the same UPDATE that changes the run — the row
 lock (PostgreSQL) or the write lock (SQLite ``BEGIN IMMEDIATE``) orders concurrent appends.
+
+The statements are built once per shape (which columns change, whether the UPDATE is fenced)
+and reused with bound parameters: building and hashing a SQLAlchemy statement costs more than
+executing it on SQLite, and these run several times per turn.
 """
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -18,6 +25,85 @@ from openseal.runtime.records import Event, Run
 from openseal.runtime.store_errors import NotFound
 
 runs = schema.runs
+
+_lock = threading.Lock()
+_updates: dict[tuple[tuple[str, ...], bool, bool], sa.Update] = {}
+INSERT_EVENTS: sa.Insert = sa.insert(schema.events)
+
+
+@dataclass(frozen=True)
+class Fence:
+    """The claim an UPDATE must still match: epoch, lease owner, and status ``running``."""
+
+    epoch: int
+    owner: str
+
+
+def _run_update(keys: tuple[str, ...], fenced: bool, whole_row: bool) -> sa.Update:
+    """``UPDATE runs SET <keys>, last_event_seq += :count ... RETURNING ...``, built once."""
+    shape = (keys, fenced, whole_row)
+    stmt = _updates.get(shape)
+    if stmt is not None:
+        return stmt
+    count = sa.bindparam("p_count", type_=sa.Integer)
+    values: dict[str, Any] = {key: sa.bindparam(f"v_{key}", type_=runs.c[key].type) for key in keys}
+    values.update(
+        last_event_seq=runs.c.last_event_seq + count,
+        revision=runs.c.revision + count,
+        updated_at=sa.bindparam("p_now", type_=runs.c.updated_at.type),
+    )
+    conditions = [runs.c.id == sa.bindparam("p_id", type_=runs.c.id.type)]
+    if fenced:
+        conditions += [
+            runs.c.epoch == sa.bindparam("p_epoch", type_=sa.Integer),
+            runs.c.lease_owner == sa.bindparam("p_owner", type_=runs.c.lease_owner.type),
+            runs.c.status == sa.bindparam("p_running", type_=runs.c.status.type),
+        ]
+    returning = tuple(runs.c) if whole_row else (runs.c.last_event_seq,)
+    stmt = sa.update(runs).where(*conditions).values(**values).returning(*returning)
+    with _lock:
+        _updates[shape] = stmt
+    return stmt
+
+
+def append_events(
+    conn: sa.Connection,
+    run_id: str,
+    events: Sequence[tuple[str, str, dict[str, Any]]],
+    *,
+    now: datetime,
+    values: dict[str, Any] | None = None,
+    fence: Fence | None = None,
+    whole_row: bool = False,
+) -> sa.RowMapping | None:
+    """Apply ``values`` to the run and append ``events`` (type, actor, payload) after it.
+
+    One UPDATE and one (multi-row) INSERT, whatever the number of events. With ``fence`` the
+    UPDATE only matches while the claim still holds the run; None is returned (and nothing is
+    written) when it does not. The row returned holds ``last_event_seq`` (all columns with
+    ``whole_row``). ``values`` may not hold SQL expressions; see :func:`change_run`.
+    """
+    plain = values or {}
+    stmt = _run_update(tuple(sorted(plain)), fence is not None, whole_row)
+    params: dict[str, Any] = {f"v_{key}": value for key, value in plain.items()}
+    params.update(p_id=run_id, p_count=len(events), p_now=now)
+    if fence is not None:
+        params.update(p_epoch=fence.epoch, p_owner=fence.owner, p_running="running")
+    row = conn.execute(stmt, params).mappings().one_or_none()
+    if row is None:
+        return None
+    last = int(row["last_event_seq"])
+    first = last - len(events) + 1
+    if events:
+        conn.execute(
+            INSERT_EVENTS,
+            [
+                {"run_id": run_id, "seq": first + i, "type": kind, "actor": actor,
+                 "payload": payload, "at": now}
+                for i, (kind, actor, payload) in enumerate(events)
+            ],
+        )  # fmt: skip
+    return row
 
 
 def change_run(
@@ -30,7 +116,36 @@ def change_run(
     now: datetime,
     values: dict[str, Any] | None = None,
 ) -> tuple[Run, Event]:
-    """Apply ``values`` to the run and append one event describing the change."""
+    """Apply ``values`` to the run and append one event describing the change.
+
+    ``values`` may hold SQL expressions (``runs.c.epoch + 1``); such updates are built afresh,
+    the others reuse a prepared statement.
+    """
+    values = values or {}
+    if any(isinstance(v, sa.ColumnElement) for v in values.values()):
+        row = _change_with_expressions(conn, run_id, now, values)
+        if row is not None:
+            conn.execute(
+                INSERT_EVENTS,
+                {"run_id": run_id, "seq": row["last_event_seq"], "type": event_type,
+                 "actor": actor, "payload": payload, "at": now},
+            )  # fmt: skip
+    else:
+        row = append_events(
+            conn, run_id, ((event_type, actor, payload),), now=now, values=values, whole_row=True
+        )
+    if row is None:
+        raise NotFound(f"run {run_id} not found")
+    run = Run.from_row(row)
+    event = Event(
+        run_id=run_id, seq=run.last_event_seq, type=event_type, actor=actor, payload=payload, at=now
+    )
+    return run, event
+
+
+def _change_with_expressions(
+    conn: sa.Connection, run_id: str, now: datetime, values: dict[str, Any]
+) -> sa.RowMapping | None:
     stmt = (
         sa.update(runs)
         .where(runs.c.id == run_id)
@@ -38,23 +153,11 @@ def change_run(
             last_event_seq=runs.c.last_event_seq + 1,
             revision=runs.c.revision + 1,
             updated_at=now,
-            **(values or {}),
+            **values,
         )
         .returning(*runs.c)
     )
-    row = conn.execute(stmt).mappings().one_or_none()
-    if row is None:
-        raise NotFound(f"run {run_id} not found")
-    run = Run.from_row(row)
-    event = Event(
-        run_id=run_id, seq=run.last_event_seq, type=event_type, actor=actor, payload=payload, at=now
-    )
-    conn.execute(
-        sa.insert(schema.events).values(
-            run_id=run_id, seq=event.seq, type=event_type, actor=actor, payload=payload, at=now
-        )
-    )
-    return run, event
+    return conn.execute(stmt).mappings().one_or_none()
 
 
 def lease_released() -> dict[str, Any]:

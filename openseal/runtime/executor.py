@@ -25,7 +25,7 @@ from openseal.compiler.evaluate import EvaluationError
 from openseal.runtime import budgets, schema
 from openseal.runtime.fenced import FencedTx
 from openseal.runtime.models.base import ModelError
-from openseal.runtime.records import Claim, Run
+from openseal.runtime.records import Claim, Run, Turn
 from openseal.runtime.states import handler_for
 from openseal.runtime.states.base import (
     Advance,
@@ -105,6 +105,24 @@ def activity_prefix(state: str, position: dict[str, Any]) -> str:
     return f"{state}:{visit}" + (f"r{attempt}" if attempt else "")
 
 
+@dataclass(frozen=True)
+class Started:
+    """A turn that is saved and not yet executed: what :meth:`TurnExecutor.execute` runs."""
+
+    run: Run
+    state: str
+    context: dict[str, Any]
+    #: an operator supplied the state's output (``intervene --value``)
+    supplied: bool
+    turn: Turn
+    #: ``time.monotonic()`` when the turn was saved
+    since: float
+
+
+#: what beginning a turn gives: the turn to execute, or the report of a turn that ended at once
+Begun = Started | TurnReport
+
+
 class TurnExecutor:
     def __init__(
         self,
@@ -126,48 +144,81 @@ class TurnExecutor:
         self.hook = hook
         self.max_repairs = max_repairs
 
-    def execute(self, claim: Claim, lost: threading.Event) -> TurnReport:
-        started = time.monotonic()
-        workflow = self.catalog.workflow(claim.run.workflow_digest)
-        with self.store.fenced(claim) as tx:
-            run = tx.run()
-            try:
-                state, context, supplied = _prepared(run, workflow)
-            except DefinitionError as exc:
-                return self._attention_now(tx, run, str(exc), started)
+    def begin(self, tx: FencedTx, *, first: bool = True, seq: int | None = None) -> Begun:
+        """Save the run's next turn in ``tx`` (persist before acting, invariant 2).
+
+        ``first`` is the first turn of a claim: turns an earlier claim left open are closed
+        first. ``seq`` is the turn's number when the caller knows it. A turn that cannot
+        start (the budget is spent, the document is broken) ends here with its report.
+        """
+        since = time.monotonic()
+        run = tx.run()
+        workflow = self.catalog.workflow(run.workflow_digest)
+        try:
+            state, context, supplied = _prepared(run, workflow)
+        except DefinitionError as exc:
+            return self._attention_now(tx, run, str(exc), since)
+        if first and tx.claim.epoch > 1:  # the first claim of a run has nothing to close
             _abandon_open_turns(tx)
-            cost = _turn_cost(workflow, state, context)
-            reason = budgets.exceeded(workflow.budget_limits(), run.budget_used, cost)
-            turn = tx.start_turn(state)
-            if reason is not None:
-                ctx = self._context(claim, run, workflow, state, context, turn.id, lost)
-                ctx.exhaust(tx, reason)
-                return self._report(
-                    run.id, state, turn.seq, "budget_exhausted", tx, started, reason
-                )
-            run = tx.update_run(
-                current_state=state,
-                context=context,
-                budget_used=budgets.add(run.budget_used, cost),
-                event="turn.phase",
-                payload={"phase": "executing", "turn_id": turn.id},
-            )
+        cost = _turn_cost(workflow, state, context)
+        reason = budgets.exceeded(workflow.budget_limits(), run.budget_used, cost)
+        if reason is not None:
+            turn = tx.start_turn(state, seq=seq)
+            ctx = self._context(tx.claim, run, workflow, state, context, turn.id, threading.Event())
+            ctx.exhaust(tx, reason)
+            return self._report(run.id, state, turn.seq, "budget_exhausted", tx, since, reason)
+        entered = {
+            "current_state": state,
+            "context": context,
+            "budget_used": budgets.add(run.budget_used, cost),
+        }
+        turn = tx.start_turn(state, seq=seq, values=entered)
+        return Started(tx.run(), state, context, supplied, turn, since)
+
+    def execute(
+        self,
+        claim: Claim,
+        lost: threading.Event,
+        started: Started | None = None,
+        *,
+        chain: Callable[[], bool] | None = None,
+    ) -> tuple[TurnReport, Begun | None]:
+        """Execute ``started`` (or save and execute the next turn) and apply its outcome.
+
+        When the run is still running afterwards and ``chain()`` says to go on, the next turn
+        is saved in the same transaction as this turn's outcome and returned with the report.
+        """
+        if started is None:
+            with self.store.fenced(claim) as tx:
+                begun = self.begin(tx)
+            if isinstance(begun, TurnReport):
+                return begun, None
+            started = begun
+        run, state, context, turn = started.run, started.state, started.context, started.turn
+        workflow = self.catalog.workflow(run.workflow_digest)
         self.hook("turn.started", claim)
         ctx = self._context(claim, run, workflow, state, context, turn.id, lost)
         try:
-            if supplied:
+            if started.supplied:
                 outcome: Outcome = Advance("done", context["states"][state])
             else:
                 outcome = handler_for(ctx.state.kind)(ctx)
         except TurnStopped as stopped:
-            return TurnReport(run.id, state, turn.seq, "stopped", self._status(run.id),
-                              time.monotonic() - started, str(stopped))  # fmt: skip
+            report = TurnReport(run.id, state, turn.seq, "stopped", self._status(run.id),
+                                time.monotonic() - started.since, str(stopped))  # fmt: skip
+            return report, None
         except (ModelError, EvaluationError, DefinitionError, IdempotencyConflict) as exc:
             outcome = Attention(f"{type(exc).__name__}: {exc}")
         self.hook("turn.before_advance", claim)
         with self.store.fenced(claim) as tx:
             detail = self._apply(tx, ctx, outcome)
-            return self._report(run.id, state, turn.seq, _name(outcome), tx, started, detail)
+            report = self._report(
+                run.id, state, turn.seq, _name(outcome), tx, started.since, detail
+            )
+            following: Begun | None = None
+            if report.status == RunStatus.RUNNING and chain is not None and chain():
+                following = self.begin(tx, first=False, seq=turn.seq + 1)
+        return report, following
 
     def give_up(self, claim: Claim, reason: str) -> str:
         """After an unexpected error: the run needs attention (if the claim still holds it)."""
@@ -216,7 +267,8 @@ class TurnExecutor:
         if isinstance(outcome, Finish):
             return self._finish(tx, ctx, outcome)
         if isinstance(outcome, Suspend):
-            tx.record_turn(ctx.turn_id, phase="waiting", status="completed")
+            # the wait's own event (``wait.registered``...) says how the turn ended
+            tx.record_turn(ctx.turn_id, phase="waiting", status="completed", event=False)
             outcome.apply(tx)
             return outcome.description
         tx.record_turn(ctx.turn_id, status="failed", error=outcome.reason)
@@ -241,20 +293,21 @@ class TurnExecutor:
             tx.record_turn(ctx.turn_id, status="failed", error=problem)
             self._needs_attention(tx, context, source, problem)
             return problem
-        tx.record_turn(ctx.turn_id, phase="advanced", status="completed")
+        tx.record_turn(ctx.turn_id, phase="advanced", status="completed", event=False)
         tx.update_run(
             current_state=target,
             context=enter(context, target, source),
             waiting=None,
             event="state.advanced",
             payload={"from": source, "to": target, "event": outcome.event},
+            describe=False,
         )
         return f"{source} -[{outcome.event}]-> {target}"
 
     def _finish(self, tx: FencedTx, ctx: StepContext, outcome: Finish) -> str:
         context = dict(tx.run().context)
         context["outputs"] = workflow_outputs(ctx.workflow, context)
-        tx.record_turn(ctx.turn_id, phase="ended", status="completed")
+        tx.record_turn(ctx.turn_id, phase="ended", status="completed", event=False)
         tx.update_run(
             status=RunStatus(outcome.outcome),
             context=context,

@@ -4,10 +4,17 @@
 still match the claim (invariant 3) and hands out a FencedTx whose methods all write inside
 that transaction. Every change appends its event in the same transaction (invariant 1), and
 leaving ``running`` releases the lease in the same UPDATE (invariant 5).
+
+Changes to the run row and their events are held back and written together — one UPDATE of
+the run and one INSERT of its events — when the transaction ends, or earlier whenever a caller
+takes :attr:`FencedTx.conn` (so anything written through the connection directly comes after
+them in the event sequence). The run row stays locked for the whole transaction, so the
+sequence numbers the held-back events will get are known in advance.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, Final
 
@@ -16,7 +23,7 @@ import sqlalchemy as sa
 from openseal.errors import StoreError
 from openseal.runtime import schema
 from openseal.runtime.clock import new_id
-from openseal.runtime.events import change_run, iso, lease_released
+from openseal.runtime.events import append_events, iso, lease_released
 from openseal.runtime.records import Activity, AgentRequest, Claim, Event, InboundEvent, Run, Turn
 from openseal.runtime.statuses import AgentRequestStatus, RunStatus
 from openseal.runtime.store_base import StoreBase
@@ -30,29 +37,101 @@ class _Unset:
 
 UNSET: Final = _Unset()
 
+runs = schema.runs
+turns = schema.turns
+RUN_FIELDS: Final = frozenset(Run.__dataclass_fields__)
+INSERT_TURN: Final = sa.insert(turns)
+INSERT_ACTIVITY: Final = sa.insert(schema.activities)
+LAST_TURN_SEQ: Final = sa.select(sa.func.max(turns.c.seq)).where(
+    turns.c.run_id == sa.bindparam("p_run")
+)
+SELECT_ACTIVITY: Final = sa.select(schema.activities).where(
+    schema.activities.c.run_id == sa.bindparam("p_run"),
+    schema.activities.c.activity_id == sa.bindparam("p_activity"),
+)
+_turn_updates: dict[tuple[str, ...], sa.Update] = {}
+
+
+def _turn_update(keys: tuple[str, ...]) -> sa.Update:
+    """``UPDATE turns SET <keys> WHERE id AND run_id RETURNING *``, built once per shape."""
+    stmt = _turn_updates.get(keys)
+    if stmt is None:
+        stmt = (
+            sa.update(turns)
+            .where(turns.c.id == sa.bindparam("p_id"), turns.c.run_id == sa.bindparam("p_run"))
+            .values(**{k: sa.bindparam(f"v_{k}", type_=turns.c[k].type) for k in keys})
+            .returning(*turns.c)
+        )
+        _turn_updates[keys] = stmt
+    return stmt
+
+
+SELECT_COUNTERS: Final = sa.select(runs.c.last_event_seq, runs.c.revision).where(
+    runs.c.id == sa.bindparam("p_id")
+)
+
 
 class FencedTx:
-    def __init__(self, store: StoreBase, conn: sa.Connection, claim: Claim, now: datetime):
+    def __init__(
+        self, store: StoreBase, conn: sa.Connection, claim: Claim, now: datetime, run: Run
+    ) -> None:
         self._store = store
-        self.conn = conn
+        self._conn = conn
         self.claim = claim
         self.now = now
         self.actor = f"worker:{claim.worker_id}"
+        #: the run as this transaction sees it, held-back changes included
+        self._run = run
+        self._values: dict[str, Any] = {}
+        self._events: list[tuple[str, str, dict[str, Any]]] = []
+        #: False once the connection was handed out: direct writes may have moved the counters
+        self._counters_known = True
+
+    @property
+    def conn(self) -> sa.Connection:
+        """The transaction's connection, after writing the changes held back so far."""
+        self.flush()
+        self._counters_known = False
+        return self._conn
+
+    def flush(self) -> None:
+        """Write the held-back run changes and events (one UPDATE, one INSERT)."""
+        if not self._events and not self._values:
+            return
+        row = append_events(
+            self._conn, self.claim.run_id, self._events, now=self.now, values=self._values
+        )
+        if row is None or int(row["last_event_seq"]) != self._run.last_event_seq:
+            # The row is locked by this transaction; a mismatch is a bug, never a race.
+            raise StoreError(f"run {self.claim.run_id} changed under its lock", code="internal")
+        self._values, self._events = {}, []
+
+    def _sync_counters(self) -> None:
+        if self._counters_known:
+            return
+        row = self._conn.execute(SELECT_COUNTERS, {"p_id": self.claim.run_id}).one()
+        self._run = replace(self._run, last_event_seq=row.last_event_seq, revision=row.revision)
+        self._counters_known = True
 
     def _change(self, event_type: str, payload: dict[str, Any], **values: Any) -> Run:
-        run, _ = change_run(
-            self.conn,
-            self.claim.run_id,
-            event_type=event_type,
-            actor=self.actor,
-            payload=payload,
-            now=self.now,
-            values=values,
-        )
-        return run
+        """Hold back ``values`` and one event describing them; the run as it will be."""
+        self._sync_counters()
+        self._values.update(values)
+        self._events.append((event_type, self.actor, payload))
+        seen = {k: v for k, v in values.items() if k in RUN_FIELDS}
+        if "status" in seen:
+            seen["status"] = RunStatus(seen["status"])
+        seq = self._run.last_event_seq + 1
+        self._run = replace(
+            self._run, **seen, last_event_seq=seq, revision=self._run.revision + 1,
+            updated_at=self.now,
+        )  # fmt: skip
+        return self._run
 
     def run(self) -> Run:
-        return self._store.load_run(self.conn, self.claim.run_id)
+        """The run as this transaction sees it (including changes not written yet)."""
+        self._sync_counters()
+        return self._run
 
     def update_run(
         self,
@@ -65,12 +144,15 @@ class FencedTx:
         budget_used: dict[str, Any] | _Unset = UNSET,
         event: str = "run.updated",
         payload: dict[str, Any] | None = None,
+        describe: bool = True,
     ) -> Run:
         """Change the run and append ``event`` describing it, in this transaction.
 
         Any status other than ``running`` releases the lease: the claim is finished and any
         later write with it is rejected. Waiting for an inbound event goes through
-        :meth:`register_event_wait` instead, so early events are matched.
+        :meth:`register_event_wait` instead, so early events are matched. The new status,
+        state, wake-up time and (non-empty) wait are added to ``payload`` unless ``describe``
+        is False (the caller's payload says it already).
         """
         if status == RunStatus.WAITING_FOR_EVENT:
             raise StoreError("use register_event_wait to wait for an event", code="usage_error")
@@ -89,36 +171,46 @@ class FencedTx:
             values["wait_name"] = None
         if "status" in values and values["status"] != RunStatus.RUNNING:
             values.update(lease_released())
-        described = {k: v for k, v in values.items() if k in ("status", "current_state")}
-        if "wake_at" in values:
-            described["wake_at"] = iso(values["wake_at"])
-        if "waiting" in values:
-            described["waiting"] = values["waiting"]
+        described: dict[str, Any] = {}
+        if describe:
+            described = {k: v for k, v in values.items() if k in ("status", "current_state")}
+            if "wake_at" in values:
+                described["wake_at"] = iso(values["wake_at"])
+            if values.get("waiting") is not None:
+                described["waiting"] = values["waiting"]
         return self._change(event, {**(payload or {}), **described}, **values)
 
     def append_event(self, type: str, payload: dict[str, Any], actor: str | None = None) -> Event:
-        _, event = change_run(
-            self.conn,
-            self.claim.run_id,
-            event_type=type,
-            actor=actor or self.actor,
-            payload=payload,
-            now=self.now,
+        self._sync_counters()
+        self._events.append((type, actor or self.actor, payload))
+        seq = self._run.last_event_seq + 1
+        self._run = replace(
+            self._run, last_event_seq=seq, revision=self._run.revision + 1, updated_at=self.now
         )
-        return event
+        return Event(self.claim.run_id, seq, type, actor or self.actor, payload, self.now)
 
     # -- turns -----------------------------------------------------------------------
 
-    def start_turn(self, state: str, phase: str = "started") -> Turn:
-        """Persist a turn before it executes (invariant 2); its seq counts from 1 per run."""
-        turns = schema.turns
-        last = self.conn.execute(
-            sa.select(sa.func.max(turns.c.seq)).where(turns.c.run_id == self.claim.run_id)
-        ).scalar_one_or_none()
+    def start_turn(
+        self,
+        state: str,
+        phase: str = "started",
+        *,
+        seq: int | None = None,
+        values: dict[str, Any] | None = None,
+    ) -> Turn:
+        """Persist a turn before it executes (invariant 2); its seq counts from 1 per run.
+
+        ``seq`` saves looking the last one up when the caller knows it; ``values`` are run
+        changes (entering the state, charging its budget) that ``turn.started`` describes.
+        """
+        if seq is None:
+            last = self._conn.execute(LAST_TURN_SEQ, {"p_run": self.claim.run_id}).scalar()
+            seq = (last or 0) + 1
         turn = Turn(
             id=new_id(),
             run_id=self.claim.run_id,
-            seq=(last or 0) + 1,
+            seq=seq,
             state=state,
             phase=phase,
             status="running",
@@ -128,8 +220,8 @@ class FencedTx:
             finished_at=None,
             error=None,
         )
-        self.conn.execute(sa.insert(turns).values(**turn.__dict__))
-        self._change("turn.started", {"turn_id": turn.id, "seq": turn.seq, "state": state})
+        self._conn.execute(INSERT_TURN, turn.__dict__)
+        self._change("turn.started", {"seq": turn.seq, "state": state}, **(values or {}))
         return turn
 
     def record_turn(
@@ -139,9 +231,14 @@ class FencedTx:
         phase: str | None = None,
         status: str | None = None,
         error: str | None = None,
+        event: bool = True,
     ) -> Turn:
-        """Save a turn's new phase and/or final status (``status`` other than running ends it)."""
-        turns = schema.turns
+        """Save a turn's new phase and/or final status (``status`` other than running ends it).
+
+        With ``event=False`` no ``turn.updated`` is appended: the caller appends the event that
+        says how the turn ended (``state.advanced``, ``wait.registered``, ``run.completed``)
+        in this same transaction.
+        """
         values: dict[str, Any] = {}
         if phase is not None:
             values["phase"] = phase
@@ -150,38 +247,24 @@ class FencedTx:
             values["finished_at"] = None if status == "running" else self.now
         if error is not None:
             values["error"] = error
-        row = (
-            self.conn.execute(
-                sa.update(turns)
-                .where(turns.c.id == turn_id, turns.c.run_id == self.claim.run_id)
-                .values(**values)
-                .returning(*turns.c)
-            )
-            .mappings()
-            .one_or_none()
-        )
+        params = {f"v_{k}": v for k, v in values.items()}
+        params.update(p_id=turn_id, p_run=self.claim.run_id)
+        stmt = _turn_update(tuple(sorted(values)))
+        row = self._conn.execute(stmt, params).mappings().one_or_none()
         if row is None:
             raise NotFound(f"turn {turn_id} not found on run {self.claim.run_id}")
-        payload = {"turn_id": turn_id, "phase": row["phase"], "status": row["status"]}
-        if error is not None:
-            payload["error"] = error
-        self._change("turn.updated", payload)
+        if event:
+            payload = {"seq": row["seq"], "phase": row["phase"], "status": row["status"]}
+            if error is not None:
+                payload["error"] = error
+            self._change("turn.updated", payload)
         return Turn.from_row(row)
 
     # -- activities --------------------------------------------------------------------
 
     def get_activity(self, activity_id: str) -> Activity | None:
-        activities = schema.activities
-        row = (
-            self.conn.execute(
-                sa.select(activities).where(
-                    activities.c.run_id == self.claim.run_id,
-                    activities.c.activity_id == activity_id,
-                )
-            )
-            .mappings()
-            .one_or_none()
-        )
+        params = {"p_run": self.claim.run_id, "p_activity": activity_id}
+        row = self._conn.execute(SELECT_ACTIVITY, params).mappings().one_or_none()
         return None if row is None else Activity.from_row(row)
 
     def record_activity(
@@ -200,7 +283,7 @@ class FencedTx:
                 )
             return existing
         activity = Activity(self.claim.run_id, activity_id, kind, input_hash, result, self.now)
-        self.conn.execute(sa.insert(schema.activities).values(**activity.__dict__))
+        self._conn.execute(INSERT_ACTIVITY, activity.__dict__)
         self._change(
             "activity.recorded",
             {"activity_id": activity_id, "kind": kind, "input_hash": input_hash},
@@ -236,8 +319,9 @@ class FencedTx:
         )
         early = first_unconsumed_match(self.conn, name, correlation)
         if early is not None:
-            consume(self.conn, early, run, self.now, self.actor)
-            self._store.notify_work(self.conn)
+            self._run = consume(self.conn, early, run, self.now, self.actor)
+            self._counters_known = True  # consume's change is the last one on the run
+            self._store.notify_work(self._conn)
         return early
 
     # -- agent requests ----------------------------------------------------------------

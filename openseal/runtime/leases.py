@@ -8,25 +8,27 @@ replacement took over (or after an operator paused or canceled the run).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 
 from openseal.runtime import schema
-from openseal.runtime.events import change_run, iso, lease_released
+from openseal.runtime.events import change_run, lease_released
 from openseal.runtime.fenced import FencedTx
-from openseal.runtime.records import Claim
+from openseal.runtime.records import Claim, Run
 from openseal.runtime.statuses import WAITING_RUN_STATUSES, RunStatus
 from openseal.runtime.store_errors import StaleEpoch
 from openseal.runtime.waits import WaitsMixin
 
 runs = schema.runs
+T = TypeVar("T")
 
 
-def runnable(now: datetime) -> sa.ColumnElement[bool]:
+def runnable(now: datetime | sa.BindParameter[Any]) -> sa.ColumnElement[bool]:
     """Runs a worker may claim now: queued, abandoned (lease expired) or due to wake."""
     return sa.or_(
         runs.c.status == RunStatus.QUEUED,
@@ -44,39 +46,67 @@ class LeasesMixin(WaitsMixin):
         The claim sets the lease, increments the epoch and records ``lease.claimed``. Heartbeat
         at a third of ``lease_seconds``.
         """
+        found = self.claim_and_start(worker_id, None, lease_seconds=lease_seconds, now=now)
+        return None if found is None else found[0]
+
+    def claim_and_start(
+        self,
+        worker_id: str,
+        start: Callable[[FencedTx], T] | None,
+        *,
+        lease_seconds: float = 30,
+        now: datetime | None = None,
+    ) -> tuple[Claim, T | None] | None:
+        """Claim a run like :meth:`claim_run`, then call ``start`` in the same transaction.
+
+        ``start`` gets a :class:`FencedTx` of the new claim — the engine saves the run's first
+        turn with it, so a claim and the turn it starts cost one commit. Its result is returned
+        with the claim; if it raises, the claim is not taken either.
+        """
         now = now or self.now()
         expires = now + timedelta(seconds=lease_seconds)
         with self.write() as conn:
-            stmt = sa.select(runs).where(runnable(now)).order_by(runs.c.id).limit(1)
-            row = conn.execute(self.for_claim(stmt)).mappings().one_or_none()
+            row = conn.execute(self._select_claimable(), {"p_now": now}).mappings().one_or_none()
             if row is None:
                 return None
+            before = Run.from_row(row)
+            epoch = before.epoch + 1
             payload: dict[str, Any] = {
                 "worker": worker_id,
-                "epoch": row["epoch"] + 1,
-                "claimed_from": row["status"],
-                "lease_expires_at": iso(expires),
+                "epoch": epoch,
+                "claimed_from": str(before.status),
             }
-            if row["lease_owner"] is not None:
-                payload["previous_owner"] = row["lease_owner"]
-            run, _ = change_run(
-                conn,
-                row["id"],
-                event_type="lease.claimed",
-                actor=f"worker:{worker_id}",
-                payload=payload,
-                now=now,
-                values={
-                    "status": RunStatus.RUNNING,
-                    "lease_owner": worker_id,
-                    "lease_expires_at": expires,
-                    "epoch": runs.c.epoch + 1,
-                    "wake_at": None,
-                    # A run woken by a timeout no longer takes deliveries for its old wait.
-                    "wait_name": None,
-                },
+            if before.lease_owner is not None:
+                payload["previous_owner"] = before.lease_owner
+            claim = Claim(before.id, worker_id, epoch, expires, before.status, before)
+            tx = FencedTx(self, conn, claim, now, before)
+            # The row is locked (SKIP LOCKED on PostgreSQL, the write lock on SQLite), so the
+            # new epoch can be computed here rather than in SQL.
+            after = tx._change(
+                "lease.claimed",
+                payload,
+                status=RunStatus.RUNNING,
+                lease_owner=worker_id,
+                lease_expires_at=expires,
+                epoch=epoch,
+                wake_at=None,
+                # A run woken by a timeout no longer takes deliveries for its old wait.
+                wait_name=None,
             )
-        return Claim(run.id, worker_id, run.epoch, expires, RunStatus(row["status"]), run)
+            claim = replace(claim, run=after)
+            tx.claim = claim
+            started = start(tx) if start is not None else None
+            tx.flush()
+        return claim, started
+
+    def _select_claimable(self) -> sa.Select[Any]:
+        """The oldest run a worker may claim at ``:p_now``, locked for the claim; built once."""
+        stmt: sa.Select[Any] | None = getattr(self, "_claimable_stmt", None)
+        if stmt is None:
+            condition = runnable(sa.bindparam("p_now", type_=runs.c.wake_at.type))
+            stmt = self.for_claim(sa.select(runs).where(condition).order_by(runs.c.id).limit(1))
+            self._claimable_stmt = stmt
+        return stmt
 
     def heartbeat(
         self, claim: Claim, *, lease_seconds: float = 30, now: datetime | None = None
@@ -136,17 +166,26 @@ class LeasesMixin(WaitsMixin):
         """
         now = self.now()
         with self.write() as conn:
-            stmt = sa.select(runs.c.epoch, runs.c.lease_owner, runs.c.status)
-            current = conn.execute(self.for_update(stmt.where(runs.c.id == claim.run_id))).one()
+            row = conn.execute(self._select_run_locked(), {"p_id": claim.run_id}).mappings().one()
             holds = (
-                current.epoch == claim.epoch
-                and current.lease_owner == claim.worker_id
-                and current.status == RunStatus.RUNNING
+                row["epoch"] == claim.epoch
+                and row["lease_owner"] == claim.worker_id
+                and row["status"] == RunStatus.RUNNING
             )
             if holds:
-                yield FencedTx(self, conn, claim, now)
+                tx = FencedTx(self, conn, claim, now, Run.from_row(row))
+                yield tx
+                tx.flush()
                 return
-        self._reject_stale(claim, current.epoch, current.lease_owner, current.status)
+        self._reject_stale(claim, row["epoch"], row["lease_owner"], row["status"])
+
+    def _select_run_locked(self) -> sa.Select[Any]:
+        """``SELECT runs.* WHERE id = :p_id`` with the dialect's row lock, built once."""
+        stmt: sa.Select[Any] | None = getattr(self, "_run_locked_stmt", None)
+        if stmt is None:
+            stmt = self.for_update(sa.select(runs).where(runs.c.id == sa.bindparam("p_id")))
+            self._run_locked_stmt = stmt
+        return stmt
 
     def _reject_stale(self, claim: Claim, run_epoch: int, owner: str | None, status: str) -> None:
         # Recorded in its own transaction: the rejected write itself must leave no trace.

@@ -175,6 +175,8 @@ class WorkflowCatalog:
         self._store = store
         self._lock = threading.Lock()
         self._documents: dict[str, DefinitionVersion] = {}
+        # Compiled workflows are immutable too; building one parses every guard again.
+        self._workflows: dict[str, CompiledWorkflow] = {}
 
     def _version(self, digest: str) -> DefinitionVersion:
         key = version_key(digest)
@@ -190,10 +192,16 @@ class WorkflowCatalog:
         return self._version(digest).document
 
     def workflow(self, digest: str) -> CompiledWorkflow:
+        cached = self._workflows.get(digest)
+        if cached is not None:
+            return cached
         version = self._version(digest)
         if version.kind != "workflow":
             raise DefinitionError(f"version {digest} is a {version.kind}, not a workflow")
-        return CompiledWorkflow(version, self)
+        built = CompiledWorkflow(version, self)
+        with self._lock:
+            self._workflows[digest] = built
+        return built
 
 
 def evaluate_json(node: Any, scope: Mapping[str, object]) -> object:
