@@ -17,8 +17,8 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)  ## create .venv and install openseal with the test extra
 
-quickstart: $(STAMP)  ## the main job on the embedded default
-	$(BIN)/openseal validate definitions/
+quickstart: $(STAMP)  ## the procurement example end to end on the embedded default (openseal quickstart)
+	$(BIN)/openseal quickstart
 
 validate: $(STAMP)  ## validate the example definitions
 	$(BIN)/openseal validate definitions/

@@ -422,12 +422,12 @@ def summarize(event: Event) -> str:
     if describe is not None:
         return describe()
     if event.type.startswith("action."):
-        return _action(p)
+        return _action(event.type.removeprefix("action."), p)
     return _generic(p)
 
 
-def _action(payload: Mapping[str, Any]) -> str:
-    text = f"{payload.get('proposal')} {_short(payload.get('action_id'))} was {payload.get('from')}"
+def _action(to: str, payload: Mapping[str, Any]) -> str:
+    text = f"{payload.get('proposal')}: {payload.get('from')} -> {to}"
     if "attempt" in payload:
         text += f", attempt {payload['attempt']}"
     return text
