@@ -10,17 +10,20 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import sqlalchemy as sa
+import yaml
 
 from openseal.cli.quickstart import render_outcome
-from openseal.quickstart import Decision, Options, Order, run_quickstart
+from openseal.quickstart import CONTEXT_NAME, TOKEN_ENV, Decision, Options, Order, run_quickstart
 from openseal.runtime import schema
 from openseal.runtime.store import open_store
 
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
+DEFINITIONS = REPO / "definitions" / "procurement" / "hcl"
 LAUNCH = "import sys; from openseal.cli.main import main; sys.exit(main(sys.argv[1:]))"
 
 
@@ -161,7 +164,7 @@ def test_a_rejected_order_is_never_submitted(tmp_path: Path) -> None:
         seen.append(order)
         return Decision("reject", "too expensive")
 
-    outcome = run_quickstart(Options(home=tmp_path / "home"), decide=reject)
+    outcome = run_quickstart(Options(tmp_path / "home", DEFINITIONS), decide=reject)
     assert outcome.ok
     assert outcome.status == "canceled"
     assert outcome.purchase_order_id is None
@@ -173,9 +176,27 @@ def test_a_rejected_order_is_never_submitted(tmp_path: Path) -> None:
 
 def test_requested_changes_draft_again_and_need_a_new_decision(tmp_path: Path) -> None:
     answers = [Decision("request_changes", "check the vendors again"), Decision("approve")]
-    outcome = run_quickstart(Options(home=tmp_path / "home"), decide=lambda _o: answers.pop(0))
+    outcome = run_quickstart(
+        Options(tmp_path / "home", DEFINITIONS), decide=lambda _o: answers.pop(0)
+    )
     assert outcome.status == "completed"
     assert outcome.purchase_order_id == "PO-000001"
     assert [d.decision.verb for d in outcome.decisions] == ["request_changes", "approve"]
     first, second = (d.order for d in outcome.decisions)
     assert first.approval_id != second.approval_id  # a new approval for the new draft
+
+
+def test_the_simulator_is_stopped_and_the_token_dropped_whatever_happens(tmp_path: Path) -> None:
+    class Walkaway(Exception):
+        pass
+
+    def walk_away(_order: Order) -> Decision:
+        raise Walkaway
+
+    home = tmp_path / "home"
+    with pytest.raises(Walkaway):
+        run_quickstart(Options(home, DEFINITIONS), decide=walk_away)
+    assert TOKEN_ENV not in os.environ
+    url = yaml.safe_load((home / CONTEXT_NAME).read_text())["config"]["procurement_url"]
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(f"{url}/stats", timeout=5)

@@ -21,6 +21,7 @@ from openseal.runtime.store import open_store
 
 pytestmark = pytest.mark.slow
 
+DEFINITIONS = Path(__file__).resolve().parents[2] / "definitions" / "procurement" / "hcl"
 CANARY = "canary-5f0c1e9a-must-never-be-stored"
 
 
@@ -63,7 +64,9 @@ def test_the_token_appears_in_no_table_file_event_log_or_output(
     caplog.set_level(logging.DEBUG)
     home = tmp_path / "home"
 
-    code = main(["quickstart", "--home", str(home), "--output", output])
+    code = main(
+        ["quickstart", "--home", str(home), "--definitions", str(DEFINITIONS), "--output", output]
+    )
     printed = capfd.readouterr()
 
     assert code == 0, printed.err
