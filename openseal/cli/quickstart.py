@@ -64,7 +64,8 @@ def quickstart(
     submitted once and the confirmed purchase-order id is printed with the run's events.
 
     Needs no API key and no network beyond 127.0.0.1. Running it again in the same HOME starts
-    a new run; the compiled versions are stored once.
+    a new run; the compiled versions are stored once. The example team's spend budget counts
+    every order made in HOME, so a second order there is refused before it is sent.
     """
     from openseal.quickstart import DefinitionsInvalid, Options, run_quickstart
 
