@@ -24,7 +24,7 @@ from openseal.runtime.statuses import (
     AgentRequestStatus,
     RunStatus,
 )
-from openseal.runtime.store_errors import InvalidStatus
+from openseal.runtime.store_errors import InvalidStatus, StaleRevision
 
 runs = schema.runs
 agent_requests = schema.agent_requests
@@ -44,16 +44,32 @@ def _require(run: Run, allowed: frozenset[RunStatus], verb: str) -> None:
         raise InvalidStatus(f"cannot {verb} run {run.id}: it is {run.status}")
 
 
+def _check_revision(run: Run, expected: int | None) -> None:
+    """Optimistic concurrency: refuse when the run changed since the caller looked at it."""
+    if expected is not None and expected != run.revision:
+        raise StaleRevision(
+            f"run {run.id} is at revision {run.revision}, not {expected}; reload it and try again"
+        )
+
+
 def _in_flight(run: Run) -> str | None:
     """The worker that may be executing the run right now, if any."""
     return run.lease_owner if run.status == RunStatus.RUNNING else None
 
 
 class CommandsMixin(LeasesMixin):
-    def pause_run(self, run_id: str, actor: str, reason: str | None = None) -> Run:
+    def pause_run(
+        self,
+        run_id: str,
+        actor: str,
+        reason: str | None = None,
+        *,
+        expected_revision: int | None = None,
+    ) -> Run:
         """Stop a run where it is; :meth:`resume_run` puts it back. Waits stay registered."""
         with self.write() as conn:
             run = self.load_run(conn, run_id, lock=True)
+            _check_revision(run, expected_revision)
             _require(run, PAUSABLE, "pause")
             values: dict[str, Any] = {
                 "status": RunStatus.PAUSED,
@@ -78,10 +94,18 @@ class CommandsMixin(LeasesMixin):
             )
         return paused
 
-    def resume_run(self, run_id: str, actor: str, reason: str | None = None) -> Run:
+    def resume_run(
+        self,
+        run_id: str,
+        actor: str,
+        reason: str | None = None,
+        *,
+        expected_revision: int | None = None,
+    ) -> Run:
         """Undo a pause: a waiting run waits again, anything else is queued for a worker."""
         with self.write() as conn:
             run = self.load_run(conn, run_id, lock=True)
+            _check_revision(run, expected_revision)
             _require(run, frozenset({RunStatus.PAUSED}), "resume")
             restored = run.paused_from_status
             if restored is None or restored not in WAITING_RUN_STATUSES:
@@ -98,12 +122,20 @@ class CommandsMixin(LeasesMixin):
             self.notify_work(conn)
         return resumed
 
-    def cancel_run(self, run_id: str, actor: str, reason: str | None = None) -> Run:
+    def cancel_run(
+        self,
+        run_id: str,
+        actor: str,
+        reason: str | None = None,
+        *,
+        expected_revision: int | None = None,
+    ) -> Run:
         """Cancel durably. The ``run.canceled`` event says what the run was doing, including
         the worker that may have been executing it, and which agent requests were canceled."""
         now = self.now()
         with self.write() as conn:
             run = self.load_run(conn, run_id, lock=True)
+            _check_revision(run, expected_revision)
             _require(run, CANCELABLE, "cancel")
             canceled_requests = self._cancel_agent_requests(conn, run_id, now)
             # Governed actions: pending approvals and unsent actions are canceled; anything
@@ -162,6 +194,7 @@ class CommandsMixin(LeasesMixin):
         *,
         state: str | None = None,
         value: Any = None,
+        expected_revision: int | None = None,
     ) -> Run:
         """An operator repairs a paused or stuck run.
 
@@ -171,6 +204,7 @@ class CommandsMixin(LeasesMixin):
         """
         with self.write() as conn:
             run = self.load_run(conn, run_id, lock=True)
+            _check_revision(run, expected_revision)
             _require(run, INTERVENABLE, "intervene in")
             values: dict[str, Any] = {}
             if value is not None:

@@ -21,6 +21,12 @@ class IdempotencyConflict(StoreError):
     code = "idempotency_conflict"
 
 
+class StaleRevision(StoreError):
+    """A mutation named an ``expected_revision`` the entity is no longer at."""
+
+    code = "stale_revision"
+
+
 class StaleEpoch(StoreError):
     """A write was fenced off: another claim (or a cancel/pause) took the run over.
 
@@ -49,5 +55,6 @@ __all__ = [
     "InvalidStatus",
     "NotFound",
     "StaleEpoch",
+    "StaleRevision",
     "StoreError",
 ]
