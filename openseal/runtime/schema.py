@@ -352,3 +352,20 @@ spend_reservations = sa.Table(
     sa.Column("created_at", UtcTimestamp, nullable=False),
     sa.Column("updated_at", UtcTimestamp, nullable=False),
 )
+
+# -- the HTTP API ----------------------------------------------------------------------
+
+#: Responses to creates made with an ``Idempotency-Key``: the same key and body replay the
+#: stored response; the same key with another body is refused (``idempotency_conflict``).
+idempotency_keys = sa.Table(
+    "idempotency_keys",
+    metadata,
+    sa.Column("key", sa.String(200), primary_key=True),
+    # ``POST /api/v1/objectives``: a key belongs to one operation
+    sa.Column("operation", sa.String(200), nullable=False),
+    sa.Column("request_hash", DIGEST, nullable=False),
+    sa.Column("status_code", sa.Integer, nullable=False),
+    sa.Column("response", sa.JSON, nullable=False),
+    sa.Column("principal", sa.String(200), nullable=False),
+    sa.Column("created_at", UtcTimestamp, nullable=False),
+)
