@@ -16,7 +16,7 @@ world, which changed whether or not this worker still holds the run.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +24,7 @@ import sqlalchemy as sa
 
 from openseal.runtime import schema
 from openseal.runtime.clock import new_id
-from openseal.runtime.events import change_run, iso
+from openseal.runtime.events import append_events, iso
 from openseal.runtime.records import Row
 from openseal.runtime.statuses import ActionStatus
 from openseal.runtime.store_errors import NotFound
@@ -106,24 +106,45 @@ def ensure(conn: sa.Connection, proposal: Proposal, now: datetime) -> Action:
         updated_at=now,
         revision=1,
     )
-    conn.execute(sa.insert(actions).values(**action.__dict__))
+    conn.execute(INSERT, action.__dict__)
     return action
 
 
+INSERT = sa.insert(actions)
+_moves: dict[tuple[str, ...], sa.Update] = {}
+
+
+def _move_statement(keys: tuple[str, ...]) -> sa.Update:
+    """The conditional UPDATE of :func:`move` for these extra columns, built once."""
+    stmt = _moves.get(keys)
+    if stmt is None:
+        columns = ("status", "history", "updated_at", "revision", *keys)
+        stmt = (
+            sa.update(actions)
+            .where(
+                actions.c.id == sa.bindparam("p_id"),
+                actions.c.status.in_(sa.bindparam("p_allowed", expanding=True)),
+                actions.c.revision == sa.bindparam("p_revision"),
+            )
+            .values(**{c: sa.bindparam(f"v_{c}", type_=actions.c[c].type) for c in columns})
+        )
+        _moves[keys] = stmt
+    return stmt
+
+
+BY_KEY = sa.select(actions).where(actions.c.key == sa.bindparam("p_key"))
+BY_ID = sa.select(actions).where(actions.c.id == sa.bindparam("p_id"))
+
+
 def by_key(conn: sa.Connection, key: str) -> Action | None:
-    row = conn.execute(sa.select(actions).where(actions.c.key == key)).mappings().one_or_none()
+    row = conn.execute(BY_KEY, {"p_key": key}).mappings().one_or_none()
     return None if row is None else Action.from_row(row)
 
 
 def get(conn: sa.Connection, action_id: str) -> Action:
-    row = conn.execute(sa.select(actions).where(actions.c.id == action_id)).mappings()
-    found = row.one_or_none()
+    found = conn.execute(BY_ID, {"p_id": action_id}).mappings().one_or_none()
     if found is None:
-        found = (
-            conn.execute(sa.select(actions).where(actions.c.key == action_id))
-            .mappings()
-            .one_or_none()
-        )
+        found = conn.execute(BY_KEY, {"p_key": action_id}).mappings().one_or_none()
     if found is None:
         raise NotFound(f"action {action_id} not found")
     return Action.from_row(found)
@@ -150,21 +171,13 @@ def move(
     entry = {"at": iso(now), "from": str(action.status), "to": str(to), "actor": actor}
     if note:
         entry["note"] = note
-    result = conn.execute(
-        sa.update(actions)
-        .where(
-            actions.c.id == action.id,
-            actions.c.status.in_(allowed),
-            actions.c.revision == action.revision,
-        )
-        .values(
-            status=to,
-            history=[*action.history, entry],
-            updated_at=now,
-            revision=action.revision + 1,
-            **values,
-        )
-    )
+    params = {f"v_{k}": v for k, v in values.items()}
+    params.update(
+        p_id=action.id, p_allowed=[str(s) for s in allowed], p_revision=action.revision,
+        v_status=to, v_history=[*action.history, entry], v_updated_at=now,
+        v_revision=action.revision + 1,
+    )  # fmt: skip
+    result = conn.execute(_move_statement(tuple(sorted(values))), params)
     if result.rowcount != 1:
         return None
     payload = {
@@ -176,10 +189,13 @@ def move(
         **({"note": note} if note else {}),
         **(event or {}),
     }
-    change_run(
-        conn, action.run_id, event_type=f"action.{to}", actor=actor, payload=payload, now=now
-    )
-    return get(conn, action.id)
+    if append_events(conn, action.run_id, ((f"action.{to}", actor, payload),), now=now) is None:
+        raise NotFound(f"run {action.run_id} not found")
+    # The conditional UPDATE matched the revision read, so the row is exactly this now.
+    return replace(
+        action, status=to, history=[*action.history, entry], updated_at=now,
+        revision=action.revision + 1, **values,
+    )  # fmt: skip
 
 
 # -- spend reservations ----------------------------------------------------------------

@@ -21,6 +21,8 @@ from openseal.runtime.store_base import StoreBase
 from openseal.runtime.store_errors import ArtifactCorrupt, NotFound
 
 artifacts = schema.artifacts
+SELECT_ARTIFACT = sa.select(artifacts).where(artifacts.c.digest == sa.bindparam("p_digest"))
+INSERT_ARTIFACT = sa.insert(artifacts)
 
 
 def sha256_hex(data: bytes) -> str:
@@ -39,13 +41,36 @@ class ArtifactStore:
 
     def put(self, data: bytes, media_type: str = "application/octet-stream") -> ArtifactInfo:
         """Store ``data`` once and return its record; storing it again is a no-op."""
+        digest = self.write_file(data)
+        return self._record(digest, len(data), media_type)
+
+    def write_file(self, data: bytes) -> str:
+        """Write (or verify) the file of ``data`` and return its digest; no database row yet.
+
+        Pair it with :meth:`record_in`, which adds the row inside the caller's transaction.
+        """
         digest = sha256_hex(data)
         target = self.path(digest)
         if target.exists():
             self._verify(target, digest)
         else:
             self._write_create_only(target, data, digest)
-        return self._record(digest, len(data), media_type)
+        return digest
+
+    def record_in(
+        self, conn: sa.Connection, digest: str, size: int, media_type: str
+    ) -> ArtifactInfo:
+        """The artefact's row, inserted in ``conn``'s transaction unless it exists already.
+
+        The file must have been written first (:meth:`write_file`): a row never points at a
+        file that is not on disk.
+        """
+        row = conn.execute(SELECT_ARTIFACT, {"p_digest": digest}).mappings().one_or_none()
+        if row is not None:
+            return ArtifactInfo.from_row(row)
+        info = ArtifactInfo(digest, size, media_type, self._store.now())
+        conn.execute(INSERT_ARTIFACT, info.__dict__)
+        return info
 
     def _write_create_only(self, target: Path, data: bytes, digest: str) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -18,6 +18,10 @@ from openseal.runtime.store_errors import IdempotencyConflict, NotFound
 versions = schema.definition_versions
 deployments = schema.deployments
 activations = schema.deployment_activations
+ACTIVE_DIGEST = sa.select(deployments.c.active_digest).where(
+    deployments.c.name == sa.bindparam("p_name")
+)
+VERSION = sa.select(versions).where(versions.c.digest == sa.bindparam("p_digest"))
 
 
 def canonical_json(document: Any) -> str:
@@ -54,12 +58,11 @@ class DefinitionsMixin(StoreBase):
         return DefinitionVersion(digest, kind, name, json.loads(text), now)
 
     def get_version(self, digest: str) -> DefinitionVersion:
+        cached = self._versions.get(digest)
+        if cached is not None:
+            return cached
         with self.read() as conn:
-            row = conn.execute(sa.select(versions).where(versions.c.digest == digest))
-            found = row.mappings().one_or_none()
-        if found is None:
-            raise NotFound(f"definition version {digest} not found")
-        return DefinitionVersion.from_row(found)
+            return self._cached_version(conn, digest)
 
     def activate(
         self,
@@ -139,11 +142,18 @@ class DefinitionsMixin(StoreBase):
             return self._active_version(conn, name)
 
     def _active_version(self, conn: sa.Connection, name: str) -> DefinitionVersion | None:
-        stmt = sa.select(versions).join(
-            deployments, deployments.c.active_digest == versions.c.digest
-        )
-        row = conn.execute(stmt.where(deployments.c.name == name)).mappings().one_or_none()
-        return None if row is None else DefinitionVersion.from_row(row)
+        digest = conn.execute(ACTIVE_DIGEST, {"p_name": name}).scalar_one_or_none()
+        return None if digest is None else self._cached_version(conn, digest)
+
+    def _cached_version(self, conn: sa.Connection, digest: str) -> DefinitionVersion:
+        """Version ``digest``, parsed once per store: versions never change (invariant 12)."""
+        found = self._versions.get(digest)
+        if found is None:
+            row = conn.execute(VERSION, {"p_digest": digest}).mappings().one_or_none()
+            if row is None:
+                raise NotFound(f"definition version {digest} not found")
+            found = self._versions[digest] = DefinitionVersion.from_row(row)
+        return found
 
     def deployment_history(self, name: str) -> tuple[Activation, ...]:
         """Every activation of ``name``, oldest first."""

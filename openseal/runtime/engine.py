@@ -19,7 +19,8 @@ import os
 import socket
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import sqlalchemy as sa
@@ -61,35 +62,57 @@ class StepReport:
     ending: str = "done"
 
 
-class Heartbeat:
-    """Extends a claim's lease every third of it; sets ``lost`` once the claim is gone."""
+class Heartbeats:
+    """One thread per engine that extends the lease of every claim the engine holds.
 
-    def __init__(self, store: Store, claim: Claim, lease_seconds: float) -> None:
+    Each claim is renewed every third of the lease; ``hold(claim)`` returns the event set once
+    that claim is gone (takeover after expiry, pause, cancel). One shared thread rather than
+    one per claim: starting a thread costs more than a short turn.
+    """
+
+    def __init__(self, store: Store, lease_seconds: float) -> None:
         self.store = store
-        self.claim = claim
         self.lease_seconds = lease_seconds
-        self.lost = threading.Event()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, name="openseal-heartbeat", daemon=True)
+        self._lock = threading.Lock()
+        self._held: dict[tuple[str, int], tuple[Claim, threading.Event]] = {}
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
 
-    def __enter__(self) -> Heartbeat:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
+    @contextmanager
+    def hold(self, claim: Claim) -> Iterator[threading.Event]:
+        lost = threading.Event()
+        key = (claim.run_id, claim.epoch)
+        with self._lock:
+            self._held[key] = (claim, lost)
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._beat, name="openseal-heartbeat", daemon=True
+                )
+                self._thread.start()
+        try:
+            yield lost
+        finally:
+            with self._lock:
+                self._held.pop(key, None)
 
     def _beat(self) -> None:
-        while not self._stop.wait(self.lease_seconds / 3):
-            try:
-                held = self.store.heartbeat(self.claim, lease_seconds=self.lease_seconds)
-            except Exception as exc:  # a transient database error: try again next beat
-                log.warning("heartbeat for run %s failed: %s", self.claim.run_id, exc)
-                continue
-            if not held:
-                self.lost.set()
-                return
+        while True:
+            self._wake.wait(self.lease_seconds / 3)
+            with self._lock:
+                held = list(self._held.values())
+                if not held:  # nothing to renew: the next hold() starts a new thread
+                    self._thread = None
+                    return
+            for claim, lost in held:
+                if lost.is_set():
+                    continue
+                try:
+                    alive = self.store.heartbeat(claim, lease_seconds=self.lease_seconds)
+                except Exception as exc:  # a transient database error: try again next beat
+                    log.warning("heartbeat for run %s failed: %s", claim.run_id, exc)
+                    continue
+                if not alive:
+                    lost.set()
 
 
 class Engine:
@@ -117,6 +140,7 @@ class Engine:
         self.max_turns_per_claim = max_turns_per_claim
         self.on_turn = on_turn
         self.stopping = threading.Event()
+        self.heartbeats = Heartbeats(store, lease_seconds)
         self.executor = TurnExecutor(
             store,
             WorkflowCatalog(store),
@@ -147,8 +171,8 @@ class Engine:
             return None
         claim, begun = found
         report = StepReport(claim.run_id)
-        with Heartbeat(self.store, claim, self.lease_seconds) as heartbeat:
-            self._work(claim, heartbeat.lost, report, begun)
+        with self.heartbeats.hold(claim) as lost:
+            self._work(claim, lost, report, begun)
         return report
 
     def _work(

@@ -13,7 +13,6 @@ from openseal.errors import StoreError
 from openseal.runtime import schema
 from openseal.runtime.clock import new_id
 from openseal.runtime.definitions import DefinitionsMixin, canonical_json
-from openseal.runtime.events import change_run
 from openseal.runtime.records import Event, NewObjective, Objective, Run
 from openseal.runtime.statuses import TERMINAL_RUN_STATUSES, ObjectiveStatus, RunStatus
 from openseal.runtime.store_errors import IdempotencyConflict, NotFound
@@ -22,6 +21,10 @@ objectives = schema.objectives
 projects = schema.projects
 runs = schema.runs
 events = schema.events
+INSERT_OBJECTIVE = sa.insert(objectives)
+INSERT_RUN = sa.insert(runs)
+INSERT_EVENT = sa.insert(events)
+PROJECT_ID = sa.select(projects.c.id).where(projects.c.name == sa.bindparam("p_name"))
 
 
 def request_hash(project: str, workflow_name: str, inputs: dict[str, Any]) -> str:
@@ -102,52 +105,58 @@ class ObjectivesMixin(DefinitionsMixin):
             if version is None or version.kind != "workflow":
                 raise StoreError(f"no workflow {workflow_name!r} is deployed", code="not_deployed")
             now = self.now()
-            objective_id, run_id = new_id(), new_id()
+            objective = Objective(
+                id=new_id(),
+                project=project,
+                workflow_name=workflow_name,
+                workflow_digest=version.digest,
+                inputs=inputs,
+                status=ObjectiveStatus.ACTIVE,
+                request_key=request_key,
+                request_hash=digest,
+                revision=1,
+                created_at=now,
+                updated_at=now,
+            )
+            row = {k: v for k, v in objective.__dict__.items() if k != "project"}
+            conn.execute(INSERT_OBJECTIVE, {**row, "project_id": self._project_id(conn, project)})
+            # The run is inserted with its first event already counted: one INSERT each, no
+            # UPDATE to take the sequence number (nobody else can see the run yet).
+            run = Run(
+                id=new_id(),
+                objective_id=objective.id,
+                parent_run_id=None,
+                workflow_digest=version.digest,
+                status=RunStatus.QUEUED,
+                current_state=None,
+                waiting=None,
+                paused_from_status=None,
+                context={"inputs": inputs, "states": {}},
+                epoch=0,
+                lease_owner=None,
+                lease_expires_at=None,
+                wake_at=None,
+                last_event_seq=1,
+                stale_writes=0,
+                budget_used={},
+                revision=1,
+                created_at=now,
+                updated_at=now,
+            )
+            conn.execute(INSERT_RUN, {**run.__dict__, "wait_name": None})
+            payload: dict[str, Any] = {"objective_id": objective.id, "workflow": workflow_name}
+            if request_key is not None:
+                payload["request_key"] = request_key
             conn.execute(
-                sa.insert(objectives).values(
-                    id=objective_id,
-                    project_id=self._project_id(conn, project),
-                    workflow_name=workflow_name,
-                    workflow_digest=version.digest,
-                    inputs=inputs,
-                    status=ObjectiveStatus.ACTIVE,
-                    request_key=request_key,
-                    request_hash=digest,
-                    revision=1,
-                    created_at=now,
-                    updated_at=now,
-                )
-            )
-            conn.execute(
-                sa.insert(runs).values(
-                    id=run_id,
-                    objective_id=objective_id,
-                    workflow_digest=version.digest,
-                    status=RunStatus.QUEUED,
-                    context={"inputs": inputs, "states": {}},
-                    epoch=0,
-                    last_event_seq=0,
-                    stale_writes=0,
-                    budget_used={},
-                    revision=0,
-                    created_at=now,
-                    updated_at=now,
-                )
-            )
-            payload = {
-                "objective_id": objective_id,
-                "workflow": workflow_name,
-                "workflow_digest": version.digest,
-                "request_key": request_key,
-            }
-            run, _ = change_run(
-                conn, run_id, event_type="run.created", actor=actor, payload=payload, now=now
-            )
+                INSERT_EVENT,
+                {"run_id": run.id, "seq": 1, "type": "run.created", "actor": actor,
+                 "payload": payload, "at": now},
+            )  # fmt: skip
             self.notify_work(conn)
-            return NewObjective(self._objective(conn, objective_id), run, True)
+            return NewObjective(objective, run, True)
 
     def _project_id(self, conn: sa.Connection, name: str) -> str:
-        found = conn.execute(sa.select(projects.c.id).where(projects.c.name == name))
+        found = conn.execute(PROJECT_ID, {"p_name": name})
         project_id = found.scalar_one_or_none()
         if project_id is None:
             project_id = new_id()

@@ -34,6 +34,10 @@ FORMAT = "openseal.proposal/v1"
 MEDIA_TYPE = "application/vnd.openseal.proposal+json"
 
 proposals = schema.proposals
+INSERT = sa.insert(proposals)
+BY_HASH = sa.select(proposals).where(
+    proposals.c.run_id == sa.bindparam("p_run"), proposals.c.hash == sa.bindparam("p_hash")
+)
 
 
 @dataclass(frozen=True)
@@ -196,15 +200,13 @@ def insert(
         document=draft.document,
         created_at=now,
     )
-    conn.execute(sa.insert(proposals).values(**proposal.__dict__))
+    conn.execute(INSERT, proposal.__dict__)
     return proposal, True
 
 
 def by_hash(conn: sa.Connection, run_id: str, proposal_hash: str) -> Proposal | None:
-    row = conn.execute(
-        sa.select(proposals).where(proposals.c.run_id == run_id, proposals.c.hash == proposal_hash)
-    )
-    found = row.mappings().one_or_none()
+    params = {"p_run": run_id, "p_hash": proposal_hash}
+    found = conn.execute(BY_HASH, params).mappings().one_or_none()
     return None if found is None else Proposal.from_row(found)
 
 

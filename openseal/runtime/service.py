@@ -92,7 +92,7 @@ def create_objective(
     if version is None or version.kind != "workflow":
         raise NotFound(f"no workflow {workflow!r} is deployed")
     inputs = _with_defaults(inputs, version.document.get("inputs") or {})
-    _check_inputs(workflow, inputs, version.document.get("inputs") or {})
+    _check_inputs(workflow, inputs, version.document.get("inputs") or {}, version.digest)
     return store.create_objective(project, workflow, inputs, request_key=request_key, actor=actor)
 
 
@@ -104,10 +104,18 @@ def _with_defaults(inputs: dict[str, Any], input_schema: dict[str, Any]) -> dict
     return filled
 
 
-def _check_inputs(workflow: str, inputs: dict[str, Any], input_schema: dict[str, Any]) -> None:
+#: input validators by workflow digest: a version's input schema never changes
+_validators: dict[str, jsonschema.Draft202012Validator] = {}
+
+
+def _check_inputs(
+    workflow: str, inputs: dict[str, Any], input_schema: dict[str, Any], digest: str
+) -> None:
     if not input_schema:
         return
-    validator = jsonschema.Draft202012Validator(input_schema)
+    validator = _validators.get(digest)
+    if validator is None:
+        validator = _validators[digest] = jsonschema.Draft202012Validator(input_schema)
     errors = sorted(validator.iter_errors(inputs), key=lambda e: list(e.absolute_path))
     if errors:
         first = errors[0]

@@ -17,7 +17,7 @@ import sqlalchemy as sa
 
 from openseal.runtime import schema
 from openseal.runtime.clock import utcnow
-from openseal.runtime.records import Run
+from openseal.runtime.records import DefinitionVersion, Run
 from openseal.runtime.store_errors import NotFound
 
 # Execution option read by the SQLite ``begin`` hook: which BEGIN to emit.
@@ -41,6 +41,8 @@ class StoreBase:
         self.home = home
         self.clock = clock
         self.poll_interval = poll_interval
+        #: definition versions by digest, parsed once (versions are immutable)
+        self._versions: dict[str, DefinitionVersion] = {}
 
     # -- transactions --------------------------------------------------------------------
 

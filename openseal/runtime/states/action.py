@@ -23,6 +23,7 @@ from openseal.runtime import actions as rows
 from openseal.runtime import admission, proposals
 from openseal.runtime.actions import Action
 from openseal.runtime.dispatch import Target, dispatch, target_for
+from openseal.runtime.fenced import FencedTx
 from openseal.runtime.proposals import Proposal
 from openseal.runtime.reconcile import mark_unknown, reconcile, record
 from openseal.runtime.states.base import Advance, Attention, LeaseLost, Outcome, StepContext
@@ -35,13 +36,13 @@ MAX_STEPS = 12
 
 
 def execute(ctx: StepContext) -> Outcome:
-    proposal = _proposal(ctx)
-    target = target_for(ctx.workflow, proposal)
+    prepared = _prepare(ctx)
+    if isinstance(prepared, str):
+        return Attention(prepared)
+    target, proposal, action, sent = prepared
     actor = f"worker:{ctx.claim.worker_id}"
-    with ctx.store.read() as conn:
-        action = rows.by_key(conn, proposal.action_key)
-    if action is None:
-        raise DefinitionError(f"action {proposal.action_key} was never proposed")
+    if sent is not None:
+        action = _call(ctx, target, sent)
     for _ in range(MAX_STEPS):
         status = action.status
         if status in admission.ADMISSIBLE:
@@ -66,21 +67,56 @@ def execute(ctx: StepContext) -> Outcome:
     return Attention(f"action {action.id} did not settle (status {action.status})")
 
 
-def _proposal(ctx: StepContext) -> Proposal:
+def _prepare(ctx: StepContext) -> tuple[Target, Proposal, Action, Action | None] | str:
+    """In one fenced transaction: record the draft (direct form), admit, mark dispatched.
+
+    Doing these together costs one commit instead of three and moves nothing earlier: the
+    admission still re-checks everything at the last moment before ``dispatched`` is saved,
+    and ``dispatched`` is still saved before the skill is called. Returns the target, the
+    action and — when this transaction marked it dispatched — the action to send; or why the
+    action was not admitted.
+    """
     config = ctx.state.config
-    if config.get("proposal"):
-        _, digest = proposals.current_hash(
-            ctx.workflow, ctx.run.context.get("states", {}), str(config["proposal"])
+    drafted = None
+    if not config.get("proposal"):
+        drafted = proposals.draft(
+            ctx.workflow, ctx.run.id, ctx.state.name, ctx.state.name, config, ctx.scope
         )
-        with ctx.store.read() as conn:
-            found = proposals.by_hash(conn, ctx.run.id, digest)
-        if found is None:
-            raise DefinitionError(f"proposal {digest} is not stored for run {ctx.run.id}")
-        return found
-    drafted = proposals.draft(
-        ctx.workflow, ctx.run.id, ctx.state.name, ctx.state.name, config, ctx.scope
+    admitted = sent = None
+    refusal: str | None = None
+    with ctx.store.fenced(ctx.claim) as tx:
+        proposal = store_draft(ctx, drafted, tx) if drafted else _stored_proposal(ctx, tx)
+        target = target_for(ctx.workflow, proposal)
+        action = rows.by_key(tx.conn, proposal.action_key)
+        if action is None:
+            raise DefinitionError(f"action {proposal.action_key} was never proposed")
+        if action.status in admission.ADMISSIBLE:
+            verdict = admission.admit(
+                tx.conn, ctx.store, ctx.workflow, proposal, action, state=ctx.state.name,
+                now=tx.now, actor=tx.actor,
+            )  # fmt: skip
+            if isinstance(verdict, str):
+                refusal = f"action {action.id} was not admitted: {verdict}"
+            else:
+                action = admitted = verdict
+        if refusal is None and action.status == ActionStatus.ADMITTED:
+            sent = _mark_dispatched(tx, action)
+            action = sent or rows.get(tx.conn, action.id)
+    if refusal is not None:
+        return refusal
+    if admitted is not None:
+        ctx.hook("action.admitted", ctx.claim)
+    return target, proposal, action, sent
+
+
+def _stored_proposal(ctx: StepContext, tx: FencedTx) -> Proposal:
+    _, digest = proposals.current_hash(
+        ctx.workflow, ctx.run.context.get("states", {}), str(ctx.state.config["proposal"])
     )
-    return store_draft(ctx, drafted)
+    found = proposals.by_hash(tx.conn, ctx.run.id, digest)
+    if found is None:
+        raise DefinitionError(f"proposal {digest} is not stored for run {ctx.run.id}")
+    return found
 
 
 def _admit(ctx: StepContext, proposal: Proposal, action: Action) -> Action | str:
@@ -94,17 +130,27 @@ def _admit(ctx: StepContext, proposal: Proposal, action: Action) -> Action | str
     return verdict
 
 
+def _mark_dispatched(tx: FencedTx, action: Action) -> Action | None:
+    """Persist ``dispatched`` (in a fenced transaction: a cancel since admission stops it)."""
+    attempt = action.attempts + 1
+    return rows.move(
+        tx.conn, action, ActionStatus.DISPATCHED, now=tx.now, actor=tx.actor,
+        expect=(ActionStatus.ADMITTED, ActionStatus.UNKNOWN), attempts=attempt,
+        dispatched_at=tx.now, event={"attempt": attempt},
+    )  # fmt: skip
+
+
 def _send(ctx: StepContext, target: Target, action: Action) -> Action:
     """Persist ``dispatched`` (fenced), then call the skill once, then record the outcome."""
     with ctx.store.fenced(ctx.claim) as tx:
-        attempt = action.attempts + 1
-        sent = rows.move(
-            tx.conn, action, ActionStatus.DISPATCHED, now=tx.now, actor=tx.actor,
-            expect=(ActionStatus.ADMITTED, ActionStatus.UNKNOWN), attempts=attempt,
-            dispatched_at=tx.now, event={"attempt": attempt},
-        )  # fmt: skip
+        sent = _mark_dispatched(tx, action)
         if sent is None:
             return rows.get(tx.conn, action.id)
+    return _call(ctx, target, sent)
+
+
+def _call(ctx: StepContext, target: Target, sent: Action) -> Action:
+    """Call the skill once for an action saved as ``dispatched``, then record the outcome."""
     ctx.hook("action.dispatched", ctx.claim)
     if ctx.lost.is_set():
         # Not sent: the next claim finds it dispatched, looks it up, and only then re-sends.

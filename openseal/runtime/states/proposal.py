@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from openseal.runtime import actions, proposals
+from openseal.runtime.artifacts import ArtifactStore
+from openseal.runtime.fenced import FencedTx
 from openseal.runtime.proposals import Draft, Proposal
 from openseal.runtime.states.base import Advance, Outcome, StepContext
 from openseal.runtime.statuses import ActionStatus
@@ -25,28 +27,41 @@ def execute(ctx: StepContext) -> Outcome:
     return Advance("done", output)
 
 
-def store_draft(ctx: StepContext, drafted: Draft) -> Proposal:
-    """Store ``drafted`` as an artefact, then record it and its action (idempotent by hash)."""
-    info = ctx.store.artifacts.put(drafted.data, proposals.MEDIA_TYPE)
-    with ctx.store.fenced(ctx.claim) as tx:
-        proposal, created = proposals.insert(tx.conn, ctx.run.id, drafted, info.digest, tx.now)
-        action = actions.ensure(tx.conn, proposal, tx.now)
-        if action.status in (ActionStatus.DENIED, ActionStatus.CANCELED):
-            # The same exact content drafted again (after changes were requested, say):
-            # it is proposed afresh and needs a fresh approval.
-            actions.move(
-                tx.conn, action, ActionStatus.PROPOSED, now=tx.now, actor=tx.actor,
-                note="drafted again", error=None,
-            )  # fmt: skip
-        tx.append_event(
-            "proposal.drafted",
-            {
-                "proposal_id": proposal.id,
-                "name": proposal.name,
-                "hash": proposal.hash,
-                "artifact": proposal.artifact_digest,
-                "skill": proposal.skill,
-                "new": created,
-            },
-        )
+def store_draft(ctx: StepContext, drafted: Draft, tx: FencedTx | None = None) -> Proposal:
+    """Store ``drafted`` as an artefact, then record it and its action (idempotent by hash).
+
+    With ``tx`` the rows are written in that fenced transaction (the caller commits them with
+    what it does next); otherwise in one of their own.
+    """
+    artifacts = ctx.store.artifacts
+    digest = artifacts.write_file(drafted.data)  # the file first: a row never dangles
+    if tx is not None:
+        return _record(tx, artifacts, drafted, digest)
+    with ctx.store.fenced(ctx.claim) as own:
+        return _record(own, artifacts, drafted, digest)
+
+
+def _record(tx: FencedTx, artifacts: ArtifactStore, drafted: Draft, digest: str) -> Proposal:
+    conn = tx.conn
+    artifacts.record_in(conn, digest, len(drafted.data), proposals.MEDIA_TYPE)
+    proposal, created = proposals.insert(conn, tx.claim.run_id, drafted, digest, tx.now)
+    action = actions.ensure(conn, proposal, tx.now)
+    if action.status in (ActionStatus.DENIED, ActionStatus.CANCELED):
+        # The same exact content drafted again (after changes were requested, say):
+        # it is proposed afresh and needs a fresh approval.
+        actions.move(
+            conn, action, ActionStatus.PROPOSED, now=tx.now, actor=tx.actor,
+            note="drafted again", error=None,
+        )  # fmt: skip
+    tx.append_event(
+        "proposal.drafted",
+        {
+            "proposal_id": proposal.id,
+            "name": proposal.name,
+            "hash": proposal.hash,
+            "artifact": proposal.artifact_digest,
+            "skill": proposal.skill,
+            "new": created,
+        },
+    )
     return proposal
