@@ -35,6 +35,7 @@ COMMANDS = {
     "approvals": "openseal.cli.approvals:approvals",
     "actions": "openseal.cli.actions:actions",
     "quickstart": "openseal.cli.quickstart:quickstart",
+    "serve": "openseal.cli.serve:serve",
 }
 
 

@@ -1,0 +1,82 @@
+"""The FastAPI application: ``create_app(settings)``.
+
+Example (what ``openseal serve`` does)::
+
+    app = create_app(ApiSettings(host="127.0.0.1", workers=2, authority=load_authority(path)))
+    uvicorn.run(app, host="127.0.0.1", port=8400)
+
+Every route is under ``/api/v1`` and calls the service functions the CLI calls; the OpenAPI
+document is at ``/api/v1/openapi.json`` (an interactive page at ``/api/v1/docs``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import Depends, FastAPI
+from starlette.concurrency import run_in_threadpool
+
+from openseal import __version__
+from openseal.api import errors
+from openseal.api.auth import caller
+from openseal.api.routes import (
+    actions,
+    approvals,
+    definitions,
+    deployments,
+    events,
+    meta,
+    objectives,
+    runs,
+)
+from openseal.api.settings import ApiSettings
+from openseal.api.state import ApiState
+from openseal.api.workers import InProcessWorkers
+from openseal.runtime.store import Store, open_store
+
+PREFIX = "/api/v1"
+ROUTERS = (meta, definitions, deployments, objectives, runs, approvals, actions, events)
+
+
+def create_app(settings: ApiSettings, *, store: Store | None = None) -> FastAPI:
+    """The API for ``settings``.
+
+    The store is opened at start-up (``settings.database_url`` or SQLite under
+    ``settings.home``) and closed at shutdown, unless ``store`` is given: then the caller owns
+    it. With ``settings.workers`` > 0, that many engine workers run in the server process.
+    """
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        opened = store
+        if opened is None:
+            opened = await run_in_threadpool(
+                lambda: open_store(settings.database_url, home=settings.home)
+            )
+        app.state.openseal = ApiState.build(settings, opened)
+        workers = InProcessWorkers(opened, settings) if settings.workers > 0 else None
+        if workers is not None:
+            workers.start()
+        try:
+            yield
+        finally:
+            if workers is not None:
+                await run_in_threadpool(workers.stop)
+            app.state.openseal = None
+            if store is None:
+                opened.close()
+
+    app = FastAPI(
+        title="openseal",
+        version=__version__,
+        summary="Deploy governed definitions, start and steer durable runs, decide approvals.",
+        openapi_url=f"{PREFIX}/openapi.json",
+        docs_url=f"{PREFIX}/docs" if settings.docs else None,
+        redoc_url=None,
+        lifespan=lifespan,
+    )
+    errors.install(app)
+    for module in ROUTERS:
+        app.include_router(module.router, prefix=PREFIX, dependencies=[Depends(caller)])
+    return app

@@ -1,0 +1,197 @@
+"""One JSON shape for every error the API answers.
+
+``{"error": {"code": "<stable code>", "message": "<one line>", "details": {...}}}``
+
+Refusals from the service layer keep their own stable code (``hash_mismatch``,
+``stale_revision``, ``not_an_approver``...) and get an HTTP status from :data:`STATUS`. Request
+validation is ``422 invalid_request``; an operation whose capability is absent is
+``501 not_served``; anything unexpected is ``500 internal_error`` with an opaque reference —
+never a traceback, an exception text or a secret.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+import sqlalchemy as sa
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from openseal.errors import OpenSealError, UsageError
+
+log = logging.getLogger("openseal.api")
+
+#: stable error code → HTTP status; a code not listed is a 400
+STATUS: dict[str, int] = {
+    "invalid_request": 422,
+    "usage_error": 422,
+    "bundle_error": 422,
+    "compile_error": 422,
+    "reason_required": 422,
+    "unauthorized": 401,
+    "forbidden": 403,
+    "not_allowed": 403,
+    "self_review": 403,
+    "self_approval": 403,
+    "not_an_approver": 403,
+    "local_operator_refused": 403,
+    "approvals_unavailable": 403,
+    "not_found": 404,
+    "not_deployed": 404,
+    "method_not_allowed": 405,
+    "conflict": 409,
+    "stale_revision": 409,
+    "idempotency_conflict": 409,
+    "invalid_status": 409,
+    "stale_proposal": 409,
+    "kind_mismatch": 409,
+    "reviews_required": 409,
+    "changes_requested": 409,
+    "no_previous_version": 409,
+    "unknown_version": 409,
+    "nothing_to_roll_back": 409,
+    "hash_mismatch": 409,
+    "already_decided": 409,
+    "approval_expired": 409,
+    "approval_canceled": 409,
+    "run_ended": 409,
+    "action_in_flight": 409,
+    "stale_epoch": 409,
+    "internal_error": 500,
+    "not_served": 501,
+    "unavailable": 503,
+}
+
+#: service codes that mean "the request is malformed"; reported as ``invalid_request``
+INVALID_REQUEST_CODES = frozenset({"usage_error"})
+
+
+class ApiError(Exception):
+    """An error raised by the API layer itself (authentication, capabilities, idempotency)."""
+
+    def __init__(
+        self, status: int, code: str, message: str, details: Mapping[str, Any] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.details = dict(details or {})
+
+
+class ErrorDetail(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    code: str
+    message: str
+    details: dict[str, Any]
+
+
+class ErrorBody(BaseModel):
+    """The body of every error response."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    error: ErrorDetail
+
+
+def error_response(
+    status: int,
+    code: str,
+    message: str,
+    details: Mapping[str, Any] | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> JSONResponse:
+    body = {"error": {"code": code, "message": message, "details": dict(details or {})}}
+    return JSONResponse(body, status_code=status, headers=dict(headers or {}))
+
+
+def from_openseal(exc: OpenSealError) -> JSONResponse:
+    """A service refusal: its stable code, its one-line message, the status for that code."""
+    code = "invalid_request" if isinstance(exc, UsageError) else exc.code
+    details = {"reason": exc.code} if code != exc.code else {}
+    return error_response(STATUS.get(code, 400), code, exc.message, details)
+
+
+def _validation(exc: RequestValidationError) -> JSONResponse:
+    # Only where and what: the offending input is never echoed (it may hold a secret).
+    problems = [
+        {
+            "location": [str(part) for part in error.get("loc", ())],
+            "message": str(error.get("msg", "")),
+            "type": str(error.get("type", "")),
+        }
+        for error in exc.errors()
+    ]
+    first = problems[0] if problems else {"location": [], "message": "invalid request"}
+    where = ".".join(first["location"]) or "request"
+    message = f"invalid request: {where}: {first['message']}"
+    return error_response(422, "invalid_request", message, {"problems": problems})
+
+
+_HTTP_CODES = {401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed"}
+
+
+def install(app: FastAPI) -> None:
+    """Register the handlers that give every error the one shape."""
+
+    async def api_error(_request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, ApiError)
+        headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+        return error_response(exc.status, exc.code, exc.message, exc.details, headers)
+
+    async def openseal_error(_request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, OpenSealError)
+        return from_openseal(exc)
+
+    async def validation_error(_request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, RequestValidationError)
+        return _validation(exc)
+
+    async def http_error(_request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, StarletteHTTPException)
+        code = _HTTP_CODES.get(exc.status_code, "invalid_request")
+        message = {
+            404: "no such endpoint",
+            405: "method not allowed on this endpoint",
+        }.get(exc.status_code, str(exc.detail))
+        if exc.status_code >= 500:
+            code, message = "internal_error", "internal error"
+        return error_response(exc.status_code, code, message, headers=exc.headers)
+
+    async def data_error(_request: Request, exc: Exception) -> JSONResponse:
+        # The database refused a value (a NUL byte, a string longer than its column): the
+        # request is at fault, not the server.
+        return error_response(422, "invalid_request", "a value was not accepted by the database")
+
+    async def unexpected(_request: Request, exc: Exception) -> JSONResponse:
+        reference = uuid.uuid4().hex[:12]
+        log.error("internal error %s: %s", reference, exc.__class__.__name__, exc_info=exc)
+        return error_response(500, "internal_error", f"internal error (reference {reference})", {})
+
+    app.add_exception_handler(ApiError, api_error)
+    app.add_exception_handler(OpenSealError, openseal_error)
+    app.add_exception_handler(RequestValidationError, validation_error)
+    app.add_exception_handler(StarletteHTTPException, http_error)
+    app.add_exception_handler(sa.exc.DataError, data_error)
+    app.add_exception_handler(Exception, unexpected)
+
+
+#: OpenAPI ``responses`` entries for the error statuses an operation may answer
+def responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    described = {
+        401: "No or an unknown bearer token",
+        403: "Refused for this caller",
+        404: "Not found",
+        409: "Conflict: stale revision, idempotency key reuse, or a state that forbids it",
+        422: "Invalid request",
+        501: "Not served: the capability is not configured on this server",
+    }
+    wanted = sorted({401, 422, *statuses})
+    return {s: {"model": ErrorBody, "description": described[s]} for s in wanted}

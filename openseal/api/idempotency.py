@@ -1,0 +1,100 @@
+"""``Idempotency-Key`` on creates: the same key and body replay the first response.
+
+The first successful response to a key is stored with a hash of the operation and the request
+body. Sending the key again with the same body answers that stored response, byte for byte, with
+``Idempotent-Replayed: true``; with another body (or for another operation) it is refused with
+``409 idempotency_conflict``. Failed requests are not remembered: nothing was created, so the
+client may correct the body and retry with the same key. Two requests racing with one key both
+reach the service, which deduplicates the create itself (the key is its request key); the
+second to store its response gets the first one's instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from fastapi.responses import JSONResponse
+
+from openseal.api.errors import ApiError
+from openseal.runtime import schema
+from openseal.runtime.store import Store
+
+HEADER = "Idempotency-Key"
+REPLAYED = "Idempotent-Replayed"
+MAX_KEY_LENGTH = 200
+table = schema.idempotency_keys
+
+
+@dataclass(frozen=True)
+class Stored:
+    operation: str
+    request_hash: str
+    status_code: int
+    response: Any
+
+
+def request_hash(operation: str, body: Any) -> str:
+    """A hash of what was asked: the operation and the body as JSON with sorted keys."""
+    text = json.dumps([operation, body], sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def check_key(key: str) -> str:
+    key = key.strip()
+    if not key or len(key) > MAX_KEY_LENGTH or not key.isprintable():
+        raise ApiError(
+            422,
+            "invalid_request",
+            f"{HEADER} must be 1 to {MAX_KEY_LENGTH} printable characters",
+        )
+    return key
+
+
+def lookup(store: Store, key: str) -> Stored | None:
+    with store.read() as conn:
+        row = conn.execute(sa.select(table).where(table.c.key == key)).mappings().one_or_none()
+    if row is None:
+        return None
+    return Stored(row["operation"], row["request_hash"], row["status_code"], row["response"])
+
+
+def replay(stored: Stored, key: str, operation: str, digest: str) -> JSONResponse:
+    """The stored response, or a 409 when the key was used for something else."""
+    if stored.operation != operation or stored.request_hash != digest:
+        raise ApiError(
+            409,
+            "idempotency_conflict",
+            f"{HEADER} {key!r} was already used with a different request",
+            {"key": key},
+        )
+    return JSONResponse(stored.response, stored.status_code, headers={REPLAYED: "true"})
+
+
+def remember(
+    store: Store,
+    key: str,
+    operation: str,
+    digest: str,
+    status_code: int,
+    response: Any,
+    principal: str,
+) -> Stored:
+    """Store the response to ``key``; if another request stored one first, that one wins."""
+    try:
+        with store.write() as conn:
+            conn.execute(
+                sa.insert(table).values(
+                    key=key, operation=operation, request_hash=digest, status_code=status_code,
+                    response=response, principal=principal, created_at=store.now(),
+                )
+            )  # fmt: skip
+    except sa.exc.IntegrityError:
+        existing = lookup(store, key)
+        if existing is not None:
+            return existing
+        raise
+    return Stored(operation, digest, status_code, response)

@@ -1,0 +1,102 @@
+"""Request bodies. Field names are camelCase (``expectedRevision``); snake_case is accepted too.
+
+Responses are the same documents as the CLI's ``--output json`` (record fields in snake_case).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+Name = Annotated[str, Field(min_length=1, max_length=200)]
+Text = Annotated[str, Field(max_length=4000)]
+Revision = Annotated[int | None, Field(ge=0, le=2**31 - 1)]
+
+
+class Body(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid", populate_by_name=True, alias_generator=to_camel, frozen=True
+    )
+
+
+class ObjectiveCreate(Body):
+    """Start a deployed workflow on its active version."""
+
+    workflow: Name
+    inputs: dict[str, Any] = Field(default_factory=dict)
+    project: Name = "default"
+
+
+class RunCommand(Body):
+    """Pause, resume or cancel. ``expectedRevision``: refuse (409) if the run changed since."""
+
+    reason: Text | None = None
+    expected_revision: Revision = None
+
+
+class Intervention(Body):
+    """Repair a paused run or one that needs attention: set the current state's output
+    (``value``), move it (``state``), or neither to retry the state."""
+
+    reason: Annotated[str, Field(min_length=1, max_length=4000)]
+    state: Name | None = None
+    value: Any = None
+    expected_revision: Revision = None
+
+
+class ApprovalDecision(Body):
+    """A decision on the exact proposal whose ``hash`` the approver was shown."""
+
+    decision: Literal["approve", "reject", "request_changes"]
+    hash: Annotated[str, Field(min_length=1, max_length=80)]
+    reason: Text | None = None
+
+
+class ActionResolution(Body):
+    """Settle an action whose outcome is open, with the evidence you checked."""
+
+    outcome: Literal["succeeded", "failed"]
+    evidence: Annotated[str, Field(min_length=1, max_length=4000)]
+    result: Any = None
+
+
+class InboundEventBody(Body):
+    """An event for runs in a ``wait`` state: ``name`` plus the ``correlation`` they match."""
+
+    name: Name
+    correlation: dict[str, Any] = Field(default_factory=dict)
+    payload: Any = None
+
+
+class ProposalFiling(Body):
+    """Compiled documents (as ``openseal compile`` writes them) to file a change proposal for."""
+
+    documents: Annotated[list[dict[str, Any]], Field(min_length=1, max_length=10_000)]
+    message: Text | None = None
+
+
+class ProposalReview(Body):
+    verdict: Literal["approve", "request_changes"]
+    comment: Text | None = None
+    expected_revision: Revision = None
+
+
+class ProposalDecision(Body):
+    decision: Literal["approve", "reject"]
+    comment: Text | None = None
+    expected_revision: Revision = None
+
+
+class ProposalChange(Body):
+    """Activate or refresh."""
+
+    expected_revision: Revision = None
+
+
+class Rollback(Body):
+    """Re-activate an earlier version (``to``: a digest or prefix; default the previous one)."""
+
+    to: Annotated[str, Field(min_length=1, max_length=80)] | None = None
+    message: Text | None = None

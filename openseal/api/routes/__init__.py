@@ -1,0 +1,1 @@
+"""The ``/api/v1`` routes, one module per area."""

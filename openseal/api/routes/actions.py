@@ -1,0 +1,81 @@
+"""Actions: list, show (with the proposal and spend), reconcile, resolve."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, Query
+
+from openseal.api.capabilities import requires
+from openseal.api.errors import responses
+from openseal.api.models import ActionResolution
+from openseal.api.routes.common import Limit, State, Status, Who
+from openseal.api.serialize import jsonable
+from openseal.runtime import service_actions
+
+router = APIRouter(tags=["actions"])
+
+Ref = Annotated[str, Path(min_length=1, max_length=300, description="Action id or action key")]
+
+
+@router.get(
+    "/actions",
+    operation_id="actions.list",
+    dependencies=requires("actions.list"),
+    responses=responses(),
+)
+def list_actions(
+    state: State,
+    status: Status = None,
+    run: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
+    limit: Limit = 100,
+) -> dict[str, Any]:
+    """Newest actions first."""
+    found = service_actions.list_actions(state.store, status=status, run_id=run, limit=limit)
+    return {"actions": jsonable(found)}
+
+
+@router.get(
+    "/actions/{ref}",
+    operation_id="actions.show",
+    dependencies=requires("actions.show"),
+    responses=responses(404),
+)
+def show_action(ref: Ref, state: State) -> dict[str, Any]:
+    """The action, its exact proposal and its spend reservations."""
+    view = service_actions.show_action(state.store, ref)
+    return {
+        "action": jsonable(view.action),
+        "proposal": jsonable(view.proposal.document),
+        "spend": jsonable(view.spend),
+    }
+
+
+@router.post(
+    "/actions/{ref}/reconcile",
+    operation_id="actions.reconcile",
+    dependencies=requires("actions.reconcile"),
+    responses=responses(404, 409),
+)
+def reconcile(ref: Ref, state: State, who: Who) -> dict[str, Any]:
+    """Ask the destination about an action whose outcome is open (lookup or same-key retry).
+    ``pending`` says why it is still open, if it is."""
+    action, pending = service_actions.reconcile_action(
+        state.store, ref, context=state.settings.context, actor=who.principal
+    )
+    return {"action": jsonable(action), "pending": pending}
+
+
+@router.post(
+    "/actions/{ref}/resolve",
+    operation_id="actions.resolve",
+    dependencies=requires("actions.resolve"),
+    responses=responses(404, 409),
+)
+def resolve(ref: Ref, body: ActionResolution, state: State, who: Who) -> dict[str, Any]:
+    """Settle an action by hand after checking the destination; the run then continues."""
+    action = service_actions.resolve_action(
+        state.store, ref, outcome=body.outcome, evidence=body.evidence, actor=who.principal,
+        result=body.result,
+    )  # fmt: skip
+    return {"action": jsonable(action)}

@@ -1,0 +1,76 @@
+"""Approvals: list, show with the exact proposal and its hash, decide.
+
+A decision needs the hash the approver was shown, is recorded for the calling principal (a
+token's person, or the local operator only through a loopback listening address), and is
+served only when an approval authority is configured. No run, tool or model reaches this path.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, Query
+
+from openseal.api.capabilities import requires
+from openseal.api.errors import responses
+from openseal.api.models import ApprovalDecision
+from openseal.api.routes.common import Limit, State, Status, Who
+from openseal.api.serialize import jsonable
+from openseal.runtime import service_actions
+
+router = APIRouter(tags=["approvals"])
+
+Ref = Annotated[str, Path(min_length=1, max_length=80, description="Approval id or proposal hash")]
+
+
+@router.get(
+    "/approvals",
+    operation_id="approvals.list",
+    dependencies=requires("approvals.list"),
+    responses=responses(),
+)
+def list_approvals(
+    state: State,
+    status: Status = None,
+    run: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
+    limit: Limit = 100,
+) -> dict[str, Any]:
+    """Newest approvals first."""
+    found = service_actions.list_approvals(state.store, status=status, run_id=run, limit=limit)
+    return {"approvals": jsonable(found)}
+
+
+@router.get(
+    "/approvals/{ref}",
+    operation_id="approvals.show",
+    dependencies=requires("approvals.show"),
+    responses=responses(404),
+)
+def show_approval(ref: Ref, state: State) -> dict[str, Any]:
+    """The approval, every field of the exact proposal, and the hash to decide on."""
+    view = service_actions.show_approval(state.store, ref)
+    return {
+        "approval": jsonable(view.approval),
+        "proposal": jsonable(view.proposal.document),
+        "hash": view.approval.proposal_hash,
+        "verified": view.proposal.verified,
+    }
+
+
+@router.post(
+    "/approvals/{ref}/decision",
+    operation_id="approvals.decide",
+    dependencies=requires("approvals.decide"),
+    responses=responses(403, 404, 409, 501),
+)
+def decide(ref: Ref, body: ApprovalDecision, state: State, who: Who) -> dict[str, Any]:
+    """Approve, reject or request changes on the proposal whose ``hash`` you were shown.
+
+    The same decision again changes nothing (``changed`` is false); another hash is refused
+    (409 ``hash_mismatch``); reject and request_changes need a ``reason``.
+    """
+    decided = service_actions.decide_approval(
+        state.store, state.settings.authority, ref, body.decision, seen_hash=body.hash,
+        reason=body.reason, principal=who.decider, address=state.settings.host,
+    )  # fmt: skip
+    return {"approval": jsonable(decided.approval), "changed": decided.changed}

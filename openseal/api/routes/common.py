@@ -1,0 +1,22 @@
+"""What every route module uses: path parameters, the store, the caller."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Path, Query, Request
+
+from openseal.api.auth import Caller, caller
+from openseal.api.state import ApiState, state_of
+
+Id = Annotated[str, Path(min_length=1, max_length=200, description="An id (or a unique prefix)")]
+Limit = Annotated[int, Query(ge=1, le=1000, description="At most this many items")]
+Status = Annotated[str | None, Query(min_length=1, max_length=40, description="Only this status")]
+Who = Annotated[Caller, Depends(caller)]
+
+
+def _state(request: Request) -> ApiState:
+    return state_of(request)
+
+
+State = Annotated[ApiState, Depends(_state)]

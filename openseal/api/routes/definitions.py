@@ -1,0 +1,35 @@
+"""``GET /definitions/{digest}``: a stored, immutable definition version."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path
+
+from openseal.api.capabilities import requires
+from openseal.api.errors import responses
+from openseal.api.routes.common import State
+from openseal.api.serialize import jsonable
+from openseal.runtime import service_api
+
+router = APIRouter(tags=["definitions"])
+
+Digest = Annotated[str, Path(min_length=1, max_length=80, description="sha256 (prefix optional)")]
+
+
+@router.get(
+    "/definitions/{digest}",
+    operation_id="definitions.get",
+    dependencies=requires("definitions.get"),
+    responses=responses(404),
+)
+def get_definition(digest: Digest, state: State) -> dict[str, Any]:
+    """The compiled document stored under ``digest``, with its kind and name."""
+    version = service_api.get_version(state.store, digest)
+    return {
+        "digest": version.digest,
+        "kind": version.kind,
+        "name": version.name,
+        "created_at": jsonable(version.created_at),
+        "document": version.document,
+    }

@@ -1,0 +1,191 @@
+"""Deployments and change proposals: list, show with the diff, file, review, decide, activate,
+refresh, roll back — the same service functions as ``openseal deploy|proposals|deployments``."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, Query, Response
+
+from openseal.api.capabilities import requires
+from openseal.api.errors import responses
+from openseal.api.models import (
+    ProposalChange,
+    ProposalDecision,
+    ProposalFiling,
+    ProposalReview,
+    Rollback,
+)
+from openseal.api.routes.common import Id, Limit, State, Who
+from openseal.api.serialize import jsonable
+from openseal.runtime import governance as gov
+from openseal.runtime import service_api
+
+router = APIRouter(tags=["deployments"])
+
+Name = Annotated[str, Path(min_length=1, max_length=200, description="A deployment name")]
+
+
+@router.get(
+    "/deployments",
+    operation_id="deployments.list",
+    dependencies=requires("deployments.list"),
+    responses=responses(),
+)
+def list_deployments(state: State) -> dict[str, Any]:
+    """Every deployment with its active version and who activated it."""
+    return {"deployments": jsonable(gov.list_deployments(state.store))}
+
+
+@router.get(
+    "/deployments/{name}/history",
+    operation_id="deployments.history",
+    dependencies=requires("deployments.history"),
+    responses=responses(404),
+)
+def deployment_history(name: Name, state: State) -> dict[str, Any]:
+    """Every activation of the deployment, oldest first."""
+    return {"name": name, "activations": jsonable(gov.deployment_history(state.store, name))}
+
+
+@router.post(
+    "/deployments/{name}/rollback",
+    operation_id="deployments.rollback",
+    dependencies=requires("deployments.rollback"),
+    responses=responses(404, 409),
+    status_code=201,
+)
+def rollback(name: Name, body: Rollback, state: State, who: Who, response: Response) -> Any:
+    """File a rollback proposal; it is reviewed, decided and activated like any change."""
+    result = gov.rollback(state.store, name, who.principal, to=body.to, message=body.message)
+    return _filed(result, response)
+
+
+@router.get(
+    "/proposals",
+    operation_id="proposals.list",
+    dependencies=requires("proposals.list"),
+    responses=responses(),
+)
+def list_proposals(
+    state: State,
+    status: Annotated[list[str] | None, Query()] = None,
+    deployment: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
+    limit: Limit = 100,
+) -> dict[str, Any]:
+    """Change proposals, newest first (``status`` may repeat)."""
+    found = gov.list_proposals(
+        state.store, statuses=status or (), deployment=deployment, limit=limit
+    )
+    return {"proposals": [_summary(p) for p in found]}
+
+
+@router.post(
+    "/proposals",
+    operation_id="proposals.file",
+    dependencies=requires("proposals.file"),
+    responses=responses(409),
+    status_code=201,
+)
+def file_proposal(body: ProposalFiling, state: State, who: Who, response: Response) -> Any:
+    """Store the posted compiled documents and file a change proposal for what changed.
+
+    201 when a proposal was filed; 200 when an identical one was already open (returned) or
+    nothing changed (``proposal`` is null and ``note`` says why). Nothing is activated.
+    """
+    result = service_api.deploy_documents(
+        state.store, body.documents, who.principal, message=body.message
+    )
+    return _filed(result, response)
+
+
+@router.get(
+    "/proposals/{proposal_id}",
+    operation_id="proposals.show",
+    dependencies=requires("proposals.show"),
+    responses=responses(404),
+)
+def show_proposal(proposal_id: Id, state: State) -> dict[str, Any]:
+    """The proposal with its targets, base, policy, decision and semantic diff, its reviews and
+    its events."""
+    proposal = gov.get_proposal(state.store, proposal_id)
+    return {
+        "proposal": proposal.to_dict(),
+        "reviews": jsonable(gov.proposal_reviews(state.store, proposal.id)),
+        "events": jsonable(gov.proposal_events(state.store, proposal.id)),
+    }
+
+
+@router.post(
+    "/proposals/{proposal_id}/review",
+    operation_id="proposals.review",
+    dependencies=requires("proposals.review"),
+    responses=responses(403, 404, 409),
+)
+def review(proposal_id: Id, body: ProposalReview, state: State, who: Who) -> dict[str, Any]:
+    """Approve or request changes, as the calling principal."""
+    proposal = gov.review(
+        state.store, proposal_id, who.principal, body.verdict, comment=body.comment,
+        expected_revision=body.expected_revision,
+    )  # fmt: skip
+    return {"proposal": proposal.to_dict()}
+
+
+@router.post(
+    "/proposals/{proposal_id}/decide",
+    operation_id="proposals.decide",
+    dependencies=requires("proposals.decide"),
+    responses=responses(403, 404, 409),
+)
+def decide(proposal_id: Id, body: ProposalDecision, state: State, who: Who) -> dict[str, Any]:
+    """Approve or reject. Saving a decision does not activate anything."""
+    proposal = gov.decide(
+        state.store, proposal_id, who.principal, body.decision, comment=body.comment,
+        expected_revision=body.expected_revision,
+    )  # fmt: skip
+    return {"proposal": proposal.to_dict()}
+
+
+@router.post(
+    "/proposals/{proposal_id}/activate",
+    operation_id="proposals.activate",
+    dependencies=requires("proposals.activate"),
+    responses=responses(403, 404, 409),
+)
+def activate(proposal_id: Id, body: ProposalChange, state: State, who: Who) -> dict[str, Any]:
+    """Switch every deployment of an approved, fresh proposal in one transaction."""
+    proposal = gov.activate(
+        state.store, proposal_id, who.principal, expected_revision=body.expected_revision
+    )
+    return {"proposal": proposal.to_dict()}
+
+
+@router.post(
+    "/proposals/{proposal_id}/refresh",
+    operation_id="proposals.refresh",
+    dependencies=requires("proposals.refresh"),
+    responses=responses(404, 409),
+)
+def refresh(proposal_id: Id, body: ProposalChange, state: State, who: Who) -> dict[str, Any]:
+    """Re-diff against the versions active now (reviews reset when the diff changed)."""
+    proposal = gov.refresh(
+        state.store, proposal_id, who.principal, expected_revision=body.expected_revision
+    )
+    return {"proposal": proposal.to_dict()}
+
+
+def _summary(proposal: gov.ChangeProposal) -> dict[str, Any]:
+    document = proposal.to_dict()
+    document.pop("diff", None)  # lists stay small; show has the diff
+    return document
+
+
+def _filed(result: gov.DeployResult, response: Response) -> dict[str, Any]:
+    if not result.created:
+        response.status_code = 200
+    return {
+        "proposal": None if result.proposal is None else result.proposal.to_dict(),
+        "created": result.created,
+        "unchanged": list(result.unchanged),
+        "note": result.note,
+    }

@@ -1,0 +1,86 @@
+"""Objectives: create (``Idempotency-Key`` honoured), list, show."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header
+from fastapi.responses import JSONResponse
+
+from openseal.api import idempotency
+from openseal.api.capabilities import requires
+from openseal.api.errors import responses
+from openseal.api.models import ObjectiveCreate
+from openseal.api.routes.common import Id, Limit, State, Who
+from openseal.api.serialize import jsonable
+from openseal.runtime import service
+
+router = APIRouter(tags=["objectives"])
+
+OPERATION = "objectives.create"
+Key = Annotated[
+    str | None,
+    Header(
+        alias=idempotency.HEADER,
+        description="Same key and body: the first response again; another body: 409.",
+    ),
+]
+
+
+@router.post(
+    "/objectives",
+    operation_id=OPERATION,
+    dependencies=requires(OPERATION),
+    responses=responses(404, 409, 501),
+    status_code=201,
+)
+def create_objective(body: ObjectiveCreate, state: State, who: Who, key: Key = None) -> Any:
+    """Start a deployed workflow (its active version) with inputs checked against its types."""
+    digest = ""
+    if key is not None:
+        key = idempotency.check_key(key)
+        digest = idempotency.request_hash(OPERATION, body.model_dump(mode="json"))
+        stored = idempotency.lookup(state.store, key)
+        if stored is not None:
+            return idempotency.replay(stored, key, OPERATION, digest)
+    created = service.create_objective(
+        state.store, body.workflow, body.inputs, project=body.project, request_key=key,
+        actor=who.principal,
+    )  # fmt: skip
+    document = {
+        "objective": jsonable(created.objective),
+        "run": jsonable(created.run),
+        "created": created.created,
+    }
+    status = 201 if created.created else 200
+    if key is None:
+        return JSONResponse(document, status)
+    stored = idempotency.remember(
+        state.store, key, OPERATION, digest, status, document, who.principal
+    )
+    if stored.response != document:  # a concurrent request with this key stored first
+        return idempotency.replay(stored, key, OPERATION, digest)
+    return JSONResponse(document, status)
+
+
+@router.get(
+    "/objectives",
+    operation_id="objectives.list",
+    dependencies=requires("objectives.list"),
+    responses=responses(),
+)
+def list_objectives(state: State, limit: Limit = 100) -> dict[str, Any]:
+    """Newest objectives first."""
+    return {"objectives": jsonable(service.list_objectives(state.store, limit=limit))}
+
+
+@router.get(
+    "/objectives/{objective_id}",
+    operation_id="objectives.show",
+    dependencies=requires("objectives.show"),
+    responses=responses(404),
+)
+def show_objective(objective_id: Id, state: State) -> dict[str, Any]:
+    """An objective and its runs."""
+    objective, runs = service.show_objective(state.store, objective_id)
+    return {"objective": jsonable(objective), "runs": jsonable(runs)}

@@ -1,0 +1,51 @@
+"""What an API server is configured with (``openseal serve`` options, or embedding code)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from openseal.api.auth import TokenTable
+from openseal.runtime.approvals import ApprovalAuthority
+from openseal.runtime.service_api import CapabilityConfig
+from openseal.skills.credentials import RuntimeContext
+
+
+@dataclass(frozen=True)
+class ApiSettings:
+    """Server configuration.
+
+    ``host`` is the listening address: it decides whether the local operator may decide
+    approvals (only on loopback). ``workers`` in-process engine workers execute runs;
+    ``external_workers`` declares that ``openseal worker`` processes share the store instead.
+    Both make run creation available. ``tokens`` and ``authority.tokens`` identify callers.
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 8400
+    home: Path = Path(".openseal")
+    database_url: str | None = None
+    authority: ApprovalAuthority | None = None
+    tokens: TokenTable = field(default_factory=TokenTable)
+    workers: int = 0
+    external_workers: bool = False
+    context: RuntimeContext | None = None
+    scripted_responses: Path | None = None
+    scripted_calls: Path | None = None
+    #: how often the event stream looks for new events
+    stream_poll_seconds: float = 0.2
+    #: a comment line keeps an idle event stream (and proxies) from timing out
+    stream_keepalive_seconds: float = 15.0
+    docs: bool = True
+
+    def all_tokens(self) -> TokenTable:
+        return self.tokens.merged(self.authority)
+
+    def capability_config(self) -> CapabilityConfig:
+        return CapabilityConfig(
+            workers=self.workers,
+            external_workers=self.external_workers,
+            authority=self.authority,
+            tokens=bool(self.all_tokens()),
+            listen_address=self.host,
+        )

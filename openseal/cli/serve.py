@@ -1,0 +1,101 @@
+"""``openseal serve``: the HTTP API (``/api/v1``) over the store, optionally with workers.
+
+There is no TLS in the server: bind it to loopback, or put it behind a proxy that terminates
+TLS. See ``docs/api.md``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from openseal.errors import UsageError
+from openseal.runtime.approvals import AUTHORITY_ENV, is_loopback
+
+
+@click.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8400, show_default=True)
+@click.option(
+    "--home", type=click.Path(path_type=Path), default=Path(".openseal"), show_default=True,
+    envvar="OPENSEAL_HOME", help="Where the embedded SQLite store lives "
+    "(ignored when OPENSEAL_DATABASE_URL is set).",
+)  # fmt: skip
+@click.option(
+    "--authority", type=click.Path(path_type=Path, dir_okay=False), default=None,
+    envvar=AUTHORITY_ENV,
+    help="Approval authority file (default <home>/approvals.yaml); without one, approval "
+    "decisions are not served.",
+)  # fmt: skip
+@click.option(
+    "--tokens", "tokens_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
+    envvar="OPENSEAL_API_TOKENS",
+    help="Bearer tokens file (token sha256 -> principal); every request then needs a token.",
+)  # fmt: skip
+@click.option(
+    "--workers", type=click.IntRange(0, 256), default=0, show_default=True,
+    help="Engine workers to run in this process; run creation is served only with workers.",
+)  # fmt: skip
+@click.option(
+    "--external-workers", is_flag=True,
+    help="Declare that `openseal worker` processes serve this store (run creation is served).",
+)  # fmt: skip
+@click.option(
+    "--context", "context_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
+    envvar="OPENSEAL_CONTEXT",
+    help="Runtime context file for workers and action reconciliation.",
+)  # fmt: skip
+@click.option(
+    "--scripted-responses", type=click.Path(path_type=Path, dir_okay=False), default=None,
+    envvar="OPENSEAL_SCRIPTED_RESPONSES", help="Responses for `scripted` models (workers).",
+)  # fmt: skip
+@click.option(
+    "--log-level", type=click.Choice(["critical", "error", "warning", "info", "debug"]),
+    default="info", show_default=True,
+)  # fmt: skip
+def serve(
+    host: str,
+    port: int,
+    home: Path,
+    authority: Path | None,
+    tokens_path: Path | None,
+    workers: int,
+    external_workers: bool,
+    context_path: Path | None,
+    scripted_responses: Path | None,
+    log_level: str,
+) -> None:
+    """Serve the HTTP API: deployments, objectives, runs, approvals, actions, events.
+
+    Without --tokens every caller is user:local, which is allowed only on a loopback address.
+    No TLS: use a proxy in front of it for anything but loopback.
+    """
+    import uvicorn
+
+    from openseal.api import ApiSettings, create_app
+    from openseal.api.auth import TokenTable, load_tokens
+    from openseal.runtime.approvals import load_authority
+    from openseal.skills.credentials import RuntimeContext
+
+    loaded_authority = load_authority(authority, home=home)
+    tokens = load_tokens(tokens_path) if tokens_path is not None else TokenTable()
+    settings = ApiSettings(
+        host=host, port=port, home=home, authority=loaded_authority, tokens=tokens,
+        workers=workers, external_workers=external_workers,
+        context=RuntimeContext.load(context_path), scripted_responses=scripted_responses,
+    )  # fmt: skip
+    if not is_loopback(host) and not settings.all_tokens():
+        raise UsageError(
+            f"refusing to listen on {host} without tokens: every caller would act as "
+            "user:local; pass --tokens FILE (or listen on 127.0.0.1)"
+        )
+    click.echo(f"openseal API on http://{host}:{port}/api/v1 (no TLS)", err=True)
+    uvicorn.run(
+        create_app(settings),
+        host=host,
+        port=port,
+        log_level=log_level,
+        timeout_graceful_shutdown=5,
+        server_header=False,
+    )
