@@ -193,7 +193,7 @@ def test_deploy_of_invalid_definitions_exits_1_with_diagnostics(cli: Cli, repo: 
     (repo / "defs" / "broken.hcl").write_text('agent "x" {\n  model = model.nope\n}\n')
     code, out, err = cli("deploy", "defs")
     assert code == 1 and out == ""
-    assert "defs/broken.hcl:1:1: error[OS102]" in err
+    assert "defs/broken.hcl:1:7: error[OS102]" in err  # at the definition's name
     assert err.strip().splitlines()[-1] == "error: defs does not compile; nothing deployed"
     assert "Traceback" not in err
     assert cli.json("proposals", "list") == []
