@@ -67,8 +67,13 @@ def enter(context: dict[str, Any], state: str, came_from: str | None) -> dict[st
     visits[state] = int(visits.get(state, 0)) + 1
     states = {k: v for k, v in context.get("states", {}).items() if k != state}
     trail = [*context.get("trail", []), *([came_from] if came_from else [])][-TRAIL_LENGTH:]
-    position = {"state": state, "visit": visits[state], "attempt": 0, "attention": False}
-    return {**context, "states": states, "visits": visits, "position": position, "trail": trail}
+    # ``attempt`` (0) and ``attention`` (False) are left out until they change: every waiting
+    # run stores its context, so defaults are not repeated in each one.
+    position = {"state": state, "visit": visits[state]}
+    entered = {**context, "states": states, "visits": visits, "position": position}
+    if trail:
+        entered["trail"] = trail
+    return entered
 
 
 def _prepared(run: Run, workflow: CompiledWorkflow) -> tuple[str, dict[str, Any], bool]:

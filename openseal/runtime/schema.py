@@ -171,6 +171,8 @@ events = sa.Table(
     sa.Column("actor", sa.String(200), nullable=False),
     sa.Column("payload", sa.JSON, nullable=False),
     sa.Column("at", UtcTimestamp, nullable=False),
+    # Only ever read by its key: on SQLite the rows live in the key's B-tree (migration 0005).
+    sqlite_with_rowid=False,
 )
 
 inbound_events = sa.Table(
