@@ -53,9 +53,7 @@ class LiveServer:
 
     def client(self, token: str | None = None, **options: Any) -> httpx.Client:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        return httpx.Client(
-            base_url=f"{self.url}/api/v1", headers=headers, timeout=30.0, **options
-        )
+        return httpx.Client(base_url=f"{self.url}/api/v1", headers=headers, timeout=30.0, **options)
 
 
 @contextmanager

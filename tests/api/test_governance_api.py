@@ -1,0 +1,96 @@
+"""Change proposals over HTTP: file from posted compiled documents, show with the diff, review,
+decide, activate (with expected revisions), deployments and their history, definitions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openseal.api.auth import TokenTable, parse_tokens
+from tests.api.conftest import ALICE_TOKEN, BOB_TOKEN, CAROL_TOKEN, Serve, sha
+from tests.api.support import assert_error
+from tests.runtime.engine_support import PROCUREMENT, compile_files
+
+TOKENS: TokenTable = parse_tokens(
+    {sha(ALICE_TOKEN): "user:alice", sha(BOB_TOKEN): "user:bob", sha(CAROL_TOKEN): "user:carol"}
+)
+
+
+def documents() -> list[dict[str, Any]]:
+    return [d.document for d in compile_files(*sorted(PROCUREMENT.glob("*.hcl")))]
+
+
+def test_a_posted_bundle_goes_through_review_decision_and_activation(serve: Serve) -> None:
+    server = serve(tokens=TOKENS)
+    posted = {"documents": documents(), "message": "first procurement workflow"}
+    with (
+        server.client(ALICE_TOKEN) as alice,
+        server.client(BOB_TOKEN) as bob,
+        server.client(CAROL_TOKEN) as carol,
+    ):
+        filed = alice.post("/proposals", json=posted)
+        assert filed.status_code == 201, filed.text
+        proposal = filed.json()["proposal"]
+        assert filed.json()["created"] is True
+        assert proposal["status"] == "proposed" and proposal["author"] == "user:alice"
+        assert [t["name"] for t in proposal["targets"]] == ["procure_laptops"]
+        again = alice.post("/proposals", json=posted)
+        assert again.status_code == 200 and again.json()["created"] is False
+        assert again.json()["proposal"]["id"] == proposal["id"]
+        pid = proposal["id"]
+
+        shown = bob.get(f"/proposals/{pid}").json()
+        assert shown["proposal"]["diff"]["changes"], "the semantic diff is shown"
+        assert [e["type"] for e in shown["events"]] == ["change_proposal.filed"]
+        assert "diff" not in bob.get("/proposals").json()["proposals"][0]
+
+        own = alice.post(f"/proposals/{pid}/review", json={"verdict": "approve"})
+        assert_error(own, 403, "self_review")
+        reviewed = bob.post(
+            f"/proposals/{pid}/review", json={"verdict": "approve", "comment": "checked"}
+        )
+        assert reviewed.status_code == 200, reviewed.text
+        revision = reviewed.json()["proposal"]["revision"]
+        stale = carol.post(
+            f"/proposals/{pid}/decide",
+            json={"decision": "approve", "expectedRevision": revision - 1},
+        )
+        assert_error(stale, 409, "conflict")
+        decided = carol.post(
+            f"/proposals/{pid}/decide", json={"decision": "approve", "expectedRevision": revision}
+        )
+        assert decided.json()["proposal"]["status"] == "approved"
+        assert alice.get("/deployments").json()["deployments"][0]["name"] != "procure_laptops"
+        activated = carol.post(f"/proposals/{pid}/activate", json={})
+        assert activated.status_code == 200, activated.text
+        assert activated.json()["proposal"]["status"] == "activated"
+
+        deployments = {d["name"]: d for d in alice.get("/deployments").json()["deployments"]}
+        digest = deployments["procure_laptops"]["active_digest"]
+        assert deployments["procure_laptops"]["change_proposal_id"] == pid
+        history = alice.get("/deployments/procure_laptops/history").json()["activations"]
+        assert [(h["digest"], h["actor"]) for h in history] == [(digest, "user:carol")]
+        version = alice.get(f"/definitions/sha256:{digest}").json()
+        assert version["kind"] == "workflow" and version["name"] == "procure_laptops"
+        assert_error(
+            alice.post("/deployments/procure_laptops/rollback", json={}),
+            409,
+            "no_previous_version",
+        )
+        unchanged = alice.post("/proposals", json=posted)
+        assert unchanged.status_code == 200 and unchanged.json()["proposal"] is None
+        assert "nothing changed" in unchanged.json()["note"]
+
+
+def test_posted_documents_are_checked_before_anything_is_stored(serve: Serve) -> None:
+    docs = documents()
+    workflow = next(d for d in docs if d["kind"] == "workflow")
+    with serve().client() as client:
+        alone = client.post("/proposals", json={"documents": [workflow]})
+        error = assert_error(alone, 422, "bundle_error")
+        assert "neither posted nor stored" in error["message"]
+        broken = dict(workflow, spec={"states": "nope"})
+        assert_error(client.post("/proposals", json={"documents": [broken]}), 422, "bundle_error")
+        unknown = client.post("/proposals", json={"documents": [{"kind": "wizard"}]})
+        assert_error(unknown, 422, "bundle_error")
+        assert_error(client.post("/proposals", json={"documents": []}), 422, "invalid_request")
+        assert client.get("/proposals").json()["proposals"] == []
