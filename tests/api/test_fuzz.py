@@ -1,0 +1,64 @@
+"""Fuzz the served OpenAPI document with schemathesis over real HTTP: whatever is sent, valid or
+not, the API answers without a 5xx and without a traceback, on both backends.
+
+Schemathesis' own pytest plugin does not load under this pytest, so each operation's case
+strategy is driven by hypothesis directly.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, given, note, settings
+from hypothesis.errors import Unsatisfiable
+from schemathesis import GenerationMode
+from schemathesis.checks import not_a_server_error
+
+from openseal.runtime import service
+from openseal.runtime.approvals import ApprovalAuthority
+from openseal.runtime.store import Store
+from tests.api.conftest import Serve
+
+pytestmark = pytest.mark.slow
+
+EXAMPLES = 6
+
+
+def no_traceback(_ctx: Any, response: Any, _case: Any) -> bool | None:
+    text = response.text or ""
+    assert "Traceback" not in text and 'File "' not in text, text[:500]
+    if response.status_code >= 400:
+        body = response.json()
+        assert set(body) == {"error"}, text[:500]
+        assert set(body["error"]) == {"code", "message", "details"}, text[:500]
+    return None
+
+
+def test_the_api_never_answers_5xx_nor_a_traceback(serve: Serve, store: Store) -> None:
+    service.create_objective(store, "small", {"n": 1})  # something to find besides 404s
+    server = serve(external_workers=True, authority=ApprovalAuthority(local_operator=True))
+    schema = schemathesis.openapi.from_url(f"{server.url}/api/v1/openapi.json")
+    operations = [result.ok() for result in schema.get_all_operations()]
+    assert len(operations) >= 25
+    for operation in operations:
+        for mode in GenerationMode:
+
+            @given(case=operation.as_strategy(generation_mode=mode))
+            @settings(
+                max_examples=EXAMPLES,
+                deadline=None,
+                derandomize=True,
+                database=None,
+                suppress_health_check=list(HealthCheck),
+            )
+            def check(case: Any) -> None:
+                note(f"{case.method} {case.formatted_path}")
+                case.call_and_validate(checks=[not_a_server_error, no_traceback], timeout=20)
+
+            try:
+                check()
+            except Unsatisfiable:
+                # nothing invalid can be sent to an operation without parameters or body
+                assert mode is GenerationMode.NEGATIVE, operation.label
