@@ -170,6 +170,11 @@ def install(app: FastAPI) -> None:
         # request is at fault, not the server.
         return error_response(422, "invalid_request", "a value was not accepted by the database")
 
+    async def database_unavailable(_request: Request, exc: Exception) -> JSONResponse:
+        # Unreachable, restarting or (SQLite) locked past the busy timeout: worth a retry.
+        log.warning("database unavailable: %s", exc.__class__.__name__)
+        return error_response(503, "unavailable", "the database is unavailable; try again")
+
     async def unexpected(_request: Request, exc: Exception) -> JSONResponse:
         reference = uuid.uuid4().hex[:12]
         log.error("internal error %s: %s", reference, exc.__class__.__name__, exc_info=exc)
@@ -180,6 +185,7 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_exception_handler(sa.exc.DataError, data_error)
+    app.add_exception_handler(sa.exc.OperationalError, database_unavailable)
     app.add_exception_handler(Exception, unexpected)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import sqlalchemy as sa
 
 from openseal.runtime import service
 from openseal.runtime.approvals import ApprovalAuthority
@@ -108,3 +109,16 @@ def test_an_unconfigured_capability_is_not_served(serve: Serve) -> None:
         assert "post" in paths["/api/v1/objectives"]
         assert "post" in paths["/api/v1/approvals/{ref}/decision"]
         assert client.get("/objectives").status_code == 200
+
+
+def test_an_unreachable_database_is_503_unavailable(
+    serve: Serve, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def unreachable(*_args: object, **_kwargs: object) -> None:
+        raise sa.exc.OperationalError("SELECT", {}, Exception("password=hunter2 refused"))
+
+    monkeypatch.setattr(service, "list_runs", unreachable)
+    with serve().client() as client:
+        response = client.get("/runs")
+    assert_error(response, 503, "unavailable")
+    assert "hunter2" not in response.text

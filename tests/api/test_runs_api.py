@@ -121,7 +121,9 @@ def test_events_are_paged_by_sequence(serve: Serve, store: Store) -> None:
     assert_gap_free(store, run.id)
 
 
-def _read_stream(response: httpx.Response, out: list[dict[str, Any]], opened: threading.Event):
+def _read_stream(
+    response: httpx.Response, out: list[dict[str, Any]], opened: threading.Event
+) -> None:
     frame: dict[str, Any] = {}
     for line in response.iter_lines():
         opened.set()
