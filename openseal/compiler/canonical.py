@@ -30,9 +30,76 @@ def canonical_bytes(document: Any) -> bytes:
     could otherwise smuggle in through a YAML or HCL literal.
     """
     try:
+        return _fast_bytes(_plain(document))
+    except _NotPlain:
+        pass
+    try:
         return bytes(rfc8785.dumps(document))
     except (rfc8785.CanonicalizationError, TypeError, ValueError) as exc:
         raise CompileError(f"value cannot be written as canonical JSON: {exc}") from exc
+
+
+# --------------------------------------------------------------------------- the fast path
+#
+# rfc8785 is pure Python and writes byte by byte; the standard library's JSON
+# encoder is in C. For the values below the two write the same bytes, which
+# tests/compiler/test_canonical.py checks property by property against rfc8785:
+#
+# * strings: both escape exactly `"`, `\\` and U+0000-U+001F, with the same
+#   short forms (\b \f \n \r \t) and lowercase `\u00xx` for the rest, and
+#   write everything else as UTF-8 (U+2028/2029 and U+007F included). A lone
+#   surrogate cannot be encoded; that string goes to rfc8785, which refuses it.
+# * keys: RFC 8785 sorts by UTF-16 code units, Python by code points; the two
+#   orders agree while every key is within the Basic Multilingual Plane.
+# * integers within ±(2**53-1) are written in decimal by both.
+# * a float that is a whole number below 2**53 is written by RFC 8785 as that
+#   integer, so it is handed to the encoder as an int; any other float between
+#   1e-4 and 1e16 has the same shortest round-trip digits in both and no exponent.
+#
+# Anything else (other floats, big integers, non-string or astral keys, other
+# types, subclasses) takes rfc8785's path, which decides and raises as before.
+
+_SAFE_INT = 2**53 - 1
+_BMP_MAX = "\uffff"
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode
+
+
+class _NotPlain(Exception):
+    """The value holds something only rfc8785 may decide how to write."""
+
+
+def _fast_bytes(value: Any) -> bytes:
+    try:
+        return _encode(value).encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate
+        raise _NotPlain from None
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with whole floats as ints; raises :class:`_NotPlain` when it needs rfc8785."""
+    kind = type(value)
+    if kind is str or kind is bool or value is None:
+        return value
+    if kind is dict:
+        out = {}
+        for key, item in value.items():
+            if type(key) is not str or (not key.isascii() and max(key) > _BMP_MAX):
+                raise _NotPlain
+            out[key] = _plain(item)
+        return out
+    if kind is list or kind is tuple:
+        return [_plain(item) for item in value]
+    if kind is int:
+        if -_SAFE_INT <= value <= _SAFE_INT:
+            return value
+        raise _NotPlain
+    if kind is float:
+        if value.is_integer():
+            if abs(value) <= _SAFE_INT:
+                return int(value)
+        elif 1e-4 <= abs(value) < 1e16:
+            return value
+    raise _NotPlain
 
 
 def sha256_digest(data: bytes) -> str:

@@ -19,6 +19,7 @@ that uses it; documents are therefore built in dependency order.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeGuard
@@ -29,7 +30,7 @@ from pydantic import BaseModel
 from openseal.compiler import expr as ex
 from openseal.compiler import types as ty
 from openseal.compiler.build import Graphs
-from openseal.compiler.canonical import canonical_bytes, normalise, sha256_digest
+from openseal.compiler.canonical import canonical_bytes, sha256_digest
 from openseal.compiler.decode import Definition
 from openseal.compiler.ir import Analysis, RunbookGraph, WorkflowGraph
 from openseal.compiler.model import (
@@ -107,7 +108,9 @@ def _compiled(definition: Definition, document: Document) -> CompiledDocument:
     return CompiledDocument(
         kind=definition.kind,
         name=definition.name,
-        document=normalise(document),
+        # What the canonical bytes read back as (see canonical.normalise), without
+        # canonicalising a second time.
+        document=json.loads(canonical),
         canonical=canonical,
         digest=sha256_digest(canonical),
         span=definition.span,
