@@ -14,4 +14,5 @@ BENCHMARKS: dict[str, str] = {
     "durable": "bench.durable",
     "latency": "bench.latency",
     "scale": "bench.scale",
+    "workers": "bench.workers",
 }

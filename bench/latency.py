@@ -6,18 +6,48 @@
   (insert an event, update a row) measured the same way in this run.
 * ``start → first turn claimed``: from the create call until an in-process engine holds the
   run's lease (no polling delay: the claim is made right after the create).
-* ``approval → dispatch`` and ``recovery after SIGKILL``: not available until approvals,
-  actions and the crash harness exist.
+* ``approval → dispatch``: an engine runs in a worker thread of this process (SQLite, the
+  default polling); runs wait at an approval; each is approved with
+  ``service_actions.decide_approval`` and the time from that call returning to the action's
+  ``dispatched_at`` is taken. Decisions are made one at a time, each after the previous
+  action settled. Target p95 ≤ 100 ms.
+* ``recovery after SIGKILL``: an ``openseal worker`` process stops at the named point
+  ``turn.started`` (the turn is saved, nothing executed) and is killed with SIGKILL; a second
+  worker process, already running, takes the run over when the lease expires and completes
+  the turn. Measured from the kill, and from the lease's expiry, to that turn's completion.
+  Target: the lease (2 s here) + ≤ 1 s.
 """
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
 
+import sqlalchemy as sa
+
+from bench.compiler import openseal_command
 from bench.harness import Options, Report, Target, compare, percentile, summarize, unavailable
-from bench.runtime_support import TRANSFORM_WORKFLOW, compiled, engine_problem, loaded_store
+from bench.runtime_support import (
+    ACTION_WORKFLOW,
+    APPROVAL_WORKFLOW,
+    TRANSFORM_WORKFLOW,
+    compiled,
+    engine_problem,
+    loaded_store,
+)
 from bench.sqlite_floor import sqlite_store, store_transaction
+from openseal.runtime import schema
+from openseal.runtime.statuses import TERMINAL_RUN_STATUSES, RunStatus
+from openseal.runtime.store import Store
+
+T = TypeVar("T")
+REPOSITORY = Path(__file__).resolve().parents[1]
 
 NAME = "latency"
 
@@ -63,13 +93,9 @@ def run(options: Options) -> Report:
         report.add(unavailable("objective start p95", problem, "ms", Target(5, on="value")))
     else:
         measure_starts(report, options, count)
-    report.add(unavailable("approval → dispatch", "approvals and actions have no handler yet"))
-    report.add(
-        unavailable(
-            "recovery after SIGKILL",
-            "not measured yet: needs the crash-boundary harness (takeover waits for the lease)",
-        )
-    )
+    if problem is None:
+        measure_approval_dispatch(report, options)
+        measure_recovery(report, options)
     return report
 
 
@@ -104,3 +130,161 @@ def measure_starts(report: Report, options: Options, count: int) -> None:
         p50, p95 = distribution(start_and_claim, count, options.repeat)
         report.add(compare("start → claimed p50", "ms", summarize(p50), baseline))
         report.add(compare("start → claimed p95", "ms", summarize(p95), baseline))
+
+
+def measure_approval_dispatch(report: Report, options: Options) -> None:
+    """Decision returned → action ``dispatched``, with a worker thread in this process."""
+    from openseal.runtime import service_actions
+    from openseal.runtime.approvals import ApprovalAuthority
+    from openseal.runtime.engine import Engine
+    from openseal.runtime.service import create_objective
+
+    count = options.pick(quick=10, default=50)
+    report.parameters["approvals_per_repetition"] = count
+    authority = ApprovalAuthority(local_operator=True)
+    documents = compiled(options.workdir / "approval-project", APPROVAL_WORKFLOW)
+    with loaded_store(options.workdir / "approval-home", documents) as store:
+        engine = Engine(store, worker_id="bench-approvals")
+        worker = threading.Thread(target=engine.run_forever, kwargs={"poll_interval": 1.0})
+        worker.start()
+        try:
+            p50s, p95s = [], []
+            for repetition in range(options.repeat + 1):  # the first is a warm-up
+                runs = [
+                    create_objective(store, "approve_then_act", {"n": repetition * count + i}).run
+                    for i in range(count)
+                ]
+                until(lambda runs=runs: all(waits_for_approval(store, r.id) for r in runs), 120)
+                samples = []
+                for run in runs:
+                    [approval] = service_actions.list_approvals(store, run_id=run.id)
+                    service_actions.decide_approval(
+                        store, authority, approval.id, "approve", seen_hash=approval.proposal_hash
+                    )
+                    decided = time.time()
+                    dispatched = until(lambda run=run: dispatched_at(store, run.id), 30)
+                    samples.append((dispatched - decided) * 1000)
+                    until(lambda run=run: finished(store, run.id), 30)
+                if repetition:
+                    p50s.append(percentile(samples, 0.50))
+                    p95s.append(percentile(samples, 0.95))
+        finally:
+            engine.stop()
+            worker.join(timeout=30)
+    note = "in-process worker thread, SQLite, default polling"
+    report.add(compare("approval → dispatched p50", "ms", summarize(p50s), note=note))
+    report.add(
+        compare("approval → dispatched p95", "ms", summarize(p95s), target=Target(100, on="value"))
+    )
+
+
+def until(check: Callable[[], T | None], timeout: float) -> T:
+    """Poll ``check`` every millisecond until it returns something truthy."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = check()
+        if found:
+            return found
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"timed out after {timeout:.0f} s")
+        time.sleep(0.001)
+
+
+def waits_for_approval(store: Store, run_id: str) -> bool:
+    return store.get_run(run_id).status == RunStatus.WAITING_FOR_APPROVAL
+
+
+def dispatched_at(store: Store, run_id: str) -> float | None:
+    """When the run's action was marked dispatched (epoch seconds), once it was."""
+    with store.read() as conn:
+        found = conn.execute(
+            sa.select(schema.actions.c.dispatched_at).where(schema.actions.c.run_id == run_id)
+        ).scalar()
+    return None if found is None else float(found.timestamp())
+
+
+def finished(store: Store, run_id: str) -> bool:
+    return store.get_run(run_id).status in TERMINAL_RUN_STATUSES
+
+
+# -- recovery after SIGKILL -------------------------------------------------------------
+
+LEASE_SECONDS = 2.0
+
+
+def measure_recovery(report: Report, options: Options) -> None:
+    """SIGKILL a worker process mid-turn; time until another worker process completes it."""
+    repeats = options.repeat
+    since_kill, since_expiry = [], []
+    for repetition in range(repeats):
+        took, after_expiry = recover_once(options.workdir / f"recovery-{repetition}")
+        since_kill.append(took)
+        since_expiry.append(after_expiry)
+    note = f"lease {LEASE_SECONDS:g} s, heartbeat every {LEASE_SECONDS / 3:.2f} s, SQLite"
+    report.parameters["recovery_lease_seconds"] = LEASE_SECONDS
+    report.add(
+        compare(
+            "recovery: kill → turn completed", "s", summarize(since_kill),
+            target=Target(LEASE_SECONDS + 1, on="value"), note=note,
+        )
+    )  # fmt: skip
+    report.add(
+        compare(
+            "recovery: lease expiry → turn completed", "s", summarize(since_expiry),
+            target=Target(1, on="value"),
+        )
+    )  # fmt: skip
+
+
+def worker_process(home: Path, log: Path, **env: str) -> subprocess.Popen[bytes]:
+    command = [
+        *openseal_command(), "worker", "--home", str(home),
+        "--lease-seconds", str(LEASE_SECONDS),
+    ]  # fmt: skip
+    environment = {**os.environ, "PYTHONPATH": str(REPOSITORY), **env}
+    with log.open("ab") as out:
+        return subprocess.Popen(command, stdout=out, stderr=out, env=environment)
+
+
+def recover_once(work: Path) -> tuple[float, float]:
+    """(seconds from the kill, seconds from the lease's expiry) to the turn's completion."""
+    from openseal.runtime.service import create_objective
+
+    documents = compiled(work / "project", ACTION_WORKFLOW)
+    home, faults = work / "home", work / "faults"
+    faults.mkdir(parents=True)
+    with loaded_store(home, documents) as store:
+        doomed = worker_process(
+            home, work / "doomed.log",
+            OPENSEAL_FAULT_POINT="turn.started", OPENSEAL_FAULT_DIR=str(faults),
+        )  # fmt: skip
+        rescuer: subprocess.Popen[bytes] | None = None
+        try:
+            run = create_objective(store, "three_steps", {"n": 1}).run
+            until(lambda: (faults / "turn.started.reached").exists(), 60)
+            rescuer = worker_process(home, work / "rescuer.log")
+            until(lambda: b"started" in (work / "rescuer.log").read_bytes(), 60)
+            doomed.send_signal(signal.SIGKILL)
+            killed = time.time()
+            doomed.wait(timeout=30)
+            expires = store.get_run(run.id).lease_expires_at
+            assert expires is not None, "the killed worker held no lease"
+            completed = until(lambda: first_turn_completed(store, run.id), 60)
+        finally:
+            for process in (doomed, rescuer):
+                if process is not None and process.poll() is None:
+                    process.send_signal(signal.SIGTERM)
+                    process.wait(timeout=30)
+    return completed - killed, completed - expires.timestamp()
+
+
+def first_turn_completed(store: Store, run_id: str) -> float | None:
+    """When a turn of the run's first state completed (the replacement of the killed one)."""
+    turns = schema.turns
+    with store.read() as conn:
+        found = conn.execute(
+            sa.select(turns.c.finished_at).where(
+                turns.c.run_id == run_id, turns.c.state == "prepare", turns.c.status == "completed"
+            )
+        ).scalar()
+    return None if found is None else float(found.timestamp())

@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy import event
 
 from bench.generate import PREAMBLE_HCL
+from bench.postgres import scratch_schema
 from openseal.compiler.pipeline import compile_paths
 from openseal.runtime.store import Store, open_store
 
@@ -37,15 +38,105 @@ RUNTIME_PREAMBLE = """skill "record" {
   }
 }
 
+skill "slow_record" {
+  description = "Record something slowly: 20 ms of waiting, as for a remote service."
+  effect      = "write"
+  input       = object({ q = string })
+  output      = object({ answer = string })
+  timeout     = "10s"
+  adapter "python" {
+    entry_point = "bench.skills:slow"
+  }
+  idempotency {
+    same_key_retry = true
+  }
+}
+
+skill "notify" {
+  description = "Tell someone outside (a no-op that needs an approval)."
+  effect      = "external"
+  input       = object({ q = string })
+  output      = object({ answer = string })
+  timeout     = "10s"
+  adapter "python" {
+    entry_point = "bench.skills:noop"
+  }
+  idempotency {
+    same_key_retry = true
+  }
+  approval {
+    required   = true
+    approvers  = ["requester"]
+    expires_in = "72h"
+  }
+}
+
 agent "writer" {
   model        = model.m
   instructions = "Record the answer."
-  max_risk     = "write"
+  max_risk     = "external"
 }
 
 binding "writer_records" {
   skill = skill.record
   to    = agent.writer
+}
+
+binding "writer_records_slowly" {
+  skill = skill.slow_record
+  to    = agent.writer
+}
+
+binding "writer_notifies" {
+  skill = skill.notify
+  to    = agent.writer
+}
+"""
+
+
+def action_workflow(skill: str = "record", name: str = "three_steps") -> str:
+    """transform → action (``skill``, dispatched as a governed action) → end."""
+    return ACTION_WORKFLOW.replace("skill.record", f"skill.{skill}").replace(
+        'workflow "three_steps"', f'workflow "{name}"'
+    )
+
+
+#: A proposal, its approval, then the approved action: approval → dispatch latency.
+APPROVAL_WORKFLOW = """workflow "approve_then_act" {
+  owner = agent.writer
+  start = state.draft
+  input "n" {
+    type = number
+  }
+  state "draft" {
+    proposal "note" {
+      skill = skill.notify
+      args  = { q = "note-${input.n}" }
+    }
+    next = state.review
+  }
+  state "review" {
+    approval {
+      proposal   = proposal.note
+      approvers  = ["requester"]
+      expires_in = "72h"
+    }
+    on "approved" {
+      next = state.send
+    }
+    on "rejected" {
+      next = state.done
+    }
+  }
+  state "send" {
+    action {
+      proposal = proposal.note
+    }
+    next = state.done
+  }
+  state "done" {
+    end = "completed"
+  }
 }
 """
 
@@ -161,17 +252,25 @@ def compiled(directory: Path, workflow: str) -> list[Any]:
 
 
 @contextlib.contextmanager
-def loaded_store(home: Path, documents: list[Any]) -> Iterator[Store]:
-    """A fresh SQLite store (the store's own settings) with ``documents`` deployed."""
+def loaded_store(
+    home: Path, documents: list[Any], postgres_url: str | None = None
+) -> Iterator[Store]:
+    """A fresh store with ``documents`` deployed: SQLite under ``home`` (the store's own
+    settings), or with ``postgres_url`` a scratch schema on that server, dropped afterwards."""
     from openseal.runtime.service import register_documents
 
     home.mkdir(parents=True, exist_ok=True)
-    store = open_store(home=home)
-    try:
+    with contextlib.ExitStack() as stack:
+        if postgres_url is None:
+            store = open_store(home=home)
+        else:
+            connect_args = stack.enter_context(scratch_schema(postgres_url))
+            store = open_store(
+                postgres_url, home=home, auto_migrate=True, connect_args=connect_args
+            )
+        stack.callback(store.close)
         register_documents(store, documents)
         yield store
-    finally:
-        store.close()
 
 
 @dataclass

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -56,9 +55,9 @@ class SQLiteStore(Store):
     dialect: ClassVar[str] = "sqlite"
 
     def wait_for_work(self, timeout: float) -> bool:
-        # SQLite has no notifications; a short sleep bounds the latency of new work.
-        time.sleep(max(0.0, min(timeout, self.poll_interval)))
-        return False
+        # SQLite has no notifications between processes: a short wait bounds the latency of
+        # work from elsewhere, and work committed by this process wakes the wait at once.
+        return self.wait_for_local_work(max(0.0, min(timeout, self.poll_interval)))
 
 
 class PostgresStore(Store):
@@ -78,6 +77,7 @@ class PostgresStore(Store):
     def notify_work(self, conn: sa.Connection) -> None:
         # Delivered by PostgreSQL only when (and if) the transaction commits.
         conn.execute(sa.text("SELECT pg_notify(:channel, '')"), {"channel": WORK_CHANNEL})
+        super().notify_work(conn)
 
     def wait_for_work(self, timeout: float) -> bool:
         listener = self._listen()

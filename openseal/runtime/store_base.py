@@ -7,6 +7,7 @@ SQLite and PostgreSQL hooks.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -22,6 +23,8 @@ from openseal.runtime.store_errors import NotFound
 
 # Execution option read by the SQLite ``begin`` hook: which BEGIN to emit.
 BEGIN_MODE = "openseal_begin"
+# Connection info flag: wake this process's idle workers once the transaction commits.
+WAKE_AFTER_COMMIT = "openseal_wake"
 
 
 class StoreBase:
@@ -43,6 +46,9 @@ class StoreBase:
         self.poll_interval = poll_interval
         #: definition versions by digest, parsed once (versions are immutable)
         self._versions: dict[str, DefinitionVersion] = {}
+        # In-process wake-ups: a generation count that idle workers wait on.
+        self._work = threading.Condition()
+        self._work_generation = 0
 
     # -- transactions --------------------------------------------------------------------
 
@@ -51,8 +57,13 @@ class StoreBase:
         """One write transaction: commits on success, rolls back on any exception."""
         with self.engine.connect() as conn:
             conn.execution_options(**{BEGIN_MODE: "IMMEDIATE"})
-            with conn.begin():
-                yield conn
+            try:
+                with conn.begin():
+                    yield conn
+            finally:
+                woke = conn.info.pop(WAKE_AFTER_COMMIT, False)
+            if woke:  # reached only after the commit: a rollback raised above
+                self.wake_local_workers()
 
     @contextmanager
     def read(self) -> Iterator[sa.Connection]:
@@ -86,7 +97,23 @@ class StoreBase:
         """
 
     def notify_work(self, conn: sa.Connection) -> None:
-        """Tell sleeping workers, at commit, that a run became runnable."""
+        """Tell sleeping workers, at commit, that a run became runnable.
+
+        Workers of this process (sharing this store) are woken at once; the dialect may also
+        tell other processes (PostgreSQL ``NOTIFY``), else they find it when they next poll.
+        """
+        conn.info[WAKE_AFTER_COMMIT] = True
+
+    def wake_local_workers(self) -> None:
+        with self._work:
+            self._work_generation += 1
+            self._work.notify_all()
+
+    def wait_for_local_work(self, timeout: float) -> bool:
+        """Block up to ``timeout`` seconds for a wake-up from this process; True if woken."""
+        with self._work:
+            seen = self._work_generation
+            return self._work.wait_for(lambda: self._work_generation != seen, timeout)
 
     def wait_for_work(self, timeout: float) -> bool:
         """Block up to ``timeout`` seconds for new work; True if woken by a notification."""
