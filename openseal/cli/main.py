@@ -23,6 +23,7 @@ COMMANDS = {
     "graph": "openseal.cli.graph:graph",
     "diff": "openseal.cli.diff:diff_command",
     "schema": "openseal.cli.schema:schema",
+    "capabilities": "openseal.cli.capabilities:capabilities",
     "simulator": "openseal.cli.simulator:simulator",
     "run": "openseal.cli.run:run_command",
     "db": "openseal.cli.runtime:db",
