@@ -32,10 +32,10 @@ from openseal.compiler.expr_ast import (
     Literal,
     ObjectExpr,
     Ref,
-    Template,
     Unary,
 )
 from openseal.compiler.expr_errors import describe_syntax_error
+from openseal.compiler.expr_fast import parse_fast, template_node
 from openseal.compiler.spans import Span
 
 #: Longer expressions are refused rather than parsed (they are never hand-written).
@@ -75,6 +75,14 @@ def _parse(source: str, span: Span, start: str) -> tuple[Expression | None, list
             f"expression is too long ({len(source)} characters; the limit is {MAX_SOURCE_CHARS})"
         )
         return None, [error("OS107", message, span)]
+    # Well-formed input needs no lark; expr_fast gives up on anything else.
+    fast = parse_fast(source, span, start)
+    if fast is not None:
+        return fast, []
+    return _parse_lark(source, span, start)
+
+
+def _parse_lark(source: str, span: Span, start: str) -> tuple[Expression | None, list[Diagnostic]]:
     try:
         tree = parser().parse(source, start=start)
     except UnexpectedInput as exc:
@@ -352,7 +360,7 @@ class _Builder:
                 parts.append(self._decode(child) if escapes else child.value.replace("$${", "${"))
             else:
                 parts.append(self.build(child, depth))
-        return _template_node(parts, self.span(node))
+        return template_node(parts, self.span(node))
 
     def _decode(self, token: Token) -> str:
         """Resolve backslash escapes and ``$${`` in quoted-string text."""
@@ -390,26 +398,6 @@ class _Builder:
 
 def _is_scalar_value(code: int) -> bool:
     return code <= 0x10FFFF and not 0xD800 <= code <= 0xDFFF
-
-
-def _template_node(parts: list[str | Expression], span: Span) -> Expression:
-    """Normalise template parts: string literals interpolated are text, adjacent
-    text merges, and one lone interpolation is the expression itself."""
-    if len(parts) == 1 and not isinstance(parts[0], str):
-        return parts[0]
-    merged: list[str | Expression] = []
-    for part in parts:
-        if isinstance(part, Literal) and isinstance(part.value, str):
-            part = part.value
-        if isinstance(part, str) and merged and isinstance(merged[-1], str):
-            merged[-1] += part
-        elif part != "":
-            merged.append(part)
-    if not merged:
-        return Literal("", span)
-    if len(merged) == 1 and isinstance(merged[0], str):
-        return Literal(merged[0], span)
-    return Template(tuple(merged), span)
 
 
 def _token(node: Tree[Token] | Token) -> Token:

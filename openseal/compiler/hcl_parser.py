@@ -90,13 +90,21 @@ def cache_dir() -> Path:
     return Path(override) if override else Path(platformdirs.user_cache_dir("openseal"))
 
 
+#: Options the parser is built with. Trees carry no positions of their own
+#: (lark's ``propagate_positions`` costs about 40 % of the parse); a node's
+#: offsets are those of its first and last tokens (:func:`node_start`).
+_OPTIONS: dict[str, object] = {"parser": "lalr", "propagate_positions": False}
+
+
 def cache_file(grammar: str) -> str | bool:
     """A cache path in a writable user directory, or ``False`` to build without one.
 
     python-hcl2 caches inside site-packages, which is often read-only, and then
     every process pays seconds to rebuild the tables; a user directory avoids it.
     """
-    digest = hashlib.sha256(grammar.encode()).hexdigest()[:12]
+    # The options are part of the key: a parser cached with other options is another parser.
+    keyed = grammar + "\0" + repr(sorted(_OPTIONS.items()))
+    digest = hashlib.sha256(keyed.encode()).hexdigest()[:12]
     name = f"hcl2-{hcl2_version}-lark-{lark.__version__}-{digest}.lark-cache"
     directory = cache_dir()
     try:
@@ -109,11 +117,7 @@ def cache_file(grammar: str) -> str | bool:
 @functools.cache
 def parser() -> Lark:
     grammar = _grammar()
-    options: dict[str, object] = {
-        "parser": "lalr",
-        "propagate_positions": True,
-        "postlex": _PostLexer(),
-    }
+    options: dict[str, object] = {**_OPTIONS, "postlex": _PostLexer()}
     try:
         return Lark(grammar, cache=cache_file(grammar), **options)
     except (OSError, EOFError, ValueError):
@@ -136,6 +140,26 @@ def gc_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+def node_start(node: Tree[Token] | Token) -> int:
+    """Start offset of a node: that of its first token (0 for a tree with none)."""
+    while isinstance(node, Tree):
+        first = next((c for c in node.children if isinstance(c, Tree | Token)), None)
+        if first is None:
+            return 0
+        node = first
+    return int(node.start_pos or 0)
+
+
+def node_end(node: Tree[Token] | Token) -> int:
+    """End offset of a node: that of its last token (0 for a tree with none)."""
+    while isinstance(node, Tree):
+        last = next((c for c in reversed(node.children) if isinstance(c, Tree | Token)), None)
+        if last is None:
+            return 0
+        node = last
+    return int(node.end_pos or 0)
 
 
 def parse(source: str) -> Tree[Token]:
@@ -300,11 +324,11 @@ def _dangling_header(stack: list[object], pos: Positions) -> Diagnostic | None:
     if not header:
         return None
     if len(header) == 1:
-        start = int(header[0].meta.start_pos)
-        name = pos.text[start : int(header[0].meta.end_pos)]
+        start, end = node_start(header[0]), node_end(header[0])
+        name = pos.text[start:end]
         message = f"`{name}` is neither an attribute (`{name} = value`) nor a block (`{name} {{`)"
-        return error("OS004", message, pos.span(start, int(header[0].meta.end_pos)))
-    newline = int(header[-1].meta.end_pos)
+        return error("OS004", message, pos.span(start, end))
+    newline = node_end(header[-1])
     message = "a block's `{` must be on the same line as its type and labels"
     return error("OS004", message, pos.span(newline, newline + 1))
 

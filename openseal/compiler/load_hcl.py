@@ -33,6 +33,8 @@ from openseal.compiler.hcl_parser import (
     Positions,
     cache_dir,
     gc_paused,
+    node_end,
+    node_start,
     parse,
     prepare,
     syntax_error,
@@ -124,8 +126,8 @@ def _subtrees(tree: Tree[Token]) -> list[Tree[Token]]:
 def _start(node: Node) -> int:
     while isinstance(node, Tree):
         first = next((c for c in node.children if _is_content(c)), None)
-        if first is None:
-            return int(node.meta.start_pos) if not node.meta.empty else 0
+        if first is None:  # only newlines and comments: where they are
+            return node_start(node)
         node = first
     return int(node.start_pos or 0)
 
@@ -135,7 +137,7 @@ def _end(node: Node) -> int:
     while isinstance(node, Tree):
         last = next((c for c in reversed(node.children) if _is_content(c)), None)
         if last is None:
-            return int(node.meta.end_pos) if not node.meta.empty else 0
+            return node_end(node)
         node = last
     end = int(node.end_pos or 0)
     if node.type in _HEREDOCS:
