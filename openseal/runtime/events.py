@@ -27,6 +27,9 @@ from openseal.runtime.store_errors import NotFound
 runs = schema.runs
 
 _lock = threading.Lock()
+#: ``conn.info`` key counting the event writes made on a connection, so a FencedTx knows
+#: whether someone appended events to its run behind its back
+EVENT_WRITES = "openseal_event_writes"
 _updates: dict[tuple[tuple[str, ...], bool, bool], sa.Update] = {}
 INSERT_EVENTS: sa.Insert = sa.insert(schema.events)
 
@@ -92,6 +95,7 @@ def append_events(
     row = conn.execute(stmt, params).mappings().one_or_none()
     if row is None:
         return None
+    conn.info[EVENT_WRITES] = conn.info.get(EVENT_WRITES, 0) + 1
     last = int(row["last_event_seq"])
     first = last - len(events) + 1
     if events:
@@ -124,6 +128,7 @@ def change_run(
     values = values or {}
     if any(isinstance(v, sa.ColumnElement) for v in values.values()):
         row = _change_with_expressions(conn, run_id, now, values)
+        conn.info[EVENT_WRITES] = conn.info.get(EVENT_WRITES, 0) + 1
         if row is not None:
             conn.execute(
                 INSERT_EVENTS,

@@ -163,7 +163,9 @@ class TurnExecutor:
             state, context, supplied = _prepared(run, workflow)
         except DefinitionError as exc:
             return self._attention_now(tx, run, str(exc), since)
-        if first and tx.claim.epoch > 1:  # the first claim of a run has nothing to close
+        if first and tx.claim.epoch == 1:
+            seq = 1  # the first claim of a run: no turn before it, none left open
+        elif first:
             _abandon_open_turns(tx)
         cost = _turn_cost(workflow, state, context)
         reason = budgets.exceeded(workflow.budget_limits(), run.budget_used, cost)
@@ -215,14 +217,19 @@ class TurnExecutor:
         except (ModelError, EvaluationError, DefinitionError, IdempotencyConflict) as exc:
             outcome = Attention(f"{type(exc).__name__}: {exc}")
         self.hook("turn.before_advance", claim)
-        with self.store.fenced(claim) as tx:
-            detail = self._apply(tx, ctx, outcome)
-            report = self._report(
-                run.id, state, turn.seq, _name(outcome), tx, started.since, detail
-            )
-            following: Begun | None = None
-            if report.status == RunStatus.RUNNING and chain is not None and chain():
-                following = self.begin(tx, first=False, seq=turn.seq + 1)
+        try:
+            with self.store.fenced(claim) as tx:
+                detail = self._apply(tx, ctx, outcome)
+                report = self._report(
+                    run.id, state, turn.seq, _name(outcome), tx, started.since, detail
+                )
+                following: Begun | None = None
+                if report.status == RunStatus.RUNNING and chain is not None and chain():
+                    following = self.begin(tx, first=False, seq=turn.seq + 1)
+        except BaseException:
+            if isinstance(outcome, Advance) and outcome.settle is not None:
+                outcome.settle.alone()  # the outside world's record must not be lost
+            raise
         return report, following
 
     def give_up(self, claim: Claim, reason: str) -> str:
@@ -282,6 +289,11 @@ class TurnExecutor:
 
     def _advance(self, tx: FencedTx, ctx: StepContext, outcome: Advance) -> str:
         source = ctx.state.name
+        if outcome.settle is not None and not outcome.settle.within(tx.conn, tx.now):
+            problem = f"the outcome in {source} was recorded by someone else meanwhile; retry"
+            tx.record_turn(ctx.turn_id, status="failed", error=problem)
+            self._needs_attention(tx, dict(tx.run().context), source, problem)
+            return problem
         context = dict(tx.run().context)
         states = dict(context.get("states", {}))
         if outcome.output is not None:

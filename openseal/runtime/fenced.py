@@ -23,7 +23,7 @@ import sqlalchemy as sa
 from openseal.errors import StoreError
 from openseal.runtime import schema
 from openseal.runtime.clock import new_id
-from openseal.runtime.events import append_events, iso, lease_released
+from openseal.runtime.events import EVENT_WRITES, append_events, iso, lease_released
 from openseal.runtime.records import Activity, AgentRequest, Claim, Event, InboundEvent, Run, Turn
 from openseal.runtime.statuses import AgentRequestStatus, RunStatus
 from openseal.runtime.store_base import StoreBase
@@ -84,14 +84,14 @@ class FencedTx:
         self._run = run
         self._values: dict[str, Any] = {}
         self._events: list[tuple[str, str, dict[str, Any]]] = []
-        #: False once the connection was handed out: direct writes may have moved the counters
-        self._counters_known = True
+        # Event writes on this connection so far: another one means someone appended to a
+        # run directly (through :attr:`conn`) and the sequence must be read again.
+        self._writes_seen = conn.info.get(EVENT_WRITES, 0)
 
     @property
     def conn(self) -> sa.Connection:
         """The transaction's connection, after writing the changes held back so far."""
         self.flush()
-        self._counters_known = False
         return self._conn
 
     def flush(self) -> None:
@@ -105,13 +105,14 @@ class FencedTx:
             # The row is locked by this transaction; a mismatch is a bug, never a race.
             raise StoreError(f"run {self.claim.run_id} changed under its lock", code="internal")
         self._values, self._events = {}, []
+        self._writes_seen = self._conn.info.get(EVENT_WRITES, 0)
 
     def _sync_counters(self) -> None:
-        if self._counters_known:
+        if self._conn.info.get(EVENT_WRITES, 0) == self._writes_seen:
             return
         row = self._conn.execute(SELECT_COUNTERS, {"p_id": self.claim.run_id}).one()
         self._run = replace(self._run, last_event_seq=row.last_event_seq, revision=row.revision)
-        self._counters_known = True
+        self._writes_seen = self._conn.info.get(EVENT_WRITES, 0)
 
     def _change(self, event_type: str, payload: dict[str, Any], **values: Any) -> Run:
         """Hold back ``values`` and one event describing them; the run as it will be."""
@@ -320,7 +321,7 @@ class FencedTx:
         early = first_unconsumed_match(self.conn, name, correlation)
         if early is not None:
             self._run = consume(self.conn, early, run, self.now, self.actor)
-            self._counters_known = True  # consume's change is the last one on the run
+            self._writes_seen = self._conn.info.get(EVENT_WRITES, 0)  # consume's is the last
             self._store.notify_work(self._conn)
         return early
 

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
+
+import sqlalchemy as sa
 
 from openseal.runtime import actions as rows
 from openseal.runtime.actions import Action
@@ -36,13 +39,25 @@ MAX_DISPATCHES = 3
 
 def record(store: Store, action: Action, result: SkillResult, target: Target, actor: str) -> Action:
     """Record what one dispatch of ``action`` returned (not fenced: it describes the world)."""
-    now = store.now()
     with store.write() as conn:
-        current = rows.get(conn, action.id)
-        if current.status != ActionStatus.DISPATCHED or current.attempts != action.attempts:
-            return current  # someone else settled it meanwhile (recovery, an operator)
-        moved = _settle(conn, current, result, target, now=now, actor=actor, source="dispatch")
-    return moved or current
+        return record_in(conn, action, result, target, actor, store.now())[0]
+
+
+def record_in(
+    conn: sa.Connection,
+    action: Action,
+    result: SkillResult,
+    target: Target,
+    actor: str,
+    now: datetime,
+) -> tuple[Action, bool]:
+    """:func:`record` in the caller's transaction; also whether this call recorded it (False:
+    someone else settled the action meanwhile — recovery, an operator)."""
+    current = rows.get(conn, action.id)
+    if current.status != ActionStatus.DISPATCHED or current.attempts != action.attempts:
+        return current, False
+    moved = _settle(conn, current, result, target, now=now, actor=actor, source="dispatch")
+    return (moved, True) if moved is not None else (current, False)
 
 
 def _settle(

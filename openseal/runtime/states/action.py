@@ -19,17 +19,29 @@ then drafted here (named after the state) exactly as a proposal state would.
 
 from __future__ import annotations
 
+from datetime import datetime
+
+import sqlalchemy as sa
+
 from openseal.runtime import actions as rows
 from openseal.runtime import admission, proposals
 from openseal.runtime.actions import Action
-from openseal.runtime.dispatch import Target, dispatch, target_for
+from openseal.runtime.dispatch import Target, confirmed, dispatch, output_of, target_for
 from openseal.runtime.fenced import FencedTx
 from openseal.runtime.proposals import Proposal
-from openseal.runtime.reconcile import mark_unknown, reconcile, record
-from openseal.runtime.states.base import Advance, Attention, LeaseLost, Outcome, StepContext
-from openseal.runtime.states.proposal import store_draft
+from openseal.runtime.reconcile import mark_unknown, reconcile, record, record_in
+from openseal.runtime.states.base import (
+    Advance,
+    Attention,
+    LeaseLost,
+    Outcome,
+    Settle,
+    StepContext,
+)
+from openseal.runtime.states.proposal import store_draft_in
 from openseal.runtime.statuses import ActionStatus
 from openseal.runtime.workflow import DefinitionError
+from openseal.skills.base import SkillResult
 
 #: bound on status changes in one turn (admission, dispatches, reconciliation)
 MAX_STEPS = 12
@@ -42,7 +54,11 @@ def execute(ctx: StepContext) -> Outcome:
     target, proposal, action, sent = prepared
     actor = f"worker:{ctx.claim.worker_id}"
     if sent is not None:
-        action = _call(ctx, target, sent)
+        result = _dispatch(ctx, target, sent)
+        leaving = _leave_with(ctx, target, sent, result)
+        if leaving is not None:
+            return leaving
+        action = record(ctx.store, sent, result, target, actor)
     for _ in range(MAX_STEPS):
         status = action.status
         if status in admission.ADMISSIBLE:
@@ -82,14 +98,21 @@ def _prepare(ctx: StepContext) -> tuple[Target, Proposal, Action, Action | None]
         drafted = proposals.draft(
             ctx.workflow, ctx.run.id, ctx.state.name, ctx.state.name, config, ctx.scope
         )
+    # The artefact file is written before the transaction, so no lock is held over its fsync.
+    digest = ctx.store.artifacts.write_file(drafted.data) if drafted is not None else ""
     admitted = sent = None
     refusal: str | None = None
     with ctx.store.fenced(ctx.claim) as tx:
-        proposal = store_draft(ctx, drafted, tx) if drafted else _stored_proposal(ctx, tx)
-        target = target_for(ctx.workflow, proposal)
-        action = rows.by_key(tx.conn, proposal.action_key)
-        if action is None:
+        found: Action | None
+        if drafted is not None:
+            proposal, found = store_draft_in(ctx, drafted, digest, tx)
+        else:
+            proposal = _stored_proposal(ctx, tx)
+            found = rows.by_key(tx.conn, proposal.action_key)
+        if found is None:
             raise DefinitionError(f"action {proposal.action_key} was never proposed")
+        action = found
+        target = target_for(ctx.workflow, proposal)
         if action.status in admission.ADMISSIBLE:
             verdict = admission.admit(
                 tx.conn, ctx.store, ctx.workflow, proposal, action, state=ctx.state.name,
@@ -151,13 +174,49 @@ def _send(ctx: StepContext, target: Target, action: Action) -> Action:
 
 def _call(ctx: StepContext, target: Target, sent: Action) -> Action:
     """Call the skill once for an action saved as ``dispatched``, then record the outcome."""
+    result = _dispatch(ctx, target, sent)
+    return record(ctx.store, sent, result, target, f"worker:{ctx.claim.worker_id}")
+
+
+def _dispatch(ctx: StepContext, target: Target, sent: Action) -> SkillResult:
+    """Call the skill once for an action saved as ``dispatched``."""
     ctx.hook("action.dispatched", ctx.claim)
     if ctx.lost.is_set():
         # Not sent: the next claim finds it dispatched, looks it up, and only then re-sends.
         raise LeaseLost(ctx.claim.run_id)
     result = dispatch(target, ctx.context)
     ctx.hook("action.before_record", ctx.claim)
-    return record(ctx.store, sent, result, target, f"worker:{ctx.claim.worker_id}")
+    return result
+
+
+def _leave_with(
+    ctx: StepContext, target: Target, sent: Action, result: SkillResult
+) -> Outcome | None:
+    """Leave the state with the dispatch's outcome recorded in the same commit, when it is
+    settled: confirmed with a reply that fits (``done``), or failed (``failed``).
+
+    Anything else (unknown, a reply that does not fit) is recorded at once and goes through
+    reconciliation as before. If the advance's commit is refused (the claim was lost), the
+    outcome is recorded on its own: it describes the outside world either way.
+    """
+    actor = f"worker:{ctx.claim.worker_id}"
+    if confirmed(result):
+        output, problem = output_of(target.spec, result.output)
+        if problem is not None:
+            return None
+        leaving: Advance = Advance("done", output)
+    elif result.outcome == "failed":
+        leaving = Advance("failed", {"action_id": sent.id, "error": result.error})
+    else:
+        return None
+
+    def within(conn: sa.Connection, now: datetime) -> bool:
+        return record_in(conn, sent, result, target, actor, now)[1]
+
+    def alone() -> object:
+        return record(ctx.store, sent, result, target, actor)
+
+    return Advance(leaving.event, leaving.output, Settle(within, alone))
 
 
 def _leave(action: Action) -> Outcome:

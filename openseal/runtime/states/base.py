@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import sqlalchemy as sa
+
 from openseal.runtime import budgets
 from openseal.runtime.definitions import canonical_json
 from openseal.runtime.fenced import FencedTx
@@ -30,11 +32,26 @@ Hook = Callable[[str, Claim], None]
 
 
 @dataclass(frozen=True)
+class Settle:
+    """A record of what happened outside (an action's outcome) that an advance depends on.
+
+    It is written with the advance, in the same fenced transaction (``within``; False when
+    the record could not be made as expected). If that transaction is refused or fails, it is
+    written on its own (``alone``): the outside world changed whether or not the claim holds.
+    """
+
+    within: Callable[[sa.Connection, datetime], bool]
+    alone: Callable[[], object]
+
+
+@dataclass(frozen=True)
 class Advance:
     """Leave the state by ``event``; ``output`` (if not None) becomes ``state.<name>.output``."""
 
     event: str
     output: Any = None
+    #: written together with the advance (see :class:`Settle`)
+    settle: Settle | None = None
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from openseal.runtime import actions, proposals
+from openseal.runtime.actions import Action
 from openseal.runtime.artifacts import ArtifactStore
 from openseal.runtime.fenced import FencedTx
 from openseal.runtime.proposals import Draft, Proposal
@@ -33,15 +34,24 @@ def store_draft(ctx: StepContext, drafted: Draft, tx: FencedTx | None = None) ->
     With ``tx`` the rows are written in that fenced transaction (the caller commits them with
     what it does next); otherwise in one of their own.
     """
-    artifacts = ctx.store.artifacts
-    digest = artifacts.write_file(drafted.data)  # the file first: a row never dangles
+    digest = ctx.store.artifacts.write_file(drafted.data)  # the file first: no dangling row
     if tx is not None:
-        return _record(tx, artifacts, drafted, digest)
+        return store_draft_in(ctx, drafted, digest, tx)[0]
     with ctx.store.fenced(ctx.claim) as own:
-        return _record(own, artifacts, drafted, digest)
+        return store_draft_in(ctx, drafted, digest, own)[0]
 
 
-def _record(tx: FencedTx, artifacts: ArtifactStore, drafted: Draft, digest: str) -> Proposal:
+def store_draft_in(
+    ctx: StepContext, drafted: Draft, digest: str, tx: FencedTx
+) -> tuple[Proposal, Action]:
+    """Record ``drafted`` (its artefact file ``digest`` already written, outside any
+    transaction) and its action in the caller's transaction ``tx``; both are returned."""
+    return _record(tx, ctx.store.artifacts, drafted, digest)
+
+
+def _record(
+    tx: FencedTx, artifacts: ArtifactStore, drafted: Draft, digest: str
+) -> tuple[Proposal, Action]:
     conn = tx.conn
     artifacts.record_in(conn, digest, len(drafted.data), proposals.MEDIA_TYPE)
     proposal, created = proposals.insert(conn, tx.claim.run_id, drafted, digest, tx.now)
@@ -49,10 +59,10 @@ def _record(tx: FencedTx, artifacts: ArtifactStore, drafted: Draft, digest: str)
     if action.status in (ActionStatus.DENIED, ActionStatus.CANCELED):
         # The same exact content drafted again (after changes were requested, say):
         # it is proposed afresh and needs a fresh approval.
-        actions.move(
+        action = actions.move(
             conn, action, ActionStatus.PROPOSED, now=tx.now, actor=tx.actor,
             note="drafted again", error=None,
-        )  # fmt: skip
+        ) or actions.get(conn, action.id)  # fmt: skip
     tx.append_event(
         "proposal.drafted",
         {
@@ -64,4 +74,4 @@ def _record(tx: FencedTx, artifacts: ArtifactStore, drafted: Draft, digest: str)
             "new": created,
         },
     )
-    return proposal
+    return proposal, action
