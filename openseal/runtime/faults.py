@@ -27,8 +27,8 @@ POINTS = (
     "turn.started",
     "activity.recorded",
     "turn.before_advance",
-    # governed actions: admitted (not sent), dispatched (persisted, about to send), and the
-    # reply received but its outcome not yet recorded
+    # governed actions: admitted and marked dispatched (one commit, not sent yet), about to
+    # send, and the reply received but its outcome not yet recorded
     "action.admitted",
     "action.dispatched",
     "action.before_record",
