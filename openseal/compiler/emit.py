@@ -93,7 +93,7 @@ def emit(analysis: Analysis, graphs: Graphs) -> dict[str, CompiledDocument]:
         shallow = _shallow_digests(group, definitions, analysis, graphs) if len(group) > 1 else {}
         for key in group:
             lookup = {**digests, **{k: v for k, v in shallow.items() if k != key}}
-            document = build_document(definitions[key], analysis, graphs, lookup)
+            document = build_document(definitions[key], analysis, graphs, lookup, dependencies[key])
             compiled = _compiled(definitions[key], document)
             digests[key] = compiled.digest
             out[key] = compiled
@@ -284,11 +284,19 @@ def _role_agent(actor: str, analysis: Analysis) -> list[str]:
 
 
 def build_document(
-    definition: Definition, analysis: Analysis, graphs: Graphs, digests: Mapping[str, str]
+    definition: Definition,
+    analysis: Analysis,
+    graphs: Graphs,
+    digests: Mapping[str, str],
+    dependencies: set[str] | None = None,
 ) -> Document:
-    """The document of one definition; ``digests`` holds the digest of each dependency."""
+    """The document of one definition; ``digests`` holds the digest of each dependency.
+
+    ``dependencies`` is :func:`dependencies_of` the definition, when the caller
+    already has it (finding them walks the whole spec).
+    """
     spec = definition.spec
-    deps = dependencies_of(definition, analysis)
+    deps = dependencies if dependencies is not None else dependencies_of(definition, analysis)
     document: Document = {
         "apiVersion": API_VERSION,
         "kind": definition.kind,

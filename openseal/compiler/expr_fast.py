@@ -45,6 +45,8 @@ _STRING_TEXT = re.compile(r"(?:[^\"\\$]|\\.|\$\$\{|\$(?!\{))+")
 _TEMPLATE_TEXT = re.compile(r"(?:[^$]|\$\$\{|\$(?!\{))+")
 #: Operators, longest first so `<=` is not read as `<` then `=`.
 _OPERATOR = re.compile(r"\|\||&&|==|!=|<=|>=|\$\{|[<>+\-*/%!?:.,\[\](){}=\"]")
+#: Characters that are a whole operator on their own (no longer operator starts with them).
+_SINGLE = frozenset('+-*/%?:.,[](){}"')
 _KEYWORDS: dict[str, bool | None] = {"true": True, "false": False, "null": None}
 
 #: Binary operators by level, loosest first (as the grammar's rule chain).
@@ -111,6 +113,7 @@ class _Parser:
         self.pos = 0
         self.origin = origin
         self._lines: list[int] | None = None if "\n" in source else []
+        self._peeked_at, self._peeked_end, self._peeked = -1, -1, ""
 
     # -- positions -------------------------------------------------------------
 
@@ -137,9 +140,21 @@ class _Parser:
 
     def peek(self) -> str:
         """The next operator (or `"`), after whitespace; ``""`` for anything else."""
+        # Each operand is followed by a peek at every precedence level; answer those
+        # from the last look while the position has not moved.
+        if self.pos == self._peeked_at:
+            self.pos = self._peeked_end
+            return self._peeked
+        before = self.pos
         self.skip_ws()
-        match = _OPERATOR.match(self.source, self.pos)
-        return match.group() if match is not None else ""
+        char = self.source[self.pos : self.pos + 1]
+        if char in _SINGLE:
+            found = char
+        else:
+            match = _OPERATOR.match(self.source, self.pos)
+            found = match.group() if match is not None else ""
+        self._peeked_at, self._peeked_end, self._peeked = before, self.pos, found
+        return found
 
     def take(self, operator: str) -> int:
         """Consume ``operator`` (the caller peeked it); returns its start offset."""

@@ -125,20 +125,24 @@ def _subtrees(tree: Tree[Token]) -> list[Tree[Token]]:
 
 def _start(node: Node) -> int:
     while isinstance(node, Tree):
-        first = next((c for c in node.children if _is_content(c)), None)
-        if first is None:  # only newlines and comments: where they are
+        for child in node.children:
+            if _is_content(child):
+                node = child
+                break
+        else:  # only newlines and comments: where they are
             return node_start(node)
-        node = first
     return int(node.start_pos or 0)
 
 
 def _end(node: Node) -> int:
     """End offset of a node, excluding trailing newlines the grammar folds in."""
     while isinstance(node, Tree):
-        last = next((c for c in reversed(node.children) if _is_content(c)), None)
-        if last is None:
+        for child in reversed(node.children):
+            if _is_content(child):
+                node = child
+                break
+        else:
             return node_end(node)
-        node = last
     end = int(node.end_pos or 0)
     if node.type in _HEREDOCS:
         # A heredoc token swallows the newline after its closing marker.

@@ -10,6 +10,7 @@ A reference that does not resolve is skipped here: resolve has reported it.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 
@@ -261,6 +262,7 @@ _SECRET_WORDS = (
 _NOT_SECRET_ENDINGS = ("header", "url", "uri", "endpoint", "name", "ref", "env", "file", "tokens")
 
 
+@functools.lru_cache(maxsize=4096)  # asked for every key of every definition; few distinct
 def looks_secret(key: str) -> bool:
     """Whether a key's name suggests it holds a secret (``api_key``, ``Authorization``...)."""
     plain = re.sub(r"[^a-z0-9]", "", key.lower())
