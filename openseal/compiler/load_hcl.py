@@ -280,6 +280,12 @@ _NEWLINES_IGNORED = frozenset(
 # Inside these, newlines matter again.
 _NEWLINES_MATTER = frozenset({"object", "body", "attribute", "block"})
 _LABEL_KINDS = frozenset({"identifier", "keyword", "literal_value", "string"})
+# Nodes that _check_node looks at.
+_CHECKED_KINDS = frozenset(
+    {"body", "block", "object", "string_part", "template_string", "binary_operator", "conditional"}
+)
+# Nodes the depth and newline walk in _Loader._check treats specially.
+_WALK_KINDS = _NESTING | _NEWLINES_IGNORED | _NEWLINES_MATTER | _CHECKED_KINDS | {"expr_term"}
 
 
 class _Loader:
@@ -331,20 +337,27 @@ class _Loader:
         and the depth limit keeps the recursive conversion that follows safe.
         """
         stack: list[tuple[Tree[Token], int, bool]] = [(tree, 0, False)]
+        push = stack.append
         while stack:
             node, depth, newlines_ignored = stack.pop()
             kind = node.data
-            paren = kind == "expr_term" and _is_paren(node)
-            if kind in _NESTING or paren:
-                depth += 1
-                if depth > MAX_NESTING:
-                    return node
-            if kind in _NEWLINES_IGNORED or paren:
-                newlines_ignored = True
-            elif kind in _NEWLINES_MATTER:
-                newlines_ignored = False
-            self._check_node(node, newlines_ignored)
-            stack.extend((c, depth, newlines_ignored) for c in node.children if isinstance(c, Tree))
+            # Most nodes are none of the kinds below; the membership tests come first
+            # because this loop visits every node of the file.
+            if kind in _WALK_KINDS:
+                paren = kind == "expr_term" and _is_paren(node)
+                if kind in _NESTING or paren:
+                    depth += 1
+                    if depth > MAX_NESTING:
+                        return node
+                if kind in _NEWLINES_IGNORED or paren:
+                    newlines_ignored = True
+                elif kind in _NEWLINES_MATTER:
+                    newlines_ignored = False
+                if kind in _CHECKED_KINDS:
+                    self._check_node(node, newlines_ignored)
+            for child in node.children:
+                if type(child) is Tree:
+                    push((child, depth, newlines_ignored))
         return None
 
     def _check_node(self, node: Tree[Token], newlines_ignored: bool) -> None:
