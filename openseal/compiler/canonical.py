@@ -80,15 +80,21 @@ def _plain(value: Any) -> Any:
     kind = type(value)
     if kind is str or kind is bool or value is None:
         return value
+    # Strings, booleans and nulls are kept where they stand instead of being
+    # passed to a call each: they are most of a document's values.
     if kind is dict:
         out = {}
         for key, item in value.items():
             if type(key) is not str or (not key.isascii() and max(key) > _BMP_MAX):
                 raise _NotPlain
-            out[key] = _plain(item)
+            leaf = type(item)
+            out[key] = item if leaf is str or leaf is bool or item is None else _plain(item)
         return out
     if kind is list or kind is tuple:
-        return [_plain(item) for item in value]
+        return [
+            item if type(item) is str or type(item) is bool or item is None else _plain(item)
+            for item in value
+        ]
     if kind is int:
         if -_SAFE_INT <= value <= _SAFE_INT:
             return value
