@@ -1,7 +1,7 @@
 """compiler: the full compile against python-hcl2's bare parse, and CLI start-up.
 
 * ``compile N states (HCL)``: ``compile_paths`` on one generated project (load, resolve,
-  typecheck, build, checks, emit; parse cache off) ÷ ``hcl2.loads`` of the same file text
+  typecheck, build, checks, emit; compile cache off) ÷ ``hcl2.loads`` of the same file text
   (read included in both). Target ≤ 1.0×: all our stages cost no more than the bare parse.
 * ``compile N states (YAML)``: the same project in YAML (PyYAML's C loader when present)
   ÷ the HCL compile. No target; it shows what the syntax costs.
@@ -116,7 +116,7 @@ def measure_startup(report: Report, options: Options) -> None:
             ),
             bare,
             Target(500, on="value"),
-            note="one 4-state file; parse cache warm after the warm-up",
+            note="one 4-state file; compile cache warm after the warm-up",
         )
     )
     if startup.met is False and not options.quick:
