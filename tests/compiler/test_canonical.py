@@ -104,7 +104,7 @@ def test_examples_equal_rfc8785(value: Any) -> None:
 
 def test_documents_the_fast_path_serves() -> None:
     # A document of strings, safe integers and whole floats never needs rfc8785.
-    document = {"timeout": 10.0, "name": "é\n", "items": [1, (2, 3)], "ok": True, "x": None}
+    document: Any = {"timeout": 10.0, "name": "é\n", "items": [1, (2, 3)], "ok": True, "x": None}
     assert canonical._fast_bytes(canonical._plain(document)) == bytes(rfc8785.dumps(document))
 
 
