@@ -8,6 +8,8 @@ and idle before N objectives of an I/O-bound workflow are created: transform →
 time runs from the first objective created to the last run completed.
 
 * runs/s for each K, and the ratio of K = 2 and K = 4 to one worker. Target at 4: ≥ 3.5×.
+* worker CPU per run: user + system time of the worker processes during the batch ÷ N; on
+  a machine with fewer cores than workers (plus the database server) this is what caps K = 4.
 * double executions: the skill appends its argument (unique per run) to a file with one
   ``O_APPEND`` write per call; any argument seen twice was executed twice. Target: 0.
 """
@@ -27,6 +29,7 @@ from bench.compiler import openseal_command
 from bench.harness import Figure, Options, Report, Target, compare, summarize, unavailable
 from bench.postgres import scratch_schema
 from bench.runtime_support import action_workflow, compiled, engine_problem
+from bench.scale import cpu_seconds
 from bench.skills import EXECUTIONS_ENV
 from openseal.runtime import schema
 from openseal.runtime.store import Store, open_store
@@ -35,6 +38,10 @@ NAME = "workers"
 WORKFLOW = "slow_steps"
 REPOSITORY = Path(__file__).resolve().parents[1]
 WORKER_COUNTS = (1, 2, 4)
+#: each worker process's log, by pid (quoted when a worker exits early)
+LOGS: dict[int, Path] = {}
+#: worker CPU milliseconds per run, by worker count, one sample per batch
+CPU_PER_RUN: dict[int, list[float]] = {}
 
 
 def run(options: Options) -> Report:
@@ -66,6 +73,14 @@ def run(options: Options) -> Report:
         target = Target(3.5, upper=False) if count == 4 else None
         figure = report.add(compare(name, "runs/s", summarize(rates[count]), one, target))
         one = one or figure
+    for count in WORKER_COUNTS:
+        report.add(
+            compare(
+                f"{count} worker(s): worker CPU per run", "ms", summarize(CPU_PER_RUN[count]),
+                note="user + system time of the worker processes while the batch ran",
+            )
+        )  # fmt: skip
+    report.parameters["cpu_count"] = os.cpu_count()
     report.add(
         compare(
             "double executions", "calls", summarize([float(duplicates)]),
@@ -100,11 +115,15 @@ def measure(
             for i, process in enumerate(workers):
                 wait_for(lambda i=i: b"started" in (work / f"worker-{i}.log").read_bytes(),
                          60, process)  # fmt: skip
+            cpu = sum(cpu_seconds(p.pid) for p in workers)
             started = time.perf_counter()
             for i in range(runs):
                 create_objective(store, WORKFLOW, {"n": i})
             wait_for(lambda: completed(store) >= runs, 120 + runs, *workers)
             seconds = time.perf_counter() - started
+            CPU_PER_RUN.setdefault(count, []).append(
+                (sum(cpu_seconds(p.pid) for p in workers) - cpu) / runs * 1000
+            )
         finally:
             for process in workers:
                 process.send_signal(signal.SIGTERM)
@@ -130,7 +149,9 @@ def start_worker(log: Path, url: str, executions: Path) -> subprocess.Popen[byte
     }
     command = [*openseal_command(), "worker", "--home", str(log.parent), "--concurrency", "1"]
     with log.open("wb") as out:
-        return subprocess.Popen(command, stdout=out, stderr=out, env=environment)
+        process = subprocess.Popen(command, stdout=out, stderr=out, env=environment)
+    LOGS[process.pid] = log
+    return process
 
 
 def completed(store: Store) -> int:
@@ -145,7 +166,9 @@ def wait_for(check: object, timeout: float, *processes: subprocess.Popen[bytes])
     while not check():  # type: ignore[operator]
         for process in processes:
             if process.poll() is not None:
-                raise RuntimeError(f"a worker exited with {process.returncode}")
+                log = LOGS.get(process.pid)
+                tail = log.read_text(errors="replace").strip().splitlines()[-3:] if log else []
+                raise RuntimeError(f"a worker exited with {process.returncode}: {tail}")
         if time.monotonic() > deadline:
             raise RuntimeError(f"timed out after {timeout:.0f} s")
         time.sleep(0.02)

@@ -233,6 +233,7 @@ class Engine:
     def run_forever(self, *, poll_interval: float = 1.0, idle_exit: bool = False) -> None:
         """Step until :attr:`stopping` is set, sleeping on the store's wake-up when idle."""
         while not self.stopping.is_set():
+            mark = self.store.work_mark()
             try:
                 report = self.step()
             except OpenSealError as exc:  # e.g. the database is unreachable for a while
@@ -243,10 +244,21 @@ class Engine:
                 log.warning("worker %s: database error %s; retrying", self.worker_id, exc)
                 self.stopping.wait(poll_interval)
                 continue
+            except Exception as exc:  # never let one bad claim end the worker thread quietly
+                log.error(
+                    "worker %s: %s: %s; retrying", self.worker_id, type(exc).__name__, exc,
+                    exc_info=bool(os.environ.get("OPENSEAL_DEBUG")),
+                )  # fmt: skip
+                self.stopping.wait(poll_interval)
+                continue
             if report is None:
                 if idle_exit:
                     return
-                self.store.wait_for_work(poll_interval)
+                try:
+                    self.store.wait_for_work(poll_interval, since=mark)
+                except Exception as exc:  # a broken wake-up channel must not end the worker
+                    log.warning("worker %s: waiting for work failed: %s", self.worker_id, exc)
+                    self.stopping.wait(poll_interval)
 
     def stop(self) -> None:
         """Finish the current turns, release the leases, then return from the loops."""

@@ -54,10 +54,10 @@ class Store(AgentRequestsMixin):
 class SQLiteStore(Store):
     dialect: ClassVar[str] = "sqlite"
 
-    def wait_for_work(self, timeout: float) -> bool:
+    def wait_for_work(self, timeout: float, since: int | None = None) -> bool:
         # SQLite has no notifications between processes: a short wait bounds the latency of
         # work from elsewhere, and work committed by this process wakes the wait at once.
-        return self.wait_for_local_work(max(0.0, min(timeout, self.poll_interval)))
+        return self.wait_for_local_work(max(0.0, min(timeout, self.poll_interval)), since)
 
 
 class PostgresStore(Store):
@@ -79,10 +79,15 @@ class PostgresStore(Store):
         conn.execute(sa.text("SELECT pg_notify(:channel, '')"), {"channel": WORK_CHANNEL})
         super().notify_work(conn)
 
-    def wait_for_work(self, timeout: float) -> bool:
+    def wait_for_work(self, timeout: float, since: int | None = None) -> bool:
+        # Notifications queue on the listening connection, so none is lost before the wait.
         listener = self._listen()
-        for _ in listener.notifies(timeout=timeout, stop_after=1):
-            return True
+        try:
+            for _ in listener.notifies(timeout=timeout, stop_after=1):
+                return True
+        except Exception:
+            self._drop_listener()  # the next wait listens on a fresh connection
+            raise
         return False
 
     def _listen(self) -> psycopg.Connection[Any]:
@@ -96,10 +101,13 @@ class PostgresStore(Store):
             self._raw_listener = raw
         return self._listener
 
-    def close(self) -> None:
+    def _drop_listener(self) -> None:
         if self._listener is not None:
             self._raw_listener.invalidate()
             self._listener = None
+
+    def close(self) -> None:
+        self._drop_listener()
         super().close()
 
 

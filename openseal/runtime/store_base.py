@@ -109,14 +109,24 @@ class StoreBase:
             self._work_generation += 1
             self._work.notify_all()
 
-    def wait_for_local_work(self, timeout: float) -> bool:
-        """Block up to ``timeout`` seconds for a wake-up from this process; True if woken."""
+    def work_mark(self) -> int:
+        """A mark to pass to ``wait_for_work(since=...)``: take it before looking for work, so
+        work committed between the look and the wait still wakes the wait."""
         with self._work:
-            seen = self._work_generation
+            return self._work_generation
+
+    def wait_for_local_work(self, timeout: float, since: int | None = None) -> bool:
+        """Block up to ``timeout`` seconds for a wake-up from this process (one after
+        ``since``, a :meth:`work_mark`, when given); True if woken."""
+        with self._work:
+            seen = self._work_generation if since is None else since
             return self._work.wait_for(lambda: self._work_generation != seen, timeout)
 
-    def wait_for_work(self, timeout: float) -> bool:
-        """Block up to ``timeout`` seconds for new work; True if woken by a notification."""
+    def wait_for_work(self, timeout: float, since: int | None = None) -> bool:
+        """Block up to ``timeout`` seconds for new work; True if woken by a notification.
+
+        ``since`` (a :meth:`work_mark`) makes work committed by this process after the mark
+        count even if it came before the wait began."""
         raise NotImplementedError
 
     # -- shared helpers ------------------------------------------------------------------
