@@ -26,6 +26,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
@@ -154,7 +155,7 @@ def measure_approval_dispatch(report: Report, options: Options) -> None:
                     create_objective(store, "approve_then_act", {"n": repetition * count + i}).run
                     for i in range(count)
                 ]
-                until(lambda runs=runs: all(waits_for_approval(store, r.id) for r in runs), 120)
+                until(partial(all_wait_for_approval, store, [r.id for r in runs]), 120)
                 samples = []
                 for run in runs:
                     [approval] = service_actions.list_approvals(store, run_id=run.id)
@@ -162,9 +163,9 @@ def measure_approval_dispatch(report: Report, options: Options) -> None:
                         store, authority, approval.id, "approve", seen_hash=approval.proposal_hash
                     )
                     decided = time.time()
-                    dispatched = until(lambda run=run: dispatched_at(store, run.id), 30)
+                    dispatched = until(partial(dispatched_at, store, run.id), 30)
                     samples.append((dispatched - decided) * 1000)
-                    until(lambda run=run: finished(store, run.id), 30)
+                    until(partial(finished, store, run.id), 30)
                 if repetition:
                     p50s.append(percentile(samples, 0.50))
                     p95s.append(percentile(samples, 0.95))
@@ -190,8 +191,8 @@ def until(check: Callable[[], T | None], timeout: float) -> T:
         time.sleep(0.001)
 
 
-def waits_for_approval(store: Store, run_id: str) -> bool:
-    return store.get_run(run_id).status == RunStatus.WAITING_FOR_APPROVAL
+def all_wait_for_approval(store: Store, run_ids: list[str]) -> bool:
+    return all(store.get_run(i).status == RunStatus.WAITING_FOR_APPROVAL for i in run_ids)
 
 
 def dispatched_at(store: Store, run_id: str) -> float | None:
