@@ -128,6 +128,11 @@ class Budget(Spec):
     tokens: int | None = Field(None, ge=0)
     spend: float | None = Field(None, ge=0)
     currency: str | None = None
+    period: Duration | None = Field(
+        None,
+        description="for a team's or agent's spend: a rolling window (e.g. `30d`); "
+        "without it, spend counts across all runs for ever",
+    )
 
 
 class AgentSpec(Spec):

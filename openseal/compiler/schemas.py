@@ -166,6 +166,7 @@ def _budget_schema() -> dict[str, object]:
             "tokens": number_or_null,
             "spend": number_or_null,
             "currency": {"type": ["string", "null"]},
+            "period": number_or_null,
         }
     )
 

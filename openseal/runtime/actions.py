@@ -201,12 +201,17 @@ def move(
 # -- spend reservations ----------------------------------------------------------------
 
 
-def reserved_total(conn: sa.Connection, scope: str, currency: str | None) -> float:
+def reserved_total(
+    conn: sa.Connection, scope: str, currency: str | None, since: datetime | None = None
+) -> float:
+    """Reserved and committed spend on ``scope`` (reserved at or after ``since``, when given)."""
     stmt = sa.select(sa.func.coalesce(sa.func.sum(reservations.c.amount), 0.0)).where(
         reservations.c.scope == scope, reservations.c.status.in_(["reserved", "committed"])
     )
     if currency is not None:
         stmt = stmt.where(reservations.c.currency == currency)
+    if since is not None:
+        stmt = stmt.where(reservations.c.created_at >= since)
     return float(conn.execute(stmt).scalar_one())
 
 

@@ -12,7 +12,7 @@ then needs attention.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
@@ -38,6 +38,8 @@ class Budget:
     scope: str
     limit: float
     currency: str | None
+    #: seconds of a rolling window over which spend counts; ``None``: for ever
+    period: float | None = None
 
 
 def admit(
@@ -59,7 +61,7 @@ def admit(
     reason = _binding(workflow, proposal) or reason
     budgets = spend_budgets(workflow, proposal.run_id)
     if reason is None:
-        reason = _spend(conn, store, budgets, proposal)
+        reason = _spend(conn, store, budgets, proposal, now)
     if reason is not None:
         action_rows.move(
             conn, current, ActionStatus.DENIED, now=now, actor=actor, expect=ADMISSIBLE,
@@ -171,12 +173,15 @@ def spend_budgets(workflow: CompiledWorkflow, run_id: str) -> list[Budget]:
     for key, scope in (("workflow", f"run:{run_id}"), ("owner", owner)):
         entry = budgets.get(key) or {}
         if entry.get("spend") is not None:
-            found.append(Budget(scope, float(entry["spend"]), entry.get("currency")))
+            # A workflow's budget is per run; only the owner's counts over a period.
+            period = entry.get("period") if key == "owner" else None
+            limit, currency = float(entry["spend"]), entry.get("currency")
+            found.append(Budget(scope, limit, currency, float(period) if period else None))
     return found
 
 
 def _spend(
-    conn: sa.Connection, store: Store, budgets: list[Budget], proposal: Proposal
+    conn: sa.Connection, store: Store, budgets: list[Budget], proposal: Proposal, now: datetime
 ) -> str | None:
     spend = proposal.spend
     if spend is None:
@@ -189,7 +194,8 @@ def _spend(
         # Serialise reservations on one budget (a PostgreSQL advisory lock; SQLite's write
         # lock already does) so two runs cannot both fit into the last of a team's budget.
         store.lock_event_name(conn, f"spend:{budget.scope}")
-        used = action_rows.reserved_total(conn, budget.scope, budget.currency or currency)
+        since = now - timedelta(seconds=budget.period) if budget.period else None
+        used = action_rows.reserved_total(conn, budget.scope, budget.currency or currency, since)
         if used + amount > budget.limit + 1e-9:
             unit = f" {budget.currency or currency or ''}".rstrip()
             return (

@@ -91,7 +91,8 @@ def test_workflow_graph_skills_and_dependencies() -> None:
     assert workflow["inputs"]["properties"]["request"]["type"] == "object"
     assert workflow["outputs"]["properties"]["order_id"] == {"type": "string"}
     assert workflow["budgets"]["workflow"]["turns"] == 10
-    assert workflow["budgets"]["owner"]["spend"] == 20000
+    assert workflow["budgets"]["owner"]["spend"] == 250000
+    assert workflow["budgets"]["owner"]["period"] == 30 * 86400
 
 
 def test_agent_instructions_from_a_file_are_in_the_document() -> None:

@@ -66,7 +66,7 @@ def definitions(tmp: Path, variant: str = "lookup", *, team_spend: int = 20000) 
     skills.write_text(text.replace(ORIGINAL_IDEMPOTENCY, VARIANTS[variant]), encoding="utf-8")
     team = root / "hcl" / "team.hcl"
     team.write_text(
-        team.read_text(encoding="utf-8").replace("spend    = 20000", f"spend    = {team_spend}"),
+        team.read_text(encoding="utf-8").replace("spend    = 250000", f"spend    = {team_spend}"),
         encoding="utf-8",
     )
     return root / "hcl"

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -109,6 +109,30 @@ def test_the_team_budget_counts_across_runs(
     assert f.status(second) == RunStatus.NEEDS_ATTENTION
     assert "would reach 22980.00 of 20000.00" in str(store.get_run(second.id).waiting)
     assert simulator.order_count() == 1
+
+
+def test_team_spend_outside_the_budget_period_no_longer_counts(
+    store: Store, simulator: ProcurementSimulator, tmp_path: Path
+) -> None:
+    import sqlalchemy as sa
+
+    from openseal.runtime.schema import spend_reservations
+
+    f = flow(store, simulator, tmp_path)  # 20000 EUR per 30 days for the team
+    first = approved(f)
+    f.run_until_idle()
+    assert f.status(first) == RunStatus.COMPLETED
+    # The first order was placed 31 days ago: it has left the team's rolling window.
+    with store.engine.begin() as conn:
+        conn.execute(
+            sa.update(spend_reservations)
+            .where(spend_reservations.c.scope == "team.procurement")
+            .values(created_at=datetime.now(UTC) - timedelta(days=31))
+        )
+    second = approved(f)
+    f.run_until_idle()
+    assert f.status(second) == RunStatus.COMPLETED
+    assert simulator.order_count() == 2
 
 
 def test_a_definitive_failure_releases_the_reservation(

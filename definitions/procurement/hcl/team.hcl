@@ -34,8 +34,9 @@ team "procurement" {
     approval_required_from = "external"
 
     budget {
-      spend    = 20000
+      spend    = 250000
       currency = "EUR"
+      period   = "30d"
     }
   }
 }
