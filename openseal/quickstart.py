@@ -31,6 +31,7 @@ from openseal.errors import OpenSealError
 from openseal.runtime import service, service_actions
 from openseal.runtime.approvals import ApprovalAuthority
 from openseal.runtime.engine import Engine
+from openseal.runtime.event_summary import summarize
 from openseal.runtime.models import default_provider_factory
 from openseal.runtime.records import Event, Run
 from openseal.runtime.statuses import ActionStatus, RunStatus
@@ -399,46 +400,3 @@ def timeline(events: tuple[Event, ...]) -> tuple[TimelineEntry, ...]:
         TimelineEntry(e.seq, round((e.at - start).total_seconds(), 3), e.type, summarize(e))
         for e in events
     )
-
-
-def summarize(event: Event) -> str:
-    """A short human summary of an event's payload."""
-    p: Mapping[str, Any] = event.payload if isinstance(event.payload, dict) else {}
-    by_type: dict[str, Callable[[], str]] = {
-        "run.created": lambda: f"{p.get('workflow')} (objective {_short(p.get('objective_id'))})",
-        "lease.claimed": lambda: f"by {p.get('worker')} from {p.get('claimed_from')}",
-        "turn.started": lambda: f"turn {p.get('seq')} in {p.get('state')}",
-        "turn.phase": lambda: str(p.get("phase")),
-        "turn.updated": lambda: f"{p.get('phase')}",
-        "activity.recorded": lambda: f"{p.get('kind')} {p.get('activity_id')}",
-        "budget.spent": lambda: ", ".join(f"{k} {v}" for k, v in (p.get("spent") or {}).items()),
-        "state.advanced": lambda: f"{p.get('from')} -> {p.get('to')} ({p.get('event')})",
-        "proposal.drafted": lambda: f"{p.get('name')} {_short(p.get('hash'), 16)}",
-        "wait.approval": lambda: f"approval {_short((p.get('waiting') or {}).get('approval_id'))}",
-        "approval.decided": lambda: f"{p.get('decision')} by {p.get('approver')}",
-        "run.completed": lambda: f"ended in {p.get('end_state')}",
-    }
-    describe = by_type.get(event.type)
-    if describe is not None:
-        return describe()
-    if event.type.startswith("action."):
-        return _action(event.type.removeprefix("action."), p)
-    return _generic(p)
-
-
-def _action(to: str, payload: Mapping[str, Any]) -> str:
-    text = f"{payload.get('proposal')}: {payload.get('from')} -> {to}"
-    if "attempt" in payload:
-        text += f", attempt {payload['attempt']}"
-    return text
-
-
-def _short(value: object, length: int = 10) -> str:
-    text = str(value or "-")
-    return text if len(text) <= length else text[:length] + "…"
-
-
-def _generic(payload: Mapping[str, Any]) -> str:
-    parts = [f"{k}={v}" for k, v in payload.items() if isinstance(v, str | int | float | bool)]
-    text = " ".join(parts)
-    return text if len(text) <= 60 else text[:59] + "…"

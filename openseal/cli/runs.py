@@ -11,6 +11,7 @@ import click
 from openseal.cli.runtime import echo_json, opened, plain, store_options
 from openseal.errors import UsageError
 from openseal.runtime import service
+from openseal.runtime.event_summary import summarize
 from openseal.runtime.records import Event, Run
 
 
@@ -169,9 +170,8 @@ def show(home: Path, output: str, run_id: str) -> None:
 
 
 def _event_line(event: Event) -> str:
-    payload = json.dumps(event.payload, sort_keys=True, default=str)
     at = event.at.isoformat(timespec="milliseconds")
-    return f"{event.seq:>5}  {at}  {event.type:<28} {event.actor}  {payload}"
+    return f"{event.seq:>5}  {at}  {event.type:<22} {event.actor:<20} {summarize(event)}"
 
 
 @runs.command("events")

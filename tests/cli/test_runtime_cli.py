@@ -119,6 +119,8 @@ def test_runs_events_pages_and_follows(cli: Cli, store: Store) -> None:
     code, out, _ = cli("runs", "events", run_id, "--follow")
     assert code == 0  # ends because the run is terminal
     assert out.splitlines()[-1].split()[2] == "run.canceled"
+    advanced = [line for line in out.splitlines() if line.split()[2] == "state.advanced"]
+    assert advanced and " -> " in advanced[0]  # summarised, not raw JSON
 
 
 def test_pause_resume_cancel_through_the_cli(cli: Cli, store: Store) -> None:
