@@ -220,22 +220,41 @@ def follow_events(
     return store.follow_events(run_id, after, timeout=timeout)
 
 
+# Each run command takes an optional ``expected_revision``: when given, a run that has
+# changed since the caller read it is refused (``stale_revision``) instead of acted on.
+
+
 def pause_run(
-    store: Store, run_id: str, *, actor: str = LOCAL_ACTOR, reason: str | None = None
+    store: Store,
+    run_id: str,
+    *,
+    actor: str = LOCAL_ACTOR,
+    reason: str | None = None,
+    expected_revision: int | None = None,
 ) -> Run:
-    return store.pause_run(run_id, actor, reason)
+    return store.pause_run(run_id, actor, reason, expected_revision=expected_revision)
 
 
 def resume_run(
-    store: Store, run_id: str, *, actor: str = LOCAL_ACTOR, reason: str | None = None
+    store: Store,
+    run_id: str,
+    *,
+    actor: str = LOCAL_ACTOR,
+    reason: str | None = None,
+    expected_revision: int | None = None,
 ) -> Run:
-    return store.resume_run(run_id, actor, reason)
+    return store.resume_run(run_id, actor, reason, expected_revision=expected_revision)
 
 
 def cancel_run(
-    store: Store, run_id: str, *, actor: str = LOCAL_ACTOR, reason: str | None = None
+    store: Store,
+    run_id: str,
+    *,
+    actor: str = LOCAL_ACTOR,
+    reason: str | None = None,
+    expected_revision: int | None = None,
 ) -> Run:
-    return store.cancel_run(run_id, actor, reason)
+    return store.cancel_run(run_id, actor, reason, expected_revision=expected_revision)
 
 
 def intervene(
@@ -246,15 +265,20 @@ def intervene(
     state: str | None = None,
     value: Any = None,
     actor: str = LOCAL_ACTOR,
+    expected_revision: int | None = None,
 ) -> Run:
     """Repair a paused or stuck run: set the current state's output and/or move it."""
+    if not reason.strip():
+        raise UsageError("a reason is required to intervene")
     if state is not None:
         run = store.get_run(run_id)
         workflow = WorkflowCatalog(store).workflow(run.workflow_digest)
         if state not in workflow.states:
             known = ", ".join(sorted(workflow.states))
             raise UsageError(f"workflow {workflow.name} has no state {state!r} (states: {known})")
-    return store.intervene(run_id, actor, reason, state=state, value=value)
+    return store.intervene(
+        run_id, actor, reason, state=state, value=value, expected_revision=expected_revision
+    )
 
 
 def deliver_event(

@@ -23,10 +23,8 @@ from openseal.errors import OpenSealError, UsageError
 from openseal.runtime import governance as gov
 from openseal.runtime.approvals import ApprovalAuthority, is_loopback
 from openseal.runtime.proposal_plan import store_key
-from openseal.runtime.records import DefinitionVersion, Run
-from openseal.runtime.service import LOCAL_ACTOR
+from openseal.runtime.records import DefinitionVersion
 from openseal.runtime.store import Store
-from openseal.runtime.workflow import WorkflowCatalog
 
 # -- capabilities ----------------------------------------------------------------------
 
@@ -159,66 +157,6 @@ def get_version(store: Store, digest: str) -> DefinitionVersion:
     if len(key) != 64 or any(c not in "0123456789abcdef" for c in key):
         raise UsageError(f"{digest!r} is not a sha256 digest (64 hex characters)")
     return store.get_version(key)
-
-
-# -- runs, guarded by an expected revision ---------------------------------------------
-
-
-def pause_run(
-    store: Store,
-    run_id: str,
-    *,
-    actor: str = LOCAL_ACTOR,
-    reason: str | None = None,
-    expected_revision: int | None = None,
-) -> Run:
-    return store.pause_run(run_id, actor, reason, expected_revision=expected_revision)
-
-
-def resume_run(
-    store: Store,
-    run_id: str,
-    *,
-    actor: str = LOCAL_ACTOR,
-    reason: str | None = None,
-    expected_revision: int | None = None,
-) -> Run:
-    return store.resume_run(run_id, actor, reason, expected_revision=expected_revision)
-
-
-def cancel_run(
-    store: Store,
-    run_id: str,
-    *,
-    actor: str = LOCAL_ACTOR,
-    reason: str | None = None,
-    expected_revision: int | None = None,
-) -> Run:
-    return store.cancel_run(run_id, actor, reason, expected_revision=expected_revision)
-
-
-def intervene(
-    store: Store,
-    run_id: str,
-    *,
-    reason: str,
-    state: str | None = None,
-    value: Any = None,
-    actor: str = LOCAL_ACTOR,
-    expected_revision: int | None = None,
-) -> Run:
-    """Repair a paused or stuck run (see :func:`openseal.runtime.service.intervene`)."""
-    if not reason.strip():
-        raise UsageError("a reason is required to intervene")
-    if state is not None:
-        run = store.get_run(run_id)
-        workflow = WorkflowCatalog(store).workflow(run.workflow_digest)
-        if state not in workflow.states:
-            known = ", ".join(sorted(workflow.states))
-            raise UsageError(f"workflow {workflow.name} has no state {state!r} (states: {known})")
-    return store.intervene(
-        run_id, actor, reason, state=state, value=value, expected_revision=expected_revision
-    )
 
 
 # -- filing a change proposal from posted documents ------------------------------------

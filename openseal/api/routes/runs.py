@@ -19,7 +19,7 @@ from openseal.api.models import Intervention, RunCommand
 from openseal.api.routes.common import Id, Limit, State, Status, Who
 from openseal.api.serialize import jsonable
 from openseal.api.state import ApiState
-from openseal.runtime import service, service_api
+from openseal.runtime import service
 from openseal.runtime.records import Event
 from openseal.runtime.statuses import TERMINAL_RUN_STATUSES
 
@@ -66,7 +66,7 @@ def show_run(run_id: Id, state: State) -> dict[str, Any]:
 )
 def pause(run_id: Id, body: RunCommand, state: State, who: Who) -> dict[str, Any]:
     """Stop the run where it is; an in-flight worker is fenced off at its next write."""
-    run = service_api.pause_run(
+    run = service.pause_run(
         state.store, run_id, actor=who.principal, reason=body.reason,
         expected_revision=body.expected_revision,
     )  # fmt: skip
@@ -81,7 +81,7 @@ def pause(run_id: Id, body: RunCommand, state: State, who: Who) -> dict[str, Any
 )
 def resume(run_id: Id, body: RunCommand, state: State, who: Who) -> dict[str, Any]:
     """Undo a pause."""
-    run = service_api.resume_run(
+    run = service.resume_run(
         state.store, run_id, actor=who.principal, reason=body.reason,
         expected_revision=body.expected_revision,
     )  # fmt: skip
@@ -96,7 +96,7 @@ def resume(run_id: Id, body: RunCommand, state: State, who: Who) -> dict[str, An
 )
 def cancel(run_id: Id, body: RunCommand, state: State, who: Who) -> dict[str, Any]:
     """Cancel durably; the ``run.canceled`` event says what may already have happened."""
-    run = service_api.cancel_run(
+    run = service.cancel_run(
         state.store, run_id, actor=who.principal, reason=body.reason,
         expected_revision=body.expected_revision,
     )  # fmt: skip
@@ -111,7 +111,7 @@ def cancel(run_id: Id, body: RunCommand, state: State, who: Who) -> dict[str, An
 )
 def intervene(run_id: Id, body: Intervention, state: State, who: Who) -> dict[str, Any]:
     """Repair a paused run or one that needs attention."""
-    run = service_api.intervene(
+    run = service.intervene(
         state.store, run_id, reason=body.reason, state=body.state,
         value=body.value if "value" in body.model_fields_set else None,
         actor=who.principal, expected_revision=body.expected_revision,
