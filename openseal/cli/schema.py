@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import click
@@ -18,7 +19,13 @@ from openseal.compiler.schemas import write_schemas
     show_default=True,
     help="Directory to write into.",
 )
-def schema(out_dir: Path) -> None:
-    """Write JSON Schemas for every definition kind (and whole definition files) to OUT."""
-    for path in write_schemas(out_dir):
-        click.echo(str(path))
+@click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def schema(out_dir: Path, output: str) -> None:
+    """Write JSON Schemas for every definition kind, whole definition files, compiled
+    documents and the bundle manifest to OUT."""
+    written = [str(path) for path in write_schemas(out_dir)]
+    if output == "json":
+        click.echo(json.dumps({"written": written}, indent=2))
+    else:
+        for path in written:
+            click.echo(path)

@@ -141,3 +141,13 @@ def test_ctx_exit_code_is_returned() -> None:
         assert main(["exit-three"]) == 3
     finally:
         cli.commands.pop("exit-three")
+
+
+def test_schema_command_writes_what_is_committed(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["schema", "--out", str(tmp_path), "--output", "json"])
+    assert result.exit_code == 0, result.output
+    written = json.loads(result.output)["written"]
+    committed = ROOT / "schemas"
+    assert {Path(p).name for p in written} == {p.name for p in committed.glob("*.json")}
+    for path in written:
+        assert Path(path).read_text() == (committed / Path(path).name).read_text()
