@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from openseal.runtime import schema
+from openseal.runtime import fastsql, schema
 from openseal.runtime.clock import new_id
 from openseal.runtime.events import append_events, iso
 from openseal.runtime.records import Row
@@ -106,29 +106,30 @@ def ensure(conn: sa.Connection, proposal: Proposal, now: datetime) -> Action:
         updated_at=now,
         revision=1,
     )
-    conn.execute(INSERT, action.__dict__)
+    fastsql.execute(conn, INSERT, action.__dict__)
     return action
 
 
 INSERT = sa.insert(actions)
-_moves: dict[tuple[str, ...], sa.Update] = {}
+_moves: dict[tuple[tuple[str, ...], int], sa.Update] = {}
 
 
-def _move_statement(keys: tuple[str, ...]) -> sa.Update:
-    """The conditional UPDATE of :func:`move` for these extra columns, built once."""
-    stmt = _moves.get(keys)
+def _move_statement(keys: tuple[str, ...], allowed: int) -> sa.Update:
+    """The conditional UPDATE of :func:`move` for these extra columns and this many allowed
+    statuses (``p_allowed_0`` ...: one parameter each, not an expanding list), built once."""
+    stmt = _moves.get((keys, allowed))
     if stmt is None:
         columns = ("status", "history", "updated_at", "revision", *keys)
         stmt = (
             sa.update(actions)
             .where(
                 actions.c.id == sa.bindparam("p_id"),
-                actions.c.status.in_(sa.bindparam("p_allowed", expanding=True)),
+                actions.c.status.in_([sa.bindparam(f"p_allowed_{i}") for i in range(allowed)]),
                 actions.c.revision == sa.bindparam("p_revision"),
             )
             .values(**{c: sa.bindparam(f"v_{c}", type_=actions.c[c].type) for c in columns})
         )
-        _moves[keys] = stmt
+        _moves[(keys, allowed)] = stmt
     return stmt
 
 
@@ -137,14 +138,14 @@ BY_ID = sa.select(actions).where(actions.c.id == sa.bindparam("p_id"))
 
 
 def by_key(conn: sa.Connection, key: str) -> Action | None:
-    row = conn.execute(BY_KEY, {"p_key": key}).mappings().one_or_none()
+    row = fastsql.one_or_none(fastsql.execute(conn, BY_KEY, {"p_key": key}))
     return None if row is None else Action.from_row(row)
 
 
 def get(conn: sa.Connection, action_id: str) -> Action:
-    found = conn.execute(BY_ID, {"p_id": action_id}).mappings().one_or_none()
+    found = fastsql.one_or_none(fastsql.execute(conn, BY_ID, {"p_id": action_id}))
     if found is None:
-        found = conn.execute(BY_KEY, {"p_key": action_id}).mappings().one_or_none()
+        found = fastsql.one_or_none(fastsql.execute(conn, BY_KEY, {"p_key": action_id}))
     if found is None:
         raise NotFound(f"action {action_id} not found")
     return Action.from_row(found)
@@ -172,13 +173,14 @@ def move(
     if note:
         entry["note"] = note
     params = {f"v_{k}": v for k, v in values.items()}
+    params.update({f"p_allowed_{i}": str(status) for i, status in enumerate(allowed)})
     params.update(
-        p_id=action.id, p_allowed=[str(s) for s in allowed], p_revision=action.revision,
+        p_id=action.id, p_revision=action.revision,
         v_status=to, v_history=[*action.history, entry], v_updated_at=now,
         v_revision=action.revision + 1,
     )  # fmt: skip
-    result = conn.execute(_move_statement(tuple(sorted(values))), params)
-    if result.rowcount != 1:
+    stmt = _move_statement(tuple(sorted(values)), len(allowed))
+    if fastsql.execute_count(conn, stmt, params) != 1:
         return None
     payload = {
         "action_id": action.id,
@@ -226,13 +228,23 @@ def reserve(
     )  # fmt: skip
 
 
+SETTLE = (
+    sa.update(reservations)
+    .where(
+        reservations.c.action_id == sa.bindparam("p_action"),
+        reservations.c.status == sa.bindparam("p_reserved"),
+    )
+    .values(
+        status=sa.bindparam("v_status"),
+        updated_at=sa.bindparam("v_now", type_=reservations.c.updated_at.type),
+    )
+)
+
+
 def settle(conn: sa.Connection, action_id: str, status: str, now: datetime) -> None:
     """``committed`` once the effect is confirmed, ``released`` once it certainly did not happen."""
-    conn.execute(
-        sa.update(reservations)
-        .where(reservations.c.action_id == action_id, reservations.c.status == "reserved")
-        .values(status=status, updated_at=now)
-    )
+    params = {"p_action": action_id, "p_reserved": "reserved", "v_status": status, "v_now": now}
+    fastsql.execute_count(conn, SETTLE, params)
 
 
 def spend_of(conn: sa.Connection, action_id: str) -> list[dict[str, Any]]:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from openseal.runtime import schema
+from openseal.runtime import fastsql, schema
 from openseal.runtime.records import ArtifactInfo
 from openseal.runtime.store_base import StoreBase
 from openseal.runtime.store_errors import ArtifactCorrupt, NotFound
@@ -65,11 +65,11 @@ class ArtifactStore:
         The file must have been written first (:meth:`write_file`): a row never points at a
         file that is not on disk.
         """
-        row = conn.execute(SELECT_ARTIFACT, {"p_digest": digest}).mappings().one_or_none()
+        row = fastsql.one_or_none(fastsql.execute(conn, SELECT_ARTIFACT, {"p_digest": digest}))
         if row is not None:
             return ArtifactInfo.from_row(row)
         info = ArtifactInfo(digest, size, media_type, self._store.now())
-        conn.execute(INSERT_ARTIFACT, info.__dict__)
+        fastsql.execute(conn, INSERT_ARTIFACT, info.__dict__)
         return info
 
     def _write_create_only(self, target: Path, data: bytes, digest: str) -> None:

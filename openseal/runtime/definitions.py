@@ -9,7 +9,7 @@ import rfc8785
 import sqlalchemy as sa
 
 from openseal.errors import StoreError
-from openseal.runtime import schema
+from openseal.runtime import fastsql, schema
 from openseal.runtime.clock import new_id
 from openseal.runtime.records import Activation, DefinitionVersion, Deployment
 from openseal.runtime.store_base import StoreBase
@@ -142,7 +142,8 @@ class DefinitionsMixin(StoreBase):
             return self._active_version(conn, name)
 
     def _active_version(self, conn: sa.Connection, name: str) -> DefinitionVersion | None:
-        digest = conn.execute(ACTIVE_DIGEST, {"p_name": name}).scalar_one_or_none()
+        found = fastsql.one_or_none(fastsql.execute(conn, ACTIVE_DIGEST, {"p_name": name}))
+        digest = None if found is None else found["active_digest"]
         return None if digest is None else self._cached_version(conn, digest)
 
     def _cached_version(self, conn: sa.Connection, digest: str) -> DefinitionVersion:

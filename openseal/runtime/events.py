@@ -13,14 +13,14 @@ executing it on SQLite, and these run several times per turn.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
 
-from openseal.runtime import schema
+from openseal.runtime import fastsql, schema
 from openseal.runtime.records import Event, Run
 from openseal.runtime.store_errors import NotFound
 
@@ -78,7 +78,7 @@ def append_events(
     values: dict[str, Any] | None = None,
     fence: Fence | None = None,
     whole_row: bool = False,
-) -> sa.RowMapping | None:
+) -> Mapping[str, Any] | None:
     """Apply ``values`` to the run and append ``events`` (type, actor, payload) after it.
 
     One UPDATE and one (multi-row) INSERT, whatever the number of events. With ``fence`` the
@@ -92,14 +92,15 @@ def append_events(
     params.update(p_id=run_id, p_count=len(events), p_now=now)
     if fence is not None:
         params.update(p_epoch=fence.epoch, p_owner=fence.owner, p_running="running")
-    row = conn.execute(stmt, params).mappings().one_or_none()
+    row = fastsql.one_or_none(fastsql.execute(conn, stmt, params))
     if row is None:
         return None
     conn.info[EVENT_WRITES] = conn.info.get(EVENT_WRITES, 0) + 1
     last = int(row["last_event_seq"])
     first = last - len(events) + 1
     if events:
-        conn.execute(
+        fastsql.execute(
+            conn,
             INSERT_EVENTS,
             [
                 {"run_id": run_id, "seq": first + i, "type": kind, "actor": actor,
@@ -126,6 +127,7 @@ def change_run(
     the others reuse a prepared statement.
     """
     values = values or {}
+    row: Mapping[Any, Any] | None
     if any(isinstance(v, sa.ColumnElement) for v in values.values()):
         row = _change_with_expressions(conn, run_id, now, values)
         conn.info[EVENT_WRITES] = conn.info.get(EVENT_WRITES, 0) + 1

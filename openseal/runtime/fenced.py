@@ -21,7 +21,7 @@ from typing import Any, Final
 import sqlalchemy as sa
 
 from openseal.errors import StoreError
-from openseal.runtime import schema
+from openseal.runtime import fastsql, schema
 from openseal.runtime.clock import new_id
 from openseal.runtime.events import EVENT_WRITES, append_events, iso, lease_released
 from openseal.runtime.records import Activity, AgentRequest, Claim, Event, InboundEvent, Run, Turn
@@ -110,8 +110,10 @@ class FencedTx:
     def _sync_counters(self) -> None:
         if self._conn.info.get(EVENT_WRITES, 0) == self._writes_seen:
             return
-        row = self._conn.execute(SELECT_COUNTERS, {"p_id": self.claim.run_id}).one()
-        self._run = replace(self._run, last_event_seq=row.last_event_seq, revision=row.revision)
+        (row,) = fastsql.execute(self._conn, SELECT_COUNTERS, {"p_id": self.claim.run_id})
+        self._run = replace(
+            self._run, last_event_seq=row["last_event_seq"], revision=row["revision"]
+        )
         self._writes_seen = self._conn.info.get(EVENT_WRITES, 0)
 
     def _change(self, event_type: str, payload: dict[str, Any], **values: Any) -> Run:
@@ -206,7 +208,8 @@ class FencedTx:
         changes (entering the state, charging its budget) that ``turn.started`` describes.
         """
         if seq is None:
-            last = self._conn.execute(LAST_TURN_SEQ, {"p_run": self.claim.run_id}).scalar()
+            found = fastsql.execute(self._conn, LAST_TURN_SEQ, {"p_run": self.claim.run_id})
+            last = next(iter(found[0].values())) if found else None
             seq = (last or 0) + 1
         turn = Turn(
             id=new_id(),
@@ -221,7 +224,7 @@ class FencedTx:
             finished_at=None,
             error=None,
         )
-        self._conn.execute(INSERT_TURN, turn.__dict__)
+        fastsql.execute(self._conn, INSERT_TURN, turn.__dict__)
         self._change("turn.started", {"seq": turn.seq, "state": state}, **(values or {}))
         return turn
 
@@ -251,7 +254,7 @@ class FencedTx:
         params = {f"v_{k}": v for k, v in values.items()}
         params.update(p_id=turn_id, p_run=self.claim.run_id)
         stmt = _turn_update(tuple(sorted(values)))
-        row = self._conn.execute(stmt, params).mappings().one_or_none()
+        row = fastsql.one_or_none(fastsql.execute(self._conn, stmt, params))
         if row is None:
             raise NotFound(f"turn {turn_id} not found on run {self.claim.run_id}")
         if event:
@@ -265,7 +268,7 @@ class FencedTx:
 
     def get_activity(self, activity_id: str) -> Activity | None:
         params = {"p_run": self.claim.run_id, "p_activity": activity_id}
-        row = self._conn.execute(SELECT_ACTIVITY, params).mappings().one_or_none()
+        row = fastsql.one_or_none(fastsql.execute(self._conn, SELECT_ACTIVITY, params))
         return None if row is None else Activity.from_row(row)
 
     def record_activity(
@@ -284,7 +287,7 @@ class FencedTx:
                 )
             return existing
         activity = Activity(self.claim.run_id, activity_id, kind, input_hash, result, self.now)
-        self._conn.execute(INSERT_ACTIVITY, activity.__dict__)
+        fastsql.execute(self._conn, INSERT_ACTIVITY, activity.__dict__)
         self._change(
             "activity.recorded",
             {"activity_id": activity_id, "kind": kind, "input_hash": input_hash},

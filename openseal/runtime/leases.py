@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import sqlalchemy as sa
 
-from openseal.runtime import schema
+from openseal.runtime import fastsql, schema
 from openseal.runtime.events import change_run, lease_released
 from openseal.runtime.fenced import FencedTx
 from openseal.runtime.records import Claim, Run
@@ -33,7 +33,12 @@ def runnable(now: datetime | sa.BindParameter[Any]) -> sa.ColumnElement[bool]:
     return sa.or_(
         runs.c.status == RunStatus.QUEUED,
         sa.and_(runs.c.status == RunStatus.RUNNING, runs.c.lease_expires_at < now),
-        sa.and_(runs.c.status.in_(sorted(WAITING_RUN_STATUSES)), runs.c.wake_at <= now),
+        # One bound literal per status rather than an expanding list, so the statement needs no
+        # rewriting at execution time (see :mod:`openseal.runtime.fastsql`).
+        sa.and_(
+            runs.c.status.in_([sa.literal(str(s)) for s in sorted(WAITING_RUN_STATUSES)]),
+            runs.c.wake_at <= now,
+        ),
     )
 
 
@@ -66,7 +71,9 @@ class LeasesMixin(WaitsMixin):
         now = now or self.now()
         expires = now + timedelta(seconds=lease_seconds)
         with self.write() as conn:
-            row = conn.execute(self._select_claimable(), {"p_now": now}).mappings().one_or_none()
+            row = fastsql.one_or_none(
+                fastsql.execute(conn, self._select_claimable(), {"p_now": now})
+            )
             if row is None:
                 return None
             before = Run.from_row(row)
@@ -166,7 +173,7 @@ class LeasesMixin(WaitsMixin):
         """
         now = self.now()
         with self.write() as conn:
-            row = conn.execute(self._select_run_locked(), {"p_id": claim.run_id}).mappings().one()
+            (row,) = fastsql.execute(conn, self._select_run_locked(), {"p_id": claim.run_id})
             holds = (
                 row["epoch"] == claim.epoch
                 and row["lease_owner"] == claim.worker_id

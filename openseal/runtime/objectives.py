@@ -10,7 +10,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from openseal.errors import StoreError
-from openseal.runtime import schema
+from openseal.runtime import fastsql, schema
 from openseal.runtime.clock import new_id
 from openseal.runtime.definitions import DefinitionsMixin, canonical_json
 from openseal.runtime.records import Event, NewObjective, Objective, Run
@@ -119,7 +119,8 @@ class ObjectivesMixin(DefinitionsMixin):
                 updated_at=now,
             )
             row = {k: v for k, v in objective.__dict__.items() if k != "project"}
-            conn.execute(INSERT_OBJECTIVE, {**row, "project_id": self._project_id(conn, project)})
+            project_id = self._project_id(conn, project)
+            fastsql.execute(conn, INSERT_OBJECTIVE, {**row, "project_id": project_id})
             # The run is inserted with its first event already counted: one INSERT each, no
             # UPDATE to take the sequence number (nobody else can see the run yet).
             run = Run(
@@ -143,11 +144,12 @@ class ObjectivesMixin(DefinitionsMixin):
                 created_at=now,
                 updated_at=now,
             )
-            conn.execute(INSERT_RUN, {**run.__dict__, "wait_name": None})
+            fastsql.execute(conn, INSERT_RUN, {**run.__dict__, "wait_name": None})
             payload: dict[str, Any] = {"objective_id": objective.id, "workflow": workflow_name}
             if request_key is not None:
                 payload["request_key"] = request_key
-            conn.execute(
+            fastsql.execute(
+                conn,
                 INSERT_EVENT,
                 {"run_id": run.id, "seq": 1, "type": "run.created", "actor": actor,
                  "payload": payload, "at": now},
@@ -156,8 +158,8 @@ class ObjectivesMixin(DefinitionsMixin):
             return NewObjective(objective, run, True)
 
     def _project_id(self, conn: sa.Connection, name: str) -> str:
-        found = conn.execute(PROJECT_ID, {"p_name": name})
-        project_id = found.scalar_one_or_none()
+        found = fastsql.one_or_none(fastsql.execute(conn, PROJECT_ID, {"p_name": name}))
+        project_id = None if found is None else found["id"]
         if project_id is None:
             project_id = new_id()
             conn.execute(

@@ -24,7 +24,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from openseal.compiler.canonical import canonical_bytes
-from openseal.runtime import schema
+from openseal.runtime import fastsql, schema
 from openseal.runtime.clock import new_id
 from openseal.runtime.records import Row
 from openseal.runtime.store_errors import NotFound
@@ -200,13 +200,13 @@ def insert(
         document=draft.document,
         created_at=now,
     )
-    conn.execute(INSERT, proposal.__dict__)
+    fastsql.execute(conn, INSERT, proposal.__dict__)
     return proposal, True
 
 
 def by_hash(conn: sa.Connection, run_id: str, proposal_hash: str) -> Proposal | None:
     params = {"p_run": run_id, "p_hash": proposal_hash}
-    found = conn.execute(BY_HASH, params).mappings().one_or_none()
+    found = fastsql.one_or_none(fastsql.execute(conn, BY_HASH, params))
     return None if found is None else Proposal.from_row(found)
 
 
