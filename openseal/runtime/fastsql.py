@@ -128,6 +128,37 @@ def execute_count(conn: sa.Connection, stmt: sa.Executable, params: Mapping[str,
     return _run(conn, stmt, params)[1]
 
 
+def execute_driver_sql(conn: sa.Connection, sql: str) -> None:
+    """Run ``sql`` (no parameters, no rows: ``BEGIN IMMEDIATE``) on the connection's cursor.
+
+    For statements a dialect hook issues on every transaction; like ``exec_driver_sql``, but
+    without the execution context around it.
+    """
+    dbapi = conn.connection.dbapi_connection
+    assert dbapi is not None
+    cursor = dbapi.cursor()
+    try:
+        _cursor_execute(conn, cursor, sql, (), many=False)
+    finally:
+        cursor.close()
+
+
+def _cursor_execute(
+    conn: sa.Connection, cursor: Any, sql: str, parameters: Any, many: bool
+) -> None:
+    if conn.dispatch.before_cursor_execute:
+        conn.dispatch.before_cursor_execute(conn, cursor, sql, parameters, None, many)
+    try:
+        if many:
+            cursor.executemany(sql, parameters)
+        else:
+            cursor.execute(sql, parameters)
+    except conn.dialect.loaded_dbapi.Error as exc:
+        raise sa.exc.DBAPIError.instance(
+            sql, parameters, exc, conn.dialect.loaded_dbapi.Error, dialect=conn.dialect
+        ) from exc
+
+
 def _run(
     conn: sa.Connection,
     stmt: sa.Executable,
@@ -148,18 +179,7 @@ def _run(
     assert dbapi is not None
     cursor = dbapi.cursor()
     try:
-        parameters: Any = arguments if many else arguments[0]
-        if conn.dispatch.before_cursor_execute:
-            conn.dispatch.before_cursor_execute(conn, cursor, prepared.sql, parameters, None, many)
-        try:
-            if many:
-                cursor.executemany(prepared.sql, arguments)
-            else:
-                cursor.execute(prepared.sql, arguments[0])
-        except conn.dialect.loaded_dbapi.Error as exc:
-            raise sa.exc.DBAPIError.instance(
-                prepared.sql, parameters, exc, conn.dialect.loaded_dbapi.Error, dialect=conn.dialect
-            ) from exc
+        _cursor_execute(conn, cursor, prepared.sql, arguments if many else arguments[0], many)
         if not prepared.columns or cursor.description is None:
             return [], cursor.rowcount
         return _rows(conn.dialect, prepared, cursor.description, cursor.fetchall()), -1

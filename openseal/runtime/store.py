@@ -25,7 +25,7 @@ import sqlalchemy as sa
 from sqlalchemy import event
 
 from openseal.errors import StoreError
-from openseal.runtime import migrations
+from openseal.runtime import fastsql, migrations
 from openseal.runtime.agent_requests import AgentRequestsMixin
 from openseal.runtime.store_base import BEGIN_MODE
 
@@ -135,7 +135,7 @@ def _sqlite_engine(path: Path, *, synchronous: str, busy_timeout_ms: int) -> sa.
         # IMMEDIATE takes the write lock up front: two writers queue on busy_timeout
         # instead of failing with SQLITE_BUSY when a read lock would need upgrading.
         mode = conn.get_execution_options().get(BEGIN_MODE, "IMMEDIATE")
-        conn.exec_driver_sql(f"BEGIN {mode}")
+        fastsql.execute_driver_sql(conn, f"BEGIN {mode}")
 
     return engine
 
