@@ -15,7 +15,7 @@ world, which changed whether or not this worker still holds the run.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -151,6 +151,11 @@ def get(conn: sa.Connection, action_id: str) -> Action:
     return Action.from_row(found)
 
 
+#: appends one run event (type, payload, actor) in the caller's transaction; a fenced
+#: transaction's ``append_event`` holds it back and writes it with the others at the end
+EventSink = Callable[[str, dict[str, Any], str], Any]
+
+
 def move(
     conn: sa.Connection,
     action: Action,
@@ -161,12 +166,14 @@ def move(
     expect: Iterable[ActionStatus] | None = None,
     note: str | None = None,
     event: dict[str, Any] | None = None,
+    events: EventSink | None = None,
     **values: Any,
 ) -> Action | None:
     """Move ``action`` (from one of ``expect``, default its current status) to ``to``.
 
-    Appends to the action's history and a run event ``action.<to>``; returns None (writing
-    nothing) when the action was no longer in an expected status.
+    Appends to the action's history and a run event ``action.<to>`` (through ``events`` when
+    given, else written at once); returns None (writing nothing) when the action was no longer
+    in an expected status.
     """
     allowed = list(expect) if expect is not None else [action.status]
     entry = {"at": iso(now), "from": str(action.status), "to": str(to), "actor": actor}
@@ -191,7 +198,9 @@ def move(
         **({"note": note} if note else {}),
         **(event or {}),
     }
-    if append_events(conn, action.run_id, ((f"action.{to}", actor, payload),), now=now) is None:
+    if events is not None:
+        events(f"action.{to}", payload, actor)
+    elif append_events(conn, action.run_id, ((f"action.{to}", actor, payload),), now=now) is None:
         raise NotFound(f"run {action.run_id} not found")
     # The conditional UPDATE matched the revision read, so the row is exactly this now.
     return replace(

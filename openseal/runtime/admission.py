@@ -52,9 +52,16 @@ def admit(
     state: str,
     now: datetime,
     actor: str,
+    events: action_rows.EventSink | None = None,
+    fresh: bool = False,
 ) -> Action | str:
-    """Admit ``action`` (inside the caller's fenced transaction) or return why not."""
-    current = action_rows.get(conn, action.id)
+    """Admit ``action`` (inside the caller's fenced transaction) or return why not.
+
+    ``fresh``: ``action`` was read in this same transaction, so it is not read again (the
+    move to ``admitted`` is conditional on its revision either way). ``events`` receives the
+    run events, as in :func:`openseal.runtime.actions.move`.
+    """
+    current = action if fresh else action_rows.get(conn, action.id)
     if current.status not in ADMISSIBLE:
         return current
     approval, reason = _approval(conn, workflow, proposal, now)
@@ -65,13 +72,13 @@ def admit(
     if reason is not None:
         action_rows.move(
             conn, current, ActionStatus.DENIED, now=now, actor=actor, expect=ADMISSIBLE,
-            note=reason, error=reason, state=state,
+            note=reason, error=reason, state=state, events=events,
         )  # fmt: skip
         return reason
     admitted = action_rows.move(
         conn, current, ActionStatus.ADMITTED, now=now, actor=actor, expect=ADMISSIBLE,
         approval_id=approval.id if approval else None, admitted_at=now, error=None, state=state,
-        event={"approval_id": approval.id if approval else None},
+        event={"approval_id": approval.id if approval else None}, events=events,
     )  # fmt: skip
     if admitted is None:
         return action_rows.get(conn, action.id)

@@ -94,6 +94,13 @@ class FencedTx:
         self.flush()
         return self._conn
 
+    @property
+    def row_conn(self) -> sa.Connection:
+        """The transaction's connection, with held-back changes left held back: only for
+        statements on other tables that append no run events themselves (pass
+        :meth:`append_event` where a helper takes an event sink)."""
+        return self._conn
+
     def flush(self) -> None:
         """Write the held-back run changes and events (one UPDATE, one INSERT)."""
         if not self._events and not self._values:

@@ -114,9 +114,10 @@ def _prepare(ctx: StepContext) -> tuple[Target, Proposal, Action, Action | None]
         action = found
         target = target_for(ctx.workflow, proposal)
         if action.status in admission.ADMISSIBLE:
+            # Read in this transaction; its events join the transaction's held-back batch.
             verdict = admission.admit(
-                tx.conn, ctx.store, ctx.workflow, proposal, action, state=ctx.state.name,
-                now=tx.now, actor=tx.actor,
+                tx.row_conn, ctx.store, ctx.workflow, proposal, action, state=ctx.state.name,
+                now=tx.now, actor=tx.actor, events=tx.append_event, fresh=True,
             )  # fmt: skip
             if isinstance(verdict, str):
                 refusal = f"action {action.id} was not admitted: {verdict}"
@@ -157,9 +158,9 @@ def _mark_dispatched(tx: FencedTx, action: Action) -> Action | None:
     """Persist ``dispatched`` (in a fenced transaction: a cancel since admission stops it)."""
     attempt = action.attempts + 1
     return rows.move(
-        tx.conn, action, ActionStatus.DISPATCHED, now=tx.now, actor=tx.actor,
+        tx.row_conn, action, ActionStatus.DISPATCHED, now=tx.now, actor=tx.actor,
         expect=(ActionStatus.ADMITTED, ActionStatus.UNKNOWN), attempts=attempt,
-        dispatched_at=tx.now, event={"attempt": attempt},
+        dispatched_at=tx.now, event={"attempt": attempt}, events=tx.append_event,
     )  # fmt: skip
 
 
