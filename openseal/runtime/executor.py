@@ -289,7 +289,7 @@ class TurnExecutor:
 
     def _advance(self, tx: FencedTx, ctx: StepContext, outcome: Advance) -> str:
         source = ctx.state.name
-        if outcome.settle is not None and not outcome.settle.within(tx.conn, tx.now):
+        if outcome.settle is not None and not outcome.settle.within(tx):
             problem = f"the outcome in {source} was recorded by someone else meanwhile; retry"
             tx.record_turn(ctx.turn_id, status="failed", error=problem)
             self._needs_attention(tx, dict(tx.run().context), source, problem)

@@ -50,13 +50,17 @@ def record_in(
     target: Target,
     actor: str,
     now: datetime,
+    events: rows.EventSink | None = None,
 ) -> tuple[Action, bool]:
     """:func:`record` in the caller's transaction; also whether this call recorded it (False:
-    someone else settled the action meanwhile — recovery, an operator)."""
+    someone else settled the action meanwhile — recovery, an operator). ``events`` receives
+    the run event, as in :func:`openseal.runtime.actions.move`."""
     current = rows.get(conn, action.id)
     if current.status != ActionStatus.DISPATCHED or current.attempts != action.attempts:
         return current, False
-    moved = _settle(conn, current, result, target, now=now, actor=actor, source="dispatch")
+    moved = _settle(
+        conn, current, result, target, now=now, actor=actor, source="dispatch", events=events
+    )
     return (moved, True) if moved is not None else (current, False)
 
 
@@ -69,6 +73,7 @@ def _settle(
     now: Any,
     actor: str,
     source: str,
+    events: rows.EventSink | None = None,
 ) -> Action | None:
     detail = {"source": source, **{k: v for k, v in result.detail.items() if k == "status"}}
     if confirmed(result):
@@ -77,11 +82,11 @@ def _settle(
             reason = f"the destination confirmed the action but its reply does not fit: {problem}"
             return rows.move(
                 conn, action, ActionStatus.NEEDS_ATTENTION, now=now, actor=actor, note=reason,
-                error=reason, result=result.output, event=detail,
+                error=reason, result=result.output, event=detail, events=events,
             )  # fmt: skip
         moved = rows.move(
             conn, action, ActionStatus.SUCCEEDED, now=now, actor=actor, result=output,
-            error=None, finished_at=now, event={**detail, "result": output},
+            error=None, finished_at=now, event={**detail, "result": output}, events=events,
         )  # fmt: skip
         if moved is not None:
             rows.settle(conn, action.id, "committed", now)
@@ -89,14 +94,14 @@ def _settle(
     if result.outcome == "failed":
         moved = rows.move(
             conn, action, ActionStatus.FAILED, now=now, actor=actor, error=result.error,
-            finished_at=now, event={**detail, "error": result.error},
+            finished_at=now, event={**detail, "error": result.error}, events=events,
         )  # fmt: skip
         if moved is not None:
             rows.settle(conn, action.id, "released", now)
         return moved
     return rows.move(
         conn, action, ActionStatus.UNKNOWN, now=now, actor=actor, note=result.error,
-        error=result.error, event={**detail, "error": result.error},
+        error=result.error, event={**detail, "error": result.error}, events=events,
     )  # fmt: skip
 
 

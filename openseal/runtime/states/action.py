@@ -19,10 +19,6 @@ then drafted here (named after the state) exactly as a proposal state would.
 
 from __future__ import annotations
 
-from datetime import datetime
-
-import sqlalchemy as sa
-
 from openseal.runtime import actions as rows
 from openseal.runtime import admission, proposals
 from openseal.runtime.actions import Action
@@ -211,8 +207,9 @@ def _leave_with(
     else:
         return None
 
-    def within(conn: sa.Connection, now: datetime) -> bool:
-        return record_in(conn, sent, result, target, actor, now)[1]
+    def within(tx: FencedTx) -> bool:
+        recorded = record_in(tx.row_conn, sent, result, target, actor, tx.now, tx.append_event)
+        return recorded[1]
 
     def alone() -> object:
         return record(ctx.store, sent, result, target, actor)

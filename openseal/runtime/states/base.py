@@ -15,8 +15,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import sqlalchemy as sa
-
 from openseal.runtime import budgets
 from openseal.runtime.definitions import canonical_json
 from openseal.runtime.fenced import FencedTx
@@ -35,12 +33,13 @@ Hook = Callable[[str, Claim], None]
 class Settle:
     """A record of what happened outside (an action's outcome) that an advance depends on.
 
-    It is written with the advance, in the same fenced transaction (``within``; False when
-    the record could not be made as expected). If that transaction is refused or fails, it is
-    written on its own (``alone``): the outside world changed whether or not the claim holds.
+    It is written with the advance, in the same fenced transaction (``within``, whose run
+    events join the transaction's held-back batch; False when the record could not be made as
+    expected). If that transaction is refused or fails, it is written on its own (``alone``):
+    the outside world changed whether or not the claim holds.
     """
 
-    within: Callable[[sa.Connection, datetime], bool]
+    within: Callable[[FencedTx], bool]
     alone: Callable[[], object]
 
 
