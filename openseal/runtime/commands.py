@@ -17,6 +17,7 @@ from openseal.runtime import approvals as approval_rows
 from openseal.runtime import schema
 from openseal.runtime.events import change_run, iso, lease_released
 from openseal.runtime.leases import LeasesMixin
+from openseal.runtime.objectives import settle_objective
 from openseal.runtime.records import Run
 from openseal.runtime.statuses import (
     TERMINAL_RUN_STATUSES,
@@ -142,6 +143,7 @@ class CommandsMixin(LeasesMixin):
             # dispatched is reported as it stands, since it may already have happened.
             canceled_approvals = approval_rows.cancel_for_run(conn, run_id, now, actor)
             action_report = action_rows.cancel_for_run(conn, run_id, now, actor)
+            settle_objective(conn, run, RunStatus.CANCELED, now)
             canceled, _ = change_run(
                 conn,
                 run_id,

@@ -24,6 +24,7 @@ from openseal.errors import StoreError
 from openseal.runtime import fastsql, schema
 from openseal.runtime.clock import new_id
 from openseal.runtime.events import EVENT_WRITES, append_events, iso, lease_released
+from openseal.runtime.objectives import settle_objective
 from openseal.runtime.records import Activity, AgentRequest, Claim, Event, InboundEvent, Run, Turn
 from openseal.runtime.statuses import AgentRequestStatus, RunStatus
 from openseal.runtime.store_base import StoreBase
@@ -181,6 +182,7 @@ class FencedTx:
             values["wait_name"] = None
         if "status" in values and values["status"] != RunStatus.RUNNING:
             values.update(lease_released())
+            settle_objective(self._conn, self._run, RunStatus(values["status"]), self.now)
         described: dict[str, Any] = {}
         if describe:
             described = {k: v for k, v in values.items() if k in ("status", "current_state")}

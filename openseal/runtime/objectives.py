@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -237,3 +238,30 @@ class ObjectivesMixin(DefinitionsMixin):
             if deadline is not None and time.monotonic() >= deadline:
                 return
             time.sleep(self.poll_interval)
+
+
+#: what a finished root run means for its objective
+OBJECTIVE_OUTCOME: dict[RunStatus, ObjectiveStatus] = {
+    RunStatus.COMPLETED: ObjectiveStatus.SATISFIED,
+    RunStatus.FAILED: ObjectiveStatus.FAILED,
+    RunStatus.CANCELED: ObjectiveStatus.RETIRED,
+}
+
+
+def settle_objective(conn: sa.Connection, run: Run, status: RunStatus, now: datetime) -> None:
+    """Record on the objective how its run ended, in the transaction that ended the run.
+
+    Only the objective's own run (not a delegated child run) settles it, and only an
+    objective still ``active`` or ``paused``.
+    """
+    outcome = OBJECTIVE_OUTCOME.get(status)
+    if outcome is None or run.parent_run_id is not None:
+        return
+    conn.execute(
+        sa.update(schema.objectives)
+        .where(
+            schema.objectives.c.id == run.objective_id,
+            schema.objectives.c.status.in_([ObjectiveStatus.ACTIVE, ObjectiveStatus.PAUSED]),
+        )
+        .values(status=outcome, revision=schema.objectives.c.revision + 1, updated_at=now)
+    )

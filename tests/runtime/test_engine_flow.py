@@ -143,6 +143,7 @@ def test_budget_exhausted_fails_the_run_when_the_workflow_says_so(
     assert failed.status == RunStatus.FAILED
     assert "model_calls" in (failed.waiting or {})["reason"]
     assert len(read_calls(calls)) == 1
+    assert store.get_objective(failed.objective_id).status == "failed"
 
 
 def test_version_pinning_old_runs_finish_on_their_version(store: Store, tmp_path: Path) -> None:
@@ -219,3 +220,19 @@ def store_activities(store: Store, run_id: str) -> list[dict[str, object]]:
     with store.read() as conn:
         rows = conn.execute(sa.select(table).where(table.c.run_id == run_id)).mappings()
         return [dict(row) for row in rows]
+
+
+def test_the_objective_records_how_its_run_ended(store: Store, tmp_path: Path) -> None:
+    register(store, small_workflow(tmp_path))
+    provider, _ = scripted(tmp_path, PICK_7)
+    done = service.create_objective(store, "small", {"n": 5})
+    canceled = service.create_objective(store, "small", {"n": 6})
+    worker = engine(store, provider)
+    worker.run_until_idle()
+    assert store.get_objective(done.objective.id).status == "active"  # still waiting
+    service.deliver_event(store, "ok", {"by": "tester"}, correlation={"n": 5})
+    worker.run_until_idle()
+    service.cancel_run(store, canceled.run.id, reason="not needed")
+    assert store.get_run(done.run.id).status == RunStatus.COMPLETED
+    assert store.get_objective(done.objective.id).status == "satisfied"
+    assert store.get_objective(canceled.objective.id).status == "retired"
