@@ -78,6 +78,7 @@ CODES: dict[str, str] = {
     "OS506": "literal secret in a definition",
     "OS507": "budget too small for the shortest path",
     "OS508": "skill requiring approval used in a runbook",
+    "OS509": "turn offers a skill the model can never call",
 }
 
 

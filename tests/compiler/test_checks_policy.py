@@ -38,6 +38,7 @@ CASES: list[tuple[Check, str, str]] = [
         "OS508",
         "os508_runbook_skills_need_no_approval.hcl",
     ),
+    (policy.check_turn_skills_only_read, "OS509", "os509_turn_skills_only_read.hcl"),
 ]
 
 

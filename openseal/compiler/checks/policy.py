@@ -3,7 +3,8 @@
 Who may call what (``OS501``), how risky (``OS502``), whether a mutation can be
 reconciled (``OS503``), whether it waits for an approval of exactly what it
 sends (``OS504``), whether bindings only narrow (``OS505``), no literal secrets
-(``OS506``) and no approval-requiring skill in a runbook (``OS508``).
+(``OS506``), no approval-requiring skill in a runbook (``OS508``), and a warning
+for a turn that offers the model a skill with effects (``OS509``).
 
 A reference that does not resolve is skipped here: resolve has reported it.
 """
@@ -21,7 +22,7 @@ from openseal.compiler import expr as ex
 from openseal.compiler.build import Graphs
 from openseal.compiler.checks.graph import Check
 from openseal.compiler.decode import Definition
-from openseal.compiler.diagnostics import Diagnostic, Related, error
+from openseal.compiler.diagnostics import Diagnostic, Related, error, warning
 from openseal.compiler.grants import (
     Call,
     acting_agent,
@@ -72,6 +73,29 @@ def _separate_grants_note(analysis: Analysis, call: Call) -> str:
         if any(g.skill == call.skill and g.grantee.startswith(prefix) for g in analysis.grants):
             return "; grants to its roles do not cover the team acting as a whole"
     return ""
+
+
+def check_turn_skills_only_read(analysis: Analysis, graphs: Graphs) -> list[Diagnostic]:
+    """A turn offers the model only read skills: the gateway refuses any effect proposed as a
+    tool call, so listing one only wastes the model's calls (a warning, not an error)."""
+    out: list[Diagnostic] = []
+    for _, spec in workflows(analysis):
+        for call in workflow_calls(spec, analysis):
+            if call.what != "the turn" or call.spec.effect == "read":
+                continue
+            if _above_ceiling(analysis, call):
+                continue  # OS502 already says this turn may not use it at all
+            name = call.skill.removeprefix("skill.")
+            out.append(
+                warning(
+                    "OS509",
+                    f"turn in state `{call.state}` offers skill `{name}` (effect "
+                    f"`{call.spec.effect}`); a model's tool call can never run an effect",
+                    call.span,
+                    suggestion="draft a `proposal` of it, approve it, and run it in an `action`",
+                )
+            )
+    return out
 
 
 # --------------------------------------------------------------------------- OS502
@@ -367,4 +391,5 @@ POLICY_CHECKS: tuple[Check, ...] = (
     check_bindings_only_narrow,
     check_no_literal_secrets,
     check_runbook_skills_need_no_approval,
+    check_turn_skills_only_read,
 )
