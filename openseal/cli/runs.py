@@ -161,7 +161,10 @@ def show(home: Path, output: str, run_id: str) -> None:
     click.echo(f"  position  {view.previous or '(start)'} -> {view.current} -> {following}")
     if view.reason:
         click.echo(f"  waiting   {view.reason}")
-    click.echo(f"  epoch {run.epoch}  events {run.last_event_seq}  lease {run.lease_owner or '-'}")
+    click.echo(
+        f"  revision {run.revision}  epoch {run.epoch}  events {run.last_event_seq}"
+        f"  lease {run.lease_owner or '-'}"
+    )
     if run.budget_used:
         click.echo(f"  budget    {json.dumps(run.budget_used, sort_keys=True)}")
     outputs = run.context.get("outputs")
@@ -195,6 +198,15 @@ def events(home: Path, output: str, run_id: str, after: int, follow: bool, limit
                 click.echo(_event_line(event))
 
 
+#: refuse the command if the run changed since the caller read it (``runs show`` prints it)
+expected_revision_option = click.option(
+    "--expected-revision",
+    type=click.IntRange(0),
+    default=None,
+    help="Refuse (stale_revision) unless the run is still at this revision.",
+)
+
+
 def _changed(run: Run, output: str, verb: str) -> None:
     if output == "json":
         echo_json(run)
@@ -206,30 +218,51 @@ def _changed(run: Run, output: str, verb: str) -> None:
 @store_options
 @click.argument("run_id")
 @click.option("--reason", default=None)
-def pause(home: Path, output: str, run_id: str, reason: str | None) -> None:
+@expected_revision_option
+def pause(
+    home: Path, output: str, run_id: str, reason: str | None, expected_revision: int | None
+) -> None:
     """Stop a run where it is (an in-flight turn is fenced off)."""
     with opened(home) as store:
-        _changed(service.pause_run(store, run_id, reason=reason), output, "paused")
+        _changed(
+            service.pause_run(store, run_id, reason=reason, expected_revision=expected_revision),
+            output,
+            "paused",
+        )
 
 
 @runs.command("resume")
 @store_options
 @click.argument("run_id")
 @click.option("--reason", default=None)
-def resume(home: Path, output: str, run_id: str, reason: str | None) -> None:
+@expected_revision_option
+def resume(
+    home: Path, output: str, run_id: str, reason: str | None, expected_revision: int | None
+) -> None:
     """Undo a pause."""
     with opened(home) as store:
-        _changed(service.resume_run(store, run_id, reason=reason), output, "resumed")
+        _changed(
+            service.resume_run(store, run_id, reason=reason, expected_revision=expected_revision),
+            output,
+            "resumed",
+        )
 
 
 @runs.command("cancel")
 @store_options
 @click.argument("run_id")
 @click.option("--reason", default=None)
-def cancel(home: Path, output: str, run_id: str, reason: str | None) -> None:
+@expected_revision_option
+def cancel(
+    home: Path, output: str, run_id: str, reason: str | None, expected_revision: int | None
+) -> None:
     """Cancel a run durably; the event says what it was doing."""
     with opened(home) as store:
-        _changed(service.cancel_run(store, run_id, reason=reason), output, "canceled")
+        _changed(
+            service.cancel_run(store, run_id, reason=reason, expected_revision=expected_revision),
+            output,
+            "canceled",
+        )
 
 
 @runs.command("intervene")
@@ -238,11 +271,25 @@ def cancel(home: Path, output: str, run_id: str, reason: str | None) -> None:
 @click.option("--reason", required=True, help="Why (kept in the run's events).")
 @click.option("--state", default=None, help="Continue from this state.")
 @click.option("--value", default=None, help="JSON output for the run's current state.")
+@expected_revision_option
 def intervene(
-    home: Path, output: str, run_id: str, reason: str, state: str | None, value: str | None
+    home: Path,
+    output: str,
+    run_id: str,
+    reason: str,
+    state: str | None,
+    value: str | None,
+    expected_revision: int | None,
 ) -> None:
     """Repair a paused run or one that needs attention (with neither option: retry it)."""
     parsed = parse_value(value, "--value") if value is not None else None
     with opened(home) as store:
-        run = service.intervene(store, run_id, reason=reason, state=state, value=parsed)
+        run = service.intervene(
+            store,
+            run_id,
+            reason=reason,
+            state=state,
+            value=parsed,
+            expected_revision=expected_revision,
+        )
     _changed(run, output, "changed")

@@ -125,7 +125,18 @@ def test_runs_events_pages_and_follows(cli: Cli, store: Store) -> None:
 
 def test_pause_resume_cancel_through_the_cli(cli: Cli, store: Store) -> None:
     run_id = create(cli)
-    code, out, _ = cli("runs", "pause", run_id, "--reason", "hold")
+    revision = store.get_run(run_id).revision
+    code, _, err = cli("runs", "pause", run_id, "--expected-revision", str(revision + 1))
+    assert code == 1
+    assert err.strip() == (
+        f"error: run {run_id} is at revision {revision}, not {revision + 1}; "
+        "reload it and try again"
+    )
+    assert store.get_run(run_id).status != "paused"  # refused: nothing changed
+    assert f"revision {revision}" in cli("runs", "show", run_id)[1]
+    code, out, _ = cli(
+        "runs", "pause", run_id, "--reason", "hold", "--expected-revision", str(revision)
+    )
     assert (code, out.strip()) == (0, f"run {run_id} paused: now paused")
     assert cli.json("runs", "resume", run_id)["status"] == "queued"  # type: ignore[index]
     assert cli("runs", "cancel", run_id)[0] == 0
