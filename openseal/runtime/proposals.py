@@ -26,7 +26,7 @@ import sqlalchemy as sa
 from openseal.compiler.canonical import canonical_bytes
 from openseal.runtime import fastsql, schema
 from openseal.runtime.clock import new_id
-from openseal.runtime.records import Row
+from openseal.runtime.records import RowRecord
 from openseal.runtime.store_errors import NotFound
 from openseal.runtime.workflow import CompiledWorkflow, DefinitionError, evaluate_json
 
@@ -41,7 +41,7 @@ BY_HASH = sa.select(proposals).where(
 
 
 @dataclass(frozen=True)
-class Proposal:
+class Proposal(RowRecord):
     id: str
     run_id: str
     name: str
@@ -53,10 +53,6 @@ class Proposal:
     actor: str
     document: dict[str, Any]
     created_at: datetime
-
-    @classmethod
-    def from_row(cls, row: Row) -> Proposal:
-        return cls(**{name: row[name] for name in cls.__dataclass_fields__})
 
     @property
     def args(self) -> dict[str, Any]:

@@ -8,14 +8,22 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
-from typing import Any
+from typing import Any, Self
 
 from openseal.runtime.statuses import AgentRequestStatus, ObjectiveStatus, RunStatus
 
 Row = Mapping[Any, Any]
 JSONValue = Any
+
+
+class RowRecord:
+    """A record whose fields are exactly the columns of its row, by name."""
+
+    @classmethod
+    def from_row(cls, row: Row) -> Self:
+        return cls(**{f.name: row[f.name] for f in fields(cls)})  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -45,7 +53,7 @@ class Deployment:
 
 
 @dataclass(frozen=True)
-class Activation:
+class Activation(RowRecord):
     id: str
     name: str
     digest: str
@@ -54,10 +62,6 @@ class Activation:
     change_proposal_id: str | None
     reason: str | None
     at: datetime
-
-    @classmethod
-    def from_row(cls, row: Row) -> Activation:
-        return cls(**{name: row[name] for name in cls.__dataclass_fields__})
 
 
 @dataclass(frozen=True)
@@ -132,7 +136,7 @@ class NewObjective:
 
 
 @dataclass(frozen=True)
-class Event:
+class Event(RowRecord):
     run_id: str
     seq: int
     type: str
@@ -140,13 +144,9 @@ class Event:
     payload: dict[str, JSONValue]
     at: datetime
 
-    @classmethod
-    def from_row(cls, row: Row) -> Event:
-        return cls(**{name: row[name] for name in cls.__dataclass_fields__})
-
 
 @dataclass(frozen=True)
-class Turn:
+class Turn(RowRecord):
     id: str
     run_id: str
     seq: int
@@ -159,13 +159,9 @@ class Turn:
     finished_at: datetime | None
     error: str | None
 
-    @classmethod
-    def from_row(cls, row: Row) -> Turn:
-        return cls(**{name: row[name] for name in cls.__dataclass_fields__})
-
 
 @dataclass(frozen=True)
-class Activity:
+class Activity(RowRecord):
     run_id: str
     activity_id: str
     kind: str
@@ -173,13 +169,9 @@ class Activity:
     result: JSONValue
     created_at: datetime
 
-    @classmethod
-    def from_row(cls, row: Row) -> Activity:
-        return cls(**{name: row[name] for name in cls.__dataclass_fields__})
-
 
 @dataclass(frozen=True)
-class InboundEvent:
+class InboundEvent(RowRecord):
     id: str
     name: str
     correlation: dict[str, JSONValue]
@@ -187,10 +179,6 @@ class InboundEvent:
     received_at: datetime
     consumed_by_run_id: str | None
     consumed_at: datetime | None
-
-    @classmethod
-    def from_row(cls, row: Row) -> InboundEvent:
-        return cls(**{name: row[name] for name in cls.__dataclass_fields__})
 
 
 @dataclass(frozen=True)
@@ -232,12 +220,8 @@ class Claim:
 
 
 @dataclass(frozen=True)
-class ArtifactInfo:
+class ArtifactInfo(RowRecord):
     digest: str
     size: int
     media_type: str
     created_at: datetime
-
-    @classmethod
-    def from_row(cls, row: Row) -> ArtifactInfo:
-        return cls(**{name: row[name] for name in cls.__dataclass_fields__})
