@@ -3,10 +3,10 @@
 It re-checks, together and at the last moment: that the run still holds its claim (a cancel or
 pause bumped the epoch, so the fenced transaction refuses), the binding (the pinned version
 still grants the skill to the proposal's actor, the skill's digest is the proposal's, the
-grant's constraints hold for the exact arguments), the approval (same hash, approved,
-unexpired) and the spend budgets (the proposal's amount is reserved against the workflow's and
-the owner's ``spend`` limits). A refusal marks the action ``denied`` with the reason; the run
-then needs attention.
+grant's constraints hold for the exact arguments), the approval (same hash, approved, decided
+before it expired) and the spend budgets (the proposal's amount is reserved against the
+workflow's and the owner's ``spend`` limits). A refusal marks the action ``denied`` with the
+reason; the run then needs attention.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def admit(
     current = action if fresh else action_rows.get(conn, action.id)
     if current.status not in ADMISSIBLE:
         return current
-    approval, reason = _approval(conn, workflow, proposal, now)
+    approval, reason = _approval(conn, workflow, proposal)
     reason = _binding(workflow, proposal) or reason
     budgets = spend_budgets(workflow, proposal.run_id)
     if reason is None:
@@ -146,7 +146,7 @@ def approval_required(workflow: CompiledWorkflow, proposal: Proposal) -> bool:
 
 
 def _approval(
-    conn: sa.Connection, workflow: CompiledWorkflow, proposal: Proposal, now: datetime
+    conn: sa.Connection, workflow: CompiledWorkflow, proposal: Proposal
 ) -> tuple[Approval | None, str | None]:
     if not approval_required(workflow, proposal):
         return None, None
@@ -160,12 +160,29 @@ def _approval(
         .order_by(approvals.c.id.desc())
     ).mappings()
     found = [Approval.from_row(row) for row in rows]
-    valid = [a for a in found if not a.expired_at(now)]
+    valid = [a for a in found if decided_in_time(a)]
     if valid:
         return valid[0], None
     if found:
-        return None, f"the approval of proposal {proposal.hash} expired at {found[0].expires_at}"
+        late = found[0]
+        return None, (
+            f"the approval of proposal {proposal.hash} was decided at {late.decided_at}, "
+            f"after it expired at {late.expires_at}"
+        )
     return None, f"proposal {proposal.name} ({proposal.hash}) has no approval"
+
+
+def decided_in_time(approval: Approval) -> bool:
+    """The approval was decided before it expired.
+
+    Expiry bounds the *decision*: an approval given in time stays valid however long the
+    worker takes to reach admission (a queue, a restart, a paused run resumed later).
+    Decisions after ``expires_at`` are refused when they are made, so this only guards
+    against rows that say otherwise.
+    """
+    if approval.expires_at is None:
+        return True
+    return approval.decided_at is not None and approval.decided_at < approval.expires_at
 
 
 # -- spend -----------------------------------------------------------------------------

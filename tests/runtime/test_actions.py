@@ -68,17 +68,40 @@ def test_an_approved_order_is_submitted_once_with_the_stable_key(
     assert_gap_free(store, run.id)
 
 
-def test_an_expired_approval_cannot_admit(
+def test_an_approval_decided_in_time_admits_however_late_the_worker_comes(
     store: Store, simulator: ProcurementSimulator, tmp_path: Path
 ) -> None:
     f = flow(store, simulator, tmp_path)
-    run = approved(f)
+    run = approved(f)  # decided at once; the approval expires 72h after it was opened
     later = store.now() + timedelta(hours=73)
-    store.clock = lambda: later
+    store.clock = lambda: later  # the worker only gets there after the expiry
+    f.run_until_idle()
+    assert f.status(run) == RunStatus.COMPLETED
+    assert the_action(store, run).status == ActionStatus.SUCCEEDED
+    assert simulator.order_count() == 1
+
+
+def test_an_approval_recorded_as_decided_after_its_expiry_cannot_admit(
+    store: Store, simulator: ProcurementSimulator, tmp_path: Path
+) -> None:
+    import sqlalchemy as sa
+
+    from openseal.runtime.schema import approvals
+
+    f = flow(store, simulator, tmp_path)
+    run = approved(f)
+    [approval] = service_actions.list_approvals(store, run_id=run.id)
+    assert approval.expires_at is not None
+    with store.engine.begin() as conn:  # a decision the store would never accept
+        conn.execute(
+            sa.update(approvals)
+            .where(approvals.c.id == approval.id)
+            .values(decided_at=approval.expires_at + timedelta(seconds=1))
+        )
     f.run_until_idle()
     current = store.get_run(run.id)
     assert current.status == RunStatus.NEEDS_ATTENTION
-    assert "expired" in str((current.waiting or {}).get("reason"))
+    assert "after it expired" in str((current.waiting or {}).get("reason"))
     assert the_action(store, run).status == ActionStatus.DENIED
     assert simulator.order_count() == 0
 
