@@ -23,7 +23,7 @@ import sqlalchemy as sa
 from openseal.errors import StoreError
 from openseal.runtime import fastsql, schema
 from openseal.runtime.clock import new_id
-from openseal.runtime.events import EVENT_WRITES, append_events, iso, lease_released
+from openseal.runtime.events import EVENT_WRITES, Fence, append_events, iso, lease_released
 from openseal.runtime.objectives import settle_objective
 from openseal.runtime.records import Activity, AgentRequest, Claim, Event, InboundEvent, Run, Turn
 from openseal.runtime.statuses import AgentRequestStatus, RunStatus
@@ -74,7 +74,14 @@ SELECT_COUNTERS: Final = sa.select(runs.c.last_event_seq, runs.c.revision).where
 
 class FencedTx:
     def __init__(
-        self, store: StoreBase, conn: sa.Connection, claim: Claim, now: datetime, run: Run
+        self,
+        store: StoreBase,
+        conn: sa.Connection,
+        claim: Claim,
+        now: datetime,
+        run: Run,
+        *,
+        held: bool = True,
     ) -> None:
         self._store = store
         self._conn = conn
@@ -85,6 +92,10 @@ class FencedTx:
         self._run = run
         self._values: dict[str, Any] = {}
         self._events: list[tuple[str, str, dict[str, Any]]] = []
+        #: whether the stored row is known to be held by this claim: the flush's UPDATE then
+        #: also requires epoch, owner and ``running`` (the lock already guarantees it; this
+        #: keeps a transaction that lost its lock from writing over a takeover)
+        self._row_held = held
         # Event writes on this connection so far: another one means someone appended to a
         # run directly (through :attr:`conn`) and the sequence must be read again.
         self._writes_seen = conn.info.get(EVENT_WRITES, 0)
@@ -106,14 +117,22 @@ class FencedTx:
         """Write the held-back run changes and events (one UPDATE, one INSERT)."""
         if not self._events and not self._values:
             return
+        fence = Fence(self.claim.epoch, self.claim.worker_id) if self._row_held else None
         row = append_events(
-            self._conn, self.claim.run_id, self._events, now=self.now, values=self._values
-        )
+            self._conn, self.claim.run_id, self._events, now=self.now, values=self._values,
+            fence=fence,
+        )  # fmt: skip
         if row is None or int(row["last_event_seq"]) != self._run.last_event_seq:
             # The row is locked by this transaction; a mismatch is a bug, never a race.
             raise StoreError(f"run {self.claim.run_id} changed under its lock", code="internal")
         self._values, self._events = {}, []
         self._writes_seen = self._conn.info.get(EVENT_WRITES, 0)
+        run = self._run
+        self._row_held = (
+            run.status == RunStatus.RUNNING
+            and run.epoch == self.claim.epoch
+            and run.lease_owner == self.claim.worker_id
+        )
 
     def _sync_counters(self) -> None:
         if self._conn.info.get(EVENT_WRITES, 0) == self._writes_seen:

@@ -86,7 +86,7 @@ class LeasesMixin(WaitsMixin):
             if before.lease_owner is not None:
                 payload["previous_owner"] = before.lease_owner
             claim = Claim(before.id, worker_id, epoch, expires, before.status, before)
-            tx = FencedTx(self, conn, claim, now, before)
+            tx = FencedTx(self, conn, claim, now, before, held=False)
             # The row is locked (SKIP LOCKED on PostgreSQL, the write lock on SQLite), so the
             # new epoch can be computed here rather than in SQL.
             after = tx._change(

@@ -27,11 +27,10 @@ from sqlalchemy import event
 from openseal.errors import StoreError
 from openseal.runtime import fastsql, migrations
 from openseal.runtime.agent_requests import AgentRequestsMixin
+from openseal.runtime.listener import NotificationListener
 from openseal.runtime.store_base import BEGIN_MODE
 
 if TYPE_CHECKING:
-    import psycopg
-
     from openseal.runtime.artifacts import ArtifactStore
 
 DATABASE_URL_ENV = "OPENSEAL_DATABASE_URL"
@@ -62,7 +61,11 @@ class SQLiteStore(Store):
 
 class PostgresStore(Store):
     dialect: ClassVar[str] = "postgresql"
-    _listener: psycopg.Connection[Any] | None = None
+
+    def __init__(self, engine: sa.Engine, **options: Any) -> None:
+        super().__init__(engine, **options)
+        # One LISTEN session per store, outside the pool, fanned out to every waiting thread.
+        self._listener = NotificationListener(engine, WORK_CHANNEL, self.wake_local_workers)
 
     def for_update(self, stmt: sa.Select[Any]) -> sa.Select[Any]:
         return stmt.with_for_update()
@@ -80,34 +83,13 @@ class PostgresStore(Store):
         super().notify_work(conn)
 
     def wait_for_work(self, timeout: float, since: int | None = None) -> bool:
-        # Notifications queue on the listening connection, so none is lost before the wait.
-        listener = self._listen()
-        try:
-            for _ in listener.notifies(timeout=timeout, stop_after=1):
-                return True
-        except Exception:
-            self._drop_listener()  # the next wait listens on a fresh connection
-            raise
-        return False
-
-    def _listen(self) -> psycopg.Connection[Any]:
-        if self._listener is None:
-            raw = self.engine.raw_connection()
-            conn = raw.driver_connection
-            assert conn is not None
-            conn.autocommit = True
-            conn.execute(f"LISTEN {WORK_CHANNEL}")
-            self._listener = conn
-            self._raw_listener = raw
-        return self._listener
-
-    def _drop_listener(self) -> None:
-        if self._listener is not None:
-            self._raw_listener.invalidate()
-            self._listener = None
+        # The listener turns every NOTIFY (and every reconnection) into a local wake-up, so
+        # a wait is the same as on SQLite, without the polling bound.
+        self._listener.start()
+        return self.wait_for_local_work(timeout, since)
 
     def close(self) -> None:
-        self._drop_listener()
+        self._listener.close()
         super().close()
 
 
@@ -138,6 +120,20 @@ def _sqlite_engine(path: Path, *, synchronous: str, busy_timeout_ms: int) -> sa.
         fastsql.execute_driver_sql(conn, f"BEGIN {mode}")
 
     return engine
+
+
+def _refuse_changed_sessions(engine: sa.Engine) -> None:
+    """Never hand a transaction a pooled connection whose session state was changed.
+
+    A connection left in autocommit would make a "transaction" a series of independent
+    statements and ``FOR UPDATE`` lock nothing. The pool discards such a connection and
+    opens a fresh one instead.
+    """
+
+    @event.listens_for(engine, "checkout")
+    def _on_checkout(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+        if getattr(dbapi_connection, "autocommit", False):
+            raise sa.exc.DisconnectionError("a pooled connection was left in autocommit")
 
 
 def open_store(
@@ -176,6 +172,7 @@ def open_store(
             pool_pre_ping=True,
             json_serializer=compact_json,
         )
+        _refuse_changed_sessions(engine)
         store = PostgresStore(engine, home=home)
         migrate = auto_migrate is True
     else:

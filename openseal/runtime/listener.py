@@ -1,0 +1,124 @@
+"""PostgreSQL wake-ups: one ``LISTEN`` session per store, on a connection outside the pool.
+
+A LISTEN session needs autocommit and lives as long as the process waits for work, so it
+must never be a pooled connection: a pooled connection handed back in autocommit would turn
+later "transactions" into independent statements and ``FOR UPDATE`` into a no-op. The
+listener therefore takes a connection from the engine and *detaches* it (the pool forgets
+it), owns it on one thread, and fans each notification out to every idle worker thread of the
+process through a callback. When the session is lost (server restart, failover, a dropped
+connection, an idle-session timeout) the thread reconnects with capped backoff and wakes
+everyone once, because notifications sent while it was away are gone.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import sqlalchemy as sa
+
+log = logging.getLogger("openseal.listener")
+
+#: how long one wait for notifications lasts before the thread checks whether to stop
+POLL_SECONDS = 1.0
+#: backoff between reconnection attempts, doubling up to the cap
+RETRY_FIRST, RETRY_CAP = 0.2, 5.0
+#: how long the first caller waits for the session to be listening
+START_SECONDS = 5.0
+
+
+class NotificationListener:
+    """Listens on ``channel`` and calls ``on_notify()`` for each notification (and once after
+    every (re)connection). Start it lazily with :meth:`start`; :meth:`close` stops it."""
+
+    def __init__(self, engine: sa.Engine, channel: str, on_notify: Callable[[], None]) -> None:
+        if not channel.isidentifier():
+            raise ValueError(f"invalid channel name {channel!r}")
+        self.engine = engine
+        self.channel = channel
+        self.on_notify = on_notify
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()
+        self._first_attempt = threading.Event()
+        #: times the session was (re)established; tests read it
+        self.sessions = 0
+
+    def start(self) -> None:
+        """Start the listening thread if it is not running; the first call waits (briefly)
+        until the session listens, so work committed after it returns is never missed."""
+        with self._lock:
+            if self._thread is None and not self._stopping.is_set():
+                self._thread = threading.Thread(
+                    target=self._run, name="openseal-listener", daemon=True
+                )
+                self._thread.start()
+        self._first_attempt.wait(START_SECONDS)
+
+    def close(self) -> None:
+        self._stopping.set()
+        with self._lock:
+            thread = self._thread
+        if thread is not None:
+            thread.join(POLL_SECONDS * 3)
+
+    def _run(self) -> None:
+        delay = RETRY_FIRST
+        while not self._stopping.is_set():
+            try:
+                conn = self._connect()
+            except Exception as exc:  # unreachable for now: try again later
+                log.warning("cannot listen for work: %s", _one_line(exc))
+                self._first_attempt.set()
+                self._stopping.wait(delay)
+                delay = min(delay * 2, RETRY_CAP)
+                continue
+            delay = RETRY_FIRST
+            self.sessions += 1
+            self._first_attempt.set()
+            try:
+                # Whatever was notified while no session listened is lost: look once.
+                self.on_notify()
+                self._listen(conn)
+            except Exception as exc:
+                if not self._stopping.is_set():
+                    log.warning("listening for work stopped: %s; reconnecting", _one_line(exc))
+            finally:
+                _close_quietly(conn)
+
+    def _connect(self) -> Any:
+        raw = self.engine.raw_connection()
+        conn = raw.driver_connection
+        # From here on the pool no longer knows this connection: closing it really closes
+        # it, and it can never be handed to a transaction.
+        raw.detach()
+        if conn is None:  # pragma: no cover - a psycopg connection always has one
+            raise RuntimeError("the database driver gave no connection")
+        try:
+            conn.autocommit = True
+            conn.execute(f"LISTEN {self.channel}")
+        except BaseException:
+            _close_quietly(conn)
+            raise
+        return conn
+
+    def _listen(self, conn: Any) -> None:
+        while not self._stopping.is_set():
+            for _ in conn.notifies(timeout=POLL_SECONDS):
+                self.on_notify()
+            if conn.closed:
+                raise ConnectionError("the listening connection closed")
+
+
+def _close_quietly(conn: Any) -> None:
+    try:
+        conn.close()
+    except Exception as exc:  # already broken: nothing left to release
+        log.debug("closing the listening connection: %s", exc)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"
