@@ -3,7 +3,9 @@
 It re-checks, together and at the last moment: that the run still holds its claim (a cancel or
 pause bumped the epoch, so the fenced transaction refuses), the binding (the pinned version
 still grants the skill to the proposal's actor, the skill's digest is the proposal's, the
-grant's constraints hold for the exact arguments), the approval (same hash, approved, decided
+grant's constraints hold for the exact arguments — and the *active* version of the workflow,
+if another, grants no less: a revocation reaches runs in flight, a widening does not), the
+approval (same hash, approved, decided
 before it expired) and the spend budgets (the proposal's amount is reserved against the
 workflow's and the owner's ``spend`` limits). A refusal marks the action ``denied`` with the
 reason; the run then needs attention.
@@ -64,8 +66,9 @@ def admit(
     current = action if fresh else action_rows.get(conn, action.id)
     if current.status not in ADMISSIBLE:
         return current
-    approval, reason = _approval(conn, workflow, proposal)
-    reason = _binding(workflow, proposal) or reason
+    active = active_grants(conn, store, workflow, proposal)
+    approval, reason = _approval(conn, workflow, proposal, active)
+    reason = _binding(workflow, proposal) or _active_binding(active, proposal) or reason
     budgets = spend_budgets(workflow, proposal.run_id)
     if reason is None:
         reason = _spend(conn, store, budgets, proposal, now)
@@ -111,6 +114,68 @@ def _binding(workflow: CompiledWorkflow, proposal: Proposal) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class ActiveGrants:
+    """What the *active* version of the run's workflow grants the proposal's actor.
+
+    A run keeps its pinned version (invariant 12), but a revocation must reach it: admission
+    holds the proposal to the pinned grants *and* to these, so only the narrower of the two
+    counts. A widening in the active version changes nothing for a run pinned before it.
+    """
+
+    digest: str
+    #: the active version's grants of the proposal's skill to the proposal's actor
+    grants: list[dict[str, Any]]
+    #: the skill's effect, as the pinned version declares it
+    effect: str | None
+
+    @property
+    def require_approval(self) -> bool:
+        return any((g.get("approval") or {}).get("required") for g in self.grants)
+
+
+#: effect/risk levels, lowest first (DESIGN §3)
+RISK = ("read", "write", "external", "production", "destructive")
+
+
+def active_grants(
+    conn: sa.Connection, store: Store, workflow: CompiledWorkflow, proposal: Proposal
+) -> ActiveGrants | None:
+    """The active version's grants, or None when the run's pinned version is the active one
+    (or the workflow has no deployment): then the pinned check is the whole check."""
+    active = store.active_version_in(conn, workflow.name)
+    if active is None or active.digest == workflow.version.digest:
+        return None
+    skills = active.document.get("skills")
+    entry = skills.get(proposal.skill) if isinstance(skills, dict) else None
+    grants = (entry.get("grants") or []) if isinstance(entry, dict) else []
+    mine = [g for g in grants if isinstance(g, dict) and g.get("actor") == proposal.actor]
+    pinned = (workflow.document.get("skills") or {}).get(proposal.skill) or {}
+    return ActiveGrants(active.digest, mine, pinned.get("effect"))
+
+
+def _active_binding(active: ActiveGrants | None, proposal: Proposal) -> str | None:
+    if active is None:
+        return None
+    where = f"the active version {active.digest} of the workflow"
+    if not active.grants:
+        return f"{where} no longer grants skill {proposal.skill} to {proposal.actor}"
+    problems = []
+    for grant in active.grants:
+        problem = _constraints(grant, proposal.args) or _risk(grant, active.effect)
+        if problem is None:
+            return None
+        problems.append(problem)
+    return f"{where} narrowed the grant: {problems[0]}"
+
+
+def _risk(grant: dict[str, Any], effect: str | None) -> str | None:
+    ceiling = grant.get("max_risk")
+    if ceiling in RISK and effect in RISK and RISK.index(effect) > RISK.index(ceiling):
+        return f"binding {grant.get('granted_by')}: risk ceiling {ceiling} is below {effect}"
+    return None
+
+
 def _constraints(grant: dict[str, Any], args: dict[str, Any]) -> str | None:
     for index, constraint in enumerate(grant.get("constraints") or ()):
         try:
@@ -146,9 +211,13 @@ def approval_required(workflow: CompiledWorkflow, proposal: Proposal) -> bool:
 
 
 def _approval(
-    conn: sa.Connection, workflow: CompiledWorkflow, proposal: Proposal
+    conn: sa.Connection,
+    workflow: CompiledWorkflow,
+    proposal: Proposal,
+    active: ActiveGrants | None,
 ) -> tuple[Approval | None, str | None]:
-    if not approval_required(workflow, proposal):
+    stricter = active is not None and active.require_approval
+    if not (stricter or approval_required(workflow, proposal)):
         return None, None
     rows = conn.execute(
         sa.select(approvals)

@@ -141,6 +141,10 @@ class DefinitionsMixin(StoreBase):
         with self.read() as conn:
             return self._active_version(conn, name)
 
+    def active_version_in(self, conn: sa.Connection, name: str) -> DefinitionVersion | None:
+        """:meth:`active_version` read in the caller's transaction (admission checks it)."""
+        return self._active_version(conn, name)
+
     def _active_version(self, conn: sa.Connection, name: str) -> DefinitionVersion | None:
         found = fastsql.one_or_none(fastsql.execute(conn, ACTIVE_DIGEST, {"p_name": name}))
         digest = None if found is None else found["active_digest"]

@@ -1,0 +1,119 @@
+"""Revocation: admission holds an in-flight run to the pinned grants *and* to the active
+version's (invariant 12) — a narrowing reaches the run, a widening never does."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from openseal.runtime import service_actions
+from openseal.runtime.records import Run
+from openseal.runtime.statuses import ActionStatus, RunStatus
+from openseal.runtime.store import Store
+from openseal.simulator.procurement import ProcurementSimulator
+from tests.runtime.action_support import (  # noqa: F401
+    EXAMPLE,
+    LOCAL,
+    Flow,
+    flow,
+    simulator_fixture,
+)
+from tests.runtime.engine_support import compile_files, register
+
+#: the example's grant of the order skill to the buyer (each order is 11490 EUR)
+GRANT = 'constraints = [args.total <= 20000, args.currency == "EUR"]'
+
+
+def activate_grant(store: Store, tmp: Path, constraints: str) -> str:
+    """Deploy the example with the buyer's grant constrained to ``constraints``; the new
+    workflow version becomes the active one. Its digest."""
+    root = tmp / f"grant_{abs(hash(constraints))}"
+    shutil.copytree(EXAMPLE, root)
+    team = root / "hcl" / "team.hcl"
+    text = team.read_text(encoding="utf-8")
+    assert GRANT in text
+    team.write_text(text.replace(GRANT, f"constraints = {constraints}"), encoding="utf-8")
+    register(store, compile_files(*sorted((root / "hcl").glob("*.hcl"))))
+    active = store.active_version("procure_laptops")
+    assert active is not None
+    return active.digest
+
+
+def approved(f: Flow) -> Run:
+    run = f.start()
+    f.run_until_idle()
+    [approval] = service_actions.list_approvals(f.store, run_id=run.id)
+    service_actions.decide_approval(
+        f.store, LOCAL, approval.id, "approve", seen_hash=approval.proposal_hash
+    )
+    return run
+
+
+def test_a_grant_narrowed_after_approval_stops_the_in_flight_action(
+    store: Store, simulator: ProcurementSimulator, tmp_path: Path
+) -> None:
+    f = flow(store, simulator, tmp_path)
+    run = approved(f)
+    pinned = store.get_run(run.id).workflow_digest
+    active = activate_grant(store, tmp_path, '[args.total <= 5000, args.currency == "EUR"]')
+    assert active != pinned
+    f.run_until_idle()
+    current = store.get_run(run.id)
+    assert current.workflow_digest == pinned  # still pinned: only the narrowing reached it
+    assert current.status == RunStatus.NEEDS_ATTENTION
+    reason = str((current.waiting or {}).get("reason"))
+    assert f"the active version {active} of the workflow narrowed the grant" in reason
+    [action] = service_actions.list_actions(store, run_id=run.id)
+    assert action.status == ActionStatus.DENIED
+    assert simulator.order_count() == 0
+
+
+def test_a_grant_revoked_after_approval_stops_the_in_flight_action(
+    store: Store, simulator: ProcurementSimulator, tmp_path: Path
+) -> None:
+    f = flow(store, simulator, tmp_path)
+    run = approved(f)
+    # The active version's only grant of the skill is to the researcher, not the buyer.
+    root = tmp_path / "revoked"
+    shutil.copytree(EXAMPLE, root)
+    team = root / "hcl" / "team.hcl"
+    text = team.read_text(encoding="utf-8")
+    text = text.replace("to          = team.procurement.role.buyer", "to = team.procurement")
+    team.write_text(text, encoding="utf-8")
+    workflow = root / "hcl" / "workflow.hcl"
+    wf = workflow.read_text(encoding="utf-8")
+    assert "team.procurement.role.buyer" in wf
+    workflow.write_text(wf.replace("team.procurement.role.buyer", "team.procurement"), "utf-8")
+    register(store, compile_files(*sorted((root / "hcl").glob("*.hcl"))))
+    f.run_until_idle()
+    current = store.get_run(run.id)
+    assert current.status == RunStatus.NEEDS_ATTENTION
+    reason = str((current.waiting or {}).get("reason"))
+    assert "no longer grants skill submit_purchase_order to team.procurement.role.buyer" in reason
+    assert simulator.order_count() == 0
+
+
+def test_a_widening_after_approval_never_reaches_the_in_flight_action(
+    store: Store, simulator: ProcurementSimulator, tmp_path: Path
+) -> None:
+    f = flow(store, simulator, tmp_path)
+    activate_grant(store, tmp_path, '[args.total <= 10000, args.currency == "EUR"]')
+    run = approved(f)  # pinned to the narrow grant: 11490 EUR does not fit it
+    activate_grant(store, tmp_path, '[args.total <= 50000, args.currency == "EUR"]')
+    f.run_until_idle()
+    current = store.get_run(run.id)
+    assert current.status == RunStatus.NEEDS_ATTENTION
+    assert "constraint 1 does not hold" in str((current.waiting or {}).get("reason"))
+    assert simulator.order_count() == 0
+
+
+def test_an_unchanged_grant_in_a_new_active_version_still_admits(
+    store: Store, simulator: ProcurementSimulator, tmp_path: Path
+) -> None:
+    f = flow(store, simulator, tmp_path)
+    run = approved(f)
+    # Another version is active (a looser currency rule), the buyer's total limit unchanged.
+    activate_grant(store, tmp_path, "[args.total <= 20000]")
+    f.run_until_idle()
+    assert f.status(run) == RunStatus.COMPLETED
+    assert simulator.order_count() == 1
