@@ -132,13 +132,21 @@ def write_bundle(
     previous = _previous_paths(out_dir)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
+        root = out_dir.resolve()
+        targets = {
+            key: _inside(root, out_dir, document_path(doc.kind, doc.name))
+            for key, doc in documents.items()
+        }
         for key in sorted(documents):
-            doc = documents[key]
-            _atomic_write(out_dir / document_path(doc.kind, doc.name), pretty(doc.document))
+            _atomic_write(targets[key], pretty(documents[key].document))
         current = {entry["path"] for entry in manifest["definitions"].values()}
         for stale in sorted(previous - current):
-            (out_dir / stale).unlink(missing_ok=True)
-            _remove_if_empty((out_dir / stale).parent, out_dir)
+            try:
+                path = _inside(root, out_dir, stale)
+            except BundleError:
+                continue  # never remove anything outside the bundle
+            path.unlink(missing_ok=True)
+            _remove_if_empty(path.parent, out_dir)
         _atomic_write(out_dir / MANIFEST, pretty(manifest))
     except OSError as exc:
         raise BundleError(f"cannot write the bundle to {out_dir}: {exc.strerror or exc}") from exc
@@ -152,6 +160,19 @@ def _previous_paths(out_dir: Path) -> set[str]:
         return {p for e in entries if isinstance(p := e.get("path"), str) and _safe_path(p)}
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return set()
+
+
+def _inside(root: Path, out_dir: Path, relative: str) -> Path:
+    """``out_dir / relative``, refused unless it is ``<kind>/<file>.json`` resolving inside.
+
+    Definition names are checked when they are decoded; this is the last line of
+    defence against a name, or a directory symlinked inside ``out_dir``, that
+    would write elsewhere.
+    """
+    path = out_dir / relative
+    if _safe_path(relative) and path.resolve().is_relative_to(root):
+        return path
+    raise BundleError(f"refusing to write {relative!r}: it is not a file inside {out_dir}")
 
 
 def _remove_if_empty(directory: Path, root: Path) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from openseal.compiler.diagnostics import Diagnostic, did_you_mean, error
-from openseal.compiler.fields import DecodeContext
+from openseal.compiler.fields import DecodeContext, is_name, name_suggestion
 from openseal.compiler.model import KIND_MODELS, Spec
 from openseal.compiler.plain import Folded, Path
 from openseal.compiler.spans import Span
@@ -72,6 +72,9 @@ def decode(folded: Folded, file: str) -> tuple[list[Definition], list[Diagnostic
             path: Path = (kind, name)
             span = folded.values.get(path) or kind_span
             name_span = folded.keys.get(path) or span
+            if not is_name(str(name)):
+                diagnostics.append(_invalid_name(kind, str(name), name_span))
+                continue
             ctx = DecodeContext(fallback_span=span)
             try:
                 spec = model.model_validate(body, context=ctx)
@@ -83,6 +86,18 @@ def decode(folded: Folded, file: str) -> tuple[list[Definition], list[Diagnostic
             key_spans = _key_spans(folded, path)
             definitions.append(Definition(kind, str(name), spec, span, name_span, key_spans))
     return definitions, diagnostics
+
+
+def _invalid_name(kind: str, name: str, span: Span) -> Diagnostic:
+    fixed = name_suggestion(name)
+    what = f"`{name}` is not a valid {kind} name" if name else f"a {kind} name cannot be empty"
+    return error(
+        "OS110",
+        f"{what}; a name starts with an ASCII letter or `_` "
+        "and holds only ASCII letters, digits and `_`",
+        span,
+        suggestion=f"rename it, for example to `{fixed}`" if fixed else None,
+    )
 
 
 def _key_spans(folded: Folded, base: Path) -> dict[Path, Span]:

@@ -52,6 +52,7 @@ CODES: dict[str, str] = {
     "OS107": "invalid expression",
     "OS108": "file() cannot be read",
     "OS109": "unknown definition kind",
+    "OS110": "invalid definition name",
     # names and references
     "OS201": "unresolved reference",
     "OS202": "reference to the wrong kind of thing",

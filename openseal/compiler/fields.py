@@ -255,4 +255,24 @@ def _read_file_argument(call: ex.Call, ctx: DecodeContext) -> str:
 
 Text = Annotated[str, BeforeValidator(_validate_text)]
 
-Identifier = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
+#: The one rule for every name a definition file gives: definitions of every kind,
+#: states, steps, inputs, outputs, roles, branches. ASCII only, so a name is the
+#: same on every file system and in every reference, and never a path.
+NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
+_NAME = re.compile(NAME_PATTERN.strip("^$"))
+
+
+def is_name(text: str) -> bool:
+    """Whether ``text`` follows the name rule (:data:`NAME_PATTERN`)."""
+    return _NAME.fullmatch(text) is not None  # fullmatch: `$` would allow a final newline
+
+
+def name_suggestion(text: str) -> str | None:
+    """A valid name close to ``text`` (``"has space"`` → ``has_space``), if there is one."""
+    fixed = re.sub(r"[^A-Za-z0-9_]+", "_", text).strip("_")
+    if fixed and fixed[0].isdigit():
+        fixed = "_" + fixed
+    return fixed if fixed and is_name(fixed) else None
+
+
+Identifier = Annotated[str, Field(pattern=NAME_PATTERN)]

@@ -1,0 +1,4 @@
+model "../../victim" {
+  provider = "scripted"
+  model    = "scripted-small"
+}
