@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 import socket
 import threading
 import uuid
@@ -33,7 +34,7 @@ from openseal.runtime.records import Claim
 from openseal.runtime.states.base import Hook, LeaseLost
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
-from openseal.runtime.store_errors import StaleEpoch
+from openseal.runtime.store_errors import StaleEpoch, describe_fault, transient
 from openseal.runtime.tools import GatewayTools, ToolRunner
 from openseal.runtime.workflow import WorkflowCatalog
 from openseal.skills.credentials import RuntimeContext
@@ -41,6 +42,17 @@ from openseal.skills.credentials import RuntimeContext
 log = logging.getLogger("openseal.engine")
 
 DEFAULT_LEASE_SECONDS = 30.0
+
+
+#: retries after ordinary faults: exponential from half a second, capped at a minute
+RETRY_FIRST_SECONDS, RETRY_CAP_SECONDS = 0.5, 60.0
+
+
+def backoff(n: int) -> float:
+    """Seconds before the ``n``-th consecutive retry: capped exponential, full jitter on the
+    upper half so runs that failed together do not come back together."""
+    ceiling = min(RETRY_CAP_SECONDS, RETRY_FIRST_SECONDS * 2 ** max(0, n - 1))
+    return float(ceiling * random.uniform(0.5, 1.0))
 
 
 def default_worker_id() -> str:
@@ -58,7 +70,8 @@ class StepReport:
     run_id: str
     turns: list[TurnReport] = field(default_factory=list)
     status: RunStatus | None = None
-    #: ``done`` (the run left running), ``released``, ``lost`` (fenced off or lease lost)
+    #: ``done`` (the run left running), ``released``, ``lost`` (fenced off or lease lost),
+    #: ``retrying`` (an ordinary fault dropped the turn; the run sleeps until its retry)
     ending: str = "done"
 
 
@@ -131,7 +144,10 @@ class Engine:
         max_repairs: int = 2,
         on_turn: Callable[[TurnReport], None] | None = None,
         context: RuntimeContext | None = None,
+        retry_delay: Callable[[int], float] | None = None,
     ) -> None:
+        #: seconds before the ``n``-th consecutive retry of a run after an ordinary fault
+        self.retry_delay = retry_delay or backoff
         #: credential sources and adapter configuration (``--context``); None means empty
         self.context = context
         self.store = store
@@ -198,12 +214,18 @@ class Engine:
                 report.ending = "lost"
                 return
             except Exception as exc:
+                if transient(exc):
+                    # An ordinary fault (invariant 13): the turn is dropped and retried later;
+                    # the lease, the epoch and replay make that safe. No one is asked.
+                    self.executor.hook("turn.faulted", claim)
+                    report.ending = self._retry_later(claim, exc)
+                    return
                 # A bug or a malformed document must stop this run, not the worker thread.
                 log.error(
-                    "run %s: turn failed unexpectedly: %s", claim.run_id, exc,
+                    "run %s: turn failed unexpectedly: %s", claim.run_id, describe_fault(exc),
                     exc_info=bool(os.environ.get("OPENSEAL_DEBUG")),
                 )  # fmt: skip
-                report.ending = self.executor.give_up(claim, f"{type(exc).__name__}: {exc}")
+                report.ending = self.executor.give_up(claim, describe_fault(exc))
                 return
             self._record(report, turn)
             if turn.status != RunStatus.RUNNING:
@@ -211,6 +233,24 @@ class Engine:
             if begun is None and not more():
                 break
         report.ending = "released" if self.store.release(claim) else "lost"
+
+    def _retry_later(self, claim: Claim, exc: BaseException) -> str:
+        reason = describe_fault(exc)
+        try:
+            retry_at = self.store.release_for_retry(claim, reason, self.retry_delay)
+        except Exception as again:  # the database is still away: the lease will expire
+            log.warning(
+                "run %s: %s; the turn is dropped, the lease expires in %gs (%s)",
+                claim.run_id, reason, self.lease_seconds, describe_fault(again),
+            )  # fmt: skip
+            return "lost"
+        if retry_at is None:
+            return "lost"
+        log.warning(
+            "run %s: %s; the turn is dropped and retried at %s",
+            claim.run_id, reason, retry_at.isoformat(timespec="milliseconds"),
+        )  # fmt: skip
+        return "retrying"
 
     def _record(self, report: StepReport, turn: TurnReport) -> None:
         report.turns.append(turn)
@@ -241,12 +281,14 @@ class Engine:
                 self.stopping.wait(poll_interval)
                 continue
             except sa.exc.SQLAlchemyError as exc:
-                log.warning("worker %s: database error %s; retrying", self.worker_id, exc)
+                log.warning(
+                    "worker %s: database error %s; retrying", self.worker_id, describe_fault(exc)
+                )
                 self.stopping.wait(poll_interval)
                 continue
             except Exception as exc:  # never let one bad claim end the worker thread quietly
                 log.error(
-                    "worker %s: %s: %s; retrying", self.worker_id, type(exc).__name__, exc,
+                    "worker %s: %s; retrying", self.worker_id, describe_fault(exc),
                     exc_info=bool(os.environ.get("OPENSEAL_DEBUG")),
                 )  # fmt: skip
                 self.stopping.wait(poll_interval)

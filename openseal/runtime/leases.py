@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import sqlalchemy as sa
 
 from openseal.runtime import fastsql, schema
-from openseal.runtime.events import change_run, lease_released
+from openseal.runtime.events import change_run, iso, lease_released
 from openseal.runtime.fenced import FencedTx
 from openseal.runtime.records import Claim, Run
 from openseal.runtime.statuses import WAITING_RUN_STATUSES, RunStatus
@@ -148,6 +148,40 @@ class LeasesMixin(WaitsMixin):
             )
             self.notify_work(conn)
         return True
+
+    def release_for_retry(
+        self, claim: Claim, reason: str, delay: Callable[[int], float]
+    ) -> datetime | None:
+        """After an ordinary fault (invariant 13): drop the turn, give the run back, and make
+        it runnable again after ``delay(n)`` seconds, ``n`` counting consecutive faults.
+
+        The run sleeps until then, its ``waiting`` record kept (what woke it still applies)
+        with ``retries``, ``retry_at`` and ``fault`` added. Returns when it is retried; None
+        when the claim was already lost.
+        """
+        now = self.now()
+        with self.write() as conn:
+            held = conn.execute(
+                self.for_update(sa.select(runs.c.waiting).where(*self._holds(claim)))
+            ).one_or_none()
+            if held is None:
+                return None
+            waiting = dict(held.waiting or {"kind": "retry"})
+            retries = int(waiting.get("retries", 0)) + 1
+            retry_at = now + timedelta(seconds=delay(retries))
+            waiting.update(retries=retries, retry_at=iso(retry_at), fault=reason)
+            change_run(
+                conn,
+                claim.run_id,
+                event_type="turn.retry_scheduled",
+                actor=f"worker:{claim.worker_id}",
+                payload={"worker": claim.worker_id, "epoch": claim.epoch, "retries": retries,
+                         "retry_at": iso(retry_at), "fault": reason},
+                now=now,
+                values={"status": RunStatus.SLEEPING, "wake_at": retry_at, "waiting": waiting,
+                        **lease_released()},
+            )  # fmt: skip
+        return retry_at
 
     @staticmethod
     def _holds(claim: Claim) -> tuple[sa.ColumnElement[bool], ...]:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from openseal.errors import StoreError
+import sqlalchemy as sa
+
+from openseal.errors import OpenSealError, StoreError
 
 
 class NotFound(StoreError):
@@ -57,4 +59,48 @@ __all__ = [
     "StaleEpoch",
     "StaleRevision",
     "StoreError",
+    "describe_fault",
+    "transient",
 ]
+
+
+# -- faults that retrying cures ----------------------------------------------------------
+
+#: SQLSTATE classes and codes of PostgreSQL faults a retried transaction can get past:
+#: connection exceptions (08), transaction rollbacks — serialization failures and
+#: deadlocks (40), lock not available (55P03), statement timeouts and cancellation (57014),
+#: an administrator shutting a session down (57P01–57P03)
+TRANSIENT_SQLSTATE_CLASSES = frozenset({"08", "40"})
+TRANSIENT_SQLSTATES = frozenset({"55P03", "57014", "57P01", "57P02", "57P03"})
+
+
+def transient(exc: BaseException) -> bool:
+    """Whether ``exc`` is an ordinary database fault: dropping the work and retrying it (with
+    backoff) is safe and will likely succeed — a dropped connection, a lock or statement
+    timeout, a deadlock, a serialization failure, SQLite's ``database is locked``.
+
+    Bugs (a constraint violated, a malformed statement) are not transient.
+    """
+    if isinstance(exc, sa.exc.DisconnectionError | sa.exc.TimeoutError):
+        return True  # the pool could not hand out a working connection in time
+    if not isinstance(exc, sa.exc.DBAPIError):
+        return False
+    if exc.connection_invalidated:
+        return True
+    sqlstate = getattr(exc.orig, "sqlstate", None)
+    if isinstance(sqlstate, str):
+        return sqlstate[:2] in TRANSIENT_SQLSTATE_CLASSES or sqlstate in TRANSIENT_SQLSTATES
+    # SQLite (no SQLSTATE): busy and locked databases, disk I/O hiccups are OperationalError
+    return isinstance(exc, sa.exc.OperationalError | sa.exc.InterfaceError)
+
+
+def describe_fault(exc: BaseException) -> str:
+    """One line naming a fault for people and logs: never SQL text or bound parameters."""
+    if isinstance(exc, sa.exc.StatementError) and exc.orig is not None:
+        origin: BaseException = exc.orig
+        lines = str(origin).strip().splitlines()
+        return f"{type(origin).__name__}: {lines[0] if lines else 'database error'}"
+    if isinstance(exc, OpenSealError):
+        return f"{type(exc).__name__}: {exc.message}"
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
