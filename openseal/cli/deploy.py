@@ -17,7 +17,7 @@ from openseal import __version__
 from openseal.cli.governance import actor_option, short
 from openseal.cli.runtime import echo_json, opened, store_options
 from openseal.compiler.bundle import Bundle
-from openseal.compiler.emit import CompiledDocument
+from openseal.compiler.document import CompiledDocument
 from openseal.errors import OpenSealError, UsageError
 from openseal.runtime import governance as gov
 from openseal.runtime.change_proposals import OPEN_STATUSES

@@ -27,7 +27,8 @@ from typing import Any
 
 from openseal import __version__
 from openseal.compiler.canonical import canonical_bytes, is_digest, pretty, sha256_digest
-from openseal.compiler.emit import API_VERSION, CompiledDocument
+from openseal.compiler.document import CompiledDocument
+from openseal.compiler.emit import API_VERSION
 from openseal.compiler.model import KIND_MODELS
 from openseal.errors import OpenSealError
 

@@ -32,6 +32,7 @@ from openseal.compiler import types as ty
 from openseal.compiler.build import Graphs
 from openseal.compiler.canonical import canonical_bytes, sha256_digest
 from openseal.compiler.decode import Definition
+from openseal.compiler.document import CompiledDocument, Document
 from openseal.compiler.ir import Analysis, RunbookGraph, WorkflowGraph
 from openseal.compiler.model import (
     KIND_MODELS,
@@ -48,33 +49,10 @@ from openseal.compiler.model import (
     TeamSpec,
     WorkflowSpec,
 )
-from openseal.compiler.spans import Span
 from openseal.errors import CompileError
 
 API_VERSION = "openseal/v1"
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
-
-Document = dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class CompiledDocument:
-    """One compiled definition: its JSON document, canonical bytes and version id."""
-
-    kind: str
-    name: str
-    #: the JSON document, as it reads back from ``canonical`` (no spans)
-    document: Document
-    #: RFC 8785 canonical bytes of ``document``
-    canonical: bytes
-    #: ``sha256:<hex>`` of ``canonical``: the version id
-    digest: str
-    #: where the definition is written (not part of the document)
-    span: Span
-
-    @property
-    def key(self) -> str:
-        return f"{self.kind}.{self.name}"
 
 
 def emit(analysis: Analysis, graphs: Graphs) -> dict[str, CompiledDocument]:

@@ -37,7 +37,7 @@ import sqlalchemy as sa
 
 from openseal.compiler.bundle import Bundle
 from openseal.compiler.canonical import canonical_bytes, sha256_digest
-from openseal.compiler.emit import CompiledDocument
+from openseal.compiler.document import CompiledDocument
 from openseal.errors import UsageError
 from openseal.runtime.change_proposals import (
     OPEN_STATUSES,

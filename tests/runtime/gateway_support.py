@@ -11,7 +11,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from openseal.compiler.canonical import digest_of
-from openseal.compiler.emit import CompiledDocument
+from openseal.compiler.document import CompiledDocument
 from openseal.runtime import schema
 from openseal.runtime.store import Store
 from tests.runtime.engine_support import compile_files
