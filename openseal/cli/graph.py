@@ -11,13 +11,10 @@ import click
 
 from openseal import __version__
 from openseal.cli.output import emit_diagnostics
-from openseal.compiler.build import build
-from openseal.compiler.checks.graph import GRAPH_CHECKS
-from openseal.compiler.decode import Definition
-from openseal.compiler.diagnostics import Diagnostic, has_errors, sort_key
+from openseal.compiler.diagnostics import has_errors
 from openseal.compiler.draw import Drawable, to_dot, to_mermaid, to_svg
-from openseal.compiler.load import LoadResult, load_definitions
-from openseal.compiler.resolve import resolve
+from openseal.compiler.driver import Stage
+from openseal.compiler.pipeline import CompileResult, compile_paths
 from openseal.errors import OpenSealError, UsageError
 
 
@@ -70,22 +67,24 @@ def graph(
     """Draw the state graph of a workflow, or the step DAG of a runbook.
 
     PATHS are definition files or directories. Approval states (human
-    checkpoints) are highlighted. Definitions with errors are reported, not
-    drawn (exit 1). Examples:
+    checkpoints) are highlighted. The definitions are checked as `openseal
+    validate` checks them; with any error they are reported, not drawn
+    (exit 1). Examples:
 
     \b
         openseal graph definitions/procurement/hcl
         openseal graph definitions/ --name release_note --format dot
         openseal graph definitions/procurement/yaml --format svg --out procure.svg
     """
-    loaded = load_definitions(list(paths))
-    found, diagnostics = _front_half(loaded)
-    if has_errors(diagnostics):
+    result = compile_paths(list(paths), through=Stage.CHECK, analysis=True)
+    if has_errors(result.diagnostics):
+        loaded = result.loaded
         fmt_diagnostics = "json" if output == "json" else "human"
         emit_diagnostics(
-            diagnostics, loaded.sources, len(loaded.files), fmt_diagnostics, __version__
+            result.diagnostics, loaded.sources, len(loaded.files), fmt_diagnostics, __version__
         )
         sys.exit(1)
+    found = _graphs(result)
     chosen = _choose(found, name)
     drawing = _draw(chosen.graph, fmt)
     if output == "json":
@@ -95,24 +94,15 @@ def graph(
     _write(drawing, out)
 
 
-def _front_half(loaded: LoadResult) -> tuple[list[_Found], list[Diagnostic]]:
-    """Load → resolve → build → graph checks, project by project (as the compiler does)."""
-    diagnostics = list(loaded.diagnostics)
+def _graphs(result: CompileResult) -> list[_Found]:
+    """Every workflow and runbook graph, project by project."""
     found: list[_Found] = []
-    if has_errors(diagnostics):
-        return found, diagnostics
-    by_project: dict[str, list[Definition]] = {}
-    for definition in loaded.definitions:
-        project = loaded.projects.get(definition.span.file, "")
-        by_project.setdefault(project, []).append(definition)
-    for project in sorted(by_project):
-        analysis, resolved = resolve(by_project[project])
-        graphs = build(analysis)
-        diagnostics += resolved
-        diagnostics += [d for check in GRAPH_CHECKS for d in check(analysis, graphs)]
-        found += [_Found("workflow", g) for g in graphs.workflows.values()]
-        found += [_Found("runbook", g) for g in graphs.runbooks.values()]
-    return found, sorted(set(diagnostics), key=sort_key)
+    for name in sorted(result.projects):
+        graphs = result.projects[name].graphs
+        if graphs is not None:
+            found += [_Found("workflow", g) for g in graphs.workflows.values()]
+            found += [_Found("runbook", g) for g in graphs.runbooks.values()]
+    return found
 
 
 def _choose(found: list[_Found], name: str | None) -> _Found:

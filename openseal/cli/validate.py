@@ -1,4 +1,4 @@
-"""``openseal validate``: load and check definition files, print diagnostics."""
+"""``openseal validate``: every check ``compile`` makes, without writing anything."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import click
 
 from openseal import __version__
 from openseal.cli.output import emit_diagnostics
-from openseal.compiler.load import load_definitions
 
 
 @click.command()
@@ -29,15 +28,27 @@ from openseal.compiler.load import load_definitions
     default=None,
     help="Alias: `--output json` is `--format json`.",
 )
-def validate(paths: tuple[Path, ...], fmt: str, output: str | None) -> None:
+@click.option(
+    "--syntax-only",
+    is_flag=True,
+    help="Only read and decode the files (syntax, keys, values); skip references, "
+    "types, graph and policy checks.",
+)
+def validate(paths: tuple[Path, ...], fmt: str, output: str | None, syntax_only: bool) -> None:
     """Check definition files (HCL or YAML) and report every problem with its location.
 
-    PATHS are files or directories (searched recursively). Exits 0 when clean,
-    1 when any error is found, 2 on usage errors.
+    Runs every check `openseal compile` runs and writes nothing: it exits 1
+    exactly when `openseal compile --check` would. PATHS are files or
+    directories (searched recursively). Exits 0 when clean, 1 when any error
+    is found, 2 on usage errors.
     """
+    from openseal.compiler.driver import Stage
+    from openseal.compiler.pipeline import compile_paths
+
     if output == "json":
         fmt = "json"
-    result = load_definitions(list(paths))
-    emit_diagnostics(result.diagnostics, result.sources, len(result.files), fmt, __version__)
+    result = compile_paths(list(paths), through=Stage.LOAD if syntax_only else Stage.CHECK)
+    loaded = result.loaded
+    emit_diagnostics(result.diagnostics, loaded.sources, len(loaded.files), fmt, __version__)
     if not result.ok:
         sys.exit(1)

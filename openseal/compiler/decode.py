@@ -100,6 +100,17 @@ def _invalid_name(kind: str, name: str, span: Span) -> Diagnostic:
     )
 
 
+def written_keys(folded: Folded) -> set[str]:
+    """``kind.name`` of every definition written in ``folded``, whether or not it decodes."""
+    data = folded.data if isinstance(folded.data, dict) else {}
+    return {
+        f"{kind}.{name}"
+        for kind, by_name in data.items()
+        if kind in KIND_MODELS and isinstance(by_name, dict)
+        for name in by_name
+    }
+
+
 def _key_spans(folded: Folded, base: Path) -> dict[Path, Span]:
     size = len(base)
     return {p[size:]: s for p, s in folded.keys.items() if p[:size] == base and len(p) > size}

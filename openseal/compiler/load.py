@@ -19,7 +19,7 @@ from pathlib import Path
 
 from openseal.compiler import cache
 from openseal.compiler import source as src
-from openseal.compiler.decode import Definition, decode
+from openseal.compiler.decode import Definition, decode, written_keys
 from openseal.compiler.diagnostics import Diagnostic, Related, error, sort_key
 from openseal.compiler.fields import FILE_READS
 from openseal.compiler.load_hcl import load_hcl
@@ -147,6 +147,8 @@ class LoadedFile:
     #: ``False`` when a result must not be cached (a ``file()`` read failed, so
     #: the diagnostic's reason could go stale, or the file itself was unreadable)
     cacheable: bool = True
+    #: ``kind.name`` of definitions written in the file that did not decode
+    broken: tuple[str, ...] = ()
 
 
 def load_file(source: SourceFile, root: Path | None = None) -> LoadedFile:
@@ -176,6 +178,7 @@ def _well_formed(loaded: LoadedFile) -> bool:
         and cache.is_sequence_of(loaded.diagnostics, Diagnostic)
         and cache.is_sequence_of(loaded.reads, cache.Read)
         and (loaded.text is None or isinstance(loaded.text, str))
+        and cache.is_sequence_of(loaded.broken, str)
     )
 
 
@@ -202,12 +205,14 @@ def _load_uncached(source: SourceFile) -> LoadedFile:
     finally:
         FILE_READS.reset(token)
     diagnostics += found
+    broken = written_keys(folded) - {d.key for d in definitions}
     return LoadedFile(
         tuple(definitions),
         tuple(diagnostics),
         document.text,
         tuple(cache.Read.of(path, read) for path, read in reads if read is not None),
         cacheable=cacheable and all(read is not None for _, read in reads),
+        broken=tuple(sorted(broken)),
     )
 
 

@@ -1,7 +1,9 @@
-"""The compiler, stage by stage: load → resolve → typecheck → build → check → emit.
+"""Compile definition files: find them, load them, and run each project down the stage list.
 
-Every stage is a pure function; diagnostics are collected across stages and a
-project is emitted only when none of them is an error. Projects (see
+The stages and how far each command runs are :mod:`openseal.compiler.driver`'s;
+this module reads the files, groups them into projects and caches each
+project's result. Diagnostics are collected across stages and a project is
+emitted only when none of them is an error. Projects (see
 :mod:`openseal.compiler.load`) are compiled independently, and each project's
 result is cached (:mod:`openseal.compiler.cache`): a project whose files, and
 files read through ``file()``, are all unchanged costs one read and hash per
@@ -14,14 +16,14 @@ import functools
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 
 from openseal.compiler import cache
-from openseal.compiler.build import build
-from openseal.compiler.checks import CHECKS
 from openseal.compiler.decode import Definition
 from openseal.compiler.diagnostics import Diagnostic, Related, error, has_errors, sort_key
-from openseal.compiler.emit import CompiledDocument, emit
+from openseal.compiler.document import CompiledDocument
+from openseal.compiler.driver import ProjectResult, Stage, compile_definitions
 from openseal.compiler.hcl_parser import gc_paused
 from openseal.compiler.load import (
     LoadedFile,
@@ -33,9 +35,7 @@ from openseal.compiler.load import (
     load_file,
     read_file,
 )
-from openseal.compiler.resolve import resolve
 from openseal.compiler.spans import Span
-from openseal.compiler.typecheck import typecheck
 
 
 @dataclass
@@ -44,30 +44,25 @@ class CompileResult:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     #: ``kind.name`` → compiled document, across all projects
     documents: dict[str, CompiledDocument] = field(default_factory=dict)
+    #: project → its analysis and graphs; only with ``compile_paths(..., analysis=True)``
+    projects: dict[str, ProjectResult] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
         return not has_errors(self.diagnostics)
 
 
-def compile_project(
-    definitions: Sequence[Definition],
-) -> tuple[dict[str, CompiledDocument], list[Diagnostic]]:
-    """Compile the definitions of one project."""
-    analysis, diagnostics = resolve(definitions)
-    diagnostics += typecheck(analysis)
-    graphs = build(analysis)
-    for check in CHECKS:
-        diagnostics += check(analysis, graphs)
-    if has_errors(diagnostics):
-        return {}, diagnostics
-    return emit(analysis, graphs), diagnostics
+def compile_paths(
+    paths: Sequence[Path], *, through: Stage = Stage.EMIT, analysis: bool = False
+) -> CompileResult:
+    """Compile every definition file under ``paths`` as far as ``through``; never raises
+    for bad input.
 
-
-def compile_paths(paths: Sequence[Path]) -> CompileResult:
-    """Compile every definition file under ``paths``; never raises for bad input.
-
-    With the cache on, an unchanged project is served whole from its entry; its
+    ``through=Stage.CHECK`` reports every diagnostic a compile would and writes
+    no document (``openseal validate``); ``Stage.LOAD`` only reads and decodes.
+    With ``analysis`` each project's analysis and graphs are kept in
+    ``result.projects`` (the project cache is then not used). With the cache on,
+    an unchanged project is served whole from its entry; its
     ``result.loaded.definitions`` are then loaded (from the per-file cache) only
     when first read.
     """
@@ -76,7 +71,12 @@ def compile_paths(paths: Sequence[Path]) -> CompileResult:
     by_project: dict[str, list[SourceFile]] = {}
     for path, project in files.items():
         by_project.setdefault(str(project), []).append(read_file(path, digest=root is not None))
-    compiled = {project: _compile(project, by_project[project], root) for project in by_project}
+    compiled = {
+        project: _compile_fresh(sources, root, through)
+        if analysis
+        else _compile(project, sources, root, through)
+        for project, sources in by_project.items()
+    }
 
     loaded = LoadResult(diagnostics=found)
     later: list[Callable[[], Sequence[Definition]]] = []
@@ -92,6 +92,8 @@ def compile_paths(paths: Sequence[Path]) -> CompileResult:
     result = CompileResult(loaded, list(loaded.diagnostics))
     for name in sorted(compiled):
         outcome = compiled[name]
+        if analysis and outcome.project is not None:
+            result.projects[name] = outcome.project
         result.diagnostics += outcome.diagnostics
         for key, document in outcome.documents.items():
             existing = result.documents.setdefault(key, document)
@@ -120,6 +122,8 @@ class _Outcome:
     #: set on a cache hit: the files, to load their definitions when asked for
     sources: dict[str, SourceFile] | None = None
     root: Path | None = None
+    #: set when compiled fresh: the analysis and graphs behind the result
+    project: ProjectResult | None = None
 
     def definitions_of(self, name: str) -> Callable[[], Sequence[Definition]]:
         if self.sources is None:
@@ -158,38 +162,55 @@ class _ProjectEntry:
 
 @functools.cache
 def _compile_libraries() -> str:
-    """Libraries whose output is part of a compiled document (graphs, canonical JSON).
+    """Libraries whose output is part of a compiled result (graphs, canonical JSON).
 
-    Both are imported by the stages above, so reading their versions costs nothing.
+    Read from their installed metadata, not by importing them: a project served
+    from its entry runs no stage that needs them.
     """
-    return cache.library_versions(("networkx", "rfc8785"))
+    return "\0".join(f"{name}={_installed_version(name)}" for name in ("networkx", "rfc8785"))
 
 
-def _compile(project: str, sources: list[SourceFile], root: Path | None) -> _Outcome:
+def _installed_version(name: str) -> str:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "absent"
+
+
+def _compile(
+    project: str, sources: list[SourceFile], root: Path | None, through: Stage
+) -> _Outcome:
     digests = [(s.name, s.digest) for s in sources if s.digest is not None]
     if root is None or len(digests) != len(sources):
-        return _compile_fresh(sources, None)  # no cache, or a file that cannot be keyed
-    key = cache.key_of("project", _compile_libraries(), project, *cache.sequence_keys(digests))
-    entry = cache.entry_path(root, "projects", cache.key_of("project slot", project))
+        return _compile_fresh(sources, None, through)  # no cache, or a file that cannot be keyed
+    # Each stop has its own slot, so `validate` and `compile` of one project keep both.
+    stop = through.name
+    key = cache.key_of(
+        "project", _compile_libraries(), stop, project, *cache.sequence_keys(digests)
+    )
+    entry = cache.entry_path(root, "projects", cache.key_of("project slot", stop, project))
     # Rebuilding the documents allocates many small objects and no cycles.
     with gc_paused():
         stored = cache.read_entry(entry, key)
         hit = _from_entry(stored, sources, root) if isinstance(stored, _ProjectEntry) else None
     if hit is not None:
         return hit
-    outcome = _compile_fresh(sources, root)
+    outcome = _compile_fresh(sources, root, through)
     if all(loaded.cacheable for loaded in outcome.files.values()):
         cache.write_entry(entry, key, _to_entry(outcome, sources))
     return outcome
 
 
-def _compile_fresh(sources: list[SourceFile], root: Path | None) -> _Outcome:
+def _compile_fresh(sources: list[SourceFile], root: Path | None, through: Stage) -> _Outcome:
     files = {source.name: load_file(source, root) for source in sources}
     definitions = [d for loaded in files.values() for d in loaded.definitions]
+    broken = [key for loaded in files.values() for key in loaded.broken]
     # Every file of a project shares one project, so all names are compared.
     duplicates = duplicate_names(definitions, {})
-    documents, diagnostics = compile_project(definitions)
-    return _Outcome(files, duplicates, diagnostics, documents)
+    project = compile_definitions(definitions, through=through, broken=broken)
+    outcome = _Outcome(files, duplicates, project.diagnostics, project.documents)
+    outcome.project = project
+    return outcome
 
 
 def _to_entry(outcome: _Outcome, sources: list[SourceFile]) -> _ProjectEntry:

@@ -16,7 +16,7 @@ below a declared name (``input.request.colour``) are the type checker's.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 
 from openseal.compiler import expr as ex
 from openseal.compiler.decode import Definition
@@ -58,12 +58,19 @@ _PLACEHOLDER = ex.Ref("invalid", ())
 ACTORS = ("agent", "team", "role")
 
 
-def resolve(definitions: Sequence[Definition]) -> tuple[Analysis, list[Diagnostic]]:
-    """Build the symbol table of one project and check every reference in it."""
+def resolve(
+    definitions: Sequence[Definition], *, broken: Collection[str] = ()
+) -> tuple[Analysis, list[Diagnostic]]:
+    """Build the symbol table of one project and check every reference in it.
+
+    ``broken`` names definitions (``kind.name``) that are written but did not
+    decode; their own diagnostics say why, so a reference to one is not
+    reported as undefined.
+    """
     table: dict[str, Definition] = {}
     for definition in definitions:
         table.setdefault(definition.key, definition)  # duplicates are OS105 (load)
-    resolver = _Resolver(table)
+    resolver = _Resolver(table, frozenset(broken))
     for key in sorted(table):
         resolver.definition(table[key])
     return Analysis(table, build_grants(table)), resolver.diagnostics
@@ -85,8 +92,9 @@ def kind_of(ref: ex.Ref) -> str | None:
 
 
 class _Resolver:
-    def __init__(self, table: Mapping[str, Definition]) -> None:
+    def __init__(self, table: Mapping[str, Definition], broken: frozenset[str]) -> None:
         self.table = table
+        self.broken = broken
         self.diagnostics: list[Diagnostic] = []
 
     # ------------------------------------------------------------------ per kind
@@ -132,6 +140,8 @@ class _Resolver:
             examples = " or ".join(f"`{_EXAMPLES.get(k, k + '.<name>')}`" for k in allowed)
             message = f"`{ref.dotted}` is not a reference to {wanted}; write {examples}"
             self.report("OS201", message, ref, self.suggest(ref, allowed))
+        elif f"{ref.root}.{ref.path[0]}" in self.broken:
+            return  # the definition's own errors are reported where it is written
         elif f"{ref.root}.{ref.path[0]}" not in self.table:
             message = f"`{ref.dotted}` is not defined"
             self.report("OS201", message, ref, self.suggest(ref, allowed))
@@ -139,6 +149,8 @@ class _Resolver:
     def expect_role(self, ref: ex.Ref, allowed: tuple[str, ...]) -> None:
         team_key = f"team.{ref.path[0]}"
         team = self.table.get(team_key)
+        if team_key in self.broken:
+            return
         if team is None or not isinstance(team.spec, TeamSpec):
             message = f"`{team_key}` is not defined"
             self.report("OS201", message, ref, self.suggest(ref, allowed))

@@ -2,9 +2,10 @@
 
 A node/edge ``workflow`` file (the peer system's form) goes to
 :mod:`openseal.runbooks.nodes`. Anything else goes through the compiler's
-front half — load → resolve → typecheck → build → checks — over the file's
-whole project (the nearest directory holding ``openseal.project``, so skills
-defined beside the runbook resolve), and then the chosen runbook is planned.
+stages up to and including the checks (as ``openseal validate`` runs them, see
+:mod:`openseal.compiler.driver`) over the file's whole project (the nearest
+directory holding ``openseal.project``, so skills defined beside the runbook
+resolve), and then the chosen runbook is planned.
 Nothing runs here; a plan comes back only when there is no error.
 """
 
@@ -14,15 +15,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from openseal.compiler.build import build
-from openseal.compiler.checks import CHECKS
 from openseal.compiler.decode import Definition
 from openseal.compiler.diagnostics import Diagnostic, did_you_mean, has_errors, sort_key
-from openseal.compiler.load import PROJECT_MARKER, load_definitions
+from openseal.compiler.driver import Stage
+from openseal.compiler.load import PROJECT_MARKER
 from openseal.compiler.load_hcl import load_hcl_file
-from openseal.compiler.resolve import resolve
+from openseal.compiler.pipeline import compile_paths
 from openseal.compiler.source import HCL_SUFFIXES
-from openseal.compiler.typecheck import typecheck
 from openseal.errors import UsageError
 from openseal.runbooks.nodes import is_node_form, plan_nodes
 from openseal.runbooks.plan import Plan, plan_runbook
@@ -68,27 +67,28 @@ def project_root(path: Path) -> Path | None:
 
 def _prepare_definitions(path: Path, name: str | None) -> Prepared:
     root = project_root(path)
-    # Load the whole project so skills beside the runbook resolve (names stay relative).
-    loaded = load_definitions([_relative(root) if root is not None and path.is_file() else path])
-    prepared = Prepared(None, list(loaded.diagnostics), loaded.sources, len(loaded.files))
+    # Compile the whole project so skills beside the runbook resolve (names stay relative).
+    target = _relative(root) if root is not None and path.is_file() else path
+    result = compile_paths([target], through=Stage.CHECK, analysis=True)
+    loaded = result.loaded
+    prepared = Prepared(None, list(result.diagnostics), loaded.sources, len(loaded.files))
     files = {f for f in loaded.files if _same_file(Path(f), path)} if path.is_file() else None
-    definitions = loaded.definitions
-    if files:
-        project = loaded.projects.get(min(files))
-        definitions = [d for d in definitions if loaded.projects.get(d.span.file) == project]
+    project = loaded.projects.get(min(files)) if files else None
+    compiled = [result.projects[project]] if project in result.projects else []
+    if project is None:
+        compiled = [result.projects[p] for p in sorted(result.projects)]
+    definitions = [d for one in compiled for d in one.definitions]
     try:
         runbook = _choose(definitions, name, files)
     except UsageError:
         if has_errors(prepared.diagnostics):
             return prepared  # the file did not load; its diagnostics say why
         raise
-    analysis, diagnostics = resolve(definitions)
-    diagnostics += typecheck(analysis)
-    graphs = build(analysis)
-    for check in CHECKS:
-        diagnostics += check(analysis, graphs)
+    analysis = next(
+        one.analysis for one in compiled if one.analysis is not None and runbook in one.definitions
+    )
     plan, found = plan_runbook(runbook, analysis)
-    prepared.diagnostics = _dedupe([*prepared.diagnostics, *diagnostics, *found])
+    prepared.diagnostics = _dedupe([*prepared.diagnostics, *found])
     prepared.plan = plan if not has_errors(prepared.diagnostics) else None
     return prepared
 

@@ -33,9 +33,9 @@ def counted(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, int]:
     calls = {"hcl": 0, "yaml": 0, "decode": 0, "compile": 0}
 
     def counting(name: str, real: object) -> object:
-        def wrapper(*args: object) -> object:
+        def wrapper(*args: object, **kwargs: object) -> object:
             calls[name] += 1
-            return real(*args)  # type: ignore[operator]
+            return real(*args, **kwargs)  # type: ignore[operator]
 
         return wrapper
 
@@ -43,7 +43,7 @@ def counted(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, int]:
         (load, "load_hcl", "hcl"),
         (load, "load_yaml", "yaml"),
         (load, "decode", "decode"),
-        (pipeline, "compile_project", "compile"),
+        (pipeline, "compile_definitions", "compile"),
     ]:
         monkeypatch.setattr(module, name, counting(counter, getattr(module, name)))
     monkeypatch.setenv("OPENSEAL_CACHE_DIR", str(tmp_path / "cache"))

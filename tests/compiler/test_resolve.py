@@ -8,7 +8,9 @@ import pytest
 
 from openseal.compiler import expr as ex
 from openseal.compiler.diagnostics import Diagnostic
+from openseal.compiler.driver import Stage
 from openseal.compiler.load import load_definitions
+from openseal.compiler.pipeline import compile_paths
 from openseal.compiler.render import render_human
 from openseal.compiler.resolve import resolve
 from openseal.compiler.scopes import (
@@ -265,3 +267,14 @@ def test_namespace_can_leave_unknown_names_to_another_check() -> None:
     scope = Scope("a test", "runbook.r", {"step": Namespace("step", ("a",), "output", False)})
     assert check_reference(ref("step.b.output"), scope) is None
     assert check_reference(ref("step.a.x"), scope) is not None
+
+
+def test_definitions_with_errors_are_reported_once() -> None:
+    name = "broken_definitions.hcl"
+    result = compile_paths([INPUTS / name], through=Stage.CHECK)
+    codes = {d.code for d in result.diagnostics}
+    assert "OS201" not in codes
+    assert not any(code.startswith("OS5") for code in codes)
+    assert "OS402" in codes  # checks within a definition that decoded still run
+    text = render_human(result.diagnostics, result.loaded.sources, color=False, file_count=1)
+    assert_golden(text, "resolve/broken_definitions.txt")
