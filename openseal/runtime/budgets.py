@@ -1,8 +1,22 @@
 """Per-run budgets: turns, model calls, tool calls and tokens from the compiled workflow.
 
-``budget_used`` on the run counts what was spent. The engine checks a budget in the same
-transaction that records the work it pays for, so a crash can neither lose a count nor let a
-run overspend by replaying (a replayed activity is not paid for twice).
+``budget_used`` on the run counts what was spent. Work that costs a budget is paid in three
+steps, each a fenced transaction holding the run's lock:
+
+1. **reserve** before the work starts: the cost is checked against the limits *including*
+   every other reservation still open, added to the counters, and held under the work's
+   activity id in ``budget_used["in_flight"]``. Branches of a ``parallel`` or ``for_each``
+   state share the run, so the last model or tool call of a budget goes to exactly one of
+   them; the others are refused before they call anything.
+2. **settle** when the result is recorded: the hold is replaced by what the work really cost
+   (a model call's tokens are only known afterwards).
+3. **release** when the work provably did not happen (the endpoint refused the request before
+   running the model): the hold is taken back.
+
+A hold that is still open when a later claim reaches the same activity belongs to an attempt
+whose outcome is unknown (its worker died or lost the run): it stays counted, because the
+work may have been done and paid for. So a crash can neither lose a count nor let a run
+overspend, and a replayed activity is not paid for twice.
 """
 
 from __future__ import annotations
@@ -12,6 +26,8 @@ from typing import Any
 
 #: The budgets the engine enforces (spend belongs to actions, added with them).
 COUNTED = ("turns", "model_calls", "tool_calls", "tokens")
+#: key of ``budget_used`` holding the open reservations: activity id -> reserved cost
+IN_FLIGHT = "in_flight"
 
 
 def exceeded(
@@ -37,9 +53,53 @@ def overspent(limits: Mapping[str, int], used: Mapping[str, Any]) -> str | None:
     return None
 
 
+def refusal(
+    limits: Mapping[str, int], used: Mapping[str, Any], cost: Mapping[str, int]
+) -> str | None:
+    """Why new work costing ``cost`` may not start: it would not fit, or a budget whose cost
+    is only known afterwards (tokens) is already spent."""
+    return exceeded(limits, used, cost) or overspent(limits, used)
+
+
 def add(used: Mapping[str, Any], cost: Mapping[str, int]) -> dict[str, Any]:
     total = dict(used)
     for name, amount in cost.items():
         if amount:
             total[name] = int(total.get(name, 0)) + int(amount)
+    return total
+
+
+def held(used: Mapping[str, Any], activity_id: str) -> dict[str, int] | None:
+    """The cost reserved for ``activity_id`` and not settled yet, if any."""
+    hold = (used.get(IN_FLIGHT) or {}).get(activity_id)
+    return None if hold is None else {str(k): int(v) for k, v in hold.items()}
+
+
+def reserve(used: Mapping[str, Any], activity_id: str, cost: Mapping[str, int]) -> dict[str, Any]:
+    """``used`` with ``cost`` added and held for ``activity_id``.
+
+    An earlier hold of the same activity (an attempt whose outcome is unknown) is kept in the
+    counters: only the new hold is settled or released later.
+    """
+    total = add(used, cost)
+    flights = dict(total.get(IN_FLIGHT) or {})
+    flights[activity_id] = {k: int(v) for k, v in cost.items() if v}
+    total[IN_FLIGHT] = flights
+    return total
+
+
+def settle(used: Mapping[str, Any], activity_id: str, spent: Mapping[str, int]) -> dict[str, Any]:
+    """``used`` with the hold of ``activity_id`` replaced by what was really ``spent``
+    (nothing: a release). Without a hold, ``spent`` is simply added."""
+    hold = held(used, activity_id) or {}
+    total = add(used, {name: -amount for name, amount in hold.items()})
+    total = add(total, spent)
+    for name in hold:  # a released hold leaves no zero counter behind
+        if total.get(name) == 0 and not spent.get(name):
+            del total[name]
+    flights = {k: v for k, v in (total.get(IN_FLIGHT) or {}).items() if k != activity_id}
+    if flights:
+        total[IN_FLIGHT] = flights
+    else:
+        total.pop(IN_FLIGHT, None)
     return total

@@ -7,6 +7,7 @@
 2. in one fenced transaction checks that the run is still ``running`` in the turn's state
    and that one more tool call fits the budget, and — when the gateway refuses the call —
    records the refusal as the activity, its budget spend and a ``tool_call.refused`` event;
+   an allowed call's budget is reserved in that transaction (see :mod:`budgets`);
 3. otherwise runs the *read* skill through its adapter (outside any transaction), with the
    credential resolved inside the adapter at call time from the runtime context, and records
    the result before the turn goes on (invariant 2).
@@ -113,7 +114,7 @@ class GatewayTools:
 
     def call(self, ctx: StepContext, invocation: ToolInvocation, suffix: str) -> dict[str, Any]:
         # Imported here: states.base imports this module for the ToolRunner type.
-        from openseal.runtime.states.base import LeaseLost, TurnStopped, input_hash
+        from openseal.runtime.states.base import BudgetSpent, LeaseLost, input_hash
 
         activity_id = f"{ctx.prefix}:{suffix}"
         digest = input_hash(invocation.to_json())
@@ -129,12 +130,13 @@ class GatewayTools:
             verdict = _admit(tx, ctx, decision)
             if verdict.reason_code == "budget_exhausted":
                 _refused_event(tx, activity_id, invocation, verdict)
-                ctx.exhaust(tx, verdict.reason)
             elif not verdict.allowed:
                 refused = _record(tx, activity_id, digest, refusal(verdict))
                 _refused_event(tx, activity_id, invocation, verdict)
+            else:
+                _reserve(tx, activity_id)
         if verdict.reason_code == "budget_exhausted":
-            raise TurnStopped(verdict.reason)
+            raise BudgetSpent(verdict.reason)
         if not verdict.allowed:
             ctx.hook("activity.recorded", ctx.claim)
             return refused
@@ -143,14 +145,7 @@ class GatewayTools:
         result = self._execute(ctx, invocation)
         with ctx.store.fenced(ctx.claim) as tx:
             recorded = _record(tx, activity_id, digest, result)
-            # Branches of a parallel state share the budget: one may have spent the last
-            # call while this read ran. The read is recorded either way (it happened).
-            late = budgets.overspent(ctx.workflow.budget_limits(), tx.run().budget_used)
-            if late is not None:
-                ctx.exhaust(tx, late)
         ctx.hook("activity.recorded", ctx.claim)
-        if late is not None:
-            raise TurnStopped(late)
         return recorded
 
     # -- running a read skill ----------------------------------------------------------
@@ -207,11 +202,36 @@ def _admit(tx: FencedTx, ctx: StepContext, decision: GatewayDecision) -> Gateway
     return decision
 
 
+def _reserve(tx: FencedTx, activity_id: str) -> None:
+    """Hold one tool call of the budget for ``activity_id`` before the skill runs, so branches
+    of a fan-out cannot all pass the check for the last call. A hold an earlier claim left
+    open (its read may have run) stays counted."""
+    used = tx.run().budget_used
+    earlier = budgets.held(used, activity_id)
+    if earlier is not None:
+        used = budgets.settle(used, activity_id, earlier)
+        tx.update_run(
+            budget_used=used,
+            event="activity.lost",
+            payload={"activity_id": activity_id, "kind": "tool", "spent": earlier},
+        )
+    tx.update_run(
+        budget_used=budgets.reserve(used, activity_id, TOOL_CALL_COST),
+        event="budget.reserved",
+        payload={"activity_id": activity_id, "reserved": dict(TOOL_CALL_COST)},
+    )
+
+
 def _record(tx: FencedTx, activity_id: str, digest: str, result: dict[str, Any]) -> dict[str, Any]:
-    """Record the call's result with its budget spend, in the caller's transaction."""
+    """Record the call's result with its budget spend (settling the call's hold, if it was
+    reserved), in the caller's transaction."""
     recorded = tx.record_activity(activity_id, "tool", digest, result)
-    used = budgets.add(tx.run().budget_used, TOOL_CALL_COST)
-    tx.update_run(budget_used=used, event="budget.spent", payload={"spent": dict(TOOL_CALL_COST)})
+    used = budgets.settle(tx.run().budget_used, activity_id, TOOL_CALL_COST)
+    tx.update_run(
+        budget_used=used,
+        event="budget.spent",
+        payload={"activity_id": activity_id, "spent": dict(TOOL_CALL_COST)},
+    )
     return dict(recorded.result)
 
 

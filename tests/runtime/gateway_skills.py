@@ -3,6 +3,7 @@ so a test can prove (across threads and engines) how often a skill really ran.""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -10,8 +11,9 @@ from typing import Any
 
 LOG_ENV = "GATEWAY_SKILL_LOG"
 PRICES = {"laptop": 1149.0, "monitor": 239.0}
-#: when set, every ``quote`` waits here first: two concurrent quotes both start before either
-#: returns (a test of two parallel branches racing for the last tool call)
+#: when set, every ``quote`` waits here first (until the barrier breaks, when fewer callers
+#: come): concurrent quotes all start before any returns (parallel branches racing for the
+#: last tool call)
 BARRIER: threading.Barrier | None = None
 
 
@@ -25,7 +27,8 @@ def _log(skill: str, **arguments: object) -> None:
 
 def quote(item: str, quantity: float) -> dict[str, object]:
     if BARRIER is not None:
-        BARRIER.wait()
+        with contextlib.suppress(threading.BrokenBarrierError):
+            BARRIER.wait()
     _log("quote", item=item, quantity=quantity)
     return {"item": item, "unit_price": PRICES.get(item, 10.0)}
 

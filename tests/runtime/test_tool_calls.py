@@ -368,10 +368,11 @@ def test_a_wrong_credential_is_a_tool_error_the_model_sees(
 def test_parallel_branches_cannot_overspend_the_tool_calls_budget(
     store: Store, tmp_path: Path, skill_log: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Both branches pass the budget check with one call left, because both reads start
-    before either is recorded; once both are recorded the overspent budget stops the run
-    before any branch finishes its turn."""
-    monkeypatch.setattr(gateway_skills, "BARRIER", threading.Barrier(2, timeout=60))
+    """Both branches propose a read with one tool call left in the budget. The first to be
+    admitted reserves it; the other is refused before anything runs (the barrier lets a
+    second read through for a while: without the reservation it would run too). The run
+    stops once both branches are settled, having spent exactly its budget."""
+    monkeypatch.setattr(gateway_skills, "BARRIER", threading.Barrier(2, timeout=2))
     register(store, tools_workflow(tmp_path, tool_calls=1))  # type: ignore[arg-type]
     branch = [
         {"tool_calls": [call("quote", item="laptop", quantity=1)]},
@@ -384,7 +385,10 @@ def test_parallel_branches_cannot_overspend_the_tool_calls_budget(
     stopped = store.get_run(run.id)
     assert stopped.status == RunStatus.NEEDS_ATTENTION
     assert stopped.waiting is not None
-    assert stopped.waiting["reason"] == "budget exhausted: tool_calls used 2 of 1"
-    assert len(gateway_skills.calls(skill_log)) == 2  # both reads ran, both were recorded
+    assert stopped.waiting["reason"] == "budget exhausted: tool_calls would reach 2 of 1"
+    assert len(gateway_skills.calls(skill_log)) == 1  # one read ran, the other was refused
+    assert stopped.budget_used["tool_calls"] == 1
     tools = [a for a in activities(store, run.id) if ":tool:" in a]
-    assert len(tools) == 2
+    assert len(tools) == 1
+    [refused] = refusals(store, run.id)
+    assert refused["reason_code"] == "budget_exhausted"

@@ -12,11 +12,12 @@ import hashlib
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Any
+from datetime import datetime, timedelta
+from typing import Any, NoReturn
 
 from openseal.runtime import budgets
 from openseal.runtime.definitions import canonical_json
+from openseal.runtime.events import iso
 from openseal.runtime.fenced import FencedTx
 from openseal.runtime.records import Claim, Run
 from openseal.runtime.statuses import RunStatus
@@ -86,6 +87,49 @@ class LeaseLost(Exception):
     """The heartbeat found the claim gone; stop before calling anything else."""
 
 
+class BudgetSpent(Exception):
+    """A budget does not allow the next model or tool call; the run has not been moved yet.
+
+    Raised where the budget is checked (possibly in one branch of a fan-out while others are
+    still settling their calls); the state's handler stops the run once all of its work is
+    settled (:func:`guarded`, :meth:`StepContext.stop`).
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class RetryLater(Exception):
+    """A transient fault outside the run (the model endpoint is down, rate limiting, a reply
+    was lost): execute this state again in ``delay`` seconds.
+
+    What the state recorded so far is replayed then, so only the failed call is made again.
+    State handlers turn it into a ``sleeping`` run (:func:`guarded`); it holds no lease
+    meanwhile. ``attempt`` counts the consecutive failed attempts, for the backoff.
+    """
+
+    def __init__(self, reason: str, *, delay: float, attempt: int = 1, code: str = "") -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.delay = delay
+        self.attempt = attempt
+        self.code = code
+
+
+@dataclass(frozen=True)
+class Lost:
+    """What a failed attempt of an activity cost (``spent``; empty: nothing, the reservation
+    is released) and what the ``activity.failed`` event says about it (``detail``)."""
+
+    spent: Mapping[str, int]
+    detail: Mapping[str, Any]
+
+
+#: ``run.waiting["kind"]`` of a run sleeping until a state is retried (see :class:`RetryLater`)
+RETRY_WAIT = "retry"
+
+
 def input_hash(document: Any) -> str:
     return hashlib.sha256(canonical_json(document).encode("utf-8")).hexdigest()
 
@@ -124,12 +168,22 @@ class StepContext:
         *,
         cost: Mapping[str, int],
         cost_of_result: Callable[[Any], Mapping[str, int]] | None = None,
+        if_failed: Callable[[Exception], Lost | None] | None = None,
+        if_unknown: Mapping[str, int] | None = None,
     ) -> Any:
         """The recorded result of activity ``<prefix>:<suffix>``, computing it at most once.
 
-        A recorded result is returned without calling ``compute`` (invariant 4). Otherwise the
-        budget for ``cost`` is checked, ``compute`` runs outside any transaction, and its
-        result is recorded with the spend in one fenced transaction (invariant 2).
+        A recorded result is returned without calling ``compute`` (invariant 4). Otherwise
+        ``cost`` is reserved against the budgets under the run's lock (:mod:`budgets`),
+        ``compute`` runs outside any transaction, and its result is recorded with what it
+        cost (``cost`` plus ``cost_of_result``) in one fenced transaction (invariant 2).
+
+        When ``compute`` raises, ``if_failed`` says what the attempt cost (the reservation is
+        settled to that, with an ``activity.failed`` event) before the exception propagates;
+        None leaves the reservation open, as an attempt whose outcome is unknown. Such an open
+        reservation, found by a later claim, stays counted and ``if_unknown`` is added to it.
+        Raises :class:`BudgetSpent` when the budgets do not allow the call (nothing is called)
+        or when the recorded result overspent them.
         """
         activity_id = f"{self.prefix}:{suffix}"
         digest = input_hash(request)
@@ -142,28 +196,78 @@ class StepContext:
                         f"activity {activity_id} was recorded for a different request"
                     )
                 return found.result
-            reason = budgets.exceeded(limits, tx.run().budget_used, cost)
-            if reason is not None:
-                self.exhaust(tx, reason)
+            used = tx.run().budget_used
+            earlier = budgets.held(used, activity_id)
+            if earlier is not None:
+                spent = budgets.add(earlier, if_unknown or {})
+                used = budgets.settle(used, activity_id, spent)
+                tx.update_run(
+                    budget_used=used,
+                    event="activity.lost",
+                    payload={"activity_id": activity_id, "kind": kind, "spent": spent},
+                )
+            reason = budgets.refusal(limits, used, cost)
+            if reason is None:
+                tx.update_run(
+                    budget_used=budgets.reserve(used, activity_id, cost),
+                    event="budget.reserved",
+                    payload={"activity_id": activity_id, "reserved": dict(cost)},
+                )
         if reason is not None:
-            raise TurnStopped(reason)
+            raise BudgetSpent(reason)
         if self.lost.is_set():
             raise LeaseLost(self.claim.run_id)
-        result = compute()
+        try:
+            result = compute()
+        except Exception as exc:
+            failed = if_failed(exc) if if_failed is not None else None
+            if failed is not None:
+                self._failed(activity_id, kind, failed)
+            raise
         with self.store.fenced(self.claim) as tx:
             recorded = tx.record_activity(activity_id, kind, digest, result)
             spent = dict(cost)
             if cost_of_result is not None:
                 spent.update(cost_of_result(recorded.result))
-            used = budgets.add(tx.run().budget_used, spent)
-            tx.update_run(budget_used=used, event="budget.spent", payload={"spent": spent})
+            used = budgets.settle(tx.run().budget_used, activity_id, spent)
+            tx.update_run(
+                budget_used=used,
+                event="budget.spent",
+                payload={"activity_id": activity_id, "spent": spent},
+            )
             late = budgets.overspent(limits, used)
-            if late is not None:
-                self.exhaust(tx, late)
         self.hook("activity.recorded", self.claim)
         if late is not None:
-            raise TurnStopped(late)
+            raise BudgetSpent(late)
         return recorded.result
+
+    def _failed(self, activity_id: str, kind: str, failed: Lost) -> None:
+        with self.store.fenced(self.claim) as tx:
+            used = budgets.settle(tx.run().budget_used, activity_id, failed.spent)
+            tx.update_run(
+                budget_used=used,
+                event="activity.failed",
+                payload={
+                    **failed.detail,
+                    "activity_id": activity_id,
+                    "kind": kind,
+                    "spent": dict(failed.spent),
+                },
+            )
+
+    def stop(self, reason: str) -> NoReturn:
+        """Stop the run for an exhausted budget (in its own transaction); raises
+        :class:`TurnStopped`."""
+        with self.store.fenced(self.claim) as tx:
+            self.exhaust(tx, reason)
+        raise TurnStopped(reason)
+
+    def retry_attempts(self) -> int:
+        """Consecutive failed attempts before this turn, when it resumes a :class:`RetryLater`."""
+        waiting = self.run.waiting or {}
+        if waiting.get("kind") != RETRY_WAIT or waiting.get("state") != self.state.name:
+            return 0
+        return int(waiting.get("attempt") or 0)
 
     def exhaust(self, tx: FencedTx, reason: str) -> None:
         """Stop the run for an exhausted budget, per the workflow's ``on_budget_exhausted``."""
@@ -178,6 +282,41 @@ class StepContext:
 
 
 Handler = Callable[[StepContext], Outcome]
+
+
+def guarded(ctx: StepContext, work: Callable[[], Outcome]) -> Outcome:
+    """``work()``, with its budget stop applied and a transient fault turned into a wait.
+
+    :class:`BudgetSpent` stops the run per ``on_budget_exhausted`` (raising
+    :class:`TurnStopped`); :class:`RetryLater` becomes a ``sleeping`` run, woken when the
+    delay has passed to execute the state again (recorded calls are replayed, not repeated).
+    """
+    try:
+        return work()
+    except BudgetSpent as spent:
+        ctx.stop(spent.reason)
+    except RetryLater as later:
+        return retry_later(ctx, later)
+
+
+def retry_later(ctx: StepContext, later: RetryLater) -> Suspend:
+    """Sleep until ``later.delay`` has passed; ``run.waiting`` says why and which attempt."""
+    due = ctx.now() + timedelta(seconds=later.delay)
+    waiting = {
+        "kind": RETRY_WAIT,
+        "state": ctx.state.name,
+        "due": iso(due),
+        "attempt": later.attempt,
+        "code": later.code,
+        "reason": later.reason,
+    }
+
+    def sleep(tx: FencedTx) -> None:
+        tx.update_run(
+            status=RunStatus.SLEEPING, wake_at=due, waiting=waiting, event="turn.retry_scheduled"
+        )
+
+    return Suspend(sleep, f"retrying at {iso(due)} ({later.code or 'transient'}: {later.reason})")
 
 
 def state_scope(inputs: Mapping[str, Any], states: Mapping[str, Any]) -> dict[str, object]:

@@ -10,13 +10,21 @@ supported yet and make the run need attention.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import replace
 from functools import partial
 from typing import Any
 
 from openseal.compiler import types as ty
-from openseal.runtime.states.base import Advance, Attention, Outcome, StepContext
+from openseal.runtime.states.base import (
+    Advance,
+    Attention,
+    BudgetSpent,
+    Outcome,
+    RetryLater,
+    StepContext,
+    guarded,
+)
 from openseal.runtime.states.turn import model_turn
 from openseal.runtime.workflow import evaluate_json
 
@@ -35,6 +43,14 @@ def run_work(ctx: StepContext, work: dict[str, Any], key: str) -> Outcome:
 
 
 def parallel(ctx: StepContext) -> Outcome:
+    return guarded(ctx, partial(_parallel, ctx))
+
+
+def for_each(ctx: StepContext) -> Outcome:
+    return guarded(ctx, partial(_for_each, ctx))
+
+
+def _parallel(ctx: StepContext) -> Outcome:
     config = ctx.state.config
     branches = sorted((config.get("branch") or {}).items())
     if config.get("join") == "any":
@@ -50,7 +66,7 @@ def parallel(ctx: StepContext) -> Outcome:
     return _joined(ctx, [name for name, _ in branches], results, as_list=False)
 
 
-def for_each(ctx: StepContext) -> Outcome:
+def _for_each(ctx: StepContext) -> Outcome:
     config = ctx.state.config
     items = evaluate_json(config["items"], ctx.scope)
     if not isinstance(items, list):
@@ -69,12 +85,27 @@ def for_each(ctx: StepContext) -> Outcome:
 
 
 def _map(units: Sequence[Callable[[], Outcome]], *, concurrency: int) -> list[Outcome]:
+    """Every unit's outcome, in order. Units run to the end even when one of them fails, so
+    each call already made is settled and recorded; then the first failure is raised, a lost
+    claim (or a bug) before a spent budget before a transient fault (the latest retry)."""
     if len(units) <= 1 or concurrency <= 1:
         return [unit() for unit in units]
     with ThreadPoolExecutor(max_workers=min(concurrency, len(units))) as pool:
         futures = [pool.submit(unit) for unit in units]
-        # result() re-raises a unit's exception (lost lease, stale epoch) in this thread.
-        return [future.result() for future in futures]
+        wait(futures)
+    failures = [e for e in (f.exception() for f in futures) if e is not None]
+    if failures:
+        raise _first(failures)
+    return [future.result() for future in futures]
+
+
+def _first(failures: list[BaseException]) -> BaseException:
+    others = [e for e in failures if not isinstance(e, BudgetSpent | RetryLater)]
+    spent = [e for e in failures if isinstance(e, BudgetSpent)]
+    later = [e for e in failures if isinstance(e, RetryLater)]
+    if others or spent:
+        return (others or spent)[0]
+    return max(later, key=lambda e: e.delay)
 
 
 def _joined(

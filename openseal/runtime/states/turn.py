@@ -14,7 +14,7 @@ from typing import Any
 import jsonschema
 
 from openseal.runtime.models.base import ModelRequest, ModelResponse, Tool
-from openseal.runtime.states.base import Advance, Attention, Outcome, StepContext
+from openseal.runtime.states.base import Advance, Attention, Outcome, StepContext, guarded
 from openseal.runtime.tools import ToolInvocation
 from openseal.runtime.workflow import evaluate_json
 
@@ -25,7 +25,7 @@ REPAIR_PROMPT = (
 
 
 def execute(ctx: StepContext) -> Outcome:
-    return model_turn(ctx, ctx.state.config, ctx.state.output_schema, key="")
+    return guarded(ctx, lambda: model_turn(ctx, ctx.state.config, ctx.state.output_schema, key=""))
 
 
 def schema_problems(value: Any, schema: dict[str, Any] | None) -> list[str]:
