@@ -57,6 +57,7 @@ STATUS: dict[str, int] = {
     "unknown_version": 409,
     "nothing_to_roll_back": 409,
     "hash_mismatch": 409,
+    "proposal_unverified": 409,
     "already_decided": 409,
     "approval_expired": 409,
     "approval_canceled": 409,

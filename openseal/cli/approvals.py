@@ -68,7 +68,8 @@ def show(home: Path, output: str, ref: str) -> None:
     approval, proposal = view.approval, view.proposal
     if output == "json":
         echo_json({"approval": approval, "proposal": proposal.document,
-                   "hash": approval.proposal_hash, "verified": proposal.verified})  # fmt: skip
+                   "hash": approval.proposal_hash, "verified": proposal.verified,
+                   "unverified_reason": proposal.problem})  # fmt: skip
         return
     click.echo(f"approval {approval.id}  {approval.status}  run {approval.run_id}")
     click.echo(f"  approvers  {', '.join(approval.approvers) or '(any)'}")
@@ -78,8 +79,11 @@ def show(home: Path, output: str, ref: str) -> None:
     if approval.decision:
         click.echo(f"  decided    {approval.decision} by {approval.decided_by} "
                    f"({approval.reason or 'no reason given'})")  # fmt: skip
-    state = "verified against its artefact" if proposal.verified else "ARTEFACT NOT VERIFIED"
+    state = "verified against its artefact" if proposal.verified else "NOT VERIFIED"
     click.echo(f"proposal {approval.proposal_name} ({state}):")
+    if proposal.problem is not None:
+        click.echo(f"  not verified: {proposal.problem}")
+        click.echo("  it cannot be approved; what is shown below is not known to be the content")
     text = json.dumps(plain(proposal.document), indent=2, sort_keys=True)
     for line in text.splitlines():
         click.echo(f"  {line}")

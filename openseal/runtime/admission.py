@@ -1,6 +1,9 @@
 """Admission: the one fenced transaction that lets an action be dispatched (invariant 7).
 
-It re-checks, together and at the last moment: that the run still holds its claim (a cancel or
+It re-checks, together and at the last moment: that the proposal's stored content is still the
+content its hash names (the arguments about to be sent hash to the approved hash, and its
+artefact is readable and intact — :mod:`~openseal.runtime.proposal_check`), that the run still
+holds its claim (a cancel or
 pause bumped the epoch, so the fenced transaction refuses), the binding (the pinned version
 still grants the skill to the proposal's actor, the skill's digest is the proposal's, the
 grant's constraints hold for the exact arguments — and the *active* version of the workflow,
@@ -24,6 +27,7 @@ from openseal.runtime import actions as action_rows
 from openseal.runtime import schema
 from openseal.runtime.actions import Action
 from openseal.runtime.approvals import Approval
+from openseal.runtime.proposal_check import verify_in
 from openseal.runtime.proposals import Proposal, proposal_name
 from openseal.runtime.statuses import ActionStatus, ApprovalStatus
 from openseal.runtime.store import Store
@@ -69,6 +73,10 @@ def admit(
     active = active_grants(conn, store, workflow, proposal)
     approval, reason = _approval(conn, workflow, proposal, active)
     reason = _binding(workflow, proposal) or _active_binding(active, proposal) or reason
+    # What will be sent is this proposal's document: it must still be the approved content.
+    checked = verify_in(conn, store.artifacts, proposal)
+    if checked.problem is not None:
+        reason = f"proposal {proposal.name} ({proposal.hash}) is not verified: {checked.problem}"
     budgets = spend_budgets(workflow, proposal.run_id)
     if reason is None:
         reason = _spend(conn, store, budgets, proposal, now)

@@ -6,7 +6,9 @@ lease. A decision (:func:`decide`) is made only through an :class:`ApprovalAutho
 one nothing is decided at all (``approvals_unavailable``, invariant 11), and model output has no
 path here. Each decision records who decided, when, and the hash the approver saw; a different
 hash is refused (``hash_mismatch``), the same decision again is a no-op, a conflicting one is
-refused (``already_decided``). The decision wakes the run in the same transaction.
+refused (``already_decided``), and a proposal whose stored content cannot be verified against
+its hash is never approved (``proposal_unverified``). The decision wakes the run in the same
+transaction.
 """
 
 from __future__ import annotations
@@ -444,6 +446,8 @@ def decide(
                 f"approval {approval.id} expired at {iso(approval.expires_at)}",
                 code="approval_expired",
             )
+        if wanted == ApprovalStatus.APPROVED:
+            _refuse_unverified(store, conn, approval)
         closed = close(
             conn, approval, wanted, now=now, actor=actor, reason=reason, decision=decision,
             seen_hash=seen,
@@ -452,6 +456,21 @@ def decide(
             raise ApprovalError(f"approval {approval.id} changed meanwhile", code="already_decided")
         _wake(store, conn, run.id, closed, now, actor, waiting=run.waiting, status=run.status)
     return Decided(closed, True)
+
+
+def _refuse_unverified(store: Store, conn: sa.Connection, approval: Approval) -> None:
+    """Nobody approves content that cannot be shown to be the content its hash names."""
+    # Imported here: proposals needs the workflow module, which needs the store, whose
+    # commands import this module.
+    from openseal.runtime import proposals
+    from openseal.runtime.proposal_check import verify_in
+
+    checked = verify_in(conn, store.artifacts, proposals.get(conn, approval.proposal_id))
+    if checked.problem is not None:
+        raise ApprovalError(
+            f"proposal {approval.proposal_hash} cannot be approved: {checked.problem}",
+            code="proposal_unverified",
+        )
 
 
 def _wake(

@@ -1,9 +1,19 @@
-"""Content-addressed artefact files: create-only, verified by digest on every read.
+"""Content-addressed artefacts: create-only, verified by digest on every read, on every host.
 
-Files live at ``<root>/ab/cdef…`` (the sha256 hex split after two characters). A write goes
-to a temporary file in the same directory, is synced, then hard-linked into place: ``link``
-fails if the name exists, so two writers of the same content can never clobber each other
-and a reader never sees a half-written file.
+Where the bytes live follows the database (DESIGN §5, invariant 16):
+
+* **SQLite** (one host): files at ``<home>/artifacts/ab/cdef…`` (the sha256 hex split after two
+  characters). A write goes to a temporary file in the same directory, is synced, then
+  hard-linked into place: ``link`` fails if the name exists, so two writers of the same content
+  can never clobber each other and a reader never sees a half-written file.
+* **PostgreSQL** (many hosts): the bytes are in the artefact's row (``artifacts.content``),
+  written in the same transaction as whatever refers to them, so a worker or a server on any
+  host reads exactly what the drafting host stored — nothing a second host needs is on one
+  host's disk. Rows from before artefacts moved into the database have no content; their file
+  is read if this host has it, and they are reported as not found otherwise.
+
+Either way every read recomputes the sha256 and refuses bytes that do not match
+(:class:`ArtifactCorrupt`).
 """
 
 from __future__ import annotations
@@ -21,8 +31,22 @@ from openseal.runtime.store_base import StoreBase
 from openseal.runtime.store_errors import ArtifactCorrupt, NotFound
 
 artifacts = schema.artifacts
-SELECT_ARTIFACT = sa.select(artifacts).where(artifacts.c.digest == sa.bindparam("p_digest"))
+INFO_COLUMNS = (
+    artifacts.c.digest,
+    artifacts.c.size,
+    artifacts.c.media_type,
+    artifacts.c.created_at,
+)
+SELECT_ARTIFACT = sa.select(*INFO_COLUMNS).where(artifacts.c.digest == sa.bindparam("p_digest"))
+SELECT_CONTENT = sa.select(artifacts.c.content).where(
+    artifacts.c.digest == sa.bindparam("p_digest")
+)
 INSERT_ARTIFACT = sa.insert(artifacts)
+FILL_CONTENT = (
+    sa.update(artifacts)
+    .where(artifacts.c.digest == sa.bindparam("p_digest"), artifacts.c.content.is_(None))
+    .values(content=sa.bindparam("v_content", type_=artifacts.c.content.type))
+)
 
 
 def sha256_hex(data: bytes) -> str:
@@ -30,47 +54,82 @@ def sha256_hex(data: bytes) -> str:
 
 
 class ArtifactStore:
+    """The store's artefacts; ``in_database`` for every backend but SQLite."""
+
     def __init__(self, root: Path, store: StoreBase) -> None:
         self.root = root
         self._store = store
+        #: the bytes live in the artefact rows (PostgreSQL), not in files under ``root``
+        self.in_database = store.dialect != "sqlite"
 
     def path(self, digest: str) -> Path:
-        if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
-            raise NotFound(f"{digest!r} is not an artefact digest (64 lowercase hex)")
+        _check_digest(digest)
         return self.root / digest[:2] / digest[2:]
 
     def put(self, data: bytes, media_type: str = "application/octet-stream") -> ArtifactInfo:
         """Store ``data`` once and return its record; storing it again is a no-op."""
         digest = self.write_file(data)
-        return self._record(digest, len(data), media_type)
+        try:
+            with self._store.write() as conn:
+                return self.record_in(conn, digest, len(data), media_type, data)
+        except sa.exc.IntegrityError:
+            # A concurrent writer of the same content inserted the row first.
+            return self.info(digest)
 
     def write_file(self, data: bytes) -> str:
-        """Write (or verify) the file of ``data`` and return its digest; no database row yet.
+        """Prepare ``data`` outside any transaction and return its digest; no row yet.
 
-        Pair it with :meth:`record_in`, which adds the row inside the caller's transaction.
+        With files (SQLite) the file is written (or verified) now, so no lock is held over its
+        fsync; in the database there is nothing to do before the row. Pair it with
+        :meth:`record_in`, which adds the row inside the caller's transaction.
         """
         digest = sha256_hex(data)
+        if self.in_database:
+            return digest
         target = self.path(digest)
         if target.exists():
-            self._verify(target, digest)
+            self._verify(target.read_bytes(), digest)
         else:
             self._write_create_only(target, data, digest)
         return digest
 
     def record_in(
-        self, conn: sa.Connection, digest: str, size: int, media_type: str
+        self,
+        conn: sa.Connection,
+        digest: str,
+        size: int,
+        media_type: str,
+        data: bytes | None = None,
     ) -> ArtifactInfo:
         """The artefact's row, inserted in ``conn``'s transaction unless it exists already.
 
-        The file must have been written first (:meth:`write_file`): a row never points at a
-        file that is not on disk.
+        ``data`` is the artefact's bytes: stored in the row when artefacts live in the
+        database (required then). With files, the file must have been written first
+        (:meth:`write_file`): a row never points at a file that is not on disk.
         """
+        if self.in_database:
+            if data is None:
+                raise ValueError("artefacts in the database are recorded with their bytes")
+            self._verify(data, digest)
         row = fastsql.one_or_none(fastsql.execute(conn, SELECT_ARTIFACT, {"p_digest": digest}))
         if row is not None:
+            if self.in_database:
+                self._keep(conn, digest, data)
             return ArtifactInfo.from_row(row)
         info = ArtifactInfo(digest, size, media_type, self._store.now())
-        fastsql.execute(conn, INSERT_ARTIFACT, info.__dict__)
+        content = data if self.in_database else None
+        fastsql.execute(conn, INSERT_ARTIFACT, {**info.__dict__, "content": content})
         return info
+
+    def _keep(self, conn: sa.Connection, digest: str, data: bytes | None) -> None:
+        """The row exists: its bytes must still be these (storing again never papers over a
+        corruption); a row from before the bytes moved into the database is completed."""
+        found = fastsql.one_or_none(fastsql.execute(conn, SELECT_CONTENT, {"p_digest": digest}))
+        content = None if found is None else found["content"]
+        if content is None:
+            fastsql.execute_count(conn, FILL_CONTENT, {"p_digest": digest, "v_content": data})
+        else:
+            self._verify(bytes(content), digest)
 
     def _write_create_only(self, target: Path, data: bytes, digest: str) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -85,46 +144,61 @@ class ArtifactStore:
                 os.link(temp_name, target)
             except FileExistsError:
                 # Another writer got there first; its file must hold the same bytes.
-                self._verify(target, digest)
+                self._verify(target.read_bytes(), digest)
         finally:
             os.unlink(temp_name)
 
-    def _record(self, digest: str, size: int, media_type: str) -> ArtifactInfo:
-        try:
-            return self._insert_row(digest, size, media_type)
-        except sa.exc.IntegrityError:
-            # A concurrent writer of the same content inserted the row first.
-            return self.info(digest)
-
-    def _insert_row(self, digest: str, size: int, media_type: str) -> ArtifactInfo:
-        with self._store.write() as conn:
-            row = conn.execute(sa.select(artifacts).where(artifacts.c.digest == digest))
-            existing = row.mappings().one_or_none()
-            if existing is not None:
-                return ArtifactInfo.from_row(existing)
-            info = ArtifactInfo(digest, size, media_type, self._store.now())
-            conn.execute(sa.insert(artifacts).values(**info.__dict__))
-        return info
-
     def read(self, digest: str) -> bytes:
         """The artefact's bytes, after checking they still hash to ``digest``."""
-        target = self.path(digest)
-        try:
-            data = target.read_bytes()
-        except FileNotFoundError:
-            raise NotFound(f"artefact {digest} not found") from None
-        if sha256_hex(data) != digest:
-            raise ArtifactCorrupt(f"artefact {digest} is corrupt: its content hash differs")
+        if not self.in_database:
+            return self._read_file(digest)
+        with self._store.read() as conn:
+            return self.read_in(conn, digest)
+
+    def read_in(self, conn: sa.Connection, digest: str) -> bytes:
+        """:meth:`read` in the caller's transaction (admission verifies what it admits)."""
+        if not self.in_database:
+            return self._read_file(digest)
+        _check_digest(digest)
+        found = fastsql.one_or_none(fastsql.execute(conn, SELECT_CONTENT, {"p_digest": digest}))
+        if found is None:
+            raise NotFound(f"artefact {digest} is not in the store")
+        content = found["content"]
+        if content is None:
+            try:
+                return self._read_file(digest)
+            except NotFound:
+                raise NotFound(
+                    f"artefact {digest} was stored as a file on the host that drafted it, "
+                    "before artefacts moved into the database, and this host does not have it"
+                ) from None
+        data = bytes(content)
+        self._verify(data, digest)
         return data
 
-    def _verify(self, target: Path, digest: str) -> None:
-        if sha256_hex(target.read_bytes()) != digest:
+    def _read_file(self, digest: str) -> bytes:
+        try:
+            data = self.path(digest).read_bytes()
+        except FileNotFoundError:
+            raise NotFound(f"artefact {digest} not found") from None
+        self._verify(data, digest)
+        return data
+
+    @staticmethod
+    def _verify(data: bytes, digest: str) -> None:
+        if sha256_hex(data) != digest:
             raise ArtifactCorrupt(f"artefact {digest} is corrupt: its content hash differs")
 
     def info(self, digest: str) -> ArtifactInfo:
         with self._store.read() as conn:
-            row = conn.execute(sa.select(artifacts).where(artifacts.c.digest == digest))
-            found = row.mappings().one_or_none()
+            found = fastsql.one_or_none(
+                fastsql.execute(conn, SELECT_ARTIFACT, {"p_digest": digest})
+            )
         if found is None:
             raise NotFound(f"artefact {digest} not found")
         return ArtifactInfo.from_row(found)
+
+
+def _check_digest(digest: str) -> None:
+    if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+        raise NotFound(f"{digest!r} is not an artefact digest (64 lowercase hex)")

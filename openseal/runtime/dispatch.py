@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from openseal.compiler import types as ty
 from openseal.compiler.model import SkillSpec
+from openseal.runtime.proposal_check import check_payload
 from openseal.runtime.proposals import Proposal
 from openseal.runtime.skill_documents import skill_spec
 from openseal.runtime.workflow import CompiledWorkflow
@@ -41,10 +42,16 @@ class Target:
 
     skill: str
     spec: SkillSpec
-    args: Mapping[str, Any]
+    #: the proposal's document: what is sent is its ``args``, and it must hash to the approval
+    document: Mapping[str, Any]
+    proposal_hash: str
     key: str
     run_id: str
     proposal: str
+
+    @property
+    def args(self) -> dict[str, Any]:
+        return dict(self.document.get("args") or {})
 
     def call(self, spec: SkillSpec, context: RuntimeContext | None) -> SkillCall:
         return SkillCall(
@@ -61,7 +68,12 @@ class Target:
 
 
 def dispatch(target: Target, context: RuntimeContext | None) -> SkillResult:
-    """Send the action once with its stable key; an adapter crash counts as ``unknown``."""
+    """Send the action once with its stable key; an adapter crash counts as ``unknown``.
+
+    The hash of exactly what is sent is recomputed first: content that is not the approved
+    proposal is never sent (:class:`~openseal.runtime.proposal_check.ProposalUnverified`).
+    """
+    check_payload(dict(target.document), target.proposal_hash, f"action {target.key}")
     return _run(target.call(target.spec, context), ambiguous=True)
 
 
@@ -134,7 +146,8 @@ def target_for(workflow: CompiledWorkflow, proposal: Proposal) -> Target:
     return Target(
         skill=proposal.skill,
         spec=skill_spec(document),
-        args=proposal.args,
+        document=proposal.document,
+        proposal_hash=proposal.hash,
         key=proposal.action_key,
         run_id=proposal.run_id,
         proposal=proposal.name,

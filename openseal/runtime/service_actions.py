@@ -7,13 +7,12 @@ with a stable code and a one-line message on refusal. Decisions need an
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
 
-from openseal.errors import RuntimeFailure, StoreError, UsageError
+from openseal.errors import RuntimeFailure, UsageError
 from openseal.runtime import actions as action_rows
 from openseal.runtime import approvals as approval_rows
 from openseal.runtime import proposals as proposal_rows
@@ -22,6 +21,7 @@ from openseal.runtime.actions import Action
 from openseal.runtime.approvals import CLI_ADDRESS, Approval, ApprovalAuthority, Decided
 from openseal.runtime.dispatch import target_for
 from openseal.runtime.events import change_run, iso
+from openseal.runtime.proposal_check import verify_in
 from openseal.runtime.proposals import Proposal
 from openseal.runtime.reconcile import mark_unknown, reconcile, resend_unclaimed
 from openseal.runtime.statuses import ActionStatus, ApprovalStatus, RunStatus
@@ -39,6 +39,8 @@ class ProposalView:
     proposal: Proposal
     document: dict[str, Any]
     verified: bool
+    #: why it is not verified (None when it is)
+    problem: str | None = None
 
 
 @dataclass(frozen=True)
@@ -75,7 +77,7 @@ def show_approval(store: Store, ref: str) -> ApprovalView:
     with store.read() as conn:
         approval = approval_rows.find(conn, ref)
         proposal = proposal_rows.get(conn, approval.proposal_id)
-    return ApprovalView(approval, _proposal_view(store, proposal))
+        return ApprovalView(approval, _proposal_view(store, conn, proposal))
 
 
 def decide_approval(
@@ -118,7 +120,7 @@ def show_action(store: Store, action_id: str) -> ActionView:
         action = action_rows.get(conn, action_id)
         proposal = proposal_rows.get(conn, action.proposal_id)
         spend = action_rows.spend_of(conn, action.id)
-    return ActionView(action, _proposal_view(store, proposal), spend)
+        return ActionView(action, _proposal_view(store, conn, proposal), spend)
 
 
 def reconcile_action(
@@ -252,13 +254,10 @@ def _requeue_in(
 # -- helpers ---------------------------------------------------------------------------
 
 
-def _proposal_view(store: Store, proposal: Proposal) -> ProposalView:
-    try:
-        data = store.artifacts.read(proposal.artifact_digest)
-    except StoreError:  # a missing or corrupt artefact file: show the row, flagged
-        return ProposalView(proposal, proposal.document, False)
-    verified = proposal.artifact_digest == proposal.hash
-    return ProposalView(proposal, json.loads(data), verified)
+def _proposal_view(store: Store, conn: sa.Connection, proposal: Proposal) -> ProposalView:
+    # Unverifiable (a missing or corrupt artefact, a row changed since): shown, flagged, with why.
+    checked = verify_in(conn, store.artifacts, proposal)
+    return ProposalView(proposal, checked.document, checked.verified, checked.problem)
 
 
 def _status(kind: Any, value: str) -> Any:

@@ -182,3 +182,25 @@ def test_no_secret_value_reaches_any_response(
     assert "procurement_api" in text  # the credential reference is there, as a name
     for secret in (TOKEN, ALICE_TOKEN, BOB_TOKEN):
         assert secret not in text
+
+
+def test_an_unverifiable_proposal_is_shown_with_the_reason_and_not_approved(
+    serve: Serve, waiting: tuple[Flow, str], simulator: ProcurementSimulator
+) -> None:
+    from tests.runtime.test_artefact_hosts import change_row
+
+    f, _ = waiting
+    approval = pending(f.store)
+    change_row(f.store, approval.proposal_id, quantity=17, total=19533)
+    server = serve(authority=AUTHORITY)
+    with server.client(ALICE_TOKEN) as alice:
+        shown = alice.get(f"/approvals/{approval.id}").json()
+        assert shown["verified"] is False
+        assert "changed after it was drafted" in shown["unverified_reason"]
+        assert shown["proposal"]["args"]["quantity"] == 10
+        url = f"/approvals/{approval.id}/decision"
+        refused = alice.post(url, json={"decision": "approve", "hash": approval.proposal_hash})
+        error = assert_error(refused, 409, "proposal_unverified")
+        assert "cannot be approved" in error["message"]
+    assert pending(f.store).status == "pending"
+    assert simulator.order_count() == 0

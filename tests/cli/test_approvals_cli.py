@@ -136,3 +136,28 @@ def test_actions_list_show_and_resolve(
     assert code == 1 and "invalid_status" not in err and "only dispatched" in err
     assert simulator.order_count() == 0
     assert json.loads(json.dumps(shown))  # JSON output is plain data
+
+
+def test_an_unverifiable_proposal_is_shown_with_the_reason_and_not_approved(
+    cli: Cli,  # noqa: F811
+    waiting: tuple[Flow, str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tests.runtime.test_artefact_hosts import change_row
+
+    f, _ = waiting
+    approval = pending(f.store)
+    change_row(f.store, approval.proposal_id, quantity=17, total=19533)
+    code, out, err = cli("approvals", "show", approval.id)
+    assert code == 0, err
+    assert "NOT VERIFIED" in out and "changed after it was drafted" in out
+    assert '"quantity": 10' in out  # the approved content, not the changed row
+    shown = cli.json("approvals", "show", approval.id)
+    assert isinstance(shown, dict)
+    assert shown["verified"] is False and "changed after" in shown["unverified_reason"]
+    authority(tmp_path, monkeypatch)
+    code, out, err = cli("approvals", "approve", approval.id, "--hash", approval.proposal_hash)
+    assert code == 1
+    assert "cannot be approved" in err
+    assert pending(f.store).id == approval.id

@@ -32,13 +32,16 @@ class Backend:
     pg_schema: str | None
     stores: list[Store] = field(default_factory=list)
 
-    def open(self, **options: Any) -> Store:
+    def open(self, home: Path | None = None, **options: Any) -> Store:
+        """A store on this database; ``home`` stands for another host's (PostgreSQL only:
+        a SQLite store's database is in its home)."""
         if self.url is None:
+            assert home is None or home == self.home, "SQLite has one home per database"
             store = open_store(home=self.home, **options)
         else:
             options.setdefault("auto_migrate", True)
             options.setdefault("connect_args", {"options": f"-csearch_path={self.pg_schema}"})
-            store = open_store(self.url, home=self.home, **options)
+            store = open_store(self.url, home=home or self.home, **options)
         self.stores.append(store)
         return store
 

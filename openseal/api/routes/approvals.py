@@ -54,6 +54,7 @@ def show_approval(ref: Ref, state: State) -> dict[str, Any]:
         "proposal": jsonable(view.proposal.document),
         "hash": view.approval.proposal_hash,
         "verified": view.proposal.verified,
+        "unverified_reason": view.proposal.problem,
     }
 
 

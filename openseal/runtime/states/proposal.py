@@ -34,7 +34,9 @@ def store_draft(ctx: StepContext, drafted: Draft, tx: FencedTx | None = None) ->
     With ``tx`` the rows are written in that fenced transaction (the caller commits them with
     what it does next); otherwise in one of their own.
     """
-    digest = ctx.store.artifacts.write_file(drafted.data)  # the file first: no dangling row
+    # the file first (SQLite), so no row points at a missing file; in the database, the row
+    # carries the bytes itself
+    digest = ctx.store.artifacts.write_file(drafted.data)
     if tx is not None:
         return store_draft_in(ctx, drafted, digest, tx)[0]
     with ctx.store.fenced(ctx.claim) as own:
@@ -53,7 +55,7 @@ def _record(
     tx: FencedTx, artifacts: ArtifactStore, drafted: Draft, digest: str
 ) -> tuple[Proposal, Action]:
     conn = tx.conn
-    artifacts.record_in(conn, digest, len(drafted.data), proposals.MEDIA_TYPE)
+    artifacts.record_in(conn, digest, len(drafted.data), proposals.MEDIA_TYPE, drafted.data)
     proposal, created = proposals.insert(conn, tx.claim.run_id, drafted, digest, tx.now)
     action = actions.ensure(conn, proposal, tx.now)
     if action.status in (ActionStatus.DENIED, ActionStatus.CANCELED):
