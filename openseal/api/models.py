@@ -63,11 +63,15 @@ class ActionResolution(Body):
 
 
 class InboundEventBody(Body):
-    """An event for runs in a ``wait`` state: ``name`` plus the ``correlation`` they match."""
+    """An event for runs in a ``wait`` state: ``name`` plus the ``correlation`` they match.
+
+    ``eventId`` is the sender's id for the event (or send it as ``Idempotency-Key``): a second
+    delivery with the same id is acknowledged with the first one's answer, not stored again."""
 
     name: Name
     correlation: dict[str, Any] = Field(default_factory=dict)
     payload: Any = None
+    event_id: Name | None = None
 
 
 class ProposalFiling(Body):

@@ -179,6 +179,8 @@ class InboundEvent(RowRecord):
     received_at: datetime
     consumed_by_run_id: str | None
     consumed_at: datetime | None
+    #: the sender's id for this delivery (event id or ``Idempotency-Key``), when it gave one
+    delivery_key: str | None = None
 
 
 @dataclass(frozen=True)

@@ -185,7 +185,10 @@ inbound_events = sa.Table(
     sa.Column("received_at", UtcTimestamp, nullable=False),
     sa.Column("consumed_by_run_id", ID, sa.ForeignKey("runs.id"), nullable=True),
     sa.Column("consumed_at", UtcTimestamp, nullable=True),
+    # the sender's event id or Idempotency-Key: a redelivery finds the first delivery
+    sa.Column("delivery_key", sa.String(200), nullable=True),
     sa.Index("ix_inbound_events_name_consumed", "name", "consumed_at"),
+    sa.Index("uq_inbound_events_delivery_key", "name", "delivery_key", unique=True),
 )
 
 agent_requests = sa.Table(

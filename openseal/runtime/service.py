@@ -19,6 +19,7 @@ from openseal.runtime.records import AgentRequest, Event, InboundEvent, NewObjec
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
 from openseal.runtime.store_errors import NotFound
+from openseal.runtime.waits import Delivery
 from openseal.runtime.workflow import WorkflowCatalog, version_key
 
 LOCAL_ACTOR = "user:local"
@@ -287,10 +288,25 @@ def deliver_event(
     payload: Any = None,
     *,
     correlation: dict[str, Any] | None = None,
+    key: str | None = None,
     actor: str = "system",
 ) -> InboundEvent:
     """Hand an inbound event to the run waiting for it, or keep it for one that will."""
-    return store.deliver_event(name, correlation or {}, payload, actor=actor)
+    return receive_event(store, name, payload, correlation=correlation, key=key, actor=actor).event
+
+
+def receive_event(
+    store: Store,
+    name: str,
+    payload: Any = None,
+    *,
+    correlation: dict[str, Any] | None = None,
+    key: str | None = None,
+    actor: str = "system",
+) -> Delivery:
+    """:func:`deliver_event`, saying whether ``key`` (the sender's id for the delivery) had
+    been delivered before; a redelivery is acknowledged with the first event, not stored."""
+    return store.receive_event(name, correlation or {}, payload, key=key, actor=actor)
 
 
 # -- agent requests (the callee's side of a delegate state) ----------------------------

@@ -5,10 +5,17 @@ key/value of the wait's correlation equals the event's. An event may arrive befo
 registers its wait: it is kept unconsumed and matched at registration. Either way the match
 is recorded in ``runs.waiting["delivered"]`` and the run is made runnable by setting
 ``wake_at`` to now, so a worker claims it and the engine reads what arrived.
+
+A sender that retries (its acknowledgement was lost) delivers the same event again. With a
+delivery key (the sender's event id, or the API's ``Idempotency-Key``) the second delivery is
+acknowledged with the first one's event and changes nothing: it is not stored again, so it
+cannot satisfy a later wait. Keys are unique per event name (a unique index), so two
+deliveries racing with one key store it once.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -21,6 +28,7 @@ from openseal.runtime.events import change_run, iso
 from openseal.runtime.objectives import ObjectivesMixin
 from openseal.runtime.records import InboundEvent, Run
 from openseal.runtime.statuses import TERMINAL_RUN_STATUSES
+from openseal.runtime.store_errors import IdempotencyConflict
 
 inbound = schema.inbound_events
 runs = schema.runs
@@ -87,26 +95,69 @@ class _Retry(Exception):
 _DELIVERY_ATTEMPTS = 5
 
 
+@dataclass(frozen=True)
+class Delivery:
+    """What :meth:`WaitsMixin.receive_event` did with an event."""
+
+    #: the stored event: this delivery's, or the first one's when this was a duplicate
+    event: InboundEvent
+    #: True when the delivery key had been delivered before: nothing was stored or consumed
+    duplicate: bool
+
+
 class WaitsMixin(ObjectivesMixin):
     def deliver_event(
-        self, name: str, correlation: dict[str, Any], payload: Any, *, actor: str = "system"
+        self,
+        name: str,
+        correlation: dict[str, Any],
+        payload: Any,
+        *,
+        key: str | None = None,
+        actor: str = "system",
     ) -> InboundEvent:
         """Store an inbound event and hand it to the oldest run waiting for it, if any.
 
         The returned event's ``consumed_by_run_id`` says which run got it; ``None`` means it
-        is kept until a run registers a matching wait.
+        is kept until a run registers a matching wait. ``key`` is the sender's id for the
+        delivery: see :meth:`receive_event`.
+        """
+        return self.receive_event(name, correlation, payload, key=key, actor=actor).event
+
+    def receive_event(
+        self,
+        name: str,
+        correlation: dict[str, Any],
+        payload: Any,
+        *,
+        key: str | None = None,
+        actor: str = "system",
+    ) -> Delivery:
+        """:meth:`deliver_event`, saying whether it was a redelivery.
+
+        With ``key``, an event ``name`` already delivered under that key is not stored again:
+        the first delivery's event is returned as it stands (``duplicate=True``). The same key
+        with another correlation or payload is refused (``idempotency_conflict``).
         """
         now = self.now()
-        event = InboundEvent(new_id(), name, correlation, payload, now, None, None)
+        event = InboundEvent(new_id(), name, correlation, payload, now, None, None, key)
         for _ in range(_DELIVERY_ATTEMPTS):
             try:
                 with self.write() as conn:
                     return self._deliver(conn, event, actor)
             except _Retry:
                 continue
+            except sa.exc.IntegrityError:
+                # A concurrent delivery stored this key first (the name lock makes that rare).
+                if key is None:
+                    raise
+                with self.read() as conn:
+                    first = _by_key(conn, name, key)
+                if first is None:
+                    raise
+                return Delivery(_same_event(first, event), True)
         raise StoreError(f"could not deliver event {name!r}: waiters kept changing", code="busy")
 
-    def _deliver(self, conn: sa.Connection, event: InboundEvent, actor: str) -> InboundEvent:
+    def _deliver(self, conn: sa.Connection, event: InboundEvent, actor: str) -> Delivery:
         # Lock order, the same as a fenced transaction registering a wait: the run row first,
         # then the event-name lock. The name lock closes the race with a registration that
         # is not committed yet; the re-check under it sees every committed waiter.
@@ -114,6 +165,11 @@ class WaitsMixin(ObjectivesMixin):
         if candidate is not None:
             self.load_run(conn, candidate.id, lock=True)
         self.lock_event_name(conn, event.name)
+        if event.delivery_key is not None:
+            # Under the name lock every earlier delivery of this name has committed.
+            first = _by_key(conn, event.name, event.delivery_key)
+            if first is not None:
+                return Delivery(_same_event(first, event), True)
         conn.execute(
             sa.insert(inbound).values(
                 id=event.id,
@@ -121,19 +177,22 @@ class WaitsMixin(ObjectivesMixin):
                 correlation=event.correlation,
                 payload=event.payload,
                 received_at=event.received_at,
+                delivery_key=event.delivery_key,
             )
         )
         waiter = self._find_waiter(conn, event)
         if waiter is None:
-            return event
+            return Delivery(event, False)
         if candidate is None or waiter.id != candidate.id:
             raise _Retry  # another waiter appeared; start over, locking that one first
         now = event.received_at
         consume(conn, event, waiter, now, actor)
         self.notify_work(conn)
-        return InboundEvent(
-            event.id, event.name, event.correlation, event.payload, now, waiter.id, now
-        )
+        consumed = InboundEvent(
+            event.id, event.name, event.correlation, event.payload, now, waiter.id, now,
+            event.delivery_key,
+        )  # fmt: skip
+        return Delivery(consumed, False)
 
     def _find_waiter(self, conn: sa.Connection, event: InboundEvent) -> Run | None:
         stmt = sa.select(runs).where(runs.c.wait_name == event.name).order_by(runs.c.id)
@@ -151,3 +210,21 @@ class WaitsMixin(ObjectivesMixin):
             row = conn.execute(sa.select(inbound).where(inbound.c.id == event_id))
             found = row.mappings().one_or_none()
         return None if found is None else InboundEvent.from_row(found)
+
+
+def _by_key(conn: sa.Connection, name: str, key: str) -> InboundEvent | None:
+    row = conn.execute(
+        sa.select(inbound).where(inbound.c.name == name, inbound.c.delivery_key == key)
+    )
+    found = row.mappings().one_or_none()
+    return None if found is None else InboundEvent.from_row(found)
+
+
+def _same_event(first: InboundEvent, again: InboundEvent) -> InboundEvent:
+    """``first`` when ``again`` is the same event redelivered; a conflict otherwise."""
+    if (first.correlation, first.payload) != (again.correlation, again.payload):
+        raise IdempotencyConflict(
+            f"event {first.name!r} with delivery key {first.delivery_key!r} was already "
+            "delivered with a different correlation or payload"
+        )
+    return first

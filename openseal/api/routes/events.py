@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Header
+from fastapi.responses import JSONResponse
 
+from openseal.api import idempotency
 from openseal.api.capabilities import requires
-from openseal.api.errors import responses
+from openseal.api.errors import ApiError, responses
 from openseal.api.models import InboundEventBody
 from openseal.api.routes.common import State, Who
 from openseal.api.serialize import jsonable
@@ -15,19 +17,42 @@ from openseal.runtime import service
 
 router = APIRouter(tags=["events"])
 
+Key = Annotated[
+    str | None,
+    Header(
+        alias=idempotency.HEADER,
+        description="The sender's id for this event (as `eventId`): a redelivery is "
+        "acknowledged with the first answer and not stored again.",
+    ),
+]
+
 
 @router.post(
     "/events",
     operation_id="events.deliver",
     dependencies=requires("events.deliver"),
-    responses=responses(),
+    responses=responses(409),
     status_code=202,
 )
-def deliver(body: InboundEventBody, state: State, who: Who) -> dict[str, Any]:
+def deliver(body: InboundEventBody, state: State, who: Who, key: Key = None) -> JSONResponse:
     """Hand the event to the run waiting in a ``wait`` state for ``name`` with a matching
     correlation; if none waits yet, it is kept and matched when one registers.
-    ``consumed_by_run_id`` says which run took it."""
-    event = service.deliver_event(
-        state.store, body.name, body.payload, correlation=body.correlation, actor=who.principal
-    )
-    return {"event": jsonable(event)}
+    ``consumed_by_run_id`` says which run took it. With an event id (``eventId`` or
+    ``Idempotency-Key``), a redelivery answers ``duplicate: true`` with the first delivery's
+    event as it stands, and changes nothing; the same id with another correlation or payload
+    is refused (409 ``idempotency_conflict``)."""
+    if key is not None:
+        key = idempotency.check_key(key)
+        if body.event_id is not None and body.event_id != key:
+            raise ApiError(
+                422,
+                "invalid_request",
+                f"{idempotency.HEADER} and eventId name different events; send one of them",
+            )
+    delivery = service.receive_event(
+        state.store, body.name, body.payload, correlation=body.correlation,
+        key=key if key is not None else body.event_id, actor=who.principal,
+    )  # fmt: skip
+    document = {"event": jsonable(delivery.event), "duplicate": delivery.duplicate}
+    headers = {idempotency.REPLAYED: "true"} if delivery.duplicate else None
+    return JSONResponse(document, 202, headers=headers)
