@@ -26,6 +26,7 @@ import sqlalchemy as sa
 import yaml
 
 from openseal.errors import RuntimeFailure, UsageError
+from openseal.runtime import actions as action_records
 from openseal.runtime import schema
 from openseal.runtime.clock import new_id
 from openseal.runtime.events import change_run, iso
@@ -43,6 +44,12 @@ if TYPE_CHECKING:  # the store's cancel imports this module
 
 approvals = schema.approvals
 actions = schema.actions
+#: the action statuses that follow their approval (nothing admitted or sent yet)
+_FOLLOWS_APPROVAL = (
+    ActionStatus.PROPOSED,
+    ActionStatus.WAITING_FOR_APPROVAL,
+    ActionStatus.DENIED,
+)
 
 LOCAL_OPERATOR = "user:local"
 AUTHORITY_ENV = "OPENSEAL_APPROVAL_AUTHORITY"
@@ -266,6 +273,7 @@ def open_request(
     on_timeout: str,
     expires_at: datetime | None,
     now: datetime,
+    actor: str = "system",
 ) -> Approval:
     """Insert a pending approval for ``proposal_hash``; its action now waits for it."""
     approval = Approval(
@@ -289,35 +297,31 @@ def open_request(
         revision=1,
     )
     conn.execute(sa.insert(approvals).values(**approval.__dict__))
-    _set_action(conn, run_id, proposal_hash, ActionStatus.WAITING_FOR_APPROVAL, approval.id, now)
+    _set_action(conn, approval, ActionStatus.WAITING_FOR_APPROVAL, now, actor)
     return approval
 
 
 def _set_action(
-    conn: sa.Connection,
-    run_id: str,
-    proposal_hash: str,
-    status: ActionStatus,
-    approval_id: str,
-    now: datetime,
+    conn: sa.Connection, approval: Approval, status: ActionStatus, now: datetime, actor: str
 ) -> None:
-    # Only an action that has not been admitted follows its approval's fate.
-    conn.execute(
-        sa.update(actions)
-        .where(
-            actions.c.run_id == run_id,
-            actions.c.proposal_hash == proposal_hash,
-            actions.c.status.in_(
-                [ActionStatus.PROPOSED, ActionStatus.WAITING_FOR_APPROVAL, ActionStatus.DENIED]
-            ),
+    """Move the approval's action (only one not yet admitted follows its approval's fate) to
+    ``status``, with its ``action.<status>`` event, in the caller's transaction."""
+    row = conn.execute(
+        sa.select(actions).where(
+            actions.c.run_id == approval.run_id,
+            actions.c.proposal_hash == approval.proposal_hash,
+            actions.c.status.in_(_FOLLOWS_APPROVAL),
         )
-        .values(
-            status=status,
-            approval_id=approval_id,
-            updated_at=now,
-            revision=actions.c.revision + 1,
-        )
-    )
+    ).mappings()
+    for found in row.all():
+        action = action_records.Action.from_row(found)
+        if action.status == status and action.approval_id == approval.id:
+            continue
+        note = f"approval {approval.id} {approval.status}"
+        action_records.move(
+            conn, action, status, now=now, actor=actor, expect=_FOLLOWS_APPROVAL, note=note,
+            approval_id=approval.id,
+        )  # fmt: skip
 
 
 def close(
@@ -331,7 +335,8 @@ def close(
     decision: str | None = None,
     seen_hash: str | None = None,
 ) -> Approval | None:
-    """Move a pending approval to ``status``; None when it was no longer pending."""
+    """Move a pending approval to ``status``; None when it was no longer pending. Then call
+    :func:`settle_action`."""
     result = conn.execute(
         sa.update(approvals)
         .where(approvals.c.id == approval.id, approvals.c.status == ApprovalStatus.PENDING)
@@ -347,11 +352,7 @@ def close(
     )
     if result.rowcount != 1:
         return None
-    if status != ApprovalStatus.APPROVED:
-        _set_action(
-            conn, approval.run_id, approval.proposal_hash, ActionStatus.DENIED, approval.id, now
-        )
-    return replace(
+    closed = replace(
         approval,
         status=status,
         decision=decision,
@@ -361,6 +362,15 @@ def close(
         decided_at=now,
         revision=approval.revision + 1,
     )
+    return closed
+
+
+def settle_action(conn: sa.Connection, closed: Approval, now: datetime, actor: str) -> None:
+    """After :func:`close`, in its transaction: an approval that did not approve denies its
+    action (when not admitted yet), with the action's event. Call it after the approval's own
+    event, so the run's events read in order."""
+    if closed.status != ApprovalStatus.APPROVED:
+        _set_action(conn, closed, ActionStatus.DENIED, now, actor)
 
 
 def summary(approval: Approval) -> dict[str, Any]:
@@ -418,8 +428,12 @@ def decide(
     seen = seen_hash.strip().removeprefix("sha256:").lower()
     now = store.now()
     with store.write() as conn:
-        approval = find(conn, ref)
-        run = store.load_run(conn, approval.run_id, lock=True)
+        found = find(conn, ref)
+        run = store.load_run(conn, found.run_id, lock=True)
+        # Read again under the run lock (one lock order: the run first): on PostgreSQL a
+        # decision committed while this one waited for the lock is only visible now, and an
+        # identical decision must see it to be the documented no-op.
+        approval = get(conn, found.id)
         if seen != approval.proposal_hash:
             raise ApprovalError(
                 f"approval {approval.id} is for proposal {approval.proposal_hash}, "
@@ -455,6 +469,7 @@ def decide(
         if closed is None:  # cannot happen under the run lock; keep the refusal honest anyway
             raise ApprovalError(f"approval {approval.id} changed meanwhile", code="already_decided")
         _wake(store, conn, run.id, closed, now, actor, waiting=run.waiting, status=run.status)
+        settle_action(conn, closed, now, actor)
     return Decided(closed, True)
 
 

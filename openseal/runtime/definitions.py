@@ -39,23 +39,39 @@ class DefinitionsMixin(StoreBase):
         (``idempotency_conflict``): a digest names exactly one document forever.
         """
         text = canonical_json(document)
-        with self.write() as conn:
-            row = conn.execute(sa.select(versions).where(versions.c.digest == digest))
-            existing = row.mappings().one_or_none()
-            if existing is not None:
-                stored = DefinitionVersion.from_row(existing)
-                if (existing["document"], stored.kind, stored.name) != (text, kind, name):
-                    raise IdempotencyConflict(
-                        f"version {digest} already exists with different content"
+        try:
+            with self.write() as conn:
+                stored = self._stored_version(conn, digest, kind, name, text)
+                if stored is not None:
+                    return stored
+                now = self.now()
+                conn.execute(
+                    sa.insert(versions).values(
+                        digest=digest, kind=kind, name=name, document=text, created_at=now
                     )
-                return stored
-            now = self.now()
-            conn.execute(
-                sa.insert(versions).values(
-                    digest=digest, kind=kind, name=name, document=text, created_at=now
                 )
-            )
+        except sa.exc.IntegrityError:
+            # Another writer stored this digest first (two CI jobs deploying one commit):
+            # what it stored is the answer, as if it had been there all along.
+            with self.read() as conn:
+                stored = self._stored_version(conn, digest, kind, name, text)
+            if stored is None:
+                raise
+            return stored
         return DefinitionVersion(digest, kind, name, json.loads(text), now)
+
+    def _stored_version(
+        self, conn: sa.Connection, digest: str, kind: str, name: str, text: str
+    ) -> DefinitionVersion | None:
+        """Version ``digest`` if stored (None if not); a conflict if with other content."""
+        row = conn.execute(sa.select(versions).where(versions.c.digest == digest))
+        existing = row.mappings().one_or_none()
+        if existing is None:
+            return None
+        stored = DefinitionVersion.from_row(existing)
+        if (existing["document"], stored.kind, stored.name) != (text, kind, name):
+            raise IdempotencyConflict(f"version {digest} already exists with different content")
+        return stored
 
     def get_version(self, digest: str) -> DefinitionVersion:
         cached = self._versions.get(digest)

@@ -58,7 +58,7 @@ def test_an_approved_order_is_submitted_once_with_the_stable_key(
     assert action.status == ActionStatus.SUCCEEDED
     assert action.result["order_id"] == order["order_id"]  # recorded from the reply
     assert action.result["status"] == "confirmed"
-    assert history(action) == ["admitted", "dispatched", "succeeded"]
+    assert history(action) == ["waiting_for_approval", "admitted", "dispatched", "succeeded"]
     assert store.get_run(run.id).context["outputs"] == {"order_id": order["order_id"]}
     spend = service_actions.show_action(store, action.id).spend
     assert {(s["scope"], s["status"]) for s in spend} == {("team.procurement", "committed")}
@@ -185,7 +185,13 @@ def test_a_lost_response_is_reconciled_by_lookup(
     assert f.status(run) == RunStatus.COMPLETED
     [order] = simulator.orders()
     action = the_action(store, run)
-    assert history(action) == ["admitted", "dispatched", "unknown", "succeeded"]
+    assert history(action) == [
+        "waiting_for_approval",
+        "admitted",
+        "dispatched",
+        "unknown",
+        "succeeded",
+    ]
     assert action.result["order_id"] == order["order_id"]  # recorded from the reply
     assert action.result["status"] == "confirmed"
     assert action.attempts == 1
@@ -230,7 +236,14 @@ def test_same_key_retry_settles_an_unknown_outcome(
     assert f.status(run) == RunStatus.COMPLETED
     [order] = simulator.orders()
     action = the_action(store, run)
-    assert history(action) == ["admitted", "dispatched", "unknown", "dispatched", "succeeded"]
+    assert history(action) == [
+        "waiting_for_approval",
+        "admitted",
+        "dispatched",
+        "unknown",
+        "dispatched",
+        "succeeded",
+    ]
     assert action.attempts == 2
     assert action.result["order_id"] == order["order_id"]  # recorded from the reply
     assert action.result["status"] == "confirmed"
@@ -246,7 +259,14 @@ def test_an_ambiguous_status_then_not_found_is_resent_with_the_same_key(
     f.run_until_idle()
     assert f.status(run) == RunStatus.COMPLETED
     action = the_action(store, run)
-    assert history(action) == ["admitted", "dispatched", "unknown", "dispatched", "succeeded"]
+    assert history(action) == [
+        "waiting_for_approval",
+        "admitted",
+        "dispatched",
+        "unknown",
+        "dispatched",
+        "succeeded",
+    ]
     [order] = simulator.orders()
     assert order["idempotency_key"] == action.key
 

@@ -79,6 +79,7 @@ def test_sigkill_around_a_dispatch_then_reconciliation_makes_exactly_one_order(
     assert action.status == ActionStatus.SUCCEEDED
     assert action.result["order_id"] == order["order_id"]  # recorded from the reply
     assert action.result["status"] == "confirmed"
-    assert [entry["to"] for entry in action.history][:3] == ["admitted", "dispatched", "unknown"]
+    moved = [entry["to"] for entry in action.history]
+    assert moved[:4] == ["waiting_for_approval", "admitted", "dispatched", "unknown"]
     assert order["idempotency_key"] == action.key
     assert store.get_run(run.id).context["outputs"] == {"order_id": order["order_id"]}

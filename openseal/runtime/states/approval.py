@@ -53,7 +53,7 @@ def execute(ctx: StepContext) -> Outcome:
         approval = approvals.open_request(
             tx.conn, run_id=ctx.run.id, proposal_id=proposal.id, proposal_hash=proposal.hash,
             proposal_name=name, state=ctx.state.name, approvers=approvers,
-            on_timeout=on_timeout, expires_at=expires_at, now=tx.now,
+            on_timeout=on_timeout, expires_at=expires_at, now=tx.now, actor=tx.actor,
         )  # fmt: skip
         _wait(tx, ctx.state.name, approval, now=False)
 
@@ -86,6 +86,7 @@ def _expire(ctx: StepContext, approval: Approval) -> Approval:
         if closed is None:  # a decision landed just before the expiry: it stands
             return approvals.get(tx.conn, approval.id)
         tx.append_event("approval.expired", approvals.summary(closed), actor="system")
+        approvals.settle_action(tx.conn, closed, tx.now, "system")
     return closed
 
 
