@@ -69,6 +69,8 @@ class ProjectResult:
     definitions: Sequence[Definition]
     #: ``kind.name`` of definitions written in the project that did not decode
     broken: Collection[str] = ()
+    #: a file of the project has a loading error: its documents are not emitted
+    load_failed: bool = False
     diagnostics: list[Diagnostic] = field(default_factory=list)
     analysis: Analysis | None = None
     graphs: Graphs | None = None
@@ -116,7 +118,7 @@ def _emit(project: ProjectResult) -> list[Diagnostic]:
     from openseal.compiler.emit import emit
 
     assert project.analysis is not None and project.graphs is not None
-    if has_errors(project.diagnostics):
+    if project.load_failed or has_errors(project.diagnostics):
         return []
     try:
         project.documents = emit(project.analysis, project.graphs)
@@ -143,14 +145,16 @@ def compile_definitions(
     *,
     through: Stage = Stage.EMIT,
     broken: Collection[str] = (),
+    load_failed: bool = False,
 ) -> ProjectResult:
     """Run the stages after loading, up to and including ``through``, over one project.
 
     ``broken`` names (``kind.name``) definitions that were written but did not
-    decode: references to them are not reported again as undefined. Never
-    raises for bad input.
+    decode: references to them are not reported again as undefined.
+    ``load_failed`` says loading reported an error, so nothing is emitted.
+    Never raises for bad input.
     """
-    project = ProjectResult(definitions, frozenset(broken))
+    project = ProjectResult(definitions, frozenset(broken), load_failed=load_failed)
     for stage, run in STAGES:
         if stage > through:
             break

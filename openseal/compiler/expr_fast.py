@@ -35,6 +35,7 @@ from openseal.compiler.expr_ast import (
     Template,
     Unary,
 )
+from openseal.compiler.plain import MAX_SAFE_INTEGER
 from openseal.compiler.spans import Span
 
 # The grammar's terminals, as written in expressions.lark.
@@ -414,4 +415,6 @@ def _number(text: str, span: Span) -> Literal:
         if value in (float("inf"), float("-inf")):
             raise _GiveUp
         return Literal(value, span)
+    if int(text) > MAX_SAFE_INTEGER:
+        raise _GiveUp  # the full parser says why
     return Literal(int(text), span)

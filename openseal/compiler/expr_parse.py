@@ -36,6 +36,7 @@ from openseal.compiler.expr_ast import (
 )
 from openseal.compiler.expr_errors import describe_syntax_error
 from openseal.compiler.expr_fast import parse_fast, template_node
+from openseal.compiler.plain import MAX_SAFE_INTEGER
 from openseal.compiler.spans import Span
 
 #: Longer expressions are refused rather than parsed (they are never hand-written).
@@ -253,6 +254,12 @@ class _Builder:
             if value in (float("inf"), float("-inf")):
                 return self.fail("number is too large", span)
             return Literal(value, span)
+        if int(text) > MAX_SAFE_INTEGER:
+            return self.fail(
+                f"integer is beyond {MAX_SAFE_INTEGER}, the largest a compiled definition "
+                "holds exactly",
+                span,
+            )
         return Literal(int(text), span)
 
     def _true(self, node: Tree[Token], depth: int) -> Expression:

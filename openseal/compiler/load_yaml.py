@@ -15,11 +15,13 @@ How YAML is read, and why:
 * **Core-schema scalars, not YAML 1.1.** A plain scalar is ``null`` for empty,
   ``~`` or ``null``/``Null``/``NULL``; a bool only for ``true``/``false`` in
   lower, title or upper case; an int for decimal, ``0o`` octal or ``0x`` hex
-  digits; a float for decimal fractions and exponents. Everything else is a
+  digits; a float for decimal fractions and exponents, and for ``.inf``,
+  ``-.inf`` and ``.nan`` (in lower, title or upper case). Everything else is a
   string: ``on``, ``off``, ``yes``, ``no``, ``y``, ``n``, dates such as
-  ``2024-01-01``, ``1_000``, ``.inf``/``.nan``, numbers whose value overflows
-  to infinity and decimal integers too long for Python to convert. Quoted and
-  block scalars are always strings.
+  ``2024-01-01``, ``1_000``. Quoted and block scalars are always strings.
+  A number that overflows (``1e400``, an integer of thousands of digits) is
+  infinite, as in HCL; folding refuses it, ``.nan`` and integers JSON cannot
+  carry exactly, with ``OS104`` (see :mod:`openseal.compiler.plain`).
 * **Keys** must be scalars and are kept as written (``1: x`` has the key
   ``"1"``). A duplicate key is an ``OS006`` error pointing at the first one.
 * **Tags.** Only ``!!str``, ``!!int``, ``!!float``, ``!!bool``, ``!!null``,
@@ -98,6 +100,8 @@ _DECIMAL = re.compile(r"[-+]?[0-9]+")
 _OCTAL = re.compile(r"0o[0-7]+")
 _HEX = re.compile(r"0x[0-9a-fA-F]+")
 _FLOAT_RE = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?")
+_INF_RE = re.compile(r"[-+]?\.(?:inf|Inf|INF)")
+_NAN_RE = re.compile(r"\.(?:nan|NaN|NAN)")
 
 
 class _Mark(Protocol):
@@ -506,13 +510,13 @@ def _number(text: str, *, allow_int: bool) -> int | float | _Invalid:
         if _OCTAL.fullmatch(text) or _HEX.fullmatch(text):
             number = int(text[2:], 8 if text[1] == "o" else 16)
             return number if allow_int else float(number)
-        if _FLOAT_RE.fullmatch(text):
-            result = float(text)
-            # Overflow to infinity is not a number a definition can mean.
-            return result if math.isfinite(result) else _INVALID
+        if _FLOAT_RE.fullmatch(text) or _INF_RE.fullmatch(text):
+            return float(text.replace(".", "", 1) if _INF_RE.fullmatch(text) else text)
+        if _NAN_RE.fullmatch(text):
+            return math.nan
     except (ValueError, OverflowError):
-        # Python refuses decimal ints with thousands of digits; treat as text.
-        return _INVALID
+        # Python refuses ints with thousands of digits (or as floats): infinite, as in HCL.
+        return -math.inf if text.startswith("-") else math.inf
     return _INVALID
 
 

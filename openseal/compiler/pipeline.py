@@ -207,7 +207,9 @@ def _compile_fresh(sources: list[SourceFile], root: Path | None, through: Stage)
     broken = [key for loaded in files.values() for key in loaded.broken]
     # Every file of a project shares one project, so all names are compared.
     duplicates = duplicate_names(definitions, {})
-    project = compile_definitions(definitions, through=through, broken=broken)
+    failed = has_errors(d for loaded in files.values() for d in loaded.diagnostics)
+    failed = failed or has_errors(duplicates)
+    project = compile_definitions(definitions, through=through, broken=broken, load_failed=failed)
     outcome = _Outcome(files, duplicates, project.diagnostics, project.documents)
     outcome.project = project
     return outcome

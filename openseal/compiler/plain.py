@@ -10,6 +10,7 @@ at the key or value it is about.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from openseal.compiler.diagnostics import Diagnostic, Related, error
@@ -17,6 +18,9 @@ from openseal.compiler.spans import Span
 from openseal.compiler.tree import Block, Body, Entry, Expr, ListNode, MapNode, Scalar, Value
 
 Path = tuple[str | int, ...]
+
+#: The largest integer JSON numbers (IEEE doubles) carry exactly: 2**53 - 1.
+MAX_SAFE_INTEGER = 2**53 - 1
 
 
 class SpannedStr(str):
@@ -151,12 +155,32 @@ class _Folder:
         if isinstance(node, Scalar):
             if isinstance(node.value, str):
                 return SpannedStr(node.value, node.span)
+            if isinstance(node.value, int | float) and not isinstance(node.value, bool):
+                self._check_number(node.value, node.span)
             return node.value
         if isinstance(node, Expr):
             return ExprSource(node.source, node.span)
         if isinstance(node, ListNode):
             return [self.value(item, (*path, i)) for i, item in enumerate(node.items)]
         return self._map(node, path)
+
+    def _check_number(self, value: float, span: Span) -> None:
+        """Refuse a number a compiled (canonical JSON) document cannot hold exactly."""
+        hint = "write a number within range, or quote it to mean the text"
+        if isinstance(value, float) and math.isnan(value):
+            message = "NaN is not a number a definition can hold"
+            hint = "write a number, or quote it to mean the text"
+        elif isinstance(value, float) and math.isinf(value):
+            message = "this number is too large: it overflows a 64-bit float (about ±1.8e308)"
+        elif isinstance(value, int) and abs(value) > MAX_SAFE_INTEGER:
+            message = (
+                f"the integer {value} is beyond ±{MAX_SAFE_INTEGER}, the largest a compiled "
+                "definition holds exactly"
+            )
+            hint = "quote it to keep every digit, or write it as a float such as 1.5e19"
+        else:
+            return
+        self.diagnostics.append(error("OS104", message, span, suggestion=hint))
 
     def _map(self, node: MapNode, path: Path) -> dict[str, object]:
         out: dict[str, object] = {}

@@ -151,3 +151,39 @@ def test_schema_command_writes_what_is_committed(tmp_path: Path) -> None:
     assert {Path(p).name for p in written} == {p.name for p in committed.glob("*.json")}
     for path in written:
         assert Path(path).read_text() == (committed / Path(path).name).read_text()
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        (
+            "big.hcl",
+            'model "m" {\n  provider = "scripted"\n  model = "x"\n'
+            "  parameters = { big = 1e400 }\n}\n",
+        ),
+        (
+            "nan.yaml",
+            "model:\n  m:\n    provider: scripted\n    model: x\n    parameters: {n: .nan}\n",
+        ),
+    ],
+)
+@pytest.mark.parametrize("command", [["validate"], ["compile", "--check"]])
+def test_unrepresentable_number_is_located_in_every_format(
+    tmp_path: Path, name: str, text: str, command: list[str]
+) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    for fmt, line_of_it in [
+        ("json", lambda out: json.loads(out)["diagnostics"][0]["span"]["line"]),
+        (
+            "sarif",
+            lambda out: json.loads(out)["runs"][0]["results"][0]["locations"][0][
+                "physicalLocation"
+            ]["region"]["startLine"],
+        ),
+        ("github", lambda out: int(out.split(",line=")[1].split(",")[0])),
+    ]:
+        result = run(*command, "--format", fmt, str(path))
+        assert result.returncode == 1, result.stderr
+        assert "OS104" in result.stdout
+        assert line_of_it(result.stdout) in (4, 5)

@@ -99,6 +99,8 @@ EDITS = [
     ('timeout     = "10s"', 'timeout     = "soon"'),
     ("max_risk", "max_risc"),
     ('provider = "scripted"', "provider = 1e400"),
+    ('model    = "scripted-small"', 'model    = "scripted-small"\n  parameters = { t = 1e400 }'),
+    ('answer != ""', "answer != 9007199254740993"),
 ]
 
 

@@ -286,6 +286,7 @@ def test_equality_ignores_spans() -> None:
         ("{ a = 1, a = 2 }", 3, 20, "duplicate object key `a`", None),
         ('{ "${k}" = 1 }', 3, 13, "object keys must be names or plain strings", None),
         ("1e999", 3, 11, "number is too large", None),
+        ("x + 9007199254740992", 3, 15, "integer is beyond 9007199254740991", None),
         ("a.", 3, 13, "unexpected end of the expression", None),
         ("[1 2]", 3, 14, "unexpected `2`", None),
     ],
