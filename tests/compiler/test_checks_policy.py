@@ -9,7 +9,7 @@ import pytest
 from openseal.compiler.build import build
 from openseal.compiler.checks import CHECKS, policy
 from openseal.compiler.checks.graph import GRAPH_CHECKS, Check
-from openseal.compiler.checks.policy import POLICY_CHECKS, looks_secret
+from openseal.compiler.checks.policy import POLICY_CHECKS, looks_secret, secret_shapes
 from openseal.compiler.diagnostics import Diagnostic
 from openseal.compiler.ir import Analysis
 from openseal.compiler.load import LoadResult, load_definitions
@@ -147,6 +147,52 @@ def test_approved_transition_is_the_only_way_through(tmp_path: Path) -> None:
 )
 def test_secret_like_keys(key: str, secret: bool) -> None:
     assert looks_secret(key) is secret
+
+
+@pytest.mark.parametrize(
+    ("text", "shape"),
+    [
+        ("key sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z", "an API key (`sk-...`)"),
+        ("sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz012345", "an API key (`sk-...`)"),
+        (
+            "https://hooks.slack.com/services/T0123ABCD/B0456EFGH/abcdefghijkl",
+            "a Slack webhook URL",
+        ),
+        ("xoxb-123456789012-abcdefghijkl", "a Slack token"),
+        ("AKIAIOSFODNN7EXAMPLE", "an AWS access key id"),
+        (
+            "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            "an AWS secret access key",
+        ),
+        ("ghp_" + "a1" * 18, "a GitHub token"),
+        ("glpat-abcdefghij0123456789", "a GitLab token"),
+        ("AIza" + "B" * 35, "a Google API key"),
+        ("sk_live_" + "4" * 24, "a Stripe key"),
+        ("hf_" + "x" * 34, "a Hugging Face token"),
+        ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.abcdefghijkl", "a JSON web token"),
+        ("-----BEGIN RSA PRIVATE KEY-----", "a private key"),
+        ("Authorization: Bearer abcdefghijklmnopqrstuvwxyz", "a bearer token"),
+        ("postgresql://app:s3cret@db.example.org/app", "a password in a URL"),
+    ],
+)
+def test_secret_shapes_are_recognised(text: str, shape: str) -> None:
+    assert shape in secret_shapes(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Never ask the user for their password or API key.",
+        "Compare sk-style keys with the task-sk-1 label.",
+        "Bearer ${credential.token}",
+        "https://example.org/path?token=${args.token}",
+        "https://user@example.org/",
+        "mailto:someone@example.org",
+        "AKIA is the prefix of an AWS access key id",
+    ],
+)
+def test_ordinary_text_is_not_a_secret(text: str) -> None:
+    assert secret_shapes(text) == []
 
 
 SMALL = """

@@ -295,22 +295,103 @@ def looks_secret(key: str) -> bool:
     return any(word in plain for word in _SECRET_WORDS)
 
 
+#: The shapes of common credentials, found in any literal text of a definition
+#: (instructions, URLs, headers, arguments, parameters): what a leaked-secret
+#: scanner would flag. Each is specific enough not to match ordinary prose.
+SECRET_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (what, re.compile(pattern))
+    for what, pattern in (
+        ("an API key (`sk-...`)", r"\bsk-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_]{20,}"),
+        ("a Stripe key", r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}"),
+        (
+            "a Slack webhook URL",
+            r"hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_-]{16,}",
+        ),
+        ("a Slack token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
+        ("an AWS access key id", r"\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b"),
+        (
+            "an AWS secret access key",
+            r"(?i)aws.{0,20}secret.{0,20}[:=\s][\s\"']*[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+])",
+        ),
+        ("a GitHub token", r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})"),
+        ("a GitLab token", r"\bglpat-[A-Za-z0-9_-]{20,}"),
+        ("a Google API key", r"\bAIza[A-Za-z0-9_-]{35}"),
+        ("a Hugging Face token", r"\bhf_[A-Za-z0-9]{30,}"),
+        ("a JSON web token", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
+        ("a private key", r"-----BEGIN (?:[A-Z]+ )*PRIVATE KEY-----"),
+        ("a bearer token", r"\bBearer\s+[A-Za-z0-9._~+/-]{20,}=*"),
+        ("a password in a URL", r"\b[a-z][a-z0-9+.-]*://[^\s/:@]+:[^\s/@]+@"),
+    )
+)
+
+_SECRET_HINT = (
+    'reference a credential with `credential = "<name>"` on the skill or model '
+    "and keep the value in the runtime configuration"
+)
+
+
 def check_no_literal_secrets(analysis: Analysis, graphs: Graphs) -> list[Diagnostic]:
-    """No secret-like key holds a literal string; definitions name credentials instead."""
+    """No literal secret in a definition: neither a literal string under a secret-like
+    key nor text shaped like a common credential; definitions name credentials instead."""
     out: list[Diagnostic] = []
     for key in sorted(analysis.definitions):
         definition = analysis.definitions[key]
+        reported: set[Span] = set()
         for name, span in _literal_secrets(definition, definition.spec, ()):
             message = (
                 f"`{name}` holds a literal value that looks like a secret; definitions "
                 "may only name credentials, whose values the runtime supplies"
             )
-            suggestion = (
-                'reference a credential with `credential = "<name>"` on the skill or model '
-                "and keep the value in the runtime configuration"
+            out.append(error("OS506", message, span, suggestion=_SECRET_HINT))
+            reported.add(span)
+        for text, span in _texts(definition, definition.spec, ()):
+            shapes = secret_shapes(text)
+            if not shapes or span in reported:
+                continue
+            reported.add(span)
+            what = shapes[0] if len(shapes) == 1 else ", ".join(shapes[:-1]) + " and " + shapes[-1]
+            message = (
+                f"this text holds what looks like {what}; definitions may only name "
+                "credentials, whose values the runtime supplies"
             )
-            out.append(error("OS506", message, span, suggestion=suggestion))
+            out.append(error("OS506", message, span, suggestion=_SECRET_HINT))
     return out
+
+
+def secret_shapes(text: str) -> list[str]:
+    """The kinds of credential ``text`` contains (``["a Slack webhook URL"]``)."""
+    return [what for what, pattern in SECRET_SHAPES if pattern.search(text)]
+
+
+def _texts(definition: Definition, value: object, path: tuple[str | int, ...]) -> _Found:
+    """Every literal string of a definition, with where it is written."""
+    if isinstance(value, str):
+        span = getattr(value, "span", None)
+        yield value, span if isinstance(span, Span) else _path_span(definition, path)
+    elif isinstance(value, BaseModel):
+        for field in type(value).model_fields:
+            yield from _texts(definition, getattr(value, field), (*path, field))
+    elif isinstance(value, dict):
+        for key, child in value.items():
+            yield from _texts(definition, child, (*path, str(key)))
+    elif isinstance(value, list | tuple):
+        for index, child in enumerate(value):
+            yield from _texts(definition, child, (*path, index))
+    elif isinstance(value, ex.Literal | ex.Template | ex.ObjectExpr | ex.ListExpr | ex.Call):
+        for node in ex.walk(value):
+            if isinstance(node, ex.Literal) and isinstance(node.value, str):
+                yield node.value, node.span
+            elif isinstance(node, ex.Template):
+                literal = "".join(p for p in node.parts if isinstance(p, str))
+                yield literal, node.span
+
+
+def _path_span(definition: Definition, path: tuple[str | int, ...]) -> Span:
+    for end in range(len(path), 0, -1):
+        span = definition.key_spans.get(path[:end])
+        if span is not None:
+            return span
+    return definition.name_span
 
 
 _Found = Iterator[tuple[str, Span]]
