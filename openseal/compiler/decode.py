@@ -127,12 +127,20 @@ def _translate(
     exc: ValidationError, model: type[BaseModel], body: object, base: Path, folded: Folded
 ) -> list[Diagnostic]:
     out: list[Diagnostic] = []
-    for err in exc.errors(include_url=False):
+    errors = exc.errors(include_url=False)
+    # A misspelt key is most likely the required key that is missing beside it.
+    missing: dict[Path, list[str]] = {}
+    for err in errors:
+        if err["type"] == "missing":
+            loc = _data_path(body, err["loc"])
+            missing.setdefault(loc[:-1], []).append(str(err["loc"][-1]))
+    for err in errors:
         loc = _data_path(body, err["loc"])
         path = (*base, *loc)
         kind = err["type"]
         if kind == "extra_forbidden":
-            out.append(_unknown_key(model, loc, path, folded))
+            written = _keys_at(body, loc[:-1])
+            out.append(_unknown_key(model, loc, path, folded, missing.get(loc[:-1], []), written))
         elif kind == "missing":
             key = str(err["loc"][-1])
             span = folded.span_for(path[:-1], prefer_key=True) or Span.point(str(base[0]))
@@ -181,17 +189,37 @@ def _data_path(body: object, loc: tuple[int | str, ...]) -> Path:
     return tuple(path)
 
 
-def _unknown_key(model: type[BaseModel], loc: Path, path: Path, folded: Folded) -> Diagnostic:
+def _unknown_key(
+    model: type[BaseModel],
+    loc: Path,
+    path: Path,
+    folded: Folded,
+    missing: list[str],
+    written: set[str],
+) -> Diagnostic:
     key = str(loc[-1]) if loc else "?"
     allowed = _allowed_keys(model, loc[:-1])
     span = folded.span_for(path, prefer_key=True) or Span.point(str(path[0]) if path else "?")
     listing = f"; allowed keys: {_listing(allowed)}" if allowed else ""
-    return error(
-        "OS101",
-        f"unknown key `{key}`{listing}",
-        span,
-        suggestion=did_you_mean(key, allowed) if allowed else None,
-    )
+    # Prefer a required key that is missing, then one not written, then any.
+    absent = [k for k in allowed if k not in written]
+    suggestion = None
+    for candidates in (missing, absent, allowed):
+        suggestion = did_you_mean(key, candidates) if candidates else None
+        if suggestion is not None:
+            break
+    return error("OS101", f"unknown key `{key}`{listing}", span, suggestion=suggestion)
+
+
+def _keys_at(body: object, loc: Path) -> set[str]:
+    """The keys written in the mapping at ``loc`` inside ``body``."""
+    node = body
+    for part in loc:
+        in_list = isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+        if not (in_list or (isinstance(node, dict) and part in node)):
+            return set()
+        node = node[part]  # type: ignore[index]
+    return {str(k) for k in node} if isinstance(node, dict) else set()
 
 
 def _bad_choice(err: Any, path: Path, folded: Folded) -> Diagnostic:
