@@ -167,16 +167,23 @@ def move(
     note: str | None = None,
     event: dict[str, Any] | None = None,
     events: EventSink | None = None,
+    entry: dict[str, Any] | None = None,
     **values: Any,
 ) -> Action | None:
     """Move ``action`` (from one of ``expect``, default its current status) to ``to``.
 
-    Appends to the action's history and a run event ``action.<to>`` (through ``events`` when
-    given, else written at once); returns None (writing nothing) when the action was no longer
-    in an expected status.
+    Appends to the action's history (with ``entry``'s extra fields) and a run event
+    ``action.<to>`` (through ``events`` when given, else written at once); returns None
+    (writing nothing) when the action was no longer in an expected status.
     """
     allowed = list(expect) if expect is not None else [action.status]
-    entry = {"at": iso(now), "from": str(action.status), "to": str(to), "actor": actor}
+    entry = {
+        "at": iso(now),
+        "from": str(action.status),
+        "to": str(to),
+        "actor": actor,
+        **(entry or {}),
+    }
     if note:
         entry["note"] = note
     params = {f"v_{k}": v for k, v in values.items()}
@@ -241,7 +248,7 @@ SETTLE = (
     sa.update(reservations)
     .where(
         reservations.c.action_id == sa.bindparam("p_action"),
-        reservations.c.status == sa.bindparam("p_reserved"),
+        reservations.c.status.in_([sa.bindparam("p_from_0"), sa.bindparam("p_from_1")]),
     )
     .values(
         status=sa.bindparam("v_status"),
@@ -251,9 +258,42 @@ SETTLE = (
 
 
 def settle(conn: sa.Connection, action_id: str, status: str, now: datetime) -> None:
-    """``committed`` once the effect is confirmed, ``released`` once it certainly did not happen."""
-    params = {"p_action": action_id, "p_reserved": "reserved", "v_status": status, "v_now": now}
+    """Spend follows the evidence: ``committed`` once the effect is confirmed (even after a
+    release — a confirmation can arrive late), ``released`` once it certainly did not happen."""
+    held = ("reserved", "released") if status == "committed" else ("reserved", "reserved")
+    params: dict[str, Any] = {"p_action": action_id, "p_from_0": held[0], "p_from_1": held[1]}
+    params.update(v_status=status, v_now=now)
     fastsql.execute_count(conn, SETTLE, params)
+
+
+def note(
+    conn: sa.Connection,
+    action: Action,
+    entry: dict[str, Any],
+    *,
+    now: datetime,
+    actor: str,
+    event: str,
+    payload: dict[str, Any],
+    events: EventSink | None = None,
+) -> Action | None:
+    """Add ``entry`` to the action's history without changing its status, with run event
+    ``event`` (evidence that changes nothing, such as a late reply to an earlier attempt).
+    None when the action changed meanwhile."""
+    history = [*action.history, {"at": iso(now), "actor": actor, **entry}]
+    params: dict[str, Any] = {
+        "p_allowed_0": str(action.status), "p_id": action.id, "p_revision": action.revision,
+        "v_status": action.status, "v_history": history, "v_updated_at": now,
+        "v_revision": action.revision + 1,
+    }  # fmt: skip
+    if fastsql.execute_count(conn, _move_statement((), 1), params) != 1:
+        return None
+    body = {"action_id": action.id, "key": action.key, **payload}
+    if events is not None:
+        events(event, body, actor)
+    elif append_events(conn, action.run_id, ((event, actor, body),), now=now) is None:
+        raise NotFound(f"run {action.run_id} not found")
+    return replace(action, history=history, updated_at=now, revision=action.revision + 1)
 
 
 def spend_of(conn: sa.Connection, action_id: str) -> list[dict[str, Any]]:

@@ -1,23 +1,37 @@
-"""Recording dispatch outcomes, and reconciling actions whose outcome is unknown (invariant 8).
+"""Recording dispatch outcomes, and reconciling actions whose outcome is unknown (invariants 8, 14).
 
-An ambiguous dispatch (timeout or reset after sending, a status the skill marks ambiguous) is
-``unknown``; so is an action found ``dispatched`` with no outcome after a crash — it is never
-blindly re-sent (invariant 4). Reconciliation asks the destination through the skill's declared
-``idempotency.lookup``: found → ``succeeded`` with that record; not found → re-sent with the
-same key when the skill declares ``same_key_retry``, else ``needs_attention``. With neither a
-lookup nor same-key retry the action needs an operator (``openseal actions resolve``). A
-result (a purchase-order id) is recorded only from a reply of the destination.
+Every reply to any attempt of an action key is evidence and is recorded (invariant 14): a
+confirmation moves the action to ``succeeded`` whenever it arrives — after a takeover, after
+a later attempt was answered ambiguously, even after the action was recorded ``failed`` — and
+its spend is committed; only a definite answer to the *latest* attempt proves no effect. A
+reply that changes nothing is still kept in the action's history with an
+``action.reply_recorded`` event.
+
+An ambiguous dispatch (timeout or reset after sending, a status the skill marks ambiguous, a
+409/425/429 to a keyed request) is ``unknown``; so is an action found ``dispatched`` with no
+outcome after a crash — it is never blindly re-sent (invariant 4). Reconciliation asks the
+destination through the skill's declared ``idempotency.lookup``: found → ``succeeded`` with
+that record; not found → re-sent with the same key when the skill declares ``same_key_retry``
+— but only once the last attempt can no longer be in flight (its deadline is its dispatch
+time plus the skill's timeout plus :data:`IN_FLIGHT_GRACE_SECONDS`); else ``needs_attention``.
+With neither a lookup nor same-key retry the action needs an operator (``openseal actions
+resolve``). A result (a purchase-order id) is recorded only from a reply of the destination.
+
+Writers here lock the run row before the action (the one lock order, invariant 15).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
+import tenacity
 
+from openseal.compiler.model import SkillSpec
 from openseal.runtime import actions as rows
 from openseal.runtime.actions import Action
 from openseal.runtime.dispatch import (
@@ -30,17 +44,78 @@ from openseal.runtime.dispatch import (
 )
 from openseal.runtime.statuses import TERMINAL_RUN_STATUSES, ActionStatus, RunStatus
 from openseal.runtime.store import Store
+from openseal.runtime.store_errors import transient
 from openseal.skills.base import SkillResult
 from openseal.skills.credentials import RuntimeContext
+from openseal.skills.http import KEYED_AMBIGUOUS_STATUSES
 
 #: how often one action may be sent with its key before an operator must look
 MAX_DISPATCHES = 3
+#: after an attempt's timeout, how long it may still count as in flight (clocks of different
+#: hosts, a reply on its way)
+IN_FLIGHT_GRACE_SECONDS = 2.0
+#: how long to wait before looking an action up again after an inconclusive answer
+INCONCLUSIVE_RETRY_SECONDS = 5.0
+
+#: statuses a confirmation settles as ``succeeded``
+CONFIRMABLE = (
+    ActionStatus.DISPATCHED,
+    ActionStatus.UNKNOWN,
+    ActionStatus.NEEDS_ATTENTION,
+    ActionStatus.FAILED,
+)
+#: statuses a definite answer to the latest attempt settles
+OPEN = (ActionStatus.DISPATCHED, ActionStatus.UNKNOWN, ActionStatus.NEEDS_ATTENTION)
+
+
+def attempt_deadline(action: Action, spec: SkillSpec) -> datetime | None:
+    """Until when the action's latest attempt may still be in flight; None when it is over.
+
+    An attempt is over once the destination answered it — any status, except the "not now"
+    answers to a keyed request (409, 425, 429), which say an attempt is still being processed.
+    Otherwise (a timeout, a reset, a worker that stopped) it may be in flight until its dispatch
+    time plus the skill's timeout plus :data:`IN_FLIGHT_GRACE_SECONDS`.
+    """
+    if action.dispatched_at is None:
+        return None
+    if any(h.get("answered") == action.attempts for h in action.history):
+        return None
+    return action.dispatched_at + timedelta(seconds=float(spec.timeout) + IN_FLIGHT_GRACE_SECONDS)
+
+
+def _answered(result: SkillResult, attempt: int) -> dict[str, Any]:
+    """The history mark of an attempt the destination answered (see :func:`attempt_deadline`)."""
+    status = result.detail.get("status")
+    if isinstance(status, int) and status not in KEYED_AMBIGUOUS_STATUSES:
+        return {"answered": attempt}
+    return {}
+
+
+@contextmanager
+def run_locked(store: Store, run_id: str) -> Iterator[sa.Connection]:
+    """A write transaction holding the run's row lock first (invariant 15)."""
+    with store.write() as conn:
+        store.load_run(conn, run_id, lock=True)
+        yield conn
+
+
+#: evidence is recorded through ordinary faults: a few quick tries before giving up
+_evidence_retry = tenacity.Retrying(
+    retry=tenacity.retry_if_exception(transient),
+    stop=tenacity.stop_after_attempt(6),
+    wait=tenacity.wait_random_exponential(multiplier=0.05, max=2.0),
+    reraise=True,
+)
 
 
 def record(store: Store, action: Action, result: SkillResult, target: Target, actor: str) -> Action:
-    """Record what one dispatch of ``action`` returned (not fenced: it describes the world)."""
-    with store.write() as conn:
-        return record_in(conn, action, result, target, actor, store.now())[0]
+    """Record what one attempt of ``action`` returned (not fenced: it describes the world)."""
+
+    def attempt() -> Action:
+        with run_locked(store, action.run_id) as conn:
+            return record_in(conn, action, result, target, actor, store.now())
+
+    return _evidence_retry(attempt)
 
 
 def record_in(
@@ -51,63 +126,83 @@ def record_in(
     actor: str,
     now: datetime,
     events: rows.EventSink | None = None,
-) -> tuple[Action, bool]:
-    """:func:`record` in the caller's transaction; also whether this call recorded it (False:
-    someone else settled the action meanwhile — recovery, an operator). ``events`` receives
-    the run event, as in :func:`openseal.runtime.actions.move`."""
+) -> Action:
+    """:func:`record` in the caller's transaction (which holds the run's lock). ``action`` is
+    the action as the attempt sent it; the action as recorded afterwards is returned.
+    ``events`` receives the run events, as in :func:`openseal.runtime.actions.move`."""
     current = rows.get(conn, action.id)
-    if current.status != ActionStatus.DISPATCHED or current.attempts != action.attempts:
-        return current, False
-    moved = _settle(
-        conn, current, result, target, now=now, actor=actor, source="dispatch", events=events
-    )
-    return (moved, True) if moved is not None else (current, False)
+    latest = current.attempts == action.attempts
+    detail = {"source": "dispatch", "attempt": action.attempts, **_status_of(result)}
+    moved = settle_evidence(
+        conn, current, result, target, latest=latest, now=now, actor=actor, detail=detail,
+        events=events,
+    )  # fmt: skip
+    if moved is not None:
+        return moved
+    entry = {"reply": result.outcome, **detail, **({"error": result.error} if result.error else {})}
+    noted = rows.note(
+        conn, current, entry, now=now, actor=actor, event="action.reply_recorded",
+        payload={**entry, "status": str(current.status), "latest": latest}, events=events,
+    )  # fmt: skip
+    return noted or rows.get(conn, action.id)
 
 
-def _settle(
+def settle_evidence(
     conn: Any,
-    action: Action,
+    current: Action,
     result: SkillResult,
     target: Target,
     *,
-    now: Any,
+    latest: bool,
+    now: datetime,
     actor: str,
-    source: str,
+    detail: dict[str, Any],
     events: rows.EventSink | None = None,
 ) -> Action | None:
-    detail = {"source": source, **{k: v for k, v in result.detail.items() if k == "status"}}
+    """Move ``current`` as the reply ``result`` proves, or None when it proves no change."""
     if confirmed(result):
         output, problem = output_of(target.spec, result.output)
-        if problem is not None:
+        if problem is None and current.status in CONFIRMABLE:
+            moved = rows.move(
+                conn, current, ActionStatus.SUCCEEDED, now=now, actor=actor, result=output,
+                error=None, finished_at=now, event={**detail, "result": output}, events=events,
+            )  # fmt: skip
+            if moved is not None:
+                rows.settle(conn, current.id, "committed", now)
+            return moved
+        if problem is not None and latest and current.status in OPEN[:2]:
             reason = f"the destination confirmed the action but its reply does not fit: {problem}"
             return rows.move(
-                conn, action, ActionStatus.NEEDS_ATTENTION, now=now, actor=actor, note=reason,
+                conn, current, ActionStatus.NEEDS_ATTENTION, now=now, actor=actor, note=reason,
                 error=reason, result=result.output, event=detail, events=events,
             )  # fmt: skip
+        return None
+    if not latest:
+        return None  # only an answer to the latest attempt can prove no effect
+    if result.outcome == "failed" and current.status in OPEN:
         moved = rows.move(
-            conn, action, ActionStatus.SUCCEEDED, now=now, actor=actor, result=output,
-            error=None, finished_at=now, event={**detail, "result": output}, events=events,
-        )  # fmt: skip
-        if moved is not None:
-            rows.settle(conn, action.id, "committed", now)
-        return moved
-    if result.outcome == "failed":
-        moved = rows.move(
-            conn, action, ActionStatus.FAILED, now=now, actor=actor, error=result.error,
+            conn, current, ActionStatus.FAILED, now=now, actor=actor, error=result.error,
             finished_at=now, event={**detail, "error": result.error}, events=events,
         )  # fmt: skip
         if moved is not None:
-            rows.settle(conn, action.id, "released", now)
+            rows.settle(conn, current.id, "released", now)
         return moved
-    return rows.move(
-        conn, action, ActionStatus.UNKNOWN, now=now, actor=actor, note=result.error,
-        error=result.error, event={**detail, "error": result.error}, events=events,
-    )  # fmt: skip
+    if result.outcome == "unknown" and current.status == ActionStatus.DISPATCHED:
+        return rows.move(
+            conn, current, ActionStatus.UNKNOWN, now=now, actor=actor, note=result.error,
+            error=result.error, event={**detail, "error": result.error}, events=events,
+            entry=_answered(result, current.attempts),
+        )  # fmt: skip
+    return None
+
+
+def _status_of(result: SkillResult) -> dict[str, Any]:
+    return {k: v for k, v in result.detail.items() if k == "status"}
 
 
 def mark_unknown(store: Store, action: Action, note: str, actor: str) -> Action:
     """A ``dispatched`` action with no recorded outcome: its effect is unknown."""
-    with store.write() as conn:
+    with run_locked(store, action.run_id) as conn:
         moved = rows.move(
             conn, action, ActionStatus.UNKNOWN, now=store.now(), actor=actor, note=note,
             error=note,
@@ -117,10 +212,13 @@ def mark_unknown(store: Store, action: Action, note: str, actor: str) -> Action:
 
 @dataclass(frozen=True)
 class Step:
-    """One reconciliation step: the action afterwards, and why it is still open (if it is)."""
+    """One reconciliation step: the action afterwards, why it is still open (if it is), and
+    when to try again (if waiting will settle it: an attempt still in flight, an
+    inconclusive lookup)."""
 
     action: Action
     pending: str | None = None
+    retry_at: datetime | None = None
 
 
 Resend = Callable[[Action], Action]
@@ -143,16 +241,18 @@ def reconcile(
         if verdict == "found":
             return Step(_found(store, action, found, target, actor))
         if verdict == "inconclusive":
-            return Step(action, f"the lookup was inconclusive: {found.error or found.outcome}")
+            later = store.now() + timedelta(seconds=INCONCLUSIVE_RETRY_SECONDS)
+            reason = f"the lookup was inconclusive: {found.error or found.outcome}"
+            return Step(action, reason, later)
         if not retry:
             reason = (
                 f"the lookup found no record for key {action.key} "
                 "and the skill does not declare same-key retry"
             )
             return Step(_attention(store, action, actor, reason))
-        return _retry(store, action, actor, resend, "the lookup found no record")
+        return _retry(store, target, action, actor, resend, "the lookup found no record")
     if retry:
-        return _retry(store, action, actor, resend, "no lookup is declared")
+        return _retry(store, target, action, actor, resend, "no lookup is declared")
     reason = (
         "the outcome is unknown and the skill declares neither a lookup nor same-key retry; "
         "check the destination and resolve it"
@@ -162,17 +262,18 @@ def reconcile(
 
 def _found(store: Store, action: Action, result: SkillResult, target: Target, actor: str) -> Action:
     now = store.now()
-    with store.write() as conn:
+    with run_locked(store, action.run_id) as conn:
         current = rows.get(conn, action.id)
-        if current.status not in (ActionStatus.UNKNOWN, ActionStatus.NEEDS_ATTENTION):
-            return current
         found = SkillResult("succeeded", result.output, detail=result.detail)
-        moved = _settle(conn, current, found, target, now=now, actor=actor, source="lookup")
-        return moved or rows.get(conn, action.id)
+        moved = settle_evidence(
+            conn, current, found, target, latest=True, now=now, actor=actor,
+            detail={"source": "lookup", **_status_of(result)},
+        )  # fmt: skip
+        return moved or current
 
 
 def _attention(store: Store, action: Action, actor: str, reason: str) -> Action:
-    with store.write() as conn:
+    with run_locked(store, action.run_id) as conn:
         moved = rows.move(
             conn, action, ActionStatus.NEEDS_ATTENTION, now=store.now(), actor=actor,
             expect=(ActionStatus.UNKNOWN,), note=reason, error=reason,
@@ -180,10 +281,21 @@ def _attention(store: Store, action: Action, actor: str, reason: str) -> Action:
         return moved or rows.get(conn, action.id)
 
 
-def _retry(store: Store, action: Action, actor: str, resend: Resend | None, why: str) -> Step:
+def _retry(
+    store: Store, target: Target, action: Action, actor: str, resend: Resend | None, why: str
+) -> Step:
     if action.attempts >= MAX_DISPATCHES:
         reason = f"still unknown after {action.attempts} dispatches with key {action.key}"
         return Step(_attention(store, action, actor, reason))
+    deadline = attempt_deadline(action, target.spec)
+    if deadline is not None and store.now() < deadline:
+        # Re-sending now could overlap the earlier attempt: the destination may answer 409
+        # while it still processes it. Wait until that attempt is certainly over.
+        reason = (
+            f"{why}; attempt {action.attempts} may still be in flight until "
+            f"{deadline.isoformat(timespec='seconds')}"
+        )
+        return Step(action, reason, deadline)
     if resend is None:
         return Step(action, f"{why}; same-key retry is not allowed here")
     return Step(resend(action))
@@ -202,6 +314,10 @@ def resend_unclaimed(
         now = store.now()
         with store.write() as conn:
             run = store.load_run(conn, action.run_id, lock=True)
+            current = rows.get(conn, action.id)
+            deadline = attempt_deadline(current, target.spec)
+            if deadline is not None and now < deadline:
+                return current  # an attempt may still be in flight (a pause does not end it)
             if run.status == RunStatus.RUNNING or run.status in TERMINAL_RUN_STATUSES:
                 return action
             sent = rows.move(

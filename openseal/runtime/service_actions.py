@@ -239,14 +239,19 @@ def _requeue_in(
 ) -> None:
     # A run that needs attention because of this action continues once it is settled; the
     # executor retries the state, which reads the settled action instead of dispatching.
+    # A run sleeping until it reconciles this action again wakes now.
     run = store.load_run(conn, action.run_id, lock=True)
     waiting = run.waiting or {}
-    if run.status != RunStatus.NEEDS_ATTENTION or waiting.get("state") != action.state:
+    values: dict[str, Any]
+    if run.status == RunStatus.NEEDS_ATTENTION and waiting.get("state") == action.state:
+        values = {"status": RunStatus.QUEUED, "waiting": None, "wait_name": None}
+    elif run.status == RunStatus.SLEEPING and waiting.get("action_id") == action.id:
+        values = {"wake_at": now}
+    else:
         return
     change_run(
         conn, run.id, event_type=event, actor=actor,
-        payload={"action_id": action.id, "status": str(action.status)}, now=now,
-        values={"status": RunStatus.QUEUED, "waiting": None, "wait_name": None},
+        payload={"action_id": action.id, "status": str(action.status)}, now=now, values=values,
     )  # fmt: skip
     store.notify_work(conn)
 

@@ -95,6 +95,10 @@ class FaultSettings(BaseModel):
     #: wait this long before replying (after the work is done, so a timed-out
     #: create has still created its order)
     delay_seconds: float = Field(default=0.0, ge=0, le=600, allow_inf_nan=False)
+    #: keep a new order's key in flight this long before creating the order; a request with
+    #: the same key meanwhile is answered 409 ``idempotency_key_in_flight``, and a lookup
+    #: finds nothing yet (a slow destination)
+    hold_create_seconds: float = Field(default=0.0, ge=0, le=600, allow_inf_nan=False)
     #: the bearer token every service request must carry (``None``: no check)
     require_credential: str | None = Field(default=None, min_length=1)
     reset: bool = False
@@ -125,6 +129,7 @@ class _Faults:
     fail_remaining: int | None = None
     fail_scope: str = "create"
     delay: float = 0.0
+    hold: float = 0.0
     credential: str | None = None
 
 
@@ -153,6 +158,7 @@ class Service:
     def _clear(self) -> None:
         self._orders: list[dict[str, object]] = []
         self._by_key: dict[str, tuple[OrderRequest, dict[str, object]]] = {}
+        self._in_flight: set[str] = set()
         self._faults = _Faults(credential=self._initial_credential)
         self._requests: Counter[str] = Counter()
         self._outcomes: Counter[str] = Counter()
@@ -185,6 +191,7 @@ class Service:
                 "fail_times": f.fail_remaining,
                 "fail_scope": f.fail_scope,
                 "delay_seconds": f.delay,
+                "hold_create_seconds": f.hold,
                 # whether a token is required, never which one
                 "require_credential": f.credential is not None,
             }
@@ -208,6 +215,8 @@ class Service:
                 f.fail_scope = settings.fail_scope
             if "delay_seconds" in given:
                 f.delay = settings.delay_seconds
+            if "hold_create_seconds" in given:
+                f.hold = settings.hold_create_seconds
             if "require_credential" in given:
                 f.credential = settings.require_credential
 
@@ -284,6 +293,19 @@ class Service:
             existing = self._by_key.get(key)
             if existing is not None:
                 return self._replay(key, request, *existing)
+            if key in self._in_flight:
+                self._outcomes["in_flight"] += 1
+                return error(
+                    409, "idempotency_key_in_flight",
+                    f"a request with idempotency key `{key}` is still being processed",
+                )  # fmt: skip
+            hold = self._faults.hold
+            if hold:
+                self._in_flight.add(key)
+        if hold:
+            self.stopping.wait(hold)
+        with self._lock:
+            self._in_flight.discard(key)
             order = self._record(key, request)
             drop = self._faults.drop_remaining > 0
             if drop:

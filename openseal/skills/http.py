@@ -2,8 +2,9 @@
 
 Outcomes follow the design's rule that an ambiguous dispatch is a state: a
 connection that never opened is ``failed`` (nothing was sent); a timeout or a
-broken connection after the request went out, or a status listed in
-``ambiguous_statuses``, is ``unknown`` for any skill that is not a read.
+broken connection after the request went out, a status listed in
+``ambiguous_statuses``, or 409/425/429 to a request sent with an idempotency
+key, is ``unknown`` for any skill that is not a read.
 """
 
 from __future__ import annotations
@@ -85,6 +86,12 @@ def _decode(response: httpx.Response) -> object:
     return response.text
 
 
+#: answers to a request that carries an idempotency key which say "not now", not "no": the
+#: key is in use by a request still in flight (409), too early (425), too many (429). Only a
+#: definite answer to *this* request proves it had no effect.
+KEYED_AMBIGUOUS_STATUSES = frozenset({409, 425, 429})
+
+
 class HttpAdapter:
     """Calls ``adapter "http"``; URL and headers are templates over ``args`` and ``config``."""
 
@@ -112,7 +119,10 @@ class HttpAdapter:
         if key_header and call.idempotency_key:
             headers[key_header] = call.idempotency_key
         body = None if spec.method == "GET" else body
-        result = self._send(call, spec.method, url, headers, body, spec.ambiguous_statuses)
+        ambiguous = set(spec.ambiguous_statuses)
+        if key_header and call.idempotency_key:
+            ambiguous |= KEYED_AMBIGUOUS_STATUSES
+        result = self._send(call, spec.method, url, headers, body, ambiguous)
         return check_output(call, result)
 
     def _auth(self, call: SkillCall) -> dict[str, str]:
@@ -131,7 +141,7 @@ class HttpAdapter:
         url: str,
         headers: dict[str, str],
         body: object,
-        ambiguous: list[int],
+        ambiguous: set[int],
     ) -> SkillResult:
         unsure: Outcome = "failed" if call.spec.effect == "read" else "unknown"
         try:

@@ -54,16 +54,23 @@ VARIANTS = {
 }
 
 
-def definitions(tmp: Path, variant: str = "lookup", *, team_spend: int = 20000) -> Path:
-    """A copy of the procurement example with the order skill's idempotency ``variant``."""
-    root = tmp / f"procurement_{variant}_{team_spend}"
+ORIGINAL_TIMEOUT = 'timeout    = "15s"'
+
+
+def definitions(
+    tmp: Path, variant: str = "lookup", *, team_spend: int = 20000, timeout: str = "15s"
+) -> Path:
+    """A copy of the procurement example with the order skill's idempotency ``variant`` (and
+    ``timeout``: how long an attempt may be in flight)."""
+    root = tmp / f"procurement_{variant}_{team_spend}_{timeout}"
     if root.exists():
         return root / "hcl"
     shutil.copytree(EXAMPLE, root)
     skills = root / "hcl" / "skills.hcl"
     text = skills.read_text(encoding="utf-8")
-    assert ORIGINAL_IDEMPOTENCY in text
-    skills.write_text(text.replace(ORIGINAL_IDEMPOTENCY, VARIANTS[variant]), encoding="utf-8")
+    assert ORIGINAL_IDEMPOTENCY in text and ORIGINAL_TIMEOUT in text
+    text = text.replace(ORIGINAL_IDEMPOTENCY, VARIANTS[variant])
+    skills.write_text(text.replace(ORIGINAL_TIMEOUT, f'timeout    = "{timeout}"'), "utf-8")
     team = root / "hcl" / "team.hcl"
     team.write_text(
         team.read_text(encoding="utf-8").replace("spend    = 250000", f"spend    = {team_spend}"),

@@ -23,6 +23,7 @@ from tests.runtime.action_support import (  # noqa: F401
     simulator_fixture,
 )
 from tests.runtime.engine_support import assert_gap_free, event_types
+from tests.runtime.support import eventually
 
 
 def approved(f: Flow) -> Run:
@@ -229,11 +230,15 @@ def test_without_lookup_or_same_key_retry_an_unknown_outcome_needs_an_operator(
 def test_same_key_retry_settles_an_unknown_outcome(
     store: Store, simulator: ProcurementSimulator, tmp_path: Path
 ) -> None:
-    f = flow(store, simulator, tmp_path, "retry_only")
+    # A lost response may still be in flight: the same-key retry waits for the attempt's
+    # deadline (the skill's timeout plus a grace), sleeping meanwhile.
+    f = flow(store, simulator, tmp_path, "retry_only", timeout="1s")
     run = approved(f)
     simulator.set_fault(drop_response_after_create=1)
     f.run_until_idle()
-    assert f.status(run) == RunStatus.COMPLETED
+    assert f.status(run) == RunStatus.SLEEPING
+    assert store.get_run(run.id).waiting["kind"] == "reconcile"  # type: ignore[index]
+    eventually(lambda: f.run_until_idle() or f.status(run) == RunStatus.COMPLETED)
     [order] = simulator.orders()
     action = the_action(store, run)
     assert history(action) == [
@@ -278,14 +283,16 @@ def test_an_operator_reconciles_after_an_inconclusive_lookup(
     run = approved(f)
     simulator.set_fault(fail_with_status=503, fail_times=2, fail_scope="all")
     f.run_until_idle()
-    assert f.status(run) == RunStatus.NEEDS_ATTENTION
+    # An inconclusive lookup is an ordinary fault: the run sleeps and looks again later.
+    assert f.status(run) == RunStatus.SLEEPING
     action = the_action(store, run)
     assert action.status == ActionStatus.UNKNOWN
     assert "inconclusive" in str(store.get_run(run.id).waiting)
     context = RuntimeContext.load(context_file(tmp_path, simulator))
     settled, pending = service_actions.reconcile_action(store, action.id, context=context)
     assert (settled.status, pending) == (ActionStatus.SUCCEEDED, None)
-    assert f.status(run) == RunStatus.QUEUED
+    # ... and an operator's reconcile meanwhile settles it and wakes the run at once.
+    assert store.get_run(run.id).wake_at is not None
     f.run_until_idle()
     assert f.status(run) == RunStatus.COMPLETED
     assert simulator.order_count() == 1

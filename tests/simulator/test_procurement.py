@@ -7,6 +7,8 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 
 import httpx
@@ -403,3 +405,28 @@ def test_cli_refuses_a_missing_credential_variable() -> None:
     assert env_name not in os.environ
     code = main(["simulator", "procurement", "--credential-env", env_name])
     assert code == 2
+
+
+def test_a_same_key_request_while_the_first_is_in_flight_gets_409(
+    sim: ProcurementSimulator,
+) -> None:
+    sim.set_fault(hold_create_seconds=1.0)
+    headers = {"Idempotency-Key": "k-in-flight"}
+    first: list[httpx.Response] = []
+    sender = threading.Thread(
+        target=lambda: first.append(httpx.post(f"{sim.url}/orders", json=ORDER, headers=headers))
+    )
+    sender.start()
+    try:
+        deadline = time.monotonic() + 30
+        while sim.stats()["outcomes"].get("in_flight", 0) == 0:  # type: ignore[attr-defined]
+            second = httpx.post(f"{sim.url}/orders", json=ORDER, headers=headers)
+            if second.status_code == 409:
+                assert second.json()["error"] == "idempotency_key_in_flight"
+                assert httpx.get(f"{sim.url}/orders/by-key/k-in-flight").status_code == 404
+                break
+            assert time.monotonic() < deadline
+    finally:
+        sender.join(timeout=60)
+    assert first[0].status_code == 201
+    assert sim.order_count() == 1

@@ -9,7 +9,8 @@ between any two leaves a status the next worker acts on safely:
   recorded;
 * ``dispatched`` with no outcome (the worker died mid-call) → ``unknown``, never re-sent
   blindly; ``unknown`` → reconciled by lookup or same-key retry
-  (:mod:`~openseal.runtime.reconcile`);
+  (:mod:`~openseal.runtime.reconcile`); while an earlier attempt may still be in flight, or
+  the destination answers a lookup inconclusively, the run sleeps and reconciles later;
 * ``succeeded`` → leave by ``done`` with the confirmed result; ``failed`` → by ``failed``;
   ``needs_attention`` → the run waits for ``openseal actions resolve``.
 
@@ -23,9 +24,10 @@ from openseal.runtime import actions as rows
 from openseal.runtime import admission, proposals
 from openseal.runtime.actions import Action
 from openseal.runtime.dispatch import Target, confirmed, dispatch, output_of, target_for
+from openseal.runtime.events import iso
 from openseal.runtime.fenced import FencedTx
 from openseal.runtime.proposals import Proposal
-from openseal.runtime.reconcile import mark_unknown, reconcile, record, record_in
+from openseal.runtime.reconcile import Step, mark_unknown, reconcile, record, record_in
 from openseal.runtime.states.base import (
     Advance,
     Attention,
@@ -33,9 +35,10 @@ from openseal.runtime.states.base import (
     Outcome,
     Settle,
     StepContext,
+    Suspend,
 )
 from openseal.runtime.states.proposal import store_draft_in
-from openseal.runtime.statuses import ActionStatus
+from openseal.runtime.statuses import ActionStatus, RunStatus
 from openseal.runtime.workflow import DefinitionError
 from openseal.skills.base import SkillResult
 
@@ -71,12 +74,47 @@ def execute(ctx: StepContext) -> Outcome:
             step = reconcile(
                 ctx.store, target, action, ctx.context, lambda a: _send(ctx, target, a), actor
             )
+            if step.retry_at is not None:
+                return _reconcile_later(ctx, step)
             if step.pending is not None:
                 return Attention(f"action {action.id} outcome unknown: {step.pending}")
             action = step.action
         else:
             return _leave(action)
     return Attention(f"action {action.id} did not settle (status {action.status})")
+
+
+#: how many times in a row a run sleeps to reconcile one action before an operator must look
+MAX_RECONCILE_WAITS = 12
+
+
+def _reconcile_later(ctx: StepContext, step: Step) -> Outcome:
+    """Sleep until reconciling can make progress (an earlier attempt is over, the destination
+    may answer a lookup again); no worker is held meanwhile (invariant 5)."""
+    action, due = step.action, step.retry_at
+    assert due is not None
+    previous = ctx.run.waiting or {}
+    again = previous.get("kind") == "reconcile" and previous.get("action_id") == action.id
+    waits = int(previous.get("waits", 0)) + 1 if again else 1
+    if waits > MAX_RECONCILE_WAITS:
+        return Attention(
+            f"action {action.id} outcome still unknown after {waits - 1} tries: {step.pending}"
+        )
+    document = {
+        "kind": "reconcile",
+        "state": ctx.state.name,
+        "action_id": action.id,
+        "reason": step.pending,
+        "due": iso(due),
+        "waits": waits,
+    }
+
+    def sleep(tx: FencedTx) -> None:
+        tx.update_run(
+            status=RunStatus.SLEEPING, wake_at=due, waiting=document, event="action.reconcile_later"
+        )
+
+    return Suspend(sleep, f"action {action.id}: {step.pending}; reconciling again at {iso(due)}")
 
 
 def _prepare(ctx: StepContext) -> tuple[Target, Proposal, Action, Action | None] | str:
@@ -207,9 +245,13 @@ def _leave_with(
     else:
         return None
 
+    expected = ActionStatus.SUCCEEDED if leaving.event == "done" else ActionStatus.FAILED
+
     def within(tx: FencedTx) -> bool:
         recorded = record_in(tx.row_conn, sent, result, target, actor, tx.now, tx.append_event)
-        return recorded[1]
+        # Another reply may have settled the action otherwise meanwhile (a confirmation of an
+        # earlier attempt): then the state is executed again and leaves by what is recorded.
+        return recorded.status == expected
 
     def alone() -> object:
         return record(ctx.store, sent, result, target, actor)
