@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Any
 
@@ -14,7 +14,7 @@ from openseal.errors import StoreError
 from openseal.runtime import fastsql, schema
 from openseal.runtime.clock import new_id
 from openseal.runtime.definitions import DefinitionsMixin, canonical_json
-from openseal.runtime.records import Event, NewObjective, Objective, Run
+from openseal.runtime.records import DefinitionVersion, Event, NewObjective, Objective, Run
 from openseal.runtime.statuses import TERMINAL_RUN_STATUSES, ObjectiveStatus, RunStatus
 from openseal.runtime.store_errors import IdempotencyConflict, NotFound
 
@@ -34,6 +34,10 @@ def request_hash(project: str, workflow_name: str, inputs: dict[str, Any]) -> st
     return hashlib.sha256(canonical_json(document).encode("utf-8")).hexdigest()
 
 
+#: the caller's inputs, ready for the version about to be pinned (see ``create_objective``)
+Prepare = Callable[[DefinitionVersion], dict[str, Any]]
+
+
 class ObjectivesMixin(DefinitionsMixin):
     def create_objective(
         self,
@@ -43,6 +47,7 @@ class ObjectivesMixin(DefinitionsMixin):
         *,
         request_key: str | None = None,
         actor: str,
+        prepare: Prepare | None = None,
     ) -> NewObjective:
         """Create an objective on the active version of ``workflow_name`` and its first run.
 
@@ -50,6 +55,10 @@ class ObjectivesMixin(DefinitionsMixin):
         workflow digest active now (invariant 12). With ``request_key`` the call is idempotent:
         the same key and content return the existing objective (``created=False``); the same
         key with different content raises ``IdempotencyConflict``.
+
+        ``prepare(version)`` turns the caller's inputs into the run's (defaults filled in,
+        types checked; it raises to refuse) for exactly the version being pinned, in the same
+        transaction — so an activation in between cannot pin a version the inputs do not fit.
         """
         digest = request_hash(project, workflow_name, inputs)
         for attempt in range(2):
@@ -59,7 +68,7 @@ class ObjectivesMixin(DefinitionsMixin):
                     return existing
             try:
                 return self._create_objective(
-                    project, workflow_name, inputs, request_key, digest, actor
+                    project, workflow_name, inputs, request_key, digest, actor, prepare
                 )
             except sa.exc.IntegrityError:
                 # A concurrent create won the request key or the project name; look again.
@@ -100,11 +109,14 @@ class ObjectivesMixin(DefinitionsMixin):
         request_key: str | None,
         digest: str,
         actor: str,
+        prepare: Prepare | None,
     ) -> NewObjective:
         with self.write() as conn:
             version = self._active_version(conn, workflow_name)
             if version is None or version.kind != "workflow":
                 raise StoreError(f"no workflow {workflow_name!r} is deployed", code="not_deployed")
+            if prepare is not None:
+                inputs = prepare(version)
             now = self.now()
             objective = Objective(
                 id=new_id(),

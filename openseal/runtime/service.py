@@ -88,13 +88,22 @@ def create_objective(
     request_key: str | None = None,
     actor: str = LOCAL_ACTOR,
 ) -> NewObjective:
-    """Start ``workflow`` (its active version) with ``inputs`` checked against its input types."""
-    version = store.active_version(workflow)
-    if version is None or version.kind != "workflow":
+    """Start ``workflow`` (its active version) with ``inputs`` checked against its input types.
+
+    The inputs are checked against the very version the run pins, in the transaction that
+    pins it."""
+    if store.active_version(workflow) is None:
         raise NotFound(f"no workflow {workflow!r} is deployed")
-    inputs = _with_defaults(inputs, version.document.get("inputs") or {})
-    _check_inputs(workflow, inputs, version.document.get("inputs") or {}, version.digest)
-    return store.create_objective(project, workflow, inputs, request_key=request_key, actor=actor)
+
+    def prepare(version: DefinitionVersion) -> dict[str, Any]:
+        schema = version.document.get("inputs") or {}
+        filled = _with_defaults(inputs, schema)
+        _check_inputs(workflow, filled, schema, version.digest)
+        return filled
+
+    return store.create_objective(
+        project, workflow, inputs, request_key=request_key, actor=actor, prepare=prepare
+    )
 
 
 def _with_defaults(inputs: dict[str, Any], input_schema: dict[str, Any]) -> dict[str, Any]:

@@ -92,3 +92,28 @@ def test_list_runs_filters_and_pages(store: Store) -> None:
     assert [r.id for r in page1 + page2] == sorted(ids)
     assert store.list_runs(status=RunStatus.RUNNING) == ()
     assert len(store.list_runs(status=RunStatus.QUEUED)) == 5
+
+
+def test_inputs_are_checked_against_the_version_the_run_pins(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from openseal.errors import UsageError
+    from openseal.runtime import service
+
+    numbers = {**DOCUMENT, "inputs": {"type": "object", "properties": {"n": {"type": "number"}}}}
+    strings = {**DOCUMENT, "inputs": {"type": "object", "properties": {"n": {"type": "string"}}}}
+    deploy(store, numbers)
+    v2 = digest_of(strings)
+    store.put_version(v2, "workflow", WORKFLOW, strings)
+    looked_up = store.active_version
+
+    def activation_in_between(name: str) -> object:
+        # The service looks at the active version; an activation lands right after.
+        found = looked_up(name)
+        store.activate(WORKFLOW, v2, "user:b", change_proposal_id="cp1", reason="strings")
+        return found
+
+    monkeypatch.setattr(store, "active_version", activation_in_between)
+    with pytest.raises(UsageError, match="n: 1 is not of type 'string'"):
+        service.create_objective(store, WORKFLOW, {"n": 1})
+    assert service.list_objectives(store) == []
