@@ -15,7 +15,15 @@ import sqlalchemy as sa
 
 from openseal.errors import UsageError
 from openseal.runtime import schema
-from openseal.runtime.records import AgentRequest, Event, InboundEvent, NewObjective, Objective, Run
+from openseal.runtime.records import (
+    AgentRequest,
+    DefinitionVersion,
+    Event,
+    InboundEvent,
+    NewObjective,
+    Objective,
+    Run,
+)
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
 from openseal.runtime.store_errors import NotFound
