@@ -30,6 +30,7 @@ from openseal.compiler.canonical import canonical_bytes, is_digest, pretty, sha2
 from openseal.compiler.document import CompiledDocument
 from openseal.compiler.emit import API_VERSION
 from openseal.compiler.model import KIND_MODELS
+from openseal.compiler.source import MAX_FILE_BYTES, read_bounded
 from openseal.errors import OpenSealError
 
 MANIFEST = "manifest.json"
@@ -100,7 +101,7 @@ def source_digests(files: list[str], texts: Mapping[str, str], root: Path) -> di
     for file in files:
         path = Path(file)
         try:
-            data = path.read_bytes()
+            data = read_bounded(path, MAX_FILE_BYTES)
         except OSError:
             if file not in texts:
                 continue

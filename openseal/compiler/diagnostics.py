@@ -42,6 +42,7 @@ CODES: dict[str, str] = {
     "OS009": "no definition files found",
     "OS010": "unsupported file type",
     "OS011": "duplicate block",
+    "OS012": "file skipped by a directory scan",
     # the definition model
     "OS101": "unknown key",
     "OS102": "missing required key",

@@ -21,6 +21,7 @@ from openseal.compiler import expr as ex
 from openseal.compiler import types as ty
 from openseal.compiler.diagnostics import Diagnostic, error
 from openseal.compiler.plain import ExprSource
+from openseal.compiler.source import IncludeError, read_included
 from openseal.compiler.spans import Span
 
 _UNKNOWN = Span.point("<definition>")
@@ -234,17 +235,16 @@ def _read_file_argument(call: ex.Call, ctx: DecodeContext) -> str:
     path = Path(call.span.file).parent / relative
     reads = FILE_READS.get()
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_included(path, Path(call.span.file))
+    except IncludeError as exc:
         if reads is not None:
             reads.append((path, None))
-        reason = getattr(exc, "strerror", None) or "not UTF-8 text"
         ctx.diagnostics.append(
             error(
                 "OS108",
-                f"file({relative!r}) cannot be read: {reason}",
+                f"file({relative!r}) cannot be read: {exc.reason}",
                 call.span,
-                suggestion="paths are relative to the file that names them",
+                suggestion=exc.hint,
             )
         )
         return ""

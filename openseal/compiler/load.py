@@ -20,7 +20,7 @@ from pathlib import Path
 from openseal.compiler import cache
 from openseal.compiler import source as src
 from openseal.compiler.decode import Definition, decode, written_keys
-from openseal.compiler.diagnostics import Diagnostic, Related, error, sort_key
+from openseal.compiler.diagnostics import Diagnostic, Related, error, sort_key, warning
 from openseal.compiler.fields import FILE_READS
 from openseal.compiler.load_hcl import load_hcl
 from openseal.compiler.load_yaml import load_yaml
@@ -59,10 +59,14 @@ def discover(paths: Iterable[Path]) -> tuple[dict[Path, Path], list[Diagnostic]]
     diagnostics: list[Diagnostic] = []
     for path in paths:
         if path.is_dir():
-            matches = sorted(
+            candidates = sorted(
                 p
                 for p in path.rglob("*")
-                if p.suffix in DEFINITION_SUFFIXES and p.is_file() and not _hidden(p, path)
+                if p.suffix in DEFINITION_SUFFIXES and not _hidden(p, path)
+            )
+            matches = [p for p in candidates if p.is_file()]
+            diagnostics.extend(
+                _skipped(p) for p in candidates if not p.is_file() and not p.is_dir()
             )
             if not matches:
                 diagnostics.append(
@@ -84,6 +88,20 @@ def discover(paths: Iterable[Path]) -> tuple[dict[Path, Path], list[Diagnostic]]
                 )
             )
     return found, diagnostics
+
+
+def _skipped(path: Path) -> Diagnostic:
+    """A warning for a file a directory scan found but does not read (a pipe, a device...)."""
+    try:
+        what = src.file_kind(path.stat().st_mode)
+    except OSError:
+        what = "a broken symbolic link" if path.is_symlink() else "unreadable"
+    return warning(
+        "OS012",
+        f"skipped {path}: not a regular file ({what})",
+        Span.whole_file(str(path)),
+        suggestion="definition files must be regular files, not pipes, devices or links to them",
+    )
 
 
 PROJECT_MARKER = "openseal.project"
@@ -126,11 +144,11 @@ class SourceFile:
 
 def read_file(path: Path, *, digest: bool = False) -> SourceFile:
     try:
-        if path.stat().st_size > src.MAX_FILE_BYTES:
-            return SourceFile(path, None)  # refused before reading; see read_source
-        data = path.read_bytes()
+        data = src.read_bounded(path, src.MAX_FILE_BYTES)
     except OSError:
         return SourceFile(path, None)
+    if len(data) > src.MAX_FILE_BYTES:
+        return SourceFile(path, None)  # refused; see read_source
     return SourceFile(path, data, hashlib.sha256(data).hexdigest() if digest else None)
 
 
@@ -161,7 +179,9 @@ def load_file(source: SourceFile, root: Path | None = None) -> LoadedFile:
     if root is None or source.data is None:
         return _load_uncached(source)
     digest = source.digest or hashlib.sha256(source.data).hexdigest()
-    key = cache.key_of("file", source.name, source.syntax, digest)
+    # file("...") reads under the project root, so where that is belongs to the key.
+    reads_from = str(src.project_root(source.path))
+    key = cache.key_of("file", source.name, source.syntax, digest, reads_from)
     entry = cache.entry_path(root, "files", key)
     hit = cache.read_entry(entry, key)
     if isinstance(hit, LoadedFile) and _well_formed(hit) and cache.all_unchanged(hit.reads):

@@ -56,7 +56,14 @@ def test_golden_generated_inputs(tmp_path: Path) -> None:
     (tmp_path / "twice").mkdir()
     (tmp_path / "twice" / "one.hcl").write_text(agent.format("one"))
     (tmp_path / "twice" / "two.hcl").write_text(agent.format("two"))
+    (tmp_path / "special").mkdir()
+    os.mkfifo(tmp_path / "special" / "pipe.hcl")
+    (tmp_path / "special" / "zero.hcl").symlink_to("/dev/zero")
+    (tmp_path / "special" / "model.hcl").write_text(
+        'model "m" {\n  provider = "scripted"\n  model    = "small"\n}\n'
+    )
     cases = {
+        "os012_skipped_file": [tmp_path / "special"],
         "os105_duplicate_definition": [tmp_path / "twice"],
         "os001_missing_file": [tmp_path / "missing.hcl"],
         "os003_too_large": [tmp_path / "huge.hcl"],

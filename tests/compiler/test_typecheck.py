@@ -52,6 +52,8 @@ def test_examples_typecheck_cleanly(example: str, syntax: str) -> None:
 
 def test_unresolved_references_are_not_reported_again(tmp_path: Path) -> None:
     shutil.copytree(ROOT / "definitions/procurement", tmp_path / "procurement")
+    # A repository root, under which file("../prompts/...") may read.
+    (tmp_path / "procurement" / ".git").mkdir()
     path = tmp_path / "procurement/hcl/workflow.hcl"
     text = path.read_text(encoding="utf-8")
     path.write_text(text.replace("${input.request.quantity} ", "${input.reqest.quantity} "))

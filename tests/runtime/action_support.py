@@ -66,6 +66,7 @@ def definitions(
     if root.exists():
         return root / "hcl"
     shutil.copytree(EXAMPLE, root)
+    (root / ".git").mkdir()  # a repository root: file("../prompts/...") reads under it
     skills = root / "hcl" / "skills.hcl"
     text = skills.read_text(encoding="utf-8")
     assert ORIGINAL_IDEMPOTENCY in text and ORIGINAL_TIMEOUT in text

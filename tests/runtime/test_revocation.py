@@ -29,6 +29,7 @@ def activate_grant(store: Store, tmp: Path, constraints: str) -> str:
     workflow version becomes the active one. Its digest."""
     root = tmp / f"grant_{abs(hash(constraints))}"
     shutil.copytree(EXAMPLE, root)
+    (root / ".git").mkdir()  # a repository root: file("../prompts/...") reads under it
     team = root / "hcl" / "team.hcl"
     text = team.read_text(encoding="utf-8")
     assert GRANT in text
@@ -76,6 +77,7 @@ def test_a_grant_revoked_after_approval_stops_the_in_flight_action(
     # The active version's only grant of the skill is to the researcher, not the buyer.
     root = tmp_path / "revoked"
     shutil.copytree(EXAMPLE, root)
+    (root / ".git").mkdir()  # a repository root: file("../prompts/...") reads under it
     team = root / "hcl" / "team.hcl"
     text = team.read_text(encoding="utf-8")
     text = text.replace("to          = team.procurement.role.buyer", "to = team.procurement")

@@ -301,6 +301,7 @@ def procurement_definitions(tmp: Path) -> Path:
     procurement service's real reply: vendor names, stock and lead times)."""
     target = tmp / "procurement"
     shutil.copytree(PROCUREMENT.parent, target)
+    (target / ".git").mkdir()  # a repository root: file("../prompts/...") reads under it
     return target / "hcl"
 
 
