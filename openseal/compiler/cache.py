@@ -1,10 +1,12 @@
 """The compile cache: what an unchanged input already produced is not computed again.
 
-Two kinds of entry share one directory (``.openseal/cache/`` in the working
-directory; ``OPENSEAL_CACHE_DIR`` moves it, ``OPENSEAL_CACHE=off`` turns it off):
+Two kinds of entry share one directory, outside the working tree: the
+``compile/`` folder of the user cache directory (``~/.cache/openseal/compile``
+on Linux; ``OPENSEAL_CACHE_DIR`` moves it, ``OPENSEAL_CACHE=off`` turns it off):
 
 * ``files/``: one file's decoded definitions and diagnostics, keyed by its path,
-  syntax and content digest (see :func:`openseal.compiler.load.load_file`);
+  syntax, content digest and project root (see
+  :func:`openseal.compiler.load.load_file`);
 * ``projects/``: one project's compiled documents and diagnostics, keyed by the
   path and content digest of every file in it (see
   :func:`openseal.compiler.pipeline.compile_paths`). There is one slot per
@@ -17,31 +19,55 @@ through ``file("...")`` are not known before decoding, so an entry records them
 with the digest of the text that was read (:class:`Read`) and a hit is served
 only while every one of them still reads the same.
 
-An entry is a pickle written by this module only, of our own frozen dataclasses
-and pydantic models. Anything wrong with an entry — truncated, corrupt, another
-format version, another key, unreadable — makes it a miss: the result is
-computed again and the entry rewritten. The cache never makes a compile fail.
+An entry is a pickle of our own frozen dataclasses and pydantic models, and
+unpickling runs code, so **no entry is unpickled unless it is authenticated**:
+each one carries an HMAC-SHA256 of its key and bytes under a per-machine key
+(:func:`machine_key`: 32 random bytes in an owner-only file in the user cache
+directory, never beside the entries, never in the working tree). A file planted
+in the cache directory — by a pull request, say, if ``OPENSEAL_CACHE_DIR`` points
+into the checkout — is a miss, whatever it holds. Without a usable key the
+cache is off. The parser tables lark builds are kept the same way
+(:func:`load_parser`).
+
+Anything wrong with an entry — forged, truncated, corrupt, another format
+version, another key, unreadable — makes it a miss: the result is computed
+again and the entry rewritten. The cache never makes a compile fail.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import hmac
+import io
 import os
 import pickle
+import secrets
+import stat
 import sys
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import import_module
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from openseal import __version__
+from openseal.compiler.source import MAX_INCLUDED_BYTES, read_bounded
+
+if TYPE_CHECKING:
+    from lark import Lark
 
 #: Bump when the layout of an entry changes.
-FORMAT_VERSION = 2
-DEFAULT_DIRECTORY = Path(".openseal") / "cache"
+FORMAT_VERSION = 3
 _OFF = {"0", "off", "false", "no"}
+#: Every authenticated file starts with this, then the MAC, then the payload.
+_MAGIC = b"openseal-cache\x00"
+_MAC_BYTES = hashlib.sha256().digest_size
+#: Bytes before the payload of an authenticated file.
+HEADER_BYTES = len(_MAGIC) + _MAC_BYTES
+_KEY_BYTES = 32
 
 #: Libraries whose behaviour shapes loaded files (parse trees, pickled models). All
 #: are imported by the loaders anyway; the libraries only compiling uses (networkx,
@@ -49,12 +75,116 @@ _OFF = {"0", "off", "false", "no"}
 _LIBRARIES = ("lark", "hcl2", "yaml", "pydantic", "pydantic_core")
 
 
+def user_cache_root() -> Path:
+    """openseal's user cache directory (``$XDG_CACHE_HOME/openseal`` on Linux)."""
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("openseal"))
+
+
 def cache_directory() -> Path | None:
-    """Where entries are kept, or ``None`` when caching is turned off."""
+    """Where compile entries are kept, or ``None`` when caching is off (or has no key)."""
     if os.environ.get("OPENSEAL_CACHE", "").strip().lower() in _OFF:
         return None
+    if machine_key() is None:
+        return None
     override = os.environ.get("OPENSEAL_CACHE_DIR")
-    return Path(override) if override else DEFAULT_DIRECTORY
+    return Path(override) if override else user_cache_root() / "compile"
+
+
+# --------------------------------------------------------------------------- the machine key
+
+
+def key_file() -> Path:
+    return user_cache_root() / "cache-key"
+
+
+def machine_key() -> bytes | None:
+    """The key that signs this machine's cache entries, created on first use.
+
+    ``None`` when it cannot be read or created, or when the file holding it is
+    not a regular file owned by this user and private to them: then nothing
+    is cached, rather than trusting a key someone else could know.
+    """
+    return _key_at(key_file())
+
+
+@functools.lru_cache(maxsize=8)
+def _key_at(path: Path) -> bytes | None:
+    try:
+        return _read_key(path)
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd, tmp = tempfile.mkstemp(prefix=".key-", dir=path.parent)  # created 0600
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(secrets.token_bytes(_KEY_BYTES))
+            os.link(tmp, path)  # never replaces a key another process just made
+        except FileExistsError:
+            pass
+        finally:
+            Path(tmp).unlink(missing_ok=True)
+        return _read_key(path)
+    except OSError:
+        return None
+
+
+def _read_key(path: Path) -> bytes | None:
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        info = os.fstat(fd)
+        private = stat.S_ISREG(info.st_mode) and not info.st_mode & 0o077
+        if not private or info.st_uid != os.geteuid() or info.st_size != _KEY_BYTES:
+            return None
+        data = os.read(fd, _KEY_BYTES + 1)
+    finally:
+        os.close(fd)
+    return data if len(data) == _KEY_BYTES else None
+
+
+def _mac(key: bytes, name: str, payload: bytes) -> bytes:
+    message = name.encode("utf-8", "surrogatepass") + b"\0" + payload
+    return hmac.new(key, message, hashlib.sha256).digest()
+
+
+def read_signed(path: Path, name: str) -> bytes | None:
+    """The payload stored at ``path`` for ``name``, if its MAC proves this machine wrote it."""
+    key = machine_key()
+    if key is None:
+        return None
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    head = HEADER_BYTES
+    if len(data) < head or not data.startswith(_MAGIC):
+        return None
+    payload = data[head:]
+    if not hmac.compare_digest(data[len(_MAGIC) : head], _mac(key, name, payload)):
+        return None
+    return payload
+
+
+def write_signed(path: Path, name: str, payload: bytes) -> None:
+    """Store ``payload`` for ``name`` with its MAC, atomically; never raises."""
+    key = machine_key()
+    if key is None:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(_MAGIC + _mac(key, name, payload) + payload)
+            os.replace(tmp, path)
+        finally:
+            Path(tmp).unlink(missing_ok=True)
+    except OSError:
+        return  # a cache that cannot be written is only a slower compile
 
 
 @cache
@@ -118,10 +248,11 @@ class Read:
     def unchanged(self) -> bool:
         """Whether the file still reads as the same text (the way ``file()`` reads it)."""
         try:
-            text = Path(self.path).read_text(encoding="utf-8")
+            data = read_bounded(Path(self.path), MAX_INCLUDED_BYTES)
+            text = data.decode("utf-8")
         except (OSError, UnicodeDecodeError):
             return False
-        return text_digest(text) == self.digest
+        return len(data) <= MAX_INCLUDED_BYTES and text_digest(text) == self.digest
 
 
 def text_digest(text: str) -> str:
@@ -136,20 +267,20 @@ def all_unchanged(reads: Iterable[Read]) -> bool:
 
 
 def entry_path(root: Path, namespace: str, name: str) -> Path:
-    return root / namespace / name[:2] / f"{name}.pickle"
+    return root / namespace / name[:2] / f"{name}.entry"
 
 
 def read_entry(entry: Path, key: str) -> object | None:
     """The payload stored at ``entry`` under ``key``, or ``None`` for any kind of miss.
 
-    Callers check the payload's type: a valid pickle of the wrong shape is a miss too.
+    Nothing is unpickled unless its MAC proves this machine wrote it for ``key``.
+    Callers check the payload's type: a valid entry of the wrong shape is a miss too.
     """
-    try:
-        data = entry.read_bytes()
-    except OSError:
+    data = read_signed(entry, key)
+    if data is None:
         return None
     try:
-        stored = pickle.loads(data)  # our own entries only; see the module docstring
+        stored = pickle.loads(data)  # authenticated: written by write_entry on this machine
         version, stored_key, payload = stored
     except Exception:  # any damage at all means "rebuild"
         return None
@@ -159,19 +290,57 @@ def read_entry(entry: Path, key: str) -> object | None:
 
 
 def write_entry(entry: Path, key: str, payload: object) -> None:
-    """Store ``payload`` atomically (write a temporary file, then rename); never raises."""
+    """Store ``payload`` atomically and signed; never raises."""
     try:
         data = pickle.dumps((FORMAT_VERSION, key, payload), protocol=5)
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=entry.parent)
+    except (pickle.PicklingError, RecursionError, TypeError, AttributeError):
+        return
+    write_signed(entry, key, data)
+
+
+# --------------------------------------------------------------------------- parser tables
+
+
+def parser_directory() -> Path:
+    """Where lark's parser tables are kept: the user cache directory.
+
+    Not ``OPENSEAL_CACHE_DIR``: the tables depend only on the grammars and
+    library versions, so pointing the compile cache elsewhere (a fresh
+    directory per CI job, say) never makes a process build them again.
+    """
+    return user_cache_root() / "parsers"
+
+
+def load_parser(name: str, grammar: str, options: Mapping[str, object]) -> Lark:
+    """A lark parser for ``grammar``, from signed tables when this machine has built them.
+
+    Building the LALR tables takes seconds; loading them, milliseconds. The
+    tables are a pickle (lark's own format), so they are authenticated like
+    every entry; anything wrong with them means building again.
+    """
+    import lark
+
+    described = repr(sorted((k, repr(v)) for k, v in options.items() if k != "postlex"))
+    postlex = options.get("postlex")
+    keyed = "\0".join(
+        [grammar, described, type(postlex).__qualname__, lark.__version__, sys.version]
+    )
+    digest = hashlib.sha256(keyed.encode("utf-8")).hexdigest()
+    path = parser_directory() / f"{name}-{digest[:24]}.lark"
+    tables = read_signed(path, digest)
+    if tables is not None:
         try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-            os.replace(tmp, entry)
-        finally:
-            Path(tmp).unlink(missing_ok=True)
-    except (OSError, pickle.PicklingError, RecursionError, TypeError, AttributeError):
-        return  # a cache that cannot be written is only a slower compile
+            return lark.Lark.load(io.BytesIO(tables))  # authenticated: saved below on this machine
+        except Exception:
+            pass  # tables of another shape: build them again
+    parser = lark.Lark(grammar, **options)
+    buffer = io.BytesIO()
+    try:
+        parser.save(buffer)
+    except Exception:
+        return parser
+    write_signed(path, digest, buffer.getvalue())
+    return parser
 
 
 def is_sequence_of(value: object, kind: type) -> bool:
@@ -190,7 +359,7 @@ def clear(directory: Path | None = None) -> int:
     if root is None or not root.is_dir():
         return 0
     removed = 0
-    for entry in root.glob("**/*.pickle"):
+    for entry in root.glob("**/*.entry"):
         try:
             entry.unlink()
             removed += 1

@@ -1,7 +1,8 @@
 """Parsing expressions and templates with the lark grammar ``expressions.lark``.
 
-The parser is built on first use (never at import time) and, when the user
-cache directory is writable, cached there so later processes skip the LALR
+The parser is built on first use (never at import time) and its tables are
+kept, signed, in the user cache directory
+(:func:`openseal.compiler.cache.load_parser`), so later processes skip the LALR
 table construction. Syntax errors become ``OS107`` diagnostics in file
 coordinates; nothing here raises on bad input.
 """
@@ -9,17 +10,13 @@ coordinates; nothing here raises on bad input.
 from __future__ import annotations
 
 import functools
-import hashlib
-import os
 import re
-import sys
 from importlib import resources
-from pathlib import Path
 
-import lark
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
+from openseal.compiler.cache import load_parser
 from openseal.compiler.diagnostics import Diagnostic, error
 from openseal.compiler.expr_ast import (
     MAX_DEPTH,
@@ -104,7 +101,7 @@ def _parse_lark(source: str, span: Span, start: str) -> tuple[Expression | None,
 
 @functools.cache
 def parser() -> Lark:
-    """The shared LALR parser (built once per process, cached on disk when possible)."""
+    """The shared LALR parser (built once per process, its tables kept per machine)."""
     grammar = resources.files("openseal.compiler").joinpath(_GRAMMAR_FILE).read_text("utf-8")
     options: dict[str, object] = {
         "parser": "lalr",
@@ -113,34 +110,7 @@ def parser() -> Lark:
         "maybe_placeholders": False,
         "start": ["expression", "template"],
     }
-    cache_file = _cache_file(grammar)
-    if cache_file is not None:
-        options["cache"] = str(cache_file)
-    return Lark(grammar, **options)
-
-
-def _cache_file(grammar: str) -> Path | None:
-    """Where to cache the built parser, or None when caching is off or no
-    cache directory is writable (``OPENSEAL_CACHE=off`` turns it off, as for
-    the loaders' parse cache)."""
-    if os.environ.get("OPENSEAL_CACHE", "").strip().lower() in ("0", "off", "false", "no"):
-        return None
-    override = os.environ.get("OPENSEAL_CACHE_DIR")
-    if override:
-        directory = Path(override)
-    else:
-        import platformdirs
-
-        directory = Path(platformdirs.user_cache_dir("openseal"))
-    key = f"{grammar}\0{lark.__version__}\0{sys.version_info[:2]}"
-    digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return None
-    if not os.access(directory, os.W_OK):
-        return None
-    return directory / f"expressions-{digest}.lark-cache"
+    return load_parser("expressions", grammar, options)
 
 
 # --- errors -------------------------------------------------------------------

@@ -1,9 +1,11 @@
 """The HCL parser: python-hcl2's grammar driven through lark, and its syntax errors.
 
 Building the LALR tables takes seconds, so the parser is built on first use and
-cached in a user cache directory (python-hcl2 caches inside site-packages, which
-is often read-only). Syntax errors become ``OS004`` diagnostics with friendly
-messages; see :mod:`openseal.compiler.load_hcl` for the public entry points.
+its tables are kept in the user cache directory
+(:func:`openseal.compiler.cache.load_parser`; python-hcl2 caches inside
+site-packages, which is often read-only). Syntax errors become ``OS004``
+diagnostics with friendly messages; see :mod:`openseal.compiler.load_hcl` for
+the public entry points.
 """
 
 from __future__ import annotations
@@ -12,20 +14,16 @@ import bisect
 import contextlib
 import functools
 import gc
-import hashlib
-import os
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import hcl2
-import lark
-import platformdirs
 from hcl2.postlexer import PostLexer
-from hcl2.version import __version__ as hcl2_version
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
+from openseal.compiler.cache import load_parser
 from openseal.compiler.diagnostics import Diagnostic, error
 from openseal.compiler.spans import Span
 
@@ -84,45 +82,16 @@ def _grammar() -> str:
     return _GRAMMAR_FILE.read_text(encoding="utf-8").replace(_ASCII_NAME, _UNICODE_NAME)
 
 
-def cache_dir() -> Path:
-    """Where the built parser is cached (``OPENSEAL_CACHE_DIR`` overrides)."""
-    override = os.environ.get("OPENSEAL_CACHE_DIR")
-    return Path(override) if override else Path(platformdirs.user_cache_dir("openseal"))
-
-
 #: Options the parser is built with. Trees carry no positions of their own
 #: (lark's ``propagate_positions`` costs about 40 % of the parse); a node's
 #: offsets are those of its first and last tokens (:func:`node_start`).
 _OPTIONS: dict[str, object] = {"parser": "lalr", "propagate_positions": False}
 
 
-def cache_file(grammar: str) -> str | bool:
-    """A cache path in a writable user directory, or ``False`` to build without one.
-
-    python-hcl2 caches inside site-packages, which is often read-only, and then
-    every process pays seconds to rebuild the tables; a user directory avoids it.
-    """
-    # The options are part of the key: a parser cached with other options is another parser.
-    keyed = grammar + "\0" + repr(sorted(_OPTIONS.items()))
-    digest = hashlib.sha256(keyed.encode()).hexdigest()[:12]
-    name = f"hcl2-{hcl2_version}-lark-{lark.__version__}-{digest}.lark-cache"
-    directory = cache_dir()
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return False
-    return str(directory / name) if os.access(directory, os.W_OK) else False
-
-
 @functools.cache
 def parser() -> Lark:
-    grammar = _grammar()
-    options: dict[str, object] = {**_OPTIONS, "postlex": _PostLexer()}
-    try:
-        return Lark(grammar, cache=cache_file(grammar), **options)
-    except (OSError, EOFError, ValueError):
-        # An unreadable or foreign cache file must not stop a compile.
-        return Lark(grammar, cache=False, **options)
+    # Built once per machine: the tables are kept, signed, in the user cache directory.
+    return load_parser("hcl", _grammar(), {**_OPTIONS, "postlex": _PostLexer()})
 
 
 @contextlib.contextmanager

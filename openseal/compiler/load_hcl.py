@@ -31,7 +31,6 @@ from openseal.compiler.diagnostics import Diagnostic, Related, error
 from openseal.compiler.hcl_parser import (
     UNCLOSED_STRING,
     Positions,
-    cache_dir,
     gc_paused,
     node_end,
     node_start,
@@ -55,7 +54,7 @@ from openseal.compiler.tree import (
     Value,
 )
 
-__all__ = ["MAX_NESTING", "cache_dir", "load_hcl", "load_hcl_file"]
+__all__ = ["MAX_NESTING", "load_hcl", "load_hcl_file"]
 
 #: Deepest nesting of brackets, braces, parentheses and blocks accepted (``OS007``).
 MAX_NESTING = 64

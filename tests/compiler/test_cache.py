@@ -47,12 +47,13 @@ def counted(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, int]:
     ]:
         monkeypatch.setattr(module, name, counting(counter, getattr(module, name)))
     monkeypatch.setenv("OPENSEAL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user-cache"))  # a key of its own
     monkeypatch.delenv("OPENSEAL_CACHE", raising=False)
     return calls
 
 
 def _entries(tmp_path: Path, namespace: str = "files") -> list[Path]:
-    return sorted((tmp_path / "cache" / namespace).glob("*/*.pickle"))
+    return sorted((tmp_path / "cache" / namespace).glob("*/*.entry"))
 
 
 def _project(tmp_path: Path, files: dict[str, str] | None = None) -> Path:
@@ -197,7 +198,7 @@ def test_an_entry_for_another_key_is_a_miss(tmp_path: Path, counted: dict[str, i
     load_definitions([tmp_path / "a.hcl"])
     load_definitions([tmp_path / "b.hcl"])
     first, second = _entries(tmp_path)
-    second.write_bytes(first.read_bytes())  # a valid pickle stored under the wrong name
+    second.write_bytes(first.read_bytes())  # a valid entry stored under the wrong name
     result = load_definitions([tmp_path / "a.hcl", tmp_path / "b.hcl"])
     assert sorted(d.spec.model for d in result.definitions) == ["other", "small"]  # type: ignore[attr-defined]
 
@@ -400,7 +401,7 @@ def test_a_project_entry_with_damaged_contents_is_a_miss(
 def _stored_project(entry: Path) -> tuple[str, pipeline._ProjectEntry]:
     import pickle
 
-    _, key, stored = pickle.loads(entry.read_bytes())
+    _, key, stored = pickle.loads(entry.read_bytes()[cache.HEADER_BYTES :])
     assert isinstance(stored, pipeline._ProjectEntry)
     return key, stored
 
