@@ -109,7 +109,7 @@ def test_a_pull_request_cannot_plant_an_entry_in_the_checkout(tmp_path: Path) ->
     payload = pickle.dumps((cache.FORMAT_VERSION, "any", Exploit(marker)))
     for entry in entries:
         entry.write_bytes(payload)
-        old = work / ".openseal" / "cache" / "files" / entry.parent.name / f"{entry.stem}.pickle"
+        old = entry.with_suffix(".pickle")  # the layout before entries were signed
         old.write_bytes(payload)
     for environment in (env, in_tree):
         again = subprocess.run(
