@@ -13,16 +13,31 @@ What stays the same as ``Connection.execute``:
 
 * the statement runs on the connection's current transaction (it must have begun: the
   store's ``write()``/``read()`` begin it; otherwise this falls back to ``execute``);
-* DBAPI errors are raised as SQLAlchemy's exceptions (``sa.exc.IntegrityError`` ...);
-* ``before_cursor_execute`` listeners still see each statement (with no execution context).
+* the statement-level events SQLAlchemy documents: ``before_cursor_execute`` (its listeners
+  may rewrite the statement and parameters when registered with ``retval=True``) and
+  ``after_cursor_execute`` see each statement, with ``context`` None (documented as
+  possible); ``handle_error`` sees every failure, which SQLAlchemy's own error path handles:
+  DBAPI errors are raised as SQLAlchemy's exceptions (``sa.exc.IntegrityError`` ...), with
+  ``hide_parameters`` honoured, and a lost connection is invalidated rather than pooled;
+* where that is not enough — a ``before_execute``/``after_execute`` listener (they need the
+  statement object and the result), a dialect ``do_execute*`` listener, or statement
+  logging (``echo``) — every statement goes through ``Connection.execute`` instead.
 
 Statements SQLAlchemy rewrites at execution time (expanding ``IN`` parameters, literal
 execution) are not handled here; they go through ``Connection.execute`` unchanged.
+
+This reaches into SQLAlchemy internals (the compiler's bind and result bookkeeping, the
+connection's error handler). ``pyproject.toml`` pins the SQLAlchemy minor release they were
+checked against; :func:`internals_problems` lists what no longer matches, a test fails on any,
+and at run time any problem turns this module off (every statement goes through
+``Connection.execute``, with a warning) rather than guessing.
 """
 
 from __future__ import annotations
 
+import inspect
 import threading
+import warnings
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -57,7 +72,7 @@ class _Prepared:
         for name, default, process in self.binds:
             value = params.get(name, default)
             if value is _MISSING:
-                raise sa.exc.ArgumentError(f"a value is required for bind parameter {name!r}")
+                raise sa.exc.InvalidRequestError(f"A value is required for bind parameter {name!r}")
             values.append(value if process is None else process(value))
         if self.names is None:
             return tuple(values)
@@ -109,7 +124,7 @@ def _from_compiled(compiled: SQLCompiler) -> _Prepared | None:
         if process is not None and not callable(process):
             return None  # a per-element processor list (tuples): leave it to SQLAlchemy
         binds.append((name, default, process))
-    columns = tuple((column[0], column[3]) for column in compiled._result_columns)
+    columns = tuple((column.keyname, column.type) for column in compiled._result_columns)
     return _Prepared(compiled.string, tuple(binds), names, columns)
 
 
@@ -134,29 +149,68 @@ def execute_driver_sql(conn: sa.Connection, sql: str) -> None:
     For statements a dialect hook issues on every transaction; like ``exec_driver_sql``, but
     without the execution context around it.
     """
+    dispatch = _fast(conn)
+    if dispatch is None:
+        conn.exec_driver_sql(sql)
+        return
+    _on_cursor(conn, dispatch, sql, (), many=False, fetch=False)
+
+
+def _fast(conn: sa.Connection) -> Any:
+    """The event dispatcher whose cursor listeners the cursor path calls, or None when some
+    listener or option on ``conn`` needs ``Connection.execute``.
+
+    Listeners usually live on the engine; the connection's own dispatcher (the engine's joined
+    with its own) is looked at only when something listens on the connection itself, as
+    SQLAlchemy does (its ``_has_events`` flags): reading the joined one costs several times
+    more, on every statement.
+    """
+    if conn._echo or not _internals_ok():
+        return None
+    dispatch = conn.dispatch if conn._has_events else conn.engine.dispatch
+    if dispatch.before_execute or dispatch.after_execute:
+        return None
+    dialect = conn.dialect
+    if dialect._has_events and (
+        dialect.dispatch.do_execute
+        or dialect.dispatch.do_executemany
+        or dialect.dispatch.do_execute_no_params
+        or dialect.dispatch.do_setinputsizes
+    ):
+        return None
+    return dispatch
+
+
+def _on_cursor(
+    conn: sa.Connection, dispatch: Any, sql: str, parameters: Any, *, many: bool, fetch: bool
+) -> tuple[Sequence[Any] | None, Sequence[Any], int]:
+    """Execute on a fresh DBAPI cursor, as ``Connection._exec_single_context`` does: the
+    cursor events around it, SQLAlchemy's error handling on any failure. Returns the cursor's
+    description, its rows (when ``fetch`` and it has any) and its row count."""
     dbapi = conn.connection.dbapi_connection
     assert dbapi is not None
     cursor = dbapi.cursor()
     try:
-        _cursor_execute(conn, cursor, sql, (), many=False)
-    finally:
-        cursor.close()
-
-
-def _cursor_execute(
-    conn: sa.Connection, cursor: Any, sql: str, parameters: Any, many: bool
-) -> None:
-    if conn.dispatch.before_cursor_execute:
-        conn.dispatch.before_cursor_execute(conn, cursor, sql, parameters, None, many)
-    try:
+        # Listeners registered without retval=True are wrapped by SQLAlchemy to hand the
+        # statement and parameters back unchanged; those with it may replace them.
+        for listener in dispatch.before_cursor_execute:
+            sql, parameters = listener(conn, cursor, sql, parameters, None, many)
         if many:
             cursor.executemany(sql, parameters)
         else:
             cursor.execute(sql, parameters)
-    except conn.dialect.loaded_dbapi.Error as exc:
-        raise sa.exc.DBAPIError.instance(
-            sql, parameters, exc, conn.dialect.loaded_dbapi.Error, dialect=conn.dialect
-        ) from exc
+        if dispatch.after_cursor_execute:
+            dispatch.after_cursor_execute(conn, cursor, sql, parameters, None, many)
+        description = cursor.description
+        fetched = cursor.fetchall() if fetch and description is not None else ()
+        rowcount = cursor.rowcount
+    except BaseException as exc:
+        # handle_error listeners, wrapping, disconnect detection and invalidation. A listener's
+        # own exception is raised as it is (no statement given), as Connection.execute does.
+        dbapi_error = isinstance(exc, conn.dialect.loaded_dbapi.Error)
+        conn._handle_dbapi_exception(exc, sql if dbapi_error else None, parameters, cursor, None)
+    cursor.close()
+    return description, fetched, rowcount
 
 
 def _run(
@@ -168,23 +222,26 @@ def _run(
     rows: Sequence[Mapping[str, Any]] = params if many else (params,)  # type: ignore[assignment]
     if not rows:
         return [], 0
-    prepared = _prepare(cast(sa.ClauseElement, stmt), conn.dialect, frozenset(rows[0]))
-    if prepared is None or not conn.in_transaction():
+    prepared = None
+    dispatch = _fast(conn) if conn.in_transaction() else None
+    if dispatch is not None:
+        prepared = _prepare(cast(sa.ClauseElement, stmt), conn.dialect, frozenset(rows[0]))
+    if prepared is None:
         result = conn.execute(stmt, list(rows) if many else rows[0])
         if result.returns_rows:
             return [dict(row) for row in result.mappings()], -1
         return [], result.rowcount
-    arguments = [prepared.arguments(row) for row in rows]
-    dbapi = conn.connection.dbapi_connection
-    assert dbapi is not None
-    cursor = dbapi.cursor()
     try:
-        _cursor_execute(conn, cursor, prepared.sql, arguments if many else arguments[0], many)
-        if not prepared.columns or cursor.description is None:
-            return [], cursor.rowcount
-        return _rows(conn.dialect, prepared, cursor.description, cursor.fetchall()), -1
-    finally:
-        cursor.close()
+        arguments = [prepared.arguments(row) for row in rows]
+    except BaseException as exc:  # as SQLAlchemy reports a failure to build the parameters
+        conn._handle_dbapi_exception(exc, prepared.sql, list(rows), None, None)
+    description, fetched, rowcount = _on_cursor(
+        conn, dispatch, prepared.sql, arguments if many else arguments[0], many=many,
+        fetch=bool(prepared.columns),
+    )  # fmt: skip
+    if not prepared.columns or description is None:
+        return [], rowcount
+    return _rows(conn.dialect, prepared, description, fetched), -1
 
 
 def _rows(
@@ -205,6 +262,89 @@ def _rows(
         }
         for row in fetched
     ]
+
+
+# -- the SQLAlchemy internals this module relies on ----------------------------------------
+
+_checked: list[bool] = []
+
+
+def _internals_ok() -> bool:
+    if not _checked:
+        problems = internals_problems()
+        if problems:
+            warnings.warn(
+                "openseal.runtime.fastsql is off (every statement goes through "
+                f"Connection.execute): SQLAlchemy {sa.__version__} moved {'; '.join(problems)}",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        _checked.append(not problems)
+    return _checked[0]
+
+
+def internals_problems() -> list[str]:
+    """What this module needs from SQLAlchemy's internals and does not find (empty: all there).
+
+    Checks the compiler's bookkeeping on one statement per paramstyle, the type's cached
+    result processor, the connection's error handler and echo flag, and the wrapping of
+    cursor listeners that lets them be called one by one.
+    """
+    from sqlalchemy.dialects import postgresql, sqlite
+
+    problems: list[str] = []
+    table = sa.Table("probe", sa.MetaData(), sa.Column("id", sa.String), sa.Column("doc", sa.JSON))
+    stmt = (
+        sa.update(table)
+        .where(table.c.id == sa.bindparam("p_id"))
+        .values(doc=sa.bindparam("v_doc", type_=table.c.doc.type))
+        .returning(table.c.id, table.c.doc)
+    )
+    psycopg_dialect: Callable[[], Dialect] = postgresql.psycopg.dialect
+    for dialect in (sqlite.dialect(), psycopg_dialect()):
+        try:
+            compiled = stmt.compile(dialect=dialect, column_keys=["p_id", "v_doc"])
+            prepared = _from_compiled(compiled)
+            if prepared is None:
+                problems.append(f"{dialect.name}: a plain statement is no longer prepared")
+            elif [name for name, _d, _p in prepared.binds] != ["v_doc", "p_id"]:
+                problems.append(f"{dialect.name}: bind order {prepared.binds!r}")
+            elif prepared.binds[0][2] is None or [k for k, _t in prepared.columns] != [
+                "id",
+                "doc",
+            ]:
+                problems.append(f"{dialect.name}: JSON bind processor or result columns")
+            elif (prepared.names is None) != compiled.positional:
+                problems.append(f"{dialect.name}: paramstyle")
+            else:
+                sa.JSON()._cached_result_processor(dialect, None)
+        except (AttributeError, TypeError, KeyError, ValueError) as exc:
+            problems.append(f"{dialect.name} compiler: {exc.__class__.__name__}: {exc}")
+    expected = ["self", "e", "statement", "parameters", "cursor", "context"]
+    handler = getattr(sa.Connection, "_handle_dbapi_exception", None)
+    if handler is None or list(inspect.signature(handler).parameters)[:6] != expected:
+        problems.append("Connection._handle_dbapi_exception(e, statement, parameters, ...)")
+    engine = sa.create_engine("sqlite://")
+    try:
+        with engine.connect() as conn:
+            if not isinstance(getattr(conn, "_echo", None), bool):
+                problems.append("Connection._echo")
+            for owner in (conn, conn.engine, conn.dialect):
+                if not isinstance(getattr(owner, "_has_events", None), bool):
+                    problems.append(f"{type(owner).__name__}._has_events")
+
+        def unchanged(*_args: Any) -> None:
+            return None
+
+        sa.event.listen(engine, "before_cursor_execute", unchanged)
+        with engine.connect() as conn:
+            listeners = list(conn.dispatch.before_cursor_execute)
+            returned = listeners[0](conn, None, "SELECT 1", (), None, False) if listeners else None
+            if returned != ("SELECT 1", ()):
+                problems.append("before_cursor_execute listeners no longer return the statement")
+    finally:
+        engine.dispose()
+    return problems
 
 
 def one_or_none(rows: list[dict[str, Any]]) -> dict[str, Any] | None:

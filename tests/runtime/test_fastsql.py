@@ -3,11 +3,16 @@
 
 from __future__ import annotations
 
+import logging
+import tomllib
 from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from packaging.requirements import Requirement
 from sqlalchemy import event
 
 from openseal.runtime import fastsql, schema
@@ -80,10 +85,13 @@ def test_errors_are_sqlalchemy_errors_and_roll_back(backend: Backend) -> None:
         assert fastsql.execute(conn, BY_NAME, {"p_name": "a"}) == []
 
 
-def test_a_missing_parameter_is_refused(backend: Backend) -> None:
+def test_a_missing_parameter_is_refused_as_sqlalchemy_refuses_it(backend: Backend) -> None:
     store = backend.open()
-    with pytest.raises(sa.exc.ArgumentError), store.write() as conn:
+    with pytest.raises(sa.exc.StatementError) as slow, store.write() as conn:
+        conn.execute(BY_NAME, {"other": "a"})
+    with pytest.raises(sa.exc.StatementError) as fast, store.write() as conn:
         fastsql.execute(conn, BY_NAME, {"other": "a"})
+    assert type(fast.value.orig) is type(slow.value.orig) is sa.exc.InvalidRequestError
 
 
 def test_statement_listeners_still_see_each_statement(backend: Backend) -> None:
@@ -99,3 +107,163 @@ def test_statement_listeners_still_see_each_statement(backend: Backend) -> None:
         fastsql.execute(conn, INSERT, row("e1", "a", 1))
         fastsql.execute(conn, BY_NAME, {"p_name": "a"})
     assert seen == ["INSERT", "SELECT"]
+
+
+def test_the_cursor_path_is_taken_on_a_plain_store(backend: Backend) -> None:
+    # Without it every test here would pass with the fast path off (see the next test).
+    store = backend.open()
+    contexts: list[Any] = []
+
+    def listen(_conn: Any, _cursor: Any, _sql: str, _params: Any, context: Any, _m: Any) -> None:
+        contexts.append(context)
+
+    event.listen(store.engine, "before_cursor_execute", listen)
+    with store.write() as conn:
+        contexts.clear()
+        fastsql.execute(conn, INSERT, row("e1", "a", 1))
+    assert contexts == [None]
+
+
+def test_the_sqlalchemy_internals_it_relies_on_are_where_it_expects() -> None:
+    # A new SQLAlchemy release moved something: fix fastsql (or its checks), then widen the
+    # SQLAlchemy pin in pyproject.toml to the release tested.
+    assert fastsql.internals_problems() == []
+
+
+def test_the_installed_sqlalchemy_is_within_the_pinned_range() -> None:
+    project = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    pins = [Requirement(d) for d in project["project"]["dependencies"]]
+    (pin,) = [r for r in pins if r.name.lower() == "sqlalchemy"]
+    assert pin.specifier.contains(metadata.version("SQLAlchemy"))
+    # The pin names one minor release: the one whose internals were checked.
+    assert any(s.operator == "<" for s in pin.specifier)
+    (upper,) = [s.version for s in pin.specifier if s.operator == "<"]
+    assert upper.split(".")[0] == sa.__version__.split(".")[0] and upper.count(".") == 1
+
+
+def test_after_cursor_execute_sees_each_statement(backend: Backend) -> None:
+    store = backend.open()
+    seen: list[tuple[str, bool]] = []
+
+    def listen(_conn: Any, cursor: Any, sql: str, _params: Any, _ctx: Any, many: bool) -> None:
+        seen.append((sql.split()[0].upper(), many))
+
+    event.listen(store.engine, "after_cursor_execute", listen)
+    with store.write() as conn:
+        seen.clear()
+        fastsql.execute(conn, INSERT, [row("e1", "a", 1), row("e2", "a", 2)])
+        fastsql.execute(conn, BY_NAME, {"p_name": "a"})
+        assert fastsql.execute_count(conn, CONSUME, {"p_name": "a", "v_at": AT}) == 2
+    assert seen == [("INSERT", True), ("SELECT", False), ("UPDATE", False)]
+
+
+def test_a_retval_cursor_listener_may_rewrite_the_statement(backend: Backend) -> None:
+    store = backend.open()
+    executed: list[str] = []
+
+    def tag(_conn: Any, _cursor: Any, sql: str, params: Any, *_rest: Any) -> tuple[str, Any]:
+        return "/* tagged */ " + sql, params
+
+    def after(_conn: Any, _cursor: Any, sql: str, *_rest: Any) -> None:
+        executed.append(sql)
+
+    event.listen(store.engine, "before_cursor_execute", tag, retval=True)
+    event.listen(store.engine, "after_cursor_execute", after)
+    with store.write() as conn:
+        executed.clear()
+        fastsql.execute(conn, INSERT, row("e1", "a", 1))
+        assert [r["id"] for r in fastsql.execute(conn, BY_NAME, {"p_name": "a"})] == ["e1"]
+    assert len(executed) == 2 and all(sql.startswith("/* tagged */ ") for sql in executed)
+
+
+def test_handle_error_sees_failures_and_may_replace_the_exception(backend: Backend) -> None:
+    store = backend.open()
+    seen: list[tuple[type[BaseException], str | None]] = []
+
+    class Duplicate(Exception):
+        pass
+
+    def handle(context: Any) -> BaseException | None:
+        seen.append((type(context.sqlalchemy_exception), context.statement))
+        return Duplicate("stored twice") if context.statement.startswith("INSERT") else None
+
+    event.listen(store.engine, "handle_error", handle)
+    with pytest.raises(Duplicate), store.write() as conn:
+        fastsql.execute(conn, INSERT, row("e1", "a", 1))
+        fastsql.execute(conn, INSERT, row("e1", "a", 2))
+    assert [(kind, sql.split()[0]) for kind, sql in seen if sql] == [
+        (sa.exc.IntegrityError, "INSERT")
+    ]
+
+
+def test_errors_hide_parameters_when_the_engine_says_so(backend: Backend) -> None:
+    store = backend.open()
+    store.engine.hide_parameters = True
+    with pytest.raises(sa.exc.IntegrityError) as raised, store.write() as conn:
+        fastsql.execute(conn, INSERT, row("e1", "a", "secret-canary-value"))
+        fastsql.execute(conn, INSERT, row("e1", "a", "secret-canary-value"))
+    assert "secret-canary-value" not in str(raised.value)
+    assert raised.value.hide_parameters
+
+
+def test_listeners_it_cannot_serve_send_statements_through_sqlalchemy(backend: Backend) -> None:
+    # before_execute/after_execute need the statement object and the result.
+    store = backend.open()
+    seen: list[Any] = []
+
+    def before(_conn: Any, clause: Any, *_rest: Any) -> None:
+        seen.append(clause)
+
+    event.listen(store.engine, "before_execute", before)
+    with store.write() as conn:
+        seen.clear()
+        fastsql.execute(conn, INSERT, row("e1", "a", 1))
+        assert fastsql.execute(conn, BY_NAME, {"p_name": "a"})[0]["payload"] == 1
+    assert seen == [INSERT, BY_NAME]
+
+
+def test_statement_logging_still_logs(backend: Backend, caplog: pytest.LogCaptureFixture) -> None:
+    store = backend.open()
+    store.engine.echo = True
+    with caplog.at_level(logging.INFO, logger="sqlalchemy.engine"), store.write() as conn:
+        caplog.clear()
+        fastsql.execute(conn, BY_NAME, {"p_name": "a"})
+    assert any(r.getMessage().startswith("SELECT inbound_events.id") for r in caplog.records)
+
+
+def test_a_lost_connection_is_invalidated_not_pooled(backend: Backend, request: Any) -> None:
+    if backend.name != "postgresql":
+        pytest.skip("an embedded SQLite database has no connection to lose")
+    admin: sa.Engine = request.getfixturevalue("pg_admin")
+    store = backend.open()
+    with store.engine.connect() as conn:
+        conn.begin()
+        pid = conn.execute(sa.text("SELECT pg_backend_pid()")).scalar_one()
+        with admin.begin() as other:
+            other.execute(sa.text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+        with pytest.raises(sa.exc.OperationalError) as raised:
+            fastsql.execute(conn, BY_NAME, {"p_name": "a"})
+        # SQLAlchemy recognised the disconnect: the connection is discarded, not pooled.
+        assert raised.value.connection_invalidated
+        assert conn.invalidated
+        conn.rollback()
+    with store.read() as conn:
+        assert conn.execute(sa.text("SELECT pg_backend_pid()")).scalar_one() != pid
+
+
+def test_listeners_on_one_connection_are_honoured_too(backend: Backend) -> None:
+    store = backend.open()
+    seen: list[str] = []
+    with store.write() as conn:
+
+        def cursor(_conn: Any, _cursor: Any, sql: str, *_rest: Any) -> None:
+            seen.append("cursor " + sql.split()[0].upper())
+
+        def before(_conn: Any, clause: Any, *_rest: Any) -> None:
+            seen.append("execute")
+
+        event.listen(conn, "before_cursor_execute", cursor)
+        fastsql.execute(conn, INSERT, row("e1", "a", 1))
+        event.listen(conn, "before_execute", before)
+        fastsql.execute(conn, BY_NAME, {"p_name": "a"})
+    assert seen == ["cursor INSERT", "execute", "cursor SELECT"]
