@@ -8,7 +8,7 @@ reads the value at call time (invariant 10).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -20,6 +20,7 @@ from openseal.runtime.skill_documents import skill_spec
 from openseal.runtime.workflow import CompiledWorkflow
 from openseal.skills import adapter_for
 from openseal.skills.base import SkillCall, SkillResult
+from openseal.skills.bounded import GRACE_SECONDS, call_bounded
 from openseal.skills.credentials import RuntimeContext
 
 
@@ -67,14 +68,20 @@ class Target:
         )
 
 
-def dispatch(target: Target, context: RuntimeContext | None) -> SkillResult:
+def dispatch(
+    target: Target,
+    context: RuntimeContext | None,
+    on_late: Callable[[SkillResult], None] | None = None,
+) -> SkillResult:
     """Send the action once with its stable key; an adapter crash counts as ``unknown``.
 
     The hash of exactly what is sent is recomputed first: content that is not the approved
     proposal is never sent (:class:`~openseal.runtime.proposal_check.ProposalUnverified`).
+    The call is bounded by the skill's timeout: past it the outcome is ``unknown`` (to be
+    reconciled, never ``failed``), and a reply that still comes goes to ``on_late``.
     """
     check_payload(dict(target.document), target.proposal_hash, f"action {target.key}")
-    return _run(target.call(target.spec, context), ambiguous=True)
+    return _run(target.call(target.spec, context), ambiguous=True, on_late=on_late)
 
 
 def lookup(target: Target, context: RuntimeContext | None) -> SkillResult | None:
@@ -90,19 +97,33 @@ def lookup(target: Target, context: RuntimeContext | None) -> SkillResult | None
     return _run(target.call(spec, context), ambiguous=False)
 
 
-def _run(call: SkillCall, *, ambiguous: bool) -> SkillResult:
+def _run(
+    call: SkillCall,
+    *,
+    ambiguous: bool,
+    on_late: Callable[[SkillResult], None] | None = None,
+) -> SkillResult:
     adapter = adapter_for(call.spec)
     if adapter is None:
         return SkillResult(
             "failed", error=f"skill `{call.skill}`: runbook skills cannot be actions"
         )
-    try:
-        return adapter.call(call)
-    except Exception as exc:  # an adapter bug must not lose track of a possible effect
-        outcome: Literal["unknown", "failed"] = "unknown" if ambiguous else "failed"
+    outcome: Literal["unknown", "failed"] = "unknown" if ambiguous else "failed"
+
+    def attempt() -> SkillResult:
+        try:
+            return adapter.call(call)
+        except Exception as exc:  # an adapter bug must not lose track of a possible effect
+            return SkillResult(
+                outcome, error=f"skill `{call.skill}` adapter error: {type(exc).__name__}"
+            )
+
+    result = call_bounded(attempt, call.timeout + GRACE_SECONDS, on_late=on_late)
+    if result is None:
         return SkillResult(
-            outcome, error=f"skill `{call.skill}` adapter error: {type(exc).__name__}"
+            outcome, error=f"skill `{call.skill}` gave no answer within {call.timeout:g}s"
         )
+    return result
 
 
 LookupVerdict = Literal["found", "not_found", "inconclusive"]

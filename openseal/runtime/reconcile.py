@@ -42,6 +42,7 @@ from openseal.runtime.dispatch import (
     output_of,
     read_lookup,
 )
+from openseal.runtime.events import change_run
 from openseal.runtime.statuses import TERMINAL_RUN_STATUSES, ActionStatus, RunStatus
 from openseal.runtime.store import Store
 from openseal.runtime.store_errors import transient
@@ -64,6 +65,8 @@ CONFIRMABLE = (
     ActionStatus.NEEDS_ATTENTION,
     ActionStatus.FAILED,
 )
+#: statuses that end an action's outcome
+SETTLED = (ActionStatus.SUCCEEDED, ActionStatus.FAILED)
 #: statuses a definite answer to the latest attempt settles
 OPEN = (ActionStatus.DISPATCHED, ActionStatus.UNKNOWN, ActionStatus.NEEDS_ATTENTION)
 
@@ -113,9 +116,36 @@ def record(store: Store, action: Action, result: SkillResult, target: Target, ac
 
     def attempt() -> Action:
         with run_locked(store, action.run_id) as conn:
-            return record_in(conn, action, result, target, actor, store.now())
+            now = store.now()
+            before = rows.get(conn, action.id).status
+            recorded = record_in(conn, action, result, target, actor, now)
+            if recorded.status != before and recorded.status in SETTLED:
+                wake_run_for(store, conn, recorded, actor, "action.reconciled", now)
+            return recorded
 
     return _evidence_retry(attempt)
+
+
+def wake_run_for(
+    store: Store, conn: sa.Connection, action: Action, actor: str, event: str, now: datetime
+) -> None:
+    """The action is settled: a run that needs attention because of it continues (the state
+    runs again and reads the settled action instead of dispatching), and a run sleeping until
+    it reconciles it again wakes now. Nothing happens to a run doing anything else."""
+    run = store.load_run(conn, action.run_id, lock=True)
+    waiting = run.waiting or {}
+    values: dict[str, Any]
+    if run.status == RunStatus.NEEDS_ATTENTION and waiting.get("state") == action.state:
+        values = {"status": RunStatus.QUEUED, "waiting": None, "wait_name": None}
+    elif run.status == RunStatus.SLEEPING and waiting.get("action_id") == action.id:
+        values = {"wake_at": now}
+    else:
+        return
+    change_run(
+        conn, run.id, event_type=event, actor=actor,
+        payload={"action_id": action.id, "status": str(action.status)}, now=now, values=values,
+    )  # fmt: skip
+    store.notify_work(conn)
 
 
 def record_in(
@@ -244,6 +274,13 @@ def reconcile(
             later = store.now() + timedelta(seconds=INCONCLUSIVE_RETRY_SECONDS)
             reason = f"the lookup was inconclusive: {found.error or found.outcome}"
             return Step(action, reason, later)
+        deadline = attempt_deadline(action, target.spec)
+        if deadline is not None and store.now() < deadline:
+            reason = (
+                f"the lookup found no record yet; attempt {action.attempts} may still be in "
+                f"flight until {deadline.isoformat(timespec='seconds')}"
+            )
+            return Step(action, reason, deadline)
         if not retry:
             reason = (
                 f"the lookup found no record for key {action.key} "
@@ -327,6 +364,10 @@ def resend_unclaimed(
             )  # fmt: skip
         if sent is None:
             return action
-        return record(store, sent, dispatch(target, context), target, actor)
+
+        def late(result: SkillResult) -> None:
+            record(store, sent, result, target, actor)
+
+        return record(store, sent, dispatch(target, context, late), target, actor)
 
     return resend

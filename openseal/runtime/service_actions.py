@@ -20,10 +20,10 @@ from openseal.runtime import schema
 from openseal.runtime.actions import Action
 from openseal.runtime.approvals import CLI_ADDRESS, Approval, ApprovalAuthority, Decided
 from openseal.runtime.dispatch import target_for
-from openseal.runtime.events import change_run, iso
+from openseal.runtime.events import iso
 from openseal.runtime.proposal_check import verify_in
 from openseal.runtime.proposals import Proposal
-from openseal.runtime.reconcile import mark_unknown, reconcile, resend_unclaimed
+from openseal.runtime.reconcile import mark_unknown, reconcile, resend_unclaimed, wake_run_for
 from openseal.runtime.statuses import ActionStatus, ApprovalStatus, RunStatus
 from openseal.runtime.store import Store
 from openseal.runtime.workflow import WorkflowCatalog
@@ -225,35 +225,13 @@ def resolve_action(
         action_rows.settle(
             conn, action.id, "committed" if outcome == "succeeded" else "released", now
         )
-        _requeue_in(store, conn, moved, actor, "action.resolved", now)
+        wake_run_for(store, conn, moved, actor, "action.resolved", now)
     return moved
 
 
 def _requeue(store: Store, action: Action, actor: str, event: str) -> None:
     with store.write() as conn:
-        _requeue_in(store, conn, action, actor, event, store.now())
-
-
-def _requeue_in(
-    store: Store, conn: sa.Connection, action: Action, actor: str, event: str, now: Any
-) -> None:
-    # A run that needs attention because of this action continues once it is settled; the
-    # executor retries the state, which reads the settled action instead of dispatching.
-    # A run sleeping until it reconciles this action again wakes now.
-    run = store.load_run(conn, action.run_id, lock=True)
-    waiting = run.waiting or {}
-    values: dict[str, Any]
-    if run.status == RunStatus.NEEDS_ATTENTION and waiting.get("state") == action.state:
-        values = {"status": RunStatus.QUEUED, "waiting": None, "wait_name": None}
-    elif run.status == RunStatus.SLEEPING and waiting.get("action_id") == action.id:
-        values = {"wake_at": now}
-    else:
-        return
-    change_run(
-        conn, run.id, event_type=event, actor=actor,
-        payload={"action_id": action.id, "status": str(action.status)}, now=now, values=values,
-    )  # fmt: skip
-    store.notify_work(conn)
+        wake_run_for(store, conn, action, actor, event, store.now())
 
 
 # -- helpers ---------------------------------------------------------------------------

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -38,14 +37,12 @@ from openseal.runtime.gateway import (
 )
 from openseal.runtime.skill_documents import skill_spec
 from openseal.runtime.store_errors import IdempotencyConflict
-from openseal.skills import SkillCall, SkillResult, adapter_for
+from openseal.skills import SkillCall, adapter_for
+from openseal.skills.bounded import GRACE_SECONDS, call_bounded
 from openseal.skills.credentials import RuntimeContext
 
 if TYPE_CHECKING:
     from openseal.runtime.states.base import StepContext
-
-#: extra seconds past a skill's own timeout before the caller stops waiting for its thread
-TIMEOUT_GRACE = 5.0
 
 
 @dataclass(frozen=True)
@@ -166,7 +163,7 @@ class GatewayTools:
             config=adapter_config(context),
             credentials=context.credentials,
         )
-        result = _bounded(lambda: adapter.call(call), spec.timeout + TIMEOUT_GRACE)
+        result = call_bounded(lambda: adapter.call(call), spec.timeout + GRACE_SECONDS)
         if result is None:
             return tool_error(
                 "skill_timeout", f"`{invocation.skill}` did not answer within {spec.timeout:g}s"
@@ -248,28 +245,6 @@ def _refused_event(
             "reason": decision.reason,
         },
     )
-
-
-def _bounded(work: Callable[[], SkillResult], timeout: float) -> SkillResult | None:
-    """``work()`` on a daemon thread; ``None`` if it has not finished within ``timeout``.
-
-    Adapters are synchronous and a python skill has no timeout of its own; an abandoned read
-    may finish in the background, and its result is simply not used.
-    """
-    box: list[SkillResult] = []
-
-    def target() -> None:
-        try:
-            box.append(work())
-        except (
-            Exception
-        ) as exc:  # adapters should not raise; if one does, it is this call's failure
-            box.append(SkillResult("failed", error=f"adapter error: {type(exc).__name__}: {exc}"))
-
-    thread = threading.Thread(target=target, name="openseal-skill", daemon=True)
-    thread.start()
-    thread.join(timeout)
-    return box[0] if box else None
 
 
 __all__ = [

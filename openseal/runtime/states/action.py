@@ -219,7 +219,12 @@ def _dispatch(ctx: StepContext, target: Target, sent: Action) -> SkillResult:
     if ctx.lost.is_set():
         # Not sent: the next claim finds it dispatched, looks it up, and only then re-sends.
         raise LeaseLost(ctx.claim.run_id)
-    result = dispatch(target, ctx.context)
+    actor = f"worker:{ctx.claim.worker_id}"
+
+    def late(reply: SkillResult) -> None:  # evidence, whenever it comes (invariant 14)
+        record(ctx.store, sent, reply, target, actor)
+
+    result = dispatch(target, ctx.context, late)
     ctx.hook("action.before_record", ctx.claim)
     return result
 
