@@ -46,7 +46,7 @@ class LeasesMixin(WaitsMixin):
     def claim_run(
         self, worker_id: str, *, lease_seconds: float = 30, now: datetime | None = None
     ) -> Claim | None:
-        """Claim the oldest runnable run for ``worker_id``, or return None if there is none.
+        """Claim the runnable run that changed longest ago, or return None if there is none.
 
         The claim sets the lease, increments the epoch and records ``lease.claimed``. Heartbeat
         at a third of ``lease_seconds``.
@@ -107,11 +107,15 @@ class LeasesMixin(WaitsMixin):
         return claim, started
 
     def _select_claimable(self) -> sa.Select[Any]:
-        """The oldest run a worker may claim at ``:p_now``, locked for the claim; built once."""
+        """The run a worker may claim at ``:p_now`` that changed longest ago, locked for the
+        claim; built once."""
         stmt: sa.Select[Any] | None = getattr(self, "_claimable_stmt", None)
         if stmt is None:
             condition = runnable(sa.bindparam("p_now", type_=runs.c.wake_at.type))
-            stmt = self.for_claim(sa.select(runs).where(condition).order_by(runs.c.id).limit(1))
+            # Least recently changed first: a run given back after its turns (or a retry) goes
+            # behind the runs that waited meanwhile, so one busy run cannot starve the others.
+            ordered = sa.select(runs).where(condition).order_by(runs.c.updated_at, runs.c.id)
+            stmt = self.for_claim(ordered.limit(1))
             self._claimable_stmt = stmt
         return stmt
 

@@ -11,7 +11,15 @@ from openseal.runtime.engine import Engine, StepReport
 from openseal.runtime.models import fixed, read_calls
 from openseal.runtime.records import Claim
 from openseal.runtime.statuses import RunStatus
-from tests.runtime.engine_support import PICK_7, event_types, register, scripted, small_workflow
+from openseal.runtime.store import Store
+from tests.runtime.engine_support import (
+    PICK_7,
+    engine,
+    event_types,
+    register,
+    scripted,
+    small_workflow,
+)
 from tests.runtime.support import Backend
 
 
@@ -105,3 +113,14 @@ def test_pausing_a_run_mid_turn_fences_the_worker(backend: Backend, tmp_path: Pa
     Engine(backend.open(), fixed(provider), worker_id="B").run_until_idle()
     assert setup.get_run(run.id).status == RunStatus.WAITING_FOR_EVENT
     assert len(read_calls(calls)) == 1
+
+
+def test_a_run_given_back_after_its_turns_waits_behind_the_others(
+    store: Store, tmp_path: Path
+) -> None:
+    register(store, small_workflow(tmp_path))
+    provider, _ = scripted(tmp_path, {"ask": [{"output": {"pick": 7}}] * 3})
+    runs = [service.create_objective(store, "small", {"n": 5}).run for _ in range(3)]
+    worker = engine(store, provider, max_turns_per_claim=1)
+    claimed = [report.run_id for report in (worker.step() for _ in range(6)) if report]
+    assert claimed == [r.id for r in runs] * 2
