@@ -74,9 +74,11 @@ from openseal.runtime.governance_queries import (
 )
 from openseal.runtime.proposal_plan import (
     Lookup,
+    Plan,
     activation_history,
     active_digests,
     active_governance,
+    deployments,
     make_plan,
     store_key,
     versions,
@@ -164,23 +166,58 @@ def deploy(
         note = "nothing to deploy: the bundle has no workflow, runbook or governance definition"
         return DeployResult(None, False, (), note)
     by_digest = {e.digest: (f"{e.kind}.{e.name}", e.document) for e in entries}
-    with store.write() as conn:
-        _governance_lock(store, conn)
-        active = active_digests(conn, [e.name for e in deployable])
-        _check_kinds(deployable, active)
-        targets = [
-            Target(e.name, e.kind, e.digest)
-            for e in deployable
-            if active.get(e.name, (None, None))[0] != e.digest
-        ]
-        unchanged = tuple(e.name for e in deployable if e.name not in {t.name for t in targets})
-        if not targets:
-            note = "nothing changed: every deployment already runs these versions"
-            return DeployResult(None, False, unchanged, note)
-        return _file(
-            conn, store.now(), ProposalKind.DEPLOY, targets, actor, message,
-            by_digest.get, unchanged,
-        )  # fmt: skip
+    names = [e.name for e in deployable]
+    # The diff is planned in a read transaction: on SQLite the write lock is held only to
+    # check that nothing the plan depends on moved meanwhile, and to file the proposal.
+    for attempt in range(PLAN_ATTEMPTS):
+        with store.read() as conn:
+            seen = _plan_basis(conn, names)
+            planned = _plan_deploy(conn, deployable, by_digest.get)
+        with store.write() as conn:
+            _governance_lock(store, conn)
+            if _plan_basis(conn, names) != seen:
+                if attempt + 1 < PLAN_ATTEMPTS:
+                    continue  # an activation landed meanwhile: plan again
+                planned = _plan_deploy(conn, deployable, by_digest.get)  # under the lock
+            targets, unchanged, plan = planned
+            if plan is None:
+                note = "nothing changed: every deployment already runs these versions"
+                return DeployResult(None, False, unchanged, note)
+            return _file(
+                conn, store.now(), ProposalKind.DEPLOY, targets, actor, message,
+                by_digest.get, unchanged, plan,
+            )  # fmt: skip
+    raise AssertionError("unreachable")
+
+
+def _plan_deploy(
+    conn: sa.Connection, deployable: list[_Entry], lookup: Lookup
+) -> tuple[list[Target], tuple[str, ...], Plan | None]:
+    """The targets that change, the names that do not, and the plan (None: nothing changes)."""
+    active = active_digests(conn, [e.name for e in deployable])
+    _check_kinds(deployable, active)
+    targets = [
+        Target(e.name, e.kind, e.digest)
+        for e in deployable
+        if active.get(e.name, (None, None))[0] != e.digest
+    ]
+    unchanged = tuple(e.name for e in deployable if e.name not in {t.name for t in targets})
+    return targets, unchanged, (make_plan(conn, targets, lookup) if targets else None)
+
+
+#: how often a deploy plans outside the write lock before it plans under it
+PLAN_ATTEMPTS = 3
+
+
+def _plan_basis(conn: sa.Connection, names: list[str]) -> tuple[object, ...]:
+    """What a deploy's plan depends on: the active versions of its names and of governance."""
+    governance = conn.execute(
+        sa.select(deployments.c.active_digest)
+        .join(versions, deployments.c.active_digest == versions.c.digest)
+        .where(versions.c.kind == GOVERNANCE_KIND)
+        .order_by(deployments.c.active_digest)
+    ).scalars()
+    return (sorted(active_digests(conn, names).items()), list(governance))
 
 
 def rollback(
@@ -216,12 +253,13 @@ def _file(
     message: str | None,
     lookup: Lookup | None = None,
     unchanged: tuple[str, ...] = (),
+    plan: Plan | None = None,
 ) -> DeployResult:
     content_key = _content_key(kind, targets)
     existing = _open_with_key(conn, content_key)
     if existing is not None:
         return DeployResult(existing, False, unchanged)
-    plan = make_plan(conn, targets, lookup)
+    plan = plan or make_plan(conn, targets, lookup)
     proposal = insert_proposal(
         conn,
         actor=actor,

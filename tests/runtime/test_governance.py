@@ -460,3 +460,53 @@ def test_a_deployment_name_belongs_to_one_kind(store: Store, tmp_path: Path) -> 
 def test_an_actor_is_required(store: Store, tmp_path: Path) -> None:
     with pytest.raises(UsageError):
         gov.deploy(store, compile_set(tmp_path / "v1"), " ")
+
+
+# --------------------------------------------------------------------------- planning
+
+
+def test_deploy_plans_its_diff_without_holding_the_write_lock(
+    store: Store, tmp_path: Path, v1_live: Docs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sqlite3
+
+    if store.dialect != "sqlite":
+        pytest.skip("only SQLite has a database-wide write lock")
+    writable: list[bool] = []
+    plan = gov.make_plan
+
+    def planning(*args: object, **kwargs: object) -> object:
+        other = sqlite3.connect(store.home / "openseal.db", timeout=0, isolation_level=None)
+        try:
+            other.execute("BEGIN IMMEDIATE")  # another writer gets in while the diff is made
+            other.rollback()
+            writable.append(True)
+        except sqlite3.OperationalError:
+            writable.append(False)
+        finally:
+            other.close()
+        return plan(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(gov, "make_plan", planning)
+    file(store, compile_set(tmp_path / "v2", instructions="Answer briefly."))
+    assert writable == [True]
+
+
+def test_an_activation_while_a_deploy_plans_makes_it_plan_again(
+    store: Store, tmp_path: Path, v1_live: Docs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    v2 = compile_set(tmp_path / "v2", instructions="Answer briefly.")
+    v3 = compile_set(tmp_path / "v3", instructions="Answer at length.")
+    plan = gov.make_plan
+    interfered: list[bool] = []
+
+    def planning(*args: object, **kwargs: object) -> object:
+        result = plan(*args, **kwargs)  # type: ignore[arg-type]
+        if not interfered:  # v2 goes live while the v3 deploy is planning
+            interfered.append(True)
+            push_through(store, file(store, v2))
+        return result
+
+    monkeypatch.setattr(gov, "make_plan", planning)
+    proposal = file(store, v3)
+    assert proposal.base[WORKFLOW] == key(v2, f"workflow.{WORKFLOW}")
