@@ -7,30 +7,44 @@
   ÷ the HCL compile. No target; it shows what the syntax costs.
 * ``validate start-up``: ``openseal validate`` on one small file as a subprocess, wall time,
   ÷ ``python -c pass``. Target: well under 0.5 s.
+* ``compile one X MB file``: one HCL file of many small workflows (many definitions in
+  one file), CPU seconds, ÷ ``hcl2.loads`` of it. Target ≤ 1.0× at 5 MB; and the
+  5 MB compile ÷ the 0.5 MB one, which is ≈ 10× when the cost is linear.
+* ``validate the examples``: ``openseal validate definitions/`` as a subprocess, CPU
+  seconds of the child, with the compile cache warm (target ≤ 0.5 s) and with a fresh
+  ``OPENSEAL_CACHE_DIR`` each time; the parser tables built meanwhile must be none.
 """
 
 from __future__ import annotations
 
+import resource
 import shutil
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from importlib.metadata import version
 from pathlib import Path
 
 import hcl2
 import yaml
 
-from bench.generate import compile_once, write_project
+from bench.generate import compile_once, write_large_file, write_project
 from bench.harness import (
     Options,
     Report,
+    Stats,
     Target,
     compare,
     environment,
     profile_text,
     repeat_timed,
     scaled,
+    summarize,
 )
+from openseal.compiler import cache
+
+ROOT = Path(__file__).resolve().parents[1]
 
 NAME = "compiler"
 
@@ -123,6 +137,108 @@ def measure_startup(report: Report, options: Options) -> None:
         report.notes.append("start-up missed its target; profile with `python -X importtime`")
 
 
+def cpu_timed(fn: Callable[[], object], *, repeat: int, warmup: int = 1) -> Stats:
+    """CPU seconds per call of ``fn``, this process and the children it waited for."""
+
+    def spent() -> float:
+        own = time.process_time()
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return own + children.ru_utime + children.ru_stime
+
+    for _ in range(warmup):
+        fn()
+    samples = []
+    for _ in range(repeat):
+        started = spent()
+        fn()
+        samples.append(spent() - started)
+    return summarize(samples)
+
+
+def measure_large(report: Report, options: Options) -> None:
+    small_size, large_size = (20_000, 200_000) if options.quick else (500_000, 5_000_000)
+    compiled = {}
+    for size in (small_size, large_size):
+        path = write_large_file(options.workdir / f"large-{size}", size)
+        label = f"{size / 1e6:g} MB"
+        repeat = 1 if size >= 1_000_000 else options.repeat  # hcl2.loads of 5 MB takes minutes
+        baseline = report.add(
+            compare(
+                f"hcl2.loads, one {label} file",
+                "s",
+                cpu_timed(lambda path=path: parse_once(path), repeat=repeat, warmup=0),
+            )
+        )
+        compiled[size] = report.add(
+            compare(
+                f"compile one {label} file",
+                "s",
+                cpu_timed(lambda path=path: compile_once(path.parent), repeat=repeat, warmup=0),
+                baseline,
+                Target(1.0) if size == large_size else None,
+                note="CPU seconds; many small workflows in one file",
+            )
+        )
+    large = compiled[large_size]
+    assert large.stats is not None
+    report.add(
+        compare(
+            f"compile growth, {small_size / 1e6:g} → {large_size / 1e6:g} MB",
+            "s",
+            large.stats,
+            compiled[small_size],
+            note="10× the text; ≈ 10× when the cost is linear",
+        )
+    )
+
+
+def tables_state() -> dict[str, float]:
+    directory = cache.parser_directory()
+    if not directory.is_dir():
+        return {}
+    return {p.name: p.stat().st_mtime for p in directory.iterdir()}
+
+
+def measure_validate(report: Report, options: Options) -> None:
+    command = [*openseal_command(), "validate", "definitions"]
+    examples = report.add(
+        compare(
+            "validate the examples, warm",
+            "s",
+            cpu_timed(lambda: run_quietly(command, ROOT), repeat=options.repeat, warmup=2),
+            target=Target(0.5, on="value"),
+            note="CPU seconds of `openseal validate definitions/`, compile cache warm",
+        )
+    )
+    before = tables_state()
+    counter = iter(range(1_000_000))
+
+    def fresh() -> None:
+        directory = options.workdir / f"fresh-cache-{next(counter)}"
+        with environment(OPENSEAL_CACHE=None, OPENSEAL_CACHE_DIR=str(directory)):
+            run_quietly(command, ROOT)
+
+    report.add(
+        compare(
+            "validate the examples, fresh OPENSEAL_CACHE_DIR",
+            "s",
+            cpu_timed(fresh, repeat=options.repeat, warmup=0),
+            examples,
+            note="every stage runs; the parser tables come from the user cache directory",
+        )
+    )
+    after = tables_state()
+    rebuilt = sum(1 for name, mtime in after.items() if before.get(name) != mtime)
+    report.add(
+        compare(
+            "parser tables built while OPENSEAL_CACHE_DIR moved",
+            "tables",
+            summarize([float(rebuilt)]),
+            target=Target(0, on="value"),
+        )
+    )
+
+
 def run(options: Options) -> Report:
     report = Report(NAME)
     sizes = (10,) if options.quick else (10, 100, 1000)
@@ -136,5 +252,8 @@ def run(options: Options) -> Report:
         compile_once(write_project(options.workdir / "warm", 4, "hcl").parent)  # build parsers
         for states in sizes:
             measure_size(report, options, states)
+        measure_large(report, options)
+    with environment(OPENSEAL_CACHE=None, OPENSEAL_CACHE_DIR=None):
+        measure_validate(report, options)
     measure_startup(report, options)
     return report

@@ -167,6 +167,26 @@ def write_many(directory: Path, files: int) -> list[Path]:
     return paths
 
 
+def write_large_file(directory: Path, size: int) -> Path:
+    """One project directory holding one HCL file of about ``size`` bytes.
+
+    The preamble, then as many small workflows as fit: many definitions in one
+    file, which is what made decoding quadratic.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    parts = [PREAMBLE_HCL]
+    total = len(PREAMBLE_HCL)
+    index = 0
+    while total < size:
+        index += 1
+        part = "\n" + workflow_hcl(5, name=f"w{index:06d}")
+        parts.append(part)
+        total += len(part)
+    path = directory / f"large_{size}.hcl"
+    path.write_text("".join(parts), encoding="utf-8")
+    return path
+
+
 def compile_once(project: Path) -> None:
     """Compile ``project``; a generated project that does not compile is a benchmark bug."""
     result = compile_paths([project])

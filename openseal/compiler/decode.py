@@ -45,6 +45,7 @@ def decode(folded: Folded, file: str) -> tuple[list[Definition], list[Diagnostic
     definitions: list[Definition] = []
     diagnostics: list[Diagnostic] = []
     data = folded.data if isinstance(folded.data, dict) else {}
+    spans_by_definition = _key_spans_by_definition(folded)
     for kind, by_name in data.items():
         kind_span = folded.keys.get((kind,)) or Span.whole_file(file)
         model = KIND_MODELS.get(kind)
@@ -83,7 +84,7 @@ def decode(folded: Folded, file: str) -> tuple[list[Definition], list[Diagnostic
                 diagnostics.extend(_translate(exc, model, body, path, folded))
                 continue
             diagnostics.extend(ctx.diagnostics)
-            key_spans = _key_spans(folded, path)
+            key_spans = spans_by_definition.get(path, {})
             definitions.append(Definition(kind, str(name), spec, span, name_span, key_spans))
     return definitions, diagnostics
 
@@ -111,9 +112,20 @@ def written_keys(folded: Folded) -> set[str]:
     }
 
 
-def _key_spans(folded: Folded, base: Path) -> dict[Path, Span]:
-    size = len(base)
-    return {p[size:]: s for p, s in folded.keys.items() if p[:size] == base and len(p) > size}
+def _key_spans_by_definition(folded: Folded) -> dict[Path, dict[Path, Span]]:
+    """Each definition's key spans relative to it, by ``(kind, name)``: one pass over the keys.
+
+    (Filtering every key once per definition made decoding quadratic in the
+    number of definitions in a file.)
+    """
+    out: dict[Path, dict[Path, Span]] = {}
+    for path, span in folded.keys.items():
+        if len(path) > 2:
+            inner = out.get(path[:2])
+            if inner is None:
+                inner = out[path[:2]] = {}
+            inner[path[2:]] = span
+    return out
 
 
 def _listing(names: typing.Iterable[str]) -> str:

@@ -36,7 +36,9 @@ def _one_or_many(value: object) -> object:
 
 
 class Spec(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", arbitrary_types_allowed=True, defer_build=True
+    )
 
 
 # --------------------------------------------------------------------------- model

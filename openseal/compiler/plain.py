@@ -71,8 +71,11 @@ class _Folder:
     def body(self, body: Body, path: Path) -> dict[str, object]:
         self.folded.values[path] = body.span
         out: dict[str, object] = {}
+        repeated = _repeated_blocks(body)
         for item in body.items():
-            if isinstance(item, Block):
+            if isinstance(item, Block) and item.type in repeated:
+                self._list_item(item, out, path)
+            elif isinstance(item, Block):
                 self._block(item, out, path)
             else:
                 self._put(
@@ -106,6 +109,29 @@ class _Folder:
         self._put(target, where, key, key_span, self.body(block.body, body_path))
         self.folded.values[body_path] = block.span
         self.folded.values[(*body_path, "__leaf__")] = block.span
+
+    def _list_item(self, block: Block, out: dict[str, object], path: Path) -> None:
+        """One of several unlabelled blocks of one type: an item of the list they form.
+
+        Known before the first of them is folded (:func:`_repeated_blocks`), so its
+        spans are recorded where they belong and never moved; the result is what
+        :meth:`_repeat` gives, without its scan over every span recorded so far.
+        """
+        key, list_path = block.type, (*path, block.type)
+        items = out.get(key)
+        if not isinstance(items, list):
+            items = []
+            self._put(out, path, key, block.type_span, items)
+            self.folded.values[list_path] = block.span
+            index = 0
+        else:
+            self.folded.values.setdefault((*list_path, "__repeated__"), block.span)
+            index = len(items)
+        items.append(self.body(block.body, (*list_path, index)))
+        self.folded.values[(*list_path, index)] = block.span
+        self.folded.keys[(*list_path, index)] = block.type_span
+        if index == 0:
+            self.folded.values[(*list_path, 0, "__leaf__")] = block.span
 
     def _repeat(self, target: dict[str, object], key: str, block: Block, path: Path) -> None:
         """Unlabelled blocks of one type written again form a list (``branch {..} branch {..}``)."""
@@ -190,6 +216,22 @@ class _Folder:
                 out, path, entry.key, entry.key_span, self.value(entry.value, (*path, entry.key))
             )
         return out
+
+
+def _repeated_blocks(body: Body) -> frozenset[str]:
+    """Block types written unlabelled more than once in ``body``, and nowhere else in it.
+
+    A type that is also an attribute or a labelled block of the same body keeps
+    the general path (:meth:`_Folder._repeat`), which reports or merges those.
+    """
+    unlabelled: dict[str, int] = {}
+    other: set[str] = set()
+    for item in body.items():
+        if isinstance(item, Block) and not item.labels:
+            unlabelled[item.type] = unlabelled.get(item.type, 0) + 1
+        else:
+            other.add(item.type if isinstance(item, Block) else item.name)
+    return frozenset(t for t, count in unlabelled.items() if count > 1 and t not in other)
 
 
 def fold(body: Body) -> tuple[Folded, list[Diagnostic]]:
