@@ -16,6 +16,7 @@ from openseal.compiler import types as ty
 from openseal.compiler.model import SkillSpec
 from openseal.runtime.proposal_check import check_payload
 from openseal.runtime.proposals import Proposal
+from openseal.runtime.replies import scrub, secrets_for
 from openseal.runtime.skill_documents import skill_spec
 from openseal.runtime.workflow import CompiledWorkflow
 from openseal.skills import adapter_for
@@ -118,12 +119,19 @@ def _run(
                 outcome, error=f"skill `{call.skill}` adapter error: {type(exc).__name__}"
             )
 
-    result = call_bounded(attempt, call.timeout + GRACE_SECONDS, on_late=on_late)
+    def late(result: SkillResult) -> None:  # a reply after the bound is recorded scrubbed too
+        if on_late is not None:
+            on_late(scrub(result, secrets_for(call)))
+
+    result = call_bounded(
+        attempt, call.timeout + GRACE_SECONDS, on_late=late if on_late is not None else None
+    )
     if result is None:
         return SkillResult(
             outcome, error=f"skill `{call.skill}` gave no answer within {call.timeout:g}s"
         )
-    return result
+    # Whatever records this reply records it without a credential the destination echoed.
+    return scrub(result, secrets_for(call))
 
 
 LookupVerdict = Literal["found", "not_found", "inconclusive"]

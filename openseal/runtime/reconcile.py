@@ -43,6 +43,7 @@ from openseal.runtime.dispatch import (
     read_lookup,
 )
 from openseal.runtime.events import change_run
+from openseal.runtime.replies import unfit_reply
 from openseal.runtime.statuses import TERMINAL_RUN_STATUSES, ActionStatus, RunStatus
 from openseal.runtime.store import Store
 from openseal.runtime.store_errors import transient
@@ -204,7 +205,8 @@ def settle_evidence(
             reason = f"the destination confirmed the action but its reply does not fit: {problem}"
             return rows.move(
                 conn, current, ActionStatus.NEEDS_ATTENTION, now=now, actor=actor, note=reason,
-                error=reason, result=result.output, event=detail, events=events,
+                error=reason, result=unfit_reply(target.spec, result.output), event=detail,
+                events=events,
             )  # fmt: skip
         return None
     if not latest:

@@ -35,6 +35,7 @@ from openseal.runtime.gateway import (
     check_call,
     check_run,
 )
+from openseal.runtime.replies import scrub, secrets_for
 from openseal.runtime.skill_documents import skill_spec
 from openseal.runtime.store_errors import IdempotencyConflict
 from openseal.skills import SkillCall, adapter_for
@@ -168,6 +169,7 @@ class GatewayTools:
             return tool_error(
                 "skill_timeout", f"`{invocation.skill}` did not answer within {spec.timeout:g}s"
             )
+        result = scrub(result, secrets_for(call))  # recorded, and shown to the model
         if result.ok:
             return {"result": result.output}
         return tool_error("skill_failed", result.error or f"`{invocation.skill}` failed")

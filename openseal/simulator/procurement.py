@@ -101,6 +101,10 @@ class FaultSettings(BaseModel):
     hold_create_seconds: float = Field(default=0.0, ge=0, le=600, allow_inf_nan=False)
     #: the bearer token every service request must carry (``None``: no check)
     require_credential: str | None = Field(default=None, min_length=1)
+    #: create the order but answer 201 with a debugging echo of the request — its
+    #: ``Authorization`` header included — instead of the order (a reply that does
+    #: not fit the order skill's output type and carries the caller's credential)
+    echo_credential: bool = False
     reset: bool = False
 
     @field_validator("drop_response_after_create", mode="before")
@@ -131,6 +135,7 @@ class _Faults:
     delay: float = 0.0
     hold: float = 0.0
     credential: str | None = None
+    echo: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,6 +199,7 @@ class Service:
                 "hold_create_seconds": f.hold,
                 # whether a token is required, never which one
                 "require_credential": f.credential is not None,
+                "echo_credential": f.echo,
             }
 
     # -- control ----------------------------------------------------------
@@ -219,6 +225,8 @@ class Service:
                 f.hold = settings.hold_create_seconds
             if "require_credential" in given:
                 f.credential = settings.require_credential
+            if "echo_credential" in given:
+                f.echo = settings.echo_credential
 
     # -- the request pipeline ---------------------------------------------
 
@@ -279,7 +287,7 @@ class Service:
         ]
         return Reply(200, {"item": item, "quantity": quantity, "offers": offers})
 
-    def create(self, key: str | None, body: object) -> Reply:
+    def create(self, key: str | None, body: object, authorization: str | None = None) -> Reply:
         if not key or len(key) > 255 or not key.isprintable():
             return error(400, "idempotency_key_required", "send an Idempotency-Key header")
         try:
@@ -311,6 +319,10 @@ class Service:
             if drop:
                 self._faults.drop_remaining -= 1
             self._outcomes["dropped" if drop else "created"] += 1
+            echo = self._faults.echo
+        if echo:
+            received = {"authorization": authorization, "idempotency-key": key}
+            return Reply(201, {"status": "received", "request": {"headers": received}}, drop=drop)
         return Reply(201, order, drop=drop)
 
     def _replay(
@@ -446,7 +458,9 @@ class _Handler(BaseHTTPRequestHandler):
         body, problem = self._json_body()
         if problem is not None:
             return problem
-        return service.create(self.headers.get("Idempotency-Key"), body)
+        return service.create(
+            self.headers.get("Idempotency-Key"), body, self.headers.get("Authorization")
+        )
 
     def _control(self, service: Service) -> Reply:
         body, problem = self._json_body()
