@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 from openseal.runtime import service_actions
+from openseal.runtime.models import ScriptedProvider
 from openseal.runtime.records import Run
 from openseal.runtime.statuses import ActionStatus, RunStatus
 from openseal.runtime.store import Store
@@ -18,7 +19,7 @@ from tests.runtime.action_support import (  # noqa: F401
     flow,
     simulator_fixture,
 )
-from tests.runtime.engine_support import compile_files, register
+from tests.runtime.engine_support import compile_files, engine, register
 
 #: the example's grant of the order skill to the buyer (each order is 11490 EUR)
 GRANT = 'constraints = [args.total <= 20000, args.currency == "EUR"]'
@@ -119,3 +120,46 @@ def test_an_unchanged_grant_in_a_new_active_version_still_admits(
     f.run_until_idle()
     assert f.status(run) == RunStatus.COMPLETED
     assert simulator.order_count() == 1
+
+
+# -- a stricter approval requirement ---------------------------------------------------
+
+NOTES = Path(__file__).parent / "revocation_defs"
+RECORDED: list[str] = []
+
+
+def record(q: str) -> dict[str, object]:
+    """The ``record`` skill of the notes workflow (a python entry point)."""
+    RECORDED.append(q)
+    return {"answer": q}
+
+
+def notes_run(store: Store, tmp: Path, *, then: str | None) -> str:
+    """A run of notes v1 (no approval needed); ``then`` is activated before any worker runs."""
+    from openseal.runtime import service
+
+    RECORDED.clear()
+    register(store, compile_files(NOTES / "notes_v1.hcl"))
+    run = service.create_objective(store, "notes", {}).run
+    if then is not None:
+        register(store, compile_files(NOTES / then))
+    engine(store, ScriptedProvider({})).run_until_idle()
+    return run.id
+
+
+def test_an_approval_required_after_the_run_started_is_required_at_admission(
+    store: Store, tmp_path: Path
+) -> None:
+    run_id = notes_run(store, tmp_path, then="notes_v2.hcl")
+    current = store.get_run(run_id)
+    assert current.status == RunStatus.NEEDS_ATTENTION
+    assert "has no approval" in str((current.waiting or {}).get("reason"))
+    assert RECORDED == []
+
+
+def test_without_the_stricter_version_the_notes_run_needs_no_approval(
+    store: Store, tmp_path: Path
+) -> None:
+    run_id = notes_run(store, tmp_path, then=None)
+    assert store.get_run(run_id).status == RunStatus.COMPLETED
+    assert RECORDED == ["hello"]
