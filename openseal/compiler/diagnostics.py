@@ -81,6 +81,7 @@ CODES: dict[str, str] = {
     "OS507": "budget too small for the shortest path",
     "OS508": "skill requiring approval used in a runbook",
     "OS509": "turn offers a skill the model can never call",
+    "OS510": "retry on an effect where nothing applies it",
 }
 
 

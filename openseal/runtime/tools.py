@@ -10,7 +10,10 @@
    an allowed call's budget is reserved in that transaction (see :mod:`budgets`);
 3. otherwise runs the *read* skill through its adapter (outside any transaction), with the
    credential resolved inside the adapter at call time from the runtime context, and records
-   the result before the turn goes on (invariant 2).
+   the result before the turn goes on (invariant 2). A read that fails (or does not answer in
+   its ``timeout``) is called again as its ``retry { attempts, backoff }`` says, after a capped
+   exponential pause with full jitter (``backoff`` × 2ⁿ, at most :data:`MAX_PAUSE`): a read
+   changes nothing, so repeating it is safe. Only the last attempt's result is recorded.
 
 The model gets ``{"result": ...}`` or ``{"error": {"code", "message"}}`` back as the tool
 message, so a refused or failed call is something it can recover from. Skills with an effect
@@ -21,8 +24,11 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
+
+import tenacity
 
 from openseal.compiler.model import SkillSpec
 from openseal.runtime import budgets
@@ -38,12 +44,15 @@ from openseal.runtime.gateway import (
 from openseal.runtime.replies import scrub, secrets_for
 from openseal.runtime.skill_documents import skill_spec
 from openseal.runtime.store_errors import IdempotencyConflict
-from openseal.skills import SkillCall, adapter_for
+from openseal.skills import SkillCall, SkillResult, adapter_for
 from openseal.skills.bounded import GRACE_SECONDS, call_bounded
 from openseal.skills.credentials import RuntimeContext
 
 if TYPE_CHECKING:
     from openseal.runtime.states.base import StepContext
+
+#: the longest pause between two attempts of a read, whatever its ``backoff``
+MAX_PAUSE = 60.0
 
 
 @dataclass(frozen=True)
@@ -164,15 +173,35 @@ class GatewayTools:
             config=adapter_config(context),
             credentials=context.credentials,
         )
-        result = call_bounded(lambda: adapter.call(call), spec.timeout + GRACE_SECONDS)
+        attempts = tenacity.Retrying(
+            stop=tenacity.stop_after_attempt(spec.retry.attempts),
+            wait=tenacity.wait_random_exponential(multiplier=spec.retry.backoff, max=MAX_PAUSE),
+            retry=tenacity.retry_if_result(lambda result: result is None or not result.ok),
+            sleep=_pause(ctx),
+            retry_error_callback=lambda state: state.outcome.result() if state.outcome else None,
+        )
+        result = attempts(self._attempt, ctx, adapter.call, call, spec.timeout)
+        tried = attempts.statistics.get("attempt_number", 1)
+        again = f" ({tried} attempts)" if tried > 1 else ""
         if result is None:
             return tool_error(
-                "skill_timeout", f"`{invocation.skill}` did not answer within {spec.timeout:g}s"
+                "skill_timeout",
+                f"`{invocation.skill}` did not answer within {spec.timeout:g}s{again}",
             )
         result = scrub(result, secrets_for(call))  # recorded, and shown to the model
         if result.ok:
             return {"result": result.output}
-        return tool_error("skill_failed", result.error or f"`{invocation.skill}` failed")
+        return tool_error("skill_failed", (result.error or f"`{invocation.skill}` failed") + again)
+
+    @staticmethod
+    def _attempt(
+        ctx: StepContext, send: Callable[[SkillCall], SkillResult], call: SkillCall, timeout: float
+    ) -> SkillResult | None:
+        from openseal.runtime.states.base import LeaseLost
+
+        if ctx.lost.is_set():  # the run was taken over during the pause: stop trying
+            raise LeaseLost(ctx.claim.run_id)
+        return call_bounded(lambda: send(call), timeout + GRACE_SECONDS)
 
     def _spec(self, ctx: StepContext, skill: str) -> SkillSpec:
         key = f"skill.{skill}"
@@ -247,6 +276,16 @@ def _refused_event(
             "reason": decision.reason,
         },
     )
+
+
+def _pause(ctx: StepContext) -> Callable[[float], None]:
+    """Sleep between attempts, cut short when the claim is lost (the next attempt then
+    stops)."""
+
+    def pause(seconds: float) -> None:
+        ctx.lost.wait(seconds)
+
+    return pause
 
 
 __all__ = [

@@ -39,6 +39,7 @@ CASES: list[tuple[Check, str, str]] = [
         "os508_runbook_skills_need_no_approval.hcl",
     ),
     (policy.check_turn_skills_only_read, "OS509", "os509_turn_skills_only_read.hcl"),
+    (policy.check_retry_can_apply, "OS510", "os510_retry_can_apply.hcl"),
 ]
 
 

@@ -42,10 +42,6 @@ skill "flaky_write" {
   idempotency {
     key_header = "Idempotency-Key"
   }
-  retry {
-    attempts = 3
-    backoff  = "10ms"
-  }
 }
 
 skill "double_via_runbook" {

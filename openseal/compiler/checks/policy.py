@@ -3,8 +3,9 @@
 Who may call what (``OS501``), how risky (``OS502``), whether a mutation can be
 reconciled (``OS503``), whether it waits for an approval of exactly what it
 sends (``OS504``), whether bindings only narrow (``OS505``), no literal secrets
-(``OS506``), no approval-requiring skill in a runbook (``OS508``), and a warning
-for a turn that offers the model a skill with effects (``OS509``).
+(``OS506``), no approval-requiring skill in a runbook (``OS508``), a warning
+for a turn that offers the model a skill with effects (``OS509``), and no ``retry`` on an
+effect where nothing would apply it (``OS510``).
 
 A reference that does not resolve is skipped here: resolve has reported it.
 """
@@ -464,6 +465,53 @@ def _runbook_skills(spec: RunbookSpec) -> Iterator[tuple[str, ex.Ref]]:
             yield name, skill
 
 
+# --------------------------------------------------------------------------- OS510
+
+
+def check_retry_can_apply(analysis: Analysis, graphs: Graphs) -> list[Diagnostic]:
+    """``retry`` on a skill with effects is refused where nothing would apply it.
+
+    A read is repeated freely by both executors. An effect is repeated only with the same key:
+    the runbook executor applies ``retry`` to a skill declaring ``same_key_retry``; the durable
+    runtime never re-sends an action on a retry timer — reconciliation does (the lookup first,
+    then the same key), so ``retry`` on an effect a workflow sends would be silently ignored.
+    """
+    sent_by: dict[str, Call] = {}
+    for _, workflow in workflows(analysis):
+        for action in action_calls(workflow, analysis):
+            sent_by.setdefault(action.call.skill, action.call)
+    out: list[Diagnostic] = []
+    for definition in sorted(analysis.of_kind("skill"), key=lambda d: d.name):
+        spec = definition.spec
+        if not isinstance(spec, SkillSpec) or spec.effect == "read" or spec.retry.attempts <= 1:
+            continue
+        span = definition.key_spans.get(("retry",)) or definition.name_span
+        name = definition.name
+        if not (spec.idempotency and spec.idempotency.same_key_retry):
+            message = (
+                f"`retry` cannot apply to skill `{name}` (effect `{spec.effect}`): an effect is "
+                "sent again only with the same key, and it does not declare `same_key_retry`"
+            )
+            suggestion = (
+                "remove `retry`, or declare `idempotency { same_key_retry = true }` if a "
+                "second request with the same key cannot act twice"
+            )
+            out.append(error("OS510", message, span, suggestion=suggestion))
+            continue
+        call = sent_by.get(f"skill.{name}")
+        if call is None:
+            continue
+        message = (
+            f"`retry` cannot apply to skill `{name}` (effect `{spec.effect}`) where a workflow "
+            "sends it: the durable runtime sends an action again only to reconcile it (the "
+            "lookup first, then the same key), never on a retry timer"
+        )
+        related = (Related(call.span, f"sent by the action in state `{call.state}`"),)
+        suggestion = "remove `retry`; reconciliation decides whether the action is sent again"
+        out.append(error("OS510", message, span, related=related, suggestion=suggestion))
+    return out
+
+
 POLICY_CHECKS: tuple[Check, ...] = (
     check_skills_are_bound,
     check_risk_ceiling,
@@ -473,4 +521,5 @@ POLICY_CHECKS: tuple[Check, ...] = (
     check_no_literal_secrets,
     check_runbook_skills_need_no_approval,
     check_turn_skills_only_read,
+    check_retry_can_apply,
 )
