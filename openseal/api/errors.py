@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from openseal.errors import OpenSealError, UsageError
+from openseal.runtime.store_errors import describe_fault, transient
 
 log = logging.getLogger("openseal.api")
 
@@ -171,9 +172,12 @@ def install(app: FastAPI) -> None:
         # request is at fault, not the server.
         return error_response(422, "invalid_request", "a value was not accepted by the database")
 
-    async def database_unavailable(_request: Request, exc: Exception) -> JSONResponse:
-        # Unreachable, restarting or (SQLite) locked past the busy timeout: worth a retry.
-        log.warning("database unavailable: %s", exc.__class__.__name__)
+    async def database_unavailable(request: Request, exc: Exception) -> JSONResponse:
+        # Unreachable, restarting, a lock or statement timeout, a deadlock, (SQLite) locked
+        # past the busy timeout: nothing was changed and a retry is worth it.
+        if not transient(exc):
+            return await unexpected(request, exc)
+        log.warning("database unavailable: %s", describe_fault(exc))
         return error_response(503, "unavailable", "the database is unavailable; try again")
 
     async def unexpected(_request: Request, exc: Exception) -> JSONResponse:
@@ -186,7 +190,9 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_exception_handler(sa.exc.DataError, data_error)
-    app.add_exception_handler(sa.exc.OperationalError, database_unavailable)
+    app.add_exception_handler(sa.exc.DBAPIError, database_unavailable)
+    app.add_exception_handler(sa.exc.DisconnectionError, database_unavailable)
+    app.add_exception_handler(sa.exc.TimeoutError, database_unavailable)
     app.add_exception_handler(Exception, unexpected)
 
 

@@ -77,12 +77,31 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # the last line of defence: never print a traceback
         if os.environ.get("OPENSEAL_DEBUG"):
             raise
+        if type(exc).__module__.startswith("sqlalchemy"):
+            return _database_error(exc)
         click.echo(
             f"internal error: {exc.__class__.__name__}: {exc} (set OPENSEAL_DEBUG=1 for details)",
             err=True,
         )
         return 1
     return 0
+
+
+def _database_error(exc: Exception) -> int:
+    """A database error in one line, never its SQL text or parameters."""
+    from openseal.runtime.store_errors import describe_fault, transient
+
+    if transient(exc):
+        click.echo(
+            f"error: the database is busy or unreachable ({describe_fault(exc)}); nothing was "
+            "changed, try again",
+            err=True,
+        )
+    else:
+        click.echo(
+            f"internal error: {describe_fault(exc)} (set OPENSEAL_DEBUG=1 for details)", err=True
+        )
+    return 1
 
 
 def run() -> None:
