@@ -1,22 +1,35 @@
 """The OpenAI-compatible provider: one chat-completions endpoint per model profile.
 
 Any server that speaks ``POST {base_url}/chat/completions`` works — OpenAI itself, vLLM,
-Ollama, LiteLLM and other gateways. Transport, authentication, retries (honouring
-``Retry-After``) and timeouts are the official ``openai`` client's; this module maps a
-:class:`ModelRequest` to chat messages and the answer back to a :class:`ModelResponse`, and
-turns every failure into a one-line :class:`ModelError` with a stable code:
+Ollama, LiteLLM and other gateways. Transport, authentication and timeouts are the official
+``openai`` client's; this module maps a :class:`ModelRequest` to chat messages (optionally
+streamed back) and the answer to a :class:`ModelResponse`, and turns every failure into a
+one-line :class:`ModelError` with a stable code. Each ``complete`` call makes **one attempt**:
+retrying is the turn's decision (``states/turn.py``, :mod:`.retry`), because every attempt
+must be reserved against the run's budgets and an attempt whose reply was lost may have been
+billed. Failures that may pass are :class:`ModelUnavailable` (``transient``), carrying the
+endpoint's ``Retry-After`` and, when the request reached the endpoint, an estimate of what it
+cost:
 
-=====================  =====================================================
-``rate_limited``       still ``429`` after the bounded retries
-``model_unavailable``  still ``5xx`` after the bounded retries
-``model_timeout``      no answer within the profile's ``timeout``
-``model_unreachable``  the connection failed (refused, DNS, reset)
-``model_unauthorized`` ``401``/``403``: check the profile's credential
-``model_rejected``     any other ``4xx`` (unknown model, bad parameter…)
-``malformed_response`` the body is not a chat completion
-``model_refused``      the model answered with a refusal instead of content
-``model_misconfigured`` the profile itself is unusable (unknown parameter…)
-=====================  =====================================================
+======================  =============================================  =========  ======
+code                    when                                           transient  billed
+======================  =============================================  =========  ======
+``rate_limited``        ``429``                                        yes        no
+``model_unavailable``   ``503``, ``408``, ``409``                      yes        no
+``model_unavailable``   another ``5xx`` (``500``, ``502``, ``504``)    yes        maybe
+``model_timeout``       no answer within the profile's ``timeout``     yes        maybe
+``reply_lost``          the connection broke after the request was     yes        maybe
+                        sent (reset, closed without an answer)
+``stream_interrupted``  a streamed answer stopped before its end       yes        maybe
+``model_unreachable``   no connection (refused, DNS, connect timeout)  yes        no
+``model_unauthorized``  ``401``/``403``: check the profile's           no         no
+                        credential
+``model_rejected``      any other ``4xx`` (unknown model, bad          no         no
+                        parameter…)
+``malformed_response``  the body is not a chat completion              no         yes
+``model_refused``       the model answered with a refusal              no         yes
+``model_misconfigured`` the profile itself is unusable                 no         no
+======================  =============================================  =========  ======
 
 The API key is resolved from the profile's credential reference at every call, handed to a
 client that lives only for that call, and masked in every error message. A profile without a
@@ -31,10 +44,13 @@ credential sends :data:`PLACEHOLDER_KEY` (local gateways accept any key).
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
@@ -46,9 +62,11 @@ from openseal.runtime.models.base import (
     ModelError,
     ModelRequest,
     ModelResponse,
+    ModelUnavailable,
     Tool,
     ToolCall,
     Usage,
+    estimate_tokens,
 )
 from openseal.skills.credentials import CredentialResolver
 from openseal.skills.secrets import Secret, redact
@@ -83,8 +101,11 @@ REQUEST_PARAMETERS = frozenset(
         "extra_body",  # gateway-specific fields, e.g. vLLM's ``top_k``
     }
 )
-#: profile parameters that configure the client rather than the request
-CLIENT_PARAMETERS = frozenset({"timeout", "max_retries"})
+#: profile parameters that configure the client rather than the request (``max_retries`` is
+#: read by the turn: how often a failed call is retried before the run sleeps)
+CLIENT_PARAMETERS = frozenset({"timeout", "max_retries", "stream"})
+#: statuses that say the endpoint did not take the request (nothing was billed)
+_NOT_TAKEN = frozenset({408, 409, 429, 503})
 
 #: how final output is requested, strictest first; a 400 moves one step down
 OutputMode = Literal["json_schema", "json_object", "text"]
@@ -103,6 +124,8 @@ class Endpoint:
     parameters: Mapping[str, Any] = field(default_factory=dict)
     timeout: float = DEFAULT_TIMEOUT
     max_retries: int = DEFAULT_MAX_RETRIES
+    #: ask for the answer as server-sent events (``stream = true``)
+    stream: bool = False
 
     @classmethod
     def from_profile(cls, profile: Mapping[str, Any]) -> Endpoint:
@@ -123,7 +146,16 @@ class Endpoint:
             parameters={k: v for k, v in parameters.items() if k in REQUEST_PARAMETERS},
             timeout=_timeout(name, parameters.get("timeout", DEFAULT_TIMEOUT)),
             max_retries=_max_retries(name, parameters.get("max_retries", DEFAULT_MAX_RETRIES)),
+            stream=_stream(name, parameters.get("stream", False)),
         )
+
+    def most_output(self) -> int:
+        """The most output tokens one answer may bill (the profile's limit), or 0: unknown."""
+        for name in ("max_completion_tokens", "max_tokens"):
+            value = self.parameters.get(name)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value
+        return 0
 
 
 class OpenAIProvider:
@@ -159,14 +191,36 @@ class OpenAIProvider:
         )
 
     def complete(self, request: ModelRequest) -> ModelResponse:
+        """One attempt; :class:`ModelUnavailable` when it failed for a reason that passes."""
         secret = self._secret()
         try:
-            text = self._exchange(request, secret)
+            document = self._exchange(request, secret)
+        except _StreamCut as cut:
+            raise ModelUnavailable(
+                redact(cut.message(self.endpoint), [secret]),
+                code="stream_interrupted",
+                spent=self._lost(request, cut.received),
+            ) from None
         except openai.OpenAIError as exc:
-            raise self._error(exc, secret) from None
-        return parse_completion(
-            text, structured=request.output_schema is not None, call=request.call
-        )
+            raise self._error(exc, secret, request) from None
+        except ModelError as exc:  # the answer is not JSON: the model ran, the call was billed
+            exc.spent = self._lost(request, "")
+            raise
+        try:
+            response = parse_document(
+                document, structured=request.output_schema is not None, call=request.call
+            )
+        except ModelError as exc:
+            # The model ran and answered: the attempt was billed even though it is unusable.
+            exc.spent = _usage(document.get("usage")) or self._lost(request, json.dumps(document))
+            raise
+        if _usage(document.get("usage")) is None:
+            calls = response.to_json()["tool_calls"]
+            output = "" if response.output is None else _as_text(response.output)
+            received = (json.dumps(calls) if calls else "") + output
+            usage = self._estimate(request, received)
+            return ModelResponse(response.tool_calls, response.output, usage)
+        return response
 
     def _secret(self) -> Secret:
         if not self.endpoint.credential:
@@ -179,23 +233,19 @@ class OpenAIProvider:
                 f"model profile {self.endpoint.name!r}: {exc}", code="credential_unavailable"
             ) from None
 
-    def _exchange(self, request: ModelRequest, secret: Secret) -> str:
-        """Send the request, stepping down the output modes on ``400``; the raw body back."""
+    def _exchange(self, request: ModelRequest, secret: Secret) -> dict[str, Any]:
+        """Send the request, stepping down the output modes on ``400``; the answer's JSON."""
         e = self.endpoint
-        # A client per call: the key lives exactly as long as the request that needs it.
+        # A client per call: the key lives exactly as long as the request that needs it. The
+        # client's own retries are off: the turn retries, within the run's budgets.
         with openai.OpenAI(
-            base_url=e.base_url,
-            api_key=secret.reveal(),
-            timeout=e.timeout,
-            max_retries=e.max_retries,
+            base_url=e.base_url, api_key=secret.reveal(), timeout=e.timeout, max_retries=0
         ) as client:
             index = self._mode
             while True:
                 mode = _OUTPUT_MODES[index]
                 try:
-                    raw = client.chat.completions.with_raw_response.create(
-                        **chat_arguments(request, e, mode)
-                    )
+                    document = self._send(client, chat_arguments(request, e, mode))
                 except openai.BadRequestError:
                     if request.output_schema is None or mode == "text":
                         raise
@@ -205,11 +255,125 @@ class OpenAIProvider:
                 # context too long) fails in every mode and must not weaken later calls.
                 if request.output_schema is not None:
                     self._mode = index
-                return raw.text
+                return document
 
-    def _error(self, exc: openai.OpenAIError, secret: Secret) -> ModelError:
+    def _send(self, client: openai.OpenAI, arguments: dict[str, Any]) -> dict[str, Any]:
+        if not self.endpoint.stream:
+            raw = client.chat.completions.with_raw_response.create(**arguments)
+            return _decode(raw.text)
+        stream = client.chat.completions.create(
+            **arguments, stream=True, stream_options={"include_usage": True}
+        )
+        assembled = StreamedReply()
+        try:
+            assembled.read(chunk.model_dump() for chunk in stream)
+        except _broken_stream() as exc:
+            why = _one_line(str(exc)) or type(exc).__name__
+            raise _StreamCut(assembled.received(), why) from None
+        except ValueError:
+            raise _malformed("a streamed chunk is not JSON") from None
+        finally:
+            stream.close()
+        if assembled.finish_reason is None:
+            raise _StreamCut(assembled.received(), "it ended without a finish reason")
+        return assembled.document()
+
+    def _estimate(self, request: ModelRequest, received: str) -> Usage:
+        return Usage(request.estimated_tokens(), estimate_tokens(received), estimated=True)
+
+    def _lost(self, request: ModelRequest, received: str) -> Usage:
+        """What an attempt whose answer was lost may have cost: the prompt, and the output as
+        far as it arrived — or, when none did, the most the profile lets an answer bill."""
+        usage = self._estimate(request, received)
+        if received:
+            return usage
+        return Usage(usage.input_tokens, self.endpoint.most_output(), estimated=True)
+
+    def _error(self, exc: openai.OpenAIError, secret: Secret, request: ModelRequest) -> ModelError:
         code, message = describe_failure(exc, self.endpoint)
-        return ModelError(redact(message, [secret]), code=code)
+        message = redact(message, [secret])
+        if code in _PERMANENT:
+            return ModelError(message, code=code)
+        spent = self._lost(request, "") if _maybe_billed(exc) else None
+        return ModelUnavailable(message, code=code, spent=spent, retry_after=_retry_after(exc))
+
+
+class _StreamCut(Exception):
+    """A streamed answer stopped before its end; ``received`` is the text that arrived."""
+
+    def __init__(self, received: str, why: str) -> None:
+        super().__init__(why)
+        self.received = received
+        self.why = why
+
+    def message(self, endpoint: Endpoint) -> str:
+        where = f"model endpoint {_display_url(endpoint.base_url)} ({endpoint.model})"
+        return f"the answer of {where} was cut off: {self.why}"
+
+
+class StreamedReply:
+    """Chat-completion chunks put back together into one chat completion.
+
+    Only a stream that ends with a finish reason is a whole answer; the parts of a tool call
+    cut off in the middle are never handed on as a call.
+    """
+
+    def __init__(self) -> None:
+        self.content: list[str] = []
+        self.refusal: list[str] = []
+        self.calls: dict[int, dict[str, Any]] = {}
+        self.finish_reason: str | None = None
+        self.usage: Any = None
+
+    def read(self, chunks: Iterable[dict[str, Any]]) -> None:
+        for chunk in chunks:
+            self.add(chunk)
+
+    def add(self, chunk: dict[str, Any]) -> None:
+        if isinstance(chunk.get("usage"), dict):
+            self.usage = chunk["usage"]
+        for choice in chunk.get("choices") or ():
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta") or {}
+            if isinstance(delta.get("content"), str):
+                self.content.append(delta["content"])
+            if isinstance(delta.get("refusal"), str):
+                self.refusal.append(delta["refusal"])
+            for part in delta.get("tool_calls") or ():
+                self._call_part(part)
+            if choice.get("finish_reason"):
+                self.finish_reason = str(choice["finish_reason"])
+
+    def _call_part(self, part: dict[str, Any]) -> None:
+        call = self.calls.setdefault(
+            int(part.get("index") or 0), {"id": "", "name": "", "arguments": ""}
+        )
+        if part.get("id"):
+            call["id"] = part["id"]
+        function = part.get("function") or {}
+        if function.get("name"):
+            call["name"] += function["name"]
+        if function.get("arguments"):
+            call["arguments"] += function["arguments"]
+
+    def received(self) -> str:
+        """Everything the model produced so far, as text (for estimating its tokens)."""
+        calls = "".join(c["name"] + c["arguments"] for _, c in sorted(self.calls.items()))
+        return "".join(self.content) + "".join(self.refusal) + calls
+
+    def document(self) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": "".join(self.content) or None}
+        if self.refusal:
+            message["refusal"] = "".join(self.refusal)
+        if self.calls:
+            message["tool_calls"] = [
+                {"id": c["id"] or None, "type": "function",
+                 "function": {"name": c["name"], "arguments": c["arguments"]}}
+                for _, c in sorted(self.calls.items())
+            ]  # fmt: skip
+        choice = {"index": 0, "message": message, "finish_reason": self.finish_reason}
+        return {"object": "chat.completion", "choices": [choice], "usage": self.usage}
 
 
 # --------------------------------------------------------------------------- request
@@ -315,17 +479,28 @@ def parse_completion(text: str, *, structured: bool, call: int = 1) -> ModelResp
     With ``structured`` the content is parsed as JSON; content that is not JSON is returned as
     a string and left to the engine's schema check and repair loop.
     """
+    return parse_document(_decode(text), structured=structured, call=call)
+
+
+def _decode(text: str) -> dict[str, Any]:
     try:
         document = json.loads(text)
     except ValueError:
         raise _malformed("the body is not JSON") from None
-    choices = document.get("choices") if isinstance(document, dict) else None
+    if not isinstance(document, dict):
+        raise _malformed("it has no choices")
+    return document
+
+
+def parse_document(document: dict[str, Any], *, structured: bool, call: int = 1) -> ModelResponse:
+    """:func:`parse_completion` for a body already decoded (or put together from a stream)."""
+    choices = document.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         raise _malformed("it has no choices")
     message = choices[0].get("message")
     if not isinstance(message, dict):
         raise _malformed("its first choice has no message")
-    usage = _usage(document.get("usage"))
+    usage = _usage(document.get("usage")) or Usage()
     calls = message.get("tool_calls")
     if calls:
         if not isinstance(calls, list):
@@ -395,9 +570,10 @@ def _structured(content: str) -> Any:
     return content
 
 
-def _usage(raw: Any) -> Usage:
+def _usage(raw: Any) -> Usage | None:
+    """The reported usage; None when the endpoint reported none (it is then estimated)."""
     if not isinstance(raw, dict):
-        return Usage()
+        return None
     return Usage(_count(raw.get("prompt_tokens")), _count(raw.get("completion_tokens")))
 
 
@@ -408,23 +584,29 @@ def _count(value: Any) -> int:
 # --------------------------------------------------------------------------- failures
 
 
+_PERMANENT = frozenset(
+    {"model_unauthorized", "model_rejected", "malformed_response", "model_error"}
+)
+
+
 def describe_failure(exc: openai.OpenAIError, endpoint: Endpoint) -> tuple[str, str]:
     """``(code, one-line message)`` for a client failure; the caller redacts the key."""
     where = f"model endpoint {_display_url(endpoint.base_url)} ({endpoint.model})"
-    retries = f"after {endpoint.max_retries} retries"
     if isinstance(exc, openai.APITimeoutError):  # a subclass of APIConnectionError: first
-        return "model_timeout", f"{where} did not answer within {endpoint.timeout:g}s ({retries})"
+        return "model_timeout", f"{where} did not answer within {endpoint.timeout:g}s"
     if isinstance(exc, openai.APIConnectionError):
         cause = exc.__cause__ or exc.__context__
         reason = _one_line(str(cause)) if cause and str(cause) else "connection failed"
+        if _maybe_billed(exc):
+            return "reply_lost", f"the reply of {where} was lost: {reason}"
         return "model_unreachable", f"cannot reach {where}: {reason}"
     if isinstance(exc, openai.APIStatusError):
         status = exc.status_code
         detail = _server_message(exc)
         if status == 429:
-            return "rate_limited", f"{where} is rate limiting (429 {retries}): {detail}"
-        if status >= 500:
-            return "model_unavailable", f"{where} failed with {status} {retries}: {detail}"
+            return "rate_limited", f"{where} is rate limiting (429): {detail}"
+        if status >= 500 or status in _NOT_TAKEN:
+            return "model_unavailable", f"{where} failed with {status}: {detail}"
         if status in (401, 403):
             return "model_unauthorized", (
                 f"{where} refused the credential of profile {endpoint.name!r} ({status}): {detail}"
@@ -433,6 +615,56 @@ def describe_failure(exc: openai.OpenAIError, endpoint: Endpoint) -> tuple[str, 
     if isinstance(exc, openai.APIResponseValidationError):
         return "malformed_response", f"{where} answered with a body that is not a chat completion"
     return "model_error", f"{where} failed: {_one_line(str(exc)) or type(exc).__name__}"
+
+
+def _maybe_billed(exc: openai.OpenAIError) -> bool:
+    """Whether the failed request reached the endpoint, which may have run (and billed) it."""
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code not in _NOT_TAKEN
+    if isinstance(exc, openai.APIConnectionError):
+        cause = exc.__cause__ or exc.__context__
+        # No connection, no request: nothing can have been billed.
+        return not isinstance(cause, _transport_errors("ConnectError", "ConnectTimeout"))
+    return False
+
+
+def _transport_errors(*names: str) -> tuple[type[BaseException], ...]:
+    """The HTTP transport's exception classes called ``names``. The ``openai`` client is built
+    on ``httpx`` or, in recent versions, its successor ``httpx2``; both are looked up."""
+    found: list[type[BaseException]] = []
+    for module_name in ("httpx", "httpx2"):
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        found.extend(getattr(module, name) for name in names if hasattr(module, name))
+    return tuple(found)
+
+
+def _broken_stream() -> tuple[type[BaseException], ...]:
+    """What reading a stream raises when the connection breaks (or the server reports an
+    error) in the middle."""
+    return (openai.APIError, *_transport_errors("HTTPError"))
+
+
+def _retry_after(exc: openai.OpenAIError) -> float | None:
+    """The wait the endpoint asked for (``retry-after-ms``, ``Retry-After`` seconds or date)."""
+    if not isinstance(exc, openai.APIStatusError):
+        return None
+    headers = exc.response.headers
+    try:
+        if headers.get("retry-after-ms"):
+            return max(float(headers["retry-after-ms"]) / 1000, 0.0)
+        value = headers.get("retry-after")
+        if not value:
+            return None
+        try:
+            return max(float(value), 0.0)
+        except ValueError:
+            when = parsedate_to_datetime(value)
+            return max((when - datetime.now(UTC)).total_seconds(), 0.0)
+    except (ValueError, TypeError, OverflowError):
+        return None
 
 
 def _server_message(exc: openai.APIStatusError) -> str:
@@ -482,6 +714,12 @@ def _timeout(profile: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
         raise _misconfigured(profile, "`timeout` must be a positive number of seconds")
     return float(value)
+
+
+def _stream(profile: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise _misconfigured(profile, "`stream` must be true or false")
+    return value
 
 
 def _max_retries(profile: str, value: Any) -> int:

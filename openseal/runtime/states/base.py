@@ -267,7 +267,7 @@ class StepContext:
         waiting = self.run.waiting or {}
         if waiting.get("kind") != RETRY_WAIT or waiting.get("state") != self.state.name:
             return 0
-        return int(waiting.get("attempt") or 0)
+        return int(waiting.get("retries") or 0)
 
     def exhaust(self, tx: FencedTx, reason: str) -> None:
         """Stop the run for an exhausted budget, per the workflow's ``on_budget_exhausted``."""
@@ -300,15 +300,20 @@ def guarded(ctx: StepContext, work: Callable[[], Outcome]) -> Outcome:
 
 
 def retry_later(ctx: StepContext, later: RetryLater) -> Suspend:
-    """Sleep until ``later.delay`` has passed; ``run.waiting`` says why and which attempt."""
+    """Sleep until ``later.delay`` has passed; ``run.waiting`` says why and how often.
+
+    The wait has the shape of the engine's retry after a database fault (``kind = "retry"``,
+    ``retries``, ``retry_at``, ``fault``), plus the ``state`` retried and the fault's
+    ``code``.
+    """
     due = ctx.now() + timedelta(seconds=later.delay)
     waiting = {
         "kind": RETRY_WAIT,
         "state": ctx.state.name,
-        "due": iso(due),
-        "attempt": later.attempt,
+        "retries": later.attempt,
+        "retry_at": iso(due),
+        "fault": later.reason,
         "code": later.code,
-        "reason": later.reason,
     }
 
     def sleep(tx: FencedTx) -> None:

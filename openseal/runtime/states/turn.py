@@ -4,17 +4,29 @@ Every model response and every tool result is an activity with a stable id
 (``<state>:<visit>:model:<n>``, ``...:tool:<n>:<i>``), so a replacement worker replays what
 was recorded and only calls what was not. A final output that does not match the turn's
 output schema is sent back for repair a bounded number of times, then the run needs
-attention.
+attention. A model call whose reply was lost, or that the endpoint refused for a while, is
+retried within the run's budgets (see :func:`_model_call`).
 """
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import jsonschema
 
-from openseal.runtime.models.base import ModelRequest, ModelResponse, Tool
-from openseal.runtime.states.base import Advance, Attention, Outcome, StepContext, guarded
+from openseal.runtime.models import retry
+from openseal.runtime.models.base import ModelError, ModelRequest, ModelResponse, Tool
+from openseal.runtime.states.base import (
+    Advance,
+    Attention,
+    LeaseLost,
+    Lost,
+    Outcome,
+    RetryLater,
+    StepContext,
+    guarded,
+)
 from openseal.runtime.tools import ToolInvocation
 from openseal.runtime.workflow import evaluate_json
 
@@ -85,6 +97,13 @@ def model_turn(
 
 
 def _model_call(ctx: StepContext, request: ModelRequest, suffix: str, agent: Any) -> ModelResponse:
+    """The recorded answer to ``request``, calling the model until one is recorded.
+
+    Every attempt reserves a model call first. A failure that may pass is retried: after a
+    short wait inside the turn, up to the profile's ``max_retries`` times in a row; after
+    that, or when the endpoint asks for a long wait, the run sleeps (:class:`RetryLater`).
+    """
+
     def compute() -> dict[str, Any]:
         provider = ctx.providers(agent)
         response: ModelResponse = provider.complete(request)
@@ -94,10 +113,40 @@ def _model_call(ctx: StepContext, request: ModelRequest, suffix: str, agent: Any
         usage = (result or {}).get("usage") or {}
         return {"tokens": int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))}
 
-    result = ctx.activity(
-        suffix, "model", request.to_json(), compute, cost={"model_calls": 1}, cost_of_result=tokens
-    )
-    return ModelResponse.from_json(result)
+    attempt = ctx.retry_attempts()
+    retries = retry.retries_in_turn(agent.model)
+    for retried in itertools.count():
+        try:
+            result = ctx.activity(
+                suffix, "model", request.to_json(), compute,
+                cost={"model_calls": 1}, cost_of_result=tokens, if_failed=_attempt_cost,
+                if_unknown={"tokens": request.estimated_tokens()},
+            )  # fmt: skip
+        except ModelError as exc:
+            if not exc.transient:
+                raise
+            attempt += 1
+            wait = retry.delay(attempt, exc.retry_after)
+            if retried >= retries or wait > retry.IN_TURN_WAIT:
+                raise RetryLater(exc.message, delay=wait, attempt=attempt, code=exc.code) from None
+            if ctx.lost.wait(wait):
+                raise LeaseLost(ctx.claim.run_id) from None
+            continue
+        return ModelResponse.from_json(result)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _attempt_cost(exc: Exception) -> Lost | None:
+    """What a failed model call cost: one model call and its estimated tokens when the
+    endpoint may have billed it, nothing when it did not take the request. Any other error
+    leaves the attempt's outcome unknown (its reservation stays counted)."""
+    if not isinstance(exc, ModelError):
+        return None
+    detail: dict[str, Any] = {"code": exc.code, "message": exc.message}
+    if exc.spent is None:
+        return Lost({}, detail)
+    detail["estimated"] = exc.spent.estimated
+    return Lost({"model_calls": 1, "tokens": exc.spent.total}, detail)
 
 
 def _without_usage(response: ModelResponse) -> dict[str, Any]:

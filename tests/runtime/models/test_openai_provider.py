@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import socket
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
 from typing import Any
 
 import pytest
 
-from openseal.runtime.models.base import ModelError, ModelRequest, Tool
+from openseal.runtime.models.base import ModelError, ModelRequest, ModelUnavailable, Tool
 from openseal.runtime.models.openai_provider import (
     MALFORMED_ARGUMENTS,
     PLACEHOLDER_KEY,
@@ -17,7 +19,7 @@ from openseal.runtime.models.openai_provider import (
     parse_completion,
 )
 from openseal.skills.credentials import CredentialResolver, CredentialSource
-from tests.runtime.models.chat_server import ChatServer, Reply, completion
+from tests.runtime.models.chat_server import ChatServer, Reply, completion, stream_chunks
 
 KEY = "sk-test-Zq81ploM4vX2"
 KEY_VARIABLE = "OPENSEAL_TEST_MODEL_KEY"
@@ -279,45 +281,89 @@ def test_a_400_without_output_schema_is_not_retried(server: ChatServer) -> None:
 # --------------------------------------------------------------------------- retries and failures
 
 
-def test_429_with_retry_after_is_retried_then_succeeds(server: ChatServer) -> None:
+def test_a_429_is_one_attempt_that_cost_nothing_with_the_wait_it_asked_for(
+    server: ChatServer,
+) -> None:
     server.reply(
-        Reply.status(429, "slow down", headers={"Retry-After": "1"}),
-        Reply.ok(completion("done")),
+        Reply.status(429, "slow down", headers={"Retry-After": "7"}), Reply.ok(completion("x"))
     )
 
-    response = provider_for(server, None).complete(request())
+    error = failure(provider_for(server, None))
 
-    assert response.output == "done"
-    assert [r.path for r in server.requests] == [CHAT_PATH, CHAT_PATH]
-    # one logical request: both attempts carry the same body
-    assert server.requests[0].body == server.requests[1].body
-
-
-def test_429_forever_is_rate_limited_after_bounded_retries(server: ChatServer) -> None:
-    server.reply(Reply.status(429, "slow down", headers={"Retry-After": "0.05"}))
-
-    error = failure(provider_for(server, None, max_retries=1))
-
+    assert isinstance(error, ModelUnavailable) and error.transient
     assert error.code == "rate_limited"
-    assert len(server.requests) == 2  # the first attempt and one retry, then give up
-    assert "429" in error.message and "\n" not in error.message
+    assert error.retry_after == 7.0
+    assert error.spent is None  # the endpoint did not take the request
+    assert len(server.requests) == 1  # retrying is the turn's decision, within its budgets
+    assert "429" in error.message and "slow down" in error.message and "\n" not in error.message
 
 
-def test_500_is_retried_then_model_unavailable(server: ChatServer) -> None:
-    server.reply(Reply.status(500, "backend exploded", headers={"Retry-After": "0.05"}))
+@pytest.mark.parametrize(
+    ("headers", "seconds"),
+    [
+        ({"retry-after-ms": "250"}, 0.25),
+        ({"Retry-After": "3"}, 3.0),
+        ({"Retry-After": "soon"}, None),
+        ({}, None),
+    ],
+)
+def test_retry_after_is_read_in_milliseconds_or_seconds(
+    server: ChatServer, headers: dict[str, str], seconds: float | None
+) -> None:
+    server.reply(Reply.status(503, "overloaded", headers=headers))
 
-    error = failure(provider_for(server, None, max_retries=2))
+    error = failure(provider_for(server, None))
 
-    assert error.code == "model_unavailable"
-    assert len(server.requests) == 3
-    assert "500" in error.message and "backend exploded" in error.message
+    assert error.code == "model_unavailable" and error.transient
+    assert error.retry_after == seconds
+    assert error.spent is None
 
 
-def test_500_then_success_is_recovered_by_the_retry(server: ChatServer) -> None:
-    server.reply(Reply.status(503, headers={"Retry-After": "0.05"}), Reply.ok(completion("ok")))
+def test_retry_after_as_an_http_date_is_the_time_until_then(server: ChatServer) -> None:
+    later = datetime.now(UTC) + timedelta(minutes=10)
+    server.reply(Reply.status(429, headers={"Retry-After": format_datetime(later, usegmt=True)}))
 
-    assert provider_for(server, None).complete(request()).output == "ok"
-    assert len(server.requests) == 2
+    error = failure(provider_for(server, None))
+
+    assert error.retry_after is not None and 500 < error.retry_after <= 600
+
+
+@pytest.mark.parametrize("status", [500, 502, 504])
+def test_a_5xx_after_the_request_was_taken_may_have_been_billed(
+    server: ChatServer, status: int
+) -> None:
+    server.reply(Reply.status(status, "backend exploded"))
+
+    error = failure(provider_for(server, None, max_tokens=300))
+
+    assert error.code == "model_unavailable" and error.transient
+    assert error.spent is not None and error.spent.estimated
+    # the prompt is estimated; no output arrived, so the most the profile lets it bill
+    assert error.spent.input_tokens > 0 and error.spent.output_tokens == 300
+    assert len(server.requests) == 1
+    assert str(status) in error.message and "backend exploded" in error.message
+
+
+def test_a_connection_dropped_after_the_request_is_a_lost_reply(server: ChatServer) -> None:
+    server.reply(Reply.dropped())
+
+    error = failure(provider_for(server, None))
+
+    assert error.code == "reply_lost" and error.transient
+    assert error.spent is not None and error.spent.input_tokens > 0
+    assert error.spent.output_tokens == 0  # no max_tokens: only what arrived, nothing
+    assert len(server.requests) == 1
+
+
+def test_an_estimate_of_the_prompt_grows_with_the_prompt(server: ChatServer) -> None:
+    server.reply(Reply.dropped())
+    short = failure(provider_for(server, None), request())
+    long = failure(
+        provider_for(server, None), request(messages=({"role": "user", "content": "x" * 4000},))
+    )
+
+    assert short.spent is not None and long.spent is not None
+    assert long.spent.input_tokens >= short.spent.input_tokens + 1000
 
 
 @pytest.mark.parametrize(
@@ -336,16 +382,19 @@ def test_malformed_body_is_malformed_response(server: ChatServer, body: bytes) -
     error = failure(provider_for(server, None))
 
     assert error.code == "malformed_response"
-    assert len(server.requests) == 1  # a 200 is never retried
+    assert not error.transient  # someone must look at the endpoint
+    assert error.spent is not None  # the model ran: the attempt was billed
+    assert len(server.requests) == 1
 
 
 def test_timeout_is_model_timeout(server: ChatServer) -> None:
     server.reply(Reply.ok(completion("too late"), delay=30))
 
-    error = failure(provider_for(server, None, timeout=0.3, max_retries=0))
+    error = failure(provider_for(server, None, timeout=0.3, max_completion_tokens=64))
 
-    assert error.code == "model_timeout"
+    assert error.code == "model_timeout" and error.transient
     assert "0.3s" in error.message
+    assert error.spent is not None and error.spent.output_tokens == 64
     assert len(server.requests) == 1
 
 
@@ -358,7 +407,8 @@ def test_connection_refused_is_model_unreachable() -> None:
 
     error = failure(OpenAIProvider.from_profile(profile))
 
-    assert error.code == "model_unreachable"
+    assert error.code == "model_unreachable" and error.transient
+    assert error.spent is None  # no connection, no request: nothing was billed
     assert f"127.0.0.1:{port}" in error.message
 
 
@@ -469,3 +519,90 @@ def test_parse_completion_generates_missing_tool_call_ids() -> None:
     response = parse_completion(json.dumps(body), structured=False, call=4)
 
     assert response.tool_calls[0].id == "call_4_0"
+
+
+# --------------------------------------------------------------------------- usage
+
+
+def test_an_answer_without_usage_has_its_tokens_estimated(server: ChatServer) -> None:
+    document = completion("x" * 400)
+    del document["usage"]
+    server.reply(Reply.ok(document))
+
+    response = provider_for(server, None).complete(request())
+
+    assert response.usage.estimated
+    assert response.usage.output_tokens == 100  # four characters a token
+    assert response.usage.input_tokens > 0
+    assert response.to_json()["usage"]["estimated"] is True
+
+
+def test_reported_usage_is_taken_as_it_is(server: ChatServer) -> None:
+    server.reply(Reply.ok(completion("hi", usage=(11, 3))))
+
+    usage = provider_for(server, None).complete(request()).usage
+
+    assert (usage.input_tokens, usage.output_tokens, usage.estimated) == (11, 3, False)
+    assert "estimated" not in provider_for(server, None).complete(request()).to_json()["usage"]
+
+
+# --------------------------------------------------------------------------- streaming
+
+QUOTE_CALL = {"id": "call_s", "name": "search_vendors",
+              "arguments": '{"item": "laptop", "quantity": 10}'}  # fmt: skip
+
+
+def test_a_streamed_tool_call_is_put_back_together(server: ChatServer) -> None:
+    server.reply(Reply.stream(stream_chunks(tool_calls=[QUOTE_CALL], usage=(21, 9), piece=5)))
+
+    response = provider_for(server, None, stream=True).complete(request(tools=(SEARCH,)))
+
+    [call] = response.tool_calls
+    assert (call.id, call.name) == ("call_s", "search_vendors")
+    assert call.arguments == {"item": "laptop", "quantity": 10}
+    assert (response.usage.input_tokens, response.usage.output_tokens) == (21, 9)
+    body = server.requests[0].body
+    assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
+    assert "max_retries" not in body and "timeout" not in body
+
+
+def test_a_streamed_answer_without_usage_has_its_tokens_estimated(server: ChatServer) -> None:
+    server.reply(Reply.stream(stream_chunks('{"vendor": "Acme", "unit_price": 950}', usage=None)))
+
+    response = provider_for(server, None, stream=True).complete(request(output_schema=OFFER_SCHEMA))
+
+    assert response.output == {"vendor": "Acme", "unit_price": 950}
+    assert response.usage.estimated and response.usage.output_tokens > 0
+
+
+@pytest.mark.parametrize("cut_after", [3, 5], ids=["mid-arguments", "before-finish"])
+def test_a_stream_cut_mid_tool_call_is_interrupted_never_a_partial_call(
+    server: ChatServer, cut_after: int
+) -> None:
+    chunks = stream_chunks(tool_calls=[QUOTE_CALL], piece=8)
+    server.reply(Reply.stream(chunks, cut_after=cut_after))
+
+    error = failure(provider_for(server, None, stream=True), request(tools=(SEARCH,)))
+
+    assert isinstance(error, ModelUnavailable)
+    assert error.code == "stream_interrupted" and error.transient
+    assert error.spent is not None and error.spent.estimated
+    assert error.spent.output_tokens > 0  # what arrived is counted
+    assert "cut off" in error.message
+
+
+def test_a_stream_closed_cleanly_before_its_end_is_interrupted(server: ChatServer) -> None:
+    """No finish reason: the answer is not whole, even though the connection ended normally."""
+    chunks = stream_chunks(tool_calls=[QUOTE_CALL], piece=8, usage=None)[:-1]
+    server.reply(Reply.stream(chunks))  # every chunk but the finish, then `[DONE]`
+
+    error = failure(provider_for(server, None, stream=True), request(tools=(SEARCH,)))
+
+    assert error.code == "stream_interrupted"
+    assert "finish reason" in error.message
+
+
+def test_stream_must_be_a_bool() -> None:
+    with pytest.raises(ModelError) as caught:
+        OpenAIProvider.from_profile({"name": "p", "model": "m", "parameters": {"stream": "yes"}})
+    assert caught.value.code == "model_misconfigured"
