@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from openseal import __version__
-from openseal.cli.output import emit_diagnostics
+from openseal.cli.output import emit_diagnostics, max_diagnostics_option
 from openseal.compiler.render import render_json
 
 
@@ -41,8 +41,9 @@ from openseal.compiler.render import render_json
     show_default=True,
     help="`json`: print one JSON object (diagnostics, digests, bundle) on stdout.",
 )
+@max_diagnostics_option
 def compile_command(
-    paths: tuple[Path, ...], out_dir: Path, check: bool, fmt: str, output: str
+    paths: tuple[Path, ...], out_dir: Path, check: bool, fmt: str, output: str, limit: int
 ) -> None:
     """Compile definition files (HCL or YAML) into a bundle of versioned JSON documents.
 
@@ -65,7 +66,9 @@ def compile_command(
     if output == "json":
         click.echo(json.dumps(_json_report(result, written), indent=2, sort_keys=True))
     else:
-        emit_diagnostics(result.diagnostics, loaded.sources, len(loaded.files), fmt, __version__)
+        emit_diagnostics(
+            result.diagnostics, loaded.sources, len(loaded.files), fmt, __version__, limit
+        )
         if result.ok:
             _print_summary(result.documents, written, to_stderr=fmt != "human")
     if not result.ok:

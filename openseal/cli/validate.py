@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from openseal import __version__
-from openseal.cli.output import emit_diagnostics
+from openseal.cli.output import emit_diagnostics, max_diagnostics_option
 
 
 @click.command()
@@ -34,7 +34,10 @@ from openseal.cli.output import emit_diagnostics
     help="Only read and decode the files (syntax, keys, values); skip references, "
     "types, graph and policy checks.",
 )
-def validate(paths: tuple[Path, ...], fmt: str, output: str | None, syntax_only: bool) -> None:
+@max_diagnostics_option
+def validate(
+    paths: tuple[Path, ...], fmt: str, output: str | None, syntax_only: bool, limit: int
+) -> None:
     """Check definition files (HCL or YAML) and report every problem with its location.
 
     Runs every check `openseal compile` runs and writes nothing: it exits 1
@@ -49,6 +52,6 @@ def validate(paths: tuple[Path, ...], fmt: str, output: str | None, syntax_only:
         fmt = "json"
     result = compile_paths(list(paths), through=Stage.LOAD if syntax_only else Stage.CHECK)
     loaded = result.loaded
-    emit_diagnostics(result.diagnostics, loaded.sources, len(loaded.files), fmt, __version__)
+    emit_diagnostics(result.diagnostics, loaded.sources, len(loaded.files), fmt, __version__, limit)
     if not result.ok:
         sys.exit(1)

@@ -25,6 +25,8 @@ from openseal.compiler.spans import Span
 
 __all__ = [
     "SARIF_SCHEMA",
+    "capped",
+    "hidden_line",
     "render_github",
     "render_human",
     "render_json",
@@ -213,19 +215,41 @@ def _render_one(d: Diagnostic, lines: _Lines, style: _Style) -> list[str]:
     return out
 
 
+def capped(diagnostics: Iterable[Diagnostic], limit: int | None) -> tuple[list[Diagnostic], int]:
+    """At most ``limit`` diagnostics (``None`` or 0: all), in order, and how many were left out.
+
+    When some must go, errors are kept before warnings and warnings before notes,
+    so a flood of warnings never hides an error.
+    """
+    items = _sorted(diagnostics)
+    if not limit or len(items) <= limit:
+        return items, 0
+    rank = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.NOTE: 2}
+    kept = sorted(items, key=lambda d: rank[d.severity])[:limit]  # stable: file order within
+    return _sorted(kept), len(items) - limit
+
+
+def hidden_line(hidden: int, limit: int) -> str:
+    """The line that says how many diagnostics a capped report left out."""
+    return f"... {_plural(hidden, 'more diagnostic')} not shown (showing the first {limit})"
+
+
 def render_human(
     diagnostics: Iterable[Diagnostic],
     sources: Mapping[str, str],
     *,
     color: bool,
     file_count: int | None = None,
+    limit: int | None = None,
 ) -> str:
     """Diagnostics as people read them: a header, the source line, a caret underline.
 
     ``sources`` maps a span's file name to that file's text; a file that is
     missing, or a span that does not fit its text, is rendered without a snippet.
-    Diagnostics are separated by a blank line. With ``file_count`` the
-    :func:`summary_line` is appended. Example::
+    Diagnostics are separated by a blank line. With ``limit`` at most that many
+    are shown (see :func:`capped`), then a line saying how many were left out.
+    With ``file_count`` the :func:`summary_line`, which counts every diagnostic,
+    is appended. Example::
 
         agent.hcl:2:3: error[OS101]: unknown key `modle`
         2 |   modle = "gpt"
@@ -233,8 +257,11 @@ def render_human(
           = hint: did you mean `model`?
     """
     items = _sorted(diagnostics)
+    shown, hidden = capped(items, limit)
     style, lines = _Style(color), _Lines(sources)
-    blocks = ["\n".join(_render_one(d, lines, style)) + "\n" for d in items]
+    blocks = ["\n".join(_render_one(d, lines, style)) + "\n" for d in shown]
+    if hidden and limit:
+        blocks.append(hidden_line(hidden, limit) + "\n")
     if file_count is not None:
         blocks.append(summary_line(items, file_count) + "\n")
     return "\n".join(blocks)
@@ -364,13 +391,19 @@ def _github_message(d: Diagnostic) -> str:
     return "\n".join(lines)
 
 
-def render_github(diagnostics: Iterable[Diagnostic]) -> str:
+def render_github(diagnostics: Iterable[Diagnostic], *, limit: int | None = None) -> str:
     """GitHub Actions workflow commands, one annotation per diagnostic.
 
     Example: ``::error file=a.hcl,line=2,col=3,endLine=2,endColumn=8,title=OS101::unknown key``.
-    The hint and related notes go into the message (as escaped newlines).
+    The hint and related notes go into the message (as escaped newlines). With
+    ``limit``, at most that many (see :func:`capped`) and a ``::notice`` saying
+    how many were left out.
     """
-    return "".join(_github_line(d) + "\n" for d in _sorted(diagnostics))
+    shown, hidden = capped(diagnostics, limit)
+    text = "".join(_github_line(d) + "\n" for d in shown)
+    if hidden and limit:
+        text += f"::notice title=openseal::{_escape_data(hidden_line(hidden, limit))}\n"
+    return text
 
 
 def _github_line(d: Diagnostic) -> str:

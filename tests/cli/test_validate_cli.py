@@ -187,3 +187,17 @@ def test_unrepresentable_number_is_located_in_every_format(
         assert result.returncode == 1, result.stderr
         assert "OS104" in result.stdout
         assert line_of_it(result.stdout) in (4, 5)
+
+
+def test_a_flood_of_errors_is_capped_with_a_summary(tmp_path: Path) -> None:
+    path = tmp_path / "many.hcl"
+    path.write_text("".join(f'skill "s{i}" {{\n  description = "d"\n}}\n' for i in range(300)))
+    capped_run = CliRunner().invoke(cli, ["validate", str(path)], env={"NO_COLOR": "1"})
+    assert capped_run.exit_code == 1
+    assert capped_run.stderr.count("error[OS102]") == 100
+    assert "... 500 more diagnostics not shown (showing the first 100)" in capped_run.stderr
+    assert capped_run.stderr.endswith("600 errors in 1 file\n")
+    every = CliRunner().invoke(cli, ["validate", "--max-diagnostics", "0", str(path)])
+    assert every.stderr.count("error[OS102]") == 600
+    machine = CliRunner().invoke(cli, ["validate", "--format", "json", str(path)])
+    assert len(json.loads(machine.stdout)["diagnostics"]) == 600

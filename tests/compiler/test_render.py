@@ -12,6 +12,7 @@ import pytest
 from openseal.compiler.diagnostics import CODES, Diagnostic, Related, Severity, error, warning
 from openseal.compiler.render import (
     SARIF_SCHEMA,
+    capped,
     render_github,
     render_human,
     render_json,
@@ -509,3 +510,34 @@ def test_docs_list_every_code() -> None:
     assert not missing, f"docs/diagnostics.md does not list {missing}"
     wrong = {code: rows[code] for code in CODES if rows[code] != CODES[code]}
     assert not wrong, f"docs/diagnostics.md titles differ from CODES: {wrong}"
+
+
+# --- the cap -------------------------------------------------------------------
+
+
+def _flood(errors: int, warnings: int) -> list[Diagnostic]:
+    out = [warning("OS509", f"w{i}", Span("a.hcl", i + 1, 1, i + 1, 2)) for i in range(warnings)]
+    out += [error("OS101", f"e{i}", Span("b.hcl", i + 1, 1, i + 1, 2)) for i in range(errors)]
+    return out
+
+
+def test_capped_keeps_errors_before_warnings_in_file_order() -> None:
+    shown, hidden = capped(_flood(errors=3, warnings=5), 4)
+    assert hidden == 4
+    assert [d.message for d in shown] == ["w0", "e0", "e1", "e2"]
+    assert len(capped(_flood(2, 2), 0)[0]) == len(capped(_flood(2, 2), None)[0]) == 4
+
+
+def test_human_output_is_capped_with_a_summary() -> None:
+    text = render_human(_flood(errors=10_000, warnings=0), {}, color=False, file_count=1, limit=3)
+    assert text.count("error[OS101]") == 3
+    assert text.endswith(
+        "... 9997 more diagnostics not shown (showing the first 3)\n\n10000 errors in 1 file\n"
+    )
+    assert render_human(_flood(2, 0), {}, color=False, limit=2).count("not shown") == 0
+
+
+def test_github_output_is_capped_with_a_notice() -> None:
+    lines = render_github(_flood(errors=5, warnings=0), limit=2).splitlines()
+    assert [line.split(" ", 1)[0] for line in lines] == ["::error", "::error", "::notice"]
+    assert lines[-1].endswith("::... 3 more diagnostics not shown (showing the first 2)")
