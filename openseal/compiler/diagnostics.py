@@ -54,6 +54,7 @@ CODES: dict[str, str] = {
     "OS108": "file() cannot be read",
     "OS109": "unknown definition kind",
     "OS110": "invalid definition name",
+    "OS111": "missing or extra block label",
     # names and references
     "OS201": "unresolved reference",
     "OS202": "reference to the wrong kind of thing",

@@ -22,6 +22,7 @@ from openseal.compiler import source as src
 from openseal.compiler.decode import Definition, decode, written_keys
 from openseal.compiler.diagnostics import Diagnostic, Related, error, sort_key, warning
 from openseal.compiler.fields import FILE_READS
+from openseal.compiler.labels import block_labels
 from openseal.compiler.load_hcl import load_hcl
 from openseal.compiler.load_yaml import load_yaml
 from openseal.compiler.plain import fold
@@ -216,7 +217,7 @@ def _load_uncached(source: SourceFile) -> LoadedFile:
     diagnostics += found
     if document is None:
         return LoadedFile((), tuple(diagnostics), text.text, cacheable=cacheable)
-    folded, found = fold(document.body)
+    folded, found = fold(document.body, block_labels)
     diagnostics += found
     reads: list[tuple[Path, str | None]] = []
     token = FILE_READS.set(reads)

@@ -11,7 +11,9 @@ at the key or value it is about.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 from openseal.compiler.diagnostics import Diagnostic, Related, error
 from openseal.compiler.spans import Span
@@ -63,20 +65,38 @@ class Folded:
         return None
 
 
+class LabelCount(Protocol):
+    """At least ``least`` labels, at most ``most`` (``None``: any number)."""
+
+    @property
+    def least(self) -> int: ...
+    @property
+    def most(self) -> int | None: ...
+
+
+#: The labels a block of a type takes where it is written (data path of its parent), if known.
+LabelRule = Callable[[Path, str], LabelCount | None]
+
+
 class _Folder:
-    def __init__(self) -> None:
+    def __init__(self, labels: LabelRule | None) -> None:
         self.folded = Folded(None)
         self.diagnostics: list[Diagnostic] = []
+        self.labels = labels
 
     def body(self, body: Body, path: Path) -> dict[str, object]:
         self.folded.values[path] = body.span
         out: dict[str, object] = {}
         repeated = _repeated_blocks(body)
         for item in body.items():
-            if isinstance(item, Block) and item.type in repeated:
-                self._list_item(item, out, path)
-            elif isinstance(item, Block):
-                self._block(item, out, path)
+            if isinstance(item, Block):
+                block = self._fit_labels(item, path)
+                if block is None:
+                    continue  # reported: a required label is missing
+                if block.type in repeated:
+                    self._list_item(block, out, path)
+                else:
+                    self._block(block, out, path)
             else:
                 self._put(
                     out, path, item.name, item.name_span, self.value(item.value, (*path, item.name))
@@ -109,6 +129,46 @@ class _Folder:
         self._put(target, where, key, key_span, self.body(block.body, body_path))
         self.folded.values[body_path] = block.span
         self.folded.values[(*body_path, "__leaf__")] = block.span
+
+    def _fit_labels(self, block: Block, path: Path) -> Block | None:
+        """``block`` with the labels it may have, or ``None`` when a required one is missing.
+
+        A missing or extra label is reported at the block, so it does not shift
+        every key below it into a cascade of unrelated errors.
+        """
+        wanted = self.labels(path, block.type) if self.labels is not None else None
+        if wanted is None:
+            return block
+        kind = block.type
+        if len(block.labels) < wanted.least:
+            what = "a definition is" if not path else "it is"
+            self.diagnostics.append(
+                error(
+                    "OS111",
+                    f'`{kind}` block has no name; {what} written `{kind} "name" {{ ... }}`',
+                    block.type_span,
+                    suggestion=f'name it: `{kind} "<name>" {{`',
+                )
+            )
+            return None
+        if wanted.most is not None and len(block.labels) > wanted.most:
+            extra = block.labels[wanted.most :]
+            listing = " ".join(f'"{label.value}"' for label in extra)
+            first, last = extra[0].span, extra[-1].span
+            span = Span(first.file, first.line, first.column, last.end_line, last.end_column)
+            takes = "one label, its name" if wanted.most == 1 else f"{wanted.most} labels"
+            self.diagnostics.append(
+                error(
+                    "OS111",
+                    f"`{kind}` block takes {takes}; `{listing}` is one label too many"
+                    if len(extra) == 1
+                    else f"`{kind}` block takes {takes}; `{listing}` are too many",
+                    span,
+                    suggestion=f"remove `{listing}`",
+                )
+            )
+            return replace(block, labels=block.labels[: wanted.most])
+        return block
 
     def _list_item(self, block: Block, out: dict[str, object], path: Path) -> None:
         """One of several unlabelled blocks of one type: an item of the list they form.
@@ -234,8 +294,12 @@ def _repeated_blocks(body: Body) -> frozenset[str]:
     return frozenset(t for t, count in unlabelled.items() if count > 1 and t not in other)
 
 
-def fold(body: Body) -> tuple[Folded, list[Diagnostic]]:
-    """Fold a document body into plain data with spans, reporting duplicate blocks and keys."""
-    folder = _Folder()
+def fold(body: Body, labels: LabelRule | None = None) -> tuple[Folded, list[Diagnostic]]:
+    """Fold a document body into plain data with spans, reporting duplicate blocks and keys.
+
+    With ``labels`` (see :func:`openseal.compiler.labels.block_labels`) a block
+    with a missing or extra label is reported (``OS111``) where it is written.
+    """
+    folder = _Folder(labels)
     folder.folded.data = folder.body(body, ())
     return folder.folded, folder.diagnostics
