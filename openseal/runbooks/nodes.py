@@ -44,29 +44,63 @@ class NodeType:
     """How one node type maps onto a built-in step."""
 
     uses: str
-    #: node attribute → step argument
+    #: node attribute → step argument (the peer system's name and ours may both be listed)
     attributes: Mapping[str, str] = field(default_factory=dict)
     #: attributes whose plain string is an expression (``condition = "output.ok"``)
     expressions: tuple[str, ...] = ()
     #: attributes accepted for compatibility and otherwise ignored
     ignored: tuple[str, ...] = ()
+    #: attribute → the values it may take when written as a literal
+    choices: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def _same(*names: str) -> dict[str, str]:
     return {n: n for n in names}
 
 
+AGGREGATE_OPERATIONS = ("count", "sum", "min", "max", "avg")
+SORT_ORDERS = ("asc", "desc")
+
+#: The node types. Where the peer system's executors name an attribute
+#: differently from our first reading of its files, both names are accepted
+#: (``operation``/``op``, ``field``/``by``, ``condition``/``predicate``,
+#: ``template``/``expression``, ``variables``/``values``); writing both is an error.
 NODE_TYPES: dict[str, NodeType] = {
     "webhook": NodeType("trigger", ignored=("path", "method")),
     "manual": NodeType("trigger"),
     "http": NodeType("http", _same("method", "url", "headers", "body", "expect_status")),
-    "transform": NodeType("transform", {"expression": "value"}, ("expression",)),
-    "set": NodeType("set", {"values": "value"}),
+    # `template` is text with ${...}; `expression` is an expression written as a string.
+    "transform": NodeType(
+        "transform", {"template": "value", "expression": "value"}, ("expression",)
+    ),
+    # `variable` + `value` sets one variable; `variables` (or `values`) sets several.
+    "set": NodeType(
+        "set", {"variables": "value", "values": "value", "variable": "variable", "value": "item"}
+    ),
     "if": NodeType("if", _same("condition"), ("condition",)),
     "switch": NodeType("switch", _same("value", "cases", "default"), ("value",)),
-    "filter": NodeType("filter", _same("items", "predicate"), ("predicate",)),
-    "sort": NodeType("sort", _same("items", "by", "descending")),
-    "aggregate": NodeType("aggregate", _same("items", "op", "field")),
+    "filter": NodeType(
+        "filter",
+        {"items": "items", "condition": "predicate", "predicate": "predicate"},
+        ("condition", "predicate"),
+    ),
+    # `order = "asc" | "desc"` is `descending = false | true`.
+    "sort": NodeType(
+        "sort",
+        {
+            "items": "items",
+            "field": "by",
+            "by": "by",
+            "order": "descending",
+            "descending": "descending",
+        },
+        choices={"order": SORT_ORDERS},
+    ),
+    "aggregate": NodeType(
+        "aggregate",
+        {"items": "items", "operation": "op", "op": "op", "field": "field"},
+        choices={"operation": AGGREGATE_OPERATIONS, "op": AGGREGATE_OPERATIONS},
+    ),
     "merge": NodeType("merge", _same("values")),
     "split": NodeType("split", _same("text", "separator", "trim")),
     "delay": NodeType("delay", _same("seconds")),
@@ -221,11 +255,13 @@ class _Reader:
             )
             return None
         args, timeout = self.arguments(block, node_type)
-        for attribute, argument in node_type.attributes.items():
+        for argument in dict.fromkeys(node_type.attributes.values()):
             if argument in BUILTINS[node_type.uses].required and argument not in args:
+                names = [a for a, arg in node_type.attributes.items() if arg == argument]
+                also = "".join(f" (or `{n}`)" for n in names[1:])
                 self.report(
                     "OS102",
-                    f"{type_label.value} node `{node_id}` needs `{attribute}`",
+                    f"{type_label.value} node `{node_id}` needs `{names[0]}`{also}",
                     id_label.span,
                 )
         needs = _references(args)
@@ -261,6 +297,8 @@ class _Reader:
         self.diagnostics.extend(found)
         data = folded.data if isinstance(folded.data, dict) else {}
         args: dict[str, ex.Expression] = {}
+        #: step argument → the attribute that set it, and where
+        given: dict[str, tuple[str, Span]] = {}
         timeout = DEFAULT_TIMEOUT
         ctx = DecodeContext(fallback_span=block.span)
         for name, value in data.items():
@@ -268,9 +306,18 @@ class _Reader:
             if name == "timeout":
                 timeout = self.timeout(value, span)
             elif name in node_type.attributes:
-                args[node_type.attributes[name]] = self.expression(
-                    value, name in node_type.expressions, ctx
-                )
+                argument = node_type.attributes[name]
+                if argument in given:
+                    first, first_span = given[argument]
+                    self.report(
+                        "OS006",
+                        f"`{name}` and `{first}` are two names for one attribute; write one",
+                        span,
+                        related=[Related(first_span, f"`{first}` is written here")],
+                    )
+                    continue
+                given[argument] = (name, span)
+                args[argument] = self.attribute(node_type, name, value, ctx)
             elif name not in (*COMMON_ATTRIBUTES, *node_type.ignored):
                 allowed = [*node_type.attributes, *COMMON_ATTRIBUTES]
                 self.report(
@@ -280,7 +327,62 @@ class _Reader:
                     suggestion=did_you_mean(name, allowed),
                 )
         self.diagnostics.extend(ctx.diagnostics)
+        if "variable" in given or "item" in given:
+            self.one_variable(args, given, block)
         return args, timeout
+
+    def attribute(
+        self, node_type: NodeType, name: str, value: object, ctx: DecodeContext
+    ) -> ex.Expression:
+        choices = node_type.choices.get(name)
+        span = getattr(value, "span", None)
+        if choices is not None and isinstance(value, str):
+            if value not in choices:
+                listing = ", ".join(f'"{c}"' for c in choices)
+                self.report(
+                    "OS104",
+                    f'`{name}` is one of {listing}; got "{value}"',
+                    span if isinstance(span, Span) else ctx.fallback_span,
+                    suggestion=did_you_mean(value, choices, fmt='"{}"'),
+                )
+            elif name == "order":
+                return ex.Literal(value == "desc", span if isinstance(span, Span) else ex.NO_SPAN)
+        elif name == "order":
+            self.report(
+                "OS104",
+                '`order` is written as "asc" or "desc"',
+                span if isinstance(span, Span) else ctx.fallback_span,
+            )
+        return self.expression(value, name in node_type.expressions, ctx)
+
+    def one_variable(
+        self, args: dict[str, ex.Expression], given: Mapping[str, tuple[str, Span]], block: Block
+    ) -> None:
+        """``variable = "name"`` with ``value = ...`` sets one variable: ``{name: value}``."""
+        variable, item = args.pop("variable", None), args.pop("item", None)
+        if "value" in given:
+            written, span = given["variable" if "variable" in given else "item"]
+            several, first_span = given["value"]
+            self.report(
+                "OS006",
+                f"`{written}` sets one variable and `{several}` several; write one of them",
+                span,
+                related=[Related(first_span, f"`{several}` is written here")],
+            )
+            return
+        if variable is None or item is None:
+            missing, present = ("value", "variable") if item is None else ("variable", "value")
+            self.report(
+                "OS102",
+                f"`{present}` needs `{missing}` beside it (`variable` names what `value` sets)",
+                given[present if present == "variable" else "item"][1],
+            )
+            return
+        name = variable.value if isinstance(variable, ex.Literal) else None
+        if not isinstance(name, str) or not name.isidentifier():
+            self.report("OS104", "`variable` is a name written as a string", variable.span)
+            return
+        args["value"] = ex.ObjectExpr(((name, item),), block.span)
 
     def timeout(self, value: object, span: Span) -> float:
         try:

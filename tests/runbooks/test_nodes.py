@@ -116,3 +116,72 @@ def test_workflow_settings_are_read(tmp_path: Path, value: str) -> None:
     path.write_text(f'workflow "w" {{\n  on_failure = {value}\n  node manual "a" {{}}\n}}\n')
     plan = _plan(path)
     assert plan.on_failure == value.strip('"')
+
+
+def test_the_peer_systems_attribute_names_are_read() -> None:
+    result = run(_plan(Path(__file__).parent / "inputs" / "peer_names.hcl"), {})
+    assert result.ok, result.error
+    assert result.steps["vendors"].output == {
+        "quotes": [
+            {"vendor": "a", "price": 3},
+            {"vendor": "b", "price": 1},
+            {"vendor": "c", "price": 2},
+        ]
+    }
+    assert result.steps["cheap"].output == [
+        {"vendor": "b", "price": 1},
+        {"vendor": "c", "price": 2},
+    ]
+    assert result.steps["ranked"].output == [
+        {"vendor": "c", "price": 2},
+        {"vendor": "b", "price": 1},
+    ]
+    assert result.outputs == {"summary": {"total": 3, "note": "total 3 from c"}}
+
+
+def test_what_the_peer_refuses_is_refused_where_it_is_written(tmp_path: Path) -> None:
+    found = _diagnostics(
+        tmp_path,
+        """  node aggregate "a" {
+    items     = [1, 2]
+    operation = "median"
+  }
+  node aggregate "b" {
+    items     = [1, 2]
+    op        = "sum"
+    operation = "sum"
+  }
+  node sort "c" {
+    items = [2, 1]
+    order = "descending"
+  }
+  node sort "d" {
+    items = [2, 1]
+    order = input.order
+  }
+  node set "e" {
+    variable = "x"
+  }
+  node set "f" {
+    variable  = "x"
+    value     = 1
+    variables = { y = 2 }
+  }
+  node filter "g" {
+    items = [1]
+  }
+  node set "h" {
+    variable = "not a name"
+    value    = 1
+  }""",
+    )
+    assert [(code, line, column) for code, line, column, _ in found] == [
+        ("OS104", 4, 17),  # operation "median"
+        ("OS006", 9, 5),  # op and operation
+        ("OS104", 13, 13),  # order "descending"
+        ("OS104", 17, 13),  # order not a literal
+        ("OS102", 20, 5),  # variable without value
+        ("OS006", 23, 5),  # variable and variables
+        ("OS102", 27, 15),  # filter without condition
+        ("OS104", 31, 16),  # variable not a name
+    ]
