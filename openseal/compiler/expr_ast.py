@@ -63,7 +63,11 @@ class ListExpr:
 
 @dataclass(frozen=True, slots=True)
 class ObjectExpr:
-    """``{ k = v, ... }``; keys are unique and kept in source order."""
+    """``{ k = v, ... }``; keys are unique and kept in source order.
+
+    The compiled form (:func:`to_json`) lists them sorted, so the order they are
+    written in never changes a digest.
+    """
 
     items: tuple[tuple[str, Expression], ...]
     span: Span = field(default=NO_SPAN, compare=False)
@@ -195,14 +199,24 @@ def references(expr: Expression) -> list[Ref]:
 
 
 def to_json(expr: Expression) -> dict[str, object]:
-    """The span-free canonical JSON form of ``expr`` (plain dicts, lists, scalars)."""
+    """The span-free canonical JSON form of ``expr`` (plain dicts, lists, scalars).
+
+    An object constructor's keys are written sorted, whatever order they were
+    written in.
+    """
     match expr:
         case Literal(value=value):
             return {"node": "literal", "value": value}
         case ListExpr(items=items):
             return {"node": "list", "items": [to_json(i) for i in items]}
         case ObjectExpr(items=pairs):
-            return {"node": "object", "items": [{"key": k, "value": to_json(v)} for k, v in pairs]}
+            # Keys are unique and evaluating a value has no effects, so the order an
+            # object is written in means nothing; sorted, it never changes a digest.
+            ordered = sorted(pairs, key=lambda pair: pair[0])
+            return {
+                "node": "object",
+                "items": [{"key": k, "value": to_json(v)} for k, v in ordered],
+            }
         case Ref(root=root, path=path):
             return {"node": "ref", "root": root, "path": list(path)}
         case Index(target=target, index=index):

@@ -133,6 +133,58 @@ workflow:
     assert digests(hcl) == digests(yml)
 
 
+_TRANSFORM = """state "shape" {
+  transform {
+    output = %s
+  }
+  next = state.think
+}"""
+
+
+@pytest.mark.parametrize(
+    "objects",
+    [
+        ("{ x = 2, y = 1 }", "{ y = 1, x = 2 }"),
+        (
+            '{ b = { d = [{ f = 1, e = 2 }], c = "${input.question}" }, a = 0 }',
+            '{ a = 0, b = { c = "${input.question}", d = [{ e = 2, f = 1 }] } }',
+        ),
+        ("{ x = 2, y = 1 }", '{ "y" = 1, "x" = 2 }'),
+    ],
+)
+def test_object_key_order_does_not_change_the_digest(
+    tmp_path: Path, objects: tuple[str, str]
+) -> None:
+    found = []
+    for index, written in enumerate(objects):
+        items = [*WORKFLOW_ITEMS, _TRANSFORM % written]
+        items[1] = "start = state.shape"
+        text = "\n".join([MODEL, SKILL, AGENT, BINDING, workflow_text(items)])
+        found.append(digests(compile_texts(tmp_path / str(index), {"all.hcl": text})))
+    assert found[0] == found[1]
+
+
+def test_yaml_twin_with_object_keys_in_another_order_has_the_hcl_digest(tmp_path: Path) -> None:
+    skill = SKILL.replace(
+        'url    = "https://example.org/lookup?q=${args.q}"',
+        'url    = "https://example.org/lookup"\n    body   = { q = args.q, limit = 3 }',
+    )
+    hcl = compile_texts(tmp_path / "h", {"s.hcl": skill})
+    yaml_text = """
+skill:
+  lookup:
+    description: Look something up.
+    effect: read
+    input: "object({ q = string })"
+    output: "object({ answer = string })"
+    timeout: 10s
+    adapter:
+      http: {method: GET, url: "https://example.org/lookup", body: {limit: 3, q: "${args.q}"}}
+"""
+    yml = compile_texts(tmp_path / "y", {"s.yaml": yaml_text})
+    assert digests(hcl) == digests(yml)
+
+
 # --------------------------------------------------------------------------- formatting
 
 
