@@ -601,7 +601,35 @@ def _yaml_error(exc: yaml.YAMLError, text: str, file: str, backend: _Backend) ->
     suggestion = None
     if mark is not None and _char_at(text, mark.line, mark.column) == "\t":
         suggestion = "indent YAML with spaces; tabs are not allowed"
+    elif mark is not None and exc.context and "flow" in exc.context:
+        suggestion = _unquoted_interpolation(text, mark.line, mark.column)
     return error("OS005", problem, span, related=related, suggestion=suggestion)
+
+
+def _unquoted_interpolation(text: str, line: int, column: int) -> str | None:
+    """A hint when a flow collection (``{...}``, ``[...]``) holds an unquoted ``${...}``.
+
+    YAML reads the ``{`` of ``${`` as the start of a nested mapping there, so
+    ``{value: ${x}}`` is a syntax error; ``{value: "${x}"}`` is the expression ``x``.
+    """
+    lines = text.splitlines()
+    if not 0 <= line < len(lines):
+        return None
+    row = lines[line]
+    start = next((i for i in (column - 1, column) if row.startswith("${", max(i, 0))), None)
+    if start is None or start < 0:
+        return None
+    depth, end = 0, len(row)
+    for index in range(start + 1, len(row)):
+        depth += {"{": 1, "}": -1}.get(row[index], 0)
+        if depth == 0:
+            end = index + 1
+            break
+    written = row[start:end]
+    return (
+        f'quote it: `"{written}"`; inside `{{...}}` or `[...]` YAML needs a `${{...}}` in '
+        "quotes, and a quoted string that is exactly one `${...}` is still that expression"
+    )
 
 
 def _reader_error(

@@ -687,3 +687,28 @@ def test_mutated_documents_never_raise(text: str) -> None:
 def _map(value: Value) -> MapNode:
     assert isinstance(value, MapNode)
     return value
+
+
+@pytest.mark.parametrize(
+    ("text", "quoted"),
+    [
+        (
+            "o: {type: string, value: ${state.submit.output.order_id}}\n",
+            "${state.submit.output.order_id}",
+        ),
+        ("a: [1, ${x}]\n", "${x}"),
+        ("args: {items: ${f({a = 1})}, op: count}\n", "${f({a = 1})}"),
+    ],
+)
+def test_unquoted_interpolation_in_a_flow_collection_gets_a_hint(
+    load: Loader, text: str, quoted: str
+) -> None:
+    (d,) = fails(load, text)
+    assert d.code == "OS005"
+    assert d.suggestion is not None and d.suggestion.startswith(f'quote it: `"{quoted}"`')
+
+
+def test_other_flow_errors_get_no_quoting_hint(load: Loader) -> None:
+    (d,) = fails(load, "a: {b: [1}\n")
+    assert d.code == "OS005"
+    assert d.suggestion is None or "quote" not in d.suggestion
