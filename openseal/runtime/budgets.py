@@ -13,10 +13,11 @@ steps, each a fenced transaction holding the run's lock:
 3. **release** when the work provably did not happen (the endpoint refused the request before
    running the model): the hold is taken back.
 
-A hold that is still open when a later claim reaches the same activity belongs to an attempt
-whose outcome is unknown (its worker died or lost the run): it stays counted, because the
-work may have been done and paid for. So a crash can neither lose a count nor let a run
-overspend, and a replayed activity is not paid for twice.
+Each hold names the claim (its epoch) that took it. A hold taken under an earlier claim
+belongs to an attempt whose outcome is unknown — its worker died or lost the run, and can no
+longer settle it: the next reservation closes it as spent, because the work may have been
+done and paid for. So a crash can neither lose a count nor let a run overspend, and a
+replayed activity is not paid for twice.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from typing import Any
 
 #: The budgets the engine enforces (spend belongs to actions, added with them).
 COUNTED = ("turns", "model_calls", "tool_calls", "tokens")
-#: key of ``budget_used`` holding the open reservations: activity id -> reserved cost
+#: key of ``budget_used`` holding the open reservations:
+#: activity id -> ``{"cost": {...}, "epoch": <claim that reserved it>}``
 IN_FLIGHT = "in_flight"
 
 
@@ -72,18 +74,25 @@ def add(used: Mapping[str, Any], cost: Mapping[str, int]) -> dict[str, Any]:
 def held(used: Mapping[str, Any], activity_id: str) -> dict[str, int] | None:
     """The cost reserved for ``activity_id`` and not settled yet, if any."""
     hold = (used.get(IN_FLIGHT) or {}).get(activity_id)
-    return None if hold is None else {str(k): int(v) for k, v in hold.items()}
+    if not isinstance(hold, Mapping):
+        return None
+    return {str(k): int(v) for k, v in (hold.get("cost") or {}).items()}
 
 
-def reserve(used: Mapping[str, Any], activity_id: str, cost: Mapping[str, int]) -> dict[str, Any]:
-    """``used`` with ``cost`` added and held for ``activity_id``.
+def abandoned(used: Mapping[str, Any], epoch: int) -> list[str]:
+    """Activity ids whose hold was taken under a claim older than ``epoch``: no one will
+    settle them any more."""
+    flights = used.get(IN_FLIGHT) or {}
+    return sorted(k for k, v in flights.items() if int((v or {}).get("epoch", 0)) < epoch)
 
-    An earlier hold of the same activity (an attempt whose outcome is unknown) is kept in the
-    counters: only the new hold is settled or released later.
-    """
+
+def reserve(
+    used: Mapping[str, Any], activity_id: str, cost: Mapping[str, int], *, epoch: int
+) -> dict[str, Any]:
+    """``used`` with ``cost`` added and held for ``activity_id`` by the claim ``epoch``."""
     total = add(used, cost)
     flights = dict(total.get(IN_FLIGHT) or {})
-    flights[activity_id] = {k: int(v) for k, v in cost.items() if v}
+    flights[activity_id] = {"cost": {k: int(v) for k, v in cost.items() if v}, "epoch": epoch}
     total[IN_FLIGHT] = flights
     return total
 

@@ -232,19 +232,13 @@ def _admit(tx: FencedTx, ctx: StepContext, decision: GatewayDecision) -> Gateway
 
 def _reserve(tx: FencedTx, activity_id: str) -> None:
     """Hold one tool call of the budget for ``activity_id`` before the skill runs, so branches
-    of a fan-out cannot all pass the check for the last call. A hold an earlier claim left
-    open (its read may have run) stays counted."""
-    used = tx.run().budget_used
-    earlier = budgets.held(used, activity_id)
-    if earlier is not None:
-        used = budgets.settle(used, activity_id, earlier)
-        tx.update_run(
-            budget_used=used,
-            event="activity.lost",
-            payload={"activity_id": activity_id, "kind": "tool", "spent": earlier},
-        )
+    of a fan-out cannot all pass the check for the last call. Holds an earlier claim left
+    open (their reads may have run) are closed as spent first."""
+    from openseal.runtime.states.base import close_abandoned
+
+    used = close_abandoned(tx, {})
     tx.update_run(
-        budget_used=budgets.reserve(used, activity_id, TOOL_CALL_COST),
+        budget_used=budgets.reserve(used, activity_id, TOOL_CALL_COST, epoch=tx.claim.epoch),
         event="budget.reserved",
         payload={"activity_id": activity_id, "reserved": dict(TOOL_CALL_COST)},
     )

@@ -180,8 +180,9 @@ class StepContext:
 
         When ``compute`` raises, ``if_failed`` says what the attempt cost (the reservation is
         settled to that, with an ``activity.failed`` event) before the exception propagates;
-        None leaves the reservation open, as an attempt whose outcome is unknown. Such an open
-        reservation, found by a later claim, stays counted and ``if_unknown`` is added to it.
+        None leaves the reservation open, as an attempt whose outcome is unknown. A later
+        claim closes such a reservation as spent (:func:`close_abandoned`), adding
+        ``if_unknown`` when it meets the same activity again.
         Raises :class:`BudgetSpent` when the budgets do not allow the call (nothing is called)
         or when the recorded result overspent them.
         """
@@ -196,20 +197,11 @@ class StepContext:
                         f"activity {activity_id} was recorded for a different request"
                     )
                 return found.result
-            used = tx.run().budget_used
-            earlier = budgets.held(used, activity_id)
-            if earlier is not None:
-                spent = budgets.add(earlier, if_unknown or {})
-                used = budgets.settle(used, activity_id, spent)
-                tx.update_run(
-                    budget_used=used,
-                    event="activity.lost",
-                    payload={"activity_id": activity_id, "kind": kind, "spent": spent},
-                )
+            used = close_abandoned(tx, {activity_id: if_unknown or {}})
             reason = budgets.refusal(limits, used, cost)
             if reason is None:
                 tx.update_run(
-                    budget_used=budgets.reserve(used, activity_id, cost),
+                    budget_used=budgets.reserve(used, activity_id, cost, epoch=tx.claim.epoch),
                     event="budget.reserved",
                     payload={"activity_id": activity_id, "reserved": dict(cost)},
                 )
@@ -282,6 +274,25 @@ class StepContext:
 
 
 Handler = Callable[[StepContext], Outcome]
+
+
+def close_abandoned(tx: FencedTx, extra: Mapping[str, Mapping[str, int]]) -> dict[str, Any]:
+    """Close the budget reservations an earlier claim left open, in ``tx``; the budgets after.
+
+    Their calls may have been made and paid for, so each stays counted (plus ``extra`` of its
+    activity id: the estimate of what an unanswered call cost), with an ``activity.lost``
+    event.
+    """
+    used = tx.run().budget_used
+    for activity_id in budgets.abandoned(used, tx.claim.epoch):
+        spent = budgets.add(budgets.held(used, activity_id) or {}, extra.get(activity_id, {}))
+        used = budgets.settle(used, activity_id, spent)
+        tx.update_run(
+            budget_used=used,
+            event="activity.lost",
+            payload={"activity_id": activity_id, "spent": spent},
+        )
+    return dict(used)
 
 
 def guarded(ctx: StepContext, work: Callable[[], Outcome]) -> Outcome:
