@@ -20,7 +20,11 @@ class InProcessWorkers:
         self.count = settings.workers
         self.engine = Engine(
             store,
-            default_provider_factory(settings.scripted_responses, settings.scripted_calls),
+            default_provider_factory(
+                settings.scripted_responses,
+                settings.scripted_calls,
+                credentials=settings.context.credentials if settings.context else None,
+            ),
             worker_id=f"{default_worker_id()}:serve",
             context=settings.context,
         )

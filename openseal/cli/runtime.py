@@ -171,7 +171,9 @@ def worker(
         store.poll_interval = min(store.poll_interval, poll_interval)
         engine = Engine(
             store,
-            default_provider_factory(scripted_responses, scripted_calls),
+            default_provider_factory(
+                scripted_responses, scripted_calls, credentials=context.credentials
+            ),
             worker_id=name,
             lease_seconds=lease_seconds,
             on_turn=log,

@@ -27,6 +27,8 @@ from tests.runtime import gateway_skills
 from tests.runtime.engine_support import register
 from tests.runtime.gateway_support import activities, tools_workflow
 from tests.runtime.models.chat_server import ChatServer, Reply, completion
+from tests.runtime.support import Backend
+from tests.runtime.test_worker_process import finish, spawn
 
 KEY = "sk-local-f4c7Wq9"
 KEY_VARIABLE = "OPENSEAL_TEST_FACTORY_KEY"
@@ -163,3 +165,25 @@ def test_an_openai_profile_drives_a_turn_with_a_read_tool_call(
     assert json.loads(tool["content"]) == {"result": {"item": "laptop", "unit_price": 1149.0}}
     stored = json.dumps([e.payload for e in store.events(run.id, 0, 10_000)])
     assert KEY not in stored + json.dumps(activities(store, run.id))
+
+
+@pytest.mark.slow
+def test_a_worker_process_reaches_a_keyed_endpoint_with_the_context_s_credential(
+    backend: Backend, tmp_path: Path, server: ChatServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = backend.open()
+    (tmp_path / "context.yaml").write_text(
+        f"credentials:\n  model_key: {{ env: {KEY_VARIABLE} }}\n", encoding="utf-8"
+    )
+    register(store, tools_workflow(tmp_path, model=openai_model(server.base_url)))  # type: ignore[arg-type]
+    server.reply(Reply.ok(completion('{"unit_price": 1149}')), Reply.ok(completion('{"ok": true}')))
+    run = service.create_objective(store, "tools", {"item": "laptop"}).run
+    env = {KEY_VARIABLE: KEY, gateway_skills.LOG_ENV: str(tmp_path / "skills.jsonl")}
+    worker = spawn(
+        backend, tmp_path, "--until-idle", "--context", str(tmp_path / "context.yaml"), env=env
+    )
+    assert finish(worker) == 0, (tmp_path / "w.log").read_text(encoding="utf-8")
+    done = store.get_run(run.id)
+    assert done.status == RunStatus.COMPLETED, done.waiting
+    assert server.requests
+    assert all(r.header("Authorization") == f"Bearer {KEY}" for r in server.requests)
