@@ -51,10 +51,17 @@ class Positions:
 # --------------------------------------------------------------------------
 
 _GRAMMAR_FILE = Path(hcl2.__file__).with_name("hcl2.lark")
-# HCL identifiers are Unicode (ID_Start / ID_Continue plus `-`); python-hcl2
-# accepts ASCII only. The pattern below is the same on ASCII input.
+# HCL identifiers are Unicode (UAX #31: ID_Start, then ID_Continue or `-`);
+# python-hcl2 accepts ASCII only. The pattern below is the same on ASCII input
+# and takes any other non-space character into a name, so that the loader can
+# check the name against UAX #31 itself (``load_hcl._check_name``): Python's
+# regular expressions know no ID_Start, and `\w` is not ID_Continue (`²` is in
+# one and not the other, `·` the other way round).
 _ASCII_NAME = "NAME : /[a-zA-Z_][a-zA-Z0-9_-]*/"
-_UNICODE_NAME = r"NAME : /[^\W\d][\w-]*/"
+_UNICODE_NAME = r"NAME : /(?:[a-zA-Z_]|[^\x00-\x7f\s])(?:[a-zA-Z0-9_-]|[^\x00-\x7f\s])*/"
+# Go's HCL applies `-` and `!` to any unary expression (`--1`, `!!true`).
+_UNARY = "!unary_op : (MINUS | NOT) expr_term"
+_NESTED_UNARY = "!unary_op : (MINUS | NOT) (expr_term | unary_op)"
 
 
 class _PostLexer(PostLexer):
@@ -79,7 +86,12 @@ def _is_inline_comment(token: Token) -> bool:
 
 
 def _grammar() -> str:
-    return _GRAMMAR_FILE.read_text(encoding="utf-8").replace(_ASCII_NAME, _UNICODE_NAME)
+    grammar = _GRAMMAR_FILE.read_text(encoding="utf-8")
+    for old, new in ((_ASCII_NAME, _UNICODE_NAME), (_UNARY, _NESTED_UNARY)):
+        if old not in grammar:  # python-hcl2 changed its grammar: see pyproject's pin
+            raise RuntimeError(f"python-hcl2's grammar no longer has `{old}`")
+        grammar = grammar.replace(old, new)
+    return grammar
 
 
 #: Options the parser is built with. Trees carry no positions of their own
@@ -134,6 +146,30 @@ def node_end(node: Tree[Token] | Token) -> int:
 def parse(source: str) -> Tree[Token]:
     """Parse prepared text (see :func:`prepare`); lark's exceptions propagate."""
     return parser().parse(source)
+
+
+def parse_prefix(source: str, end: int) -> Tree[Token] | None:
+    """A tree of ``source[:end]`` with the brackets still open there closed, or ``None``.
+
+    For looking at what comes before the first syntax error, which starts at
+    or after ``end``: the text up to it is complete but for closing brackets.
+    """
+    text = source[:end]
+    for _ in range(MAX_CLOSERS):
+        try:
+            return parser().parse(text)
+        except UnexpectedToken as exc:
+            opener = _unclosed_opener(exc) if exc.token.type == "$END" else None
+            if opener is None or opener.type not in ("LBRACE", "LSQB", "LPAR"):
+                return None
+            text += "\n" + _OPENERS[opener.type] + "\n"
+        except Exception:  # any other failure: no tree, and nothing more to say
+            return None
+    return None
+
+
+#: Most brackets :func:`parse_prefix` closes (deeper text is refused anyway).
+MAX_CLOSERS = 70
 
 
 def prepare(text: str) -> str:
@@ -253,7 +289,28 @@ def _unexpected_token(exc: UnexpectedToken, pos: Positions, text_length: int) ->
         end = int(token.end_pos or start + 1)
     what = _describe(token)
     hint = _hint(exc) or "expected " + _summarise(exc.expected)
+    newline = _line_end_before(pos.text, start) if _EXPRESSION_STARTS & set(exc.expected) else None
+    if newline is not None:
+        # An expression was wanted and the line ended first (`version =⏎}`): HCL
+        # reports the end of that line, not the token on a later one.
+        hint = _hint(exc) or "expected " + _summarise(set(exc.expected) - {"NL_OR_COMMENT"})
+        return error("OS004", f"unexpected newline; {hint}", pos.span(newline, newline))
     return error("OS004", f"unexpected {what}; {hint}", pos.span(start, max(end, start)))
+
+
+#: Characters after which HCL needs the expression to go on, on the same line.
+_WANTS_MORE = frozenset("=+-*/%&|<>!?:")
+
+
+def _line_end_before(text: str, start: int) -> int | None:
+    """The newline ending the line of an `=` or operator that ``start`` should follow."""
+    at = start
+    while at > 0 and text[at - 1] in " \t\r\n":
+        at -= 1
+    if at == 0 or text[at - 1] not in _WANTS_MORE:
+        return None
+    newline = text.find("\n", at, start)
+    return newline if newline != -1 else None
 
 
 def _earlier_problem(exc: UnexpectedToken, pos: Positions) -> Diagnostic | None:

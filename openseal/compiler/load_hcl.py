@@ -6,8 +6,10 @@ The parser and its syntax-error messages live in :mod:`openseal.compiler.hcl_par
 This module maps lark's tree to :mod:`~openseal.compiler.tree` nodes and adds
 the checks that make the grammar agree with the reference Go implementation of
 HCL (see ``docs/hcl-compatibility.md``): newlines between attributes and
-blocks, single-line blocks, object separators, string escapes, multi-line
-quoted strings, template sequences in block labels, leading operators.
+blocks, single-line blocks and the closing line of multi-line ones, object
+separators, string escapes, multi-line quoted strings, template sequences in
+block labels, operators that start or end a line, UAX #31 identifiers. When
+the grammar finds a syntax error, the checks still run on the lines before it.
 
 Nothing here raises on bad input: every problem is a diagnostic.
 
@@ -35,6 +37,7 @@ from openseal.compiler.hcl_parser import (
     node_end,
     node_start,
     parse,
+    parse_prefix,
     prepare,
     syntax_error,
 )
@@ -84,7 +87,8 @@ def _load(text: str, file: str) -> tuple[Document | None, list[Diagnostic]]:
     try:
         tree = parse(source)
     except UnexpectedInput as exc:
-        return None, [syntax_error(exc, source, len(text), file)]
+        first = syntax_error(exc, source, len(text), file)
+        return None, [*_checks_before(first, file, source, text), first]
     except RecursionError:
         return None, [_too_deep(Span.whole_file(file))]
     except Exception as exc:  # lark internals: still a diagnostic, never a traceback
@@ -97,6 +101,30 @@ def _load(text: str, file: str) -> tuple[Document | None, list[Diagnostic]]:
     except Exception as exc:  # a loader bug must still not reach the user as a traceback
         message = f"internal error while loading HCL ({exc.__class__.__name__}); please report it"
         return None, [error("OS004", message, Span.whole_file(file))]
+
+
+def _checks_before(first: Diagnostic, file: str, source: str, text: str) -> list[Diagnostic]:
+    """The loader's own errors that come before the syntax error ``first``.
+
+    The grammar is more lenient than HCL, so a mistake only the loader's checks
+    see (`a = 1 b = 2`) can come before the first one lark sees; HCL reports
+    the earlier one first. The checks run on the lines before the syntax error.
+    """
+    line_start = sum(len(line) for line in source.splitlines(keepends=True)[: first.span.line - 1])
+    tree = parse_prefix(source, line_start) if line_start else None
+    if tree is None:
+        return []
+    loader = _Loader(file, source, text)
+    try:
+        if loader._check(tree) is not None:
+            return []
+    except Exception:  # a tree with tokens skipped may not have the shapes the checks expect
+        return []
+    where = (first.span.line, first.span.column)
+    return sorted(
+        (d for d in loader.diagnostics if (d.span.line, d.span.column) < where),
+        key=lambda d: (d.span.line, d.span.column),
+    )
 
 
 def load_hcl_file(
@@ -281,7 +309,10 @@ _NEWLINES_MATTER = frozenset({"object", "body", "attribute", "block"})
 _LABEL_KINDS = frozenset({"identifier", "keyword", "literal_value", "string"})
 # Nodes that _check_node looks at.
 _CHECKED_KINDS = frozenset(
-    {"body", "block", "object", "string_part", "template_string", "binary_operator", "conditional"}
+    {
+        *("body", "block", "object", "string_part", "template_string"),
+        *("binary_operator", "binary_term", "conditional", "identifier"),
+    }
 )
 # Nodes the depth and newline walk in _Loader._check treats specially.
 _WALK_KINDS = _NESTING | _NEWLINES_IGNORED | _NEWLINES_MATTER | _CHECKED_KINDS | {"expr_term"}
@@ -374,8 +405,12 @@ class _Loader:
                 "unexpected character `\\`; a backslash is only valid inside a quoted string",
                 _start(node),
             )
+        elif kind == "identifier":
+            self._check_name(node)
         if not newlines_ignored and kind in ("binary_operator", "conditional"):
             self._check_leading_operators(node)
+        if not newlines_ignored and kind in ("binary_term", "conditional"):
+            self._check_operator_newlines(node)
 
     def _check_final_heredoc(self, tree: Tree[Token]) -> None:
         # The grammar needs a newline after a heredoc's closing marker, and HCL
@@ -405,7 +440,10 @@ class _Loader:
         lbrace, body, rbrace = _block_body(block)
         self._check_block_header(block, lbrace)
         items = _subtrees(body)
-        if not items or _first_newline(self.source, int(lbrace.end_pos or 0), _start(items[0])):
+        if items and _first_newline(self.source, int(lbrace.end_pos or 0), _start(items[0])):
+            self._check_block_close(items[-1], rbrace)
+            return
+        if not items:
             return
         # A single-line block: `name { attribute = value }`.
         first = items[0]
@@ -419,6 +457,16 @@ class _Loader:
                 "a single-line block holds one attribute and closes on the same line; "
                 "put a newline after `{` to write more",
                 newline,
+            )
+
+    def _check_block_close(self, last: Tree[Token], rbrace: Token) -> None:
+        # A block written over several lines closes with `}` on a line of its own.
+        closing = int(rbrace.start_pos or 0)
+        if _first_newline(self.source, _end(last), closing) is None:
+            what = "argument" if last.data == "attribute" else "block definition"
+            self.syntax(
+                f"missing newline after {what}; the block's closing `}}` goes on a line of its own",
+                closing,
             )
 
     def _check_block_header(self, block: Tree[Token], lbrace: Token) -> None:
@@ -481,6 +529,33 @@ class _Loader:
                 UNCLOSED_STRING,
                 base + newline,
             )
+
+    def _check_name(self, node: Tree[Token]) -> None:
+        token = node.children[0]
+        if not isinstance(token, Token) or token.value.isascii():
+            return
+        bad = _first_invalid_name_character(token.value)
+        if bad is not None:
+            at = int(token.start_pos or 0) + bad
+            char = token.value[bad]
+            self.syntax(
+                f"invalid character `{char}` (U+{ord(char):04X}) in a name; names are "
+                "Unicode letters, digits, `_` and `-` (UAX #31 identifiers)",
+                at,
+            )
+
+    def _check_operator_newlines(self, node: Tree[Token]) -> None:
+        # The grammar lets an operand (or a conditional's parts) follow on the next
+        # line; HCL ends an expression at the newline unless brackets are open.
+        for child in node.children:
+            if isinstance(child, Tree) and child.data == "new_line_or_comment":
+                at = node_start(child)  # the newline, or the comment that ends the line
+                self.syntax(
+                    "the expression continues on the next line; keep it on one line "
+                    "or wrap it in `( )`",
+                    at,
+                )
+                return
 
     def _check_leading_operators(self, node: Tree[Token]) -> None:
         # python-hcl2's post-lexer glues a newline onto the operator after it, so
@@ -582,8 +657,8 @@ class _Loader:
         operator, operand = _children(tree)
         if not isinstance(operator, Token) or operator.type != "MINUS":
             return None
-        if not isinstance(operand, Tree):
-            return None
+        if not isinstance(operand, Tree) or operand.data == "unary_op":
+            return None  # `--1` stays an expression, as written
         inner = self.literal(operand)
         if not isinstance(inner, Scalar) or isinstance(inner.value, bool):
             return None
@@ -653,6 +728,22 @@ class _Loader:
 
 
 _KEYWORD_VALUES: dict[str, bool | None] = {"true": True, "false": False, "null": None}
+
+
+def _first_invalid_name_character(name: str) -> int | None:
+    """Where ``name`` stops being a UAX #31 identifier (with `-` allowed), if it does.
+
+    ``str.isidentifier`` is Python's identifier rule: XID_Start or `_`, then
+    XID_Continue, which is UAX #31's (the XID sets are ID_Start and ID_Continue
+    made stable under NFKC, so they differ only in a handful of compatibility
+    characters).
+    """
+    if not name[0].isidentifier():
+        return 0
+    for index, char in enumerate(name[1:], start=1):
+        if char != "-" and not ("a" + char).isidentifier():
+            return index
+    return None
 
 
 def _number(text: str) -> int | float | None:

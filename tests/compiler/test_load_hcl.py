@@ -148,11 +148,11 @@ def test_non_literals_are_expressions_with_exact_source(source: str) -> None:
 
 
 def test_multiline_expression_source_excludes_the_trailing_newline() -> None:
-    text = "a = object({\n  item     = string,\n  quantity = number,\n})\nb = 1 +\n  2\n"
+    text = "a = object({\n  item     = string,\n  quantity = number,\n})\nb = (1 +\n  2)\n"
     document = load_ok(text)
     a, b = document.body.attributes
     assert a.value == Expr(text[4 : text.index("})") + 2], sp(1, 5, 4, 3))
-    assert b.value == Expr("1 +\n  2", sp(5, 5, 6, 4))
+    assert b.value == Expr("(1 +\n  2)", sp(5, 5, 6, 5))
 
 
 def test_a_map_with_a_computed_key_is_an_expression() -> None:
