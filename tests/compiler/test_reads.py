@@ -203,3 +203,15 @@ def test_file_has_a_size_cap(tmp_path: Path) -> None:
     root = project(tmp_path, 'file("p.md")')
     (root / "p.md").write_bytes(b"x" * (src.MAX_INCLUDED_BYTES + 1))
     assert "larger than" in file_error(root)
+
+
+def test_text_read_through_file_is_checked_for_secrets(tmp_path: Path) -> None:
+    root = project(tmp_path, 'file("prompts/p.md")')
+    (root / "prompts").mkdir()
+    key = "AKIA" + "ABCDEFGHIJKLMNOP"  # an AWS access key id's shape, split so no scanner flags it
+    (root / "prompts" / "p.md").write_text(f"Use key {key} when asked.\n", encoding="utf-8")
+    result = compile_paths([root])
+    found = [d for d in result.diagnostics if d.code == "OS506"]
+    assert len(found) == 1 and not result.ok, result.diagnostics
+    assert found[0].span.file == str(root / "all.hcl")  # at the definition that reads it
+    assert result.documents == {}
