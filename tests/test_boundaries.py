@@ -1,0 +1,235 @@
+"""The import rules between openseal's packages, checked over the source with ``ast``.
+
+- the compiler is pure: it imports nothing of openseal but ``openseal.errors`` (and the
+  package's ``__version__``), so never the runtime, skills, runbooks, the API or the CLI;
+- runbooks run without a store: they never import the runtime;
+- skills are used by both executors: they never import the runtime;
+- the API and the CLI reach the runtime only through the modules listed in
+  :data:`RUNTIME_SEAMS`; a new one fails here until it is added on purpose.
+
+Every import counts, including those inside functions and under ``TYPE_CHECKING``: a lazy
+import is still a dependency.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "openseal"
+
+#: package → the openseal packages (``openseal.<name>``) it must never import
+FORBIDDEN: dict[str, frozenset[str]] = {
+    "compiler": frozenset(
+        {"runtime", "skills", "runbooks", "api", "cli", "quickstart", "simulator"}
+    ),
+    "runbooks": frozenset({"runtime", "api", "cli", "quickstart"}),
+    "skills": frozenset({"runtime", "runbooks", "api", "cli", "quickstart"}),
+}
+
+#: The runtime modules the API and the CLI import today. They are meant to shrink to one
+#: service face; until then a module missing here is a new seam between the layers, and the
+#: test fails so that adding it is a decision, not an accident.
+RUNTIME_SEAMS: dict[str, frozenset[str]] = {
+    "api": frozenset(
+        {
+            "openseal.runtime.approvals",  # the approval authority and the local operator name
+            "openseal.runtime.engine",  # serve --workers runs engines in the server process
+            "openseal.runtime.governance",
+            "openseal.runtime.models",  # the default model provider factory for workers
+            "openseal.runtime.records",
+            "openseal.runtime.schema",  # the idempotency table
+            "openseal.runtime.service",
+            "openseal.runtime.service_actions",
+            "openseal.runtime.service_api",
+            "openseal.runtime.statuses",
+            "openseal.runtime.store",
+            "openseal.runtime.store_errors",  # database faults → 503
+        }
+    ),
+    "cli": frozenset(
+        {
+            "openseal.runtime.actions",
+            "openseal.runtime.approvals",
+            "openseal.runtime.change_proposals",
+            "openseal.runtime.engine",
+            "openseal.runtime.event_summary",
+            "openseal.runtime.governance",
+            "openseal.runtime.migrations",  # openseal db upgrade
+            "openseal.runtime.models",
+            "openseal.runtime.records",
+            "openseal.runtime.service",
+            "openseal.runtime.service_actions",
+            "openseal.runtime.statuses",
+            "openseal.runtime.store",
+            "openseal.runtime.store_errors",  # database faults → one line
+            "openseal.runtime.worker",
+        }
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Import:
+    importer: str  # dotted module name
+    imported: str  # dotted module name
+    line: int
+
+
+def module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def is_module(name: str, root: Path) -> bool:
+    """Whether dotted ``name`` (under ``root``'s package) is a module or a package."""
+    relative = Path(*name.split(".")[1:]) if "." in name else Path()
+    base = root / relative
+    return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
+
+
+def imports_of(source: str, importer: str, *, package: bool, root: Path) -> Iterator[Import]:
+    """The openseal modules ``source`` (module ``importer``) imports.
+
+    ``from a.b import c`` names module ``a.b.c`` when it is one, else ``a.b``; relative
+    imports are resolved against ``importer``.
+    """
+    here = importer.split(".") if package else importer.split(".")[:-1]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield Import(importer, alias.name, node.lineno)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = here[: len(here) - (node.level - 1)]
+                module = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                module = node.module or ""
+            for alias in node.names:
+                candidate = f"{module}.{alias.name}"
+                found = candidate if is_module(candidate, root) else module
+                yield Import(importer, found, node.lineno)
+
+
+def all_imports(root: Path = PACKAGE) -> list[Import]:
+    found: list[Import] = []
+    for path in sorted(root.rglob("*.py")):
+        name = module_name(path, root)
+        source = path.read_text(encoding="utf-8")
+        package = path.name == "__init__.py"
+        found.extend(
+            item
+            for item in imports_of(source, name, package=package, root=root)
+            if item.imported == root.name or item.imported.startswith(f"{root.name}.")
+        )
+    return found
+
+
+def layer(module: str) -> str:
+    """``openseal.runtime.states.turn`` → ``runtime``; ``openseal`` → ``""``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def forbidden(imports: list[Import]) -> list[str]:
+    return [
+        f"{item.importer}:{item.line} imports {item.imported}"
+        for item in imports
+        if layer(item.imported) in FORBIDDEN.get(layer(item.importer), frozenset())
+    ]
+
+
+def new_seams(imports: list[Import]) -> list[str]:
+    return [
+        f"{item.importer}:{item.line} imports {item.imported}"
+        for item in imports
+        if layer(item.importer) in RUNTIME_SEAMS
+        and layer(item.imported) == "runtime"
+        and item.imported != "openseal.runtime"
+        and not any(
+            item.imported == seam or item.imported.startswith(f"{seam}.")
+            for seam in RUNTIME_SEAMS[layer(item.importer)]
+        )
+    ]
+
+
+def test_no_forbidden_import() -> None:
+    assert forbidden(all_imports()) == []
+
+
+def test_api_and_cli_reach_the_runtime_only_through_the_listed_modules() -> None:
+    assert new_seams(all_imports()) == []
+
+
+def test_every_listed_seam_is_still_used() -> None:
+    """A seam that is no longer crossed is removed from the list, so the list stays true."""
+    used = {
+        (layer(item.importer), seam)
+        for item in all_imports()
+        for seam in RUNTIME_SEAMS.get(layer(item.importer), frozenset())
+        if item.imported == seam or item.imported.startswith(f"{seam}.")
+    }
+    unused = {(owner, seam) for owner, seams in RUNTIME_SEAMS.items() for seam in seams} - used
+    assert unused == set()
+
+
+# -- the scanner itself ------------------------------------------------------------------
+
+
+def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
+    root = tmp_path / "openseal"
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import openseal.runtime.store\n",
+        "from openseal.runtime import store\n",
+        "from openseal.runtime.store import Store\n",
+        "from ..runtime.store import Store\n",
+        "def later():\n    from openseal.runtime.store import Store\n",
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..runtime import store\n",
+    ],
+)
+def test_a_compiler_import_of_the_runtime_is_caught_in_every_form(
+    tmp_path: Path, source: str
+) -> None:
+    root = _tree(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "compiler/__init__.py": "",
+            "compiler/resolve.py": source,
+            "runtime/__init__.py": "",
+            "runtime/store.py": "class Store: ...\n",
+        },
+    )
+    assert forbidden(all_imports(root)) == [
+        f"openseal.compiler.resolve:{source.count(chr(10))} imports openseal.runtime.store"
+    ]
+
+
+def test_a_new_runtime_module_imported_by_the_api_is_caught(tmp_path: Path) -> None:
+    root = _tree(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "api/__init__.py": "from openseal.runtime import service\n",
+            "api/routes.py": "from openseal.runtime.leases import Leases\n",
+            "runtime/__init__.py": "",
+            "runtime/service.py": "",
+            "runtime/leases.py": "class Leases: ...\n",
+        },
+    )
+    assert new_seams(all_imports(root)) == ["openseal.api.routes:1 imports openseal.runtime.leases"]
