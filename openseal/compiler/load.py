@@ -22,6 +22,7 @@ from openseal.compiler import source as src
 from openseal.compiler.decode import Definition, decode, written_keys
 from openseal.compiler.diagnostics import Diagnostic, Related, error, sort_key, warning
 from openseal.compiler.fields import FILE_READS
+from openseal.compiler.hcl_parser import gc_paused
 from openseal.compiler.labels import block_labels
 from openseal.compiler.load_hcl import load_hcl
 from openseal.compiler.load_yaml import load_yaml
@@ -204,6 +205,14 @@ def _well_formed(loaded: LoadedFile) -> bool:
 
 
 def _load_uncached(source: SourceFile) -> LoadedFile:
+    # Loading builds a great many small objects and no cycles worth collecting;
+    # with the collector running, its full collections made a large file's cost
+    # grow faster than the file.
+    with gc_paused():
+        return _load_text(source)
+
+
+def _load_text(source: SourceFile) -> LoadedFile:
     if source.data is None:
         # Read it again the careful way, which says why it cannot be used.
         text, diagnostics = src.read_source(source.path)

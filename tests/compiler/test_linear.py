@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import gc
+from pathlib import Path
+
 import pytest
 
-from openseal.compiler import plain
+from openseal.compiler import load, plain
 from openseal.compiler.decode import decode
 from openseal.compiler.load_hcl import load_hcl
 from openseal.compiler.plain import fold
@@ -95,3 +98,23 @@ def test_a_block_type_that_is_also_an_attribute_keeps_the_general_path() -> None
     assert document is not None
     folded, found = fold(document.body)
     assert found == [] and folded.data == {"b": [1, {}, {}]}  # as before: one list
+
+
+def test_a_file_is_loaded_with_the_collector_paused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Full collections over a large file's many objects made its cost super-linear.
+    seen: list[bool] = []
+    real = load.decode
+
+    def recording(*args: Any) -> Any:
+        seen.append(gc.isenabled())
+        return real(*args)
+
+    monkeypatch.setattr(load, "decode", recording)
+    monkeypatch.setenv("OPENSEAL_CACHE", "off")
+    (tmp_path / "a.hcl").write_text(workflow_text(), encoding="utf-8")
+    was_enabled = gc.isenabled()
+    load.load_definitions([tmp_path])
+    assert seen == [False]
+    assert gc.isenabled() == was_enabled
