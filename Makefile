@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 
-.PHONY: help install quickstart validate test check fmt lint typecheck schemas golden bench clean
+.PHONY: help install quickstart validate test check fmt lint typecheck schemas errors golden bench clean
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -41,6 +41,9 @@ check: lint typecheck test  ## format check + lint + types + tests
 
 schemas: $(STAMP)  ## regenerate schemas/ from the models
 	$(BIN)/openseal schema --out schemas/
+
+errors: $(STAMP)  ## regenerate the code tables of docs/errors.md from openseal/error_codes.py
+	$(BIN)/python -m openseal.error_codes docs/errors.md
 
 golden: $(STAMP)  ## regenerate tests/golden/ (review the diff before committing)
 	OPENSEAL_UPDATE_GOLDEN=1 $(BIN)/pytest -q tests -k golden

@@ -3,7 +3,8 @@
 ``{"error": {"code": "<stable code>", "message": "<one line>", "details": {...}}}``
 
 Refusals from the service layer keep their own stable code (``hash_mismatch``,
-``stale_revision``, ``not_an_approver``...) and get an HTTP status from :data:`STATUS`. Request
+``stale_revision``, ``not_an_approver``...) and the HTTP status the error registry
+(:mod:`openseal.error_codes`) declares for it. Request
 validation is ``422 invalid_request``; an operation whose capability is absent is
 ``501 not_served``; anything unexpected is ``500 internal_error`` with an opaque reference —
 never a traceback, an exception text or a secret.
@@ -23,67 +24,24 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from openseal.error_codes import http_status
 from openseal.errors import OpenSealError, UsageError
 from openseal.runtime.store_errors import describe_fault, transient
 
 log = logging.getLogger("openseal.api")
 
-#: stable error code → HTTP status; a code not listed is a 400
-STATUS: dict[str, int] = {
-    "invalid_request": 422,
-    "usage_error": 422,
-    "bundle_error": 422,
-    "compile_error": 422,
-    "reason_required": 422,
-    "unauthorized": 401,
-    "forbidden": 403,
-    "not_allowed": 403,
-    "self_review": 403,
-    "self_approval": 403,
-    "not_an_approver": 403,
-    "local_operator_refused": 403,
-    "approvals_unavailable": 403,
-    "not_found": 404,
-    "not_deployed": 404,
-    "method_not_allowed": 405,
-    "conflict": 409,
-    "stale_revision": 409,
-    "idempotency_conflict": 409,
-    "invalid_status": 409,
-    "stale_proposal": 409,
-    "kind_mismatch": 409,
-    "reviews_required": 409,
-    "changes_requested": 409,
-    "no_previous_version": 409,
-    "unknown_version": 409,
-    "nothing_to_roll_back": 409,
-    "hash_mismatch": 409,
-    "proposal_unverified": 409,
-    "already_decided": 409,
-    "approval_expired": 409,
-    "approval_canceled": 409,
-    "run_ended": 409,
-    "action_in_flight": 409,
-    "stale_epoch": 409,
-    "internal_error": 500,
-    "not_served": 501,
-    "unavailable": 503,
-}
 
-#: service codes that mean "the request is malformed"; reported as ``invalid_request``
-INVALID_REQUEST_CODES = frozenset({"usage_error"})
+class ApiError(OpenSealError):
+    """An error raised by the API layer itself (authentication, capabilities, idempotency).
 
-
-class ApiError(Exception):
-    """An error raised by the API layer itself (authentication, capabilities, idempotency)."""
+    ``status`` is the one the registry declares for ``code`` (a test checks every call).
+    """
 
     def __init__(
         self, status: int, code: str, message: str, details: Mapping[str, Any] | None = None
     ) -> None:
-        super().__init__(message)
+        super().__init__(message, code=code)
         self.status = status
-        self.code = code
-        self.message = message
         self.details = dict(details or {})
 
 
@@ -118,7 +76,7 @@ def from_openseal(exc: OpenSealError) -> JSONResponse:
     """A service refusal: its stable code, its one-line message, the status for that code."""
     code = "invalid_request" if isinstance(exc, UsageError) else exc.code
     details = {"reason": exc.code} if code != exc.code else {}
-    return error_response(STATUS.get(code, 400), code, exc.message, details)
+    return error_response(http_status(code), code, exc.message, details)
 
 
 def _validation(exc: RequestValidationError) -> JSONResponse:

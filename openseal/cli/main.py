@@ -1,6 +1,7 @@
 """The ``openseal`` command. Commands are thin: parse options, call a stage, render.
 
-Exit codes: 0 success, 1 failure or error diagnostics, 2 usage errors.
+Exit codes: 0 success, 1 failure or error diagnostics, 2 usage errors; an error's exit code
+is the one the error registry (:mod:`openseal.error_codes`) declares for its code.
 No Python traceback reaches a user; set ``OPENSEAL_DEBUG=1`` to see one.
 """
 
@@ -13,6 +14,7 @@ import click
 
 from openseal import __version__
 from openseal.cli.lazy import LazyGroup
+from openseal.error_codes import USAGE, exit_code
 from openseal.errors import OpenSealError, UsageError
 
 #: command name → "module:attribute"; modules are imported only when their
@@ -67,10 +69,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2 if isinstance(exc, click.UsageError) else exc.exit_code
     except UsageError as exc:
         click.echo(f"error: {exc}", err=True)
-        return 2
+        return USAGE
     except OpenSealError as exc:
         click.echo(f"error: {exc}", err=True)
-        return 1
+        return exit_code(exc.code)
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         return 130

@@ -21,7 +21,7 @@ from openseal.runtime import schema
 from openseal.runtime.clock import new_id
 from openseal.runtime.events import iso
 from openseal.runtime.statuses import ChangeProposalStatus as S
-from openseal.runtime.store_errors import NotFound
+from openseal.runtime.store_errors import NotFound, StaleRevision
 
 proposals = schema.change_proposals
 reviews = schema.change_proposal_reviews
@@ -40,8 +40,12 @@ class GovernanceError(RuntimeFailure):
     code = "governance_error"
 
 
-class Conflict(GovernanceError):
-    """``expected_revision`` no longer matches: someone else changed the proposal first."""
+class Conflict(StaleRevision, GovernanceError):
+    """``expected_revision`` no longer matches: someone else changed the proposal first.
+
+    The same refusal as :class:`StaleRevision` (``except StaleRevision`` catches both); it
+    keeps the code ``conflict`` that the API has always answered for change proposals.
+    """
 
     code = "conflict"
 

@@ -86,6 +86,8 @@ class TurnStopped(Exception):
 class LeaseLost(Exception):
     """The heartbeat found the claim gone; stop before calling anything else."""
 
+    code = "lease_lost"
+
 
 class BudgetSpent(Exception):
     """A budget does not allow the next model or tool call; the run has not been moved yet.

@@ -1,0 +1,315 @@
+"""Every stable error code openseal answers with, declared once.
+
+An error's ``code`` (``OpenSealError.code``, the API's ``error.code``) is part of the
+interface: scripts branch on it. Each one is declared here with the HTTP status the API
+answers it with, the exit code the CLI ends with, and one line saying what it means; the
+API's status table and the CLI's exit codes are read from :data:`REGISTRY`, and
+``docs/errors.md`` is rendered from it (``make errors``; a test fails when it drifts).
+
+Example::
+
+    >>> from openseal.error_codes import http_status, exit_code
+    >>> http_status("stale_revision"), exit_code("usage_error")
+    (409, 2)
+
+A code that is not registered is a bug (a test scans ``openseal/`` for code literals);
+should one reach a user anyway it is answered as an internal error (500, exit 1).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+#: exit codes of the CLI: 0 success, 1 failure (or error diagnostics), 2 usage error
+FAILURE = 1
+USAGE = 2
+
+
+@dataclass(frozen=True)
+class ErrorCode:
+    """One stable error code: what the API and the CLI answer it with, and what it means."""
+
+    code: str
+    http: int
+    exit: int
+    meaning: str
+    #: where it comes from, for the rendered table's sections
+    area: str
+
+    @property
+    def control_flow(self) -> bool:
+        """A signal that steers the engine rather than an error a user meets."""
+        return self.code in CONTROL_FLOW
+
+
+_AREAS: dict[str, str] = {
+    "general": "General",
+    "request": "Requests and access (HTTP API)",
+    "store": "Store",
+    "runs": "Runs and leases",
+    "governance": "Governance (deploy, change proposals, deployments)",
+    "approvals": "Approvals and actions",
+    "models": "Model endpoints",
+    "skills": "Skills and credentials",
+    "compiler": "Compiling and expressions",
+    "runbooks": "Runbooks",
+    "tools": "Tools around the runtime",
+}
+
+
+#: codes of signals that steer the engine (a lost claim on a run), not errors a user meets
+CONTROL_FLOW = frozenset({"stale_epoch", "lease_lost"})
+
+
+def _codes(area: str, *rows: tuple[str, int, int, str]) -> list[ErrorCode]:
+    return [ErrorCode(code, http, exit, meaning, area) for code, http, exit, meaning in rows]
+
+
+_ALL: list[ErrorCode] = [
+    *_codes(
+        "general",
+        ("openseal_error", 400, FAILURE, "A refusal with no more specific code."),
+        ("usage_error", 422, USAGE, "The caller asked for something malformed."),
+        ("internal_error", 500, FAILURE, "An unexpected error; the server log has a reference."),
+    ),
+    *_codes(
+        "request",
+        ("invalid_request", 422, USAGE, "A body, parameter or header failed validation."),
+        ("unauthorized", 401, FAILURE, "No bearer token, or one the server does not know."),
+        ("forbidden", 403, FAILURE, "The caller may not use this endpoint."),
+        ("not_found", 404, FAILURE, "No such endpoint or entity."),
+        ("method_not_allowed", 405, USAGE, "The endpoint does not take this HTTP method."),
+        ("not_served", 501, FAILURE, "The operation's capability is not configured here."),
+        ("unavailable", 503, FAILURE, "The server or its database cannot be reached; retry."),
+        (
+            "idempotency_conflict",
+            409,
+            FAILURE,
+            "An idempotency key, event id, digest or activity id was reused for other content.",
+        ),
+    ),
+    *_codes(
+        "store",
+        ("store_error", 500, FAILURE, "The store failed an operation (no more specific code)."),
+        ("invalid_status", 409, FAILURE, "The entity's status does not allow the operation."),
+        (
+            "stale_revision",
+            409,
+            FAILURE,
+            "The entity is no longer at the expected revision; reload it and try again.",
+        ),
+        (
+            "conflict",
+            409,
+            FAILURE,
+            "The entity changed under the request (a change proposal's expected revision, an "
+            "action resolved meanwhile); reload it and try again.",
+        ),
+        ("artifact_corrupt", 500, FAILURE, "A stored artefact no longer hashes to its digest."),
+        ("busy", 503, FAILURE, "The store kept changing under the operation; retry."),
+        ("internal", 500, FAILURE, "A row changed under its own lock: a bug, never expected."),
+        ("name_mismatch", 409, FAILURE, "A version id names a definition of another name."),
+        ("not_deployed", 404, FAILURE, "No version of that workflow is deployed."),
+        (
+            "schema_outdated",
+            503,
+            FAILURE,
+            "The database schema is older than this openseal; run `openseal db upgrade`.",
+        ),
+        ("schema_newer", 503, FAILURE, "The database was migrated by a newer openseal."),
+    ),
+    *_codes(
+        "runs",
+        ("runtime_error", 500, FAILURE, "The runtime failed an operation (no more specific code)."),
+        (
+            "definition_error",
+            500,
+            FAILURE,
+            "A stored compiled definition lacks what the run needs (a state, a pinned version).",
+        ),
+        ("run_ended", 409, FAILURE, "The run has ended; nothing more can be decided for it."),
+        (
+            "stale_epoch",
+            409,
+            FAILURE,
+            "A worker's write was fenced off: another claim or an operator took the run over.",
+        ),
+        (
+            "lease_lost",
+            409,
+            FAILURE,
+            "A worker's heartbeat found its claim on a run gone; the turn is dropped.",
+        ),
+    ),
+    *_codes(
+        "governance",
+        ("governance_error", 409, FAILURE, "A governance operation was refused."),
+        ("stale_proposal", 409, FAILURE, "The active versions changed since the diff; re-plan."),
+        ("not_allowed", 403, FAILURE, "The policy does not let this actor do this."),
+        ("self_review", 403, FAILURE, "The author of a change proposal may not review it."),
+        ("self_approval", 403, FAILURE, "The author may not approve their own change."),
+        ("changes_requested", 409, FAILURE, "A reviewer asked for changes; it cannot be approved."),
+        ("reviews_required", 409, FAILURE, "Too few approving reviews for the decision."),
+        ("kind_mismatch", 409, FAILURE, "The proposal is of another kind than the operation."),
+        ("ambiguous_id", 400, FAILURE, "An id prefix names more than one entity; give more."),
+        ("no_previous_version", 409, FAILURE, "There is no earlier version to roll back to."),
+        ("unknown_version", 409, FAILURE, "The version was never deployed under this name."),
+        ("nothing_to_roll_back", 409, FAILURE, "The requested version is already active."),
+    ),
+    *_codes(
+        "approvals",
+        ("approval_refused", 403, FAILURE, "An approval decision was refused."),
+        (
+            "approvals_unavailable",
+            403,
+            FAILURE,
+            "No approval authority is configured, so no approval can be decided.",
+        ),
+        (
+            "local_operator_refused",
+            403,
+            FAILURE,
+            "The local operator (user:local) may decide only through a loopback API.",
+        ),
+        ("not_an_approver", 403, FAILURE, "The actor is not one of the approval's approvers."),
+        ("reason_required", 422, FAILURE, "A rejection or a change request needs a reason."),
+        ("hash_mismatch", 409, FAILURE, "The decision names another proposal hash than shown."),
+        ("proposal_unverified", 409, FAILURE, "The stored proposal does not match its hash."),
+        ("already_decided", 409, FAILURE, "The approval was decided meanwhile."),
+        ("approval_expired", 409, FAILURE, "The approval expired before the decision."),
+        ("approval_canceled", 409, FAILURE, "The approval was canceled before the decision."),
+        ("action_in_flight", 409, FAILURE, "The action is being dispatched right now."),
+    ),
+    *_codes(
+        "models",
+        ("model_error", 502, FAILURE, "The model endpoint failed; retrying will not help."),
+        ("model_unavailable", 503, FAILURE, "The model endpoint failed for now (5xx); retried."),
+        ("model_timeout", 504, FAILURE, "The model endpoint did not answer in time; retried."),
+        ("model_unreachable", 503, FAILURE, "The model endpoint cannot be reached; retried."),
+        ("reply_lost", 502, FAILURE, "The model's reply was lost after sending; retried."),
+        ("rate_limited", 503, FAILURE, "The model endpoint is rate limiting (429); retried."),
+        ("model_unauthorized", 502, FAILURE, "The model endpoint refused the credential."),
+        ("model_rejected", 502, FAILURE, "The model endpoint rejected the request (4xx)."),
+        ("malformed_response", 502, FAILURE, "The model's answer is not a chat completion."),
+        ("stream_interrupted", 502, FAILURE, "A streamed answer was cut off; retried."),
+        ("model_refused", 502, FAILURE, "The model refused to answer."),
+        ("model_misconfigured", 500, FAILURE, "The model profile cannot be used as configured."),
+    ),
+    *_codes(
+        "skills",
+        (
+            "credential_unavailable",
+            500,
+            FAILURE,
+            "A credential reference cannot be resolved (unset variable, unsafe file).",
+        ),
+        ("runtime_context_invalid", 500, FAILURE, "The runtime context file is not valid."),
+    ),
+    *_codes(
+        "compiler",
+        ("compile_error", 422, FAILURE, "Definitions do not compile; diagnostics say why."),
+        ("bundle_error", 422, FAILURE, "A bundle is malformed or does not match its manifest."),
+        ("invalid_type_json", 422, FAILURE, "A compiled type is not in the compiled form."),
+        (
+            "invalid_expression_json",
+            422,
+            FAILURE,
+            "A compiled expression is not in the compiled form.",
+        ),
+        ("evaluation_error", 422, FAILURE, "An expression could not be evaluated."),
+        ("unknown_reference", 422, FAILURE, "An expression reads a name that is not in scope."),
+        ("missing_key", 422, FAILURE, "An expression reads a key the value does not have."),
+        ("index_out_of_range", 422, FAILURE, "An expression indexes past a list's end."),
+        ("unknown_function", 422, FAILURE, "An expression calls a function that does not exist."),
+        ("division_by_zero", 422, FAILURE, "An expression divides by zero."),
+        ("number_out_of_range", 422, FAILURE, "An expression's number is too large."),
+        ("type_error", 422, FAILURE, "An expression applies an operation to the wrong type."),
+        ("draw_error", 422, FAILURE, "The graph cannot be drawn in the requested format."),
+        ("graphviz_not_found", 500, FAILURE, "SVG output needs Graphviz's `dot` on PATH."),
+    ),
+    *_codes(
+        "runbooks",
+        ("runbook_error", 500, FAILURE, "The runbook executor failed (no more specific code)."),
+        ("input_usage", 422, USAGE, "A runbook input was given malformed (`--input k=v`)."),
+        ("input_type", 422, FAILURE, "A runbook input or output does not fit its type."),
+        ("step_failed", 500, FAILURE, "A runbook step failed."),
+    ),
+    *_codes(
+        "tools",
+        ("simulator_error", 500, FAILURE, "The procurement simulator could not start or run."),
+    ),
+]
+
+#: code → its declaration
+REGISTRY: Mapping[str, ErrorCode] = {entry.code: entry for entry in _ALL}
+
+#: what an unregistered code is answered with: it is a bug, not the caller's fault
+UNREGISTERED = ErrorCode("internal_error", 500, FAILURE, "unregistered", "general")
+
+
+def lookup(code: str) -> ErrorCode:
+    """The declaration of ``code``; an unregistered code is answered as an internal error."""
+    return REGISTRY.get(code, UNREGISTERED)
+
+
+def http_status(code: str) -> int:
+    """The HTTP status the API answers ``code`` with."""
+    return lookup(code).http
+
+
+def exit_code(code: str) -> int:
+    """The exit code the CLI ends with for ``code``."""
+    return lookup(code).exit
+
+
+# -- docs/errors.md ---------------------------------------------------------------------
+
+BEGIN = "<!-- BEGIN error codes: generated by `make errors`, do not edit -->"
+END = "<!-- END error codes -->"
+
+
+def render_table() -> str:
+    """The registry as Markdown: one table per area, codes in declaration order."""
+    lines: list[str] = []
+    for area, title in _AREAS.items():
+        entries = [entry for entry in _ALL if entry.area == area]
+        if not entries:
+            continue
+        lines += [
+            f"### {title}",
+            "",
+            "| code | HTTP | exit | meaning |",
+            "| --- | --- | --- | --- |",
+        ]
+        for entry in entries:
+            meaning = entry.meaning + (" *Control flow.*" if entry.control_flow else "")
+            lines.append(f"| `{entry.code}` | {entry.http} | {entry.exit} | {meaning} |")
+        lines.append("")
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def render_document(current: str) -> str:
+    """``current`` (the text of docs/errors.md) with its generated section rendered anew."""
+    pattern = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END), re.DOTALL)
+    if pattern.search(current) is None:
+        raise ValueError(f"the document has no section between {BEGIN!r} and {END!r}")
+    return pattern.sub(lambda _: f"{BEGIN}\n\n{render_table()}\n{END}", current, count=1)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m openseal.error_codes FILE``: render the registry into FILE's section."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m openseal.error_codes docs/errors.md", file=sys.stderr)
+        return USAGE
+    path = Path(args[0])
+    path.write_text(render_document(path.read_text(encoding="utf-8")), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
