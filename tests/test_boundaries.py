@@ -4,6 +4,8 @@
   package's ``__version__``), so never the runtime, skills, runbooks, the API or the CLI;
 - runbooks run without a store: they never import the runtime;
 - skills are used by both executors: they never import the runtime;
+- the runtime consumes compiled documents only: it never imports the compiler's loaders
+  or its driver (:data:`FRONT_HALF`);
 - the API and the CLI reach the runtime only through the modules listed in
   :data:`RUNTIME_SEAMS`; a new one fails here until it is added on purpose.
 
@@ -30,6 +32,15 @@ FORBIDDEN: dict[str, frozenset[str]] = {
     "runbooks": frozenset({"runtime", "api", "cli", "quickstart"}),
     "skills": frozenset({"runtime", "runbooks", "api", "cli", "quickstart"}),
 }
+
+#: the compiler modules that read definition files; the runtime never re-reads them
+FRONT_HALF = frozenset(
+    f"openseal.compiler.{name}"
+    for name in (
+        "source", "load", "load_hcl", "load_yaml", "hcl_parser", "plain", "fields", "decode",
+        "driver", "pipeline", "cache",
+    )
+)  # fmt: skip
 
 #: The runtime modules the API and the CLI import today. They are meant to shrink to one
 #: service face; until then a module missing here is a new seam between the layers, and the
@@ -142,6 +153,7 @@ def forbidden(imports: list[Import]) -> list[str]:
         f"{item.importer}:{item.line} imports {item.imported}"
         for item in imports
         if layer(item.imported) in FORBIDDEN.get(layer(item.importer), frozenset())
+        or (layer(item.importer) == "runtime" and item.imported in FRONT_HALF)
     ]
 
 
@@ -217,6 +229,23 @@ def test_a_compiler_import_of_the_runtime_is_caught_in_every_form(
     )
     assert forbidden(all_imports(root)) == [
         f"openseal.compiler.resolve:{source.count(chr(10))} imports openseal.runtime.store"
+    ]
+
+
+def test_a_runtime_import_of_a_loader_is_caught(tmp_path: Path) -> None:
+    root = _tree(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "compiler/__init__.py": "",
+            "compiler/model.py": "",
+            "compiler/load_hcl.py": "",
+            "runtime/__init__.py": "",
+            "runtime/workflow.py": "from openseal.compiler import load_hcl, model\n",
+        },
+    )
+    assert forbidden(all_imports(root)) == [
+        "openseal.runtime.workflow:1 imports openseal.compiler.load_hcl"
     ]
 
 
