@@ -183,6 +183,7 @@ class Service:
         with self._lock:
             return {
                 "orders": len(self._orders),
+                "in_flight": len(self._in_flight),
                 "requests": dict(sorted(self._requests.items())),
                 "outcomes": dict(sorted(self._outcomes.items())),
             }

@@ -410,23 +410,26 @@ def test_cli_refuses_a_missing_credential_variable() -> None:
 def test_a_same_key_request_while_the_first_is_in_flight_gets_409(
     sim: ProcurementSimulator,
 ) -> None:
-    sim.set_fault(hold_create_seconds=1.0)
+    sim.set_fault(hold_create_seconds=5.0)
     headers = {"Idempotency-Key": "k-in-flight"}
     first: list[httpx.Response] = []
     sender = threading.Thread(
-        target=lambda: first.append(httpx.post(f"{sim.url}/orders", json=ORDER, headers=headers))
+        target=lambda: first.append(
+            httpx.post(f"{sim.url}/orders", json=ORDER, headers=headers, timeout=60)
+        )
     )
     sender.start()
     try:
         deadline = time.monotonic() + 30
-        while sim.stats()["outcomes"].get("in_flight", 0) == 0:  # type: ignore[attr-defined]
-            second = httpx.post(f"{sim.url}/orders", json=ORDER, headers=headers)
-            if second.status_code == 409:
-                assert second.json()["error"] == "idempotency_key_in_flight"
-                assert httpx.get(f"{sim.url}/orders/by-key/k-in-flight").status_code == 404
-                break
+        while sim.stats()["in_flight"] == 0:  # the first request holds the key now
             assert time.monotonic() < deadline
+            time.sleep(0.01)
+        second = httpx.post(f"{sim.url}/orders", json=ORDER, headers=headers, timeout=60)
+        assert second.status_code == 409
+        assert second.json()["error"] == "idempotency_key_in_flight"
+        assert httpx.get(f"{sim.url}/orders/by-key/k-in-flight").status_code == 404
     finally:
         sender.join(timeout=60)
     assert first[0].status_code == 201
     assert sim.order_count() == 1
+    assert sim.stats()["in_flight"] == 0
