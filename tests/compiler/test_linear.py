@@ -8,10 +8,9 @@ spans recorded so far (fold used to scan them all for every such block).
 
 from __future__ import annotations
 
-from typing import Any
-
 import gc
 from pathlib import Path
+from typing import Any
 
 import pytest
 
