@@ -17,7 +17,11 @@ def summarize(event: Event) -> str:
         "turn.started": lambda: f"turn {p.get('seq')} in {p.get('state')}",
         "turn.updated": lambda: f"{p.get('phase')}",
         "activity.recorded": lambda: f"{p.get('kind')} {p.get('activity_id')}",
-        "budget.spent": lambda: ", ".join(f"{k} {v}" for k, v in (p.get("spent") or {}).items()),
+        "budget.spent": lambda: _amounts(p.get("spent")),
+        "budget.reserved": lambda: f"{_amounts(p.get('reserved'))} for {p.get('activity_id')}",
+        "activity.failed": lambda: _failed(p),
+        "activity.lost": lambda: f"{p.get('activity_id')}, counted: {_amounts(p.get('spent'))}",
+        "turn.retry_scheduled": lambda: _retry(p),
         "state.advanced": lambda: f"{p.get('from')} -> {p.get('to')} ({p.get('event')})",
         "proposal.drafted": lambda: f"{p.get('name')} {_short(p.get('hash'), 16)}",
         "wait.approval": lambda: f"approval {_short((p.get('waiting') or {}).get('approval_id'))}",
@@ -37,6 +41,26 @@ def _action(to: str, payload: Mapping[str, Any]) -> str:
     if "attempt" in payload:
         text += f", attempt {payload['attempt']}"
     return text
+
+
+def _amounts(amounts: object) -> str:
+    items = amounts.items() if isinstance(amounts, Mapping) else ()
+    return ", ".join(f"{k} {v}" for k, v in items) or "nothing"
+
+
+def _failed(payload: Mapping[str, Any]) -> str:
+    cost = _amounts(payload.get("spent"))
+    estimated = " (estimated)" if payload.get("estimated") else ""
+    return f"{payload.get('activity_id')}: {payload.get('code')}, counted: {cost}{estimated}"
+
+
+def _retry(payload: Mapping[str, Any]) -> str:
+    found = payload.get("waiting")
+    waiting: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+    retries = payload.get("retries") or waiting.get("retries")
+    due = payload.get("retry_at") or waiting.get("retry_at")
+    why = waiting.get("code") or _short(payload.get("fault"), 40)
+    return f"retry {retries} at {due} ({why})"
 
 
 def _short(value: object, length: int = 10) -> str:
