@@ -54,9 +54,10 @@ def compile_command(
     diagnostic, 2 on usage errors.
     """
     from openseal.compiler.bundle import source_digests, write_bundle
+    from openseal.compiler.driver import Stage
     from openseal.compiler.pipeline import compile_paths
 
-    result = compile_paths(list(paths))
+    result = compile_paths(list(paths), through=Stage.EMIT)
     loaded = result.loaded
     written: Path | None = None
     if result.ok and not check:

@@ -73,13 +73,14 @@ def deploy(
 def _load(path: Path) -> Mapping[str, CompiledDocument] | Bundle:
     from openseal.cli.output import emit_diagnostics
     from openseal.compiler.bundle import is_bundle, read_bundle
+    from openseal.compiler.driver import Stage
     from openseal.compiler.pipeline import compile_paths
 
     if path.is_dir() and is_bundle(path):
         return read_bundle(path)
     if not path.exists():
         raise UsageError(f"{path}: no such file or directory")
-    result = compile_paths([path])
+    result = compile_paths([path], through=Stage.EMIT)
     if not result.ok:
         loaded = result.loaded
         emit_diagnostics(

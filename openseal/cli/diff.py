@@ -101,11 +101,12 @@ def _side(spec: str, defs_path: Path | None) -> Iterator[Documents]:
 
 
 def _compile(path: Path, label: str | None = None) -> Documents:
+    from openseal.compiler.driver import Stage
     from openseal.compiler.pipeline import compile_paths
 
     if not path.exists():
         raise UsageError(f"{label or path}: no such file or directory")
-    result = compile_paths([path])
+    result = compile_paths([path], through=Stage.EMIT)
     if not result.ok:
         loaded = result.loaded
         emit_diagnostics(

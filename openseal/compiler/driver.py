@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING
 from openseal.compiler.decode import Definition
 from openseal.compiler.diagnostics import Diagnostic, error, has_errors
 from openseal.compiler.document import CompiledDocument
-from openseal.errors import CompileError
 
 # Each stage imports its module when it first runs: a project served whole from
 # the compile cache runs none, and `openseal validate` in a pre-commit hook
@@ -115,18 +114,17 @@ def _check(project: ProjectResult) -> list[Diagnostic]:
 
 
 def _emit(project: ProjectResult) -> list[Diagnostic]:
-    from openseal.compiler.emit import emit
+    from openseal.compiler.emit import UnwritableValue, emit
 
     assert project.analysis is not None and project.graphs is not None
     if project.load_failed or has_errors(project.diagnostics):
         return []
     try:
         project.documents = emit(project.analysis, project.graphs)
-    except CompileError as exc:
-        # The checks report every value a document cannot carry; should one
+    except UnwritableValue as exc:
+        # Loading reports every number a document cannot carry; should a value
         # still get through, it is a located error, never an empty report.
-        first = min(project.analysis.definitions.values(), key=lambda d: d.key)
-        return [error("OS104", str(exc), first.name_span)]
+        return [error("OS104", exc.reason, exc.span)]
     return []
 
 

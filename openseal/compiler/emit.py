@@ -55,11 +55,20 @@ API_VERSION = "openseal/v1"
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 
+class UnwritableValue(CompileError):
+    """A definition holds a value its canonical JSON cannot carry."""
+
+    def __init__(self, definition: Definition, reason: str) -> None:
+        super().__init__(f"{definition.name_span}: {definition.key}: {reason}")
+        self.span = definition.name_span
+        self.reason = f"`{definition.key}`: {reason}"
+
+
 def emit(analysis: Analysis, graphs: Graphs) -> dict[str, CompiledDocument]:
     """Compile every definition of ``analysis`` into a document, keyed by ``kind.name``.
 
-    Raises :class:`~openseal.errors.CompileError` only for a value JSON cannot
-    carry exactly (NaN, an integer beyond ±2**53-1).
+    Raises :class:`UnwritableValue` (a :class:`~openseal.errors.CompileError`) only
+    for a value JSON cannot carry exactly (NaN, an integer beyond ±2**53-1).
     """
     definitions = dict(sorted(analysis.definitions.items()))
     dependencies = {key: dependencies_of(d, analysis) for key, d in definitions.items()}
@@ -82,7 +91,7 @@ def _compiled(definition: Definition, document: Document) -> CompiledDocument:
     try:
         canonical = canonical_bytes(document)
     except CompileError as exc:
-        raise CompileError(f"{definition.name_span}: {definition.key}: {exc}") from exc
+        raise UnwritableValue(definition, str(exc)) from exc
     return CompiledDocument(
         kind=definition.kind,
         name=definition.name,
