@@ -3,22 +3,16 @@
 Every command that compiles asks this module for a prefix of the stage list,
 so no two commands can check definitions differently:
 
-========================  ===========================================  =========
-command                   stages                                       stops at
-========================  ===========================================  =========
-``validate --syntax-only``  load                                       ``LOAD``
-``validate``, ``graph``,  load, resolve, typecheck, build, checks      ``CHECK``
-``run``
-``compile``, ``diff``,    all of the above, then emit                  ``EMIT``
-``deploy``
-========================  ===========================================  =========
+* ``validate --syntax-only`` stops at ``Stage.LOAD`` (read, parse, decode);
+* ``validate``, ``graph`` and ``run`` stop at ``Stage.CHECK`` (every check);
+* ``compile``, ``diff`` and ``deploy`` go on to ``Stage.EMIT`` (the documents).
 
 Loading (read, parse, fold, decode) works file by file and lives in
 :mod:`openseal.compiler.load`; :func:`openseal.compiler.pipeline.compile_paths`
 groups files into projects and calls :func:`compile_definitions` for each.
-Emitting adds no diagnostic of its own: every value a document could not carry
-is reported by the checks, so ``validate`` exits 1 exactly when ``compile
---check`` does.
+Emitting adds no diagnostic of its own: loading reports every value a document
+could not carry, so ``validate`` exits 1 exactly when ``compile --check``
+does.
 
 >>> result = compile_definitions(definitions, through=Stage.CHECK)  # doctest: +SKIP
 >>> [d.code for d in result.diagnostics]                            # doctest: +SKIP
