@@ -4,15 +4,16 @@ Every command that compiles asks this module for a prefix of the stage list,
 so no two commands can check definitions differently:
 
 * ``validate --syntax-only`` stops at ``Stage.LOAD`` (read, parse, decode);
-* ``validate``, ``graph`` and ``run`` stop at ``Stage.CHECK`` (every check);
-* ``compile``, ``diff`` and ``deploy`` go on to ``Stage.EMIT`` (the documents).
+* ``graph`` and ``run`` stop at ``Stage.CHECK`` (every check of a project);
+* ``validate``, ``compile``, ``diff`` and ``deploy`` go on to ``Stage.EMIT``
+  (the documents; ``validate`` writes none, but a name defined differently
+  in two projects shows only in their digests).
 
 Loading (read, parse, fold, decode) works file by file and lives in
 :mod:`openseal.compiler.load`; :func:`openseal.compiler.pipeline.compile_paths`
 groups files into projects and calls :func:`compile_definitions` for each.
 Emitting adds no diagnostic of its own: loading reports every value a document
-could not carry, so ``validate`` exits 1 exactly when ``compile --check``
-does.
+could not carry.
 
 >>> result = compile_definitions(definitions, through=Stage.CHECK)  # doctest: +SKIP
 >>> [d.code for d in result.diagnostics]                            # doctest: +SKIP

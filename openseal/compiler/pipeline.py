@@ -58,8 +58,8 @@ def compile_paths(
     """Compile every definition file under ``paths`` as far as ``through``; never raises
     for bad input.
 
-    ``through=Stage.CHECK`` reports every diagnostic a compile would and writes
-    no document (``openseal validate``); ``Stage.LOAD`` only reads and decodes.
+    ``through=Stage.CHECK`` runs every check of each project but emits no
+    document (``openseal graph``); ``Stage.LOAD`` only reads and decodes.
     With ``analysis`` each project's analysis and graphs are kept in
     ``result.projects`` (the project cache is then not used). With the cache on,
     an unchanged project is served whole from its entry; its

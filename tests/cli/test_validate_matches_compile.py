@@ -62,6 +62,17 @@ def test_validate_reports_what_compile_reports(path: Path) -> None:
         assert code in {d["code"] for d in validated[1]}
 
 
+def test_a_name_defined_differently_in_two_projects_fails_validate(tmp_path: Path) -> None:
+    agent = 'model "m" {{\n  provider = "scripted"\n  model = "x"\n}}\n' + (
+        'agent "a" {{\n  model = model.m\n  instructions = "{}"\n}}\n'
+    )
+    write_project(tmp_path / "one", {"a.hcl": agent.format("one")})
+    write_project(tmp_path / "two", {"a.hcl": agent.format("two")})
+    validated, compiled = _validate_and_compile(tmp_path)
+    assert validated == compiled
+    assert validated[0] == 1 and "OS105" in {d["code"] for d in validated[1]}
+
+
 def test_syntax_only_stops_after_loading(tmp_path: Path) -> None:
     unresolved = GOLDEN / "resolve" / "inputs" / "os201_unresolved.hcl"
     assert _report("validate", "--syntax-only", str(unresolved)) == (0, [])
