@@ -62,7 +62,7 @@ _AREAS: dict[str, str] = {
 
 
 #: codes of signals that steer the engine (a lost claim on a run), not errors a user meets
-CONTROL_FLOW = frozenset({"stale_epoch", "lease_lost"})
+CONTROL_FLOW = frozenset({"claim_lost", "stale_epoch", "lease_lost"})
 
 
 def _codes(area: str, *rows: tuple[str, int, int, str]) -> list[ErrorCode]:
@@ -132,6 +132,12 @@ _ALL: list[ErrorCode] = [
             "A stored compiled definition lacks what the run needs (a state, a pinned version).",
         ),
         ("run_ended", 409, FAILURE, "The run has ended; nothing more can be decided for it."),
+        (
+            "claim_lost",
+            409,
+            FAILURE,
+            "A worker no longer holds the run it works on; the turn is dropped.",
+        ),
         (
             "stale_epoch",
             409,

@@ -23,6 +23,26 @@ class OpenSealError(Exception):
         return self.message
 
 
+class ClaimLost(BaseException):
+    """A worker no longer holds the run it works on: another claim or an operator took it.
+
+    Not an error but a signal to stop at once, so it derives from :class:`BaseException`:
+    a broad ``except Exception`` (in an adapter wrapper, a retry loop, a skill's code) must
+    not swallow it and let the worker go on acting for a run it lost. Only the engine
+    catches it, and drops the turn; everything accepted before is in events and activities.
+    Its ``code`` is declared in the error registry like any error's.
+    """
+
+    code: str = "claim_lost"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
 class UsageError(OpenSealError):
     """The caller asked for something malformed (exit code 2 in the CLI)."""
 

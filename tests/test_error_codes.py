@@ -40,7 +40,7 @@ from openseal.error_codes import (
     http_status,
     render_document,
 )
-from openseal.errors import OpenSealError, StoreError, UsageError
+from openseal.errors import ClaimLost, OpenSealError, StoreError, UsageError
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "openseal"
@@ -179,12 +179,12 @@ def describe(exc):
     }
 
 
-def _error_classes() -> list[type[OpenSealError]]:
+def _error_classes() -> list[type[OpenSealError | ClaimLost]]:
     for module in pkgutil.walk_packages(openseal.__path__, "openseal."):
         if not module.name.startswith("openseal.runtime.migrations."):  # Alembic's scripts
             importlib.import_module(module.name)
-    seen: list[type[OpenSealError]] = []
-    stack: list[type[OpenSealError]] = [OpenSealError]
+    seen: list[type[OpenSealError | ClaimLost]] = []
+    stack: list[type[OpenSealError | ClaimLost]] = [OpenSealError, ClaimLost]
     while stack:
         cls = stack.pop()
         seen.append(cls)

@@ -15,7 +15,7 @@ import click
 from openseal import __version__
 from openseal.cli.lazy import LazyGroup
 from openseal.error_codes import USAGE, exit_code
-from openseal.errors import OpenSealError, UsageError
+from openseal.errors import ClaimLost, OpenSealError, UsageError
 
 #: command name → "module:attribute"; modules are imported only when their
 #: command runs, so `openseal validate` in a pre-commit hook starts quickly.
@@ -71,6 +71,9 @@ def main(argv: list[str] | None = None) -> int:
         click.echo(f"error: {exc}", err=True)
         return USAGE
     except OpenSealError as exc:
+        click.echo(f"error: {exc}", err=True)
+        return exit_code(exc.code)
+    except ClaimLost as exc:  # the engine drops lost runs; one escaping is still one line
         click.echo(f"error: {exc}", err=True)
         return exit_code(exc.code)
     except KeyboardInterrupt:

@@ -26,15 +26,15 @@ from dataclasses import dataclass, field
 
 import sqlalchemy as sa
 
-from openseal.errors import OpenSealError
+from openseal.errors import ClaimLost, OpenSealError
 from openseal.runtime.executor import Begun, TurnExecutor, TurnReport
 from openseal.runtime.faults import hook_from_env
 from openseal.runtime.models import ProviderFactory, default_provider_factory
 from openseal.runtime.records import Claim
-from openseal.runtime.states.base import Hook, LeaseLost
+from openseal.runtime.states.base import Hook
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
-from openseal.runtime.store_errors import StaleEpoch, describe_fault, transient
+from openseal.runtime.store_errors import describe_fault, transient
 from openseal.runtime.tools import GatewayTools, ToolRunner
 from openseal.runtime.workflow import WorkflowCatalog
 from openseal.skills.credentials import RuntimeContext
@@ -208,7 +208,7 @@ class Engine:
                 return
             try:
                 turn, begun = self.executor.execute(claim, lost, begun, chain=more)
-            except (StaleEpoch, LeaseLost) as exc:
+            except ClaimLost as exc:  # StaleEpoch or LeaseLost
                 # Another worker (or an operator) owns the run now; drop this turn.
                 log.info("run %s: claim lost, turn dropped (%s)", claim.run_id, exc)
                 report.ending = "lost"
@@ -279,6 +279,9 @@ class Engine:
             except OpenSealError as exc:  # e.g. the database is unreachable for a while
                 log.warning("worker %s: %s; retrying", self.worker_id, exc)
                 self.stopping.wait(poll_interval)
+                continue
+            except ClaimLost as exc:  # not an Exception: lost runs are dropped, not fatal
+                log.info("worker %s: %s; going on", self.worker_id, exc)
                 continue
             except sa.exc.SQLAlchemyError as exc:
                 log.warning(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from openseal.errors import OpenSealError, StoreError
+from openseal.errors import ClaimLost, OpenSealError, StoreError
 
 
 class NotFound(StoreError):
@@ -29,11 +29,12 @@ class StaleRevision(StoreError):
     code = "stale_revision"
 
 
-class StaleEpoch(StoreError):
+class StaleEpoch(ClaimLost):
     """A write was fenced off: another claim (or a cancel/pause) took the run over.
 
     The engine must stop working on the run at once; its work is not lost because everything
-    accepted so far is in events and activities.
+    accepted so far is in events and activities. Like every :class:`ClaimLost` it is not an
+    ``Exception``: a broad ``except Exception`` cannot swallow it.
     """
 
     code = "stale_epoch"
@@ -100,7 +101,7 @@ def describe_fault(exc: BaseException) -> str:
         origin: BaseException = exc.orig
         lines = str(origin).strip().splitlines()
         return f"{type(origin).__name__}: {lines[0] if lines else 'database error'}"
-    if isinstance(exc, OpenSealError):
+    if isinstance(exc, OpenSealError | ClaimLost):
         return f"{type(exc).__name__}: {exc.message}"
     lines = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__

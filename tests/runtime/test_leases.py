@@ -6,9 +6,11 @@ from datetime import timedelta
 import pytest
 import sqlalchemy as sa
 
+from openseal.errors import ClaimLost
 from openseal.runtime import schema
 from openseal.runtime.clock import new_id
 from openseal.runtime.records import Claim
+from openseal.runtime.states.base import LeaseLost
 from openseal.runtime.statuses import WAITING_RUN_STATUSES, RunStatus
 from openseal.runtime.store import Store
 from openseal.runtime.store_errors import StaleEpoch
@@ -81,6 +83,25 @@ def test_expired_lease_is_taken_over_and_the_old_worker_is_fenced(store: Store) 
     with store.fenced(new) as tx:
         tx.append_event("accepted", {"by": "new"})
     assert store.events(run.id)[-1].type == "accepted"
+
+
+def test_a_lost_claim_passes_through_a_broad_except_exception(store: Store) -> None:
+    """An adapter wrapper or a retry loop that catches ``Exception`` cannot swallow a lost
+    claim and let the old worker go on acting for the run."""
+    new_run(store)
+    old = claim(store, "old", lease_seconds=5)
+    claim(store, "new", now=old.lease_expires_at + timedelta(seconds=1))
+    swallowed: list[BaseException] = []
+    with pytest.raises(StaleEpoch):
+        try:
+            with store.fenced(old) as tx:
+                tx.append_event("should.not.land", {})
+        except Exception as exc:  # what a careless wrapper does
+            swallowed.append(exc)
+    assert swallowed == []
+    assert not issubclass(StaleEpoch, Exception)
+    assert not issubclass(LeaseLost, Exception)
+    assert issubclass(StaleEpoch, ClaimLost) and issubclass(LeaseLost, ClaimLost)
 
 
 def test_a_failing_body_writes_nothing(store: Store) -> None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, NoReturn
 
+from openseal.errors import ClaimLost
 from openseal.runtime import budgets
 from openseal.runtime.definitions import canonical_json
 from openseal.runtime.events import iso
@@ -83,10 +84,14 @@ class TurnStopped(Exception):
     """The turn ended early and the run was already moved (e.g. a budget ran out)."""
 
 
-class LeaseLost(Exception):
+class LeaseLost(ClaimLost):
     """The heartbeat found the claim gone; stop before calling anything else."""
 
     code = "lease_lost"
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(f"run {run_id}: the claim's lease was lost")
+        self.run_id = run_id
 
 
 class BudgetSpent(Exception):
