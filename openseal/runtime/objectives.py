@@ -6,7 +6,7 @@ import hashlib
 import time
 from collections.abc import Callable, Iterator
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 import sqlalchemy as sa
 
@@ -269,11 +269,22 @@ def settle_objective(conn: sa.Connection, run: Run, status: RunStatus, now: date
     outcome = OBJECTIVE_OUTCOME.get(status)
     if outcome is None or run.parent_run_id is not None:
         return
-    conn.execute(
-        sa.update(schema.objectives)
-        .where(
-            schema.objectives.c.id == run.objective_id,
-            schema.objectives.c.status.in_([ObjectiveStatus.ACTIVE, ObjectiveStatus.PAUSED]),
-        )
-        .values(status=outcome, revision=schema.objectives.c.revision + 1, updated_at=now)
+    params: dict[str, Any] = {"p_id": run.objective_id, "p_active": ObjectiveStatus.ACTIVE}
+    params.update(p_paused=ObjectiveStatus.PAUSED, v_status=outcome, v_now=now)
+    fastsql.execute_count(conn, SETTLE_OBJECTIVE, params)
+
+
+objectives_table = schema.objectives
+#: built once: statement construction costs more than executing it on SQLite
+SETTLE_OBJECTIVE: Final = (
+    sa.update(objectives_table)
+    .where(
+        objectives_table.c.id == sa.bindparam("p_id"),
+        objectives_table.c.status.in_([sa.bindparam("p_active"), sa.bindparam("p_paused")]),
     )
+    .values(
+        status=sa.bindparam("v_status"),
+        revision=objectives_table.c.revision + 1,
+        updated_at=sa.bindparam("v_now", type_=objectives_table.c.updated_at.type),
+    )
+)

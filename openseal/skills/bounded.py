@@ -8,6 +8,7 @@ is recorded (invariant 14), for a read it is simply dropped.
 
 from __future__ import annotations
 
+import queue
 import threading
 from collections.abc import Callable
 
@@ -23,15 +24,15 @@ def call_bounded(
     timeout: float,
     *,
     on_late: Callable[[SkillResult], None] | None = None,
-    name: str = "openseal-skill",
 ) -> SkillResult | None:
     """``work()`` on a daemon thread; None when it has not finished within ``timeout``
     seconds, in which case ``on_late`` gets its result whenever it does finish."""
     lock = threading.Lock()
+    done = threading.Event()
     box: list[SkillResult] = []
     gave_up = False
 
-    def target() -> None:
+    def job() -> None:
         try:
             result = work()
         except Exception as exc:  # adapters should not raise; if one does, it is this call's
@@ -40,14 +41,53 @@ def call_bounded(
             late = gave_up
             if not late:
                 box.append(result)
+                done.set()
         if late and on_late is not None:
             on_late(result)
 
-    thread = threading.Thread(target=target, name=name, daemon=True)
-    thread.start()
-    thread.join(timeout)
+    _POOL.submit(job)
+    done.wait(timeout)
     with lock:
         if box:
             return box[0]
         gave_up = True
     return None
+
+
+class _DaemonPool:
+    """Daemon threads kept for the next call: starting a thread per call costs more than a
+    quick skill. A thread stuck in a call is simply not idle, and another is started; idle
+    threads end after a while. Daemon threads never hold the process open at exit."""
+
+    IDLE_SECONDS = 60.0
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0
+
+    def submit(self, job: Callable[[], None]) -> None:
+        with self._lock:
+            start = self._idle == 0
+            if not start:
+                self._idle -= 1
+        self._jobs.put(job)
+        if start:
+            threading.Thread(target=self._serve, name="openseal-skill", daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                job = self._jobs.get(timeout=self.IDLE_SECONDS)
+            except queue.Empty:
+                with self._lock:
+                    if self._idle > 0 and self._jobs.empty():
+                        self._idle -= 1
+                        return
+                continue
+            job()
+            with self._lock:
+                self._idle += 1
+
+
+_POOL = _DaemonPool()
