@@ -195,7 +195,10 @@ def _compile(
         hit = _from_entry(stored, sources, root) if isinstance(stored, _ProjectEntry) else None
     if hit is not None:
         return hit
-    outcome = _compile_fresh(sources, root, through)
+    # Every stage allocates many small objects and few cycles; with the collector running,
+    # its full collections over a large project's trees made the cost grow faster than it.
+    with gc_paused():
+        outcome = _compile_fresh(sources, root, through)
     if all(loaded.cacheable for loaded in outcome.files.values()):
         cache.write_entry(entry, key, _to_entry(outcome, sources))
     return outcome
