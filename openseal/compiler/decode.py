@@ -7,7 +7,6 @@ the key or value they are about, with the allowed keys and a close match.
 
 from __future__ import annotations
 
-import types
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from openseal.compiler.diagnostics import Diagnostic, did_you_mean, error
 from openseal.compiler.fields import DecodeContext, is_name, name_suggestion
+from openseal.compiler.labels import unwrap
 from openseal.compiler.model import KIND_MODELS, Spec
 from openseal.compiler.plain import Folded, Path
 from openseal.compiler.spans import Span
@@ -256,14 +256,14 @@ def _allowed_keys(model: type[BaseModel], loc: Path) -> list[str]:
         current = _step(current, part)
         if current is None:
             return []
-    current = _unwrap_model(current)
+    current = unwrap(current)
     if isinstance(current, type) and issubclass(current, BaseModel):
         return list(current.model_fields)
     return []
 
 
 def _step(annotation: Any, part: str | int) -> Any:
-    annotation = _unwrap_model(annotation)
+    annotation = unwrap(annotation)
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         info = annotation.model_fields.get(str(part))
         return info.annotation if info else None
@@ -274,18 +274,3 @@ def _step(annotation: Any, part: str | int) -> Any:
     if origin is list and args:
         return args[0]
     return None
-
-
-def _unwrap_model(annotation: Any) -> Any:
-    """Strip ``X | None`` and ``Annotated[X, ...]`` down to the model or container inside."""
-    while True:
-        origin = typing.get_origin(annotation)
-        if origin is typing.Annotated:
-            annotation = typing.get_args(annotation)[0]
-        elif origin in (typing.Union, types.UnionType):
-            members = [a for a in typing.get_args(annotation) if a is not type(None)]
-            if len(members) != 1:
-                return annotation
-            annotation = members[0]
-        else:
-            return annotation

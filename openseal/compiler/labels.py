@@ -65,9 +65,9 @@ def _field_labels(model: type[BaseModel], inner: tuple[str, ...], block_type: st
     field = _step(annotation, block_type)
     if field is None:
         return None
-    field = _unwrap(field)
+    field = unwrap(field)
     if typing.get_origin(field) is dict:
-        value = _unwrap(typing.get_args(field)[1])
+        value = unwrap(typing.get_args(field)[1])
         if isinstance(value, type) and issubclass(value, BaseModel):
             return _NAMED
     return None
@@ -75,7 +75,7 @@ def _field_labels(model: type[BaseModel], inner: tuple[str, ...], block_type: st
 
 def _step(annotation: Any, part: str) -> Any:
     """The annotation one key further in: a model's field, a mapping's value, a list's item."""
-    annotation = _unwrap(annotation)
+    annotation = unwrap(annotation)
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         info = annotation.model_fields.get(part)
         return info.annotation if info else None
@@ -88,7 +88,7 @@ def _step(annotation: Any, part: str) -> Any:
     return None
 
 
-def _unwrap(annotation: Any) -> Any:
+def unwrap(annotation: Any) -> Any:
     """``X | None`` and ``Annotated[X, ...]`` down to ``X``."""
     while True:
         origin = typing.get_origin(annotation)
