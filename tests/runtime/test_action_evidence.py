@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from openseal.runtime import service_actions
+from openseal.runtime.engine import Engine
 from openseal.runtime.statuses import ActionStatus, RunStatus
 from openseal.runtime.store import Store
 from openseal.simulator.procurement import ProcurementSimulator
@@ -54,6 +55,16 @@ def _approved_flow(store: Store, sim: ProcurementSimulator, tmp: Path) -> tuple[
 
 def _order_in_flight(sim: ProcurementSimulator) -> bool:
     return sim.stats()["in_flight"] == 1  # the destination holds the key, no order yet
+
+
+def _sending(f: Flow, sim: ProcurementSimulator) -> tuple[Engine, threading.Thread]:
+    """A worker sending the order on its own thread, once the destination holds it in flight."""
+    sim.set_fault(hold_create_seconds=HOLD)
+    worker = f.engine(worker_id="first", lease_seconds=30)
+    sender = threading.Thread(target=worker.run_until_idle)
+    sender.start()
+    eventually(lambda: _order_in_flight(sim), timeout=60)
+    return worker, sender
 
 
 def _assert_settled_once(store: Store, sim: ProcurementSimulator, run_id: str) -> None:
@@ -111,12 +122,8 @@ def test_a_paused_run_s_reconcile_does_not_resend_while_the_first_attempt_is_in_
 ) -> None:
     store = backend.open()
     f, run = _approved_flow(store, simulator, tmp_path)
-    simulator.set_fault(hold_create_seconds=HOLD)
-    worker = f.engine(worker_id="first", lease_seconds=30)
-    sender = threading.Thread(target=worker.run_until_idle)
-    sender.start()
+    worker, sender = _sending(f, simulator)
     try:
-        eventually(lambda: _order_in_flight(simulator), timeout=60)
         store.pause_run(run.id, "user:op", "looking into it")  # releases the lease
         [action] = service_actions.list_actions(store, run_id=run.id)
         settled, pending = service_actions.reconcile_action(
@@ -140,12 +147,8 @@ def test_a_late_confirmation_overrides_a_failure_and_commits_the_spend(
 ) -> None:
     store = backend.open()
     f, run = _approved_flow(store, simulator, tmp_path)
-    simulator.set_fault(hold_create_seconds=HOLD)
-    worker = f.engine(worker_id="first", lease_seconds=30)
-    sender = threading.Thread(target=worker.run_until_idle)
-    sender.start()
+    _, sender = _sending(f, simulator)
     try:
-        eventually(lambda: _order_in_flight(simulator), timeout=60)
         store.pause_run(run.id, "user:op", "looking into it")
         [action] = service_actions.list_actions(store, run_id=run.id)
         failed = service_actions.resolve_action(
