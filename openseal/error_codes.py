@@ -85,6 +85,20 @@ _ALL: list[ErrorCode] = [
         ("method_not_allowed", 405, USAGE, "The endpoint does not take this HTTP method."),
         ("not_served", 501, FAILURE, "The operation's capability is not configured here."),
         ("unavailable", 503, FAILURE, "The server or its database cannot be reached; retry."),
+        ("body_too_large", 413, USAGE, "The request body is larger than the server accepts."),
+        (
+            "non_finite_number",
+            422,
+            USAGE,
+            "A JSON number is NaN, Infinity or too large for a double (1e400).",
+        ),
+        ("too_deep", 422, USAGE, "A JSON body nests lists and objects deeper than allowed."),
+        (
+            "inputs_too_large",
+            422,
+            USAGE,
+            "An objective's inputs are larger than the server accepts.",
+        ),
         (
             "idempotency_conflict",
             409,

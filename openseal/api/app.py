@@ -20,6 +20,7 @@ from starlette.concurrency import run_in_threadpool
 from openseal import __version__
 from openseal.api import errors
 from openseal.api.auth import caller
+from openseal.api.limits import RequestLimits
 from openseal.api.routes import (
     actions,
     approvals,
@@ -77,6 +78,7 @@ def create_app(settings: ApiSettings, *, store: Store | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     errors.install(app)
+    app.add_middleware(RequestLimits, limits=settings.limits)
     for module in ROUTERS:
         app.include_router(module.router, prefix=PREFIX, dependencies=[Depends(caller)])
     return app

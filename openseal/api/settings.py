@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from openseal.api.auth import TokenTable
+from openseal.api.limits import Limits
 from openseal.runtime.approvals import ApprovalAuthority
 from openseal.runtime.service_api import CapabilityConfig
 from openseal.skills.credentials import RuntimeContext
@@ -37,6 +38,8 @@ class ApiSettings:
     #: a comment line keeps an idle event stream (and proxies) from timing out
     stream_keepalive_seconds: float = 15.0
     docs: bool = True
+    #: request body size, JSON nesting, an objective's inputs
+    limits: Limits = field(default_factory=Limits)
 
     def all_tokens(self) -> TokenTable:
         return self.tokens.merged(self.authority)

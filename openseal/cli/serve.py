@@ -51,6 +51,20 @@ from openseal.runtime.approvals import AUTHORITY_ENV, is_loopback
     envvar="OPENSEAL_SCRIPTED_RESPONSES", help="Responses for `scripted` models (workers).",
 )  # fmt: skip
 @click.option(
+    "--max-body-bytes", type=click.IntRange(1), default=None, envvar="OPENSEAL_MAX_BODY_BYTES",
+    help="Larger request bodies are refused (413 body_too_large) [default: 1 MiB].",
+)  # fmt: skip
+@click.option(
+    "--max-json-depth", type=click.IntRange(1, 10_000), default=None,
+    envvar="OPENSEAL_MAX_JSON_DEPTH",
+    help="JSON bodies nested deeper are refused (422 too_deep) [default: 64].",
+)  # fmt: skip
+@click.option(
+    "--max-input-bytes", type=click.IntRange(1), default=None, envvar="OPENSEAL_MAX_INPUT_BYTES",
+    help="Objectives whose inputs are larger (as compact JSON) are refused "
+    "(422 inputs_too_large) [default: 256 KiB].",
+)  # fmt: skip
+@click.option(
     "--log-level", type=click.Choice(["critical", "error", "warning", "info", "debug"]),
     default="info", show_default=True,
 )  # fmt: skip
@@ -64,6 +78,9 @@ def serve(
     external_workers: bool,
     context_path: Path | None,
     scripted_responses: Path | None,
+    max_body_bytes: int | None,
+    max_json_depth: int | None,
+    max_input_bytes: int | None,
     log_level: str,
 ) -> None:
     """Serve the HTTP API: deployments, objectives, runs, approvals, actions, events.
@@ -75,7 +92,9 @@ def serve(
 
     from openseal.api import ApiSettings, create_app
     from openseal.api.auth import TokenTable, load_tokens
+    from openseal.api.limits import Limits
     from openseal.runtime.approvals import load_authority
+    from openseal.runtime.store import open_store
     from openseal.skills.credentials import RuntimeContext
 
     loaded_authority = load_authority(authority, home=home)
@@ -84,18 +103,28 @@ def serve(
         host=host, port=port, home=home, authority=loaded_authority, tokens=tokens,
         workers=workers, external_workers=external_workers,
         context=RuntimeContext.load(context_path), scripted_responses=scripted_responses,
+        limits=Limits.given(
+            max_body_bytes=max_body_bytes, max_json_depth=max_json_depth,
+            max_input_bytes=max_input_bytes,
+        ),
     )  # fmt: skip
     if not is_loopback(host) and not settings.all_tokens():
         raise UsageError(
             f"refusing to listen on {host} without tokens: every caller would act as "
             "user:local; pass --tokens FILE (or listen on 127.0.0.1)"
         )
-    click.echo(f"openseal API on http://{host}:{port}/api/v1 (no TLS)", err=True)
-    uvicorn.run(
-        create_app(settings),
-        host=host,
-        port=port,
-        log_level=log_level,
-        timeout_graceful_shutdown=5,
-        server_header=False,
-    )
+    # Opened here, not at the application's start-up, so a store that cannot be opened is one
+    # line naming it (and exit 1), not a start-up traceback.
+    store = open_store(home=home)
+    try:
+        click.echo(f"openseal API on http://{host}:{port}/api/v1 (no TLS)", err=True)
+        uvicorn.run(
+            create_app(settings, store=store),
+            host=host,
+            port=port,
+            log_level=log_level,
+            timeout_graceful_shutdown=5,
+            server_header=False,
+        )
+    finally:
+        store.close()

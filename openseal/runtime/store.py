@@ -156,12 +156,15 @@ def open_store(
     url = url or os.environ.get(DATABASE_URL_ENV) or None
     store: Store
     if url is None or url.startswith("sqlite"):
-        if url is None:
-            home.mkdir(parents=True, exist_ok=True)
-            path = home / "openseal.db"
-        else:
-            path = Path(sa.make_url(url).database or "")
+        path = home / "openseal.db" if url is None else Path(sa.make_url(url).database or "")
+        try:
             path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
+            raise StoreError(
+                f"cannot open database {path}: cannot create {path.parent}: {reason}",
+                code="unavailable",
+            ) from None
         engine = _sqlite_engine(path, synchronous=synchronous, busy_timeout_ms=busy_timeout_ms)
         store = SQLiteStore(engine, home=home)
         migrate = auto_migrate is not False
@@ -188,18 +191,28 @@ def open_store(
 def _ensure_schema(store: Store, migrate: bool) -> None:
     try:
         current = migrations.current_revision(store.engine)
-    except sa.exc.OperationalError as exc:
-        where = store.engine.url.render_as_string(hide_password=True)
+        migrations.check_not_newer(current)
+        head = migrations.head_revision()
+        if current == head:
+            return
+        if not migrate:
+            raise StoreError(
+                f"database schema is at {current or 'nothing'}, this openseal needs {head}; "
+                "run `openseal db upgrade`",
+                code="schema_outdated",
+            )
+        migrations.upgrade(store.engine)
+    except sa.exc.DBAPIError as exc:
+        # Unreachable, not a database (a corrupt or foreign file), read-only, locked: one line
+        # naming the database, never a traceback.
         reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
-        raise StoreError(f"cannot open database {where}: {reason}", code="unavailable") from None
-    migrations.check_not_newer(current)
-    head = migrations.head_revision()
-    if current == head:
-        return
-    if not migrate:
         raise StoreError(
-            f"database schema is at {current or 'nothing'}, this openseal needs {head}; "
-            "run `openseal db upgrade`",
-            code="schema_outdated",
-        )
-    migrations.upgrade(store.engine)
+            f"cannot open database {_where(store.engine)}: {reason}", code="unavailable"
+        ) from None
+
+
+def _where(engine: sa.Engine) -> str:
+    """The database for people: the SQLite file's path, or the URL without its password."""
+    if engine.dialect.name == "sqlite":
+        return str(engine.url.database)
+    return engine.url.render_as_string(hide_password=True)
