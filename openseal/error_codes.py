@@ -81,6 +81,12 @@ _ALL: list[ErrorCode] = [
         ("invalid_request", 422, USAGE, "A body, parameter or header failed validation."),
         ("unauthorized", 401, FAILURE, "No bearer token, or one the server does not know."),
         ("forbidden", 403, FAILURE, "The caller may not use this endpoint."),
+        (
+            "cross_site_request",
+            403,
+            FAILURE,
+            "A browser sent a state-changing request from another site; nothing was done.",
+        ),
         ("not_found", 404, FAILURE, "No such endpoint or entity."),
         ("method_not_allowed", 405, USAGE, "The endpoint does not take this HTTP method."),
         ("not_served", 501, FAILURE, "The operation's capability is not configured here."),

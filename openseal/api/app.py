@@ -6,7 +6,8 @@ Example (what ``openseal serve`` does)::
     uvicorn.run(app, host="127.0.0.1", port=8400)
 
 Every route is under ``/api/v1`` and calls the service functions the CLI calls; the OpenAPI
-document is at ``/api/v1/openapi.json`` (an interactive page at ``/api/v1/docs``).
+document is at ``/api/v1/openapi.json`` (an interactive page at ``/api/v1/docs``, from bundled
+assets); the web console is at ``/``.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from fastapi import Depends, FastAPI
 from starlette.concurrency import run_in_threadpool
 
 from openseal import __version__
-from openseal.api import errors
+from openseal.api import console, errors
 from openseal.api.auth import caller
 from openseal.api.limits import RequestLimits
 from openseal.api.routes import (
@@ -73,7 +74,7 @@ def create_app(settings: ApiSettings, *, store: Store | None = None) -> FastAPI:
         version=__version__,
         summary="Deploy governed definitions, start and steer durable runs, decide approvals.",
         openapi_url=f"{PREFIX}/openapi.json",
-        docs_url=f"{PREFIX}/docs" if settings.docs else None,
+        docs_url=None,  # served from bundled assets by the console
         redoc_url=None,
         lifespan=lifespan,
     )
@@ -81,4 +82,6 @@ def create_app(settings: ApiSettings, *, store: Store | None = None) -> FastAPI:
     app.add_middleware(RequestLimits, limits=settings.limits)
     for module in ROUTERS:
         app.include_router(module.router, prefix=PREFIX, dependencies=[Depends(caller)])
+    docs_url = f"{PREFIX}/docs" if settings.docs else None
+    console.install(app, prefix=PREFIX, docs_url=docs_url, dependencies=[Depends(caller)])
     return app

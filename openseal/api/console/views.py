@@ -1,0 +1,228 @@
+"""What the console asks the API beyond the plain resources: who the caller is and what it may
+do, runs with their workflow names, a run's graph laid out with its current state, and an
+approval with everything an approver must see.
+
+Every view is computed from the runtime's service functions; the buttons the console shows
+follow ``GET /me``, and the API refuses an operation anyway when the caller may not use it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, Query
+
+from openseal.api.capabilities import requires
+from openseal.api.console.layout import lay_out
+from openseal.api.errors import responses
+from openseal.api.routes.common import Id, Limit, State, Status, Who
+from openseal.api.serialize import jsonable
+from openseal.api.state import ApiState
+from openseal.compiler import expr as ex
+from openseal.compiler.evaluate import EvaluationError, evaluate
+from openseal.errors import OpenSealError
+from openseal.runtime import service, service_actions, service_api
+from openseal.runtime.approvals import is_loopback
+from openseal.runtime.records import DefinitionVersion, Run
+
+router = APIRouter(tags=["console"])
+
+Ref = Annotated[str, Path(min_length=1, max_length=80, description="Approval id or proposal hash")]
+
+
+@router.get("/me", operation_id="console.me", responses=responses())
+def who_am_i(state: State, who: Who) -> dict[str, Any]:
+    """The calling principal and, for each operation, whether this caller may use it here
+    (``allowed``) and why not (``reason``)."""
+    operations: dict[str, dict[str, Any]] = {}
+    for capability in state.capabilities:
+        for operation in capability.operations:
+            reason = None if capability.available else capability.reason
+            operations[operation] = {"allowed": reason is None, "reason": reason}
+    decide = operations.get("approvals.decide")
+    if decide is not None and decide["allowed"]:
+        refusal = _decider_refusal(state, who.principal, who.via_token)
+        decide.update(allowed=refusal is None, reason=refusal)
+    return {
+        "principal": who.principal,
+        "via_token": who.via_token,
+        "approver_roles": _roles_of(state, who.principal),
+        "operations": operations,
+    }
+
+
+def _roles_of(state: ApiState, principal: str) -> list[str]:
+    authority = state.settings.authority
+    if authority is None:
+        return []
+    return sorted(role for role, holders in authority.roles.items() if principal in holders)
+
+
+def _decider_refusal(state: ApiState, principal: str, via_token: bool) -> str | None:
+    """Why this caller can decide no approval at all here (None: it may decide some)."""
+    authority = state.settings.authority
+    if authority is None:
+        return "no approval authority is configured"
+    if not via_token:
+        if not authority.local_operator:
+            return "the approval authority enables no local operator"
+        if not is_loopback(state.settings.host):
+            return "the local operator decides only through a loopback address"
+        return None
+    if authority.roles and not _roles_of(state, principal):
+        return f"{principal} holds no approver role"
+    return None
+
+
+@router.get(
+    "/console/runs",
+    operation_id="console.runs",
+    dependencies=requires("runs.list"),
+    responses=responses(422),
+)
+def list_runs(
+    state: State,
+    status: Status = None,
+    workflow: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
+    limit: Limit = 100,
+) -> dict[str, Any]:
+    """Runs, newest first, with their workflow, version, current state and what each waits
+    for; optionally of one status and one workflow."""
+    versions: dict[str, DefinitionVersion] = {}
+    rows = []
+    for run in service.list_runs(state.store, status=status, limit=1000):
+        version = _version(state, run, versions)
+        if workflow is not None and version.name != workflow:
+            continue
+        rows.append(_row(run, version))
+    rows.sort(key=lambda r: str(r["created_at"]), reverse=True)
+    return {"runs": rows[:limit], "workflows": sorted({v.name for v in versions.values()})}
+
+
+def _version(state: ApiState, run: Run, seen: dict[str, DefinitionVersion]) -> DefinitionVersion:
+    found = seen.get(run.workflow_digest)
+    if found is None:
+        found = seen[run.workflow_digest] = service_api.get_version(
+            state.store, run.workflow_digest
+        )
+    return found
+
+
+def _row(run: Run, version: DefinitionVersion) -> dict[str, Any]:
+    return {
+        "id": run.id,
+        "objective_id": run.objective_id,
+        "status": str(run.status),
+        "reason": service.waiting_reason(run),
+        "workflow": version.name,
+        "version": version.digest,
+        "current_state": run.current_state,
+        "revision": run.revision,
+        "created_at": jsonable(run.created_at),
+        "updated_at": jsonable(run.updated_at),
+    }
+
+
+@router.get(
+    "/console/runs/{run_id}",
+    operation_id="console.run",
+    dependencies=requires("runs.show"),
+    responses=responses(404),
+)
+def show_run(run_id: Id, state: State) -> dict[str, Any]:
+    """One run with its graph laid out for drawing, the state it is in, the states it went
+    through, its turns and its actions."""
+    view = service.show_run(state.store, run_id)
+    version = service_api.get_version(state.store, view.run.workflow_digest)
+    trail = view.run.context.get("trail") or []
+    actions = service_actions.list_actions(state.store, run_id=view.run.id, limit=1000)
+    return {
+        "run": _row(view.run, version),
+        "budget_used": jsonable(view.run.budget_used),
+        "position": {"previous": view.previous, "current": view.current, "next": list(view.next)},
+        "trail": [str(s) for s in trail] if isinstance(trail, list) else [],
+        "outputs": _outputs(view.run.context),
+        "actions": jsonable(actions),
+        "graph": lay_out(version.document.get("graph") or {}).to_dict(),
+    }
+
+
+def _outputs(context: Mapping[str, Any]) -> dict[str, Any]:
+    """What each state produced (turn outputs among them), as the run's context holds it."""
+    states = context.get("states")
+    return dict(states) if isinstance(states, Mapping) else {}
+
+
+@router.get(
+    "/console/approvals/{ref}",
+    operation_id="console.approval",
+    dependencies=requires("approvals.show"),
+    responses=responses(404),
+)
+def show_approval(ref: Ref, state: State, who: Who) -> dict[str, Any]:
+    """The approval with the exact proposal, its hash, the skill with the grants that allow it
+    (each constraint evaluated against the proposal's arguments), the budget the run has spent,
+    and whether this caller may decide it."""
+    view = service_actions.show_approval(state.store, ref)
+    approval, document = view.approval, view.proposal.document
+    skill = document.get("skill") or {}
+    workflow = document.get("workflow") or {}
+    run = service.show_run(state.store, approval.run_id).run
+    return {
+        "approval": jsonable(approval),
+        "proposal": jsonable(document),
+        "hash": approval.proposal_hash,
+        "verified": view.proposal.verified,
+        "unverified_reason": view.proposal.problem,
+        "skill": _skill(state, str(workflow.get("version") or ""), skill, document),
+        "run": {"id": run.id, "status": str(run.status), "budget_used": jsonable(run.budget_used)},
+        "may_decide": _may_decide(state, who.principal, who.via_token, approval.approvers),
+    }
+
+
+def _may_decide(state: ApiState, principal: str, via_token: bool, approvers: list[str]) -> bool:
+    authority = state.settings.authority
+    if _decider_refusal(state, principal, via_token) is not None or authority is None:
+        return False
+    return authority.may_decide(principal, approvers)
+
+
+def _skill(
+    state: ApiState, version: str, skill: Mapping[str, Any], document: Mapping[str, Any]
+) -> dict[str, Any]:
+    name = str(skill.get("name") or "")
+    found: dict[str, Any] = {"name": name, "digest": skill.get("digest"), "grants": []}
+    try:
+        workflow = service_api.get_version(state.store, version).document
+    except OpenSealError:
+        return found
+    entry = (workflow.get("skills") or {}).get(name) or {}
+    found["effect"] = entry.get("effect")
+    scope = {"args": document.get("args") or {}}
+    actor = document.get("actor")
+    for grant in entry.get("grants") or ():
+        if grant.get("actor") not in (None, actor):
+            continue
+        found["grants"].append(
+            {
+                "granted_by": grant.get("granted_by"),
+                "grantee": grant.get("grantee"),
+                "max_risk": grant.get("max_risk"),
+                "approval": grant.get("approval"),
+                "constraints": [_constraint(c, scope) for c in grant.get("constraints") or ()],
+            }
+        )
+    return found
+
+
+def _constraint(node: object, scope: Mapping[str, object]) -> dict[str, Any]:
+    try:
+        expression = ex.from_json(node)
+    except ex.ExpressionFormatError:
+        return {"source": "?", "satisfied": None}
+    try:
+        satisfied: bool | None = evaluate(expression, scope) is True
+    except EvaluationError:
+        satisfied = None
+    return {"source": ex.to_source(expression), "satisfied": satisfied}

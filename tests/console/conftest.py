@@ -1,0 +1,49 @@
+"""Fixtures for the console tests: one served console per module, one headless Chromium per
+session, a fresh page per test."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, sync_playwright
+
+from tests.console.support import Console, chromium_or_skip, serving
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    executable = chromium_or_skip()
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(
+            executable_path=str(executable), headless=True, args=["--no-sandbox"]
+        )
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@pytest.fixture(scope="module")
+def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
+    with serving(Path(tmp_path_factory.mktemp("console"))) as served:
+        yield served
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    opened = context.new_page()
+    opened.set_default_timeout(30_000)  # a hang guard
+    errors: list[str] = []
+    opened.on("pageerror", lambda error: errors.append(str(error)))
+    opened.on(
+        "console",
+        lambda message: errors.append(message.text) if message.type == "error" else None,
+    )
+    try:
+        yield opened
+    finally:
+        context.close()
+    assert not [e for e in errors if "Failed to load resource" not in e], errors

@@ -1,0 +1,184 @@
+"""A real ``openseal serve`` process on loopback over a SQLite store holding the procurement
+example, with workers, an approval authority, bearer tokens and the procurement simulator; and
+headless Chromium from the distribution's packages, driven by Playwright.
+
+With ``CI=true`` a missing browser fails the tests instead of skipping them (``.ci/run``
+installs it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from openseal.quickstart import REQUEST, WORKFLOW, compile_definitions
+from openseal.runtime import service
+from openseal.runtime.store import open_store
+from openseal.simulator.procurement import ProcurementSimulator
+from tests.runtime.support import eventually
+
+ROOT = Path(__file__).resolve().parents[2]
+DEFINITIONS = ROOT / "definitions" / "procurement" / "hcl"
+SCRIPT = ROOT / "definitions" / "procurement" / "scripts" / "procurement.json"
+CHROMIUM = Path("/usr/bin/chromium")
+SIMULATOR_TOKEN = "console-simulator-token-0123456789"
+TOKEN_ENV = "OPENSEAL_CONSOLE_TEST_PROCUREMENT_TOKEN"
+#: alice holds the requester role (she approves orders); bob operates but approves nothing
+ALICE = "alice-console-token-0123456789abcdef"
+BOB = "bob-console-token-0123456789abcdef"
+HANG_GUARD = 60.0
+
+
+def sha(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def chromium_or_skip() -> Path:
+    """The system Chromium; a failure under CI, a skip elsewhere, when it is missing."""
+    if CHROMIUM.exists():
+        return CHROMIUM
+    message = f"{CHROMIUM} is missing: apt-get install chromium (.ci/run does)"
+    if os.environ.get("CI") == "true":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def wait_for(what: str, check: Callable[[], Any]) -> Any:
+    """Poll ``check`` until it returns something truthy (a hang guard, not a timing claim)."""
+    try:
+        return eventually(check, timeout=HANG_GUARD)
+    except AssertionError:
+        raise AssertionError(f"gave up waiting for {what}") from None
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Console:
+    """The served console: its URL, the simulator behind it, and API clients per person."""
+
+    url: str
+    home: Path
+    simulator: ProcurementSimulator
+    process: subprocess.Popen[bytes]
+
+    def client(self, token: str) -> httpx.Client:
+        return httpx.Client(
+            base_url=f"{self.url}/api/v1",
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=30.0,
+        )
+
+    def start_run(self) -> str:
+        """A new procurement run, waited for until it asks for approval of its order."""
+        with self.client(ALICE) as alice:
+            created = alice.post("/objectives", json={"workflow": WORKFLOW, "inputs": REQUEST})
+            assert created.status_code == 201, created.text
+            run_id = str(created.json()["run"]["id"])
+            self.wait_status(run_id, "waiting_for_approval")
+        return run_id
+
+    def run(self, run_id: str) -> dict[str, Any]:
+        with self.client(ALICE) as alice:
+            found = alice.get(f"/runs/{run_id}")
+            assert found.status_code == 200, found.text
+            return dict(found.json())
+
+    def wait_status(self, run_id: str, status: str) -> dict[str, Any]:
+        def reached() -> dict[str, Any] | None:
+            run = self.run(run_id)
+            assert run["run"]["status"] not in {"failed", "needs_attention"} or status in {
+                "failed", "needs_attention",
+            }, run  # fmt: skip
+            return run if run["run"]["status"] == status else None
+
+        found: dict[str, Any] = wait_for(f"run {run_id} to be {status}", reached)
+        return found
+
+    def pending_approval(self, run_id: str) -> dict[str, Any]:
+        with self.client(ALICE) as alice:
+            found = alice.get("/approvals", params={"status": "pending", "run": run_id})
+            [approval] = found.json()["approvals"]
+            return dict(approval)
+
+
+def _prepare_home(home: Path, simulator: ProcurementSimulator) -> dict[str, Path]:
+    store = open_store(home=home)
+    try:
+        documents = compile_definitions(DEFINITIONS)
+        service.register_documents(store, documents, actor="user:local", reason="console tests")
+    finally:
+        store.close()
+    context = home / "context.yaml"
+    context.write_text(
+        f"credentials:\n  procurement_api: {{env: {TOKEN_ENV}}}\n"
+        f"config:\n  procurement_url: {simulator.url}\n",
+        encoding="utf-8",
+    )
+    authority = home / "authority.yaml"
+    authority.write_text(
+        "local_operator: false\n"
+        "roles:\n  requester: [user:alice]\n"
+        f"tokens:\n  user:alice: {{sha256: {sha(ALICE)}}}\n  user:bob: {{sha256: {sha(BOB)}}}\n",
+        encoding="utf-8",
+    )
+    return {"context": context, "authority": authority}
+
+
+@contextmanager
+def serving(home: Path, script: Path = SCRIPT) -> Iterator[Console]:
+    """``openseal serve`` with one worker over a fresh store in ``home``; stopped afterwards."""
+    simulator = ProcurementSimulator(credential=SIMULATOR_TOKEN).start()
+    process: subprocess.Popen[bytes] | None = None
+    try:
+        files = _prepare_home(home, simulator)
+        port = free_port()
+        program = Path(sys.executable).parent / "openseal"
+        env = {**os.environ, TOKEN_ENV: SIMULATOR_TOKEN, "NO_COLOR": "1"}
+        env.pop("OPENSEAL_DATABASE_URL", None)
+        env.pop("OPENSEAL_APPROVAL_AUTHORITY", None)
+        with (home / "serve.log").open("wb") as log:
+            process = subprocess.Popen(
+                [
+                    str(program), "serve", "--host", "127.0.0.1", "--port", str(port),
+                    "--home", str(home), "--workers", "1", "--authority", str(files["authority"]),
+                    "--context", str(files["context"]), "--scripted-responses", str(script),
+                    "--log-level", "warning",
+                ],
+                env=env, stdout=log, stderr=subprocess.STDOUT,
+            )  # fmt: skip
+        console = Console(f"http://127.0.0.1:{port}", home, simulator, process)
+
+        def answering() -> bool:
+            assert process is not None and process.poll() is None, (home / "serve.log").read_text()
+            try:
+                return httpx.get(f"{console.url}/", timeout=2.0).status_code == 200
+            except httpx.TransportError:
+                return False
+
+        wait_for("openseal serve to answer", answering)
+        yield console
+    finally:
+        if process is not None:
+            process.terminate()
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        simulator.stop()

@@ -1,0 +1,198 @@
+"""The web console in headless Chromium against a real ``openseal serve``: the run page with
+its current state, approving the exact order from its page until the order is confirmed,
+refusals shown on the page, live events, buttons that follow what the caller may do, and the
+security headers."""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+from playwright.sync_api import Page, expect
+
+from tests.console.support import ALICE, BOB, Console, wait_for
+
+
+def sign_in(page: Page, console: Console, token: str, route: str = "#/runs") -> None:
+    page.goto(f"{console.url}/{route}")
+    page.get_by_label("API token").fill(token)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.locator("#principal")).to_be_visible()
+
+
+def test_every_page_carries_a_strict_policy_and_the_api_reference_needs_no_internet(
+    console: Console, page: Page
+) -> None:
+    for path in ("/", "/console/static/js/main.js", "/api/v1/docs"):
+        response = httpx.get(f"{console.url}{path}")
+        assert response.status_code == 200, path
+        policy = response.headers["content-security-policy"]
+        assert "script-src 'self'" in policy and "unsafe-eval" not in policy
+        assert (
+            "frame-ancestors 'none'" in policy
+            and "'unsafe-inline'" not in policy.split("script-src")[1].split(";")[0]
+        )
+        assert response.headers["x-content-type-options"] == "nosniff"
+    index = httpx.get(f"{console.url}/").text
+    assert "<script>" not in index and "http://" not in index and "https://" not in index
+    outside: list[str] = []
+    page.on(
+        "request",
+        lambda request: (
+            outside.append(request.url) if not request.url.startswith(console.url) else None
+        ),
+    )
+    page.goto(f"{console.url}/api/v1/docs")
+    operation = page.locator(".opblock-summary-path", has_text="/api/v1/approvals/{ref}/decision")
+    expect(operation.first).to_be_visible()
+    assert outside == []
+
+
+def test_the_run_page_draws_the_graph_with_the_current_state_highlighted(
+    console: Console, page: Page
+) -> None:
+    run_id = console.start_run()
+    sign_in(page, console, ALICE)
+    row = page.locator(f'#runs tr[data-run="{run_id}"]')
+    expect(row).to_contain_text("waiting_for_approval")
+    expect(row).to_contain_text("procure_laptops")
+    expect(row).to_contain_text("approval")
+    row.get_by_role("link").click()
+    current = page.locator('#graph g.node[aria-current="step"]')
+    expect(current).to_have_count(1)
+    expect(current).to_have_attribute("data-state", "review")
+    expect(current).to_have_class(re.compile(r"\bcurrent\b"))
+    expect(page.locator('#graph g.node[data-state="research"]')).to_have_class(
+        re.compile(r"\bvisited\b")
+    )
+    expect(page.locator("#current-state")).to_have_text("review")
+    expect(page.locator("#timeline li").first).to_be_visible()
+
+
+def test_an_order_approved_on_its_page_is_dispatched_once_and_confirmed(
+    console: Console, page: Page
+) -> None:
+    run_id = console.start_run()
+    approval = console.pending_approval(run_id)
+    orders_before = console.simulator.order_count()
+    sign_in(page, console, ALICE, f"#/approvals/{approval['id']}")
+    expect(page.locator("#proposal-hash")).to_have_text(approval["proposal_hash"])
+    fields = page.locator("#proposal-fields")
+    expect(fields.locator('tr[data-field="args.vendor"] td')).to_have_text("northwind")
+    expect(fields.locator('tr[data-field="args.total"] td')).to_have_text("11490")
+    expect(fields.locator('tr[data-field="actor"] td')).to_contain_text("buyer")
+    expect(page.get_by_text("✓ satisfied:").first).to_be_visible()
+    page.get_by_label("Reason (required)").fill("the exact order I asked for")
+    page.get_by_role("button", name="Approve").click()
+    expect(page.locator("#decision-message")).to_contain_text("approve by user:alice")
+    page.get_by_role("link", name="Watch the run").click()
+    expect(page.locator("#run-status")).to_have_text("completed")
+    expect(page.locator("#run-actions")).to_contain_text("succeeded")
+    expect(page.locator("#run-actions")).to_contain_text(f"{run_id}:")
+    done = console.run(run_id)
+    assert done["run"]["status"] == "completed"
+    assert console.simulator.order_count() == orders_before + 1
+
+
+def test_a_decision_on_a_proposal_changed_since_the_page_loaded_is_refused_visibly(
+    console: Console, page: Page
+) -> None:
+    run_id = console.start_run()
+    approval = console.pending_approval(run_id)
+    sign_in(page, console, ALICE, f"#/approvals/{approval['id']}")
+    expect(page.locator("#proposal-hash")).to_have_text(approval["proposal_hash"])
+    # The page is shown a hash other than the approval's: what it sends is what it shows.
+    page.locator("#proposal-hash").evaluate("(el) => { el.textContent = '0'.repeat(64); }")
+    page.get_by_label("Reason (required)").fill("looks right")
+    page.get_by_role("button", name="Approve").click()
+    alert = page.locator("#decision-message [role=alert]")
+    expect(alert).to_contain_text("hash_mismatch")
+    expect(alert).to_contain_text("Nothing was approved")
+    assert console.pending_approval(run_id)["id"] == approval["id"]
+    # Meanwhile somebody else asks for changes: the run drafts a new proposal.
+    page.reload()
+    sign_in(page, console, ALICE, f"#/approvals/{approval['id']}")
+    expect(page.locator("#proposal-hash")).to_have_text(approval["proposal_hash"])
+    with console.client(ALICE) as alice:
+        changed = alice.post(
+            f"/approvals/{approval['id']}/decision",
+            json={"decision": "request_changes", "hash": approval["proposal_hash"],
+                  "reason": "another vendor please"},
+        )  # fmt: skip
+        assert changed.status_code == 200, changed.text
+    page.get_by_label("Reason (required)").fill("approve the old one")
+    page.get_by_role("button", name="Approve").click()
+    expect(page.locator("#decision-message [role=alert]")).to_contain_text("already_decided")
+    console.wait_status(run_id, "waiting_for_approval")
+    assert console.pending_approval(run_id)["id"] != approval["id"]
+
+
+def test_a_new_event_appears_on_the_open_run_page(console: Console, page: Page) -> None:
+    run_id = console.start_run()
+    sign_in(page, console, ALICE, f"#/runs/{run_id}")
+    timeline = page.locator("#timeline li[data-seq]")
+    expect(timeline.first).to_be_visible()
+    last = int(wait_for("the timeline", lambda: console.run(run_id)["run"]["last_event_seq"]))
+    expect(page.locator(f'#timeline li[data-seq="{last}"]')).to_be_visible()
+    page.get_by_label("Reason (optional)").fill("lunch")
+    page.get_by_role("button", name="Pause").click()
+    expect(page.locator(f'#timeline li[data-seq="{last + 1}"]')).to_contain_text("paused")
+    expect(page.locator("#run-status")).to_have_text("paused")
+    # Resumed elsewhere: the page hears of it through the stream alone.
+    with console.client(BOB) as bob:
+        resumed = bob.post(f"/runs/{run_id}/resume", json={"reason": "back"})
+        assert resumed.status_code == 200, resumed.text
+    expect(page.locator(f'#timeline li[data-seq="{last + 2}"]')).to_be_visible()
+    expect(page.locator("#run-status")).to_have_text("waiting_for_approval")
+
+
+def test_a_stale_revision_is_refused_on_the_run_page(console: Console, page: Page) -> None:
+    run_id = console.start_run()
+    sign_in(page, console, BOB, f"#/runs/{run_id}")
+    expect(page.locator("#revision")).to_be_visible()
+    shown = int(page.locator("#revision").inner_text())
+    page.route("**/events/stream*", lambda route: route.abort())  # the page stays as it was
+    with console.client(BOB) as bob:
+        bob.post(f"/runs/{run_id}/pause", json={"reason": "elsewhere"})
+        bob.post(f"/runs/{run_id}/resume", json={"reason": "elsewhere"})
+    page.get_by_role("button", name="Cancel").click()
+    expect(page.locator("#command-message [role=alert]")).to_contain_text(f"revision {shown}")
+    assert console.run(run_id)["run"]["status"] == "waiting_for_approval"
+
+
+def test_without_the_approver_role_there_is_no_approve_button_and_a_forged_request_fails(
+    console: Console, page: Page
+) -> None:
+    run_id = console.start_run()
+    approval = console.pending_approval(run_id)
+    sign_in(page, console, BOB, f"#/approvals/{approval['id']}")
+    expect(page.locator("#proposal-hash")).to_have_text(approval["proposal_hash"])
+    expect(page.get_by_role("button", name="Approve")).to_have_count(0)
+    expect(page.get_by_text("holds no approver role")).to_be_visible()
+    forged = page.evaluate(
+        """async ([id, hash, token]) => {
+            const r = await fetch(`/api/v1/approvals/${id}/decision`, {method: "POST",
+              headers: {"Content-Type": "application/json", Authorization: `Bearer ${token}`},
+              body: JSON.stringify({decision: "approve", hash, reason: "forged"})});
+            return [r.status, (await r.json()).error.code];
+        }""",
+        [approval["id"], approval["proposal_hash"], BOB],
+    )
+    assert forged == [403, "not_an_approver"]
+    assert console.pending_approval(run_id)["id"] == approval["id"]
+
+
+def test_a_cross_site_state_change_is_refused(console: Console) -> None:
+    refused = httpx.post(
+        f"{console.url}/api/v1/runs/x/pause",
+        json={},
+        headers={"Origin": "http://evil.example", "Authorization": f"Bearer {ALICE}"},
+    )
+    assert refused.status_code == 403
+    assert refused.json()["error"]["code"] == "cross_site_request"
+    fetched = httpx.post(
+        f"{console.url}/api/v1/runs/x/pause",
+        json={},
+        headers={"Sec-Fetch-Site": "cross-site", "Authorization": f"Bearer {ALICE}"},
+    )
+    assert fetched.json()["error"]["code"] == "cross_site_request"
