@@ -57,6 +57,7 @@ _AREAS: dict[str, str] = {
     "skills": "Skills and credentials",
     "compiler": "Compiling and expressions",
     "runbooks": "Runbooks",
+    "authoring": "Authoring from a prompt",
     "tools": "Tools around the runtime",
 }
 
@@ -263,6 +264,16 @@ _ALL: list[ErrorCode] = [
         ("input_usage", 422, USAGE, "A runbook input was given malformed (`--input k=v`)."),
         ("input_type", 422, FAILURE, "A runbook input or output does not fit its type."),
         ("step_failed", 500, FAILURE, "A runbook step failed."),
+    ),
+    *_codes(
+        "authoring",
+        (
+            "authoring_unavailable",
+            501,
+            FAILURE,
+            "No complete model profile (base URL, model, credential reference) is configured.",
+        ),
+        ("draft_failed", 422, FAILURE, "The draft still does not compile; nothing was written."),
     ),
     *_codes(
         "tools",

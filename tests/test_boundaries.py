@@ -6,7 +6,8 @@
 - skills are used by both executors: they never import the runtime;
 - the runtime consumes compiled documents only: it never imports the compiler's loaders
   or its driver (:data:`FRONT_HALF`);
-- the API and the CLI reach the runtime only through the modules listed in
+- authoring drafts definitions for people to review: it never imports the API or the CLI;
+- the API, the CLI and authoring reach the runtime only through the modules listed in
   :data:`RUNTIME_SEAMS`; a new one fails here until it is added on purpose.
 
 Every import counts, including those inside functions and under ``TYPE_CHECKING``: a lazy
@@ -31,6 +32,7 @@ FORBIDDEN: dict[str, frozenset[str]] = {
     ),
     "runbooks": frozenset({"runtime", "api", "cli", "quickstart"}),
     "skills": frozenset({"runtime", "runbooks", "api", "cli", "quickstart"}),
+    "authoring": frozenset({"api", "cli", "quickstart", "simulator", "runbooks"}),
 }
 
 #: the compiler modules that read definition files; the runtime never re-reads them
@@ -79,6 +81,13 @@ RUNTIME_SEAMS: dict[str, frozenset[str]] = {
             "openseal.runtime.store",
             "openseal.runtime.store_errors",  # database faults → one line
             "openseal.runtime.worker",
+        }
+    ),
+    "authoring": frozenset(
+        {
+            "openseal.runtime.governance",  # a draft is filed as a change proposal
+            "openseal.runtime.models",  # the OpenAI-compatible provider
+            "openseal.runtime.store",
         }
     ),
 }

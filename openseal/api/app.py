@@ -25,6 +25,7 @@ from openseal.api.limits import RequestLimits
 from openseal.api.routes import (
     actions,
     approvals,
+    authoring,
     definitions,
     deployments,
     events,
@@ -38,7 +39,9 @@ from openseal.api.workers import InProcessWorkers
 from openseal.runtime.store import Store, open_store
 
 PREFIX = "/api/v1"
-ROUTERS = (meta, definitions, deployments, objectives, runs, approvals, actions, events)
+ROUTERS = (
+    meta, definitions, deployments, objectives, runs, approvals, actions, events, authoring,
+)  # fmt: skip
 
 
 def create_app(settings: ApiSettings, *, store: Store | None = None) -> FastAPI:

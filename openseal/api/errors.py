@@ -163,6 +163,8 @@ def responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
         409: "Conflict: stale revision, idempotency key reuse, or a state that forbids it",
         422: "Invalid request",
         501: "Not served: the capability is not configured on this server",
+        502: "An upstream endpoint (the model) failed",
+        503: "Unavailable for now (the database, or the model endpoint); retry",
     }
     wanted = sorted({401, 422, *statuses})
     return {s: {"model": ErrorBody, "description": described[s]} for s in wanted}

@@ -104,3 +104,15 @@ class Rollback(Body):
 
     to: Annotated[str, Field(min_length=1, max_length=80)] | None = None
     message: Text | None = None
+
+
+class AuthoringDraftBody(Body):
+    """A prompt to author from, against the server's configured definitions and model profile.
+
+    ``propose``: file the compiled draft as a change proposal by the caller (never activated).
+    """
+
+    prompt: Annotated[str, Field(min_length=1, max_length=8000)]
+    syntax: Literal["hcl", "yaml"] = "hcl"
+    propose: bool = False
+    max_repairs: Annotated[int, Field(ge=0, le=10)] = 2

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from openseal.api.auth import TokenTable
 from openseal.api.limits import Limits
+from openseal.authoring import AuthoringSetup, availability
 from openseal.runtime.approvals import ApprovalAuthority
 from openseal.runtime.service_api import CapabilityConfig
 from openseal.skills.credentials import RuntimeContext
@@ -40,15 +41,26 @@ class ApiSettings:
     docs: bool = True
     #: request body size, JSON nesting, an objective's inputs
     limits: Limits = field(default_factory=Limits)
+    #: authoring: the definitions drafts join and the model profile defined among them
+    authoring_definitions: Path | None = None
+    authoring_profile: str | None = None
 
     def all_tokens(self) -> TokenTable:
         return self.tokens.merged(self.authority)
 
+    def authoring_setup(self) -> AuthoringSetup:
+        context = self.context or RuntimeContext.empty()
+        return AuthoringSetup(self.authoring_definitions, self.authoring_profile, context)
+
     def capability_config(self) -> CapabilityConfig:
+        """What the server is configured with; checks the authoring profile (a compile)."""
+        authoring = availability(self.authoring_setup())
         return CapabilityConfig(
             workers=self.workers,
             external_workers=self.external_workers,
             authority=self.authority,
             tokens=bool(self.all_tokens()),
             listen_address=self.host,
+            authoring_model=authoring.name if authoring.complete else None,
+            authoring_missing=authoring.missing,
         )

@@ -58,7 +58,7 @@ def deploy(
     if output == "json":
         echo_json(_json(result, final))
     else:
-        _print(result)
+        print_filed(result)
         if final is not None:
             click.echo(f"change proposal {final.id} is {final.status}")
     if final is not None and final.status is not S.ACTIVATED:
@@ -90,7 +90,7 @@ def _load(path: Path) -> Mapping[str, CompiledDocument] | Bundle:
     return result.documents
 
 
-def _print(result: gov.DeployResult) -> None:
+def print_filed(result: gov.DeployResult) -> None:
     proposal = result.proposal
     if proposal is None:
         click.echo(result.note or "nothing to deploy")

@@ -39,6 +39,7 @@ COMMANDS = {
     "actions": "openseal.cli.actions:actions",
     "quickstart": "openseal.cli.quickstart:quickstart",
     "serve": "openseal.cli.serve:serve",
+    "author": "openseal.cli.author:author_command",
 }
 
 

@@ -65,6 +65,15 @@ from openseal.runtime.approvals import AUTHORITY_ENV, is_loopback
     "(422 inputs_too_large) [default: 256 KiB].",
 )  # fmt: skip
 @click.option(
+    "--authoring-definitions", type=click.Path(path_type=Path, file_okay=False), default=None,
+    envvar="OPENSEAL_AUTHORING_DEFINITIONS",
+    help="Definitions that authored drafts join; the authoring model profile is defined there.",
+)  # fmt: skip
+@click.option(
+    "--authoring-model", default=None, envvar="OPENSEAL_AUTHORING_MODEL",
+    help="The model profile authoring uses; authoring is served only when it is complete.",
+)  # fmt: skip
+@click.option(
     "--log-level", type=click.Choice(["critical", "error", "warning", "info", "debug"]),
     default="info", show_default=True,
 )  # fmt: skip
@@ -81,6 +90,8 @@ def serve(
     max_body_bytes: int | None,
     max_json_depth: int | None,
     max_input_bytes: int | None,
+    authoring_definitions: Path | None,
+    authoring_model: str | None,
     log_level: str,
 ) -> None:
     """Serve the HTTP API: deployments, objectives, runs, approvals, actions, events.
@@ -107,6 +118,7 @@ def serve(
             max_body_bytes=max_body_bytes, max_json_depth=max_json_depth,
             max_input_bytes=max_input_bytes,
         ),
+        authoring_definitions=authoring_definitions, authoring_profile=authoring_model,
     )  # fmt: skip
     if not is_loopback(host) and not settings.all_tokens():
         raise UsageError(

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -33,6 +33,7 @@ from openseal.compiler.load import (
     discover,
     duplicate_names,
     load_file,
+    project_of,
     read_file,
 )
 from openseal.compiler.spans import Span
@@ -53,7 +54,11 @@ class CompileResult:
 
 
 def compile_paths(
-    paths: Sequence[Path], *, through: Stage = Stage.EMIT, analysis: bool = False
+    paths: Sequence[Path],
+    *,
+    through: Stage = Stage.EMIT,
+    analysis: bool = False,
+    overlay: Mapping[Path, bytes] | None = None,
 ) -> CompileResult:
     """Compile every definition file under ``paths`` as far as ``through``; never raises
     for bad input.
@@ -65,15 +70,27 @@ def compile_paths(
     an unchanged project is served whole from its entry; its
     ``result.loaded.definitions`` are then loaded (from the per-file cache) only
     when first read.
+
+    ``overlay`` maps files under ``paths`` to contents that stand in for them, or add to
+    them when they do not exist: a draft compiled together with the definitions it joins,
+    with nothing written. The project cache is then not used.
     """
     files, found = discover(paths)
+    if overlay:
+        files, found = _overlaid(paths, files, found, overlay)
     root = cache.cache_directory()
     by_project: dict[str, list[SourceFile]] = {}
     for path, project in files.items():
-        by_project.setdefault(str(project), []).append(read_file(path, digest=root is not None))
+        source = (
+            SourceFile(path, overlay[path])
+            if overlay and path in overlay
+            else read_file(path, digest=root is not None)
+        )
+        by_project.setdefault(str(project), []).append(source)
+    fresh = analysis or bool(overlay)
     compiled = {
         project: _compile_fresh(sources, root, through)
-        if analysis
+        if fresh
         else _compile(project, sources, root, through)
         for project, sources in by_project.items()
     }
@@ -103,6 +120,24 @@ def compile_paths(
     if not result.ok:
         result.documents = {}
     return result
+
+
+def _overlaid(
+    paths: Sequence[Path],
+    files: dict[Path, Path],
+    found: list[Diagnostic],
+    overlay: Mapping[Path, bytes],
+) -> tuple[dict[Path, Path], list[Diagnostic]]:
+    """``files`` with the overlay's files added to their projects; a directory the overlay
+    adds files to no longer reports that it holds none."""
+    files = dict(files)
+    filled: set[str] = set()
+    for path in sorted(overlay):
+        base = next((p for p in paths if p in path.parents), path.parent)
+        files[path] = project_of(path, base)
+        filled.add(str(base))
+    kept = [d for d in found if not (d.code == "OS009" and d.span.file in filled)]
+    return dict(sorted(files.items())), kept
 
 
 # --------------------------------------------------------------------------- one project

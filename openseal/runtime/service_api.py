@@ -66,7 +66,10 @@ class CapabilityConfig:
     authority: ApprovalAuthority | None = None
     tokens: bool = False
     listen_address: str = "127.0.0.1"
+    #: the complete model profile authoring uses (None: authoring is not served)
     authoring_model: str | None = None
+    #: without ``authoring_model``: what is missing for authoring, in one sentence
+    authoring_missing: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -86,7 +89,7 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
     "approval_decisions": ("approvals.decide",),
     "actions": ("actions.list", "actions.show", "actions.reconcile", "actions.resolve"),
     "inbound_events": ("events.deliver",),
-    "authoring": (),
+    "authoring": ("authoring.draft",),
 }  # fmt: skip
 
 
@@ -144,8 +147,8 @@ def _decisions_reason(config: CapabilityConfig) -> str | None:
 
 def _authoring_reason(config: CapabilityConfig) -> str | None:
     if config.authoring_model:
-        return "this version serves no authoring operations yet"
-    return "no complete model profile is configured for authoring"
+        return None
+    return config.authoring_missing or "no complete model profile is configured for authoring"
 
 
 # -- definition versions ---------------------------------------------------------------

@@ -183,6 +183,11 @@ def _summary(proposal: gov.ChangeProposal) -> dict[str, Any]:
 def _filed(result: gov.DeployResult, response: Response) -> dict[str, Any]:
     if not result.created:
         response.status_code = 200
+    return filing(result)
+
+
+def filing(result: gov.DeployResult) -> dict[str, Any]:
+    """A filed (or found, or unneeded) change proposal as the API answers it."""
     return {
         "proposal": None if result.proposal is None else result.proposal.to_dict(),
         "created": result.created,

@@ -1,0 +1,50 @@
+"""Authoring from a prompt: ``POST /authoring/drafts`` — the service functions of
+``openseal author``. Served only with a complete model profile (otherwise 501 with the reason).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Response
+
+from openseal.api.capabilities import requires
+from openseal.api.errors import ApiError, responses
+from openseal.api.models import AuthoringDraftBody
+from openseal.api.routes.common import State, Who
+from openseal.api.routes.deployments import filing
+from openseal.authoring import AuthoringRequest, draft, propose
+
+router = APIRouter(tags=["authoring"])
+
+
+@router.post(
+    "/authoring/drafts",
+    operation_id="authoring.draft",
+    dependencies=requires("authoring.draft"),
+    responses=responses(409, 422, 501, 502, 503),
+    status_code=200,
+)
+def create_draft(body: AuthoringDraftBody, state: State, who: Who, response: Response) -> Any:
+    """Draft definitions from a prompt; the compiler checks them and the model repairs them.
+
+    200 with the files, the semantic diff and the changes that widen authority (listed
+    first, as ``widening``) when the draft compiles; with ``propose`` it is also filed as a
+    change proposal authored by the caller (201). Nothing is written on the server and
+    nothing is activated. 422 ``draft_failed`` when the draft still does not compile after
+    ``maxRepairs`` repair rounds: ``details`` holds the diagnostics and every round.
+    """
+    setup = state.settings.authoring_setup()
+    request = AuthoringRequest(
+        body.prompt, setup.definitions, syntax=body.syntax, max_repairs=body.max_repairs
+    )
+    result = draft(setup, request)
+    if not result.ok:
+        raise ApiError(422, "draft_failed", f"{result.reason}; nothing was filed", result.to_dict())
+    answer: dict[str, Any] = {"draft": result.to_dict(), "proposal": None}
+    if body.propose:
+        filed = propose(state.store, result, who.principal, body.prompt)
+        answer["proposal"] = filing(filed)
+        if filed.created:
+            response.status_code = 201
+    return answer

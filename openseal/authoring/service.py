@@ -1,0 +1,153 @@
+"""What the CLI and the API call: is authoring available, draft, write, propose.
+
+Example::
+
+    setup = AuthoringSetup(Path("definitions/procurement/hcl"), "authoring", context)
+    result = draft(setup, AuthoringRequest("add a release-note workflow", setup.definitions))
+    if result.ok:
+        propose(store, result, "user:alice", "add a release-note workflow")
+
+Authoring never activates anything: :func:`propose` files a change proposal through the same
+path as ``openseal deploy``, authored by the principal who asked, with the prompt and the
+model in its message; it is reviewed, decided and activated like any other change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
+
+from openseal.authoring.drafts import CompiledDraft, compile_existing
+from openseal.authoring.profile import ProfileCheck, find_profile
+from openseal.authoring.session import AuthoringRequest, AuthoringResult, author
+from openseal.errors import CompileError, OpenSealError, UsageError
+from openseal.runtime.models import OpenAIProvider
+from openseal.skills.credentials import RuntimeContext
+
+if TYPE_CHECKING:
+    from openseal.runtime.governance import DeployResult
+    from openseal.runtime.store import Store
+
+
+class AuthoringUnavailable(OpenSealError):
+    """No complete model profile is configured; the message says what is missing."""
+
+    code = "authoring_unavailable"
+
+
+class DraftFailed(OpenSealError):
+    """The model's draft still does not compile after the repair rounds; nothing was written."""
+
+    code = "draft_failed"
+
+    def __init__(self, message: str, result: AuthoringResult) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+class DefinitionsDoNotCompile(CompileError):
+    """The definitions a draft would join do not compile themselves; ``compiled`` says why."""
+
+    def __init__(self, message: str, compiled: CompiledDraft) -> None:
+        super().__init__(message, tuple(compiled.diagnostics))
+        self.compiled = compiled
+
+
+@dataclass(frozen=True)
+class AuthoringSetup:
+    """Where authoring takes its definitions and model profile from.
+
+    ``definitions`` is the directory drafts join and the model profile is defined in;
+    ``profile`` names that profile; ``context`` resolves its credential reference.
+    """
+
+    definitions: Path | None
+    profile: str | None
+    context: RuntimeContext
+
+
+def existing_definitions(setup: AuthoringSetup) -> CompiledDraft:
+    """The definitions a draft joins, compiled; :class:`DefinitionsDoNotCompile` if they do not."""
+    existing = compile_existing(setup.definitions)
+    if not existing.ok:
+        raise DefinitionsDoNotCompile(
+            f"the definitions in {setup.definitions} do not compile; fix them before authoring",
+            existing,
+        )
+    return existing
+
+
+def availability(setup: AuthoringSetup) -> ProfileCheck:
+    """Whether ``setup`` has a complete model profile, and if not, what is missing."""
+    try:
+        existing = existing_definitions(setup)
+    except DefinitionsDoNotCompile as exc:
+        return ProfileCheck(setup.profile, None, str(exc))
+    documents = {key: doc.document for key, doc in existing.documents.items()}
+    return find_profile(documents, setup.profile, setup.context)
+
+
+def draft(setup: AuthoringSetup, request: AuthoringRequest) -> AuthoringResult:
+    """Author from ``request.prompt``; :class:`AuthoringUnavailable` without a complete profile.
+
+    The result is returned whether or not the draft compiled (``result.ok``); nothing is
+    written and nothing is filed.
+    """
+    if not request.prompt.strip():
+        raise UsageError("the prompt is empty: say what to author")
+    existing = existing_definitions(setup)
+    documents = {key: doc.document for key, doc in existing.documents.items()}
+    check = find_profile(documents, setup.profile, setup.context)
+    if check.profile is None:
+        raise AuthoringUnavailable(f"authoring is not available: {check.missing}")
+    provider = OpenAIProvider.from_profile(check.profile, credentials=setup.context.credentials)
+    return author(request, check.profile, provider, existing)
+
+
+def write(result: AuthoringResult, into: Path, *, overwrite: bool = False) -> list[Path]:
+    """Write a compiled draft's files under ``into``; an existing file only with ``overwrite``.
+
+    Every file is checked before the first is written, so a refusal writes nothing.
+    """
+    if not result.ok:
+        raise DraftFailed("the draft does not compile; nothing is written", result)
+    targets = [(into / Path(*PurePosixPath(f.path).parts), f.content) for f in result.files]
+    if not overwrite:
+        present = [str(path) for path, _ in targets if path.exists()]
+        if present:
+            raise UsageError(
+                f"{', '.join(present)} already exist{'s' if len(present) == 1 else ''}; "
+                "nothing written (--force replaces existing files)"
+            )
+    for path, content in targets:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "w" if overwrite else "x", encoding="utf-8", newline="") as handle:
+            handle.write(content)
+    return [path for path, _ in targets]
+
+
+def propose(store: Store, result: AuthoringResult, actor: str, prompt: str) -> DeployResult:
+    """File the compiled draft (with the definitions it joins) as a change proposal by ``actor``.
+
+    Nothing is activated: the proposal is reviewed, decided and activated like any change.
+    """
+    from openseal.runtime import governance as gov
+
+    if not result.ok:
+        raise DraftFailed("the draft does not compile; nothing is filed", result)
+    message = proposal_message(result, prompt)
+    return gov.deploy(store, result.compiled.documents, actor, message=message)
+
+
+def proposal_message(result: AuthoringResult, prompt: str) -> str:
+    """The proposal's message: the prompt, the model and what the calls cost."""
+    widening = len(result.widening)
+    lines = [
+        f"authored from a prompt by model profile `{result.profile}` (model {result.model})",
+        f"prompt ({result.prompt_digest}): {prompt.strip()}",
+        f"model calls: {len(result.calls)}, tokens: {result.tokens}",
+        f"files: {', '.join(f.path for f in result.files)}",
+        f"risk widening: {f'yes ({widening} change(s) widen authority)' if widening else 'no'}",
+    ]
+    return "\n".join(lines)
