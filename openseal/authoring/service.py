@@ -147,6 +147,10 @@ def proposal_message(result: AuthoringResult, prompt: str) -> str:
         f"authored from a prompt by model profile `{result.profile}` (model {result.model})",
         f"prompt ({result.prompt_digest}): {prompt.strip()}",
         f"model calls: {len(result.calls)}, tokens: {result.tokens}",
+        *(
+            f"  call {c.round}: {c.prompt_digest}, {c.input_tokens} in, {c.output_tokens} out"
+            for c in result.calls
+        ),
         f"files: {', '.join(f.path for f in result.files)}",
         f"risk widening: {f'yes ({widening} change(s) widen authority)' if widening else 'no'}",
     ]

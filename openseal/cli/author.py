@@ -84,6 +84,7 @@ def author_command(
     """
     from openseal.authoring import AuthoringRequest, AuthoringSetup, draft
     from openseal.authoring.service import DefinitionsDoNotCompile
+    from openseal.cli.deploy import filed_json
     from openseal.skills.credentials import RuntimeContext
 
     if force and into is None:
@@ -106,7 +107,7 @@ def author_command(
     filed = _propose(result, home, actor, prompt) if propose else None
     if output == "json":
         document: dict[str, Any] = {**result.to_dict(), "written": [str(p) for p in written]}
-        document["proposal"] = None if filed is None else _filed_json(filed)
+        document["proposal"] = None if filed is None else filed_json(filed)
         echo_json(document)
         return
     _show(result, written, shown=into is None and not propose)
@@ -130,15 +131,6 @@ def _propose(result: Any, home: Path, actor: str, prompt: str) -> Any:
         return propose(store, result, actor, prompt)
 
 
-def _filed_json(filed: Any) -> dict[str, Any]:
-    return {
-        "proposal": None if filed.proposal is None else filed.proposal.to_dict(),
-        "created": filed.created,
-        "unchanged": list(filed.unchanged),
-        "note": filed.note,
-    }
-
-
 def _show(result: Any, written: list[Path], *, shown: bool) -> None:
     """Widening first, then the files, the semantic diff, and what was written."""
     from openseal.cli.diff import render_report
@@ -147,14 +139,16 @@ def _show(result: Any, written: list[Path], *, shown: bool) -> None:
     color = use_color(sys.stdout)
     widening = result.widening
     if widening:
-        click.echo(_paint(f"risk widening: {len(widening)} change(s) widen authority", color))
+        widen = "widens" if len(widening) == 1 else "widen"
+        click.echo(
+            _paint(f"risk widening: {_count(len(widening), 'change')} {widen} authority", color)
+        )
         for change in widening:
             click.echo(f"  ! {change.message}")
         click.echo("")
-    rounds = len(result.rounds)
     click.echo(
-        f"draft compiled in {rounds} round{'s' if rounds != 1 else ''} "
-        f"({len(result.calls)} model call(s), {result.tokens} tokens, "
+        f"draft compiled in {_count(len(result.rounds), 'round')} "
+        f"({_count(len(result.calls), 'model call')}, {result.tokens} tokens, "
         f"model profile {result.profile})"
     )
     for file in result.files:
@@ -188,6 +182,10 @@ def _failed(result: Any, output: str) -> None:
         for problem in result.problems:
             click.echo(f"problem: {problem}", err=True)
     click.echo(f"error: {result.reason}; nothing written", err=True)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _paint(text: str, color: bool) -> str:

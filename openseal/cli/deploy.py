@@ -56,7 +56,7 @@ def deploy(
         if wait and result.proposal is not None:
             final = gov.wait_for_activation(store, result.proposal.id, timeout)
     if output == "json":
-        echo_json(_json(result, final))
+        echo_json(filed_json(result, final))
     else:
         print_filed(result)
         if final is not None:
@@ -112,7 +112,7 @@ def print_filed(result: gov.DeployResult) -> None:
     click.echo(f"next: openseal proposals show {proposal.id}")
 
 
-def _json(result: gov.DeployResult, final: Any) -> dict[str, Any]:
+def filed_json(result: gov.DeployResult, final: Any = None) -> dict[str, Any]:
     return {
         "proposal": None if result.proposal is None else result.proposal.to_dict(),
         "created": result.created,

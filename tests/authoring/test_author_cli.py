@@ -132,7 +132,7 @@ def test_a_widening_draft_is_flagged_first_and_the_proposal_says_so(
     )  # fmt: skip
     assert code == 0, err
     lines = out.splitlines()
-    assert lines[0] == "risk widening: 1 change(s) widen authority"
+    assert lines[0] == "risk widening: 1 change widens authority"
     assert lines[1] == ("  ! grant added: skill.lookup_budget to team.procurement.role.researcher")
     assert "filed change proposal" in out
     assert not (definitions / "budget.hcl").exists()  # no --into: nothing written
