@@ -7,6 +7,7 @@ strategy is driven by hypothesis directly.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,7 +20,10 @@ from schemathesis.checks import not_a_server_error
 from openseal.runtime import service
 from openseal.runtime.approvals import ApprovalAuthority
 from openseal.runtime.store import Store
+from openseal.skills.credentials import RuntimeContext
 from tests.api.conftest import Serve
+from tests.authoring.support import GOOD, KEY, KEY_VARIABLE, PROFILE, answer, workspace
+from tests.runtime.models.chat_server import ChatServer
 
 pytestmark = pytest.mark.slow
 
@@ -36,10 +40,25 @@ def no_traceback(_ctx: Any, response: Any, _case: Any) -> bool | None:
     return None
 
 
-def test_the_api_never_answers_5xx_nor_a_traceback(serve: Serve, store: Store) -> None:
+def test_the_api_never_answers_5xx_nor_a_traceback(
+    serve: Serve, store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     service.create_objective(store, "small", {"n": 1})  # something to find besides 404s
-    server = serve(external_workers=True, authority=ApprovalAuthority(local_operator=True))
-    schema = schemathesis.openapi.from_url(f"{server.url}/api/v1/openapi.json")
+    monkeypatch.setenv(KEY_VARIABLE, KEY)
+    with ChatServer() as chat:
+        chat.reply(answer(("auditor.hcl", GOOD)))  # every draft compiles
+        server = serve(
+            external_workers=True,
+            authority=ApprovalAuthority(local_operator=True),
+            authoring_definitions=workspace(tmp_path, chat),
+            authoring_profile=PROFILE,
+            context=RuntimeContext.load(tmp_path / "context.yaml"),
+        )
+        fuzz(server.url)
+
+
+def fuzz(url: str) -> None:
+    schema = schemathesis.openapi.from_url(f"{url}/api/v1/openapi.json")
     operations = [result.ok() for result in schema.get_all_operations()]  # type: ignore[union-attr]
     assert len(operations) >= 25
     for operation in operations:
