@@ -7,9 +7,10 @@ from pathlib import Path
 
 import click
 
-from openseal.cli.runtime import echo_json, opened, plain, store_options
+from openseal.cli.output import echo_data, plain
+from openseal.cli.runtime import opened, store_options
 from openseal.errors import UsageError
-from openseal.runtime import service_actions
+from openseal.runtime import service, service_actions
 from openseal.runtime.actions import Action, boundary
 from openseal.skills.credentials import RuntimeContext
 
@@ -32,11 +33,16 @@ def _line(action: Action) -> str:
 def list_actions(
     home: Path, output: str, status: str | None, run_id: str | None, limit: int
 ) -> None:
-    """Newest actions first."""
+    """Newest actions first.
+
+    \b
+    Examples:
+        openseal actions list --status needs_attention
+    """
     with opened(home) as store:
         found = service_actions.list_actions(store, status=status, run_id=run_id, limit=limit)
-    if output == "json":
-        echo_json(found)
+    if output != "text":
+        echo_data(found, output)
         return
     for action in found:
         click.echo(_line(action))
@@ -46,12 +52,19 @@ def list_actions(
 @store_options
 @click.argument("action_id", metavar="ID_OR_KEY")
 def show(home: Path, output: str, action_id: str) -> None:
-    """An action, its proposal, its spend and its history."""
+    """An action, its proposal, its spend and its history.
+
+    \b
+    Examples:
+        openseal actions show 01a22b
+    """
     with opened(home) as store:
-        view = service_actions.show_action(store, action_id)
+        view = service_actions.show_action(store, service.complete_id(store, "action", action_id))
     action = view.action
-    if output == "json":
-        echo_json({"action": action, "proposal": view.proposal.document, "spend": view.spend})
+    if output != "text":
+        echo_data(
+            {"action": action, "proposal": view.proposal.document, "spend": view.spend}, output
+        )
         return
     click.echo(f"action {action.id}  {action.status}  skill {action.skill}  run {action.run_id}")
     click.echo(f"  key        {action.key}")
@@ -82,12 +95,19 @@ def show(home: Path, output: str, action_id: str) -> None:
     envvar="OPENSEAL_CONTEXT", help="Runtime context file (adapter config, credential sources).",
 )  # fmt: skip
 def reconcile(home: Path, output: str, action_id: str, context_path: Path | None) -> None:
-    """Ask the destination about an action whose outcome is open (lookup or same-key retry)."""
+    """Ask the destination about an action whose outcome is open (lookup or same-key retry).
+
+    \b
+    Examples:
+        openseal actions reconcile 01a22b --context .openseal/context.yaml
+    """
     context = RuntimeContext.load(context_path)
     with opened(home) as store:
-        action, pending = service_actions.reconcile_action(store, action_id, context=context)
-    if output == "json":
-        echo_json({"action": action, "pending": pending})
+        action, pending = service_actions.reconcile_action(
+            store, service.complete_id(store, "action", action_id), context=context
+        )
+    if output != "text":
+        echo_data({"action": action, "pending": pending}, output)
         return
     click.echo(f"action {action.id} is {action.status}" + (f": {pending}" if pending else ""))
 
@@ -101,7 +121,13 @@ def reconcile(home: Path, output: str, action_id: str, context_path: Path | None
 def resolve(
     home: Path, output: str, action_id: str, outcome: str, evidence: str, result_json: str | None
 ) -> None:
-    """Settle an action by hand after checking the destination; the run then continues."""
+    """Settle an action by hand after checking the destination; the run then continues.
+
+    \b
+    Examples:
+        openseal actions resolve 01a22b --outcome succeeded \\
+        --evidence "PO-000001 is in the vendor portal" --result '{"order_id": "PO-000001"}'
+    """
     result = None
     if result_json is not None:
         try:
@@ -110,9 +136,13 @@ def resolve(
             raise UsageError(f"--result must be JSON: {result_json!r}") from None
     with opened(home) as store:
         action = service_actions.resolve_action(
-            store, action_id, outcome=outcome, evidence=evidence, result=result
+            store,
+            service.complete_id(store, "action", action_id),
+            outcome=outcome,
+            evidence=evidence,
+            result=result,
         )
-    if output == "json":
-        echo_json(action)
+    if output != "text":
+        echo_data(action, output)
         return
     click.echo(f"action {action.id} resolved as {action.status}")

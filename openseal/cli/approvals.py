@@ -14,8 +14,9 @@ from typing import Any, TypeVar
 
 import click
 
-from openseal.cli.runtime import echo_json, opened, plain, store_options
-from openseal.runtime import service_actions
+from openseal.cli.output import echo_data, plain
+from openseal.cli.runtime import opened, store_options
+from openseal.runtime import service, service_actions
 from openseal.runtime.approvals import (
     AUTHORITY_ENV,
     CLI_ADDRESS,
@@ -48,11 +49,16 @@ def _line(approval: Approval) -> str:
 def list_approvals(
     home: Path, output: str, status: str | None, run_id: str | None, limit: int
 ) -> None:
-    """Newest approvals first."""
+    """Newest approvals first.
+
+    \b
+    Examples:
+        openseal approvals list --status pending
+    """
     with opened(home) as store:
         found = service_actions.list_approvals(store, status=status, run_id=run_id, limit=limit)
-    if output == "json":
-        echo_json(found)
+    if output != "text":
+        echo_data(found, output)
         return
     for approval in found:
         click.echo(_line(approval))
@@ -62,14 +68,19 @@ def list_approvals(
 @store_options
 @click.argument("ref", metavar="ID_OR_HASH")
 def show(home: Path, output: str, ref: str) -> None:
-    """Every field of the exact proposal, and the hash to decide on."""
+    """Every field of the exact proposal, and the hash to decide on.
+
+    \b
+    Examples:
+        openseal approvals show 01a22b
+    """
     with opened(home) as store:
-        view = service_actions.show_approval(store, ref)
+        view = service_actions.show_approval(store, service.complete_id(store, "approval", ref))
     approval, proposal = view.approval, view.proposal
-    if output == "json":
-        echo_json({"approval": approval, "proposal": proposal.document,
+    if output != "text":
+        echo_data({"approval": approval, "proposal": proposal.document,
                    "hash": approval.proposal_hash, "verified": proposal.verified,
-                   "unverified_reason": proposal.problem})  # fmt: skip
+                   "unverified_reason": proposal.problem}, output)  # fmt: skip
         return
     click.echo(f"approval {approval.id}  {approval.status}  run {approval.run_id}")
     click.echo(f"  approvers  {', '.join(approval.approvers) or '(any)'}")
@@ -110,14 +121,15 @@ def _decide(
     with opened(home) as store:
         try:
             decided = service_actions.decide_approval(
-                store, load_authority(authority, home=home), ref, decision,
+                store, load_authority(authority, home=home),
+                service.complete_id(store, "approval", ref), decision,
                 seen_hash=seen_hash, reason=reason, address=CLI_ADDRESS,
             )  # fmt: skip
         except ApprovalError as exc:
             raise ApprovalError(f"{exc.message} [{exc.code}]", code=exc.code) from None
     approval = decided.approval
-    if output == "json":
-        echo_json({"approval": approval, "changed": decided.changed})
+    if output != "text":
+        echo_data({"approval": approval, "changed": decided.changed}, output)
         return
     verb = "recorded" if decided.changed else "already recorded (nothing changed)"
     click.echo(f"approval {approval.id} {approval.status} by {approval.decided_by}: {verb}")
@@ -127,7 +139,12 @@ def _decide(
 @store_options
 @decision_options
 def approve(home: Path, output: str, ref: str, seen_hash: str, authority: Path | None) -> None:
-    """Approve the exact proposal whose hash you name."""
+    """Approve the exact proposal whose hash you name.
+
+    \b
+    Examples:
+        openseal approvals approve 01a22b --hash bf85238147
+    """
     _decide(home, output, ref, "approve", seen_hash, authority, None)
 
 
@@ -138,7 +155,12 @@ def approve(home: Path, output: str, ref: str, seen_hash: str, authority: Path |
 def reject(
     home: Path, output: str, ref: str, seen_hash: str, authority: Path | None, reason: str
 ) -> None:
-    """Reject the proposal."""
+    """Reject the proposal.
+
+    \b
+    Examples:
+        openseal approvals reject 01a22b --hash bf85238147 --reason "too expensive"
+    """
     _decide(home, output, ref, "reject", seen_hash, authority, reason)
 
 
@@ -149,5 +171,10 @@ def reject(
 def request_changes(
     home: Path, output: str, ref: str, seen_hash: str, authority: Path | None, reason: str
 ) -> None:
-    """Send the proposal back to be drafted again."""
+    """Send the proposal back to be drafted again.
+
+    \b
+    Examples:
+        openseal approvals request-changes 01a22b --hash bf85238147 --reason "prefer fabrikam"
+    """
     _decide(home, output, ref, "request_changes", seen_hash, authority, reason)

@@ -13,7 +13,8 @@ import click
 
 from openseal import __version__
 from openseal.cli.governance import actor_option
-from openseal.cli.runtime import echo_json, store_options
+from openseal.cli.output import echo_data
+from openseal.cli.runtime import store_options
 from openseal.errors import UsageError
 
 
@@ -81,6 +82,11 @@ def author_command(
     (exit 1). Changes that widen authority (a new grant, a higher risk ceiling, a removed
     approval, a higher budget) are listed first, exactly as `openseal diff` flags them.
     Needs a complete model profile: base URL, model and a credential reference.
+
+    \b
+    Examples:
+        openseal author "a release-note agent that holds sending for review" --into definitions/
+        openseal author "add a vendor search skill" --definitions definitions/ --propose
     """
     from openseal.authoring import AuthoringRequest, AuthoringSetup, draft
     from openseal.authoring.service import DefinitionsDoNotCompile
@@ -105,10 +111,10 @@ def author_command(
         raise click.exceptions.Exit(1)
     written = _write(result, into, force)
     filed = _propose(result, home, actor, prompt) if propose else None
-    if output == "json":
+    if output != "text":
         document: dict[str, Any] = {**result.to_dict(), "written": [str(p) for p in written]}
         document["proposal"] = None if filed is None else filed_json(filed)
-        echo_json(document)
+        echo_data(document, output)
         return
     _show(result, written, shown=into is None and not propose)
     if filed is not None:
@@ -174,8 +180,8 @@ def _broken(compiled: Any) -> None:
 
 def _failed(result: Any, output: str) -> None:
     """The last draft with its diagnostics (or its problems), and that nothing was written."""
-    if output == "json":
-        echo_json({**result.to_dict(), "written": [], "proposal": None})
+    if output != "text":
+        echo_data({**result.to_dict(), "written": [], "proposal": None}, output)
     else:
         if result.compiled.diagnostics:
             _broken(result.compiled)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import os
 
 import click
 
+from openseal.cli.output import echo_data, output_option
 from openseal.errors import OpenSealError
 
 DEFAULT_URL = "http://127.0.0.1:8400"
@@ -28,12 +28,17 @@ class ServerUnavailable(OpenSealError):
     default=lambda: os.environ.get("OPENSEAL_TOKEN"),
     help="Bearer token, when the server requires one (default: $OPENSEAL_TOKEN).",
 )
-@click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@output_option()
 def capabilities(url: str, token: str | None, output: str) -> None:
     """List each capability of a server with its version, operations and availability.
 
     An unavailable capability's operations are not served (HTTP 501); the reason says
     what to configure.
+
+    \b
+    Examples:
+        openseal capabilities
+        openseal capabilities --url http://127.0.0.1:8400 --output json
     """
     import httpx
 
@@ -50,12 +55,14 @@ def capabilities(url: str, token: str | None, output: str) -> None:
             message = f"HTTP {response.status_code}"
         raise ServerUnavailable(f"{endpoint}: {message}")
     payload = response.json()
-    if output == "json":
-        click.echo(json.dumps(payload, indent=2, sort_keys=True))
+    if output != "text":
+        echo_data(payload, output)
         return
     for item in payload.get("capabilities", []):
         state = "available" if item["available"] else "not served"
-        click.echo(f"{item['name']:<20} v{item['version']:<6} {state}")
+        version = str(item["version"])
+        version = version if version.startswith("v") else f"v{version}"
+        click.echo(f"{item['name']:<20} {version:<7} {state}")
         if item.get("reason"):
             click.echo(f"{'':<20} {item['reason']}")
         click.echo(f"{'':<20} {', '.join(item['operations'])}")

@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from openseal import __version__
-from openseal.cli.output import emit_diagnostics, max_diagnostics_option
+from openseal.cli.output import emit_diagnostics, max_diagnostics_option, output_option, render
 from openseal.compiler.render import render_json
 
 
@@ -33,14 +33,7 @@ from openseal.compiler.render import render_json
     show_default=True,
     help="How to print diagnostics.",
 )
-@click.option(
-    "--output",
-    "output",
-    type=click.Choice(["human", "json"]),
-    default="human",
-    show_default=True,
-    help="`json`: print one JSON object (diagnostics, digests, bundle) on stdout.",
-)
+@output_option("`json` or `yaml`: one document (diagnostics, digests, bundle) on stdout.")
 @max_diagnostics_option
 def compile_command(
     paths: tuple[Path, ...], out_dir: Path, check: bool, fmt: str, output: str, limit: int
@@ -52,6 +45,11 @@ def compile_command(
     digest of its canonical JSON. The same inputs always give the same bytes.
     With --check nothing is written. Exits 0 when compiled, 1 on any error
     diagnostic, 2 on usage errors.
+
+    \b
+    Examples:
+        openseal compile definitions/procurement/hcl --out build/
+        openseal compile definitions/ --check --format sarif > openseal.sarif
     """
     from openseal.compiler.bundle import source_digests, write_bundle
     from openseal.compiler.driver import Stage
@@ -64,8 +62,8 @@ def compile_command(
         sources = source_digests(loaded.files, loaded.sources, Path.cwd())
         write_bundle(result.documents, out_dir, sources)
         written = out_dir
-    if output == "json":
-        click.echo(json.dumps(_json_report(result, written), indent=2, sort_keys=True))
+    if output != "text":
+        click.echo(render(_json_report(result, written), output), nl=False)
     else:
         emit_diagnostics(
             result.diagnostics, loaded.sources, len(loaded.files), fmt, __version__, limit

@@ -15,7 +15,8 @@ import click
 
 from openseal import __version__
 from openseal.cli.governance import actor_option, short
-from openseal.cli.runtime import echo_json, opened, store_options
+from openseal.cli.output import echo_data
+from openseal.cli.runtime import opened, store_options
 from openseal.compiler.bundle import Bundle
 from openseal.compiler.document import CompiledDocument
 from openseal.errors import OpenSealError, UsageError
@@ -48,6 +49,11 @@ def deploy(
     compiled first (exit 1 on error diagnostics). Each workflow, runbook and governance
     definition is a deployment; the proposal holds the semantic diff against the active
     versions. Nothing is activated until the proposal is approved and activated.
+
+    \b
+    Examples:
+        openseal deploy definitions/procurement/hcl --message "cheaper vendor search"
+        openseal deploy build/ --wait-for-activation --timeout 600
     """
     source = _load(path)
     with opened(home) as store:
@@ -55,8 +61,8 @@ def deploy(
         final = None
         if wait and result.proposal is not None:
             final = gov.wait_for_activation(store, result.proposal.id, timeout)
-    if output == "json":
-        echo_json(filed_json(result, final))
+    if output != "text":
+        echo_data(filed_json(result, final), output)
     else:
         print_filed(result)
         if final is not None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import json
 import subprocess
 import sys
 import tarfile
@@ -16,7 +15,7 @@ from typing import Any
 import click
 
 from openseal import __version__
-from openseal.cli.output import emit_diagnostics
+from openseal.cli.output import emit_diagnostics, output_option, render
 from openseal.compiler.diff import Change, DiffReport
 from openseal.compiler.render import use_color
 from openseal.errors import OpenSealError, UsageError
@@ -34,14 +33,7 @@ Documents = dict[str, dict[str, Any]]
     default=None,
     help="With git revisions: the definitions directory to compile at each revision.",
 )
-@click.option(
-    "--output",
-    "output",
-    type=click.Choice(["human", "json"]),
-    default="human",
-    show_default=True,
-    help="How to print the changes.",
-)
+@output_option("How to print the changes.")
 @click.option(
     "--exit-code",
     "exit_code",
@@ -57,7 +49,13 @@ def diff_command(old: str, new: str, defs_path: Path | None, output: str, exit_c
     e.g. `openseal diff main HEAD --path definitions/procurement/hcl`.
 
     Exit 0 after printing the changes; with --exit-code, 1 when any change is
-    risk-widening. 1 also when a side does not compile, 2 on usage errors.
+    risk-widening. 1 also when a side does not compile (with `--output json`, an error
+    object on stdout), 2 on usage errors.
+
+    \b
+    Examples:
+        openseal diff build-old/ build/
+        openseal diff main HEAD --path definitions/procurement/hcl --exit-code
     """
     from openseal.compiler.diff import diff_documents
 
@@ -65,8 +63,8 @@ def diff_command(old: str, new: str, defs_path: Path | None, output: str, exit_c
         before = stack.enter_context(_side(old, defs_path))
         after = stack.enter_context(_side(new, defs_path))
         report = diff_documents(before, after)
-    if output == "json":
-        click.echo(json.dumps(report.to_dict(), indent=2, sort_keys=True, ensure_ascii=False))
+    if output != "text":
+        click.echo(render(report.to_dict(), output), nl=False)
     else:
         color = use_color(sys.stdout)
         # click strips ANSI codes unless told the colour was chosen on purpose.

@@ -14,7 +14,8 @@ from typing import Any, TypeVar
 
 import click
 
-from openseal.cli.runtime import echo_json, opened, store_options
+from openseal.cli.output import echo_data
+from openseal.cli.runtime import opened, store_options
 from openseal.compiler.diff import Change, DiffReport
 from openseal.compiler.render import use_color
 from openseal.runtime import governance as gov
@@ -119,8 +120,8 @@ def policy_summary(policy: Mapping[str, Any]) -> str:
 
 
 def echo_proposal_result(proposal: ChangeProposal, verb: str, output: str) -> None:
-    if output == "json":
-        echo_json(proposal.to_dict())
+    if output != "text":
+        echo_data(proposal.to_dict(), output)
     else:
         click.echo(f"change proposal {proposal.id} {verb}; status {proposal.status}")
 
@@ -141,11 +142,16 @@ def proposals() -> None:
 def list_command(
     home: Path, output: str, statuses: tuple[str, ...], deployment: str | None, limit: int
 ) -> None:
-    """List change proposals, newest first."""
+    """List change proposals, newest first.
+
+    \b
+    Examples:
+        openseal proposals list --status proposed --status in_review
+    """
     with opened(home) as store:
         found = gov.list_proposals(store, statuses=statuses, deployment=deployment, limit=limit)
-    if output == "json":
-        echo_json([p.to_dict() for p in found])
+    if output != "text":
+        echo_data([p.to_dict() for p in found], output)
         return
     if not found:
         click.echo("no change proposals")
@@ -161,18 +167,23 @@ def show_command(home: Path, output: str, proposal_id: str, with_events: bool) -
     """Show a proposal: targets, policy, reviews, decision and the semantic diff.
 
     Risk-widening changes are marked `!` and `[risk-widening]` (red on a terminal).
+
+    \b
+    Examples:
+        openseal proposals show 01a22bba --events
     """
     with opened(home) as store:
         proposal = gov.get_proposal(store, proposal_id)
         reviews = gov.proposal_reviews(store, proposal.id)
         events = gov.proposal_events(store, proposal.id) if with_events else ()
-    if output == "json":
-        echo_json(
+    if output != "text":
+        echo_data(
             {
                 **proposal.to_dict(),
                 "reviews": [r.to_dict() for r in reviews],
                 **({"events": [e.to_dict() for e in events]} if with_events else {}),
-            }
+            },
+            output,
         )
         return
     color = use_color(sys.stdout)
@@ -199,7 +210,12 @@ def review_command(
     verdict: str | None,
     comment: str | None,
 ) -> None:
-    """Review a proposal: --approve or --request-changes."""
+    """Review a proposal: --approve or --request-changes.
+
+    \b
+    Examples:
+        openseal proposals review 01a22bba --approve --comment "checked" --actor user:bob
+    """
     if verdict is None:
         raise click.UsageError("give --approve or --request-changes")
     with opened(home) as store:
@@ -227,7 +243,12 @@ def decide_command(
     decision: str | None,
     comment: str | None,
 ) -> None:
-    """Decide a proposal: --approve or --reject. This does not activate it."""
+    """Decide a proposal: --approve or --reject. This does not activate it.
+
+    \b
+    Examples:
+        openseal proposals decide 01a22bba --approve --actor user:carol
+    """
     if decision is None:
         raise click.UsageError("give --approve or --reject")
     with opened(home) as store:
@@ -247,7 +268,12 @@ def decide_command(
 def activate_command(
     home: Path, output: str, actor: str, expected_revision: int | None, proposal_id: str
 ) -> None:
-    """Activate an approved proposal: new runs use its versions from now on."""
+    """Activate an approved proposal: new runs use its versions from now on.
+
+    \b
+    Examples:
+        openseal proposals activate 01a22bba --actor user:carol
+    """
     with opened(home) as store:
         proposal = gov.activate(store, proposal_id, actor, expected_revision=expected_revision)
     echo_proposal_result(proposal, "activated", output)
@@ -261,12 +287,17 @@ def activate_command(
 def refresh_command(
     home: Path, output: str, actor: str, expected_revision: int | None, proposal_id: str
 ) -> None:
-    """Re-diff a stale proposal against the versions active now (may reset its reviews)."""
+    """Re-diff a stale proposal against the versions active now (may reset its reviews).
+
+    \b
+    Examples:
+        openseal proposals refresh 01a22bba
+    """
     with opened(home) as store:
         before = gov.get_proposal(store, proposal_id)
         proposal = gov.refresh(store, proposal_id, actor, expected_revision=expected_revision)
-    if output == "json":
-        echo_json(proposal.to_dict())
+    if output != "text":
+        echo_data(proposal.to_dict(), output)
     elif proposal.round != before.round:
         click.echo(
             f"change proposal {proposal.id} refreshed: the diff changed, reviews and decision "
@@ -287,11 +318,16 @@ def deployments() -> None:
 @deployments.command("list")
 @store_options
 def deployments_list(home: Path, output: str) -> None:
-    """List deployments and their active versions."""
+    """List deployments and their active versions.
+
+    \b
+    Examples:
+        openseal deployments list --output json
+    """
     with opened(home) as store:
         found = gov.list_deployments(store)
-    if output == "json":
-        echo_json([d.to_dict() for d in found])
+    if output != "text":
+        echo_data([d.to_dict() for d in found], output)
         return
     if not found:
         click.echo("no deployments")
@@ -307,11 +343,16 @@ def deployments_list(home: Path, output: str) -> None:
 @store_options
 @click.argument("name")
 def deployments_history(home: Path, output: str, name: str) -> None:
-    """Every activation of a deployment, oldest first: who, when, from which proposal."""
+    """Every activation of a deployment, oldest first: who, when, from which proposal.
+
+    \b
+    Examples:
+        openseal deployments history procure_laptops
+    """
     with opened(home) as store:
         history = gov.deployment_history(store, name)
-    if output == "json":
-        echo_json(history)
+    if output != "text":
+        echo_data(history, output)
         return
     for item in history:
         click.echo(
@@ -333,13 +374,18 @@ def deployments_rollback(
 
     Without --to, the version active before the current one. The proposal is reviewed,
     decided and activated like any other change.
+
+    \b
+    Examples:
+        openseal deployments rollback procure_laptops --message "vendor API broke"
+        openseal deployments rollback procure_laptops --to 888401d4
     """
     with opened(home) as store:
         result = gov.rollback(store, name, actor, to=to, message=message)
     proposal = result.proposal
     assert proposal is not None
-    if output == "json":
-        echo_json({"proposal": proposal.to_dict(), "created": result.created})
+    if output != "text":
+        echo_data({"proposal": proposal.to_dict(), "created": result.created}, output)
         return
     verb = "filed" if result.created else "already open"
     target = proposal.targets[0]

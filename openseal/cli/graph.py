@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,7 +9,7 @@ from pathlib import Path
 import click
 
 from openseal import __version__
-from openseal.cli.output import emit_diagnostics
+from openseal.cli.output import emit_diagnostics, output_option, render
 from openseal.compiler.diagnostics import has_errors
 from openseal.compiler.draw import Drawable, to_dot, to_mermaid, to_svg
 from openseal.compiler.driver import Stage
@@ -47,20 +46,12 @@ class _Found:
 )
 @click.option(
     "--out",
-    "-o",
     "out",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
     help="Write the drawing to this file instead of standard output.",
 )
-@click.option(
-    "--output",
-    "output",
-    type=click.Choice(["human", "json"]),
-    default="human",
-    show_default=True,
-    help="`json` prints diagnostics, or the drawing wrapped in a JSON object, on stdout.",
-)
+@output_option("`json` or `yaml`: diagnostics, or the drawing wrapped in a document, on stdout.")
 def graph(
     paths: tuple[Path, ...], fmt: str, name: str | None, out: Path | None, output: str
 ) -> None:
@@ -79,7 +70,7 @@ def graph(
     result = compile_paths(list(paths), through=Stage.CHECK, analysis=True)
     if has_errors(result.diagnostics):
         loaded = result.loaded
-        fmt_diagnostics = "json" if output == "json" else "human"
+        fmt_diagnostics = "human" if output == "text" else output
         emit_diagnostics(
             result.diagnostics, loaded.sources, len(loaded.files), fmt_diagnostics, __version__
         )
@@ -87,10 +78,10 @@ def graph(
     found = _graphs(result)
     chosen = _choose(found, name)
     drawing = _draw(chosen.graph, fmt)
-    if output == "json":
+    if output != "text":
         document = {"kind": chosen.kind, "name": chosen.graph.name, "format": fmt}
         document["drawing"] = drawing.decode("utf-8")
-        drawing = (json.dumps(document, indent=2) + "\n").encode("utf-8")
+        drawing = render(document, output, sort_keys=False).encode("utf-8")
     _write(drawing, out)
 
 

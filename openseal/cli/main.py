@@ -1,7 +1,8 @@
 """The ``openseal`` command. Commands are thin: parse options, call a stage, render.
 
 Exit codes: 0 success, 1 failure or error diagnostics, 2 usage errors; an error's exit code
-is the one the error registry (:mod:`openseal.error_codes`) declares for its code.
+is the one the error registry (:mod:`openseal.error_codes`) declares for its code. With
+``--output json`` (or ``yaml``) a failure also prints the API's error object on stdout.
 No Python traceback reaches a user; set ``OPENSEAL_DEBUG=1`` to see one.
 """
 
@@ -14,6 +15,7 @@ import click
 
 from openseal import __version__
 from openseal.cli.lazy import LazyGroup
+from openseal.cli.output import echo_error, forget_format
 from openseal.error_codes import USAGE, exit_code
 from openseal.errors import ClaimLost, OpenSealError, UsageError
 
@@ -55,6 +57,7 @@ def cli() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: runs the CLI and turns every failure into a one-line message."""
+    forget_format()
     try:
         # Without standalone mode click returns ``ctx.exit(n)``'s code instead of exiting.
         code = cli.main(args=argv, prog_name="openseal", standalone_mode=False)
@@ -66,16 +69,15 @@ def main(argv: list[str] | None = None) -> int:
         click.echo("aborted", err=True)
         return 1
     except click.ClickException as exc:
+        usage = isinstance(exc, click.UsageError)
+        echo_error("usage_error" if usage else "openseal_error", exc.format_message())
         exc.show()
-        return 2 if isinstance(exc, click.UsageError) else exc.exit_code
+        return 2 if usage else exc.exit_code
     except UsageError as exc:
-        click.echo(f"error: {exc}", err=True)
+        _report(exc.code, str(exc))
         return USAGE
-    except OpenSealError as exc:
-        click.echo(f"error: {exc}", err=True)
-        return exit_code(exc.code)
-    except ClaimLost as exc:  # the engine drops lost runs; one escaping is still one line
-        click.echo(f"error: {exc}", err=True)
+    except (OpenSealError, ClaimLost) as exc:  # a lost claim escaping is still one line
+        _report(exc.code, str(exc))
         return exit_code(exc.code)
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
@@ -85,12 +87,17 @@ def main(argv: list[str] | None = None) -> int:
             raise
         if type(exc).__module__.startswith("sqlalchemy"):
             return _database_error(exc)
-        click.echo(
-            f"internal error: {exc.__class__.__name__}: {exc} (set OPENSEAL_DEBUG=1 for details)",
-            err=True,
-        )
+        message = f"{exc.__class__.__name__}: {exc}"
+        echo_error("internal_error", message)
+        click.echo(f"internal error: {message} (set OPENSEAL_DEBUG=1 for details)", err=True)
         return 1
     return 0
+
+
+def _report(code: str, message: str) -> None:
+    """An error: the error object on stdout with ``--output json|yaml``; one line on stderr."""
+    echo_error(code, message)
+    click.echo(f"error: {message}", err=True)
 
 
 def _database_error(exc: Exception) -> int:
@@ -98,12 +105,13 @@ def _database_error(exc: Exception) -> int:
     from openseal.runtime.store_errors import describe_fault, transient
 
     if transient(exc):
-        click.echo(
-            f"error: the database is busy or unreachable ({describe_fault(exc)}); nothing was "
+        _report(
+            "unavailable",
+            f"the database is busy or unreachable ({describe_fault(exc)}); nothing was "
             "changed, try again",
-            err=True,
         )
     else:
+        echo_error("internal_error", describe_fault(exc))
         click.echo(
             f"internal error: {describe_fault(exc)} (set OPENSEAL_DEBUG=1 for details)", err=True
         )

@@ -6,7 +6,6 @@ exact order, asks for the decision with ``--interactive``, and prints the outcom
 
 from __future__ import annotations
 
-import json
 import shlex
 import sys
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import TYPE_CHECKING
 import click
 
 from openseal import __version__
+from openseal.cli.output import output_option, render
 from openseal.errors import UsageError
 
 if TYPE_CHECKING:  # imported when the command runs, so `openseal --help` stays quick
@@ -47,10 +47,7 @@ PAST = {"approve": "approved", "reject": "rejected", "request_changes": "changes
     "--interactive", is_flag=True,
     help="Ask on the terminal: approve, reject or request changes (with a reason).",
 )  # fmt: skip
-@click.option(
-    "--output", type=click.Choice(["text", "json"]), default="text", show_default=True,
-    help="`json`: one JSON document (run, status, order, hash, purchase order, events).",
-)  # fmt: skip
+@output_option("`json` or `yaml`: one document (run, status, order, hash, purchase order, events).")
 def quickstart(
     home: Path, definitions: Path, script: Path | None, interactive: bool, output: str
 ) -> None:
@@ -66,12 +63,17 @@ def quickstart(
     Needs no API key and no network beyond 127.0.0.1. Running it again in the same HOME starts
     a new run; the compiled versions are stored once. The example team's spend budget counts
     every order made in HOME, so a second order there is refused before it is sent.
+
+    \b
+    Examples:
+        openseal quickstart
+        openseal quickstart --home /tmp/demo --interactive
     """
     from openseal.quickstart import DefinitionsInvalid, Options, run_quickstart
 
     if interactive and not sys.stdin.isatty():
         raise UsageError("--interactive needs a terminal to ask on (stdin is not a TTY)")
-    as_json = output == "json"
+    as_json = output != "text"
     progress = sys.stderr.isatty()
     if as_json:
         if progress:
@@ -89,7 +91,7 @@ def quickstart(
         _diagnostics(exc)
         raise
     if as_json:
-        click.echo(json.dumps(outcome.as_json(), indent=2, sort_keys=True))
+        click.echo(render(outcome.as_json(), output), nl=False)
     else:
         click.echo(render_outcome(outcome))
     if not outcome.ok:

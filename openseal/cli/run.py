@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import click
 
 from openseal import __version__
-from openseal.cli.output import emit_diagnostics
+from openseal.cli.output import emit_diagnostics, output_option, render
 from openseal.runbooks.executor import RunOptions, RunResult, StepOutcome, run
 from openseal.runbooks.frontend import Prepared, prepare, project_root
 from openseal.runbooks.inputs import gather, parse_pairs, read_input_file
@@ -33,6 +33,12 @@ resolve), or a node/edge `workflow` file in the peer system's form.
 Prints the runbook's outputs as JSON on stdout. Exit codes: 0 success,
 1 failure (diagnostics, a failed step, an input of the wrong type),
 2 usage (bad options, malformed --input, an unknown input name).
+
+\b
+Examples:
+    openseal run definitions/runbooks/vendor_quotes/hcl/runbook.hcl \\
+        --input-file definitions/runbooks/vendor_quotes/quotes.json --input budget=9000
+    openseal run runbook.hcl --plan
 """
 
 
@@ -61,14 +67,9 @@ Prints the runbook's outputs as JSON on stdout. Exit codes: 0 success,
     default=None,
     help="Steps running at once (default: the runbook's `concurrency`).",
 )
-@click.option(
-    "--output",
-    "output",
-    type=click.Choice(["human", "json"]),
-    default="human",
-    show_default=True,
-    help="`json`: the whole result (every step's status, times, "
-    "error) instead of only the outputs.",
+@output_option(
+    "`json` or `yaml`: the whole result (every step's status, times, error) instead of "
+    "only the outputs."
 )
 @click.option(
     "--plan",
@@ -102,8 +103,13 @@ def run_command(
         sys.exit(1)
     plan = prepared.plan
     if show_plan:
-        text = json.dumps(plan_json(plan, concurrency), indent=2) + "\n"
-        click.echo(text if output == "json" else plan_text(plan, concurrency), nl=False)
+        text = plan_text(plan, concurrency)
+        click.echo(
+            text
+            if output == "text"
+            else render(plan_json(plan, concurrency), output, sort_keys=False),
+            nl=False,
+        )
         return
     file_values = read_input_file(input_file) if input_file is not None else None
     values = gather(plan.inputs, inputs, file_values)
@@ -119,7 +125,7 @@ def _report(prepared: Prepared, output: str) -> None:
     if not prepared.diagnostics:
         return
     if prepared.plan is None:
-        fmt = "json" if output == "json" else "human"
+        fmt = "human" if output == "text" else output
         emit_diagnostics(
             prepared.diagnostics, prepared.sources, prepared.file_count, fmt, __version__
         )
@@ -130,8 +136,8 @@ def _report(prepared: Prepared, output: str) -> None:
 
 
 def _print_result(result: RunResult, output: str) -> None:
-    if output == "json":
-        click.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
+    if output != "text":
+        click.echo(render(result.to_json(), output, sort_keys=False), nl=False)
     else:
         if result.ok:
             click.echo(json.dumps(dict(result.outputs), indent=2, ensure_ascii=False))

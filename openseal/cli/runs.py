@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import shutil
+import textwrap
 from pathlib import Path
 from typing import Any
 
 import click
 
-from openseal.cli.runtime import echo_json, opened, plain, store_options
+from openseal.cli.output import echo_data, echo_item, plain
+from openseal.cli.runtime import opened, store_options
 from openseal.errors import UsageError
 from openseal.runtime import service
 from openseal.runtime.event_summary import summarize
@@ -74,14 +77,22 @@ def create(
     home: Path, output: str, workflow: str, pairs: tuple[str, ...], input_file: Path | None,
     request_key: str | None, project: str,
 ) -> None:  # fmt: skip
-    """Start WORKFLOW on its active version."""
+    """Start WORKFLOW on its active version.
+
+    \b
+    Examples:
+        openseal objectives create --workflow procure_laptops \\
+        --input 'request={"item": "laptop", "quantity": 10, "budget": 10000}'
+    """
     inputs = parse_inputs(pairs, input_file)
     with opened(home) as store:
         created = service.create_objective(
             store, workflow, inputs, project=project, request_key=request_key
         )
-    if output == "json":
-        echo_json({"objective": created.objective, "run": created.run, "created": created.created})
+    if output != "text":
+        echo_data(
+            {"objective": created.objective, "run": created.run, "created": created.created}, output
+        )
         return
     verb = "created" if created.created else "already exists:"
     click.echo(f"objective {created.objective.id} {verb} run {created.run.id} ({workflow})")
@@ -91,11 +102,16 @@ def create(
 @store_options
 @click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True)
 def list_objectives(home: Path, output: str, limit: int) -> None:
-    """Newest objectives first."""
+    """Newest objectives first.
+
+    \b
+    Examples:
+        openseal objectives list --limit 10
+    """
     with opened(home) as store:
         found = service.list_objectives(store, limit=limit)
-    if output == "json":
-        echo_json(found)
+    if output != "text":
+        echo_data(found, output)
         return
     for objective in found:
         click.echo(f"{objective.id}  {objective.status:<9} {objective.workflow_name}  "
@@ -106,11 +122,17 @@ def list_objectives(home: Path, output: str, limit: int) -> None:
 @store_options
 @click.argument("objective_id")
 def show_objective(home: Path, output: str, objective_id: str) -> None:
-    """An objective and its runs."""
+    """An objective and its runs.
+
+    \b
+    Examples:
+        openseal objectives show 0191f0
+    """
     with opened(home) as store:
+        objective_id = service.complete_id(store, "objective", objective_id)
         objective, runs = service.show_objective(store, objective_id)
-    if output == "json":
-        echo_json({"objective": objective, "runs": runs})
+    if output != "text":
+        echo_data({"objective": objective, "runs": runs}, output)
         return
     click.echo(f"objective {objective.id}  {objective.status}  workflow {objective.workflow_name}")
     click.echo(f"  version  {objective.workflow_digest}")
@@ -132,11 +154,17 @@ def runs() -> None:
 @click.option("--status", default=None, help="Only runs with this status.")
 @click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True)
 def list_runs(home: Path, output: str, status: str | None, limit: int) -> None:
-    """Runs in creation order."""
+    """Runs in creation order.
+
+    \b
+    Examples:
+        openseal runs list --status waiting_for_approval
+        openseal runs list --output json
+    """
     with opened(home) as store:
         found = service.list_runs(store, status=status, limit=limit)
-    if output == "json":
-        echo_json(found)
+    if output != "text":
+        echo_data(found, output)
         return
     for run in found:
         click.echo(f"{run.id}  {run.status:<22} {run.current_state or '-'}")
@@ -146,14 +174,20 @@ def list_runs(home: Path, output: str, status: str | None, limit: int) -> None:
 @store_options
 @click.argument("run_id")
 def show(home: Path, output: str, run_id: str) -> None:
-    """A run's status, what it waits for and where it is in its graph."""
+    """A run's status, what it waits for and where it is in its graph.
+
+    \b
+    Examples:
+        openseal runs show 0191f0
+        openseal runs show 0191f0 --output yaml
+    """
     with opened(home) as store:
-        view = service.show_run(store, run_id)
-    if output == "json":
+        view = service.show_run(store, service.complete_id(store, "run", run_id))
+    if output != "text":
         document = plain(view)
         document["position"] = {"previous": view.previous, "current": view.current,
                                 "next": list(view.next)}  # fmt: skip
-        echo_json(document)
+        echo_data(document, output)
         return
     run = view.run
     following = ", ".join(view.next) or "(end)"
@@ -172,9 +206,16 @@ def show(home: Path, output: str, run_id: str) -> None:
         click.echo(f"  outputs   {json.dumps(outputs, sort_keys=True)}")
 
 
-def _event_line(event: Event) -> str:
+def _event_text(event: Event, width: int) -> str:
+    """One event for people: a summary line, then its whole payload wrapped (never cut)."""
     at = event.at.isoformat(timespec="milliseconds")
-    return f"{event.seq:>5}  {at}  {event.type:<22} {event.actor:<20} {summarize(event)}"
+    head = f"{event.seq:>5}  {at}  {event.type:<22} {event.actor:<20} {summarize(event)}"
+    payload = json.dumps(plain(event.payload), sort_keys=True, ensure_ascii=False)
+    body = textwrap.wrap(
+        payload, width=max(width - 7, 40), initial_indent="       ", subsequent_indent="       ",
+        break_on_hyphens=False,
+    )  # fmt: skip
+    return "\n".join([head.rstrip(), *body])
 
 
 @runs.command("events")
@@ -184,18 +225,29 @@ def _event_line(event: Event) -> str:
 @click.option("--follow", is_flag=True, help="Keep printing new events until the run ends.")
 @click.option("--limit", type=click.IntRange(1, 10_000), default=1000, show_default=True)
 def events(home: Path, output: str, run_id: str, after: int, follow: bool, limit: int) -> None:
-    """A run's events in sequence order (JSON lines with --output json)."""
+    """A run's events in sequence order, each with its whole payload.
+
+    Text shows a summary line per event and its payload wrapped below it; `--output json`
+    prints one JSON object per line, `--output yaml` one YAML document per event.
+
+    \b
+    Examples:
+        openseal runs events 0191f0 --after 10
+        openseal runs events 0191f0 --follow --output json
+    """
+    width = shutil.get_terminal_size((100, 24)).columns
     with opened(home) as store:
+        run_id = service.complete_id(store, "run", run_id)
         stream = (
             service.follow_events(store, run_id, after=after)
             if follow
             else iter(service.run_events(store, run_id, after=after, limit=limit))
         )
         for event in stream:
-            if output == "json":
-                click.echo(json.dumps(plain(event), sort_keys=True))
+            if output == "text":
+                click.echo(_event_text(event, width))
             else:
-                click.echo(_event_line(event))
+                echo_item(event, output)
 
 
 #: refuse the command if the run changed since the caller read it (``runs show`` prints it)
@@ -208,8 +260,8 @@ expected_revision_option = click.option(
 
 
 def _changed(run: Run, output: str, verb: str) -> None:
-    if output == "json":
-        echo_json(run)
+    if output != "text":
+        echo_data(run, output)
     else:
         click.echo(f"run {run.id} {verb}: now {run.status}")
 
@@ -222,10 +274,20 @@ def _changed(run: Run, output: str, verb: str) -> None:
 def pause(
     home: Path, output: str, run_id: str, reason: str | None, expected_revision: int | None
 ) -> None:
-    """Stop a run where it is (an in-flight turn is fenced off)."""
+    """Stop a run where it is (an in-flight turn is fenced off).
+
+    \b
+    Examples:
+        openseal runs pause 0191f0 --reason "vendor outage"
+    """
     with opened(home) as store:
         _changed(
-            service.pause_run(store, run_id, reason=reason, expected_revision=expected_revision),
+            service.pause_run(
+                store,
+                service.complete_id(store, "run", run_id),
+                reason=reason,
+                expected_revision=expected_revision,
+            ),
             output,
             "paused",
         )
@@ -239,10 +301,20 @@ def pause(
 def resume(
     home: Path, output: str, run_id: str, reason: str | None, expected_revision: int | None
 ) -> None:
-    """Undo a pause."""
+    """Undo a pause.
+
+    \b
+    Examples:
+        openseal runs resume 0191f0
+    """
     with opened(home) as store:
         _changed(
-            service.resume_run(store, run_id, reason=reason, expected_revision=expected_revision),
+            service.resume_run(
+                store,
+                service.complete_id(store, "run", run_id),
+                reason=reason,
+                expected_revision=expected_revision,
+            ),
             output,
             "resumed",
         )
@@ -256,10 +328,20 @@ def resume(
 def cancel(
     home: Path, output: str, run_id: str, reason: str | None, expected_revision: int | None
 ) -> None:
-    """Cancel a run durably; the event says what it was doing."""
+    """Cancel a run durably; the event says what it was doing.
+
+    \b
+    Examples:
+        openseal runs cancel 0191f0 --reason "no longer needed"
+    """
     with opened(home) as store:
         _changed(
-            service.cancel_run(store, run_id, reason=reason, expected_revision=expected_revision),
+            service.cancel_run(
+                store,
+                service.complete_id(store, "run", run_id),
+                reason=reason,
+                expected_revision=expected_revision,
+            ),
             output,
             "canceled",
         )
@@ -281,12 +363,18 @@ def intervene(
     value: str | None,
     expected_revision: int | None,
 ) -> None:
-    """Repair a paused run or one that needs attention (with neither option: retry it)."""
+    """Repair a paused run or one that needs attention (with neither option: retry it).
+
+    \b
+    Examples:
+        openseal runs intervene 0191f0 --reason "picked by hand" --value '{"pick": 9}'
+        openseal runs intervene 0191f0 --reason "skip research" --state draft
+    """
     parsed = parse_value(value, "--value") if value is not None else None
     with opened(home) as store:
         run = service.intervene(
             store,
-            run_id,
+            service.complete_id(store, "run", run_id),
             reason=reason,
             state=state,
             value=parsed,

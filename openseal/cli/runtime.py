@@ -6,17 +6,14 @@ names a database (PostgreSQL: ``postgresql+psycopg://user@host/db``).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, is_dataclass
-from datetime import datetime
-from enum import Enum
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
+from openseal.cli.output import echo_data, output_option
 from openseal.runtime import migrations
 from openseal.runtime.store import Store, open_store
 
@@ -25,10 +22,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def store_options(command: F) -> F:
     """``--home`` and ``--output`` for a command that opens the store."""
-    command = click.option(
-        "--output", type=click.Choice(["text", "json"]), default="text", show_default=True,
-        help="How to print the result.",
-    )(command)  # fmt: skip
+    command = output_option()(command)
     return click.option(
         "--home", type=click.Path(path_type=Path), default=Path(".openseal"), show_default=True,
         envvar="OPENSEAL_HOME", help="Where the embedded SQLite store lives "
@@ -45,25 +39,6 @@ def opened(home: Path, *, auto_migrate: bool | None = None) -> Iterator[Store]:
         store.close()
 
 
-def plain(value: Any) -> Any:
-    """Records to JSON-ready values (datetimes as ISO 8601, enums as their value)."""
-    if is_dataclass(value) and not isinstance(value, type):
-        return plain(asdict(value))
-    if isinstance(value, dict):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [plain(v) for v in value]
-    if isinstance(value, Enum):
-        return value.value
-    if isinstance(value, datetime):
-        return value.isoformat()
-    return value
-
-
-def echo_json(value: Any) -> None:
-    click.echo(json.dumps(plain(value), indent=2, sort_keys=True))
-
-
 # -- db --------------------------------------------------------------------------------
 
 
@@ -75,13 +50,18 @@ def db() -> None:
 @db.command()
 @store_options
 def upgrade(home: Path, output: str) -> None:
-    """Migrate the database to the schema this openseal needs."""
+    """Migrate the database to the schema this openseal needs.
+
+    \b
+    Examples:
+        openseal db upgrade --home .openseal
+        OPENSEAL_DATABASE_URL=postgresql+psycopg://openseal@db/openseal openseal db upgrade
+    """
     with opened(home, auto_migrate=True) as store:
         revision = migrations.current_revision(store.engine)
-    if output == "json":
-        echo_json({"revision": revision})
-    else:
-        click.echo(f"database at revision {revision}")
+    echo_data(
+        {"revision": revision}, output, lambda: click.echo(f"database at revision {revision}")
+    )
 
 
 # -- worker ----------------------------------------------------------------------------
@@ -158,7 +138,13 @@ def worker(
     scripted_calls: Path | None,
     context_path: Path | None,
 ) -> None:
-    """Execute runs: claim with a lease, run turns, drain on SIGTERM/SIGINT."""
+    """Execute runs: claim with a lease, run turns, drain on SIGTERM/SIGINT.
+
+    \b
+    Examples:
+        openseal worker --concurrency 4
+        openseal worker --until-idle --scripted-responses responses.yaml
+    """
     from openseal.runtime.engine import Engine, default_worker_id
     from openseal.runtime.models import default_provider_factory
     from openseal.runtime.worker import TurnLog, Worker

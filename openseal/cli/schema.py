@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
+from openseal.cli.output import echo_data, output_option
 from openseal.compiler.schemas import write_schemas
 
 
@@ -19,13 +19,14 @@ from openseal.compiler.schemas import write_schemas
     show_default=True,
     help="Directory to write into.",
 )
-@click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@output_option()
 def schema(out_dir: Path, output: str) -> None:
     """Write JSON Schemas for every definition kind, whole definition files, compiled
-    documents and the bundle manifest to OUT."""
+    documents and the bundle manifest to OUT.
+
+    \b
+    Examples:
+        openseal schema --out schemas/
+    """
     written = [str(path) for path in write_schemas(out_dir)]
-    if output == "json":
-        click.echo(json.dumps({"written": written}, indent=2))
-    else:
-        for path in written:
-            click.echo(path)
+    echo_data({"written": written}, output, lambda: click.echo("\n".join(written)))

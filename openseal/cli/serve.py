@@ -6,12 +6,21 @@ TLS. See ``docs/api.md``.
 
 from __future__ import annotations
 
+import errno
+import socket
+import threading
+import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from openseal.errors import UsageError
+from openseal.cli.output import output_option, render
+from openseal.errors import OpenSealError, UsageError
 from openseal.runtime.approvals import AUTHORITY_ENV, is_loopback
+
+if TYPE_CHECKING:
+    import uvicorn
 
 
 @click.command("serve")
@@ -50,6 +59,7 @@ from openseal.runtime.approvals import AUTHORITY_ENV, is_loopback
     "--scripted-responses", type=click.Path(path_type=Path, dir_okay=False), default=None,
     envvar="OPENSEAL_SCRIPTED_RESPONSES", help="Responses for `scripted` models (workers).",
 )  # fmt: skip
+@output_option("How to print the address: `json` or `yaml` print {url, tls} on stdout.")
 @click.option(
     "--max-body-bytes", type=click.IntRange(1), default=None, envvar="OPENSEAL_MAX_BODY_BYTES",
     help="Larger request bodies are refused (413 body_too_large) [default: 1 MiB].",
@@ -92,12 +102,19 @@ def serve(
     max_input_bytes: int | None,
     authoring_definitions: Path | None,
     authoring_model: str | None,
+    output: str,
     log_level: str,
 ) -> None:
     """Serve the HTTP API: deployments, objectives, runs, approvals, actions, events.
 
     Without --tokens every caller is user:local, which is allowed only on a loopback address.
-    No TLS: use a proxy in front of it for anything but loopback.
+    No TLS: use a proxy in front of it for anything but loopback. Exits 1 at once when the
+    port is taken.
+
+    \b
+    Examples:
+        openseal serve --workers 2
+        openseal serve --port 8400 --authority approvals.yaml --tokens tokens.yaml
     """
     import uvicorn
 
@@ -125,18 +142,59 @@ def serve(
             f"refusing to listen on {host} without tokens: every caller would act as "
             "user:local; pass --tokens FILE (or listen on 127.0.0.1)"
         )
+    _check_bind(host, port)
     # Opened here, not at the application's start-up, so a store that cannot be opened is one
     # line naming it (and exit 1), not a start-up traceback.
     store = open_store(home=home)
     try:
-        click.echo(f"openseal API on http://{host}:{port}/api/v1 (no TLS)", err=True)
-        uvicorn.run(
-            create_app(settings, store=store),
-            host=host,
-            port=port,
-            log_level=log_level,
-            timeout_graceful_shutdown=5,
-            server_header=False,
+        server = uvicorn.Server(
+            uvicorn.Config(
+                create_app(settings, store=store),
+                host=host,
+                port=port,
+                log_level=log_level,
+                timeout_graceful_shutdown=5,
+                server_header=False,
+            )
         )
+        announce = threading.Thread(target=_announce, args=(server, host, output), daemon=True)
+        announce.start()
+        server.run()
     finally:
         store.close()
+
+
+def _announce(server: uvicorn.Server, host: str, output: str) -> None:
+    """Print the address once the server listens (so a script may call it right after)."""
+    while not server.started:
+        if server.should_exit:
+            return
+        time.sleep(0.05)
+    port = server.servers[0].sockets[0].getsockname()[1] if server.servers else server.config.port
+    url = f"http://{host}:{port}/api/v1"
+    if output == "text":
+        click.echo(f"openseal API on {url} (no TLS)", err=True)
+    else:
+        click.echo(render({"url": url, "tls": False}, output), nl=False)
+
+
+class AddressInUse(OpenSealError):
+    code = "unavailable"
+
+
+def _check_bind(host: str, port: int) -> None:
+    """Refuse in one line when ``host:port`` cannot be listened on (before any server starts)."""
+    if port == 0:
+        return
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except OSError as exc:
+        raise UsageError(f"cannot listen on {host}: {exc.strerror or exc}") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server will
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            why = "the port is already in use" if exc.errno == errno.EADDRINUSE else exc.strerror
+            raise AddressInUse(f"cannot listen on {host}:{port}: {why}") from None

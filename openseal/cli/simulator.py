@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import threading
 
 import click
 
+from openseal.cli.output import output_option, render
 from openseal.errors import UsageError
 from openseal.simulator import ProcurementSimulator
 
@@ -31,16 +31,16 @@ def simulator() -> None:
     metavar="VAR",
     help="Require `Authorization: Bearer <token>` with the token read from VAR.",
 )
-@click.option(
-    "--output",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="How to print the URL.",
-)
+@output_option("How to print the URL.")
 @click.option("--quiet", is_flag=True, help="Do not log requests to stderr.")
 def procurement(port: int, credential_env: str | None, output: str, quiet: bool) -> None:
-    """Run the procurement simulator until Ctrl-C or SIGTERM; prints its URL first."""
+    """Run the procurement simulator until Ctrl-C or SIGTERM; prints its URL first.
+
+    \b
+    Examples:
+        openseal simulator procurement --port 8765
+        openseal simulator procurement --credential-env PROCUREMENT_TOKEN --output json
+    """
     credential = None
     if credential_env:
         credential = os.environ.get(credential_env)
@@ -48,8 +48,8 @@ def procurement(port: int, credential_env: str | None, output: str, quiet: bool)
             raise UsageError(f"environment variable {credential_env} is not set")
     log = None if quiet else _log
     with ProcurementSimulator(port=port, credential=credential, log=log) as sim:
-        if output == "json":
-            click.echo(json.dumps({"url": sim.url, "credential_env": credential_env}))
+        if output != "text":
+            click.echo(render({"url": sim.url, "credential_env": credential_env}, output), nl=False)
         else:
             click.echo(sim.url)
             click.echo("procurement simulator running; Ctrl-C to stop", err=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from openseal import __version__
-from openseal.cli.output import emit_diagnostics, max_diagnostics_option
+from openseal.cli.output import emit_diagnostics, max_diagnostics_option, output_option
 
 
 @click.command()
@@ -21,13 +21,7 @@ from openseal.cli.output import emit_diagnostics, max_diagnostics_option
     show_default=True,
     help="How to print diagnostics.",
 )
-@click.option(
-    "--output",
-    "output",
-    type=click.Choice(["human", "json"]),
-    default=None,
-    help="Alias: `--output json` is `--format json`.",
-)
+@output_option("`json` or `yaml`: the diagnostics as one document on stdout (as --format json).")
 @click.option(
     "--syntax-only",
     is_flag=True,
@@ -35,21 +29,25 @@ from openseal.cli.output import emit_diagnostics, max_diagnostics_option
     "types, graph and policy checks.",
 )
 @max_diagnostics_option
-def validate(
-    paths: tuple[Path, ...], fmt: str, output: str | None, syntax_only: bool, limit: int
-) -> None:
+def validate(paths: tuple[Path, ...], fmt: str, output: str, syntax_only: bool, limit: int) -> None:
     """Check definition files (HCL or YAML) and report every problem with its location.
 
     Runs every check `openseal compile` runs and writes nothing: it exits 1
     exactly when `openseal compile --check` would. PATHS are files or
     directories (searched recursively). Exits 0 when clean, 1 when any error
     is found, 2 on usage errors.
+
+    \b
+    Examples:
+        openseal validate definitions/
+        openseal validate definitions/procurement/hcl --format github
+        openseal validate definitions/ --output json
     """
     from openseal.compiler.driver import Stage
     from openseal.compiler.pipeline import compile_paths
 
-    if output == "json":
-        fmt = "json"
+    if output != "text":
+        fmt = output
     # Through emit: a name defined differently in two projects shows only in the
     # documents' digests. Nothing is written.
     result = compile_paths(list(paths), through=Stage.LOAD if syntax_only else Stage.EMIT)

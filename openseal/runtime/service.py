@@ -15,6 +15,7 @@ import sqlalchemy as sa
 
 from openseal.errors import UsageError
 from openseal.runtime import schema
+from openseal.runtime.id_prefix import complete_id as complete_id  # ids by unique prefix
 from openseal.runtime.records import (
     AgentRequest,
     DefinitionVersion,

@@ -118,9 +118,13 @@ def test_runs_events_pages_and_follows(cli: Cli, store: Store) -> None:
     cli("runs", "cancel", run_id, "--reason", "done testing")
     code, out, _ = cli("runs", "events", run_id, "--follow")
     assert code == 0  # ends because the run is terminal
-    assert out.splitlines()[-1].split()[2] == "run.canceled"
-    advanced = [line for line in out.splitlines() if line.split()[2] == "state.advanced"]
-    assert advanced and " -> " in advanced[0]  # summarised, not raw JSON
+    heads = [line for line in out.splitlines() if not line.startswith(" " * 7)]
+    assert heads[-1].split()[2] == "run.canceled"
+    advanced = [line for line in heads if line.split()[2] == "state.advanced"]
+    assert advanced and " -> " in advanced[0]  # a summary line per event...
+    payloads = [line.strip() for line in out.splitlines() if line.startswith(" " * 7)]
+    assert '"reason": "done testing"' in " ".join(payloads)  # ...and its whole payload
+    assert len(payloads) >= len(heads)
 
 
 def test_pause_resume_cancel_through_the_cli(cli: Cli, store: Store) -> None:
