@@ -16,7 +16,9 @@ compiled, and how it changes authority (:attr:`AuthoringResult.diff`, the same s
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +35,14 @@ from openseal.authoring.drafts import (
 )
 from openseal.authoring.reference import language_reference
 from openseal.compiler.diff import Change, DiffReport, diff_documents
-from openseal.runtime.models import ModelProvider, ModelRequest
+from openseal.runtime.models import (
+    ModelProvider,
+    ModelRequest,
+    ModelResponse,
+    ModelUnavailable,
+    Usage,
+    retry,
+)
 
 DEFAULT_MAX_REPAIRS = 2
 MAX_REPAIRS_LIMIT = 10
@@ -67,6 +76,8 @@ class ModelCall:
     input_tokens: int
     output_tokens: int
     estimated: bool
+    #: the error code of an attempt that failed (and was tried again)
+    error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -76,6 +87,7 @@ class ModelCall:
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "estimated": self.estimated,
+            "error": self.error,
         }
 
 
@@ -172,7 +184,7 @@ def author(
             goal=request.prompt, messages=tuple(messages), tools=(),
             output_schema=ANSWER_SCHEMA, state="author", visit=1, call=number,
         )  # fmt: skip
-        response = provider.complete(model_request)
+        response = _complete(provider, model_request, result)
         result.calls.append(_recorded(number, model_request, response.usage, result.model))
         answer = read_answer(
             response.output,
@@ -250,11 +262,32 @@ def repair_message(this: Round) -> str:
     )
 
 
-def _recorded(number: int, request: ModelRequest, usage: Any, model: str) -> ModelCall:
+def _complete(
+    provider: ModelProvider, request: ModelRequest, result: AuthoringResult
+) -> ModelResponse:
+    """One model call, tried again (as a turn would) while it fails for a passing reason and
+    the wait the endpoint asks for is short; each failed attempt is recorded with its cost."""
+    for attempt in itertools.count(1):
+        try:
+            return provider.complete(request)
+        except ModelUnavailable as exc:
+            spent = exc.spent or Usage()
+            result.calls.append(_recorded(request.call, request, spent, result.model, exc.code))
+            wait = retry.delay(attempt, exc.retry_after)
+            if attempt > retry.retries_in_turn(request.model) or wait > retry.IN_TURN_WAIT:
+                raise
+            time.sleep(wait)
+    raise AssertionError("unreachable")
+
+
+def _recorded(
+    number: int, request: ModelRequest, usage: Usage, model: str, error: str | None = None
+) -> ModelCall:
     sent = json.dumps([request.instructions, request.goal, list(request.messages)], sort_keys=True)
     return ModelCall(
-        number, _digest(sent), model, usage.input_tokens, usage.output_tokens, usage.estimated
-    )
+        number, _digest(sent), model, usage.input_tokens, usage.output_tokens, usage.estimated,
+        error,
+    )  # fmt: skip
 
 
 def _digest(text: str) -> str:

@@ -20,7 +20,7 @@ from tests.authoring.support import (
     sent_messages,
     workspace,
 )
-from tests.runtime.models.chat_server import ChatServer, Reply
+from tests.runtime.models.chat_server import ChatServer, Reply, completion
 
 CHAT_PATH = "/v1/chat/completions"
 
@@ -218,3 +218,60 @@ def test_a_refused_key_is_one_line(
     assert code == 1
     assert err.count("\n") == 1 and "Traceback" not in err
     assert KEY not in err
+
+
+def test_a_rate_limited_call_is_tried_again_and_recorded(
+    server: ChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    definitions = workspace(tmp_path, server)
+    server.reply(Reply.status(429, headers={"Retry-After": "0"}), answer(("auditor.hcl", GOOD)))
+    code, out, err = author(
+        capsys, tmp_path, "add an auditor", "--definitions", str(definitions),
+        "--model", PROFILE, "--output", "json",
+    )  # fmt: skip
+    assert code == 0, err
+    failed, answered = json.loads(out)["calls"]
+    assert failed["error"] == "rate_limited" and failed["output_tokens"] == 0
+    assert answered["error"] is None and answered["round"] == failed["round"] == 1
+    assert len(server.requests) == 2
+
+
+def test_the_token_budget_stops_the_repairs(
+    server: ChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    definitions = workspace(tmp_path, server)
+    server.reply(answer(("auditor.hcl", BAD)))
+    code, _, err = author(
+        capsys, tmp_path, "add an auditor", "--into", str(definitions),
+        "--model", PROFILE, "--token-budget", "1000",
+    )  # fmt: skip
+    assert code == 1
+    assert len(server.requests) == 1  # the first call spent 1500 tokens
+    assert "the authoring budget of 1000 tokens is spent (1500 used); nothing written" in err
+    assert not (definitions / "auditor.hcl").exists()
+
+
+def test_a_yaml_draft(
+    server: ChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    definitions = workspace(tmp_path, server)
+    yaml_agent = (
+        "agent:\n  auditor:\n    model: model.procurement_default\n"
+        "    instructions: Report orders whose total looks wrong.\n"
+    )
+    hcl_named_yaml = {"path": "auditor.yaml", "syntax": "hcl", "content": GOOD}
+    server.reply(
+        Reply.ok(completion(json.dumps({"files": [hcl_named_yaml]}))),
+        Reply.ok(completion(json.dumps(
+            {"files": [{"path": "auditor.yaml", "syntax": "yaml", "content": yaml_agent}]}
+        ))),
+    )  # fmt: skip
+    code, out, err = author(
+        capsys, tmp_path, "add an auditor", "--into", str(definitions),
+        "--model", PROFILE, "--syntax", "yaml",
+    )  # fmt: skip
+    assert code == 0, err
+    repair = sent_messages(server.requests[1])[-1]["content"]
+    assert "auditor.yaml: write yaml, not hcl" in repair
+    assert (definitions / "auditor.yaml").read_text(encoding="utf-8") == yaml_agent
+    assert "agent.auditor  (added)" in out
