@@ -87,6 +87,7 @@ RUNTIME_SEAMS: dict[str, frozenset[str]] = {
         {
             "openseal.runtime.governance",  # a draft is filed as a change proposal
             "openseal.runtime.models",  # the OpenAI-compatible provider
+            "openseal.runtime.service_api",  # the active governance versions
             "openseal.runtime.store",
         }
     ),

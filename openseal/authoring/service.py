@@ -14,9 +14,10 @@ model in its message; it is reviewed, decided and activated like any other chang
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from openseal.authoring.drafts import CompiledDraft, compile_existing
 from openseal.authoring.profile import ProfileCheck, find_profile
@@ -138,6 +139,19 @@ def propose(store: Store, result: AuthoringResult, actor: str, prompt: str) -> D
         raise DraftFailed("the draft does not compile; nothing is filed", result)
     message = proposal_message(result, prompt)
     return gov.deploy(store, result.compiled.documents, actor, message=message)
+
+
+def active_governance(store: Store) -> dict[str, Mapping[str, Any]]:
+    """The governance documents the store's deployments run: the policy a filed change is
+    reviewed under (``governance.<name>`` → compiled document)."""
+    from openseal.runtime import governance as gov
+    from openseal.runtime.service_api import get_version
+
+    return {
+        f"governance.{d.name}": get_version(store, d.active_digest).document
+        for d in gov.list_deployments(store)
+        if d.kind == "governance"
+    }
 
 
 def proposal_message(result: AuthoringResult, prompt: str) -> str:

@@ -56,6 +56,8 @@ class AuthoringRequest:
 
     ``definitions`` is the directory the draft joins (its definitions may be referenced and
     its files are never replaced unless ``overwrite``); None: the draft stands alone.
+    ``active_governance`` holds the governance documents a store's deployments run, when the
+    draft will be filed there (``kind.name`` → compiled document).
     """
 
     prompt: str
@@ -64,6 +66,7 @@ class AuthoringRequest:
     max_repairs: int = DEFAULT_MAX_REPAIRS
     overwrite: bool = False
     token_budget: int = DEFAULT_TOKEN_BUDGET
+    active_governance: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -218,7 +221,11 @@ def author(
 def system_instructions(request: AuthoringRequest, existing: CompiledDraft) -> str:
     """Everything the model is told before the prompt."""
     documents = {key: doc.document for key, doc in existing.documents.items()}
-    policy = governance_policy(documents)
+    policy = {
+        "in the definitions": governance_policy(documents),
+        "active where the change is filed": governance_policy(request.active_governance),
+    }
+    stated = any(policy.values())
     files = sorted(existing.sources)
     return "\n\n".join(
         [
@@ -229,7 +236,7 @@ def system_instructions(request: AuthoringRequest, existing: CompiledDraft) -> s
             "a skill's `effect` is its risk level, lowest first: read, write, external, "
             "production, destructive)\n\n" + render_catalogue(documents),
             "# The governance policy a filed change is reviewed under\n\n"
-            + (json.dumps(policy, sort_keys=True) if policy else "(no governance definitions)"),
+            + (json.dumps(policy, sort_keys=True) if stated else "(no governance definitions)"),
             language_reference(),
         ]
     )

@@ -6,6 +6,8 @@ repairs them; the result is written for git (``--into``) or filed as a change pr
 from __future__ import annotations
 
 import sys
+from contextlib import ExitStack
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -88,9 +90,9 @@ def author_command(
         openseal author "a release-note agent that holds sending for review" --into definitions/
         openseal author "add a vendor search skill" --definitions definitions/ --propose
     """
-    from openseal.authoring import AuthoringRequest, AuthoringSetup, draft
-    from openseal.authoring.service import DefinitionsDoNotCompile
+    from openseal.authoring import AuthoringRequest, AuthoringSetup
     from openseal.cli.deploy import filed_json
+    from openseal.cli.runtime import opened
     from openseal.skills.credentials import RuntimeContext
 
     if force and into is None:
@@ -101,16 +103,12 @@ def author_command(
         prompt, base, syntax=syntax, max_repairs=max_repairs, overwrite=force,
         token_budget=token_budget,
     )  # fmt: skip
-    try:
-        result = draft(setup, request)
-    except DefinitionsDoNotCompile as exc:
-        _broken(exc.compiled)
-        raise
-    if not result.ok:
-        _failed(result, output)
-        raise click.exceptions.Exit(1)
-    written = _write(result, into, force)
-    filed = _propose(result, home, actor, prompt) if propose else None
+    with ExitStack() as stack:
+        # Filing needs the store; its active governance is the policy the draft is written for.
+        store = stack.enter_context(opened(home)) if propose else None
+        result = _draft(setup, request, store, output)
+        written = _write(result, into, force)
+        filed = None if store is None else _propose(store, result, actor, prompt)
     if output != "text":
         document: dict[str, Any] = {**result.to_dict(), "written": [str(p) for p in written]}
         document["proposal"] = None if filed is None else filed_json(filed)
@@ -123,18 +121,34 @@ def author_command(
         print_filed(filed)
 
 
+def _draft(setup: Any, request: Any, store: Any, output: str) -> Any:
+    """The draft, or exit 1 with what is wrong with it (nothing written, nothing filed)."""
+    from openseal.authoring import active_governance, draft
+    from openseal.authoring.service import DefinitionsDoNotCompile
+
+    if store is not None:
+        request = replace(request, active_governance=active_governance(store))
+    try:
+        result = draft(setup, request)
+    except DefinitionsDoNotCompile as exc:
+        _broken(exc.compiled)
+        raise
+    if not result.ok:
+        _failed(result, output)
+        raise click.exceptions.Exit(1)
+    return result
+
+
 def _write(result: Any, into: Path | None, force: bool) -> list[Path]:
     from openseal.authoring import write
 
     return [] if into is None else write(result, into, overwrite=force)
 
 
-def _propose(result: Any, home: Path, actor: str, prompt: str) -> Any:
+def _propose(store: Any, result: Any, actor: str, prompt: str) -> Any:
     from openseal.authoring import propose
-    from openseal.cli.runtime import opened
 
-    with opened(home) as store:
-        return propose(store, result, actor, prompt)
+    return propose(store, result, actor, prompt)
 
 
 def _show(result: Any, written: list[Path], *, shown: bool) -> None:

@@ -2,18 +2,29 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from openseal.api.auth import TokenTable, parse_tokens
+from openseal.compiler.pipeline import compile_paths
 from openseal.runtime import governance as gov
 from openseal.runtime.store import Store
 from openseal.skills.credentials import RuntimeContext
 from tests.api.conftest import ALICE_TOKEN, Serve, sha
 from tests.api.support import assert_error
-from tests.authoring.support import BAD, KEY, KEY_VARIABLE, PROFILE, WIDENING, answer, workspace
+from tests.authoring.support import (
+    BAD,
+    GOOD,
+    KEY,
+    KEY_VARIABLE,
+    PROFILE,
+    WIDENING,
+    answer,
+    workspace,
+)
 from tests.runtime.models.chat_server import ChatServer
 
 TOKENS: TokenTable = parse_tokens({sha(ALICE_TOKEN): "user:alice"})
@@ -99,3 +110,31 @@ def test_a_draft_that_never_compiles_is_422_with_its_diagnostics(
     assert [d["code"] for d in error["details"]["diagnostics"]] == ["OS201"]
     assert len(error["details"]["rounds"]) == 1
     assert len(chat.requests) == 1
+
+
+def test_the_model_is_given_the_governance_policy_the_store_runs(
+    serve: Serve, store: Store, tmp_path: Path, chat: ChatServer
+) -> None:
+    policy = tmp_path / "policy"
+    policy.mkdir()
+    (policy / "governance.yaml").write_text(
+        "governance:\n  production:\n    reviewers: [user:bob]\n    deciders: [user:carol]\n",
+        encoding="utf-8",
+    )
+    filed = gov.deploy(store, compile_paths([policy]).documents, "user:alice").proposal
+    assert filed is not None
+    gov.review(store, filed.id, "user:bob", "approve")
+    gov.decide(store, filed.id, "user:carol", "approve")
+    gov.activate(store, filed.id, "user:carol")
+
+    chat.reply(answer(("auditor.hcl", GOOD)))
+    with serve(**authoring(tmp_path, chat)).client(ALICE_TOKEN) as client:
+        response = client.post(DRAFTS, json={"prompt": "add an auditor"})
+        assert response.status_code == 200, response.text
+    [request] = chat.requests
+    system = request.body["messages"][0]["content"]
+    stated = system.split("# The governance policy a filed change is reviewed under\n\n")[1]
+    policy_json = json.loads(stated.split("\n\n")[0])
+    [active] = policy_json["active where the change is filed"]
+    assert active["name"] == "production" and active["deciders"] == ["user:carol"]
+    assert policy_json["in the definitions"] == []

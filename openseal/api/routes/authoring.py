@@ -13,7 +13,7 @@ from openseal.api.errors import ApiError, responses
 from openseal.api.models import AuthoringDraftBody
 from openseal.api.routes.common import State, Who
 from openseal.api.routes.deployments import filing
-from openseal.authoring import AuthoringRequest, draft, propose
+from openseal.authoring import AuthoringRequest, active_governance, draft, propose
 
 router = APIRouter(tags=["authoring"])
 
@@ -36,8 +36,9 @@ def create_draft(body: AuthoringDraftBody, state: State, who: Who, response: Res
     """
     setup = state.settings.authoring_setup()
     request = AuthoringRequest(
-        body.prompt, setup.definitions, syntax=body.syntax, max_repairs=body.max_repairs
-    )
+        body.prompt, setup.definitions, syntax=body.syntax, max_repairs=body.max_repairs,
+        active_governance=active_governance(state.store),
+    )  # fmt: skip
     result = draft(setup, request)
     if not result.ok:
         raise ApiError(422, "draft_failed", f"{result.reason}; nothing was filed", result.to_dict())
