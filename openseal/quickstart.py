@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from openseal.compiler.diagnostics import Diagnostic
-from openseal.compiler.document import CompiledDocument
+from openseal.compiler.output.document import CompiledDocument
 from openseal.compiler.pipeline import CompileResult, compile_paths
 from openseal.errors import OpenSealError
 from openseal.runtime import service, service_actions

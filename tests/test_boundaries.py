@@ -4,8 +4,10 @@
   package's ``__version__``), so never the runtime, skills, runbooks, the API or the CLI;
 - runbooks run without a store: they never import the runtime;
 - skills are used by both executors: they never import the runtime;
-- the runtime consumes compiled documents only: it never imports the compiler's loaders
-  or its driver (:data:`FRONT_HALF`);
+- the runtime and the runbook executor consume compiled documents and plans only: they never
+  import the compiler's loaders or its driver (:data:`FRONT_HALF`);
+- the compiler is laid out as its pipeline: a stage folder imports only earlier stages
+  (:data:`STAGES`), and the top of the package holds only the driving modules (:data:`TOP`);
 - authoring drafts definitions for people to review: it never imports the API or the CLI;
 - the API, the CLI and authoring reach the runtime only through the modules listed in
   :data:`RUNTIME_SEAMS`; a new one fails here until it is added on purpose.
@@ -35,14 +37,24 @@ FORBIDDEN: dict[str, frozenset[str]] = {
     "authoring": frozenset({"api", "cli", "quickstart", "simulator", "runbooks"}),
 }
 
-#: the compiler modules that read definition files; the runtime never re-reads them
-FRONT_HALF = frozenset(
+#: the compiler modules (and packages) that read definition files or drive the stages; the
+#: runtime and the runbook executor never re-read definitions
+FRONT_HALF = tuple(
     f"openseal.compiler.{name}"
     for name in (
-        "source", "load", "load_hcl", "load_yaml", "hcl_parser", "plain", "fields", "decode",
-        "driver", "pipeline", "cache",
+        "syntax", "definitions.decode", "definitions.field_types",
+        "load", "driver", "pipeline", "runbook_pipeline", "cache",
     )
 )  # fmt: skip
+#: source positions come from syntax/ but every stage, and what reads compiled documents, has them
+SPANS = "openseal.compiler.syntax.spans"
+
+#: the compiler's stage folders in pipeline order; each may import itself and those before it
+STAGES = ("syntax", "lang", "definitions", "analysis", "output")
+#: the compiler's top-level modules: the driving ones, and the two every stage may use
+TOP = frozenset({"driver", "pipeline", "load", "runbook_pipeline", "cache", "diagnostics"})
+#: the top-level modules a stage may import (tables of the signed cache, and diagnostics)
+SHARED_TOP = frozenset({"cache", "diagnostics"})
 
 #: The runtime modules the API and the CLI import today. They are meant to shrink to one
 #: service face; until then a module missing here is a new seam between the layers, and the
@@ -158,13 +170,51 @@ def layer(module: str) -> str:
     return parts[1] if len(parts) > 1 else ""
 
 
+def in_front_half(module: str) -> bool:
+    return module != SPANS and any(
+        module == part or module.startswith(f"{part}.") for part in FRONT_HALF
+    )
+
+
 def forbidden(imports: list[Import]) -> list[str]:
     return [
         f"{item.importer}:{item.line} imports {item.imported}"
         for item in imports
         if layer(item.imported) in FORBIDDEN.get(layer(item.importer), frozenset())
-        or (layer(item.importer) == "runtime" and item.imported in FRONT_HALF)
+        or (layer(item.importer) in ("runtime", "runbooks") and in_front_half(item.imported))
     ]
+
+
+def compiler_part(module: str) -> str:
+    """``openseal.compiler.lang.expr`` → ``lang``; ``openseal.compiler.driver`` → ``driver``."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[1] == "compiler" else ""
+
+
+def out_of_stage_order(imports: list[Import]) -> list[str]:
+    """Imports by a stage folder of a later stage, or of a driving module."""
+    wrong = []
+    for item in imports:
+        importer, imported = compiler_part(item.importer), compiler_part(item.imported)
+        if importer not in STAGES or not imported:
+            continue
+        allowed = imported in SHARED_TOP or (
+            imported in STAGES and STAGES.index(imported) <= STAGES.index(importer)
+        )
+        if not allowed:
+            wrong.append(f"{item.importer}:{item.line} imports {item.imported}")
+    return wrong
+
+
+def stray_compiler_modules(root: Path = PACKAGE) -> list[str]:
+    """Top-level compiler modules and folders that are neither a stage nor a driving module."""
+    compiler = root / "compiler"
+    return sorted(
+        path.name
+        for path in compiler.iterdir()
+        if (path.suffix == ".py" and path.stem not in (*TOP, "__init__"))
+        or (path.is_dir() and path.name not in (*STAGES, "__pycache__"))
+    )
 
 
 def new_seams(imports: list[Import]) -> list[str]:
@@ -183,6 +233,14 @@ def new_seams(imports: list[Import]) -> list[str]:
 
 def test_no_forbidden_import() -> None:
     assert forbidden(all_imports()) == []
+
+
+def test_compiler_stages_import_only_earlier_stages() -> None:
+    assert out_of_stage_order(all_imports()) == []
+
+
+def test_the_compiler_top_level_holds_only_the_driving_modules() -> None:
+    assert stray_compiler_modules() == []
 
 
 def test_api_and_cli_reach_the_runtime_only_through_the_listed_modules() -> None:
@@ -248,15 +306,55 @@ def test_a_runtime_import_of_a_loader_is_caught(tmp_path: Path) -> None:
         {
             "__init__.py": "",
             "compiler/__init__.py": "",
-            "compiler/model.py": "",
-            "compiler/load_hcl.py": "",
+            "compiler/definitions/__init__.py": "",
+            "compiler/definitions/specs.py": "",
+            "compiler/syntax/__init__.py": "",
+            "compiler/syntax/load_hcl.py": "",
+            "compiler/syntax/spans.py": "",
             "runtime/__init__.py": "",
-            "runtime/workflow.py": "from openseal.compiler import load_hcl, model\n",
+            "runtime/workflow.py": (
+                "from openseal.compiler.syntax import load_hcl, spans\n"
+                "from openseal.compiler.definitions import specs\n"
+            ),
         },
     )
     assert forbidden(all_imports(root)) == [
-        "openseal.runtime.workflow:1 imports openseal.compiler.load_hcl"
+        "openseal.runtime.workflow:1 imports openseal.compiler.syntax.load_hcl"
     ]
+
+
+def test_a_stage_importing_a_later_stage_or_the_driver_is_caught(tmp_path: Path) -> None:
+    root = _tree(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "compiler/__init__.py": "",
+            "compiler/driver.py": "",
+            "compiler/diagnostics.py": "",
+            "compiler/syntax/__init__.py": "",
+            "compiler/syntax/fold.py": (
+                "from openseal.compiler import diagnostics\n"
+                "from openseal.compiler.analysis import build\n"
+            ),
+            "compiler/analysis/__init__.py": "",
+            "compiler/analysis/build.py": (
+                "from openseal.compiler.syntax import fold\nfrom openseal.compiler import driver\n"
+            ),
+        },
+    )
+    assert out_of_stage_order(all_imports(root)) == [
+        "openseal.compiler.analysis.build:2 imports openseal.compiler.driver",
+        "openseal.compiler.syntax.fold:2 imports openseal.compiler.analysis.build",
+    ]
+
+
+def test_a_new_flat_compiler_module_is_caught(tmp_path: Path) -> None:
+    root = _tree(
+        tmp_path,
+        {"compiler/__init__.py": "", "compiler/driver.py": "", "compiler/helpers.py": ""},
+    )
+    (root / "compiler" / "misc").mkdir()
+    assert stray_compiler_modules(root) == ["helpers.py", "misc"]
 
 
 def test_a_new_runtime_module_imported_by_the_api_is_caught(tmp_path: Path) -> None:

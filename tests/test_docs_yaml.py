@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from openseal.compiler.load_yaml import load_yaml
+from openseal.compiler.syntax.load_yaml import load_yaml
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 _BLOCK = re.compile(r"^```yaml\n(.*?)^```", re.DOTALL | re.MULTILINE)

@@ -20,10 +20,10 @@ from typing import Any
 import jsonschema
 
 from openseal.compiler.diagnostics import Diagnostic, Related, has_errors
-from openseal.compiler.document import CompiledDocument
 from openseal.compiler.driver import Stage
+from openseal.compiler.output.document import CompiledDocument
 from openseal.compiler.pipeline import CompileResult, compile_paths
-from openseal.compiler.spans import Span
+from openseal.compiler.syntax.spans import Span
 
 SYNTAXES = ("hcl", "yaml")
 SUFFIXES = {"hcl": (".hcl",), "yaml": (".yaml", ".yml")}

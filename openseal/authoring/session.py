@@ -34,7 +34,7 @@ from openseal.authoring.drafts import (
     read_answer,
 )
 from openseal.authoring.reference import language_reference
-from openseal.compiler.diff import Change, DiffReport, diff_documents
+from openseal.compiler.output.diff import Change, DiffReport, diff_documents
 from openseal.runtime.models import (
     ModelProvider,
     ModelRequest,

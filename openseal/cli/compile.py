@@ -11,7 +11,7 @@ import click
 
 from openseal import __version__
 from openseal.cli.output import emit_diagnostics, max_diagnostics_option, output_option, render
-from openseal.compiler.render import render_json
+from openseal.compiler.output.render_diagnostics import render_json
 
 
 @click.command("compile")
@@ -51,8 +51,8 @@ def compile_command(
         openseal compile definitions/procurement/hcl --out build/
         openseal compile definitions/ --check --format sarif > openseal.sarif
     """
-    from openseal.compiler.bundle import source_digests, write_bundle
     from openseal.compiler.driver import Stage
+    from openseal.compiler.output.bundle import source_digests, write_bundle
     from openseal.compiler.pipeline import compile_paths
 
     result = compile_paths(list(paths), through=Stage.EMIT)

@@ -17,8 +17,8 @@ from openseal import __version__
 from openseal.cli.governance import actor_option, short
 from openseal.cli.output import echo_data
 from openseal.cli.runtime import opened, store_options
-from openseal.compiler.bundle import Bundle
-from openseal.compiler.document import CompiledDocument
+from openseal.compiler.output.bundle import Bundle
+from openseal.compiler.output.document import CompiledDocument
 from openseal.errors import OpenSealError, UsageError
 from openseal.runtime import governance as gov
 from openseal.runtime.change_proposals import OPEN_STATUSES
@@ -78,8 +78,8 @@ def deploy(
 
 def _load(path: Path) -> Mapping[str, CompiledDocument] | Bundle:
     from openseal.cli.output import emit_diagnostics
-    from openseal.compiler.bundle import is_bundle, read_bundle
     from openseal.compiler.driver import Stage
+    from openseal.compiler.output.bundle import is_bundle, read_bundle
     from openseal.compiler.pipeline import compile_paths
 
     if path.is_dir() and is_bundle(path):

@@ -16,8 +16,8 @@ import click
 
 from openseal.cli.output import echo_data
 from openseal.cli.runtime import opened, store_options
-from openseal.compiler.diff import Change, DiffReport
-from openseal.compiler.render import use_color
+from openseal.compiler.output.diff import Change, DiffReport
+from openseal.compiler.output.render_diagnostics import use_color
 from openseal.runtime import governance as gov
 from openseal.runtime.change_proposals import ChangeProposal, Review
 

@@ -202,7 +202,7 @@ def emit_diagnostics(
     json, yaml and sarif are for machines and always hold every diagnostic; human and
     github show at most ``limit`` (0: all) and say how many more there are.
     """
-    from openseal.compiler.render import (
+    from openseal.compiler.output.render_diagnostics import (
         render_github,
         render_human,
         render_json,

@@ -13,10 +13,10 @@ import click
 
 from openseal import __version__
 from openseal.cli.output import emit_diagnostics, output_option, render
-from openseal.runbooks.executor import RunOptions, RunResult, StepOutcome, run
-from openseal.runbooks.frontend import Prepared, prepare, project_root
+from openseal.compiler.analysis.runbook_plan import Plan
+from openseal.compiler.runbook_pipeline import Prepared, prepare, project_root
+from openseal.runbooks.executor import BOUNDARY, RunOptions, RunResult, StepOutcome, run
 from openseal.runbooks.inputs import gather, parse_pairs, read_input_file
-from openseal.runbooks.plan import BOUNDARY, Plan
 from openseal.runbooks.render import plan_json, plan_text, summary
 
 if TYPE_CHECKING:

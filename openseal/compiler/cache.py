@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from openseal import __version__
-from openseal.compiler.source import MAX_INCLUDED_BYTES, read_bounded
+from openseal.compiler.syntax.file_text import MAX_INCLUDED_BYTES, read_bounded
 
 if TYPE_CHECKING:
     from lark import Lark
@@ -321,9 +321,17 @@ def load_parser(name: str, grammar: str, options: Mapping[str, object]) -> Lark:
     import lark
 
     described = repr(sorted((k, repr(v)) for k, v in options.items() if k != "postlex"))
-    postlex = options.get("postlex")
+    # The tables pickle the post-lexer by its import path, so the path is part of the key:
+    # tables saved by another layout of the code are never tried, let alone rebuilt in turn.
+    postlex = type(options.get("postlex"))
     keyed = "\0".join(
-        [grammar, described, type(postlex).__qualname__, lark.__version__, sys.version]
+        [
+            grammar,
+            described,
+            f"{postlex.__module__}.{postlex.__qualname__}",
+            lark.__version__,
+            sys.version,
+        ]
     )
     digest = hashlib.sha256(keyed.encode("utf-8")).hexdigest()
     path = parser_directory() / f"{name}-{digest[:24]}.lark"

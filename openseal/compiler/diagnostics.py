@@ -19,7 +19,7 @@ import enum
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from openseal.compiler.spans import Span
+from openseal.compiler.syntax.spans import Span
 
 
 class Severity(enum.StrEnum):

@@ -27,16 +27,16 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from openseal.compiler.decode import Definition
+from openseal.compiler.definitions.decode import Definition
 from openseal.compiler.diagnostics import Diagnostic, error, has_errors
-from openseal.compiler.document import CompiledDocument
+from openseal.compiler.output.document import CompiledDocument
 
 # Each stage imports its module when it first runs: a project served whole from
 # the compile cache runs none, and `openseal validate` in a pre-commit hook
 # should not pay for importing them (networkx alone is about 0.2 s).
 if TYPE_CHECKING:
-    from openseal.compiler.build import Graphs
-    from openseal.compiler.ir import Analysis
+    from openseal.compiler.analysis.build import Graphs
+    from openseal.compiler.analysis.ir import Analysis
 
 
 class Stage(enum.IntEnum):
@@ -73,21 +73,21 @@ class ProjectResult:
 
 
 def _resolve(project: ProjectResult) -> list[Diagnostic]:
-    from openseal.compiler.resolve import resolve
+    from openseal.compiler.analysis.resolve import resolve
 
     project.analysis, diagnostics = resolve(project.definitions, broken=project.broken)
     return diagnostics
 
 
 def _typecheck(project: ProjectResult) -> list[Diagnostic]:
-    from openseal.compiler.typecheck import typecheck
+    from openseal.compiler.analysis.typecheck import typecheck
 
     assert project.analysis is not None
     return typecheck(project.analysis)
 
 
 def _build(project: ProjectResult) -> list[Diagnostic]:
-    from openseal.compiler.build import build
+    from openseal.compiler.analysis.build import build
 
     assert project.analysis is not None
     project.graphs = build(project.analysis)
@@ -95,7 +95,7 @@ def _build(project: ProjectResult) -> list[Diagnostic]:
 
 
 def _check(project: ProjectResult) -> list[Diagnostic]:
-    from openseal.compiler.checks import GRAPH_CHECKS, POLICY_CHECKS
+    from openseal.compiler.analysis.checks import GRAPH_CHECKS, POLICY_CHECKS
 
     assert project.analysis is not None and project.graphs is not None
     analysis, graphs = project.analysis, project.graphs
@@ -109,7 +109,7 @@ def _check(project: ProjectResult) -> list[Diagnostic]:
 
 
 def _emit(project: ProjectResult) -> list[Diagnostic]:
-    from openseal.compiler.emit import UnwritableValue, emit
+    from openseal.compiler.output.emit import UnwritableValue, emit
 
     assert project.analysis is not None and project.graphs is not None
     if project.load_failed or has_errors(project.diagnostics):

@@ -18,17 +18,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from openseal.compiler import cache
-from openseal.compiler import source as src
-from openseal.compiler.decode import Definition, decode, written_keys
+from openseal.compiler.definitions.decode import Definition, decode, written_keys
+from openseal.compiler.definitions.field_types import FILE_READS
+from openseal.compiler.definitions.labels import block_labels
 from openseal.compiler.diagnostics import Diagnostic, Related, error, sort_key, warning
-from openseal.compiler.fields import FILE_READS
-from openseal.compiler.hcl_parser import gc_paused
-from openseal.compiler.labels import block_labels
-from openseal.compiler.load_hcl import load_hcl
-from openseal.compiler.load_yaml import load_yaml
-from openseal.compiler.plain import fold
-from openseal.compiler.source import DEFINITION_SUFFIXES, HCL_SUFFIXES
-from openseal.compiler.spans import Span
+from openseal.compiler.syntax import file_text as src
+from openseal.compiler.syntax.file_text import DEFINITION_SUFFIXES, HCL_SUFFIXES
+from openseal.compiler.syntax.fold import fold
+from openseal.compiler.syntax.hcl_parser import gc_paused
+from openseal.compiler.syntax.load_hcl import load_hcl
+from openseal.compiler.syntax.load_yaml import load_yaml
+from openseal.compiler.syntax.spans import Span
 
 
 @dataclass

@@ -20,11 +20,9 @@ from importlib import metadata
 from pathlib import Path
 
 from openseal.compiler import cache
-from openseal.compiler.decode import Definition
+from openseal.compiler.definitions.decode import Definition
 from openseal.compiler.diagnostics import Diagnostic, Related, error, has_errors, sort_key
-from openseal.compiler.document import CompiledDocument
 from openseal.compiler.driver import ProjectResult, Stage, compile_definitions
-from openseal.compiler.hcl_parser import gc_paused
 from openseal.compiler.load import (
     LoadedFile,
     LoadResult,
@@ -36,7 +34,9 @@ from openseal.compiler.load import (
     project_of,
     read_file,
 )
-from openseal.compiler.spans import Span
+from openseal.compiler.output.document import CompiledDocument
+from openseal.compiler.syntax.hcl_parser import gc_paused
+from openseal.compiler.syntax.spans import Span
 
 
 @dataclass

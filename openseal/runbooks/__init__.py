@@ -1,7 +1,10 @@
-"""The in-process runbook executor: compile a runbook, run its DAG once, in memory.
+"""The in-process runbook executor: run a runbook's plan once, in memory.
 
-No persistence, approvals, event stream or recovery (see :data:`BOUNDARY`);
-never imports the runtime or its store.
+Reading a runbook and planning it are the compiler's
+(:func:`openseal.compiler.runbook_pipeline.prepare`); this package only runs
+the plan: the DAG executor, the built-in steps' handlers, run inputs and the
+views of a result. No persistence, approvals, event stream or recovery (see
+:data:`BOUNDARY`); never imports the runtime or its store.
 
 >>> prepared = prepare(Path("definitions/runbooks/vendor_quotes/hcl/runbook.hcl"))  # doctest: +SKIP
 >>> result = run(prepared.plan, {"quotes": [...], "budget": 9000})                  # doctest: +SKIP
@@ -9,19 +12,13 @@ never imports the runtime or its store.
 
 from __future__ import annotations
 
-from openseal.runbooks.executor import RunOptions, RunResult, StepOutcome, execute, run
-from openseal.runbooks.frontend import Prepared, prepare
-from openseal.runbooks.plan import BOUNDARY, Plan, PlanStep
+from openseal.runbooks.executor import BOUNDARY, RunOptions, RunResult, StepOutcome, execute, run
 
 __all__ = [
     "BOUNDARY",
-    "Plan",
-    "PlanStep",
-    "Prepared",
     "RunOptions",
     "RunResult",
     "StepOutcome",
     "execute",
-    "prepare",
     "run",
 ]

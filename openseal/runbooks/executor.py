@@ -1,4 +1,4 @@
-"""The in-process DAG executor: run a :class:`~openseal.runbooks.plan.Plan` once, in memory.
+"""The in-process DAG executor: run a runbook's plan once, in memory.
 
 Independent steps run concurrently on one asyncio loop, at most
 ``concurrency`` at a time; blocking work (HTTP, user Python) runs on daemon
@@ -9,7 +9,7 @@ and the dependents of a failure are ``skipped``.
 
 Nothing is persisted, nothing waits for approval, no events are published,
 and a crash loses the run: a runbook is a quick, honest script, not a
-workflow (see :data:`~openseal.runbooks.plan.BOUNDARY`).
+workflow (see :data:`BOUNDARY`).
 
 >>> result = run(plan, {"n": 3})            # doctest: +SKIP
 >>> result.status, result.outputs           # doctest: +SKIP
@@ -25,15 +25,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol
 
-from openseal.compiler import types as ty
-from openseal.compiler.evaluate import EvaluationError, evaluate
-from openseal.compiler.expr import Expression
-from openseal.compiler.functions import kind
+from openseal.compiler.analysis.builtin_steps import STEP_TYPES
+from openseal.compiler.analysis.runbook_plan import Plan, PlanStep
+from openseal.compiler.lang import types as ty
+from openseal.compiler.lang.evaluate import EvaluationError, evaluate
+from openseal.compiler.lang.expr import Expression
+from openseal.compiler.lang.functions import kind
 from openseal.runbooks.inputs import check
-from openseal.runbooks.plan import Plan, PlanStep
-from openseal.runbooks.steps import BUILTINS, StepContext, StepFailure
+from openseal.runbooks.steps import HANDLERS, StepContext, StepFailure
 from openseal.runbooks.threads import in_thread
 from openseal.skills import ADAPTERS, SkillAdapter, SkillCall, adapter_kind
+
+#: Plain-words statement of what a runbook is not; printed by ``openseal run`` and its help.
+BOUNDARY = (
+    "runbook: in-process; no persistence, approvals, event stream or recovery"
+    " — use a workflow for those"
+)
 
 StepStatus = Literal["pending", "running", "succeeded", "failed", "skipped", "canceled"]
 TERMINAL: frozenset[str] = frozenset({"succeeded", "failed", "skipped", "canceled"})
@@ -300,7 +307,7 @@ class _Run:
 
     async def _body(self, step: PlanStep) -> object:
         scope = self.scope()
-        lazy = BUILTINS[step.uses].lazy if step.uses is not None else ()
+        lazy = STEP_TYPES[step.uses].lazy if step.uses is not None else ()
         args = {k: _evaluate(v, scope) for k, v in step.args.items() if k not in lazy}
         if step.uses is not None:
             ctx = StepContext(
@@ -312,7 +319,7 @@ class _Run:
                 step.timeout,
             )
             try:
-                return await BUILTINS[step.uses].run(ctx)
+                return await HANDLERS[step.uses](ctx)
             except EvaluationError as exc:  # a lazy argument, evaluated inside the handler
                 raise StepFailure(f"{exc.message} ({exc.span})") from None
         return await self._call_skill(step, args)

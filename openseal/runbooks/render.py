@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from openseal.compiler.expr import to_source
+from openseal.compiler.analysis.runbook_plan import Plan, PlanStep
+from openseal.compiler.lang.expr import to_source
 from openseal.runbooks.executor import RunResult
-from openseal.runbooks.plan import Plan, PlanStep
 
 
 def plan_text(plan: Plan, concurrency: int | None = None) -> str:

@@ -1,25 +1,12 @@
-"""The built-in step types, one small async function each, in one table.
+"""What the built-in step types do: one small async function each, in one table.
 
-Every handler receives a :class:`StepContext` with its arguments already
-evaluated (except the *lazy* ones, such as ``filter``'s ``predicate``, which
-are evaluated once per item with ``item`` bound) and returns the step's
-output. A handler reports a problem by raising :class:`StepFailure`.
-
-=============  ==========================================  ===============================
-type           arguments                                   output
-=============  ==========================================  ===============================
-trigger        (value)                                     ``value``, else the run's input
-http           method, url, headers, body, expect_status   ``{status, headers, body}``
-transform/set  value, or any arguments                     ``value``, else the arguments
-if             condition                                   ``{result}``
-switch         value, cases (list or map), default         ``{case, matched}``
-filter         items, predicate (over ``item``)            the items that satisfy it
-sort           items, by (field path), descending          the sorted items
-aggregate      items, op, field                            a number (``null`` when empty)
-merge          values (maps, or lists)                     one map, or one list
-split          text, separator, trim                       a list of strings
-delay          seconds                                     ``{seconds}``
-=============  ==========================================  ===============================
+The arguments each type takes are declared for the compiler in
+:data:`openseal.compiler.analysis.builtin_steps.STEP_TYPES`; :data:`HANDLERS`
+has one handler per declared type. Every handler receives a :class:`StepContext`
+with its arguments already evaluated (except the *lazy* ones, such as
+``filter``'s ``predicate``, which are evaluated once per item with ``item``
+bound) and returns the step's output. A handler reports a problem by raising
+:class:`StepFailure`.
 """
 
 from __future__ import annotations
@@ -29,9 +16,9 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from openseal.compiler.evaluate import EvaluationError, evaluate
-from openseal.compiler.expr import Expression
-from openseal.compiler.functions import equal, is_list, is_number, kind
+from openseal.compiler.lang.evaluate import EvaluationError, evaluate
+from openseal.compiler.lang.expr import Expression
+from openseal.compiler.lang.functions import equal, is_list, is_number, kind
 from openseal.errors import RunbookError
 from openseal.runbooks.threads import in_thread
 from openseal.skills.http import RequestAmbiguous, RequestNotSent, send
@@ -47,7 +34,7 @@ class StepFailure(RunbookError):
 class StepContext:
     step: str
     args: Mapping[str, object]
-    #: arguments evaluated per item, with ``item`` bound (see :data:`Builtin.lazy`)
+    #: arguments evaluated per item, with ``item`` bound (``StepType.lazy``)
     lazy: Mapping[str, Expression]
     scope: Mapping[str, object]
     input: Mapping[str, object]
@@ -55,20 +42,6 @@ class StepContext:
 
 
 Handler = Callable[[StepContext], Awaitable[object]]
-
-
-@dataclass(frozen=True, slots=True)
-class Builtin:
-    run: Handler
-    required: tuple[str, ...] = ()
-    optional: tuple[str, ...] = ()
-    lazy: tuple[str, ...] = ()
-    #: any argument name is accepted (``transform``/``set`` build objects)
-    open: bool = False
-
-    @property
-    def accepted(self) -> tuple[str, ...]:
-        return (*self.required, *self.optional)
 
 
 # --------------------------------------------------------------------------- argument access
@@ -277,23 +250,20 @@ def _expected_statuses(value: object) -> set[int] | None:
     return {int(v) for v in values}
 
 
-#: Every built-in step type, by the name written in ``uses``.
-BUILTINS: dict[str, Builtin] = {
-    "trigger": Builtin(_trigger, optional=("value",)),
-    "http": Builtin(_http, ("url",), ("method", "headers", "body", "expect_status")),
-    "transform": Builtin(_transform, optional=("value",), open=True),
-    "set": Builtin(_transform, optional=("value",), open=True),
-    "if": Builtin(_if, ("condition",)),
-    "switch": Builtin(_switch, ("value", "cases"), ("default",)),
-    "filter": Builtin(_filter, ("items", "predicate"), lazy=("predicate",)),
-    "sort": Builtin(_sort, ("items",), ("by", "descending")),
-    "aggregate": Builtin(_aggregate, ("items", "op"), ("field",)),
-    "merge": Builtin(_merge, ("values",)),
-    "split": Builtin(_split, ("text",), ("separator", "trim")),
-    "delay": Builtin(_delay, ("seconds",)),
+#: The handler of every built-in step type, by the name written in ``uses``.
+HANDLERS: dict[str, Handler] = {
+    "trigger": _trigger,
+    "http": _http,
+    "transform": _transform,
+    "set": _transform,
+    "if": _if,
+    "switch": _switch,
+    "filter": _filter,
+    "sort": _sort,
+    "aggregate": _aggregate,
+    "merge": _merge,
+    "split": _split,
+    "delay": _delay,
 }
 
-#: Names a lazy argument may use besides the step scope.
-ITEM_ROOT = "item"
-
-__all__ = ["BUILTINS", "ITEM_ROOT", "Builtin", "EvaluationError", "StepContext", "StepFailure"]
+__all__ = ["HANDLERS", "EvaluationError", "StepContext", "StepFailure"]

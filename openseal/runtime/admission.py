@@ -22,7 +22,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from openseal.compiler.evaluate import EvaluationError
+from openseal.compiler.lang.evaluate import EvaluationError
 from openseal.runtime import actions as action_rows
 from openseal.runtime import schema
 from openseal.runtime.actions import Action

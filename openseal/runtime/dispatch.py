@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from openseal.compiler import types as ty
-from openseal.compiler.model import SkillSpec
+from openseal.compiler.definitions.specs import SkillSpec
+from openseal.compiler.lang import types as ty
 from openseal.runtime.proposal_check import check_payload
 from openseal.runtime.proposals import Proposal
 from openseal.runtime.replies import scrub, secrets_for

@@ -21,7 +21,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from openseal.compiler.evaluate import EvaluationError
+from openseal.compiler.lang.evaluate import EvaluationError
 from openseal.runtime import budgets, schema
 from openseal.runtime.fenced import FencedTx
 from openseal.runtime.models.base import ModelError

@@ -36,11 +36,11 @@ from typing import Any
 
 import jsonschema
 
-from openseal.compiler import expr as ex
-from openseal.compiler import types as ty
-from openseal.compiler.evaluate import EvaluationError, evaluate
-from openseal.compiler.model import EFFECT_ORDER
-from openseal.compiler.type_ast import TypeFormatError
+from openseal.compiler.definitions.specs import EFFECT_ORDER
+from openseal.compiler.lang import expr as ex
+from openseal.compiler.lang import types as ty
+from openseal.compiler.lang.evaluate import EvaluationError, evaluate
+from openseal.compiler.lang.type_ast import TypeFormatError
 from openseal.runtime import budgets
 from openseal.runtime.records import Run
 from openseal.runtime.statuses import RunStatus

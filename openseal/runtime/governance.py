@@ -35,9 +35,9 @@ from typing import Any, TypeVar
 
 import sqlalchemy as sa
 
-from openseal.compiler.bundle import Bundle
-from openseal.compiler.canonical import canonical_bytes, sha256_digest
-from openseal.compiler.document import CompiledDocument
+from openseal.compiler.output.bundle import Bundle
+from openseal.compiler.output.canonical import canonical_bytes, sha256_digest
+from openseal.compiler.output.document import CompiledDocument
 from openseal.errors import UsageError
 from openseal.runtime.change_proposals import (
     OPEN_STATUSES,

@@ -1,9 +1,10 @@
 """Which governance policy rules a change proposal, and what it allows.
 
-A policy comes from compiled ``governance`` definitions (:class:`openseal.compiler.model.
-GovernanceSpec`). The rule that keeps a change from loosening its own governance: the policy is
-taken from the **currently active** governance versions when any is active; only when none is
-(the first deployment) does the bundle's own governance apply; with neither, :data:`DEFAULT`.
+A policy comes from compiled ``governance`` definitions
+(:class:`openseal.compiler.definitions.specs.GovernanceSpec`). The rule that keeps a change
+from loosening its own governance: the policy is taken from the **currently active** governance
+versions when any is active; only when none is (the first deployment) does the bundle's own
+governance apply; with neither, :data:`DEFAULT`.
 
 Several rules can apply at once (one per matching governance definition); the strictest
 combination wins: the highest ``required_reviews``, an actor must be allowed by *every* rule that

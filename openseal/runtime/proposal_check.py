@@ -23,7 +23,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from openseal.compiler.canonical import canonical_bytes
+from openseal.compiler.output.canonical import canonical_bytes
 from openseal.errors import RuntimeFailure, StoreError
 from openseal.runtime.artifacts import ArtifactStore
 from openseal.runtime.proposals import Proposal

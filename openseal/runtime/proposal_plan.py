@@ -15,7 +15,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from openseal.compiler.diff import diff_documents
+from openseal.compiler.output.diff import diff_documents
 from openseal.runtime import schema
 from openseal.runtime.change_proposals import Target
 from openseal.runtime.governance_policy import (

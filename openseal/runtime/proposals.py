@@ -23,7 +23,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from openseal.compiler.canonical import canonical_bytes
+from openseal.compiler.output.canonical import canonical_bytes
 from openseal.runtime import fastsql, schema
 from openseal.runtime.clock import new_id
 from openseal.runtime.records import RowRecord

@@ -31,7 +31,7 @@ from typing import Any
 import sqlalchemy as sa
 import tenacity
 
-from openseal.compiler.model import SkillSpec
+from openseal.compiler.definitions.specs import SkillSpec
 from openseal.runtime import actions as rows
 from openseal.runtime.actions import Action
 from openseal.runtime.dispatch import (

@@ -35,7 +35,7 @@ LOCAL_ACTOR = "user:local"
 
 
 class CompiledLike(Protocol):
-    """What a compiled document offers (``openseal.compiler.emit.CompiledDocument``)."""
+    """What a compiled document offers (``openseal.compiler.output.emit.CompiledDocument``)."""
 
     @property
     def kind(self) -> str: ...

@@ -15,10 +15,10 @@ from typing import Any
 
 import jsonschema
 
-from openseal.compiler.bundle import Bundle, BundleEntry, BundleError
-from openseal.compiler.canonical import canonical_bytes, sha256_digest
-from openseal.compiler.model import KIND_MODELS
-from openseal.compiler.schemas import compiled_document_schema
+from openseal.compiler.definitions.specs import KIND_MODELS
+from openseal.compiler.output.bundle import Bundle, BundleEntry, BundleError
+from openseal.compiler.output.canonical import canonical_bytes, sha256_digest
+from openseal.compiler.output.schemas import compiled_document_schema
 from openseal.errors import OpenSealError, UsageError
 from openseal.runtime import governance as gov
 from openseal.runtime.approvals import ApprovalAuthority, is_loopback

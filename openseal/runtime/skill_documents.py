@@ -1,4 +1,4 @@
-"""Compiled skill documents read back into :class:`~openseal.compiler.model.SkillSpec`.
+"""Compiled skill documents read back into :class:`~openseal.compiler.definitions.specs.SkillSpec`.
 
 Compiled documents hold expressions and types as JSON ASTs; the skill adapters
 want the model's objects, so the gateway (read skills) and dispatch (actions)
@@ -12,10 +12,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from openseal.compiler import expr as ex
-from openseal.compiler import types as ty
-from openseal.compiler.model import SkillSpec
-from openseal.compiler.types import TypeFormatError
+from openseal.compiler.definitions.specs import SkillSpec
+from openseal.compiler.lang import expr as ex
+from openseal.compiler.lang import types as ty
+from openseal.compiler.lang.types import TypeFormatError
 from openseal.runtime.workflow import DefinitionError
 
 

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import tenacity
 
-from openseal.compiler.model import SkillSpec
+from openseal.compiler.definitions.specs import SkillSpec
 from openseal.runtime import budgets
 from openseal.runtime.fenced import FencedTx
 from openseal.runtime.gateway import (

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from openseal.compiler import expr as ex
-from openseal.compiler.evaluate import EvaluationError, evaluate
+from openseal.compiler.lang import expr as ex
+from openseal.compiler.lang.evaluate import EvaluationError, evaluate
 from openseal.errors import RuntimeFailure
 from openseal.runtime.records import DefinitionVersion
 from openseal.runtime.store import Store

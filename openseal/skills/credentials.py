@@ -45,7 +45,7 @@ from pydantic import (
     model_validator,
 )
 
-from openseal.compiler.checks.policy import looks_secret
+from openseal.compiler.analysis.checks.policy import looks_secret
 from openseal.compiler.diagnostics import did_you_mean
 from openseal.errors import OpenSealError
 from openseal.skills.secrets import Secret, SecretFilter, redact

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from openseal.compiler.evaluate import EvaluationError, evaluate
+from openseal.compiler.lang.evaluate import EvaluationError, evaluate
 from openseal.skills.base import (
     Outcome,
     SkillCall,

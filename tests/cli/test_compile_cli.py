@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from openseal.cli.diff import render_report
-from openseal.compiler.diff import diff_documents
+from openseal.compiler.output.diff import diff_documents
 from tests.compiler.compile_support import project_text, write_project
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from openseal.cli.main import main
-from openseal.compiler import draw
+from openseal.compiler.output import draw
 from tests.golden_helper import GOLDEN
 
 ROOT = Path(__file__).resolve().parents[2]

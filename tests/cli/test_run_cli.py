@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from openseal.cli.main import main
-from openseal.runbooks.plan import BOUNDARY
+from openseal.runbooks.executor import BOUNDARY
 from tests.golden_helper import assert_golden
 from tests.skills.server import Server, serve
 
@@ -257,8 +257,8 @@ def test_progress_view_shows_each_step_and_its_status() -> None:
     from rich.console import Console
 
     from openseal.cli.run import _ProgressView
+    from openseal.compiler.runbook_pipeline import prepare
     from openseal.runbooks.executor import StepOutcome
-    from openseal.runbooks.frontend import prepare
 
     plan = prepare(HCL).plan
     assert plan is not None

@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from openseal.compiler import expr as ex
-from openseal.compiler.build import Graphs, build
-from openseal.compiler.ir import Analysis
+from openseal.compiler.analysis.build import Graphs, build
+from openseal.compiler.analysis.ir import Analysis
+from openseal.compiler.lang import expr as ex
 from openseal.compiler.load import load_definitions
 
 ROOT = Path(__file__).resolve().parents[2]

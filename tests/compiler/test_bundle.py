@@ -8,15 +8,15 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from openseal.compiler.bundle import (
+from openseal.compiler.output.bundle import (
     MANIFEST,
     BundleError,
     read_bundle,
     source_digests,
     write_bundle,
 )
-from openseal.compiler.canonical import sha256_digest
-from openseal.compiler.schemas import manifest_schema
+from openseal.compiler.output.canonical import sha256_digest
+from openseal.compiler.output.schemas import manifest_schema
 from tests.compiler.compile_support import compile_texts, project_text
 
 

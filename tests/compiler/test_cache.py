@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from openseal.compiler import cache, load, pipeline
-from openseal.compiler.decode import Definition
+from openseal.compiler.definitions.decode import Definition
 from openseal.compiler.load import load_definitions
 from openseal.compiler.pipeline import CompileResult, compile_paths
 from tests.compiler.compile_support import AGENT, MODEL, SKILL, workflow_text

@@ -19,9 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from openseal.compiler import cache, expr_parse, hcl_parser
+from openseal.compiler import cache
+from openseal.compiler.lang import expr_parse
 from openseal.compiler.load import load_definitions
 from openseal.compiler.pipeline import compile_paths
+from openseal.compiler.syntax import hcl_parser
 
 HCL = 'model "m" {\n  provider = "scripted"\n  model    = "small"\n}\n'
 
@@ -175,3 +177,26 @@ def test_parser_tables_are_kept_signed_and_planted_ones_are_not_loaded(
         assert tables.read_bytes().startswith(b"openseal-cache\x00")  # rebuilt and re-signed
     finally:
         build.cache_clear()
+
+
+#: the HCL post-lexer, reachable from this module too, so tables can be saved as if it lived here
+_PostLexer = hcl_parser._PostLexer
+
+
+def test_parser_tables_are_keyed_by_where_the_post_lexer_lives(
+    user_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The HCL tables pickle the post-lexer by its import path; tables saved while it lived
+    elsewhere (an older layout of the code) are other tables, never loaded in its place."""
+    hcl_parser.parser.cache_clear()
+    try:
+        hcl_parser.parser()
+        (first,) = (user_cache / "parsers").iterdir()
+        monkeypatch.setattr(_PostLexer, "__module__", __name__)
+        hcl_parser.parser.cache_clear()
+        hcl_parser.parser()
+        tables = sorted((user_cache / "parsers").iterdir())
+        assert len(tables) == 2 and first in tables
+        assert __name__.encode() in next(t for t in tables if t != first).read_bytes()
+    finally:
+        hcl_parser.parser.cache_clear()

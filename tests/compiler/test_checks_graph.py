@@ -4,14 +4,14 @@ from pathlib import Path
 
 import pytest
 
-from openseal.compiler.build import build
-from openseal.compiler.checks import CHECKS
-from openseal.compiler.checks import graph as checks
-from openseal.compiler.checks.graph import GRAPH_CHECKS, Check
+from openseal.compiler.analysis.build import build
+from openseal.compiler.analysis.checks import CHECKS
+from openseal.compiler.analysis.checks import graph as checks
+from openseal.compiler.analysis.checks.graph import GRAPH_CHECKS, Check
+from openseal.compiler.analysis.ir import Analysis
 from openseal.compiler.diagnostics import Diagnostic
-from openseal.compiler.ir import Analysis
 from openseal.compiler.load import LoadResult, load_definitions
-from openseal.compiler.render import render_human
+from openseal.compiler.output.render_diagnostics import render_human
 from tests.golden_helper import assert_golden
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,16 +6,16 @@ from pathlib import Path
 
 import pytest
 
-from openseal.compiler.build import build
-from openseal.compiler.checks import CHECKS, policy
-from openseal.compiler.checks.graph import GRAPH_CHECKS, Check
-from openseal.compiler.checks.policy import POLICY_CHECKS, looks_secret, secret_shapes
+from openseal.compiler.analysis.build import build
+from openseal.compiler.analysis.checks import CHECKS, policy
+from openseal.compiler.analysis.checks.graph import GRAPH_CHECKS, Check
+from openseal.compiler.analysis.checks.policy import POLICY_CHECKS, looks_secret, secret_shapes
+from openseal.compiler.analysis.ir import Analysis
+from openseal.compiler.analysis.resolve import resolve
+from openseal.compiler.analysis.typecheck import typecheck
 from openseal.compiler.diagnostics import Diagnostic
-from openseal.compiler.ir import Analysis
 from openseal.compiler.load import LoadResult, load_definitions
-from openseal.compiler.render import render_human
-from openseal.compiler.resolve import resolve
-from openseal.compiler.typecheck import typecheck
+from openseal.compiler.output.render_diagnostics import render_human
 from tests.golden_helper import assert_golden
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from openseal.compiler.definitions.specs import SkillSpec, WorkflowSpec
 from openseal.compiler.load import load_definitions
-from openseal.compiler.model import SkillSpec, WorkflowSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "definitions"

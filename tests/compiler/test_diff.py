@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from openseal.compiler.diff import Change, DiffReport, diff_documents, rename_states
+from openseal.compiler.output.diff import Change, DiffReport, diff_documents, rename_states
 from openseal.compiler.pipeline import compile_paths
 from tests.compiler.compile_support import (
     AGENT,

@@ -13,12 +13,18 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from openseal.compiler.build import build
-from openseal.compiler.canonical import canonical_bytes, digest_of, is_digest, normalise, pretty
-from openseal.compiler.emit import emit
-from openseal.compiler.ir import Analysis
+from openseal.compiler.analysis.build import build
+from openseal.compiler.analysis.ir import Analysis
+from openseal.compiler.definitions.specs import EFFECT_ORDER
 from openseal.compiler.load import load_definitions
-from openseal.compiler.model import EFFECT_ORDER
+from openseal.compiler.output.canonical import (
+    canonical_bytes,
+    digest_of,
+    is_digest,
+    normalise,
+    pretty,
+)
+from openseal.compiler.output.emit import emit
 from openseal.compiler.pipeline import compile_paths
 from openseal.errors import CompileError
 from tests.compiler.compile_support import (

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from openseal.compiler import draw
-from openseal.compiler.build import Graphs, build
-from openseal.compiler.draw import DrawError, GraphvizNotFound, to_dot, to_mermaid, to_svg
-from openseal.compiler.ir import Analysis, WorkflowGraph
+from openseal.compiler.analysis.build import Graphs, build
+from openseal.compiler.analysis.ir import Analysis, WorkflowGraph
 from openseal.compiler.load import load_definitions
+from openseal.compiler.output import draw
+from openseal.compiler.output.draw import DrawError, GraphvizNotFound, to_dot, to_mermaid, to_svg
 from openseal.errors import OpenSealError
 from tests.golden_helper import assert_golden
 

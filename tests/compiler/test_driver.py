@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from openseal.compiler import emit as emit_module
-from openseal.compiler.decode import Definition
+from openseal.compiler.definitions.decode import Definition
 from openseal.compiler.driver import STAGES, Stage, compile_definitions
 from openseal.compiler.load import load_definitions
+from openseal.compiler.output import emit as emit_module
 from openseal.errors import CompileError
 from tests.compiler.compile_support import project_text, write_project
 

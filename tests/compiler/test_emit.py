@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from openseal.compiler.build import build
-from openseal.compiler.canonical import canonical_bytes, pretty, sha256_digest
-from openseal.compiler.emit import API_VERSION, emit
-from openseal.compiler.ir import Analysis
+from openseal.compiler.analysis.build import build
+from openseal.compiler.analysis.ir import Analysis
 from openseal.compiler.load import load_definitions
+from openseal.compiler.output.canonical import canonical_bytes, pretty, sha256_digest
+from openseal.compiler.output.emit import API_VERSION, emit
 from openseal.compiler.pipeline import compile_paths
 from tests.compiler.compile_support import AGENT, BINDING, MODEL, SKILL, compile_texts
 from tests.golden_helper import GOLDEN, assert_golden

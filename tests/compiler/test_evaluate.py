@@ -6,10 +6,16 @@ from collections.abc import Mapping
 
 import pytest
 
-from openseal.compiler.evaluate import EvaluationError, evaluate
-from openseal.compiler.expr import Expression, from_json, parse_expression, parse_template, to_json
-from openseal.compiler.functions import FUNCTIONS, MAX_STRING_CHARS
-from openseal.compiler.spans import Span
+from openseal.compiler.lang.evaluate import EvaluationError, evaluate
+from openseal.compiler.lang.expr import (
+    Expression,
+    from_json,
+    parse_expression,
+    parse_template,
+    to_json,
+)
+from openseal.compiler.lang.functions import FUNCTIONS, MAX_STRING_CHARS
+from openseal.compiler.syntax.spans import Span
 from openseal.errors import OpenSealError
 
 SCOPE: dict[str, object] = {

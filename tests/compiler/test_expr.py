@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from openseal.compiler import expr_fast, expr_parse
-from openseal.compiler.expr import (
+from openseal.compiler.lang import expr_fast_parse, expr_parse
+from openseal.compiler.lang.expr import (
     MAX_DEPTH,
     Binary,
     Call,
@@ -35,8 +35,8 @@ from openseal.compiler.expr import (
     to_source,
     walk,
 )
-from openseal.compiler.expr_ast import BINARY_OPS
-from openseal.compiler.spans import Span
+from openseal.compiler.lang.expr_ast import BINARY_OPS
+from openseal.compiler.syntax.spans import Span
 
 ORIGIN = Span.point("flow.hcl", 3, 11)
 
@@ -426,7 +426,7 @@ _leaves = st.one_of(
 
 
 def _template(parts: list[str | Expression]) -> Expression:
-    node = expr_fast.template_node(list(parts), ORIGIN)
+    node = expr_fast_parse.template_node(list(parts), ORIGIN)
     # An empty string literal among the parts is dropped, which can leave one
     # interpolation; printed, that is `"${x}"`, which parses to `x` itself.
     if isinstance(node, Template) and len(node.parts) == 1 and not isinstance(node.parts[0], str):
@@ -496,8 +496,9 @@ def test_printed_source_parses_back_to_the_same_tree(expr: Expression) -> None:
 
 def test_parser_is_not_built_at_import_time() -> None:
     code = (
-        "import openseal.compiler.expr, openseal.compiler.types, openseal.compiler.evaluate\n"
-        "from openseal.compiler import expr_parse\n"
+        "import openseal.compiler.lang.evaluate, openseal.compiler.lang.expr\n"
+        "import openseal.compiler.lang.types\n"
+        "from openseal.compiler.lang import expr_parse\n"
         "print(expr_parse.parser.cache_info().currsize)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -12,7 +12,7 @@ import pytest
 
 from openseal.compiler.diagnostics import CODES
 from openseal.compiler.load import load_definitions
-from openseal.compiler.render import render_human
+from openseal.compiler.output.render_diagnostics import render_human
 from tests.golden_helper import GOLDEN, assert_golden
 
 INPUTS = GOLDEN / "definitions" / "inputs"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from openseal.compiler.labels import Labels, block_labels
+from openseal.compiler.definitions.labels import Labels, block_labels
 
 DEFINITION = Labels(1, 1)
 NAMED = Labels(1, None)

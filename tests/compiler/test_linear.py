@@ -14,10 +14,11 @@ from typing import Any
 
 import pytest
 
-from openseal.compiler import load, plain
-from openseal.compiler.decode import decode
-from openseal.compiler.load_hcl import load_hcl
-from openseal.compiler.plain import fold
+from openseal.compiler import load
+from openseal.compiler.definitions.decode import decode
+from openseal.compiler.syntax import fold as fold_module
+from openseal.compiler.syntax.fold import fold
+from openseal.compiler.syntax.load_hcl import load_hcl
 from tests.compiler.compile_support import workflow_text
 
 BRANCHES = """workflow "w{i}" {{
@@ -78,7 +79,7 @@ def test_repeated_blocks_are_folded_without_moving_spans(
     def no_move(*args: object) -> None:
         raise AssertionError("spans re-keyed after the fact")
 
-    monkeypatch.setattr(plain._Folder, "_move", no_move)
+    monkeypatch.setattr(fold_module._Folder, "_move", no_move)
     text = "\n".join(BRANCHES.format(i=i) for i in range(definitions))
     document, diagnostics = load_hcl(text, "branches.hcl")
     assert document is not None and diagnostics == []

@@ -6,11 +6,19 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from openseal.compiler import hcl_parser
 from openseal.compiler.diagnostics import Diagnostic
-from openseal.compiler.load_hcl import MAX_NESTING, load_hcl, load_hcl_file
-from openseal.compiler.spans import Span
-from openseal.compiler.tree import Attribute, Document, Expr, ListNode, MapNode, Scalar, Value
+from openseal.compiler.syntax import hcl_parser
+from openseal.compiler.syntax.document_tree import (
+    Attribute,
+    Document,
+    Expr,
+    ListNode,
+    MapNode,
+    Scalar,
+    Value,
+)
+from openseal.compiler.syntax.load_hcl import MAX_NESTING, load_hcl, load_hcl_file
+from openseal.compiler.syntax.spans import Span
 
 F = "defs/team.hcl"
 

@@ -10,16 +10,16 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from openseal.compiler import load_yaml as load_yaml_module
 from openseal.compiler.diagnostics import Diagnostic
-from openseal.compiler.load_yaml import (
+from openseal.compiler.syntax import load_yaml as load_yaml_module
+from openseal.compiler.syntax.document_tree import Document, ListNode, MapNode, Scalar, Value
+from openseal.compiler.syntax.load_yaml import (
     MAX_NESTING_DEPTH,
     _load,
     load_yaml,
     load_yaml_file,
 )
-from openseal.compiler.spans import Span
-from openseal.compiler.tree import Document, ListNode, MapNode, Scalar, Value
+from openseal.compiler.syntax.spans import Span
 
 F = "defs.yaml"
 Loader = Callable[[str], tuple[Document | None, list[Diagnostic]]]

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from openseal.compiler.bundle import BundleError, write_bundle
-from openseal.compiler.fields import is_name, name_suggestion
+from openseal.compiler.definitions.field_types import is_name, name_suggestion
+from openseal.compiler.definitions.specs import KIND_MODELS
 from openseal.compiler.load import load_definitions
-from openseal.compiler.model import KIND_MODELS
+from openseal.compiler.output.bundle import BundleError, write_bundle
 from openseal.compiler.pipeline import compile_paths
 from tests.compiler.compile_support import compile_texts, project_text
 

@@ -15,10 +15,10 @@ from typing import TypeVar
 
 import pytest
 
-from openseal.compiler import source as src
 from openseal.compiler.load import load_definitions
-from openseal.compiler.load_hcl import load_hcl_file
 from openseal.compiler.pipeline import compile_paths
+from openseal.compiler.syntax import file_text as src
+from openseal.compiler.syntax.load_hcl import load_hcl_file
 from tests.compiler.compile_support import AGENT, BINDING, MODEL, SKILL, workflow_text
 
 T = TypeVar("T")

@@ -10,7 +10,7 @@ import jsonschema
 import pytest
 
 from openseal.compiler.diagnostics import CODES, Diagnostic, Related, Severity, error, warning
-from openseal.compiler.render import (
+from openseal.compiler.output.render_diagnostics import (
     SARIF_SCHEMA,
     capped,
     render_github,
@@ -20,7 +20,7 @@ from openseal.compiler.render import (
     summary_line,
     use_color,
 )
-from openseal.compiler.spans import Span
+from openseal.compiler.syntax.spans import Span
 
 ROOT = Path(__file__).resolve().parents[2]
 ANSI = re.compile(r"\x1b\[")

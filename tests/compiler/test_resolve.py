@@ -6,21 +6,21 @@ from pathlib import Path
 
 import pytest
 
-from openseal.compiler import expr as ex
-from openseal.compiler.diagnostics import Diagnostic
-from openseal.compiler.driver import Stage
-from openseal.compiler.load import load_definitions
-from openseal.compiler.pipeline import compile_paths
-from openseal.compiler.render import render_human
-from openseal.compiler.resolve import resolve
-from openseal.compiler.scopes import (
+from openseal.compiler.analysis.expression_scopes import (
     Namespace,
     Scope,
     Value,
     check_reference,
     skill_scope,
 )
-from openseal.compiler.spans import Span
+from openseal.compiler.analysis.resolve import resolve
+from openseal.compiler.diagnostics import Diagnostic
+from openseal.compiler.driver import Stage
+from openseal.compiler.lang import expr as ex
+from openseal.compiler.load import load_definitions
+from openseal.compiler.output.render_diagnostics import render_human
+from openseal.compiler.pipeline import compile_paths
+from openseal.compiler.syntax.spans import Span
 from tests.golden_helper import assert_golden
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,13 +9,13 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from openseal.compiler.pipeline import compile_paths
-from openseal.compiler.schemas import (
+from openseal.compiler.output.schemas import (
     all_schemas,
     compiled_schemas,
     definition_schemas,
     render_schema,
 )
+from openseal.compiler.pipeline import compile_paths
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMAS = ROOT / "schemas"

@@ -7,16 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from openseal.compiler import expr as ex
-from openseal.compiler import types as ty
+from openseal.compiler.analysis.expression_scopes import Namespace, Scope, Value
+from openseal.compiler.analysis.infer import Inferrer
+from openseal.compiler.analysis.resolve import resolve
+from openseal.compiler.analysis.typecheck import typecheck
 from openseal.compiler.diagnostics import Diagnostic
-from openseal.compiler.infer import Inferrer
+from openseal.compiler.lang import expr as ex
+from openseal.compiler.lang import types as ty
 from openseal.compiler.load import load_definitions
-from openseal.compiler.render import render_human
-from openseal.compiler.resolve import resolve
-from openseal.compiler.scopes import Namespace, Scope, Value
-from openseal.compiler.spans import Span
-from openseal.compiler.typecheck import typecheck
+from openseal.compiler.output.render_diagnostics import render_human
+from openseal.compiler.syntax.spans import Span
 from tests.golden_helper import assert_golden
 
 ROOT = Path(__file__).resolve().parents[2]

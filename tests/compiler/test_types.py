@@ -9,8 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from openseal.compiler.spans import Span
-from openseal.compiler.types import (
+from openseal.compiler.lang.types import (
     ANY,
     BOOL,
     NUMBER,
@@ -33,6 +32,7 @@ from openseal.compiler.types import (
     to_json_schema,
     to_source,
 )
+from openseal.compiler.syntax.spans import Span
 
 ORIGIN = Span.point("skills.hcl", 12, 14)
 REQUEST = 'object({ item = string, quantity = number, note = optional(string, "none") })'

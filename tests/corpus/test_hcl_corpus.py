@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from openseal.compiler.diagnostics import Diagnostic
-from openseal.compiler.load_hcl import load_hcl
+from openseal.compiler.syntax.load_hcl import load_hcl
 
 CORPUS = Path(__file__).parent / "hcl"
 VERDICTS: dict[str, dict[str, Any]] = json.loads(

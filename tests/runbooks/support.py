@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from openseal.compiler.analysis.runbook_plan import Plan
 from openseal.compiler.diagnostics import Diagnostic
-from openseal.runbooks.frontend import prepare
-from openseal.runbooks.plan import Plan
+from openseal.compiler.runbook_pipeline import prepare
 
 
 def write_project(tmp_path: Path, text: str, name: str = "runbook.hcl") -> Path:

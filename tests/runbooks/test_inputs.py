@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from openseal.compiler.model import Input
-from openseal.compiler.spans import Span
-from openseal.compiler.types import parse_type
+from openseal.compiler.definitions.specs import Input
+from openseal.compiler.lang.types import parse_type
+from openseal.compiler.syntax.spans import Span
 from openseal.runbooks.inputs import InputTypeError, InputUsageError, gather
 
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from openseal.compiler.runbook_pipeline import prepare
 from openseal.runbooks.executor import run
-from openseal.runbooks.frontend import prepare
 from tests.skills.server import Server
 
 TRIAGE = Path(__file__).parent / "inputs" / "order_triage.hcl"

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from openseal.compiler.analysis.resolve import resolve
+from openseal.compiler.analysis.runbook_plan import plan_runbook
 from openseal.compiler.load import load_definitions
-from openseal.compiler.resolve import resolve
+from openseal.compiler.runbook_pipeline import prepare
 from openseal.errors import UsageError
-from openseal.runbooks.frontend import prepare
-from openseal.runbooks.plan import plan_runbook
 from tests.runbooks.support import diagnostics_of, plan_of, runbook, write_project
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from openseal.compiler.document import CompiledDocument
+from openseal.compiler.output.document import CompiledDocument
 from openseal.compiler.pipeline import compile_paths
 from openseal.runtime import service
 from openseal.runtime.engine import Engine

@@ -10,8 +10,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from openseal.compiler.canonical import digest_of
-from openseal.compiler.document import CompiledDocument
+from openseal.compiler.output.canonical import digest_of
+from openseal.compiler.output.document import CompiledDocument
 from openseal.runtime import schema
 from openseal.runtime.store import Store
 from tests.runtime.engine_support import compile_files

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from openseal.compiler.document import CompiledDocument
+from openseal.compiler.output.document import CompiledDocument
 from openseal.compiler.pipeline import compile_paths
 
 WORKFLOW = "answer"

@@ -8,7 +8,7 @@ from typing import Any, cast
 
 import pytest
 
-from openseal.compiler.evaluate import evaluate
+from openseal.compiler.lang.evaluate import evaluate
 from openseal.runtime import service
 from openseal.runtime.gateway import (
     GatewayDecision,

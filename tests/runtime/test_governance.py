@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from openseal.compiler.document import CompiledDocument
+from openseal.compiler.output.document import CompiledDocument
 from openseal.errors import UsageError
 from openseal.runtime import governance as gov
 from openseal.runtime.change_proposals import POLICY_ACTOR

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from openseal.compiler.canonical import canonical_bytes
+from openseal.compiler.output.canonical import canonical_bytes
 from openseal.runtime import service, service_actions
 from openseal.runtime.approvals import ApprovalError
 from openseal.runtime.statuses import ActionStatus, ApprovalStatus, RunStatus

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 from openseal.api import ApiSettings
 from openseal.cli.main import main
-from openseal.compiler import types as ty
+from openseal.compiler.lang import types as ty
 from openseal.runtime import schema, service_actions
 from openseal.runtime.replies import EXCERPT_CHARS, scrub, unfit_reply
 from openseal.runtime.statuses import ActionStatus, RunStatus
@@ -113,7 +113,7 @@ def test_every_reply_is_scrubbed_of_credential_values() -> None:
 
 
 def test_an_unfit_reply_keeps_fitting_declared_fields_and_a_capped_excerpt() -> None:
-    from openseal.compiler.model import SkillSpec
+    from openseal.compiler.definitions.specs import SkillSpec
 
     output = ty.ObjectType(
         (ty.Field("order_id", ty.Primitive("string")), ty.Field("total", ty.Primitive("number")))

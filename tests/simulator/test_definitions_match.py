@@ -7,9 +7,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from openseal.compiler import types as ty
+from openseal.compiler.definitions.specs import SkillSpec
+from openseal.compiler.lang import types as ty
 from openseal.compiler.load import load_definitions
-from openseal.compiler.model import SkillSpec
 from openseal.simulator.procurement import ProcurementSimulator
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "definitions" / "procurement"

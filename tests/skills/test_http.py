@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from openseal.compiler.decode import Definition
+from openseal.compiler.definitions.decode import Definition
+from openseal.compiler.definitions.specs import SkillSpec
 from openseal.compiler.load import load_definitions
-from openseal.compiler.model import SkillSpec
 from openseal.skills import HttpAdapter, SkillCall, adapter_for
 from tests.skills.server import Server
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from openseal.compiler.definitions.specs import SkillSpec
 from openseal.compiler.load import load_definitions
-from openseal.compiler.model import SkillSpec
 from openseal.skills import PythonAdapter, SkillCall, adapter_for
 
 

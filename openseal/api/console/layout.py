@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from openseal.compiler import expr as ex
+from openseal.compiler.lang import expr as ex
 
 NODE_WIDTH = 210
 LINE_HEIGHT = 18

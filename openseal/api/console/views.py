@@ -19,8 +19,8 @@ from openseal.api.errors import responses
 from openseal.api.routes.common import Id, Limit, State, Status, Who
 from openseal.api.serialize import jsonable
 from openseal.api.state import ApiState
-from openseal.compiler import expr as ex
-from openseal.compiler.evaluate import EvaluationError, evaluate
+from openseal.compiler.lang import expr as ex
+from openseal.compiler.lang.evaluate import EvaluationError, evaluate
 from openseal.errors import OpenSealError
 from openseal.runtime import service, service_actions, service_api
 from openseal.runtime.approvals import is_loopback

@@ -15,7 +15,7 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
-from openseal.compiler import types as ty
+from openseal.compiler.lang import types as ty
 from openseal.runtime.states.base import (
     Advance,
     Attention,

@@ -1,0 +1,276 @@
+"""Decode folded documents into the definition model, with located diagnostics.
+
+Each definition is validated on its own so one mistake does not hide the
+others. pydantic's errors are translated into openseal's codes and pointed at
+the key or value they are about, with the allowed keys and a close match.
+"""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from openseal.compiler.definitions.field_types import DecodeContext, is_name, name_suggestion
+from openseal.compiler.definitions.labels import unwrap
+from openseal.compiler.definitions.specs import KIND_MODELS, Spec
+from openseal.compiler.diagnostics import Diagnostic, did_you_mean, error
+from openseal.compiler.syntax.fold import Folded, Path
+from openseal.compiler.syntax.spans import Span
+
+
+@dataclass(frozen=True, slots=True)
+class Definition:
+    """One named definition of one kind, as written in one file."""
+
+    kind: str
+    name: str
+    spec: Spec
+    span: Span
+    name_span: Span
+    #: where each key inside the definition was written, by path relative to it
+    #: (``("state", "draft")`` → the label of ``state "draft"``), for diagnostics
+    #: about parts of a definition that hold no span of their own
+    key_spans: Mapping[Path, Span] = field(default_factory=dict, compare=False)
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind}.{self.name}"
+
+
+def decode(folded: Folded, file: str) -> tuple[list[Definition], list[Diagnostic]]:
+    definitions: list[Definition] = []
+    diagnostics: list[Diagnostic] = []
+    data = folded.data if isinstance(folded.data, dict) else {}
+    spans_by_definition = _key_spans_by_definition(folded)
+    for kind, by_name in data.items():
+        kind_span = folded.keys.get((kind,)) or Span.whole_file(file)
+        model = KIND_MODELS.get(kind)
+        if model is None:
+            diagnostics.append(
+                error(
+                    "OS109",
+                    f"unknown definition kind `{kind}`; kinds are {_listing(KIND_MODELS)}",
+                    kind_span,
+                    suggestion=did_you_mean(kind, KIND_MODELS),
+                )
+            )
+            continue
+        if not isinstance(by_name, dict):
+            diagnostics.append(
+                error(
+                    "OS103",
+                    f"`{kind}` must hold named definitions",
+                    kind_span,
+                    suggestion=f'HCL: `{kind} "name" {{...}}`; YAML: `{kind}: {{name: ...}}`',
+                )
+            )
+            continue
+        for name, body in by_name.items():
+            path: Path = (kind, name)
+            span = folded.values.get(path) or kind_span
+            name_span = folded.keys.get(path) or span
+            if not is_name(str(name)):
+                diagnostics.append(_invalid_name(kind, str(name), name_span))
+                continue
+            ctx = DecodeContext(fallback_span=span)
+            try:
+                spec = model.model_validate(body, context=ctx)
+            except ValidationError as exc:
+                diagnostics.extend(ctx.diagnostics)
+                diagnostics.extend(_translate(exc, model, body, path, folded))
+                continue
+            diagnostics.extend(ctx.diagnostics)
+            key_spans = spans_by_definition.get(path, {})
+            definitions.append(Definition(kind, str(name), spec, span, name_span, key_spans))
+    return definitions, diagnostics
+
+
+def _invalid_name(kind: str, name: str, span: Span) -> Diagnostic:
+    fixed = name_suggestion(name)
+    what = f"`{name}` is not a valid {kind} name" if name else f"a {kind} name cannot be empty"
+    return error(
+        "OS110",
+        f"{what}; a name starts with an ASCII letter or `_` "
+        "and holds only ASCII letters, digits and `_`",
+        span,
+        suggestion=f"rename it, for example to `{fixed}`" if fixed else None,
+    )
+
+
+def written_keys(folded: Folded) -> set[str]:
+    """``kind.name`` of every definition written in ``folded``, whether or not it decodes."""
+    data = folded.data if isinstance(folded.data, dict) else {}
+    return {
+        f"{kind}.{name}"
+        for kind, by_name in data.items()
+        if kind in KIND_MODELS and isinstance(by_name, dict)
+        for name in by_name
+    }
+
+
+def _key_spans_by_definition(folded: Folded) -> dict[Path, dict[Path, Span]]:
+    """Each definition's key spans relative to it, by ``(kind, name)``: one pass over the keys.
+
+    (Filtering every key once per definition made decoding quadratic in the
+    number of definitions in a file.)
+    """
+    out: dict[Path, dict[Path, Span]] = {}
+    for path, span in folded.keys.items():
+        if len(path) > 2:
+            inner = out.get(path[:2])
+            if inner is None:
+                inner = out[path[:2]] = {}
+            inner[path[2:]] = span
+    return out
+
+
+def _listing(names: typing.Iterable[str]) -> str:
+    return ", ".join(f"`{n}`" for n in names)
+
+
+# --------------------------------------------------------------------------- error translation
+
+
+def _translate(
+    exc: ValidationError, model: type[BaseModel], body: object, base: Path, folded: Folded
+) -> list[Diagnostic]:
+    out: list[Diagnostic] = []
+    errors = exc.errors(include_url=False)
+    # A misspelt key is most likely the required key that is missing beside it.
+    missing: dict[Path, list[str]] = {}
+    for err in errors:
+        if err["type"] == "missing":
+            loc = _data_path(body, err["loc"])
+            missing.setdefault(loc[:-1], []).append(str(err["loc"][-1]))
+    for err in errors:
+        loc = _data_path(body, err["loc"])
+        path = (*base, *loc)
+        kind = err["type"]
+        if kind == "extra_forbidden":
+            written = _keys_at(body, loc[:-1])
+            out.append(_unknown_key(model, loc, path, folded, missing.get(loc[:-1], []), written))
+        elif kind == "missing":
+            key = str(err["loc"][-1])
+            span = folded.span_for(path[:-1], prefer_key=True) or Span.point(str(base[0]))
+            out.append(error("OS102", f"missing required key `{key}`", span))
+        elif kind in ("literal_error", "enum"):
+            out.append(_bad_choice(err, path, folded))
+        elif kind.endswith("_type") or kind in ("model_attributes_type", "dict_type", "list_type"):
+            span = folded.span_for(path) or Span.point(str(base[0]))
+            out.append(error("OS103", f"`{_dotted(loc)}`: {_message(err)}", span))
+        else:
+            span = folded.span_for(path) or Span.point(str(base[0]))
+            where = f"`{_dotted(loc)}`: " if loc else ""
+            out.append(error("OS104", f"{where}{_message(err)}", span))
+    return out
+
+
+def _message(err: Any) -> str:
+    msg = str(err["msg"])
+    for prefix in ("Value error, ", "Assertion failed, "):
+        msg = msg.removeprefix(prefix)
+    return msg[:1].lower() + msg[1:]
+
+
+def _dotted(loc: Path) -> str:
+    return ".".join(str(p) for p in loc) or "(top)"
+
+
+_UNION_TAGS = ("function-", "union", "json-", "nullable", "tagged")
+
+
+def _data_path(body: object, loc: tuple[int | str, ...]) -> Path:
+    """Keep only the parts of pydantic's location that exist in the data (drop union tags)."""
+    path: list[str | int] = []
+    node = body
+    for part in loc:
+        present = (isinstance(node, dict) and part in node) or (
+            isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+        )
+        if present:
+            path.append(part)
+            node = node[part]  # type: ignore[index]
+        elif isinstance(part, str) and not part.startswith(_UNION_TAGS):
+            # A key that is absent (missing or extra at this level) ends the walk.
+            path.append(part)
+            break
+    return tuple(path)
+
+
+def _unknown_key(
+    model: type[BaseModel],
+    loc: Path,
+    path: Path,
+    folded: Folded,
+    missing: list[str],
+    written: set[str],
+) -> Diagnostic:
+    key = str(loc[-1]) if loc else "?"
+    allowed = _allowed_keys(model, loc[:-1])
+    span = folded.span_for(path, prefer_key=True) or Span.point(str(path[0]) if path else "?")
+    listing = f"; allowed keys: {_listing(allowed)}" if allowed else ""
+    # Prefer a required key that is missing, then one not written, then any.
+    absent = [k for k in allowed if k not in written]
+    suggestion = None
+    for candidates in (missing, absent, allowed):
+        suggestion = did_you_mean(key, candidates) if candidates else None
+        if suggestion is not None:
+            break
+    return error("OS101", f"unknown key `{key}`{listing}", span, suggestion=suggestion)
+
+
+def _keys_at(body: object, loc: Path) -> set[str]:
+    """The keys written in the mapping at ``loc`` inside ``body``."""
+    node = body
+    for part in loc:
+        in_list = isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+        if not (in_list or (isinstance(node, dict) and part in node)):
+            return set()
+        node = node[part]  # type: ignore[index]
+    return {str(k) for k in node} if isinstance(node, dict) else set()
+
+
+def _bad_choice(err: Any, path: Path, folded: Folded) -> Diagnostic:
+    span = folded.span_for(path) or Span.point(str(path[0]) if path else "?")
+    expected = str(err.get("ctx", {}).get("expected", ""))
+    choices = [
+        c.strip().strip("'\"") for c in expected.replace(" or ", ", ").split(",") if c.strip()
+    ]
+    given = err.get("input")
+    return error(
+        "OS104",
+        f"`{given}` is not allowed here; expected one of {_listing(choices)}",
+        span,
+        suggestion=did_you_mean(str(given), choices) if isinstance(given, str) else None,
+    )
+
+
+def _allowed_keys(model: type[BaseModel], loc: Path) -> list[str]:
+    """The field names of the model reached by following ``loc`` from ``model``."""
+    current: Any = model
+    for part in loc:
+        current = _step(current, part)
+        if current is None:
+            return []
+    current = unwrap(current)
+    if isinstance(current, type) and issubclass(current, BaseModel):
+        return list(current.model_fields)
+    return []
+
+
+def _step(annotation: Any, part: str | int) -> Any:
+    annotation = unwrap(annotation)
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        info = annotation.model_fields.get(str(part))
+        return info.annotation if info else None
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is dict and len(args) == 2:
+        return args[1]
+    if origin is list and args:
+        return args[0]
+    return None

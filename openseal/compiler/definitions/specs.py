@@ -1,0 +1,461 @@
+"""One model for both syntaxes: frozen pydantic models for every definition kind.
+
+A definition file is a mapping from kind to a mapping from name to body — in
+HCL ``skill "search_vendors" { ... }``, in YAML ``skill: {search_vendors: {...}}``.
+The name is the block label, so the body models below carry no ``name`` field.
+Expressions, references, types and durations are parsed while validating (see
+:mod:`openseal.compiler.definitions.field_types`), so a model holds ASTs, never raw text.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, JsonValue, model_validator
+
+from openseal.compiler.definitions.field_types import (
+    Duration,
+    Expression,
+    Identifier,
+    Reference,
+    Template,
+    Text,
+    TypeConstraint,
+)
+
+Effect = Literal["read", "write", "external", "production", "destructive"]
+#: Effects in increasing order of risk; index = risk level.
+EFFECT_ORDER: tuple[Effect, ...] = ("read", "write", "external", "production", "destructive")
+EndOutcome = Literal["completed", "failed", "canceled"]
+JSONValue = JsonValue
+
+
+def _one_or_many(value: object) -> object:
+    """A block written once arrives as a mapping; written again, as a list."""
+    return [value] if isinstance(value, dict) else value
+
+
+class Spec(BaseModel):
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", arbitrary_types_allowed=True, defer_build=True
+    )
+
+
+# --------------------------------------------------------------------------- model
+
+
+class ModelProfile(Spec):
+    """An OpenAI-compatible endpoint. One endpoint per profile; nothing routes silently."""
+
+    provider: Literal["openai", "scripted"] = "openai"
+    base_url: str | None = None
+    model: str
+    credential: str | None = Field(None, description="credential reference, never a value")
+    script: str | None = Field(None, description="scripted provider: responses file")
+    parameters: dict[str, JSONValue] = Field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------- skill
+
+
+class HttpAdapter(Spec):
+    method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"] = "POST"
+    url: Template
+    headers: dict[str, Template] = Field(default_factory=dict)
+    body: Expression | None = None
+    ambiguous_statuses: list[int] = Field(
+        default_factory=lambda: [500, 502, 503, 504],
+        description="statuses whose outcome is unknown (the request may have taken effect)",
+    )
+
+
+class PythonAdapter(Spec):
+    entry_point: str = Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+
+
+class RunbookAdapter(Spec):
+    runbook: Reference
+
+
+class Adapter(Spec):
+    http: HttpAdapter | None = None
+    python: PythonAdapter | None = None
+    runbook: RunbookAdapter | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> Adapter:
+        chosen = [k for k in ("http", "python", "runbook") if getattr(self, k) is not None]
+        if len(chosen) != 1:
+            raise ValueError("declare exactly one adapter: `http`, `python` or `runbook`")
+        return self
+
+
+class Retry(Spec):
+    attempts: int = Field(1, ge=1, le=20)
+    backoff: Duration = 1.0
+
+
+class Idempotency(Spec):
+    key_header: str | None = Field(None, description="header that carries the stable action key")
+    same_key_retry: bool = Field(False, description="re-sending with the same key is safe")
+    lookup: Adapter | None = Field(None, description="operation that finds an action by its key")
+
+
+class ApprovalPolicy(Spec):
+    required: bool = True
+    approvers: list[str] = Field(default_factory=list)
+    expires_in: Duration | None = None
+
+
+class SkillSpec(Spec):
+    description: str
+    effect: Effect
+    input: TypeConstraint | None = None
+    output: TypeConstraint | None = None
+    adapter: Adapter
+    credential: str | None = Field(None, description="credential reference, never a value")
+    timeout: Duration = 30.0
+    retry: Retry = Retry()
+    idempotency: Idempotency | None = None
+    approval: ApprovalPolicy | None = None
+
+
+# --------------------------------------------------------------------------- agents and teams
+
+
+class Budget(Spec):
+    turns: int | None = Field(None, ge=0)
+    model_calls: int | None = Field(None, ge=0)
+    tool_calls: int | None = Field(None, ge=0)
+    tokens: int | None = Field(None, ge=0)
+    spend: float | None = Field(None, ge=0)
+    currency: str | None = None
+    period: Duration | None = Field(
+        None,
+        description="for a team's or agent's spend: a rolling window (e.g. `30d`); "
+        "without it, spend counts across all runs for ever",
+    )
+
+
+class AgentSpec(Spec):
+    description: str | None = None
+    model: Reference
+    instructions: Text
+    max_risk: Effect = "read"
+    budget: Budget = Budget()
+
+
+class Role(Spec):
+    agent: Reference
+
+
+class TeamPolicy(Spec):
+    approvers: list[str] = Field(default_factory=list, description="who may approve actions")
+    approval_required_from: Effect = Field(
+        "external", description="actions with this effect or riskier need an approval"
+    )
+    budget: Budget = Budget()
+
+
+class TeamSpec(Spec):
+    description: str | None = None
+    role: dict[Identifier, Role]
+    policy: TeamPolicy = TeamPolicy()
+
+
+class BindingSpec(Spec):
+    """Grants one skill to an agent, a team, or one role of a team; it can only narrow."""
+
+    skill: Reference
+    to: Reference
+    max_risk: Effect | None = None
+    constraints: list[Expression] = Field(
+        default_factory=list, description="guards over `args` that every call must satisfy"
+    )
+    approval: ApprovalPolicy | None = None
+
+
+# --------------------------------------------------------------------------- workflows
+
+
+class Input(Spec):
+    type: TypeConstraint
+    description: str | None = None
+    default: JSONValue = None
+
+
+class Output(Spec):
+    type: TypeConstraint | None = None
+    value: Expression
+
+
+class Transition(Spec):
+    next: Reference
+    when: Expression | None = None
+
+
+class Turn(Spec):
+    agent: Reference
+    goal: Template
+    skills: list[Reference] = Field(default_factory=list)
+    output: TypeConstraint | None = None
+    max_model_calls: int = Field(8, ge=1)
+
+
+class Spend(Spec):
+    amount: Expression
+    currency: Expression
+
+
+class ProposalStep(Spec):
+    skill: Reference
+    actor: Reference | None = Field(
+        None, description="agent, team or team role acting; defaults to the workflow owner"
+    )
+    args: dict[str, Expression] = Field(default_factory=dict)
+    spend: Spend | None = None
+
+
+class Action(Spec):
+    proposal: Reference | None = None
+    skill: Reference | None = None
+    actor: Reference | None = Field(
+        None, description="agent, team or team role acting; defaults to the proposal's actor"
+    )
+    args: dict[str, Expression] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _proposal_or_skill(self) -> Action:
+        if (self.proposal is None) == (self.skill is None):
+            raise ValueError("an action names either a `proposal` or a `skill`")
+        if self.proposal is not None and self.args:
+            raise ValueError("an action of a proposal takes its arguments from the proposal")
+        return self
+
+
+class Approval(Spec):
+    proposal: Reference
+    approvers: list[str] = Field(default_factory=list)
+    expires_in: Duration | None = None
+    on_timeout: Literal["expire", "reject"] = "expire"
+
+
+class Decision(Spec):
+    pass
+
+
+class Transform(Spec):
+    output: Expression
+
+
+class Wait(Spec):
+    timer: Duration | None = None
+    event: str | None = None
+    correlation: dict[str, Expression] = Field(default_factory=dict)
+    timeout: Duration | None = None
+
+    @model_validator(mode="after")
+    def _timer_or_event(self) -> Wait:
+        if (self.timer is None) == (self.event is None):
+            raise ValueError("a wait has either a `timer` or an `event`")
+        return self
+
+
+class Delegate(Spec):
+    to: Reference
+    goal: Template
+    input: dict[str, Expression] = Field(default_factory=dict)
+    output: TypeConstraint | None = None
+    review: bool = False
+
+
+class BranchWork(Spec):
+    """The unit of work of one parallel branch or of each for_each item."""
+
+    turn: Turn | None = None
+    action: Action | None = None
+    transform: Transform | None = None
+    delegate: Delegate | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> BranchWork:
+        if sum(x is not None for x in (self.turn, self.action, self.transform, self.delegate)) != 1:
+            raise ValueError("declare exactly one of `turn`, `action`, `transform`, `delegate`")
+        return self
+
+
+class Parallel(Spec):
+    branch: dict[Identifier, BranchWork]
+    join: Literal["all", "any"] = "all"
+
+
+class ForEach(Spec):
+    items: Expression
+    item: Identifier = "item"
+    max_items: int = Field(100, ge=1)
+    concurrency: int = Field(4, ge=1)
+    do: BranchWork
+
+
+STATE_KINDS = (
+    "turn",
+    "action",
+    "proposal",
+    "approval",
+    "decision",
+    "transform",
+    "wait",
+    "delegate",
+    "parallel",
+    "for_each",
+)
+
+
+class State(Spec):
+    """One state: exactly one kind block, or ``end``."""
+
+    description: str | None = None
+    turn: Turn | None = None
+    action: Action | None = None
+    proposal: dict[Identifier, ProposalStep] | None = None
+    approval: Approval | None = None
+    decision: Decision | None = None
+    transform: Transform | None = None
+    wait: Wait | None = None
+    delegate: Delegate | None = None
+    parallel: Parallel | None = None
+    for_each: ForEach | None = None
+    end: EndOutcome | None = None
+    next: Reference | None = None
+    on: dict[str, Transition] = Field(default_factory=dict)
+    branch: Annotated[list[Transition], BeforeValidator(_one_or_many)] = Field(
+        default_factory=list, description="guarded choices, in order; the first that holds wins"
+    )
+
+    @property
+    def kind(self) -> str:
+        for name in STATE_KINDS:
+            if getattr(self, name) is not None:
+                return name
+        return "end"
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> State:
+        kinds = [k for k in STATE_KINDS if getattr(self, k) is not None]
+        if self.end is not None:
+            kinds.append("end")
+        if len(kinds) != 1:
+            found = ", ".join(f"`{k}`" for k in kinds) or "none"
+            raise ValueError(
+                f"a state declares exactly one of {', '.join(STATE_KINDS)} or `end` (found {found})"
+            )
+        if self.proposal is not None and len(self.proposal) != 1:
+            raise ValueError("a proposal state declares exactly one proposal")
+        return self
+
+
+class WorkflowSpec(Spec):
+    description: str | None = None
+    owner: Reference
+    start: Reference
+    input: dict[Identifier, Input] = Field(default_factory=dict)
+    output: dict[Identifier, Output] = Field(default_factory=dict)
+    budget: Budget = Budget()
+    on_budget_exhausted: Literal["needs_attention", "failed"] = "needs_attention"
+    state: dict[Identifier, State]
+
+
+# --------------------------------------------------------------------------- runbooks
+
+
+BUILTIN_STEPS = (
+    "trigger",
+    "http",
+    "transform",
+    "set",
+    "if",
+    "switch",
+    "filter",
+    "sort",
+    "aggregate",
+    "merge",
+    "split",
+    "delay",
+)
+
+
+class Step(Spec):
+    skill: Reference | None = None
+    uses: Literal[BUILTIN_STEPS] | None = None  # type: ignore[valid-type]
+    args: dict[str, Expression] = Field(default_factory=dict)
+    depends_on: list[Reference] = Field(default_factory=list)
+    when: Expression | None = None
+    timeout: Duration = 60.0
+
+    @model_validator(mode="after")
+    def _skill_or_builtin(self) -> Step:
+        if (self.skill is None) == (self.uses is None):
+            raise ValueError("a step names either a `skill` or a built-in step type in `uses`")
+        return self
+
+
+class RunbookSpec(Spec):
+    description: str | None = None
+    input: dict[Identifier, Input] = Field(default_factory=dict)
+    output: dict[Identifier, Output] = Field(default_factory=dict)
+    on_failure: Literal["fail_fast", "continue"] = "fail_fast"
+    concurrency: int = Field(4, ge=1, le=64)
+    step: dict[Identifier, Step]
+
+
+# --------------------------------------------------------------------------- governance
+
+
+class GovernanceSpec(Spec):
+    """Who may review and decide changes to deployments.
+
+    A change proposal for a deployment is governed by every policy whose
+    ``deployments`` patterns match its name (shell-style, ``*`` for all).
+    Risk-widening changes always need an explicit decision.
+    """
+
+    description: str | None = None
+    deployments: list[str] = Field(default_factory=lambda: ["*"])
+    reviewers: list[str] = Field(default_factory=list, description="principals who may review")
+    deciders: list[str] = Field(
+        default_factory=list, description="principals who may approve or reject"
+    )
+    required_reviews: int = Field(1, ge=0)
+    auto_approve_narrowing: bool = Field(
+        False, description="approve changes that widen nothing; activation stays a separate step"
+    )
+
+
+# --------------------------------------------------------------------------- the file
+
+
+KIND_MODELS: dict[str, type[Spec]] = {
+    "model": ModelProfile,
+    "skill": SkillSpec,
+    "agent": AgentSpec,
+    "team": TeamSpec,
+    "binding": BindingSpec,
+    "workflow": WorkflowSpec,
+    "runbook": RunbookSpec,
+    "governance": GovernanceSpec,
+}
+
+Name = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_-]*$")]
+
+
+class DefinitionFile(Spec):
+    """The shape of one definition file (used for the editor JSON Schema)."""
+
+    model: dict[Name, ModelProfile] = Field(default_factory=dict)
+    skill: dict[Name, SkillSpec] = Field(default_factory=dict)
+    agent: dict[Name, AgentSpec] = Field(default_factory=dict)
+    team: dict[Name, TeamSpec] = Field(default_factory=dict)
+    binding: dict[Name, BindingSpec] = Field(default_factory=dict)
+    workflow: dict[Name, WorkflowSpec] = Field(default_factory=dict)
+    runbook: dict[Name, RunbookSpec] = Field(default_factory=dict)
+    governance: dict[Name, GovernanceSpec] = Field(default_factory=dict)
