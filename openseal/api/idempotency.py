@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -98,3 +99,32 @@ def remember(
             return existing
         raise
     return Stored(operation, digest, status_code, response)
+
+
+def answered_once(
+    store: Store,
+    key: str | None,
+    operation: str,
+    body: Any,
+    principal: str,
+    create: Callable[[str | None], tuple[int, Any]],
+) -> JSONResponse:
+    """Run ``create(key)`` (it answers ``(status, document)``) at most once per ``key``.
+
+    Without a key it simply runs. With one, a stored response to the same operation and body
+    is replayed, another is refused (409), and a new response is stored; should a concurrent
+    request with the key have stored first, that one is answered.
+    """
+    if key is None:
+        status, document = create(None)
+        return JSONResponse(document, status)
+    key = check_key(key)
+    digest = request_hash(operation, body)
+    stored = lookup(store, key)
+    if stored is not None:
+        return replay(stored, key, operation, digest)
+    status, document = create(key)
+    stored = remember(store, key, operation, digest, status, document, principal)
+    if stored.response != document:
+        return replay(stored, key, operation, digest)
+    return JSONResponse(document, status)

@@ -97,6 +97,11 @@ def author_command(
 
     if force and into is None:
         raise UsageError("--force replaces files written with --into; give --into DIR")
+    if into is not None and definitions is not None and into.resolve() != definitions.resolve():
+        raise UsageError(
+            "--into and --definitions name different directories; a draft is written where "
+            "it was compiled, so give --into alone"
+        )
     base = definitions or into
     setup = AuthoringSetup(base, profile, RuntimeContext.load(context_path))
     request = AuthoringRequest(

@@ -138,3 +138,21 @@ def test_the_model_is_given_the_governance_policy_the_store_runs(
     [active] = policy_json["active where the change is filed"]
     assert active["name"] == "production" and active["deciders"] == ["user:carol"]
     assert policy_json["in the definitions"] == []
+
+
+def test_an_idempotency_key_answers_a_retry_without_asking_the_model_again(
+    serve: Serve, tmp_path: Path, chat: ChatServer
+) -> None:
+    chat.reply(answer(("budget.hcl", WIDENING)))
+    body = {"prompt": "let the researcher check budgets", "propose": True}
+    headers = {"Idempotency-Key": "draft-7"}
+    with serve(**authoring(tmp_path, chat)).client(ALICE_TOKEN) as client:
+        first = client.post(DRAFTS, json=body, headers=headers)
+        again = client.post(DRAFTS, json=body, headers=headers)
+        other = client.post(DRAFTS, json={**body, "propose": False}, headers=headers)
+        assert len(client.get("/proposals").json()["proposals"]) == 1
+    assert first.status_code == again.status_code == 201
+    assert again.json() == first.json()
+    assert again.headers["Idempotent-Replayed"] == "true"
+    assert_error(other, 409, "idempotency_conflict")
+    assert len(chat.requests) == 1

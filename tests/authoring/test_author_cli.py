@@ -275,3 +275,27 @@ def test_a_yaml_draft(
     assert "auditor.yaml: write yaml, not hcl" in repair
     assert (definitions / "auditor.yaml").read_text(encoding="utf-8") == yaml_agent
     assert "agent.auditor  (added)" in out
+
+
+def test_force_replaces_a_file_and_usage_errors_exit_2(
+    server: ChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    definitions = workspace(tmp_path, server)
+    (definitions / "auditor.hcl").write_text("# an old note\n", encoding="utf-8")
+    server.reply(answer(("auditor.hcl", GOOD)))
+    code, _, err = author(
+        capsys, tmp_path, "add an auditor", "--into", str(definitions), "--model", PROFILE,
+        "--force",
+    )  # fmt: skip
+    assert code == 0, err
+    assert (definitions / "auditor.hcl").read_text(encoding="utf-8") == GOOD
+
+    code, _, err = author(capsys, tmp_path, "x", "--force", "--model", PROFILE)
+    assert code == 2 and "give --into DIR" in err
+    code, _, err = author(
+        capsys, tmp_path, "x", "--into", str(tmp_path / "a"), "--definitions", str(definitions)
+    )
+    assert code == 2 and "different directories" in err
+    code, _, err = author(capsys, tmp_path, "  ", "--definitions", str(definitions))
+    assert code == 2 and "the prompt is empty" in err
+    assert len(server.requests) == 1

@@ -4,10 +4,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Header
 
+from openseal.api import idempotency
 from openseal.api.capabilities import requires
 from openseal.api.errors import ApiError, responses
 from openseal.api.models import AuthoringDraftBody
@@ -18,14 +19,24 @@ from openseal.authoring import AuthoringRequest, active_governance, draft, propo
 router = APIRouter(tags=["authoring"])
 
 
+OPERATION = "authoring.draft"
+Key = Annotated[
+    str | None,
+    Header(
+        alias=idempotency.HEADER,
+        description="Same key and body: the first answer again, without a model call.",
+    ),
+]
+
+
 @router.post(
     "/authoring/drafts",
-    operation_id="authoring.draft",
-    dependencies=requires("authoring.draft"),
+    operation_id=OPERATION,
+    dependencies=requires(OPERATION),
     responses=responses(409, 422, 501, 502, 503),
     status_code=200,
 )
-def create_draft(body: AuthoringDraftBody, state: State, who: Who, response: Response) -> Any:
+def create_draft(body: AuthoringDraftBody, state: State, who: Who, key: Key = None) -> Any:
     """Draft definitions from a prompt; the compiler checks them and the model repairs them.
 
     200 with the files, the semantic diff and the changes that widen authority (listed
@@ -33,19 +44,28 @@ def create_draft(body: AuthoringDraftBody, state: State, who: Who, response: Res
     change proposal authored by the caller (201). Nothing is written on the server and
     nothing is activated. 422 ``draft_failed`` when the draft still does not compile after
     ``maxRepairs`` repair rounds: ``details`` holds the diagnostics and every round.
+    With an ``Idempotency-Key`` the same request is answered once: a retry gets the first
+    answer back without asking the model again.
     """
-    setup = state.settings.authoring_setup()
-    request = AuthoringRequest(
-        body.prompt, setup.definitions, syntax=body.syntax, max_repairs=body.max_repairs,
-        active_governance=active_governance(state.store),
-    )  # fmt: skip
-    result = draft(setup, request)
-    if not result.ok:
-        raise ApiError(422, "draft_failed", f"{result.reason}; nothing was filed", result.to_dict())
-    answer: dict[str, Any] = {"draft": result.to_dict(), "proposal": None}
-    if body.propose:
+
+    def create(_key: str | None) -> tuple[int, dict[str, Any]]:
+        setup = state.settings.authoring_setup()
+        request = AuthoringRequest(
+            body.prompt, setup.definitions, syntax=body.syntax, max_repairs=body.max_repairs,
+            active_governance=active_governance(state.store),
+        )  # fmt: skip
+        result = draft(setup, request)
+        if not result.ok:
+            raise ApiError(
+                422, "draft_failed", f"{result.reason}; nothing was filed", result.to_dict()
+            )
+        answer: dict[str, Any] = {"draft": result.to_dict(), "proposal": None}
+        if not body.propose:
+            return 200, answer
         filed = propose(state.store, result, who.principal, body.prompt)
         answer["proposal"] = filing(filed)
-        if filed.created:
-            response.status_code = 201
-    return answer
+        return (201 if filed.created else 200), answer
+
+    return idempotency.answered_once(
+        state.store, key, OPERATION, body.model_dump(mode="json"), who.principal, create
+    )

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header
-from fastapi.responses import JSONResponse
 
 from openseal.api import idempotency
 from openseal.api.capabilities import requires
@@ -36,31 +35,22 @@ Key = Annotated[
 )
 def create_objective(body: ObjectiveCreate, state: State, who: Who, key: Key = None) -> Any:
     """Start a deployed workflow (its active version) with inputs checked against its types."""
-    digest = ""
-    if key is not None:
-        key = idempotency.check_key(key)
-        digest = idempotency.request_hash(OPERATION, body.model_dump(mode="json"))
-        stored = idempotency.lookup(state.store, key)
-        if stored is not None:
-            return idempotency.replay(stored, key, OPERATION, digest)
-    created = service.create_objective(
-        state.store, body.workflow, body.inputs, project=body.project, request_key=key,
-        actor=who.principal,
-    )  # fmt: skip
-    document = {
-        "objective": jsonable(created.objective),
-        "run": jsonable(created.run),
-        "created": created.created,
-    }
-    status = 201 if created.created else 200
-    if key is None:
-        return JSONResponse(document, status)
-    stored = idempotency.remember(
-        state.store, key, OPERATION, digest, status, document, who.principal
+
+    def create(request_key: str | None) -> tuple[int, dict[str, Any]]:
+        created = service.create_objective(
+            state.store, body.workflow, body.inputs, project=body.project,
+            request_key=request_key, actor=who.principal,
+        )  # fmt: skip
+        document = {
+            "objective": jsonable(created.objective),
+            "run": jsonable(created.run),
+            "created": created.created,
+        }
+        return (201 if created.created else 200), document
+
+    return idempotency.answered_once(
+        state.store, key, OPERATION, body.model_dump(mode="json"), who.principal, create
     )
-    if stored.response != document:  # a concurrent request with this key stored first
-        return idempotency.replay(stored, key, OPERATION, digest)
-    return JSONResponse(document, status)
 
 
 @router.get(
