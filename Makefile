@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 
-.PHONY: help install quickstart validate test check fmt lint typecheck schemas errors golden bench clean
+.PHONY: help install quickstart validate test check fmt lint typecheck schemas errors golden bench console-screenshots clean
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -47,6 +47,9 @@ errors: $(STAMP)  ## regenerate the code tables of docs/errors.md from openseal/
 
 golden: $(STAMP)  ## regenerate tests/golden/ (review the diff before committing)
 	OPENSEAL_UPDATE_GOLDEN=1 $(BIN)/pytest -q tests -k golden
+
+console-screenshots: $(STAMP)  ## regenerate the console's screenshots in docs/images (needs chromium)
+	$(BIN)/python -m tests.console.screenshots docs/images
 
 bench: $(STAMP)  ## run the benchmarks
 	$(BIN)/python -m bench

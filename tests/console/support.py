@@ -21,6 +21,7 @@ from typing import Any
 
 import httpx
 import pytest
+from playwright.sync_api import Page, expect
 
 from openseal.quickstart import REQUEST, WORKFLOW, compile_definitions
 from openseal.runtime import service
@@ -182,3 +183,11 @@ def serving(home: Path, script: Path = SCRIPT) -> Iterator[Console]:
                 process.kill()
                 process.wait()
         simulator.stop()
+
+
+def sign_in(page: Page, console: Console, token: str, route: str = "#/runs") -> None:
+    """Open ``route`` and sign in with ``token`` as a person would."""
+    page.goto(f"{console.url}/{route}")
+    page.get_by_label("API token").fill(token)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.locator("#principal")).to_be_visible()

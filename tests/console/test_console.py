@@ -6,18 +6,13 @@ security headers."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import httpx
+from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Page, expect
 
-from tests.console.support import ALICE, BOB, Console, wait_for
-
-
-def sign_in(page: Page, console: Console, token: str, route: str = "#/runs") -> None:
-    page.goto(f"{console.url}/{route}")
-    page.get_by_label("API token").fill(token)
-    page.get_by_role("button", name="Sign in").click()
-    expect(page.locator("#principal")).to_be_visible()
+from tests.console.support import ALICE, BOB, Console, sign_in, wait_for
 
 
 def test_every_page_carries_a_strict_policy_and_the_api_reference_needs_no_internet(
@@ -196,3 +191,90 @@ def test_a_cross_site_state_change_is_refused(console: Console) -> None:
         headers={"Sec-Fetch-Site": "cross-site", "Authorization": f"Bearer {ALICE}"},
     )
     assert fetched.json()["error"]["code"] == "cross_site_request"
+
+
+def test_changes_requested_on_the_page_send_the_run_back_to_research(
+    console: Console, page: Page
+) -> None:
+    run_id = console.start_run()
+    approval = console.pending_approval(run_id)
+    sign_in(page, console, ALICE, f"#/approvals/{approval['id']}")
+    page.get_by_label("Reason (required)").fill("find a vendor with enough stock")
+    page.get_by_role("button", name="Request changes").click()
+    expect(page.locator("#decision-message")).to_contain_text("request_changes by user:alice")
+    page.get_by_role("link", name="Watch the run").click()
+    expect(page.locator("#timeline")).to_contain_text("from=review to=research")
+    expect(page.locator("#turns tr[data-turn]").filter(has_text="research")).to_have_count(2)
+    expect(page.locator("#run-status")).to_have_text("waiting_for_approval")
+    assert console.pending_approval(run_id)["id"] != approval["id"]
+
+
+def focus_by_tab(page: Page, selector: str) -> None:
+    """Press Tab until the focused element matches ``selector`` (keyboard only)."""
+    for _ in range(80):
+        page.keyboard.press("Tab")
+        if page.evaluate("(s) => document.activeElement.matches(s)", selector):
+            return
+    raise AssertionError(f"Tab never reached {selector}")
+
+
+def test_an_order_can_be_approved_with_the_keyboard_alone(console: Console, page: Page) -> None:
+    run_id = console.start_run()
+    approval = console.pending_approval(run_id)
+    page.goto(f"{console.url}/#/approvals")
+    expect(page.get_by_label("API token")).to_be_focused()
+    page.keyboard.type(ALICE)
+    page.keyboard.press("Enter")
+    expect(page.locator("#principal")).to_have_text("user:alice")
+    focus_by_tab(page, f'a[href="#/approvals/{approval["id"]}"]')
+    page.keyboard.press("Enter")
+    expect(page.locator("#proposal-hash")).to_have_text(approval["proposal_hash"])
+    focus_by_tab(page, "#decision-reason")
+    page.keyboard.type("approved from the keyboard")
+    focus_by_tab(page, "#decision button[value=approve]")
+    outline = page.evaluate("getComputedStyle(document.activeElement).outlineStyle")
+    assert outline not in ("", "none")  # the focus is visible
+    page.keyboard.press("Enter")
+    expect(page.locator("#decision-message")).to_contain_text("approve by user:alice")
+    console.wait_status(run_id, "completed")
+
+
+def serious(results: Any) -> list[str]:
+    return [
+        f"{v['id']}: {v['help']} ({len(v['nodes'])} nodes)"
+        for v in results.response["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
+
+
+def test_the_main_pages_have_no_serious_accessibility_violations(
+    console: Console, page: Page
+) -> None:
+    run_id = console.start_run()
+    approval = console.pending_approval(run_id)
+    axe = Axe()
+    sign_in(page, console, ALICE)
+    expect(page.locator(f'#runs tr[data-run="{run_id}"]')).to_be_visible()
+    assert serious(axe.run(page)) == []
+    page.goto(f"{console.url}/#/runs/{run_id}")
+    expect(page.locator('#graph g.node[aria-current="step"]')).to_have_count(1)
+    assert serious(axe.run(page)) == []
+    page.goto(f"{console.url}/#/approvals/{approval['id']}")
+    expect(page.locator("#proposal-hash")).to_be_visible()
+    assert serious(axe.run(page)) == []
+
+
+def test_the_pages_fit_a_phone_width(console: Console, page: Page) -> None:
+    run_id = console.start_run()
+    approval = console.pending_approval(run_id)
+    page.set_viewport_size({"width": 390, "height": 844})
+    sign_in(page, console, ALICE)
+    for route, ready in (
+        ("#/runs", f'#runs tr[data-run="{run_id}"]'),
+        (f"#/runs/{run_id}", "#graph svg"),
+        (f"#/approvals/{approval['id']}", "#decision button[value=approve]"),
+    ):
+        page.goto(f"{console.url}/{route}")
+        expect(page.locator(ready)).to_be_visible()
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 390, (route, width)

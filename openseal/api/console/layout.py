@@ -22,8 +22,12 @@ from typing import Any
 
 from openseal.compiler.lang import expr as ex
 
-NODE_WIDTH = 210
+MIN_NODE_WIDTH = 180
+#: a generous width per character of the 13 px labels, so text stays inside its box
+CHAR_WIDTH = 7.4
 LINE_HEIGHT = 18
+#: longer edge labels are cut (the whole label is kept for a tooltip)
+LABEL_CHARS = 44
 NODE_PADDING = 14
 COLUMN_GAP = 40
 LAYER_GAP = 70
@@ -58,12 +62,21 @@ class Edge:
     path: str
     label_x: float
     label_y: float
+    #: SVG text-anchor of the label: start, middle or end
+    anchor: str
     back: bool
+
+    @property
+    def short_label(self) -> str:
+        if len(self.label) <= LABEL_CHARS:
+            return self.label
+        return self.label[: LABEL_CHARS - 1] + "…"
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "from": self.source, "to": self.target, "label": self.label, "path": self.path,
-            "label_x": self.label_x, "label_y": self.label_y, "back": self.back,
+            "from": self.source, "to": self.target, "label": self.label,
+            "short_label": self.short_label, "path": self.path, "label_x": self.label_x,
+            "label_y": self.label_y, "anchor": self.anchor, "back": self.back,
         }  # fmt: skip
 
 
@@ -175,12 +188,14 @@ def lay_out(graph: Mapping[str, Any]) -> Drawing:
     states: Mapping[str, Any] = graph.get("states") or {}
     names = sorted(states)
     initial = graph.get("initial")
-    transitions = [
-        t
-        for t in graph.get("transitions") or ()
-        if t.get("from") in states and t.get("to") in states
-    ]
-    pairs = list(dict.fromkeys((str(t["from"]), str(t["to"])) for t in transitions))
+    labels: dict[tuple[str, str], list[str]] = {}
+    for t in graph.get("transitions") or ():
+        if t.get("from") in states and t.get("to") in states:
+            shown = _label(t)
+            pair = labels.setdefault((str(t["from"]), str(t["to"])), [])
+            if shown not in pair:
+                pair.append(shown)
+    pairs = list(labels)
     layer, back = _layers(names, initial if isinstance(initial, str) else None, pairs)
     rows: dict[int, list[str]] = {}
     for name in names:
@@ -194,22 +209,28 @@ def lay_out(graph: Mapping[str, Any]) -> Drawing:
         row.sort(key=lambda n: (column[n], n))
         for index, name in enumerate(row):
             column[name] = float(index)
-    widest = max((len(r) for r in rows.values()), default=1)
     lines = {
         n: (n, *describe(str(states[n].get("kind")), states[n].get("config") or {})) for n in names
     }
+    longest = max((len(line) for v in lines.values() for line in v), default=0)
+    width = max(MIN_NODE_WIDTH, round(longest * CHAR_WIDTH + 24))
     tallest = max((len(v) for v in lines.values()), default=1)
     height = tallest * LINE_HEIGHT + NODE_PADDING
-    total_width = widest * NODE_WIDTH + (widest - 1) * COLUMN_GAP + 2 * MARGIN
+    widest = max((len(r) for r in rows.values()), default=1)
+    total_width = widest * width + (widest - 1) * COLUMN_GAP + 2 * MARGIN + _SIDE_ROOM
     nodes: dict[str, Node] = {}
     for depth, row in rows.items():
-        offset = (total_width - (len(row) * NODE_WIDTH + (len(row) - 1) * COLUMN_GAP)) / 2
+        used = len(row) * width + (len(row) - 1) * COLUMN_GAP
+        offset = (total_width - _SIDE_ROOM - used) / 2
         for index, name in enumerate(row):
-            x = offset + index * (NODE_WIDTH + COLUMN_GAP)
+            x = offset + index * (width + COLUMN_GAP)
             y = MARGIN + depth * (height + LAYER_GAP)
             kind = str(states[name].get("kind"))
-            nodes[name] = Node(name, kind, lines[name], x, y, NODE_WIDTH, height)
-    edges = [_edge(nodes, t, (str(t["from"]), str(t["to"])) in back) for t in transitions]
+            nodes[name] = Node(name, kind, lines[name], x, y, width, height)
+    edges = [
+        _edge(nodes[a], nodes[b], " / ".join(p for p in labels[(a, b)] if p), (a, b) in back)
+        for a, b in pairs
+    ]
     depth_count = max(rows, default=0) + 1
     total_height = 2 * MARGIN + depth_count * height + (depth_count - 1) * LAYER_GAP
     return Drawing(
@@ -221,17 +242,23 @@ def lay_out(graph: Mapping[str, Any]) -> Drawing:
     )
 
 
-def _edge(nodes: Mapping[str, Node], transition: Mapping[str, Any], back: bool) -> Edge:
-    source, target = nodes[str(transition["from"])], nodes[str(transition["to"])]
-    label = _label(transition)
+#: room on the right for loops drawn back up and their labels
+_SIDE_ROOM = 150
+
+
+def _edge(source: Node, target: Node, label: str, back: bool) -> Edge:
     if back:  # loop back up along the right-hand side of both nodes
         x1, y1 = source.x + source.width, source.y + source.height / 2
         x2, y2 = target.x + target.width, target.y + target.height / 2
         bend = max(x1, x2) + COLUMN_GAP * 1.5
         path = f"M {x1:.1f} {y1:.1f} C {bend:.1f} {y1:.1f} {bend:.1f} {y2:.1f} {x2:.1f} {y2:.1f}"
-        return Edge(source.name, target.name, label, path, bend - 4, (y1 + y2) / 2, True)
+        return Edge(source.name, target.name, label, path, bend - 8, y2 + 22, "start", True)
     x1, y1 = source.x + source.width / 2, source.y + source.height
     x2, y2 = target.x + target.width / 2, target.y
     middle = (y1 + y2) / 2
     path = f"M {x1:.1f} {y1:.1f} C {x1:.1f} {middle:.1f} {x2:.1f} {middle:.1f} {x2:.1f} {y2:.1f}"
-    return Edge(source.name, target.name, label, path, (x1 + x2) / 2 + 6, middle, False)
+    anchor = "middle" if abs(x2 - x1) < 1 else ("end" if x2 < x1 else "start")
+    shift = {"middle": 6.0, "end": -6.0, "start": 6.0}[anchor]
+    label_x = (x1 + x2) / 2 + shift if anchor != "middle" else x1 + shift
+    anchor = "start" if anchor == "middle" else anchor
+    return Edge(source.name, target.name, label, path, label_x, middle, anchor, False)

@@ -5,17 +5,19 @@ import { s } from "./dom.js";
 export function draw(graph, current, trail) {
   const visited = new Set(trail || []);
   const width = Math.max(graph.width, 200);
-  const svg = s("svg", { viewBox: `0 0 ${width + 60} ${graph.height}`, class: "graph", role: "img",
+  const svg = s("svg", { viewBox: `0 0 ${width} ${graph.height}`, width, height: graph.height,
+    class: "graph", role: "img",
     "aria-labelledby": "graph-title" },
     s("title", { id: "graph-title" }, `State graph; current state: ${current || "none"}`),
     s("defs", {}, s("marker", { id: "arrow", viewBox: "0 0 10 10", refX: "9", refY: "5",
-      markerWidth: "7", markerHeight: "7", orient: "auto-start-reverse" },
+      markerWidth: "9", markerHeight: "9", markerUnits: "userSpaceOnUse", orient: "auto-start-reverse" },
     s("path", { d: "M 0 0 L 10 5 L 0 10 z", class: "arrowhead" }))));
   for (const edge of graph.edges) {
     const taken = visited.has(edge.from) && (visited.has(edge.to) || edge.to === current);
     svg.append(s("g", { class: `edge${edge.back ? " back" : ""}${taken ? " taken" : ""}` },
       s("path", { d: edge.path, "marker-end": "url(#arrow)" }),
-      edge.label ? s("text", { x: edge.label_x, y: edge.label_y, class: "edge-label" }, edge.label) : null));
+      edge.label ? s("text", { x: edge.label_x, y: edge.label_y, class: "edge-label",
+        "text-anchor": edge.anchor }, s("title", {}, edge.label), edge.short_label) : null));
   }
   for (const node of graph.nodes) {
     const classes = ["node", `kind-${node.kind.replace(/[^a-z_]/g, "")}`];

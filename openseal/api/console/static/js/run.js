@@ -12,7 +12,7 @@ const COMMANDS = [
 
 function eventLine(event) {
   const data = event.payload && typeof event.payload === "object" ? event.payload : {};
-  const bits = ["state", "to", "status", "decision", "reason", "action_key", "outcome"]
+  const bits = ["state", "from", "to", "event", "status", "decision", "reason", "key", "outcome"]
     .filter((key) => data[key] !== undefined && data[key] !== null)
     .map((key) => `${key}=${typeof data[key] === "string" ? data[key] : JSON.stringify(data[key])}`);
   return h("li", { dataset: { seq: event.seq, type: event.type } },
@@ -25,7 +25,8 @@ export async function page(main, me, runId) {
   const header = h("div", {});
   const controls = h("section", { "aria-labelledby": "commands-title" });
   const picture = h("section", { "aria-labelledby": "graph-heading", class: "card" });
-  const turns = h("section", { "aria-labelledby": "turns-title" });
+  const outputsSection = h("section", { "aria-labelledby": "outputs-title" });
+  const turnRows = h("tbody", {});
   const actionList = h("section", { "aria-labelledby": "actions-title" });
   const timeline = h("ol", { id: "timeline", class: "timeline", "aria-live": "polite" });
   let view = null;
@@ -49,7 +50,7 @@ export async function page(main, me, runId) {
     replace(picture, h("h2", { id: "graph-heading" }, "Graph"),
       h("div", { class: "scroll", id: "graph" }, draw(view.graph, view.position.current, view.trail)));
     const outputs = Object.entries(view.outputs || {});
-    replace(turns, h("h2", { id: "turns-title" }, "Turns and state outputs"),
+    replace(outputsSection, h("h2", { id: "outputs-title" }, "State outputs"),
       outputs.length ? fields(outputs.map(([state, value]) => [state, jsonView(value)]))
         : h("p", { class: "muted" }, "No state has produced output yet."));
     replace(actionList, h("h2", { id: "actions-title" }, "Actions"),
@@ -92,11 +93,33 @@ export async function page(main, me, runId) {
     refreshing = setTimeout(async () => { refreshing = null; try { await refresh(); } catch { /* shown on next load */ } }, 150);
   }
 
+  // Turns come from the events: each turn.started opens one; the model and tool calls
+  // recorded while it ran are counted on its row.
+  let openTurn = null;
+  function noteTurn(event) {
+    const data = event.payload || {};
+    if (event.type === "turn.started") {
+      const calls = h("td", {}, "0");
+      const row = h("tr", { dataset: { turn: data.seq } }, h("td", {}, String(data.seq)),
+        h("td", {}, String(data.state)), h("td", {}, time(event.at)), calls);
+      openTurn = { calls, count: 0 };
+      turnRows.append(row);
+    } else if (event.type === "activity.recorded" && openTurn) {
+      openTurn.count += 1;
+      openTurn.calls.textContent = String(openTurn.count);
+    }
+  }
+  const turns = h("section", { "aria-labelledby": "turns-title" }, h("h2", { id: "turns-title" }, "Turns"),
+    h("div", { class: "scroll" }, h("table", { id: "turns" },
+      h("thead", {}, h("tr", {}, ["Turn", "State", "Started", "Model and tool calls recorded"].map((l) => h("th", { scope: "col" }, l)))),
+      turnRows)));
+
   await refresh();
-  replace(main, header, controls, picture, turns, actionList,
+  replace(main, header, controls, picture, turns, outputsSection, actionList,
     h("section", { "aria-labelledby": "timeline-title" }, h("h2", { id: "timeline-title" }, "Events"), timeline));
   const stop = api.follow(runId, 0, (event) => {
     timeline.append(eventLine(event));
+    noteTurn(event);
     scheduleRefresh();
   }, () => timeline.append(h("li", { class: "muted", id: "timeline-end" }, "The run has ended.")));
   return () => { stop(); if (refreshing) clearTimeout(refreshing); };
