@@ -15,7 +15,7 @@ import click
 
 from openseal import __version__
 from openseal.cli.governance import actor_option
-from openseal.cli.output import echo_data
+from openseal.cli.output import echo_data, echo_error
 from openseal.cli.runtime import store_options
 from openseal.errors import UsageError
 
@@ -200,7 +200,8 @@ def _broken(compiled: Any) -> None:
 def _failed(result: Any, output: str) -> None:
     """The last draft with its diagnostics (or its problems), and that nothing was written."""
     if output != "text":
-        echo_data({**result.to_dict(), "written": [], "proposal": None}, output)
+        # the error object the API answers (422 draft_failed), the draft in its details
+        echo_error("draft_failed", f"{result.reason}; nothing written", result.to_dict())
     else:
         if result.compiled.diagnostics:
             _broken(result.compiled)

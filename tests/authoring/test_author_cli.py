@@ -299,3 +299,20 @@ def test_force_replaces_a_file_and_usage_errors_exit_2(
     code, _, err = author(capsys, tmp_path, "  ", "--definitions", str(definitions))
     assert code == 2 and "the prompt is empty" in err
     assert len(server.requests) == 1
+
+
+def test_a_failed_draft_with_json_output_is_the_api_error_object(
+    server: ChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    definitions = workspace(tmp_path, server)
+    server.reply(answer(("auditor.hcl", BAD)))
+    code, out, err = author(
+        capsys, tmp_path, "add an auditor", "--definitions", str(definitions),
+        "--model", PROFILE, "--max-repairs", "0", "-o", "json",
+    )  # fmt: skip
+    assert code == 1
+    error = json.loads(out)["error"]
+    assert error["code"] == "draft_failed"
+    assert [d["code"] for d in error["details"]["diagnostics"]] == ["OS201"]
+    assert error["details"]["ok"] is False
+    assert "nothing written" in err
