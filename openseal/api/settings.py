@@ -7,7 +7,7 @@ from pathlib import Path
 
 from openseal.api.auth import TokenTable
 from openseal.api.limits import Limits
-from openseal.authoring import AuthoringSetup, availability
+from openseal.authoring import DEFAULT_TOKEN_BUDGET, AuthoringSetup, availability
 from openseal.runtime.approvals import ApprovalAuthority
 from openseal.runtime.service_api import CapabilityConfig
 from openseal.skills.credentials import RuntimeContext
@@ -44,6 +44,8 @@ class ApiSettings:
     #: authoring: the definitions drafts join and the model profile defined among them
     authoring_definitions: Path | None = None
     authoring_profile: str | None = None
+    #: tokens one authoring request may spend over all its model calls
+    authoring_token_budget: int = DEFAULT_TOKEN_BUDGET
 
     def all_tokens(self) -> TokenTable:
         return self.tokens.merged(self.authority)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -43,6 +44,8 @@ from openseal.runtime.models import (
     Usage,
     retry,
 )
+
+log = logging.getLogger("openseal.authoring")
 
 DEFAULT_MAX_REPAIRS = 2
 MAX_REPAIRS_LIMIT = 10
@@ -188,7 +191,7 @@ def author(
             output_schema=ANSWER_SCHEMA, state="author", visit=1, call=number,
         )  # fmt: skip
         response = _complete(provider, model_request, result)
-        result.calls.append(_recorded(number, model_request, response.usage, result.model))
+        _record(result, _recorded(number, model_request, response.usage, result.model))
         answer = read_answer(
             response.output,
             syntax=request.syntax,
@@ -279,12 +282,24 @@ def _complete(
             return provider.complete(request)
         except ModelUnavailable as exc:
             spent = exc.spent or Usage()
-            result.calls.append(_recorded(request.call, request, spent, result.model, exc.code))
+            _record(result, _recorded(request.call, request, spent, result.model, exc.code))
             wait = retry.delay(attempt, exc.retry_after)
             if attempt > retry.retries_in_turn(request.model) or wait > retry.IN_TURN_WAIT:
                 raise
             time.sleep(wait)
     raise AssertionError("unreachable")
+
+
+def _record(result: AuthoringResult, call: ModelCall) -> None:
+    """Keep the call with the result and log it (never the prompt: its digest)."""
+    result.calls.append(call)
+    log.info(
+        "authoring model call: profile %s, model %s, round %d, prompt %s, %d tokens in, "
+        "%d out%s%s",
+        result.profile, call.model, call.round, call.prompt_digest, call.input_tokens,
+        call.output_tokens, " (estimated)" if call.estimated else "",
+        f", failed: {call.error}" if call.error else "",
+    )  # fmt: skip
 
 
 def _recorded(

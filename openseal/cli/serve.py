@@ -84,6 +84,11 @@ if TYPE_CHECKING:
     help="The model profile authoring uses; authoring is served only when it is complete.",
 )  # fmt: skip
 @click.option(
+    "--authoring-token-budget", type=click.IntRange(1), default=200_000, show_default=True,
+    envvar="OPENSEAL_AUTHORING_TOKEN_BUDGET",
+    help="Tokens one authoring request may spend over all its model calls.",
+)  # fmt: skip
+@click.option(
     "--log-level", type=click.Choice(["critical", "error", "warning", "info", "debug"]),
     default="info", show_default=True,
 )  # fmt: skip
@@ -102,6 +107,7 @@ def serve(
     max_input_bytes: int | None,
     authoring_definitions: Path | None,
     authoring_model: str | None,
+    authoring_token_budget: int,
     output: str,
     log_level: str,
 ) -> None:
@@ -136,6 +142,7 @@ def serve(
             max_input_bytes=max_input_bytes,
         ),
         authoring_definitions=authoring_definitions, authoring_profile=authoring_model,
+        authoring_token_budget=authoring_token_budget,
     )  # fmt: skip
     if not is_loopback(host) and not settings.all_tokens():
         raise UsageError(

@@ -156,3 +156,15 @@ def test_an_idempotency_key_answers_a_retry_without_asking_the_model_again(
     assert again.headers["Idempotent-Replayed"] == "true"
     assert_error(other, 409, "idempotency_conflict")
     assert len(chat.requests) == 1
+
+
+def test_the_server_token_budget_bounds_a_request(
+    serve: Serve, tmp_path: Path, chat: ChatServer
+) -> None:
+    chat.reply(answer(("auditor.hcl", BAD)))
+    server = serve(**authoring(tmp_path, chat), authoring_token_budget=1000)
+    with server.client(ALICE_TOKEN) as client:
+        response = client.post(DRAFTS, json={"prompt": "add an auditor", "maxRepairs": 5})
+    error = assert_error(response, 422, "draft_failed")
+    assert "budget of 1000 tokens is spent" in error["message"]
+    assert len(chat.requests) == 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -316,3 +317,25 @@ def test_a_failed_draft_with_json_output_is_the_api_error_object(
     assert [d["code"] for d in error["details"]["diagnostics"]] == ["OS201"]
     assert error["details"]["ok"] is False
     assert "nothing written" in err
+
+
+def test_every_model_call_is_logged_without_the_prompt(
+    server: ChatServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    definitions = workspace(tmp_path, server)
+    server.reply(answer(("auditor.hcl", BAD)), answer(("auditor.hcl", GOOD)))
+    with caplog.at_level(logging.INFO, logger="openseal.authoring"):
+        code, out, err = author(
+            capsys, tmp_path, "a secret plan for an auditor", "--definitions",
+            str(definitions), "--model", PROFILE, "-o", "json",
+        )  # fmt: skip
+    assert code == 0, err
+    calls = json.loads(out)["calls"]
+    logged = [r.getMessage() for r in caplog.records if r.name == "openseal.authoring"]
+    assert len(logged) == len(calls) == 2
+    for line, call in zip(logged, calls, strict=True):
+        assert call["prompt_digest"] in line and "1200 tokens in, 300 out" in line
+        assert "draft-model-1" in line and "secret plan" not in line

@@ -52,6 +52,7 @@ def create_draft(body: AuthoringDraftBody, state: State, who: Who, key: Key = No
         setup = state.settings.authoring_setup()
         request = AuthoringRequest(
             body.prompt, setup.definitions, syntax=body.syntax, max_repairs=body.max_repairs,
+            token_budget=state.settings.authoring_token_budget,
             active_governance=active_governance(state.store),
         )  # fmt: skip
         result = draft(setup, request)
