@@ -111,6 +111,17 @@ class Console:
         found: dict[str, Any] = wait_for(f"run {run_id} to be {status}", reached)
         return found
 
+    def wait_for_action(self, run_id: str, statuses: set[str]) -> dict[str, Any]:
+        """The run's action once it is in one of ``statuses``."""
+
+        def reached() -> dict[str, Any] | None:
+            with self.client(ALICE) as alice:
+                found = alice.get("/actions", params={"run": run_id}).json()["actions"]
+            return next((a for a in found if a["status"] in statuses), None)
+
+        found: dict[str, Any] = wait_for(f"an action of run {run_id} in {statuses}", reached)
+        return found
+
     def pending_approval(self, run_id: str) -> dict[str, Any]:
         with self.client(ALICE) as alice:
             found = alice.get("/approvals", params={"status": "pending", "run": run_id})
