@@ -143,10 +143,10 @@ def test_a_new_event_appears_on_the_open_run_page(console: Console, page: Page) 
 
 def test_a_stale_revision_is_refused_on_the_run_page(console: Console, page: Page) -> None:
     run_id = console.start_run()
+    page.route("**/events/stream*", lambda route: route.abort())  # the page stays as it was
     sign_in(page, console, BOB, f"#/runs/{run_id}")
     expect(page.locator("#revision")).to_be_visible()
     shown = int(page.locator("#revision").inner_text())
-    page.route("**/events/stream*", lambda route: route.abort())  # the page stays as it was
     with console.client(BOB) as bob:
         bob.post(f"/runs/{run_id}/pause", json={"reason": "elsewhere"})
         bob.post(f"/runs/{run_id}/resume", json={"reason": "elsewhere"})
