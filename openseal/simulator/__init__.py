@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from openseal.simulator.model import ModelSimulator, load_answers
 from openseal.simulator.procurement import (
     CATALOGUE,
     VENDORS,
@@ -10,4 +11,12 @@ from openseal.simulator.procurement import (
     SimulatorError,
 )
 
-__all__ = ["CATALOGUE", "VENDORS", "FaultSettings", "ProcurementSimulator", "SimulatorError"]
+__all__ = [
+    "CATALOGUE",
+    "VENDORS",
+    "FaultSettings",
+    "ModelSimulator",
+    "ProcurementSimulator",
+    "SimulatorError",
+    "load_answers",
+]

@@ -1,121 +1,114 @@
-"""The commands of docs/authoring.md run as printed, against a local chat-completions server
-scripted with the drafts the recorded session shows, and print what the page says they print.
+"""The sessions of docs/authoring.md run as printed: files the page writes are written, the
+model simulator it starts answers from the page's own script, and every ``openseal`` command
+prints what the page shows.
 
-Ids, digests and times are compared as shapes; a line ``…`` in a recorded output stands for
-lines left out.
+The page follows the conventions of the docs' runnable sessions: ``<!-- file: PATH -->``
+before a block writes it, ``<!-- not run: REASON -->`` leaves a block out, ``cmd &`` starts a
+server, and in shown output 32-hex ids and 12-hex digests are compared as shapes and ``...``
+stands for any text on its line. Port 8765 is replaced by a free one throughout the page.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import shutil
+import socket
 import subprocess
-from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 
 from openseal.cli.main import main
-from tests.authoring.support import GOOD, PROCUREMENT, ROOT, WIDENING, answer
-from tests.runtime.models.chat_server import ChatServer, Reply
+from openseal.simulator import ModelSimulator, load_answers
+from tests.authoring.support import PROCUREMENT, ROOT
 
 PAGE = ROOT / "docs" / "authoring.md"
-_BLOCK = re.compile(r"^```(?P<lang>\w+)\n(?P<body>.*?)^```", re.DOTALL | re.MULTILINE)
-_SHAPES = (
-    (re.compile(r"\b[0-9a-f]{32}\b"), "<id>"),
-    (re.compile(r"\b[0-9a-f]{12}\b"), "<digest>"),
-    (re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d"), "<time>"),
-)
-
-#: a second auditor whose model reference is misspelt, in every round
-SECOND_AUDITOR = GOOD.replace('"auditor"', '"auditor2"').replace(
-    "procurement_default", "procurement_defualt"
-)
-
-#: prompt → what the model answers, in order
-DRAFTS: dict[str, list[Reply]] = {
-    "Add an auditor agent that reads purchase orders and reports anomalies": [
-        answer(("auditor.hcl", GOOD.replace("procurement_default", "procurement_defualt"))),
-        answer(("auditor.hcl", GOOD)),
-    ],
-    "Add a second auditor agent": [answer(("auditor2.hcl", SECOND_AUDITOR))],
-    "Let the researcher check the remaining budget of a cost centre": [
-        answer(("budget.hcl", WIDENING))
-    ],
-}
+_FENCE = re.compile(r"^```(?P<lang>\w*)\n(?P<body>.*?)^```[ \t]*$", re.DOTALL | re.MULTILINE)
+_MARK = re.compile(r"<!--\s*(?P<what>not run|file):\s*(?P<value>.*?)\s*-->\s*$")
+_SHAPES = ((re.compile(r"\b[0-9a-f]{32}\b"), "<id>"), (re.compile(r"\b[0-9a-f]{12}\b"), "<digest>"))
 
 
-def blocks(lang: str) -> list[str]:
-    text = PAGE.read_text(encoding="utf-8")
-    return [m["body"] for m in _BLOCK.finditer(text) if m["lang"] == lang]
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
-def sessions() -> list[tuple[str, list[str]]]:
-    """Every ``$ command`` of the page's console blocks with the output printed under it."""
-    found: list[tuple[str, list[str]]] = []
-    for body in blocks("console"):
-        for line in body.splitlines():
-            if line.startswith("$ "):
-                found.append((line[2:], []))
-            elif found:
-                found[-1][1].append(line)
+def blocks(text: str) -> list[tuple[str | None, str | None, str, str]]:
+    """``(mark, value, lang, body)`` for every fenced block, in order."""
+    found = []
+    for match in _FENCE.finditer(text):
+        before = text[: match.start()].rstrip("\n").rsplit("\n", 1)[-1]
+        mark = _MARK.search(before)
+        found.append(
+            (mark["what"] if mark else None, mark["value"] if mark else None,
+             match["lang"], match["body"])
+        )  # fmt: skip
     return found
 
 
-def shape(text: str) -> str:
-    for pattern, placeholder in _SHAPES:
-        text = pattern.sub(placeholder, text)
-    return text.rstrip()
+def shown_matches(shown: str, printed: list[str]) -> bool:
+    def shape(line: str) -> str:
+        for pattern, placeholder in _SHAPES:
+            line = pattern.sub(placeholder, line)
+        return line.rstrip()
 
-
-@pytest.fixture
-def chat() -> Iterator[ChatServer]:
-    with ChatServer() as running:
-        yield running
+    parts = [re.escape(part) for part in re.split(r"\.\.\.|…", shape(shown))]
+    pattern = re.compile(".*".join(parts) + "$")
+    return any(pattern.match(shape(line)) for line in printed)
 
 
 def test_the_page_runs_as_printed(
-    chat: ChatServer,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     subprocess.run(["git", "init", "--quiet", str(tmp_path)], check=True)
     shutil.copytree(PROCUREMENT, tmp_path / "definitions" / "procurement")
-    profile = next(b for b in blocks("hcl") if b.startswith("# definitions/"))
-    (tmp_path / "definitions/procurement/hcl/authoring.hcl").write_text(
-        profile.replace("http://127.0.0.1:8000/v1", chat.base_url), encoding="utf-8"
-    )
-    context = next(b for b in blocks("yaml") if b.startswith("# .openseal/context.yaml"))
-    (tmp_path / ".openseal").mkdir()
-    (tmp_path / ".openseal" / "context.yaml").write_text(context, encoding="utf-8")
     monkeypatch.chdir(tmp_path)
-    for name in ("OPENSEAL_AUTHORING_MODEL", "OPENSEAL_CONTEXT", "OPENSEAL_HOME", "NO_COLOR"):
+    for name in ("OPENSEAL_AUTHORING_MODEL", "OPENSEAL_CONTEXT", "NO_COLOR"):
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OPENSEAL_HOME", str(tmp_path / "home"))
+    text = PAGE.read_text(encoding="utf-8").replace("8765", str(free_port()))
 
     ran = 0
-    for command, recorded in sessions():
-        argv = shlex.split(command)
-        if argv[0] == "export":
-            name, _, value = argv[1].partition("=")
-            monkeypatch.setenv(name, value)
-            continue
-        assert argv[0] == "openseal", command
-        if argv[1] == "serve":  # a server runs until stopped: its options are checked instead
-            assert main(["serve", "--help"]) == 0
-            usage = capsys.readouterr().out
-            assert all(o in usage for o in argv[2:] if o.startswith("--")), command
-            continue
-        if argv[1] == "author" and argv[2] in DRAFTS:
-            chat.reply(*DRAFTS[argv[2]])
-        code = main(argv[1:])
-        out, err = capsys.readouterr()
-        printed = [shape(line) for line in (out + err).splitlines()]
-        expected_code = 1 if any(line.startswith("error:") for line in recorded) else 0
-        assert code == expected_code, (command, out, err)
-        for line in recorded:
-            if line.strip() and line.strip() != "…":
-                assert shape(line) in printed, (command, line, out + err)
-        ran += 1
+    with ExitStack() as servers:
+        for mark, value, lang, body in blocks(text):
+            if mark == "file":
+                assert value is not None
+                (tmp_path / value).parent.mkdir(parents=True, exist_ok=True)
+                (tmp_path / value).write_text(body, encoding="utf-8")
+            if mark == "not run" or lang != "console":
+                continue
+            sessions: list[tuple[str, list[str]]] = []
+            for line in body.splitlines():
+                if line.startswith("$ "):
+                    sessions.append((line[2:], []))
+                elif sessions:
+                    sessions[-1][1].append(line)
+            for command, shown in sessions:
+                argv = shlex.split(command.removesuffix("&"))
+                if argv[0] == "export":
+                    monkeypatch.setenv(*argv[1].split("=", 1))
+                    continue
+                assert argv[0] == "openseal", command
+                if command.endswith("&"):  # the model simulator, started in this process
+                    assert argv[1:3] == ["simulator", "model"], command
+                    port = int(argv[argv.index("--port") + 1])
+                    credential = argv[argv.index("--credential-env") + 1]
+                    script = load_answers(tmp_path / argv[argv.index("--script") + 1])
+                    key = os.environ[credential]
+                    sim = servers.enter_context(ModelSimulator(script, port=port, credential=key))
+                    assert shown == [sim.url], command
+                    continue
+                code = main(argv[1:])
+                out, err = capsys.readouterr()
+                printed = (out + err).splitlines()
+                must_fail = any(line.startswith("error:") for line in shown)
+                assert (code != 0) == must_fail, (command, out, err)
+                for line in shown:
+                    if line.strip() and line.strip() not in ("...", "…"):
+                        assert shown_matches(line, printed), (command, line, out + err)
+                ran += 1
     assert ran >= 5
