@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from openseal.simulator.background import SimulatorError
 from openseal.simulator.model import ModelSimulator, load_answers
 from openseal.simulator.procurement import (
     CATALOGUE,
     VENDORS,
     FaultSettings,
     ProcurementSimulator,
-    SimulatorError,
 )
 
 __all__ = [

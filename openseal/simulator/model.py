@@ -30,7 +30,7 @@ from typing import Any
 
 import yaml
 
-from openseal.simulator.procurement import SimulatorError
+from openseal.simulator.background import Background, SimulatorError
 
 #: the largest request body read (a model request carries the whole prompt)
 MAX_BODY = 16 * 1024 * 1024
@@ -62,22 +62,18 @@ class ModelSimulator:
         *,
         log: Callable[[str], None] | None = None,
     ) -> None:
-        self._address = (host, port)
         self._answers = list(answers)
         self._credential = credential
         self._log = log
         self._lock = threading.Lock()
         self._served = 0
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
+        self._background = Background("model simulator", (host, port), lambda a: _Server(a, self))
 
     @property
     def url(self) -> str:
         """The base URL a model profile names: ``http://127.0.0.1:<port>/v1``."""
-        if self._server is None:
-            raise SimulatorError("the model simulator is not running")
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}/v1"
+        host, port = self._background.address
+        return f"http://{host}:{port}/v1"
 
     @property
     def served(self) -> int:
@@ -86,28 +82,11 @@ class ModelSimulator:
             return self._served
 
     def start(self) -> ModelSimulator:
-        if self._server is None:
-            try:
-                self._server = _Server(self._address, self)
-            except OSError as exc:
-                host, port = self._address
-                raise SimulatorError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
-            self._thread = threading.Thread(
-                target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                name="model-simulator", daemon=True,
-            )  # fmt: skip
-            self._thread.start()
+        self._background.start()
         return self
 
     def stop(self) -> None:
-        server, thread = self._server, self._thread
-        if server is None:
-            return
-        server.shutdown()
-        server.server_close()
-        if thread is not None:
-            thread.join(timeout=10)
-        self._server, self._thread = None, None
+        self._background.stop()
 
     def __enter__(self) -> ModelSimulator:
         return self.start()

@@ -28,16 +28,10 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from openseal.errors import OpenSealError
+from openseal.simulator.background import Background, SimulatorError
 
 CURRENCY = "EUR"
 MAX_BODY = 64 * 1024
-
-
-class SimulatorError(OpenSealError):
-    """The simulator was misused (bad fault setting, port taken, not started)."""
-
-    code = "simulator_error"
 
 
 @dataclass(frozen=True, slots=True)
@@ -531,48 +525,28 @@ class ProcurementSimulator:
         *,
         log: Callable[[str], None] | None = None,
     ) -> None:
-        self._address = (host, port)
         self._log = log
         self._service = Service(credential)
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
+        self._background = Background(
+            "procurement simulator", (host, port), lambda a: _Server(a, self._service, log)
+        )
 
     @property
     def url(self) -> str:
         """``http://127.0.0.1:<port>``; the port is known once started."""
-        if self._server is None:
-            raise SimulatorError("the procurement simulator is not running")
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        host, port = self._background.address
+        return f"http://{host}:{port}"
 
     def start(self) -> ProcurementSimulator:
-        if self._server is not None:
-            return self
-        host, port = self._address
-        try:
-            self._server = _Server(self._address, self._service, self._log)
-        except OSError as exc:
-            raise SimulatorError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
-        self._service.stopping.clear()
-        self._thread = threading.Thread(
-            target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.05},
-            name="procurement-simulator",
-            daemon=True,
-        )
-        self._thread.start()
+        if not self._background.running:
+            self._service.stopping.clear()
+            self._background.start()
         return self
 
     def stop(self) -> None:
-        server, thread = self._server, self._thread
-        if server is None:
-            return
-        self._service.stopping.set()  # wakes requests sleeping in delay_seconds
-        server.shutdown()
-        server.server_close()
-        if thread is not None:
-            thread.join(timeout=10)
-        self._server, self._thread = None, None
+        if self._background.running:
+            self._service.stopping.set()  # wakes requests sleeping in delay_seconds
+            self._background.stop()
 
     def __enter__(self) -> ProcurementSimulator:
         return self.start()

@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from typing import IO
 
 import httpx
 import pytest
@@ -383,7 +384,7 @@ def test_cli_runs_in_the_foreground_and_stops_on_sigterm() -> None:
     )
     try:
         assert process.stdout is not None
-        url = json.loads(process.stdout.readline())["url"]
+        url = json.loads(read_json_document(process.stdout))["url"]
         headers = {"Authorization": f"Bearer {TOKEN}", "Idempotency-Key": "cli"}
         assert httpx.post(f"{url}/orders", json=ORDER, headers=headers).status_code == 201
         assert httpx.get(f"{url}/vendors").status_code == 401
@@ -433,3 +434,11 @@ def test_a_same_key_request_while_the_first_is_in_flight_gets_409(
     assert first[0].status_code == 201
     assert sim.order_count() == 1
     assert sim.stats()["in_flight"] == 0
+
+
+def read_json_document(stream: IO[str]) -> str:
+    """The lines of one JSON document (``-o json`` prints it indented), up to its last brace."""
+    lines = [stream.readline()]
+    while lines[-1] and lines[-1].rstrip("\n") != "}":
+        lines.append(stream.readline())
+    return "".join(lines)
