@@ -14,7 +14,7 @@ model in its message; it is reviewed, decided and activated like any other chang
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -89,7 +89,11 @@ def availability(setup: AuthoringSetup) -> ProfileCheck:
     return find_profile(documents, setup.profile, setup.context)
 
 
-def draft(setup: AuthoringSetup, request: AuthoringRequest) -> AuthoringResult:
+def draft(
+    setup: AuthoringSetup,
+    request: AuthoringRequest,
+    progress: Callable[[str], None] | None = None,
+) -> AuthoringResult:
     """Author from ``request.prompt``; :class:`AuthoringUnavailable` without a complete profile.
 
     The result is returned whether or not the draft compiled (``result.ok``); nothing is
@@ -103,7 +107,7 @@ def draft(setup: AuthoringSetup, request: AuthoringRequest) -> AuthoringResult:
     if check.profile is None:
         raise AuthoringUnavailable(f"authoring is not available: {check.missing}")
     provider = OpenAIProvider.from_profile(check.profile, credentials=setup.context.credentials)
-    return author(request, check.profile, provider, existing)
+    return author(request, check.profile, provider, existing, progress)
 
 
 def write(result: AuthoringResult, into: Path, *, overwrite: bool = False) -> list[Path]:

@@ -20,7 +20,7 @@ import itertools
 import json
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -166,13 +166,16 @@ def author(
     profile: Mapping[str, Any],
     provider: ModelProvider,
     existing: CompiledDraft,
+    progress: Callable[[str], None] | None = None,
 ) -> AuthoringResult:
     """Run the draft–compile–repair loop for ``request`` with the model behind ``provider``.
 
     ``existing`` is the definitions the draft joins, compiled (it must have compiled).
     At most ``1 + request.max_repairs`` model calls are made, fewer when the token budget
     runs out. Model failures raise :class:`~openseal.runtime.models.ModelError`.
+    ``progress`` hears one line as each round starts and ends (a model call takes a while).
     """
+    say = progress or (lambda _line: None)
     prompt_digest = _digest(request.prompt)
     result = AuthoringResult(False, str(profile.get("name")), str(profile["model"]), prompt_digest)
     before = {key: doc.document for key, doc in existing.documents.items()}
@@ -190,6 +193,7 @@ def author(
             goal=request.prompt, messages=tuple(messages), tools=(),
             output_schema=ANSWER_SCHEMA, state="author", visit=1, call=number,
         )  # fmt: skip
+        say(f"round {number}: asking model {result.model}")
         response = _complete(provider, model_request, result)
         _record(result, _recorded(number, model_request, response.usage, result.model))
         answer = read_answer(
@@ -209,6 +213,8 @@ def author(
                 after = {key: doc.document for key, doc in result.compiled.documents.items()}
                 result.diff = diff_documents(before, after)
                 return result
+        wrong = len(this.problems) or len(this.diagnostics)
+        say(f"round {number}: {wrong} problem{'s' if wrong != 1 else ''} to repair")
         messages += [
             {"role": "assistant", "content": _as_text(response.output)},
             {"role": "user", "content": repair_message(this)},

@@ -134,7 +134,7 @@ def _draft(setup: Any, request: Any, store: Any, output: str) -> Any:
     if store is not None:
         request = replace(request, active_governance=active_governance(store))
     try:
-        result = draft(setup, request)
+        result = draft(setup, request, _progress if sys.stderr.isatty() else None)
     except DefinitionsDoNotCompile as exc:
         _broken(exc.compiled)
         raise
@@ -208,6 +208,10 @@ def _failed(result: Any, output: str) -> None:
         for problem in result.problems:
             click.echo(f"problem: {problem}", err=True)
     click.echo(f"error: {result.reason}; nothing written", err=True)
+
+
+def _progress(line: str) -> None:
+    click.echo(line, err=True)
 
 
 def _count(n: int, noun: str) -> str:
