@@ -148,6 +148,9 @@ def _extract_revision(revision: str, into: Path) -> Path:
         raise OpenSealError(f"git archive {revision} failed: {message}")
     with tarfile.open(fileobj=io.BytesIO(archived.stdout)) as tar:
         tar.extractall(into, filter="data")
+    # The tree's root stays the project root, as in the checkout: `file("../prompts/x.md")`
+    # reads inside the repository, and the repository is found by its `.git`.
+    (into / ".git").mkdir(exist_ok=True)
     return into
 
 
@@ -180,7 +183,8 @@ def render_report(report: DiffReport, *, color: bool = False) -> str:
         lines.append("no semantic changes")
     widening = sum(c.widening for c in report.changes)
     summary = (
-        f"risk widening: yes ({widening} change{'s' if widening != 1 else ''} widen authority)"
+        f"risk widening: yes ({widening} change{'s widen' if widening != 1 else ' widens'} "
+            "authority)"
         if widening
         else "risk widening: no"
     )

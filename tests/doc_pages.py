@@ -1,0 +1,263 @@
+"""Read the shell sessions of a Markdown page and run them, in order, in a scratch directory.
+
+The conventions (also in docs/cli.md, "Commands in these pages are tested"):
+
+* A ```` ```console ```` block holds ``$ command`` lines, each followed by the output it
+  prints (stdout and stderr together). A command whose shown output is empty is run and
+  must exit 0, its output is not compared. A command whose shown output has a line starting
+  with ``error:`` (or click's ``Error:``) must fail (exit non-zero); any other must exit 0.
+* A ```` ```sh ```` block holds commands only; each must exit 0.
+* A line ending in ``\\`` continues on the next line, as in the shell.
+* ``<!-- not run: REASON -->`` on the line before a block leaves it out (a real PostgreSQL
+  server, minutes of benchmarks); the reason is required.
+* ``<!-- file: PATH -->`` before any block writes the block to PATH (relative to the working
+  directory) when the page reaches it.
+* ``cmd &`` starts a server in the background; the page goes on once the output shown under
+  it has appeared. Background commands are stopped when the page ends.
+* Shown output is compared after the same normalisation on both sides: 32-hex ids become
+  ``<id>``, 64-hex hashes ``<hash>``, 12-hex short digests ``<digest>``, ISO 8601 times
+  ``<time>``, durations such as ``0.02s`` ``<secs>``, and the scratch directory ``<dir>``. In
+  shown output ``...`` or ``…`` stands for any text on its line, and a line holding only one
+  of them for any number of lines.
+* Ports 8400 (the API) and 8765 (the simulator) are replaced by free ports, everywhere on the
+  page.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+_FENCE = re.compile(r"^```(?P<info>[^\n`]*)\n(?P<body>.*?)^```[ \t]*$", re.DOTALL | re.MULTILINE)
+_MARK = re.compile(r"<!--\s*(?P<what>not run|file):\s*(?P<value>.*?)\s*-->\s*$")
+RUNNABLE = ("console", "sh")
+PORTS = (8400, 8765)
+
+
+@dataclass
+class Step:
+    """One command, or one file to write, at ``line`` of its page."""
+
+    line: int
+    command: str = ""
+    shown: list[str] | None = None  # console output under the command; None in sh blocks
+    file: str | None = None
+    content: str = ""
+
+    @property
+    def background(self) -> bool:
+        return self.command.rstrip().endswith("&") and not self.command.rstrip().endswith("&&")
+
+    @property
+    def must_fail(self) -> bool:
+        return any(line.startswith(("error:", "Error:")) for line in self.shown or ())
+
+
+@dataclass
+class Page:
+    path: Path
+    steps: list[Step] = field(default_factory=list)
+    skipped: list[tuple[int, str]] = field(default_factory=list)  # (line, reason)
+    unmarked: list[int] = field(default_factory=list)  # runnable-looking blocks of other kinds
+
+
+def read_page(path: Path) -> Page:
+    text = path.read_text(encoding="utf-8")
+    page = Page(path)
+    for match in _FENCE.finditer(text):
+        line = text.count("\n", 0, match.start()) + 1
+        before = text[: match.start()].rstrip("\n").rsplit("\n", 1)[-1]
+        mark = _MARK.search(before)
+        lang = match["info"].strip().split(" ")[0]
+        body = match["body"]
+        if mark and mark["what"] == "file":
+            page.steps.append(Step(line, file=mark["value"], content=body))
+            continue
+        if lang not in RUNNABLE:
+            continue
+        if mark and mark["what"] == "not run":
+            page.skipped.append((line, mark["value"]))
+            continue
+        page.steps += _commands(body, line + 1, console=lang == "console")
+    return page
+
+
+def _commands(body: str, first: int, *, console: bool) -> list[Step]:
+    steps: list[Step] = []
+    pending: Step | None = None
+    for offset, raw in enumerate(body.splitlines()):
+        if pending is not None:  # a continued command
+            pending.command += "\n" + raw
+            if not raw.endswith("\\"):
+                pending = None
+            continue
+        if console and not raw.startswith("$ "):
+            if steps and steps[-1].shown is not None:
+                steps[-1].shown.append(raw)
+            continue
+        command = raw[2:] if console else raw
+        if not command.strip() or command.lstrip().startswith("#"):
+            continue
+        step = Step(first + offset, command=command, shown=[] if console else None)
+        steps.append(step)
+        if command.endswith("\\"):
+            pending = step
+    return steps
+
+
+# -- normalising output ------------------------------------------------------------------
+
+_SHAPES = (
+    (re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)?"), "<time>"),
+    (re.compile(r"(?<![0-9a-f])[0-9a-f]{64}(?![0-9a-f])"), "<hash>"),
+    (re.compile(r"(?<![0-9a-f])[0-9a-f]{32}(?![0-9a-f])"), "<id>"),
+    (re.compile(r"(?<![0-9a-f])[0-9a-f]{12}(?![0-9a-f])"), "<digest>"),
+    (re.compile(r"\b\d+\.\d+ ?s\b"), "<secs>"),
+)
+_WILDCARD = re.compile(r"\.\.\.|…")
+#: an id or digest shown by its first characters (`01a22b…`) stands for the whole
+_ABBREVIATED = re.compile(r"[0-9a-f]{4,}(?:\.\.\.|…)")
+
+
+def normalise(text: str, scratch: Path | None = None) -> str:
+    if scratch is not None:
+        text = text.replace(str(scratch), "<dir>")
+    for pattern, placeholder in _SHAPES:
+        text = pattern.sub(placeholder, text)
+    return "\n".join(line.rstrip() for line in text.splitlines())
+
+
+def matches(shown: list[str], actual: str) -> bool:
+    """Whether ``actual`` (normalised) is what ``shown`` (normalised) shows."""
+    pattern = ""
+    for line in normalise(_ABBREVIATED.sub("…", "\n".join(shown))).splitlines():
+        if line.strip() in ("...", "…"):
+            pattern += r"(?:[^\n]*\n)*?"
+        else:
+            parts = _WILDCARD.split(line)
+            pattern += r"[^\n]*".join(re.escape(part) for part in parts) + r"\n"
+    text = "\n".join(line for line in actual.splitlines()) + "\n"
+    return re.fullmatch(pattern, text if actual.strip() else "") is not None
+
+
+# -- running a page ----------------------------------------------------------------------
+
+
+@dataclass
+class Result:
+    step: Step
+    code: int
+    output: str
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def scratch_directory(base: Path) -> Path:
+    """A working directory holding the example definitions, as a git checkout of them."""
+    work = base / "work"
+    work.mkdir(parents=True)
+    shutil.copytree(ROOT / "definitions", work / "definitions")
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "defs"]):
+        subprocess.run(["git", *args], cwd=work, env=_environment(base), check=True,
+                       capture_output=True)  # fmt: skip
+    return work
+
+
+def run_page(page: Page, base: Path, *, timeout: float = 600) -> list[Result]:
+    """Run every step of ``page`` in one shell, in order (variables and the working directory
+    carry over from step to step, as in a terminal)."""
+    work = scratch_directory(base)
+    ports = {str(port): str(free_port()) for port in PORTS}
+    script = [
+        "set +e",
+        "trap 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null' EXIT",
+        f"cd {_quote(str(work))}",
+    ]
+    for index, step in enumerate(page.steps):
+        script.append(f"printf '\\n@@step {index}@@\\n'")
+        if step.file is not None:
+            script.append(f"mkdir -p \"$(dirname {_quote(step.file)})\"")
+            script.append(f"cat > {_quote(step.file)} <<'DOCS_FILE_END'")
+            script.append(_ports(step.content, ports).rstrip("\n"))
+            script.append("DOCS_FILE_END")
+            script.append("printf '@@exit 0@@\\n'")
+            continue
+        command = _ports(step.command, ports)
+        if step.background:
+            log = f".docs-background-{index}.log"
+            wait_for = _first_fixed_text(_ports("\n".join(step.shown or []), ports))
+            script.append(f"{command.rstrip().rstrip('&').rstrip()} > {log} 2>&1 &")
+            script.append(
+                f"for _ in $(seq 1200); do grep -qF {_quote(wait_for)} {log} && break; "
+                "kill -0 $! 2>/dev/null || break; sleep 0.1; done"
+            )
+            script.append(f"cat {log}; printf '@@exit 0@@\\n'")
+            continue
+        script.append(f"{{ {command}\n}} 2>&1 </dev/null")
+        script.append("printf '\\n@@exit %d@@\\n' $?")
+    env = _environment(base)
+    done = subprocess.run(
+        ["bash", "-c", "\n".join(script)],
+        cwd=work, env=env, capture_output=True, text=True, timeout=timeout, check=False,
+    )  # fmt: skip
+    return _results(page, done.stdout, ports, work)
+
+
+def _results(page: Page, stdout: str, ports: dict[str, str], work: Path) -> list[Result]:
+    results: list[Result] = []
+    chunks = re.split(r"\n?@@step (\d+)@@\n", stdout)
+    back = {new: old for old, new in ports.items()}
+    for number, chunk in zip(chunks[1::2], chunks[2::2], strict=True):
+        found = re.search(r"\n?@@exit (\d+)@@\n?$", chunk)
+        code = int(found[1]) if found else -1
+        output = chunk[: found.start()] if found else chunk
+        for new, old in back.items():
+            output = output.replace(new, old)
+        results.append(Result(page.steps[int(number)], code, normalise(output, work)))
+    return results
+
+
+def _environment(base: Path) -> dict[str, str]:
+    home = base / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENSEAL_")}
+    venv_bin = Path(sys.executable).parent  # openseal, python and pytest of this checkout
+    env.update(
+        HOME=str(home),
+        PATH=f"{venv_bin}{os.pathsep}{env.get('PATH', '')}",
+        NO_COLOR="1",
+        COLUMNS="100",
+        LC_ALL="C.UTF-8",
+        GIT_AUTHOR_NAME="docs",
+        GIT_AUTHOR_EMAIL="docs@example.invalid",
+        GIT_COMMITTER_NAME="docs",
+        GIT_COMMITTER_EMAIL="docs@example.invalid",
+    )
+    env.pop("FORCE_COLOR", None)
+    return env
+
+
+def _ports(text: str, ports: dict[str, str]) -> str:
+    for old, new in ports.items():
+        text = re.sub(rf"(?<!\d){old}(?!\d)", new, text)
+    return text
+
+
+def _first_fixed_text(shown: str) -> str:
+    first = next((line for line in shown.splitlines() if line.strip()), "")
+    return _WILDCARD.split(first)[0].strip() or first.strip()
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "'\"'\"'") + "'"

@@ -1,0 +1,68 @@
+"""Every shell session in README.md and docs/ runs as printed and prints what the page shows.
+
+Each page's ``console`` and ``sh`` blocks run in order in one shell, in a scratch directory
+holding a git checkout of the example definitions and a scratch home; see
+:mod:`tests.doc_pages` (and docs/cli.md) for the conventions: ``<!-- not run: REASON -->``,
+``<!-- file: PATH -->``, background servers, and the placeholders output is compared with.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.doc_pages import ROOT, matches, read_page, run_page
+
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+#: pages that need minutes; run with `-m slow`
+SLOW: set[str] = set()
+
+
+def _runnable() -> list[pytest.param]:  # type: ignore[valid-type]
+    found = []
+    for path in PAGES:
+        page = read_page(path)
+        if any(step.command for step in page.steps):
+            marks = [pytest.mark.slow] if path.name in SLOW else []
+            found.append(pytest.param(path, id=path.name, marks=marks))
+    return found
+
+
+def test_every_block_left_out_says_why() -> None:
+    for path in PAGES:
+        for line, reason in read_page(path).skipped:
+            assert len(reason.split()) >= 3, f"{path.name}:{line}: say why it is not run"
+
+
+def test_the_conventions_read_sessions_and_outputs() -> None:
+    assert matches(["run 0191f0aa0000000000000000000000aa  queued"], "run <id>  queued")
+    assert matches(["compiled ... definitions", "…", "done"], "compiled 9 definitions\na\nb\ndone")
+    assert not matches(["done"], "not done")
+    assert matches([], "")
+
+
+@pytest.mark.parametrize("path", _runnable())
+def test_the_page_runs_as_printed(path: Path, tmp_path: Path) -> None:
+    page = read_page(path)
+    results = run_page(page, tmp_path)
+    assert len(results) == len(page.steps), f"the page stopped early: {results[-1:]}"
+    problems = []
+    for result in results:
+        step = result.step
+        where = f"{path.name}:{step.line}"
+        if step.file is not None:
+            continue
+        failed = result.code != 0
+        if failed != step.must_fail:
+            expected = "to fail" if step.must_fail else "to succeed"
+            problems.append(
+                f"{where}: `{step.command}` exited {result.code}, expected {expected}:\n"
+                f"{result.output}"
+            )
+        elif step.shown and not step.background and not matches(step.shown, result.output):
+            shown = "\n".join(step.shown)
+            problems.append(
+                f"{where}: `{step.command}` printed:\n{result.output}\n--- the page shows:\n{shown}"
+            )
+    assert not problems, "\n\n".join(problems)
