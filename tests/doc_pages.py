@@ -5,7 +5,8 @@ The conventions (also in docs/cli.md, "Commands in these pages are tested"):
 * A ```` ```console ```` block holds ``$ command`` lines, each followed by the output it
   prints (stdout and stderr together). A command whose shown output is empty is run and
   must exit 0, its output is not compared. A command whose shown output has a line starting
-  with ``error:`` (or click's ``Error:``) must fail (exit non-zero); any other must exit 0.
+  with ``error:`` (or click's ``Error:``) must fail (exit non-zero), as must a command that
+  ends in the comment ``# exits N`` with N other than 0; any other must exit 0.
 * A ```` ```sh ```` block holds commands only; each must exit 0.
 * A line ending in ``\\`` continues on the next line, as in the shell.
 * ``<!-- not run: REASON -->`` on the line before a block leaves it out (a real PostgreSQL
@@ -38,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 _FENCE = re.compile(r"^```(?P<info>[^\n`]*)\n(?P<body>.*?)^```[ \t]*$", re.DOTALL | re.MULTILINE)
 _MARK = re.compile(r"<!--\s*(?P<what>not run|file):\s*(?P<value>.*?)\s*-->\s*$")
 RUNNABLE = ("console", "sh")
+_EXITS = re.compile(r"#\s*exits (\d+)\s*$")
 PORTS = (8400, 8765)
 
 
@@ -57,6 +59,9 @@ class Step:
 
     @property
     def must_fail(self) -> bool:
+        said = _EXITS.search(self.command)
+        if said is not None:
+            return said[1] != "0"
         return any(line.startswith(("error:", "Error:")) for line in self.shown or ())
 
 

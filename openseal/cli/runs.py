@@ -213,7 +213,7 @@ def _event_text(event: Event, width: int) -> str:
     payload = json.dumps(plain(event.payload), sort_keys=True, ensure_ascii=False)
     body = textwrap.wrap(
         payload, width=max(width - 7, 40), initial_indent="       ", subsequent_indent="       ",
-        break_on_hyphens=False,
+        break_on_hyphens=False, break_long_words=False,
     )  # fmt: skip
     return "\n".join([head.rstrip(), *body])
 

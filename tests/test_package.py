@@ -1,0 +1,42 @@
+"""The wheel holds everything openseal reads at run time, not only its Python modules."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: files that are not Python but that openseal opens when it runs
+NEEDED = [
+    "openseal/py.typed",
+    "openseal/compiler/expressions.lark",
+    "openseal/api/console/static/index.html",
+    "openseal/authoring/language.md",
+]
+
+
+@pytest.mark.slow
+def test_the_wheel_holds_migrations_grammar_and_assets(tmp_path: Path) -> None:
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-q", "-w", str(tmp_path)],
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    (wheel,) = tmp_path.glob("openseal-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    missing = [name for name in NEEDED if name not in names]
+    assert not missing, f"not in the wheel: {missing}"
+    shipped = {
+        path.relative_to(ROOT).as_posix()
+        for path in (ROOT / "openseal").rglob("migrations/**/*")
+        if path.is_file() and "__pycache__" not in path.parts
+    }
+    assert shipped and not shipped - names, f"migrations not in the wheel: {shipped - names}"
+    assert not [n for n in names if n.startswith(("tests/", "bench/"))]
+    entry_points = next(n for n in names if n.endswith("entry_points.txt"))
+    assert "openseal = openseal.cli.main:run" in zipfile.ZipFile(wheel).read(entry_points).decode()
