@@ -192,7 +192,7 @@ def run_page(page: Page, base: Path, *, timeout: float = 600) -> list[Result]:
     for index, step in enumerate(page.steps):
         script.append(f"printf '\\n@@step {index}@@\\n'")
         if step.file is not None:
-            script.append(f"mkdir -p \"$(dirname {_quote(step.file)})\"")
+            script.append(f'mkdir -p "$(dirname {_quote(step.file)})"')
             script.append(f"cat > {_quote(step.file)} <<'DOCS_FILE_END'")
             script.append(_ports(step.content, ports).rstrip("\n"))
             script.append("DOCS_FILE_END")

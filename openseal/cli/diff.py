@@ -184,7 +184,7 @@ def render_report(report: DiffReport, *, color: bool = False) -> str:
     widening = sum(c.widening for c in report.changes)
     summary = (
         f"risk widening: yes ({widening} change{'s widen' if widening != 1 else ' widens'} "
-            "authority)"
+        "authority)"
         if widening
         else "risk widening: no"
     )
