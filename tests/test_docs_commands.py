@@ -15,6 +15,8 @@ import pytest
 from tests.doc_pages import ROOT, matches, read_page, run_page
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+#: pages whose sessions a test of their own runs, against servers it scripts
+RUN_ELSEWHERE = {"authoring.md": "tests/authoring/test_authoring_docs.py"}
 #: pages that need minutes; run with `-m slow`
 SLOW: set[str] = set()
 
@@ -23,7 +25,7 @@ def _runnable() -> list[pytest.param]:  # type: ignore[valid-type]
     found = []
     for path in PAGES:
         page = read_page(path)
-        if any(step.command for step in page.steps):
+        if path.name not in RUN_ELSEWHERE and any(step.command for step in page.steps):
             marks = [pytest.mark.slow] if path.name in SLOW else []
             found.append(pytest.param(path, id=path.name, marks=marks))
     return found
