@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from openseal.cli.output import echo_data, plain
-from openseal.cli.runtime import opened, store_options
+from openseal.cli.runtime import complete_ids, opened, store_options
 from openseal.errors import UsageError
 from openseal.runtime import service, service_actions
 from openseal.runtime.actions import Action, boundary
@@ -50,7 +50,7 @@ def list_actions(
 
 @actions.command("show")
 @store_options
-@click.argument("action_id", metavar="ID_OR_KEY")
+@click.argument("action_id", metavar="ID_OR_KEY", shell_complete=complete_ids("action"))
 def show(home: Path, output: str, action_id: str) -> None:
     """An action, its proposal, its spend and its history.
 
@@ -89,7 +89,7 @@ def show(home: Path, output: str, action_id: str) -> None:
 
 @actions.command("reconcile")
 @store_options
-@click.argument("action_id", metavar="ID_OR_KEY")
+@click.argument("action_id", metavar="ID_OR_KEY", shell_complete=complete_ids("action"))
 @click.option(
     "--context", "context_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
     envvar="OPENSEAL_CONTEXT", help="Runtime context file (adapter config, credential sources).",
@@ -114,7 +114,7 @@ def reconcile(home: Path, output: str, action_id: str, context_path: Path | None
 
 @actions.command("resolve")
 @store_options
-@click.argument("action_id", metavar="ID_OR_KEY")
+@click.argument("action_id", metavar="ID_OR_KEY", shell_complete=complete_ids("action"))
 @click.option("--outcome", type=click.Choice(["succeeded", "failed"]), required=True)
 @click.option("--evidence", required=True, help="What you checked at the destination.")
 @click.option("--result", "result_json", default=None, help="JSON result, e.g. the order id.")

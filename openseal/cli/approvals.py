@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import click
 
 from openseal.cli.output import echo_data, plain
-from openseal.cli.runtime import opened, store_options
+from openseal.cli.runtime import complete_ids, opened, store_options
 from openseal.runtime import service, service_actions
 from openseal.runtime.approvals import (
     AUTHORITY_ENV,
@@ -66,7 +66,7 @@ def list_approvals(
 
 @approvals.command("show")
 @store_options
-@click.argument("ref", metavar="ID_OR_HASH")
+@click.argument("ref", metavar="ID_OR_HASH", shell_complete=complete_ids("approval"))
 def show(home: Path, output: str, ref: str) -> None:
     """Every field of the exact proposal, and the hash to decide on.
 
@@ -111,7 +111,9 @@ def decision_options(command: F) -> F:
         "--hash", "seen_hash", required=True,
         help="The proposal hash you were shown (`openseal approvals show`).",
     )(command)  # fmt: skip
-    return click.argument("ref", metavar="ID_OR_HASH")(command)
+    return click.argument("ref", metavar="ID_OR_HASH", shell_complete=complete_ids("approval"))(
+        command
+    )
 
 
 def _decide(

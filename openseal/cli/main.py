@@ -41,6 +41,7 @@ COMMANDS = {
     "actions": "openseal.cli.actions:actions",
     "quickstart": "openseal.cli.quickstart:quickstart",
     "serve": "openseal.cli.serve:serve",
+    "completion": "openseal.cli.completion:completion",
     "author": "openseal.cli.author:author_command",
 }
 

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from openseal.cli.output import echo_data, echo_item, plain
-from openseal.cli.runtime import opened, store_options
+from openseal.cli.runtime import complete_ids, opened, store_options
 from openseal.errors import UsageError
 from openseal.runtime import service
 from openseal.runtime.event_summary import summarize
@@ -120,7 +120,7 @@ def list_objectives(home: Path, output: str, limit: int) -> None:
 
 @objectives.command("show")
 @store_options
-@click.argument("objective_id")
+@click.argument("objective_id", shell_complete=complete_ids("objective"))
 def show_objective(home: Path, output: str, objective_id: str) -> None:
     """An objective and its runs.
 
@@ -172,7 +172,7 @@ def list_runs(home: Path, output: str, status: str | None, limit: int) -> None:
 
 @runs.command("show")
 @store_options
-@click.argument("run_id")
+@click.argument("run_id", shell_complete=complete_ids("run"))
 def show(home: Path, output: str, run_id: str) -> None:
     """A run's status, what it waits for and where it is in its graph.
 
@@ -220,7 +220,7 @@ def _event_text(event: Event, width: int) -> str:
 
 @runs.command("events")
 @store_options
-@click.argument("run_id")
+@click.argument("run_id", shell_complete=complete_ids("run"))
 @click.option("--after", type=click.IntRange(0), default=0, help="Only events after this sequence.")
 @click.option("--follow", is_flag=True, help="Keep printing new events until the run ends.")
 @click.option("--limit", type=click.IntRange(1, 10_000), default=1000, show_default=True)
@@ -268,7 +268,7 @@ def _changed(run: Run, output: str, verb: str) -> None:
 
 @runs.command("pause")
 @store_options
-@click.argument("run_id")
+@click.argument("run_id", shell_complete=complete_ids("run"))
 @click.option("--reason", default=None)
 @expected_revision_option
 def pause(
@@ -295,7 +295,7 @@ def pause(
 
 @runs.command("resume")
 @store_options
-@click.argument("run_id")
+@click.argument("run_id", shell_complete=complete_ids("run"))
 @click.option("--reason", default=None)
 @expected_revision_option
 def resume(
@@ -322,7 +322,7 @@ def resume(
 
 @runs.command("cancel")
 @store_options
-@click.argument("run_id")
+@click.argument("run_id", shell_complete=complete_ids("run"))
 @click.option("--reason", default=None)
 @expected_revision_option
 def cancel(
@@ -349,7 +349,7 @@ def cancel(
 
 @runs.command("intervene")
 @store_options
-@click.argument("run_id")
+@click.argument("run_id", shell_complete=complete_ids("run"))
 @click.option("--reason", required=True, help="Why (kept in the run's events).")
 @click.option("--state", default=None, help="Continue from this state.")
 @click.option("--value", default=None, help="JSON output for the run's current state.")

@@ -30,6 +30,36 @@ def store_options(command: F) -> F:
     )(command)  # fmt: skip
 
 
+def complete_ids(kind: str) -> Callable[[click.Context, click.Parameter, str], list[str]]:
+    """Shell completion for an id argument: the newest ids of ``kind`` in the store in use.
+
+    Completion never creates a store: without one (or on any error) it offers nothing.
+    """
+
+    def complete(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+        import os
+
+        from openseal.runtime import service, service_actions
+
+        home = Path(ctx.params.get("home") or os.environ.get("OPENSEAL_HOME") or ".openseal")
+        if not os.environ.get("OPENSEAL_DATABASE_URL") and not (home / "openseal.db").exists():
+            return []
+        listers: dict[str, Callable[[Store], Any]] = {
+            "run": lambda store: service.list_runs(store, limit=200),
+            "objective": lambda store: service.list_objectives(store, limit=200),
+            "approval": lambda store: service_actions.list_approvals(store, limit=200),
+            "action": lambda store: service_actions.list_actions(store, limit=200),
+        }
+        try:
+            with opened(home) as store:
+                ids = [item.id for item in listers[kind](store)]
+        except Exception:  # completion must never print a traceback into the shell
+            return []
+        return [i for i in ids if i.startswith(incomplete)]
+
+    return complete
+
+
 @contextmanager
 def opened(home: Path, *, auto_migrate: bool | None = None) -> Iterator[Store]:
     store = open_store(home=home, auto_migrate=auto_migrate)

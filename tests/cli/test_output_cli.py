@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PROCUREMENT = ROOT / "definitions" / "procurement" / "hcl"
 
 #: commands that print nothing but logs, or a drawing/outputs in text mode only
-_NO_RESULT = {"worker"}
+_NO_RESULT = {"worker", "completion"}
 
 
 def _leaves() -> Iterator[tuple[str, click.Command]]:
@@ -137,3 +137,21 @@ def test_show_commands_take_a_unique_id_prefix(cli: Cli, store: Store) -> None: 
     objective = cli.json("runs", "show", first)["run"]["objective_id"]  # type: ignore[index]
     shown = cli.json("objectives", "show", str(objective)[:24])
     assert shown["objective"]["id"] == objective  # type: ignore[index]
+
+
+def test_completion_scripts_and_ids_from_the_store(
+    cli: Cli,  # noqa: F811
+    store: Store,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for shell in ("bash", "zsh", "fish"):
+        assert main(["completion", shell]) == 0
+        assert "_OPENSEAL_COMPLETE" in capsys.readouterr().out
+    run_id = create(cli)
+    monkeypatch.setenv("_OPENSEAL_COMPLETE", "bash_complete")
+    monkeypatch.setenv("COMP_WORDS", f"openseal runs show --home {cli.home} {run_id[:8]}")
+    monkeypatch.setenv("COMP_CWORD", "5")
+    with pytest.raises(SystemExit):
+        main(["runs", "show"])
+    assert f"plain,{run_id}" in capsys.readouterr().out.splitlines()
