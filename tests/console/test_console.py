@@ -262,6 +262,8 @@ def test_the_main_pages_have_no_serious_accessibility_violations(
     page.goto(f"{console.url}/#/approvals/{approval['id']}")
     expect(page.locator("#proposal-hash")).to_be_visible()
     assert serious(axe.run(page)) == []
+    page.emulate_media(color_scheme="dark")  # the dark scheme keeps its contrast too
+    assert serious(axe.run(page)) == []
 
 
 def test_the_pages_fit_a_phone_width(console: Console, page: Page) -> None:
