@@ -43,9 +43,8 @@ from bench.runtime_support import (
     loaded_store,
 )
 from bench.sqlite_floor import sqlite_store, store_transaction
-from openseal.runtime import schema
 from openseal.runtime.statuses import TERMINAL_RUN_STATUSES, RunStatus
-from openseal.runtime.store import Store
+from openseal.runtime.store import Store, schema
 
 T = TypeVar("T")
 REPOSITORY = Path(__file__).resolve().parents[1]
@@ -123,10 +122,10 @@ def measure_starts(report: Report, options: Options, count: int) -> None:
 
         def start_and_claim() -> None:
             start()
-            claim = store.claim_run(engine.worker_id)
+            claim = store.leases.claim(engine.worker_id)
             if claim is None:
                 raise RuntimeError("the run just created was not claimable")
-            store.release(claim)
+            store.leases.release(claim)
 
         p50, p95 = distribution(start_and_claim, count, options.repeat)
         report.add(compare("start → claimed p50", "ms", summarize(p50), baseline))
@@ -192,7 +191,7 @@ def until(check: Callable[[], T | None], timeout: float) -> T:
 
 
 def all_wait_for_approval(store: Store, run_ids: list[str]) -> bool:
-    return all(store.get_run(i).status == RunStatus.WAITING_FOR_APPROVAL for i in run_ids)
+    return all(store.runs.get(i).status == RunStatus.WAITING_FOR_APPROVAL for i in run_ids)
 
 
 def dispatched_at(store: Store, run_id: str) -> float | None:
@@ -205,7 +204,7 @@ def dispatched_at(store: Store, run_id: str) -> float | None:
 
 
 def finished(store: Store, run_id: str) -> bool:
-    return store.get_run(run_id).status in TERMINAL_RUN_STATUSES
+    return store.runs.get(run_id).status in TERMINAL_RUN_STATUSES
 
 
 # -- recovery after SIGKILL -------------------------------------------------------------
@@ -268,7 +267,7 @@ def recover_once(work: Path) -> tuple[float, float]:
             doomed.send_signal(signal.SIGKILL)
             killed = time.time()
             doomed.wait(timeout=30)
-            expires = store.get_run(run.id).lease_expires_at
+            expires = store.runs.get(run.id).lease_expires_at
             assert expires is not None, "the killed worker held no lease"
             completed = until(lambda: first_turn_completed(store, run.id), 60)
         finally:

@@ -33,9 +33,8 @@ from openseal.runtime.approvals import ApprovalAuthority
 from openseal.runtime.engine import Engine
 from openseal.runtime.event_summary import summarize
 from openseal.runtime.models import default_provider_factory
-from openseal.runtime.records import Event, Run
 from openseal.runtime.statuses import ActionStatus, RunStatus
-from openseal.runtime.store import Store, open_store
+from openseal.runtime.store import Event, Run, Store, open_store
 from openseal.simulator.procurement import ProcurementSimulator
 from openseal.skills.credentials import RuntimeContext
 from openseal.skills.secrets import SecretFilter
@@ -313,7 +312,7 @@ def drive(
     decisions: list[Decided] = []
     order: Order | None = None
     engine.run_until_idle()
-    current = store.get_run(run.id)
+    current = store.runs.get(run.id)
     for _ in range(MAX_ROUNDS):
         if current.status != RunStatus.WAITING_FOR_APPROVAL:
             break
@@ -327,7 +326,7 @@ def drive(
         decisions.append(Decided(order, decision, decided.approval.decided_by or ""))
         report.step(f"{decision.verb.replace('_', ' ')}: continuing the run")
         engine.run_until_idle()
-        current = store.get_run(run.id)
+        current = store.runs.get(run.id)
     return Outcome(
         home=options.home,
         definitions=options.definitions,
@@ -338,7 +337,7 @@ def drive(
         decisions=tuple(decisions),
         purchase_order_id=confirmed_order_id(store, run.id),
         reason=stop_reason(store, current),
-        events=timeline(store.events(run.id, 0, 100_000)),
+        events=timeline(store.runs.events(run.id, 0, 100_000)),
     )
 
 

@@ -10,7 +10,12 @@
   (:data:`STAGES`), and the top of the package holds only the driving modules (:data:`TOP`);
 - authoring drafts definitions for people to review: it never imports the API or the CLI;
 - the API, the CLI and authoring reach the runtime only through the modules listed in
-  :data:`RUNTIME_SEAMS`; a new one fails here until it is added on purpose.
+  :data:`RUNTIME_SEAMS`; a new one fails here until it is added on purpose;
+- all SQL lives in ``openseal.runtime.store``: no other module imports SQLAlchemy (except
+  :data:`SQLALCHEMY_EXCEPTIONS`), and no other module imports anything of the store but the
+  names its package exports (``from openseal.runtime.store import Store, Run``);
+- the store imports nothing of the runtime but :data:`STORE_MAY_IMPORT`, so no import loop
+  can run through it again.
 
 Every import counts, including those inside functions and under ``TYPE_CHECKING``: a lazy
 import is still a dependency.
@@ -56,6 +61,16 @@ TOP = frozenset({"driver", "pipeline", "load", "runbook_pipeline", "cache", "dia
 #: the top-level modules a stage may import (tables of the signed cache, and diagnostics)
 SHARED_TOP = frozenset({"cache", "diagnostics"})
 
+STORE = "openseal.runtime.store"
+#: the modules outside the store that may import SQLAlchemy, and why
+SQLALCHEMY_EXCEPTIONS: dict[str, str] = {
+    "openseal.api.errors": "maps SQLAlchemy's exception classes to HTTP answers (503, 400)",
+}
+#: the openseal modules the store itself may import
+STORE_MAY_IMPORT = frozenset(
+    {"openseal.errors", "openseal.runtime.clock", "openseal.runtime.statuses"}
+)
+
 #: The runtime modules the API and the CLI import today. They are meant to shrink to one
 #: service face; until then a module missing here is a new seam between the layers, and the
 #: test fails so that adding it is a decision, not an accident.
@@ -66,32 +81,24 @@ RUNTIME_SEAMS: dict[str, frozenset[str]] = {
             "openseal.runtime.engine",  # serve --workers runs engines in the server process
             "openseal.runtime.governance",
             "openseal.runtime.models",  # the default model provider factory for workers
-            "openseal.runtime.records",
-            "openseal.runtime.schema",  # the idempotency table
             "openseal.runtime.service",
             "openseal.runtime.service_actions",
             "openseal.runtime.service_api",
             "openseal.runtime.statuses",
-            "openseal.runtime.store",
-            "openseal.runtime.store_errors",  # database faults → 503
+            "openseal.runtime.store",  # opening the store, its records and database faults
         }
     ),
     "cli": frozenset(
         {
-            "openseal.runtime.actions",
             "openseal.runtime.approvals",
-            "openseal.runtime.change_proposals",
             "openseal.runtime.engine",
             "openseal.runtime.event_summary",
             "openseal.runtime.governance",
-            "openseal.runtime.migrations",  # openseal db upgrade
             "openseal.runtime.models",
-            "openseal.runtime.records",
             "openseal.runtime.service",
             "openseal.runtime.service_actions",
             "openseal.runtime.statuses",
-            "openseal.runtime.store",
-            "openseal.runtime.store_errors",  # database faults → one line
+            "openseal.runtime.store",  # opening the store, its records and database faults
             "openseal.runtime.worker",
         }
     ),
@@ -111,6 +118,8 @@ class Import:
     importer: str  # dotted module name
     imported: str  # dotted module name
     line: int
+    #: for ``from X import a``: the name taken from X when ``X.a`` is not a module
+    names: tuple[str, ...] = ()
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -146,22 +155,77 @@ def imports_of(source: str, importer: str, *, package: bool, root: Path) -> Iter
                 module = node.module or ""
             for alias in node.names:
                 candidate = f"{module}.{alias.name}"
-                found = candidate if is_module(candidate, root) else module
-                yield Import(importer, found, node.lineno)
+                if is_module(candidate, root):
+                    yield Import(importer, candidate, node.lineno)
+                else:
+                    yield Import(importer, module, node.lineno, (alias.name,))
 
 
-def all_imports(root: Path = PACKAGE) -> list[Import]:
+def every_import(root: Path = PACKAGE) -> list[Import]:
+    """Every import in the package, of openseal modules and of libraries alike."""
     found: list[Import] = []
     for path in sorted(root.rglob("*.py")):
         name = module_name(path, root)
         source = path.read_text(encoding="utf-8")
         package = path.name == "__init__.py"
-        found.extend(
-            item
-            for item in imports_of(source, name, package=package, root=root)
-            if item.imported == root.name or item.imported.startswith(f"{root.name}.")
-        )
+        found.extend(imports_of(source, name, package=package, root=root))
     return found
+
+
+def all_imports(root: Path = PACKAGE) -> list[Import]:
+    """The imports of openseal modules."""
+    return [
+        item
+        for item in every_import(root)
+        if item.imported == root.name or item.imported.startswith(f"{root.name}.")
+    ]
+
+
+def within(module: str, package: str) -> bool:
+    return module == package or module.startswith(f"{package}.")
+
+
+def exported_names(package_init: Path) -> frozenset[str]:
+    """The names a package's ``__init__`` lists in ``__all__``."""
+    for node in ast.walk(ast.parse(package_init.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Assign) and any(
+            isinstance(target, ast.Name) and target.id == "__all__" for target in node.targets
+        ):
+            return frozenset(ast.literal_eval(node.value))
+    return frozenset()
+
+
+def sql_outside_the_store(imports: list[Import]) -> list[str]:
+    return [
+        f"{item.importer}:{item.line} imports {item.imported}"
+        for item in imports
+        if within(item.imported, "sqlalchemy")
+        and not within(item.importer, STORE)
+        and item.importer not in SQLALCHEMY_EXCEPTIONS
+    ]
+
+
+def store_internals_reached(imports: list[Import], public: frozenset[str]) -> list[str]:
+    """Imports of the store from outside it that take more than its package's public names."""
+    found = []
+    for item in imports:
+        if within(item.importer, STORE) or not within(item.imported, STORE):
+            continue
+        private = [name for name in item.names if name not in public]
+        if item.imported != STORE or private or not item.names:
+            what = f"{item.imported}.{private[0]}" if private else item.imported
+            found.append(f"{item.importer}:{item.line} imports {what}")
+    return found
+
+
+def store_dependencies(imports: list[Import]) -> list[str]:
+    return [
+        f"{item.importer}:{item.line} imports {item.imported}"
+        for item in imports
+        if within(item.importer, STORE)
+        and not within(item.imported, STORE)
+        and item.imported not in STORE_MAY_IMPORT
+    ]
 
 
 def layer(module: str) -> str:
@@ -245,6 +309,19 @@ def test_the_compiler_top_level_holds_only_the_driving_modules() -> None:
 
 def test_api_and_cli_reach_the_runtime_only_through_the_listed_modules() -> None:
     assert new_seams(all_imports()) == []
+
+
+def test_only_the_store_imports_sqlalchemy() -> None:
+    assert sql_outside_the_store(every_import()) == []
+
+
+def test_outside_the_store_only_its_public_names_are_imported() -> None:
+    public = exported_names(PACKAGE / "runtime" / "store" / "__init__.py")
+    assert store_internals_reached(all_imports(), public) == []
+
+
+def test_the_store_imports_nothing_of_the_runtime_above_it() -> None:
+    assert store_dependencies(all_imports()) == []
 
 
 def test_every_listed_seam_is_still_used() -> None:
@@ -370,3 +447,51 @@ def test_a_new_runtime_module_imported_by_the_api_is_caught(tmp_path: Path) -> N
         },
     )
     assert new_seams(all_imports(root)) == ["openseal.api.routes:1 imports openseal.runtime.leases"]
+
+
+def test_sql_and_store_internals_outside_the_store_are_caught(tmp_path: Path) -> None:
+    root = _tree(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "runtime/__init__.py": "",
+            "runtime/store/__init__.py": '__all__ = ["Store"]\nclass Store: ...\n',
+            "runtime/store/schema.py": "import sqlalchemy as sa\n",
+            "runtime/engine.py": (
+                "import sqlalchemy\n"
+                "from openseal.runtime.store import Store\n"
+                "from openseal.runtime.store import schema\n"
+                "from openseal.runtime.store import runs_table\n"
+                "import openseal.runtime.store\n"
+            ),
+            "api/__init__.py": "",
+            "api/errors.py": "from sqlalchemy import exc\n",
+        },
+    )
+    imports = every_import(root)
+    assert sql_outside_the_store(imports) == ["openseal.runtime.engine:1 imports sqlalchemy"]
+    public = exported_names(root / "runtime" / "store" / "__init__.py")
+    assert store_internals_reached(all_imports(root), public) == [
+        "openseal.runtime.engine:3 imports openseal.runtime.store.schema",
+        "openseal.runtime.engine:4 imports openseal.runtime.store.runs_table",
+        "openseal.runtime.engine:5 imports openseal.runtime.store",
+    ]
+
+
+def test_a_store_import_of_the_runtime_above_it_is_caught(tmp_path: Path) -> None:
+    root = _tree(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "runtime/__init__.py": "",
+            "runtime/clock.py": "",
+            "runtime/approvals.py": "",
+            "runtime/store/__init__.py": "",
+            "runtime/store/runs.py": (
+                "from openseal.runtime.clock import iso\nfrom openseal.runtime import approvals\n"
+            ),
+        },
+    )
+    assert store_dependencies(all_imports(root)) == [
+        "openseal.runtime.store.runs:2 imports openseal.runtime.approvals"
+    ]

@@ -17,8 +17,7 @@ import yaml
 
 from openseal.cli.quickstart import render_outcome
 from openseal.quickstart import CONTEXT_NAME, TOKEN_ENV, Decision, Options, Order, run_quickstart
-from openseal.runtime import schema
-from openseal.runtime.store import open_store
+from openseal.runtime.store import open_store, schema
 
 pytestmark = pytest.mark.slow
 

@@ -26,7 +26,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from openseal.error_codes import http_status
 from openseal.errors import OpenSealError, UsageError
-from openseal.runtime.store_errors import describe_fault, transient
+from openseal.runtime.store import describe_fault, transient
 
 log = logging.getLogger("openseal.api")
 

@@ -14,28 +14,16 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-import sqlalchemy as sa
 from fastapi.responses import JSONResponse
 
 from openseal.api.errors import ApiError
-from openseal.runtime import schema
-from openseal.runtime.store import Store
+from openseal.runtime.store import Store, StoredResponse
 
 HEADER = "Idempotency-Key"
 REPLAYED = "Idempotent-Replayed"
 MAX_KEY_LENGTH = 200
-table = schema.idempotency_keys
-
-
-@dataclass(frozen=True)
-class Stored:
-    operation: str
-    request_hash: str
-    status_code: int
-    response: Any
 
 
 def request_hash(operation: str, body: Any) -> str:
@@ -55,15 +43,7 @@ def check_key(key: str) -> str:
     return key
 
 
-def lookup(store: Store, key: str) -> Stored | None:
-    with store.read() as conn:
-        row = conn.execute(sa.select(table).where(table.c.key == key)).mappings().one_or_none()
-    if row is None:
-        return None
-    return Stored(row["operation"], row["request_hash"], row["status_code"], row["response"])
-
-
-def replay(stored: Stored, key: str, operation: str, digest: str) -> JSONResponse:
+def replay(stored: StoredResponse, key: str, operation: str, digest: str) -> JSONResponse:
     """The stored response, or a 409 when the key was used for something else."""
     if stored.operation != operation or stored.request_hash != digest:
         raise ApiError(
@@ -73,32 +53,6 @@ def replay(stored: Stored, key: str, operation: str, digest: str) -> JSONRespons
             {"key": key},
         )
     return JSONResponse(stored.response, stored.status_code, headers={REPLAYED: "true"})
-
-
-def remember(
-    store: Store,
-    key: str,
-    operation: str,
-    digest: str,
-    status_code: int,
-    response: Any,
-    principal: str,
-) -> Stored:
-    """Store the response to ``key``; if another request stored one first, that one wins."""
-    try:
-        with store.write() as conn:
-            conn.execute(
-                sa.insert(table).values(
-                    key=key, operation=operation, request_hash=digest, status_code=status_code,
-                    response=response, principal=principal, created_at=store.now(),
-                )
-            )  # fmt: skip
-    except sa.exc.IntegrityError:
-        existing = lookup(store, key)
-        if existing is not None:
-            return existing
-        raise
-    return Stored(operation, digest, status_code, response)
 
 
 def answered_once(
@@ -120,11 +74,11 @@ def answered_once(
         return JSONResponse(document, status)
     key = check_key(key)
     digest = request_hash(operation, body)
-    stored = lookup(store, key)
+    stored = store.idempotency.get(key)
     if stored is not None:
         return replay(stored, key, operation, digest)
     status, document = create(key)
-    stored = remember(store, key, operation, digest, status, document, principal)
+    stored = store.idempotency.remember(key, operation, digest, status, document, principal)
     if stored.response != document:
         return replay(stored, key, operation, digest)
     return JSONResponse(document, status)

@@ -11,7 +11,8 @@ from openseal.cli.output import echo_data, plain
 from openseal.cli.runtime import complete_ids, opened, store_options
 from openseal.errors import UsageError
 from openseal.runtime import service, service_actions
-from openseal.runtime.actions import Action, boundary
+from openseal.runtime.store import Action
+from openseal.runtime.store import action_boundary as boundary
 from openseal.skills.credentials import RuntimeContext
 
 

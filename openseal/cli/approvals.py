@@ -17,13 +17,8 @@ import click
 from openseal.cli.output import echo_data, plain
 from openseal.cli.runtime import complete_ids, opened, store_options
 from openseal.runtime import service, service_actions
-from openseal.runtime.approvals import (
-    AUTHORITY_ENV,
-    CLI_ADDRESS,
-    Approval,
-    ApprovalError,
-    load_authority,
-)
+from openseal.runtime.approvals import AUTHORITY_ENV, CLI_ADDRESS, ApprovalError, load_authority
+from openseal.runtime.store import Approval
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -21,7 +21,7 @@ from openseal.compiler.output.bundle import Bundle
 from openseal.compiler.output.document import CompiledDocument
 from openseal.errors import OpenSealError, UsageError
 from openseal.runtime import governance as gov
-from openseal.runtime.change_proposals import OPEN_STATUSES
+from openseal.runtime.statuses import OPEN_CHANGE_PROPOSAL_STATUSES as OPEN_STATUSES
 from openseal.runtime.statuses import ChangeProposalStatus as S
 
 

@@ -19,7 +19,7 @@ from openseal.cli.runtime import opened, store_options
 from openseal.compiler.output.diff import Change, DiffReport
 from openseal.compiler.output.render_diagnostics import use_color
 from openseal.runtime import governance as gov
-from openseal.runtime.change_proposals import ChangeProposal, Review
+from openseal.runtime.store import ChangeProposal, Review
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -103,7 +103,7 @@ def _report(code: str, message: str) -> None:
 
 def _database_error(exc: Exception) -> int:
     """A database error in one line, never its SQL text or parameters."""
-    from openseal.runtime.store_errors import describe_fault, transient
+    from openseal.runtime.store import describe_fault, transient
 
     if transient(exc):
         _report(

@@ -15,7 +15,7 @@ from openseal.cli.runtime import complete_ids, opened, store_options
 from openseal.errors import UsageError
 from openseal.runtime import service
 from openseal.runtime.event_summary import summarize
-from openseal.runtime.records import Event, Run
+from openseal.runtime.store import Event, Run
 
 
 def parse_value(text: str, what: str) -> Any:

@@ -14,7 +14,6 @@ from typing import Any, TypeVar
 import click
 
 from openseal.cli.output import echo_data, output_option
-from openseal.runtime import migrations
 from openseal.runtime.store import Store, open_store
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -88,7 +87,7 @@ def upgrade(home: Path, output: str) -> None:
         OPENSEAL_DATABASE_URL=postgresql+psycopg://openseal@db/openseal openseal db upgrade
     """
     with opened(home, auto_migrate=True) as store:
-        revision = migrations.current_revision(store.engine)
+        revision = store.schema_revision()
     echo_data(
         {"revision": revision}, output, lambda: click.echo(f"database at revision {revision}")
     )

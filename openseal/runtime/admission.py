@@ -20,20 +20,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-import sqlalchemy as sa
-
 from openseal.compiler.lang.evaluate import EvaluationError
-from openseal.runtime import actions as action_rows
-from openseal.runtime import schema
-from openseal.runtime.actions import Action
-from openseal.runtime.approvals import Approval
 from openseal.runtime.proposal_check import verify_in
-from openseal.runtime.proposals import Proposal, proposal_name
-from openseal.runtime.statuses import ActionStatus, ApprovalStatus
-from openseal.runtime.store import Store
+from openseal.runtime.proposals import proposal_name
+from openseal.runtime.statuses import ActionStatus
+from openseal.runtime.store import Action, Approval, Connection, EventSink, Proposal, Store
 from openseal.runtime.workflow import CompiledWorkflow, DefinitionError, evaluate_json
-
-approvals = schema.approvals
 
 #: statuses from which admission may be (re)tried
 ADMISSIBLE = (ActionStatus.PROPOSED, ActionStatus.WAITING_FOR_APPROVAL, ActionStatus.DENIED)
@@ -49,7 +41,7 @@ class Budget:
 
 
 def admit(
-    conn: sa.Connection,
+    conn: Connection,
     store: Store,
     workflow: CompiledWorkflow,
     proposal: Proposal,
@@ -58,20 +50,20 @@ def admit(
     state: str,
     now: datetime,
     actor: str,
-    events: action_rows.EventSink | None = None,
+    events: EventSink | None = None,
     fresh: bool = False,
 ) -> Action | str:
     """Admit ``action`` (inside the caller's fenced transaction) or return why not.
 
     ``fresh``: ``action`` was read in this same transaction, so it is not read again (the
     move to ``admitted`` is conditional on its revision either way). ``events`` receives the
-    run events, as in :func:`openseal.runtime.actions.move`.
+    run events, as in ``store.actions.move``.
     """
-    current = action if fresh else action_rows.get(conn, action.id)
+    current = action if fresh else store.actions.get(conn, action.id)
     if current.status not in ADMISSIBLE:
         return current
     active = active_grants(conn, store, workflow, proposal)
-    approval, reason = _approval(conn, workflow, proposal, active)
+    approval, reason = _approval(conn, store, workflow, proposal, active)
     reason = _binding(workflow, proposal) or _active_binding(active, proposal) or reason
     # What will be sent is this proposal's document: it must still be the approved content.
     checked = verify_in(conn, store.artifacts, proposal)
@@ -81,23 +73,25 @@ def admit(
     if reason is None:
         reason = _spend(conn, store, budgets, proposal, now)
     if reason is not None:
-        action_rows.move(
+        store.actions.move(
             conn, current, ActionStatus.DENIED, now=now, actor=actor, expect=ADMISSIBLE,
             note=reason, error=reason, state=state, events=events,
         )  # fmt: skip
         return reason
-    admitted = action_rows.move(
+    admitted = store.actions.move(
         conn, current, ActionStatus.ADMITTED, now=now, actor=actor, expect=ADMISSIBLE,
         approval_id=approval.id if approval else None, admitted_at=now, error=None, state=state,
         event={"approval_id": approval.id if approval else None}, events=events,
     )  # fmt: skip
     if admitted is None:
-        return action_rows.get(conn, action.id)
+        return store.actions.get(conn, action.id)
     spend = proposal.spend
     if spend is not None:
         for budget in budgets:
             currency = str(spend.get("currency") or budget.currency or "")
-            action_rows.reserve(conn, admitted, budget.scope, float(spend["amount"]), currency, now)
+            store.actions.reserve(
+                conn, admitted, budget.scope, float(spend["amount"]), currency, now
+            )
     return admitted
 
 
@@ -147,11 +141,11 @@ RISK = ("read", "write", "external", "production", "destructive")
 
 
 def active_grants(
-    conn: sa.Connection, store: Store, workflow: CompiledWorkflow, proposal: Proposal
+    conn: Connection, store: Store, workflow: CompiledWorkflow, proposal: Proposal
 ) -> ActiveGrants | None:
     """The active version's grants, or None when the run's pinned version is the active one
     (or the workflow has no deployment): then the pinned check is the whole check."""
-    active = store.active_version_in(conn, workflow.name)
+    active = store.definitions.active_version_in(conn, workflow.name)
     if active is None or active.digest == workflow.version.digest:
         return None
     skills = active.document.get("skills")
@@ -219,7 +213,8 @@ def approval_required(workflow: CompiledWorkflow, proposal: Proposal) -> bool:
 
 
 def _approval(
-    conn: sa.Connection,
+    conn: Connection,
+    store: Store,
     workflow: CompiledWorkflow,
     proposal: Proposal,
     active: ActiveGrants | None,
@@ -227,16 +222,7 @@ def _approval(
     stricter = active is not None and active.require_approval
     if not (stricter or approval_required(workflow, proposal)):
         return None, None
-    rows = conn.execute(
-        sa.select(approvals)
-        .where(
-            approvals.c.run_id == proposal.run_id,
-            approvals.c.proposal_hash == proposal.hash,
-            approvals.c.status == ApprovalStatus.APPROVED,
-        )
-        .order_by(approvals.c.id.desc())
-    ).mappings()
-    found = [Approval.from_row(row) for row in rows]
+    found = store.approvals.approved(conn, proposal.run_id, proposal.hash)
     valid = [a for a in found if decided_in_time(a)]
     if valid:
         return valid[0], None
@@ -282,7 +268,7 @@ def spend_budgets(workflow: CompiledWorkflow, run_id: str) -> list[Budget]:
 
 
 def _spend(
-    conn: sa.Connection, store: Store, budgets: list[Budget], proposal: Proposal, now: datetime
+    conn: Connection, store: Store, budgets: list[Budget], proposal: Proposal, now: datetime
 ) -> str | None:
     spend = proposal.spend
     if spend is None:
@@ -294,9 +280,9 @@ def _spend(
             return f"spend is in {currency} but the {budget.scope} budget is in {budget.currency}"
         # Serialise reservations on one budget (a PostgreSQL advisory lock; SQLite's write
         # lock already does) so two runs cannot both fit into the last of a team's budget.
-        store.lock_event_name(conn, f"spend:{budget.scope}")
+        store.actions.lock_budget(conn, budget.scope)
         since = now - timedelta(seconds=budget.period) if budget.period else None
-        used = action_rows.reserved_total(conn, budget.scope, budget.currency or currency, since)
+        used = store.actions.reserved_total(conn, budget.scope, budget.currency or currency, since)
         if used + amount > budget.limit + 1e-9:
             unit = f" {budget.currency or currency or ''}".rstrip()
             return (

@@ -17,39 +17,18 @@ import hashlib
 import ipaddress
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
-from datetime import datetime
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
-import sqlalchemy as sa
 import yaml
 
 from openseal.errors import RuntimeFailure, UsageError
-from openseal.runtime import actions as action_records
-from openseal.runtime import schema
-from openseal.runtime.clock import new_id
-from openseal.runtime.events import change_run, iso
-from openseal.runtime.records import Row
+from openseal.runtime.clock import iso
 from openseal.runtime.statuses import (
     TERMINAL_RUN_STATUSES,
-    ActionStatus,
     ApprovalStatus,
-    RunStatus,
 )
-from openseal.runtime.store_errors import NotFound
-
-if TYPE_CHECKING:  # the store's cancel imports this module
-    from openseal.runtime.store import Store
-
-approvals = schema.approvals
-actions = schema.actions
-#: the action statuses that follow their approval (nothing admitted or sent yet)
-_FOLLOWS_APPROVAL = (
-    ActionStatus.PROPOSED,
-    ActionStatus.WAITING_FOR_APPROVAL,
-    ActionStatus.DENIED,
-)
+from openseal.runtime.store import Approval, Connection, Store
 
 LOCAL_OPERATOR = "user:local"
 AUTHORITY_ENV = "OPENSEAL_APPROVAL_AUTHORITY"
@@ -69,38 +48,6 @@ class ApprovalError(RuntimeFailure):
     """A decision was refused; ``code`` says why (stable, for the CLI and the HTTP API)."""
 
     code = "approval_refused"
-
-
-@dataclass(frozen=True)
-class Approval:
-    id: str
-    run_id: str
-    proposal_id: str
-    proposal_hash: str
-    proposal_name: str
-    state: str
-    approvers: list[str]
-    scope: str
-    status: ApprovalStatus
-    on_timeout: str
-    expires_at: datetime | None
-    decision: str | None
-    decided_by: str | None
-    decided_hash: str | None
-    reason: str | None
-    decided_at: datetime | None
-    created_at: datetime
-    revision: int
-
-    @classmethod
-    def from_row(cls, row: Row) -> Approval:
-        values = {name: row[name] for name in cls.__dataclass_fields__}
-        values["status"] = ApprovalStatus(row["status"])
-        values["approvers"] = list(row["approvers"] or [])
-        return cls(**values)
-
-    def expired_at(self, now: datetime) -> bool:
-        return self.expires_at is not None and now >= self.expires_at
 
 
 # -- the authority ---------------------------------------------------------------------
@@ -233,162 +180,6 @@ def decider(authority: ApprovalAuthority | None, principal: str | None, address:
     return LOCAL_OPERATOR
 
 
-# -- rows ------------------------------------------------------------------------------
-
-
-def get(conn: sa.Connection, approval_id: str) -> Approval:
-    row = conn.execute(sa.select(approvals).where(approvals.c.id == approval_id))
-    found = row.mappings().one_or_none()
-    if found is None:
-        raise NotFound(f"approval {approval_id} not found")
-    return Approval.from_row(found)
-
-
-def find(conn: sa.Connection, ref: str) -> Approval:
-    """An approval by id, or the newest one for a proposal hash (``sha256:`` optional)."""
-    ref = ref.strip().removeprefix("sha256:")
-    if len(ref) == 64:
-        row = conn.execute(
-            sa.select(approvals)
-            .where(approvals.c.proposal_hash == ref)
-            .order_by(approvals.c.id.desc())
-            .limit(1)
-        )
-        found = row.mappings().one_or_none()
-        if found is None:
-            raise NotFound(f"no approval for proposal hash {ref}")
-        return Approval.from_row(found)
-    return get(conn, ref)
-
-
-def open_request(
-    conn: sa.Connection,
-    *,
-    run_id: str,
-    proposal_id: str,
-    proposal_hash: str,
-    proposal_name: str,
-    state: str,
-    approvers: list[str],
-    on_timeout: str,
-    expires_at: datetime | None,
-    now: datetime,
-    actor: str = "system",
-) -> Approval:
-    """Insert a pending approval for ``proposal_hash``; its action now waits for it."""
-    approval = Approval(
-        id=new_id(),
-        run_id=run_id,
-        proposal_id=proposal_id,
-        proposal_hash=proposal_hash,
-        proposal_name=proposal_name,
-        state=state,
-        approvers=list(approvers),
-        scope=f"run:{run_id}",
-        status=ApprovalStatus.PENDING,
-        on_timeout=on_timeout,
-        expires_at=expires_at,
-        decision=None,
-        decided_by=None,
-        decided_hash=None,
-        reason=None,
-        decided_at=None,
-        created_at=now,
-        revision=1,
-    )
-    conn.execute(sa.insert(approvals).values(**approval.__dict__))
-    _set_action(conn, approval, ActionStatus.WAITING_FOR_APPROVAL, now, actor)
-    return approval
-
-
-def _set_action(
-    conn: sa.Connection, approval: Approval, status: ActionStatus, now: datetime, actor: str
-) -> None:
-    """Move the approval's action (only one not yet admitted follows its approval's fate) to
-    ``status``, with its ``action.<status>`` event, in the caller's transaction."""
-    row = conn.execute(
-        sa.select(actions).where(
-            actions.c.run_id == approval.run_id,
-            actions.c.proposal_hash == approval.proposal_hash,
-            actions.c.status.in_(_FOLLOWS_APPROVAL),
-        )
-    ).mappings()
-    for found in row.all():
-        action = action_records.Action.from_row(found)
-        if action.status == status and action.approval_id == approval.id:
-            continue
-        note = f"approval {approval.id} {approval.status}"
-        action_records.move(
-            conn, action, status, now=now, actor=actor, expect=_FOLLOWS_APPROVAL, note=note,
-            approval_id=approval.id,
-        )  # fmt: skip
-
-
-def close(
-    conn: sa.Connection,
-    approval: Approval,
-    status: ApprovalStatus,
-    *,
-    now: datetime,
-    actor: str,
-    reason: str | None = None,
-    decision: str | None = None,
-    seen_hash: str | None = None,
-) -> Approval | None:
-    """Move a pending approval to ``status``; None when it was no longer pending. Then call
-    :func:`settle_action`."""
-    result = conn.execute(
-        sa.update(approvals)
-        .where(approvals.c.id == approval.id, approvals.c.status == ApprovalStatus.PENDING)
-        .values(
-            status=status,
-            decision=decision,
-            decided_by=actor,
-            decided_hash=seen_hash,
-            reason=reason,
-            decided_at=now,
-            revision=approvals.c.revision + 1,
-        )
-    )
-    if result.rowcount != 1:
-        return None
-    closed = replace(
-        approval,
-        status=status,
-        decision=decision,
-        decided_by=actor,
-        decided_hash=seen_hash,
-        reason=reason,
-        decided_at=now,
-        revision=approval.revision + 1,
-    )
-    return closed
-
-
-def settle_action(conn: sa.Connection, closed: Approval, now: datetime, actor: str) -> None:
-    """After :func:`close`, in its transaction: an approval that did not approve denies its
-    action (when not admitted yet), with the action's event. Call it after the approval's own
-    event, so the run's events read in order."""
-    if closed.status != ApprovalStatus.APPROVED:
-        _set_action(conn, closed, ActionStatus.DENIED, now, actor)
-
-
-def summary(approval: Approval) -> dict[str, Any]:
-    """The approval as a run event payload / state output."""
-    return {
-        "approval_id": approval.id,
-        "proposal": approval.proposal_name,
-        "hash": approval.proposal_hash,
-        "status": str(approval.status),
-        "decision": approval.decision,
-        "approver": approval.decided_by,
-        "reason": approval.reason,
-        "scope": approval.scope,
-        "decided_at": iso(approval.decided_at),
-        "expires_at": iso(approval.expires_at),
-    }
-
-
 # -- decisions -------------------------------------------------------------------------
 
 
@@ -428,12 +219,12 @@ def decide(
     seen = seen_hash.strip().removeprefix("sha256:").lower()
     now = store.now()
     with store.write() as conn:
-        found = find(conn, ref)
-        run = store.load_run(conn, found.run_id, lock=True)
+        found = store.approvals.find(conn, ref)
+        run = store.runs.load(conn, found.run_id, lock=True)
         # Read again under the run lock (one lock order: the run first): on PostgreSQL a
         # decision committed while this one waited for the lock is only visible now, and an
         # identical decision must see it to be the documented no-op.
-        approval = get(conn, found.id)
+        approval = store.approvals.get(conn, found.id)
         if seen != approval.proposal_hash:
             raise ApprovalError(
                 f"approval {approval.id} is for proposal {approval.proposal_hash}, "
@@ -462,75 +253,24 @@ def decide(
             )
         if wanted == ApprovalStatus.APPROVED:
             _refuse_unverified(store, conn, approval)
-        closed = close(
+        closed = store.approvals.close(
             conn, approval, wanted, now=now, actor=actor, reason=reason, decision=decision,
             seen_hash=seen,
         )  # fmt: skip
         if closed is None:  # cannot happen under the run lock; keep the refusal honest anyway
             raise ApprovalError(f"approval {approval.id} changed meanwhile", code="already_decided")
-        _wake(store, conn, run.id, closed, now, actor, waiting=run.waiting, status=run.status)
-        settle_action(conn, closed, now, actor)
+        store.approvals.announce_decision(conn, run, closed, now, actor)
+        store.approvals.settle_action(conn, closed, now, actor)
     return Decided(closed, True)
 
 
-def _refuse_unverified(store: Store, conn: sa.Connection, approval: Approval) -> None:
+def _refuse_unverified(store: Store, conn: Connection, approval: Approval) -> None:
     """Nobody approves content that cannot be shown to be the content its hash names."""
-    # Imported here: proposals needs the workflow module, which needs the store, whose
-    # commands import this module.
-    from openseal.runtime import proposals
     from openseal.runtime.proposal_check import verify_in
 
-    checked = verify_in(conn, store.artifacts, proposals.get(conn, approval.proposal_id))
+    checked = verify_in(conn, store.artifacts, store.proposals.get(conn, approval.proposal_id))
     if checked.problem is not None:
         raise ApprovalError(
             f"proposal {approval.proposal_hash} cannot be approved: {checked.problem}",
             code="proposal_unverified",
         )
-
-
-def _wake(
-    store: Store,
-    conn: sa.Connection,
-    run_id: str,
-    approval: Approval,
-    now: datetime,
-    actor: str,
-    *,
-    waiting: dict[str, Any] | None,
-    status: RunStatus,
-) -> None:
-    # The decision and the run's wake-up commit together, so a decision is never missed.
-    values: dict[str, Any] = {}
-    waits_for_it = (waiting or {}).get("approval_id") == approval.id
-    if waits_for_it and status in (RunStatus.WAITING_FOR_APPROVAL, RunStatus.PAUSED):
-        values["wake_at"] = now  # a paused run wakes once resumed
-    change_run(
-        conn, run_id, event_type="approval.decided", actor=actor, payload=summary(approval),
-        now=now, values=values,
-    )  # fmt: skip
-    if values:
-        store.notify_work(conn)
-
-
-def cancel_for_run(conn: sa.Connection, run_id: str, now: datetime, actor: str) -> list[str]:
-    """Cancel the run's pending approvals (the run is being canceled); their ids."""
-    ids = list(
-        conn.execute(
-            sa.select(approvals.c.id).where(
-                approvals.c.run_id == run_id, approvals.c.status == ApprovalStatus.PENDING
-            )
-        ).scalars()
-    )
-    if ids:
-        conn.execute(
-            sa.update(approvals)
-            .where(approvals.c.id.in_(ids))
-            .values(
-                status=ApprovalStatus.CANCELED,
-                decided_by=actor,
-                decided_at=now,
-                reason="the run was canceled",
-                revision=approvals.c.revision + 1,
-            )
-        )
-    return ids

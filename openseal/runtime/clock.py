@@ -2,7 +2,7 @@
 
 Every timestamp the runtime handles is a timezone-aware UTC ``datetime``. The schema stores it
 as epoch seconds (a double) because that compares and orders identically on SQLite and
-PostgreSQL; see :class:`openseal.runtime.schema.UtcTimestamp`.
+PostgreSQL; see :class:`openseal.runtime.store.schema.UtcTimestamp`.
 """
 
 from __future__ import annotations
@@ -22,6 +22,11 @@ def to_utc(moment: datetime) -> datetime:
     if moment.tzinfo is None:
         raise ValueError("naive datetime given where an aware UTC datetime is required")
     return moment.astimezone(UTC)
+
+
+def iso(moment: datetime | None) -> str | None:
+    """Datetimes go into event payloads (JSON) as ISO 8601 strings."""
+    return None if moment is None else moment.isoformat()
 
 
 def new_id() -> str:

@@ -15,9 +15,9 @@ from typing import Any, Literal
 from openseal.compiler.definitions.specs import SkillSpec
 from openseal.compiler.lang import types as ty
 from openseal.runtime.proposal_check import check_payload
-from openseal.runtime.proposals import Proposal
 from openseal.runtime.replies import scrub, secrets_for
 from openseal.runtime.skill_documents import skill_spec
+from openseal.runtime.store import Proposal
 from openseal.runtime.workflow import CompiledWorkflow
 from openseal.skills import adapter_for
 from openseal.skills.base import SkillCall, SkillResult

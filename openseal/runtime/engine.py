@@ -24,17 +24,20 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-import sqlalchemy as sa
-
 from openseal.errors import ClaimLost, OpenSealError
 from openseal.runtime.executor import Begun, TurnExecutor, TurnReport
 from openseal.runtime.faults import hook_from_env
 from openseal.runtime.models import ProviderFactory, default_provider_factory
-from openseal.runtime.records import Claim
 from openseal.runtime.states.base import Hook
 from openseal.runtime.statuses import RunStatus
-from openseal.runtime.store import Store
-from openseal.runtime.store_errors import describe_fault, transient
+from openseal.runtime.store import (
+    Claim,
+    DatabaseFailure,
+    DriverFailure,
+    Store,
+    describe_fault,
+    transient,
+)
 from openseal.runtime.tools import GatewayTools, ToolRunner
 from openseal.runtime.workflow import WorkflowCatalog
 from openseal.skills.credentials import RuntimeContext
@@ -120,7 +123,7 @@ class Heartbeats:
                 if lost.is_set():
                     continue
                 try:
-                    alive = self.store.heartbeat(claim, lease_seconds=self.lease_seconds)
+                    alive = self.store.leases.heartbeat(claim, lease_seconds=self.lease_seconds)
                 except Exception as exc:  # a transient database error: try again next beat
                     log.warning("heartbeat for run %s failed: %s", claim.run_id, exc)
                     continue
@@ -172,16 +175,16 @@ class Engine:
         """Claim one runnable run and work on it; None when nothing is runnable."""
         try:
             # The claim and the first turn's save commit together.
-            found = self.store.claim_and_start(
+            found = self.store.leases.claim_and_start(
                 self.worker_id, self.executor.begin, lease_seconds=self.lease_seconds
             )
-        except sa.exc.DBAPIError:
+        except DriverFailure:
             raise  # the database is unreachable or busy: the caller retries
         except Exception as exc:
             # Beginning the turn failed unexpectedly (and took the claim with it): claim alone,
             # so the failure is met again in a turn and the run is stopped, not retried forever.
             log.debug("claim with first turn failed (%s); claiming alone", exc)
-            claim = self.store.claim_run(self.worker_id, lease_seconds=self.lease_seconds)
+            claim = self.store.leases.claim(self.worker_id, lease_seconds=self.lease_seconds)
             found = None if claim is None else (claim, None)
         if found is None:
             return None
@@ -232,12 +235,12 @@ class Engine:
                 return
             if begun is None and not more():
                 break
-        report.ending = "released" if self.store.release(claim) else "lost"
+        report.ending = "released" if self.store.leases.release(claim) else "lost"
 
     def _retry_later(self, claim: Claim, exc: BaseException) -> str:
         reason = describe_fault(exc)
         try:
-            retry_at = self.store.release_for_retry(claim, reason, self.retry_delay)
+            retry_at = self.store.leases.release_for_retry(claim, reason, self.retry_delay)
         except Exception as again:  # the database is still away: the lease will expire
             log.warning(
                 "run %s: %s; the turn is dropped, the lease expires in %gs (%s)",
@@ -283,7 +286,7 @@ class Engine:
             except ClaimLost as exc:  # not an Exception: lost runs are dropped, not fatal
                 log.info("worker %s: %s; going on", self.worker_id, exc)
                 continue
-            except sa.exc.SQLAlchemyError as exc:
+            except DatabaseFailure as exc:
                 log.warning(
                     "worker %s: database error %s; retrying", self.worker_id, describe_fault(exc)
                 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from openseal.runtime.records import Event
+from openseal.runtime.store import Event
 
 
 def summarize(event: Event) -> str:

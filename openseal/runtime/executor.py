@@ -19,13 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import sqlalchemy as sa
-
 from openseal.compiler.lang.evaluate import EvaluationError
-from openseal.runtime import budgets, schema
-from openseal.runtime.fenced import FencedTx
+from openseal.runtime import budgets
 from openseal.runtime.models.base import ModelError
-from openseal.runtime.records import Claim, Run, Turn
 from openseal.runtime.states import handler_for
 from openseal.runtime.states.base import (
     Advance,
@@ -39,8 +35,15 @@ from openseal.runtime.states.base import (
     state_scope,
 )
 from openseal.runtime.statuses import RunStatus
-from openseal.runtime.store import Store
-from openseal.runtime.store_errors import IdempotencyConflict, StaleEpoch
+from openseal.runtime.store import (
+    Claim,
+    FencedTx,
+    IdempotencyConflict,
+    Run,
+    StaleEpoch,
+    Store,
+    Turn,
+)
 from openseal.runtime.tools import ToolRunner
 from openseal.runtime.workflow import CompiledWorkflow, DefinitionError, WorkflowCatalog
 from openseal.skills.credentials import RuntimeContext
@@ -166,7 +169,7 @@ class TurnExecutor:
         if first and tx.claim.epoch == 1:
             seq = 1  # the first claim of a run: no turn before it, none left open
         elif first:
-            _abandon_open_turns(tx)
+            tx.abandon_open_turns()
         cost = _turn_cost(workflow, state, context)
         reason = budgets.exceeded(workflow.budget_limits(), run.budget_used, cost)
         if reason is not None:
@@ -196,7 +199,7 @@ class TurnExecutor:
         is saved in the same transaction as this turn's outcome and returned with the report.
         """
         if started is None:
-            with self.store.fenced(claim) as tx:
+            with self.store.leases.fenced(claim) as tx:
                 begun = self.begin(tx)
             if isinstance(begun, TurnReport):
                 return begun, None
@@ -218,7 +221,7 @@ class TurnExecutor:
             outcome = Attention(f"{type(exc).__name__}: {exc}")
         self.hook("turn.before_advance", claim)
         try:
-            with self.store.fenced(claim) as tx:
+            with self.store.leases.fenced(claim) as tx:
                 detail = self._apply(tx, ctx, outcome)
                 report = self._report(
                     run.id, state, turn.seq, _name(outcome), tx, started.since, detail
@@ -235,7 +238,7 @@ class TurnExecutor:
     def give_up(self, claim: Claim, reason: str) -> str:
         """After an unexpected error: the run needs attention (if the claim still holds it)."""
         try:
-            with self.store.fenced(claim) as tx:
+            with self.store.leases.fenced(claim) as tx:
                 run = tx.run()
                 self._needs_attention(tx, run.context, run.current_state or "", reason)
         except StaleEpoch:
@@ -370,19 +373,7 @@ class TurnExecutor:
         return TurnReport(run_id, state, seq, outcome, status, time.monotonic() - started, detail)
 
     def _status(self, run_id: str) -> RunStatus:
-        return self.store.get_run(run_id).status
-
-
-def _abandon_open_turns(tx: FencedTx) -> None:
-    """Close turns a previous claim left running (it crashed, stalled or was paused)."""
-    turns = schema.turns
-    stmt = sa.select(turns.c.id).where(
-        turns.c.run_id == tx.claim.run_id,
-        turns.c.status == "running",
-        turns.c.epoch < tx.claim.epoch,
-    )
-    for turn_id in tx.conn.execute(stmt).scalars().all():
-        tx.record_turn(turn_id, status="abandoned", error="the claim that ran it was lost")
+        return self.store.runs.get(run_id).status
 
 
 def _name(outcome: Outcome) -> str:

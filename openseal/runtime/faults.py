@@ -18,8 +18,8 @@ import threading
 import time
 from pathlib import Path
 
-from openseal.runtime.records import Claim
 from openseal.runtime.states.base import Hook
+from openseal.runtime.store import Claim
 
 POINT_ENV = "OPENSEAL_FAULT_POINT"
 DIR_ENV = "OPENSEAL_FAULT_DIR"

@@ -42,8 +42,8 @@ from openseal.compiler.lang import types as ty
 from openseal.compiler.lang.evaluate import EvaluationError, evaluate
 from openseal.compiler.lang.type_ast import TypeFormatError
 from openseal.runtime import budgets
-from openseal.runtime.records import Run
 from openseal.runtime.statuses import RunStatus
+from openseal.runtime.store import Run
 from openseal.runtime.workflow import CompiledWorkflow, DefinitionError
 
 #: what one proposed tool call costs against the run's budgets

@@ -26,41 +26,26 @@ Example::
 from __future__ import annotations
 
 import json
-import zlib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
-import sqlalchemy as sa
-
 from openseal.compiler.output.bundle import Bundle
 from openseal.compiler.output.canonical import canonical_bytes, sha256_digest
 from openseal.compiler.output.document import CompiledDocument
 from openseal.errors import UsageError
 from openseal.runtime.change_proposals import (
-    OPEN_STATUSES,
     POLICY_ACTOR,
-    ChangeProposal,
     Conflict,
-    Decision,
     GovernanceError,
     NotAllowed,
-    ProposalKind,
     StaleProposal,
-    Target,
-    Verdict,
-    add_review,
-    change_proposal,
     current_verdicts,
-    insert_proposal,
-    load_proposal,
-    load_reviews,
-    proposals,
     resolve_id,
 )
-from openseal.runtime.events import iso
+from openseal.runtime.clock import iso
 from openseal.runtime.governance_policy import GOVERNANCE_KIND, Policy
 from openseal.runtime.governance_queries import (
     DeploymentInfo,
@@ -75,18 +60,24 @@ from openseal.runtime.governance_queries import (
 from openseal.runtime.proposal_plan import (
     Lookup,
     Plan,
-    activation_history,
-    active_digests,
     active_governance,
-    deployments,
     make_plan,
     store_key,
-    versions,
 )
-from openseal.runtime.records import Activation
+from openseal.runtime.statuses import OPEN_CHANGE_PROPOSAL_STATUSES as OPEN_STATUSES
 from openseal.runtime.statuses import ChangeProposalStatus as S
-from openseal.runtime.store import Store
-from openseal.runtime.store_errors import InvalidStatus, NotFound
+from openseal.runtime.store import (
+    Activation,
+    ChangeProposal,
+    Connection,
+    Decision,
+    InvalidStatus,
+    NotFound,
+    ProposalKind,
+    Store,
+    Target,
+    Verdict,
+)
 
 #: Kinds that are deployments of their own; every other kind is a dependency version.
 DEPLOYABLE_KINDS = frozenset({"workflow", "runbook", GOVERNANCE_KIND})
@@ -160,7 +151,7 @@ def deploy(
     _check_actor(actor)
     entries = _entries(source)
     for entry in entries:
-        store.put_version(entry.digest, entry.kind, entry.name, entry.document)
+        store.definitions.put(entry.digest, entry.kind, entry.name, entry.document)
     deployable = sorted((e for e in entries if e.kind in DEPLOYABLE_KINDS), key=lambda e: e.name)
     if not deployable:
         note = "nothing to deploy: the bundle has no workflow, runbook or governance definition"
@@ -171,30 +162,30 @@ def deploy(
     # check that nothing the plan depends on moved meanwhile, and to file the proposal.
     for attempt in range(PLAN_ATTEMPTS):
         with store.read() as conn:
-            seen = _plan_basis(conn, names)
-            planned = _plan_deploy(conn, deployable, by_digest.get)
+            seen = _plan_basis(store, conn, names)
+            planned = _plan_deploy(store, conn, deployable, by_digest.get)
         with store.write() as conn:
-            _governance_lock(store, conn)
-            if _plan_basis(conn, names) != seen:
+            store.change_proposals.lock_governance(conn)
+            if _plan_basis(store, conn, names) != seen:
                 if attempt + 1 < PLAN_ATTEMPTS:
                     continue  # an activation landed meanwhile: plan again
-                planned = _plan_deploy(conn, deployable, by_digest.get)  # under the lock
+                planned = _plan_deploy(store, conn, deployable, by_digest.get)  # under the lock
             targets, unchanged, plan = planned
             if plan is None:
                 note = "nothing changed: every deployment already runs these versions"
                 return DeployResult(None, False, unchanged, note)
             return _file(
-                conn, store.now(), ProposalKind.DEPLOY, targets, actor, message,
+                store, conn, store.now(), ProposalKind.DEPLOY, targets, actor, message,
                 by_digest.get, unchanged, plan,
             )  # fmt: skip
     raise AssertionError("unreachable")
 
 
 def _plan_deploy(
-    conn: sa.Connection, deployable: list[_Entry], lookup: Lookup
+    store: Store, conn: Connection, deployable: list[_Entry], lookup: Lookup
 ) -> tuple[list[Target], tuple[str, ...], Plan | None]:
     """The targets that change, the names that do not, and the plan (None: nothing changes)."""
-    active = active_digests(conn, [e.name for e in deployable])
+    active = store.definitions.active_in(conn, [e.name for e in deployable])
     _check_kinds(deployable, active)
     targets = [
         Target(e.name, e.kind, e.digest)
@@ -202,22 +193,17 @@ def _plan_deploy(
         if active.get(e.name, (None, None))[0] != e.digest
     ]
     unchanged = tuple(e.name for e in deployable if e.name not in {t.name for t in targets})
-    return targets, unchanged, (make_plan(conn, targets, lookup) if targets else None)
+    return targets, unchanged, (make_plan(store, conn, targets, lookup) if targets else None)
 
 
 #: how often a deploy plans outside the write lock before it plans under it
 PLAN_ATTEMPTS = 3
 
 
-def _plan_basis(conn: sa.Connection, names: list[str]) -> tuple[object, ...]:
+def _plan_basis(store: Store, conn: Connection, names: list[str]) -> tuple[object, ...]:
     """What a deploy's plan depends on: the active versions of its names and of governance."""
-    governance = conn.execute(
-        sa.select(deployments.c.active_digest)
-        .join(versions, deployments.c.active_digest == versions.c.digest)
-        .where(versions.c.kind == GOVERNANCE_KIND)
-        .order_by(deployments.c.active_digest)
-    ).scalars()
-    return (sorted(active_digests(conn, names).items()), list(governance))
+    governance = store.definitions.active_digests(conn, GOVERNANCE_KIND)
+    return (sorted(store.definitions.active_in(conn, names).items()), governance)
 
 
 def rollback(
@@ -231,21 +217,20 @@ def rollback(
     """
     _check_actor(actor)
     with store.write() as conn:
-        _governance_lock(store, conn)
-        current = active_digests(conn, [name]).get(name)
+        store.change_proposals.lock_governance(conn)
+        current = store.definitions.active_in(conn, [name]).get(name)
         if current is None:
             raise NotFound(f"deployment {name} not found")
-        history = activation_history(conn, name)
+        history = store.definitions.history_in(conn, name)
         target = _rollback_target(name, current[0], history, to)
-        kind = conn.execute(
-            sa.select(versions.c.kind).where(versions.c.digest == target)
-        ).scalar_one()
+        kind = store.definitions.kind_of(conn, target)
         targets = [Target(name, kind, target)]
-        return _file(conn, store.now(), ProposalKind.ROLLBACK, targets, actor, message)
+        return _file(store, conn, store.now(), ProposalKind.ROLLBACK, targets, actor, message)
 
 
 def _file(
-    conn: sa.Connection,
+    store: Store,
+    conn: Connection,
     now: datetime,
     kind: ProposalKind,
     targets: list[Target],
@@ -256,11 +241,11 @@ def _file(
     plan: Plan | None = None,
 ) -> DeployResult:
     content_key = _content_key(kind, targets)
-    existing = _open_with_key(conn, content_key)
+    existing = store.change_proposals.open_with_key(conn, content_key)
     if existing is not None:
         return DeployResult(existing, False, unchanged)
-    plan = plan or make_plan(conn, targets, lookup)
-    proposal = insert_proposal(
+    plan = plan or make_plan(store, conn, targets, lookup)
+    proposal = store.change_proposals.insert(
         conn,
         actor=actor,
         now=now,
@@ -282,7 +267,7 @@ def _file(
         diff=plan.diff,
         risk_widening=plan.risk_widening,
     )
-    return DeployResult(_auto_approve(conn, proposal, now), True, unchanged)
+    return DeployResult(_auto_approve(store, conn, proposal, now), True, unchanged)
 
 
 def _entries(source: Mapping[str, CompiledDocument] | Bundle) -> list[_Entry]:
@@ -317,23 +302,6 @@ def _content_key(kind: ProposalKind, targets: list[Target]) -> str:
     return store_key(sha256_digest(canonical_bytes(content)))
 
 
-def _open_with_key(conn: sa.Connection, content_key: str) -> ChangeProposal | None:
-    row = (
-        conn.execute(
-            sa.select(proposals)
-            .where(
-                proposals.c.content_key == content_key,
-                proposals.c.status.in_([str(s) for s in OPEN_STATUSES]),
-            )
-            .order_by(proposals.c.created_at.desc(), proposals.c.id.desc())
-            .limit(1)
-        )
-        .mappings()
-        .one_or_none()
-    )
-    return None if row is None else ChangeProposal.from_row(row)
-
-
 # --------------------------------------------------------------------------- lifecycle
 
 
@@ -362,8 +330,8 @@ def review(
         policy = Policy.from_dict(proposal.policy)
         if not policy.may_review(actor):
             raise NotAllowed(f"{actor} is not a reviewer under {_governed_by(policy)}")
-        added = add_review(conn, proposal, actor, verdict, comment, now)
-        updated, _ = change_proposal(
+        added = store.change_proposals.add_review(conn, proposal, actor, verdict, comment, now)
+        updated, _ = store.change_proposals.change(
             conn,
             proposal.id,
             event_type="change_proposal.reviewed",
@@ -405,10 +373,10 @@ def decide(
         if not policy.may_decide(actor):
             raise NotAllowed(f"{actor} is not a decider under {_governed_by(policy)}")
         if decision is Decision.APPROVE:
-            _check_approvable(conn, proposal, policy, actor)
+            _check_approvable(store, conn, proposal, policy, actor)
         outcome = "approved" if decision is Decision.APPROVE else "rejected"
         record = {"decision": outcome, "by": actor, "comment": comment, "at": iso(now)}
-        updated, _ = change_proposal(
+        updated, _ = store.change_proposals.change(
             conn,
             proposal.id,
             event_type="change_proposal.decided",
@@ -424,7 +392,7 @@ def decide(
 
 
 def _check_approvable(
-    conn: sa.Connection, proposal: ChangeProposal, policy: Policy, actor: str
+    store: Store, conn: Connection, proposal: ChangeProposal, policy: Policy, actor: str
 ) -> None:
     if proposal.risk_widening and actor == proposal.author:
         raise NotAllowed(
@@ -432,7 +400,7 @@ def _check_approvable(
             "its author may not approve it",
             code="self_approval",
         )
-    verdicts = current_verdicts(load_reviews(conn, proposal.id), proposal.round)
+    verdicts = current_verdicts(store.change_proposals.reviews(conn, proposal.id), proposal.round)
     blocking = sorted(who for who, v in verdicts.items() if v is Verdict.REQUEST_CHANGES)
     if blocking:
         raise NotAllowed(
@@ -470,20 +438,20 @@ def activate(
             raise NotAllowed(
                 f"{actor} may not activate: not a decider under {_governed_by(policy)}"
             )
-        _check_fresh(conn, proposal)
-        active = active_digests(conn, proposal.deployments)
+        _check_fresh(store, conn, proposal)
+        active = store.definitions.active_in(conn, proposal.deployments)
         switched = []
         for target in proposal.targets:
             if active.get(target.name, (None, None))[0] == target.digest:
                 continue
-            done = store.activate_in(
+            done = store.definitions.activate_in(
                 conn, target.name, target.digest, actor,
                 change_proposal_id=proposal.id, reason=_reason(proposal),
             )  # fmt: skip
             switched.append(
                 {"name": target.name, "digest": target.digest, "previous": done.previous_digest}
             )
-        updated, _ = change_proposal(
+        updated, _ = store.change_proposals.change(
             conn,
             proposal.id,
             event_type="change_proposal.activated",
@@ -492,7 +460,7 @@ def activate(
             now=now,
             values={"status": S.ACTIVATED, "activated_at": now},
         )
-        _supersede_older(conn, updated, actor, now)
+        _supersede_older(store, conn, updated, actor, now)
     return updated
 
 
@@ -501,14 +469,14 @@ def _reason(proposal: ChangeProposal) -> str:
     return f"{label} proposal {proposal.id}" + (f": {proposal.message}" if proposal.message else "")
 
 
-def _check_fresh(conn: sa.Connection, proposal: ChangeProposal) -> None:
-    active = active_digests(conn, proposal.deployments)
+def _check_fresh(store: Store, conn: Connection, proposal: ChangeProposal) -> None:
+    active = store.definitions.active_in(conn, proposal.deployments)
     moved = sorted(
         name
         for name, digest in proposal.base.items()
         if active.get(name, (None, None))[0] != digest
     )
-    basis = {g.name: g.digest for g in active_governance(conn)}
+    basis = {g.name: g.digest for g in active_governance(store, conn)}
     reasons = []
     if moved:
         reasons.append(f"the active version of {', '.join(moved)} changed")
@@ -522,19 +490,13 @@ def _check_fresh(conn: sa.Connection, proposal: ChangeProposal) -> None:
 
 
 def _supersede_older(
-    conn: sa.Connection, activated: ChangeProposal, actor: str, now: datetime
+    store: Store, conn: Connection, activated: ChangeProposal, actor: str, now: datetime
 ) -> None:
-    rows = conn.execute(
-        sa.select(proposals).where(
-            proposals.c.status.in_([str(s) for s in OPEN_STATUSES]),
-            proposals.c.id != activated.id,
-        )
-    ).mappings()
     names = set(activated.deployments)
-    for other in [ChangeProposal.from_row(row) for row in rows]:
+    for other in store.change_proposals.open_except(conn, activated.id):
         older = (other.created_at, other.id) < (activated.created_at, activated.id)
         if older and names & set(other.deployments):
-            change_proposal(
+            store.change_proposals.change(
                 conn,
                 other.id,
                 event_type="change_proposal.superseded",
@@ -556,9 +518,9 @@ def refresh(
     """
     with _mutation(store, proposal_id, actor, expected_revision) as (conn, proposal, now):
         _require(proposal, tuple(OPEN_STATUSES), "refreshed")
-        plan = make_plan(conn, list(proposal.targets))
+        plan = make_plan(store, conn, list(proposal.targets))
         if all(plan.base[t.name] == t.digest for t in proposal.targets):
-            updated, _ = change_proposal(
+            updated, _ = store.change_proposals.change(
                 conn,
                 proposal.id,
                 event_type="change_proposal.superseded",
@@ -580,7 +542,7 @@ def refresh(
         }
         if reset:
             values.update(status=S.PROPOSED, round=proposal.round + 1, decision=None)
-        updated, _ = change_proposal(
+        updated, _ = store.change_proposals.change(
             conn,
             proposal.id,
             event_type="change_proposal.refreshed",
@@ -595,7 +557,7 @@ def refresh(
             values=values,
         )
         if reset:
-            updated = _auto_approve(conn, updated, now)
+            updated = _auto_approve(store, conn, updated, now)
     return updated
 
 
@@ -604,7 +566,9 @@ def _rules(policy: Mapping[str, Any]) -> dict[str, Any]:
     return {"source": policy.get("source"), "rules": policy.get("rules")}
 
 
-def _auto_approve(conn: sa.Connection, proposal: ChangeProposal, now: datetime) -> ChangeProposal:
+def _auto_approve(
+    store: Store, conn: Connection, proposal: ChangeProposal, now: datetime
+) -> ChangeProposal:
     """Approve a change that widens nothing when the policy says so (activation stays manual)."""
     policy = Policy.from_dict(proposal.policy)
     if proposal.risk_widening or not policy.auto_approve_narrowing:
@@ -616,7 +580,7 @@ def _auto_approve(conn: sa.Connection, proposal: ChangeProposal, now: datetime) 
         "at": iso(now),
         "auto": True,
     }
-    updated, _ = change_proposal(
+    updated, _ = store.change_proposals.change(
         conn,
         proposal.id,
         event_type="change_proposal.auto_approved",
@@ -634,12 +598,14 @@ def _auto_approve(conn: sa.Connection, proposal: ChangeProposal, now: datetime) 
 @contextmanager
 def _mutation(
     store: Store, proposal_id: str, actor: str, expected_revision: int | None
-) -> Iterator[tuple[sa.Connection, ChangeProposal, datetime]]:
+) -> Iterator[tuple[Connection, ChangeProposal, datetime]]:
     """One write transaction under the governance lock, with the proposal locked and checked."""
     _check_actor(actor)
     with store.write() as conn:
-        _governance_lock(store, conn)
-        proposal = load_proposal(conn, resolve_id(conn, proposal_id), for_update=store.for_update)
+        store.change_proposals.lock_governance(conn)
+        proposal = store.change_proposals.load(
+            conn, resolve_id(store, conn, proposal_id), lock=True
+        )
         if expected_revision is not None and expected_revision != proposal.revision:
             raise Conflict(
                 f"change proposal {proposal.id} is at revision {proposal.revision}, "
@@ -651,16 +617,6 @@ def _mutation(
 def _check_actor(actor: str) -> None:
     if not actor.strip():
         raise UsageError("an actor is required (e.g. user:alice)")
-
-
-def _governance_lock(store: Store, conn: sa.Connection) -> None:
-    """Serialise governance mutations: they must see each other's effects on the base.
-
-    SQLite's ``BEGIN IMMEDIATE`` already does; PostgreSQL takes a transaction advisory lock.
-    """
-    if store.dialect == "postgresql":
-        key = zlib.crc32(b"openseal.governance")
-        conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": key})
 
 
 def _require(proposal: ChangeProposal, allowed: tuple[S, ...], verb: str) -> None:

@@ -8,26 +8,19 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import sqlalchemy as sa
-
 from openseal.errors import UsageError
-from openseal.runtime.change_proposals import (
-    OPEN_STATUSES,
+from openseal.runtime.change_proposals import resolve_id
+from openseal.runtime.clock import iso
+from openseal.runtime.statuses import OPEN_CHANGE_PROPOSAL_STATUSES as OPEN_STATUSES
+from openseal.runtime.statuses import ChangeProposalStatus as S
+from openseal.runtime.store import (
+    Activation,
     ChangeProposal,
+    NotFound,
     ProposalEvent,
     Review,
-    load_events,
-    load_proposal,
-    load_reviews,
-    proposals,
-    resolve_id,
+    Store,
 )
-from openseal.runtime.events import iso
-from openseal.runtime.proposal_plan import activation_history, deployments, versions
-from openseal.runtime.records import Activation
-from openseal.runtime.statuses import ChangeProposalStatus as S
-from openseal.runtime.store import Store
-from openseal.runtime.store_errors import NotFound
 
 
 @dataclass(frozen=True)
@@ -55,7 +48,7 @@ class DeploymentInfo:
 def get_proposal(store: Store, proposal_id: str) -> ChangeProposal:
     """A proposal by id or unique id prefix (six characters or more)."""
     with store.read() as conn:
-        return load_proposal(conn, resolve_id(conn, proposal_id))
+        return store.change_proposals.load(conn, resolve_id(store, conn, proposal_id))
 
 
 def list_proposals(
@@ -67,11 +60,7 @@ def list_proposals(
 ) -> tuple[ChangeProposal, ...]:
     """Proposals, newest first, optionally only some statuses or those touching ``deployment``."""
     wanted = [_status(s) for s in statuses]
-    stmt = sa.select(proposals).order_by(proposals.c.created_at.desc(), proposals.c.id.desc())
-    if wanted:
-        stmt = stmt.where(proposals.c.status.in_(wanted))
-    with store.read() as conn:
-        rows = [ChangeProposal.from_row(row) for row in conn.execute(stmt).mappings()]
+    rows = store.change_proposals.newest(wanted)
     if deployment is not None:
         rows = [p for p in rows if deployment in p.deployments]
     return tuple(rows[:limit])
@@ -79,32 +68,27 @@ def list_proposals(
 
 def proposal_reviews(store: Store, proposal_id: str) -> tuple[Review, ...]:
     with store.read() as conn:
-        return load_reviews(conn, resolve_id(conn, proposal_id))
+        return store.change_proposals.reviews(conn, resolve_id(store, conn, proposal_id))
 
 
 def proposal_events(store: Store, proposal_id: str, after: int = 0) -> tuple[ProposalEvent, ...]:
     """The proposal's events in order; ``seq`` is gap-free from 1."""
     with store.read() as conn:
-        return load_events(conn, resolve_id(conn, proposal_id), after)
+        return store.change_proposals.events(conn, resolve_id(store, conn, proposal_id), after)
 
 
 def list_deployments(store: Store) -> tuple[DeploymentInfo, ...]:
     """Every deployment with its active version and who activated it, by name."""
     with store.read() as conn:
-        rows = conn.execute(
-            sa.select(deployments, versions.c.kind)
-            .join(versions, versions.c.digest == deployments.c.active_digest)
-            .order_by(deployments.c.name)
-        ).mappings()
         out = []
-        for row in list(rows):
-            last = activation_history(conn, row["name"])[-1:]
+        for deployment, kind in store.definitions.deployments_in(conn):
+            last = store.definitions.history_in(conn, deployment.name)[-1:]
             out.append(
                 DeploymentInfo(
-                    name=row["name"],
-                    kind=row["kind"],
-                    active_digest=row["active_digest"],
-                    revision=row["revision"],
+                    name=deployment.name,
+                    kind=kind,
+                    active_digest=deployment.active_digest,
+                    revision=deployment.revision,
                     activated_at=last[0].at if last else None,
                     activated_by=last[0].actor if last else None,
                     change_proposal_id=last[0].change_proposal_id if last else None,
@@ -115,8 +99,7 @@ def list_deployments(store: Store) -> tuple[DeploymentInfo, ...]:
 
 def deployment_history(store: Store, name: str) -> tuple[Activation, ...]:
     """Every activation of deployment ``name``, oldest first."""
-    with store.read() as conn:
-        history = activation_history(conn, name)
+    history = store.definitions.history(name)
     if not history:
         raise NotFound(f"deployment {name} not found")
     return history

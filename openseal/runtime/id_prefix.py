@@ -8,22 +8,11 @@ kind names that id. Anything else is returned unchanged, so the caller's own loo
 
 from __future__ import annotations
 
-import sqlalchemy as sa
-
 from openseal.errors import OpenSealError
-from openseal.runtime import schema
 from openseal.runtime.store import Store
 
 MIN_PREFIX = 4
 _HEX = frozenset("0123456789abcdef")
-
-#: the kinds whose ids may be shortened, and the table that holds each
-TABLES: dict[str, sa.Table] = {
-    "run": schema.runs,
-    "objective": schema.objectives,
-    "approval": schema.approvals,
-    "action": schema.actions,
-}
 
 
 class AmbiguousId(OpenSealError):
@@ -35,14 +24,7 @@ def complete_id(store: Store, kind: str, reference: str) -> str:
     ref = reference.strip().lower()
     if len(ref) < MIN_PREFIX or len(ref) >= 32 or not set(ref) <= _HEX:
         return reference
-    column = TABLES[kind].c.id
-    with store.read() as conn:
-        found = [
-            str(value)
-            for value in conn.execute(
-                sa.select(column).where(column.startswith(ref)).order_by(column).limit(3)
-            ).scalars()
-        ]
+    found = store.ids_starting_with(kind, ref, limit=3)
     if len(found) > 1:
         shown = ", ".join(found[:2]) + (", ..." if len(found) > 2 else "")
         raise AmbiguousId(

@@ -21,12 +21,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-import sqlalchemy as sa
-
 from openseal.compiler.output.canonical import canonical_bytes
 from openseal.errors import RuntimeFailure, StoreError
-from openseal.runtime.artifacts import ArtifactStore
-from openseal.runtime.proposals import Proposal
+from openseal.runtime.store import ArtifactStore, Connection, Proposal
 
 
 class ProposalUnverified(RuntimeFailure):
@@ -49,7 +46,7 @@ class Verification:
         return self.problem is None
 
 
-def verify_in(conn: sa.Connection, artifacts: ArtifactStore, proposal: Proposal) -> Verification:
+def verify_in(conn: Connection, artifacts: ArtifactStore, proposal: Proposal) -> Verification:
     """Check ``proposal`` (its row) against its artefact, reading in ``conn``'s transaction."""
     if proposal.artifact_digest != proposal.hash:
         return Verification(

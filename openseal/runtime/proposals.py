@@ -18,59 +18,14 @@ import hashlib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
-import sqlalchemy as sa
-
 from openseal.compiler.output.canonical import canonical_bytes
-from openseal.runtime import fastsql, schema
-from openseal.runtime.clock import new_id
-from openseal.runtime.records import RowRecord
-from openseal.runtime.store_errors import NotFound
+from openseal.runtime.store import Proposal
 from openseal.runtime.workflow import CompiledWorkflow, DefinitionError, evaluate_json
 
 FORMAT = "openseal.proposal/v1"
 MEDIA_TYPE = "application/vnd.openseal.proposal+json"
-
-proposals = schema.proposals
-INSERT = sa.insert(proposals)
-BY_HASH = sa.select(proposals).where(
-    proposals.c.run_id == sa.bindparam("p_run"), proposals.c.hash == sa.bindparam("p_hash")
-)
-
-
-@dataclass(frozen=True)
-class Proposal(RowRecord):
-    id: str
-    run_id: str
-    name: str
-    state: str
-    hash: str
-    artifact_digest: str
-    skill: str
-    skill_digest: str
-    actor: str
-    document: dict[str, Any]
-    created_at: datetime
-
-    @property
-    def args(self) -> dict[str, Any]:
-        return dict(self.document.get("args") or {})
-
-    @property
-    def spend(self) -> dict[str, Any] | None:
-        spend = self.document.get("spend")
-        return dict(spend) if spend else None
-
-    @property
-    def action_key(self) -> str:
-        return action_key(self.run_id, self.hash)
-
-
-def action_key(run_id: str, proposal_hash: str) -> str:
-    """The stable action key ``<run>:<proposal hash>``: one per exact proposal, never per try."""
-    return f"{run_id}:{proposal_hash}"
 
 
 @dataclass(frozen=True)
@@ -171,47 +126,6 @@ def current_hash(
     if not isinstance(entry, Mapping) or not isinstance(entry.get("hash"), str):
         raise DefinitionError(f"proposal {name} has not been drafted (state {state} has no output)")
     return name, str(entry["hash"])
-
-
-# -- rows ------------------------------------------------------------------------------
-
-
-def insert(
-    conn: sa.Connection, run_id: str, draft: Draft, artifact_digest: str, now: datetime
-) -> tuple[Proposal, bool]:
-    """Record ``draft`` for ``run_id``; the same hash again returns the stored proposal."""
-    existing = by_hash(conn, run_id, draft.hash)
-    if existing is not None:
-        return existing, False
-    proposal = Proposal(
-        id=new_id(),
-        run_id=run_id,
-        name=draft.name,
-        state=draft.state,
-        hash=draft.hash,
-        artifact_digest=artifact_digest,
-        skill=draft.skill,
-        skill_digest=draft.skill_digest,
-        actor=draft.actor,
-        document=draft.document,
-        created_at=now,
-    )
-    fastsql.execute(conn, INSERT, proposal.__dict__)
-    return proposal, True
-
-
-def by_hash(conn: sa.Connection, run_id: str, proposal_hash: str) -> Proposal | None:
-    params = {"p_run": run_id, "p_hash": proposal_hash}
-    found = fastsql.one_or_none(fastsql.execute(conn, BY_HASH, params))
-    return None if found is None else Proposal.from_row(found)
-
-
-def get(conn: sa.Connection, proposal_id: str) -> Proposal:
-    row = conn.execute(sa.select(proposals).where(proposals.c.id == proposal_id))
-    found = row.mappings().one_or_none()
-    if found is None:
-        raise NotFound(f"proposal {proposal_id} not found")
-    return Proposal.from_row(found)
 
 
 def output_of(proposal: Proposal) -> dict[str, Any]:

@@ -28,12 +28,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-import sqlalchemy as sa
 import tenacity
 
 from openseal.compiler.definitions.specs import SkillSpec
-from openseal.runtime import actions as rows
-from openseal.runtime.actions import Action
 from openseal.runtime.dispatch import (
     Target,
     confirmed,
@@ -42,11 +39,9 @@ from openseal.runtime.dispatch import (
     output_of,
     read_lookup,
 )
-from openseal.runtime.events import change_run
 from openseal.runtime.replies import unfit_reply
 from openseal.runtime.statuses import TERMINAL_RUN_STATUSES, ActionStatus, RunStatus
-from openseal.runtime.store import Store
-from openseal.runtime.store_errors import transient
+from openseal.runtime.store import Action, Connection, EventSink, Store, transient
 from openseal.skills.base import SkillResult
 from openseal.skills.credentials import RuntimeContext
 from openseal.skills.http import KEYED_AMBIGUOUS_STATUSES
@@ -96,10 +91,10 @@ def _answered(result: SkillResult, attempt: int) -> dict[str, Any]:
 
 
 @contextmanager
-def run_locked(store: Store, run_id: str) -> Iterator[sa.Connection]:
+def run_locked(store: Store, run_id: str) -> Iterator[Connection]:
     """A write transaction holding the run's row lock first (invariant 15)."""
     with store.write() as conn:
-        store.load_run(conn, run_id, lock=True)
+        store.runs.load(conn, run_id, lock=True)
         yield conn
 
 
@@ -118,67 +113,47 @@ def record(store: Store, action: Action, result: SkillResult, target: Target, ac
     def attempt() -> Action:
         with run_locked(store, action.run_id) as conn:
             now = store.now()
-            before = rows.get(conn, action.id).status
-            recorded = record_in(conn, action, result, target, actor, now)
+            before = store.actions.get(conn, action.id).status
+            recorded = record_in(store, conn, action, result, target, actor, now)
             if recorded.status != before and recorded.status in SETTLED:
-                wake_run_for(store, conn, recorded, actor, "action.reconciled", now)
+                store.runs.wake_for_action(conn, recorded, actor, "action.reconciled", now)
             return recorded
 
     return _evidence_retry(attempt)
 
 
-def wake_run_for(
-    store: Store, conn: sa.Connection, action: Action, actor: str, event: str, now: datetime
-) -> None:
-    """The action is settled: a run that needs attention because of it continues (the state
-    runs again and reads the settled action instead of dispatching), and a run sleeping until
-    it reconciles it again wakes now. Nothing happens to a run doing anything else."""
-    run = store.load_run(conn, action.run_id, lock=True)
-    waiting = run.waiting or {}
-    values: dict[str, Any]
-    if run.status == RunStatus.NEEDS_ATTENTION and waiting.get("state") == action.state:
-        values = {"status": RunStatus.QUEUED, "waiting": None, "wait_name": None}
-    elif run.status == RunStatus.SLEEPING and waiting.get("action_id") == action.id:
-        values = {"wake_at": now}
-    else:
-        return
-    change_run(
-        conn, run.id, event_type=event, actor=actor,
-        payload={"action_id": action.id, "status": str(action.status)}, now=now, values=values,
-    )  # fmt: skip
-    store.notify_work(conn)
-
-
 def record_in(
-    conn: sa.Connection,
+    store: Store,
+    conn: Connection,
     action: Action,
     result: SkillResult,
     target: Target,
     actor: str,
     now: datetime,
-    events: rows.EventSink | None = None,
+    events: EventSink | None = None,
 ) -> Action:
     """:func:`record` in the caller's transaction (which holds the run's lock). ``action`` is
     the action as the attempt sent it; the action as recorded afterwards is returned.
-    ``events`` receives the run events, as in :func:`openseal.runtime.actions.move`."""
-    current = rows.get(conn, action.id)
+    ``events`` receives the run events, as in ``store.actions.move``."""
+    current = store.actions.get(conn, action.id)
     latest = current.attempts == action.attempts
     detail = {"source": "dispatch", "attempt": action.attempts, **_status_of(result)}
     moved = settle_evidence(
-        conn, current, result, target, latest=latest, now=now, actor=actor, detail=detail,
+        store, conn, current, result, target, latest=latest, now=now, actor=actor, detail=detail,
         events=events,
     )  # fmt: skip
     if moved is not None:
         return moved
     entry = {"reply": result.outcome, **detail, **({"error": result.error} if result.error else {})}
-    noted = rows.note(
+    noted = store.actions.note(
         conn, current, entry, now=now, actor=actor, event="action.reply_recorded",
         payload={**entry, "status": str(current.status), "latest": latest}, events=events,
     )  # fmt: skip
-    return noted or rows.get(conn, action.id)
+    return noted or store.actions.get(conn, action.id)
 
 
 def settle_evidence(
+    store: Store,
     conn: Any,
     current: Action,
     result: SkillResult,
@@ -188,22 +163,22 @@ def settle_evidence(
     now: datetime,
     actor: str,
     detail: dict[str, Any],
-    events: rows.EventSink | None = None,
+    events: EventSink | None = None,
 ) -> Action | None:
     """Move ``current`` as the reply ``result`` proves, or None when it proves no change."""
     if confirmed(result):
         output, problem = output_of(target.spec, result.output)
         if problem is None and current.status in CONFIRMABLE:
-            moved = rows.move(
+            moved = store.actions.move(
                 conn, current, ActionStatus.SUCCEEDED, now=now, actor=actor, result=output,
                 error=None, finished_at=now, event={**detail, "result": output}, events=events,
             )  # fmt: skip
             if moved is not None:
-                rows.settle(conn, current.id, "committed", now)
+                store.actions.settle(conn, current.id, "committed", now)
             return moved
         if problem is not None and latest and current.status in OPEN[:2]:
             reason = f"the destination confirmed the action but its reply does not fit: {problem}"
-            return rows.move(
+            return store.actions.move(
                 conn, current, ActionStatus.NEEDS_ATTENTION, now=now, actor=actor, note=reason,
                 error=reason, result=unfit_reply(target.spec, result.output), event=detail,
                 events=events,
@@ -212,15 +187,15 @@ def settle_evidence(
     if not latest:
         return None  # only an answer to the latest attempt can prove no effect
     if result.outcome == "failed" and current.status in OPEN:
-        moved = rows.move(
+        moved = store.actions.move(
             conn, current, ActionStatus.FAILED, now=now, actor=actor, error=result.error,
             finished_at=now, event={**detail, "error": result.error}, events=events,
         )  # fmt: skip
         if moved is not None:
-            rows.settle(conn, current.id, "released", now)
+            store.actions.settle(conn, current.id, "released", now)
         return moved
     if result.outcome == "unknown" and current.status == ActionStatus.DISPATCHED:
-        return rows.move(
+        return store.actions.move(
             conn, current, ActionStatus.UNKNOWN, now=now, actor=actor, note=result.error,
             error=result.error, event={**detail, "error": result.error}, events=events,
             entry=_answered(result, current.attempts),
@@ -235,11 +210,11 @@ def _status_of(result: SkillResult) -> dict[str, Any]:
 def mark_unknown(store: Store, action: Action, note: str, actor: str) -> Action:
     """A ``dispatched`` action with no recorded outcome: its effect is unknown."""
     with run_locked(store, action.run_id) as conn:
-        moved = rows.move(
+        moved = store.actions.move(
             conn, action, ActionStatus.UNKNOWN, now=store.now(), actor=actor, note=note,
             error=note,
         )  # fmt: skip
-        return moved or rows.get(conn, action.id)
+        return moved or store.actions.get(conn, action.id)
 
 
 @dataclass(frozen=True)
@@ -302,10 +277,10 @@ def reconcile(
 def _found(store: Store, action: Action, result: SkillResult, target: Target, actor: str) -> Action:
     now = store.now()
     with run_locked(store, action.run_id) as conn:
-        current = rows.get(conn, action.id)
+        current = store.actions.get(conn, action.id)
         found = SkillResult("succeeded", result.output, detail=result.detail)
         moved = settle_evidence(
-            conn, current, found, target, latest=True, now=now, actor=actor,
+            store, conn, current, found, target, latest=True, now=now, actor=actor,
             detail={"source": "lookup", **_status_of(result)},
         )  # fmt: skip
         return moved or current
@@ -313,11 +288,11 @@ def _found(store: Store, action: Action, result: SkillResult, target: Target, ac
 
 def _attention(store: Store, action: Action, actor: str, reason: str) -> Action:
     with run_locked(store, action.run_id) as conn:
-        moved = rows.move(
+        moved = store.actions.move(
             conn, action, ActionStatus.NEEDS_ATTENTION, now=store.now(), actor=actor,
             expect=(ActionStatus.UNKNOWN,), note=reason, error=reason,
         )  # fmt: skip
-        return moved or rows.get(conn, action.id)
+        return moved or store.actions.get(conn, action.id)
 
 
 def _retry(
@@ -352,14 +327,14 @@ def resend_unclaimed(
     def resend(action: Action) -> Action:
         now = store.now()
         with store.write() as conn:
-            run = store.load_run(conn, action.run_id, lock=True)
-            current = rows.get(conn, action.id)
+            run = store.runs.load(conn, action.run_id, lock=True)
+            current = store.actions.get(conn, action.id)
             deadline = attempt_deadline(current, target.spec)
             if deadline is not None and now < deadline:
                 return current  # an attempt may still be in flight (a pause does not end it)
             if run.status == RunStatus.RUNNING or run.status in TERMINAL_RUN_STATUSES:
                 return action
-            sent = rows.move(
+            sent = store.actions.move(
                 conn, action, ActionStatus.DISPATCHED, now=now, actor=actor,
                 expect=(ActionStatus.UNKNOWN,), attempts=action.attempts + 1, dispatched_at=now,
                 event={"attempt": action.attempts + 1, "same_key_retry": True},

@@ -11,24 +11,22 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import jsonschema
-import sqlalchemy as sa
 
 from openseal.errors import UsageError
-from openseal.runtime import schema
 from openseal.runtime.id_prefix import complete_id as complete_id  # ids by unique prefix
-from openseal.runtime.records import (
+from openseal.runtime.statuses import RunStatus
+from openseal.runtime.store import (
     AgentRequest,
     DefinitionVersion,
+    Delivery,
     Event,
     InboundEvent,
     NewObjective,
+    NotFound,
     Objective,
     Run,
+    Store,
 )
-from openseal.runtime.statuses import RunStatus
-from openseal.runtime.store import Store
-from openseal.runtime.store_errors import NotFound
-from openseal.runtime.waits import Delivery
 from openseal.runtime.workflow import WorkflowCatalog, version_key
 
 LOCAL_ACTOR = "user:local"
@@ -72,15 +70,15 @@ def register_documents(
     registered = []
     for compiled in sorted(documents, key=lambda d: (d.kind != "workflow", d.kind, d.name)):
         key = version_key(compiled.digest)
-        store.put_version(key, compiled.kind, compiled.name, compiled.document)
+        store.definitions.put(key, compiled.kind, compiled.name, compiled.document)
         registered.append(Registered(compiled.kind, compiled.name, key, False))
     if activate:
         for index, item in enumerate(registered):
             if item.kind != "workflow":
                 continue
-            current = store.deployment(item.name)
+            current = store.definitions.deployment(item.name)
             if current is None or current.active_digest != item.digest:
-                store.activate(item.name, item.digest, actor, reason=reason)
+                store.definitions.activate(item.name, item.digest, actor, reason=reason)
             registered[index] = Registered(item.kind, item.name, item.digest, True)
     return registered
 
@@ -101,7 +99,7 @@ def create_objective(
 
     The inputs are checked against the very version the run pins, in the transaction that
     pins it."""
-    if store.active_version(workflow) is None:
+    if store.definitions.active_version(workflow) is None:
         raise NotFound(f"no workflow {workflow!r} is deployed")
 
     def prepare(version: DefinitionVersion) -> dict[str, Any]:
@@ -110,7 +108,7 @@ def create_objective(
         _check_inputs(workflow, filled, schema, version.digest)
         return filled
 
-    return store.create_objective(
+    return store.objectives.create(
         project, workflow, inputs, request_key=request_key, actor=actor, prepare=prepare
     )
 
@@ -143,19 +141,12 @@ def _check_inputs(
 
 
 def list_objectives(store: Store, *, limit: int = 100) -> list[Objective]:
-    objectives = schema.objectives
-    with store.read() as conn:
-        ids = (
-            conn.execute(sa.select(objectives.c.id).order_by(objectives.c.id.desc()).limit(limit))
-            .scalars()
-            .all()
-        )
-    return [store.get_objective(objective_id) for objective_id in ids]
+    return store.objectives.newest(limit)
 
 
 def show_objective(store: Store, objective_id: str) -> tuple[Objective, tuple[Run, ...]]:
-    objective = store.get_objective(objective_id)
-    return objective, store.list_runs(objective_id=objective_id)
+    objective = store.objectives.get(objective_id)
+    return objective, store.runs.query(objective_id=objective_id)
 
 
 # -- runs ----------------------------------------------------------------------------
@@ -183,11 +174,11 @@ def list_runs(
         except ValueError:
             names = ", ".join(s.value for s in RunStatus)
             raise UsageError(f"unknown run status {status!r} (one of {names})") from None
-    return store.list_runs(wanted, limit=limit, objective_id=objective_id)
+    return store.runs.query(wanted, limit=limit, objective_id=objective_id)
 
 
 def show_run(store: Store, run_id: str) -> RunView:
-    run = store.get_run(run_id)
+    run = store.runs.get(run_id)
     workflow = WorkflowCatalog(store).workflow(run.workflow_digest)
     current = run.current_state or workflow.initial
     trail = run.context.get("trail") or []
@@ -228,15 +219,15 @@ def waiting_reason(run: Run) -> str | None:
 
 
 def run_events(store: Store, run_id: str, *, after: int = 0, limit: int = 100) -> tuple[Event, ...]:
-    store.get_run(run_id)  # NotFound for an unknown run rather than an empty page
-    return store.events(run_id, after, limit)
+    store.runs.get(run_id)  # NotFound for an unknown run rather than an empty page
+    return store.runs.events(run_id, after, limit)
 
 
 def follow_events(
     store: Store, run_id: str, *, after: int = 0, timeout: float | None = None
 ) -> Iterator[Event]:
-    store.get_run(run_id)
-    return store.follow_events(run_id, after, timeout=timeout)
+    store.runs.get(run_id)
+    return store.runs.follow_events(run_id, after, timeout=timeout)
 
 
 # Each run command takes an optional ``expected_revision``: when given, a run that has
@@ -251,7 +242,7 @@ def pause_run(
     reason: str | None = None,
     expected_revision: int | None = None,
 ) -> Run:
-    return store.pause_run(run_id, actor, reason, expected_revision=expected_revision)
+    return store.runs.pause(run_id, actor, reason, expected_revision=expected_revision)
 
 
 def resume_run(
@@ -262,7 +253,7 @@ def resume_run(
     reason: str | None = None,
     expected_revision: int | None = None,
 ) -> Run:
-    return store.resume_run(run_id, actor, reason, expected_revision=expected_revision)
+    return store.runs.resume(run_id, actor, reason, expected_revision=expected_revision)
 
 
 def cancel_run(
@@ -273,7 +264,7 @@ def cancel_run(
     reason: str | None = None,
     expected_revision: int | None = None,
 ) -> Run:
-    return store.cancel_run(run_id, actor, reason, expected_revision=expected_revision)
+    return store.runs.cancel(run_id, actor, reason, expected_revision=expected_revision)
 
 
 def intervene(
@@ -290,12 +281,12 @@ def intervene(
     if not reason.strip():
         raise UsageError("a reason is required to intervene")
     if state is not None:
-        run = store.get_run(run_id)
+        run = store.runs.get(run_id)
         workflow = WorkflowCatalog(store).workflow(run.workflow_digest)
         if state not in workflow.states:
             known = ", ".join(sorted(workflow.states))
             raise UsageError(f"workflow {workflow.name} has no state {state!r} (states: {known})")
-    return store.intervene(
+    return store.runs.intervene(
         run_id, actor, reason, state=state, value=value, expected_revision=expected_revision
     )
 
@@ -324,31 +315,31 @@ def receive_event(
 ) -> Delivery:
     """:func:`deliver_event`, saying whether ``key`` (the sender's id for the delivery) had
     been delivered before; a redelivery is acknowledged with the first event, not stored."""
-    return store.receive_event(name, correlation or {}, payload, key=key, actor=actor)
+    return store.inbound_events.receive(name, correlation or {}, payload, key=key, actor=actor)
 
 
 # -- agent requests (the callee's side of a delegate state) ----------------------------
 
 
 def accept_request(store: Store, request_id: str, *, actor: str) -> AgentRequest:
-    return store.accept_agent_request(request_id, actor)
+    return store.agent_requests.accept(request_id, actor)
 
 
 def reject_request(store: Store, request_id: str, reason: str, *, actor: str) -> AgentRequest:
-    return store.reject_agent_request(request_id, actor, reason)
+    return store.agent_requests.reject(request_id, actor, reason)
 
 
 def ask_clarification(store: Store, request_id: str, question: str, *, actor: str) -> AgentRequest:
-    return store.request_clarification(request_id, actor, question)
+    return store.agent_requests.request_clarification(request_id, actor, question)
 
 
 def answer_clarification(store: Store, request_id: str, answer: Any, *, actor: str) -> AgentRequest:
-    return store.answer_clarification(request_id, actor, answer)
+    return store.agent_requests.answer_clarification(request_id, actor, answer)
 
 
 def complete_request(store: Store, request_id: str, response: Any, *, actor: str) -> AgentRequest:
-    return store.complete_agent_request(request_id, actor, response)
+    return store.agent_requests.complete(request_id, actor, response)
 
 
 def review_request(store: Store, request_id: str, review: Any, *, actor: str) -> AgentRequest:
-    return store.review_agent_request(request_id, actor, review)
+    return store.agent_requests.review(request_id, actor, review)

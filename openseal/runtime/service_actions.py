@@ -10,26 +10,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import sqlalchemy as sa
-
 from openseal.errors import RuntimeFailure, UsageError
-from openseal.runtime import actions as action_rows
-from openseal.runtime import approvals as approval_rows
-from openseal.runtime import proposals as proposal_rows
-from openseal.runtime import schema
-from openseal.runtime.actions import Action
-from openseal.runtime.approvals import CLI_ADDRESS, Approval, ApprovalAuthority, Decided
+from openseal.runtime.approvals import (
+    CLI_ADDRESS,
+    LOCAL_OPERATOR,
+    ApprovalAuthority,
+    Decided,
+    decide,
+)
+from openseal.runtime.clock import iso
 from openseal.runtime.dispatch import target_for
-from openseal.runtime.events import iso
 from openseal.runtime.proposal_check import verify_in
-from openseal.runtime.proposals import Proposal
-from openseal.runtime.reconcile import mark_unknown, reconcile, resend_unclaimed, wake_run_for
+from openseal.runtime.reconcile import mark_unknown, reconcile, resend_unclaimed
 from openseal.runtime.statuses import ActionStatus, ApprovalStatus, RunStatus
-from openseal.runtime.store import Store
+from openseal.runtime.store import OPEN_OUTCOME, Action, Approval, Connection, Proposal, Store
 from openseal.runtime.workflow import WorkflowCatalog
 from openseal.skills.credentials import RuntimeContext
 
-LOCAL_ACTOR = approval_rows.LOCAL_OPERATOR
+LOCAL_ACTOR = LOCAL_OPERATOR
 
 
 @dataclass(frozen=True)
@@ -62,21 +60,15 @@ class ActionView:
 def list_approvals(
     store: Store, *, status: str | None = None, run_id: str | None = None, limit: int = 100
 ) -> list[Approval]:
-    table = schema.approvals
-    stmt = sa.select(table).order_by(table.c.id.desc()).limit(limit)
-    if status is not None:
-        stmt = stmt.where(table.c.status == _status(ApprovalStatus, status))
-    if run_id is not None:
-        stmt = stmt.where(table.c.run_id == run_id)
-    with store.read() as conn:
-        return [Approval.from_row(row) for row in conn.execute(stmt).mappings()]
+    wanted = None if status is None else _status(ApprovalStatus, status)
+    return store.approvals.newest(status=wanted, run_id=run_id, limit=limit)
 
 
 def show_approval(store: Store, ref: str) -> ApprovalView:
     """An approval (by id or proposal hash) and every field of the exact proposal."""
     with store.read() as conn:
-        approval = approval_rows.find(conn, ref)
-        proposal = proposal_rows.get(conn, approval.proposal_id)
+        approval = store.approvals.find(conn, ref)
+        proposal = store.proposals.get(conn, approval.proposal_id)
         return ApprovalView(approval, _proposal_view(store, conn, proposal))
 
 
@@ -92,7 +84,7 @@ def decide_approval(
     address: str = CLI_ADDRESS,
 ) -> Decided:
     """Approve, reject or request changes; see :func:`openseal.runtime.approvals.decide`."""
-    return approval_rows.decide(
+    return decide(
         store, authority, ref, decision, seen_hash=seen_hash, reason=reason,
         principal=principal, address=address,
     )  # fmt: skip
@@ -104,22 +96,16 @@ def decide_approval(
 def list_actions(
     store: Store, *, status: str | None = None, run_id: str | None = None, limit: int = 100
 ) -> list[Action]:
-    table = schema.actions
-    stmt = sa.select(table).order_by(table.c.id.desc()).limit(limit)
-    if status is not None:
-        stmt = stmt.where(table.c.status == _status(ActionStatus, status))
-    if run_id is not None:
-        stmt = stmt.where(table.c.run_id == run_id)
-    with store.read() as conn:
-        return [Action.from_row(row) for row in conn.execute(stmt).mappings()]
+    wanted = None if status is None else _status(ActionStatus, status)
+    return store.actions.newest(status=wanted, run_id=run_id, limit=limit)
 
 
 def show_action(store: Store, action_id: str) -> ActionView:
     """An action (by id or key), its proposal and its spend reservations."""
     with store.read() as conn:
-        action = action_rows.get(conn, action_id)
-        proposal = proposal_rows.get(conn, action.proposal_id)
-        spend = action_rows.spend_of(conn, action.id)
+        action = store.actions.get(conn, action_id)
+        proposal = store.proposals.get(conn, action.proposal_id)
+        spend = store.actions.spend_of(conn, action.id)
         return ActionView(action, _proposal_view(store, conn, proposal), spend)
 
 
@@ -137,10 +123,10 @@ def reconcile_action(
     re-sent. Returns the action and, if it is still open, why.
     """
     with store.read() as conn:
-        action = action_rows.get(conn, action_id)
-        proposal = proposal_rows.get(conn, action.proposal_id)
-        run = store.load_run(conn, action.run_id)
-    if action.status not in action_rows.OPEN_OUTCOME:
+        action = store.actions.get(conn, action_id)
+        proposal = store.proposals.get(conn, action.proposal_id)
+        run = store.runs.load(conn, action.run_id)
+    if action.status not in OPEN_OUTCOME:
         raise RuntimeFailure(
             f"action {action.id} is {action.status}; only dispatched, unknown or "
             "needs_attention actions are reconciled",
@@ -168,11 +154,11 @@ def reconcile_action(
 
 def _reopen(store: Store, action: Action, actor: str) -> Action:
     with store.write() as conn:
-        moved = action_rows.move(
+        moved = store.actions.move(
             conn, action, ActionStatus.UNKNOWN, now=store.now(), actor=actor,
             note="reconcile requested by an operator",
         )  # fmt: skip
-        return moved or action_rows.get(conn, action.id)
+        return moved or store.actions.get(conn, action.id)
 
 
 def resolve_action(
@@ -196,9 +182,9 @@ def resolve_action(
         raise UsageError("--evidence is required: say what you checked")
     now = store.now()
     with store.write() as conn:
-        action = action_rows.get(conn, action_id)
-        run = store.load_run(conn, action.run_id, lock=True)
-        if action.status not in action_rows.OPEN_OUTCOME:
+        action = store.actions.get(conn, action_id)
+        run = store.runs.load(conn, action.run_id, lock=True)
+        if action.status not in OPEN_OUTCOME:
             raise RuntimeFailure(
                 f"action {action.id} is {action.status}; only dispatched, unknown or "
                 "needs_attention actions are resolved",
@@ -211,7 +197,7 @@ def resolve_action(
             )
         resolution = {"actor": actor, "outcome": outcome, "evidence": evidence, "at": iso(now)}
         status = ActionStatus.SUCCEEDED if outcome == "succeeded" else ActionStatus.FAILED
-        moved = action_rows.move(
+        moved = store.actions.move(
             conn, action, status, now=now, actor=actor, note=f"resolved: {evidence}",
             resolution=resolution, finished_at=now,
             result=result if status == ActionStatus.SUCCEEDED else action.result,
@@ -222,22 +208,22 @@ def resolve_action(
             raise RuntimeFailure(
                 f"action {action.id} changed meanwhile; look again", code="conflict"
             )
-        action_rows.settle(
+        store.actions.settle(
             conn, action.id, "committed" if outcome == "succeeded" else "released", now
         )
-        wake_run_for(store, conn, moved, actor, "action.resolved", now)
+        store.runs.wake_for_action(conn, moved, actor, "action.resolved", now)
     return moved
 
 
 def _requeue(store: Store, action: Action, actor: str, event: str) -> None:
     with store.write() as conn:
-        wake_run_for(store, conn, action, actor, event, store.now())
+        store.runs.wake_for_action(conn, action, actor, event, store.now())
 
 
 # -- helpers ---------------------------------------------------------------------------
 
 
-def _proposal_view(store: Store, conn: sa.Connection, proposal: Proposal) -> ProposalView:
+def _proposal_view(store: Store, conn: Connection, proposal: Proposal) -> ProposalView:
     # Unverifiable (a missing or corrupt artefact, a row changed since): shown, flagged, with why.
     checked = verify_in(conn, store.artifacts, proposal)
     return ProposalView(proposal, checked.document, checked.verified, checked.problem)

@@ -23,8 +23,7 @@ from openseal.errors import OpenSealError, UsageError
 from openseal.runtime import governance as gov
 from openseal.runtime.approvals import ApprovalAuthority, is_loopback
 from openseal.runtime.proposal_plan import store_key
-from openseal.runtime.records import DefinitionVersion
-from openseal.runtime.store import Store
+from openseal.runtime.store import DefinitionVersion, Store
 
 # -- capabilities ----------------------------------------------------------------------
 
@@ -159,7 +158,7 @@ def get_version(store: Store, digest: str) -> DefinitionVersion:
     key = store_key(digest.strip().lower())
     if len(key) != 64 or any(c not in "0123456789abcdef" for c in key):
         raise UsageError(f"{digest!r} is not a sha256 digest (64 hex characters)")
-    return store.get_version(key)
+    return store.definitions.get(key)
 
 
 # -- filing a change proposal from posted documents ------------------------------------
@@ -228,7 +227,7 @@ def _check_dependencies(store: Store, entries: Mapping[str, BundleEntry]) -> Non
             if key in posted:
                 continue
             try:
-                store.get_version(key)
+                store.definitions.get(key)
             except OpenSealError:
                 raise BundleError(
                     f"{entry.key} depends on {dependency} {digest}, which is neither posted "

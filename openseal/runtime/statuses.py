@@ -96,3 +96,8 @@ LEASED_RUN_STATUSES: frozenset[RunStatus] = frozenset({RunStatus.RUNNING})
 TERMINAL_AGENT_REQUEST_STATUSES: frozenset[AgentRequestStatus] = frozenset(
     {AgentRequestStatus.COMPLETED, AgentRequestStatus.REJECTED, AgentRequestStatus.CANCELED}
 )
+
+#: change proposals that can still be activated (after a decision where needed)
+OPEN_CHANGE_PROPOSAL_STATUSES: frozenset[ChangeProposalStatus] = frozenset(
+    {ChangeProposalStatus.PROPOSED, ChangeProposalStatus.IN_REVIEW, ChangeProposalStatus.APPROVED}
+)

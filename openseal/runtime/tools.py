@@ -32,7 +32,6 @@ import tenacity
 
 from openseal.compiler.definitions.specs import SkillSpec
 from openseal.runtime import budgets
-from openseal.runtime.fenced import FencedTx
 from openseal.runtime.gateway import (
     TOOL_CALL_COST,
     GatewayDecision,
@@ -43,7 +42,7 @@ from openseal.runtime.gateway import (
 )
 from openseal.runtime.replies import scrub, secrets_for
 from openseal.runtime.skill_documents import skill_spec
-from openseal.runtime.store_errors import IdempotencyConflict
+from openseal.runtime.store import FencedTx, IdempotencyConflict
 from openseal.skills import SkillCall, SkillResult, adapter_for
 from openseal.skills.bounded import GRACE_SECONDS, call_bounded
 from openseal.skills.credentials import RuntimeContext
@@ -126,7 +125,7 @@ class GatewayTools:
         activity_id = f"{ctx.prefix}:{suffix}"
         digest = input_hash(invocation.to_json())
         decision = check_call(ctx.workflow, invocation.request())
-        with ctx.store.fenced(ctx.claim) as tx:
+        with ctx.store.leases.fenced(ctx.claim) as tx:
             found = tx.get_activity(activity_id)
             if found is not None:
                 if found.input_hash != digest:
@@ -150,7 +149,7 @@ class GatewayTools:
         if ctx.lost.is_set():
             raise LeaseLost(ctx.claim.run_id)
         result = self._execute(ctx, invocation)
-        with ctx.store.fenced(ctx.claim) as tx:
+        with ctx.store.leases.fenced(ctx.claim) as tx:
             recorded = _record(tx, activity_id, digest, result)
         ctx.hook("activity.recorded", ctx.claim)
         return recorded

@@ -17,8 +17,7 @@ from typing import Any
 from openseal.compiler.lang import expr as ex
 from openseal.compiler.lang.evaluate import EvaluationError, evaluate
 from openseal.errors import RuntimeFailure
-from openseal.runtime.records import DefinitionVersion
-from openseal.runtime.store import Store
+from openseal.runtime.store import DefinitionVersion, Store
 
 DIGEST_PREFIX = "sha256:"
 
@@ -183,7 +182,7 @@ class WorkflowCatalog:
         with self._lock:
             cached = self._documents.get(key)
         if cached is None:
-            cached = self._store.get_version(key)
+            cached = self._store.definitions.get(key)
             with self._lock:
                 self._documents[key] = cached
         return cached

@@ -9,9 +9,9 @@ import pytest
 
 from openseal.api.settings import ApiSettings
 from openseal.runtime import service_actions
-from openseal.runtime.approvals import Approval, ApprovalAuthority, ApprovalError
+from openseal.runtime.approvals import ApprovalAuthority, ApprovalError
 from openseal.runtime.statuses import RunStatus
-from openseal.runtime.store import Store
+from openseal.runtime.store import Approval, Store
 from openseal.simulator.procurement import ProcurementSimulator
 from tests.api.conftest import ALICE_TOKEN, BOB_TOKEN, Serve, sha
 from tests.api.support import assert_error
@@ -82,7 +82,7 @@ def test_decisions_need_the_hash_and_name_the_token_holder(
         )
         assert_error(other, 409, "already_decided")
     f.run_until_idle()
-    assert f.store.get_run(run_id).status == RunStatus.COMPLETED
+    assert f.store.runs.get(run_id).status == RunStatus.COMPLETED
     assert simulator.order_count() == 1
 
 
@@ -159,10 +159,10 @@ def test_no_secret_value_reaches_any_response(
         )
         bodies.append(decided.text)
         f.run_until_idle()
-        assert store.get_run(run_id).status == RunStatus.COMPLETED
+        assert store.runs.get(run_id).status == RunStatus.COMPLETED
         [action] = alice.get("/actions").json()["actions"]
         assert action["result"]["order_id"].startswith("PO-")
-        objective = store.get_run(run_id).objective_id
+        objective = store.runs.get(run_id).objective_id
         paths = [
             "/capabilities", "/runs", f"/runs/{run_id}", f"/runs/{run_id}/events?limit=1000",
             f"/runs/{run_id}/events/stream", "/objectives", f"/objectives/{objective}",

@@ -23,7 +23,7 @@ def test_a_redelivered_webhook_is_acknowledged_and_wakes_no_later_run(
     provider, _ = scripted(tmp_path, TWO_PICKS)
     first = service.create_objective(store, "small", {"n": 5}).run
     engine(store, provider).run_until_idle()
-    assert store.get_run(first.id).status == RunStatus.WAITING_FOR_EVENT
+    assert store.runs.get(first.id).status == RunStatus.WAITING_FOR_EVENT
     with serve(external_workers=True).client() as client:
         headers = {"Idempotency-Key": "evt_0001"}
         delivered = client.post("/events", json=EVENT, headers=headers)
@@ -35,8 +35,8 @@ def test_a_redelivered_webhook_is_acknowledged_and_wakes_no_later_run(
 
         later = service.create_objective(store, "small", {"n": 5}).run
         engine(store, provider).run_until_idle()
-        assert store.get_run(first.id).status == RunStatus.COMPLETED
-        assert store.get_run(later.id).status == RunStatus.WAITING_FOR_EVENT
+        assert store.runs.get(first.id).status == RunStatus.COMPLETED
+        assert store.runs.get(later.id).status == RunStatus.WAITING_FOR_EVENT
 
         again = client.post("/events", json=EVENT, headers=headers)
         assert again.status_code == 202, again.text
@@ -45,7 +45,7 @@ def test_a_redelivered_webhook_is_acknowledged_and_wakes_no_later_run(
         by_id = client.post("/events", json={**EVENT, "eventId": "evt_0001"})
         assert by_id.json() == {"event": event, "duplicate": True}
     engine(store, provider).run_until_idle()
-    assert store.get_run(later.id).status == RunStatus.WAITING_FOR_EVENT
+    assert store.runs.get(later.id).status == RunStatus.WAITING_FOR_EVENT
 
 
 def test_an_event_id_reused_for_another_event_is_refused(serve: Serve) -> None:

@@ -84,7 +84,7 @@ def test_run_mutations_check_the_expected_revision(serve: Serve, store: Store) -
             f"/runs/{run.id}/intervene", json={"reason": "fix", "expectedRevision": revision}
         )
         assert_error(stale, 409, "stale_revision")
-        assert store.get_run(run.id).status == RunStatus.PAUSED
+        assert store.runs.get(run.id).status == RunStatus.PAUSED
         intervened = client.post(
             f"/runs/{run.id}/intervene",
             json={"reason": "skip", "state": "sum", "expectedRevision": revision + 1},
@@ -95,7 +95,7 @@ def test_run_mutations_check_the_expected_revision(serve: Serve, store: Store) -
         assert_error(unknown, 422, "invalid_request")
         canceled = client.post(f"/runs/{run.id}/cancel", json={"reason": "done"})
         assert canceled.json()["run"]["status"] == "canceled"
-    assert [e.actor for e in store.events(run.id)][-1] == "user:local"
+    assert [e.actor for e in store.runs.events(run.id)][-1] == "user:local"
 
 
 def test_events_are_paged_by_sequence(serve: Serve, store: Store) -> None:
@@ -157,7 +157,7 @@ def test_the_stream_sends_events_committed_after_it_opened_and_ends_with_the_run
         # committed after the stream opened: the engine's turns, then the inbound event
         provider, _ = scripted(tmp_path, PICK_7)
         engine(store, provider).run_until_idle()
-        assert store.get_run(run.id).status == RunStatus.WAITING_FOR_EVENT
+        assert store.runs.get(run.id).status == RunStatus.WAITING_FOR_EVENT
         eventually(lambda: any(f.get("event") == "wait.registered" for f in frames) or None)
         delivered = client.post("/events", json={"name": "ok", "correlation": {"n": 5}})
         assert delivered.status_code == 202, delivered.text
@@ -165,7 +165,7 @@ def test_the_stream_sends_events_committed_after_it_opened_and_ends_with_the_run
         engine(store, provider).run_until_idle()
         reader.join(timeout=30)
         assert not reader.is_alive(), "the stream did not end with the run"
-    last = store.get_run(run.id)
+    last = store.runs.get(run.id)
     assert last.status == RunStatus.COMPLETED
     sent = [f for f in frames if f.get("event") != "end"]
     assert [int(f["id"]) for f in sent] == list(range(1, last.last_event_seq + 1))

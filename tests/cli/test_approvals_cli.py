@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from openseal.runtime import service_actions
-from openseal.runtime.approvals import AUTHORITY_ENV, Approval
+from openseal.runtime.approvals import AUTHORITY_ENV
 from openseal.runtime.statuses import RunStatus
-from openseal.runtime.store import Store
+from openseal.runtime.store import Approval, Store
 from openseal.simulator.procurement import ProcurementSimulator
 from tests.cli.test_runtime_cli import Cli, cli  # noqa: F401  (fixture)
 from tests.runtime.action_support import Flow, flow, simulator_fixture  # noqa: F401
@@ -95,7 +95,7 @@ def test_deciding_needs_an_authority_and_the_hash(
     )
     assert code == 1 and "[already_decided]" in err
     f.run_until_idle()
-    assert f.store.get_run(run_id).status == RunStatus.COMPLETED
+    assert f.store.runs.get(run_id).status == RunStatus.COMPLETED
 
 
 def test_actions_list_show_and_resolve(

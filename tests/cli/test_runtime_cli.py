@@ -129,14 +129,14 @@ def test_runs_events_pages_and_follows(cli: Cli, store: Store) -> None:
 
 def test_pause_resume_cancel_through_the_cli(cli: Cli, store: Store) -> None:
     run_id = create(cli)
-    revision = store.get_run(run_id).revision
+    revision = store.runs.get(run_id).revision
     code, _, err = cli("runs", "pause", run_id, "--expected-revision", str(revision + 1))
     assert code == 1
     assert err.strip() == (
         f"error: run {run_id} is at revision {revision}, not {revision + 1}; "
         "reload it and try again"
     )
-    assert store.get_run(run_id).status != "paused"  # refused: nothing changed
+    assert store.runs.get(run_id).status != "paused"  # refused: nothing changed
     assert f"revision {revision}" in cli("runs", "show", run_id)[1]
     code, out, _ = cli(
         "runs", "pause", run_id, "--reason", "hold", "--expected-revision", str(revision)
@@ -152,13 +152,13 @@ def test_pause_resume_cancel_through_the_cli(cli: Cli, store: Store) -> None:
 def test_intervene_through_the_cli(cli: Cli, store: Store) -> None:
     run_id = create(cli)
     work(store, {"ask": [{"output": {"bad": True}}] * 3})
-    assert store.get_run(run_id).status == RunStatus.NEEDS_ATTENTION
+    assert store.runs.get(run_id).status == RunStatus.NEEDS_ATTENTION
     code, _, err = cli("runs", "intervene", run_id, "--reason", "x", "--value", "{nope")
     assert code == 2 and err.startswith("error: --value must be JSON")
     changed = cli.json("runs", "intervene", run_id, "--reason", "fixed", "--value", '{"pick": 9}')
     assert changed["status"] == "queued"  # type: ignore[index]
     work(store)
-    assert store.get_run(run_id).context["states"]["sum"] == {"total": 14}
+    assert store.runs.get(run_id).context["states"]["sum"] == {"total": 14}
 
 
 @pytest.mark.parametrize(

@@ -15,9 +15,9 @@ from openseal.runtime import service
 from openseal.runtime.approvals import ApprovalAuthority
 from openseal.runtime.engine import Engine
 from openseal.runtime.models import ScriptedProvider, fixed
-from openseal.runtime.records import Run
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
+from openseal.runtime.store.records import Run
 from openseal.simulator.procurement import ProcurementSimulator
 from openseal.skills.credentials import RuntimeContext
 from tests.runtime.engine_support import compile_files, register
@@ -126,7 +126,7 @@ class Flow:
         self.engine().run_until_idle()
 
     def status(self, run: Run) -> RunStatus:
-        return self.store.get_run(run.id).status
+        return self.store.runs.get(run.id).status
 
 
 def flow(

@@ -13,8 +13,8 @@ from openseal.compiler.pipeline import compile_paths
 from openseal.runtime import service
 from openseal.runtime.engine import Engine
 from openseal.runtime.models import ScriptedProvider, fixed
-from openseal.runtime.records import Run
 from openseal.runtime.store import Store
+from openseal.runtime.store.records import Run
 
 DEFS = Path(__file__).parent / "engine_defs"
 REPO = Path(__file__).resolve().parents[2]
@@ -67,13 +67,13 @@ def engine(store: Store, provider: ScriptedProvider, **options: Any) -> Engine:
 
 def event_types(store: Store, run: Run | str) -> list[str]:
     run_id = run if isinstance(run, str) else run.id
-    return [e.type for e in store.events(run_id, 0, 10_000)]
+    return [e.type for e in store.runs.events(run_id, 0, 10_000)]
 
 
 def assert_gap_free(store: Store, run_id: str) -> None:
-    seqs = [e.seq for e in store.events(run_id, 0, 10_000)]
+    seqs = [e.seq for e in store.runs.events(run_id, 0, 10_000)]
     assert seqs == list(range(1, len(seqs) + 1))
-    assert store.get_run(run_id).last_event_seq == len(seqs)
+    assert store.runs.get(run_id).last_event_seq == len(seqs)
 
 
 PICK_7 = {"ask": [{"output": {"pick": 7}, "usage": {"input_tokens": 10, "output_tokens": 2}}]}

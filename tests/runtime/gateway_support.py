@@ -12,8 +12,7 @@ import sqlalchemy as sa
 
 from openseal.compiler.output.canonical import digest_of
 from openseal.compiler.output.document import CompiledDocument
-from openseal.runtime import schema
-from openseal.runtime.store import Store
+from openseal.runtime.store import Store, schema
 from tests.runtime.engine_support import compile_files
 
 DEFS = Path(__file__).parent / "gateway_defs"
@@ -92,4 +91,6 @@ def activities(store: Store, run_id: str) -> dict[str, Any]:
 
 
 def refusals(store: Store, run_id: str) -> list[dict[str, Any]]:
-    return [e.payload for e in store.events(run_id, 0, 10_000) if e.type == "tool_call.refused"]
+    return [
+        e.payload for e in store.runs.events(run_id, 0, 10_000) if e.type == "tool_call.refused"
+    ]

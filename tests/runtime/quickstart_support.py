@@ -10,12 +10,12 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from openseal.runtime import schema, service, service_actions
+from openseal.runtime import service, service_actions
 from openseal.runtime.approvals import ApprovalAuthority
 from openseal.runtime.models import CALLS_ENV, RESPONSES_ENV, read_calls
-from openseal.runtime.records import Run
 from openseal.runtime.statuses import RunStatus
-from openseal.runtime.store import Store
+from openseal.runtime.store import Store, schema
+from openseal.runtime.store.records import Run
 from openseal.simulator.procurement import ProcurementSimulator
 from tests.runtime.action_support import REQUEST, TOKEN, TOKEN_ENV, context_file
 from tests.runtime.engine_support import PROCUREMENT, REPO, compile_files, register
@@ -58,7 +58,7 @@ class Procurement:
         return service.create_objective(self.store, "procure_laptops", REQUEST).run
 
     def status(self, run: Run) -> RunStatus:
-        return self.store.get_run(run.id).status
+        return self.store.runs.get(run.id).status
 
     def log(self, name: str) -> str:
         return (self.tmp / f"{name}.log").read_text(encoding="utf-8", errors="replace")
@@ -103,7 +103,7 @@ def until(f: Procurement, run: Run, status: RunStatus, *, approve: bool = False)
     try:
         eventually(reached, timeout=90)
     except AssertionError:
-        current = f.store.get_run(run.id)
+        current = f.store.runs.get(run.id)
         reason = service.waiting_reason(current)
         logs = "".join(p.read_text(errors="replace")[-2000:] for p in f.tmp.glob("*.log"))
         raise AssertionError(

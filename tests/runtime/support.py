@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from openseal.runtime.records import Run
 from openseal.runtime.store import Store, open_store
+from openseal.runtime.store.records import Run
 
 T = TypeVar("T")
 
@@ -56,15 +56,15 @@ def digest_of(document: dict[str, Any]) -> str:
 
 def deploy(store: Store, document: dict[str, Any] = DOCUMENT) -> str:
     digest = digest_of(document)
-    store.put_version(digest, "workflow", document["name"], document)
-    store.activate(document["name"], digest, actor="user:test")
+    store.definitions.put(digest, "workflow", document["name"], document)
+    store.definitions.activate(document["name"], digest, actor="user:test")
     return digest
 
 
 def new_run(store: Store, **inputs: Any) -> Run:
-    if store.active_version(WORKFLOW) is None:
+    if store.definitions.active_version(WORKFLOW) is None:
         deploy(store)
-    return store.create_objective("acme", WORKFLOW, inputs or {"n": 1}, actor="user:test").run
+    return store.objectives.create("acme", WORKFLOW, inputs or {"n": 1}, actor="user:test").run
 
 
 def eventually(check: Callable[[], T | None], *, timeout: float = 20.0) -> T:

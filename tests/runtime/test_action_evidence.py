@@ -92,7 +92,7 @@ def test_a_stalled_worker_s_confirmation_is_kept_and_nothing_is_resent_meanwhile
 
         def rescuer_waits() -> bool:
             rescuer.run_until_idle()
-            current = store.get_run(run.id)
+            current = store.runs.get(run.id)
             return (
                 current.status == RunStatus.SLEEPING
                 and (current.waiting or {}).get("kind") == "reconcile"
@@ -106,7 +106,7 @@ def test_a_stalled_worker_s_confirmation_is_kept_and_nothing_is_resent_meanwhile
 
         def completed() -> bool:
             rescuer.run_until_idle()
-            return store.get_run(run.id).status == RunStatus.COMPLETED
+            return store.runs.get(run.id).status == RunStatus.COMPLETED
 
         eventually(completed, timeout=60)
     finally:
@@ -124,7 +124,7 @@ def test_a_paused_run_s_reconcile_does_not_resend_while_the_first_attempt_is_in_
     f, run = _approved_flow(store, simulator, tmp_path)
     worker, sender = _sending(f, simulator)
     try:
-        store.pause_run(run.id, "user:op", "looking into it")  # releases the lease
+        store.runs.pause(run.id, "user:op", "looking into it")  # releases the lease
         [action] = service_actions.list_actions(store, run_id=run.id)
         settled, pending = service_actions.reconcile_action(
             store, action.id, context=worker.context
@@ -137,7 +137,7 @@ def test_a_paused_run_s_reconcile_does_not_resend_while_the_first_attempt_is_in_
     # The first attempt's confirmation arrived after the pause: it is the action's outcome.
     [action] = service_actions.list_actions(store, run_id=run.id)
     assert action.status == ActionStatus.SUCCEEDED
-    store.resume_run(run.id, "user:op")
+    store.runs.resume(run.id, "user:op")
     eventually(lambda: f.run_until_idle() or f.status(run) == RunStatus.COMPLETED, timeout=60)
     _assert_settled_once(store, simulator, run.id)
 
@@ -149,7 +149,7 @@ def test_a_late_confirmation_overrides_a_failure_and_commits_the_spend(
     f, run = _approved_flow(store, simulator, tmp_path)
     _, sender = _sending(f, simulator)
     try:
-        store.pause_run(run.id, "user:op", "looking into it")
+        store.runs.pause(run.id, "user:op", "looking into it")
         [action] = service_actions.list_actions(store, run_id=run.id)
         failed = service_actions.resolve_action(
             store, action.id, outcome="failed", evidence="no order in the vendor portal yet"
@@ -164,7 +164,7 @@ def test_a_late_confirmation_overrides_a_failure_and_commits_the_spend(
     assert action.status == ActionStatus.SUCCEEDED  # the destination's word wins
     assert [h["to"] for h in action.history][-2:] == ["failed", "succeeded"]
     _assert_settled_once(store, simulator, run.id)
-    succeeded = [e for e in store.events(run.id, 0, 10_000) if e.type == "action.succeeded"]
+    succeeded = [e for e in store.runs.events(run.id, 0, 10_000) if e.type == "action.succeeded"]
     assert succeeded and succeeded[-1].payload["attempt"] == 1
 
 

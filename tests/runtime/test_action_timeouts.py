@@ -92,7 +92,7 @@ def test_a_python_action_past_its_timeout_is_unknown_then_its_late_reply_settles
 
     def completed() -> bool:
         worker.run_until_idle()
-        return store.get_run(run.id).status == RunStatus.COMPLETED
+        return store.runs.get(run.id).status == RunStatus.COMPLETED
 
     eventually(completed, timeout=120)
     [entry] = _entries()  # called once

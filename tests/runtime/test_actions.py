@@ -9,10 +9,9 @@ from pathlib import Path
 import pytest
 
 from openseal.runtime import service, service_actions
-from openseal.runtime.actions import Action
-from openseal.runtime.records import Claim, Run
 from openseal.runtime.statuses import ActionStatus, RunStatus
-from openseal.runtime.store import Store
+from openseal.runtime.store import Action, Store
+from openseal.runtime.store.records import Claim, Run
 from openseal.simulator.procurement import ProcurementSimulator
 from openseal.skills.credentials import RuntimeContext
 from tests.runtime.action_support import (  # noqa: F401
@@ -60,7 +59,7 @@ def test_an_approved_order_is_submitted_once_with_the_stable_key(
     assert action.result["order_id"] == order["order_id"]  # recorded from the reply
     assert action.result["status"] == "confirmed"
     assert history(action) == ["waiting_for_approval", "admitted", "dispatched", "succeeded"]
-    assert store.get_run(run.id).context["outputs"] == {"order_id": order["order_id"]}
+    assert store.runs.get(run.id).context["outputs"] == {"order_id": order["order_id"]}
     spend = service_actions.show_action(store, action.id).spend
     assert {(s["scope"], s["status"]) for s in spend} == {("team.procurement", "committed")}
     types = event_types(store, run)
@@ -87,7 +86,7 @@ def test_an_approval_recorded_as_decided_after_its_expiry_cannot_admit(
 ) -> None:
     import sqlalchemy as sa
 
-    from openseal.runtime.schema import approvals
+    from openseal.runtime.store.schema import approvals
 
     f = flow(store, simulator, tmp_path)
     run = approved(f)
@@ -100,7 +99,7 @@ def test_an_approval_recorded_as_decided_after_its_expiry_cannot_admit(
             .values(decided_at=approval.expires_at + timedelta(seconds=1))
         )
     f.run_until_idle()
-    current = store.get_run(run.id)
+    current = store.runs.get(run.id)
     assert current.status == RunStatus.NEEDS_ATTENTION
     assert "after it expired" in str((current.waiting or {}).get("reason"))
     assert the_action(store, run).status == ActionStatus.DENIED
@@ -113,7 +112,7 @@ def test_spend_over_the_team_budget_is_refused(
     f = flow(store, simulator, tmp_path, team_spend=10000)
     run = approved(f)
     f.run_until_idle()
-    current = store.get_run(run.id)
+    current = store.runs.get(run.id)
     assert current.status == RunStatus.NEEDS_ATTENTION
     reason = str((current.waiting or {}).get("reason"))
     assert "spend budget exceeded: team.procurement would reach 11490.00 of 10000.00 EUR" in reason
@@ -131,7 +130,7 @@ def test_the_team_budget_counts_across_runs(
     second = approved(f)
     f.run_until_idle()
     assert f.status(second) == RunStatus.NEEDS_ATTENTION
-    assert "would reach 22980.00 of 20000.00" in str(store.get_run(second.id).waiting)
+    assert "would reach 22980.00 of 20000.00" in str(store.runs.get(second.id).waiting)
     assert simulator.order_count() == 1
 
 
@@ -140,7 +139,7 @@ def test_team_spend_outside_the_budget_period_no_longer_counts(
 ) -> None:
     import sqlalchemy as sa
 
-    from openseal.runtime.schema import spend_reservations
+    from openseal.runtime.store.schema import spend_reservations
 
     f = flow(store, simulator, tmp_path)  # 20000 EUR per 30 days for the team
     first = approved(f)
@@ -196,7 +195,7 @@ def test_a_lost_response_is_reconciled_by_lookup(
     assert action.result["order_id"] == order["order_id"]  # recorded from the reply
     assert action.result["status"] == "confirmed"
     assert action.attempts == 1
-    succeeded = [e for e in store.events(run.id, 0, 1000) if e.type == "action.succeeded"]
+    succeeded = [e for e in store.runs.events(run.id, 0, 1000) if e.type == "action.succeeded"]
     assert succeeded[0].payload["source"] == "lookup"
     assert simulator.stats()["requests"]["POST /orders"] == 1  # type: ignore[index]
 
@@ -223,7 +222,7 @@ def test_without_lookup_or_same_key_retry_an_unknown_outcome_needs_an_operator(
     assert resolved.resolution is not None and resolved.resolution["actor"] == "user:local"
     f.run_until_idle()
     assert f.status(run) == RunStatus.COMPLETED
-    assert store.get_run(run.id).context["outputs"] == {"order_id": order["order_id"]}
+    assert store.runs.get(run.id).context["outputs"] == {"order_id": order["order_id"]}
     assert simulator.order_count() == 1
 
 
@@ -237,7 +236,7 @@ def test_same_key_retry_settles_an_unknown_outcome(
     simulator.set_fault(drop_response_after_create=1)
     f.run_until_idle()
     assert f.status(run) == RunStatus.SLEEPING
-    assert store.get_run(run.id).waiting["kind"] == "reconcile"  # type: ignore[index]
+    assert store.runs.get(run.id).waiting["kind"] == "reconcile"  # type: ignore[index]
     eventually(lambda: f.run_until_idle() or f.status(run) == RunStatus.COMPLETED)
     [order] = simulator.orders()
     action = the_action(store, run)
@@ -287,12 +286,12 @@ def test_an_operator_reconciles_after_an_inconclusive_lookup(
     assert f.status(run) == RunStatus.SLEEPING
     action = the_action(store, run)
     assert action.status == ActionStatus.UNKNOWN
-    assert "inconclusive" in str(store.get_run(run.id).waiting)
+    assert "inconclusive" in str(store.runs.get(run.id).waiting)
     context = RuntimeContext.load(context_file(tmp_path, simulator))
     settled, pending = service_actions.reconcile_action(store, action.id, context=context)
     assert (settled.status, pending) == (ActionStatus.SUCCEEDED, None)
     # ... and an operator's reconcile meanwhile settles it and wakes the run at once.
-    assert store.get_run(run.id).wake_at is not None
+    assert store.runs.get(run.id).wake_at is not None
     f.run_until_idle()
     assert f.status(run) == RunStatus.COMPLETED
     assert simulator.order_count() == 1
@@ -308,7 +307,7 @@ def test_cancel_before_admission_prevents_the_action(
     assert f.status(run) == RunStatus.CANCELED
     assert the_action(store, run).status == ActionStatus.CANCELED
     assert simulator.order_count() == 0
-    canceled = next(e for e in store.events(run.id, 0, 1000) if e.type == "run.canceled")
+    canceled = next(e for e in store.runs.events(run.id, 0, 1000) if e.type == "run.canceled")
     [entry] = canceled.payload["actions"]
     assert (entry["status"], entry["sent"]) == ("canceled", False)
 
@@ -323,7 +322,7 @@ def test_cancel_while_waiting_cancels_the_approval(
     canceled = service.cancel_run(store, run.id)
     assert canceled.status == RunStatus.CANCELED
     assert service_actions.show_approval(store, approval.id).approval.status == "canceled"
-    event = next(e for e in store.events(run.id, 0, 1000) if e.type == "run.canceled")
+    event = next(e for e in store.runs.events(run.id, 0, 1000) if e.type == "run.canceled")
     assert event.payload["canceled_approvals"] == [approval.id]
 
 
@@ -339,7 +338,7 @@ def test_cancel_after_dispatch_reports_the_boundary(
 
     f.engine(hook=cancel_mid_dispatch).run_until_idle()
     assert f.status(run) == RunStatus.CANCELED
-    canceled = next(e for e in store.events(run.id, 0, 1000) if e.type == "run.canceled")
+    canceled = next(e for e in store.runs.events(run.id, 0, 1000) if e.type == "run.canceled")
     [entry] = canceled.payload["actions"]
     assert (entry["status"], entry["sent"], entry["outcome"]) == ("dispatched", True, "unknown")
     assert entry["note"].startswith("dispatched at ") and entry["note"].endswith("outcome unknown")

@@ -71,7 +71,7 @@ def test_sigkill_around_a_dispatch_then_reconciliation_makes_exactly_one_order(
 
     def rescued() -> bool:
         rescuer.run_until_idle()
-        return store.get_run(run.id).status == RunStatus.COMPLETED
+        return store.runs.get(run.id).status == RunStatus.COMPLETED
 
     eventually(rescued, timeout=60)
     [order] = simulator.orders()
@@ -82,4 +82,4 @@ def test_sigkill_around_a_dispatch_then_reconciliation_makes_exactly_one_order(
     moved = [entry["to"] for entry in action.history]
     assert moved[:4] == ["waiting_for_approval", "admitted", "dispatched", "unknown"]
     assert order["idempotency_key"] == action.key
-    assert store.get_run(run.id).context["outputs"] == {"order_id": order["order_id"]}
+    assert store.runs.get(run.id).context["outputs"] == {"order_id": order["order_id"]}

@@ -17,9 +17,9 @@ from openseal.runtime.approvals import (
     is_loopback,
     parse_authority,
 )
-from openseal.runtime.records import Run
 from openseal.runtime.statuses import ActionStatus, ApprovalStatus, RunStatus
 from openseal.runtime.store import Store
+from openseal.runtime.store.records import Run
 from openseal.simulator.procurement import ProcurementSimulator
 from tests.runtime.action_support import LOCAL, Flow, flow, simulator_fixture  # noqa: F401
 from tests.runtime.engine_support import assert_gap_free, event_types
@@ -46,7 +46,7 @@ def test_waiting_for_approval_holds_no_lease_and_shows_the_request(
     store: Store, simulator: ProcurementSimulator, tmp_path: Path
 ) -> None:
     _, run, approval_id, digest = waiting(store, simulator, tmp_path)
-    current = store.get_run(run.id)
+    current = store.runs.get(run.id)
     assert (current.lease_owner, current.lease_expires_at) == (None, None)
     assert current.waiting == {
         "kind": "approval",
@@ -84,7 +84,7 @@ def test_decisions_are_not_served_without_an_authority(
             store, tokens_only, approval_id, "approve", seen_hash=digest
         ),
     )
-    assert store.get_run(run.id).status == RunStatus.WAITING_FOR_APPROVAL
+    assert store.runs.get(run.id).status == RunStatus.WAITING_FOR_APPROVAL
     f.run_until_idle()
     assert simulator.order_count() == 0
 
@@ -178,7 +178,7 @@ def test_rejection_ends_the_run_without_an_order(
     [action] = service_actions.list_actions(store, run_id=run.id)
     assert action.status == ActionStatus.DENIED
     assert simulator.order_count() == 0
-    output = store.get_run(run.id).context["states"]["review"]
+    output = store.runs.get(run.id).context["states"]["review"]
     assert (output["decision"], output["reason"]) == ("reject", "too expensive")
 
 

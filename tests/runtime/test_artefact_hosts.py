@@ -14,13 +14,13 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from openseal.runtime import schema, service_actions
-from openseal.runtime.approvals import Approval, ApprovalError
+from openseal.runtime import service_actions
+from openseal.runtime.approvals import ApprovalError
 from openseal.runtime.dispatch import dispatch, target_for
 from openseal.runtime.proposal_check import ProposalUnverified
-from openseal.runtime.records import Run
 from openseal.runtime.statuses import ActionStatus, ApprovalStatus, RunStatus
-from openseal.runtime.store import Store
+from openseal.runtime.store import Approval, Store, schema
+from openseal.runtime.store.records import Run
 from openseal.runtime.workflow import WorkflowCatalog
 from openseal.simulator.procurement import ProcurementSimulator
 from openseal.skills.credentials import RuntimeContext
@@ -100,7 +100,7 @@ def test_a_proposal_drafted_on_one_host_is_verified_approved_and_sent_from_anoth
     )
     assert decided.approval.status == ApprovalStatus.APPROVED
     Flow(host_b, simulator, tmp_path, [PICK]).run_until_idle()  # a worker on host B
-    assert host_b.get_run(run.id).status == RunStatus.COMPLETED
+    assert host_b.runs.get(run.id).status == RunStatus.COMPLETED
     [order] = simulator.orders()
     assert order["total"] == 11490
 
@@ -130,7 +130,7 @@ def test_an_unverifiable_proposal_says_why_and_cannot_be_approved(
         reason="the proposal cannot be verified",
     )  # fmt: skip
     Flow(host_b, simulator, tmp_path, [PICK]).run_until_idle()
-    assert host_b.get_run(run.id).status == RunStatus.CANCELED
+    assert host_b.runs.get(run.id).status == RunStatus.CANCELED
     assert simulator.order_count() == 0
 
 
@@ -145,7 +145,7 @@ def test_a_proposal_row_changed_after_approval_is_not_sent(
     )
     change_row(store, approval.proposal_id, quantity=17, total=19533)
     f.run_until_idle()
-    current = store.get_run(run.id)
+    current = store.runs.get(run.id)
     assert current.status == RunStatus.NEEDS_ATTENTION
     reason = str((current.waiting or {}).get("reason"))
     assert "is not verified: its stored content was changed after it was drafted" in reason
@@ -168,10 +168,8 @@ def test_a_row_changed_after_admission_is_not_sent_either(
         store, LOCAL, approval.id, "approve", seen_hash=approval.proposal_hash
     )
     with store.read() as conn:
-        from openseal.runtime import proposals
-
-        proposal = proposals.get(conn, approval.proposal_id)
-    workflow = WorkflowCatalog(store).workflow(store.get_run(run.id).workflow_digest)
+        proposal = store.proposals.get(conn, approval.proposal_id)
+    workflow = WorkflowCatalog(store).workflow(store.runs.get(run.id).workflow_digest)
     changed = {**proposal.document, "args": {**proposal.document["args"], "quantity": 17}}
     target = target_for(workflow, dataclasses.replace(proposal, document=changed))
     context = RuntimeContext.load(context_file(tmp_path, simulator))

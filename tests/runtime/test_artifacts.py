@@ -6,10 +6,9 @@ import threading
 import pytest
 import sqlalchemy as sa
 
-from openseal.runtime import schema
-from openseal.runtime.artifacts import sha256_hex
-from openseal.runtime.store import Store
-from openseal.runtime.store_errors import ArtifactCorrupt, NotFound
+from openseal.runtime.store import Store, schema
+from openseal.runtime.store.artifacts import sha256_hex
+from openseal.runtime.store.errors import ArtifactCorrupt, NotFound
 
 
 def files(store: Store) -> None:

@@ -67,7 +67,7 @@ def test_a_reservation_left_open_is_counted_and_closed_by_the_next_claim(
     worker = engine(store, Broken(scripted))  # type: ignore[arg-type]
     worker.run_until_idle()
 
-    stuck = store.get_run(run.id)
+    stuck = store.runs.get(run.id)
     assert stuck.status == RunStatus.NEEDS_ATTENTION
     assert stuck.budget_used["model_calls"] == 1  # the call may have been made
     assert budgets.held(stuck.budget_used, "ask:1:model:1") == {"model_calls": 1}
@@ -75,9 +75,9 @@ def test_a_reservation_left_open_is_counted_and_closed_by_the_next_claim(
     service.intervene(store, run.id, reason="provider fixed, retry")
     worker.run_until_idle()
 
-    done = store.get_run(run.id)
+    done = store.runs.get(run.id)
     assert done.status == RunStatus.WAITING_FOR_EVENT
-    lost = [e.payload for e in store.events(run.id, 0, 10_000) if e.type == "activity.lost"]
+    lost = [e.payload for e in store.runs.events(run.id, 0, 10_000) if e.type == "activity.lost"]
     assert lost == [{"activity_id": "ask:1:model:1", "spent": {"model_calls": 1}}]
     assert "in_flight" not in done.budget_used
     assert done.budget_used["model_calls"] == 2

@@ -33,4 +33,4 @@ def test_a_lock_timeout_in_a_run_command_is_one_line_and_changes_nothing(
     assert "Traceback" not in done.stderr
     assert done.stderr.startswith("error: the database is busy or unreachable (LockNotAvailable")
     assert "SELECT" not in done.stderr and "UPDATE" not in done.stderr
-    assert store.get_run(run.id).status == "queued"
+    assert store.runs.get(run.id).status == "queued"

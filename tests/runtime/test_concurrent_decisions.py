@@ -46,7 +46,7 @@ def at_once(calls: list[Callable[[], T]]) -> list[T | BaseException]:
 
 def assert_every_action_change_has_its_event(store: Store, run_id: str) -> None:
     """Each action's history (every status it moved to) matches its ``action.*`` events."""
-    events = [e for e in store.events(run_id, 0, 10_000) if e.type.startswith("action.")]
+    events = [e for e in store.runs.events(run_id, 0, 10_000) if e.type.startswith("action.")]
     for action in service_actions.list_actions(store, run_id=run_id):
         moved = [f"action.{entry['to']}" for entry in action.history]
         seen = [e.type for e in events if e.payload["action_id"] == action.id]
@@ -81,10 +81,10 @@ def test_concurrent_identical_approvals_are_one_decision(
     decided = [r for r in results if isinstance(r, Decided)]
     assert sorted(d.changed for d in decided) == [False] * (THREADS - 1) + [True]
     assert {d.approval.status for d in decided} == {ApprovalStatus.APPROVED}
-    events = [e.type for e in f.store.events(run_id)]
+    events = [e.type for e in f.store.runs.events(run_id)]
     assert events.count("approval.decided") == 1
     f.run_until_idle()
-    assert f.status(f.store.get_run(run_id)) == RunStatus.COMPLETED
+    assert f.status(f.store.runs.get(run_id)) == RunStatus.COMPLETED
     assert simulator.order_count() == 1
     assert_every_action_change_has_its_event(f.store, run_id)
 
@@ -135,7 +135,7 @@ def test_every_action_status_change_has_its_event(
     )
     [denied] = service_actions.list_actions(store, run_id=rejected_run)
     assert denied.status == ActionStatus.DENIED
-    types = [e.type for e in store.events(rejected_run)]
+    types = [e.type for e in store.runs.events(rejected_run)]
     assert types.index("approval.decided") < types.index("action.denied")
     assert_every_action_change_has_its_event(store, rejected_run)
 
@@ -167,11 +167,11 @@ def test_concurrent_first_stores_of_one_version_all_succeed(
     digest = "1" * 64
     again = at_once(
         [
-            lambda s=s: s.put_version(digest, "workflow", workflow.name, workflow.document)
+            lambda s=s: s.definitions.put(digest, "workflow", workflow.name, workflow.document)
             for s in stores
         ]
     )
     assert not [r for r in again if isinstance(r, BaseException)], again
     assert {(v.digest, v.created_at) for v in again if not isinstance(v, BaseException)} == {
-        (digest, stores[0].get_version(digest).created_at)
+        (digest, stores[0].definitions.get(digest).created_at)
     }

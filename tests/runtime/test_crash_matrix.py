@@ -42,14 +42,14 @@ BEFORE_APPROVAL = {"turn.started", "activity.recorded", "turn.before_advance"}
 
 def crash_at(f: Procurement, point: str) -> None:
     """Run the flow in a worker process until it reaches ``point``, then SIGKILL it there."""
-    run_id = f.store.list_runs(limit=1)[0].id
+    run_id = f.store.runs.query(limit=1)[0].id
     reached = f.tmp / f"{point}.reached"
     doomed = f.worker("doomed", "--lease-seconds", "1", **{POINT_ENV: point, DIR_ENV: str(f.tmp)})
     try:
 
         def at_point() -> bool:
             # the flow needs the order approved before it reaches the action's points
-            if f.store.get_run(run_id).status == RunStatus.WAITING_FOR_APPROVAL:
+            if f.store.runs.get(run_id).status == RunStatus.WAITING_FOR_APPROVAL:
                 approve_pending(f.store, run_id)
             return reached.exists()
 
@@ -67,7 +67,7 @@ def test_sigkill_at_each_commit_point_then_a_fresh_worker_finishes_with_one_orde
     run = f.start()
     crash_at(f, point)
 
-    crashed = f.store.get_run(run.id)
+    crashed = f.store.runs.get(run.id)
     assert (crashed.status, crashed.lease_owner) == (RunStatus.RUNNING, "doomed")
     if point in BEFORE_APPROVAL:
         assert service_actions.list_approvals(f.store, run_id=run.id) == []
@@ -84,10 +84,10 @@ def test_sigkill_at_each_commit_point_then_a_fresh_worker_finishes_with_one_orde
     assert action.status == ActionStatus.SUCCEEDED
     assert action.result["order_id"] == order["order_id"]
     assert order["idempotency_key"] == action.key
-    assert f.store.get_run(run.id).context["outputs"] == {"order_id": order["order_id"]}
+    assert f.store.runs.get(run.id).context["outputs"] == {"order_id": order["order_id"]}
 
     # the rescuer took the run over from the killed worker, mid-turn
-    claims = [e for e in f.store.events(run.id, 0, 10_000) if e.type == "lease.claimed"]
+    claims = [e for e in f.store.runs.events(run.id, 0, 10_000) if e.type == "lease.claimed"]
     assert any(
         e.payload.get("previous_owner") == "doomed" and e.payload["worker"] == "rescuer"
         for e in claims

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from openseal.runtime import schema, service
+from openseal.runtime import service
 from openseal.runtime.models import read_calls
 from openseal.runtime.statuses import RunStatus
-from openseal.runtime.store import Store
+from openseal.runtime.store import Store, schema
 from tests.runtime.engine_support import (
     PICK_7,
     PROCUREMENT,
@@ -43,7 +43,7 @@ def test_small_workflow_runs_to_the_wait_and_completes_on_the_event(
     worker = engine(store, provider)
 
     worker.run_until_idle()
-    waiting = store.get_run(run.id)
+    waiting = store.runs.get(run.id)
     assert waiting.status == RunStatus.WAITING_FOR_EVENT
     assert waiting.current_state == "await_ok"
     assert waiting.lease_owner is None  # waiting holds no lease
@@ -52,7 +52,7 @@ def test_small_workflow_runs_to_the_wait_and_completes_on_the_event(
 
     service.deliver_event(store, "ok", {"by": "tester"}, correlation={"n": 5})
     worker.run_until_idle()
-    done = store.get_run(run.id)
+    done = store.runs.get(run.id)
     assert done.status == RunStatus.COMPLETED
     assert done.context["outputs"] == {"total": 12}
     assert done.context["states"]["await_ok"] == {"by": "tester"}
@@ -68,7 +68,7 @@ def test_the_decision_takes_the_first_guard_that_holds(store: Store, tmp_path: P
     provider, _ = scripted(tmp_path, {"ask": [{"output": {"pick": 1}}]})
     run = service.create_objective(store, "small", {"n": 5}).run
     engine(store, provider).run_until_idle()
-    failed = store.get_run(run.id)
+    failed = store.runs.get(run.id)
     assert failed.status == RunStatus.FAILED
     assert failed.current_state == "too_small"
     assert "state.advanced" in event_types(store, run)
@@ -83,11 +83,11 @@ def test_an_event_sent_before_the_wait_still_wakes_the_run(store: Store, tmp_pat
     assert early.consumed_by_run_id is None  # nobody waits yet
 
     engine(store, provider).run_until_idle()
-    done = store.get_run(run.id)
+    done = store.runs.get(run.id)
     assert done.status == RunStatus.COMPLETED
     assert done.context["states"]["await_ok"] == {"early": True}
-    assert store.inbound_event(early.id).consumed_by_run_id == run.id  # type: ignore[union-attr]
-    assert store.inbound_event(other.id).consumed_by_run_id is None  # type: ignore[union-attr]
+    assert store.inbound_events.get(early.id).consumed_by_run_id == run.id  # type: ignore[union-attr]
+    assert store.inbound_events.get(other.id).consumed_by_run_id is None  # type: ignore[union-attr]
 
 
 def test_invalid_output_is_repaired_then_accepted(store: Store, tmp_path: Path) -> None:
@@ -96,7 +96,7 @@ def test_invalid_output_is_repaired_then_accepted(store: Store, tmp_path: Path) 
     provider, calls = scripted(tmp_path, responses)
     run = service.create_objective(store, "small", {"n": 5}).run
     engine(store, provider).run_until_idle()
-    assert store.get_run(run.id).status == RunStatus.WAITING_FOR_EVENT
+    assert store.runs.get(run.id).status == RunStatus.WAITING_FOR_EVENT
     assert [c["call"] for c in read_calls(calls)] == [1, 2]
     assert activity_ids(store, run.id) == ["ask:1:model:1", "ask:1:model:2"]
 
@@ -106,7 +106,7 @@ def test_output_still_invalid_after_repairs_needs_attention(store: Store, tmp_pa
     provider, calls = scripted(tmp_path, {"ask": [{"output": {"nope": 1}}] * 3})
     run = service.create_objective(store, "small", {"n": 5}).run
     engine(store, provider, max_repairs=2).run_until_idle()
-    stuck = store.get_run(run.id)
+    stuck = store.runs.get(run.id)
     assert stuck.status == RunStatus.NEEDS_ATTENTION
     assert "still invalid after 2 repair attempts" in (stuck.waiting or {})["reason"]
     assert len(read_calls(calls)) == 3
@@ -121,7 +121,7 @@ def test_model_call_budget_exhausted_needs_attention_with_reason(
     )
     run = service.create_objective(store, "small", {"n": 5}).run
     engine(store, provider).run_until_idle()
-    stuck = store.get_run(run.id)
+    stuck = store.runs.get(run.id)
     assert stuck.status == RunStatus.NEEDS_ATTENTION
     assert stuck.waiting == {
         "kind": "attention",
@@ -139,11 +139,11 @@ def test_budget_exhausted_fails_the_run_when_the_workflow_says_so(
     provider, calls = scripted(tmp_path, {"ask": [{"output": {"pick": "x"}}]})
     run = service.create_objective(store, "small", {"n": 5}).run
     engine(store, provider).run_until_idle()
-    failed = store.get_run(run.id)
+    failed = store.runs.get(run.id)
     assert failed.status == RunStatus.FAILED
     assert "model_calls" in (failed.waiting or {})["reason"]
     assert len(read_calls(calls)) == 1
-    assert store.get_objective(failed.objective_id).status == "failed"
+    assert store.objectives.get(failed.objective_id).status == "failed"
 
 
 def test_version_pinning_old_runs_finish_on_their_version(store: Store, tmp_path: Path) -> None:
@@ -159,9 +159,9 @@ def test_version_pinning_old_runs_finish_on_their_version(store: Store, tmp_path
     service.deliver_event(store, "ok", None, correlation={"n": 5})
     service.deliver_event(store, "ok", None, correlation={"n": 6})
     worker.run_until_idle()
-    assert store.get_run(old.id).context["outputs"] == {"total": 12}  # (7 + 5) * 1
-    assert store.get_run(new.id).context["outputs"] == {"total": 130}  # (7 + 6) * 10
-    assert store.get_run(old.id).workflow_digest == old.workflow_digest
+    assert store.runs.get(old.id).context["outputs"] == {"total": 12}  # (7 + 5) * 1
+    assert store.runs.get(new.id).context["outputs"] == {"total": 130}  # (7 + 6) * 10
+    assert store.runs.get(old.id).workflow_digest == old.workflow_digest
 
 
 def test_procurement_flow_runs_up_to_the_approval(store: Store, tmp_path: Path) -> None:
@@ -182,7 +182,7 @@ def test_procurement_flow_runs_up_to_the_approval(store: Store, tmp_path: Path) 
     run = service.create_objective(store, "procure_laptops", {"request": request}).run
     engine(store, provider).run_until_idle()
 
-    stuck = store.get_run(run.id)
+    stuck = store.runs.get(run.id)
     # The order is drafted and the run waits, leaseless, for the requester's decision.
     assert stuck.status == RunStatus.WAITING_FOR_APPROVAL
     assert stuck.current_state == "review"
@@ -211,8 +211,8 @@ def test_procurement_over_budget_ends_failed(store: Store, tmp_path: Path) -> No
     request = {"item": "laptop", "quantity": 10, "budget": 10000}
     run = service.create_objective(store, "procure_laptops", {"request": request}).run
     engine(store, provider).run_until_idle()
-    assert store.get_run(run.id).status == RunStatus.FAILED
-    assert store.get_run(run.id).current_state == "over_budget"
+    assert store.runs.get(run.id).status == RunStatus.FAILED
+    assert store.runs.get(run.id).current_state == "over_budget"
 
 
 def store_activities(store: Store, run_id: str) -> list[dict[str, object]]:
@@ -229,10 +229,10 @@ def test_the_objective_records_how_its_run_ended(store: Store, tmp_path: Path) -
     canceled = service.create_objective(store, "small", {"n": 6})
     worker = engine(store, provider)
     worker.run_until_idle()
-    assert store.get_objective(done.objective.id).status == "active"  # still waiting
+    assert store.objectives.get(done.objective.id).status == "active"  # still waiting
     service.deliver_event(store, "ok", {"by": "tester"}, correlation={"n": 5})
     worker.run_until_idle()
     service.cancel_run(store, canceled.run.id, reason="not needed")
-    assert store.get_run(done.run.id).status == RunStatus.COMPLETED
-    assert store.get_objective(done.objective.id).status == "satisfied"
-    assert store.get_objective(canceled.objective.id).status == "retired"
+    assert store.runs.get(done.run.id).status == RunStatus.COMPLETED
+    assert store.objectives.get(done.objective.id).status == "satisfied"
+    assert store.objectives.get(canceled.objective.id).status == "retired"

@@ -9,9 +9,9 @@ from pathlib import Path
 from openseal.runtime import service
 from openseal.runtime.engine import Engine, StepReport
 from openseal.runtime.models import fixed, read_calls
-from openseal.runtime.records import Claim
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
+from openseal.runtime.store.records import Claim
 from tests.runtime.engine_support import (
     PICK_7,
     engine,
@@ -44,7 +44,7 @@ def test_two_engines_racing_for_one_run_execute_one_turn(backend: Backend, tmp_p
     winners = [r for r in reports if r is not None]
     assert len(winners) == 1
     assert len(read_calls(calls)) == 1
-    assert setup.get_run(run.id).status == RunStatus.WAITING_FOR_EVENT
+    assert setup.runs.get(run.id).status == RunStatus.WAITING_FOR_EVENT
     assert event_types(setup, run).count("lease.claimed") == 1
 
 
@@ -73,12 +73,12 @@ def test_a_stalled_worker_is_fenced_off_after_a_takeover(backend: Backend, tmp_p
     real_clock = later.clock
     later.clock = lambda: real_clock() + timedelta(hours=1)
     Engine(later, fixed(provider), worker_id="B").run_until_idle()
-    assert setup.get_run(run.id).status == RunStatus.WAITING_FOR_EVENT
+    assert setup.runs.get(run.id).status == RunStatus.WAITING_FOR_EVENT
 
     release.set()
     thread.join(timeout=120)
     assert outcome and outcome[0] is not None and outcome[0].ending == "lost"
-    stored = setup.get_run(run.id)
+    stored = setup.runs.get(run.id)
     assert stored.stale_writes == 1
     assert stored.status == RunStatus.WAITING_FOR_EVENT
     assert "write.rejected_stale_epoch" in event_types(setup, run)
@@ -107,11 +107,11 @@ def test_pausing_a_run_mid_turn_fences_the_worker(backend: Backend, tmp_path: Pa
     release.set()
     thread.join(timeout=120)
     assert outcome[0] is not None and outcome[0].ending == "lost"
-    assert setup.get_run(run.id).status == RunStatus.PAUSED
+    assert setup.runs.get(run.id).status == RunStatus.PAUSED
 
     service.resume_run(setup, run.id)
     Engine(backend.open(), fixed(provider), worker_id="B").run_until_idle()
-    assert setup.get_run(run.id).status == RunStatus.WAITING_FOR_EVENT
+    assert setup.runs.get(run.id).status == RunStatus.WAITING_FOR_EVENT
     assert len(read_calls(calls)) == 1
 
 

@@ -11,7 +11,7 @@ from openseal.runtime import service
 from openseal.runtime.models import read_calls
 from openseal.runtime.statuses import AgentRequestStatus, RunStatus
 from openseal.runtime.store import Store
-from openseal.runtime.store_errors import InvalidStatus
+from openseal.runtime.store.errors import InvalidStatus
 from tests.runtime.engine_support import (
     DEFS,
     PICK_7,
@@ -35,7 +35,7 @@ def test_timer_wait_sleeps_without_a_lease_and_wakes_when_due(kinds: Store, tmp_
     run = service.create_objective(kinds, "nap", {}).run
     worker = engine(kinds, provider)
     worker.run_until_idle()
-    sleeping = kinds.get_run(run.id)
+    sleeping = kinds.runs.get(run.id)
     assert sleeping.status == RunStatus.SLEEPING
     assert sleeping.lease_owner is None
     assert sleeping.wake_at is not None
@@ -44,7 +44,7 @@ def test_timer_wait_sleeps_without_a_lease_and_wakes_when_due(kinds: Store, tmp_
     real_clock = kinds.clock
     kinds.clock = lambda: real_clock() + timedelta(hours=1, seconds=1)
     worker.run_until_idle()
-    assert kinds.get_run(run.id).status == RunStatus.COMPLETED
+    assert kinds.runs.get(run.id).status == RunStatus.COMPLETED
 
 
 def test_delegate_waits_for_the_agent_request_lifecycle(kinds: Store, tmp_path: Path) -> None:
@@ -52,24 +52,24 @@ def test_delegate_waits_for_the_agent_request_lifecycle(kinds: Store, tmp_path: 
     run = service.create_objective(kinds, "ask_helper", {}).run
     worker = engine(kinds, provider)
     worker.run_until_idle()
-    waiting = kinds.get_run(run.id)
+    waiting = kinds.runs.get(run.id)
     assert waiting.status == RunStatus.WAITING_FOR_AGENT
     request_id = (waiting.waiting or {})["agent_request_id"]
-    request = kinds.get_agent_request(request_id)
+    request = kinds.agent_requests.get(request_id)
     assert request.callee == "agent.helper"
     assert request.request["goal"] == "Count the laptops"
 
     service.ask_clarification(kinds, request_id, "Which office?", actor="agent:helper")
     worker.run_until_idle()
-    assert kinds.get_run(run.id).status == RunStatus.WAITING_FOR_AGENT  # still waiting
+    assert kinds.runs.get(run.id).status == RunStatus.WAITING_FOR_AGENT  # still waiting
     service.answer_clarification(kinds, request_id, "O4", actor="user:local")
     service.accept_request(kinds, request_id, actor="agent:helper")
     service.complete_request(kinds, request_id, {"count": 10}, actor="agent:helper")
     worker.run_until_idle()
-    done = kinds.get_run(run.id)
+    done = kinds.runs.get(run.id)
     assert done.status == RunStatus.COMPLETED
     assert done.context["states"]["delegate"] == {"count": 10}
-    assert kinds.get_agent_request(request_id).status == AgentRequestStatus.COMPLETED
+    assert kinds.agent_requests.get(request_id).status == AgentRequestStatus.COMPLETED
 
 
 def test_a_rejected_delegation_takes_the_rejected_transition(kinds: Store, tmp_path: Path) -> None:
@@ -77,18 +77,18 @@ def test_a_rejected_delegation_takes_the_rejected_transition(kinds: Store, tmp_p
     run = service.create_objective(kinds, "ask_helper", {}).run
     worker = engine(kinds, provider)
     worker.run_until_idle()
-    request_id = (kinds.get_run(run.id).waiting or {})["agent_request_id"]
+    request_id = (kinds.runs.get(run.id).waiting or {})["agent_request_id"]
     service.reject_request(kinds, request_id, "not my job", actor="agent:helper")
     worker.run_until_idle()
-    assert kinds.get_run(run.id).status == RunStatus.CANCELED
-    assert kinds.get_run(run.id).current_state == "refused"
+    assert kinds.runs.get(run.id).status == RunStatus.CANCELED
+    assert kinds.runs.get(run.id).current_state == "refused"
 
 
 def test_parallel_and_for_each_record_per_branch_and_per_item(kinds: Store, tmp_path: Path) -> None:
     provider, calls = scripted(tmp_path, {"both": [{"output": {"side": "left"}}]})
     run = service.create_objective(kinds, "fan", {"items": [1, 2, 3]}).run
     engine(kinds, provider).run_until_idle()
-    done = kinds.get_run(run.id)
+    done = kinds.runs.get(run.id)
     assert done.status == RunStatus.COMPLETED
     assert done.context["states"]["both"] == {"left": {"side": "left"}, "right": "right"}
     assert done.context["states"]["each"] == [10, 20, 30]
@@ -99,7 +99,7 @@ def test_for_each_over_max_items_takes_the_failed_transition(kinds: Store, tmp_p
     provider, _ = scripted(tmp_path, {"both": [{"output": {"side": "left"}}]})
     run = service.create_objective(kinds, "fan", {"items": [1, 2, 3, 4]}).run
     engine(kinds, provider).run_until_idle()
-    failed = kinds.get_run(run.id)
+    failed = kinds.runs.get(run.id)
     assert failed.status == RunStatus.FAILED
     assert failed.current_state == "too_many"
     assert "more than max_items 3" in failed.context["states"]["each"]["error"]
@@ -116,7 +116,7 @@ def test_pause_resume_cancel_through_the_service(store: Store, tmp_path: Path) -
     assert service.show_run(store, run.id).reason == "paused (was queued)"
     service.resume_run(store, run.id)
     worker.run_until_idle()
-    assert store.get_run(run.id).status == RunStatus.WAITING_FOR_EVENT
+    assert store.runs.get(run.id).status == RunStatus.WAITING_FOR_EVENT
 
     service.pause_run(store, run.id)
     resumed = service.resume_run(store, run.id)
@@ -138,11 +138,11 @@ def test_intervene_with_a_value_continues_from_the_stuck_state(
     run = service.create_objective(store, "small", {"n": 5}).run
     worker = engine(store, provider)
     worker.run_until_idle()
-    assert store.get_run(run.id).status == RunStatus.NEEDS_ATTENTION
+    assert store.runs.get(run.id).status == RunStatus.NEEDS_ATTENTION
 
     service.intervene(store, run.id, reason="operator picked", value={"pick": 9})
     worker.run_until_idle()
-    fixed = store.get_run(run.id)
+    fixed = store.runs.get(run.id)
     assert fixed.status == RunStatus.WAITING_FOR_EVENT
     assert fixed.context["states"]["sum"] == {"total": 14}
     assert len(read_calls(calls)) == 3  # the model was not asked again
@@ -156,7 +156,7 @@ def test_intervene_with_a_state_moves_the_run(store: Store, tmp_path: Path) -> N
     worker.run_until_idle()
     service.intervene(store, run.id, reason="skip it", state="too_small")
     worker.run_until_idle()
-    moved = store.get_run(run.id)
+    moved = store.runs.get(run.id)
     assert moved.status == RunStatus.FAILED
     assert moved.current_state == "too_small"
 
@@ -171,7 +171,7 @@ def test_retry_after_attention_calls_the_model_again(store: Store, tmp_path: Pat
     provider.responses["ask"] = [{"output": {"pick": 8}}]
     service.intervene(store, run.id, reason="model fixed, retry")
     worker.run_until_idle()
-    assert store.get_run(run.id).status == RunStatus.WAITING_FOR_EVENT
+    assert store.runs.get(run.id).status == RunStatus.WAITING_FOR_EVENT
     assert len(read_calls(calls)) == 4
 
 
@@ -209,6 +209,6 @@ def test_an_unexpected_handler_error_stops_the_run_not_the_worker(
     reports = engine(store, provider).run_until_idle()
     assert len(reports) == 2  # the worker carried on with the next run
     for run in (first, second):
-        stuck = store.get_run(run.id)
+        stuck = store.runs.get(run.id)
         assert stuck.status == RunStatus.NEEDS_ATTENTION
         assert (stuck.waiting or {})["reason"] == "RuntimeError: handler bug"

@@ -10,19 +10,18 @@ import threading
 import pytest
 import sqlalchemy as sa
 
-from openseal.runtime import schema
-from openseal.runtime.records import Claim
 from openseal.runtime.statuses import RunStatus
-from openseal.runtime.store import Store
-from openseal.runtime.store_errors import IdempotencyConflict
-from openseal.runtime.waits import Delivery
+from openseal.runtime.store import Store, schema
+from openseal.runtime.store.errors import IdempotencyConflict
+from openseal.runtime.store.inbound_events import Delivery
+from openseal.runtime.store.records import Claim
 from tests.runtime.support import Backend, new_run
 
 
 def _wait_for(store: Store, name: str, correlation: dict[str, object]) -> str:
-    held: Claim | None = store.claim_run("w1")
+    held: Claim | None = store.leases.claim("w1")
     assert held is not None
-    with store.fenced(held) as tx:
+    with store.leases.fenced(held) as tx:
         tx.register_event_wait(name, correlation)
     return held.run_id
 
@@ -36,46 +35,46 @@ def _stored(store: Store, name: str) -> int:
 def test_a_redelivered_event_does_not_satisfy_a_later_wait(store: Store) -> None:
     first_run, later_run = new_run(store, n=1), new_run(store, n=2)
     assert _wait_for(store, "shipped", {}) == first_run.id
-    delivered = store.receive_event("shipped", {}, {"po": "PO-1"}, key="evt_1")
+    delivered = store.inbound_events.receive("shipped", {}, {"po": "PO-1"}, key="evt_1")
     assert not delivered.duplicate and delivered.event.consumed_by_run_id == first_run.id
-    store.pause_run(first_run.id, "user:op", "out of the way: paused runs are not claimed")
+    store.runs.pause(first_run.id, "user:op", "out of the way: paused runs are not claimed")
 
     assert _wait_for(store, "shipped", {}) == later_run.id
-    again = store.receive_event("shipped", {}, {"po": "PO-1"}, key="evt_1")
+    again = store.inbound_events.receive("shipped", {}, {"po": "PO-1"}, key="evt_1")
     assert again.duplicate
     assert again.event.id == delivered.event.id
     assert again.event.consumed_by_run_id == first_run.id
-    assert store.get_run(later_run.id).status == RunStatus.WAITING_FOR_EVENT
+    assert store.runs.get(later_run.id).status == RunStatus.WAITING_FOR_EVENT
     assert _stored(store, "shipped") == 1
 
 
 def test_a_redelivery_before_any_wait_is_kept_once(store: Store) -> None:
     first_run, later_run = new_run(store, n=1), new_run(store, n=2)
-    kept = store.deliver_event("shipped", {"order": 7}, None, key="evt_2")
-    assert store.deliver_event("shipped", {"order": 7}, None, key="evt_2") == kept
+    kept = store.inbound_events.deliver("shipped", {"order": 7}, None, key="evt_2")
+    assert store.inbound_events.deliver("shipped", {"order": 7}, None, key="evt_2") == kept
     assert _wait_for(store, "shipped", {"order": 7}) == first_run.id
-    woken = store.get_run(first_run.id).waiting or {}
+    woken = store.runs.get(first_run.id).waiting or {}
     assert woken["delivered"]["inbound_event_id"] == kept.id
-    store.pause_run(first_run.id, "user:op", "out of the way: paused runs are not claimed")
+    store.runs.pause(first_run.id, "user:op", "out of the way: paused runs are not claimed")
     assert _wait_for(store, "shipped", {"order": 7}) == later_run.id
-    assert store.get_run(later_run.id).status == RunStatus.WAITING_FOR_EVENT
+    assert store.runs.get(later_run.id).status == RunStatus.WAITING_FOR_EVENT
     assert _stored(store, "shipped") == 1
 
 
 def test_the_same_key_for_another_event_is_refused(store: Store) -> None:
-    store.deliver_event("shipped", {"order": 7}, {"n": 1}, key="evt_3")
+    store.inbound_events.deliver("shipped", {"order": 7}, {"n": 1}, key="evt_3")
     with pytest.raises(IdempotencyConflict):
-        store.deliver_event("shipped", {"order": 7}, {"n": 2}, key="evt_3")
+        store.inbound_events.deliver("shipped", {"order": 7}, {"n": 2}, key="evt_3")
     with pytest.raises(IdempotencyConflict):
-        store.deliver_event("shipped", {"order": 8}, {"n": 1}, key="evt_3")
+        store.inbound_events.deliver("shipped", {"order": 8}, {"n": 1}, key="evt_3")
     # keys are the sender's ids for one event name: another name is another event
-    assert not store.receive_event("delivered", {}, None, key="evt_3").duplicate
+    assert not store.inbound_events.receive("delivered", {}, None, key="evt_3").duplicate
     assert _stored(store, "shipped") == 1
 
 
 def test_events_without_a_key_are_each_delivered(store: Store) -> None:
-    store.deliver_event("ping", {}, None)
-    store.deliver_event("ping", {}, None)
+    store.inbound_events.deliver("ping", {}, None)
+    store.inbound_events.deliver("ping", {}, None)
     assert _stored(store, "ping") == 2
 
 
@@ -89,7 +88,7 @@ def test_concurrent_redeliveries_store_the_event_once(backend: Backend) -> None:
     def deliver(store: Store) -> None:
         start.wait(timeout=30)
         try:
-            results.append(store.receive_event("shipped", {"order": 9}, None, key="evt_4"))
+            results.append(store.inbound_events.receive("shipped", {"order": 9}, None, key="evt_4"))
         except BaseException as exc:  # reported below, with the others
             results.append(exc)
 
@@ -105,5 +104,5 @@ def test_concurrent_redeliveries_store_the_event_once(backend: Backend) -> None:
     assert {d.event.id for d in deliveries} == {deliveries[0].event.id}
     assert {d.event.consumed_by_run_id for d in deliveries} == {run.id}
     assert _stored(stores[0], "shipped") == 1
-    delivered = [e for e in stores[0].events(run.id) if e.type == "wait.event_delivered"]
+    delivered = [e for e in stores[0].runs.events(run.id) if e.type == "wait.event_delivered"]
     assert len(delivered) == 1

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from openseal.runtime.records import Claim
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store, open_store
+from openseal.runtime.store.records import Claim
 from tests.runtime.support import Backend, eventually, new_run
 
 APPENDS = 40
@@ -16,24 +16,24 @@ APPENDS = 40
 
 def _append_many(store: Store, held: Claim, tag: str, count: int) -> None:
     for i in range(count):
-        with store.fenced(held) as tx:
+        with store.leases.fenced(held) as tx:
             tx.append_event("test.append", {"tag": tag, "i": i})
 
 
 def _assert_gap_free(store: Store, run_id: str, expected: int) -> None:
     seqs: list[int] = []
     after = 0
-    while page := store.events(run_id, after, limit=37):
+    while page := store.runs.events(run_id, after, limit=37):
         seqs.extend(e.seq for e in page)
         after = page[-1].seq
     assert seqs == list(range(1, expected + 1))
-    assert store.get_run(run_id).last_event_seq == expected
+    assert store.runs.get(run_id).last_event_seq == expected
 
 
 def test_concurrent_appends_from_two_threads_are_gap_free(backend: Backend) -> None:
     store = backend.open()
     run = new_run(store)
-    held = store.claim_run("w1")
+    held = store.leases.claim("w1")
     assert held is not None
     stores = [backend.open(), backend.open()]
     threads = [
@@ -46,7 +46,7 @@ def test_concurrent_appends_from_two_threads_are_gap_free(backend: Backend) -> N
         thread.join(timeout=120)
     # run.created + lease.claimed + both threads' appends
     _assert_gap_free(store, run.id, 2 + 2 * APPENDS)
-    tags = [e.payload.get("tag") for e in store.events(run.id, limit=1000)]
+    tags = [e.payload.get("tag") for e in store.runs.events(run.id, limit=1000)]
     assert tags.count("t0") == tags.count("t1") == APPENDS
 
 
@@ -63,7 +63,7 @@ def test_concurrent_appends_from_two_sqlite_processes_are_gap_free(tmp_path: Pat
     store = open_store(home=tmp_path)
     try:
         run = new_run(store)
-        held = store.claim_run("w1")
+        held = store.leases.claim("w1")
         assert held is not None
         context = multiprocessing.get_context("spawn")
         processes = [
@@ -82,34 +82,34 @@ def test_concurrent_appends_from_two_sqlite_processes_are_gap_free(tmp_path: Pat
 
 def test_state_change_and_event_commit_together(store: Store) -> None:
     run = new_run(store)
-    held = store.claim_run("w1")
+    held = store.leases.claim("w1")
     assert held is not None
-    with store.fenced(held) as tx:
+    with store.leases.fenced(held) as tx:
         changed = tx.update_run(current_state="research", event="state.entered")
-    event = store.events(run.id)[-1]
+    event = store.runs.events(run.id)[-1]
     assert (event.type, event.seq, event.payload) == (
         "state.entered",
         changed.last_event_seq,
         {"current_state": "research"},
     )
-    assert store.get_run(run.id).revision == changed.revision
+    assert store.runs.get(run.id).revision == changed.revision
 
 
 def test_follow_events_yields_new_events_until_the_run_ends(backend: Backend) -> None:
     store = backend.open()
     run = new_run(store)
-    held = store.claim_run("w1")
+    held = store.leases.claim("w1")
     assert held is not None
     seen: list[str] = []
 
     def follow() -> None:
         follower = backend.open()
-        seen.extend(e.type for e in follower.follow_events(run.id, timeout=60))
+        seen.extend(e.type for e in follower.runs.follow_events(run.id, timeout=60))
 
     thread = threading.Thread(target=follow)
     thread.start()
     eventually(lambda: "lease.claimed" in seen)
-    with store.fenced(held) as tx:
+    with store.leases.fenced(held) as tx:
         tx.append_event("step", {})
         tx.update_run(status=RunStatus.COMPLETED, event="run.completed")
     thread.join(timeout=60)

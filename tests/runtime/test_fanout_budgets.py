@@ -147,7 +147,7 @@ def test_six_units_with_one_model_call_left_make_exactly_one_call(
 
     assert len(crowd.calls) == 1  # the other five were refused before calling
     assert len(model_activities(store, run_id)) == 1
-    run = store.get_run(run_id)
+    run = store.runs.get(run_id)
     assert run.budget_used == {"turns": 1, "model_calls": 1, "tokens": TOKENS_PER_CALL}
     assert run.status == RunStatus.NEEDS_ATTENTION
     assert run.waiting is not None
@@ -169,7 +169,7 @@ def test_every_call_made_in_a_fan_out_is_recorded_and_counted_before_the_run_sto
     made = len(crowd.calls)
     assert made == 6
     assert len(model_activities(store, run_id)) == made
-    run = store.get_run(run_id)
+    run = store.runs.get(run_id)
     assert run.budget_used == {"turns": 1, "model_calls": made, "tokens": made * TOKENS_PER_CALL}
     assert run.status == RunStatus.NEEDS_ATTENTION
     assert run.waiting is not None
@@ -184,7 +184,7 @@ def test_a_fan_out_within_budget_completes_and_leaves_no_reservation(
     crowd = Crowd()
     Engine(store, fixed(crowd), worker_id="w").run_until_idle()
 
-    run = store.get_run(run_id)
+    run = store.runs.get(run_id)
     assert run.status == RunStatus.COMPLETED
     assert run.context["states"]["price"] == [{"price": 1}] * 6
     assert run.budget_used == {"turns": 1, "model_calls": 6, "tokens": 6 * TOKENS_PER_CALL}

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from packaging.requirements import Requirement
 from sqlalchemy import event
 
-from openseal.runtime import fastsql, schema
+from openseal.runtime.store import fastsql, schema
 from tests.runtime.support import Backend
 
 inbound = schema.inbound_events

@@ -19,10 +19,10 @@ from openseal.runtime.gateway import (
     check_run,
     risk,
 )
-from openseal.runtime.records import DefinitionVersion
 from openseal.runtime.skill_documents import skill_spec
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
+from openseal.runtime.store.records import DefinitionVersion
 from openseal.runtime.workflow import CompiledWorkflow, WorkflowCatalog
 from tests.runtime.engine_support import PROCUREMENT, compile_files, register
 from tests.runtime.gateway_support import Document, doctored, plain, tools_workflow

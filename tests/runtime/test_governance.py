@@ -12,7 +12,7 @@ from openseal.runtime import governance as gov
 from openseal.runtime.change_proposals import POLICY_ACTOR
 from openseal.runtime.statuses import ChangeProposalStatus as S
 from openseal.runtime.store import Store
-from openseal.runtime.store_errors import InvalidStatus
+from openseal.runtime.store.errors import InvalidStatus
 from tests.runtime.governance_support import WORKFLOW, compile_set, governance_yaml, key
 
 ALICE, BOB, CAROL = "user:alice", "user:bob", "user:carol"
@@ -20,7 +20,7 @@ Docs = dict[str, CompiledDocument]
 
 
 def active_digest(store: Store, name: str = WORKFLOW) -> str | None:
-    version = store.active_version(name)
+    version = store.definitions.active_version(name)
     return None if version is None else version.digest
 
 
@@ -61,8 +61,8 @@ def test_full_lifecycle_from_proposal_to_activation(store: Store, tmp_path: Path
     assert proposal.policy["source"] == "bundle"
     assert "workflow.answer" in proposal.diff["definitions"]["added"]
     # Dependencies are stored as versions but are not deployments.
-    assert store.get_version(key(docs, "agent.helper")).name == "helper"
-    assert store.deployment("helper") is None
+    assert store.definitions.get(key(docs, "agent.helper")).name == "helper"
+    assert store.definitions.deployment("helper") is None
 
     reviewed = gov.review(store, proposal.id, BOB, "approve", comment="looks right")
     assert reviewed.status is S.IN_REVIEW
@@ -93,7 +93,7 @@ def test_decision_without_activation_leaves_the_old_version_active(
     approved = gov.decide(store, proposal.id, CAROL, "approve")
     assert approved.status is S.APPROVED
     assert active_digest(store) == v1
-    run = store.create_objective("acme", WORKFLOW, {"question": "q"}, actor=ALICE).run
+    run = store.objectives.create("acme", WORKFLOW, {"question": "q"}, actor=ALICE).run
     assert run.workflow_digest == v1
 
 
@@ -289,8 +289,8 @@ def test_out_of_band_activation_makes_a_proposal_stale(
     gov.decide(store, proposal.id, CAROL, "approve")
     other = compile_set(tmp_path / "v3", max_risk="read")
     for doc in other.values():
-        store.put_version(doc.digest.removeprefix("sha256:"), doc.kind, doc.name, doc.document)
-    store.activate(WORKFLOW, key(other, "workflow.answer"), "user:ops")
+        store.definitions.put(doc.digest.removeprefix("sha256:"), doc.kind, doc.name, doc.document)
+    store.definitions.activate(WORKFLOW, key(other, "workflow.answer"), "user:ops")
     with pytest.raises(gov.StaleProposal):
         gov.activate(store, proposal.id, CAROL)
 
@@ -362,7 +362,7 @@ def test_rollback_goes_through_a_recorded_proposal(store: Store, tmp_path: Path)
     assert history[-1].change_proposal_id == proposal.id
     assert history[-1].previous_digest == key(v2, "workflow.answer")
     # Old versions stay stored and loadable.
-    assert store.get_version(key(v2, "workflow.answer")).kind == "workflow"
+    assert store.definitions.get(key(v2, "workflow.answer")).kind == "workflow"
 
 
 def test_rollback_to_an_explicit_digest_and_refusals(
@@ -393,11 +393,11 @@ def test_runs_keep_their_version_and_new_runs_use_the_activated_one(
     store: Store, tmp_path: Path, v1_live: Docs
 ) -> None:
     v1 = key(v1_live, "workflow.answer")
-    before = store.create_objective("acme", WORKFLOW, {"question": "a"}, actor=ALICE).run
+    before = store.objectives.create("acme", WORKFLOW, {"question": "a"}, actor=ALICE).run
     v2 = push_through(store, file(store, compile_set(tmp_path / "v2", max_risk="read")))
-    after = store.create_objective("acme", WORKFLOW, {"question": "b"}, actor=ALICE).run
+    after = store.objectives.create("acme", WORKFLOW, {"question": "b"}, actor=ALICE).run
     assert before.workflow_digest == v1
-    assert store.get_run(before.id).workflow_digest == v1
+    assert store.runs.get(before.id).workflow_digest == v1
     assert after.workflow_digest == key_of(v2) != v1
 
 

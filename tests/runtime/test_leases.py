@@ -7,18 +7,17 @@ import pytest
 import sqlalchemy as sa
 
 from openseal.errors import ClaimLost
-from openseal.runtime import schema
 from openseal.runtime.clock import new_id
-from openseal.runtime.records import Claim
 from openseal.runtime.states.base import LeaseLost
 from openseal.runtime.statuses import WAITING_RUN_STATUSES, RunStatus
-from openseal.runtime.store import Store
-from openseal.runtime.store_errors import StaleEpoch
+from openseal.runtime.store import Store, schema
+from openseal.runtime.store.errors import StaleEpoch
+from openseal.runtime.store.records import Claim
 from tests.runtime.support import Backend, new_run
 
 
 def claim(store: Store, worker: str = "w1", **options: object) -> Claim:
-    claimed = store.claim_run(worker, **options)  # type: ignore[arg-type]
+    claimed = store.leases.claim(worker, **options)  # type: ignore[arg-type]
     assert claimed is not None
     return claimed
 
@@ -27,15 +26,15 @@ def test_claim_sets_lease_increments_epoch_and_records_event(store: Store) -> No
     run = new_run(store)
     first = claim(store)
     assert (first.run_id, first.epoch, first.claimed_from) == (run.id, 1, RunStatus.QUEUED)
-    stored = store.get_run(run.id)
+    stored = store.runs.get(run.id)
     assert stored.status == RunStatus.RUNNING
     assert stored.lease_owner == "w1"
     assert stored.lease_expires_at == first.lease_expires_at
-    assert store.claim_run("w2") is None  # nothing else runnable
-    assert store.release(first)
+    assert store.leases.claim("w2") is None  # nothing else runnable
+    assert store.leases.release(first)
     second = claim(store, "w2")
     assert second.epoch == 2
-    types = [e.type for e in store.events(run.id)]
+    types = [e.type for e in store.runs.events(run.id)]
     assert types == ["run.created", "lease.claimed", "lease.released", "lease.claimed"]
 
 
@@ -48,7 +47,7 @@ def test_two_workers_race_for_one_run_and_exactly_one_wins(backend: Backend) -> 
 
     def worker(index: int) -> None:
         barrier.wait()
-        results[index] = stores[index].claim_run(f"w{index}")
+        results[index] = stores[index].leases.claim(f"w{index}")
 
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(2)]
     for thread in threads:
@@ -58,7 +57,7 @@ def test_two_workers_race_for_one_run_and_exactly_one_wins(backend: Backend) -> 
     winners = [r for r in results if r is not None]
     assert len(winners) == 1
     assert winners[0].run_id == run.id
-    assert setup.get_run(run.id).epoch == 1
+    assert setup.runs.get(run.id).epoch == 1
 
 
 def test_expired_lease_is_taken_over_and_the_old_worker_is_fenced(store: Store) -> None:
@@ -68,21 +67,21 @@ def test_expired_lease_is_taken_over_and_the_old_worker_is_fenced(store: Store) 
     new = claim(store, "new", now=later)
     assert new.epoch == old.epoch + 1
     assert new.claimed_from == RunStatus.RUNNING
-    assert store.heartbeat(old) is False
-    assert store.heartbeat(new) is True
+    assert store.leases.heartbeat(old) is False
+    assert store.leases.heartbeat(new) is True
 
-    with pytest.raises(StaleEpoch) as raised, store.fenced(old) as tx:
+    with pytest.raises(StaleEpoch) as raised, store.leases.fenced(old) as tx:
         tx.append_event("should.not.land", {})
     assert (raised.value.claim_epoch, raised.value.run_epoch) == (1, 2)
-    stored = store.get_run(run.id)
+    stored = store.runs.get(run.id)
     assert stored.stale_writes == 1
-    last = store.events(run.id)[-1]
+    last = store.runs.events(run.id)[-1]
     assert last.type == "write.rejected_stale_epoch"
     assert last.payload["claim_epoch"] == 1
-    assert "should.not.land" not in [e.type for e in store.events(run.id)]
-    with store.fenced(new) as tx:
+    assert "should.not.land" not in [e.type for e in store.runs.events(run.id)]
+    with store.leases.fenced(new) as tx:
         tx.append_event("accepted", {"by": "new"})
-    assert store.events(run.id)[-1].type == "accepted"
+    assert store.runs.events(run.id)[-1].type == "accepted"
 
 
 def test_a_lost_claim_passes_through_a_broad_except_exception(store: Store) -> None:
@@ -94,7 +93,7 @@ def test_a_lost_claim_passes_through_a_broad_except_exception(store: Store) -> N
     swallowed: list[BaseException] = []
     with pytest.raises(StaleEpoch):
         try:
-            with store.fenced(old) as tx:
+            with store.leases.fenced(old) as tx:
                 tx.append_event("should.not.land", {})
         except Exception as exc:  # what a careless wrapper does
             swallowed.append(exc)
@@ -107,11 +106,11 @@ def test_a_lost_claim_passes_through_a_broad_except_exception(store: Store) -> N
 def test_a_failing_body_writes_nothing(store: Store) -> None:
     run = new_run(store)
     held = claim(store)
-    before = store.get_run(run.id).last_event_seq
-    with pytest.raises(ZeroDivisionError), store.fenced(held) as tx:
+    before = store.runs.get(run.id).last_event_seq
+    with pytest.raises(ZeroDivisionError), store.leases.fenced(held) as tx:
         tx.update_run(current_state="draft")
         _ = 1 / 0
-    after = store.get_run(run.id)
+    after = store.runs.get(run.id)
     assert after.last_event_seq == before
     assert after.current_state is None
 
@@ -120,31 +119,31 @@ def test_a_failing_body_writes_nothing(store: Store) -> None:
 def test_entering_a_waiting_status_releases_the_lease(store: Store, status: RunStatus) -> None:
     run = new_run(store)
     held = claim(store)
-    with store.fenced(held) as tx:
+    with store.leases.fenced(held) as tx:
         tx.update_run(status=status, waiting={"kind": "test"})
-    stored = store.get_run(run.id)
+    stored = store.runs.get(run.id)
     assert (stored.status, stored.lease_owner, stored.lease_expires_at) == (status, None, None)
-    assert store.claim_run("w2") is None
-    assert store.heartbeat(held) is False
-    with pytest.raises(StaleEpoch), store.fenced(held) as tx:
+    assert store.leases.claim("w2") is None
+    assert store.leases.heartbeat(held) is False
+    with pytest.raises(StaleEpoch), store.leases.fenced(held) as tx:
         tx.append_event("late", {})
 
 
 @pytest.mark.parametrize("status", [RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.QUEUED])
 def test_leaving_running_releases_the_lease(store: Store, status: RunStatus) -> None:
     run = new_run(store)
-    with store.fenced(claim(store)) as tx:
+    with store.leases.fenced(claim(store)) as tx:
         tx.update_run(status=status)
-    assert store.get_run(run.id).lease_owner is None
+    assert store.runs.get(run.id).lease_owner is None
 
 
 def test_sleeping_run_wakes_when_its_time_comes(store: Store) -> None:
     run = new_run(store)
     held = claim(store)
     wake_at = held.lease_expires_at + timedelta(hours=1)
-    with store.fenced(held) as tx:
+    with store.leases.fenced(held) as tx:
         tx.update_run(status=RunStatus.SLEEPING, wake_at=wake_at, waiting={"kind": "timer"})
-    assert store.claim_run("w2", now=wake_at - timedelta(seconds=1)) is None
+    assert store.leases.claim("w2", now=wake_at - timedelta(seconds=1)) is None
     woken = claim(store, "w2", now=wake_at)
     assert (woken.run_id, woken.claimed_from, woken.epoch) == (run.id, RunStatus.SLEEPING, 2)
     assert woken.run.waiting == {"kind": "timer"}
@@ -153,7 +152,7 @@ def test_sleeping_run_wakes_when_its_time_comes(store: Store) -> None:
 
 def test_ten_thousand_waiting_runs_hold_no_lease_and_nothing_is_claimable(store: Store) -> None:
     template = new_run(store)
-    with store.fenced(claim(store)) as tx:
+    with store.leases.fenced(claim(store)) as tx:
         tx.update_run(status=RunStatus.WAITING_FOR_APPROVAL, waiting={"kind": "approval"})
     statuses = sorted(WAITING_RUN_STATUSES | {RunStatus.PAUSED, RunStatus.NEEDS_ATTENTION})
     now = store.now()
@@ -183,4 +182,4 @@ def test_ten_thousand_waiting_runs_hold_no_lease_and_nothing_is_claimable(store:
         ).scalar_one()
         total = conn.execute(sa.select(sa.func.count()).select_from(schema.runs)).scalar_one()
     assert (leased, total) == (0, 10_001)
-    assert store.claim_run("w9") is None
+    assert store.leases.claim("w9") is None

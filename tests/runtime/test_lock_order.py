@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from openseal.runtime import proposals, service_actions
+from openseal.runtime import service_actions
 from openseal.runtime.dispatch import target_for
 from openseal.runtime.reconcile import mark_unknown, record
 from openseal.runtime.store import Store
@@ -44,9 +44,9 @@ def test_action_writers_lock_the_run_before_the_action(
     )
     [action] = service_actions.list_actions(store, run_id=run.id)
     with store.read() as conn:
-        proposal = proposals.get(conn, action.proposal_id)
+        proposal = store.proposals.get(conn, action.proposal_id)
     target = target_for(
-        WorkflowCatalog(store).workflow(store.get_run(run.id).workflow_digest), proposal
+        WorkflowCatalog(store).workflow(store.runs.get(run.id).workflow_digest), proposal
     )
 
     blocker = store.engine.connect()

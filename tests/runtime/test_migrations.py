@@ -6,8 +6,8 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
 from openseal.errors import StoreError
-from openseal.runtime import migrations
-from openseal.runtime.schema import metadata
+from openseal.runtime.store import migrations
+from openseal.runtime.store.schema import metadata
 from tests.runtime.support import Backend
 
 

@@ -5,93 +5,93 @@ import pytest
 from openseal.errors import StoreError
 from openseal.runtime.statuses import ObjectiveStatus, RunStatus
 from openseal.runtime.store import Store
-from openseal.runtime.store_errors import IdempotencyConflict, NotFound
+from openseal.runtime.store.errors import IdempotencyConflict, NotFound
 from tests.runtime.support import DOCUMENT, WORKFLOW, deploy, digest_of
 
 
 def test_put_version_is_idempotent_and_immutable(store: Store) -> None:
     digest = digest_of(DOCUMENT)
-    first = store.put_version(digest, "workflow", WORKFLOW, DOCUMENT)
-    again = store.put_version(digest, "workflow", WORKFLOW, dict(reversed(DOCUMENT.items())))
+    first = store.definitions.put(digest, "workflow", WORKFLOW, DOCUMENT)
+    again = store.definitions.put(digest, "workflow", WORKFLOW, dict(reversed(DOCUMENT.items())))
     assert again.created_at == first.created_at
-    assert store.get_version(digest).document == DOCUMENT
+    assert store.definitions.get(digest).document == DOCUMENT
     with pytest.raises(IdempotencyConflict):
-        store.put_version(digest, "workflow", WORKFLOW, {**DOCUMENT, "extra": 1})
+        store.definitions.put(digest, "workflow", WORKFLOW, {**DOCUMENT, "extra": 1})
     with pytest.raises(NotFound):
-        store.get_version("0" * 64)
+        store.definitions.get("0" * 64)
 
 
 def test_activation_history_and_pinning(store: Store) -> None:
     v1 = deploy(store)
-    first = store.create_objective("acme", WORKFLOW, {"n": 1}, actor="user:a")
+    first = store.objectives.create("acme", WORKFLOW, {"n": 1}, actor="user:a")
     v2_doc = {**DOCUMENT, "graph": {"initial": "draft", "states": ["draft", "done"]}}
     v2 = digest_of(v2_doc)
-    store.put_version(v2, "workflow", WORKFLOW, v2_doc)
-    store.activate(WORKFLOW, v2, "user:b", change_proposal_id="cp1", reason="faster")
-    second = store.create_objective("acme", WORKFLOW, {"n": 2}, actor="user:a")
+    store.definitions.put(v2, "workflow", WORKFLOW, v2_doc)
+    store.definitions.activate(WORKFLOW, v2, "user:b", change_proposal_id="cp1", reason="faster")
+    second = store.objectives.create("acme", WORKFLOW, {"n": 2}, actor="user:a")
 
     assert first.run.workflow_digest == v1
-    assert store.get_run(first.run.id).workflow_digest == v1  # old runs stay pinned
+    assert store.runs.get(first.run.id).workflow_digest == v1  # old runs stay pinned
     assert second.run.workflow_digest == v2
-    history = store.deployment_history(WORKFLOW)
+    history = store.definitions.history(WORKFLOW)
     assert [(a.digest, a.previous_digest) for a in history] == [(v1, None), (v2, v1)]
     assert history[1].change_proposal_id == "cp1"
     assert history[1].actor == "user:b"
-    assert store.active_version(WORKFLOW) is not None
-    assert store.get_version(v1).digest == v1  # old versions stay loadable
+    assert store.definitions.active_version(WORKFLOW) is not None
+    assert store.definitions.get(v1).digest == v1  # old versions stay loadable
 
 
 def test_activate_refuses_unknown_digest_and_other_names(store: Store) -> None:
     with pytest.raises(NotFound):
-        store.activate(WORKFLOW, "1" * 64, "user:a")
+        store.definitions.activate(WORKFLOW, "1" * 64, "user:a")
     digest = deploy(store)
     with pytest.raises(StoreError) as raised:
-        store.activate("another", digest, "user:a")
+        store.definitions.activate("another", digest, "user:a")
     assert raised.value.code == "name_mismatch"
 
 
 def test_create_objective_needs_a_deployed_workflow(store: Store) -> None:
     with pytest.raises(StoreError) as raised:
-        store.create_objective("acme", "nothing", {}, actor="user:a")
+        store.objectives.create("acme", "nothing", {}, actor="user:a")
     assert raised.value.code == "not_deployed"
 
 
 def test_create_objective_queues_a_first_run_with_an_event(store: Store) -> None:
     deploy(store)
-    created = store.create_objective("acme", WORKFLOW, {"n": 3}, actor="user:a")
+    created = store.objectives.create("acme", WORKFLOW, {"n": 3}, actor="user:a")
     assert created.created
     assert created.objective.status == ObjectiveStatus.ACTIVE
     assert created.objective.project == "acme"
     assert created.run.status == RunStatus.QUEUED
     assert created.run.context == {"inputs": {"n": 3}, "states": {}}
-    [event] = store.events(created.run.id)
+    [event] = store.runs.events(created.run.id)
     assert (event.seq, event.type, event.actor) == (1, "run.created", "user:a")
     assert event.payload["objective_id"] == created.objective.id
 
 
 def test_objective_idempotency_on_request_key(store: Store) -> None:
     deploy(store)
-    first = store.create_objective("acme", WORKFLOW, {"n": 1}, request_key="k1", actor="u")
-    again = store.create_objective("acme", WORKFLOW, {"n": 1}, request_key="k1", actor="u")
+    first = store.objectives.create("acme", WORKFLOW, {"n": 1}, request_key="k1", actor="u")
+    again = store.objectives.create("acme", WORKFLOW, {"n": 1}, request_key="k1", actor="u")
     assert not again.created
     assert again.objective.id == first.objective.id
     assert again.run.id == first.run.id
-    assert len(store.list_runs()) == 1
+    assert len(store.runs.query()) == 1
     with pytest.raises(StoreError) as raised:
-        store.create_objective("acme", WORKFLOW, {"n": 2}, request_key="k1", actor="u")
+        store.objectives.create("acme", WORKFLOW, {"n": 2}, request_key="k1", actor="u")
     assert raised.value.code == "idempotency_conflict"
-    other = store.create_objective("acme", WORKFLOW, {"n": 1}, request_key="k2", actor="u")
+    other = store.objectives.create("acme", WORKFLOW, {"n": 1}, request_key="k2", actor="u")
     assert other.objective.id != first.objective.id
 
 
 def test_list_runs_filters_and_pages(store: Store) -> None:
     deploy(store)
-    ids = [store.create_objective("acme", WORKFLOW, {"n": i}, actor="u").run.id for i in range(5)]
-    page1 = store.list_runs(limit=2)
-    page2 = store.list_runs(limit=10, after=page1[-1].id)
+    ids = [store.objectives.create("acme", WORKFLOW, {"n": i}, actor="u").run.id for i in range(5)]
+    page1 = store.runs.query(limit=2)
+    page2 = store.runs.query(limit=10, after=page1[-1].id)
     assert [r.id for r in page1 + page2] == sorted(ids)
-    assert store.list_runs(status=RunStatus.RUNNING) == ()
-    assert len(store.list_runs(status=RunStatus.QUEUED)) == 5
+    assert store.runs.query(status=RunStatus.RUNNING) == ()
+    assert len(store.runs.query(status=RunStatus.QUEUED)) == 5
 
 
 def test_inputs_are_checked_against_the_version_the_run_pins(
@@ -104,16 +104,18 @@ def test_inputs_are_checked_against_the_version_the_run_pins(
     strings = {**DOCUMENT, "inputs": {"type": "object", "properties": {"n": {"type": "string"}}}}
     deploy(store, numbers)
     v2 = digest_of(strings)
-    store.put_version(v2, "workflow", WORKFLOW, strings)
-    looked_up = store.active_version
+    store.definitions.put(v2, "workflow", WORKFLOW, strings)
+    looked_up = store.definitions.active_version
 
     def activation_in_between(name: str) -> object:
         # The service looks at the active version; an activation lands right after.
         found = looked_up(name)
-        store.activate(WORKFLOW, v2, "user:b", change_proposal_id="cp1", reason="strings")
+        store.definitions.activate(
+            WORKFLOW, v2, "user:b", change_proposal_id="cp1", reason="strings"
+        )
         return found
 
-    monkeypatch.setattr(store, "active_version", activation_in_between)
+    monkeypatch.setattr(store.definitions, "active_version", activation_in_between)
     with pytest.raises(UsageError, match="n: 1 is not of type 'string'"):
         service.create_objective(store, WORKFLOW, {"n": 1})
     assert service.list_objectives(store) == []

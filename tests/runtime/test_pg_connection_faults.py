@@ -96,15 +96,15 @@ def test_lost_listening_sessions_never_weaken_transactions(
     committed = 0
     for n in range(10):
         run = new_run(store, n=n)
-        claim = store.claim_run("w1")
+        claim = store.leases.claim("w1")
         assert claim is not None and claim.run_id == run.id
-        with pytest.raises(Boom), store.fenced(claim) as tx:
+        with pytest.raises(Boom), store.leases.fenced(claim) as tx:
             tx.update_run(context={"poisoned": True})
             tx.conn  # noqa: B018 - writes the held-back change inside the transaction
             raise Boom
-        if direct.get_run(run.id).context.get("poisoned"):
+        if direct.runs.get(run.id).context.get("poisoned"):
             committed += 1
-        store.pause_run(run.id, "user:op", "hold")
+        store.runs.pause(run.id, "user:op", "hold")
     assert committed == 0
 
 

@@ -39,17 +39,17 @@ def test_a_proposal_is_stored_as_an_artefact_before_the_run_leaves_the_state(
     assert document["spend"] == {"amount": 11490, "currency": "EUR"}
     assert document["actor"] == "team.procurement.role.buyer"
     assert document["run"] == run.id
-    skill = store.get_version(proposal.skill_digest.removeprefix("sha256:"))
+    skill = store.definitions.get(proposal.skill_digest.removeprefix("sha256:"))
     assert (document["skill"]["name"], skill.name) == ("submit_purchase_order", proposal.skill)
     # Recorded, with its event, before the run advanced out of `draft`.
-    events = [(e.type, e.payload) for e in store.events(run.id, 0, 1000)]
+    events = [(e.type, e.payload) for e in store.runs.events(run.id, 0, 1000)]
     drafted = next(i for i, (t, _) in enumerate(events) if t == "proposal.drafted")
     left = next(
         i for i, (t, p) in enumerate(events) if t == "state.advanced" and p["from"] == "draft"
     )
     assert drafted < left
     assert events[drafted][1]["hash"] == proposal.hash
-    output = store.get_run(run.id).context["states"]["draft"]["order"]
+    output = store.runs.get(run.id).context["states"]["draft"]["order"]
     assert (output["id"], output["hash"]) == (proposal.id, proposal.hash)
     [action] = service_actions.list_actions(store, run_id=run.id)
     assert action.key == f"{run.id}:{proposal.hash}"
@@ -115,16 +115,16 @@ def test_an_altered_proposal_after_approval_needs_a_new_approval(
     engine = f.engine()
     while f.status(run) == RunStatus.QUEUED or f.status(run) == RunStatus.RUNNING:
         engine.step()
-        if store.get_run(run.id).current_state == "review":
+        if store.runs.get(run.id).current_state == "review":
             break
-    assert store.get_run(run.id).current_state == "review"
-    new_hash = store.get_run(run.id).context["states"]["draft"]["order"]["hash"]
+    assert store.runs.get(run.id).current_state == "review"
+    new_hash = store.runs.get(run.id).context["states"]["draft"]["order"]["hash"]
     assert new_hash != approved.proposal_hash
     service.pause_run(store, run.id)
     service.intervene(store, run.id, reason="skip the review", state="submit")
     service.resume_run(store, run.id)
     f.run_until_idle()
-    current = store.get_run(run.id)
+    current = store.runs.get(run.id)
     assert current.status == RunStatus.NEEDS_ATTENTION
     assert "has no approval" in str((current.waiting or {}).get("reason"))
     assert simulator.order_count() == 0

@@ -58,7 +58,7 @@ def _run(store: Store, tmp: Path, retry: str, failures: int) -> tuple[str, dict[
     provider = ScriptedProvider({"ask": ask, "check": [{"output": {"ok": True}}]})
     run = service.create_objective(store, "tools", {"item": "laptop"}).run
     engine(store, provider).run_until_idle()
-    assert store.get_run(run.id).status == RunStatus.COMPLETED
+    assert store.runs.get(run.id).status == RunStatus.COMPLETED
     return run.id, activities(store, run.id)["ask:1:tool:1:0"]
 
 

@@ -15,10 +15,10 @@ import sqlalchemy as sa
 from openseal.api import ApiSettings
 from openseal.cli.main import main
 from openseal.compiler.lang import types as ty
-from openseal.runtime import schema, service_actions
+from openseal.runtime import service_actions
 from openseal.runtime.replies import EXCERPT_CHARS, scrub, unfit_reply
 from openseal.runtime.statuses import ActionStatus, RunStatus
-from openseal.runtime.store import Store
+from openseal.runtime.store import Store, schema
 from openseal.simulator.procurement import ProcurementSimulator
 from openseal.skills.base import SkillResult
 from openseal.skills.secrets import Secret
@@ -66,7 +66,7 @@ def test_an_echoed_credential_is_stored_nowhere_and_an_unfit_reply_only_in_part(
     simulator.set_fault(echo_credential=True)
     f.run_until_idle()
     [order] = simulator.orders()  # the order was placed, the reply was an echo
-    assert store.get_run(run_id).status == RunStatus.NEEDS_ATTENTION
+    assert store.runs.get(run_id).status == RunStatus.NEEDS_ATTENTION
     [action] = service_actions.list_actions(store, run_id=run_id)
     assert action.status == ActionStatus.NEEDS_ATTENTION
     assert "its reply does not fit" in str(action.error)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from openseal.runtime import service_actions
 from openseal.runtime.models import ScriptedProvider
-from openseal.runtime.records import Run
 from openseal.runtime.statuses import ActionStatus, RunStatus
 from openseal.runtime.store import Store
+from openseal.runtime.store.records import Run
 from openseal.simulator.procurement import ProcurementSimulator
 from tests.runtime.action_support import (  # noqa: F401
     EXAMPLE,
@@ -36,7 +36,7 @@ def activate_grant(store: Store, tmp: Path, constraints: str) -> str:
     assert GRANT in text
     team.write_text(text.replace(GRANT, f"constraints = {constraints}"), encoding="utf-8")
     register(store, compile_files(*sorted((root / "hcl").glob("*.hcl"))))
-    active = store.active_version("procure_laptops")
+    active = store.definitions.active_version("procure_laptops")
     assert active is not None
     return active.digest
 
@@ -56,11 +56,11 @@ def test_a_grant_narrowed_after_approval_stops_the_in_flight_action(
 ) -> None:
     f = flow(store, simulator, tmp_path)
     run = approved(f)
-    pinned = store.get_run(run.id).workflow_digest
+    pinned = store.runs.get(run.id).workflow_digest
     active = activate_grant(store, tmp_path, '[args.total <= 5000, args.currency == "EUR"]')
     assert active != pinned
     f.run_until_idle()
-    current = store.get_run(run.id)
+    current = store.runs.get(run.id)
     assert current.workflow_digest == pinned  # still pinned: only the narrowing reached it
     assert current.status == RunStatus.NEEDS_ATTENTION
     reason = str((current.waiting or {}).get("reason"))
@@ -89,7 +89,7 @@ def test_a_grant_revoked_after_approval_stops_the_in_flight_action(
     workflow.write_text(wf.replace("team.procurement.role.buyer", "team.procurement"), "utf-8")
     register(store, compile_files(*sorted((root / "hcl").glob("*.hcl"))))
     f.run_until_idle()
-    current = store.get_run(run.id)
+    current = store.runs.get(run.id)
     assert current.status == RunStatus.NEEDS_ATTENTION
     reason = str((current.waiting or {}).get("reason"))
     assert "no longer grants skill submit_purchase_order to team.procurement.role.buyer" in reason
@@ -104,7 +104,7 @@ def test_a_widening_after_approval_never_reaches_the_in_flight_action(
     run = approved(f)  # pinned to the narrow grant: 11490 EUR does not fit it
     activate_grant(store, tmp_path, '[args.total <= 50000, args.currency == "EUR"]')
     f.run_until_idle()
-    current = store.get_run(run.id)
+    current = store.runs.get(run.id)
     assert current.status == RunStatus.NEEDS_ATTENTION
     assert "constraint 1 does not hold" in str((current.waiting or {}).get("reason"))
     assert simulator.order_count() == 0
@@ -151,7 +151,7 @@ def test_an_approval_required_after_the_run_started_is_required_at_admission(
     store: Store, tmp_path: Path
 ) -> None:
     run_id = notes_run(store, tmp_path, then="notes_v2.hcl")
-    current = store.get_run(run_id)
+    current = store.runs.get(run_id)
     assert current.status == RunStatus.NEEDS_ATTENTION
     assert "has no approval" in str((current.waiting or {}).get("reason"))
     assert RECORDED == []
@@ -161,5 +161,5 @@ def test_without_the_stricter_version_the_notes_run_needs_no_approval(
     store: Store, tmp_path: Path
 ) -> None:
     run_id = notes_run(store, tmp_path, then=None)
-    assert store.get_run(run_id).status == RunStatus.COMPLETED
+    assert store.runs.get(run_id).status == RunStatus.COMPLETED
     assert RECORDED == ["hello"]

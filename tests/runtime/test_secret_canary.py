@@ -38,7 +38,9 @@ def table_dump(home: Path) -> str:
                 for row in conn.execute(sa.select(table)):
                     lines.append(f"{table.name}: {tuple(str(v) for v in row)}")
             runs = [str(r) for r in conn.execute(sa.text("SELECT id FROM runs")).scalars()]
-        payloads = [json.dumps(e.payload) for run in runs for e in store.events(run, 0, 100_000)]
+        payloads = [
+            json.dumps(e.payload) for run in runs for e in store.runs.events(run, 0, 100_000)
+        ]
     finally:
         store.close()
     assert len(lines) > 50 and payloads  # the flow really stored things

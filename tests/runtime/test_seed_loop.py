@@ -46,7 +46,7 @@ def test_read_then_review_then_restart_then_approve_then_one_order(
 
     # the read happened through the gateway, against the service, and was recorded
     assert simulator.stats()["requests"] == {"GET /vendors": 1}
-    waiting = f.store.get_run(run.id)
+    waiting = f.store.runs.get(run.id)
     assert waiting.status == RunStatus.WAITING_FOR_APPROVAL
     assert waiting.lease_owner is None  # waiting is free: nothing holds the run
     [action] = service_actions.list_actions(f.store, run_id=run.id)
@@ -58,7 +58,7 @@ def test_read_then_review_then_restart_then_approve_then_one_order(
     second = f.worker("second", "--until-idle")
     assert finish(second) == 0
 
-    done = f.store.get_run(run.id)
+    done = f.store.runs.get(run.id)
     assert done.status == RunStatus.COMPLETED
     [order] = simulator.orders()
     [action] = service_actions.list_actions(f.store, run_id=run.id)

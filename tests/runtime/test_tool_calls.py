@@ -14,9 +14,9 @@ from openseal.runtime import service
 from openseal.runtime.engine import Engine
 from openseal.runtime.models import ModelRequest, ModelResponse, ScriptedProvider, fixed
 from openseal.runtime.models import read_calls as model_calls
-from openseal.runtime.records import Claim
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
+from openseal.runtime.store.records import Claim
 from openseal.simulator import ProcurementSimulator
 from openseal.skills.credentials import RuntimeContext
 from tests.runtime import gateway_skills
@@ -89,7 +89,7 @@ def test_a_read_skill_runs_once_and_its_result_is_recorded_for_the_model(
     run_id, provider, _ = start(store, tmp_path, ask)
     engine(store, provider).run_until_idle()
 
-    run = store.get_run(run_id)
+    run = store.runs.get(run_id)
     assert run.status == RunStatus.COMPLETED
     assert run.context["states"]["ask"] == {"unit_price": 1149}
     recorded = activities(store, run_id)
@@ -133,7 +133,7 @@ def test_a_refused_call_is_recorded_with_its_event_and_the_model_recovers(
     run_id, provider, _ = start(store, tmp_path, ask)
     engine(store, provider).run_until_idle()
 
-    assert store.get_run(run_id).status == RunStatus.COMPLETED  # the model could recover
+    assert store.runs.get(run_id).status == RunStatus.COMPLETED  # the model could recover
     assert gateway_skills.calls(skill_log) == []  # nothing ran
     error = activities(store, run_id)["ask:1:tool:1:0"]["error"]
     assert error["code"] == code
@@ -142,7 +142,7 @@ def test_a_refused_call_is_recorded_with_its_event_and_the_model_recovers(
     assert event["activity_id"] == "ask:1:tool:1:0"
     assert (event["reason_code"], event["reason"]) == (code, error["message"])
     assert event["skill"] == proposed["name"] and event["actor"] == "agent.clerk"
-    assert store.get_run(run_id).budget_used["tool_calls"] == 1  # a refused call still counts
+    assert store.runs.get(run_id).budget_used["tool_calls"] == 1  # a refused call still counts
     second = [r for r in provider.requests if r.state == "ask" and r.call == 2]
     assert tool_message(second[0])["error"] == error
     # the refusal and the activity it describes are in one transaction: adjacent events
@@ -197,7 +197,7 @@ def test_text_claiming_an_approval_gives_the_model_no_authority(
     assert {e["reason"] for e in found} == {EFFECT_MESSAGE}  # the text changed nothing
     types = event_types(store, run_id)
     assert not [t for t in types if t.startswith(("approval.", "action.", "proposal."))]
-    assert store.get_run(run_id).status == RunStatus.COMPLETED
+    assert store.runs.get(run_id).status == RunStatus.COMPLETED
 
 
 def test_the_tool_calls_budget_is_checked_before_a_call_runs(
@@ -209,7 +209,7 @@ def test_the_tool_calls_budget_is_checked_before_a_call_runs(
     )
     engine(store, provider).run_until_idle()
 
-    run = store.get_run(run_id)
+    run = store.runs.get(run_id)
     assert run.status == RunStatus.NEEDS_ATTENTION
     assert run.waiting is not None
     assert run.waiting["reason"] == "budget exhausted: tool_calls would reach 2 of 1"
@@ -245,7 +245,7 @@ def test_a_recorded_read_result_is_replayed_not_re_executed(
     service.resume_run(store, run_id)
     engine(store, provider, worker_id="B").run_until_idle()
 
-    assert store.get_run(run_id).status == RunStatus.COMPLETED
+    assert store.runs.get(run_id).status == RunStatus.COMPLETED
     assert len(gateway_skills.calls(skill_log)) == 1
     asked = [(c["state"], c["call"]) for c in model_calls(calls)]
     assert asked.count(("ask", 1)) == 1 and asked.count(("ask", 2)) == 1
@@ -266,7 +266,7 @@ def test_a_run_canceled_mid_turn_runs_no_tool(
 
     report = engine(store, provider, hook=cancel_after_the_model).step()
     assert report is not None and report.ending == "lost"
-    assert store.get_run(run_id).status == RunStatus.CANCELED
+    assert store.runs.get(run_id).status == RunStatus.CANCELED
     assert gateway_skills.calls(skill_log) == []
     assert list(activities(store, run_id)) == ["ask:1:model:1"]
 
@@ -342,11 +342,11 @@ def test_the_research_turn_searches_the_procurement_service_over_http(
     assert not offers["contoso"]["in_stock"]  # only 8 of 10 in stock
     assert stats["requests"] == {"GET /vendors": 1}
     assert stats["orders"] == 0
-    run = store.get_run(run_id)
+    run = store.runs.get(run_id)
     assert run.context["states"]["research"]["vendor"] == "northwind"
     assert run.current_state not in ("research", "check_budget")  # it moved on to the draft
     # the credential was used for the request and is nowhere in the store
-    stored = json.dumps([e.payload for e in store.events(run_id, 0, 10_000)])
+    stored = json.dumps([e.payload for e in store.runs.events(run_id, 0, 10_000)])
     stored += json.dumps(activities(store, run_id)) + json.dumps(run.context)
     assert TOKEN not in stored
 
@@ -383,7 +383,7 @@ def test_parallel_branches_cannot_overspend_the_tool_calls_budget(
     run = service.create_objective(store, "pair", {}).run
     engine(store, provider).run_until_idle()
 
-    stopped = store.get_run(run.id)
+    stopped = store.runs.get(run.id)
     assert stopped.status == RunStatus.NEEDS_ATTENTION
     assert stopped.waiting is not None
     assert stopped.waiting["reason"] == "budget exhausted: tool_calls would reach 2 of 1"

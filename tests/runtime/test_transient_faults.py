@@ -16,9 +16,9 @@ import sqlalchemy as sa
 from openseal.runtime import service
 from openseal.runtime.engine import Engine
 from openseal.runtime.models import fixed
-from openseal.runtime.records import Claim
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
+from openseal.runtime.store.records import Claim
 from tests.runtime.engine_support import (
     PICK_7,
     assert_gap_free,
@@ -88,7 +88,7 @@ def test_a_lock_timeout_drops_the_turn_and_retries_it_without_an_operator(
 
         def waiting() -> Any:
             worker.run_until_idle()
-            found = store.get_run(run.id)
+            found = store.runs.get(run.id)
             return found if found.status == RunStatus.WAITING_FOR_EVENT else None
 
         waited = eventually(waiting)
@@ -98,7 +98,9 @@ def test_a_lock_timeout_drops_the_turn_and_retries_it_without_an_operator(
     types = event_types(store, run.id)
     assert "run.needs_attention" not in types
     assert "turn.retry_scheduled" in types
-    retry = next(e for e in store.events(run.id, 0, 10_000) if e.type == "turn.retry_scheduled")
+    retry = next(
+        e for e in store.runs.events(run.id, 0, 10_000) if e.type == "turn.retry_scheduled"
+    )
     # The reason names the fault in one line, with no SQL text or parameters.
     assert "SELECT" not in retry.payload["fault"] and "UPDATE" not in retry.payload["fault"]
     assert "[parameters" not in retry.payload["fault"]
@@ -129,7 +131,7 @@ def test_a_run_retried_after_a_fault_keeps_what_woke_it(backend: Backend, tmp_pa
 
     def completed() -> Any:
         worker.run_until_idle()
-        found = store.get_run(run.id)
+        found = store.runs.get(run.id)
         return found if found.status == RunStatus.COMPLETED else None
 
     try:

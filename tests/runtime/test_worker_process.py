@@ -11,12 +11,12 @@ from urllib.parse import quote
 
 import pytest
 
-from openseal.runtime import schema, service
+from openseal.runtime import service
 from openseal.runtime.engine import Engine
 from openseal.runtime.faults import DIR_ENV, POINT_ENV
 from openseal.runtime.models import CALLS_ENV, RESPONSES_ENV, ScriptedProvider, fixed, read_calls
 from openseal.runtime.statuses import RunStatus
-from openseal.runtime.store import Store
+from openseal.runtime.store import Store, schema
 from tests.runtime.engine_support import PICK_7, event_types, register, small_workflow, write_script
 from tests.runtime.support import Backend, eventually
 
@@ -72,7 +72,7 @@ def test_two_worker_processes_race_and_one_turn_runs(
         for i in range(2)
     ]
     assert [finish(w) for w in workers] == [0, 0]
-    assert small.get_run(run.id).status == RunStatus.WAITING_FOR_EVENT
+    assert small.runs.get(run.id).status == RunStatus.WAITING_FOR_EVENT
     assert len(read_calls(tmp_path / "calls.jsonl")) == 1
     logs = "".join((tmp_path / f"w{i}.log").read_text() for i in range(2))
     assert logs.count("state=ask") == 1  # one line per turn, from the worker that ran it
@@ -89,7 +89,7 @@ def test_sigkill_mid_turn_then_another_worker_finishes_without_repeating_calls(
     finally:
         doomed.send_signal(signal.SIGKILL)
         doomed.wait(timeout=60)
-    crashed = small.get_run(run.id)
+    crashed = small.runs.get(run.id)
     assert (crashed.status, crashed.lease_owner) == (RunStatus.RUNNING, "doomed")
 
     provider = ScriptedProvider.from_file(
@@ -99,12 +99,12 @@ def test_sigkill_mid_turn_then_another_worker_finishes_without_repeating_calls(
 
     def rescued() -> bool:
         rescuer.run_until_idle()
-        return small.get_run(run.id).status == RunStatus.WAITING_FOR_EVENT
+        return small.runs.get(run.id).status == RunStatus.WAITING_FOR_EVENT
 
     eventually(rescued, timeout=60)
     calls = read_calls(tmp_path / "calls.jsonl")
     assert [(c["state"], c["call"]) for c in calls] == [("ask", 1)]  # never called again
-    takeover = [e for e in small.events(run.id, 0, 1000) if e.type == "lease.claimed"][-1]
+    takeover = [e for e in small.runs.events(run.id, 0, 1000) if e.type == "lease.claimed"][-1]
     assert takeover.payload["previous_owner"] == "doomed"
     assert takeover.payload["claimed_from"] == "running"
     assert "turn.updated" in event_types(small, run)
@@ -125,7 +125,7 @@ def test_sigkill_mid_turn_then_another_worker_finishes_without_repeating_calls(
 def test_sigterm_drains_and_exits(small: Store, backend: Backend, tmp_path: Path) -> None:
     worker = spawn(backend, tmp_path, "--poll-interval", "0.05", "--log-format", "json")
     run = service.create_objective(small, "small", {"n": 5}).run
-    eventually(lambda: small.get_run(run.id).status == RunStatus.WAITING_FOR_EVENT, timeout=60)
+    eventually(lambda: small.runs.get(run.id).status == RunStatus.WAITING_FOR_EVENT, timeout=60)
     worker.send_signal(signal.SIGTERM)
     assert finish(worker) == 0
     log = (tmp_path / "w.log").read_text()
@@ -136,5 +136,5 @@ def test_sigterm_drains_and_exits(small: Store, backend: Backend, tmp_path: Path
 def test_once_works_on_one_run_and_exits(small: Store, backend: Backend, tmp_path: Path) -> None:
     runs = [service.create_objective(small, "small", {"n": n}).run for n in (5, 6)]
     assert finish(spawn(backend, tmp_path, "--once")) == 0
-    statuses = sorted(str(small.get_run(run.id).status) for run in runs)
+    statuses = sorted(str(small.runs.get(run.id).status) for run in runs)
     assert statuses == ["queued", "waiting_for_event"]

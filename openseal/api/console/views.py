@@ -24,7 +24,7 @@ from openseal.compiler.lang.evaluate import EvaluationError, evaluate
 from openseal.errors import OpenSealError
 from openseal.runtime import service, service_actions, service_api
 from openseal.runtime.approvals import is_loopback
-from openseal.runtime.records import DefinitionVersion, Run
+from openseal.runtime.store import DefinitionVersion, Run
 
 router = APIRouter(tags=["console"])
 

@@ -20,8 +20,8 @@ from openseal.api.routes.common import Id, Limit, State, Status, Who
 from openseal.api.serialize import jsonable
 from openseal.api.state import ApiState
 from openseal.runtime import service
-from openseal.runtime.records import Event
 from openseal.runtime.statuses import TERMINAL_RUN_STATUSES
+from openseal.runtime.store import Event
 
 router = APIRouter(tags=["runs"])
 
@@ -156,7 +156,7 @@ async def stream(
     stream sends ``event: end`` and closes once the run has ended and everything was sent."""
     if last_event_id is not None and last_event_id.strip().isdigit():
         after = max(after, min(int(last_event_id.strip()), 2**53))
-    await run_in_threadpool(state.store.get_run, run_id)  # 404 before the stream starts
+    await run_in_threadpool(state.store.runs.get, run_id)  # 404 before the stream starts
     return StreamingResponse(
         _sse(state, run_id, after),
         media_type="text/event-stream",
@@ -182,7 +182,7 @@ async def _sse(state: ApiState, run_id: str, after: int) -> AsyncIterator[str]:
         if page:
             quiet_since = time.monotonic()
             continue
-        run = await run_in_threadpool(state.store.get_run, run_id)
+        run = await run_in_threadpool(state.store.runs.get, run_id)
         if run.status in TERMINAL_RUN_STATUSES and run.last_event_seq <= after:
             end = json.dumps({"run_id": run_id, "status": str(run.status), "last_seq": after})
             yield f"event: end\ndata: {end}\n\n"

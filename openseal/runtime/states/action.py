@@ -20,13 +20,9 @@ then drafted here (named after the state) exactly as a proposal state would.
 
 from __future__ import annotations
 
-from openseal.runtime import actions as rows
 from openseal.runtime import admission, proposals
-from openseal.runtime.actions import Action
+from openseal.runtime.clock import iso
 from openseal.runtime.dispatch import Target, confirmed, dispatch, output_of, target_for
-from openseal.runtime.events import iso
-from openseal.runtime.fenced import FencedTx
-from openseal.runtime.proposals import Proposal
 from openseal.runtime.reconcile import Step, mark_unknown, reconcile, record, record_in
 from openseal.runtime.states.base import (
     Advance,
@@ -39,6 +35,7 @@ from openseal.runtime.states.base import (
 )
 from openseal.runtime.states.proposal import store_draft_in
 from openseal.runtime.statuses import ActionStatus, RunStatus
+from openseal.runtime.store import Action, FencedTx, Proposal
 from openseal.runtime.workflow import DefinitionError
 from openseal.skills.base import SkillResult
 
@@ -136,13 +133,13 @@ def _prepare(ctx: StepContext) -> tuple[Target, Proposal, Action, Action | None]
     digest = ctx.store.artifacts.write_file(drafted.data) if drafted is not None else ""
     admitted = sent = None
     refusal: str | None = None
-    with ctx.store.fenced(ctx.claim) as tx:
+    with ctx.store.leases.fenced(ctx.claim) as tx:
         found: Action | None
         if drafted is not None:
             proposal, found = store_draft_in(ctx, drafted, digest, tx)
         else:
             proposal = _stored_proposal(ctx, tx)
-            found = rows.by_key(tx.conn, proposal.action_key)
+            found = tx.store.actions.by_key(tx.conn, proposal.action_key)
         if found is None:
             raise DefinitionError(f"action {proposal.action_key} was never proposed")
         action = found
@@ -159,7 +156,7 @@ def _prepare(ctx: StepContext) -> tuple[Target, Proposal, Action, Action | None]
                 action = admitted = verdict
         if refusal is None and action.status == ActionStatus.ADMITTED:
             sent = _mark_dispatched(tx, action)
-            action = sent or rows.get(tx.conn, action.id)
+            action = sent or tx.store.actions.get(tx.conn, action.id)
     if refusal is not None:
         return refusal
     if admitted is not None:
@@ -171,14 +168,14 @@ def _stored_proposal(ctx: StepContext, tx: FencedTx) -> Proposal:
     _, digest = proposals.current_hash(
         ctx.workflow, ctx.run.context.get("states", {}), str(ctx.state.config["proposal"])
     )
-    found = proposals.by_hash(tx.conn, ctx.run.id, digest)
+    found = tx.store.proposals.by_hash(tx.conn, ctx.run.id, digest)
     if found is None:
         raise DefinitionError(f"proposal {digest} is not stored for run {ctx.run.id}")
     return found
 
 
 def _admit(ctx: StepContext, proposal: Proposal, action: Action) -> Action | str:
-    with ctx.store.fenced(ctx.claim) as tx:
+    with ctx.store.leases.fenced(ctx.claim) as tx:
         verdict = admission.admit(
             tx.conn, ctx.store, ctx.workflow, proposal, action, state=ctx.state.name,
             now=tx.now, actor=tx.actor,
@@ -191,7 +188,7 @@ def _admit(ctx: StepContext, proposal: Proposal, action: Action) -> Action | str
 def _mark_dispatched(tx: FencedTx, action: Action) -> Action | None:
     """Persist ``dispatched`` (in a fenced transaction: a cancel since admission stops it)."""
     attempt = action.attempts + 1
-    return rows.move(
+    return tx.store.actions.move(
         tx.row_conn, action, ActionStatus.DISPATCHED, now=tx.now, actor=tx.actor,
         expect=(ActionStatus.ADMITTED, ActionStatus.UNKNOWN), attempts=attempt,
         dispatched_at=tx.now, event={"attempt": attempt}, events=tx.append_event,
@@ -200,10 +197,10 @@ def _mark_dispatched(tx: FencedTx, action: Action) -> Action | None:
 
 def _send(ctx: StepContext, target: Target, action: Action) -> Action:
     """Persist ``dispatched`` (fenced), then call the skill once, then record the outcome."""
-    with ctx.store.fenced(ctx.claim) as tx:
+    with ctx.store.leases.fenced(ctx.claim) as tx:
         sent = _mark_dispatched(tx, action)
         if sent is None:
-            return rows.get(tx.conn, action.id)
+            return tx.store.actions.get(tx.conn, action.id)
     return _call(ctx, target, sent)
 
 
@@ -253,7 +250,9 @@ def _leave_with(
     expected = ActionStatus.SUCCEEDED if leaving.event == "done" else ActionStatus.FAILED
 
     def within(tx: FencedTx) -> bool:
-        recorded = record_in(tx.row_conn, sent, result, target, actor, tx.now, tx.append_event)
+        recorded = record_in(
+            tx.store, tx.row_conn, sent, result, target, actor, tx.now, tx.append_event
+        )
         # Another reply may have settled the action otherwise meanwhile (a confirmation of an
         # earlier attempt): then the state is executed again and leaves by what is recorded.
         return recorded.status == expected

@@ -13,14 +13,11 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-import sqlalchemy as sa
-
-from openseal.runtime import approvals, proposals, schema
-from openseal.runtime.approvals import Approval
-from openseal.runtime.events import iso
-from openseal.runtime.fenced import FencedTx
+from openseal.runtime import proposals
+from openseal.runtime.clock import iso
 from openseal.runtime.states.base import Advance, Attention, Outcome, StepContext, Suspend
 from openseal.runtime.statuses import ApprovalStatus, RunStatus
+from openseal.runtime.store import Approval, FencedTx, Store, approval_summary
 from openseal.runtime.workflow import DefinitionError
 
 #: approval status → the event the state leaves by
@@ -41,7 +38,7 @@ def execute(ctx: StepContext) -> Outcome:
         ctx.workflow, ctx.run.context.get("states", {}), str(config.get("proposal") or "")
     )
     with ctx.store.read() as conn:
-        proposal = proposals.by_hash(conn, ctx.run.id, digest)
+        proposal = ctx.store.proposals.by_hash(conn, ctx.run.id, digest)
     if proposal is None:
         raise DefinitionError(f"proposal {name} ({digest}) is not stored for this run")
     expires_in = config.get("expires_in")
@@ -50,7 +47,7 @@ def execute(ctx: StepContext) -> Outcome:
 
     def ask(tx: FencedTx) -> None:
         expires_at = tx.now + timedelta(seconds=float(expires_in)) if expires_in else None
-        approval = approvals.open_request(
+        approval = ctx.store.approvals.open_request(
             tx.conn, run_id=ctx.run.id, proposal_id=proposal.id, proposal_hash=proposal.hash,
             proposal_name=name, state=ctx.state.name, approvers=approvers,
             on_timeout=on_timeout, expires_at=expires_at, now=tx.now, actor=tx.actor,
@@ -62,42 +59,38 @@ def execute(ctx: StepContext) -> Outcome:
 
 def _resume(ctx: StepContext, approval_id: str) -> Outcome:
     with ctx.store.read() as conn:
-        approval = approvals.get(conn, approval_id)
+        approval = ctx.store.approvals.get(conn, approval_id)
     if approval.status == ApprovalStatus.PENDING and approval.expired_at(ctx.now()):
         approval = _expire(ctx, approval)
     if approval.status in LEAVE_BY:
-        return Advance(LEAVE_BY[approval.status], approvals.summary(approval))
+        return Advance(LEAVE_BY[approval.status], approval_summary(approval))
     if approval.status == ApprovalStatus.CANCELED:
         return Attention(f"approval {approval.id} was canceled")
 
     def wait_again(tx: FencedTx) -> None:
-        _wait(tx, ctx.state.name, approval, now=_decided_now(tx, approval.id))
+        _wait(tx, ctx.state.name, approval, now=_decided_now(ctx.store, tx, approval.id))
 
     return Suspend(wait_again, f"waiting for approval {approval.id}")
 
 
 def _expire(ctx: StepContext, approval: Approval) -> Approval:
     status = ApprovalStatus.REJECTED if approval.on_timeout == "reject" else ApprovalStatus.EXPIRED
-    with ctx.store.fenced(ctx.claim) as tx:
-        closed = approvals.close(
+    with ctx.store.leases.fenced(ctx.claim) as tx:
+        closed = ctx.store.approvals.close(
             tx.conn, approval, status, now=tx.now, actor="system", reason="expired",
             decision="expired",
         )  # fmt: skip
         if closed is None:  # a decision landed just before the expiry: it stands
-            return approvals.get(tx.conn, approval.id)
-        tx.append_event("approval.expired", approvals.summary(closed), actor="system")
-        approvals.settle_action(tx.conn, closed, tx.now, "system")
+            return ctx.store.approvals.get(tx.conn, approval.id)
+        tx.append_event("approval.expired", approval_summary(closed), actor="system")
+        ctx.store.approvals.settle_action(tx.conn, closed, tx.now, "system")
     return closed
 
 
-def _decided_now(tx: FencedTx, approval_id: str) -> bool:
+def _decided_now(store: Store, tx: FencedTx, approval_id: str) -> bool:
     # A decision committed while this worker held the run did not wake it (the run was not
     # waiting then): wake at once instead of waiting for a wake-up that will not come.
-    table = schema.approvals
-    status = tx.conn.execute(
-        sa.select(table.c.status).where(table.c.id == approval_id)
-    ).scalar_one()
-    return ApprovalStatus(status) != ApprovalStatus.PENDING
+    return store.approvals.get(tx.conn, approval_id).status != ApprovalStatus.PENDING
 
 
 def _wait(tx: FencedTx, state: str, approval: Approval, *, now: bool) -> None:

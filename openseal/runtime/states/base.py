@@ -17,13 +17,9 @@ from typing import Any, NoReturn
 
 from openseal.errors import ClaimLost
 from openseal.runtime import budgets
-from openseal.runtime.definitions import canonical_json
-from openseal.runtime.events import iso
-from openseal.runtime.fenced import FencedTx
-from openseal.runtime.records import Claim, Run
+from openseal.runtime.clock import iso
 from openseal.runtime.statuses import RunStatus
-from openseal.runtime.store import Store
-from openseal.runtime.store_errors import IdempotencyConflict
+from openseal.runtime.store import Claim, FencedTx, IdempotencyConflict, Run, Store, canonical_json
 from openseal.runtime.tools import ToolRunner
 from openseal.runtime.workflow import CompiledWorkflow, StateSpec
 from openseal.skills.credentials import RuntimeContext
@@ -196,7 +192,7 @@ class StepContext:
         activity_id = f"{self.prefix}:{suffix}"
         digest = input_hash(request)
         limits = self.workflow.budget_limits()
-        with self.store.fenced(self.claim) as tx:
+        with self.store.leases.fenced(self.claim) as tx:
             found = tx.get_activity(activity_id)
             if found is not None:
                 if found.input_hash != digest:
@@ -223,7 +219,7 @@ class StepContext:
             if failed is not None:
                 self._failed(activity_id, kind, failed)
             raise
-        with self.store.fenced(self.claim) as tx:
+        with self.store.leases.fenced(self.claim) as tx:
             recorded = tx.record_activity(activity_id, kind, digest, result)
             spent = dict(cost)
             if cost_of_result is not None:
@@ -241,7 +237,7 @@ class StepContext:
         return recorded.result
 
     def _failed(self, activity_id: str, kind: str, failed: Lost) -> None:
-        with self.store.fenced(self.claim) as tx:
+        with self.store.leases.fenced(self.claim) as tx:
             used = budgets.settle(tx.run().budget_used, activity_id, failed.spent)
             tx.update_run(
                 budget_used=used,
@@ -257,7 +253,7 @@ class StepContext:
     def stop(self, reason: str) -> NoReturn:
         """Stop the run for an exhausted budget (in its own transaction); raises
         :class:`TurnStopped`."""
-        with self.store.fenced(self.claim) as tx:
+        with self.store.leases.fenced(self.claim) as tx:
             self.exhaust(tx, reason)
         raise TurnStopped(reason)
 

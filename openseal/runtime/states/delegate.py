@@ -11,13 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import sqlalchemy as sa
-
-from openseal.runtime import schema
-from openseal.runtime.fenced import FencedTx
 from openseal.runtime.states.base import Advance, Attention, Outcome, StepContext, Suspend
 from openseal.runtime.states.turn import schema_problems
 from openseal.runtime.statuses import AgentRequestStatus, RunStatus
+from openseal.runtime.store import FencedTx
 from openseal.runtime.workflow import evaluate_json
 
 # Statuses the caller acts on; anything else means "keep waiting".
@@ -53,7 +50,7 @@ def execute(ctx: StepContext) -> Outcome:
 
 
 def _answered(ctx: StepContext, waiting: dict[str, Any]) -> Outcome:
-    request = ctx.store.get_agent_request(str(waiting["agent_request_id"]))
+    request = ctx.store.agent_requests.get(str(waiting["agent_request_id"]))
     if request.status == AgentRequestStatus.COMPLETED:
         problems = schema_problems(request.response, ctx.state.output_schema)
         if problems:
@@ -74,9 +71,7 @@ def _actionable_now(tx: FencedTx, request_id: str) -> bool:
     # Read inside the fenced transaction: an answer that committed while this worker held the
     # run did not wake it (the run was not waiting then), so wake ourselves instead of
     # waiting for a wake-up that will never come.
-    table = schema.agent_requests
-    status = tx.conn.execute(sa.select(table.c.status).where(table.c.id == request_id)).scalar_one()
-    return AgentRequestStatus(status) in _ACTIONABLE
+    return tx.store.agent_requests.status(tx.conn, request_id) in _ACTIONABLE
 
 
 def _wait(tx: FencedTx, waiting: dict[str, Any], *, now: bool) -> None:

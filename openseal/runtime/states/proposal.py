@@ -11,13 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from openseal.runtime import actions, proposals
-from openseal.runtime.actions import Action
-from openseal.runtime.artifacts import ArtifactStore
-from openseal.runtime.fenced import FencedTx
-from openseal.runtime.proposals import Draft, Proposal
+from openseal.runtime import proposals
+from openseal.runtime.proposals import Draft
 from openseal.runtime.states.base import Advance, Outcome, StepContext
 from openseal.runtime.statuses import ActionStatus
+from openseal.runtime.store import Action, FencedTx, Proposal, Store
 
 
 def execute(ctx: StepContext) -> Outcome:
@@ -39,7 +37,7 @@ def store_draft(ctx: StepContext, drafted: Draft, tx: FencedTx | None = None) ->
     digest = ctx.store.artifacts.write_file(drafted.data)
     if tx is not None:
         return store_draft_in(ctx, drafted, digest, tx)[0]
-    with ctx.store.fenced(ctx.claim) as own:
+    with ctx.store.leases.fenced(ctx.claim) as own:
         return store_draft_in(ctx, drafted, digest, own)[0]
 
 
@@ -48,23 +46,21 @@ def store_draft_in(
 ) -> tuple[Proposal, Action]:
     """Record ``drafted`` (its artefact file ``digest`` already written, outside any
     transaction) and its action in the caller's transaction ``tx``; both are returned."""
-    return _record(tx, ctx.store.artifacts, drafted, digest)
+    return _record(tx, ctx.store, drafted, digest)
 
 
-def _record(
-    tx: FencedTx, artifacts: ArtifactStore, drafted: Draft, digest: str
-) -> tuple[Proposal, Action]:
+def _record(tx: FencedTx, store: Store, drafted: Draft, digest: str) -> tuple[Proposal, Action]:
     conn = tx.conn
-    artifacts.record_in(conn, digest, len(drafted.data), proposals.MEDIA_TYPE, drafted.data)
-    proposal, created = proposals.insert(conn, tx.claim.run_id, drafted, digest, tx.now)
-    action = actions.ensure(conn, proposal, tx.now)
+    store.artifacts.record_in(conn, digest, len(drafted.data), proposals.MEDIA_TYPE, drafted.data)
+    proposal, created = store.proposals.insert(conn, tx.claim.run_id, drafted, digest, tx.now)
+    action = store.actions.ensure(conn, proposal, tx.now)
     if action.status in (ActionStatus.DENIED, ActionStatus.CANCELED):
         # The same exact content drafted again (after changes were requested, say):
         # it is proposed afresh and needs a fresh approval.
-        action = actions.move(
+        action = store.actions.move(
             conn, action, ActionStatus.PROPOSED, now=tx.now, actor=tx.actor,
             note="drafted again", error=None,
-        ) or actions.get(conn, action.id)  # fmt: skip
+        ) or store.actions.get(conn, action.id)  # fmt: skip
     tx.append_event(
         "proposal.drafted",
         {

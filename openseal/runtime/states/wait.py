@@ -11,10 +11,10 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from openseal.runtime.events import iso
-from openseal.runtime.fenced import FencedTx
+from openseal.runtime.clock import iso
 from openseal.runtime.states.base import Advance, Outcome, StepContext, Suspend
 from openseal.runtime.statuses import RunStatus
+from openseal.runtime.store import FencedTx
 from openseal.runtime.workflow import evaluate_json
 
 

@@ -146,7 +146,7 @@ def test_an_openai_profile_drives_a_turn_with_a_read_tool_call(
     run = service.create_objective(store, "tools", {"item": "laptop"}).run
     Engine(store, worker_id="w", context=context).run_until_idle()  # the default factory
 
-    done = store.get_run(run.id)
+    done = store.runs.get(run.id)
     assert done.status == RunStatus.COMPLETED, done.waiting
     assert done.context["states"]["ask"] == {"unit_price": 1149}
     assert [c["skill"] for c in gateway_skills.calls(skill_log)] == ["quote"]
@@ -163,7 +163,7 @@ def test_an_openai_profile_drives_a_turn_with_a_read_tool_call(
     tool = next(m for m in second["messages"] if m["role"] == "tool")
     assert tool["tool_call_id"] == "call_q"
     assert json.loads(tool["content"]) == {"result": {"item": "laptop", "unit_price": 1149.0}}
-    stored = json.dumps([e.payload for e in store.events(run.id, 0, 10_000)])
+    stored = json.dumps([e.payload for e in store.runs.events(run.id, 0, 10_000)])
     assert KEY not in stored + json.dumps(activities(store, run.id))
 
 
@@ -183,7 +183,7 @@ def test_a_worker_process_reaches_a_keyed_endpoint_with_the_context_s_credential
         backend, tmp_path, "--until-idle", "--context", str(tmp_path / "context.yaml"), env=env
     )
     assert finish(worker) == 0, (tmp_path / "w.log").read_text(encoding="utf-8")
-    done = store.get_run(run.id)
+    done = store.runs.get(run.id)
     assert done.status == RunStatus.COMPLETED, done.waiting
     assert server.requests
     assert all(r.header("Authorization") == f"Bearer {KEY}" for r in server.requests)

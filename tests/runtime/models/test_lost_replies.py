@@ -103,13 +103,13 @@ def work(store: Store) -> None:
 
 
 def failures(store: Store, run_id: str) -> list[dict[str, Any]]:
-    return [e.payload for e in store.events(run_id, 0, 10_000) if e.type == "activity.failed"]
+    return [e.payload for e in store.runs.events(run_id, 0, 10_000) if e.type == "activity.failed"]
 
 
 def assert_recorded_once(store: Store, run_id: str) -> None:
     recorded = [
         e.payload["activity_id"]
-        for e in store.events(run_id, 0, 10_000)
+        for e in store.runs.events(run_id, 0, 10_000)
         if e.type == "activity.recorded"
     ]
     assert len(recorded) == len(set(recorded))
@@ -132,7 +132,7 @@ def test_a_reply_lost_after_the_request_was_sent_is_retried_and_its_cost_counted
     server.reply(fault, *ANSWERS)
     work(timed)
 
-    run = timed.get_run(run_id)
+    run = timed.runs.get(run_id)
     assert run.status == RunStatus.COMPLETED, run.waiting
     assert len(server.requests) == 4  # the lost attempt, then the three answers
     assert server.requests[0].body == server.requests[1].body  # the same call, again
@@ -168,7 +168,7 @@ def test_a_stream_cut_mid_tool_call_is_retried_and_the_partial_call_never_record
     )
     work(timed)
 
-    run = timed.get_run(run_id)
+    run = timed.runs.get(run_id)
     assert run.status == RunStatus.COMPLETED, run.waiting
     assert all(r.body["stream"] is True for r in server.requests)
     assert len(server.requests) == 4
@@ -195,7 +195,7 @@ def test_a_429_storm_sleeps_the_run_as_long_as_retry_after_asks_and_costs_no_mod
     started = clock.now
     work(timed)
 
-    sleeping = timed.get_run(run_id)
+    sleeping = timed.runs.get(run_id)
     assert sleeping.status == RunStatus.SLEEPING
     assert sleeping.lease_owner is None
     assert sleeping.wake_at == started + timedelta(seconds=120)
@@ -212,14 +212,14 @@ def test_a_429_storm_sleeps_the_run_as_long_as_retry_after_asks_and_costs_no_mod
     for attempt in (2, 3):
         clock.advance(1)  # due now: the storm goes on
         work(timed)
-        again = timed.get_run(run_id)
+        again = timed.runs.get(run_id)
         assert again.status == RunStatus.SLEEPING and again.waiting is not None
         assert again.waiting["retries"] == attempt
         clock.advance(119)
 
     clock.advance(1)
     work(timed)
-    run = timed.get_run(run_id)
+    run = timed.runs.get(run_id)
     assert run.status == RunStatus.COMPLETED, run.waiting
     assert len(server.requests) == 6
     assert run.budget_used == {"turns": 2, "model_calls": 3, "tool_calls": 1, "tokens": 45}
@@ -236,7 +236,7 @@ def test_short_waits_are_spent_inside_the_turn_honouring_retry_after(
     server.reply(limited, Reply.status(503, "overloaded"), *ANSWERS)
     work(timed)
 
-    run = timed.get_run(run_id)
+    run = timed.runs.get(run_id)
     assert run.status == RunStatus.COMPLETED, run.waiting
     assert "turn.retry_scheduled" not in event_types(timed, run_id)  # never slept
     assert [f["code"] for f in failures(timed, run_id)] == ["rate_limited", "model_unavailable"]
@@ -249,13 +249,13 @@ def test_lost_replies_are_retried_only_within_the_model_calls_budget(
     run_id = deploy(timed, tmp_path, server, model_calls=3, max_retries=1)
     server.reply(Reply.status(502, "bad gateway"))  # for ever
     work(timed)
-    sleeping = timed.get_run(run_id)
+    sleeping = timed.runs.get(run_id)
     assert sleeping.status == RunStatus.SLEEPING  # two attempts, then a wait: no attention
     assert sleeping.budget_used["model_calls"] == 2
 
     clock.advance(retry.MAX_DELAY)
     work(timed)
-    stopped = timed.get_run(run_id)
+    stopped = timed.runs.get(run_id)
     assert len(server.requests) == 3  # the third attempt used the last model call
     assert stopped.status == RunStatus.NEEDS_ATTENTION
     assert stopped.waiting is not None

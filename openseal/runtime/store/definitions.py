@@ -1,19 +1,24 @@
-"""Definition versions (immutable, content-addressed) and deployments (name → active version)."""
+"""The definitions repository: versions (immutable, content-addressed) and deployments
+(name → active version, with the history of every activation)."""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 import rfc8785
 import sqlalchemy as sa
 
 from openseal.errors import StoreError
-from openseal.runtime import fastsql, schema
 from openseal.runtime.clock import new_id
-from openseal.runtime.records import Activation, DefinitionVersion, Deployment
-from openseal.runtime.store_base import StoreBase
-from openseal.runtime.store_errors import IdempotencyConflict, NotFound
+from openseal.runtime.store import fastsql, schema
+from openseal.runtime.store.base import Repository
+from openseal.runtime.store.errors import IdempotencyConflict, NotFound
+from openseal.runtime.store.records import Activation, DefinitionVersion, Deployment
+
+if TYPE_CHECKING:
+    from openseal.runtime.store.dialects import Store
 
 versions = schema.definition_versions
 deployments = schema.deployments
@@ -29,10 +34,15 @@ def canonical_json(document: Any) -> str:
     return rfc8785.dumps(document).decode("utf-8")
 
 
-class DefinitionsMixin(StoreBase):
-    def put_version(
-        self, digest: str, kind: str, name: str, document: dict[str, Any]
-    ) -> DefinitionVersion:
+class Definitions(Repository):
+    """``store.definitions``: compiled versions and the deployments pointing at them."""
+
+    def __init__(self, store: Store) -> None:
+        super().__init__(store)
+        #: versions by digest, parsed once (versions are immutable)
+        self._versions: dict[str, DefinitionVersion] = {}
+
+    def put(self, digest: str, kind: str, name: str, document: dict[str, Any]) -> DefinitionVersion:
         """Store a compiled definition under its digest. Idempotent; versions never change.
 
         The same digest with a different kind, name or document is refused
@@ -40,11 +50,11 @@ class DefinitionsMixin(StoreBase):
         """
         text = canonical_json(document)
         try:
-            with self.write() as conn:
+            with self._store.write() as conn:
                 stored = self._stored_version(conn, digest, kind, name, text)
                 if stored is not None:
                     return stored
-                now = self.now()
+                now = self._store.now()
                 conn.execute(
                     sa.insert(versions).values(
                         digest=digest, kind=kind, name=name, document=text, created_at=now
@@ -53,7 +63,7 @@ class DefinitionsMixin(StoreBase):
         except sa.exc.IntegrityError:
             # Another writer stored this digest first (two CI jobs deploying one commit):
             # what it stored is the answer, as if it had been there all along.
-            with self.read() as conn:
+            with self._store.read() as conn:
                 stored = self._stored_version(conn, digest, kind, name, text)
             if stored is None:
                 raise
@@ -73,11 +83,11 @@ class DefinitionsMixin(StoreBase):
             raise IdempotencyConflict(f"version {digest} already exists with different content")
         return stored
 
-    def get_version(self, digest: str) -> DefinitionVersion:
+    def get(self, digest: str) -> DefinitionVersion:
         cached = self._versions.get(digest)
         if cached is not None:
             return cached
-        with self.read() as conn:
+        with self._store.read() as conn:
             return self._cached_version(conn, digest)
 
     def activate(
@@ -94,7 +104,7 @@ class DefinitionsMixin(StoreBase):
         Runs already started keep their pinned version (invariant 12). A rollback is an
         activation of an earlier digest; the history keeps every switch and its predecessor.
         """
-        with self.write() as conn:
+        with self._store.write() as conn:
             return self.activate_in(
                 conn, name, digest, actor, change_proposal_id=change_proposal_id, reason=reason
             )
@@ -121,7 +131,9 @@ class DefinitionsMixin(StoreBase):
                 f"version {digest} defines {version!r}, not {name!r}", code="name_mismatch"
             )
         current = (
-            conn.execute(self.for_update(sa.select(deployments).where(deployments.c.name == name)))
+            conn.execute(
+                self._store.for_update(sa.select(deployments).where(deployments.c.name == name))
+            )
             .mappings()
             .one_or_none()
         )
@@ -141,20 +153,20 @@ class DefinitionsMixin(StoreBase):
             actor=actor,
             change_proposal_id=change_proposal_id,
             reason=reason,
-            at=self.now(),
+            at=self._store.now(),
         )
         conn.execute(sa.insert(activations).values(**activation.__dict__))
         return activation
 
     def deployment(self, name: str) -> Deployment | None:
-        with self.read() as conn:
+        with self._store.read() as conn:
             row = conn.execute(sa.select(deployments).where(deployments.c.name == name))
             found = row.mappings().one_or_none()
         return None if found is None else Deployment(**found)
 
     def active_version(self, name: str) -> DefinitionVersion | None:
         """The version deployment ``name`` currently points at, or None if never activated."""
-        with self.read() as conn:
+        with self._store.read() as conn:
             return self._active_version(conn, name)
 
     def active_version_in(self, conn: sa.Connection, name: str) -> DefinitionVersion | None:
@@ -176,12 +188,74 @@ class DefinitionsMixin(StoreBase):
             found = self._versions[digest] = DefinitionVersion.from_row(row)
         return found
 
-    def deployment_history(self, name: str) -> tuple[Activation, ...]:
+    def history(self, name: str) -> tuple[Activation, ...]:
         """Every activation of ``name``, oldest first."""
-        with self.read() as conn:
-            rows = conn.execute(
-                sa.select(activations)
-                .where(activations.c.name == name)
-                .order_by(activations.c.at, activations.c.id)
-            ).mappings()
-            return tuple(Activation.from_row(row) for row in rows)
+        with self._store.read() as conn:
+            return self.history_in(conn, name)
+
+    def history_in(self, conn: sa.Connection, name: str) -> tuple[Activation, ...]:
+        """:meth:`history` read in the caller's transaction."""
+        rows = conn.execute(
+            sa.select(activations)
+            .where(activations.c.name == name)
+            .order_by(activations.c.at, activations.c.id)
+        ).mappings()
+        return tuple(Activation.from_row(row) for row in rows)
+
+    # -- what governance plans against -------------------------------------------------
+
+    def document(self, conn: sa.Connection, digest: str) -> tuple[str, dict[str, Any]] | None:
+        """``("<kind>.<name>", document)`` of version ``digest``, or None if not stored."""
+        row = conn.execute(
+            sa.select(versions.c.kind, versions.c.name, versions.c.document).where(
+                versions.c.digest == digest
+            )
+        ).one_or_none()
+        if row is None:
+            return None
+        return f"{row.kind}.{row.name}", json.loads(row.document)
+
+    def kind_of(self, conn: sa.Connection, digest: str) -> str:
+        """The kind of stored version ``digest``."""
+        found = conn.execute(sa.select(versions.c.kind).where(versions.c.digest == digest))
+        return str(found.scalar_one())
+
+    def active_in(self, conn: sa.Connection, names: Iterable[str]) -> dict[str, tuple[str, str]]:
+        """Deployment name → (active digest, kind) for those of ``names`` that are deployed."""
+        rows = conn.execute(
+            sa.select(deployments.c.name, deployments.c.active_digest, versions.c.kind)
+            .join(versions, versions.c.digest == deployments.c.active_digest)
+            .where(deployments.c.name.in_(sorted(set(names))))
+        )
+        return {row.name: (row.active_digest, row.kind) for row in rows}
+
+    def active_documents(self, conn: sa.Connection, kind: str) -> list[tuple[str, dict[str, Any]]]:
+        """(digest, document) of every active version of ``kind``."""
+        rows = conn.execute(
+            sa.select(versions.c.digest, versions.c.document)
+            .join(deployments, deployments.c.active_digest == versions.c.digest)
+            .where(versions.c.kind == kind)
+        )
+        return [(r.digest, json.loads(r.document)) for r in rows]
+
+    def active_digests(self, conn: sa.Connection, kind: str) -> list[str]:
+        """The active digests of ``kind``, sorted."""
+        found = conn.execute(
+            sa.select(deployments.c.active_digest)
+            .join(versions, deployments.c.active_digest == versions.c.digest)
+            .where(versions.c.kind == kind)
+            .order_by(deployments.c.active_digest)
+        ).scalars()
+        return list(found)
+
+    def deployments_in(self, conn: sa.Connection) -> list[tuple[Deployment, str]]:
+        """Every deployment with the kind of its active version, by name."""
+        rows = conn.execute(
+            sa.select(deployments, versions.c.kind)
+            .join(versions, versions.c.digest == deployments.c.active_digest)
+            .order_by(deployments.c.name)
+        ).mappings()
+        return [
+            (Deployment(row["name"], row["active_digest"], row["revision"]), row["kind"])
+            for row in rows
+        ]

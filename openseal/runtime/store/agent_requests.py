@@ -12,21 +12,24 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from openseal.runtime import schema
-from openseal.runtime.commands import CommandsMixin
-from openseal.runtime.events import change_run
-from openseal.runtime.records import AgentRequest
 from openseal.runtime.statuses import AgentRequestStatus as S
 from openseal.runtime.statuses import RunStatus
-from openseal.runtime.store_errors import InvalidStatus, NotFound
+from openseal.runtime.store import schema
+from openseal.runtime.store.base import Repository
+from openseal.runtime.store.errors import InvalidStatus, NotFound
+from openseal.runtime.store.events import change_run
+from openseal.runtime.store.records import AgentRequest
 
 agent_requests = schema.agent_requests
 runs = schema.runs
+OPEN_AGENT_REQUESTS = (S.PENDING, S.CLARIFICATION_REQUESTED, S.ACCEPTED)
 
 
-class AgentRequestsMixin(CommandsMixin):
-    def get_agent_request(self, request_id: str) -> AgentRequest:
-        with self.read() as conn:
+class AgentRequests(Repository):
+    """``store.agent_requests``: requests one run makes to an agent or team."""
+
+    def get(self, request_id: str) -> AgentRequest:
+        with self._store.read() as conn:
             row = conn.execute(sa.select(agent_requests).where(agent_requests.c.id == request_id))
             found = row.mappings().one_or_none()
         if found is None:
@@ -43,8 +46,8 @@ class AgentRequestsMixin(CommandsMixin):
         wake_caller: bool,
         **values: Any,
     ) -> AgentRequest:
-        now = self.now()
-        with self.write() as conn:
+        now = self._store.now()
+        with self._store.write() as conn:
             stmt = sa.select(agent_requests).where(agent_requests.c.id == request_id)
             caller_id = conn.execute(
                 sa.select(agent_requests.c.caller_run_id).where(agent_requests.c.id == request_id)
@@ -52,8 +55,8 @@ class AgentRequestsMixin(CommandsMixin):
             if caller_id is None:
                 raise NotFound(f"agent request {request_id} not found")
             # Lock the caller run before the request, the order cancel_run uses too.
-            caller = self.load_run(conn, caller_id, lock=True)
-            row = conn.execute(self.for_update(stmt)).mappings().one()
+            caller = self._store.runs.load(conn, caller_id, lock=True)
+            row = conn.execute(self._store.for_update(stmt)).mappings().one()
             current = AgentRequest.from_row(row)
             if current.status not in allowed:
                 raise InvalidStatus(
@@ -84,10 +87,10 @@ class AgentRequestsMixin(CommandsMixin):
                 values={"wake_at": now} if wake else {},
             )
             if wake:
-                self.notify_work(conn)
+                self._store.notify_work(conn)
         return AgentRequest.from_row(updated)
 
-    def accept_agent_request(
+    def accept(
         self, request_id: str, actor: str, *, child_run_id: str | None = None
     ) -> AgentRequest:
         return self._transition(
@@ -95,7 +98,7 @@ class AgentRequestsMixin(CommandsMixin):
             wake_caller=False, status=S.ACCEPTED, child_run_id=child_run_id,
         )  # fmt: skip
 
-    def reject_agent_request(self, request_id: str, actor: str, reason: str) -> AgentRequest:
+    def reject(self, request_id: str, actor: str, reason: str) -> AgentRequest:
         return self._transition(
             request_id, actor, (S.PENDING, S.CLARIFICATION_REQUESTED, S.ACCEPTED),
             "agent_request.rejected", wake_caller=True,
@@ -110,29 +113,54 @@ class AgentRequestsMixin(CommandsMixin):
         )  # fmt: skip
 
     def answer_clarification(self, request_id: str, actor: str, answer: Any) -> AgentRequest:
-        question = self.get_agent_request(request_id).clarification or {}
+        question = self.get(request_id).clarification or {}
         return self._transition(
             request_id, actor, (S.CLARIFICATION_REQUESTED,), "agent_request.clarified",
             wake_caller=False, status=S.PENDING,
             clarification={**question, "answer": answer},
         )  # fmt: skip
 
-    def complete_agent_request(self, request_id: str, actor: str, response: Any) -> AgentRequest:
+    def complete(self, request_id: str, actor: str, response: Any) -> AgentRequest:
         return self._transition(
             request_id, actor, (S.ACCEPTED,), "agent_request.completed",
             wake_caller=True, status=S.COMPLETED, response=response,
         )  # fmt: skip
 
-    def review_agent_request(self, request_id: str, actor: str, review: Any) -> AgentRequest:
+    def review(self, request_id: str, actor: str, review: Any) -> AgentRequest:
         """Attach the (single) completion review to a completed request."""
         return self._transition(
             request_id, actor, (S.COMPLETED,), "agent_request.reviewed",
             wake_caller=False, review={"by": actor, "review": review},
         )  # fmt: skip
 
-    def cancel_agent_request(self, request_id: str, actor: str, reason: str) -> AgentRequest:
+    def cancel(self, request_id: str, actor: str, reason: str) -> AgentRequest:
         return self._transition(
             request_id, actor, (S.PENDING, S.CLARIFICATION_REQUESTED, S.ACCEPTED),
             "agent_request.canceled", wake_caller=True,
             status=S.CANCELED, response={"canceled": reason},
         )  # fmt: skip
+
+    def cancel_for_run(self, conn: sa.Connection, run_id: str, now: Any) -> list[str]:
+        """Cancel the run's open requests (the caller holds the run's row lock); their ids."""
+        ids = list(
+            conn.execute(
+                sa.select(agent_requests.c.id).where(
+                    agent_requests.c.caller_run_id == run_id,
+                    agent_requests.c.status.in_(OPEN_AGENT_REQUESTS),
+                )
+            ).scalars()
+        )
+        if ids:
+            conn.execute(
+                sa.update(agent_requests)
+                .where(agent_requests.c.id.in_(ids))
+                .values(status=S.CANCELED, updated_at=now)
+            )
+        return ids
+
+    def status(self, conn: sa.Connection, request_id: str) -> S:
+        """The request's status read in the caller's transaction."""
+        found = conn.execute(
+            sa.select(agent_requests.c.status).where(agent_requests.c.id == request_id)
+        ).scalar_one()
+        return S(found)

@@ -215,7 +215,7 @@ artifacts = sa.Table(
     sa.Column("media_type", sa.String(200), nullable=False),
     sa.Column("created_at", UtcTimestamp, nullable=False),
     # The bytes, where artefacts live in the database (PostgreSQL: every host reads them from
-    # here); NULL where they are files (SQLite), see openseal.runtime.artifacts.
+    # here); NULL where they are files (SQLite), see openseal.runtime.store.artifacts.
     sa.Column("content", sa.LargeBinary, nullable=True),
 )
 

@@ -15,7 +15,7 @@ down_revision = None
 branch_labels = None
 depends_on = None
 
-# Timestamps are epoch seconds in a double; openseal.runtime.schema.UtcTimestamp maps them to
+# Timestamps are epoch seconds in a double; openseal.runtime.store.schema.UtcTimestamp maps them to
 # aware UTC datetimes. Spelled out here so later schema edits cannot change this migration.
 TIMESTAMP = sa.Float(precision=53)
 

@@ -1,6 +1,6 @@
 """FencedTx: the only way an engine holding a claim writes to its run.
 
-``Store.fenced(claim)`` opens one transaction, checks that the run's epoch and lease owner
+``store.leases.fenced(claim)`` opens one transaction, checks that the run's epoch and lease owner
 still match the claim (invariant 3) and hands out a FencedTx whose methods all write inside
 that transaction. Every change appends its event in the same transaction (invariant 1), and
 leaving ``running`` releases the lease in the same UPDATE (invariant 5).
@@ -16,20 +16,30 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import sqlalchemy as sa
 
 from openseal.errors import StoreError
-from openseal.runtime import fastsql, schema
-from openseal.runtime.clock import new_id
-from openseal.runtime.events import EVENT_WRITES, Fence, append_events, iso, lease_released
-from openseal.runtime.objectives import settle_objective
-from openseal.runtime.records import Activity, AgentRequest, Claim, Event, InboundEvent, Run, Turn
+from openseal.runtime.clock import iso, new_id
 from openseal.runtime.statuses import AgentRequestStatus, RunStatus
-from openseal.runtime.store_base import StoreBase
-from openseal.runtime.store_errors import IdempotencyConflict, NotFound
-from openseal.runtime.waits import consume, first_unconsumed_match
+from openseal.runtime.store import fastsql, schema
+from openseal.runtime.store.errors import IdempotencyConflict, NotFound
+from openseal.runtime.store.events import EVENT_WRITES, Fence, append_events, lease_released
+from openseal.runtime.store.inbound_events import consume, first_unconsumed_match
+from openseal.runtime.store.objectives import settle_objective
+from openseal.runtime.store.records import (
+    Activity,
+    AgentRequest,
+    Claim,
+    Event,
+    InboundEvent,
+    Run,
+    Turn,
+)
+
+if TYPE_CHECKING:
+    from openseal.runtime.store.dialects import Store
 
 
 class _Unset:
@@ -73,9 +83,11 @@ SELECT_COUNTERS: Final = sa.select(runs.c.last_event_seq, runs.c.revision).where
 
 
 class FencedTx:
+    """One fenced write transaction of a claim holder; see the module docstring."""
+
     def __init__(
         self,
-        store: StoreBase,
+        store: Store,
         conn: sa.Connection,
         claim: Claim,
         now: datetime,
@@ -83,7 +95,8 @@ class FencedTx:
         *,
         held: bool = True,
     ) -> None:
-        self._store = store
+        #: the store, for repository calls in this transaction (``tx.store.actions.move(...)``)
+        self.store = store
         self._conn = conn
         self.claim = claim
         self.now = now
@@ -294,6 +307,16 @@ class FencedTx:
 
     # -- activities --------------------------------------------------------------------
 
+    def abandon_open_turns(self) -> None:
+        """Close the turns a previous claim left running (it crashed, stalled or was paused)."""
+        stmt = sa.select(turns.c.id).where(
+            turns.c.run_id == self.claim.run_id,
+            turns.c.status == "running",
+            turns.c.epoch < self.claim.epoch,
+        )
+        for turn_id in self.conn.execute(stmt).scalars().all():
+            self.record_turn(turn_id, status="abandoned", error="the claim that ran it was lost")
+
     def get_activity(self, activity_id: str) -> Activity | None:
         params = {"p_run": self.claim.run_id, "p_activity": activity_id}
         row = fastsql.one_or_none(fastsql.execute(self._conn, SELECT_ACTIVITY, params))
@@ -333,7 +356,7 @@ class FencedTx:
         once (returned here; the next claim sees it in ``run.waiting["delivered"]``).
         ``timeout_at`` makes the run runnable at that time without a delivery.
         """
-        self._store.lock_event_name(self.conn, name)
+        self.store.lock_event_name(self.conn, name)
         waiting = {
             "kind": "event",
             "name": name,
@@ -353,7 +376,7 @@ class FencedTx:
         if early is not None:
             self._run = consume(self.conn, early, run, self.now, self.actor)
             self._writes_seen = self._conn.info.get(EVENT_WRITES, 0)  # consume's is the last
-            self._store.notify_work(self._conn)
+            self.store.notify_work(self._conn)
         return early
 
     # -- agent requests ----------------------------------------------------------------

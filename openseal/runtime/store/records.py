@@ -1,7 +1,7 @@
 """What the store returns: frozen dataclasses, never database rows.
 
 Each record has a ``from_row`` that maps a SQLAlchemy row mapping to the record, so the column
-names live in one place next to :mod:`openseal.runtime.schema`.
+names live in one place next to :mod:`openseal.runtime.store.schema`.
 """
 
 from __future__ import annotations

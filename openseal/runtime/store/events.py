@@ -20,9 +20,9 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from openseal.runtime import fastsql, schema
-from openseal.runtime.records import Event, Run
-from openseal.runtime.store_errors import NotFound
+from openseal.runtime.store import fastsql, schema
+from openseal.runtime.store.errors import NotFound
+from openseal.runtime.store.records import Event, Run
 
 runs = schema.runs
 
@@ -170,8 +170,3 @@ def _change_with_expressions(
 def lease_released() -> dict[str, Any]:
     """Column values that drop a run's lease (invariant 5: only a running run holds one)."""
     return {"lease_owner": None, "lease_expires_at": None}
-
-
-def iso(moment: datetime | None) -> str | None:
-    """Datetimes go into event payloads (JSON) as ISO 8601 strings."""
-    return None if moment is None else moment.isoformat()

@@ -274,7 +274,7 @@ def _internals_ok() -> bool:
         problems = internals_problems()
         if problems:
             warnings.warn(
-                "openseal.runtime.fastsql is off (every statement goes through "
+                "openseal.runtime.store.fastsql is off (every statement goes through "
                 f"Connection.execute): SQLAlchemy {sa.__version__} moved {'; '.join(problems)}",
                 RuntimeWarning,
                 stacklevel=3,

@@ -15,7 +15,7 @@ down_revision = "0001"
 branch_labels = None
 depends_on = None
 
-# Epoch seconds in a double, as in 0001 (openseal.runtime.schema.UtcTimestamp).
+# Epoch seconds in a double, as in 0001 (openseal.runtime.store.schema.UtcTimestamp).
 TIMESTAMP = sa.Float(precision=53)
 ID = sa.String(length=32)
 

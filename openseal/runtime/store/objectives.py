@@ -1,22 +1,23 @@
-"""Objectives, their runs, and reading a run's event stream."""
+"""The objectives repository: creating an objective with its first run, reading objectives,
+and settling an objective when its run ends."""
 
 from __future__ import annotations
 
 import hashlib
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Final
 
 import sqlalchemy as sa
 
 from openseal.errors import StoreError
-from openseal.runtime import fastsql, schema
 from openseal.runtime.clock import new_id
-from openseal.runtime.definitions import DefinitionsMixin, canonical_json
-from openseal.runtime.records import DefinitionVersion, Event, NewObjective, Objective, Run
-from openseal.runtime.statuses import TERMINAL_RUN_STATUSES, ObjectiveStatus, RunStatus
-from openseal.runtime.store_errors import IdempotencyConflict, NotFound
+from openseal.runtime.statuses import ObjectiveStatus, RunStatus
+from openseal.runtime.store import fastsql, schema
+from openseal.runtime.store.base import Repository
+from openseal.runtime.store.definitions import canonical_json
+from openseal.runtime.store.errors import IdempotencyConflict, NotFound
+from openseal.runtime.store.records import DefinitionVersion, NewObjective, Objective, Run
 
 objectives = schema.objectives
 projects = schema.projects
@@ -38,8 +39,10 @@ def request_hash(project: str, workflow_name: str, inputs: dict[str, Any]) -> st
 Prepare = Callable[[DefinitionVersion], dict[str, Any]]
 
 
-class ObjectivesMixin(DefinitionsMixin):
-    def create_objective(
+class Objectives(Repository):
+    """``store.objectives``: objectives and the first run of each."""
+
+    def create(
         self,
         project: str,
         workflow_name: str,
@@ -77,7 +80,7 @@ class ObjectivesMixin(DefinitionsMixin):
         raise AssertionError("unreachable")
 
     def _replay(self, request_key: str, digest: str) -> NewObjective | None:
-        with self.read() as conn:
+        with self._store.read() as conn:
             row = conn.execute(
                 sa.select(objectives.c.id, objectives.c.request_hash).where(
                     objectives.c.request_key == request_key
@@ -111,13 +114,13 @@ class ObjectivesMixin(DefinitionsMixin):
         actor: str,
         prepare: Prepare | None,
     ) -> NewObjective:
-        with self.write() as conn:
-            version = self._active_version(conn, workflow_name)
+        with self._store.write() as conn:
+            version = self._store.definitions.active_version_in(conn, workflow_name)
             if version is None or version.kind != "workflow":
                 raise StoreError(f"no workflow {workflow_name!r} is deployed", code="not_deployed")
             if prepare is not None:
                 inputs = prepare(version)
-            now = self.now()
+            now = self._store.now()
             objective = Objective(
                 id=new_id(),
                 project=project,
@@ -167,7 +170,7 @@ class ObjectivesMixin(DefinitionsMixin):
                 {"run_id": run.id, "seq": 1, "type": "run.created", "actor": actor,
                  "payload": payload, "at": now},
             )  # fmt: skip
-            self.notify_work(conn)
+            self._store.notify_work(conn)
             return NewObjective(objective, run, True)
 
     def _project_id(self, conn: sa.Connection, name: str) -> str:
@@ -176,7 +179,7 @@ class ObjectivesMixin(DefinitionsMixin):
         if project_id is None:
             project_id = new_id()
             conn.execute(
-                sa.insert(projects).values(id=project_id, name=name, created_at=self.now())
+                sa.insert(projects).values(id=project_id, name=name, created_at=self._store.now())
             )
         return project_id
 
@@ -191,65 +194,17 @@ class ObjectivesMixin(DefinitionsMixin):
             raise NotFound(f"objective {objective_id} not found")
         return Objective.from_row(row, row["project_name"])
 
-    def get_objective(self, objective_id: str) -> Objective:
-        with self.read() as conn:
+    def newest(self, limit: int = 100) -> list[Objective]:
+        """Objectives newest first."""
+        with self._store.read() as conn:
+            ids = conn.execute(
+                sa.select(objectives.c.id).order_by(objectives.c.id.desc()).limit(limit)
+            ).scalars()
+            return [self._objective(conn, objective_id) for objective_id in ids.all()]
+
+    def get(self, objective_id: str) -> Objective:
+        with self._store.read() as conn:
             return self._objective(conn, objective_id)
-
-    def get_run(self, run_id: str) -> Run:
-        with self.read() as conn:
-            return self.load_run(conn, run_id)
-
-    def list_runs(
-        self,
-        status: RunStatus | None = None,
-        *,
-        limit: int = 100,
-        after: str | None = None,
-        objective_id: str | None = None,
-    ) -> tuple[Run, ...]:
-        """Runs ordered by id (creation order); page with ``after`` = the last id seen."""
-        stmt = sa.select(runs).order_by(runs.c.id).limit(limit)
-        if status is not None:
-            stmt = stmt.where(runs.c.status == status)
-        if after is not None:
-            stmt = stmt.where(runs.c.id > after)
-        if objective_id is not None:
-            stmt = stmt.where(runs.c.objective_id == objective_id)
-        with self.read() as conn:
-            return tuple(Run.from_row(row) for row in conn.execute(stmt).mappings())
-
-    def events(self, run_id: str, after: int = 0, limit: int = 100) -> tuple[Event, ...]:
-        """One page of the run's events with ``seq > after``, in sequence order."""
-        stmt = (
-            sa.select(events)
-            .where(events.c.run_id == run_id, events.c.seq > after)
-            .order_by(events.c.seq)
-            .limit(limit)
-        )
-        with self.read() as conn:
-            return tuple(Event.from_row(row) for row in conn.execute(stmt).mappings())
-
-    def follow_events(
-        self, run_id: str, after: int = 0, *, timeout: float | None = None
-    ) -> Iterator[Event]:
-        """Yield the run's events as they are committed.
-
-        Stops once the run is terminal and every event is delivered, or after ``timeout``
-        seconds without reaching that point (``None``: follow until terminal).
-        """
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            page = self.events(run_id, after)
-            yield from page
-            if page:
-                after = page[-1].seq
-                continue
-            run = self.get_run(run_id)
-            if run.status in TERMINAL_RUN_STATUSES and run.last_event_seq <= after:
-                return
-            if deadline is not None and time.monotonic() >= deadline:
-                return
-            time.sleep(self.poll_interval)
 
 
 #: what a finished root run means for its objective

@@ -1,8 +1,8 @@
 """The store's core: engine, transactions and the dialect hooks its subclasses override.
 
-Operations live in mixins (definitions, objectives, leases, waits, commands, agent requests),
-all built on the few primitives here. :mod:`openseal.runtime.store` assembles them and adds the
-SQLite and PostgreSQL hooks.
+Operations live in repositories (one per table group, see :mod:`openseal.runtime.store`), all
+built on the few primitives here; :mod:`openseal.runtime.store.dialects` assembles them and adds
+the SQLite and PostgreSQL hooks.
 """
 
 from __future__ import annotations
@@ -12,14 +12,17 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import sqlalchemy as sa
 
-from openseal.runtime import schema
 from openseal.runtime.clock import utcnow
-from openseal.runtime.records import DefinitionVersion, Run
-from openseal.runtime.store_errors import NotFound
+
+if TYPE_CHECKING:
+    from openseal.runtime.store.dialects import Store
+
+#: a connection in one transaction, for repository methods that work in the caller's
+Connection = sa.Connection
 
 # Execution option read by the SQLite ``begin`` hook: which BEGIN to emit.
 BEGIN_MODE = "openseal_begin"
@@ -44,8 +47,6 @@ class StoreBase:
         self.home = home
         self.clock = clock
         self.poll_interval = poll_interval
-        #: definition versions by digest, parsed once (versions are immutable)
-        self._versions: dict[str, DefinitionVersion] = {}
         # In-process wake-ups: a generation count that idle workers wait on.
         self._work = threading.Condition()
         self._work_generation = 0
@@ -129,13 +130,11 @@ class StoreBase:
         count even if it came before the wait began."""
         raise NotImplementedError
 
-    # -- shared helpers ------------------------------------------------------------------
 
-    def load_run(self, conn: sa.Connection, run_id: str, *, lock: bool = False) -> Run:
-        stmt = sa.select(schema.runs).where(schema.runs.c.id == run_id)
-        if lock:
-            stmt = self.for_update(stmt)
-        row = conn.execute(stmt).mappings().one_or_none()
-        if row is None:
-            raise NotFound(f"run {run_id} not found")
-        return Run.from_row(row)
+class Repository:
+    """One table group's operations. A repository holds no state of its own beyond caches of
+    immutable rows; it opens transactions through the store, or works inside the caller's
+    (methods taking a ``conn``), and reaches the other repositories through the store."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store

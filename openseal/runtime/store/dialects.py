@@ -7,10 +7,10 @@ database, claim with ``FOR UPDATE SKIP LOCKED`` and wake on ``LISTEN/NOTIFY``.
 Example::
 
     store = open_store()
-    store.put_version(digest, "workflow", "procure_laptops", document)
-    store.activate("procure_laptops", digest, actor="user:local")
-    created = store.create_objective("acme", "procure_laptops", inputs, actor="user:local")
-    claim = store.claim_run("worker-1")
+    store.definitions.put(digest, "workflow", "procure_laptops", document)
+    store.definitions.activate("procure_laptops", digest, actor="user:local")
+    created = store.objectives.create("acme", "procure_laptops", inputs, actor="user:local")
+    claim = store.leases.claim("worker-1")
 """
 
 from __future__ import annotations
@@ -19,32 +19,67 @@ import json
 import os
 import zlib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import sqlalchemy as sa
 from sqlalchemy import event
 
 from openseal.errors import StoreError
-from openseal.runtime import fastsql, migrations
-from openseal.runtime.agent_requests import AgentRequestsMixin
-from openseal.runtime.listener import NotificationListener
-from openseal.runtime.store_base import BEGIN_MODE
-
-if TYPE_CHECKING:
-    from openseal.runtime.artifacts import ArtifactStore
+from openseal.runtime.store import fastsql, migrations, schema
+from openseal.runtime.store.actions import Actions
+from openseal.runtime.store.agent_requests import AgentRequests
+from openseal.runtime.store.approvals import Approvals
+from openseal.runtime.store.artifacts import ArtifactStore
+from openseal.runtime.store.base import BEGIN_MODE, StoreBase
+from openseal.runtime.store.change_proposals import ChangeProposals
+from openseal.runtime.store.definitions import Definitions
+from openseal.runtime.store.idempotency import Idempotency
+from openseal.runtime.store.inbound_events import InboundEvents
+from openseal.runtime.store.leases import Leases
+from openseal.runtime.store.listener import NotificationListener
+from openseal.runtime.store.objectives import Objectives
+from openseal.runtime.store.proposals import Proposals
+from openseal.runtime.store.runs import Runs
 
 DATABASE_URL_ENV = "OPENSEAL_DATABASE_URL"
+#: the kinds whose ids may be given by a unique prefix, and the column that holds each
+ID_COLUMNS = {
+    "run": schema.runs.c.id,
+    "objective": schema.objectives.c.id,
+    "approval": schema.approvals.c.id,
+    "action": schema.actions.c.id,
+}
 WORK_CHANNEL = "openseal_runs"
 
 
-class Store(AgentRequestsMixin):
-    """Every store operation; subclasses only supply dialect hooks. See :func:`open_store`."""
+class Store(StoreBase):
+    """The store: transactions and dialect hooks (:class:`StoreBase`) plus one repository per
+    table group. Subclasses only supply dialect hooks. See :func:`open_store`."""
 
-    @property
-    def artifacts(self) -> ArtifactStore:
-        from openseal.runtime.artifacts import ArtifactStore
+    def __init__(self, engine: sa.Engine, **options: Any) -> None:
+        super().__init__(engine, **options)
+        self.definitions = Definitions(self)
+        self.objectives = Objectives(self)
+        self.runs = Runs(self)
+        self.leases = Leases(self)
+        self.inbound_events = InboundEvents(self)
+        self.agent_requests = AgentRequests(self)
+        self.proposals = Proposals(self)
+        self.approvals = Approvals(self)
+        self.actions = Actions(self)
+        self.change_proposals = ChangeProposals(self)
+        self.idempotency = Idempotency(self)
+        self.artifacts = ArtifactStore(self.home / "artifacts", self)
 
-        return ArtifactStore(self.home / "artifacts", self)
+    def ids_starting_with(self, kind: str, prefix: str, *, limit: int) -> list[str]:
+        """Up to ``limit`` ids of ``kind`` (run, objective, approval, action) that start with
+        ``prefix``, in order: what completing a short id needs."""
+        column = ID_COLUMNS[kind]
+        with self.read() as conn:
+            found = conn.execute(
+                sa.select(column).where(column.startswith(prefix)).order_by(column).limit(limit)
+            ).scalars()
+            return [str(value) for value in found]
 
     def schema_revision(self) -> str | None:
         return migrations.current_revision(self.engine)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from alembic import context
 
-from openseal.runtime.schema import metadata
+from openseal.runtime.store.schema import metadata
 
 connection = context.config.attributes.get("connection")
 if connection is None:
-    raise RuntimeError("openseal migrations run via openseal.runtime.migrations.upgrade(engine)")
+    raise RuntimeError(
+        "openseal migrations run via openseal.runtime.store.migrations.upgrade(engine)"
+    )
 
 context.configure(connection=connection, target_metadata=metadata, render_as_batch=True)
 with context.begin_transaction():

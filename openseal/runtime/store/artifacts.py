@@ -25,10 +25,10 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from openseal.runtime import fastsql, schema
-from openseal.runtime.records import ArtifactInfo
-from openseal.runtime.store_base import StoreBase
-from openseal.runtime.store_errors import ArtifactCorrupt, NotFound
+from openseal.runtime.store import fastsql, schema
+from openseal.runtime.store.base import StoreBase
+from openseal.runtime.store.errors import ArtifactCorrupt, NotFound
+from openseal.runtime.store.records import ArtifactInfo
 
 artifacts = schema.artifacts
 INFO_COLUMNS = (

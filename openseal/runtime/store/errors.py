@@ -54,6 +54,8 @@ class ArtifactCorrupt(StoreError):
 
 __all__ = [
     "ArtifactCorrupt",
+    "DatabaseFailure",
+    "DriverFailure",
     "IdempotencyConflict",
     "InvalidStatus",
     "NotFound",
@@ -63,6 +65,11 @@ __all__ = [
     "describe_fault",
     "transient",
 ]
+
+#: anything the database layer raises: a fault to retry or report, never a refusal
+DatabaseFailure = sa.exc.SQLAlchemyError
+#: a failure the database driver reported (unreachable, busy, a lock or statement timeout...)
+DriverFailure = sa.exc.DBAPIError
 
 
 # -- faults that retrying cures ----------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Operator commands on a run: pause, resume, cancel, intervene.
+"""The runs repository: reading runs and their event pages, and the operator commands on a
+run: pause, resume, cancel, intervene.
 
 Each is one transaction with its event, and is refused with ``invalid_status`` when the run's
 status does not allow it. Pause and cancel take the run away from an in-flight worker by
@@ -7,37 +8,32 @@ bumping the epoch, so that worker's next fenced write is rejected (invariant 3).
 
 from __future__ import annotations
 
-from typing import Any
+import time
+from collections.abc import Iterator
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
 from openseal.errors import StoreError
-from openseal.runtime import actions as action_rows
-from openseal.runtime import approvals as approval_rows
-from openseal.runtime import schema
-from openseal.runtime.events import change_run, iso, lease_released
-from openseal.runtime.leases import LeasesMixin
-from openseal.runtime.objectives import settle_objective
-from openseal.runtime.records import Run
-from openseal.runtime.statuses import (
-    TERMINAL_RUN_STATUSES,
-    WAITING_RUN_STATUSES,
-    AgentRequestStatus,
-    RunStatus,
-)
-from openseal.runtime.store_errors import InvalidStatus, StaleRevision
+from openseal.runtime.clock import iso
+from openseal.runtime.statuses import TERMINAL_RUN_STATUSES, WAITING_RUN_STATUSES, RunStatus
+from openseal.runtime.store import schema
+from openseal.runtime.store.base import Repository
+from openseal.runtime.store.errors import InvalidStatus, NotFound, StaleRevision
+from openseal.runtime.store.events import change_run, lease_released
+from openseal.runtime.store.objectives import settle_objective
+from openseal.runtime.store.records import Event, Run
+
+if TYPE_CHECKING:
+    from openseal.runtime.store.actions import Action
 
 runs = schema.runs
-agent_requests = schema.agent_requests
+events = schema.events
 
 PAUSABLE = frozenset({RunStatus.QUEUED, RunStatus.RUNNING} | WAITING_RUN_STATUSES)
 CANCELABLE = frozenset(RunStatus) - TERMINAL_RUN_STATUSES
 INTERVENABLE = frozenset({RunStatus.PAUSED, RunStatus.NEEDS_ATTENTION})
-OPEN_AGENT_REQUESTS = (
-    AgentRequestStatus.PENDING,
-    AgentRequestStatus.CLARIFICATION_REQUESTED,
-    AgentRequestStatus.ACCEPTED,
-)
 
 
 def _require(run: Run, allowed: frozenset[RunStatus], verb: str) -> None:
@@ -58,8 +54,77 @@ def _in_flight(run: Run) -> str | None:
     return run.lease_owner if run.status == RunStatus.RUNNING else None
 
 
-class CommandsMixin(LeasesMixin):
-    def pause_run(
+class Runs(Repository):
+    """``store.runs``: reading runs and their events, and the operator commands."""
+
+    def load(self, conn: sa.Connection, run_id: str, *, lock: bool = False) -> Run:
+        """Run ``run_id`` read in the caller's transaction; ``lock`` takes its row lock first
+        (the first lock of any writer that touches the run, see the package's lock order)."""
+        stmt = sa.select(runs).where(runs.c.id == run_id)
+        if lock:
+            stmt = self._store.for_update(stmt)
+        row = conn.execute(stmt).mappings().one_or_none()
+        if row is None:
+            raise NotFound(f"run {run_id} not found")
+        return Run.from_row(row)
+
+    def get(self, run_id: str) -> Run:
+        with self._store.read() as conn:
+            return self.load(conn, run_id)
+
+    def query(
+        self,
+        status: RunStatus | None = None,
+        *,
+        limit: int = 100,
+        after: str | None = None,
+        objective_id: str | None = None,
+    ) -> tuple[Run, ...]:
+        """Runs ordered by id (creation order); page with ``after`` = the last id seen."""
+        stmt = sa.select(runs).order_by(runs.c.id).limit(limit)
+        if status is not None:
+            stmt = stmt.where(runs.c.status == status)
+        if after is not None:
+            stmt = stmt.where(runs.c.id > after)
+        if objective_id is not None:
+            stmt = stmt.where(runs.c.objective_id == objective_id)
+        with self._store.read() as conn:
+            return tuple(Run.from_row(row) for row in conn.execute(stmt).mappings())
+
+    def events(self, run_id: str, after: int = 0, limit: int = 100) -> tuple[Event, ...]:
+        """One page of the run's events with ``seq > after``, in sequence order."""
+        stmt = (
+            sa.select(events)
+            .where(events.c.run_id == run_id, events.c.seq > after)
+            .order_by(events.c.seq)
+            .limit(limit)
+        )
+        with self._store.read() as conn:
+            return tuple(Event.from_row(row) for row in conn.execute(stmt).mappings())
+
+    def follow_events(
+        self, run_id: str, after: int = 0, *, timeout: float | None = None
+    ) -> Iterator[Event]:
+        """Yield the run's events as they are committed.
+
+        Stops once the run is terminal and every event is delivered, or after ``timeout``
+        seconds without reaching that point (``None``: follow until terminal).
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            page = self.events(run_id, after)
+            yield from page
+            if page:
+                after = page[-1].seq
+                continue
+            run = self.get(run_id)
+            if run.status in TERMINAL_RUN_STATUSES and run.last_event_seq <= after:
+                return
+            if deadline is not None and time.monotonic() >= deadline:
+                return
+            time.sleep(self._store.poll_interval)
+
+    def pause(
         self,
         run_id: str,
         actor: str,
@@ -67,9 +132,9 @@ class CommandsMixin(LeasesMixin):
         *,
         expected_revision: int | None = None,
     ) -> Run:
-        """Stop a run where it is; :meth:`resume_run` puts it back. Waits stay registered."""
-        with self.write() as conn:
-            run = self.load_run(conn, run_id, lock=True)
+        """Stop a run where it is; :meth:`resume` puts it back. Waits stay registered."""
+        with self._store.write() as conn:
+            run = self._store.runs.load(conn, run_id, lock=True)
             _check_revision(run, expected_revision)
             _require(run, PAUSABLE, "pause")
             values: dict[str, Any] = {
@@ -90,12 +155,12 @@ class CommandsMixin(LeasesMixin):
                     "current_state": run.current_state,
                     "in_flight_worker": _in_flight(run),
                 },
-                now=self.now(),
+                now=self._store.now(),
                 values=values,
             )
         return paused
 
-    def resume_run(
+    def resume(
         self,
         run_id: str,
         actor: str,
@@ -104,8 +169,8 @@ class CommandsMixin(LeasesMixin):
         expected_revision: int | None = None,
     ) -> Run:
         """Undo a pause: a waiting run waits again, anything else is queued for a worker."""
-        with self.write() as conn:
-            run = self.load_run(conn, run_id, lock=True)
+        with self._store.write() as conn:
+            run = self._store.runs.load(conn, run_id, lock=True)
             _check_revision(run, expected_revision)
             _require(run, frozenset({RunStatus.PAUSED}), "resume")
             restored = run.paused_from_status
@@ -117,13 +182,13 @@ class CommandsMixin(LeasesMixin):
                 event_type="run.resumed",
                 actor=actor,
                 payload={"reason": reason, "to_status": restored},
-                now=self.now(),
+                now=self._store.now(),
                 values={"status": restored, "paused_from_status": None},
             )
-            self.notify_work(conn)
+            self._store.notify_work(conn)
         return resumed
 
-    def cancel_run(
+    def cancel(
         self,
         run_id: str,
         actor: str,
@@ -133,16 +198,16 @@ class CommandsMixin(LeasesMixin):
     ) -> Run:
         """Cancel durably. The ``run.canceled`` event says what the run was doing, including
         the worker that may have been executing it, and which agent requests were canceled."""
-        now = self.now()
-        with self.write() as conn:
-            run = self.load_run(conn, run_id, lock=True)
+        now = self._store.now()
+        with self._store.write() as conn:
+            run = self._store.runs.load(conn, run_id, lock=True)
             _check_revision(run, expected_revision)
             _require(run, CANCELABLE, "cancel")
-            canceled_requests = self._cancel_agent_requests(conn, run_id, now)
+            canceled_requests = self._store.agent_requests.cancel_for_run(conn, run_id, now)
             # Governed actions: pending approvals and unsent actions are canceled; anything
             # dispatched is reported as it stands, since it may already have happened.
-            canceled_approvals = approval_rows.cancel_for_run(conn, run_id, now, actor)
-            action_report = action_rows.cancel_for_run(conn, run_id, now, actor)
+            canceled_approvals = self._store.approvals.cancel_for_run(conn, run_id, now, actor)
+            action_report = self._store.actions.cancel_for_run(conn, run_id, now, actor)
             settle_objective(conn, run, RunStatus.CANCELED, now)
             canceled, _ = change_run(
                 conn,
@@ -171,23 +236,6 @@ class CommandsMixin(LeasesMixin):
             )
         return canceled
 
-    def _cancel_agent_requests(self, conn: sa.Connection, run_id: str, now: Any) -> list[str]:
-        ids = list(
-            conn.execute(
-                sa.select(agent_requests.c.id).where(
-                    agent_requests.c.caller_run_id == run_id,
-                    agent_requests.c.status.in_(OPEN_AGENT_REQUESTS),
-                )
-            ).scalars()
-        )
-        if ids:
-            conn.execute(
-                sa.update(agent_requests)
-                .where(agent_requests.c.id.in_(ids))
-                .values(status=AgentRequestStatus.CANCELED, updated_at=now)
-            )
-        return ids
-
     def intervene(
         self,
         run_id: str,
@@ -204,8 +252,8 @@ class CommandsMixin(LeasesMixin):
         ``context["states"]``; ``state`` (if given) is the state the run continues from. A run
         that needed attention is queued again; a paused run stays paused until resumed.
         """
-        with self.write() as conn:
-            run = self.load_run(conn, run_id, lock=True)
+        with self._store.write() as conn:
+            run = self._store.runs.load(conn, run_id, lock=True)
             _check_revision(run, expected_revision)
             _require(run, INTERVENABLE, "intervene in")
             values: dict[str, Any] = {}
@@ -235,8 +283,29 @@ class CommandsMixin(LeasesMixin):
                     "to_state": state if state is not None else run.current_state,
                     "value": value,
                 },
-                now=self.now(),
+                now=self._store.now(),
                 values=values,
             )
-            self.notify_work(conn)
+            self._store.notify_work(conn)
         return changed
+
+    def wake_for_action(
+        self, conn: sa.Connection, action: Action, actor: str, event: str, now: datetime
+    ) -> None:
+        """The action is settled: a run that needs attention because of it continues (the state
+        runs again and reads the settled action instead of dispatching), and a run sleeping until
+        it reconciles it again wakes now. Nothing happens to a run doing anything else."""
+        run = self.load(conn, action.run_id, lock=True)
+        waiting = run.waiting or {}
+        values: dict[str, Any]
+        if run.status == RunStatus.NEEDS_ATTENTION and waiting.get("state") == action.state:
+            values = {"status": RunStatus.QUEUED, "waiting": None, "wait_name": None}
+        elif run.status == RunStatus.SLEEPING and waiting.get("action_id") == action.id:
+            values = {"wake_at": now}
+        else:
+            return
+        change_run(
+            conn, run.id, event_type=event, actor=actor,
+            payload={"action_id": action.id, "status": str(action.status)}, now=now, values=values,
+        )  # fmt: skip
+        self._store.notify_work(conn)

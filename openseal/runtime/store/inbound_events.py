@@ -1,4 +1,4 @@
-"""Inbound events and event waits.
+"""The inbound events repository: events delivered from outside and the runs waiting for them.
 
 A run waits for an event by name plus a correlation dict; an inbound event matches when every
 key/value of the wait's correlation equals the event's. An event may arrive before the run
@@ -22,13 +22,13 @@ from typing import Any
 import sqlalchemy as sa
 
 from openseal.errors import StoreError
-from openseal.runtime import schema
-from openseal.runtime.clock import new_id
-from openseal.runtime.events import change_run, iso
-from openseal.runtime.objectives import ObjectivesMixin
-from openseal.runtime.records import InboundEvent, Run
+from openseal.runtime.clock import iso, new_id
 from openseal.runtime.statuses import TERMINAL_RUN_STATUSES
-from openseal.runtime.store_errors import IdempotencyConflict
+from openseal.runtime.store import schema
+from openseal.runtime.store.base import Repository
+from openseal.runtime.store.errors import IdempotencyConflict
+from openseal.runtime.store.events import change_run
+from openseal.runtime.store.records import InboundEvent, Run
 
 inbound = schema.inbound_events
 runs = schema.runs
@@ -97,7 +97,7 @@ _DELIVERY_ATTEMPTS = 5
 
 @dataclass(frozen=True)
 class Delivery:
-    """What :meth:`WaitsMixin.receive_event` did with an event."""
+    """What :meth:`InboundEvents.receive` did with an event."""
 
     #: the stored event: this delivery's, or the first one's when this was a duplicate
     event: InboundEvent
@@ -105,8 +105,10 @@ class Delivery:
     duplicate: bool
 
 
-class WaitsMixin(ObjectivesMixin):
-    def deliver_event(
+class InboundEvents(Repository):
+    """``store.inbound_events``: delivering events to waiting runs, once per delivery key."""
+
+    def deliver(
         self,
         name: str,
         correlation: dict[str, Any],
@@ -119,11 +121,11 @@ class WaitsMixin(ObjectivesMixin):
 
         The returned event's ``consumed_by_run_id`` says which run got it; ``None`` means it
         is kept until a run registers a matching wait. ``key`` is the sender's id for the
-        delivery: see :meth:`receive_event`.
+        delivery: see :meth:`receive`.
         """
-        return self.receive_event(name, correlation, payload, key=key, actor=actor).event
+        return self.receive(name, correlation, payload, key=key, actor=actor).event
 
-    def receive_event(
+    def receive(
         self,
         name: str,
         correlation: dict[str, Any],
@@ -132,17 +134,17 @@ class WaitsMixin(ObjectivesMixin):
         key: str | None = None,
         actor: str = "system",
     ) -> Delivery:
-        """:meth:`deliver_event`, saying whether it was a redelivery.
+        """:meth:`deliver`, saying whether it was a redelivery.
 
         With ``key``, an event ``name`` already delivered under that key is not stored again:
         the first delivery's event is returned as it stands (``duplicate=True``). The same key
         with another correlation or payload is refused (``idempotency_conflict``).
         """
-        now = self.now()
+        now = self._store.now()
         event = InboundEvent(new_id(), name, correlation, payload, now, None, None, key)
         for _ in range(_DELIVERY_ATTEMPTS):
             try:
-                with self.write() as conn:
+                with self._store.write() as conn:
                     return self._deliver(conn, event, actor)
             except _Retry:
                 continue
@@ -150,7 +152,7 @@ class WaitsMixin(ObjectivesMixin):
                 # A concurrent delivery stored this key first (the name lock makes that rare).
                 if key is None:
                     raise
-                with self.read() as conn:
+                with self._store.read() as conn:
                     first = _by_key(conn, name, key)
                 if first is None:
                     raise
@@ -163,8 +165,8 @@ class WaitsMixin(ObjectivesMixin):
         # is not committed yet; the re-check under it sees every committed waiter.
         candidate = self._find_waiter(conn, event)
         if candidate is not None:
-            self.load_run(conn, candidate.id, lock=True)
-        self.lock_event_name(conn, event.name)
+            self._store.runs.load(conn, candidate.id, lock=True)
+        self._store.lock_event_name(conn, event.name)
         if event.delivery_key is not None:
             # Under the name lock every earlier delivery of this name has committed.
             first = _by_key(conn, event.name, event.delivery_key)
@@ -187,7 +189,7 @@ class WaitsMixin(ObjectivesMixin):
             raise _Retry  # another waiter appeared; start over, locking that one first
         now = event.received_at
         consume(conn, event, waiter, now, actor)
-        self.notify_work(conn)
+        self._store.notify_work(conn)
         consumed = InboundEvent(
             event.id, event.name, event.correlation, event.payload, now, waiter.id, now,
             event.delivery_key,
@@ -205,8 +207,8 @@ class WaitsMixin(ObjectivesMixin):
                 return run
         return None
 
-    def inbound_event(self, event_id: str) -> InboundEvent | None:
-        with self.read() as conn:
+    def get(self, event_id: str) -> InboundEvent | None:
+        with self._store.read() as conn:
             row = conn.execute(sa.select(inbound).where(inbound.c.id == event_id))
             found = row.mappings().one_or_none()
         return None if found is None else InboundEvent.from_row(found)

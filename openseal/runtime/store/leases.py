@@ -1,7 +1,7 @@
-"""Claims, leases and fencing (invariant 3).
+"""The leases repository: claims, leases and fencing (invariant 3).
 
 A worker claims one runnable run with a lease; each claim increments the run's epoch. Every
-write the engine makes goes through :meth:`LeasesMixin.fenced`, which re-checks the epoch and
+write the engine makes goes through :meth:`Leases.fenced`, which re-checks the epoch and
 owner inside the transaction, so a paused or partitioned old worker can never write after a
 replacement took over (or after an operator paused or canceled the run).
 """
@@ -16,13 +16,14 @@ from typing import Any, TypeVar
 
 import sqlalchemy as sa
 
-from openseal.runtime import fastsql, schema
-from openseal.runtime.events import change_run, iso, lease_released
-from openseal.runtime.fenced import FencedTx
-from openseal.runtime.records import Claim, Run
+from openseal.runtime.clock import iso
 from openseal.runtime.statuses import WAITING_RUN_STATUSES, RunStatus
-from openseal.runtime.store_errors import StaleEpoch
-from openseal.runtime.waits import WaitsMixin
+from openseal.runtime.store import fastsql, schema
+from openseal.runtime.store.base import Repository
+from openseal.runtime.store.errors import StaleEpoch
+from openseal.runtime.store.events import change_run, lease_released
+from openseal.runtime.store.fenced import FencedTx
+from openseal.runtime.store.records import Claim, Run
 
 runs = schema.runs
 T = TypeVar("T")
@@ -34,7 +35,7 @@ def runnable(now: datetime | sa.BindParameter[Any]) -> sa.ColumnElement[bool]:
         runs.c.status == RunStatus.QUEUED,
         sa.and_(runs.c.status == RunStatus.RUNNING, runs.c.lease_expires_at < now),
         # One bound literal per status rather than an expanding list, so the statement needs no
-        # rewriting at execution time (see :mod:`openseal.runtime.fastsql`).
+        # rewriting at execution time (see :mod:`openseal.runtime.store.fastsql`).
         sa.and_(
             runs.c.status.in_([sa.literal(str(s)) for s in sorted(WAITING_RUN_STATUSES)]),
             runs.c.wake_at <= now,
@@ -42,8 +43,10 @@ def runnable(now: datetime | sa.BindParameter[Any]) -> sa.ColumnElement[bool]:
     )
 
 
-class LeasesMixin(WaitsMixin):
-    def claim_run(
+class Leases(Repository):
+    """``store.leases``: claiming runs, heartbeats, giving runs back, fenced writes."""
+
+    def claim(
         self, worker_id: str, *, lease_seconds: float = 30, now: datetime | None = None
     ) -> Claim | None:
         """Claim the runnable run that changed longest ago, or return None if there is none.
@@ -62,15 +65,15 @@ class LeasesMixin(WaitsMixin):
         lease_seconds: float = 30,
         now: datetime | None = None,
     ) -> tuple[Claim, T | None] | None:
-        """Claim a run like :meth:`claim_run`, then call ``start`` in the same transaction.
+        """Claim a run like :meth:`claim`, then call ``start`` in the same transaction.
 
         ``start`` gets a :class:`FencedTx` of the new claim — the engine saves the run's first
         turn with it, so a claim and the turn it starts cost one commit. Its result is returned
         with the claim; if it raises, the claim is not taken either.
         """
-        now = now or self.now()
+        now = now or self._store.now()
         expires = now + timedelta(seconds=lease_seconds)
-        with self.write() as conn:
+        with self._store.write() as conn:
             row = fastsql.one_or_none(
                 fastsql.execute(conn, self._select_claimable(), {"p_now": now})
             )
@@ -86,7 +89,7 @@ class LeasesMixin(WaitsMixin):
             if before.lease_owner is not None:
                 payload["previous_owner"] = before.lease_owner
             claim = Claim(before.id, worker_id, epoch, expires, before.status, before)
-            tx = FencedTx(self, conn, claim, now, before, held=False)
+            tx = FencedTx(self._store, conn, claim, now, before, held=False)
             # The row is locked (SKIP LOCKED on PostgreSQL, the write lock on SQLite), so the
             # new epoch can be computed here rather than in SQL.
             after = tx._change(
@@ -115,7 +118,7 @@ class LeasesMixin(WaitsMixin):
             # Least recently changed first: a run given back after its turns (or a retry) goes
             # behind the runs that waited meanwhile, so one busy run cannot starve the others.
             ordered = sa.select(runs).where(condition).order_by(runs.c.updated_at, runs.c.id)
-            stmt = self.for_claim(ordered.limit(1))
+            stmt = self._store.for_claim(ordered.limit(1))
             self._claimable_stmt = stmt
         return stmt
 
@@ -123,8 +126,8 @@ class LeasesMixin(WaitsMixin):
         self, claim: Claim, *, lease_seconds: float = 30, now: datetime | None = None
     ) -> bool:
         """Extend the lease; False once the claim lost the run (takeover, pause, cancel...)."""
-        now = now or self.now()
-        with self.write() as conn:
+        now = now or self._store.now()
+        with self._store.write() as conn:
             result = conn.execute(
                 sa.update(runs)
                 .where(*self._holds(claim))
@@ -134,10 +137,10 @@ class LeasesMixin(WaitsMixin):
 
     def release(self, claim: Claim) -> bool:
         """Give the run back to the queue (e.g. on worker shutdown); False if already lost."""
-        now = self.now()
-        with self.write() as conn:
+        now = self._store.now()
+        with self._store.write() as conn:
             held = conn.execute(
-                self.for_update(sa.select(runs.c.id).where(*self._holds(claim)))
+                self._store.for_update(sa.select(runs.c.id).where(*self._holds(claim)))
             ).one_or_none()
             if held is None:
                 return False
@@ -150,7 +153,7 @@ class LeasesMixin(WaitsMixin):
                 now=now,
                 values={"status": RunStatus.QUEUED, **lease_released()},
             )
-            self.notify_work(conn)
+            self._store.notify_work(conn)
         return True
 
     def release_for_retry(
@@ -163,10 +166,10 @@ class LeasesMixin(WaitsMixin):
         with ``retries``, ``retry_at`` and ``fault`` added. Returns when it is retried; None
         when the claim was already lost.
         """
-        now = self.now()
-        with self.write() as conn:
+        now = self._store.now()
+        with self._store.write() as conn:
             held = conn.execute(
-                self.for_update(sa.select(runs.c.waiting).where(*self._holds(claim)))
+                self._store.for_update(sa.select(runs.c.waiting).where(*self._holds(claim)))
             ).one_or_none()
             if held is None:
                 return None
@@ -205,12 +208,12 @@ class LeasesMixin(WaitsMixin):
 
         Example::
 
-            with store.fenced(claim) as tx:
+            with store.leases.fenced(claim) as tx:
                 tx.record_activity("research:1:model", "model", digest, result)
                 tx.update_run(current_state="draft", context=new_context)
         """
-        now = self.now()
-        with self.write() as conn:
+        now = self._store.now()
+        with self._store.write() as conn:
             (row,) = fastsql.execute(conn, self._select_run_locked(), {"p_id": claim.run_id})
             holds = (
                 row["epoch"] == claim.epoch
@@ -218,7 +221,7 @@ class LeasesMixin(WaitsMixin):
                 and row["status"] == RunStatus.RUNNING
             )
             if holds:
-                tx = FencedTx(self, conn, claim, now, Run.from_row(row))
+                tx = FencedTx(self._store, conn, claim, now, Run.from_row(row))
                 yield tx
                 tx.flush()
                 return
@@ -228,13 +231,13 @@ class LeasesMixin(WaitsMixin):
         """``SELECT runs.* WHERE id = :p_id`` with the dialect's row lock, built once."""
         stmt: sa.Select[Any] | None = getattr(self, "_run_locked_stmt", None)
         if stmt is None:
-            stmt = self.for_update(sa.select(runs).where(runs.c.id == sa.bindparam("p_id")))
+            stmt = self._store.for_update(sa.select(runs).where(runs.c.id == sa.bindparam("p_id")))
             self._run_locked_stmt = stmt
         return stmt
 
     def _reject_stale(self, claim: Claim, run_epoch: int, owner: str | None, status: str) -> None:
         # Recorded in its own transaction: the rejected write itself must leave no trace.
-        with self.write() as conn:
+        with self._store.write() as conn:
             change_run(
                 conn,
                 claim.run_id,
@@ -247,7 +250,7 @@ class LeasesMixin(WaitsMixin):
                     "lease_owner": owner,
                     "status": status,
                 },
-                now=self.now(),
+                now=self._store.now(),
                 values={"stale_writes": runs.c.stale_writes + 1},
             )
         raise StaleEpoch(

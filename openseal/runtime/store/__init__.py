@@ -1,0 +1,148 @@
+"""The store: every SQL statement openseal runs lives in this package.
+
+``open_store()`` returns a :class:`Store` that *has* one repository per table group; callers
+never see a table, a statement or SQLAlchemy:
+
+- ``store.definitions``: compiled versions and deployments (name → active version, history);
+- ``store.objectives``: objectives and the first run of each;
+- ``store.runs``: runs, their event pages, pause / resume / cancel / intervene;
+- ``store.leases``: claims, heartbeats, releases and :class:`FencedTx` (invariant 3);
+- ``store.inbound_events``: events from outside and the runs waiting for them;
+- ``store.agent_requests``: work one run asks of an agent or team;
+- ``store.proposals``: the exact payloads of governed actions;
+- ``store.approvals``: approvals bound to a proposal's hash;
+- ``store.actions``: actions and their spend reservations;
+- ``store.change_proposals``: governed deployment changes, their reviews and events;
+- ``store.idempotency``: the API's remembered responses by ``Idempotency-Key``;
+- ``store.artifacts``: content-addressed artefacts, verified by digest on read.
+
+A repository method either opens its own transaction or, when it takes a ``conn``, works in
+the caller's (``with store.write() as conn: ...``), so one commit can span repositories.
+
+**The one lock order.** Every writer that touches a run locks the **run row first**
+(``store.runs.load(conn, run_id, lock=True)``, or it holds a claim's :class:`FencedTx`),
+then what belongs to the run: its actions, approvals, agent requests, proposals and inbound
+events; after those, a delivery takes its event name's lock and a spend reservation its
+budget's lock. Governance writers take the governance lock
+(``store.change_proposals.lock_governance``), then the change proposal's row, then
+deployments. On SQLite ``BEGIN IMMEDIATE`` serialises writers anyway; on PostgreSQL this
+order is what keeps two writers from deadlocking.
+
+Inside the package: :mod:`.schema` (tables), :mod:`.migrations` (Alembic), :mod:`.base`
+(engine, transactions, dialect hooks), :mod:`.dialects` (SQLite, PostgreSQL, ``open_store``),
+:mod:`.fastsql` (hot statements), :mod:`.records` (frozen rows), :mod:`.events` (the one way a
+run changes), :mod:`.fenced`, :mod:`.listener` (PostgreSQL ``LISTEN``), :mod:`.errors`, and the
+repository modules. Only the names in ``__all__`` are for use outside the package (a test
+in ``tests/test_boundaries.py`` holds every module to that).
+"""
+
+from __future__ import annotations
+
+from openseal.runtime.store.actions import NOT_DISPATCHED, OPEN_OUTCOME, Action, EventSink
+from openseal.runtime.store.actions import boundary as action_boundary
+from openseal.runtime.store.approvals import Approval
+from openseal.runtime.store.approvals import summary as approval_summary
+from openseal.runtime.store.artifacts import ArtifactStore
+from openseal.runtime.store.base import Connection
+from openseal.runtime.store.change_proposals import (
+    ChangeProposal,
+    Decision,
+    ProposalEvent,
+    ProposalKind,
+    Review,
+    Target,
+    Verdict,
+)
+from openseal.runtime.store.definitions import canonical_json
+from openseal.runtime.store.dialects import (
+    DATABASE_URL_ENV,
+    PostgresStore,
+    SQLiteStore,
+    Store,
+    open_store,
+)
+from openseal.runtime.store.errors import (
+    ArtifactCorrupt,
+    DatabaseFailure,
+    DriverFailure,
+    IdempotencyConflict,
+    InvalidStatus,
+    NotFound,
+    StaleEpoch,
+    StaleRevision,
+    describe_fault,
+    transient,
+)
+from openseal.runtime.store.fenced import FencedTx
+from openseal.runtime.store.idempotency import StoredResponse
+from openseal.runtime.store.inbound_events import Delivery, correlation_matches
+from openseal.runtime.store.proposals import Proposal, action_key
+from openseal.runtime.store.records import (
+    Activation,
+    Activity,
+    AgentRequest,
+    ArtifactInfo,
+    Claim,
+    DefinitionVersion,
+    Deployment,
+    Event,
+    InboundEvent,
+    NewObjective,
+    Objective,
+    Run,
+    Turn,
+)
+
+__all__ = [
+    "DATABASE_URL_ENV",
+    "NOT_DISPATCHED",
+    "OPEN_OUTCOME",
+    "Action",
+    "Activation",
+    "Activity",
+    "AgentRequest",
+    "Approval",
+    "ArtifactCorrupt",
+    "ArtifactInfo",
+    "ArtifactStore",
+    "ChangeProposal",
+    "Claim",
+    "Connection",
+    "DatabaseFailure",
+    "Decision",
+    "DefinitionVersion",
+    "Delivery",
+    "Deployment",
+    "DriverFailure",
+    "Event",
+    "EventSink",
+    "FencedTx",
+    "IdempotencyConflict",
+    "InboundEvent",
+    "InvalidStatus",
+    "NewObjective",
+    "NotFound",
+    "Objective",
+    "PostgresStore",
+    "Proposal",
+    "ProposalEvent",
+    "ProposalKind",
+    "Review",
+    "Run",
+    "SQLiteStore",
+    "StaleEpoch",
+    "StaleRevision",
+    "Store",
+    "StoredResponse",
+    "Target",
+    "Turn",
+    "Verdict",
+    "action_boundary",
+    "action_key",
+    "approval_summary",
+    "canonical_json",
+    "correlation_matches",
+    "describe_fault",
+    "open_store",
+    "transient",
+]
