@@ -87,8 +87,9 @@ def author_command(
 
     \b
     Examples:
-        openseal author "a release-note agent that holds sending for review" --into definitions/
-        openseal author "add a vendor search skill" --definitions definitions/ --propose
+        openseal author "add an auditor agent" --into definitions/procurement/hcl --model authoring
+        openseal author "let the researcher check budgets" --model authoring --propose \\
+            --definitions definitions/procurement/hcl
     """
     from openseal.authoring import AuthoringRequest, AuthoringSetup
     from openseal.cli.deploy import filed_json
