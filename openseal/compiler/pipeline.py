@@ -230,16 +230,21 @@ def _compile(
         hit = _from_entry(stored, sources, root) if isinstance(stored, _ProjectEntry) else None
     if hit is not None:
         return hit
-    # Every stage allocates many small objects and few cycles; with the collector running,
-    # its full collections over a large project's trees made the cost grow faster than it.
-    with gc_paused():
-        outcome = _compile_fresh(sources, root, through)
+    outcome = _compile_fresh(sources, root, through)
     if all(loaded.cacheable for loaded in outcome.files.values()):
         cache.write_entry(entry, key, _to_entry(outcome, sources))
     return outcome
 
 
 def _compile_fresh(sources: list[SourceFile], root: Path | None, through: Stage) -> _Outcome:
+    # Every stage allocates many small objects and few cycles; with the collector running,
+    # its full collections over a large project's trees made the cost grow faster than it.
+    # Paused here, so a compile with the cache off or with analysis kept is paused too.
+    with gc_paused():
+        return _compile_stages(sources, root, through)
+
+
+def _compile_stages(sources: list[SourceFile], root: Path | None, through: Stage) -> _Outcome:
     files = {source.name: load_file(source, root) for source in sources}
     definitions = [d for loaded in files.values() for d in loaded.definitions]
     broken = [key for loaded in files.values() for key in loaded.broken]

@@ -1,9 +1,12 @@
-"""Loading stays linear in the size of a file: no per-definition scan over the whole file.
+"""Compiling stays linear in the size of a file: no per-definition scan over the whole file.
 
 These count work instead of timing it: the number of passes over every recorded
 key must not grow with the number of definitions (decode used to filter all keys
-once per definition), and repeated unlabelled blocks must never re-key the
-spans recorded so far (fold used to scan them all for every such block).
+once per definition), repeated unlabelled blocks must never re-key the spans
+recorded so far (fold used to scan them all for every such block), and the stages
+after loading must not walk every definition of the project for each state or
+skill use (emit used to, to find the bindings of each use). Every stage runs with
+the collector paused, with the compile cache on or off.
 """
 
 from __future__ import annotations
@@ -14,12 +17,24 @@ from typing import Any
 
 import pytest
 
-from openseal.compiler import load
+from openseal.compiler import driver, load
+from openseal.compiler.analysis import resolve as resolve_module
+from openseal.compiler.analysis.ir import Analysis
 from openseal.compiler.definitions.decode import decode
+from openseal.compiler.pipeline import compile_paths
 from openseal.compiler.syntax import fold as fold_module
 from openseal.compiler.syntax.fold import fold
 from openseal.compiler.syntax.load_hcl import load_hcl
-from tests.compiler.compile_support import workflow_text
+from tests.compiler.compile_support import (
+    AGENT,
+    BINDING,
+    MODEL,
+    SKILL,
+    compile_texts,
+    project_text,
+    workflow_text,
+    write_project,
+)
 
 BRANCHES = """workflow "w{i}" {{
   owner = agent.a
@@ -117,4 +132,93 @@ def test_a_file_is_loaded_with_the_collector_paused(
     was_enabled = gc.isenabled()
     load.load_definitions([tmp_path])
     assert seen == [False]
+    assert gc.isenabled() == was_enabled
+
+
+class CountingDefinitions(dict[Any, Any]):
+    """A project's symbol table that counts the walks over all of it."""
+
+    walks = 0
+
+    def __iter__(self) -> Any:
+        CountingDefinitions.walks += 1
+        return super().__iter__()
+
+    def values(self) -> Any:
+        CountingDefinitions.walks += 1
+        return super().values()
+
+    def items(self) -> Any:
+        CountingDefinitions.walks += 1
+        return super().items()
+
+
+def walks_over_definitions(tmp_path: Path, workflows: int) -> int:
+    real = resolve_module.resolve
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        analysis, diagnostics = real(*args, **kwargs)
+        table = CountingDefinitions(analysis.definitions)
+        return Analysis(table, analysis.grants), diagnostics
+
+    many = [workflow_text().replace('"answer"', f'"w{i}"') for i in range(workflows)]
+    CountingDefinitions.walks = 0
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(resolve_module, "resolve", counting)
+        monkeypatch.setenv("OPENSEAL_CACHE", "off")
+        text = "\n".join([MODEL, SKILL, AGENT, BINDING, *many])
+        result = compile_texts(tmp_path / str(workflows), {"all.hcl": text})
+    assert len(result.documents) == 4 + workflows
+    return CountingDefinitions.walks
+
+
+def test_the_stages_after_loading_walk_the_definitions_a_fixed_number_of_times(
+    tmp_path: Path,
+) -> None:
+    assert walks_over_definitions(tmp_path, 2) == walks_over_definitions(tmp_path, 30)
+
+
+def test_the_analysis_indexes_answer_as_the_scans_did(tmp_path: Path) -> None:
+    root = write_project(tmp_path, {"all.hcl": project_text()})
+    result = compile_paths([root], analysis=True)
+    (project,) = result.projects.values()
+    analysis = project.analysis
+    assert analysis is not None
+    for kind in ("model", "skill", "agent", "binding", "workflow", "team"):
+        scanned = [d for d in analysis.definitions.values() if d.kind == kind]
+        assert analysis.of_kind(kind) == scanned
+    for grant in analysis.grants:
+        scanned_grants = [
+            g for g in analysis.grants if g.grantee == grant.grantee and g.skill == grant.skill
+        ]
+        assert analysis.grants_for(grant.grantee, grant.skill) == scanned_grants
+    written = analysis.bindings_written("skill.lookup", "agent.helper")
+    assert [b.name for b in written] == ["helper_looks_up"]
+    assert analysis.bindings_written("skill.lookup", "agent.other") == []
+
+
+def _recording(name: str, run: Any, seen: list[tuple[str, bool]]) -> Any:
+    def recording(project: Any) -> Any:
+        seen.append((name, gc.isenabled()))
+        return run(project)
+
+    return recording
+
+
+@pytest.mark.parametrize("cache", ["off", "on"])
+def test_every_stage_of_a_compile_runs_with_the_collector_paused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cache: str
+) -> None:
+    # With the cache off, the stages after loading once ran with the collector on.
+    seen: list[tuple[str, bool]] = []
+    stages = tuple((stage, _recording(stage.name, run, seen)) for stage, run in driver.STAGES)
+    monkeypatch.setattr(driver, "STAGES", stages)
+    if cache == "off":
+        monkeypatch.setenv("OPENSEAL_CACHE", "off")
+    else:
+        monkeypatch.delenv("OPENSEAL_CACHE", raising=False)
+        monkeypatch.setenv("OPENSEAL_CACHE_DIR", str(tmp_path / "cache"))
+    was_enabled = gc.isenabled()
+    compile_texts(tmp_path / "project", {"all.hcl": project_text()})
+    assert seen == [(stage.name, False) for stage, _ in stages]
     assert gc.isenabled() == was_enabled

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from openseal.compiler.definitions.decode import Definition
-from openseal.compiler.definitions.specs import ApprovalPolicy, Effect, State, Step
+from openseal.compiler.definitions.specs import ApprovalPolicy, BindingSpec, Effect, State, Step
 from openseal.compiler.lang import expr as ex
 from openseal.compiler.syntax.spans import Span
 
@@ -53,19 +53,57 @@ class Grant:
 
 @dataclass(frozen=True, slots=True)
 class Analysis:
-    """Every definition, addressable by ``kind.name``, plus the grants between them."""
+    """Every definition, addressable by ``kind.name``, plus the grants between them.
+
+    The later stages ask for the definitions of one kind, the grants of one skill to one
+    grantee and the bindings written for one skill and grantee once per state or per skill
+    use; all three are indexed when the analysis is made, so a project of many
+    definitions is not scanned for each.
+    """
 
     definitions: Mapping[str, Definition]
     grants: tuple[Grant, ...] = ()
+    _kinds: Mapping[str, tuple[Definition, ...]] = field(
+        init=False, repr=False, compare=False, default_factory=dict
+    )
+    _grants: Mapping[tuple[str, str], tuple[Grant, ...]] = field(
+        init=False, repr=False, compare=False, default_factory=dict
+    )
+    _bindings: Mapping[tuple[str, str], tuple[Definition, ...]] = field(
+        init=False, repr=False, compare=False, default_factory=dict
+    )
+
+    def __post_init__(self) -> None:
+        kinds: dict[str, list[Definition]] = {}
+        for definition in self.definitions.values():
+            kinds.setdefault(definition.kind, []).append(definition)
+        grants: dict[tuple[str, str], list[Grant]] = {}
+        for grant in self.grants:
+            grants.setdefault((grant.grantee, grant.skill), []).append(grant)
+        bindings: dict[tuple[str, str], list[Definition]] = {}
+        for binding in sorted(kinds.get("binding", ()), key=lambda d: d.name):
+            if isinstance(binding.spec, BindingSpec):
+                written = (binding.spec.skill.dotted, binding.spec.to.dotted)
+                bindings.setdefault(written, []).append(binding)
+        object.__setattr__(self, "_kinds", {k: tuple(v) for k, v in kinds.items()})
+        object.__setattr__(self, "_grants", {k: tuple(v) for k, v in grants.items()})
+        object.__setattr__(self, "_bindings", {k: tuple(v) for k, v in bindings.items()})
 
     def get(self, key: str) -> Definition | None:
         return self.definitions.get(key)
 
     def of_kind(self, kind: str) -> list[Definition]:
-        return [d for d in self.definitions.values() if d.kind == kind]
+        """The definitions of ``kind``, in the order of :attr:`definitions`."""
+        return list(self._kinds.get(kind, ()))
 
     def grants_for(self, grantee: str, skill: str) -> list[Grant]:
-        return [g for g in self.grants if g.grantee == grantee and g.skill == skill]
+        """The grants of ``skill`` to exactly ``grantee``, in the order of :attr:`grants`."""
+        return list(self._grants.get((grantee, skill), ()))
+
+    def bindings_written(self, skill: str, to: str) -> list[Definition]:
+        """Binding definitions whose ``skill`` and ``to`` are written as these references
+        (whether or not those exist), by name."""
+        return list(self._bindings.get((skill, to), ()))
 
 
 @dataclass(frozen=True, slots=True)

@@ -246,13 +246,11 @@ def _action_uses(action: Action, owner: str, proposals: Mapping[str, Any]) -> It
 def grants_for_use(use: SkillUse, analysis: Analysis) -> list[GrantInfo]:
     """Bindings granting ``use.skill`` to the actor (or, for a team role, to its agent)."""
     grantees = {use.actor, *_role_agent(use.actor, analysis)}
+    found = [b for grantee in grantees for b in analysis.bindings_written(use.skill, grantee)]
     out = []
-    for binding in sorted(analysis.of_kind("binding"), key=lambda d: d.name):
-        spec = binding.spec
-        if not isinstance(spec, BindingSpec):
-            continue
-        if spec.skill.dotted == use.skill and spec.to.dotted in grantees:
-            out.append(GrantInfo(binding.name, spec.to.dotted, spec))
+    for binding in sorted(found, key=lambda d: d.name):
+        assert isinstance(binding.spec, BindingSpec)
+        out.append(GrantInfo(binding.name, binding.spec.to.dotted, binding.spec))
     return out
 
 
