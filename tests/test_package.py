@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 #: files that are not Python but that openseal opens when it runs
 NEEDED = [
     "openseal/py.typed",
-    "openseal/compiler/expressions.lark",
+    "openseal/compiler/lang/expressions.lark",
     "openseal/api/console/static/index.html",
     "openseal/authoring/language.md",
 ]
