@@ -40,6 +40,20 @@ FORBIDDEN: dict[str, frozenset[str]] = {
     "runbooks": frozenset({"runtime", "api", "cli", "quickstart"}),
     "skills": frozenset({"runtime", "runbooks", "api", "cli", "quickstart"}),
     "authoring": frozenset({"api", "cli", "quickstart", "simulator", "runbooks"}),
+    # reported to by every layer, it imports none of them
+    "observability": frozenset(
+        {
+            "compiler",
+            "runtime",
+            "skills",
+            "runbooks",
+            "api",
+            "cli",
+            "quickstart",
+            "simulator",
+            "authoring",
+        }
+    ),
 }
 
 #: the compiler modules (and packages) that read definition files or drive the stages; the
@@ -80,6 +94,7 @@ RUNTIME_SEAMS: dict[str, frozenset[str]] = {
             "openseal.runtime.approvals",  # the approval authority and the local operator name
             "openseal.runtime.engine",  # serve --workers runs engines in the server process
             "openseal.runtime.governance",
+            "openseal.runtime.health",  # readiness and the store's gauges for /metrics
             "openseal.runtime.models",  # the default model provider factory for workers
             "openseal.runtime.service",
             "openseal.runtime.service_actions",
@@ -94,6 +109,7 @@ RUNTIME_SEAMS: dict[str, frozenset[str]] = {
             "openseal.runtime.engine",
             "openseal.runtime.event_summary",
             "openseal.runtime.governance",
+            "openseal.runtime.health",  # the store's gauges for worker --metrics-port
             "openseal.runtime.models",
             "openseal.runtime.service",
             "openseal.runtime.service_actions",

@@ -29,6 +29,7 @@ from openseal.api.routes import (
     definitions,
     deployments,
     events,
+    health,
     meta,
     objectives,
     runs,
@@ -61,6 +62,7 @@ def create_app(settings: ApiSettings, *, store: Store | None = None) -> FastAPI:
             )
         app.state.openseal = ApiState.build(settings, opened)
         workers = InProcessWorkers(opened, settings) if settings.workers > 0 else None
+        app.state.workers = workers
         if workers is not None:
             workers.start()
         try:
@@ -87,4 +89,5 @@ def create_app(settings: ApiSettings, *, store: Store | None = None) -> FastAPI:
         app.include_router(module.router, prefix=PREFIX, dependencies=[Depends(caller)])
     docs_url = f"{PREFIX}/docs" if settings.docs else None
     console.install(app, prefix=PREFIX, docs_url=docs_url, dependencies=[Depends(caller)])
+    app.include_router(health.router)
     return app

@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 
 from openseal.api.settings import ApiSettings
+from openseal.observability import metrics
 from openseal.runtime.engine import Engine, default_worker_id
 from openseal.runtime.models import default_provider_factory
 from openseal.runtime.store import Store
@@ -40,6 +41,12 @@ class InProcessWorkers:
             )
             thread.start()
             self._threads.append(thread)
+
+    def alive(self) -> bool:
+        """Whether a worker thread runs and the engine looked for work or renewed a lease
+        within a lease's length."""
+        running = any(thread.is_alive() for thread in self._threads)
+        return running and metrics.seen_within(self.engine.worker_id, self.engine.lease_seconds)
 
     def stop(self, timeout: float = 30.0) -> None:
         self.engine.stop()

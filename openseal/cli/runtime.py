@@ -9,12 +9,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from openseal.cli.output import echo_data, output_option
+from openseal.errors import UsageError
 from openseal.runtime.store import Store, open_store
+
+if TYPE_CHECKING:
+    from openseal.observability.metrics import MetricsServer
+    from openseal.runtime.worker import TurnLog
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -154,6 +159,15 @@ def upgrade(home: Path, output: str) -> None:
     help="Runtime context file: adapter config and credential sources "
     "(default .openseal/context.yaml if it exists).",
 )
+@click.option(
+    "--metrics-port", type=click.IntRange(0, 65535), default=None,
+    envvar="OPENSEAL_METRICS_PORT",
+    help="Serve Prometheus metrics at http://HOST:PORT/metrics (0: any free port).",
+)  # fmt: skip
+@click.option(
+    "--metrics-host", default="127.0.0.1", show_default=True,
+    help="Address the metrics port listens on.",
+)  # fmt: skip
 def worker(
     home: Path,
     output: str,
@@ -166,6 +180,8 @@ def worker(
     scripted_responses: Path | None,
     scripted_calls: Path | None,
     context_path: Path | None,
+    metrics_port: int | None,
+    metrics_host: str,
 ) -> None:
     """Execute runs: claim with a lease, run turns, drain on SIGTERM/SIGINT.
 
@@ -199,6 +215,25 @@ def worker(
             mode=mode or "forever",  # type: ignore[arg-type]
         )  # fmt: skip
         runner.install_signal_handlers(log)
+        exposed = _serve_metrics(store, metrics_host, metrics_port, log)
         log.message(f"started (concurrency {concurrency}, lease {lease_seconds}s)")
-        runner.run()
+        try:
+            runner.run()
+        finally:
+            if exposed is not None:
+                exposed.close()
         log.message("stopped")
+
+
+def _serve_metrics(store: Store, host: str, port: int | None, log: TurnLog) -> MetricsServer | None:
+    if port is None:
+        return None
+    from openseal.observability.metrics import MetricsServer
+    from openseal.runtime.health import StoreCollector
+
+    try:
+        exposed = MetricsServer(port, host, [StoreCollector(store)])
+    except OSError as exc:
+        raise UsageError(f"cannot serve metrics on {host}:{port}: {exc.strerror}") from None
+    log.message(f"metrics on http://{host}:{exposed.port}/metrics")
+    return exposed

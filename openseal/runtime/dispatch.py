@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from openseal.compiler.definitions.specs import SkillSpec
 from openseal.compiler.lang import types as ty
+from openseal.runtime import telemetry
 from openseal.runtime.proposal_check import check_payload
 from openseal.runtime.replies import scrub, secrets_for
 from openseal.runtime.skill_documents import skill_spec
@@ -82,7 +83,11 @@ def dispatch(
     reconciled, never ``failed``), and a reply that still comes goes to ``on_late``.
     """
     check_payload(dict(target.document), target.proposal_hash, f"action {target.key}")
-    return _run(target.call(target.spec, context), ambiguous=True, on_late=on_late)
+    call = target.call(target.spec, context)
+    return telemetry.action_call(
+        target.run_id, target.key, target.skill,
+        lambda: _run(call, ambiguous=True, on_late=on_late),
+    )  # fmt: skip
 
 
 def lookup(target: Target, context: RuntimeContext | None) -> SkillResult | None:

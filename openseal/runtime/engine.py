@@ -25,6 +25,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from openseal.errors import ClaimLost, OpenSealError
+from openseal.observability import metrics
+from openseal.runtime import telemetry
 from openseal.runtime.executor import Begun, TurnExecutor, TurnReport
 from openseal.runtime.faults import hook_from_env
 from openseal.runtime.models import ProviderFactory, default_provider_factory
@@ -129,6 +131,9 @@ class Heartbeats:
                     continue
                 if not alive:
                     lost.set()
+                else:
+                    metrics.HEARTBEATS.labels(worker=claim.worker_id).inc()
+                    metrics.worker_seen(claim.worker_id)
 
 
 class Engine:
@@ -163,10 +168,12 @@ class Engine:
         self.executor = TurnExecutor(
             store,
             WorkflowCatalog(store),
-            provider_factory
-            or default_provider_factory(credentials=context.credentials if context else None),
+            telemetry.observed_providers(
+                provider_factory
+                or default_provider_factory(credentials=context.credentials if context else None)
+            ),
             tools or GatewayTools(),
-            hook or hook_from_env() or _no_hook,
+            telemetry.observed_hook(hook or hook_from_env() or _no_hook),
             max_repairs=max_repairs,
             context=context,
         )
@@ -189,6 +196,7 @@ class Engine:
         if found is None:
             return None
         claim, begun = found
+        metrics.CLAIMS.inc()
         report = StepReport(claim.run_id)
         with self.heartbeats.hold(claim) as lost:
             self._work(claim, lost, report, begun)
@@ -210,9 +218,12 @@ class Engine:
                 self._record(report, begun)
                 return
             try:
-                turn, begun = self.executor.execute(claim, lost, begun, chain=more)
+                with telemetry.turn(claim) as span:
+                    turn, begun = self.executor.execute(claim, lost, begun, chain=more)
+                    telemetry.turn_done(span, turn)
             except ClaimLost as exc:  # StaleEpoch or LeaseLost
                 # Another worker (or an operator) owns the run now; drop this turn.
+                metrics.CLAIMS_LOST.labels(reason=exc.code).inc()
                 log.info("run %s: claim lost, turn dropped (%s)", claim.run_id, exc)
                 report.ending = "lost"
                 return
@@ -276,6 +287,7 @@ class Engine:
     def run_forever(self, *, poll_interval: float = 1.0, idle_exit: bool = False) -> None:
         """Step until :attr:`stopping` is set, sleeping on the store's wake-up when idle."""
         while not self.stopping.is_set():
+            metrics.worker_seen(self.worker_id)
             mark = self.store.work_mark()
             try:
                 report = self.step()

@@ -31,6 +31,7 @@ from typing import Any
 import tenacity
 
 from openseal.compiler.definitions.specs import SkillSpec
+from openseal.observability import metrics
 from openseal.runtime.dispatch import (
     Target,
     confirmed,
@@ -246,6 +247,7 @@ def reconcile(
     if found is not None:
         verdict = read_lookup(found)
         if verdict == "found":
+            metrics.DUPLICATE_GUARD.labels(guard="lookup_found").inc()
             return Step(_found(store, action, found, target, actor))
         if verdict == "inconclusive":
             later = store.now() + timedelta(seconds=INCONCLUSIVE_RETRY_SECONDS)

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import tenacity
 
 from openseal.compiler.definitions.specs import SkillSpec
-from openseal.runtime import budgets
+from openseal.runtime import budgets, telemetry
 from openseal.runtime.gateway import (
     TOOL_CALL_COST,
     GatewayDecision,
@@ -144,11 +144,14 @@ class GatewayTools:
         if verdict.reason_code == "budget_exhausted":
             raise BudgetSpent(verdict.reason)
         if not verdict.allowed:
+            telemetry.tool_refused(invocation.skill)
             ctx.hook("activity.recorded", ctx.claim)
             return refused
         if ctx.lost.is_set():
             raise LeaseLost(ctx.claim.run_id)
-        result = self._execute(ctx, invocation)
+        result = telemetry.tool_call(
+            ctx.run.id, invocation.skill, lambda: self._execute(ctx, invocation)
+        )
         with ctx.store.leases.fenced(ctx.claim) as tx:
             recorded = _record(tx, activity_id, digest, result)
         ctx.hook("activity.recorded", ctx.claim)

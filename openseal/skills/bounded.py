@@ -8,6 +8,7 @@ is recorded (invariant 14), for a read it is simply dropped.
 
 from __future__ import annotations
 
+import contextvars
 import queue
 import threading
 from collections.abc import Callable
@@ -45,7 +46,9 @@ def call_bounded(
         if late and on_late is not None:
             on_late(result)
 
-    _POOL.submit(job)
+    # The caller's context (its trace span) goes with the call, so an HTTP skill propagates it.
+    context = contextvars.copy_context()
+    _POOL.submit(lambda: context.run(job))
     done.wait(timeout)
     with lock:
         if box:

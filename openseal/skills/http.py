@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import httpx
 
 from openseal.compiler.lang.evaluate import EvaluationError, evaluate
+from openseal.observability import tracing
 from openseal.skills.base import (
     Outcome,
     SkillCall,
@@ -57,6 +58,7 @@ def send(
     """Send one request: non-string bodies as JSON; a JSON reply is decoded."""
     content: bytes | None = None
     sent_headers = dict(headers or {})
+    tracing.inject(sent_headers)
     if body is not None:
         if isinstance(body, str):
             content = body.encode("utf-8")

@@ -65,6 +65,7 @@ def execute(ctx: StepContext) -> Outcome:
         elif status == ActionStatus.ADMITTED:
             action = _send(ctx, target, action)
         elif status == ActionStatus.DISPATCHED:
+            ctx.hook("action.found_dispatched", ctx.claim)
             note = "found dispatched with no recorded outcome; it may have taken effect"
             action = mark_unknown(ctx.store, action, note, actor)
         elif status == ActionStatus.UNKNOWN:

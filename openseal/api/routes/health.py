@@ -1,0 +1,51 @@
+"""Operations endpoints, outside ``/api/v1``: ``/healthz``, ``/readyz`` and ``/metrics``.
+
+- ``GET /healthz``: the process is up and serving (no database access, no token);
+- ``GET /readyz``: the database answers, its schema is current, and — when this server runs
+  workers — at least one of them is alive; 503 ``unavailable`` naming what is not (no token);
+- ``GET /metrics``: Prometheus text exposition of this process's counters and the store's
+  gauges (the same bearer token as the API when tokens are configured).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse, Response
+from starlette.concurrency import run_in_threadpool
+
+from openseal.api.auth import caller
+from openseal.api.errors import error_response
+from openseal.api.state import state_of
+from openseal.api.workers import InProcessWorkers
+from openseal.observability import metrics
+from openseal.runtime.health import StoreCollector, readiness
+
+router = APIRouter(include_in_schema=False)
+
+
+@router.get("/healthz")
+def healthz() -> dict[str, Any]:
+    return {"status": "ok"}
+
+
+@router.get("/readyz")
+async def readyz(request: Request) -> JSONResponse:
+    state = state_of(request)
+    ready = await run_in_threadpool(readiness, state.store)
+    checks = dict(ready.checks)
+    workers: InProcessWorkers | None = getattr(request.app.state, "workers", None)
+    if workers is not None:
+        checks["workers"] = "ok" if workers.alive() else "no worker is alive"
+    failing = {name: why for name, why in checks.items() if why != "ok"}
+    if failing:
+        summary = "; ".join(f"{name}: {why}" for name, why in failing.items())
+        return error_response(503, "unavailable", f"not ready: {summary}", {"checks": checks})
+    return JSONResponse({"status": "ready", "checks": checks})
+
+
+@router.get("/metrics", dependencies=[Depends(caller)])
+def prometheus_metrics(request: Request) -> Response:
+    body, content_type = metrics.exposition([StoreCollector(state_of(request).store)])
+    return Response(body, media_type=content_type)

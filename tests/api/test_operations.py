@@ -1,0 +1,133 @@
+"""/healthz, /readyz and /metrics over real HTTP, after a known run, on both backends."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import sqlalchemy as sa
+from prometheus_client.parser import text_string_to_metric_families
+
+from openseal.api import ApiSettings
+from openseal.api.auth import parse_tokens
+from openseal.runtime import service
+from openseal.runtime.statuses import RunStatus
+from openseal.runtime.store import Store, open_store
+from tests.api.conftest import ALICE_TOKEN, Serve, sha
+from tests.api.support import assert_error, serving
+from tests.runtime.engine_support import PICK_7, engine, scripted
+
+Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+
+def scrape(url: str, token: str | None = None) -> Samples:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    response = httpx.get(f"{url}/metrics", headers=headers, timeout=30)
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"].startswith("text/plain")
+    return {
+        (sample.name, frozenset(sample.labels.items())): sample.value
+        for family in text_string_to_metric_families(response.text)
+        for sample in family.samples
+    }
+
+
+def value(samples: Samples, name: str, **labels: str) -> float:
+    return samples.get((name, frozenset(labels.items())), 0.0)
+
+
+def test_health_and_readiness(serve: Serve) -> None:
+    server = serve()
+    assert httpx.get(f"{server.url}/healthz").json() == {"status": "ok"}
+    ready = httpx.get(f"{server.url}/readyz")
+    assert ready.status_code == 200, ready.text
+    assert ready.json() == {
+        "status": "ready",
+        "checks": {"database": "ok", "migrations": "ok"},
+    }
+
+
+def test_readiness_counts_the_servers_own_workers(serve: Serve) -> None:
+    server = serve(workers=1)
+    ready = httpx.get(f"{server.url}/readyz", timeout=30)
+    # the worker thread looks for work as soon as it starts; wait for its first look
+    for _ in range(200):
+        if ready.status_code == 200:
+            break
+        ready = httpx.get(f"{server.url}/readyz", timeout=30)
+    assert ready.status_code == 200, ready.text
+    assert ready.json()["checks"]["workers"] == "ok"
+
+
+def test_readiness_names_what_is_not_ready(tmp_path: Path) -> None:
+    store = open_store(home=tmp_path / "home")
+    try:
+        with serving(ApiSettings(home=tmp_path), store) as server:
+            # the schema is behind this openseal: readiness says so
+            with store.write() as conn:
+                conn.execute(sa.text("UPDATE alembic_version SET version_num = '0001'"))
+            error = assert_error(httpx.get(f"{server.url}/readyz"), 503, "unavailable")
+            assert error["details"]["checks"]["database"] == "ok"
+            assert error["details"]["checks"]["migrations"].startswith("at 0001, need ")
+            # the database file is no longer a database
+            store.engine.dispose()
+            (tmp_path / "home" / "openseal.db").write_bytes(b"not a database " * 500)
+            for suffix in ("-wal", "-shm"):
+                (tmp_path / "home" / f"openseal.db{suffix}").unlink(missing_ok=True)
+            error = assert_error(httpx.get(f"{server.url}/readyz"), 503, "unavailable")
+            assert error["details"]["checks"]["database"].startswith("unreachable")
+            assert httpx.get(f"{server.url}/healthz").status_code == 200
+    finally:
+        store.close()
+
+
+def test_metrics_after_a_known_run(serve: Serve, store: Store, tmp_path: Path) -> None:
+    server = serve(external_workers=True)
+    before = scrape(server.url)
+    provider, _calls = scripted(tmp_path, PICK_7)
+    worker = engine(store, provider)
+    run = service.create_objective(store, "small", {"n": 5}).run
+    reports = worker.run_until_idle()
+    service.deliver_event(store, "ok", {"by": "tester"}, correlation={"n": 5})
+    reports += worker.run_until_idle()
+    assert store.get_run(run.id).status == RunStatus.COMPLETED
+    turns = [turn for report in reports for turn in report.turns]
+    # a second run that no worker has claimed yet, and a third paused then repaired
+    service.create_objective(store, "small", {"n": 6})
+    repaired = service.create_objective(store, "small", {"n": 7}).run
+    service.pause_run(store, repaired.id, actor="user:test", reason="look")
+    service.intervene(store, repaired.id, actor="user:test", reason="retry it")
+
+    after = scrape(server.url)
+
+    def delta(name: str, **labels: str) -> float:
+        return value(after, name, **labels) - value(before, name, **labels)
+
+    # from the store, at scrape time
+    assert value(after, "openseal_runs", status="completed") == 1
+    assert value(after, "openseal_runs", status="queued") >= 1
+    assert value(after, "openseal_ready_runs") >= 1
+    assert value(after, "openseal_ready_oldest_age_seconds") >= 0
+    assert value(after, "openseal_pending_approvals") == 0
+    assert value(after, "openseal_unknown_actions") == 0
+    assert value(after, "openseal_interventions_total") == 1
+    assert value(after, "openseal_stale_epoch_rejections_total") == 0
+    # recorded in this process while the engine worked
+    assert delta("openseal_claims_total") == len(reports)
+    outcomes = {turn.outcome for turn in turns}
+    assert sum(delta("openseal_turns_total", outcome=o) for o in outcomes) == len(turns)
+    assert delta("openseal_turn_duration_seconds_count") == len(turns)
+    assert delta("openseal_model_calls_total", model="test-model", outcome="ok") == 1
+    assert delta("openseal_model_tokens_total", model="test-model", kind="input") == 10
+    assert delta("openseal_model_tokens_total", model="test-model", kind="output") == 2
+    assert delta("openseal_model_call_duration_seconds_count", model="test-model") == 1
+
+
+def test_metrics_need_the_api_token_when_tokens_are_configured(serve: Serve) -> None:
+    server = serve(tokens=parse_tokens({f"sha256:{sha(ALICE_TOKEN)}": "user:alice"}))
+    response = httpx.get(f"{server.url}/metrics", timeout=30)
+    assert_error(response, 401, "unauthorized")
+    assert value(scrape(server.url, ALICE_TOKEN), "openseal_ready_runs") == 0
+    # health and readiness stay open to probes
+    assert httpx.get(f"{server.url}/healthz").status_code == 200
+    assert httpx.get(f"{server.url}/readyz").status_code == 200
