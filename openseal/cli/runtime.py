@@ -129,7 +129,7 @@ def upgrade(home: Path, output: str) -> None:
     type=click.Choice(["text", "json"]),
     default="text",
     show_default=True,
-    help="One line per turn on stderr, as text or JSON.",
+    help="One line per turn (and per log record) on stderr, as text or JSON; secrets redacted.",
 )
 @click.option("--once", "mode", flag_value="once", help="Work on one run, then exit.")
 @click.option(
@@ -190,14 +190,20 @@ def worker(
         openseal worker --concurrency 4
         openseal worker --until-idle --scripted-responses responses.yaml
     """
+    from openseal.observability import logs, tracing
     from openseal.runtime.engine import Engine, default_worker_id
     from openseal.runtime.models import default_provider_factory
     from openseal.runtime.worker import TurnLog, Worker
     from openseal.skills.credentials import RuntimeContext
+    from openseal.skills.secrets import SecretFilter
 
-    context = RuntimeContext.load(context_path)  # fail fast on a malformed file
+    scrub = SecretFilter()
+    if log_format == "json":
+        logs.configure("json", "info", filters=[scrub])
+    context = RuntimeContext.load(context_path, log_filter=scrub)  # fail fast when malformed
     name = worker_id or default_worker_id()
     log = TurnLog(name, log_format)
+    tracing.configure_from_env()
     with opened(home) as store:
         store.poll_interval = min(store.poll_interval, poll_interval)
         engine = Engine(
@@ -222,6 +228,7 @@ def worker(
         finally:
             if exposed is not None:
                 exposed.close()
+            tracing.shutdown()
         log.message("stopped")
 
 

@@ -89,6 +89,10 @@ if TYPE_CHECKING:
     help="Tokens one authoring request may spend over all its model calls.",
 )  # fmt: skip
 @click.option(
+    "--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True,
+    help="Server log lines as text, or one JSON object per line (secrets redacted).",
+)  # fmt: skip
+@click.option(
     "--log-level", type=click.Choice(["critical", "error", "warning", "info", "debug"]),
     default="info", show_default=True,
 )  # fmt: skip
@@ -109,6 +113,7 @@ def serve(
     authoring_model: str | None,
     authoring_token_budget: int,
     output: str,
+    log_format: str,
     log_level: str,
 ) -> None:
     """Serve the HTTP API: deployments, objectives, runs, approvals, actions, events.
@@ -127,16 +132,23 @@ def serve(
     from openseal.api import ApiSettings, create_app
     from openseal.api.auth import TokenTable, load_tokens
     from openseal.api.limits import Limits
+    from openseal.observability import logs, tracing
     from openseal.runtime.approvals import load_authority
     from openseal.runtime.store import open_store
     from openseal.skills.credentials import RuntimeContext
+    from openseal.skills.secrets import SecretFilter
+
+    scrub = SecretFilter()
+    if log_format == "json":
+        logs.configure("json", log_level, filters=[scrub])
 
     loaded_authority = load_authority(authority, home=home)
     tokens = load_tokens(tokens_path) if tokens_path is not None else TokenTable()
     settings = ApiSettings(
         host=host, port=port, home=home, authority=loaded_authority, tokens=tokens,
         workers=workers, external_workers=external_workers,
-        context=RuntimeContext.load(context_path), scripted_responses=scripted_responses,
+        context=RuntimeContext.load(context_path, log_filter=scrub),
+        scripted_responses=scripted_responses,
         limits=Limits.given(
             max_body_bytes=max_body_bytes, max_json_depth=max_json_depth,
             max_input_bytes=max_input_bytes,
@@ -153,6 +165,7 @@ def serve(
     # Opened here, not at the application's start-up, so a store that cannot be opened is one
     # line naming it (and exit 1), not a start-up traceback.
     store = open_store(home=home)
+    tracing.configure_from_env()
     try:
         server = uvicorn.Server(
             uvicorn.Config(
@@ -162,12 +175,15 @@ def serve(
                 log_level=log_level,
                 timeout_graceful_shutdown=5,
                 server_header=False,
+                # with JSON logs the server's loggers go through the handler configured above
+                log_config=None if log_format == "json" else uvicorn.config.LOGGING_CONFIG,
             )
         )
         announce = threading.Thread(target=_announce, args=(server, host, output), daemon=True)
         announce.start()
         server.run()
     finally:
+        tracing.shutdown()
         store.close()
 
 
