@@ -111,6 +111,7 @@ RUNTIME_SEAMS: dict[str, frozenset[str]] = {
             "openseal.runtime.governance",
             "openseal.runtime.health",  # the store's gauges for worker --metrics-port
             "openseal.runtime.models",
+            "openseal.runtime.models.check",  # openseal models check
             "openseal.runtime.service",
             "openseal.runtime.service_actions",
             "openseal.runtime.statuses",

@@ -43,6 +43,7 @@ COMMANDS = {
     "serve": "openseal.cli.serve:serve",
     "completion": "openseal.cli.completion:completion",
     "author": "openseal.cli.author:author_command",
+    "models": "openseal.cli.models:models",
 }
 
 

@@ -174,7 +174,10 @@ def stream_chunks(
 class ChatServer:
     """A threaded server on 127.0.0.1 with an ephemeral port; use it as a context manager."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, require_key: str | None = None) -> None:
+        #: with a key, a request without ``Authorization: Bearer <key>`` is answered 401, as a
+        #: hosted endpoint does, and does not use up a scripted reply
+        self.require_key = require_key
         self.requests: list[Received] = []
         self._script: list[Reply] = [Reply.status(500, "no reply scripted")]
         self._lock = threading.Lock()
@@ -207,6 +210,11 @@ class ChatServer:
     def _next(self, received: Received) -> Reply:
         with self._lock:
             self.requests.append(received)
+            if (
+                self.require_key
+                and received.header("Authorization") != f"Bearer {self.require_key}"
+            ):
+                return Reply.status(401, "Incorrect API key provided")
             return self._script.pop(0) if len(self._script) > 1 else self._script[0]
 
 
