@@ -81,6 +81,9 @@ class Options:
     #: append one line per scripted model call here (tests)
     calls_file: Path | None = None
     request: Mapping[str, Any] = field(default_factory=lambda: dict(REQUEST))
+    #: a runtime context with the model's credentials (a keyed endpoint); the simulator's
+    #: entries are added to it
+    context: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -216,6 +219,14 @@ def compile_definitions(path: Path) -> list[CompiledDocument]:
     return list(result.documents.values())
 
 
+def scripted(documents: list[CompiledDocument]) -> bool:
+    """Whether a model profile of ``documents`` is answered by the scripted provider."""
+    return any(
+        d.kind == "model" and (d.document.get("spec") or {}).get("provider") == "scripted"
+        for d in documents
+    )
+
+
 def script_for(options: Options) -> Path:
     script = options.script or options.definitions.resolve().parent / SCRIPT_NAME
     if not script.is_file():
@@ -233,11 +244,14 @@ class Sandbox:
 
 
 @contextmanager
-def procurement_sandbox(home: Path, token: str | None = None) -> Iterator[Sandbox]:
+def procurement_sandbox(
+    home: Path, token: str | None = None, context: Path | None = None
+) -> Iterator[Sandbox]:
     """Start the simulator requiring a bearer token, and write a context file for it.
 
     The token lives in this process's environment only (the context file names the variable,
-    not the value) and the simulator is stopped whatever happens.
+    not the value) and the simulator is stopped whatever happens. ``context`` (the user's
+    runtime context, e.g. a model key) is loaded first and the simulator's entries added.
     """
     value = token or secrets.token_urlsafe(32)
     previous = os.environ.get(TOKEN_ENV)
@@ -257,7 +271,10 @@ def procurement_sandbox(home: Path, token: str | None = None) -> Iterator[Sandbo
             f"config:\n  procurement_url: {simulator.url}\n",
             encoding="utf-8",
         )
-        yield Sandbox(simulator, RuntimeContext.load(path, log_filter=scrub), path)
+        sandbox = RuntimeContext.load(path, log_filter=scrub)
+        if context is not None:
+            sandbox = RuntimeContext.load(context, log_filter=scrub).merged(sandbox)
+        yield Sandbox(simulator, sandbox, path)
     finally:
         simulator.stop()
         for handler in handlers:
@@ -275,17 +292,19 @@ def run_quickstart(
     report = reporter or Silent()
     report.step(f"compiling {options.definitions}")
     documents = compile_definitions(options.definitions)
-    script = script_for(options)
+    script = script_for(options) if scripted(documents) else None
     options.home.mkdir(parents=True, exist_ok=True)
     store = open_store(home=options.home)
     try:
         report.step(f"registering {len(documents)} compiled versions in {options.home}")
         service.register_documents(store, documents, actor=service.LOCAL_ACTOR, reason="quickstart")
         report.step("starting the procurement simulator on 127.0.0.1")
-        with procurement_sandbox(options.home, options.token) as sandbox:
+        with procurement_sandbox(options.home, options.token, options.context) as sandbox:
             engine = Engine(
                 store,
-                default_provider_factory(script, options.calls_file),
+                default_provider_factory(
+                    script, options.calls_file, credentials=sandbox.context.credentials
+                ),
                 worker_id=f"quickstart:{os.getpid()}",
                 context=sandbox.context,
             )

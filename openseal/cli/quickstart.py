@@ -48,8 +48,19 @@ PAST = {"approve": "approved", "reject": "rejected", "request_changes": "changes
     help="Ask on the terminal: approve, reject or request changes (with a reason).",
 )  # fmt: skip
 @output_option("`json` or `yaml`: one document (run, status, order, hash, purchase order, events).")
+@click.option(
+    "--context", "context_path", type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    default=None, envvar="OPENSEAL_CONTEXT",
+    help="Runtime context with the model's credential, for definitions whose model profile "
+    "is a keyed endpoint (the simulator's own entries are added).",
+)  # fmt: skip
 def quickstart(
-    home: Path, definitions: Path, script: Path | None, interactive: bool, output: str
+    home: Path,
+    definitions: Path,
+    script: Path | None,
+    interactive: bool,
+    output: str,
+    context_path: Path | None,
 ) -> None:
     """Run the procurement example end to end on this machine, with nothing to configure.
 
@@ -80,7 +91,7 @@ def quickstart(
             click.echo(INTRO, err=True)
     else:
         click.echo(INTRO)
-    options = Options(home=home, definitions=definitions, script=script)
+    options = Options(home=home, definitions=definitions, script=script, context=context_path)
     try:
         outcome = run_quickstart(
             options,

@@ -239,6 +239,18 @@ class RuntimeContext:
         resolver = CredentialResolver(MappingProxyType(sources), where, log_filter)
         return cls(where, MappingProxyType(dict(parsed.config)), resolver)
 
+    def merged(self, other: RuntimeContext) -> RuntimeContext:
+        """This context with ``other``'s credentials and configuration added; on a name both
+        define, ``other``'s wins. Lookups name both files in their messages."""
+        mine, theirs = self.credentials, other.credentials
+        resolver = CredentialResolver(
+            MappingProxyType({**mine.sources, **theirs.sources}),
+            f"{mine.origin} or {theirs.origin}",
+            theirs.log_filter or mine.log_filter,
+        )
+        config = MappingProxyType({**self.config, **other.config})
+        return RuntimeContext(other.path or self.path, config, resolver)
+
 
 def _read_yaml(where: str) -> object:
     try:
