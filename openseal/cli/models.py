@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
+from openseal.cli.output import echo_data, output_option
 from openseal.errors import UsageError
 
 
@@ -27,10 +27,7 @@ def models() -> None:
     help="Runtime context file whose credentials the profile's `credential` names "
     "(default .openseal/context.yaml if it exists).",
 )  # fmt: skip
-@click.option(
-    "--output", type=click.Choice(["text", "json"]), default="text", show_default=True,
-    help="How to print the result.",
-)  # fmt: skip
+@output_option()
 def check(profile: str, definitions: Path, context_path: Path | None, output: str) -> None:
     """Send PROFILE's endpoint a few small requests and report what works: reachable,
     authorized (the credential from --context), tool calls, and `json_schema` structured
@@ -38,6 +35,11 @@ def check(profile: str, definitions: Path, context_path: Path | None, output: st
 
     Exit status 0 when the profile can run turns (reachable, authorized, calls tools),
     1 otherwise.
+
+    \b
+    Examples:
+        openseal models check procurement_default --definitions definitions/procurement/hcl
+        openseal models check hosted --context context.yaml -o json
     """
     from openseal.compiler.pipeline import compile_paths
     from openseal.runtime.models.check import check_profile
@@ -60,12 +62,13 @@ def check(profile: str, definitions: Path, context_path: Path | None, output: st
             "(OpenAI-compatible) endpoints can be checked"
         )
     report = check_profile({"name": profile, **spec}, context.credentials)
-    if output == "json":
-        click.echo(json.dumps(report.to_json(), indent=2))
-    else:
+
+    def text() -> None:
         click.echo(f"model profile {report.profile}: {report.model} at {report.base_url}")
         for item in report.checks:
             detail = f"  {item.detail}" if item.detail else ""
             click.echo(f"  {item.name:<12} {item.status}{detail}")
+
+    echo_data(report.to_json(), output, text)
     if not report.ok:
         raise click.exceptions.Exit(1)

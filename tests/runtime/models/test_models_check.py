@@ -41,7 +41,7 @@ def run_check(
     definitions: Path, context: Path, capsys: pytest.CaptureFixture[str]
 ) -> tuple[int, dict[str, str], str]:
     args = ["models", "check", "hosted", "--definitions", str(definitions)]
-    code = main([*args, "--context", str(context), "--output", "json"])
+    code = main([*args, "--context", str(context), "-o", "json"])
     out = capsys.readouterr().out
     report = json.loads(out)
     return code, {c["name"]: c["status"] for c in report["checks"]}, out
