@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from openseal.observability import metrics, tracing
 from openseal.runtime.models import ModelError, ModelProvider, ProviderFactory
 from openseal.runtime.models.base import ModelRequest, ModelResponse
-from openseal.runtime.records import Claim
+from openseal.runtime.store import Claim
 from openseal.runtime.workflow import AgentProfile
 from openseal.skills.base import SkillResult
 

@@ -90,7 +90,7 @@ def test_metrics_after_a_known_run(serve: Serve, store: Store, tmp_path: Path) -
     reports = worker.run_until_idle()
     service.deliver_event(store, "ok", {"by": "tester"}, correlation={"n": 5})
     reports += worker.run_until_idle()
-    assert store.get_run(run.id).status == RunStatus.COMPLETED
+    assert store.runs.get(run.id).status == RunStatus.COMPLETED
     turns = [turn for report in reports for turn in report.turns]
     # a second run that no worker has claimed yet, and a third paused then repaired
     service.create_objective(store, "small", {"n": 6})

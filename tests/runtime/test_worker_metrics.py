@@ -47,7 +47,7 @@ def test_a_worker_process_serves_its_metrics(
             return bool(found)
 
         eventually(announced, timeout=60)
-        eventually(lambda: small.get_run(run.id).status == RunStatus.WAITING_FOR_EVENT, timeout=60)
+        eventually(lambda: small.runs.get(run.id).status == RunStatus.WAITING_FOR_EVENT, timeout=60)
         now = samples(found[0])
         assert now[("openseal_claims_total", frozenset())] == 1
         called = frozenset({("model", "test-model"), ("outcome", "ok")})

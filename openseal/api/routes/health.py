@@ -20,7 +20,7 @@ from openseal.api.errors import error_response
 from openseal.api.state import state_of
 from openseal.api.workers import InProcessWorkers
 from openseal.observability import metrics
-from openseal.runtime.health import StoreCollector, readiness
+from openseal.runtime.health import StoreCollector
 
 router = APIRouter(include_in_schema=False)
 
@@ -33,7 +33,7 @@ def healthz() -> dict[str, Any]:
 @router.get("/readyz")
 async def readyz(request: Request) -> JSONResponse:
     state = state_of(request)
-    ready = await run_in_threadpool(readiness, state.store)
+    ready = await run_in_threadpool(state.store.health.readiness)
     checks = dict(ready.checks)
     workers: InProcessWorkers | None = getattr(request.app.state, "workers", None)
     if workers is not None:

@@ -14,7 +14,8 @@ never see a table, a statement or SQLAlchemy:
 - ``store.actions``: actions and their spend reservations;
 - ``store.change_proposals``: governed deployment changes, their reviews and events;
 - ``store.idempotency``: the API's remembered responses by ``Idempotency-Key``;
-- ``store.artifacts``: content-addressed artefacts, verified by digest on read.
+- ``store.artifacts``: content-addressed artefacts, verified by digest on read;
+- ``store.health``: readiness and the numbers ``/metrics`` reads at every scrape.
 
 A repository method either opens its own transaction or, when it takes a ``conn``, works in
 the caller's (``with store.write() as conn: ...``), so one commit can span repositories.

@@ -33,6 +33,7 @@ from openseal.runtime.store.artifacts import ArtifactStore
 from openseal.runtime.store.base import BEGIN_MODE, StoreBase
 from openseal.runtime.store.change_proposals import ChangeProposals
 from openseal.runtime.store.definitions import Definitions
+from openseal.runtime.store.health import Health
 from openseal.runtime.store.idempotency import Idempotency
 from openseal.runtime.store.inbound_events import InboundEvents
 from openseal.runtime.store.leases import Leases
@@ -69,6 +70,7 @@ class Store(StoreBase):
         self.actions = Actions(self)
         self.change_proposals = ChangeProposals(self)
         self.idempotency = Idempotency(self)
+        self.health = Health(self)
         self.artifacts = ArtifactStore(self.home / "artifacts", self)
 
     def ids_starting_with(self, kind: str, prefix: str, *, limit: int) -> list[str]:

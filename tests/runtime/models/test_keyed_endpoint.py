@@ -90,7 +90,7 @@ def test_worker_processes_run_the_procurement_flow_on_a_keyed_endpoint(
         assert finish(worker) == 0, (tmp_path / f"{log}.log").read_text(encoding="utf-8")
 
     work("research")
-    waiting = store.get_run(run.id)
+    waiting = store.runs.get(run.id)
     assert waiting.status == RunStatus.WAITING_FOR_APPROVAL, waiting.waiting
     assert_keyed(endpoint)
     [approval] = service_actions.list_approvals(store, run_id=run.id)
@@ -98,10 +98,10 @@ def test_worker_processes_run_the_procurement_flow_on_a_keyed_endpoint(
         store, LOCAL, approval.id, "approve", seen_hash=approval.proposal_hash
     )
     work("submit")
-    done = store.get_run(run.id)
+    done = store.runs.get(run.id)
     assert done.status == RunStatus.COMPLETED, done.waiting
     assert done.context["outputs"]["order_id"].startswith("PO-")
-    stored = json.dumps([e.payload for e in store.events(run.id, 0, 10_000)])
+    stored = json.dumps([e.payload for e in store.runs.events(run.id, 0, 10_000)])
     assert KEY not in stored
 
 
@@ -123,9 +123,9 @@ def test_without_the_key_the_endpoint_refuses_and_the_run_says_why(
     env = {KEY_VARIABLE: "sk-not-the-key", TOKEN_ENV: TOKEN}
     worker = spawn(backend, tmp_path, "--until-idle", "--context", str(context), env=env)
     assert finish(worker) == 0
-    stopped = store.get_run(run.id)
+    stopped = store.runs.get(run.id)
     assert stopped.status in (RunStatus.NEEDS_ATTENTION, RunStatus.FAILED), stopped.status
-    reasons = json.dumps([e.payload for e in store.events(run.id, 0, 10_000)])
+    reasons = json.dumps([e.payload for e in store.runs.events(run.id, 0, 10_000)])
     assert "refused the credential" in reasons and "sk-not-the-key" not in reasons
     assert endpoint.requests and all(
         r.header("Authorization") == "Bearer sk-not-the-key" for r in endpoint.requests
