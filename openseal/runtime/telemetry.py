@@ -34,7 +34,7 @@ class ObservedProvider:
 
     def __init__(self, provider: ModelProvider, profile: AgentProfile) -> None:
         self.provider = provider
-        self.model = str(profile.model.get("model") or profile.model.get("name") or "unknown")
+        self.model = _model_of(profile)
 
     def complete(self, request: ModelRequest) -> ModelResponse:
         started = time.monotonic()
@@ -57,15 +57,22 @@ class ObservedProvider:
         return response
 
 
+def _model_of(profile: AgentProfile) -> str:
+    return str(profile.model.get("model") or profile.model.get("name") or "unknown")
+
+
 def observed_providers(factory: ProviderFactory) -> ProviderFactory:
     """``factory`` whose providers report every call (one wrapper per provider)."""
-    wrapped: dict[int, ObservedProvider] = {}
+    # One wrapper per provider and model: a factory may answer several profiles with one
+    # provider (``fixed``), and each call is counted under its own profile's model.
+    wrapped: dict[tuple[int, str], ObservedProvider] = {}
 
     def observed(profile: AgentProfile) -> ModelProvider:
         provider = factory(profile)
-        found = wrapped.get(id(provider))
+        key = (id(provider), _model_of(profile))
+        found = wrapped.get(key)
         if found is None or found.provider is not provider:
-            found = wrapped[id(provider)] = ObservedProvider(provider, profile)
+            found = wrapped[key] = ObservedProvider(provider, profile)
         return found
 
     return observed
