@@ -111,7 +111,7 @@ def author_command(
     )  # fmt: skip
     with ExitStack() as stack:
         # Filing needs the store; its active governance is the policy the draft is written for.
-        store = stack.enter_context(opened(home)) if propose else None
+        store = stack.enter_context(opened(home, create=True)) if propose else None
         result = _draft(setup, request, store, output)
         written = _write(result, into, force)
         filed = None if store is None else _propose(store, result, actor, prompt)

@@ -56,7 +56,7 @@ def deploy(
         openseal deploy build/ --wait-for-activation --timeout 600
     """
     source = _load(path)
-    with opened(home) as store:
+    with opened(home, create=True) as store:
         result = gov.deploy(store, source, actor, message=message)
         final = None
         if wait and result.proposal is not None:

@@ -6,6 +6,7 @@ names a database (PostgreSQL: ``postgresql+psycopg://user@host/db``).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from openseal.cli.output import echo_data, output_option
-from openseal.errors import UsageError
+from openseal.errors import OpenSealError, UsageError
 from openseal.runtime.store import Store, open_store
 
 if TYPE_CHECKING:
@@ -41,8 +42,6 @@ def complete_ids(kind: str) -> Callable[[click.Context, click.Parameter, str], l
     """
 
     def complete(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
-        import os
-
         from openseal.runtime import service, service_actions
 
         home = Path(ctx.params.get("home") or os.environ.get("OPENSEAL_HOME") or ".openseal")
@@ -64,8 +63,36 @@ def complete_ids(kind: str) -> Callable[[click.Context, click.Parameter, str], l
     return complete
 
 
+class NoStore(OpenSealError):
+    code = "not_found"
+
+
+def check_database_url() -> None:
+    """Refuse a PostgreSQL URL in the form SQLAlchemy does not take, saying which form it takes."""
+    url = os.environ.get("OPENSEAL_DATABASE_URL") or ""
+    if url.startswith("postgres://"):
+        raise UsageError(
+            "OPENSEAL_DATABASE_URL starts with postgres://; write the same URL with "
+            "postgresql+psycopg:// instead"
+        )
+
+
 @contextmanager
-def opened(home: Path, *, auto_migrate: bool | None = None) -> Iterator[Store]:
+def opened(
+    home: Path, *, auto_migrate: bool | None = None, create: bool = False
+) -> Iterator[Store]:
+    """The store under ``home`` (or at ``OPENSEAL_DATABASE_URL``).
+
+    Only commands that set a store up (``create``) make a new one; any other names a missing
+    store, so a mistyped ``--home`` is an error rather than an empty store.
+    """
+    check_database_url()
+    in_database = bool(os.environ.get("OPENSEAL_DATABASE_URL"))
+    if not create and not in_database and not (home / "openseal.db").exists():
+        raise NoStore(
+            f"no store at {home / 'openseal.db'}; create one with `openseal db upgrade --home {home}` "
+            "(or deploy to it), or set OPENSEAL_DATABASE_URL"
+        )
     store = open_store(home=home, auto_migrate=auto_migrate)
     try:
         yield store
@@ -91,7 +118,7 @@ def upgrade(home: Path, output: str) -> None:
         openseal db upgrade --home .openseal
         OPENSEAL_DATABASE_URL=postgresql+psycopg://openseal@db/openseal openseal db upgrade
     """
-    with opened(home, auto_migrate=True) as store:
+    with opened(home, auto_migrate=True, create=True) as store:
         revision = store.schema_revision()
     echo_data(
         {"revision": revision}, output, lambda: click.echo(f"database at revision {revision}")

@@ -132,6 +132,7 @@ def serve(
     from openseal.api import ApiSettings, create_app
     from openseal.api.auth import TokenTable, load_tokens
     from openseal.api.limits import Limits
+    from openseal.cli.runtime import check_database_url
     from openseal.observability import logs, tracing
     from openseal.runtime.approvals import load_authority
     from openseal.runtime.store import open_store
@@ -142,6 +143,7 @@ def serve(
     if log_format == "json":
         logs.configure("json", log_level, filters=[scrub])
 
+    check_database_url()
     loaded_authority = load_authority(authority, home=home)
     tokens = load_tokens(tokens_path) if tokens_path is not None else TokenTable()
     settings = ApiSettings(
