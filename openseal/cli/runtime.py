@@ -90,8 +90,8 @@ def opened(
     in_database = bool(os.environ.get("OPENSEAL_DATABASE_URL"))
     if not create and not in_database and not (home / "openseal.db").exists():
         raise NoStore(
-            f"no store at {home / 'openseal.db'}; create one with `openseal db upgrade --home {home}` "
-            "(or deploy to it), or set OPENSEAL_DATABASE_URL"
+            f"no store at {home / 'openseal.db'}; create one with "
+            f"`openseal db upgrade --home {home}` (or deploy to it), or set OPENSEAL_DATABASE_URL"
         )
     store = open_store(home=home, auto_migrate=auto_migrate)
     try:
