@@ -87,11 +87,6 @@ def test_human_exact_output() -> None:
     assert out == EXPECTED_HUMAN
 
 
-def test_docs_show_the_real_human_output() -> None:
-    docs = (ROOT / "docs" / "diagnostics.md").read_text(encoding="utf-8")
-    assert EXPECTED_HUMAN in docs
-
-
 def test_no_ansi_without_color_and_some_with_it() -> None:
     plain = render_human(example(), {FILE: SOURCE}, color=False, file_count=1)
     coloured = render_human(example(), {FILE: SOURCE}, color=True, file_count=1)
