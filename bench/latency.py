@@ -8,7 +8,7 @@
   run's lease (no polling delay: the claim is made right after the create).
 * ``approval → dispatch``: an engine runs in a worker thread of this process (SQLite, the
   default polling); runs wait at an approval; each is approved with
-  ``service_actions.decide_approval`` and the time from that call returning to the action's
+  ``service.decide_approval`` and the time from that call returning to the action's
   ``dispatched_at`` is taken. Decisions are made one at a time, each after the previous
   action settled. Target p95 ≤ 100 ms.
 * ``recovery after SIGKILL``: an ``openseal worker`` process stops at the named point
@@ -134,7 +134,7 @@ def measure_starts(report: Report, options: Options, count: int) -> None:
 
 def measure_approval_dispatch(report: Report, options: Options) -> None:
     """Decision returned → action ``dispatched``, with a worker thread in this process."""
-    from openseal.runtime import service_actions
+    from openseal.runtime import service
     from openseal.runtime.approvals import ApprovalAuthority
     from openseal.runtime.engine import Engine
     from openseal.runtime.service import create_objective
@@ -157,9 +157,12 @@ def measure_approval_dispatch(report: Report, options: Options) -> None:
                 until(partial(all_wait_for_approval, store, [r.id for r in runs]), 120)
                 samples = []
                 for run in runs:
-                    [approval] = service_actions.list_approvals(store, run_id=run.id)
-                    service_actions.decide_approval(
-                        store, authority, approval.id, "approve", seen_hash=approval.proposal_hash
+                    [approval] = service.list_approvals(store, run_id=run.id)
+                    service.decide_approval(
+                        store,
+                        authority,
+                        service.ApprovalDecision(approval.id, "approve", approval.proposal_hash),
+                        service.CLI,
                     )
                     decided = time.time()
                     dispatched = until(partial(dispatched_at, store, run.id), 30)

@@ -28,12 +28,9 @@ from openseal.compiler.diagnostics import Diagnostic
 from openseal.compiler.output.document import CompiledDocument
 from openseal.compiler.pipeline import CompileResult, compile_paths
 from openseal.errors import OpenSealError
-from openseal.runtime import service, service_actions
-from openseal.runtime.approvals import ApprovalAuthority
-from openseal.runtime.engine import Engine
-from openseal.runtime.event_summary import summarize
-from openseal.runtime.models import default_provider_factory
-from openseal.runtime.statuses import ActionStatus, RunStatus
+from openseal.runtime import service
+from openseal.runtime.service import ActionStatus, ApprovalAuthority, RunStatus, summarize
+from openseal.runtime.service.workers import Engine, default_provider_factory
 from openseal.runtime.store import Event, Run, Store, open_store
 from openseal.simulator.procurement import ProcurementSimulator
 from openseal.skills.credentials import RuntimeContext
@@ -48,7 +45,6 @@ SCRIPT_NAME = Path("scripts") / "procurement.json"
 TOKEN_ENV = "OPENSEAL_QUICKSTART_PROCUREMENT_TOKEN"
 CONTEXT_NAME = "quickstart-context.yaml"
 #: where the local operator's decision comes from: this process, on this machine
-LOOPBACK = "127.0.0.1"
 #: approval rounds before giving up (each "request changes" drafts again)
 MAX_ROUNDS = 5
 
@@ -338,10 +334,10 @@ def drive(
         order = pending_order(store, run.id)
         report.step(f"order drafted, waiting for approval {order.approval_id}")
         decision = decide(order)
-        decided = service_actions.decide_approval(
-            store, authority, order.approval_id, decision.verb, seen_hash=order.hash,
-            reason=decision.reason, address=LOOPBACK,
-        )  # fmt: skip
+        request = service.ApprovalDecision(
+            order.approval_id, decision.verb, order.hash, decision.reason
+        )
+        decided = service.decide_approval(store, authority, request, service.CLI)
         decisions.append(Decided(order, decision, decided.approval.decided_by or ""))
         report.step(f"{decision.verb.replace('_', ' ')}: continuing the run")
         engine.run_until_idle()
@@ -362,10 +358,10 @@ def drive(
 
 def pending_order(store: Store, run_id: str) -> Order:
     """The order the run waits on, as stored (the artefact, digest-checked)."""
-    pending = service_actions.list_approvals(store, status="pending", run_id=run_id)
+    pending = service.list_approvals(store, status="pending", run_id=run_id)
     if not pending:
         raise QuickstartError(f"run {run_id} waits for an approval, but none is pending")
-    view = service_actions.show_approval(store, pending[0].id)
+    view = service.show_approval(store, pending[0].id)
     document = view.proposal.document
     args = document.get("args") or {}
     return Order(
@@ -385,7 +381,7 @@ def pending_order(store: Store, run_id: str) -> Order:
 
 def confirmed_order_id(store: Store, run_id: str) -> str | None:
     """The purchase-order id, only from an action that succeeded (the destination confirmed)."""
-    for action in service_actions.list_actions(store, run_id=run_id):
+    for action in service.list_actions(store, run_id=run_id):
         if action.status == ActionStatus.SUCCEEDED and isinstance(action.result, dict):
             order_id = action.result.get("order_id")
             if isinstance(order_id, str):
@@ -404,7 +400,7 @@ def stop_reason(store: Store, run: Run) -> str | None:
 
 
 def _rejected(store: Store, run_id: str) -> bool:
-    return bool(service_actions.list_approvals(store, status="rejected", run_id=run_id))
+    return bool(service.list_approvals(store, status="rejected", run_id=run_id))
 
 
 # -- the timeline ----------------------------------------------------------------------

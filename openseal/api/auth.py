@@ -29,7 +29,7 @@ from fastapi import Request
 
 from openseal.api.errors import ApiError
 from openseal.errors import UsageError
-from openseal.runtime.approvals import LOCAL_OPERATOR, ApprovalAuthority
+from openseal.runtime.service import LOCAL_OPERATOR, ApprovalAuthority
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _PRINCIPAL = re.compile(r"^[a-z][a-z0-9_-]*:[^\s:][^\s]*$")

@@ -13,7 +13,7 @@ from fastapi.params import Depends as DependsParam
 
 from openseal.api.errors import ApiError
 from openseal.api.state import state_of
-from openseal.runtime.service_api import capability_of
+from openseal.runtime.service import capability_of
 
 
 def served(operation: str) -> Callable[[Request], None]:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from openseal.api.auth import TokenTable
 from openseal.api.limits import Limits
+from openseal.api.local import is_loopback
 from openseal.authoring import DEFAULT_TOKEN_BUDGET, AuthoringSetup, availability
-from openseal.runtime.approvals import ApprovalAuthority
-from openseal.runtime.service_api import CapabilityConfig
+from openseal.runtime.service import ApprovalAuthority, CapabilityConfig
 from openseal.skills.credentials import RuntimeContext
 
 
@@ -47,6 +47,11 @@ class ApiSettings:
     #: tokens one authoring request may spend over all its model calls
     authoring_token_budget: int = DEFAULT_TOKEN_BUDGET
 
+    @property
+    def local(self) -> bool:
+        """Requests count as coming from this machine: the server listens on loopback only."""
+        return is_loopback(self.host)
+
     def all_tokens(self) -> TokenTable:
         return self.tokens.merged(self.authority)
 
@@ -62,7 +67,7 @@ class ApiSettings:
             external_workers=self.external_workers,
             authority=self.authority,
             tokens=bool(self.all_tokens()),
-            listen_address=self.host,
+            local=self.local,
             authoring_model=authoring.name if authoring.complete else None,
             authoring_missing=authoring.missing,
         )

@@ -8,7 +8,7 @@ from fastapi import Request
 
 from openseal.api.auth import TokenTable
 from openseal.api.settings import ApiSettings
-from openseal.runtime.service_api import Capability, capabilities
+from openseal.runtime.service import Capability, capabilities
 from openseal.runtime.store import Store
 
 

@@ -11,8 +11,7 @@ import threading
 
 from openseal.api.settings import ApiSettings
 from openseal.observability import metrics
-from openseal.runtime.engine import Engine, default_worker_id
-from openseal.runtime.models import default_provider_factory
+from openseal.runtime.service.workers import Engine, default_provider_factory, default_worker_id
 from openseal.runtime.store import Store
 
 

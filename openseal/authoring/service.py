@@ -23,11 +23,11 @@ from openseal.authoring.drafts import CompiledDraft, compile_existing
 from openseal.authoring.profile import ProfileCheck, find_profile
 from openseal.authoring.session import AuthoringRequest, AuthoringResult, author
 from openseal.errors import CompileError, OpenSealError, UsageError
-from openseal.runtime.models import OpenAIProvider
+from openseal.runtime.service.workers import OpenAIProvider
 from openseal.skills.credentials import RuntimeContext
 
 if TYPE_CHECKING:
-    from openseal.runtime.governance import DeployResult
+    from openseal.runtime.service.governance import DeployResult
     from openseal.runtime.store import Store
 
 
@@ -137,7 +137,7 @@ def propose(store: Store, result: AuthoringResult, actor: str, prompt: str) -> D
 
     Nothing is activated: the proposal is reviewed, decided and activated like any change.
     """
-    from openseal.runtime import governance as gov
+    from openseal.runtime.service import governance as gov
 
     if not result.ok:
         raise DraftFailed("the draft does not compile; nothing is filed", result)
@@ -148,8 +148,8 @@ def propose(store: Store, result: AuthoringResult, actor: str, prompt: str) -> D
 def active_governance(store: Store) -> dict[str, Mapping[str, Any]]:
     """The governance documents the store's deployments run: the policy a filed change is
     reviewed under (``governance.<name>`` → compiled document)."""
-    from openseal.runtime import governance as gov
-    from openseal.runtime.service_api import get_version
+    from openseal.runtime.service import get_version
+    from openseal.runtime.service import governance as gov
 
     return {
         f"governance.{d.name}": get_version(store, d.active_digest).document

@@ -36,7 +36,7 @@ from openseal.authoring.drafts import (
 )
 from openseal.authoring.reference import language_reference
 from openseal.compiler.output.diff import Change, DiffReport, diff_documents
-from openseal.runtime.models import (
+from openseal.runtime.service.workers import (
     ModelProvider,
     ModelRequest,
     ModelResponse,

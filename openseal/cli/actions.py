@@ -10,7 +10,7 @@ import click
 from openseal.cli.output import echo_data, plain
 from openseal.cli.runtime import complete_ids, opened, store_options
 from openseal.errors import UsageError
-from openseal.runtime import service, service_actions
+from openseal.runtime import service
 from openseal.runtime.store import Action
 from openseal.runtime.store import action_boundary as boundary
 from openseal.skills.credentials import RuntimeContext
@@ -41,7 +41,7 @@ def list_actions(
         openseal actions list --status needs_attention
     """
     with opened(home) as store:
-        found = service_actions.list_actions(store, status=status, run_id=run_id, limit=limit)
+        found = service.list_actions(store, status=status, run_id=run_id, limit=limit)
     if output != "text":
         echo_data(found, output)
         return
@@ -60,7 +60,7 @@ def show(home: Path, output: str, action_id: str) -> None:
         openseal actions show 01a22b
     """
     with opened(home) as store:
-        view = service_actions.show_action(store, service.complete_id(store, "action", action_id))
+        view = service.show_action(store, service.complete_id(store, "action", action_id))
     action = view.action
     if output != "text":
         echo_data(
@@ -104,7 +104,7 @@ def reconcile(home: Path, output: str, action_id: str, context_path: Path | None
     """
     context = RuntimeContext.load(context_path)
     with opened(home) as store:
-        action, pending = service_actions.reconcile_action(
+        action, pending = service.reconcile_action(
             store, service.complete_id(store, "action", action_id), context=context
         )
     if output != "text":
@@ -136,7 +136,7 @@ def resolve(
         except ValueError:
             raise UsageError(f"--result must be JSON: {result_json!r}") from None
     with opened(home) as store:
-        action = service_actions.resolve_action(
+        action = service.resolve_action(
             store,
             service.complete_id(store, "action", action_id),
             outcome=outcome,

@@ -16,8 +16,8 @@ import click
 
 from openseal.cli.output import echo_data, plain
 from openseal.cli.runtime import complete_ids, opened, store_options
-from openseal.runtime import service, service_actions
-from openseal.runtime.approvals import AUTHORITY_ENV, CLI_ADDRESS, ApprovalError, load_authority
+from openseal.runtime import service
+from openseal.runtime.service import AUTHORITY_ENV, ApprovalError, load_authority
 from openseal.runtime.store import Approval
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -51,7 +51,7 @@ def list_approvals(
         openseal approvals list --status pending
     """
     with opened(home) as store:
-        found = service_actions.list_approvals(store, status=status, run_id=run_id, limit=limit)
+        found = service.list_approvals(store, status=status, run_id=run_id, limit=limit)
     if output != "text":
         echo_data(found, output)
         return
@@ -70,7 +70,7 @@ def show(home: Path, output: str, ref: str) -> None:
         openseal approvals show 01a22b
     """
     with opened(home) as store:
-        view = service_actions.show_approval(store, service.complete_id(store, "approval", ref))
+        view = service.show_approval(store, service.complete_id(store, "approval", ref))
     approval, proposal = view.approval, view.proposal
     if output != "text":
         echo_data({"approval": approval, "proposal": proposal.document,
@@ -117,11 +117,12 @@ def _decide(
 ) -> None:  # fmt: skip
     with opened(home) as store:
         try:
-            decided = service_actions.decide_approval(
-                store, load_authority(authority, home=home),
-                service.complete_id(store, "approval", ref), decision,
-                seen_hash=seen_hash, reason=reason, address=CLI_ADDRESS,
-            )  # fmt: skip
+            request = service.ApprovalDecision(
+                service.complete_id(store, "approval", ref), decision, seen_hash, reason
+            )
+            decided = service.decide_approval(
+                store, load_authority(authority, home=home), request, service.CLI
+            )
         except ApprovalError as exc:
             raise ApprovalError(f"{exc.message} [{exc.code}]", code=exc.code) from None
     approval = decided.approval

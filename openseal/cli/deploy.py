@@ -20,9 +20,9 @@ from openseal.cli.runtime import opened, store_options
 from openseal.compiler.output.bundle import Bundle
 from openseal.compiler.output.document import CompiledDocument
 from openseal.errors import OpenSealError, UsageError
-from openseal.runtime import governance as gov
-from openseal.runtime.statuses import OPEN_CHANGE_PROPOSAL_STATUSES as OPEN_STATUSES
-from openseal.runtime.statuses import ChangeProposalStatus as S
+from openseal.runtime.service import OPEN_CHANGE_PROPOSAL_STATUSES as OPEN_STATUSES
+from openseal.runtime.service import ChangeProposalStatus as S
+from openseal.runtime.service import governance as gov
 
 
 @click.command("deploy")

@@ -14,7 +14,7 @@ from openseal.cli.output import echo_data, echo_item, plain
 from openseal.cli.runtime import complete_ids, opened, store_options
 from openseal.errors import UsageError
 from openseal.runtime import service
-from openseal.runtime.event_summary import summarize
+from openseal.runtime.service import summarize
 from openseal.runtime.store import Event, Run
 
 
@@ -284,9 +284,10 @@ def pause(
         _changed(
             service.pause_run(
                 store,
-                service.complete_id(store, "run", run_id),
-                reason=reason,
-                expected_revision=expected_revision,
+                service.RunCommand(
+                    service.complete_id(store, "run", run_id), reason, expected_revision
+                ),
+                service.CLI,
             ),
             output,
             "paused",
@@ -311,9 +312,10 @@ def resume(
         _changed(
             service.resume_run(
                 store,
-                service.complete_id(store, "run", run_id),
-                reason=reason,
-                expected_revision=expected_revision,
+                service.RunCommand(
+                    service.complete_id(store, "run", run_id), reason, expected_revision
+                ),
+                service.CLI,
             ),
             output,
             "resumed",
@@ -338,9 +340,10 @@ def cancel(
         _changed(
             service.cancel_run(
                 store,
-                service.complete_id(store, "run", run_id),
-                reason=reason,
-                expected_revision=expected_revision,
+                service.RunCommand(
+                    service.complete_id(store, "run", run_id), reason, expected_revision
+                ),
+                service.CLI,
             ),
             output,
             "canceled",
@@ -372,12 +375,8 @@ def intervene(
     """
     parsed = parse_value(value, "--value") if value is not None else None
     with opened(home) as store:
-        run = service.intervene(
-            store,
-            service.complete_id(store, "run", run_id),
-            reason=reason,
-            state=state,
-            value=parsed,
-            expected_revision=expected_revision,
+        request = service.Intervention(
+            service.complete_id(store, "run", run_id), reason, state, parsed, expected_revision
         )
+        run = service.intervene(store, request, service.CLI)
     _changed(run, output, "changed")

@@ -42,7 +42,7 @@ def complete_ids(kind: str) -> Callable[[click.Context, click.Parameter, str], l
     """
 
     def complete(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
-        from openseal.runtime import service, service_actions
+        from openseal.runtime import service
 
         home = Path(ctx.params.get("home") or os.environ.get("OPENSEAL_HOME") or ".openseal")
         if not os.environ.get("OPENSEAL_DATABASE_URL") and not (home / "openseal.db").exists():
@@ -50,8 +50,8 @@ def complete_ids(kind: str) -> Callable[[click.Context, click.Parameter, str], l
         listers: dict[str, Callable[[Store], Any]] = {
             "run": lambda store: service.list_runs(store, limit=200),
             "objective": lambda store: service.list_objectives(store, limit=200),
-            "approval": lambda store: service_actions.list_approvals(store, limit=200),
-            "action": lambda store: service_actions.list_actions(store, limit=200),
+            "approval": lambda store: service.list_approvals(store, limit=200),
+            "action": lambda store: service.list_actions(store, limit=200),
         }
         try:
             with opened(home) as store:
@@ -218,9 +218,13 @@ def worker(
         openseal worker --until-idle --scripted-responses responses.yaml
     """
     from openseal.observability import logs, tracing
-    from openseal.runtime.engine import Engine, default_worker_id
-    from openseal.runtime.models import default_provider_factory
-    from openseal.runtime.worker import TurnLog, Worker
+    from openseal.runtime.service.workers import (
+        Engine,
+        TurnLog,
+        Worker,
+        default_provider_factory,
+        default_worker_id,
+    )
     from openseal.skills.credentials import RuntimeContext
     from openseal.skills.secrets import SecretFilter
 

@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING
 
 import click
 
+from openseal.api.local import is_loopback
 from openseal.cli.output import output_option, render
 from openseal.errors import OpenSealError, UsageError
-from openseal.runtime.approvals import AUTHORITY_ENV, is_loopback
+from openseal.runtime.service import AUTHORITY_ENV
 
 if TYPE_CHECKING:
     import uvicorn
@@ -134,7 +135,7 @@ def serve(
     from openseal.api.limits import Limits
     from openseal.cli.runtime import check_database_url
     from openseal.observability import logs, tracing
-    from openseal.runtime.approvals import load_authority
+    from openseal.runtime.service import load_authority
     from openseal.runtime.store import open_store
     from openseal.skills.credentials import RuntimeContext
     from openseal.skills.secrets import SecretFilter

@@ -14,7 +14,6 @@ transaction.
 from __future__ import annotations
 
 import hashlib
-import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -23,18 +22,17 @@ from pathlib import Path
 import yaml
 
 from openseal.errors import RuntimeFailure, UsageError
+from openseal.runtime.caller import LOCAL_OPERATOR, Caller
 from openseal.runtime.clock import iso
+from openseal.runtime.requests import ApprovalDecision
 from openseal.runtime.statuses import (
     TERMINAL_RUN_STATUSES,
     ApprovalStatus,
 )
 from openseal.runtime.store import Approval, Connection, Store
 
-LOCAL_OPERATOR = "user:local"
 AUTHORITY_ENV = "OPENSEAL_APPROVAL_AUTHORITY"
 AUTHORITY_FILE = "approvals.yaml"
-#: where the CLI's requests come from: it runs on the machine holding the store
-CLI_ADDRESS = "cli"
 
 #: decision verb → the approval status it leads to
 DECISIONS: dict[str, ApprovalStatus] = {
@@ -139,24 +137,7 @@ def parse_authority(raw: object, where: str = "approval authority") -> ApprovalA
     return ApprovalAuthority(local, roles, tokens)
 
 
-def is_loopback(address: str) -> bool:
-    """True for the CLI and for loopback listening addresses (``127.0.0.1``, ``::1``...)."""
-    if address == CLI_ADDRESS:
-        return True
-    host = address.strip()
-    if host.startswith("["):  # [::1]:8080
-        host = host[1 : host.find("]")]
-    elif host.count(":") == 1:  # 127.0.0.1:8080
-        host = host.split(":")[0]
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def decider(authority: ApprovalAuthority | None, principal: str | None, address: str) -> str:
+def decider(authority: ApprovalAuthority | None, caller: Caller) -> str:
     """The principal a decision is recorded for, or an :class:`ApprovalError`."""
     if authority is None:
         raise ApprovalError(
@@ -164,17 +145,17 @@ def decider(authority: ApprovalAuthority | None, principal: str | None, address:
             f"(set {AUTHORITY_ENV} or write <home>/{AUTHORITY_FILE})",
             code="approvals_unavailable",
         )
-    if principal is not None:
-        return principal
+    if caller.principal is not None:
+        return caller.principal
     if not authority.local_operator:
         raise ApprovalError(
             "the local operator is not enabled; identify yourself with a token",
             code="approvals_unavailable",
         )
-    if not is_loopback(address):
+    if not caller.local:
         raise ApprovalError(
-            f"the local operator ({LOCAL_OPERATOR}) may only decide through a loopback address, "
-            f"not {address}",
+            f"the local operator ({LOCAL_OPERATOR}) may only decide from this machine: "
+            "through the CLI or an API that listens on a loopback address",
             code="local_operator_refused",
         )
     return LOCAL_OPERATOR
@@ -191,23 +172,15 @@ class Decided:
 
 
 def decide(
-    store: Store,
-    authority: ApprovalAuthority | None,
-    ref: str,
-    decision: str,
-    *,
-    seen_hash: str,
-    reason: str | None = None,
-    principal: str | None = None,
-    address: str = CLI_ADDRESS,
+    store: Store, authority: ApprovalAuthority | None, request: ApprovalDecision, caller: Caller
 ) -> Decided:
-    """Decide approval ``ref`` (id or proposal hash) as ``principal`` (or the local operator).
+    """Decide an approval as the caller's principal (or the local operator, from this machine).
 
-    ``seen_hash`` is the proposal hash the approver was shown; ``address`` is where the
-    request came in (the API's listening address, or :data:`CLI_ADDRESS`). Refusals raise
-    :class:`ApprovalError` with a stable code.
+    Refusals raise :class:`ApprovalError` with a stable code.
     """
-    actor = decider(authority, principal, address)
+    ref, decision, reason = request.ref, request.decision, request.reason
+    seen_hash = request.seen_hash
+    actor = decider(authority, caller)
     assert authority is not None
     if decision not in DECISIONS:
         raise UsageError(f"unknown decision {decision!r} (approve, reject, request_changes)")

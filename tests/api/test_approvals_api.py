@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from openseal.api.settings import ApiSettings
-from openseal.runtime import service_actions
+from openseal.runtime import service
 from openseal.runtime.approvals import ApprovalAuthority, ApprovalError
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Approval, Store
@@ -36,7 +36,7 @@ def waiting(store: Store, simulator: ProcurementSimulator, tmp_path: Path) -> tu
 
 
 def pending(store: Store) -> Approval:
-    [approval] = service_actions.list_approvals(store, status="pending")
+    [approval] = service.list_approvals(store, status="pending")
     return approval
 
 
@@ -110,10 +110,12 @@ def test_the_local_operator_is_refused_when_the_server_listens_beyond_loopback(
     settings = ApiSettings(host="0.0.0.0", authority=LOCAL)
     # the decision function, with the address the server is configured to listen on
     with pytest.raises(ApprovalError) as refused:
-        service_actions.decide_approval(
-            store, settings.authority, approval.id, "approve",
-            seen_hash=approval.proposal_hash, address=settings.host,
-        )  # fmt: skip
+        service.decide_approval(
+            store,
+            settings.authority,
+            service.ApprovalDecision(approval.id, "approve", approval.proposal_hash),
+            service.Caller(None, local=settings.local),
+        )
     assert refused.value.code == "local_operator_refused"
     # the server reports decisions as not served, and refuses them with the reason
     with serve(host="0.0.0.0", authority=LOCAL).client() as client:

@@ -25,7 +25,9 @@ def test_non_finite_numbers_are_422_wherever_json_enters(
     serve: Serve, store: Store, number: str
 ) -> None:
     run = service.create_objective(store, "small", {"n": 1}).run
-    service.pause_run(store, run.id, actor="user:test", reason="repair")
+    service.pause_run(
+        store, service.RunCommand(run.id, "repair"), service.Caller("user:test", local=True)
+    )
     before = len(service.list_objectives(store, limit=1000))
     bodies = {
         "/objectives": f'{{"workflow": "small", "inputs": {{"n": {number}}}}}',

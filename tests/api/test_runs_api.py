@@ -57,7 +57,7 @@ def test_a_replay_is_the_first_response_even_after_the_run_moved_on(
     with serve(external_workers=True).client() as client:
         headers = {"Idempotency-Key": "k-1"}
         first = client.post("/objectives", json=BODY, headers=headers).json()
-        service.pause_run(store, first["run"]["id"], reason="moved on")
+        service.pause_run(store, service.RunCommand(first["run"]["id"], "moved on"), service.CLI)
         again = client.post("/objectives", json=BODY, headers=headers)
     assert again.json() == first
     assert again.json()["run"]["status"] == "queued"
@@ -101,8 +101,8 @@ def test_run_mutations_check_the_expected_revision(serve: Serve, store: Store) -
 def test_events_are_paged_by_sequence(serve: Serve, store: Store) -> None:
     run = service.create_objective(store, "small", {"n": 1}).run
     for _ in range(3):
-        service.pause_run(store, run.id)
-        service.resume_run(store, run.id)
+        service.pause_run(store, service.RunCommand(run.id), service.CLI)
+        service.resume_run(store, service.RunCommand(run.id), service.CLI)
     seen: list[int] = []
     with serve().client() as client:
         after = 0
@@ -176,8 +176,8 @@ def test_the_stream_sends_events_committed_after_it_opened_and_ends_with_the_run
 
 def test_the_stream_resumes_after_a_sequence(serve: Serve, store: Store) -> None:
     run = service.create_objective(store, "small", {"n": 5}).run
-    service.pause_run(store, run.id)
-    service.cancel_run(store, run.id)
+    service.pause_run(store, service.RunCommand(run.id), service.CLI)
+    service.cancel_run(store, service.RunCommand(run.id), service.CLI)
     with serve().client() as client:
         body = client.get(f"/runs/{run.id}/events/stream", params={"after": 1}).text
         again = client.get(f"/runs/{run.id}/events/stream", headers={"Last-Event-ID": "2"}).text

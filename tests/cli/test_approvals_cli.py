@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from openseal.runtime import service_actions
+from openseal.runtime import service
 from openseal.runtime.approvals import AUTHORITY_ENV
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Approval, Store
@@ -43,7 +43,7 @@ def authority(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def pending(store: Store) -> Approval:
-    [approval] = service_actions.list_approvals(store, status="pending")
+    [approval] = service.list_approvals(store, status="pending")
     return approval
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from openseal.runtime import service, service_actions
+from openseal.runtime import service
 from openseal.runtime.approvals import ApprovalAuthority
 from openseal.runtime.models import CALLS_ENV, RESPONSES_ENV, read_calls
 from openseal.runtime.statuses import RunStatus
@@ -72,12 +72,14 @@ def procurement(backend: Backend, sim: ProcurementSimulator, tmp: Path) -> Procu
 
 def approve_pending(store: Store, run_id: str) -> int:
     """Approve, as the local operator on loopback, what the run waits for; how many."""
-    pending = service_actions.list_approvals(store, status="pending", run_id=run_id)
+    pending = service.list_approvals(store, status="pending", run_id=run_id)
     for approval in pending:
-        service_actions.decide_approval(
-            store, LOCAL, approval.id, "approve", seen_hash=approval.proposal_hash,
-            address="127.0.0.1",
-        )  # fmt: skip
+        service.decide_approval(
+            store,
+            LOCAL,
+            service.ApprovalDecision(approval.id, "approve", approval.proposal_hash),
+            service.CLI,
+        )
     return len(pending)
 
 

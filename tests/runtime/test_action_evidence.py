@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from openseal.runtime import service_actions
+from openseal.runtime import service
 from openseal.runtime.engine import Engine
 from openseal.runtime.statuses import ActionStatus, RunStatus
 from openseal.runtime.store import Store
@@ -46,9 +46,12 @@ def _approved_flow(store: Store, sim: ProcurementSimulator, tmp: Path) -> tuple[
     f = Flow(store, sim, tmp, [PICK])
     run = f.start()
     f.run_until_idle()
-    [approval] = service_actions.list_approvals(store, run_id=run.id)
-    service_actions.decide_approval(
-        store, LOCAL, approval.id, "approve", seen_hash=approval.proposal_hash
+    [approval] = service.list_approvals(store, run_id=run.id)
+    service.decide_approval(
+        store,
+        LOCAL,
+        service.ApprovalDecision(approval.id, "approve", approval.proposal_hash),
+        service.CLI,
     )
     return f, run
 
@@ -69,10 +72,10 @@ def _sending(f: Flow, sim: ProcurementSimulator) -> tuple[Engine, threading.Thre
 
 def _assert_settled_once(store: Store, sim: ProcurementSimulator, run_id: str) -> None:
     [order] = sim.orders()
-    [action] = service_actions.list_actions(store, run_id=run_id)
+    [action] = service.list_actions(store, run_id=run_id)
     assert action.status == ActionStatus.SUCCEEDED
     assert action.result["order_id"] == order["order_id"]
-    view = service_actions.show_action(store, action.id)
+    view = service.show_action(store, action.id)
     assert [s["status"] for s in view.spend] and {s["status"] for s in view.spend} == {"committed"}
 
 
@@ -125,17 +128,15 @@ def test_a_paused_run_s_reconcile_does_not_resend_while_the_first_attempt_is_in_
     worker, sender = _sending(f, simulator)
     try:
         store.runs.pause(run.id, "user:op", "looking into it")  # releases the lease
-        [action] = service_actions.list_actions(store, run_id=run.id)
-        settled, pending = service_actions.reconcile_action(
-            store, action.id, context=worker.context
-        )
+        [action] = service.list_actions(store, run_id=run.id)
+        settled, pending = service.reconcile_action(store, action.id, context=worker.context)
         assert pending is not None and "in flight" in pending
         assert settled.status == ActionStatus.UNKNOWN
     finally:
         sender.join(timeout=120)
     assert not sender.is_alive()
     # The first attempt's confirmation arrived after the pause: it is the action's outcome.
-    [action] = service_actions.list_actions(store, run_id=run.id)
+    [action] = service.list_actions(store, run_id=run.id)
     assert action.status == ActionStatus.SUCCEEDED
     store.runs.resume(run.id, "user:op")
     eventually(lambda: f.run_until_idle() or f.status(run) == RunStatus.COMPLETED, timeout=60)
@@ -150,17 +151,15 @@ def test_a_late_confirmation_overrides_a_failure_and_commits_the_spend(
     _, sender = _sending(f, simulator)
     try:
         store.runs.pause(run.id, "user:op", "looking into it")
-        [action] = service_actions.list_actions(store, run_id=run.id)
-        failed = service_actions.resolve_action(
+        [action] = service.list_actions(store, run_id=run.id)
+        failed = service.resolve_action(
             store, action.id, outcome="failed", evidence="no order in the vendor portal yet"
         )
         assert failed.status == ActionStatus.FAILED
-        assert {s["status"] for s in service_actions.show_action(store, action.id).spend} == {
-            "released"
-        }
+        assert {s["status"] for s in service.show_action(store, action.id).spend} == {"released"}
     finally:
         sender.join(timeout=120)
-    [action] = service_actions.list_actions(store, run_id=run.id)
+    [action] = service.list_actions(store, run_id=run.id)
     assert action.status == ActionStatus.SUCCEEDED  # the destination's word wins
     assert [h["to"] for h in action.history][-2:] == ["failed", "succeeded"]
     _assert_settled_once(store, simulator, run.id)
@@ -184,5 +183,5 @@ def test_a_409_to_a_same_key_retry_is_not_proof_of_no_effect(
 
     eventually(completed, timeout=120)
     _assert_settled_once(store, simulator, run.id)
-    [action] = service_actions.list_actions(store, run_id=run.id)
+    [action] = service.list_actions(store, run_id=run.id)
     assert ActionStatus.FAILED not in [h["to"] for h in action.history]

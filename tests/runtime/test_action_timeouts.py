@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from openseal.runtime import service, service_actions
+from openseal.runtime import service
 from openseal.runtime.engine import Engine
 from openseal.runtime.models import ScriptedProvider, fixed
 from openseal.runtime.statuses import ActionStatus, RunStatus
@@ -85,7 +85,7 @@ def test_a_python_action_past_its_timeout_is_unknown_then_its_late_reply_settles
     worker = Engine(store, fixed(ScriptedProvider({})), worker_id="w")
 
     worker.run_until_idle()  # returns at the bound (1 s + grace), not when the skill does
-    [action] = service_actions.list_actions(store, run_id=run.id)
+    [action] = service.list_actions(store, run_id=run.id)
     assert action.status in (ActionStatus.UNKNOWN, ActionStatus.NEEDS_ATTENTION)
     assert ActionStatus.FAILED not in [h["to"] for h in action.history]
     assert "within 1s" in str(action.history)
@@ -96,6 +96,6 @@ def test_a_python_action_past_its_timeout_is_unknown_then_its_late_reply_settles
 
     eventually(completed, timeout=120)
     [entry] = _entries()  # called once
-    [action] = service_actions.list_actions(store, run_id=run.id)
+    [action] = service.list_actions(store, run_id=run.id)
     assert action.status == ActionStatus.SUCCEEDED
     assert action.result == entry

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from openseal.runtime import service, service_actions
+from openseal.runtime import service
 from openseal.runtime.statuses import ActionStatus, RunStatus
 from openseal.runtime.store import Action, Store
 from openseal.runtime.store.records import Claim, Run
@@ -29,15 +29,18 @@ def approved(f: Flow) -> Run:
     """A run whose order proposal was approved; no worker has admitted it yet."""
     run = f.start()
     f.run_until_idle()
-    [approval] = service_actions.list_approvals(f.store, run_id=run.id)
-    service_actions.decide_approval(
-        f.store, LOCAL, approval.id, "approve", seen_hash=approval.proposal_hash
+    [approval] = service.list_approvals(f.store, run_id=run.id)
+    service.decide_approval(
+        f.store,
+        LOCAL,
+        service.ApprovalDecision(approval.id, "approve", approval.proposal_hash),
+        service.CLI,
     )
     return run
 
 
 def the_action(store: Store, run: Run) -> Action:
-    [action] = service_actions.list_actions(store, run_id=run.id)
+    [action] = service.list_actions(store, run_id=run.id)
     return action
 
 
@@ -60,7 +63,7 @@ def test_an_approved_order_is_submitted_once_with_the_stable_key(
     assert action.result["status"] == "confirmed"
     assert history(action) == ["waiting_for_approval", "admitted", "dispatched", "succeeded"]
     assert store.runs.get(run.id).context["outputs"] == {"order_id": order["order_id"]}
-    spend = service_actions.show_action(store, action.id).spend
+    spend = service.show_action(store, action.id).spend
     assert {(s["scope"], s["status"]) for s in spend} == {("team.procurement", "committed")}
     types = event_types(store, run)
     assert types.index("action.admitted") < types.index("action.dispatched")
@@ -90,7 +93,7 @@ def test_an_approval_recorded_as_decided_after_its_expiry_cannot_admit(
 
     f = flow(store, simulator, tmp_path)
     run = approved(f)
-    [approval] = service_actions.list_approvals(store, run_id=run.id)
+    [approval] = service.list_approvals(store, run_id=run.id)
     assert approval.expires_at is not None
     with store.engine.begin() as conn:  # a decision the store would never accept
         conn.execute(
@@ -168,7 +171,7 @@ def test_a_definitive_failure_releases_the_reservation(
     action = the_action(store, run)
     assert action.status == ActionStatus.FAILED
     assert "422" in str(action.error)
-    spend = service_actions.show_action(store, action.id).spend
+    spend = service.show_action(store, action.id).spend
     assert [s["status"] for s in spend] == ["released"]
     # The example declares no `failed` transition out of submit: an operator decides.
     assert f.status(run) == RunStatus.NEEDS_ATTENTION
@@ -215,7 +218,7 @@ def test_without_lookup_or_same_key_retry_an_unknown_outcome_needs_an_operator(
     f.run_until_idle()  # nothing re-sends it
     [order] = simulator.orders()
     # The operator checks the destination and resolves it with the evidence.
-    resolved = service_actions.resolve_action(
+    resolved = service.resolve_action(
         store, action.id, outcome="succeeded", evidence=f"found {order['order_id']} in the portal",
         result={"order_id": order["order_id"], "status": "confirmed"},
     )  # fmt: skip
@@ -288,7 +291,7 @@ def test_an_operator_reconciles_after_an_inconclusive_lookup(
     assert action.status == ActionStatus.UNKNOWN
     assert "inconclusive" in str(store.runs.get(run.id).waiting)
     context = RuntimeContext.load(context_file(tmp_path, simulator))
-    settled, pending = service_actions.reconcile_action(store, action.id, context=context)
+    settled, pending = service.reconcile_action(store, action.id, context=context)
     assert (settled.status, pending) == (ActionStatus.SUCCEEDED, None)
     # ... and an operator's reconcile meanwhile settles it and wakes the run at once.
     assert store.runs.get(run.id).wake_at is not None
@@ -302,7 +305,7 @@ def test_cancel_before_admission_prevents_the_action(
 ) -> None:
     f = flow(store, simulator, tmp_path)
     run = approved(f)
-    service.cancel_run(store, run.id, reason="no longer needed")
+    service.cancel_run(store, service.RunCommand(run.id, "no longer needed"), service.CLI)
     f.run_until_idle()
     assert f.status(run) == RunStatus.CANCELED
     assert the_action(store, run).status == ActionStatus.CANCELED
@@ -318,10 +321,10 @@ def test_cancel_while_waiting_cancels_the_approval(
     f = flow(store, simulator, tmp_path)
     run = f.start()
     f.run_until_idle()
-    [approval] = service_actions.list_approvals(store, run_id=run.id)
-    canceled = service.cancel_run(store, run.id)
+    [approval] = service.list_approvals(store, run_id=run.id)
+    canceled = service.cancel_run(store, service.RunCommand(run.id), service.CLI)
     assert canceled.status == RunStatus.CANCELED
-    assert service_actions.show_approval(store, approval.id).approval.status == "canceled"
+    assert service.show_approval(store, approval.id).approval.status == "canceled"
     event = next(e for e in store.runs.events(run.id, 0, 1000) if e.type == "run.canceled")
     assert event.payload["canceled_approvals"] == [approval.id]
 
@@ -334,7 +337,7 @@ def test_cancel_after_dispatch_reports_the_boundary(
 
     def cancel_mid_dispatch(point: str, claim: Claim) -> None:
         if point == "action.dispatched":
-            service.cancel_run(store, claim.run_id, reason="too late")
+            service.cancel_run(store, service.RunCommand(claim.run_id, "too late"), service.CLI)
 
     f.engine(hook=cancel_mid_dispatch).run_until_idle()
     assert f.status(run) == RunStatus.CANCELED
@@ -363,7 +366,7 @@ def test_resolving_requires_an_open_outcome_and_evidence(
     f.run_until_idle()
     action = the_action(store, run)
     with pytest.raises(OpenSealError) as raised:
-        service_actions.resolve_action(store, action.id, outcome=outcome, evidence="checked")
+        service.resolve_action(store, action.id, outcome=outcome, evidence="checked")
     expected = "usage_error" if outcome == "bogus" else "invalid_status"
     assert raised.value.code == expected
 

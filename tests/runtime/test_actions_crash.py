@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from openseal.runtime import service_actions
+from openseal.runtime import service
 from openseal.runtime.faults import DIR_ENV, POINT_ENV
 from openseal.runtime.statuses import ActionStatus, RunStatus
 from openseal.runtime.store import Store
@@ -46,9 +46,12 @@ def test_sigkill_around_a_dispatch_then_reconciliation_makes_exactly_one_order(
     f = flow(store, simulator, tmp_path)
     run = f.start()
     f.run_until_idle()
-    [approval] = service_actions.list_approvals(store, run_id=run.id)
-    service_actions.decide_approval(
-        store, LOCAL, approval.id, "approve", seen_hash=approval.proposal_hash
+    [approval] = service.list_approvals(store, run_id=run.id)
+    service.decide_approval(
+        store,
+        LOCAL,
+        service.ApprovalDecision(approval.id, "approve", approval.proposal_hash),
+        service.CLI,
     )
 
     env = {
@@ -63,7 +66,7 @@ def test_sigkill_around_a_dispatch_then_reconciliation_makes_exactly_one_order(
     finally:
         doomed.send_signal(signal.SIGKILL)
         doomed.wait(timeout=60)
-    [action] = service_actions.list_actions(store, run_id=run.id)
+    [action] = service.list_actions(store, run_id=run.id)
     assert action.status == ActionStatus.DISPATCHED
     assert simulator.order_count() == orders_at_crash
 
@@ -75,7 +78,7 @@ def test_sigkill_around_a_dispatch_then_reconciliation_makes_exactly_one_order(
 
     eventually(rescued, timeout=60)
     [order] = simulator.orders()
-    [action] = service_actions.list_actions(store, run_id=run.id)
+    [action] = service.list_actions(store, run_id=run.id)
     assert action.status == ActionStatus.SUCCEEDED
     assert action.result["order_id"] == order["order_id"]  # recorded from the reply
     assert action.result["status"] == "confirmed"

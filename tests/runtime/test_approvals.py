@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
+from openseal.api.local import is_loopback
 from openseal.errors import UsageError
-from openseal.runtime import service_actions
+from openseal.runtime import service
 from openseal.runtime.approvals import (
-    LOCAL_OPERATOR,
     ApprovalAuthority,
     ApprovalError,
-    is_loopback,
     parse_authority,
 )
+from openseal.runtime.caller import LOCAL_OPERATOR
 from openseal.runtime.statuses import ActionStatus, ApprovalStatus, RunStatus
 from openseal.runtime.store import Store
 from openseal.runtime.store.records import Run
@@ -31,7 +31,7 @@ def waiting(store: Store, sim: ProcurementSimulator, tmp: Path) -> tuple[Flow, R
     run = f.start()
     f.run_until_idle()
     assert f.status(run) == RunStatus.WAITING_FOR_APPROVAL
-    [approval] = service_actions.list_approvals(store, run_id=run.id)
+    [approval] = service.list_approvals(store, run_id=run.id)
     return f, run, approval.id, approval.proposal_hash
 
 
@@ -56,13 +56,13 @@ def test_waiting_for_approval_holds_no_lease_and_shows_the_request(
         "hash": digest,
         "expires_at": current.waiting["expires_at"],  # type: ignore[index]
     }
-    approval = service_actions.show_approval(store, approval_id).approval
+    approval = service.show_approval(store, approval_id).approval
     assert approval.status == ApprovalStatus.PENDING
     assert approval.approvers == ["requester"]
     assert approval.expires_at is not None
     assert approval.expires_at - approval.created_at == timedelta(hours=72)
     assert current.wake_at == approval.expires_at  # the expiry is the run's timer
-    [action] = service_actions.list_actions(store, run_id=run.id)
+    [action] = service.list_actions(store, run_id=run.id)
     assert action.status == ActionStatus.WAITING_FOR_APPROVAL
 
 
@@ -72,16 +72,19 @@ def test_decisions_are_not_served_without_an_authority(
     f, run, approval_id, digest = waiting(store, simulator, tmp_path)
     refused(
         "approvals_unavailable",
-        lambda: service_actions.decide_approval(
-            store, None, approval_id, "approve", seen_hash=digest
+        lambda: service.decide_approval(
+            store, None, service.ApprovalDecision(approval_id, "approve", digest), service.CLI
         ),
     )
     # Not even a token-only authority lets the anonymous local operator in.
     tokens_only = ApprovalAuthority(tokens={"0" * 64: "user:alice"})
     refused(
         "approvals_unavailable",
-        lambda: service_actions.decide_approval(
-            store, tokens_only, approval_id, "approve", seen_hash=digest
+        lambda: service.decide_approval(
+            store,
+            tokens_only,
+            service.ApprovalDecision(approval_id, "approve", digest),
+            service.CLI,
         ),
     )
     assert store.runs.get(run.id).status == RunStatus.WAITING_FOR_APPROVAL
@@ -98,17 +101,20 @@ def test_the_local_operator_is_refused_off_loopback(
     _, _, approval_id, digest = waiting(store, simulator, tmp_path)
     error = refused(
         "local_operator_refused",
-        lambda: service_actions.decide_approval(
-            store, LOCAL, approval_id, "approve", seen_hash=digest, address=address
+        lambda: service.decide_approval(
+            store,
+            LOCAL,
+            service.ApprovalDecision(approval_id, "approve", digest),
+            service.Caller(None, local=is_loopback(address)),
         ),
     )
-    assert address in str(error)
-    approval = service_actions.show_approval(store, approval_id).approval
+    assert "loopback" in str(error)
+    approval = service.show_approval(store, approval_id).approval
     assert approval.status == ApprovalStatus.PENDING
 
 
 def test_loopback_addresses() -> None:
-    for address in ("cli", "127.0.0.1", "127.0.0.1:8000", "::1", "[::1]:8000", "localhost"):
+    for address in ("127.0.0.1", "127.0.0.1:8000", "::1", "[::1]:8000", "localhost"):
         assert is_loopback(address), address
     for address in ("0.0.0.0", "10.0.0.1", "::", "host.example"):
         assert not is_loopback(address), address
@@ -121,13 +127,11 @@ def test_a_decision_on_another_hash_is_refused(
     other = hashlib.sha256(b"another proposal").hexdigest()
     refused(
         "hash_mismatch",
-        lambda: service_actions.decide_approval(
-            store, LOCAL, approval_id, "approve", seen_hash=other
+        lambda: service.decide_approval(
+            store, LOCAL, service.ApprovalDecision(approval_id, "approve", other), service.CLI
         ),
     )
-    assert (
-        service_actions.show_approval(store, approval_id).approval.status == ApprovalStatus.PENDING
-    )
+    assert service.show_approval(store, approval_id).approval.status == ApprovalStatus.PENDING
     assert "approval.decided" not in event_types(store, run)
 
 
@@ -135,19 +139,24 @@ def test_repeating_a_decision_is_a_no_op_and_a_conflicting_one_is_refused(
     store: Store, simulator: ProcurementSimulator, tmp_path: Path
 ) -> None:
     _, run, approval_id, digest = waiting(store, simulator, tmp_path)
-    first = service_actions.decide_approval(store, LOCAL, approval_id, "approve", seen_hash=digest)
+    first = service.decide_approval(
+        store, LOCAL, service.ApprovalDecision(approval_id, "approve", digest), service.CLI
+    )
     assert first.changed
     assert (first.approval.status, first.approval.decided_by) == ("approved", LOCAL_OPERATOR)
     assert first.approval.decided_hash == digest
-    again = service_actions.decide_approval(
-        store, LOCAL, digest, "approve", seen_hash=f"sha256:{digest}"
+    again = service.decide_approval(
+        store, LOCAL, service.ApprovalDecision(digest, "approve", f"sha256:{digest}"), service.CLI
     )
     assert not again.changed
     assert again.approval == first.approval
     refused(
         "already_decided",
-        lambda: service_actions.decide_approval(
-            store, LOCAL, approval_id, "reject", seen_hash=digest, reason="changed my mind"
+        lambda: service.decide_approval(
+            store,
+            LOCAL,
+            service.ApprovalDecision(approval_id, "reject", digest, "changed my mind"),
+            service.CLI,
         ),
     )
     assert event_types(store, run).count("approval.decided") == 1
@@ -160,8 +169,11 @@ def test_reject_and_request_changes_need_a_reason(
     _, _, approval_id, digest = waiting(store, simulator, tmp_path)
     for decision in ("reject", "request_changes"):
         with pytest.raises(ApprovalError) as raised:
-            service_actions.decide_approval(
-                store, LOCAL, approval_id, decision, seen_hash=digest, reason="  "
+            service.decide_approval(
+                store,
+                LOCAL,
+                service.ApprovalDecision(approval_id, decision, digest, "  "),
+                service.CLI,
             )
         assert raised.value.code == "reason_required"
 
@@ -170,12 +182,15 @@ def test_rejection_ends_the_run_without_an_order(
     store: Store, simulator: ProcurementSimulator, tmp_path: Path
 ) -> None:
     f, run, approval_id, digest = waiting(store, simulator, tmp_path)
-    service_actions.decide_approval(
-        store, LOCAL, approval_id, "reject", seen_hash=digest, reason="too expensive"
+    service.decide_approval(
+        store,
+        LOCAL,
+        service.ApprovalDecision(approval_id, "reject", digest, "too expensive"),
+        service.CLI,
     )
     f.run_until_idle()
     assert f.status(run) == RunStatus.CANCELED  # the `rejected` end state
-    [action] = service_actions.list_actions(store, run_id=run.id)
+    [action] = service.list_actions(store, run_id=run.id)
     assert action.status == ActionStatus.DENIED
     assert simulator.order_count() == 0
     output = store.runs.get(run.id).context["states"]["review"]
@@ -189,20 +204,25 @@ def test_approvers_must_match_through_the_authority(
     mapped = ApprovalAuthority(local_operator=True, roles={"requester": frozenset({"user:alice"})})
     refused(
         "not_an_approver",
-        lambda: service_actions.decide_approval(
-            store, mapped, approval_id, "approve", seen_hash=digest
+        lambda: service.decide_approval(
+            store, mapped, service.ApprovalDecision(approval_id, "approve", digest), service.CLI
         ),
     )
     refused(
         "not_an_approver",
-        lambda: service_actions.decide_approval(
-            store, mapped, approval_id, "approve", seen_hash=digest, principal="user:mallory"
+        lambda: service.decide_approval(
+            store,
+            mapped,
+            service.ApprovalDecision(approval_id, "approve", digest),
+            service.Caller("user:mallory", local=True),
         ),
     )
-    decided = service_actions.decide_approval(
-        store, mapped, approval_id, "approve", seen_hash=digest, principal="user:alice",
-        address="10.0.0.5:8080",
-    )  # fmt: skip
+    decided = service.decide_approval(
+        store,
+        mapped,
+        service.ApprovalDecision(approval_id, "approve", digest),
+        service.Caller("user:alice", local=False),
+    )
     assert decided.approval.decided_by == "user:alice"
 
 
@@ -213,15 +233,15 @@ def test_an_unanswered_approval_expires_and_never_approves(
     later = store.now() + timedelta(hours=73)
     store.clock = lambda: later
     f.run_until_idle()
-    approval = service_actions.show_approval(store, approval_id).approval
+    approval = service.show_approval(store, approval_id).approval
     assert approval.status == ApprovalStatus.EXPIRED
     assert f.status(run) == RunStatus.CANCELED  # review -[expired]-> rejected (end canceled)
     assert "approval.expired" in event_types(store, run)
     assert simulator.order_count() == 0
     refused(
         "approval_expired",
-        lambda: service_actions.decide_approval(
-            store, LOCAL, approval_id, "approve", seen_hash=digest
+        lambda: service.decide_approval(
+            store, LOCAL, service.ApprovalDecision(approval_id, "approve", digest), service.CLI
         ),
     )
 
@@ -234,8 +254,8 @@ def test_a_pending_approval_past_its_expiry_cannot_be_approved(
     store.clock = lambda: later  # no worker has expired it yet
     refused(
         "approval_expired",
-        lambda: service_actions.decide_approval(
-            store, LOCAL, approval_id, "approve", seen_hash=digest
+        lambda: service.decide_approval(
+            store, LOCAL, service.ApprovalDecision(approval_id, "approve", digest), service.CLI
         ),
     )
 

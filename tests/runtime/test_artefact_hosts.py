@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from openseal.runtime import service_actions
+from openseal.runtime import service
 from openseal.runtime.approvals import ApprovalError
 from openseal.runtime.dispatch import dispatch, target_for
 from openseal.runtime.proposal_check import ProposalUnverified
@@ -46,7 +46,7 @@ def waiting_for_approval(f: Flow) -> tuple[Run, Approval]:
     run = f.start()
     f.run_until_idle()
     assert f.status(run) == RunStatus.WAITING_FOR_APPROVAL
-    [approval] = service_actions.list_approvals(f.store, run_id=run.id)
+    [approval] = service.list_approvals(f.store, run_id=run.id)
     return run, approval
 
 
@@ -92,11 +92,14 @@ def test_a_proposal_drafted_on_one_host_is_verified_approved_and_sent_from_anoth
     if backend.name == "postgresql":
         assert host_b.home != host_a.home
         assert files_under(host_a.home) == []  # the bytes are in the database, on no disk
-    view = service_actions.show_approval(host_b, approval.id).proposal
+    view = service.show_approval(host_b, approval.id).proposal
     assert view.verified and view.problem is None
     assert view.document["args"]["total"] == 11490
-    decided = service_actions.decide_approval(
-        host_b, LOCAL, approval.id, "approve", seen_hash=approval.proposal_hash
+    decided = service.decide_approval(
+        host_b,
+        LOCAL,
+        service.ApprovalDecision(approval.id, "approve", approval.proposal_hash),
+        service.CLI,
     )
     assert decided.approval.status == ApprovalStatus.APPROVED
     Flow(host_b, simulator, tmp_path, [PICK]).run_until_idle()  # a worker on host B
@@ -113,22 +116,29 @@ def test_an_unverifiable_proposal_says_why_and_cannot_be_approved(
     run, approval = waiting_for_approval(f)
     make_unverifiable(host_a, approval.proposal_hash)
     host_b = other_host(backend, tmp_path)
-    view = service_actions.show_approval(host_b, approval.id).proposal
+    view = service.show_approval(host_b, approval.id).proposal
     assert not view.verified
     assert view.problem is not None and "corrupt" in view.problem
     with pytest.raises(ApprovalError) as refused:
-        service_actions.decide_approval(
-            host_b, LOCAL, approval.id, "approve", seen_hash=approval.proposal_hash
+        service.decide_approval(
+            host_b,
+            LOCAL,
+            service.ApprovalDecision(approval.id, "approve", approval.proposal_hash),
+            service.CLI,
         )
     assert refused.value.code == "proposal_unverified"
     assert "cannot be approved" in refused.value.message and "corrupt" in refused.value.message
-    still = service_actions.show_approval(host_b, approval.id).approval
+    still = service.show_approval(host_b, approval.id).approval
     assert still.status == ApprovalStatus.PENDING
     # Rejecting what cannot be verified is allowed.
-    service_actions.decide_approval(
-        host_b, LOCAL, approval.id, "reject", seen_hash=approval.proposal_hash,
-        reason="the proposal cannot be verified",
-    )  # fmt: skip
+    service.decide_approval(
+        host_b,
+        LOCAL,
+        service.ApprovalDecision(
+            approval.id, "reject", approval.proposal_hash, "the proposal cannot be verified"
+        ),
+        service.CLI,
+    )
     Flow(host_b, simulator, tmp_path, [PICK]).run_until_idle()
     assert host_b.runs.get(run.id).status == RunStatus.CANCELED
     assert simulator.order_count() == 0
@@ -140,8 +150,11 @@ def test_a_proposal_row_changed_after_approval_is_not_sent(
     store = backend.open()
     f = flow(store, simulator, tmp_path)
     run, approval = waiting_for_approval(f)
-    service_actions.decide_approval(
-        store, LOCAL, approval.id, "approve", seen_hash=approval.proposal_hash
+    service.decide_approval(
+        store,
+        LOCAL,
+        service.ApprovalDecision(approval.id, "approve", approval.proposal_hash),
+        service.CLI,
     )
     change_row(store, approval.proposal_id, quantity=17, total=19533)
     f.run_until_idle()
@@ -149,11 +162,11 @@ def test_a_proposal_row_changed_after_approval_is_not_sent(
     assert current.status == RunStatus.NEEDS_ATTENTION
     reason = str((current.waiting or {}).get("reason"))
     assert "is not verified: its stored content was changed after it was drafted" in reason
-    [action] = service_actions.list_actions(store, run_id=run.id)
+    [action] = service.list_actions(store, run_id=run.id)
     assert action.status == ActionStatus.DENIED
     assert simulator.order_count() == 0
     assert simulator.stats()["requests"].get("POST /orders", 0) == 0  # type: ignore[attr-defined]
-    view = service_actions.show_approval(store, approval.id).proposal
+    view = service.show_approval(store, approval.id).proposal
     assert not view.verified and "changed after it was drafted" in str(view.problem)
     assert view.document["args"]["quantity"] == 10  # the view shows the approved content
 
@@ -164,8 +177,11 @@ def test_a_row_changed_after_admission_is_not_sent_either(
     store = backend.open()
     f = flow(store, simulator, tmp_path)
     run, approval = waiting_for_approval(f)
-    service_actions.decide_approval(
-        store, LOCAL, approval.id, "approve", seen_hash=approval.proposal_hash
+    service.decide_approval(
+        store,
+        LOCAL,
+        service.ApprovalDecision(approval.id, "approve", approval.proposal_hash),
+        service.CLI,
     )
     with store.read() as conn:
         proposal = store.proposals.get(conn, approval.proposal_id)

@@ -72,7 +72,7 @@ def test_a_reservation_left_open_is_counted_and_closed_by_the_next_claim(
     assert stuck.budget_used["model_calls"] == 1  # the call may have been made
     assert budgets.held(stuck.budget_used, "ask:1:model:1") == {"model_calls": 1}
 
-    service.intervene(store, run.id, reason="provider fixed, retry")
+    service.intervene(store, service.Intervention(run.id, "provider fixed, retry"), service.CLI)
     worker.run_until_idle()
 
     done = store.runs.get(run.id)

@@ -9,7 +9,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
-from openseal.runtime import service_actions
+from openseal.runtime import service
 from openseal.runtime.approvals import ApprovalError, Decided
 from openseal.runtime.governance import deploy as file_deploy
 from openseal.runtime.statuses import ActionStatus, ApprovalStatus, RunStatus
@@ -47,7 +47,7 @@ def at_once(calls: list[Callable[[], T]]) -> list[T | BaseException]:
 def assert_every_action_change_has_its_event(store: Store, run_id: str) -> None:
     """Each action's history (every status it moved to) matches its ``action.*`` events."""
     events = [e for e in store.runs.events(run_id, 0, 10_000) if e.type.startswith("action.")]
-    for action in service_actions.list_actions(store, run_id=run_id):
+    for action in service.list_actions(store, run_id=run_id):
         moved = [f"action.{entry['to']}" for entry in action.history]
         seen = [e.type for e in events if e.payload["action_id"] == action.id]
         assert seen == moved, (action.key, seen, moved)
@@ -61,7 +61,7 @@ def _waiting(backend: Backend, sim: ProcurementSimulator, tmp: Path) -> tuple[An
     run = f.start()
     f.run_until_idle()
     assert f.status(run) == RunStatus.WAITING_FOR_APPROVAL
-    [approval] = service_actions.list_approvals(store, run_id=run.id)
+    [approval] = service.list_approvals(store, run_id=run.id)
     return f, run.id, approval.id, approval.proposal_hash
 
 
@@ -72,8 +72,8 @@ def test_concurrent_identical_approvals_are_one_decision(
     stores = [backend.open() for _ in range(THREADS)]
 
     def approve(store: Store) -> Callable[[], Decided]:
-        return lambda: service_actions.decide_approval(
-            store, LOCAL, approval_id, "approve", seen_hash=digest
+        return lambda: service.decide_approval(
+            store, LOCAL, service.ApprovalDecision(approval_id, "approve", digest), service.CLI
         )
 
     results = at_once([approve(s) for s in stores])
@@ -97,12 +97,12 @@ def test_concurrent_conflicting_decisions_let_exactly_one_stand(
 
     def decide(store: Store, index: int) -> Callable[[], Decided]:
         decision = "approve" if index % 2 else "reject"
-        return lambda: service_actions.decide_approval(
-            store, LOCAL, approval_id, decision, seen_hash=digest, reason="no"
+        return lambda: service.decide_approval(
+            store, LOCAL, service.ApprovalDecision(approval_id, decision, digest, "no"), service.CLI
         )
 
     results = at_once([decide(s, i) for i, s in enumerate(stores)])
-    stood = service_actions.show_approval(f.store, approval_id).approval.status
+    stood = service.show_approval(f.store, approval_id).approval.status
     for result in results:
         if isinstance(result, Decided):
             assert result.approval.status == stood
@@ -120,20 +120,25 @@ def test_every_action_status_change_has_its_event(
     # approved and sent; rejected; expired: the action follows its approval with events
     f, approved_run, approval_id, digest = _waiting(backend, simulator, tmp_path)
     store = f.store
-    [action] = service_actions.list_actions(store, run_id=approved_run)
+    [action] = service.list_actions(store, run_id=approved_run)
     assert action.status == ActionStatus.WAITING_FOR_APPROVAL
     assert_every_action_change_has_its_event(store, approved_run)
-    service_actions.decide_approval(store, LOCAL, approval_id, "approve", seen_hash=digest)
+    service.decide_approval(
+        store, LOCAL, service.ApprovalDecision(approval_id, "approve", digest), service.CLI
+    )
     f.run_until_idle()
     assert_every_action_change_has_its_event(store, approved_run)
 
     rejected_run = f.start().id
     f.run_until_idle()
-    [pending] = service_actions.list_approvals(store, run_id=rejected_run)
-    service_actions.decide_approval(
-        store, LOCAL, pending.id, "reject", seen_hash=pending.proposal_hash, reason="too dear"
+    [pending] = service.list_approvals(store, run_id=rejected_run)
+    service.decide_approval(
+        store,
+        LOCAL,
+        service.ApprovalDecision(pending.id, "reject", pending.proposal_hash, "too dear"),
+        service.CLI,
     )
-    [denied] = service_actions.list_actions(store, run_id=rejected_run)
+    [denied] = service.list_actions(store, run_id=rejected_run)
     assert denied.status == ActionStatus.DENIED
     types = [e.type for e in store.runs.events(rejected_run)]
     assert types.index("approval.decided") < types.index("action.denied")
@@ -144,7 +149,7 @@ def test_every_action_status_change_has_its_event(
     later = store.now() + timedelta(hours=73)
     store.clock = lambda: later
     f.run_until_idle()
-    [expired] = service_actions.list_actions(store, run_id=expired_run)
+    [expired] = service.list_actions(store, run_id=expired_run)
     assert expired.status == ActionStatus.DENIED
     assert_every_action_change_has_its_event(store, expired_run)
     assert simulator.order_count() == 1

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from openseal.runtime import service_actions
+from openseal.runtime import service
 from openseal.runtime.faults import DIR_ENV, POINT_ENV, POINTS
 from openseal.runtime.statuses import ActionStatus, RunStatus
 from openseal.simulator.procurement import ProcurementSimulator
@@ -70,7 +70,7 @@ def test_sigkill_at_each_commit_point_then_a_fresh_worker_finishes_with_one_orde
     crashed = f.store.runs.get(run.id)
     assert (crashed.status, crashed.lease_owner) == (RunStatus.RUNNING, "doomed")
     if point in BEFORE_APPROVAL:
-        assert service_actions.list_approvals(f.store, run_id=run.id) == []
+        assert service.list_approvals(f.store, run_id=run.id) == []
     assert simulator.order_count() <= 1
 
     rescuer = f.worker("rescuer", "--lease-seconds", "1")
@@ -80,7 +80,7 @@ def test_sigkill_at_each_commit_point_then_a_fresh_worker_finishes_with_one_orde
         assert stop(rescuer) == 0
 
     [order] = simulator.orders()
-    [action] = service_actions.list_actions(f.store, run_id=run.id)
+    [action] = service.list_actions(f.store, run_id=run.id)
     assert action.status == ActionStatus.SUCCEEDED
     assert action.result["order_id"] == order["order_id"]
     assert order["idempotency_key"] == action.key

@@ -232,7 +232,7 @@ def test_the_objective_records_how_its_run_ended(store: Store, tmp_path: Path) -
     assert store.objectives.get(done.objective.id).status == "active"  # still waiting
     service.deliver_event(store, "ok", {"by": "tester"}, correlation={"n": 5})
     worker.run_until_idle()
-    service.cancel_run(store, canceled.run.id, reason="not needed")
+    service.cancel_run(store, service.RunCommand(canceled.run.id, "not needed"), service.CLI)
     assert store.runs.get(done.run.id).status == RunStatus.COMPLETED
     assert store.objectives.get(done.objective.id).status == "satisfied"
     assert store.objectives.get(canceled.objective.id).status == "retired"

@@ -102,14 +102,14 @@ def test_pausing_a_run_mid_turn_fences_the_worker(backend: Backend, tmp_path: Pa
     thread = threading.Thread(target=lambda: outcome.append(worker.step()))
     thread.start()
     assert reached.wait(timeout=60)
-    paused = service.pause_run(setup, run.id, reason="operator")
+    paused = service.pause_run(setup, service.RunCommand(run.id, "operator"), service.CLI)
     assert paused.status == RunStatus.PAUSED
     release.set()
     thread.join(timeout=120)
     assert outcome[0] is not None and outcome[0].ending == "lost"
     assert setup.runs.get(run.id).status == RunStatus.PAUSED
 
-    service.resume_run(setup, run.id)
+    service.resume_run(setup, service.RunCommand(run.id), service.CLI)
     Engine(backend.open(), fixed(provider), worker_id="B").run_until_idle()
     assert setup.runs.get(run.id).status == RunStatus.WAITING_FOR_EVENT
     assert len(read_calls(calls)) == 1

@@ -111,20 +111,20 @@ def test_pause_resume_cancel_through_the_service(store: Store, tmp_path: Path) -
     worker = engine(store, provider)
     run = service.create_objective(store, "small", {"n": 5}).run
 
-    service.pause_run(store, run.id, reason="hold on")
+    service.pause_run(store, service.RunCommand(run.id, "hold on"), service.CLI)
     assert worker.run_until_idle() == []  # a paused run is not claimed
     assert service.show_run(store, run.id).reason == "paused (was queued)"
-    service.resume_run(store, run.id)
+    service.resume_run(store, service.RunCommand(run.id), service.CLI)
     worker.run_until_idle()
     assert store.runs.get(run.id).status == RunStatus.WAITING_FOR_EVENT
 
-    service.pause_run(store, run.id)
-    resumed = service.resume_run(store, run.id)
+    service.pause_run(store, service.RunCommand(run.id), service.CLI)
+    resumed = service.resume_run(store, service.RunCommand(run.id), service.CLI)
     assert resumed.status == RunStatus.WAITING_FOR_EVENT  # waits again, still registered
-    canceled = service.cancel_run(store, run.id, reason="not needed")
+    canceled = service.cancel_run(store, service.RunCommand(run.id, "not needed"), service.CLI)
     assert canceled.status == RunStatus.CANCELED
     with pytest.raises(InvalidStatus):
-        service.resume_run(store, run.id)
+        service.resume_run(store, service.RunCommand(run.id), service.CLI)
     event = service.deliver_event(store, "ok", None, correlation={"n": 5})
     assert event.consumed_by_run_id is None  # a canceled run takes no events
     assert event_types(store, run)[-1] == "run.canceled"
@@ -140,7 +140,9 @@ def test_intervene_with_a_value_continues_from_the_stuck_state(
     worker.run_until_idle()
     assert store.runs.get(run.id).status == RunStatus.NEEDS_ATTENTION
 
-    service.intervene(store, run.id, reason="operator picked", value={"pick": 9})
+    service.intervene(
+        store, service.Intervention(run.id, "operator picked", value={"pick": 9}), service.CLI
+    )
     worker.run_until_idle()
     fixed = store.runs.get(run.id)
     assert fixed.status == RunStatus.WAITING_FOR_EVENT
@@ -154,7 +156,9 @@ def test_intervene_with_a_state_moves_the_run(store: Store, tmp_path: Path) -> N
     run = service.create_objective(store, "small", {"n": 5}).run
     worker = engine(store, provider)
     worker.run_until_idle()
-    service.intervene(store, run.id, reason="skip it", state="too_small")
+    service.intervene(
+        store, service.Intervention(run.id, "skip it", state="too_small"), service.CLI
+    )
     worker.run_until_idle()
     moved = store.runs.get(run.id)
     assert moved.status == RunStatus.FAILED
@@ -169,7 +173,7 @@ def test_retry_after_attention_calls_the_model_again(store: Store, tmp_path: Pat
     worker = engine(store, provider)
     worker.run_until_idle()
     provider.responses["ask"] = [{"output": {"pick": 8}}]
-    service.intervene(store, run.id, reason="model fixed, retry")
+    service.intervene(store, service.Intervention(run.id, "model fixed, retry"), service.CLI)
     worker.run_until_idle()
     assert store.runs.get(run.id).status == RunStatus.WAITING_FOR_EVENT
     assert len(read_calls(calls)) == 4
@@ -178,9 +182,9 @@ def test_retry_after_attention_calls_the_model_again(store: Store, tmp_path: Pat
 def test_intervene_refuses_an_unknown_state(store: Store, tmp_path: Path) -> None:
     register(store, small_workflow(tmp_path))
     run = service.create_objective(store, "small", {"n": 5}).run
-    service.pause_run(store, run.id)
+    service.pause_run(store, service.RunCommand(run.id), service.CLI)
     with pytest.raises(Exception, match="has no state 'nowhere'"):
-        service.intervene(store, run.id, reason="x", state="nowhere")
+        service.intervene(store, service.Intervention(run.id, "x", state="nowhere"), service.CLI)
 
 
 def test_inputs_are_checked_against_the_workflow_types(store: Store, tmp_path: Path) -> None:

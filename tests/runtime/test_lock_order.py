@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from openseal.runtime import service_actions
+from openseal.runtime import service
 from openseal.runtime.dispatch import target_for
 from openseal.runtime.reconcile import mark_unknown, record
 from openseal.runtime.store import Store
@@ -38,11 +38,14 @@ def test_action_writers_lock_the_run_before_the_action(
     f = flow(store, simulator, tmp_path)
     run = f.start()
     f.run_until_idle()
-    [approval] = service_actions.list_approvals(store, run_id=run.id)
-    service_actions.decide_approval(
-        store, LOCAL, approval.id, "approve", seen_hash=approval.proposal_hash
+    [approval] = service.list_approvals(store, run_id=run.id)
+    service.decide_approval(
+        store,
+        LOCAL,
+        service.ApprovalDecision(approval.id, "approve", approval.proposal_hash),
+        service.CLI,
     )
-    [action] = service_actions.list_actions(store, run_id=run.id)
+    [action] = service.list_actions(store, run_id=run.id)
     with store.read() as conn:
         proposal = store.proposals.get(conn, action.proposal_id)
     target = target_for(

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from openseal.compiler.output.canonical import canonical_bytes
-from openseal.runtime import service, service_actions
+from openseal.runtime import service
 from openseal.runtime.approvals import ApprovalError
 from openseal.runtime.statuses import ActionStatus, ApprovalStatus, RunStatus
 from openseal.runtime.store import Store
@@ -25,8 +25,8 @@ def test_a_proposal_is_stored_as_an_artefact_before_the_run_leaves_the_state(
     f = flow(store, simulator, tmp_path)
     run = f.start()
     f.run_until_idle()
-    [approval] = service_actions.list_approvals(store, run_id=run.id)
-    view = service_actions.show_approval(store, approval.id).proposal
+    [approval] = service.list_approvals(store, run_id=run.id)
+    view = service.show_approval(store, approval.id).proposal
     proposal, document = view.proposal, view.document
     data = store.artifacts.read(proposal.artifact_digest)
     assert data == canonical_bytes(document)
@@ -51,7 +51,7 @@ def test_a_proposal_is_stored_as_an_artefact_before_the_run_leaves_the_state(
     assert events[drafted][1]["hash"] == proposal.hash
     output = store.runs.get(run.id).context["states"]["draft"]["order"]
     assert (output["id"], output["hash"]) == (proposal.id, proposal.hash)
-    [action] = service_actions.list_actions(store, run_id=run.id)
+    [action] = service.list_actions(store, run_id=run.id)
     assert action.key == f"{run.id}:{proposal.hash}"
 
 
@@ -62,32 +62,42 @@ def test_requested_changes_draft_a_new_proposal_with_a_new_hash(
     f.picks = [PICK, OTHER_PICK]
     run = f.start()
     f.run_until_idle()
-    [first] = service_actions.list_approvals(store, run_id=run.id)
-    service_actions.decide_approval(
-        store, LOCAL, first.id, "request_changes", seen_hash=first.proposal_hash,
-        reason="prefer the faster vendor",
-    )  # fmt: skip
+    [first] = service.list_approvals(store, run_id=run.id)
+    service.decide_approval(
+        store,
+        LOCAL,
+        service.ApprovalDecision(
+            first.id, "request_changes", first.proposal_hash, "prefer the faster vendor"
+        ),
+        service.CLI,
+    )
     f.run_until_idle()
     assert f.status(run) == RunStatus.WAITING_FOR_APPROVAL
-    second, old = service_actions.list_approvals(store, run_id=run.id)
+    second, old = service.list_approvals(store, run_id=run.id)
     assert old.id == first.id and old.status == ApprovalStatus.CHANGES_REQUESTED
     assert second.proposal_hash != first.proposal_hash
     assert second.status == ApprovalStatus.PENDING
-    args = service_actions.show_approval(store, second.id).proposal.document["args"]
+    args = service.show_approval(store, second.id).proposal.document["args"]
     assert (args["vendor"], args["total"]) == ("fabrikam", 11850)
     # What the approver saw the first time does not approve the new content.
     with pytest.raises(ApprovalError) as raised:
-        service_actions.decide_approval(
-            store, LOCAL, second.id, "approve", seen_hash=first.proposal_hash
+        service.decide_approval(
+            store,
+            LOCAL,
+            service.ApprovalDecision(second.id, "approve", first.proposal_hash),
+            service.CLI,
         )
     assert raised.value.code == "hash_mismatch"
-    statuses = {a.proposal_hash: a.status for a in service_actions.list_actions(store)}
+    statuses = {a.proposal_hash: a.status for a in service.list_actions(store)}
     assert statuses == {
         first.proposal_hash: ActionStatus.DENIED,
         second.proposal_hash: ActionStatus.WAITING_FOR_APPROVAL,
     }
-    service_actions.decide_approval(
-        store, LOCAL, second.id, "approve", seen_hash=second.proposal_hash
+    service.decide_approval(
+        store,
+        LOCAL,
+        service.ApprovalDecision(second.id, "approve", second.proposal_hash),
+        service.CLI,
     )
     f.run_until_idle()
     assert f.status(run) == RunStatus.COMPLETED
@@ -103,15 +113,20 @@ def test_an_altered_proposal_after_approval_needs_a_new_approval(
     f.picks = [PICK, OTHER_PICK]
     run = f.start()
     f.run_until_idle()
-    [approved] = service_actions.list_approvals(store, run_id=run.id)
-    service_actions.decide_approval(
-        store, LOCAL, approved.id, "approve", seen_hash=approved.proposal_hash
+    [approved] = service.list_approvals(store, run_id=run.id)
+    service.decide_approval(
+        store,
+        LOCAL,
+        service.ApprovalDecision(approved.id, "approve", approved.proposal_hash),
+        service.CLI,
     )
     # Before the approved order is sent, an operator sends the run back to research, which
     # drafts different content; then skips the review to the submit state.
-    service.pause_run(store, run.id)
-    service.intervene(store, run.id, reason="research again", state="research")
-    service.resume_run(store, run.id)
+    service.pause_run(store, service.RunCommand(run.id), service.CLI)
+    service.intervene(
+        store, service.Intervention(run.id, "research again", state="research"), service.CLI
+    )
+    service.resume_run(store, service.RunCommand(run.id), service.CLI)
     engine = f.engine()
     while f.status(run) == RunStatus.QUEUED or f.status(run) == RunStatus.RUNNING:
         engine.step()
@@ -120,14 +135,16 @@ def test_an_altered_proposal_after_approval_needs_a_new_approval(
     assert store.runs.get(run.id).current_state == "review"
     new_hash = store.runs.get(run.id).context["states"]["draft"]["order"]["hash"]
     assert new_hash != approved.proposal_hash
-    service.pause_run(store, run.id)
-    service.intervene(store, run.id, reason="skip the review", state="submit")
-    service.resume_run(store, run.id)
+    service.pause_run(store, service.RunCommand(run.id), service.CLI)
+    service.intervene(
+        store, service.Intervention(run.id, "skip the review", state="submit"), service.CLI
+    )
+    service.resume_run(store, service.RunCommand(run.id), service.CLI)
     f.run_until_idle()
     current = store.runs.get(run.id)
     assert current.status == RunStatus.NEEDS_ATTENTION
     assert "has no approval" in str((current.waiting or {}).get("reason"))
     assert simulator.order_count() == 0
-    denied = [a for a in service_actions.list_actions(store) if a.proposal_hash == new_hash]
+    denied = [a for a in service.list_actions(store) if a.proposal_hash == new_hash]
     assert [a.status for a in denied] == [ActionStatus.DENIED]
     assert "action.denied" in event_types(store, run)

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from openseal.api import ApiSettings
 from openseal.cli.main import main
 from openseal.compiler.lang import types as ty
-from openseal.runtime import service_actions
+from openseal.runtime import service
 from openseal.runtime.replies import EXCERPT_CHARS, scrub, unfit_reply
 from openseal.runtime.statuses import ActionStatus, RunStatus
 from openseal.runtime.store import Store, schema
@@ -46,9 +46,12 @@ def everything_stored(store: Store) -> str:
 def approved_run(f: Flow) -> str:
     run = f.start()
     f.run_until_idle()
-    [approval] = service_actions.list_approvals(f.store, run_id=run.id)
-    service_actions.decide_approval(
-        f.store, LOCAL, approval.id, "approve", seen_hash=approval.proposal_hash
+    [approval] = service.list_approvals(f.store, run_id=run.id)
+    service.decide_approval(
+        f.store,
+        LOCAL,
+        service.ApprovalDecision(approval.id, "approve", approval.proposal_hash),
+        service.CLI,
     )
     return run.id
 
@@ -67,7 +70,7 @@ def test_an_echoed_credential_is_stored_nowhere_and_an_unfit_reply_only_in_part(
     f.run_until_idle()
     [order] = simulator.orders()  # the order was placed, the reply was an echo
     assert store.runs.get(run_id).status == RunStatus.NEEDS_ATTENTION
-    [action] = service_actions.list_actions(store, run_id=run_id)
+    [action] = service.list_actions(store, run_id=run_id)
     assert action.status == ActionStatus.NEEDS_ATTENTION
     assert "its reply does not fit" in str(action.error)
     # Only what the output type admits, plus a redacted excerpt for diagnosis.

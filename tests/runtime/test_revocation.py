@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from openseal.runtime import service_actions
+from openseal.runtime import service
 from openseal.runtime.models import ScriptedProvider
 from openseal.runtime.statuses import ActionStatus, RunStatus
 from openseal.runtime.store import Store
@@ -44,9 +44,12 @@ def activate_grant(store: Store, tmp: Path, constraints: str) -> str:
 def approved(f: Flow) -> Run:
     run = f.start()
     f.run_until_idle()
-    [approval] = service_actions.list_approvals(f.store, run_id=run.id)
-    service_actions.decide_approval(
-        f.store, LOCAL, approval.id, "approve", seen_hash=approval.proposal_hash
+    [approval] = service.list_approvals(f.store, run_id=run.id)
+    service.decide_approval(
+        f.store,
+        LOCAL,
+        service.ApprovalDecision(approval.id, "approve", approval.proposal_hash),
+        service.CLI,
     )
     return run
 
@@ -65,7 +68,7 @@ def test_a_grant_narrowed_after_approval_stops_the_in_flight_action(
     assert current.status == RunStatus.NEEDS_ATTENTION
     reason = str((current.waiting or {}).get("reason"))
     assert f"the active version {active} of the workflow narrowed the grant" in reason
-    [action] = service_actions.list_actions(store, run_id=run.id)
+    [action] = service.list_actions(store, run_id=run.id)
     assert action.status == ActionStatus.DENIED
     assert simulator.order_count() == 0
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from openseal.runtime import service_actions
+from openseal.runtime import service
 from openseal.runtime.statuses import ActionStatus, ApprovalStatus, RunStatus
 from openseal.simulator.procurement import ProcurementSimulator
 from tests.runtime.action_support import simulator_fixture  # noqa: F401
@@ -49,7 +49,7 @@ def test_read_then_review_then_restart_then_approve_then_one_order(
     waiting = f.store.runs.get(run.id)
     assert waiting.status == RunStatus.WAITING_FOR_APPROVAL
     assert waiting.lease_owner is None  # waiting is free: nothing holds the run
-    [action] = service_actions.list_actions(f.store, run_id=run.id)
+    [action] = service.list_actions(f.store, run_id=run.id)
     assert action.status == ActionStatus.WAITING_FOR_APPROVAL
     assert simulator.order_count() == 0
 
@@ -61,12 +61,12 @@ def test_read_then_review_then_restart_then_approve_then_one_order(
     done = f.store.runs.get(run.id)
     assert done.status == RunStatus.COMPLETED
     [order] = simulator.orders()
-    [action] = service_actions.list_actions(f.store, run_id=run.id)
+    [action] = service.list_actions(f.store, run_id=run.id)
     assert action.status == ActionStatus.SUCCEEDED
     assert action.result["order_id"] == order["order_id"] == done.context["outputs"]["order_id"]
     assert order["idempotency_key"] == action.key == f"{run.id}:{action.proposal_hash}"
     assert (order["vendor"], order["quantity"], order["total"]) == ("northwind", 10, 11490)
-    [approval] = service_actions.list_approvals(f.store, run_id=run.id)
+    [approval] = service.list_approvals(f.store, run_id=run.id)
     assert approval.status == ApprovalStatus.APPROVED
     assert approval.decided_hash == approval.proposal_hash == action.proposal_hash
     assert approval.decided_by == "user:local"

@@ -237,12 +237,12 @@ def test_a_recorded_read_result_is_replayed_not_re_executed(
         if point == "activity.recorded":
             seen.append(point)
             if len(seen) == 2:  # model:1, then tool:1:0
-                service.pause_run(store, claim.run_id, reason="test")
+                service.pause_run(store, service.RunCommand(claim.run_id, "test"), service.CLI)
 
     first = engine(store, provider, worker_id="A", hook=pause_after_the_tool).step()
     assert first is not None and first.ending == "lost"
     assert "ask:1:tool:1:0" in activities(store, run_id)
-    service.resume_run(store, run_id)
+    service.resume_run(store, service.RunCommand(run_id), service.CLI)
     engine(store, provider, worker_id="B").run_until_idle()
 
     assert store.runs.get(run_id).status == RunStatus.COMPLETED
@@ -262,7 +262,9 @@ def test_a_run_canceled_mid_turn_runs_no_tool(
 
     def cancel_after_the_model(point: str, claim: Claim) -> None:
         if point == "activity.recorded":
-            service.cancel_run(store, claim.run_id, reason="no longer needed")
+            service.cancel_run(
+                store, service.RunCommand(claim.run_id, "no longer needed"), service.CLI
+            )
 
     report = engine(store, provider, hook=cancel_after_the_model).step()
     assert report is not None and report.ending == "lost"

@@ -16,14 +16,14 @@ from fastapi import APIRouter, Path, Query
 from openseal.api.capabilities import requires
 from openseal.api.console.layout import lay_out
 from openseal.api.errors import responses
+from openseal.api.local import is_loopback
 from openseal.api.routes.common import Id, Limit, State, Status, Who
 from openseal.api.serialize import jsonable
 from openseal.api.state import ApiState
 from openseal.compiler.lang import expr as ex
 from openseal.compiler.lang.evaluate import EvaluationError, evaluate
 from openseal.errors import OpenSealError
-from openseal.runtime import service, service_actions, service_api
-from openseal.runtime.approvals import is_loopback
+from openseal.runtime import service
 from openseal.runtime.store import DefinitionVersion, Run
 
 router = APIRouter(tags=["console"])
@@ -103,9 +103,7 @@ def list_runs(
 def _version(state: ApiState, run: Run, seen: dict[str, DefinitionVersion]) -> DefinitionVersion:
     found = seen.get(run.workflow_digest)
     if found is None:
-        found = seen[run.workflow_digest] = service_api.get_version(
-            state.store, run.workflow_digest
-        )
+        found = seen[run.workflow_digest] = service.get_version(state.store, run.workflow_digest)
     return found
 
 
@@ -134,9 +132,9 @@ def show_run(run_id: Id, state: State) -> dict[str, Any]:
     """One run with its graph laid out for drawing, the state it is in, the states it went
     through, its turns and its actions."""
     view = service.show_run(state.store, run_id)
-    version = service_api.get_version(state.store, view.run.workflow_digest)
+    version = service.get_version(state.store, view.run.workflow_digest)
     trail = view.run.context.get("trail") or []
-    actions = service_actions.list_actions(state.store, run_id=view.run.id, limit=1000)
+    actions = service.list_actions(state.store, run_id=view.run.id, limit=1000)
     return {
         "run": _row(view.run, version),
         "budget_used": jsonable(view.run.budget_used),
@@ -164,7 +162,7 @@ def show_approval(ref: Ref, state: State, who: Who) -> dict[str, Any]:
     """The approval with the exact proposal, its hash, the skill with the grants that allow it
     (each constraint evaluated against the proposal's arguments), the budget the run has spent,
     and whether this caller may decide it."""
-    view = service_actions.show_approval(state.store, ref)
+    view = service.show_approval(state.store, ref)
     approval, document = view.approval, view.proposal.document
     skill = document.get("skill") or {}
     workflow = document.get("workflow") or {}
@@ -194,7 +192,7 @@ def _skill(
     name = str(skill.get("name") or "")
     found: dict[str, Any] = {"name": name, "digest": skill.get("digest"), "grants": []}
     try:
-        workflow = service_api.get_version(state.store, version).document
+        workflow = service.get_version(state.store, version).document
     except OpenSealError:
         return found
     entry = (workflow.get("skills") or {}).get(name) or {}

@@ -11,7 +11,7 @@ from openseal.api.errors import responses
 from openseal.api.models import ActionResolution
 from openseal.api.routes.common import Limit, State, Status, Who
 from openseal.api.serialize import jsonable
-from openseal.runtime import service_actions
+from openseal.runtime import service
 
 router = APIRouter(tags=["actions"])
 
@@ -31,7 +31,7 @@ def list_actions(
     limit: Limit = 100,
 ) -> dict[str, Any]:
     """Newest actions first."""
-    found = service_actions.list_actions(state.store, status=status, run_id=run, limit=limit)
+    found = service.list_actions(state.store, status=status, run_id=run, limit=limit)
     return {"actions": jsonable(found)}
 
 
@@ -43,7 +43,7 @@ def list_actions(
 )
 def show_action(ref: Ref, state: State) -> dict[str, Any]:
     """The action, its exact proposal and its spend reservations."""
-    view = service_actions.show_action(state.store, ref)
+    view = service.show_action(state.store, ref)
     return {
         "action": jsonable(view.action),
         "proposal": jsonable(view.proposal.document),
@@ -60,7 +60,7 @@ def show_action(ref: Ref, state: State) -> dict[str, Any]:
 def reconcile(ref: Ref, state: State, who: Who) -> dict[str, Any]:
     """Ask the destination about an action whose outcome is open (lookup or same-key retry).
     ``pending`` says why it is still open, if it is."""
-    action, pending = service_actions.reconcile_action(
+    action, pending = service.reconcile_action(
         state.store, ref, context=state.settings.context, actor=who.principal
     )
     return {"action": jsonable(action), "pending": pending}
@@ -74,7 +74,7 @@ def reconcile(ref: Ref, state: State, who: Who) -> dict[str, Any]:
 )
 def resolve(ref: Ref, body: ActionResolution, state: State, who: Who) -> dict[str, Any]:
     """Settle an action by hand after checking the destination; the run then continues."""
-    action = service_actions.resolve_action(
+    action = service.resolve_action(
         state.store, ref, outcome=body.outcome, evidence=body.evidence, actor=who.principal,
         result=body.result,
     )  # fmt: skip

@@ -14,9 +14,9 @@ from fastapi import APIRouter, Path, Query
 from openseal.api.capabilities import requires
 from openseal.api.errors import responses
 from openseal.api.models import ApprovalDecision
-from openseal.api.routes.common import Limit, State, Status, Who
+from openseal.api.routes.common import Limit, State, Status, Who, runtime_caller
 from openseal.api.serialize import jsonable
-from openseal.runtime import service_actions
+from openseal.runtime import service
 
 router = APIRouter(tags=["approvals"])
 
@@ -36,7 +36,7 @@ def list_approvals(
     limit: Limit = 100,
 ) -> dict[str, Any]:
     """Newest approvals first."""
-    found = service_actions.list_approvals(state.store, status=status, run_id=run, limit=limit)
+    found = service.list_approvals(state.store, status=status, run_id=run, limit=limit)
     return {"approvals": jsonable(found)}
 
 
@@ -48,7 +48,7 @@ def list_approvals(
 )
 def show_approval(ref: Ref, state: State) -> dict[str, Any]:
     """The approval, every field of the exact proposal, and the hash to decide on."""
-    view = service_actions.show_approval(state.store, ref)
+    view = service.show_approval(state.store, ref)
     return {
         "approval": jsonable(view.approval),
         "proposal": jsonable(view.proposal.document),
@@ -70,8 +70,7 @@ def decide(ref: Ref, body: ApprovalDecision, state: State, who: Who) -> dict[str
     The same decision again changes nothing (``changed`` is false); another hash is refused
     (409 ``hash_mismatch``); reject and request_changes need a ``reason``.
     """
-    decided = service_actions.decide_approval(
-        state.store, state.settings.authority, ref, body.decision, seen_hash=body.hash,
-        reason=body.reason, principal=who.decider, address=state.settings.host,
-    )  # fmt: skip
+    request = service.ApprovalDecision(ref, body.decision, body.hash, body.reason)
+    caller = runtime_caller(state, who)
+    decided = service.decide_approval(state.store, state.settings.authority, request, caller)
     return {"approval": jsonable(decided.approval), "changed": decided.changed}

@@ -8,6 +8,7 @@ from fastapi import Depends, Path, Query, Request
 
 from openseal.api.auth import Caller, caller
 from openseal.api.state import ApiState, state_of
+from openseal.runtime import service
 
 Id = Annotated[str, Path(min_length=1, max_length=200, description="An id (or a unique prefix)")]
 Limit = Annotated[int, Query(ge=1, le=1000, description="At most this many items")]
@@ -20,3 +21,10 @@ def _state(request: Request) -> ApiState:
 
 
 State = Annotated[ApiState, Depends(_state)]
+
+
+def runtime_caller(state: ApiState, who: Caller) -> service.Caller:
+    """The runtime's view of who asks: the principal a token identified (none: the local
+    operator), and whether this server counts as local — it does when it listens on loopback
+    only. The runtime never sees the address itself."""
+    return service.Caller(who.decider, local=state.settings.local)

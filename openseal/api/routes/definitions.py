@@ -10,7 +10,7 @@ from openseal.api.capabilities import requires
 from openseal.api.errors import responses
 from openseal.api.routes.common import State
 from openseal.api.serialize import jsonable
-from openseal.runtime import service_api
+from openseal.runtime import service
 
 router = APIRouter(tags=["definitions"])
 
@@ -25,7 +25,7 @@ Digest = Annotated[str, Path(min_length=1, max_length=80, description="sha256 (p
 )
 def get_definition(digest: Digest, state: State) -> dict[str, Any]:
     """The compiled document stored under ``digest``, with its kind and name."""
-    version = service_api.get_version(state.store, digest)
+    version = service.get_version(state.store, digest)
     return {
         "digest": version.digest,
         "kind": version.kind,

@@ -18,8 +18,8 @@ from openseal.api.models import (
 )
 from openseal.api.routes.common import Id, Limit, State, Who
 from openseal.api.serialize import jsonable
-from openseal.runtime import governance as gov
-from openseal.runtime import service_api
+from openseal.runtime import service
+from openseal.runtime.service import governance as gov
 
 router = APIRouter(tags=["deployments"])
 
@@ -93,7 +93,7 @@ def file_proposal(body: ProposalFiling, state: State, who: Who, response: Respon
     201 when a proposal was filed; 200 when an identical one was already open (returned) or
     nothing changed (``proposal`` is null and ``note`` says why). Nothing is activated.
     """
-    result = service_api.deploy_documents(
+    result = service.deploy_documents(
         state.store, body.documents, who.principal, message=body.message
     )
     return _filed(result, response)

@@ -16,11 +16,11 @@ from starlette.concurrency import run_in_threadpool
 from openseal.api.capabilities import requires
 from openseal.api.errors import responses
 from openseal.api.models import Intervention, RunCommand
-from openseal.api.routes.common import Id, Limit, State, Status, Who
+from openseal.api.routes.common import Id, Limit, State, Status, Who, runtime_caller
 from openseal.api.serialize import jsonable
 from openseal.api.state import ApiState
 from openseal.runtime import service
-from openseal.runtime.statuses import TERMINAL_RUN_STATUSES
+from openseal.runtime.service import TERMINAL_RUN_STATUSES
 from openseal.runtime.store import Event
 
 router = APIRouter(tags=["runs"])
@@ -66,10 +66,8 @@ def show_run(run_id: Id, state: State) -> dict[str, Any]:
 )
 def pause(run_id: Id, body: RunCommand, state: State, who: Who) -> dict[str, Any]:
     """Stop the run where it is; an in-flight worker is fenced off at its next write."""
-    run = service.pause_run(
-        state.store, run_id, actor=who.principal, reason=body.reason,
-        expected_revision=body.expected_revision,
-    )  # fmt: skip
+    request = service.RunCommand(run_id, body.reason, body.expected_revision)
+    run = service.pause_run(state.store, request, runtime_caller(state, who))
     return {"run": jsonable(run)}
 
 
@@ -81,10 +79,8 @@ def pause(run_id: Id, body: RunCommand, state: State, who: Who) -> dict[str, Any
 )
 def resume(run_id: Id, body: RunCommand, state: State, who: Who) -> dict[str, Any]:
     """Undo a pause."""
-    run = service.resume_run(
-        state.store, run_id, actor=who.principal, reason=body.reason,
-        expected_revision=body.expected_revision,
-    )  # fmt: skip
+    request = service.RunCommand(run_id, body.reason, body.expected_revision)
+    run = service.resume_run(state.store, request, runtime_caller(state, who))
     return {"run": jsonable(run)}
 
 
@@ -96,10 +92,8 @@ def resume(run_id: Id, body: RunCommand, state: State, who: Who) -> dict[str, An
 )
 def cancel(run_id: Id, body: RunCommand, state: State, who: Who) -> dict[str, Any]:
     """Cancel durably; the ``run.canceled`` event says what may already have happened."""
-    run = service.cancel_run(
-        state.store, run_id, actor=who.principal, reason=body.reason,
-        expected_revision=body.expected_revision,
-    )  # fmt: skip
+    request = service.RunCommand(run_id, body.reason, body.expected_revision)
+    run = service.cancel_run(state.store, request, runtime_caller(state, who))
     return {"run": jsonable(run)}
 
 
@@ -111,11 +105,11 @@ def cancel(run_id: Id, body: RunCommand, state: State, who: Who) -> dict[str, An
 )
 def intervene(run_id: Id, body: Intervention, state: State, who: Who) -> dict[str, Any]:
     """Repair a paused run or one that needs attention."""
-    run = service.intervene(
-        state.store, run_id, reason=body.reason, state=body.state,
-        value=body.value if "value" in body.model_fields_set else None,
-        actor=who.principal, expected_revision=body.expected_revision,
+    request = service.Intervention(
+        run_id, body.reason, body.state,
+        body.value if "value" in body.model_fields_set else None, body.expected_revision,
     )  # fmt: skip
+    run = service.intervene(state.store, request, runtime_caller(state, who))
     return {"run": jsonable(run)}
 
 

@@ -13,7 +13,9 @@ from typing import Any, Protocol
 import jsonschema
 
 from openseal.errors import UsageError
+from openseal.runtime.caller import Caller
 from openseal.runtime.id_prefix import complete_id as complete_id  # ids by unique prefix
+from openseal.runtime.requests import Intervention, RunCommand
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import (
     AgentRequest,
@@ -234,61 +236,43 @@ def follow_events(
 # changed since the caller read it is refused (``stale_revision``) instead of acted on.
 
 
-def pause_run(
-    store: Store,
-    run_id: str,
-    *,
-    actor: str = LOCAL_ACTOR,
-    reason: str | None = None,
-    expected_revision: int | None = None,
-) -> Run:
-    return store.runs.pause(run_id, actor, reason, expected_revision=expected_revision)
-
-
-def resume_run(
-    store: Store,
-    run_id: str,
-    *,
-    actor: str = LOCAL_ACTOR,
-    reason: str | None = None,
-    expected_revision: int | None = None,
-) -> Run:
-    return store.runs.resume(run_id, actor, reason, expected_revision=expected_revision)
-
-
-def cancel_run(
-    store: Store,
-    run_id: str,
-    *,
-    actor: str = LOCAL_ACTOR,
-    reason: str | None = None,
-    expected_revision: int | None = None,
-) -> Run:
-    return store.runs.cancel(run_id, actor, reason, expected_revision=expected_revision)
-
-
-def intervene(
-    store: Store,
-    run_id: str,
-    *,
-    reason: str,
-    state: str | None = None,
-    value: Any = None,
-    actor: str = LOCAL_ACTOR,
-    expected_revision: int | None = None,
-) -> Run:
-    """Repair a paused or stuck run: set the current state's output and/or move it."""
-    if not reason.strip():
-        raise UsageError("a reason is required to intervene")
-    if state is not None:
-        run = store.runs.get(run_id)
-        workflow = WorkflowCatalog(store).workflow(run.workflow_digest)
-        if state not in workflow.states:
-            known = ", ".join(sorted(workflow.states))
-            raise UsageError(f"workflow {workflow.name} has no state {state!r} (states: {known})")
-    return store.runs.intervene(
-        run_id, actor, reason, state=state, value=value, expected_revision=expected_revision
+def pause_run(store: Store, request: RunCommand, caller: Caller) -> Run:
+    """Stop a run where it is; :func:`resume_run` puts it back. Waits stay registered."""
+    return store.runs.pause(
+        request.run_id, caller.actor, request.reason, expected_revision=request.expected_revision
     )
+
+
+def resume_run(store: Store, request: RunCommand, caller: Caller) -> Run:
+    """Undo a pause: a waiting run waits again, anything else is queued for a worker."""
+    return store.runs.resume(
+        request.run_id, caller.actor, request.reason, expected_revision=request.expected_revision
+    )
+
+
+def cancel_run(store: Store, request: RunCommand, caller: Caller) -> Run:
+    """Cancel durably; the ``run.canceled`` event says what the run was doing."""
+    return store.runs.cancel(
+        request.run_id, caller.actor, request.reason, expected_revision=request.expected_revision
+    )
+
+
+def intervene(store: Store, request: Intervention, caller: Caller) -> Run:
+    """Repair a paused or stuck run: set the current state's output and/or move it."""
+    if not request.reason.strip():
+        raise UsageError("a reason is required to intervene")
+    if request.state is not None:
+        run = store.runs.get(request.run_id)
+        workflow = WorkflowCatalog(store).workflow(run.workflow_digest)
+        if request.state not in workflow.states:
+            known = ", ".join(sorted(workflow.states))
+            raise UsageError(
+                f"workflow {workflow.name} has no state {request.state!r} (states: {known})"
+            )
+    return store.runs.intervene(
+        request.run_id, caller.actor, request.reason, state=request.state, value=request.value,
+        expected_revision=request.expected_revision,
+    )  # fmt: skip
 
 
 def deliver_event(

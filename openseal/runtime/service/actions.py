@@ -1,8 +1,6 @@
-"""Service functions for approvals and actions: what the CLI and (later) the HTTP API call.
-
-Each takes an open store and plain arguments and raises an :class:`~openseal.errors.OpenSealError`
-with a stable code and a one-line message on refusal. Decisions need an
-:class:`~openseal.runtime.approvals.ApprovalAuthority`; without one they are not served.
+"""Approvals and actions as the API and the CLI show them, and an operator's reconciling and
+resolving of an action whose outcome is open. Deciding an approval is
+:func:`openseal.runtime.approvals.decide` (``service.decide_approval``).
 """
 
 from __future__ import annotations
@@ -11,13 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from openseal.errors import RuntimeFailure, UsageError
-from openseal.runtime.approvals import (
-    CLI_ADDRESS,
-    LOCAL_OPERATOR,
-    ApprovalAuthority,
-    Decided,
-    decide,
-)
+from openseal.runtime.caller import LOCAL_OPERATOR
 from openseal.runtime.clock import iso
 from openseal.runtime.dispatch import target_for
 from openseal.runtime.proposal_check import verify_in
@@ -70,24 +62,6 @@ def show_approval(store: Store, ref: str) -> ApprovalView:
         approval = store.approvals.find(conn, ref)
         proposal = store.proposals.get(conn, approval.proposal_id)
         return ApprovalView(approval, _proposal_view(store, conn, proposal))
-
-
-def decide_approval(
-    store: Store,
-    authority: ApprovalAuthority | None,
-    ref: str,
-    decision: str,
-    *,
-    seen_hash: str,
-    reason: str | None = None,
-    principal: str | None = None,
-    address: str = CLI_ADDRESS,
-) -> Decided:
-    """Approve, reject or request changes; see :func:`openseal.runtime.approvals.decide`."""
-    return decide(
-        store, authority, ref, decision, seen_hash=seen_hash, reason=reason,
-        principal=principal, address=address,
-    )  # fmt: skip
 
 
 # -- actions ---------------------------------------------------------------------------

@@ -1,0 +1,42 @@
+"""The request objects of the runtime's mutations: one frozen dataclass per operation, so a
+field can be added without touching every caller, and nothing is forwarded argument by
+argument from a route or a command down to the store."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class RunCommand:
+    """Pause, resume or cancel run ``run_id``; refused when ``expected_revision`` (if given)
+    is not the run's revision any more."""
+
+    run_id: str
+    reason: str | None = None
+    expected_revision: int | None = None
+
+
+@dataclass(frozen=True)
+class Intervention:
+    """Repair a paused or stuck run: ``value`` becomes its current state's output (when not
+    None), and it continues from ``state`` (when given)."""
+
+    run_id: str
+    reason: str
+    state: str | None = None
+    value: Any = None
+    expected_revision: int | None = None
+
+
+@dataclass(frozen=True)
+class ApprovalDecision:
+    """Decide approval ``ref`` (an id or a proposal hash) on the proposal hash the approver was
+    shown (``seen_hash``): ``approve``, ``reject`` or ``request_changes`` (these two need a
+    ``reason``)."""
+
+    ref: str
+    decision: str
+    seen_hash: str
+    reason: str | None = None

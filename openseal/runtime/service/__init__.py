@@ -1,0 +1,147 @@
+"""The runtime's one face: what the HTTP API, the CLI, authoring and the quickstart call.
+
+Every mutation takes one frozen request object (:mod:`openseal.runtime.requests`) and a
+:class:`Caller` — the principal it is done for, and whether it comes from this machine. The
+API decides ``local`` from where it listens; the runtime never sees an address. Reads take
+plain arguments. Refusals are :class:`~openseal.errors.OpenSealError` subclasses with stable
+codes (``openseal/error_codes.py``).
+
+- runs and objectives: :mod:`.runs`;
+- approvals and actions: :mod:`.actions` and ``decide_approval``;
+- definitions by digest and posted deployments: :mod:`.definitions`;
+- governance (change proposals, deployments): :mod:`.governance`;
+- capabilities: :mod:`.availability`;
+- engines, workers and model providers: :mod:`.workers`.
+
+The store itself is opened with :func:`openseal.runtime.store.open_store`.
+"""
+
+from __future__ import annotations
+
+from openseal.runtime.approvals import (
+    AUTHORITY_ENV,
+    ApprovalAuthority,
+    ApprovalError,
+    Decided,
+    load_authority,
+)
+from openseal.runtime.approvals import decide as decide_approval
+from openseal.runtime.caller import CLI, LOCAL_OPERATOR, Caller
+from openseal.runtime.event_summary import summarize
+from openseal.runtime.id_prefix import complete_id
+from openseal.runtime.requests import ApprovalDecision, Intervention, RunCommand
+from openseal.runtime.service import governance, workers
+from openseal.runtime.service.actions import (
+    ActionView,
+    ApprovalView,
+    ProposalView,
+    list_actions,
+    list_approvals,
+    reconcile_action,
+    resolve_action,
+    show_action,
+    show_approval,
+)
+from openseal.runtime.service.availability import (
+    Capability,
+    CapabilityConfig,
+    capabilities,
+    capability_of,
+)
+from openseal.runtime.service.definitions import deploy_documents, get_version
+from openseal.runtime.service.runs import (
+    LOCAL_ACTOR,
+    Registered,
+    RunView,
+    accept_request,
+    answer_clarification,
+    ask_clarification,
+    cancel_run,
+    complete_request,
+    create_objective,
+    deliver_event,
+    follow_events,
+    intervene,
+    list_objectives,
+    list_runs,
+    pause_run,
+    receive_event,
+    register_documents,
+    reject_request,
+    resume_run,
+    review_request,
+    run_events,
+    show_objective,
+    show_run,
+    waiting_reason,
+)
+from openseal.runtime.statuses import (
+    OPEN_CHANGE_PROPOSAL_STATUSES,
+    TERMINAL_RUN_STATUSES,
+    ActionStatus,
+    ChangeProposalStatus,
+    RunStatus,
+)
+
+__all__ = [
+    "AUTHORITY_ENV",
+    "CLI",
+    "LOCAL_ACTOR",
+    "LOCAL_OPERATOR",
+    "OPEN_CHANGE_PROPOSAL_STATUSES",
+    "TERMINAL_RUN_STATUSES",
+    "ActionStatus",
+    "ActionView",
+    "ApprovalAuthority",
+    "ApprovalDecision",
+    "ApprovalError",
+    "ApprovalView",
+    "Caller",
+    "Capability",
+    "CapabilityConfig",
+    "ChangeProposalStatus",
+    "Decided",
+    "Intervention",
+    "ProposalView",
+    "Registered",
+    "RunCommand",
+    "RunStatus",
+    "RunView",
+    "accept_request",
+    "answer_clarification",
+    "ask_clarification",
+    "cancel_run",
+    "capabilities",
+    "capability_of",
+    "complete_id",
+    "complete_request",
+    "create_objective",
+    "decide_approval",
+    "deliver_event",
+    "deploy_documents",
+    "follow_events",
+    "get_version",
+    "governance",
+    "intervene",
+    "list_actions",
+    "list_approvals",
+    "list_objectives",
+    "list_runs",
+    "load_authority",
+    "pause_run",
+    "receive_event",
+    "reconcile_action",
+    "register_documents",
+    "reject_request",
+    "resolve_action",
+    "resume_run",
+    "review_request",
+    "run_events",
+    "show_action",
+    "show_approval",
+    "show_objective",
+    "show_run",
+    "summarize",
+    "waiting_reason",
+    "workers",
+]
