@@ -105,7 +105,10 @@ def reconcile(home: Path, output: str, action_id: str, context_path: Path | None
     context = RuntimeContext.load(context_path)
     with opened(home) as store:
         action, pending = service.reconcile_action(
-            store, service.complete_id(store, "action", action_id), context=context
+            store,
+            service.Reconciliation(service.complete_id(store, "action", action_id)),
+            service.CLI,
+            context=context,
         )
     if output != "text":
         echo_data({"action": action, "pending": pending}, output)
@@ -138,10 +141,10 @@ def resolve(
     with opened(home) as store:
         action = service.resolve_action(
             store,
-            service.complete_id(store, "action", action_id),
-            outcome=outcome,
-            evidence=evidence,
-            result=result,
+            service.Resolution(
+                service.complete_id(store, "action", action_id), outcome, evidence, result=result
+            ),
+            service.CLI,
         )
     if output != "text":
         echo_data(action, output)

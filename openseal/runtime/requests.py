@@ -40,3 +40,21 @@ class ApprovalDecision:
     decision: str
     seen_hash: str
     reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Reconciliation:
+    """Reconcile action ``action_id`` (an id or an action key) whose outcome is open."""
+
+    action_id: str
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """Settle action ``action_id`` by hand: ``outcome`` ``succeeded`` or ``failed``, with the
+    ``evidence`` the operator checked; ``result`` becomes a success's result."""
+
+    action_id: str
+    outcome: str
+    evidence: str
+    result: Any = None

@@ -129,7 +129,9 @@ def test_a_paused_run_s_reconcile_does_not_resend_while_the_first_attempt_is_in_
     try:
         store.runs.pause(run.id, "user:op", "looking into it")  # releases the lease
         [action] = service.list_actions(store, run_id=run.id)
-        settled, pending = service.reconcile_action(store, action.id, context=worker.context)
+        settled, pending = service.reconcile_action(
+            store, service.Reconciliation(action.id), service.CLI, context=worker.context
+        )
         assert pending is not None and "in flight" in pending
         assert settled.status == ActionStatus.UNKNOWN
     finally:
@@ -153,7 +155,9 @@ def test_a_late_confirmation_overrides_a_failure_and_commits_the_spend(
         store.runs.pause(run.id, "user:op", "looking into it")
         [action] = service.list_actions(store, run_id=run.id)
         failed = service.resolve_action(
-            store, action.id, outcome="failed", evidence="no order in the vendor portal yet"
+            store,
+            service.Resolution(action.id, "failed", "no order in the vendor portal yet"),
+            service.CLI,
         )
         assert failed.status == ActionStatus.FAILED
         assert {s["status"] for s in service.show_action(store, action.id).spend} == {"released"}

@@ -219,9 +219,15 @@ def test_without_lookup_or_same_key_retry_an_unknown_outcome_needs_an_operator(
     [order] = simulator.orders()
     # The operator checks the destination and resolves it with the evidence.
     resolved = service.resolve_action(
-        store, action.id, outcome="succeeded", evidence=f"found {order['order_id']} in the portal",
-        result={"order_id": order["order_id"], "status": "confirmed"},
-    )  # fmt: skip
+        store,
+        service.Resolution(
+            action.id,
+            "succeeded",
+            f"found {order['order_id']} in the portal",
+            result={"order_id": order["order_id"], "status": "confirmed"},
+        ),
+        service.CLI,
+    )
     assert resolved.resolution is not None and resolved.resolution["actor"] == "user:local"
     f.run_until_idle()
     assert f.status(run) == RunStatus.COMPLETED
@@ -291,7 +297,9 @@ def test_an_operator_reconciles_after_an_inconclusive_lookup(
     assert action.status == ActionStatus.UNKNOWN
     assert "inconclusive" in str(store.runs.get(run.id).waiting)
     context = RuntimeContext.load(context_file(tmp_path, simulator))
-    settled, pending = service.reconcile_action(store, action.id, context=context)
+    settled, pending = service.reconcile_action(
+        store, service.Reconciliation(action.id), service.CLI, context=context
+    )
     assert (settled.status, pending) == (ActionStatus.SUCCEEDED, None)
     # ... and an operator's reconcile meanwhile settles it and wakes the run at once.
     assert store.runs.get(run.id).wake_at is not None
@@ -366,7 +374,9 @@ def test_resolving_requires_an_open_outcome_and_evidence(
     f.run_until_idle()
     action = the_action(store, run)
     with pytest.raises(OpenSealError) as raised:
-        service.resolve_action(store, action.id, outcome=outcome, evidence="checked")
+        service.resolve_action(
+            store, service.Resolution(action.id, outcome, "checked"), service.CLI
+        )
     expected = "usage_error" if outcome == "bogus" else "invalid_status"
     assert raised.value.code == expected
 

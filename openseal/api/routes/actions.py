@@ -9,7 +9,7 @@ from fastapi import APIRouter, Path, Query
 from openseal.api.capabilities import requires
 from openseal.api.errors import responses
 from openseal.api.models import ActionResolution
-from openseal.api.routes.common import Limit, State, Status, Who
+from openseal.api.routes.common import Limit, State, Status, Who, runtime_caller
 from openseal.api.serialize import jsonable
 from openseal.runtime import service
 
@@ -61,8 +61,9 @@ def reconcile(ref: Ref, state: State, who: Who) -> dict[str, Any]:
     """Ask the destination about an action whose outcome is open (lookup or same-key retry).
     ``pending`` says why it is still open, if it is."""
     action, pending = service.reconcile_action(
-        state.store, ref, context=state.settings.context, actor=who.principal
-    )
+        state.store, service.Reconciliation(ref), runtime_caller(state, who),
+        context=state.settings.context,
+    )  # fmt: skip
     return {"action": jsonable(action), "pending": pending}
 
 
@@ -74,8 +75,6 @@ def reconcile(ref: Ref, state: State, who: Who) -> dict[str, Any]:
 )
 def resolve(ref: Ref, body: ActionResolution, state: State, who: Who) -> dict[str, Any]:
     """Settle an action by hand after checking the destination; the run then continues."""
-    action = service.resolve_action(
-        state.store, ref, outcome=body.outcome, evidence=body.evidence, actor=who.principal,
-        result=body.result,
-    )  # fmt: skip
+    request = service.Resolution(ref, body.outcome, body.evidence, body.result)
+    action = service.resolve_action(state.store, request, runtime_caller(state, who))
     return {"action": jsonable(action)}

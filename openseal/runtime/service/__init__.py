@@ -29,7 +29,13 @@ from openseal.runtime.approvals import decide as decide_approval
 from openseal.runtime.caller import CLI, LOCAL_OPERATOR, Caller
 from openseal.runtime.event_summary import summarize
 from openseal.runtime.id_prefix import complete_id
-from openseal.runtime.requests import ApprovalDecision, Intervention, RunCommand
+from openseal.runtime.requests import (
+    ApprovalDecision,
+    Intervention,
+    Reconciliation,
+    Resolution,
+    RunCommand,
+)
 from openseal.runtime.service import governance, workers
 from openseal.runtime.service.actions import (
     ActionView,
@@ -103,7 +109,9 @@ __all__ = [
     "Decided",
     "Intervention",
     "ProposalView",
+    "Reconciliation",
     "Registered",
+    "Resolution",
     "RunCommand",
     "RunStatus",
     "RunView",

@@ -9,11 +9,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from openseal.errors import RuntimeFailure, UsageError
-from openseal.runtime.caller import LOCAL_OPERATOR
+from openseal.runtime.caller import LOCAL_OPERATOR, Caller
 from openseal.runtime.clock import iso
 from openseal.runtime.dispatch import target_for
 from openseal.runtime.proposal_check import verify_in
 from openseal.runtime.reconcile import mark_unknown, reconcile, resend_unclaimed
+from openseal.runtime.requests import Reconciliation, Resolution
 from openseal.runtime.statuses import ActionStatus, ApprovalStatus, RunStatus
 from openseal.runtime.store import OPEN_OUTCOME, Action, Approval, Connection, Proposal, Store
 from openseal.runtime.workflow import WorkflowCatalog
@@ -85,19 +86,21 @@ def show_action(store: Store, action_id: str) -> ActionView:
 
 def reconcile_action(
     store: Store,
-    action_id: str,
+    request: Reconciliation,
+    caller: Caller,
     *,
     context: RuntimeContext | None = None,
-    actor: str = LOCAL_ACTOR,
 ) -> tuple[Action, str | None]:
     """Reconcile an action whose outcome is open, from outside any worker.
 
     A ``dispatched`` action is only taken over when no worker holds its run. Same-key retry is
     used only while the run is alive and unclaimed; a canceled run's action is looked up, never
-    re-sent. Returns the action and, if it is still open, why.
+    re-sent. Returns the action and, if it is still open, why. ``context`` is the runtime
+    configuration the skill adapters are called with.
     """
+    actor = caller.actor
     with store.read() as conn:
-        action = store.actions.get(conn, action_id)
+        action = store.actions.get(conn, request.action_id)
         proposal = store.proposals.get(conn, action.proposal_id)
         run = store.runs.load(conn, action.run_id)
     if action.status not in OPEN_OUTCOME:
@@ -135,28 +138,26 @@ def _reopen(store: Store, action: Action, actor: str) -> Action:
         return moved or store.actions.get(conn, action.id)
 
 
-def resolve_action(
-    store: Store,
-    action_id: str,
-    *,
-    outcome: str,
-    evidence: str,
-    actor: str = LOCAL_ACTOR,
-    result: Any = None,
-) -> Action:
+def resolve_action(store: Store, request: Resolution, caller: Caller) -> Action:
     """An operator settles an action whose outcome is open, with the evidence they checked.
 
     ``succeeded`` commits its spend reservation (``result``, if given, becomes the action's
     result, e.g. ``{"order_id": "PO-000001", "status": "confirmed"}``); ``failed`` releases it.
     A run waiting on the action is queued again and continues from it.
     """
+    actor, outcome, evidence, result = (
+        caller.actor,
+        request.outcome,
+        request.evidence,
+        request.result,
+    )
     if outcome not in ("succeeded", "failed"):
         raise UsageError(f"--outcome must be succeeded or failed, not {outcome!r}")
     if not evidence.strip():
         raise UsageError("--evidence is required: say what you checked")
     now = store.now()
     with store.write() as conn:
-        action = store.actions.get(conn, action_id)
+        action = store.actions.get(conn, request.action_id)
         run = store.runs.load(conn, action.run_id, lock=True)
         if action.status not in OPEN_OUTCOME:
             raise RuntimeFailure(
