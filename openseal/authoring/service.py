@@ -137,12 +137,14 @@ def propose(store: Store, result: AuthoringResult, actor: str, prompt: str) -> D
 
     Nothing is activated: the proposal is reviewed, decided and activated like any change.
     """
+    from openseal.runtime.service import Caller
     from openseal.runtime.service import governance as gov
 
     if not result.ok:
         raise DraftFailed("the draft does not compile; nothing is filed", result)
     message = proposal_message(result, prompt)
-    return gov.deploy(store, result.compiled.documents, actor, message=message)
+    request = gov.Deployment(result.compiled.documents, message)
+    return gov.deploy(store, request, Caller(actor, local=True))
 
 
 def active_governance(store: Store) -> dict[str, Mapping[str, Any]]:

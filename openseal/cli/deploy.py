@@ -20,6 +20,7 @@ from openseal.cli.runtime import opened, store_options
 from openseal.compiler.output.bundle import Bundle
 from openseal.compiler.output.document import CompiledDocument
 from openseal.errors import OpenSealError, UsageError
+from openseal.runtime import service
 from openseal.runtime.service import OPEN_CHANGE_PROPOSAL_STATUSES as OPEN_STATUSES
 from openseal.runtime.service import ChangeProposalStatus as S
 from openseal.runtime.service import governance as gov
@@ -57,7 +58,8 @@ def deploy(
     """
     source = _load(path)
     with opened(home, create=True) as store:
-        result = gov.deploy(store, source, actor, message=message)
+        request = gov.Deployment(source, message)
+        result = gov.deploy(store, request, service.Caller(actor, local=True))
         final = None
         if wait and result.proposal is not None:
             final = gov.wait_for_activation(store, result.proposal.id, timeout)

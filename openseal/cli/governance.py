@@ -219,10 +219,8 @@ def review_command(
     if verdict is None:
         raise click.UsageError("give --approve or --request-changes")
     with opened(home) as store:
-        proposal = gov.review(
-            store, proposal_id, actor, verdict,
-            comment=comment, expected_revision=expected_revision,
-        )  # fmt: skip
+        request = gov.ProposalReview(proposal_id, verdict, comment, expected_revision)
+        proposal = gov.review(store, request, service.Caller(actor, local=True))
     echo_proposal_result(proposal, f"reviewed ({verdict.replace('_', ' ')})", output)
 
 
@@ -252,10 +250,8 @@ def decide_command(
     if decision is None:
         raise click.UsageError("give --approve or --reject")
     with opened(home) as store:
-        proposal = gov.decide(
-            store, proposal_id, actor, decision,
-            comment=comment, expected_revision=expected_revision,
-        )  # fmt: skip
+        request = gov.ProposalDecision(proposal_id, decision, comment, expected_revision)
+        proposal = gov.decide(store, request, service.Caller(actor, local=True))
     verb = "approved (not active until `openseal proposals activate`)"
     echo_proposal_result(proposal, verb if decision == "approve" else "rejected", output)
 
@@ -275,7 +271,8 @@ def activate_command(
         openseal proposals activate 01a22bba --actor user:carol
     """
     with opened(home) as store:
-        proposal = gov.activate(store, proposal_id, actor, expected_revision=expected_revision)
+        request = gov.ProposalCommand(proposal_id, expected_revision)
+        proposal = gov.activate(store, request, service.Caller(actor, local=True))
     echo_proposal_result(proposal, "activated", output)
 
 
@@ -295,7 +292,8 @@ def refresh_command(
     """
     with opened(home) as store:
         before = gov.get_proposal(store, proposal_id)
-        proposal = gov.refresh(store, proposal_id, actor, expected_revision=expected_revision)
+        request = gov.ProposalCommand(proposal_id, expected_revision)
+        proposal = gov.refresh(store, request, service.Caller(actor, local=True))
     if output != "text":
         echo_data(proposal.to_dict(), output)
     elif proposal.round != before.round:
@@ -381,7 +379,8 @@ def deployments_rollback(
         openseal deployments rollback procure_laptops --to 888401d4
     """
     with opened(home) as store:
-        result = gov.rollback(store, name, actor, to=to, message=message)
+        request = gov.Rollback(name, to, message)
+        result = gov.rollback(store, request, service.Caller(actor, local=True))
     proposal = result.proposal
     assert proposal is not None
     if output != "text":

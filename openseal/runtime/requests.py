@@ -58,3 +58,49 @@ class Resolution:
     outcome: str
     evidence: str
     result: Any = None
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """File a change proposal for ``source`` (compiled documents by name, or a bundle)."""
+
+    source: Any
+    message: str | None = None
+
+
+@dataclass(frozen=True)
+class Rollback:
+    """File a rollback of deployment ``name`` to ``to`` (a digest or unique prefix; default the
+    version active before the current one)."""
+
+    name: str
+    to: str | None = None
+    message: str | None = None
+
+
+@dataclass(frozen=True)
+class ProposalReview:
+    """Review change proposal ``proposal_id``: ``approve`` or ``request_changes``."""
+
+    proposal_id: str
+    verdict: str
+    comment: str | None = None
+    expected_revision: int | None = None
+
+
+@dataclass(frozen=True)
+class ProposalDecision:
+    """Decide change proposal ``proposal_id``: ``approve`` or ``reject``."""
+
+    proposal_id: str
+    decision: str
+    comment: str | None = None
+    expected_revision: int | None = None
+
+
+@dataclass(frozen=True)
+class ProposalCommand:
+    """Activate or refresh change proposal ``proposal_id``."""
+
+    proposal_id: str
+    expected_revision: int | None = None

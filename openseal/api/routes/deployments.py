@@ -16,7 +16,7 @@ from openseal.api.models import (
     ProposalReview,
     Rollback,
 )
-from openseal.api.routes.common import Id, Limit, State, Who
+from openseal.api.routes.common import Id, Limit, State, Who, runtime_caller
 from openseal.api.serialize import jsonable
 from openseal.runtime import service
 from openseal.runtime.service import governance as gov
@@ -57,7 +57,8 @@ def deployment_history(name: Name, state: State) -> dict[str, Any]:
 )
 def rollback(name: Name, body: Rollback, state: State, who: Who, response: Response) -> Any:
     """File a rollback proposal; it is reviewed, decided and activated like any change."""
-    result = gov.rollback(state.store, name, who.principal, to=body.to, message=body.message)
+    request = gov.Rollback(name, body.to, body.message)
+    result = gov.rollback(state.store, request, runtime_caller(state, who))
     return _filed(result, response)
 
 
@@ -93,9 +94,8 @@ def file_proposal(body: ProposalFiling, state: State, who: Who, response: Respon
     201 when a proposal was filed; 200 when an identical one was already open (returned) or
     nothing changed (``proposal`` is null and ``note`` says why). Nothing is activated.
     """
-    result = service.deploy_documents(
-        state.store, body.documents, who.principal, message=body.message
-    )
+    request = gov.Deployment(body.documents, body.message)
+    result = service.deploy_documents(state.store, request, runtime_caller(state, who))
     return _filed(result, response)
 
 
@@ -124,10 +124,8 @@ def show_proposal(proposal_id: Id, state: State) -> dict[str, Any]:
 )
 def review(proposal_id: Id, body: ProposalReview, state: State, who: Who) -> dict[str, Any]:
     """Approve or request changes, as the calling principal."""
-    proposal = gov.review(
-        state.store, proposal_id, who.principal, body.verdict, comment=body.comment,
-        expected_revision=body.expected_revision,
-    )  # fmt: skip
+    request = gov.ProposalReview(proposal_id, body.verdict, body.comment, body.expected_revision)
+    proposal = gov.review(state.store, request, runtime_caller(state, who))
     return {"proposal": proposal.to_dict()}
 
 
@@ -139,10 +137,8 @@ def review(proposal_id: Id, body: ProposalReview, state: State, who: Who) -> dic
 )
 def decide(proposal_id: Id, body: ProposalDecision, state: State, who: Who) -> dict[str, Any]:
     """Approve or reject. Saving a decision does not activate anything."""
-    proposal = gov.decide(
-        state.store, proposal_id, who.principal, body.decision, comment=body.comment,
-        expected_revision=body.expected_revision,
-    )  # fmt: skip
+    request = gov.ProposalDecision(proposal_id, body.decision, body.comment, body.expected_revision)
+    proposal = gov.decide(state.store, request, runtime_caller(state, who))
     return {"proposal": proposal.to_dict()}
 
 
@@ -154,9 +150,8 @@ def decide(proposal_id: Id, body: ProposalDecision, state: State, who: Who) -> d
 )
 def activate(proposal_id: Id, body: ProposalChange, state: State, who: Who) -> dict[str, Any]:
     """Switch every deployment of an approved, fresh proposal in one transaction."""
-    proposal = gov.activate(
-        state.store, proposal_id, who.principal, expected_revision=body.expected_revision
-    )
+    request = gov.ProposalCommand(proposal_id, body.expected_revision)
+    proposal = gov.activate(state.store, request, runtime_caller(state, who))
     return {"proposal": proposal.to_dict()}
 
 
@@ -168,9 +163,8 @@ def activate(proposal_id: Id, body: ProposalChange, state: State, who: Who) -> d
 )
 def refresh(proposal_id: Id, body: ProposalChange, state: State, who: Who) -> dict[str, Any]:
     """Re-diff against the versions active now (reviews reset when the diff changed)."""
-    proposal = gov.refresh(
-        state.store, proposal_id, who.principal, expected_revision=body.expected_revision
-    )
+    request = gov.ProposalCommand(proposal_id, body.expected_revision)
+    proposal = gov.refresh(state.store, request, runtime_caller(state, who))
     return {"proposal": proposal.to_dict()}
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 import jsonschema
@@ -13,7 +13,9 @@ from openseal.compiler.output.canonical import canonical_bytes, sha256_digest
 from openseal.compiler.output.schemas import compiled_document_schema
 from openseal.errors import OpenSealError, UsageError
 from openseal.runtime import governance as gov
+from openseal.runtime.caller import Caller
 from openseal.runtime.proposal_plan import store_key
+from openseal.runtime.requests import Deployment
 from openseal.runtime.store import DefinitionVersion, Store
 
 # -- definition versions ---------------------------------------------------------------
@@ -33,21 +35,16 @@ def get_version(store: Store, digest: str) -> DefinitionVersion:
 _validators: dict[str, jsonschema.Draft202012Validator] = {}
 
 
-def deploy_documents(
-    store: Store,
-    documents: Iterable[object],
-    actor: str,
-    *,
-    message: str | None = None,
-) -> gov.DeployResult:
-    """File a change proposal for compiled ``documents`` (as ``openseal compile`` writes them).
+def deploy_documents(store: Store, request: Deployment, caller: Caller) -> gov.DeployResult:
+    """File a change proposal for the compiled documents ``request.source`` (a list of them, as
+    ``openseal compile`` writes them).
 
     Each document is checked against its kind's compiled JSON Schema and its version id is
     computed here from its canonical JSON; every dependency it names by digest must be among
     the documents or already stored. Then it is :func:`openseal.runtime.governance.deploy`.
     """
     entries: dict[str, BundleEntry] = {}
-    for index, document in enumerate(documents):
+    for index, document in enumerate(request.source):
         entry = _entry(index, document)
         if entry.key in entries and entries[entry.key].digest != entry.digest:
             raise BundleError(f"documents[{index}]: {entry.key} appears twice with other content")
@@ -56,7 +53,7 @@ def deploy_documents(
         raise UsageError("no documents: post the compiled definitions to deploy")
     _check_dependencies(store, entries)
     bundle = Bundle(Path("<posted>"), {"definitions": sorted(entries)}, entries)
-    return gov.deploy(store, bundle, actor, message=message)
+    return gov.deploy(store, bundle, caller.actor, message=request.message)
 
 
 def _entry(index: int, document: object) -> BundleEntry:
