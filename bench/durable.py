@@ -83,8 +83,8 @@ class Batch:
     def __call__(self) -> tuple[float, int, CommitCounter]:
         import time
 
+        from openseal.runtime import service
         from openseal.runtime.engine import Engine
-        from openseal.runtime.service import create_objective
 
         self.counter += 1
         home = self.options.workdir / f"durable-{self.counter}"
@@ -94,7 +94,9 @@ class Batch:
             engine = Engine(store)
             started = time.perf_counter()
             for i in range(self.runs):
-                create_objective(store, "three_steps", {"n": i})
+                service.create_objective(
+                    store, service.StartObjective("three_steps", {"n": i}), service.CLI
+                )
             reports = engine.run_until_idle(max_steps=self.runs * 2)
             elapsed = time.perf_counter() - started
             turns = sum(len(r.turns) for r in reports)

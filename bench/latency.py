@@ -100,15 +100,17 @@ def run(options: Options) -> Report:
 
 
 def measure_starts(report: Report, options: Options, count: int) -> None:
+    from openseal.runtime import service
     from openseal.runtime.engine import Engine
-    from openseal.runtime.service import create_objective
 
     documents = compiled(options.workdir / "project", TRANSFORM_WORKFLOW)
     with loaded_store(options.workdir / "home", documents) as store:
         counter = iter(range(10**9))
 
         def start() -> None:
-            create_objective(store, "three_steps", {"n": next(counter)})
+            service.create_objective(
+                store, service.StartObjective("three_steps", {"n": next(counter)}), service.CLI
+            )
 
         p50, p95 = distribution(start, count, options.repeat)
         baseline = report.figures[0]
@@ -137,7 +139,6 @@ def measure_approval_dispatch(report: Report, options: Options) -> None:
     from openseal.runtime import service
     from openseal.runtime.approvals import ApprovalAuthority
     from openseal.runtime.engine import Engine
-    from openseal.runtime.service import create_objective
 
     count = options.pick(quick=10, default=50)
     report.parameters["approvals_per_repetition"] = count
@@ -151,7 +152,11 @@ def measure_approval_dispatch(report: Report, options: Options) -> None:
             p50s, p95s = [], []
             for repetition in range(options.repeat + 1):  # the first is a warm-up
                 runs = [
-                    create_objective(store, "approve_then_act", {"n": repetition * count + i}).run
+                    service.create_objective(
+                        store,
+                        service.StartObjective("approve_then_act", {"n": repetition * count + i}),
+                        service.CLI,
+                    ).run
                     for i in range(count)
                 ]
                 until(partial(all_wait_for_approval, store, [r.id for r in runs]), 120)
@@ -251,7 +256,7 @@ def worker_process(home: Path, log: Path, **env: str) -> subprocess.Popen[bytes]
 
 def recover_once(work: Path) -> tuple[float, float]:
     """(seconds from the kill, seconds from the lease's expiry) to the turn's completion."""
-    from openseal.runtime.service import create_objective
+    from openseal.runtime import service
 
     documents = compiled(work / "project", ACTION_WORKFLOW)
     home, faults = work / "home", work / "faults"
@@ -263,7 +268,9 @@ def recover_once(work: Path) -> tuple[float, float]:
         )  # fmt: skip
         rescuer: subprocess.Popen[bytes] | None = None
         try:
-            run = create_objective(store, "three_steps", {"n": 1}).run
+            run = service.create_objective(
+                store, service.StartObjective("three_steps", {"n": 1}), service.CLI
+            ).run
             until(lambda: (faults / "turn.started.reached").exists(), 60)
             rescuer = worker_process(home, work / "rescuer.log")
             until(lambda: b"started" in (work / "rescuer.log").read_bytes(), 60)

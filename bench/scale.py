@@ -100,7 +100,7 @@ def run(options: Options) -> Report:
         for name, unit in (("bytes per waiting run", "B"), ("worker RSS after", "MiB")):
             report.add(unavailable(name, problem, unit))
         return report
-    from openseal.runtime.service import create_objective
+    from openseal.runtime import service
 
     home = options.workdir / "home"
     documents = compiled(options.workdir / "project", WAIT_WORKFLOW)
@@ -116,7 +116,9 @@ def run(options: Options) -> Report:
             idle = summarize(cpu_percent(worker.pid, windows, window))
             started = time.perf_counter()
             for i in range(runs):
-                create_objective(store, "waits", {"n": i})
+                service.create_objective(
+                    store, service.StartObjective("waits", {"n": i}), service.CLI
+                )
             wait_until(
                 lambda: waiting_count(store) >= runs,
                 120 + runs * 0.05,

@@ -94,7 +94,8 @@ def measure(
     url: str, documents: list[object], work: Path, count: int, runs: int
 ) -> tuple[float, int]:
     """Seconds for ``runs`` runs with ``count`` workers, and how many calls were repeated."""
-    from openseal.runtime.service import create_objective, register_documents
+    from openseal.runtime import service
+    from openseal.runtime.service import register_documents
 
     work.mkdir(parents=True)
     executions = work / "executions.txt"
@@ -117,7 +118,9 @@ def measure(
             cpu = sum(cpu_seconds(p.pid) for p in workers)
             started = time.perf_counter()
             for i in range(runs):
-                create_objective(store, WORKFLOW, {"n": i})
+                service.create_objective(
+                    store, service.StartObjective(WORKFLOW, {"n": i}), service.CLI
+                )
             wait_for(lambda: completed(store) >= runs, 120 + runs, *workers)
             seconds = time.perf_counter() - started
             CPU_PER_RUN.setdefault(count, []).append(

@@ -304,10 +304,10 @@ def run_quickstart(
                 worker_id=f"quickstart:{os.getpid()}",
                 context=sandbox.context,
             )
-            objective = service.create_objective(
-                store, WORKFLOW, dict(options.request),
-                request_key=f"quickstart-{uuid.uuid4().hex}",
-            )  # fmt: skip
+            request = service.StartObjective(
+                WORKFLOW, dict(options.request), request_key=f"quickstart-{uuid.uuid4().hex}"
+            )
+            objective = service.create_objective(store, request, service.CLI)
             report.step(f"run {objective.run.id}: researching vendors")
             return drive(store, engine, objective.run, options, decide, report)
     finally:

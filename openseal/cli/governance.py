@@ -18,6 +18,7 @@ from openseal.cli.output import echo_data
 from openseal.cli.runtime import opened, store_options
 from openseal.compiler.output.diff import Change, DiffReport
 from openseal.compiler.output.render_diagnostics import use_color
+from openseal.runtime import service
 from openseal.runtime.service import governance as gov
 from openseal.runtime.store import ChangeProposal, Review
 

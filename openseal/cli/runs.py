@@ -86,9 +86,8 @@ def create(
     """
     inputs = parse_inputs(pairs, input_file)
     with opened(home) as store:
-        created = service.create_objective(
-            store, workflow, inputs, project=project, request_key=request_key
-        )
+        request = service.StartObjective(workflow, inputs, project, request_key)
+        created = service.create_objective(store, request, service.CLI)
     if output != "text":
         echo_data(
             {"objective": created.objective, "run": created.run, "created": created.created}, output

@@ -104,3 +104,25 @@ class ProposalCommand:
 
     proposal_id: str
     expected_revision: int | None = None
+
+
+@dataclass(frozen=True)
+class EventDelivery:
+    """An event from outside: ``name``, ``payload``, the ``correlation`` a waiting run matches,
+    and the sender's ``key`` for this delivery (a redelivery with it changes nothing)."""
+
+    name: str
+    payload: Any = None
+    correlation: dict[str, Any] | None = None
+    key: str | None = None
+
+
+@dataclass(frozen=True)
+class StartObjective:
+    """Start ``workflow`` (its active version) with ``inputs`` in ``project``; the same
+    ``request_key`` with the same content returns the objective it created."""
+
+    workflow: str
+    inputs: dict[str, Any]
+    project: str = "default"
+    request_key: str | None = None

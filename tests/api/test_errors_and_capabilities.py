@@ -29,7 +29,9 @@ def test_not_found_for_records_and_for_routes(serve: Serve) -> None:
 def test_invalid_requests_are_422_invalid_request_without_echoing_input(
     serve: Serve, store: Store
 ) -> None:
-    run = service.create_objective(store, "small", {"n": 1}).run
+    run = service.create_objective(
+        store, service.StartObjective("small", {"n": 1}), service.CLI
+    ).run
     with serve(external_workers=True).client() as client:
         error = assert_error(
             client.post(f"/runs/{run.id}/pause", json={"reason": "x", "bogus": "sekrit-123"}),
@@ -52,7 +54,9 @@ def test_invalid_requests_are_422_invalid_request_without_echoing_input(
 
 
 def test_conflicts_are_409_with_their_stable_code(serve: Serve, store: Store) -> None:
-    run = service.create_objective(store, "small", {"n": 1}).run
+    run = service.create_objective(
+        store, service.StartObjective("small", {"n": 1}), service.CLI
+    ).run
     with serve().client() as client:
         stale = client.post(f"/runs/{run.id}/pause", json={"expectedRevision": run.revision + 5})
         assert_error(stale, 409, "stale_revision")

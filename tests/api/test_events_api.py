@@ -21,7 +21,9 @@ def test_a_redelivered_webhook_is_acknowledged_and_wakes_no_later_run(
     serve: Serve, store: Store, tmp_path: Any
 ) -> None:
     provider, _ = scripted(tmp_path, TWO_PICKS)
-    first = service.create_objective(store, "small", {"n": 5}).run
+    first = service.create_objective(
+        store, service.StartObjective("small", {"n": 5}), service.CLI
+    ).run
     engine(store, provider).run_until_idle()
     assert store.runs.get(first.id).status == RunStatus.WAITING_FOR_EVENT
     with serve(external_workers=True).client() as client:
@@ -33,7 +35,9 @@ def test_a_redelivered_webhook_is_acknowledged_and_wakes_no_later_run(
         event = delivered.json()["event"]
         assert event["consumed_by_run_id"] == first.id
 
-        later = service.create_objective(store, "small", {"n": 5}).run
+        later = service.create_objective(
+            store, service.StartObjective("small", {"n": 5}), service.CLI
+        ).run
         engine(store, provider).run_until_idle()
         assert store.runs.get(first.id).status == RunStatus.COMPLETED
         assert store.runs.get(later.id).status == RunStatus.WAITING_FOR_EVENT

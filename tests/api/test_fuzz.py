@@ -43,7 +43,9 @@ def no_traceback(_ctx: Any, response: Any, _case: Any) -> bool | None:
 def test_the_api_never_answers_5xx_nor_a_traceback(
     serve: Serve, store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    service.create_objective(store, "small", {"n": 1})  # something to find besides 404s
+    service.create_objective(
+        store, service.StartObjective("small", {"n": 1}), service.CLI
+    )  # something to find besides 404s
     monkeypatch.setenv(KEY_VARIABLE, KEY)
     with ChatServer() as chat:
         chat.reply(answer(("auditor.hcl", GOOD)))  # every draft compiles

@@ -24,7 +24,9 @@ def post_raw(client: httpx.Client, path: str, text: str) -> httpx.Response:
 def test_non_finite_numbers_are_422_wherever_json_enters(
     serve: Serve, store: Store, number: str
 ) -> None:
-    run = service.create_objective(store, "small", {"n": 1}).run
+    run = service.create_objective(
+        store, service.StartObjective("small", {"n": 1}), service.CLI
+    ).run
     service.pause_run(
         store, service.RunCommand(run.id, "repair"), service.Caller("user:test", local=True)
     )

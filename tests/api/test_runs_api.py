@@ -64,7 +64,9 @@ def test_a_replay_is_the_first_response_even_after_the_run_moved_on(
 
 
 def test_run_mutations_check_the_expected_revision(serve: Serve, store: Store) -> None:
-    run = service.create_objective(store, "small", {"n": 1}).run
+    run = service.create_objective(
+        store, service.StartObjective("small", {"n": 1}), service.CLI
+    ).run
     with serve().client() as client:
         shown = client.get(f"/runs/{run.id}").json()
         revision = shown["run"]["revision"]
@@ -99,7 +101,9 @@ def test_run_mutations_check_the_expected_revision(serve: Serve, store: Store) -
 
 
 def test_events_are_paged_by_sequence(serve: Serve, store: Store) -> None:
-    run = service.create_objective(store, "small", {"n": 1}).run
+    run = service.create_objective(
+        store, service.StartObjective("small", {"n": 1}), service.CLI
+    ).run
     for _ in range(3):
         service.pause_run(store, service.RunCommand(run.id), service.CLI)
         service.resume_run(store, service.RunCommand(run.id), service.CLI)
@@ -141,7 +145,9 @@ def _read_stream(
 def test_the_stream_sends_events_committed_after_it_opened_and_ends_with_the_run(
     serve: Serve, store: Store, tmp_path: Any
 ) -> None:
-    run = service.create_objective(store, "small", {"n": 5}).run
+    run = service.create_objective(
+        store, service.StartObjective("small", {"n": 5}), service.CLI
+    ).run
     server = serve()
     frames: list[dict[str, Any]] = []
     opened = threading.Event()
@@ -175,7 +181,9 @@ def test_the_stream_sends_events_committed_after_it_opened_and_ends_with_the_run
 
 
 def test_the_stream_resumes_after_a_sequence(serve: Serve, store: Store) -> None:
-    run = service.create_objective(store, "small", {"n": 5}).run
+    run = service.create_objective(
+        store, service.StartObjective("small", {"n": 5}), service.CLI
+    ).run
     service.pause_run(store, service.RunCommand(run.id), service.CLI)
     service.cancel_run(store, service.RunCommand(run.id), service.CLI)
     with serve().client() as client:

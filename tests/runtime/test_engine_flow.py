@@ -39,7 +39,7 @@ def test_small_workflow_runs_to_the_wait_and_completes_on_the_event(
 ) -> None:
     register(store, small_workflow(tmp_path))
     provider, calls = scripted(tmp_path, PICK_7)
-    run = service.create_objective(store, "small", {"n": 5}).run
+    run = service.create_objective(store, service.StartObjective(service.StartObjective("small", {"n": 5}), service.CLI), service.CLI).run
     worker = engine(store, provider)
 
     worker.run_until_idle()
@@ -50,7 +50,7 @@ def test_small_workflow_runs_to_the_wait_and_completes_on_the_event(
     assert waiting.context["states"]["sum"] == {"total": 12}
     assert waiting.budget_used == {"turns": 4, "model_calls": 1, "tokens": 12}
 
-    service.deliver_event(store, "ok", {"by": "tester"}, correlation={"n": 5})
+    store.inbound_events.deliver("ok", {"n": 5}, {"by": "tester"})
     worker.run_until_idle()
     done = store.runs.get(run.id)
     assert done.status == RunStatus.COMPLETED
@@ -66,7 +66,7 @@ def test_small_workflow_runs_to_the_wait_and_completes_on_the_event(
 def test_the_decision_takes_the_first_guard_that_holds(store: Store, tmp_path: Path) -> None:
     register(store, small_workflow(tmp_path))
     provider, _ = scripted(tmp_path, {"ask": [{"output": {"pick": 1}}]})
-    run = service.create_objective(store, "small", {"n": 5}).run
+    run = service.create_objective(store, service.StartObjective(service.StartObjective("small", {"n": 5}), service.CLI), service.CLI).run
     engine(store, provider).run_until_idle()
     failed = store.runs.get(run.id)
     assert failed.status == RunStatus.FAILED
@@ -77,9 +77,9 @@ def test_the_decision_takes_the_first_guard_that_holds(store: Store, tmp_path: P
 def test_an_event_sent_before_the_wait_still_wakes_the_run(store: Store, tmp_path: Path) -> None:
     register(store, small_workflow(tmp_path))
     provider, _ = scripted(tmp_path, PICK_7)
-    run = service.create_objective(store, "small", {"n": 5}).run
-    other = service.deliver_event(store, "ok", {"early": False}, correlation={"n": 99})
-    early = service.deliver_event(store, "ok", {"early": True}, correlation={"n": 5})
+    run = service.create_objective(store, service.StartObjective(service.StartObjective("small", {"n": 5}), service.CLI), service.CLI).run
+    other = store.inbound_events.deliver("ok", {"n": 99}, {"early": False})
+    early = store.inbound_events.deliver("ok", {"n": 5}, {"early": True})
     assert early.consumed_by_run_id is None  # nobody waits yet
 
     engine(store, provider).run_until_idle()
@@ -94,7 +94,7 @@ def test_invalid_output_is_repaired_then_accepted(store: Store, tmp_path: Path) 
     register(store, small_workflow(tmp_path))
     responses = {"ask": [{"output": {"pick": "seven"}}, {"output": {"pick": 7}}]}
     provider, calls = scripted(tmp_path, responses)
-    run = service.create_objective(store, "small", {"n": 5}).run
+    run = service.create_objective(store, service.StartObjective(service.StartObjective("small", {"n": 5}), service.CLI), service.CLI).run
     engine(store, provider).run_until_idle()
     assert store.runs.get(run.id).status == RunStatus.WAITING_FOR_EVENT
     assert [c["call"] for c in read_calls(calls)] == [1, 2]
@@ -104,7 +104,7 @@ def test_invalid_output_is_repaired_then_accepted(store: Store, tmp_path: Path) 
 def test_output_still_invalid_after_repairs_needs_attention(store: Store, tmp_path: Path) -> None:
     register(store, small_workflow(tmp_path))
     provider, calls = scripted(tmp_path, {"ask": [{"output": {"nope": 1}}] * 3})
-    run = service.create_objective(store, "small", {"n": 5}).run
+    run = service.create_objective(store, service.StartObjective(service.StartObjective("small", {"n": 5}), service.CLI), service.CLI).run
     engine(store, provider, max_repairs=2).run_until_idle()
     stuck = store.runs.get(run.id)
     assert stuck.status == RunStatus.NEEDS_ATTENTION
@@ -119,7 +119,7 @@ def test_model_call_budget_exhausted_needs_attention_with_reason(
     provider, calls = scripted(
         tmp_path, {"ask": [{"output": {"pick": "x"}}, {"output": {"pick": 7}}]}
     )
-    run = service.create_objective(store, "small", {"n": 5}).run
+    run = service.create_objective(store, service.StartObjective(service.StartObjective("small", {"n": 5}), service.CLI), service.CLI).run
     engine(store, provider).run_until_idle()
     stuck = store.runs.get(run.id)
     assert stuck.status == RunStatus.NEEDS_ATTENTION
@@ -137,7 +137,7 @@ def test_budget_exhausted_fails_the_run_when_the_workflow_says_so(
 ) -> None:
     register(store, small_workflow(tmp_path, model_calls=1, on_exhausted="failed"))
     provider, calls = scripted(tmp_path, {"ask": [{"output": {"pick": "x"}}]})
-    run = service.create_objective(store, "small", {"n": 5}).run
+    run = service.create_objective(store, service.StartObjective(service.StartObjective("small", {"n": 5}), service.CLI), service.CLI).run
     engine(store, provider).run_until_idle()
     failed = store.runs.get(run.id)
     assert failed.status == RunStatus.FAILED
@@ -150,14 +150,14 @@ def test_version_pinning_old_runs_finish_on_their_version(store: Store, tmp_path
     register(store, small_workflow(tmp_path, factor=1))
     provider, _ = scripted(tmp_path, PICK_7)
     worker = engine(store, provider)
-    old = service.create_objective(store, "small", {"n": 5}).run
+    old = service.create_objective(store, service.StartObjective(service.StartObjective("small", {"n": 5}), service.CLI), service.CLI).run
     worker.run_until_idle()
 
     register(store, small_workflow(tmp_path, factor=10))
-    new = service.create_objective(store, "small", {"n": 6}).run
+    new = service.create_objective(store, service.StartObjective(service.StartObjective("small", {"n": 6}), service.CLI), service.CLI).run
     assert new.workflow_digest != old.workflow_digest
-    service.deliver_event(store, "ok", None, correlation={"n": 5})
-    service.deliver_event(store, "ok", None, correlation={"n": 6})
+    store.inbound_events.deliver("ok", {"n": 5}, None)
+    store.inbound_events.deliver("ok", {"n": 6}, None)
     worker.run_until_idle()
     assert store.runs.get(old.id).context["outputs"] == {"total": 12}  # (7 + 5) * 1
     assert store.runs.get(new.id).context["outputs"] == {"total": 130}  # (7 + 6) * 10
@@ -179,7 +179,7 @@ def test_procurement_flow_runs_up_to_the_approval(store: Store, tmp_path: Path) 
     }
     provider, calls = scripted(tmp_path, responses)
     request = {"item": "laptop", "quantity": 10, "budget": 10000}
-    run = service.create_objective(store, "procure_laptops", {"request": request}).run
+    run = service.create_objective(store, service.StartObjective(service.StartObjective("procure_laptops", {"request": request}), service.CLI), service.CLI).run
     engine(store, provider).run_until_idle()
 
     stuck = store.runs.get(run.id)
@@ -209,7 +209,7 @@ def test_procurement_over_budget_ends_failed(store: Store, tmp_path: Path) -> No
     offer = {"vendor": "Acme", "unit_price": 2000, "currency": "EUR"}
     provider, _ = scripted(tmp_path, {"research": [{"output": offer}]})
     request = {"item": "laptop", "quantity": 10, "budget": 10000}
-    run = service.create_objective(store, "procure_laptops", {"request": request}).run
+    run = service.create_objective(store, service.StartObjective(service.StartObjective("procure_laptops", {"request": request}), service.CLI), service.CLI).run
     engine(store, provider).run_until_idle()
     assert store.runs.get(run.id).status == RunStatus.FAILED
     assert store.runs.get(run.id).current_state == "over_budget"
@@ -225,12 +225,12 @@ def store_activities(store: Store, run_id: str) -> list[dict[str, object]]:
 def test_the_objective_records_how_its_run_ended(store: Store, tmp_path: Path) -> None:
     register(store, small_workflow(tmp_path))
     provider, _ = scripted(tmp_path, PICK_7)
-    done = service.create_objective(store, "small", {"n": 5})
-    canceled = service.create_objective(store, "small", {"n": 6})
+    done = service.create_objective(store, service.StartObjective(service.StartObjective("small", {"n": 5}), service.CLI), service.CLI)
+    canceled = service.create_objective(store, service.StartObjective(service.StartObjective("small", {"n": 6}), service.CLI), service.CLI)
     worker = engine(store, provider)
     worker.run_until_idle()
     assert store.objectives.get(done.objective.id).status == "active"  # still waiting
-    service.deliver_event(store, "ok", {"by": "tester"}, correlation={"n": 5})
+    store.inbound_events.deliver("ok", {"n": 5}, {"by": "tester"})
     worker.run_until_idle()
     service.cancel_run(store, service.RunCommand(canceled.run.id, "not needed"), service.CLI)
     assert store.runs.get(done.run.id).status == RunStatus.COMPLETED

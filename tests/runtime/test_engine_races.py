@@ -26,7 +26,9 @@ from tests.runtime.support import Backend
 def test_two_engines_racing_for_one_run_execute_one_turn(backend: Backend, tmp_path: Path) -> None:
     setup = backend.open()
     register(setup, small_workflow(tmp_path))
-    run = service.create_objective(setup, "small", {"n": 5}).run
+    run = service.create_objective(
+        setup, service.StartObjective("small", {"n": 5}), service.CLI
+    ).run
     provider, calls = scripted(tmp_path, PICK_7)
     engines = [Engine(backend.open(), fixed(provider), worker_id=f"w{i}") for i in range(2)]
     barrier = threading.Barrier(2)
@@ -54,7 +56,9 @@ def test_a_stalled_worker_is_fenced_off_after_a_takeover(backend: Backend, tmp_p
     over and replays; A's late write is rejected by the epoch and A drops its turn."""
     setup = backend.open()
     register(setup, small_workflow(tmp_path))
-    run = service.create_objective(setup, "small", {"n": 5}).run
+    run = service.create_objective(
+        setup, service.StartObjective("small", {"n": 5}), service.CLI
+    ).run
     provider, calls = scripted(tmp_path, PICK_7)
     reached, release = threading.Event(), threading.Event()
 
@@ -88,7 +92,9 @@ def test_a_stalled_worker_is_fenced_off_after_a_takeover(backend: Backend, tmp_p
 def test_pausing_a_run_mid_turn_fences_the_worker(backend: Backend, tmp_path: Path) -> None:
     setup = backend.open()
     register(setup, small_workflow(tmp_path))
-    run = service.create_objective(setup, "small", {"n": 5}).run
+    run = service.create_objective(
+        setup, service.StartObjective("small", {"n": 5}), service.CLI
+    ).run
     provider, calls = scripted(tmp_path, PICK_7)
     reached, release = threading.Event(), threading.Event()
 
@@ -120,7 +126,10 @@ def test_a_run_given_back_after_its_turns_waits_behind_the_others(
 ) -> None:
     register(store, small_workflow(tmp_path))
     provider, _ = scripted(tmp_path, {"ask": [{"output": {"pick": 7}}] * 3})
-    runs = [service.create_objective(store, "small", {"n": 5}).run for _ in range(3)]
+    runs = [
+        service.create_objective(store, service.StartObjective("small", {"n": 5}), service.CLI).run
+        for _ in range(3)
+    ]
     worker = engine(store, provider, max_turns_per_claim=1)
     claimed = [report.run_id for report in (worker.step() for _ in range(6)) if report]
     assert claimed == [r.id for r in runs] * 2

@@ -56,7 +56,9 @@ def _run(store: Store, tmp: Path, retry: str, failures: int) -> tuple[str, dict[
         {"output": {"unit_price": 1149}},
     ]
     provider = ScriptedProvider({"ask": ask, "check": [{"output": {"ok": True}}]})
-    run = service.create_objective(store, "tools", {"item": "laptop"}).run
+    run = service.create_objective(
+        store, service.StartObjective("tools", {"item": "laptop"}), service.CLI
+    ).run
     engine(store, provider).run_until_idle()
     assert store.runs.get(run.id).status == RunStatus.COMPLETED
     return run.id, activities(store, run.id)["ask:1:tool:1:0"]

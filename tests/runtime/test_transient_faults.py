@@ -71,7 +71,9 @@ def test_a_lock_timeout_drops_the_turn_and_retries_it_without_an_operator(
     store = backend.open()
     register(store, small_workflow(tmp_path))
     provider, _ = scripted(tmp_path, PICK_7)
-    run = service.create_objective(store, "small", {"n": 5}).run
+    run = service.create_objective(
+        store, service.StartObjective("small", {"n": 5}), service.CLI
+    ).run
     blocker = Blocker(backend, store)
 
     def hook(point: str, claim: Claim) -> None:
@@ -113,9 +115,11 @@ def test_a_run_retried_after_a_fault_keeps_what_woke_it(backend: Backend, tmp_pa
     store = backend.open()
     register(store, small_workflow(tmp_path))
     provider, _ = scripted(tmp_path, PICK_7)
-    run = service.create_objective(store, "small", {"n": 5}).run
+    run = service.create_objective(
+        store, service.StartObjective("small", {"n": 5}), service.CLI
+    ).run
     Engine(store, fixed(provider), worker_id="w0").run_until_idle()
-    service.deliver_event(store, "ok", {"by": "tester"}, correlation={"n": 5})
+    store.inbound_events.deliver("ok", {"n": 5}, {"by": "tester"})
     blocker = Blocker(backend, store)
 
     def hook(point: str, claim: Claim) -> None:

@@ -66,7 +66,9 @@ def small(backend: Backend, tmp_path: Path) -> Store:
 def test_two_worker_processes_race_and_one_turn_runs(
     small: Store, backend: Backend, tmp_path: Path
 ) -> None:
-    run = service.create_objective(small, "small", {"n": 5}).run
+    run = service.create_objective(
+        small, service.StartObjective("small", {"n": 5}), service.CLI
+    ).run
     workers = [
         spawn(backend, tmp_path, "--until-idle", "--poll-interval", "0.05", log=f"w{i}")
         for i in range(2)
@@ -81,7 +83,9 @@ def test_two_worker_processes_race_and_one_turn_runs(
 def test_sigkill_mid_turn_then_another_worker_finishes_without_repeating_calls(
     small: Store, backend: Backend, tmp_path: Path
 ) -> None:
-    run = service.create_objective(small, "small", {"n": 5}).run
+    run = service.create_objective(
+        small, service.StartObjective("small", {"n": 5}), service.CLI
+    ).run
     fault = {POINT_ENV: "activity.recorded", DIR_ENV: str(tmp_path)}
     doomed = spawn(backend, tmp_path, "--lease-seconds", "1", "--worker-id", "doomed", env=fault)
     try:
@@ -124,7 +128,9 @@ def test_sigkill_mid_turn_then_another_worker_finishes_without_repeating_calls(
 
 def test_sigterm_drains_and_exits(small: Store, backend: Backend, tmp_path: Path) -> None:
     worker = spawn(backend, tmp_path, "--poll-interval", "0.05", "--log-format", "json")
-    run = service.create_objective(small, "small", {"n": 5}).run
+    run = service.create_objective(
+        small, service.StartObjective("small", {"n": 5}), service.CLI
+    ).run
     eventually(lambda: small.runs.get(run.id).status == RunStatus.WAITING_FOR_EVENT, timeout=60)
     worker.send_signal(signal.SIGTERM)
     assert finish(worker) == 0
@@ -134,7 +140,10 @@ def test_sigterm_drains_and_exits(small: Store, backend: Backend, tmp_path: Path
 
 
 def test_once_works_on_one_run_and_exits(small: Store, backend: Backend, tmp_path: Path) -> None:
-    runs = [service.create_objective(small, "small", {"n": n}).run for n in (5, 6)]
+    runs = [
+        service.create_objective(small, service.StartObjective("small", {"n": n}), service.CLI).run
+        for n in (5, 6)
+    ]
     assert finish(spawn(backend, tmp_path, "--once")) == 0
     statuses = sorted(str(small.runs.get(run.id).status) for run in runs)
     assert statuses == ["queued", "waiting_for_event"]

@@ -11,7 +11,7 @@ from openseal.api import idempotency
 from openseal.api.capabilities import requires
 from openseal.api.errors import ApiError, responses
 from openseal.api.models import InboundEventBody
-from openseal.api.routes.common import State, Who
+from openseal.api.routes.common import State, Who, runtime_caller
 from openseal.api.serialize import jsonable
 from openseal.runtime import service
 
@@ -49,10 +49,10 @@ def deliver(body: InboundEventBody, state: State, who: Who, key: Key = None) -> 
                 "invalid_request",
                 f"{idempotency.HEADER} and eventId name different events; send one of them",
             )
-    delivery = service.receive_event(
-        state.store, body.name, body.payload, correlation=body.correlation,
-        key=key if key is not None else body.event_id, actor=who.principal,
-    )  # fmt: skip
+    request = service.EventDelivery(
+        body.name, body.payload, body.correlation, key if key is not None else body.event_id
+    )
+    delivery = service.receive_event(state.store, request, runtime_caller(state, who))
     document = {"event": jsonable(delivery.event), "duplicate": delivery.duplicate}
     headers = {idempotency.REPLAYED: "true"} if delivery.duplicate else None
     return JSONResponse(document, 202, headers=headers)

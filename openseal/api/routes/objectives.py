@@ -10,7 +10,7 @@ from openseal.api import idempotency
 from openseal.api.capabilities import requires
 from openseal.api.errors import responses
 from openseal.api.models import ObjectiveCreate
-from openseal.api.routes.common import Id, Limit, State, Who
+from openseal.api.routes.common import Id, Limit, State, Who, runtime_caller
 from openseal.api.serialize import jsonable
 from openseal.runtime import service
 
@@ -37,10 +37,8 @@ def create_objective(body: ObjectiveCreate, state: State, who: Who, key: Key = N
     """Start a deployed workflow (its active version) with inputs checked against its types."""
 
     def create(request_key: str | None) -> tuple[int, dict[str, Any]]:
-        created = service.create_objective(
-            state.store, body.workflow, body.inputs, project=body.project,
-            request_key=request_key, actor=who.principal,
-        )  # fmt: skip
+        request = service.StartObjective(body.workflow, body.inputs, body.project, request_key)
+        created = service.create_objective(state.store, request, runtime_caller(state, who))
         document = {
             "objective": jsonable(created.objective),
             "run": jsonable(created.run),

@@ -15,14 +15,12 @@ import jsonschema
 from openseal.errors import UsageError
 from openseal.runtime.caller import Caller
 from openseal.runtime.id_prefix import complete_id as complete_id  # ids by unique prefix
-from openseal.runtime.requests import Intervention, RunCommand
+from openseal.runtime.requests import EventDelivery, Intervention, RunCommand, StartObjective
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import (
-    AgentRequest,
     DefinitionVersion,
     Delivery,
     Event,
-    InboundEvent,
     NewObjective,
     NotFound,
     Objective,
@@ -88,31 +86,25 @@ def register_documents(
 # -- objectives ------------------------------------------------------------------------
 
 
-def create_objective(
-    store: Store,
-    workflow: str,
-    inputs: dict[str, Any],
-    *,
-    project: str = "default",
-    request_key: str | None = None,
-    actor: str = LOCAL_ACTOR,
-) -> NewObjective:
-    """Start ``workflow`` (its active version) with ``inputs`` checked against its input types.
+def create_objective(store: Store, request: StartObjective, caller: Caller) -> NewObjective:
+    """Start a workflow (its active version) with inputs checked against its input types.
 
     The inputs are checked against the very version the run pins, in the transaction that
-    pins it."""
+    pins it. The same ``request_key`` again returns the objective it created."""
+    workflow = request.workflow
     if store.definitions.active_version(workflow) is None:
         raise NotFound(f"no workflow {workflow!r} is deployed")
 
     def prepare(version: DefinitionVersion) -> dict[str, Any]:
         schema = version.document.get("inputs") or {}
-        filled = _with_defaults(inputs, schema)
+        filled = _with_defaults(request.inputs, schema)
         _check_inputs(workflow, filled, schema, version.digest)
         return filled
 
     return store.objectives.create(
-        project, workflow, inputs, request_key=request_key, actor=actor, prepare=prepare
-    )
+        request.project, workflow, request.inputs, request_key=request.request_key,
+        actor=caller.actor, prepare=prepare,
+    )  # fmt: skip
 
 
 def _with_defaults(inputs: dict[str, Any], input_schema: dict[str, Any]) -> dict[str, Any]:
@@ -275,55 +267,11 @@ def intervene(store: Store, request: Intervention, caller: Caller) -> Run:
     )  # fmt: skip
 
 
-def deliver_event(
-    store: Store,
-    name: str,
-    payload: Any = None,
-    *,
-    correlation: dict[str, Any] | None = None,
-    key: str | None = None,
-    actor: str = "system",
-) -> InboundEvent:
-    """Hand an inbound event to the run waiting for it, or keep it for one that will."""
-    return receive_event(store, name, payload, correlation=correlation, key=key, actor=actor).event
-
-
-def receive_event(
-    store: Store,
-    name: str,
-    payload: Any = None,
-    *,
-    correlation: dict[str, Any] | None = None,
-    key: str | None = None,
-    actor: str = "system",
-) -> Delivery:
-    """:func:`deliver_event`, saying whether ``key`` (the sender's id for the delivery) had
-    been delivered before; a redelivery is acknowledged with the first event, not stored."""
-    return store.inbound_events.receive(name, correlation or {}, payload, key=key, actor=actor)
-
-
-# -- agent requests (the callee's side of a delegate state) ----------------------------
-
-
-def accept_request(store: Store, request_id: str, *, actor: str) -> AgentRequest:
-    return store.agent_requests.accept(request_id, actor)
-
-
-def reject_request(store: Store, request_id: str, reason: str, *, actor: str) -> AgentRequest:
-    return store.agent_requests.reject(request_id, actor, reason)
-
-
-def ask_clarification(store: Store, request_id: str, question: str, *, actor: str) -> AgentRequest:
-    return store.agent_requests.request_clarification(request_id, actor, question)
-
-
-def answer_clarification(store: Store, request_id: str, answer: Any, *, actor: str) -> AgentRequest:
-    return store.agent_requests.answer_clarification(request_id, actor, answer)
-
-
-def complete_request(store: Store, request_id: str, response: Any, *, actor: str) -> AgentRequest:
-    return store.agent_requests.complete(request_id, actor, response)
-
-
-def review_request(store: Store, request_id: str, review: Any, *, actor: str) -> AgentRequest:
-    return store.agent_requests.review(request_id, actor, review)
+def receive_event(store: Store, request: EventDelivery, caller: Caller) -> Delivery:
+    """Hand an inbound event to the run waiting for it, or keep it for one that will. With a
+    ``key`` (the sender's id for the delivery) a redelivery is acknowledged with the first
+    event (``duplicate``), not stored again."""
+    return store.inbound_events.receive(
+        request.name, request.correlation or {}, request.payload, key=request.key,
+        actor=caller.actor,
+    )  # fmt: skip

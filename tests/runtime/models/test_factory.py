@@ -143,7 +143,9 @@ def test_an_openai_profile_drives_a_turn_with_a_read_tool_call(
         Reply.ok(completion('{"unit_price": 1149}')),
         Reply.ok(completion('{"ok": true}')),
     )
-    run = service.create_objective(store, "tools", {"item": "laptop"}).run
+    run = service.create_objective(
+        store, service.StartObjective("tools", {"item": "laptop"}), service.CLI
+    ).run
     Engine(store, worker_id="w", context=context).run_until_idle()  # the default factory
 
     done = store.runs.get(run.id)
@@ -177,7 +179,9 @@ def test_a_worker_process_reaches_a_keyed_endpoint_with_the_context_s_credential
     )
     register(store, tools_workflow(tmp_path, model=openai_model(server.base_url)))  # type: ignore[arg-type]
     server.reply(Reply.ok(completion('{"unit_price": 1149}')), Reply.ok(completion('{"ok": true}')))
-    run = service.create_objective(store, "tools", {"item": "laptop"}).run
+    run = service.create_objective(
+        store, service.StartObjective("tools", {"item": "laptop"}), service.CLI
+    ).run
     env = {KEY_VARIABLE: KEY, gateway_skills.LOG_ENV: str(tmp_path / "skills.jsonl")}
     worker = spawn(
         backend, tmp_path, "--until-idle", "--context", str(tmp_path / "context.yaml"), env=env

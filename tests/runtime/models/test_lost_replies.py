@@ -95,7 +95,9 @@ def deploy(
     folder.mkdir(exist_ok=True)
     (folder / "tools.hcl").write_text(text, encoding="utf-8")
     register(store, compile_files(folder / "tools.hcl"))
-    return service.create_objective(store, "tools", {"item": "laptop"}).run.id
+    return service.create_objective(
+        store, service.StartObjective("tools", {"item": "laptop"}), service.CLI
+    ).run.id
 
 
 def work(store: Store) -> None:
