@@ -44,8 +44,12 @@ def test_me_says_what_the_caller_may_do_and_why_not(serve: Serve) -> None:
 
 
 def test_runs_come_with_their_workflow_and_a_run_with_its_graph(serve: Serve, store: Store) -> None:
-    first = service.create_objective(store, "small", {"n": 1}).run
-    second = service.create_objective(store, "small", {"n": 2}).run
+    first = service.create_objective(
+        store, service.StartObjective("small", {"n": 1}), service.CLI
+    ).run
+    second = service.create_objective(
+        store, service.StartObjective("small", {"n": 2}), service.CLI
+    ).run
     server = serve()
     with server.client() as client:
         listed = client.get("/console/runs").json()

@@ -120,7 +120,9 @@ class Flow:
         return Engine(self.store, fixed(provider), context=context, **options)
 
     def start(self, inputs: dict[str, Any] | None = None) -> Run:
-        return service.create_objective(self.store, service.StartObjective(service.StartObjective("procure_laptops", inputs or REQUEST), service.CLI), service.CLI).run
+        return service.create_objective(
+            self.store, service.StartObjective("procure_laptops", inputs or REQUEST), service.CLI
+        ).run
 
     def run_until_idle(self) -> None:
         self.engine().run_until_idle()

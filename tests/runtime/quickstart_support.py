@@ -55,7 +55,9 @@ class Procurement:
         )  # fmt: skip
 
     def start(self) -> Run:
-        return service.create_objective(self.store, service.StartObjective(service.StartObjective("procure_laptops", REQUEST), service.CLI), service.CLI).run
+        return service.create_objective(
+            self.store, service.StartObjective("procure_laptops", REQUEST), service.CLI
+        ).run
 
     def status(self, run: Run) -> RunStatus:
         return self.store.runs.get(run.id).status

@@ -81,7 +81,9 @@ def test_a_python_action_past_its_timeout_is_unknown_then_its_late_reply_settles
     source = tmp_path / "slow.hcl"
     source.write_text(DEFINITIONS, encoding="utf-8")
     register(store, compile_files(source))
-    run = service.create_objective(store, service.StartObjective(service.StartObjective("slow", {"seconds": 6}), service.CLI), service.CLI).run
+    run = service.create_objective(
+        store, service.StartObjective("slow", {"seconds": 6}), service.CLI
+    ).run
     worker = Engine(store, fixed(ScriptedProvider({})), worker_id="w")
 
     worker.run_until_idle()  # returns at the bound (1 s + grace), not when the skill does

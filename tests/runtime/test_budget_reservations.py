@@ -63,7 +63,9 @@ def test_a_reservation_left_open_is_counted_and_closed_by_the_next_claim(
 ) -> None:
     register(store, small_workflow(tmp_path, model_calls=10))
     scripted = ScriptedProvider({"ask": [{"output": {"pick": 8}, "usage": {"input_tokens": 7}}]})
-    run = service.create_objective(store, service.StartObjective(service.StartObjective("small", {"n": 5}), service.CLI), service.CLI).run
+    run = service.create_objective(
+        store, service.StartObjective("small", {"n": 5}), service.CLI
+    ).run
     worker = engine(store, Broken(scripted))  # type: ignore[arg-type]
     worker.run_until_idle()
 

@@ -39,7 +39,9 @@ def test_small_workflow_runs_to_the_wait_and_completes_on_the_event(
 ) -> None:
     register(store, small_workflow(tmp_path))
     provider, calls = scripted(tmp_path, PICK_7)
-    run = service.create_objective(store, service.StartObjective(service.StartObjective("small", {"n": 5}), service.CLI), service.CLI).run
+    run = service.create_objective(
+        store, service.StartObjective("small", {"n": 5}), service.CLI
+    ).run
     worker = engine(store, provider)
 
     worker.run_until_idle()
@@ -66,7 +68,9 @@ def test_small_workflow_runs_to_the_wait_and_completes_on_the_event(
 def test_the_decision_takes_the_first_guard_that_holds(store: Store, tmp_path: Path) -> None:
     register(store, small_workflow(tmp_path))
     provider, _ = scripted(tmp_path, {"ask": [{"output": {"pick": 1}}]})
-    run = service.create_objective(store, service.StartObjective(service.StartObjective("small", {"n": 5}), service.CLI), service.CLI).run
+    run = service.create_objective(
+        store, service.StartObjective("small", {"n": 5}), service.CLI
+    ).run
     engine(store, provider).run_until_idle()
     failed = store.runs.get(run.id)
     assert failed.status == RunStatus.FAILED
@@ -77,7 +81,9 @@ def test_the_decision_takes_the_first_guard_that_holds(store: Store, tmp_path: P
 def test_an_event_sent_before_the_wait_still_wakes_the_run(store: Store, tmp_path: Path) -> None:
     register(store, small_workflow(tmp_path))
     provider, _ = scripted(tmp_path, PICK_7)
-    run = service.create_objective(store, service.StartObjective(service.StartObjective("small", {"n": 5}), service.CLI), service.CLI).run
+    run = service.create_objective(
+        store, service.StartObjective("small", {"n": 5}), service.CLI
+    ).run
     other = store.inbound_events.deliver("ok", {"n": 99}, {"early": False})
     early = store.inbound_events.deliver("ok", {"n": 5}, {"early": True})
     assert early.consumed_by_run_id is None  # nobody waits yet
@@ -94,7 +100,9 @@ def test_invalid_output_is_repaired_then_accepted(store: Store, tmp_path: Path) 
     register(store, small_workflow(tmp_path))
     responses = {"ask": [{"output": {"pick": "seven"}}, {"output": {"pick": 7}}]}
     provider, calls = scripted(tmp_path, responses)
-    run = service.create_objective(store, service.StartObjective(service.StartObjective("small", {"n": 5}), service.CLI), service.CLI).run
+    run = service.create_objective(
+        store, service.StartObjective("small", {"n": 5}), service.CLI
+    ).run
     engine(store, provider).run_until_idle()
     assert store.runs.get(run.id).status == RunStatus.WAITING_FOR_EVENT
     assert [c["call"] for c in read_calls(calls)] == [1, 2]
@@ -104,7 +112,9 @@ def test_invalid_output_is_repaired_then_accepted(store: Store, tmp_path: Path) 
 def test_output_still_invalid_after_repairs_needs_attention(store: Store, tmp_path: Path) -> None:
     register(store, small_workflow(tmp_path))
     provider, calls = scripted(tmp_path, {"ask": [{"output": {"nope": 1}}] * 3})
-    run = service.create_objective(store, service.StartObjective(service.StartObjective("small", {"n": 5}), service.CLI), service.CLI).run
+    run = service.create_objective(
+        store, service.StartObjective("small", {"n": 5}), service.CLI
+    ).run
     engine(store, provider, max_repairs=2).run_until_idle()
     stuck = store.runs.get(run.id)
     assert stuck.status == RunStatus.NEEDS_ATTENTION
@@ -119,7 +129,9 @@ def test_model_call_budget_exhausted_needs_attention_with_reason(
     provider, calls = scripted(
         tmp_path, {"ask": [{"output": {"pick": "x"}}, {"output": {"pick": 7}}]}
     )
-    run = service.create_objective(store, service.StartObjective(service.StartObjective("small", {"n": 5}), service.CLI), service.CLI).run
+    run = service.create_objective(
+        store, service.StartObjective("small", {"n": 5}), service.CLI
+    ).run
     engine(store, provider).run_until_idle()
     stuck = store.runs.get(run.id)
     assert stuck.status == RunStatus.NEEDS_ATTENTION
@@ -137,7 +149,9 @@ def test_budget_exhausted_fails_the_run_when_the_workflow_says_so(
 ) -> None:
     register(store, small_workflow(tmp_path, model_calls=1, on_exhausted="failed"))
     provider, calls = scripted(tmp_path, {"ask": [{"output": {"pick": "x"}}]})
-    run = service.create_objective(store, service.StartObjective(service.StartObjective("small", {"n": 5}), service.CLI), service.CLI).run
+    run = service.create_objective(
+        store, service.StartObjective("small", {"n": 5}), service.CLI
+    ).run
     engine(store, provider).run_until_idle()
     failed = store.runs.get(run.id)
     assert failed.status == RunStatus.FAILED
@@ -150,11 +164,15 @@ def test_version_pinning_old_runs_finish_on_their_version(store: Store, tmp_path
     register(store, small_workflow(tmp_path, factor=1))
     provider, _ = scripted(tmp_path, PICK_7)
     worker = engine(store, provider)
-    old = service.create_objective(store, service.StartObjective(service.StartObjective("small", {"n": 5}), service.CLI), service.CLI).run
+    old = service.create_objective(
+        store, service.StartObjective("small", {"n": 5}), service.CLI
+    ).run
     worker.run_until_idle()
 
     register(store, small_workflow(tmp_path, factor=10))
-    new = service.create_objective(store, service.StartObjective(service.StartObjective("small", {"n": 6}), service.CLI), service.CLI).run
+    new = service.create_objective(
+        store, service.StartObjective("small", {"n": 6}), service.CLI
+    ).run
     assert new.workflow_digest != old.workflow_digest
     store.inbound_events.deliver("ok", {"n": 5}, None)
     store.inbound_events.deliver("ok", {"n": 6}, None)
@@ -179,7 +197,9 @@ def test_procurement_flow_runs_up_to_the_approval(store: Store, tmp_path: Path) 
     }
     provider, calls = scripted(tmp_path, responses)
     request = {"item": "laptop", "quantity": 10, "budget": 10000}
-    run = service.create_objective(store, service.StartObjective(service.StartObjective("procure_laptops", {"request": request}), service.CLI), service.CLI).run
+    run = service.create_objective(
+        store, service.StartObjective("procure_laptops", {"request": request}), service.CLI
+    ).run
     engine(store, provider).run_until_idle()
 
     stuck = store.runs.get(run.id)
@@ -209,7 +229,9 @@ def test_procurement_over_budget_ends_failed(store: Store, tmp_path: Path) -> No
     offer = {"vendor": "Acme", "unit_price": 2000, "currency": "EUR"}
     provider, _ = scripted(tmp_path, {"research": [{"output": offer}]})
     request = {"item": "laptop", "quantity": 10, "budget": 10000}
-    run = service.create_objective(store, service.StartObjective(service.StartObjective("procure_laptops", {"request": request}), service.CLI), service.CLI).run
+    run = service.create_objective(
+        store, service.StartObjective("procure_laptops", {"request": request}), service.CLI
+    ).run
     engine(store, provider).run_until_idle()
     assert store.runs.get(run.id).status == RunStatus.FAILED
     assert store.runs.get(run.id).current_state == "over_budget"
@@ -225,8 +247,10 @@ def store_activities(store: Store, run_id: str) -> list[dict[str, object]]:
 def test_the_objective_records_how_its_run_ended(store: Store, tmp_path: Path) -> None:
     register(store, small_workflow(tmp_path))
     provider, _ = scripted(tmp_path, PICK_7)
-    done = service.create_objective(store, service.StartObjective(service.StartObjective("small", {"n": 5}), service.CLI), service.CLI)
-    canceled = service.create_objective(store, service.StartObjective(service.StartObjective("small", {"n": 6}), service.CLI), service.CLI)
+    done = service.create_objective(store, service.StartObjective("small", {"n": 5}), service.CLI)
+    canceled = service.create_objective(
+        store, service.StartObjective("small", {"n": 6}), service.CLI
+    )
     worker = engine(store, provider)
     worker.run_until_idle()
     assert store.objectives.get(done.objective.id).status == "active"  # still waiting

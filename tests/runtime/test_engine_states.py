@@ -32,7 +32,7 @@ def kinds(store: Store) -> Store:
 
 def test_timer_wait_sleeps_without_a_lease_and_wakes_when_due(kinds: Store, tmp_path: Path) -> None:
     provider, _ = scripted(tmp_path, {})
-    run = service.create_objective(kinds, service.StartObjective(service.StartObjective("nap", {}), service.CLI), service.CLI).run
+    run = service.create_objective(kinds, service.StartObjective("nap", {}), service.CLI).run
     worker = engine(kinds, provider)
     worker.run_until_idle()
     sleeping = kinds.runs.get(run.id)
@@ -49,7 +49,7 @@ def test_timer_wait_sleeps_without_a_lease_and_wakes_when_due(kinds: Store, tmp_
 
 def test_delegate_waits_for_the_agent_request_lifecycle(kinds: Store, tmp_path: Path) -> None:
     provider, _ = scripted(tmp_path, {})
-    run = service.create_objective(kinds, service.StartObjective(service.StartObjective("ask_helper", {}), service.CLI), service.CLI).run
+    run = service.create_objective(kinds, service.StartObjective("ask_helper", {}), service.CLI).run
     worker = engine(kinds, provider)
     worker.run_until_idle()
     waiting = kinds.runs.get(run.id)
@@ -74,7 +74,7 @@ def test_delegate_waits_for_the_agent_request_lifecycle(kinds: Store, tmp_path: 
 
 def test_a_rejected_delegation_takes_the_rejected_transition(kinds: Store, tmp_path: Path) -> None:
     provider, _ = scripted(tmp_path, {})
-    run = service.create_objective(kinds, service.StartObjective(service.StartObjective("ask_helper", {}), service.CLI), service.CLI).run
+    run = service.create_objective(kinds, service.StartObjective("ask_helper", {}), service.CLI).run
     worker = engine(kinds, provider)
     worker.run_until_idle()
     request_id = (kinds.runs.get(run.id).waiting or {})["agent_request_id"]
@@ -86,7 +86,9 @@ def test_a_rejected_delegation_takes_the_rejected_transition(kinds: Store, tmp_p
 
 def test_parallel_and_for_each_record_per_branch_and_per_item(kinds: Store, tmp_path: Path) -> None:
     provider, calls = scripted(tmp_path, {"both": [{"output": {"side": "left"}}]})
-    run = service.create_objective(kinds, service.StartObjective(service.StartObjective("fan", {"items": [1, 2, 3]}), service.CLI), service.CLI).run
+    run = service.create_objective(
+        kinds, service.StartObjective("fan", {"items": [1, 2, 3]}), service.CLI
+    ).run
     engine(kinds, provider).run_until_idle()
     done = kinds.runs.get(run.id)
     assert done.status == RunStatus.COMPLETED
@@ -97,7 +99,9 @@ def test_parallel_and_for_each_record_per_branch_and_per_item(kinds: Store, tmp_
 
 def test_for_each_over_max_items_takes_the_failed_transition(kinds: Store, tmp_path: Path) -> None:
     provider, _ = scripted(tmp_path, {"both": [{"output": {"side": "left"}}]})
-    run = service.create_objective(kinds, service.StartObjective(service.StartObjective("fan", {"items": [1, 2, 3, 4]}), service.CLI), service.CLI).run
+    run = service.create_objective(
+        kinds, service.StartObjective("fan", {"items": [1, 2, 3, 4]}), service.CLI
+    ).run
     engine(kinds, provider).run_until_idle()
     failed = kinds.runs.get(run.id)
     assert failed.status == RunStatus.FAILED
@@ -109,7 +113,9 @@ def test_pause_resume_cancel_through_the_service(store: Store, tmp_path: Path) -
     register(store, small_workflow(tmp_path))
     provider, _ = scripted(tmp_path, PICK_7)
     worker = engine(store, provider)
-    run = service.create_objective(store, service.StartObjective(service.StartObjective("small", {"n": 5}), service.CLI), service.CLI).run
+    run = service.create_objective(
+        store, service.StartObjective("small", {"n": 5}), service.CLI
+    ).run
 
     service.pause_run(store, service.RunCommand(run.id, "hold on"), service.CLI)
     assert worker.run_until_idle() == []  # a paused run is not claimed
@@ -135,7 +141,9 @@ def test_intervene_with_a_value_continues_from_the_stuck_state(
 ) -> None:
     register(store, small_workflow(tmp_path))
     provider, calls = scripted(tmp_path, {"ask": [{"output": {"bad": 1}}] * 3})
-    run = service.create_objective(store, service.StartObjective(service.StartObjective("small", {"n": 5}), service.CLI), service.CLI).run
+    run = service.create_objective(
+        store, service.StartObjective("small", {"n": 5}), service.CLI
+    ).run
     worker = engine(store, provider)
     worker.run_until_idle()
     assert store.runs.get(run.id).status == RunStatus.NEEDS_ATTENTION
@@ -153,7 +161,9 @@ def test_intervene_with_a_value_continues_from_the_stuck_state(
 def test_intervene_with_a_state_moves_the_run(store: Store, tmp_path: Path) -> None:
     register(store, small_workflow(tmp_path))
     provider, _ = scripted(tmp_path, {"ask": [{"output": {"bad": 1}}] * 3})
-    run = service.create_objective(store, service.StartObjective(service.StartObjective("small", {"n": 5}), service.CLI), service.CLI).run
+    run = service.create_objective(
+        store, service.StartObjective("small", {"n": 5}), service.CLI
+    ).run
     worker = engine(store, provider)
     worker.run_until_idle()
     service.intervene(
@@ -169,7 +179,9 @@ def test_retry_after_attention_calls_the_model_again(store: Store, tmp_path: Pat
     register(store, small_workflow(tmp_path, model_calls=10))
     bad = {"output": {"bad": 1}}
     provider, calls = scripted(tmp_path, {"ask": [bad, bad, bad]})
-    run = service.create_objective(store, service.StartObjective(service.StartObjective("small", {"n": 5}), service.CLI), service.CLI).run
+    run = service.create_objective(
+        store, service.StartObjective("small", {"n": 5}), service.CLI
+    ).run
     worker = engine(store, provider)
     worker.run_until_idle()
     provider.responses["ask"] = [{"output": {"pick": 8}}]
@@ -181,7 +193,9 @@ def test_retry_after_attention_calls_the_model_again(store: Store, tmp_path: Pat
 
 def test_intervene_refuses_an_unknown_state(store: Store, tmp_path: Path) -> None:
     register(store, small_workflow(tmp_path))
-    run = service.create_objective(store, service.StartObjective(service.StartObjective("small", {"n": 5}), service.CLI), service.CLI).run
+    run = service.create_objective(
+        store, service.StartObjective("small", {"n": 5}), service.CLI
+    ).run
     service.pause_run(store, service.RunCommand(run.id), service.CLI)
     with pytest.raises(Exception, match="has no state 'nowhere'"):
         service.intervene(store, service.Intervention(run.id, "x", state="nowhere"), service.CLI)
@@ -190,10 +204,10 @@ def test_intervene_refuses_an_unknown_state(store: Store, tmp_path: Path) -> Non
 def test_inputs_are_checked_against_the_workflow_types(store: Store, tmp_path: Path) -> None:
     register(store, small_workflow(tmp_path))
     with pytest.raises(Exception, match="invalid input for small") as raised:
-        service.create_objective(store, service.StartObjective(service.StartObjective("small", {"n": "five"}), service.CLI), service.CLI)
+        service.create_objective(store, service.StartObjective("small", {"n": "five"}), service.CLI)
     assert raised.value.code == "usage_error"  # type: ignore[attr-defined]
     with pytest.raises(Exception, match="no workflow 'missing'"):
-        service.create_objective(store, service.StartObjective(service.StartObjective("missing", {}), service.CLI), service.CLI)
+        service.create_objective(store, service.StartObjective("missing", {}), service.CLI)
 
 
 def test_an_unexpected_handler_error_stops_the_run_not_the_worker(
@@ -208,8 +222,12 @@ def test_an_unexpected_handler_error_stops_the_run_not_the_worker(
     monkeypatch.setitem(HANDLERS, "transform", broken)
     register(store, small_workflow(tmp_path))
     provider, _ = scripted(tmp_path, PICK_7)
-    first = service.create_objective(store, service.StartObjective(service.StartObjective("small", {"n": 5}), service.CLI), service.CLI).run
-    second = service.create_objective(store, service.StartObjective(service.StartObjective("small", {"n": 6}), service.CLI), service.CLI).run
+    first = service.create_objective(
+        store, service.StartObjective("small", {"n": 5}), service.CLI
+    ).run
+    second = service.create_objective(
+        store, service.StartObjective("small", {"n": 6}), service.CLI
+    ).run
     reports = engine(store, provider).run_until_idle()
     assert len(reports) == 2  # the worker carried on with the next run
     for run in (first, second):

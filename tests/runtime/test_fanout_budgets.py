@@ -129,7 +129,9 @@ def deploy(store: Store, tmp: Path, *, model_calls: int, tokens: int) -> None:
 
 def start(store: Store, workflow: str) -> str:
     inputs = {"items": ITEMS} if workflow == "each" else {}
-    return service.create_objective(store, service.StartObjective(service.StartObjective(workflow, inputs), service.CLI), service.CLI).run.id
+    return service.create_objective(
+        store, service.StartObjective(workflow, inputs), service.CLI
+    ).run.id
 
 
 def model_activities(store: Store, run_id: str) -> list[str]:

@@ -208,7 +208,9 @@ def test_budget_one_more_tool_call_must_fit() -> None:
 
 def test_only_a_running_run_in_the_proposing_state_may_call(store: Store, tmp_path: Path) -> None:
     register(store, tools_workflow(tmp_path))  # type: ignore[arg-type]
-    run = service.create_objective(store, service.StartObjective(service.StartObjective("tools", {"item": "laptop"}), service.CLI), service.CLI).run
+    run = service.create_objective(
+        store, service.StartObjective("tools", {"item": "laptop"}), service.CLI
+    ).run
     canceled = service.cancel_run(store, service.RunCommand(run.id, "test"), service.CLI)
     decision = check_run(canceled, "ask")
     assert (decision.allowed, decision.reason_code) == (False, "run_not_running")

@@ -117,5 +117,5 @@ def test_inputs_are_checked_against_the_version_the_run_pins(
 
     monkeypatch.setattr(store.definitions, "active_version", activation_in_between)
     with pytest.raises(UsageError, match="n: 1 is not of type 'string'"):
-        service.create_objective(store, service.StartObjective(service.StartObjective(WORKFLOW, {"n": 1}), service.CLI), service.CLI)
+        service.create_objective(store, service.StartObjective(WORKFLOW, {"n": 1}), service.CLI)
     assert service.list_objectives(store) == []

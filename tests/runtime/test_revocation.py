@@ -143,7 +143,7 @@ def notes_run(store: Store, tmp: Path, *, then: str | None) -> str:
 
     RECORDED.clear()
     register(store, compile_files(NOTES / "notes_v1.hcl"))
-    run = service.create_objective(store, service.StartObjective(service.StartObjective("notes", {}), service.CLI), service.CLI).run
+    run = service.create_objective(store, service.StartObjective("notes", {}), service.CLI).run
     if then is not None:
         register(store, compile_files(NOTES / then))
     engine(store, ScriptedProvider({})).run_until_idle()

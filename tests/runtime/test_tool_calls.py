@@ -65,7 +65,9 @@ def start(
     register(store, docs or tools_workflow(tmp_path))  # type: ignore[arg-type]
     calls = tmp_path / "model_calls.jsonl"
     provider = Recording(ScriptedProvider({"ask": ask, "check": CHECK}, calls_file=calls))
-    run = service.create_objective(store, service.StartObjective(service.StartObjective("tools", {"item": "laptop"}), service.CLI), service.CLI).run
+    run = service.create_objective(
+        store, service.StartObjective("tools", {"item": "laptop"}), service.CLI
+    ).run
     return run.id, provider, calls
 
 
@@ -323,7 +325,9 @@ def research_run(store: Store, tmp: Path) -> tuple[str, Path]:
     register(store, compile_files(procurement_definitions(tmp)))
     request = {"item": "laptop", "quantity": 10, "budget": 20000}
     calls = tmp / "model_calls.jsonl"
-    run = service.create_objective(store, service.StartObjective(service.StartObjective("procure_laptops", {"request": request}), service.CLI), service.CLI).run
+    run = service.create_objective(
+        store, service.StartObjective("procure_laptops", {"request": request}), service.CLI
+    ).run
     return run.id, calls
 
 
@@ -382,7 +386,7 @@ def test_parallel_branches_cannot_overspend_the_tool_calls_budget(
         {"output": {"unit_price": 1}},
     ]
     provider = ScriptedProvider({"*": branch})
-    run = service.create_objective(store, service.StartObjective(service.StartObjective("pair", {}), service.CLI), service.CLI).run
+    run = service.create_objective(store, service.StartObjective("pair", {}), service.CLI).run
     engine(store, provider).run_until_idle()
 
     stopped = store.runs.get(run.id)
