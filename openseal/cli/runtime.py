@@ -20,7 +20,7 @@ from openseal.runtime.store import Store, open_store
 
 if TYPE_CHECKING:
     from openseal.observability.metrics import MetricsServer
-    from openseal.runtime.worker import TurnLog
+    from openseal.runtime.service.workers import TurnLog
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -267,7 +267,7 @@ def _serve_metrics(store: Store, host: str, port: int | None, log: TurnLog) -> M
     if port is None:
         return None
     from openseal.observability.metrics import MetricsServer
-    from openseal.runtime.health import StoreCollector
+    from openseal.runtime.service.workers import StoreCollector
 
     try:
         exposed = MetricsServer(port, host, [StoreCollector(store)])

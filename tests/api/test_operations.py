@@ -17,6 +17,8 @@ from tests.api.conftest import ALICE_TOKEN, Serve, sha
 from tests.api.support import assert_error, serving
 from tests.runtime.engine_support import PICK_7, engine, scripted
 
+TESTER = service.Caller("user:test", local=True)
+
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 
@@ -86,17 +88,21 @@ def test_metrics_after_a_known_run(serve: Serve, store: Store, tmp_path: Path) -
     before = scrape(server.url)
     provider, _calls = scripted(tmp_path, PICK_7)
     worker = engine(store, provider)
-    run = service.create_objective(store, "small", {"n": 5}).run
+    run = service.create_objective(
+        store, service.StartObjective("small", {"n": 5}), service.CLI
+    ).run
     reports = worker.run_until_idle()
-    service.deliver_event(store, "ok", {"by": "tester"}, correlation={"n": 5})
+    store.inbound_events.deliver("ok", {"n": 5}, {"by": "tester"})
     reports += worker.run_until_idle()
     assert store.runs.get(run.id).status == RunStatus.COMPLETED
     turns = [turn for report in reports for turn in report.turns]
     # a second run that no worker has claimed yet, and a third paused then repaired
-    service.create_objective(store, "small", {"n": 6})
-    repaired = service.create_objective(store, "small", {"n": 7}).run
-    service.pause_run(store, repaired.id, actor="user:test", reason="look")
-    service.intervene(store, repaired.id, actor="user:test", reason="retry it")
+    service.create_objective(store, service.StartObjective("small", {"n": 6}), service.CLI)
+    repaired = service.create_objective(
+        store, service.StartObjective("small", {"n": 7}), service.CLI
+    ).run
+    service.pause_run(store, service.RunCommand(repaired.id, reason="look"), TESTER)
+    service.intervene(store, service.Intervention(repaired.id, reason="retry it"), TESTER)
 
     after = scrape(server.url)
 

@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from openseal.observability import tracing
-from openseal.runtime import service_actions
+from openseal.runtime import service
 from openseal.runtime.engine import Engine
 from openseal.runtime.models import ScriptedProvider, fixed
 from openseal.runtime.statuses import RunStatus
@@ -57,9 +57,12 @@ def test_spans_per_turn_model_call_tool_call_and_action(
     engine = Engine(store, fixed(ScriptedProvider(script)), context=context, worker_id="traced")
     run = f.start()
     engine.run_until_idle()
-    [approval] = service_actions.list_approvals(store, run_id=run.id)
-    service_actions.decide_approval(
-        store, LOCAL, approval.id, "approve", seen_hash=approval.proposal_hash
+    [approval] = service.list_approvals(store, run_id=run.id)
+    service.decide_approval(
+        store,
+        LOCAL,
+        service.ApprovalDecision(approval.id, "approve", approval.proposal_hash),
+        service.CLI,
     )
     engine.run_until_idle()
     assert f.status(run) == RunStatus.COMPLETED
@@ -86,7 +89,7 @@ def test_spans_per_turn_model_call_tool_call_and_action(
     assert by_id[tool_call.parent.span_id].attributes["openseal.state"] == "research"
 
     [action] = named(finished, "openseal.action")
-    [stored] = service_actions.list_actions(store, run_id=run.id)
+    [stored] = service.list_actions(store, run_id=run.id)
     assert action.attributes["openseal.action_key"] == stored.key
     assert action.attributes["openseal.run_id"] == run.id
     assert action.attributes["openseal.skill"] == "submit_purchase_order"

@@ -33,7 +33,9 @@ def test_a_worker_process_serves_its_metrics(
     backend: Backend,
     tmp_path: Path,
 ) -> None:
-    run = service.create_objective(small, "small", {"n": 5}).run
+    run = service.create_objective(
+        small, service.StartObjective("small", {"n": 5}), service.CLI
+    ).run
     worker = spawn(
         backend, tmp_path, "--metrics-port", "0", "--poll-interval", "0.05",
         "--worker-id", "metered",

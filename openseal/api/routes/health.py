@@ -20,7 +20,7 @@ from openseal.api.errors import error_response
 from openseal.api.state import state_of
 from openseal.api.workers import InProcessWorkers
 from openseal.observability import metrics
-from openseal.runtime.health import StoreCollector
+from openseal.runtime.service.workers import StoreCollector
 
 router = APIRouter(include_in_schema=False)
 

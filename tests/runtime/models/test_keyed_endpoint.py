@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from openseal.runtime import service, service_actions
+from openseal.runtime import service
 from openseal.runtime.statuses import RunStatus
 from openseal.simulator.procurement import ProcurementSimulator
 from tests.runtime.action_support import (  # noqa: F401  (fixture)
@@ -81,7 +81,9 @@ def test_worker_processes_run_the_procurement_flow_on_a_keyed_endpoint(
         encoding="utf-8",
     )
     env = {KEY_VARIABLE: KEY, TOKEN_ENV: TOKEN}
-    run = service.create_objective(store, "procure_laptops", REQUEST).run
+    run = service.create_objective(
+        store, service.StartObjective("procure_laptops", REQUEST), service.CLI
+    ).run
 
     def work(log: str) -> None:
         worker = spawn(
@@ -93,9 +95,12 @@ def test_worker_processes_run_the_procurement_flow_on_a_keyed_endpoint(
     waiting = store.runs.get(run.id)
     assert waiting.status == RunStatus.WAITING_FOR_APPROVAL, waiting.waiting
     assert_keyed(endpoint)
-    [approval] = service_actions.list_approvals(store, run_id=run.id)
-    service_actions.decide_approval(
-        store, LOCAL, approval.id, "approve", seen_hash=approval.proposal_hash
+    [approval] = service.list_approvals(store, run_id=run.id)
+    service.decide_approval(
+        store,
+        LOCAL,
+        service.ApprovalDecision(approval.id, "approve", approval.proposal_hash),
+        service.CLI,
     )
     work("submit")
     done = store.runs.get(run.id)
@@ -119,7 +124,9 @@ def test_without_the_key_the_endpoint_refuses_and_the_run_says_why(
         f"config:\n  procurement_url: {simulator.url}\n",
         encoding="utf-8",
     )
-    run = service.create_objective(store, "procure_laptops", REQUEST).run
+    run = service.create_objective(
+        store, service.StartObjective("procure_laptops", REQUEST), service.CLI
+    ).run
     env = {KEY_VARIABLE: "sk-not-the-key", TOKEN_ENV: TOKEN}
     worker = spawn(backend, tmp_path, "--until-idle", "--context", str(context), env=env)
     assert finish(worker) == 0
