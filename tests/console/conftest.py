@@ -1,5 +1,9 @@
-"""Fixtures for the console tests: one served console per module, one headless Chromium per
-session, a fresh page per test."""
+"""Fixtures for the console tests: one served console per module, one headless Chromium for
+the package, a fresh page per test.
+
+The browser is package-scoped, not session-scoped: Playwright's sync API keeps an event loop
+running in the main thread while it is open, and the tests after this package call
+``asyncio.run``."""
 
 from __future__ import annotations
 
@@ -12,7 +16,7 @@ from playwright.sync_api import Browser, Page, sync_playwright
 from tests.console.support import Console, chromium_or_skip, serving
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Browser]:
     executable = chromium_or_skip()
     with sync_playwright() as playwright:
