@@ -74,7 +74,7 @@ def answered_once(
         return JSONResponse(document, status)
     key = check_key(key)
     digest = request_hash(operation, body)
-    stored = store.idempotency.get(key)
+    stored = store.idempotency.get(principal, key)
     if stored is not None:
         return replay(stored, key, operation, digest)
     status, document = create(key)

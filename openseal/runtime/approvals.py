@@ -29,7 +29,7 @@ from openseal.runtime.statuses import (
     TERMINAL_RUN_STATUSES,
     ApprovalStatus,
 )
-from openseal.runtime.store import Approval, Connection, Store
+from openseal.runtime.store import Approval, Connection, NotFound, Store
 
 AUTHORITY_ENV = "OPENSEAL_APPROVAL_AUTHORITY"
 AUTHORITY_FILE = "approvals.yaml"
@@ -194,6 +194,8 @@ def decide(
     with store.write() as conn:
         found = store.approvals.find(conn, ref)
         run = store.runs.load(conn, found.run_id, lock=True)
+        if not caller.grant.sees(run.scope):  # as if unknown: nothing about it leaks
+            raise NotFound(f"approval {ref} not found")
         # Read again under the run lock (one lock order: the run first): on PostgreSQL a
         # decision committed while this one waited for the lock is only visible now, and an
         # identical decision must see it to be the documented no-op.

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from openseal.runtime.access import FULL, Grant
+
 #: the person at the machine holding the store, when nobody identified themselves
 LOCAL_OPERATOR = "user:local"
 
@@ -15,10 +17,12 @@ LOCAL_OPERATOR = "user:local"
 @dataclass(frozen=True)
 class Caller:
     """``principal``: who a token identified (None: nobody, so the local operator, where that
-    is allowed); ``local``: the request comes from the machine holding the store."""
+    is allowed); ``local``: the request comes from the machine holding the store; ``grant``:
+    the roles and scopes it holds (everything everywhere unless a token says otherwise)."""
 
     principal: str | None
     local: bool
+    grant: Grant = FULL
 
     @property
     def actor(self) -> str:

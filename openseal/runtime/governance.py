@@ -67,6 +67,7 @@ from openseal.runtime.proposal_plan import (
 from openseal.runtime.statuses import OPEN_CHANGE_PROPOSAL_STATUSES as OPEN_STATUSES
 from openseal.runtime.statuses import ChangeProposalStatus as S
 from openseal.runtime.store import (
+    DEFAULT_SCOPE,
     Activation,
     ChangeProposal,
     Connection,
@@ -141,8 +142,10 @@ def deploy(
     actor: str,
     *,
     message: str | None = None,
+    scope: str = DEFAULT_SCOPE,
 ) -> DeployResult:
-    """Store every version of ``source`` and file a change proposal for what changed.
+    """Store every version of ``source`` and file a change proposal (in ``scope``) for what
+    changed.
 
     ``source`` is a compile result's documents or a verified bundle. Nothing is activated.
     Filing the same change again returns the open proposal (``created=False``); when every
@@ -176,7 +179,7 @@ def deploy(
                 return DeployResult(None, False, unchanged, note)
             return _file(
                 store, conn, store.now(), ProposalKind.DEPLOY, targets, actor, message,
-                by_digest.get, unchanged, plan,
+                by_digest.get, unchanged, plan, scope,
             )  # fmt: skip
     raise AssertionError("unreachable")
 
@@ -207,7 +210,13 @@ def _plan_basis(store: Store, conn: Connection, names: list[str]) -> tuple[objec
 
 
 def rollback(
-    store: Store, name: str, actor: str, *, to: str | None = None, message: str | None = None
+    store: Store,
+    name: str,
+    actor: str,
+    *,
+    to: str | None = None,
+    message: str | None = None,
+    scope: str = DEFAULT_SCOPE,
 ) -> DeployResult:
     """File a ``rollback`` proposal that re-activates an earlier version of deployment ``name``.
 
@@ -225,7 +234,10 @@ def rollback(
         target = _rollback_target(name, current[0], history, to)
         kind = store.definitions.kind_of(conn, target)
         targets = [Target(name, kind, target)]
-        return _file(store, conn, store.now(), ProposalKind.ROLLBACK, targets, actor, message)
+        return _file(
+            store, conn, store.now(), ProposalKind.ROLLBACK, targets, actor, message,
+            scope=scope,
+        )  # fmt: skip
 
 
 def _file(
@@ -239,6 +251,7 @@ def _file(
     lookup: Lookup | None = None,
     unchanged: tuple[str, ...] = (),
     plan: Plan | None = None,
+    scope: str = DEFAULT_SCOPE,
 ) -> DeployResult:
     content_key = _content_key(kind, targets)
     existing = store.change_proposals.open_with_key(conn, content_key)
@@ -266,6 +279,7 @@ def _file(
         policy=plan.policy.to_dict(),
         diff=plan.diff,
         risk_widening=plan.risk_widening,
+        scope=scope,
     )
     return DeployResult(_auto_approve(store, conn, proposal, now), True, unchanged)
 

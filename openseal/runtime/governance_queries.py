@@ -57,10 +57,12 @@ def list_proposals(
     statuses: Iterable[str] = (),
     deployment: str | None = None,
     limit: int = 100,
+    scopes: Iterable[str] | None = None,
 ) -> tuple[ChangeProposal, ...]:
-    """Proposals, newest first, optionally only some statuses or those touching ``deployment``."""
+    """Proposals, newest first, optionally only some statuses or those touching ``deployment``,
+    only those in ``scopes`` when given."""
     wanted = [_status(s) for s in statuses]
-    rows = store.change_proposals.newest(wanted)
+    rows = store.change_proposals.newest(wanted, scopes)
     if deployment is not None:
         rows = [p for p in rows if deployment in p.deployments]
     return tuple(rows[:limit])

@@ -126,3 +126,5 @@ class StartObjective:
     inputs: dict[str, Any]
     project: str = "default"
     request_key: str | None = None
+    #: where the objective lives (None: the caller's scope)
+    scope: str | None = None

@@ -9,14 +9,23 @@ from dataclasses import dataclass
 from typing import Any
 
 from openseal.errors import RuntimeFailure, UsageError
-from openseal.runtime.caller import LOCAL_OPERATOR, Caller
+from openseal.runtime.access import visible_run
+from openseal.runtime.caller import CLI, LOCAL_OPERATOR, Caller
 from openseal.runtime.clock import iso
 from openseal.runtime.dispatch import target_for
 from openseal.runtime.proposal_check import verify_in
 from openseal.runtime.reconcile import mark_unknown, reconcile, resend_unclaimed
 from openseal.runtime.requests import Reconciliation, Resolution
 from openseal.runtime.statuses import ActionStatus, ApprovalStatus, RunStatus
-from openseal.runtime.store import OPEN_OUTCOME, Action, Approval, Connection, Proposal, Store
+from openseal.runtime.store import (
+    OPEN_OUTCOME,
+    Action,
+    Approval,
+    Connection,
+    NotFound,
+    Proposal,
+    Store,
+)
 from openseal.runtime.workflow import WorkflowCatalog
 from openseal.skills.credentials import RuntimeContext
 
@@ -51,37 +60,71 @@ class ActionView:
 
 
 def list_approvals(
-    store: Store, *, status: str | None = None, run_id: str | None = None, limit: int = 100
+    store: Store,
+    *,
+    status: str | None = None,
+    run_id: str | None = None,
+    limit: int = 100,
+    caller: Caller = CLI,
 ) -> list[Approval]:
+    """Newest first, only those of runs in the caller's scopes."""
     wanted = None if status is None else _status(ApprovalStatus, status)
-    return store.approvals.newest(status=wanted, run_id=run_id, limit=limit)
+    scopes = caller.grant.visible()
+    return store.approvals.newest(status=wanted, run_id=run_id, limit=limit, scopes=scopes)
 
 
-def show_approval(store: Store, ref: str) -> ApprovalView:
+def show_approval(store: Store, ref: str, caller: Caller = CLI) -> ApprovalView:
     """An approval (by id or proposal hash) and every field of the exact proposal."""
     with store.read() as conn:
         approval = store.approvals.find(conn, ref)
         proposal = store.proposals.get(conn, approval.proposal_id)
-        return ApprovalView(approval, _proposal_view(store, conn, proposal))
+        view = ApprovalView(approval, _proposal_view(store, conn, proposal))
+    _approval_in_scope(store, approval, ref, caller)
+    return view
+
+
+def _approval_in_scope(store: Store, approval: Approval, ref: str, caller: Caller) -> None:
+    if not caller.grant.everywhere:
+        try:
+            visible_run(store, approval.run_id, caller.grant)
+        except NotFound:
+            raise NotFound(f"approval {ref} not found") from None
 
 
 # -- actions ---------------------------------------------------------------------------
 
 
 def list_actions(
-    store: Store, *, status: str | None = None, run_id: str | None = None, limit: int = 100
+    store: Store,
+    *,
+    status: str | None = None,
+    run_id: str | None = None,
+    limit: int = 100,
+    caller: Caller = CLI,
 ) -> list[Action]:
+    """Newest first, only those of runs in the caller's scopes."""
     wanted = None if status is None else _status(ActionStatus, status)
-    return store.actions.newest(status=wanted, run_id=run_id, limit=limit)
+    scopes = caller.grant.visible()
+    return store.actions.newest(status=wanted, run_id=run_id, limit=limit, scopes=scopes)
 
 
-def show_action(store: Store, action_id: str) -> ActionView:
+def show_action(store: Store, action_id: str, caller: Caller = CLI) -> ActionView:
     """An action (by id or key), its proposal and its spend reservations."""
     with store.read() as conn:
         action = store.actions.get(conn, action_id)
         proposal = store.proposals.get(conn, action.proposal_id)
         spend = store.actions.spend_of(conn, action.id)
-        return ActionView(action, _proposal_view(store, conn, proposal), spend)
+        view = ActionView(action, _proposal_view(store, conn, proposal), spend)
+    _action_in_scope(store, action, action_id, caller)
+    return view
+
+
+def _action_in_scope(store: Store, action: Action, ref: str, caller: Caller) -> None:
+    if not caller.grant.everywhere:
+        try:
+            visible_run(store, action.run_id, caller.grant)
+        except NotFound:
+            raise NotFound(f"action {ref} not found") from None
 
 
 def reconcile_action(
@@ -103,6 +146,7 @@ def reconcile_action(
         action = store.actions.get(conn, request.action_id)
         proposal = store.proposals.get(conn, action.proposal_id)
         run = store.runs.load(conn, action.run_id)
+    _action_in_scope(store, action, request.action_id, caller)
     if action.status not in OPEN_OUTCOME:
         raise RuntimeFailure(
             f"action {action.id} is {action.status}; only dispatched, unknown or "
@@ -159,6 +203,8 @@ def resolve_action(store: Store, request: Resolution, caller: Caller) -> Action:
     with store.write() as conn:
         action = store.actions.get(conn, request.action_id)
         run = store.runs.load(conn, action.run_id, lock=True)
+        if not caller.grant.sees(run.scope):
+            raise NotFound(f"action {request.action_id} not found")
         if action.status not in OPEN_OUTCOME:
             raise RuntimeFailure(
                 f"action {action.id} is {action.status}; only dispatched, unknown or "

@@ -53,7 +53,8 @@ def deploy_documents(store: Store, request: Deployment, caller: Caller) -> gov.D
         raise UsageError("no documents: post the compiled definitions to deploy")
     _check_dependencies(store, entries)
     bundle = Bundle(Path("<posted>"), {"definitions": sorted(entries)}, entries)
-    return gov.deploy(store, bundle, caller.actor, message=request.message)
+    scope = caller.grant.home() or "default"
+    return gov.deploy(store, bundle, caller.actor, message=request.message, scope=scope)
 
 
 def _entry(index: int, document: object) -> BundleEntry:

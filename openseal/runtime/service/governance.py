@@ -1,11 +1,16 @@
 """Governance as the API, the CLI and authoring reach it: each mutation takes a request
 object and a :class:`~openseal.runtime.caller.Caller`, whose actor is recorded as the author,
-reviewer or decider; reads take plain arguments."""
+reviewer or decider; reads take plain arguments. A caller sees and acts on change proposals
+in its scopes only (another scope's is not found); deployments and definition versions are
+the catalogue every caller shares."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from openseal.runtime import governance as gov
-from openseal.runtime.caller import Caller
+from openseal.runtime.access import check_scope
+from openseal.runtime.caller import CLI, Caller
 from openseal.runtime.governance import (
     ChangeProposal,
     Conflict,
@@ -17,9 +22,7 @@ from openseal.runtime.governance import (
     StaleProposal,
     Verdict,
     deployment_history,
-    get_proposal,
     list_deployments,
-    list_proposals,
     proposal_events,
     proposal_reviews,
     store_key,
@@ -66,17 +69,49 @@ __all__ = [
 ]
 
 
+def list_proposals(
+    store: Store,
+    *,
+    statuses: Iterable[str] = (),
+    deployment: str | None = None,
+    limit: int = 100,
+    caller: Caller = CLI,
+) -> tuple[ChangeProposal, ...]:
+    """Newest first, only those in the caller's scopes."""
+    return gov.list_proposals(
+        store, statuses=statuses, deployment=deployment, limit=limit,
+        scopes=caller.grant.visible(),
+    )  # fmt: skip
+
+
+def get_proposal(store: Store, proposal_id: str, caller: Caller = CLI) -> ChangeProposal:
+    """A proposal by id or unique prefix; another scope's is not found."""
+    proposal = gov.get_proposal(store, proposal_id)
+    check_scope(caller.grant, proposal.scope, f"change proposal {proposal_id}")
+    return proposal
+
+
 def deploy(store: Store, request: Deployment, caller: Caller) -> DeployResult:
     """Store every version and file a change proposal for what changed; nothing is activated."""
-    return gov.deploy(store, request.source, caller.actor, message=request.message)
+    return gov.deploy(
+        store, request.source, caller.actor, message=request.message, scope=_home(caller)
+    )
 
 
 def rollback(store: Store, request: Rollback, caller: Caller) -> DeployResult:
     """File a rollback proposal; it is reviewed, decided and activated like any change."""
-    return gov.rollback(store, request.name, caller.actor, to=request.to, message=request.message)
+    return gov.rollback(
+        store, request.name, caller.actor, to=request.to, message=request.message,
+        scope=_home(caller),
+    )  # fmt: skip
+
+
+def _home(caller: Caller) -> str:
+    return caller.grant.home() or "default"
 
 
 def review(store: Store, request: ProposalReview, caller: Caller) -> ChangeProposal:
+    get_proposal(store, request.proposal_id, caller)
     return gov.review(
         store, request.proposal_id, caller.actor, request.verdict, comment=request.comment,
         expected_revision=request.expected_revision,
@@ -85,6 +120,7 @@ def review(store: Store, request: ProposalReview, caller: Caller) -> ChangePropo
 
 def decide(store: Store, request: ProposalDecision, caller: Caller) -> ChangeProposal:
     """Approve or reject; saving a decision never activates the proposal."""
+    get_proposal(store, request.proposal_id, caller)
     return gov.decide(
         store, request.proposal_id, caller.actor, request.decision, comment=request.comment,
         expected_revision=request.expected_revision,
@@ -93,6 +129,7 @@ def decide(store: Store, request: ProposalDecision, caller: Caller) -> ChangePro
 
 def activate(store: Store, request: ProposalCommand, caller: Caller) -> ChangeProposal:
     """Switch every target deployment to the proposal's version, in one transaction."""
+    get_proposal(store, request.proposal_id, caller)
     return gov.activate(
         store, request.proposal_id, caller.actor, expected_revision=request.expected_revision
     )
@@ -100,6 +137,7 @@ def activate(store: Store, request: ProposalCommand, caller: Caller) -> ChangePr
 
 def refresh(store: Store, request: ProposalCommand, caller: Caller) -> ChangeProposal:
     """Re-diff an open proposal against what is active now."""
+    get_proposal(store, request.proposal_id, caller)
     return gov.refresh(
         store, request.proposal_id, caller.actor, expected_revision=request.expected_revision
     )

@@ -13,7 +13,8 @@ from typing import Any, Protocol
 import jsonschema
 
 from openseal.errors import UsageError
-from openseal.runtime.caller import Caller
+from openseal.runtime.access import check_scope, visible_run
+from openseal.runtime.caller import CLI, Caller
 from openseal.runtime.id_prefix import complete_id as complete_id  # ids by unique prefix
 from openseal.runtime.requests import EventDelivery, Intervention, RunCommand, StartObjective
 from openseal.runtime.statuses import RunStatus
@@ -90,8 +91,13 @@ def create_objective(store: Store, request: StartObjective, caller: Caller) -> N
     """Start a workflow (its active version) with inputs checked against its input types.
 
     The inputs are checked against the very version the run pins, in the transaction that
-    pins it. The same ``request_key`` again returns the objective it created."""
+    pins it. The same ``request_key`` from the same principal again returns the objective it
+    created. The objective records who asked for it, and lives in ``request.scope`` (a scope
+    the caller may act in) or the caller's own."""
     workflow = request.workflow
+    scope = caller.grant.home(request.scope)
+    if scope is None:
+        raise UsageError(f"you may not create objectives in scope {request.scope!r}")
     if store.definitions.active_version(workflow) is None:
         raise NotFound(f"no workflow {workflow!r} is deployed")
 
@@ -103,7 +109,7 @@ def create_objective(store: Store, request: StartObjective, caller: Caller) -> N
 
     return store.objectives.create(
         request.project, workflow, request.inputs, request_key=request.request_key,
-        actor=caller.actor, prepare=prepare,
+        actor=caller.actor, scope=scope, prepare=prepare,
     )  # fmt: skip
 
 
@@ -134,12 +140,16 @@ def _check_inputs(
         raise UsageError(f"invalid input for {workflow}: {where}: {first.message}")
 
 
-def list_objectives(store: Store, *, limit: int = 100) -> list[Objective]:
-    return store.objectives.newest(limit)
+def list_objectives(store: Store, *, limit: int = 100, caller: Caller = CLI) -> list[Objective]:
+    """Newest first, only those in the caller's scopes."""
+    return store.objectives.newest(limit, scopes=caller.grant.visible())
 
 
-def show_objective(store: Store, objective_id: str) -> tuple[Objective, tuple[Run, ...]]:
+def show_objective(
+    store: Store, objective_id: str, caller: Caller = CLI
+) -> tuple[Objective, tuple[Run, ...]]:
     objective = store.objectives.get(objective_id)
+    check_scope(caller.grant, objective.scope, f"objective {objective_id}")
     return objective, store.runs.query(objective_id=objective_id)
 
 
@@ -159,8 +169,14 @@ class RunView:
 
 
 def list_runs(
-    store: Store, *, status: str | None = None, limit: int = 100, objective_id: str | None = None
+    store: Store,
+    *,
+    status: str | None = None,
+    limit: int = 100,
+    objective_id: str | None = None,
+    caller: Caller = CLI,
 ) -> tuple[Run, ...]:
+    """Runs in creation order, only those in the caller's scopes."""
     wanted = None
     if status is not None:
         try:
@@ -168,11 +184,12 @@ def list_runs(
         except ValueError:
             names = ", ".join(s.value for s in RunStatus)
             raise UsageError(f"unknown run status {status!r} (one of {names})") from None
-    return store.runs.query(wanted, limit=limit, objective_id=objective_id)
+    scopes = caller.grant.visible()
+    return store.runs.query(wanted, limit=limit, objective_id=objective_id, scopes=scopes)
 
 
-def show_run(store: Store, run_id: str) -> RunView:
-    run = store.runs.get(run_id)
+def show_run(store: Store, run_id: str, caller: Caller = CLI) -> RunView:
+    run = visible_run(store, run_id, caller.grant)
     workflow = WorkflowCatalog(store).workflow(run.workflow_digest)
     current = run.current_state or workflow.initial
     trail = run.context.get("trail") or []
@@ -212,15 +229,22 @@ def waiting_reason(run: Run) -> str | None:
     return None
 
 
-def run_events(store: Store, run_id: str, *, after: int = 0, limit: int = 100) -> tuple[Event, ...]:
-    store.runs.get(run_id)  # NotFound for an unknown run rather than an empty page
+def run_events(
+    store: Store, run_id: str, *, after: int = 0, limit: int = 100, caller: Caller = CLI
+) -> tuple[Event, ...]:
+    visible_run(store, run_id, caller.grant)  # NotFound for an unknown run, not an empty page
     return store.runs.events(run_id, after, limit)
 
 
 def follow_events(
-    store: Store, run_id: str, *, after: int = 0, timeout: float | None = None
+    store: Store,
+    run_id: str,
+    *,
+    after: int = 0,
+    timeout: float | None = None,
+    caller: Caller = CLI,
 ) -> Iterator[Event]:
-    store.runs.get(run_id)
+    visible_run(store, run_id, caller.grant)
     return store.runs.follow_events(run_id, after, timeout=timeout)
 
 
@@ -230,6 +254,7 @@ def follow_events(
 
 def pause_run(store: Store, request: RunCommand, caller: Caller) -> Run:
     """Stop a run where it is; :func:`resume_run` puts it back. Waits stay registered."""
+    visible_run(store, request.run_id, caller.grant)
     return store.runs.pause(
         request.run_id, caller.actor, request.reason, expected_revision=request.expected_revision
     )
@@ -237,6 +262,7 @@ def pause_run(store: Store, request: RunCommand, caller: Caller) -> Run:
 
 def resume_run(store: Store, request: RunCommand, caller: Caller) -> Run:
     """Undo a pause: a waiting run waits again, anything else is queued for a worker."""
+    visible_run(store, request.run_id, caller.grant)
     return store.runs.resume(
         request.run_id, caller.actor, request.reason, expected_revision=request.expected_revision
     )
@@ -244,6 +270,7 @@ def resume_run(store: Store, request: RunCommand, caller: Caller) -> Run:
 
 def cancel_run(store: Store, request: RunCommand, caller: Caller) -> Run:
     """Cancel durably; the ``run.canceled`` event says what the run was doing."""
+    visible_run(store, request.run_id, caller.grant)
     return store.runs.cancel(
         request.run_id, caller.actor, request.reason, expected_revision=request.expected_revision
     )
@@ -253,8 +280,8 @@ def intervene(store: Store, request: Intervention, caller: Caller) -> Run:
     """Repair a paused or stuck run: set the current state's output and/or move it."""
     if not request.reason.strip():
         raise UsageError("a reason is required to intervene")
+    run = visible_run(store, request.run_id, caller.grant)
     if request.state is not None:
-        run = store.runs.get(request.run_id)
         workflow = WorkflowCatalog(store).workflow(run.workflow_digest)
         if request.state not in workflow.states:
             known = ", ".join(sorted(workflow.states))

@@ -13,7 +13,8 @@ never see a table, a statement or SQLAlchemy:
 - ``store.approvals``: approvals bound to a proposal's hash;
 - ``store.actions``: actions and their spend reservations;
 - ``store.change_proposals``: governed deployment changes, their reviews and events;
-- ``store.idempotency``: the API's remembered responses by ``Idempotency-Key``;
+- ``store.idempotency``: the API's remembered responses by ``Idempotency-Key``, per principal;
+- ``store.tokens``: principals' bearer tokens (their sha256), roles, scopes, expiry;
 - ``store.artifacts``: content-addressed artefacts, verified by digest on read;
 - ``store.health``: readiness and the numbers ``/metrics`` reads at every scrape.
 
@@ -93,11 +94,15 @@ from openseal.runtime.store.records import (
     Run,
     Turn,
 )
+from openseal.runtime.store.schema import DEFAULT_SCOPE
+from openseal.runtime.store.tokens import AccessToken
 
 __all__ = [
     "DATABASE_URL_ENV",
+    "DEFAULT_SCOPE",
     "NOT_DISPATCHED",
     "OPEN_OUTCOME",
+    "AccessToken",
     "Action",
     "Activation",
     "Activity",

@@ -16,7 +16,7 @@ world, which changed whether or not this worker still holds the run.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -368,10 +368,19 @@ class Actions(Repository):
         return report
 
     def newest(
-        self, *, status: ActionStatus | None = None, run_id: str | None = None, limit: int = 100
+        self,
+        *,
+        status: ActionStatus | None = None,
+        run_id: str | None = None,
+        limit: int = 100,
+        scopes: Sequence[str] | None = None,
     ) -> list[Action]:
-        """Actions newest first, optionally of one status or one run."""
+        """Actions newest first, optionally of one status or one run, only those of runs in
+        ``scopes`` when given."""
         stmt = sa.select(actions).order_by(actions.c.id.desc()).limit(limit)
+        if scopes is not None:
+            in_scope = sa.select(schema.runs.c.id).where(schema.runs.c.scope.in_(list(scopes)))
+            stmt = stmt.where(actions.c.run_id.in_(in_scope))
         if status is not None:
             stmt = stmt.where(actions.c.status == status)
         if run_id is not None:

@@ -8,6 +8,7 @@ rows, in the caller's transaction, after the caller locked the run (the package'
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -266,10 +267,19 @@ class Approvals(Repository):
             self._store.notify_work(conn)
 
     def newest(
-        self, *, status: ApprovalStatus | None = None, run_id: str | None = None, limit: int = 100
+        self,
+        *,
+        status: ApprovalStatus | None = None,
+        run_id: str | None = None,
+        limit: int = 100,
+        scopes: Sequence[str] | None = None,
     ) -> list[Approval]:
-        """Approvals newest first, optionally of one status or one run."""
+        """Approvals newest first, optionally of one status or one run, only those of runs in
+        ``scopes`` when given."""
         stmt = sa.select(approvals).order_by(approvals.c.id.desc()).limit(limit)
+        if scopes is not None:
+            in_scope = sa.select(schema.runs.c.id).where(schema.runs.c.scope.in_(list(scopes)))
+            stmt = stmt.where(approvals.c.run_id.in_(in_scope))
         if status is not None:
             stmt = stmt.where(approvals.c.status == status)
         if run_id is not None:

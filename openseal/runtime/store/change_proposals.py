@@ -82,6 +82,8 @@ class ChangeProposal:
     created_at: datetime
     updated_at: datetime
     activated_at: datetime | None
+    #: where it lives: who files it decides, and only callers in it see or act on it
+    scope: str = "default"
 
     @property
     def deployments(self) -> tuple[str, ...]:
@@ -114,6 +116,7 @@ class ChangeProposal:
             "created_at": iso(self.created_at),
             "updated_at": iso(self.updated_at),
             "activated_at": iso(self.activated_at),
+            "scope": self.scope,
             "diff": dict(self.diff),
         }
 
@@ -300,10 +303,14 @@ class ChangeProposals(Repository):
         ).mappings()
         return [ChangeProposal.from_row(row) for row in rows]
 
-    def newest(self, statuses: Iterable[str] = ()) -> list[ChangeProposal]:
-        """Proposals newest first, only those of ``statuses`` when given."""
+    def newest(
+        self, statuses: Iterable[str] = (), scopes: Iterable[str] | None = None
+    ) -> list[ChangeProposal]:
+        """Proposals newest first, only those of ``statuses`` and in ``scopes`` when given."""
         wanted = list(statuses)
         stmt = sa.select(proposals).order_by(proposals.c.created_at.desc(), proposals.c.id.desc())
+        if scopes is not None:
+            stmt = stmt.where(proposals.c.scope.in_(list(scopes)))
         if wanted:
             stmt = stmt.where(proposals.c.status.in_(wanted))
         with self._store.read() as conn:

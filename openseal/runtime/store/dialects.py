@@ -41,6 +41,7 @@ from openseal.runtime.store.listener import NotificationListener
 from openseal.runtime.store.objectives import Objectives
 from openseal.runtime.store.proposals import Proposals
 from openseal.runtime.store.runs import Runs
+from openseal.runtime.store.tokens import Tokens
 
 DATABASE_URL_ENV = "OPENSEAL_DATABASE_URL"
 #: the kinds whose ids may be given by a unique prefix, and the column that holds each
@@ -49,6 +50,7 @@ ID_COLUMNS = {
     "objective": schema.objectives.c.id,
     "approval": schema.approvals.c.id,
     "action": schema.actions.c.id,
+    "token": schema.access_tokens.c.id,
 }
 WORK_CHANNEL = "openseal_runs"
 
@@ -70,6 +72,7 @@ class Store(StoreBase):
         self.actions = Actions(self)
         self.change_proposals = ChangeProposals(self)
         self.idempotency = Idempotency(self)
+        self.tokens = Tokens(self)
         self.health = Health(self)
         self.artifacts = ArtifactStore(self.home / "artifacts", self)
 

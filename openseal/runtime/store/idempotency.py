@@ -1,4 +1,5 @@
-"""The idempotency repository: the first response the API gave to each ``Idempotency-Key``.
+"""The idempotency repository: the first response the API gave to each principal's
+``Idempotency-Key`` (keys are per principal: equal keys of two principals are two keys).
 
 A key is stored once, with a hash of the operation and body it answered; a second writer of
 the same key gets the first one's response instead (see ``openseal.api.idempotency``).
@@ -26,11 +27,13 @@ class StoredResponse:
 
 
 class Idempotency(Repository):
-    """``store.idempotency``: remembered responses by idempotency key."""
+    """``store.idempotency``: remembered responses by principal and idempotency key."""
 
-    def get(self, key: str) -> StoredResponse | None:
+    def get(self, principal: str, key: str) -> StoredResponse | None:
+        """What ``principal`` was answered for ``key`` (another principal's key is not seen)."""
+        stmt = sa.select(table).where(table.c.principal == principal, table.c.key == key)
         with self._store.read() as conn:
-            row = conn.execute(sa.select(table).where(table.c.key == key)).mappings().one_or_none()
+            row = conn.execute(stmt).mappings().one_or_none()
         if row is None:
             return None
         return StoredResponse(
@@ -57,7 +60,7 @@ class Idempotency(Repository):
                     )
                 )  # fmt: skip
         except sa.exc.IntegrityError:
-            existing = self.get(key)
+            existing = self.get(principal, key)
             if existing is not None:
                 return existing
             raise

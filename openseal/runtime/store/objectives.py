@@ -4,7 +4,7 @@ and settling an objective when its run ends."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, Final
 
@@ -18,6 +18,7 @@ from openseal.runtime.store.base import Repository
 from openseal.runtime.store.definitions import canonical_json
 from openseal.runtime.store.errors import IdempotencyConflict, NotFound
 from openseal.runtime.store.records import DefinitionVersion, NewObjective, Objective, Run
+from openseal.runtime.store.schema import DEFAULT_SCOPE
 
 objectives = schema.objectives
 projects = schema.projects
@@ -50,6 +51,7 @@ class Objectives(Repository):
         *,
         request_key: str | None = None,
         actor: str,
+        scope: str = DEFAULT_SCOPE,
         prepare: Prepare | None = None,
     ) -> NewObjective:
         """Create an objective on the active version of ``workflow_name`` and its first run.
@@ -57,7 +59,9 @@ class Objectives(Repository):
         The run is ``queued`` with context ``{"inputs": inputs, "states": {}}`` and pins the
         workflow digest active now (invariant 12). With ``request_key`` the call is idempotent:
         the same key and content return the existing objective (``created=False``); the same
-        key with different content raises ``IdempotencyConflict``.
+        key with different content raises ``IdempotencyConflict``. A request key is the
+        ``actor``'s: another principal's equal key is another key. The objective records
+        ``actor`` as who asked for it, and lives in ``scope`` with its runs.
 
         ``prepare(version)`` turns the caller's inputs into the run's (defaults filled in,
         types checked; it raises to refuse) for exactly the version being pinned, in the same
@@ -66,12 +70,12 @@ class Objectives(Repository):
         digest = request_hash(project, workflow_name, inputs)
         for attempt in range(2):
             if request_key is not None:
-                existing = self._replay(request_key, digest)
+                existing = self._replay(actor, request_key, digest)
                 if existing is not None:
                     return existing
             try:
                 return self._create_objective(
-                    project, workflow_name, inputs, request_key, digest, actor, prepare
+                    project, workflow_name, inputs, request_key, digest, actor, scope, prepare
                 )
             except sa.exc.IntegrityError:
                 # A concurrent create won the request key or the project name; look again.
@@ -79,11 +83,11 @@ class Objectives(Repository):
                     raise
         raise AssertionError("unreachable")
 
-    def _replay(self, request_key: str, digest: str) -> NewObjective | None:
+    def _replay(self, actor: str, request_key: str, digest: str) -> NewObjective | None:
         with self._store.read() as conn:
             row = conn.execute(
                 sa.select(objectives.c.id, objectives.c.request_hash).where(
-                    objectives.c.request_key == request_key
+                    objectives.c.request_key == request_key, objectives.c.created_by == actor
                 )
             ).one_or_none()
             if row is None:
@@ -112,6 +116,7 @@ class Objectives(Repository):
         request_key: str | None,
         digest: str,
         actor: str,
+        scope: str,
         prepare: Prepare | None,
     ) -> NewObjective:
         with self._store.write() as conn:
@@ -133,6 +138,8 @@ class Objectives(Repository):
                 revision=1,
                 created_at=now,
                 updated_at=now,
+                created_by=actor,
+                scope=scope,
             )
             row = {k: v for k, v in objective.__dict__.items() if k != "project"}
             project_id = self._project_id(conn, project)
@@ -159,6 +166,7 @@ class Objectives(Repository):
                 revision=1,
                 created_at=now,
                 updated_at=now,
+                scope=scope,
             )
             fastsql.execute(conn, INSERT_RUN, {**run.__dict__, "wait_name": None})
             payload: dict[str, Any] = {"objective_id": objective.id, "workflow": workflow_name}
@@ -194,12 +202,13 @@ class Objectives(Repository):
             raise NotFound(f"objective {objective_id} not found")
         return Objective.from_row(row, row["project_name"])
 
-    def newest(self, limit: int = 100) -> list[Objective]:
-        """Objectives newest first."""
+    def newest(self, limit: int = 100, scopes: Sequence[str] | None = None) -> list[Objective]:
+        """Objectives newest first (only those in ``scopes`` when given)."""
+        stmt = sa.select(objectives.c.id).order_by(objectives.c.id.desc()).limit(limit)
+        if scopes is not None:
+            stmt = stmt.where(objectives.c.scope.in_(list(scopes)))
         with self._store.read() as conn:
-            ids = conn.execute(
-                sa.select(objectives.c.id).order_by(objectives.c.id.desc()).limit(limit)
-            ).scalars()
+            ids = conn.execute(stmt).scalars()
             return [self._objective(conn, objective_id) for objective_id in ids.all()]
 
     def get(self, objective_id: str) -> Objective:

@@ -77,6 +77,9 @@ class Objective:
     revision: int
     created_at: datetime
     updated_at: datetime
+    #: the principal who asked for it (None: made before objectives recorded it)
+    created_by: str | None
+    scope: str
 
     @classmethod
     def from_row(cls, row: Row, project: str) -> Objective:
@@ -92,6 +95,8 @@ class Objective:
             revision=row["revision"],
             created_at=row["created_at"],
             updated_at=row["updated_at"],
+            created_by=row["created_by"],
+            scope=row["scope"],
         )
 
 
@@ -116,6 +121,8 @@ class Run:
     revision: int
     created_at: datetime
     updated_at: datetime
+    #: its objective's scope: everything of the run (approvals, actions, events) is in it
+    scope: str
 
     @classmethod
     def from_row(cls, row: Row) -> Run:

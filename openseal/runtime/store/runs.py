@@ -9,7 +9,7 @@ bumping the epoch, so that worker's next fenced write is rejected (invariant 3).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -79,9 +79,13 @@ class Runs(Repository):
         limit: int = 100,
         after: str | None = None,
         objective_id: str | None = None,
+        scopes: Sequence[str] | None = None,
     ) -> tuple[Run, ...]:
-        """Runs ordered by id (creation order); page with ``after`` = the last id seen."""
+        """Runs ordered by id (creation order); page with ``after`` = the last id seen; only
+        those in ``scopes`` when given."""
         stmt = sa.select(runs).order_by(runs.c.id).limit(limit)
+        if scopes is not None:
+            stmt = stmt.where(runs.c.scope.in_(list(scopes)))
         if status is not None:
             stmt = stmt.where(runs.c.status == status)
         if after is not None:

@@ -43,6 +43,9 @@ ID = sa.String(32)
 NAME = sa.String(200)
 DIGEST = sa.String(64)
 STATUS = sa.String(32)
+SCOPE = sa.String(100)
+#: the scope of every record when none is configured
+DEFAULT_SCOPE = "default"
 
 metadata = sa.MetaData()
 
@@ -96,11 +99,16 @@ objectives = sa.Table(
     ),
     sa.Column("inputs", sa.JSON, nullable=False),
     sa.Column("status", STATUS, nullable=False),
-    sa.Column("request_key", sa.String(200), nullable=True, unique=True),
+    sa.Column("request_key", sa.String(200), nullable=True),
     sa.Column("request_hash", DIGEST, nullable=False),
     sa.Column("revision", sa.Integer, nullable=False),
     sa.Column("created_at", UtcTimestamp, nullable=False),
     sa.Column("updated_at", UtcTimestamp, nullable=False),
+    # who asked for it (NULL: created before objectives recorded it), and where it lives
+    sa.Column("created_by", sa.String(200), nullable=True),
+    sa.Column("scope", SCOPE, nullable=False, server_default=DEFAULT_SCOPE),
+    # a request key is the asking principal's: another principal's equal key is another key
+    sa.Index("uq_objectives_request_key", "created_by", "request_key", unique=True),
 )
 
 runs = sa.Table(
@@ -130,6 +138,8 @@ runs = sa.Table(
     sa.Column("revision", sa.Integer, nullable=False),
     sa.Column("created_at", UtcTimestamp, nullable=False),
     sa.Column("updated_at", UtcTimestamp, nullable=False),
+    # its objective's scope (a child run takes its parent's); everything of a run is in it
+    sa.Column("scope", SCOPE, nullable=False, server_default=DEFAULT_SCOPE, index=True),
     sa.Index("ix_runs_claim_lease", "status", "lease_expires_at"),
     sa.Index("ix_runs_claim_wake", "status", "wake_at"),
 )
@@ -248,6 +258,7 @@ change_proposals = sa.Table(
     sa.Column("created_at", UtcTimestamp, nullable=False),
     sa.Column("updated_at", UtcTimestamp, nullable=False),
     sa.Column("activated_at", UtcTimestamp, nullable=True),
+    sa.Column("scope", SCOPE, nullable=False, server_default=DEFAULT_SCOPE),
 )
 
 change_proposal_reviews = sa.Table(
@@ -368,12 +379,32 @@ spend_reservations = sa.Table(
 idempotency_keys = sa.Table(
     "idempotency_keys",
     metadata,
+    # a key is its principal's: another principal's equal key is another key
+    sa.Column("principal", sa.String(200), primary_key=True),
     sa.Column("key", sa.String(200), primary_key=True),
     # ``POST /api/v1/objectives``: a key belongs to one operation
     sa.Column("operation", sa.String(200), nullable=False),
     sa.Column("request_hash", DIGEST, nullable=False),
     sa.Column("status_code", sa.Integer, nullable=False),
     sa.Column("response", sa.JSON, nullable=False),
-    sa.Column("principal", sa.String(200), nullable=False),
     sa.Column("created_at", UtcTimestamp, nullable=False),
+)
+
+#: Bearer tokens of principals (``user:alice``, ``service:ci``): only the sha256 of a token is
+#: kept, with the roles and scopes it grants; a token stops working when it expires or is
+#: revoked (the row stays, for the record).
+access_tokens = sa.Table(
+    "access_tokens",
+    metadata,
+    sa.Column("id", ID, primary_key=True),
+    sa.Column("principal", sa.String(200), nullable=False, index=True),
+    sa.Column("token_sha256", DIGEST, nullable=False, unique=True),
+    sa.Column("roles", sa.JSON, nullable=False),
+    sa.Column("scopes", sa.JSON, nullable=False),
+    sa.Column("note", sa.Text, nullable=True),
+    sa.Column("created_by", sa.String(200), nullable=False),
+    sa.Column("created_at", UtcTimestamp, nullable=False),
+    sa.Column("expires_at", UtcTimestamp, nullable=True),
+    sa.Column("revoked_at", UtcTimestamp, nullable=True),
+    sa.Column("revoked_by", sa.String(200), nullable=True),
 )

@@ -1,0 +1,135 @@
+"""Who may do what, and where: roles, the role × operation table, and scopes.
+
+A principal (``user:alice``, ``service:ci``) holds roles and the scopes it may read and act in.
+:data:`PERMISSIONS` is the one table saying which roles may use each operation (the API's
+operation ids); every API route checks it through one dependency, ``GET /me`` reports from
+it, and the tests generate their role × operation matrix from it. Every role may read;
+``admin`` may do everything.
+
+A record's scope is its run's (approvals, actions, events, artefacts, agent requests), its
+objective's, or its change proposal's; a caller sees only records in its scopes, and an id in
+another scope is answered as not found (see ``docs/decisions/0006-scopes.md``).
+
+Example::
+
+    >>> alice = Grant(frozenset({"operator"}), frozenset({"procurement"}))
+    >>> alice.may("runs.cancel"), alice.may("approvals.decide"), alice.sees("default")
+    (True, False, False)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from openseal.runtime.store import DEFAULT_SCOPE, NotFound, Run, Store
+
+VIEWER = "viewer"
+OPERATOR = "operator"
+APPROVER = "approver"
+AUTHOR = "author"
+REVIEWER = "reviewer"
+DECIDER = "decider"
+ADMIN = "admin"
+#: every role, least to most
+ROLES = (VIEWER, OPERATOR, APPROVER, AUTHOR, REVIEWER, DECIDER, ADMIN)
+
+#: in a grant's scopes: every scope
+ANY_SCOPE = "*"
+
+_READS = (
+    "definitions.get", "deployments.list", "deployments.history", "proposals.list",
+    "proposals.show", "objectives.list", "objectives.show", "runs.list", "runs.show",
+    "runs.events", "runs.events_stream", "approvals.list", "approvals.show", "actions.list",
+    "actions.show",
+)  # fmt: skip
+
+#: operation (the API's operation id) → the roles that may use it; ``admin`` may use all
+PERMISSIONS: dict[str, frozenset[str]] = {
+    **{operation: frozenset(ROLES) for operation in _READS},
+    "objectives.create": frozenset({OPERATOR, ADMIN}),
+    "runs.pause": frozenset({OPERATOR, ADMIN}),
+    "runs.resume": frozenset({OPERATOR, ADMIN}),
+    "runs.cancel": frozenset({OPERATOR, ADMIN}),
+    "runs.intervene": frozenset({OPERATOR, ADMIN}),
+    "actions.reconcile": frozenset({OPERATOR, ADMIN}),
+    "actions.resolve": frozenset({OPERATOR, ADMIN}),
+    "events.deliver": frozenset({OPERATOR, ADMIN}),
+    # the authority still decides which approvals an approver is named for
+    "approvals.decide": frozenset({APPROVER, ADMIN}),
+    "proposals.file": frozenset({AUTHOR, ADMIN}),
+    "proposals.refresh": frozenset({AUTHOR, ADMIN}),
+    "proposals.activate": frozenset({AUTHOR, ADMIN}),
+    "deployments.rollback": frozenset({AUTHOR, ADMIN}),
+    "authoring.draft": frozenset({AUTHOR, ADMIN}),
+    # governance's policy still decides which reviewers and deciders count
+    "proposals.review": frozenset({REVIEWER, ADMIN}),
+    "proposals.decide": frozenset({DECIDER, ADMIN}),
+}
+
+
+def roles_for(operation: str) -> frozenset[str]:
+    """The roles that may use ``operation`` (an operation missing from the table: admin only)."""
+    return PERMISSIONS.get(operation, frozenset({ADMIN}))
+
+
+@dataclass(frozen=True)
+class Grant:
+    """What a caller may do (``roles``) and where (``scopes``; ``*`` is every scope)."""
+
+    roles: frozenset[str]
+    scopes: frozenset[str]
+
+    @classmethod
+    def of(cls, roles: Iterable[str], scopes: Iterable[str] = (DEFAULT_SCOPE,)) -> Grant:
+        return cls(frozenset(roles), frozenset(scopes))
+
+    def may(self, operation: str) -> bool:
+        return ADMIN in self.roles or bool(self.roles & roles_for(operation))
+
+    def sees(self, scope: str) -> bool:
+        return ANY_SCOPE in self.scopes or scope in self.scopes
+
+    @property
+    def everywhere(self) -> bool:
+        return ANY_SCOPE in self.scopes
+
+    def visible(self) -> tuple[str, ...] | None:
+        """The scopes to filter lists by (None: every scope)."""
+        return None if self.everywhere else tuple(sorted(self.scopes))
+
+    def home(self, wanted: str | None = None) -> str | None:
+        """The scope a new record goes to: ``wanted`` if the caller may act there, else its
+        only scope or ``default`` (None: ``wanted`` is a scope it may not act in)."""
+        if wanted is not None:
+            return wanted if self.sees(wanted) else None
+        if self.everywhere or DEFAULT_SCOPE in self.scopes or not self.scopes:
+            return DEFAULT_SCOPE
+        return sorted(self.scopes)[0]
+
+    def union(self, other: Grant) -> Grant:
+        return Grant(self.roles | other.roles, self.scopes | other.scopes)
+
+
+#: everything everywhere: the local operator, and the CLI on the machine holding the store
+FULL = Grant(frozenset({ADMIN}), frozenset({ANY_SCOPE}))
+
+
+def check_role(value: str) -> str:
+    if value not in ROLES:
+        raise ValueError(f"unknown role {value!r} (one of {', '.join(ROLES)})")
+    return value
+
+
+def check_scope(grant: Grant, scope: str, what: str) -> None:
+    """Refuse a record in a scope ``grant`` does not reach exactly as an unknown one: as not
+    found (404), so a caller learns nothing about what it may not see."""
+    if not grant.sees(scope):
+        raise NotFound(f"{what} not found")
+
+
+def visible_run(store: Store, run_id: str, grant: Grant) -> Run:
+    """The run ``run_id`` if ``grant`` reaches its scope; else :class:`NotFound`."""
+    run = store.runs.get(run_id)
+    check_scope(grant, run.scope, f"run {run_id}")
+    return run
