@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from openseal.api.errors import error_response
+from openseal.errors import OpenSealError
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -51,12 +52,12 @@ class Limits:
         return cls(**{name: value for name, value in limits.items() if value is not None})
 
 
-class Refused(Exception):
+class Refused(OpenSealError):
     """A body the limits refuse: the status, stable code and message to answer with."""
 
     def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(message)
-        self.status, self.code, self.message = status, code, message
+        super().__init__(message, code=code)
+        self.status = status
 
 
 def _finite_float(text: str) -> float:

@@ -25,7 +25,7 @@ from openseal.compiler.diagnostics import Diagnostic, Related, error, sort_key, 
 from openseal.compiler.syntax import file_text as src
 from openseal.compiler.syntax.file_text import DEFINITION_SUFFIXES, HCL_SUFFIXES
 from openseal.compiler.syntax.fold import fold
-from openseal.compiler.syntax.hcl_parser import gc_paused
+from openseal.compiler.syntax.gc_pause import gc_paused
 from openseal.compiler.syntax.load_hcl import load_hcl
 from openseal.compiler.syntax.load_yaml import load_yaml
 from openseal.compiler.syntax.spans import Span

@@ -35,7 +35,7 @@ from openseal.compiler.load import (
     read_file,
 )
 from openseal.compiler.output.document import CompiledDocument
-from openseal.compiler.syntax.hcl_parser import gc_paused
+from openseal.compiler.syntax.gc_pause import gc_paused
 from openseal.compiler.syntax.spans import Span
 
 

@@ -11,9 +11,7 @@ the public entry points.
 from __future__ import annotations
 
 import bisect
-import contextlib
 import functools
-import gc
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -104,23 +102,6 @@ _OPTIONS: dict[str, object] = {"parser": "lalr", "propagate_positions": False}
 def parser() -> Lark:
     # Built once per machine: the tables are kept, signed, in the user cache directory.
     return load_parser("hcl", _grammar(), {**_OPTIONS, "postlex": _PostLexer()})
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the garbage collector while a parse tree is built and walked.
-
-    Parsing allocates a great many small objects and no cycles worth
-    collecting; with the collector running, big files spend most of their time
-    in it (python-hcl2's own parse is dominated by it).
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def node_start(node: Tree[Token] | Token) -> int:

@@ -44,10 +44,10 @@ from openseal.compiler.syntax.document_tree import (
     Value,
 )
 from openseal.compiler.syntax.file_text import read_source
+from openseal.compiler.syntax.gc_pause import gc_paused
 from openseal.compiler.syntax.hcl_parser import (
     UNCLOSED_STRING,
     Positions,
-    gc_paused,
     node_end,
     node_start,
     parse,
