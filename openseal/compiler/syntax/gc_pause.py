@@ -1,0 +1,25 @@
+"""Pausing the cyclic garbage collector around work that allocates and frees nothing."""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+from collections.abc import Iterator
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the garbage collector while a large tree is built and walked.
+
+    Parsing, loading and compiling allocate a great many small objects and no
+    cycles worth collecting; with the collector running, its full collections
+    over the growing trees make big files cost more than their size (python-hcl2's
+    own parse is dominated by it). The collector's state is restored.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
