@@ -14,7 +14,7 @@ from openseal.cli.output import echo_data, echo_item, plain
 from openseal.cli.runtime import complete_ids, opened, store_options
 from openseal.errors import UsageError
 from openseal.runtime import service
-from openseal.runtime.service import summarize
+from openseal.runtime.service import format_cost, summarize
 from openseal.runtime.store import Event, Run
 
 
@@ -200,6 +200,8 @@ def show(home: Path, output: str, run_id: str) -> None:
     )
     if run.budget_used:
         click.echo(f"  budget    {json.dumps(run.budget_used, sort_keys=True)}")
+    if view.model_cost:
+        click.echo(f"  cost      {format_cost(view.model_cost)} (model calls)")
     outputs = run.context.get("outputs")
     if outputs:
         click.echo(f"  outputs   {json.dumps(outputs, sort_keys=True)}")

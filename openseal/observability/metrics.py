@@ -73,8 +73,8 @@ MODEL_SECONDS = Histogram(
 )  # fmt: skip
 MODEL_COST = Counter(
     "openseal_model_cost",
-    "What model calls cost by the model profile's prices, by model, team and workflow.",
-    ["model", "team", "workflow"],
+    "What model calls cost by the model profile's prices, by model, team, workflow and currency.",
+    ["model", "team", "workflow", "currency"],
     registry=REGISTRY,
 )
 TOOL_CALLS = Counter(

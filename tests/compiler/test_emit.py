@@ -181,3 +181,39 @@ def test_dependency_order_puts_models_before_agents_before_workflows(tmp_path: P
     binding = result.documents["binding.helper_looks_up"].document
     assert set(binding["dependencies"]) == {"skill.lookup", "agent.helper"}
     assert json.loads(pretty(agent)) == agent
+
+
+def test_a_model_price_is_emitted_the_same_from_both_syntaxes(tmp_path: Path) -> None:
+    hcl = """
+model "priced" {
+  model = "m"
+  price {
+    currency           = "EUR"
+    input_per_million  = 2.5
+    output_per_million = 10
+  }
+}
+"""
+    yaml = """
+model:
+  priced:
+    model: m
+    price: {currency: EUR, input_per_million: 2.5, output_per_million: 10}
+"""
+    from_hcl = compile_texts(tmp_path / "h", {"m.hcl": hcl})
+    from_yaml = compile_texts(tmp_path / "y", {"m.yaml": yaml})
+    assert from_hcl.ok and from_yaml.ok
+    doc = from_hcl.documents["model.priced"]
+    assert doc.document["spec"]["price"] == {
+        "currency": "EUR",
+        "input_per_million": 2.5,
+        "output_per_million": 10,
+    }
+    assert doc.digest == from_yaml.documents["model.priced"].digest
+
+
+def test_a_model_without_a_price_keeps_its_document_free_of_one(tmp_path: Path) -> None:
+    # profiles compiled before prices existed keep their digests
+    result = compile_texts(tmp_path, {"m.hcl": 'model "plain" {\n  model = "m"\n}\n'})
+    assert result.ok
+    assert "price" not in result.documents["model.plain"].document["spec"]

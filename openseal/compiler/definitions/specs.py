@@ -44,6 +44,14 @@ class Spec(BaseModel):
 # --------------------------------------------------------------------------- model
 
 
+class Price(Spec):
+    """What the endpoint charges, per million tokens, in one currency."""
+
+    currency: str = Field("USD", pattern=r"^[A-Z]{3}$", description="ISO 4217 code")
+    input_per_million: float = Field(ge=0, allow_inf_nan=False)
+    output_per_million: float = Field(ge=0, allow_inf_nan=False)
+
+
 class ModelProfile(Spec):
     """An OpenAI-compatible endpoint. One endpoint per profile; nothing routes silently."""
 
@@ -53,6 +61,7 @@ class ModelProfile(Spec):
     credential: str | None = Field(None, description="credential reference, never a value")
     script: str | None = Field(None, description="scripted provider: responses file")
     parameters: dict[str, JSONValue] = Field(default_factory=dict)
+    price: Price | None = Field(None, description="prices per million tokens, for run costs")
 
 
 # --------------------------------------------------------------------------- skill

@@ -38,6 +38,7 @@ from openseal.compiler.definitions.specs import (
     BranchWork,
     Budget,
     Input,
+    ModelProfile,
     Output,
     RunbookSpec,
     SkillSpec,
@@ -289,6 +290,10 @@ def build_document(
         "spec": spec.model_dump(mode="json"),
         "dependencies": {key: digests[key] for key in sorted(deps) if key in digests},
     }
+    if isinstance(spec, ModelProfile) and spec.price is None:
+        # A profile without prices keeps the document (and digest) it had before prices
+        # existed, so upgrading openseal does not make every model a new version.
+        del document["spec"]["price"]
     if isinstance(spec, SkillSpec):
         document["inputs"] = _type_schema(spec.input)
         document["outputs"] = _type_schema(spec.output)

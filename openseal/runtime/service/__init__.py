@@ -29,6 +29,7 @@ from openseal.runtime.approvals import decide as decide_approval
 from openseal.runtime.caller import CLI, LOCAL_OPERATOR, Caller
 from openseal.runtime.event_summary import summarize
 from openseal.runtime.id_prefix import complete_id
+from openseal.runtime.models.pricing import format_cost
 from openseal.runtime.requests import (
     ApprovalDecision,
     EventDelivery,
@@ -120,6 +121,7 @@ __all__ = [
     "decide_approval",
     "deploy_documents",
     "follow_events",
+    "format_cost",
     "get_version",
     "governance",
     "intervene",

@@ -7,7 +7,7 @@ Each takes an open :class:`~openseal.runtime.store.Store` and plain arguments, a
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import jsonschema
@@ -16,6 +16,7 @@ from openseal.errors import UsageError
 from openseal.runtime.access import check_scope, visible_run
 from openseal.runtime.caller import CLI, Caller
 from openseal.runtime.id_prefix import complete_id as complete_id  # ids by unique prefix
+from openseal.runtime.models.pricing import model_cost
 from openseal.runtime.requests import EventDelivery, Intervention, RunCommand, StartObjective
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import (
@@ -166,6 +167,8 @@ class RunView:
     current: str | None
     next: tuple[str, ...]
     reason: str | None
+    #: what its model calls cost so far by the profiles' prices, by currency
+    model_cost: dict[str, float] = field(default_factory=dict)
 
 
 def list_runs(
@@ -203,6 +206,7 @@ def show_run(store: Store, run_id: str, caller: Caller = CLI) -> RunView:
         current=current,
         next=following,
         reason=waiting_reason(run),
+        model_cost=model_cost(run.budget_used),
     )
 
 

@@ -15,8 +15,10 @@ from typing import Any
 
 import jsonschema
 
+from openseal.observability import metrics
 from openseal.runtime.models import retry
 from openseal.runtime.models.base import ModelError, ModelRequest, ModelResponse, Tool
+from openseal.runtime.models.pricing import Price
 from openseal.runtime.states.base import (
     Advance,
     Attention,
@@ -28,7 +30,7 @@ from openseal.runtime.states.base import (
     guarded,
 )
 from openseal.runtime.tools import ToolInvocation
-from openseal.runtime.workflow import evaluate_json
+from openseal.runtime.workflow import AgentProfile, evaluate_json
 
 REPAIR_PROMPT = (
     "Your output does not match the required JSON Schema: {problems}. "
@@ -96,22 +98,22 @@ def model_turn(
     return Attention(f"no valid output within {max_calls} model calls")
 
 
-def _model_call(ctx: StepContext, request: ModelRequest, suffix: str, agent: Any) -> ModelResponse:
+def _model_call(
+    ctx: StepContext, request: ModelRequest, suffix: str, agent: AgentProfile
+) -> ModelResponse:
     """The recorded answer to ``request``, calling the model until one is recorded.
 
     Every attempt reserves a model call first. A failure that may pass is retried: after a
     short wait inside the turn, up to the profile's ``max_retries`` times in a row; after
     that, or when the endpoint asks for a long wait, the run sleeps (:class:`RetryLater`).
     """
+    cost = _Cost(Price.of(agent.model), agent, ctx.workflow.name)
 
     def compute() -> dict[str, Any]:
         provider = ctx.providers(agent)
         response: ModelResponse = provider.complete(request)
+        cost.observe(response.usage.input_tokens, response.usage.output_tokens)
         return response.to_json()
-
-    def tokens(result: Any) -> dict[str, int]:
-        usage = (result or {}).get("usage") or {}
-        return {"tokens": int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))}
 
     attempt = ctx.retry_attempts()
     retries = retry.retries_in_turn(agent.model)
@@ -119,8 +121,8 @@ def _model_call(ctx: StepContext, request: ModelRequest, suffix: str, agent: Any
         try:
             result = ctx.activity(
                 suffix, "model", request.to_json(), compute,
-                cost={"model_calls": 1}, cost_of_result=tokens, if_failed=_attempt_cost,
-                if_unknown={"tokens": request.estimated_tokens()},
+                cost={"model_calls": 1}, cost_of_result=cost.of_result, if_failed=cost.of_failure,
+                if_unknown=cost.of_tokens(request.estimated_tokens(), 0),
             )  # fmt: skip
         except ModelError as exc:
             if not exc.transient:
@@ -136,17 +138,49 @@ def _model_call(ctx: StepContext, request: ModelRequest, suffix: str, agent: Any
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _attempt_cost(exc: Exception) -> Lost | None:
-    """What a failed model call cost: one model call and its estimated tokens when the
-    endpoint may have billed it, nothing when it did not take the request. Any other error
-    leaves the attempt's outcome unknown (its reservation stays counted)."""
-    if not isinstance(exc, ModelError):
-        return None
-    detail: dict[str, Any] = {"code": exc.code, "message": exc.message}
-    if exc.spent is None:
-        return Lost({}, detail)
-    detail["estimated"] = exc.spent.estimated
-    return Lost({"model_calls": 1, "tokens": exc.spent.total}, detail)
+class _Cost:
+    """What one model call of ``agent`` spends: a model call, its tokens and, when the profile
+    has prices, what they cost (:mod:`~openseal.runtime.models.pricing`)."""
+
+    def __init__(self, price: Price | None, agent: AgentProfile, workflow: str) -> None:
+        self.price = price
+        self.model = str(agent.model.get("model") or agent.model.get("name") or "unknown")
+        parts = agent.ref.split(".")
+        self.team = parts[1] if parts[0] == "team" and len(parts) > 1 else ""
+        self.workflow = workflow
+
+    def of_tokens(self, input_tokens: int, output_tokens: int) -> dict[str, int]:
+        spent = {"tokens": input_tokens + output_tokens}
+        if self.price is not None:
+            spent.update(self.price.cost(input_tokens, output_tokens))
+        return spent
+
+    def of_result(self, result: Any) -> dict[str, int]:
+        usage = (result or {}).get("usage") or {}
+        return self.of_tokens(int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0)))
+
+    def observe(self, input_tokens: int, output_tokens: int) -> None:
+        """Count a call that was made (once per call: replays never reach here) on /metrics."""
+        if self.price is None:
+            return
+        amount = sum(self.price.cost(input_tokens, output_tokens).values()) / 1_000_000
+        metrics.MODEL_COST.labels(
+            model=self.model, team=self.team, workflow=self.workflow, currency=self.price.currency
+        ).inc(amount)
+
+    def of_failure(self, exc: Exception) -> Lost | None:
+        """What a failed model call cost: one model call and its estimated tokens when the
+        endpoint may have billed it, nothing when it did not take the request. Any other error
+        leaves the attempt's outcome unknown (its reservation stays counted)."""
+        if not isinstance(exc, ModelError):
+            return None
+        detail: dict[str, Any] = {"code": exc.code, "message": exc.message}
+        if exc.spent is None:
+            return Lost({}, detail)
+        detail["estimated"] = exc.spent.estimated
+        self.observe(exc.spent.input_tokens, exc.spent.output_tokens)
+        spent = self.of_tokens(exc.spent.input_tokens, exc.spent.output_tokens)
+        return Lost({"model_calls": 1, **spent}, detail)
 
 
 def _without_usage(response: ModelResponse) -> dict[str, Any]:

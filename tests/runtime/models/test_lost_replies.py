@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from openseal.observability import metrics
 from openseal.runtime import service
 from openseal.runtime.engine import Engine
 from openseal.runtime.models import retry
@@ -79,9 +80,16 @@ def quick_backoff(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 
 def deploy(
-    store: Store, tmp: Path, server: ChatServer, *, model_calls: int = 20, **parameters: Any
+    store: Store,
+    tmp: Path,
+    server: ChatServer,
+    *,
+    model_calls: int = 20,
+    price: str = "",
+    **parameters: Any,
 ) -> str:
-    """The gateway tests' ``tools`` workflow with its model served by ``server``."""
+    """The gateway tests' ``tools`` workflow with its model served by ``server`` (and
+    ``price``, a ``price { ... }`` block, in its model profile)."""
     text = (DEFS / "tools.hcl.in").read_text(encoding="utf-8").replace("TOOL_CALLS", "5")
     text = text.replace("model_calls = 20", f"model_calls = {model_calls}")
     settings = {"timeout": 5, **parameters}
@@ -89,7 +97,7 @@ def deploy(
     text = text.replace(
         'provider = "scripted"\n  model    = "test-model"',
         f'provider   = "openai"\n  base_url   = "{server.base_url}"\n'
-        f'  model      = "qwen2.5"\n  parameters = {{ {body} }}',
+        f'  model      = "qwen2.5"\n  parameters = {{ {body} }}\n{price}',
     )
     folder = tmp / "defs"
     folder.mkdir(exist_ok=True)
@@ -265,3 +273,58 @@ def test_lost_replies_are_retried_only_within_the_model_calls_budget(
     assert stopped.budget_used["model_calls"] == 3
     assert "in_flight" not in stopped.budget_used
     assert activities(timed, run_id) == {}  # nothing was answered, nothing recorded
+
+
+# -- what calls cost -------------------------------------------------------------------
+
+PRICE = """
+  price {
+    currency           = "EUR"
+    input_per_million  = 2.5
+    output_per_million = 10
+  }
+"""
+
+
+def test_a_priced_profile_counts_what_every_call_cost_lost_attempts_included(
+    timed: Store, tmp_path: Path, server: ChatServer
+) -> None:
+    cost_before = _metric_cost("EUR")
+    run_id = deploy(timed, tmp_path, server, timeout=1, price=PRICE)
+    server.reply(Reply.dropped(), *ANSWERS)
+    work(timed)
+
+    run = timed.runs.get(run_id)
+    assert run.status == RunStatus.COMPLETED, run.waiting
+    [failed] = failures(timed, run_id)
+    lost_tokens = failed["spent"]["tokens"]
+    # per answer 10 input tokens at 2.5 and 5 output tokens at 10 (per million): 75 millionths;
+    # the lost attempt's estimated prompt at the input price
+    lost = round(lost_tokens * 2.5)
+    assert failed["spent"]["model_cost_micros.EUR"] == lost
+    assert run.budget_used["model_cost_micros.EUR"] == 3 * 75 + lost
+    view = service.show_run(timed, run_id)
+    assert view.model_cost == {"EUR": (3 * 75 + lost) / 1_000_000}
+    # /metrics counts the calls that were made, the lost one included
+    assert _metric_cost("EUR") - cost_before == pytest.approx((3 * 75 + lost) / 1_000_000)
+
+
+def test_a_profile_without_prices_counts_no_cost(
+    timed: Store, tmp_path: Path, server: ChatServer
+) -> None:
+    run_id = deploy(timed, tmp_path, server)
+    server.reply(*ANSWERS)
+    work(timed)
+
+    run = timed.runs.get(run_id)
+    assert run.status == RunStatus.COMPLETED, run.waiting
+    assert not [key for key in run.budget_used if key.startswith("model_cost")]
+    assert service.show_run(timed, run_id).model_cost == {}
+
+
+def _metric_cost(currency: str) -> float:
+    value = metrics.REGISTRY.get_sample_value(
+        "openseal_model_cost_total",
+        {"model": "qwen2.5", "team": "", "workflow": "tools", "currency": currency},
+    )
+    return value or 0.0
