@@ -1,19 +1,27 @@
-"""Who is calling: optional per-user bearer tokens, else the local operator.
+"""Who is calling: bearer tokens (from the store, a token file, the approval authority), else
+the local operator.
 
-A token file (``--tokens FILE``) maps tokens to principals, so approvals name a real person::
+Tokens made with ``openseal tokens create`` live in the store (their sha256 only) with the
+principal's roles, scopes and expiry. A token file (``--tokens FILE``) maps token hashes to
+principals, optionally with roles and scopes::
 
     tokens:
       "sha256:2bd806c97f0e00af1a1fc3328fa763a9269723c8db8fac4f93af71db186d6e90": user:alice
-      user:bob: {sha256: 81b637d8fcd2c6da6359e6963113a1170de795e4b725b84d1e0b4cfd9ec58ce9}
+      user:bob: {sha256: 81b637d8fcd2c6da6359e6963113a1170de795e4b725b84d1e0b4cfd9ec58ce9,
+                 roles: [operator], scopes: [procurement]}
 
 A key is the sha256 of a token (hex, ``sha256:`` optional), or a principal with
-``{sha256: ...}`` as in the approval authority file; the authority's own ``tokens`` count too.
-A plain token as a key is accepted but discouraged (the file then holds the secret itself).
+``{sha256: ..., roles: [...], scopes: [...]}``; a file entry without ``roles`` is ``admin`` in
+every scope (what every token could do before roles), one without ``scopes`` reaches every
+scope. The approval authority's own ``tokens`` are approvers (``viewer`` and ``approver``) in
+every scope. A plain token as a key is accepted but discouraged (the file then holds the
+secret itself).
 
-With tokens configured every request must carry ``Authorization: Bearer <token>``; without
-them the caller is ``user:local``, which may decide approvals only through a loopback address.
-Presented tokens are hashed and compared in constant time against every entry, and are never
-logged or echoed.
+With tokens configured (a file, the authority's, or any token ever made in the store) every
+request must carry ``Authorization: Bearer <token>``; without them the caller is the local
+operator, ``user:local``, who must connect from this machine (see :mod:`openseal.api.local`).
+Presented tokens are hashed and compared in constant time against every file entry, looked up
+by hash in the store, and are never logged or echoed.
 """
 
 from __future__ import annotations
@@ -29,43 +37,59 @@ from fastapi import Request
 
 from openseal.api.errors import ApiError
 from openseal.errors import UsageError
-from openseal.runtime.service import LOCAL_OPERATOR, ApprovalAuthority
+from openseal.runtime.service import (
+    FULL,
+    LOCAL_OPERATOR,
+    ROLES,
+    ApprovalAuthority,
+    Grant,
+    approver_grant,
+    is_principal,
+)
+from openseal.runtime.store import Store
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
-_PRINCIPAL = re.compile(r"^[a-z][a-z0-9_-]*:[^\s:][^\s]*$")
 
 
 @dataclass(frozen=True)
 class TokenTable:
-    """sha256 digests of tokens and the principal each stands for."""
+    """sha256 digests of tokens, the principal each stands for and what it may do."""
 
-    entries: tuple[tuple[bytes, str], ...] = ()
+    entries: tuple[tuple[bytes, str, Grant], ...] = ()
 
     def __bool__(self) -> bool:
         return bool(self.entries)
 
-    def principal(self, token: str) -> str | None:
+    def lookup(self, token: str) -> tuple[str, Grant] | None:
         presented = hashlib.sha256(token.encode("utf-8")).digest()
-        found = None
-        for digest, principal in self.entries:  # no early exit: the time does not tell which
+        found: tuple[str, Grant] | None = None
+        for digest, principal, grant in self.entries:  # no early exit: time tells nothing
             if hmac.compare_digest(digest, presented):
-                found = principal
+                found = (principal, grant if found is None else found[1].union(grant))
         return found
 
+    def principal(self, token: str) -> str | None:
+        found = self.lookup(token)
+        return None if found is None else found[0]
+
     def merged(self, authority: ApprovalAuthority | None) -> TokenTable:
-        """This table plus the approval authority's tokens."""
+        """This table plus the approval authority's tokens (approvers in every scope)."""
         if authority is None or not authority.tokens:
             return self
-        extra = tuple((bytes.fromhex(h), p) for h, p in sorted(authority.tokens.items()))
+        approver = approver_grant()
+        extra = tuple((bytes.fromhex(h), p, approver) for h, p in sorted(authority.tokens.items()))
         return TokenTable(self.entries + extra)
 
 
 @dataclass(frozen=True)
 class Caller:
-    """The principal a request acts as; ``via_token`` is False for the local operator."""
+    """The principal a request acts as and what it may do; ``via_token`` is False for the local
+    operator; ``local``: the connection comes from this machine (a loopback peer, no proxy)."""
 
     principal: str
     via_token: bool
+    grant: Grant = FULL
+    local: bool = False
 
     @property
     def decider(self) -> str | None:
@@ -92,54 +116,114 @@ def parse_tokens(raw: object, where: str = "token file") -> TokenTable:
         raise UsageError(f"{where}: expected a mapping of token hashes to principals")
     entries = []
     for key, value in raw.items():
-        digest, principal = _entry(str(key), value, where)
+        digest, principal, grant = _entry(str(key), value, where)
         if principal == LOCAL_OPERATOR:
             raise UsageError(
                 f"{where}: {LOCAL_OPERATOR} is the local operator; name the person instead"
             )
-        entries.append((digest, principal))
+        entries.append((digest, principal, grant))
     return TokenTable(tuple(entries))
 
 
-def _entry(key: str, value: object, where: str) -> tuple[bytes, str]:
-    if isinstance(value, dict):  # principal: {sha256: ...}, as in the authority file
+def _entry(key: str, value: object, where: str) -> tuple[bytes, str, Grant]:
+    if isinstance(value, dict):  # principal: {sha256: ..., roles: [...], scopes: [...]}
         digest = str(value.get("sha256", "")).lower().removeprefix("sha256:")
-        if not _HEX64.match(digest) or set(value) != {"sha256"}:
+        if not _HEX64.match(digest) or not set(value) <= {"sha256", "roles", "scopes"}:
             raise UsageError(f"{where}: {key} needs `sha256: <64 hex>`")
-        return bytes.fromhex(digest), _principal(key, where)
+        return bytes.fromhex(digest), _principal(key, where), _grant(key, value, where)
     if not isinstance(value, str):
         raise UsageError(f"{where}: each token maps to a principal such as user:alice")
     hashed = key.lower().removeprefix("sha256:")
     if _HEX64.match(hashed):
-        return bytes.fromhex(hashed), _principal(value, where)
+        return bytes.fromhex(hashed), _principal(value, where), FULL
     if len(key) < 16:
         raise UsageError(f"{where}: a plain token must be at least 16 characters")
-    return hashlib.sha256(key.encode("utf-8")).digest(), _principal(value, where)
+    return hashlib.sha256(key.encode("utf-8")).digest(), _principal(value, where), FULL
+
+
+def _grant(key: str, value: dict[object, object], where: str) -> Grant:
+    roles, scopes = value.get("roles", ["admin"]), value.get("scopes", ["*"])
+    for name, items in (("roles", roles), ("scopes", scopes)):
+        if not isinstance(items, list) or not items or not all(isinstance(i, str) for i in items):
+            raise UsageError(f"{where}: {key}: `{name}` must be a list of names")
+    assert isinstance(roles, list) and isinstance(scopes, list)
+    unknown = sorted(set(roles) - set(ROLES))
+    if unknown:
+        raise UsageError(f"{where}: {key}: unknown role {unknown[0]!r} (one of {', '.join(ROLES)})")
+    return Grant.of(roles, scopes)
 
 
 def _principal(value: str, where: str) -> str:
-    if not _PRINCIPAL.match(value):
+    if not is_principal(value):
         raise UsageError(f"{where}: {value!r} is not a principal such as user:alice")
     return value
 
 
-def identify(tokens: TokenTable, authorization: str | None) -> Caller:
-    """The caller for an ``Authorization`` header value, or a 401 :class:`ApiError`."""
-    if not tokens:
+def token_sha256(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def identify(
+    tokens: TokenTable,
+    authorization: str | None,
+    *,
+    store: Store | None = None,
+    local: bool = True,
+    insecure: bool = False,
+) -> Caller:
+    """The caller for an ``Authorization`` header value, or a 401 :class:`ApiError`.
+
+    ``local`` says the connection is the local operator's (:func:`openseal.api.local.
+    is_local_connection`); ``insecure`` (``--insecure-no-auth``) lets anyone act as the local
+    operator when no token is configured, though only a local connection counts as local.
+    """
+    configured = bool(tokens) or (store is not None and store.tokens.any())
+    if not configured:
         if authorization:
             raise ApiError(401, "unauthorized", "this server has no tokens configured")
-        return Caller(LOCAL_OPERATOR, False)
+        if not local and not insecure:
+            raise ApiError(
+                401,
+                "unauthorized",
+                "without tokens only the local operator may call, from this machine (a "
+                "loopback connection with no proxy in between); ask for a token",
+            )
+        return Caller(LOCAL_OPERATOR, False, FULL, local)
     scheme, _, token = (authorization or "").partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise ApiError(401, "unauthorized", "a bearer token is required")
-    principal = tokens.principal(token.strip())
-    if principal is None:
+    found = tokens.lookup(token.strip())
+    if store is not None:
+        found = _stored(store, token.strip(), found)
+    if found is None:
         raise ApiError(401, "unauthorized", "unknown token")
-    return Caller(principal, True)
+    return Caller(found[0], True, found[1], local)
+
+
+def _stored(store: Store, token: str, found: tuple[str, Grant] | None) -> tuple[str, Grant] | None:
+    row = store.tokens.by_hash(token_sha256(token))
+    if row is None:
+        return found
+    state = row.state(store.now())
+    if state != "active":
+        raise ApiError(401, "unauthorized", f"this token is {state}")
+    grant = Grant.of(row.roles, row.scopes)
+    if found is not None and found[0] == row.principal:
+        grant = grant.union(found[1])
+    return row.principal, grant
 
 
 def caller(request: Request) -> Caller:
     """FastAPI dependency: the calling principal."""
+    from openseal.api.local import is_local_connection
     from openseal.api.state import state_of
 
-    return identify(state_of(request).tokens, request.headers.get("authorization"))
+    state = state_of(request)
+    settings = state.settings
+    return identify(
+        state.tokens,
+        request.headers.get("authorization"),
+        store=state.store,
+        local=is_local_connection(request, settings.trusted_proxies),
+        insecure=settings.insecure_no_auth,
+    )

@@ -27,6 +27,8 @@ class ObjectiveCreate(Body):
     workflow: Name
     inputs: dict[str, Any] = Field(default_factory=dict)
     project: Name = "default"
+    #: where the objective lives (a scope the caller may act in); omitted: the caller's own
+    scope: Name | None = None
 
 
 class RunCommand(Body):

@@ -17,10 +17,11 @@ from openseal.skills.credentials import RuntimeContext
 class ApiSettings:
     """Server configuration.
 
-    ``host`` is the listening address: it decides whether the local operator may decide
-    approvals (only on loopback). ``workers`` in-process engine workers execute runs;
-    ``external_workers`` declares that ``openseal worker`` processes share the store instead.
-    Both make run creation available. ``tokens`` and ``authority.tokens`` identify callers.
+    ``host`` is the listening address; the local operator is whoever connects from this
+    machine (:mod:`openseal.api.local`), and nobody when ``trusted_proxies`` are configured.
+    ``workers`` in-process engine workers execute runs; ``external_workers`` declares that
+    ``openseal worker`` processes share the store instead. Both make run creation available.
+    ``tokens``, ``authority.tokens`` and the store's tokens identify callers.
     """
 
     host: str = "127.0.0.1"
@@ -46,11 +47,17 @@ class ApiSettings:
     authoring_profile: str | None = None
     #: tokens one authoring request may spend over all its model calls
     authoring_token_budget: int = DEFAULT_TOKEN_BUDGET
+    #: proxies in front of the server (addresses or networks): forwarding headers are honoured
+    #: from them only, and the local operator is off
+    trusted_proxies: tuple[str, ...] = ()
+    #: without tokens, serve callers that are not this machine as the local operator anyway
+    insecure_no_auth: bool = False
 
     @property
     def local(self) -> bool:
-        """Requests count as coming from this machine: the server listens on loopback only."""
-        return is_loopback(self.host)
+        """Whether a request can come from this machine at all: the server listens on loopback
+        and is not behind a proxy (each request is then judged by its connection)."""
+        return is_loopback(self.host) and not self.trusted_proxies
 
     def all_tokens(self) -> TokenTable:
         return self.tokens.merged(self.authority)
@@ -59,14 +66,15 @@ class ApiSettings:
         context = self.context or RuntimeContext.empty()
         return AuthoringSetup(self.authoring_definitions, self.authoring_profile, context)
 
-    def capability_config(self) -> CapabilityConfig:
-        """What the server is configured with; checks the authoring profile (a compile)."""
+    def capability_config(self, *, stored_tokens: bool = False) -> CapabilityConfig:
+        """What the server is configured with; checks the authoring profile (a compile).
+        ``stored_tokens``: the store holds tokens (``openseal tokens create``)."""
         authoring = availability(self.authoring_setup())
         return CapabilityConfig(
             workers=self.workers,
             external_workers=self.external_workers,
             authority=self.authority,
-            tokens=bool(self.all_tokens()),
+            tokens=bool(self.all_tokens()) or stored_tokens,
             local=self.local,
             authoring_model=authoring.name if authoring.complete else None,
             authoring_missing=authoring.missing,

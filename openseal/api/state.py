@@ -21,9 +21,8 @@ class ApiState:
 
     @classmethod
     def build(cls, settings: ApiSettings, store: Store) -> ApiState:
-        return cls(
-            settings, store, settings.all_tokens(), capabilities(settings.capability_config())
-        )
+        config = settings.capability_config(stored_tokens=store.tokens.any())
+        return cls(settings, store, settings.all_tokens(), capabilities(config))
 
 
 def state_of(request: Request) -> ApiState:

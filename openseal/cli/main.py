@@ -44,6 +44,7 @@ COMMANDS = {
     "completion": "openseal.cli.completion:completion",
     "author": "openseal.cli.author:author_command",
     "models": "openseal.cli.models:models",
+    "tokens": "openseal.cli.tokens:tokens",
 }
 
 

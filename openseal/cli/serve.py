@@ -7,6 +7,7 @@ TLS. See ``docs/api.md``.
 from __future__ import annotations
 
 import errno
+import ipaddress
 import socket
 import threading
 import time
@@ -22,6 +23,8 @@ from openseal.runtime.service import AUTHORITY_ENV
 
 if TYPE_CHECKING:
     import uvicorn
+
+    from openseal.api import ApiSettings
 
 
 @click.command("serve")
@@ -42,6 +45,16 @@ if TYPE_CHECKING:
     "--tokens", "tokens_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
     envvar="OPENSEAL_API_TOKENS",
     help="Bearer tokens file (token sha256 -> principal); every request then needs a token.",
+)  # fmt: skip
+@click.option(
+    "--trusted-proxy", "trusted_proxies", multiple=True, metavar="ADDRESS",
+    envvar="OPENSEAL_TRUSTED_PROXIES",
+    help="A proxy in front of the server (address or network; repeatable): its forwarding "
+    "headers are honoured, and the local operator is off.",
+)  # fmt: skip
+@click.option(
+    "--insecure-no-auth", is_flag=True,
+    help="Listen beyond loopback without tokens: every caller acts as user:local. Unsafe.",
 )  # fmt: skip
 @click.option(
     "--workers", type=click.IntRange(0, 256), default=0, show_default=True,
@@ -103,6 +116,8 @@ def serve(
     home: Path,
     authority: Path | None,
     tokens_path: Path | None,
+    trusted_proxies: tuple[str, ...],
+    insecure_no_auth: bool,
     workers: int,
     external_workers: bool,
     context_path: Path | None,
@@ -119,9 +134,11 @@ def serve(
 ) -> None:
     """Serve the HTTP API: deployments, objectives, runs, approvals, actions, events.
 
-    Without --tokens every caller is user:local, which is allowed only on a loopback address.
-    No TLS: use a proxy in front of it for anything but loopback. Exits 1 at once when the
-    port is taken.
+    Callers identify with bearer tokens (`openseal tokens create`, --tokens FILE, the approval
+    authority's); without any, the only caller is the local operator (user:local) connecting
+    from this machine, and listening beyond loopback is refused unless --insecure-no-auth.
+    Behind a proxy (--trusted-proxy) the local operator is off. No TLS: use a proxy in front
+    of it for anything but loopback. Exits 1 at once when the port is taken.
 
     \b
     Examples:
@@ -158,16 +175,17 @@ def serve(
         ),
         authoring_definitions=authoring_definitions, authoring_profile=authoring_model,
         authoring_token_budget=authoring_token_budget,
+        trusted_proxies=_proxies(trusted_proxies), insecure_no_auth=insecure_no_auth,
     )  # fmt: skip
-    if not is_loopback(host) and not settings.all_tokens():
-        raise UsageError(
-            f"refusing to listen on {host} without tokens: every caller would act as "
-            "user:local; pass --tokens FILE (or listen on 127.0.0.1)"
-        )
     _check_bind(host, port)
     # Opened here, not at the application's start-up, so a store that cannot be opened is one
     # line naming it (and exit 1), not a start-up traceback.
     store = open_store(home=home)
+    try:
+        _check_exposure(settings, store.tokens.any())
+    except UsageError:
+        store.close()
+        raise
     tracing.configure_from_env()
     try:
         server = uvicorn.Server(
@@ -178,6 +196,9 @@ def serve(
                 log_level=log_level,
                 timeout_graceful_shutdown=5,
                 server_header=False,
+                # forwarding headers rewrite the client address only from configured proxies
+                proxy_headers=bool(settings.trusted_proxies),
+                forwarded_allow_ips=list(settings.trusted_proxies) or None,
                 # with JSON logs the server's loggers go through the handler configured above
                 log_config=None if log_format == "json" else uvicorn.config.LOGGING_CONFIG,
             )
@@ -188,6 +209,39 @@ def serve(
     finally:
         tracing.shutdown()
         store.close()
+
+
+def _proxies(values: tuple[str, ...]) -> tuple[str, ...]:
+    found = []
+    for value in values:
+        for item in value.replace(",", " ").split():
+            try:
+                ipaddress.ip_network(item, strict=False)
+            except ValueError:
+                raise UsageError(f"--trusted-proxy {item!r} is not an address or network") from None
+            found.append(item)
+    return tuple(found)
+
+
+def _check_exposure(settings: ApiSettings, stored_tokens: bool) -> None:
+    """Refuse to serve anonymous callers beyond this machine, unless told to, loudly."""
+    if settings.all_tokens() or stored_tokens:
+        return
+    if is_loopback(settings.host) and not settings.trusted_proxies:
+        return
+    where = f"on {settings.host}" if not is_loopback(settings.host) else "behind a proxy"
+    if not settings.insecure_no_auth:
+        raise UsageError(
+            f"refusing to listen {where} without tokens: every caller would act as "
+            "user:local; create tokens (`openseal tokens create`), pass --tokens FILE, or "
+            "listen on 127.0.0.1 (--insecure-no-auth overrides this, unsafely)"
+        )
+    click.echo(
+        f"WARNING: --insecure-no-auth: listening {where} WITHOUT AUTHENTICATION. Anyone who "
+        "can reach this server acts as user:local: starts, cancels and steers runs, resolves "
+        "actions, files deployments. Do not use this beyond a trusted test network.",
+        err=True,
+    )
 
 
 def _announce(server: uvicorn.Server, host: str, output: str) -> None:

@@ -8,7 +8,7 @@ it, and the tests generate their role × operation matrix from it. Every role ma
 
 A record's scope is its run's (approvals, actions, events, artefacts, agent requests), its
 objective's, or its change proposal's; a caller sees only records in its scopes, and an id in
-another scope is answered as not found (see ``docs/decisions/0006-scopes.md``).
+another scope is answered as not found (see ``docs/decisions/0007-principals-roles-scopes.md``).
 
 Example::
 
@@ -19,9 +19,11 @@ Example::
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from openseal.errors import RuntimeFailure
 from openseal.runtime.store import DEFAULT_SCOPE, NotFound, Run, Store
 
 VIEWER = "viewer"
@@ -115,10 +117,35 @@ class Grant:
 FULL = Grant(frozenset({ADMIN}), frozenset({ANY_SCOPE}))
 
 
-def check_role(value: str) -> str:
-    if value not in ROLES:
-        raise ValueError(f"unknown role {value!r} (one of {', '.join(ROLES)})")
-    return value
+def approver_grant() -> Grant:
+    """What the approval authority's own tokens hold: reading and deciding, in every scope."""
+    return Grant(frozenset({VIEWER, APPROVER}), frozenset({ANY_SCOPE}))
+
+
+_PRINCIPAL = re.compile(r"^[a-z][a-z0-9_-]*:[^\s:][^\s]*$")
+_SCOPE = re.compile(r"^(\*|[a-z0-9][a-z0-9_.-]{0,99})$")
+
+
+def is_principal(value: str) -> bool:
+    """``kind:name`` such as ``user:alice`` or ``service:ci``."""
+    return bool(_PRINCIPAL.match(value)) and len(value) <= 200
+
+
+def is_scope(value: str) -> bool:
+    """A scope name (lowercase letters, digits, ``_ . -``), or ``*`` for every scope."""
+    return bool(_SCOPE.match(value))
+
+
+class Forbidden(RuntimeFailure):
+    """The caller's roles or scopes do not allow the operation at all (403)."""
+
+    code = "forbidden"
+
+
+def check_everywhere(grant: Grant, operation: str) -> None:
+    """Refuse an operation that reaches records of every scope to a caller limited to some."""
+    if not grant.everywhere:
+        raise Forbidden(f"{operation} reaches runs of every scope: it needs a token for scope *")
 
 
 def check_scope(grant: Grant, scope: str, what: str) -> None:

@@ -128,3 +128,15 @@ class StartObjective:
     request_key: str | None = None
     #: where the objective lives (None: the caller's scope)
     scope: str | None = None
+
+
+@dataclass(frozen=True)
+class NewToken:
+    """Make a bearer token for ``principal`` with ``roles`` in ``scopes`` (``*``: every scope),
+    expiring ``expires_in`` seconds from now (None: never)."""
+
+    principal: str
+    roles: tuple[str, ...]
+    scopes: tuple[str, ...] = ("default",)
+    expires_in: float | None = None
+    note: str | None = None

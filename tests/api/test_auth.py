@@ -11,6 +11,7 @@ from openseal.api.errors import ApiError
 from openseal.cli.main import main
 from openseal.errors import UsageError
 from openseal.runtime.approvals import ApprovalAuthority
+from openseal.runtime.service import FULL, Grant
 from tests.api.conftest import ALICE_TOKEN, BOB_TOKEN, sha
 
 
@@ -58,14 +59,14 @@ def test_an_unreadable_token_file_is_a_usage_error(tmp_path: Path) -> None:
 
 def test_identify_the_caller() -> None:
     empty = TokenTable()
-    assert identify(empty, None) == Caller("user:local", False)
+    assert identify(empty, None) == Caller("user:local", False, FULL, True)
     assert identify(empty, None).decider is None  # the local operator's path
     with pytest.raises(ApiError) as raised:
         identify(empty, f"Bearer {ALICE_TOKEN}")
     assert raised.value.code == "unauthorized"
     table = parse_tokens({sha(ALICE_TOKEN): "user:alice"})
     alice = identify(table, f"Bearer {ALICE_TOKEN}")
-    assert alice == Caller("user:alice", True) and alice.decider == "user:alice"
+    assert alice == Caller("user:alice", True, FULL, True) and alice.decider == "user:alice"
     assert identify(table, f"bearer   {ALICE_TOKEN}  ").principal == "user:alice"
     for header in (None, "", "Basic abc", "Bearer ", f"Bearer {BOB_TOKEN}"):
         with pytest.raises(ApiError) as raised:
@@ -74,11 +75,37 @@ def test_identify_the_caller() -> None:
         assert ALICE_TOKEN not in raised.value.message and BOB_TOKEN not in raised.value.message
 
 
+def test_without_tokens_only_a_local_connection_is_the_local_operator() -> None:
+    with pytest.raises(ApiError) as raised:
+        identify(TokenTable(), None, local=False)
+    assert raised.value.status == 401 and "local operator" in raised.value.message
+    # --insecure-no-auth: served anyway, but not as a local connection
+    assert identify(TokenTable(), None, local=False, insecure=True).local is False
+
+
+def test_token_file_entries_may_name_roles_and_scopes() -> None:
+    table = parse_tokens(
+        {
+            "user:bob": {"sha256": sha(BOB_TOKEN), "roles": ["operator"], "scopes": ["ops"]},
+            sha(ALICE_TOKEN): "user:alice",
+        }
+    )
+    bob = identify(table, f"Bearer {BOB_TOKEN}")
+    assert bob.grant == Grant.of(["operator"], ["ops"])
+    assert identify(table, f"Bearer {ALICE_TOKEN}").grant == FULL  # no roles: as before roles
+    with pytest.raises(UsageError, match="unknown role 'boss'"):
+        parse_tokens({"user:bob": {"sha256": sha(BOB_TOKEN), "roles": ["boss"]}})
+    with pytest.raises(UsageError, match="must be a list"):
+        parse_tokens({"user:bob": {"sha256": sha(BOB_TOKEN), "scopes": "ops"}})
+
+
 def test_the_authority_tokens_count_too() -> None:
     authority = ApprovalAuthority(tokens={sha(BOB_TOKEN): "user:bob"})
     merged = parse_tokens({sha(ALICE_TOKEN): "user:alice"}).merged(authority)
     assert merged.principal(BOB_TOKEN) == "user:bob"
     assert merged.principal(ALICE_TOKEN) == "user:alice"
+    bob = merged.lookup(BOB_TOKEN)
+    assert bob is not None and bob[1] == Grant.of(["viewer", "approver"], ["*"])
     assert TokenTable().merged(authority).principal(BOB_TOKEN) == "user:bob"
 
 
@@ -90,6 +117,7 @@ def test_serve_refuses_a_public_address_without_tokens(
     err = capsys.readouterr().err
     assert code == 2
     assert "refusing to listen on 0.0.0.0 without tokens" in err and "Traceback" not in err
+    assert "--insecure-no-auth" in err
     (tmp_path / "tokens.yaml").write_text("nope: [", encoding="utf-8")
     code = main(["serve", "--tokens", str(tmp_path / "tokens.yaml"), "--home", str(tmp_path)])
     assert code == 2 and "not valid YAML" in capsys.readouterr().err

@@ -33,7 +33,10 @@ def test_me_says_what_the_caller_may_do_and_why_not(serve: Serve) -> None:
         me = alice.get("/me").json()
         assert me["principal"] == "user:alice" and me["approver_roles"] == ["requester"]
         assert me["operations"]["approvals.decide"]["allowed"] is True
-        assert me["operations"]["objectives.create"]["allowed"] is True
+        # the authority's tokens are approvers: they read and decide, nothing else
+        assert (me["roles"], me["scopes"]) == (["approver", "viewer"], ["*"])
+        creation = me["operations"]["objectives.create"]
+        assert creation["allowed"] is False and "holds none of the roles" in creation["reason"]
     with tokens.client(BOB_TOKEN) as bob:
         decide = bob.get("/me").json()["operations"]["approvals.decide"]
         assert decide == {"allowed": False, "reason": "user:bob holds no approver role"}

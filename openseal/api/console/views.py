@@ -13,11 +13,11 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query
 
+from openseal.api.auth import Caller
 from openseal.api.capabilities import requires
 from openseal.api.console.layout import lay_out
 from openseal.api.errors import responses
-from openseal.api.local import is_loopback
-from openseal.api.routes.common import Id, Limit, State, Status, Who
+from openseal.api.routes.common import Id, Limit, State, Status, Who, scoped
 from openseal.api.serialize import jsonable
 from openseal.api.state import ApiState
 from openseal.compiler.lang import expr as ex
@@ -33,20 +33,26 @@ Ref = Annotated[str, Path(min_length=1, max_length=80, description="Approval id 
 
 @router.get("/me", operation_id="console.me", responses=responses())
 def who_am_i(state: State, who: Who) -> dict[str, Any]:
-    """The calling principal and, for each operation, whether this caller may use it here
-    (``allowed``) and why not (``reason``)."""
+    """The calling principal, its roles and scopes, and for each operation whether this caller
+    may use it here (``allowed``) and why not (``reason``): the capability's availability, then
+    the role × operation table every route checks."""
     operations: dict[str, dict[str, Any]] = {}
     for capability in state.capabilities:
         for operation in capability.operations:
             reason = None if capability.available else capability.reason
+            if reason is None and not who.grant.may(operation):
+                roles = ", ".join(sorted(service.roles_for(operation)))
+                reason = f"{who.principal} holds none of the roles {roles}"
             operations[operation] = {"allowed": reason is None, "reason": reason}
     decide = operations.get("approvals.decide")
     if decide is not None and decide["allowed"]:
-        refusal = _decider_refusal(state, who.principal, who.via_token)
+        refusal = _decider_refusal(state, who.principal, who.via_token, who.local)
         decide.update(allowed=refusal is None, reason=refusal)
     return {
         "principal": who.principal,
         "via_token": who.via_token,
+        "roles": sorted(who.grant.roles),
+        "scopes": sorted(who.grant.scopes),
         "approver_roles": _roles_of(state, who.principal),
         "operations": operations,
     }
@@ -59,7 +65,7 @@ def _roles_of(state: ApiState, principal: str) -> list[str]:
     return sorted(role for role, holders in authority.roles.items() if principal in holders)
 
 
-def _decider_refusal(state: ApiState, principal: str, via_token: bool) -> str | None:
+def _decider_refusal(state: ApiState, principal: str, via_token: bool, local: bool) -> str | None:
     """Why this caller can decide no approval at all here (None: it may decide some)."""
     authority = state.settings.authority
     if authority is None:
@@ -67,8 +73,8 @@ def _decider_refusal(state: ApiState, principal: str, via_token: bool) -> str | 
     if not via_token:
         if not authority.local_operator:
             return "the approval authority enables no local operator"
-        if not is_loopback(state.settings.host):
-            return "the local operator decides only through a loopback address"
+        if not local:
+            return "the local operator decides only from this machine (loopback, no proxy)"
         return None
     if authority.roles and not _roles_of(state, principal):
         return f"{principal} holds no approver role"
@@ -83,6 +89,7 @@ def _decider_refusal(state: ApiState, principal: str, via_token: bool) -> str | 
 )
 def list_runs(
     state: State,
+    who: Who,
     status: Status = None,
     workflow: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
     limit: Limit = 100,
@@ -91,7 +98,7 @@ def list_runs(
     for; optionally of one status and one workflow."""
     versions: dict[str, DefinitionVersion] = {}
     rows = []
-    for run in service.list_runs(state.store, status=status, limit=1000):
+    for run in service.list_runs(state.store, status=status, limit=1000, caller=scoped(who)):
         version = _version(state, run, versions)
         if workflow is not None and version.name != workflow:
             continue
@@ -128,10 +135,10 @@ def _row(run: Run, version: DefinitionVersion) -> dict[str, Any]:
     dependencies=requires("runs.show"),
     responses=responses(404),
 )
-def show_run(run_id: Id, state: State) -> dict[str, Any]:
+def show_run(run_id: Id, state: State, who: Who) -> dict[str, Any]:
     """One run with its graph laid out for drawing, the state it is in, the states it went
     through, its turns and its actions."""
-    view = service.show_run(state.store, run_id)
+    view = service.show_run(state.store, run_id, scoped(who))
     version = service.get_version(state.store, view.run.workflow_digest)
     trail = view.run.context.get("trail") or []
     actions = service.list_actions(state.store, run_id=view.run.id, limit=1000)
@@ -162,7 +169,7 @@ def show_approval(ref: Ref, state: State, who: Who) -> dict[str, Any]:
     """The approval with the exact proposal, its hash, the skill with the grants that allow it
     (each constraint evaluated against the proposal's arguments), the budget the run has spent,
     and whether this caller may decide it."""
-    view = service.show_approval(state.store, ref)
+    view = service.show_approval(state.store, ref, scoped(who))
     approval, document = view.approval, view.proposal.document
     skill = document.get("skill") or {}
     workflow = document.get("workflow") or {}
@@ -175,15 +182,17 @@ def show_approval(ref: Ref, state: State, who: Who) -> dict[str, Any]:
         "unverified_reason": view.proposal.problem,
         "skill": _skill(state, str(workflow.get("version") or ""), skill, document),
         "run": {"id": run.id, "status": str(run.status), "budget_used": jsonable(run.budget_used)},
-        "may_decide": _may_decide(state, who.principal, who.via_token, approval.approvers),
+        "may_decide": _may_decide(state, who, approval.approvers),
     }
 
 
-def _may_decide(state: ApiState, principal: str, via_token: bool, approvers: list[str]) -> bool:
+def _may_decide(state: ApiState, who: Caller, approvers: list[str]) -> bool:
     authority = state.settings.authority
-    if _decider_refusal(state, principal, via_token) is not None or authority is None:
+    if not who.grant.may("approvals.decide") or authority is None:
         return False
-    return authority.may_decide(principal, approvers)
+    if _decider_refusal(state, who.principal, who.via_token, who.local) is not None:
+        return False
+    return authority.may_decide(who.principal, approvers)
 
 
 def _skill(

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Path, Query
 from openseal.api.capabilities import requires
 from openseal.api.errors import responses
 from openseal.api.models import ActionResolution
-from openseal.api.routes.common import Limit, State, Status, Who, runtime_caller
+from openseal.api.routes.common import Limit, State, Status, Who, runtime_caller, scoped
 from openseal.api.serialize import jsonable
 from openseal.runtime import service
 
@@ -26,12 +26,15 @@ Ref = Annotated[str, Path(min_length=1, max_length=300, description="Action id o
 )
 def list_actions(
     state: State,
+    who: Who,
     status: Status = None,
     run: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
     limit: Limit = 100,
 ) -> dict[str, Any]:
     """Newest actions first."""
-    found = service.list_actions(state.store, status=status, run_id=run, limit=limit)
+    found = service.list_actions(
+        state.store, status=status, run_id=run, limit=limit, caller=scoped(who)
+    )
     return {"actions": jsonable(found)}
 
 
@@ -41,9 +44,9 @@ def list_actions(
     dependencies=requires("actions.show"),
     responses=responses(404),
 )
-def show_action(ref: Ref, state: State) -> dict[str, Any]:
+def show_action(ref: Ref, state: State, who: Who) -> dict[str, Any]:
     """The action, its exact proposal and its spend reservations."""
-    view = service.show_action(state.store, ref)
+    view = service.show_action(state.store, ref, scoped(who))
     return {
         "action": jsonable(view.action),
         "proposal": jsonable(view.proposal.document),

@@ -14,7 +14,7 @@ from fastapi import APIRouter, Path, Query
 from openseal.api.capabilities import requires
 from openseal.api.errors import responses
 from openseal.api.models import ApprovalDecision
-from openseal.api.routes.common import Limit, State, Status, Who, runtime_caller
+from openseal.api.routes.common import Limit, State, Status, Who, runtime_caller, scoped
 from openseal.api.serialize import jsonable
 from openseal.runtime import service
 
@@ -31,12 +31,15 @@ Ref = Annotated[str, Path(min_length=1, max_length=80, description="Approval id 
 )
 def list_approvals(
     state: State,
+    who: Who,
     status: Status = None,
     run: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
     limit: Limit = 100,
 ) -> dict[str, Any]:
     """Newest approvals first."""
-    found = service.list_approvals(state.store, status=status, run_id=run, limit=limit)
+    found = service.list_approvals(
+        state.store, status=status, run_id=run, limit=limit, caller=scoped(who)
+    )
     return {"approvals": jsonable(found)}
 
 
@@ -46,9 +49,9 @@ def list_approvals(
     dependencies=requires("approvals.show"),
     responses=responses(404),
 )
-def show_approval(ref: Ref, state: State) -> dict[str, Any]:
+def show_approval(ref: Ref, state: State, who: Who) -> dict[str, Any]:
     """The approval, every field of the exact proposal, and the hash to decide on."""
-    view = service.show_approval(state.store, ref)
+    view = service.show_approval(state.store, ref, scoped(who))
     return {
         "approval": jsonable(view.approval),
         "proposal": jsonable(view.proposal.document),

@@ -25,6 +25,11 @@ State = Annotated[ApiState, Depends(_state)]
 
 def runtime_caller(state: ApiState, who: Caller) -> service.Caller:
     """The runtime's view of who asks: the principal a token identified (none: the local
-    operator), and whether this server counts as local — it does when it listens on loopback
-    only. The runtime never sees the address itself."""
-    return service.Caller(who.decider, local=state.settings.local)
+    operator), whether the connection comes from this machine (a loopback peer with no proxy
+    in between), and the roles and scopes it holds. The runtime never sees the address."""
+    return service.Caller(who.decider, local=who.local and state.settings.local, grant=who.grant)
+
+
+def scoped(who: Caller) -> service.Caller:
+    """The caller as reads need it: which scopes it sees."""
+    return service.Caller(who.decider, local=who.local, grant=who.grant)

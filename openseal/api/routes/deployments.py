@@ -16,7 +16,7 @@ from openseal.api.models import (
     ProposalReview,
     Rollback,
 )
-from openseal.api.routes.common import Id, Limit, State, Who, runtime_caller
+from openseal.api.routes.common import Id, Limit, State, Who, runtime_caller, scoped
 from openseal.api.serialize import jsonable
 from openseal.runtime import service
 from openseal.runtime.service import governance as gov
@@ -70,14 +70,16 @@ def rollback(name: Name, body: Rollback, state: State, who: Who, response: Respo
 )
 def list_proposals(
     state: State,
+    who: Who,
     status: Annotated[list[str] | None, Query()] = None,
     deployment: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
     limit: Limit = 100,
 ) -> dict[str, Any]:
     """Change proposals, newest first (``status`` may repeat)."""
     found = gov.list_proposals(
-        state.store, statuses=status or (), deployment=deployment, limit=limit
-    )
+        state.store, statuses=status or (), deployment=deployment, limit=limit,
+        caller=scoped(who),
+    )  # fmt: skip
     return {"proposals": [_summary(p) for p in found]}
 
 
@@ -105,10 +107,10 @@ def file_proposal(body: ProposalFiling, state: State, who: Who, response: Respon
     dependencies=requires("proposals.show"),
     responses=responses(404),
 )
-def show_proposal(proposal_id: Id, state: State) -> dict[str, Any]:
+def show_proposal(proposal_id: Id, state: State, who: Who) -> dict[str, Any]:
     """The proposal with its targets, base, policy, decision and semantic diff, its reviews and
     its events."""
-    proposal = gov.get_proposal(state.store, proposal_id)
+    proposal = gov.get_proposal(state.store, proposal_id, scoped(who))
     return {
         "proposal": proposal.to_dict(),
         "reviews": jsonable(gov.proposal_reviews(state.store, proposal.id)),

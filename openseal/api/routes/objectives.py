@@ -10,7 +10,7 @@ from openseal.api import idempotency
 from openseal.api.capabilities import requires
 from openseal.api.errors import responses
 from openseal.api.models import ObjectiveCreate
-from openseal.api.routes.common import Id, Limit, State, Who, runtime_caller
+from openseal.api.routes.common import Id, Limit, State, Who, runtime_caller, scoped
 from openseal.api.serialize import jsonable
 from openseal.runtime import service
 
@@ -37,7 +37,9 @@ def create_objective(body: ObjectiveCreate, state: State, who: Who, key: Key = N
     """Start a deployed workflow (its active version) with inputs checked against its types."""
 
     def create(request_key: str | None) -> tuple[int, dict[str, Any]]:
-        request = service.StartObjective(body.workflow, body.inputs, body.project, request_key)
+        request = service.StartObjective(
+            body.workflow, body.inputs, body.project, request_key, body.scope
+        )
         created = service.create_objective(state.store, request, runtime_caller(state, who))
         document = {
             "objective": jsonable(created.objective),
@@ -57,9 +59,10 @@ def create_objective(body: ObjectiveCreate, state: State, who: Who, key: Key = N
     dependencies=requires("objectives.list"),
     responses=responses(),
 )
-def list_objectives(state: State, limit: Limit = 100) -> dict[str, Any]:
-    """Newest objectives first."""
-    return {"objectives": jsonable(service.list_objectives(state.store, limit=limit))}
+def list_objectives(state: State, who: Who, limit: Limit = 100) -> dict[str, Any]:
+    """Newest objectives first (those in the caller's scopes)."""
+    found = service.list_objectives(state.store, limit=limit, caller=scoped(who))
+    return {"objectives": jsonable(found)}
 
 
 @router.get(
@@ -68,7 +71,7 @@ def list_objectives(state: State, limit: Limit = 100) -> dict[str, Any]:
     dependencies=requires("objectives.show"),
     responses=responses(404),
 )
-def show_objective(objective_id: Id, state: State) -> dict[str, Any]:
+def show_objective(objective_id: Id, state: State, who: Who) -> dict[str, Any]:
     """An objective and its runs."""
-    objective, runs = service.show_objective(state.store, objective_id)
+    objective, runs = service.show_objective(state.store, objective_id, scoped(who))
     return {"objective": jsonable(objective), "runs": jsonable(runs)}

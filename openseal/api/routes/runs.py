@@ -16,7 +16,7 @@ from starlette.concurrency import run_in_threadpool
 from openseal.api.capabilities import requires
 from openseal.api.errors import responses
 from openseal.api.models import Intervention, RunCommand
-from openseal.api.routes.common import Id, Limit, State, Status, Who, runtime_caller
+from openseal.api.routes.common import Id, Limit, State, Status, Who, runtime_caller, scoped
 from openseal.api.serialize import jsonable
 from openseal.api.state import ApiState
 from openseal.runtime import service
@@ -33,12 +33,15 @@ Sequence = Annotated[int, Query(ge=0, le=2**53, description="Only events after t
 )
 def list_runs(
     state: State,
+    who: Who,
     status: Status = None,
     objective: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
     limit: Limit = 100,
 ) -> dict[str, Any]:
     """Runs in creation order, optionally of one status or one objective."""
-    found = service.list_runs(state.store, status=status, limit=limit, objective_id=objective)
+    found = service.list_runs(
+        state.store, status=status, limit=limit, objective_id=objective, caller=scoped(who)
+    )
     return {"runs": jsonable(found)}
 
 
@@ -48,9 +51,9 @@ def list_runs(
     dependencies=requires("runs.show"),
     responses=responses(404),
 )
-def show_run(run_id: Id, state: State) -> dict[str, Any]:
+def show_run(run_id: Id, state: State, who: Who) -> dict[str, Any]:
     """The run, what it waits for (``reason``) and its position: previous → current → next."""
-    view = service.show_run(state.store, run_id)
+    view = service.show_run(state.store, run_id, scoped(who))
     document: dict[str, Any] = jsonable(view)
     document["position"] = {
         "previous": view.previous, "current": view.current, "next": list(view.next),
@@ -119,10 +122,12 @@ def intervene(run_id: Id, body: Intervention, state: State, who: Who) -> dict[st
     dependencies=requires("runs.events"),
     responses=responses(404),
 )
-def events(run_id: Id, state: State, after: Sequence = 0, limit: Limit = 100) -> dict[str, Any]:
+def events(
+    run_id: Id, state: State, who: Who, after: Sequence = 0, limit: Limit = 100
+) -> dict[str, Any]:
     """One page of the run's events with ``seq > after``, in order (sequences have no gaps).
     The next page starts after ``next_after``."""
-    page = service.run_events(state.store, run_id, after=after, limit=limit)
+    page = service.run_events(state.store, run_id, after=after, limit=limit, caller=scoped(who))
     return {
         "events": jsonable(page),
         "next_after": page[-1].seq if page else after,
@@ -142,6 +147,7 @@ def events(run_id: Id, state: State, after: Sequence = 0, limit: Limit = 100) ->
 async def stream(
     run_id: Id,
     state: State,
+    who: Who,
     after: Sequence = 0,
     last_event_id: Annotated[str | None, Header(max_length=20)] = None,
 ) -> StreamingResponse:
@@ -150,7 +156,8 @@ async def stream(
     stream sends ``event: end`` and closes once the run has ended and everything was sent."""
     if last_event_id is not None and last_event_id.strip().isdigit():
         after = max(after, min(int(last_event_id.strip()), 2**53))
-    await run_in_threadpool(state.store.runs.get, run_id)  # 404 before the stream starts
+    # 404 (unknown, or another scope's) before the stream starts
+    await run_in_threadpool(service.show_run, state.store, run_id, scoped(who))
     return StreamingResponse(
         _sse(state, run_id, after),
         media_type="text/event-stream",

@@ -18,6 +18,16 @@ The store itself is opened with :func:`openseal.runtime.store.open_store`.
 
 from __future__ import annotations
 
+from openseal.runtime.access import (
+    ANY_SCOPE,
+    FULL,
+    PERMISSIONS,
+    ROLES,
+    Grant,
+    approver_grant,
+    is_principal,
+    roles_for,
+)
 from openseal.runtime.approvals import (
     AUTHORITY_ENV,
     ApprovalAuthority,
@@ -34,12 +44,13 @@ from openseal.runtime.requests import (
     ApprovalDecision,
     EventDelivery,
     Intervention,
+    NewToken,
     Reconciliation,
     Resolution,
     RunCommand,
     StartObjective,
 )
-from openseal.runtime.service import governance, workers
+from openseal.runtime.service import governance, tokens, workers
 from openseal.runtime.service.actions import (
     ActionView,
     ApprovalView,
@@ -86,11 +97,15 @@ from openseal.runtime.statuses import (
 )
 
 __all__ = [
+    "ANY_SCOPE",
     "AUTHORITY_ENV",
     "CLI",
+    "FULL",
     "LOCAL_ACTOR",
     "LOCAL_OPERATOR",
     "OPEN_CHANGE_PROPOSAL_STATUSES",
+    "PERMISSIONS",
+    "ROLES",
     "TERMINAL_RUN_STATUSES",
     "ActionStatus",
     "ActionView",
@@ -104,7 +119,9 @@ __all__ = [
     "ChangeProposalStatus",
     "Decided",
     "EventDelivery",
+    "Grant",
     "Intervention",
+    "NewToken",
     "ProposalView",
     "Reconciliation",
     "Registered",
@@ -113,6 +130,7 @@ __all__ = [
     "RunStatus",
     "RunView",
     "StartObjective",
+    "approver_grant",
     "cancel_run",
     "capabilities",
     "capability_of",
@@ -125,6 +143,7 @@ __all__ = [
     "get_version",
     "governance",
     "intervene",
+    "is_principal",
     "list_actions",
     "list_approvals",
     "list_objectives",
@@ -136,12 +155,14 @@ __all__ = [
     "register_documents",
     "resolve_action",
     "resume_run",
+    "roles_for",
     "run_events",
     "show_action",
     "show_approval",
     "show_objective",
     "show_run",
     "summarize",
+    "tokens",
     "waiting_reason",
     "workers",
 ]

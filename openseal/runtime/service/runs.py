@@ -13,7 +13,7 @@ from typing import Any, Protocol
 import jsonschema
 
 from openseal.errors import UsageError
-from openseal.runtime.access import check_scope, visible_run
+from openseal.runtime.access import check_everywhere, check_scope, visible_run
 from openseal.runtime.caller import CLI, Caller
 from openseal.runtime.id_prefix import complete_id as complete_id  # ids by unique prefix
 from openseal.runtime.models.pricing import model_cost
@@ -301,7 +301,9 @@ def intervene(store: Store, request: Intervention, caller: Caller) -> Run:
 def receive_event(store: Store, request: EventDelivery, caller: Caller) -> Delivery:
     """Hand an inbound event to the run waiting for it, or keep it for one that will. With a
     ``key`` (the sender's id for the delivery) a redelivery is acknowledged with the first
-    event (``duplicate``), not stored again."""
+    event (``duplicate``), not stored again. A waiting run of any scope may take the event, so
+    only a caller that reaches every scope may deliver one."""
+    check_everywhere(caller.grant, "delivering an inbound event")
     return store.inbound_events.receive(
         request.name, request.correlation or {}, request.payload, key=request.key,
         actor=caller.actor,
