@@ -129,17 +129,20 @@ class Console:
             return dict(approval)
 
 
-def _prepare_home(home: Path, simulator: ProcurementSimulator) -> dict[str, Path]:
+def _prepare_home(
+    home: Path, simulator: ProcurementSimulator, definitions: Path, credentials: dict[str, str]
+) -> dict[str, Path]:
     store = open_store(home=home)
     try:
-        documents = compile_definitions(DEFINITIONS)
+        documents = compile_definitions(definitions)
         service.register_documents(store, documents, actor="user:local", reason="console tests")
     finally:
         store.close()
     context = home / "context.yaml"
     context.write_text(
         f"credentials:\n  procurement_api: {{env: {TOKEN_ENV}}}\n"
-        f"config:\n  procurement_url: {simulator.url}\n",
+        + "".join(f"  {name}: {{env: {variable}}}\n" for name, variable in credentials.items())
+        + f"config:\n  procurement_url: {simulator.url}\n",
         encoding="utf-8",
     )
     authority = home / "authority.yaml"
@@ -153,17 +156,28 @@ def _prepare_home(home: Path, simulator: ProcurementSimulator) -> dict[str, Path
 
 
 @contextmanager
-def serving(home: Path, script: Path = SCRIPT) -> Iterator[Console]:
-    """``openseal serve`` with one worker over a fresh store in ``home``; stopped afterwards."""
+def serving(
+    home: Path,
+    script: Path = SCRIPT,
+    *,
+    definitions: Path = DEFINITIONS,
+    credentials: dict[str, str] | None = None,
+    env: dict[str, str] | None = None,
+) -> Iterator[Console]:
+    """``openseal serve`` with one worker over a fresh store in ``home``; stopped afterwards.
+
+    ``credentials`` adds credential references (name → environment variable) to the runtime
+    context the server's workers get; ``env`` adds to the server's environment.
+    """
     simulator = ProcurementSimulator(credential=SIMULATOR_TOKEN).start()
     process: subprocess.Popen[bytes] | None = None
     try:
-        files = _prepare_home(home, simulator)
+        files = _prepare_home(home, simulator, definitions, credentials or {})
         port = free_port()
         program = Path(sys.executable).parent / "openseal"
-        env = {**os.environ, TOKEN_ENV: SIMULATOR_TOKEN, "NO_COLOR": "1"}
-        env.pop("OPENSEAL_DATABASE_URL", None)
-        env.pop("OPENSEAL_APPROVAL_AUTHORITY", None)
+        environment = {**os.environ, TOKEN_ENV: SIMULATOR_TOKEN, "NO_COLOR": "1", **(env or {})}
+        environment.pop("OPENSEAL_DATABASE_URL", None)
+        environment.pop("OPENSEAL_APPROVAL_AUTHORITY", None)
         with (home / "serve.log").open("wb") as log:
             process = subprocess.Popen(
                 [
@@ -172,7 +186,7 @@ def serving(home: Path, script: Path = SCRIPT) -> Iterator[Console]:
                     "--context", str(files["context"]), "--scripted-responses", str(script),
                     "--log-level", "warning",
                 ],
-                env=env, stdout=log, stderr=subprocess.STDOUT,
+                env=environment, stdout=log, stderr=subprocess.STDOUT,
             )  # fmt: skip
         console = Console(f"http://127.0.0.1:{port}", home, simulator, process)
 

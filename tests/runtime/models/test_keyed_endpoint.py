@@ -1,6 +1,7 @@
 """The procurement flow against a local OpenAI-compatible endpoint that requires its key
 (``Authorization: Bearer``), the key coming from the runtime context: through
-``openseal worker`` processes and through ``openseal quickstart --context``."""
+``openseal worker`` processes, ``openseal serve --workers --context`` and
+``openseal quickstart --context``."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pytest
 from openseal.runtime import service
 from openseal.runtime.statuses import RunStatus
 from openseal.simulator.procurement import ProcurementSimulator
+from tests.console.support import ALICE, serving
 from tests.runtime.action_support import (  # noqa: F401  (fixture)
     LOCAL,
     PICK,
@@ -159,3 +161,26 @@ def test_quickstart_with_a_context_uses_a_keyed_endpoint(
     assert result["status"] == "completed"
     assert result["purchase_order_id"] == "PO-000001"
     assert_keyed(endpoint)
+
+
+def test_serve_with_workers_and_a_context_uses_a_keyed_endpoint(
+    tmp_path: Path, endpoint: ChatServer
+) -> None:
+    folder = keyed_definitions(tmp_path, endpoint.base_url)
+    home = tmp_path / "home"
+    home.mkdir()
+    with serving(
+        home, definitions=folder, credentials={"model_key": KEY_VARIABLE}, env={KEY_VARIABLE: KEY}
+    ) as server:
+        run_id = server.start_run()  # researched through the keyed endpoint, then approval
+        assert_keyed(endpoint)
+        approval = server.pending_approval(run_id)
+        with server.client(ALICE) as alice:
+            decided = alice.post(
+                f"/approvals/{approval['id']}/decision",
+                json={"decision": "approve", "hash": approval["proposal_hash"], "reason": "ok"},
+            )
+            assert decided.status_code == 200, decided.text
+        done = server.wait_status(run_id, "completed")
+    assert done["run"]["context"]["outputs"]["order_id"].startswith("PO-")
+    assert KEY not in (home / "serve.log").read_text(encoding="utf-8")
