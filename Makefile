@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 
-.PHONY: help install quickstart validate test check fmt lint typecheck schemas errors golden bench console-screenshots clean
+.PHONY: help install quickstart validate test test-slow test-all check fmt lint typecheck schemas errors golden bench console-screenshots clean
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -23,7 +23,13 @@ quickstart: $(STAMP)  ## the procurement example end to end on the embedded defa
 validate: $(STAMP)  ## validate the example definitions
 	$(BIN)/openseal validate definitions/
 
-test: $(STAMP)  ## run the test suite
+test: $(STAMP)  ## run the test suite, without the tests marked slow
+	$(BIN)/pytest -m "not slow" $(PYTEST_ARGS)
+
+test-slow: $(STAMP)  ## run the slow tests: real processes killed mid-flight, the browser, big inputs
+	$(BIN)/pytest -m slow $(PYTEST_ARGS)
+
+test-all: $(STAMP)  ## run every test, as CI does
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 fmt: $(STAMP)  ## format the code

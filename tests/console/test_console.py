@@ -9,10 +9,14 @@ import re
 from typing import Any
 
 import httpx
+import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Page, expect
 
 from tests.console.support import ALICE, BOB, Console, sign_in, wait_for
+
+#: a real browser against a served console: run with `make test-slow`
+pytestmark = pytest.mark.slow
 
 
 def test_every_page_carries_a_strict_policy_and_the_api_reference_needs_no_internet(

@@ -8,10 +8,14 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
 from playwright.sync_api import Page, expect
 
 from openseal.quickstart import compile_definitions
 from tests.console.support import ALICE, BOB, DEFINITIONS, Console, sign_in
+
+#: a real browser against a served console: run with `make test-slow`
+pytestmark = pytest.mark.slow
 
 
 def file_widening_proposal(console: Console, tmp_path: Path) -> str:

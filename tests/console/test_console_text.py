@@ -12,6 +12,9 @@ from playwright.sync_api import Page, expect
 
 from tests.console.support import ALICE, SCRIPT, Console, serving, sign_in
 
+#: a real browser against a served console: run with `make test-slow`
+pytestmark = pytest.mark.slow
+
 VENDOR = '<script>window.pwned = 1</script><img src="x" onerror="window.pwned = 2">northwind'
 
 
