@@ -1,21 +1,33 @@
 """``openseal approvals ...``: list, show and decide approvals bound to a proposal's hash.
 
-Deciding needs an approval authority (``--authority FILE``, ``OPENSEAL_APPROVAL_AUTHORITY`` or
-``<home>/approvals.yaml``); without one decisions are not served. The CLI acts as the local
-operator (``user:local``) and must name the hash it was shown (``approvals show`` prints it).
+On the embedded store, deciding needs an approval authority (``--authority FILE``,
+``OPENSEAL_APPROVAL_AUTHORITY`` or ``<home>/approvals.yaml``) and the CLI acts as the local
+operator (``user:local``). With ``--server`` the server's authority decides who may approve, as
+the token's principal. Either way the decision must name the hash that was shown
+(``approvals show`` prints it).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
+from openseal.cli.client import (
+    Connection,
+    ServerError,
+    complete_remote_id,
+    connected,
+    record,
+    records,
+    server_options,
+)
 from openseal.cli.output import echo_data, plain
-from openseal.cli.runtime import complete_ids, opened, store_options
+from openseal.cli.runtime import complete_ids, store_options
 from openseal.runtime import service
 from openseal.runtime.service import AUTHORITY_ENV, ApprovalError, load_authority
 from openseal.runtime.store import Approval
@@ -38,20 +50,28 @@ def _line(approval: Approval) -> str:
 
 @approvals.command("list")
 @store_options
+@server_options
 @click.option("--status", default=None, help="Only approvals with this status (e.g. pending).")
 @click.option("--run", "run_id", default=None, help="Only approvals of this run.")
 @click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True)
 def list_approvals(
-    home: Path, output: str, status: str | None, run_id: str | None, limit: int
-) -> None:
+    home: Path, output: str, server: str | None, token_file: Path | None, status: str | None,
+    run_id: str | None, limit: int,
+) -> None:  # fmt: skip
     """Newest approvals first.
 
     \b
     Examples:
         openseal approvals list --status pending
+        openseal approvals list --server https://openseal.example.com
     """
-    with opened(home) as store:
-        found = service.list_approvals(store, status=status, run_id=run_id, limit=limit)
+    with connected(home, server, token_file) as at:
+        if at.remote is not None:
+            params = {"status": status, "run": run_id, "limit": limit}
+            answer = at.remote.call("GET", "/approvals", operation="approvals.list", params=params)
+            found: Sequence[Approval] = records(Approval, answer["approvals"])
+        else:
+            found = service.list_approvals(at.local, status=status, run_id=run_id, limit=limit)
     if output != "text":
         echo_data(found, output)
         return
@@ -59,23 +79,45 @@ def list_approvals(
         click.echo(_line(approval))
 
 
+@dataclass(frozen=True)
+class _Shown:
+    """An approval with the exact proposal, as the store or the server showed it."""
+
+    approval: Approval
+    document: dict[str, Any]
+    verified: bool
+    problem: str | None
+
+
+def _show(at: Connection, ref: str) -> _Shown:
+    if at.remote is not None:
+        ref = complete_remote_id(at.remote, "approval", ref)
+        answer = at.remote.call("GET", f"/approvals/{ref}", operation="approvals.show")
+        return _Shown(record(Approval, answer["approval"]), answer["proposal"],
+                      answer["verified"], answer["unverified_reason"])  # fmt: skip
+    view = service.show_approval(at.local, service.complete_id(at.local, "approval", ref))
+    proposal = view.proposal
+    return _Shown(view.approval, proposal.document, proposal.verified, proposal.problem)
+
+
 @approvals.command("show")
 @store_options
+@server_options
 @click.argument("ref", metavar="ID_OR_HASH", shell_complete=complete_ids("approval"))
-def show(home: Path, output: str, ref: str) -> None:
+def show(home: Path, output: str, server: str | None, token_file: Path | None, ref: str) -> None:
     """Every field of the exact proposal, and the hash to decide on.
 
     \b
     Examples:
         openseal approvals show 01a22b
     """
-    with opened(home) as store:
-        view = service.show_approval(store, service.complete_id(store, "approval", ref))
-    approval, proposal = view.approval, view.proposal
+    with connected(home, server, token_file) as at:
+        shown = _show(at, ref)
+    approval = shown.approval
     if output != "text":
-        echo_data({"approval": approval, "proposal": proposal.document,
-                   "hash": approval.proposal_hash, "verified": proposal.verified,
-                   "unverified_reason": proposal.problem}, output)  # fmt: skip
+        echo_data({"approval": approval, "proposal": shown.document,
+                   "hash": approval.proposal_hash, "verified": shown.verified,
+                   "unverified_reason": shown.problem}, output)  # fmt: skip
         return
     click.echo(f"approval {approval.id}  {approval.status}  run {approval.run_id}")
     click.echo(f"  approvers  {', '.join(approval.approvers) or '(any)'}")
@@ -85,12 +127,12 @@ def show(home: Path, output: str, ref: str) -> None:
     if approval.decision:
         click.echo(f"  decided    {approval.decision} by {approval.decided_by} "
                    f"({approval.reason or 'no reason given'})")  # fmt: skip
-    state = "verified against its artefact" if proposal.verified else "NOT VERIFIED"
+    state = "verified against its artefact" if shown.verified else "NOT VERIFIED"
     click.echo(f"proposal {approval.proposal_name} ({state}):")
-    if proposal.problem is not None:
-        click.echo(f"  not verified: {proposal.problem}")
+    if shown.problem is not None:
+        click.echo(f"  not verified: {shown.problem}")
         click.echo("  it cannot be approved; what is shown below is not known to be the content")
-    text = json.dumps(plain(proposal.document), indent=2, sort_keys=True)
+    text = json.dumps(plain(shown.document), indent=2, sort_keys=True)
     for line in text.splitlines():
         click.echo(f"  {line}")
     click.echo(f"hash {approval.proposal_hash}")
@@ -98,9 +140,11 @@ def show(home: Path, output: str, ref: str) -> None:
 
 
 def decision_options(command: F) -> F:
+    command = server_options(command)
     command = click.option(
         "--authority", type=click.Path(path_type=Path, dir_okay=False), default=None,
-        envvar=AUTHORITY_ENV, help="Approval authority file (default <home>/approvals.yaml).",
+        envvar=AUTHORITY_ENV, help="Approval authority file (default <home>/approvals.yaml; "
+        "with --server the server's authority applies).",
     )(command)  # fmt: skip
     command = click.option(
         "--hash", "seen_hash", required=True,
@@ -111,68 +155,87 @@ def decision_options(command: F) -> F:
     )
 
 
-def _decide(
-    home: Path, output: str, ref: str, decision: str, seen_hash: str, authority: Path | None,
-    reason: str | None,
-) -> None:  # fmt: skip
-    with opened(home) as store:
+@dataclass(frozen=True)
+class Decision:
+    """What ``approvals approve|reject|request-changes`` asked for, and where."""
+
+    home: Path
+    output: str
+    server: str | None
+    token_file: Path | None
+    ref: str
+    seen_hash: str
+    authority: Path | None
+
+
+def _decide(asked: Decision, decision: str, reason: str | None) -> None:
+    with connected(asked.home, asked.server, asked.token_file) as at:
         try:
-            request = service.ApprovalDecision(
-                service.complete_id(store, "approval", ref), decision, seen_hash, reason
-            )
-            decided = service.decide_approval(
-                store, load_authority(authority, home=home), request, service.CLI
-            )
-        except ApprovalError as exc:
-            raise ApprovalError(f"{exc.message} [{exc.code}]", code=exc.code) from None
-    approval = decided.approval
-    if output != "text":
-        echo_data({"approval": approval, "changed": decided.changed}, output)
+            approval, changed = _decided(at, asked, decision, reason)
+        except (ApprovalError, ServerError) as exc:
+            raise type(exc)(f"{exc.message} [{exc.code}]", code=exc.code) from None
+    if asked.output != "text":
+        echo_data({"approval": approval, "changed": changed}, asked.output)
         return
-    verb = "recorded" if decided.changed else "already recorded (nothing changed)"
+    verb = "recorded" if changed else "already recorded (nothing changed)"
     click.echo(f"approval {approval.id} {approval.status} by {approval.decided_by}: {verb}")
+
+
+def _decided(
+    at: Connection, asked: Decision, decision: str, reason: str | None
+) -> tuple[Approval, bool]:
+    if at.remote is not None:
+        ref = complete_remote_id(at.remote, "approval", asked.ref)
+        body = {"decision": decision, "hash": asked.seen_hash, "reason": reason}
+        answer = at.remote.call(
+            "POST", f"/approvals/{ref}/decision", operation="approvals.decide", body=body
+        )
+        return record(Approval, answer["approval"]), bool(answer["changed"])
+    store = at.local
+    request = service.ApprovalDecision(
+        service.complete_id(store, "approval", asked.ref), decision, asked.seen_hash, reason
+    )
+    authority = load_authority(asked.authority, home=asked.home)
+    decided = service.decide_approval(store, authority, request, service.CLI)
+    return decided.approval, decided.changed
 
 
 @approvals.command("approve")
 @store_options
 @decision_options
-def approve(home: Path, output: str, ref: str, seen_hash: str, authority: Path | None) -> None:
+def approve(**asked: Any) -> None:
     """Approve the exact proposal whose hash you name.
 
     \b
     Examples:
         openseal approvals approve 01a22b --hash bf85238147
     """
-    _decide(home, output, ref, "approve", seen_hash, authority, None)
+    _decide(Decision(**asked), "approve", None)
 
 
 @approvals.command("reject")
 @store_options
 @decision_options
 @click.option("--reason", required=True, help="Why (kept with the decision).")
-def reject(
-    home: Path, output: str, ref: str, seen_hash: str, authority: Path | None, reason: str
-) -> None:
+def reject(reason: str, **asked: Any) -> None:
     """Reject the proposal.
 
     \b
     Examples:
         openseal approvals reject 01a22b --hash bf85238147 --reason "too expensive"
     """
-    _decide(home, output, ref, "reject", seen_hash, authority, reason)
+    _decide(Decision(**asked), "reject", reason)
 
 
 @approvals.command("request-changes")
 @store_options
 @decision_options
 @click.option("--reason", required=True, help="What should change.")
-def request_changes(
-    home: Path, output: str, ref: str, seen_hash: str, authority: Path | None, reason: str
-) -> None:
+def request_changes(reason: str, **asked: Any) -> None:
     """Send the proposal back to be drafted again.
 
     \b
     Examples:
         openseal approvals request-changes 01a22b --hash bf85238147 --reason "prefer fabrikam"
     """
-    _decide(home, output, ref, "request_changes", seen_hash, authority, reason)
+    _decide(Decision(**asked), "request_changes", reason)

@@ -8,6 +8,8 @@ kind names that id. Anything else is returned unchanged, so the caller's own loo
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from openseal.errors import OpenSealError
 from openseal.runtime.store import Store
 
@@ -21,10 +23,22 @@ class AmbiguousId(OpenSealError):
 
 def complete_id(store: Store, kind: str, reference: str) -> str:
     """The full id of the one ``kind`` whose id starts with ``reference``, else ``reference``."""
+    prefix = id_prefix(reference)
+    if prefix is None:
+        return reference
+    return choose_id(kind, reference, store.ids_starting_with(kind, prefix, limit=3))
+
+
+def id_prefix(reference: str) -> str | None:
+    """``reference`` as an id prefix to look up, or None when it cannot be one."""
     ref = reference.strip().lower()
     if len(ref) < MIN_PREFIX or len(ref) >= 32 or not set(ref) <= _HEX:
-        return reference
-    found = store.ids_starting_with(kind, ref, limit=3)
+        return None
+    return ref
+
+
+def choose_id(kind: str, reference: str, found: Sequence[str]) -> str:
+    """The one id of ``found`` (ids starting with ``reference``), else ``reference``."""
     if len(found) > 1:
         shown = ", ".join(found[:2]) + (", ..." if len(found) > 2 else "")
         raise AmbiguousId(

@@ -38,7 +38,7 @@ from openseal.runtime.approvals import (
 from openseal.runtime.approvals import decide as decide_approval
 from openseal.runtime.caller import CLI, LOCAL_OPERATOR, Caller
 from openseal.runtime.event_summary import summarize
-from openseal.runtime.id_prefix import complete_id
+from openseal.runtime.id_prefix import choose_id, complete_id, id_prefix
 from openseal.runtime.models.pricing import format_cost
 from openseal.runtime.requests import (
     ApprovalDecision,
@@ -134,6 +134,7 @@ __all__ = [
     "cancel_run",
     "capabilities",
     "capability_of",
+    "choose_id",
     "complete_id",
     "create_objective",
     "decide_approval",
@@ -142,6 +143,7 @@ __all__ = [
     "format_cost",
     "get_version",
     "governance",
+    "id_prefix",
     "intervene",
     "is_principal",
     "list_actions",
