@@ -1,14 +1,20 @@
-"""``openseal actions ...``: list and show actions, reconcile an unknown one, resolve by hand."""
+"""``openseal actions ...``: list and show actions, reconcile an unknown one, resolve by hand.
+
+Each command opens the store as the local operator, or with ``--server`` asks that server, as
+the token's principal (:mod:`openseal.cli.client`)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import click
 
+from openseal.cli.client import complete_remote_id, connected, record, records, server_options
 from openseal.cli.output import echo_data, plain
-from openseal.cli.runtime import complete_ids, opened, store_options
+from openseal.cli.runtime import complete_ids, store_options
 from openseal.errors import UsageError
 from openseal.runtime import service
 from openseal.runtime.store import Action
@@ -28,20 +34,27 @@ def _line(action: Action) -> str:
 
 @actions.command("list")
 @store_options
+@server_options
 @click.option("--status", default=None, help="Only actions with this status (e.g. unknown).")
 @click.option("--run", "run_id", default=None, help="Only actions of this run.")
 @click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True)
 def list_actions(
-    home: Path, output: str, status: str | None, run_id: str | None, limit: int
-) -> None:
+    home: Path, output: str, server: str | None, token_file: Path | None, status: str | None,
+    run_id: str | None, limit: int,
+) -> None:  # fmt: skip
     """Newest actions first.
 
     \b
     Examples:
         openseal actions list --status needs_attention
     """
-    with opened(home) as store:
-        found = service.list_actions(store, status=status, run_id=run_id, limit=limit)
+    with connected(home, server, token_file) as at:
+        if at.remote is not None:
+            params = {"status": status, "run": run_id, "limit": limit}
+            answer = at.remote.call("GET", "/actions", operation="actions.list", params=params)
+            found: Sequence[Action] = records(Action, answer["actions"])
+        else:
+            found = service.list_actions(at.local, status=status, run_id=run_id, limit=limit)
     if output != "text":
         echo_data(found, output)
         return
@@ -51,26 +64,33 @@ def list_actions(
 
 @actions.command("show")
 @store_options
+@server_options
 @click.argument("action_id", metavar="ID_OR_KEY", shell_complete=complete_ids("action"))
-def show(home: Path, output: str, action_id: str) -> None:
+def show(
+    home: Path, output: str, server: str | None, token_file: Path | None, action_id: str
+) -> None:
     """An action, its proposal, its spend and its history.
 
     \b
     Examples:
         openseal actions show 01a22b
     """
-    with opened(home) as store:
-        view = service.show_action(store, service.complete_id(store, "action", action_id))
-    action = view.action
+    with connected(home, server, token_file) as at:
+        if at.remote is not None:
+            ref = complete_remote_id(at.remote, "action", action_id)
+            answer = at.remote.call("GET", f"/actions/{ref}", operation="actions.show")
+            action, document = record(Action, answer["action"]), answer["proposal"]
+            spends: Sequence[dict[str, Any]] = answer["spend"]
+        else:
+            view = service.show_action(at.local, service.complete_id(at.local, "action", action_id))
+            action, document, spends = view.action, view.proposal.document, view.spend
     if output != "text":
-        echo_data(
-            {"action": action, "proposal": view.proposal.document, "spend": view.spend}, output
-        )
+        echo_data({"action": action, "proposal": document, "spend": spends}, output)
         return
     click.echo(f"action {action.id}  {action.status}  skill {action.skill}  run {action.run_id}")
     click.echo(f"  key        {action.key}")
     click.echo(f"  proposal   {action.proposal_name} {action.proposal_hash}")
-    click.echo(f"  args       {json.dumps(view.proposal.document.get('args'), sort_keys=True)}")
+    click.echo(f"  args       {json.dumps(document.get('args'), sort_keys=True)}")
     click.echo(f"  attempts   {action.attempts}")
     if action.dispatched_at is not None:
         click.echo(f"  boundary   {boundary(action)['note']}")
@@ -80,7 +100,7 @@ def show(home: Path, output: str, action_id: str) -> None:
         click.echo(f"  problem    {action.error}")
     if action.resolution:
         click.echo(f"  resolved   {json.dumps(action.resolution, sort_keys=True)}")
-    for spend in view.spend:
+    for spend in spends:
         click.echo(f"  spend      {spend['amount']} {spend['currency']} on {spend['scope']} "
                    f"({spend['status']})")  # fmt: skip
     for entry in action.history:
@@ -90,26 +110,37 @@ def show(home: Path, output: str, action_id: str) -> None:
 
 @actions.command("reconcile")
 @store_options
+@server_options
 @click.argument("action_id", metavar="ID_OR_KEY", shell_complete=complete_ids("action"))
 @click.option(
     "--context", "context_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
-    envvar="OPENSEAL_CONTEXT", help="Runtime context file (adapter config, credential sources).",
+    envvar="OPENSEAL_CONTEXT", help="Runtime context file (adapter config, credential sources; "
+    "with --server the server's context applies).",
 )  # fmt: skip
-def reconcile(home: Path, output: str, action_id: str, context_path: Path | None) -> None:
+def reconcile(
+    home: Path, output: str, server: str | None, token_file: Path | None, action_id: str,
+    context_path: Path | None,
+) -> None:  # fmt: skip
     """Ask the destination about an action whose outcome is open (lookup or same-key retry).
 
     \b
     Examples:
         openseal actions reconcile 01a22b --context .openseal/context.yaml
     """
-    context = RuntimeContext.load(context_path)
-    with opened(home) as store:
-        action, pending = service.reconcile_action(
-            store,
-            service.Reconciliation(service.complete_id(store, "action", action_id)),
-            service.CLI,
-            context=context,
-        )
+    with connected(home, server, token_file) as at:
+        if at.remote is not None:
+            ref = complete_remote_id(at.remote, "action", action_id)
+            answer = at.remote.call(
+                "POST", f"/actions/{ref}/reconcile", operation="actions.reconcile"
+            )
+            action, pending = record(Action, answer["action"]), answer["pending"]
+        else:
+            action, pending = service.reconcile_action(
+                at.local,
+                service.Reconciliation(service.complete_id(at.local, "action", action_id)),
+                service.CLI,
+                context=RuntimeContext.load(context_path),
+            )
     if output != "text":
         echo_data({"action": action, "pending": pending}, output)
         return
@@ -118,13 +149,15 @@ def reconcile(home: Path, output: str, action_id: str, context_path: Path | None
 
 @actions.command("resolve")
 @store_options
+@server_options
 @click.argument("action_id", metavar="ID_OR_KEY", shell_complete=complete_ids("action"))
 @click.option("--outcome", type=click.Choice(["succeeded", "failed"]), required=True)
 @click.option("--evidence", required=True, help="What you checked at the destination.")
 @click.option("--result", "result_json", default=None, help="JSON result, e.g. the order id.")
 def resolve(
-    home: Path, output: str, action_id: str, outcome: str, evidence: str, result_json: str | None
-) -> None:
+    home: Path, output: str, server: str | None, token_file: Path | None, action_id: str,
+    outcome: str, evidence: str, result_json: str | None,
+) -> None:  # fmt: skip
     """Settle an action by hand after checking the destination; the run then continues.
 
     \b
@@ -138,14 +171,20 @@ def resolve(
             result = json.loads(result_json)
         except ValueError:
             raise UsageError(f"--result must be JSON: {result_json!r}") from None
-    with opened(home) as store:
-        action = service.resolve_action(
-            store,
-            service.Resolution(
+    with connected(home, server, token_file) as at:
+        if at.remote is not None:
+            ref = complete_remote_id(at.remote, "action", action_id)
+            body = {"outcome": outcome, "evidence": evidence, "result": result}
+            answer = at.remote.call(
+                "POST", f"/actions/{ref}/resolve", operation="actions.resolve", body=body
+            )
+            action = record(Action, answer["action"])
+        else:
+            store = at.local
+            request = service.Resolution(
                 service.complete_id(store, "action", action_id), outcome, evidence, result=result
-            ),
-            service.CLI,
-        )
+            )
+            action = service.resolve_action(store, request, service.CLI)
     if output != "text":
         echo_data(action, output)
         return

@@ -14,9 +14,10 @@ import pytest
 from openseal.api import ApiSettings
 from openseal.api.auth import parse_tokens, token_sha256
 from openseal.runtime.approvals import load_authority
-from openseal.runtime.store import Approval
+from openseal.runtime.store import Action, Approval
+from openseal.simulator.procurement import ProcurementSimulator
 from tests.api.support import LiveServer, serving
-from tests.cli.test_approvals_cli import pending, waiting  # noqa: F401  (fixture)
+from tests.cli.test_approvals_cli import authority, pending, waiting  # noqa: F401  (fixture)
 from tests.cli.test_runtime_cli import Cli, cli  # noqa: F401  (fixture)
 from tests.runtime.action_support import Flow, simulator_fixture  # noqa: F401  (fixture)
 from tests.runtime.conftest import backend, pg_admin  # noqa: F401  (fixtures)
@@ -143,3 +144,44 @@ def _approvals(waiting: tuple[Flow, str]) -> list[Approval]:  # noqa: F811
     from openseal.runtime import service
 
     return list(service.list_approvals(waiting[0].store))
+
+
+def test_actions_read_and_resolve_the_same_through_the_server(
+    cli: Cli,  # noqa: F811
+    waiting: tuple[Flow, str],  # noqa: F811
+    server: LiveServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    simulator: ProcurementSimulator,
+) -> None:
+    f, _ = waiting
+    approval = pending(f.store)
+    authority(tmp_path, monkeypatch)
+    assert cli("approvals", "approve", approval.id, "--hash", approval.proposal_hash)[0] == 0
+    simulator.set_fault(fail_with_status=503, fail_times=2, fail_scope="all")
+    f.run_until_idle()  # the order's outcome is unknown: the destination answered 503
+    [action] = [a for a in _actions(f) if a.status == "unknown"]
+    assert action.id in both(cli, server.url, "actions", "list", "--status", "unknown")
+    both(cli, server.url, "actions", "list", "-o", "json")
+    shown = both(cli, server.url, "actions", "show", action.id[:8])
+    assert "outcome unknown" in shown
+    code, out, err = cli(
+        "actions", "resolve", action.id, "--outcome", "failed",
+        "--evidence", "no order with this key in the vendor portal", "--server", server.url,
+    )  # fmt: skip
+    assert code == 0, err
+    assert out == f"action {action.id} resolved as failed\n"
+    resolved = both(cli, server.url, "actions", "show", action.id, "-o", "json")
+    assert '"actor": "user:local"' in resolved and '"released"' in resolved
+    code, _, err = cli(
+        "actions", "resolve", action.id, "--outcome", "succeeded", "--evidence", "x",
+        "--server", server.url,
+    )  # fmt: skip
+    assert code == 1 and "only dispatched" in err
+    assert simulator.order_count() == 0
+
+
+def _actions(f: Flow) -> list[Action]:
+    from openseal.runtime import service
+
+    return list(service.list_actions(f.store))
