@@ -14,5 +14,6 @@ BENCHMARKS: dict[str, str] = {
     "durable": "bench.durable",
     "latency": "bench.latency",
     "scale": "bench.scale",
+    "scale_pg": "bench.scale_pg",
     "workers": "bench.workers",
 }
