@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -275,23 +276,33 @@ def loaded_store(
 
 @dataclass
 class CommitCounter:
-    """Counts committed transactions on an engine (read transactions commit too; see below)."""
+    """Counts committed transactions on an engine (read transactions commit too; see below)
+    and the statements sent (``BEGIN`` and savepoints included: each is a round trip)."""
 
     commits: int = 0
     writes: int = 0
+    statements: int = 0
 
     def attach(self, engine: sa.Engine) -> None:
         event.listen(engine, "commit", self._commit)
         event.listen(engine, "before_cursor_execute", self._statement)
         self._dirty: set[int] = set()
+        self._lock = threading.Lock()  # worker threads count concurrently
 
     def _statement(self, conn: sa.Connection, _c: Any, sql: str, *_rest: Any) -> None:
-        if not sql.lstrip().upper().startswith(("SELECT", "PRAGMA", "BEGIN")):
-            self._dirty.add(id(conn))
+        with self._lock:
+            self.statements += 1
+            if not sql.lstrip().upper().startswith(READ_ONLY_PREFIXES):
+                self._dirty.add(id(conn))
 
     def _commit(self, conn: sa.Connection) -> None:
         # Only transactions that wrote something cost an fsync; reads end with COMMIT too.
-        self.commits += 1
-        if id(conn) in self._dirty:
-            self.writes += 1
-            self._dirty.discard(id(conn))
+        with self._lock:
+            self.commits += 1
+            if id(conn) in self._dirty:
+                self.writes += 1
+                self._dirty.discard(id(conn))
+
+
+#: statements that write nothing: a transaction of only these costs no fsync
+READ_ONLY_PREFIXES = ("SELECT", "PRAGMA", "BEGIN", "SAVEPOINT", "RELEASE", "ROLLBACK")

@@ -152,6 +152,20 @@ def upgrade(home: Path, output: str) -> None:
     help="Longest sleep between looks for work when idle.",
 )
 @click.option(
+    "--batch-size",
+    type=click.IntRange(1, 256),
+    default=8,
+    show_default=True,
+    help="Most runs whose writes share one commit (1: every write commits alone).",
+)
+@click.option(
+    "--batch-window-ms",
+    type=click.FloatRange(0, 1000),
+    default=2.0,
+    show_default=True,
+    help="Longest wait of a shared commit for the other busy threads' writes.",
+)
+@click.option(
     "--log-format",
     type=click.Choice(["text", "json"]),
     default="text",
@@ -201,6 +215,8 @@ def worker(
     concurrency: int,
     lease_seconds: float,
     poll_interval: float,
+    batch_size: int,
+    batch_window_ms: float,
     log_format: str,
     mode: str | None,
     worker_id: str | None,
@@ -215,6 +231,7 @@ def worker(
     \b
     Examples:
         openseal worker --concurrency 4
+        openseal worker --concurrency 8 --batch-size 8 --batch-window-ms 2
         openseal worker --until-idle --scripted-responses responses.yaml
     """
     from openseal.observability import logs, tracing
@@ -246,6 +263,8 @@ def worker(
             lease_seconds=lease_seconds,
             on_turn=log,
             context=context,
+            batch_size=batch_size,
+            batch_window=batch_window_ms / 1000,
         )
         runner = Worker(
             engine, concurrency=concurrency, poll_interval=poll_interval,

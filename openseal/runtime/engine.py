@@ -28,7 +28,7 @@ from openseal.errors import ClaimLost, OpenSealError
 from openseal.observability import metrics
 from openseal.runtime import telemetry
 from openseal.runtime.executor import Begun, TurnExecutor, TurnReport
-from openseal.runtime.faults import hook_from_env
+from openseal.runtime.faults import batch_hook_from_env, hook_from_env
 from openseal.runtime.models import ProviderFactory, default_provider_factory
 from openseal.runtime.states.base import Hook
 from openseal.runtime.statuses import RunStatus
@@ -36,6 +36,8 @@ from openseal.runtime.store import (
     Claim,
     DatabaseFailure,
     DriverFailure,
+    FencedTx,
+    GroupCommit,
     Store,
     describe_fault,
     transient,
@@ -47,6 +49,9 @@ from openseal.skills.credentials import RuntimeContext
 log = logging.getLogger("openseal.engine")
 
 DEFAULT_LEASE_SECONDS = 30.0
+#: runs whose writes share one commit at most, and how long a batch waits for more
+#: (docs/decisions/0006); a batch of one thread alone commits at once
+DEFAULT_BATCH_SIZE, DEFAULT_BATCH_WINDOW = 8, 0.002
 
 
 #: retries after ordinary faults: exponential from half a second, capped at a minute
@@ -153,6 +158,8 @@ class Engine:
         on_turn: Callable[[TurnReport], None] | None = None,
         context: RuntimeContext | None = None,
         retry_delay: Callable[[int], float] | None = None,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        batch_window: float = DEFAULT_BATCH_WINDOW,
     ) -> None:
         #: seconds before the ``n``-th consecutive retry of a run after an ordinary fault
         self.retry_delay = retry_delay or backoff
@@ -165,6 +172,12 @@ class Engine:
         self.on_turn = on_turn
         self.stopping = threading.Event()
         self.heartbeats = Heartbeats(store, lease_seconds)
+        #: the threads stepping this engine share commits (``batch_size`` 1: each its own)
+        self.group: GroupCommit | None = (
+            GroupCommit(store, size=batch_size, window=batch_window, hook=batch_hook_from_env())
+            if batch_size > 1
+            else None
+        )
         self.executor = TurnExecutor(
             store,
             WorkflowCatalog(store),
@@ -180,10 +193,22 @@ class Engine:
 
     def step(self) -> StepReport | None:
         """Claim one runnable run and work on it; None when nothing is runnable."""
+        if self.group is None:
+            return self._step()
+        with self.group.member():
+            return self._step()
+
+    def _step(self) -> StepReport | None:
+        ended: list[TurnReport] = []  # turns that ended in the claim's commit (pure states)
+
+        def start(tx: FencedTx) -> Begun | None:
+            ended.clear()
+            return self.executor.begin(tx, chain=lambda: self._more(len(ended)), done=ended)
+
         try:
             # The claim and the first turn's save commit together.
             found = self.store.leases.claim_and_start(
-                self.worker_id, self.executor.begin, lease_seconds=self.lease_seconds
+                self.worker_id, start, lease_seconds=self.lease_seconds
             )
         except DriverFailure:
             raise  # the database is unreachable or busy: the caller retries
@@ -191,6 +216,7 @@ class Engine:
             # Beginning the turn failed unexpectedly (and took the claim with it): claim alone,
             # so the failure is met again in a turn and the run is stopped, not retried forever.
             log.debug("claim with first turn failed (%s); claiming alone", exc)
+            ended.clear()
             claim = self.store.leases.claim(self.worker_id, lease_seconds=self.lease_seconds)
             found = None if claim is None else (claim, None)
         if found is None:
@@ -199,27 +225,44 @@ class Engine:
         metrics.CLAIMS.inc()
         report = StepReport(claim.run_id)
         with self.heartbeats.hold(claim) as lost:
-            self._work(claim, lost, report, begun)
+            self._work(claim, lost, report, begun, ended)
         return report
 
+    def _more(self, turns: int, lost: threading.Event | None = None) -> bool:
+        """Whether a claim that has ended ``turns`` turns works on one more (and saves it with
+        the last one)."""
+        return (
+            turns < self.max_turns_per_claim
+            and not self.stopping.is_set()
+            and not (lost is not None and lost.is_set())
+        )
+
     def _work(
-        self, claim: Claim, lost: threading.Event, report: StepReport, begun: Begun | None
+        self,
+        claim: Claim,
+        lost: threading.Event,
+        report: StepReport,
+        begun: Begun | None,
+        ended: list[TurnReport],
     ) -> None:
         def more() -> bool:
-            """Whether the next turn is worked on under this claim (and saved with this one)."""
-            return (
-                len(report.turns) + 1 < self.max_turns_per_claim
-                and not self.stopping.is_set()
-                and not lost.is_set()
-            )
+            """Whether the next turn is worked on under this claim (and saved with this one):
+            the turn being executed and those that ended with it count."""
+            return self._more(len(report.turns) + 1 + len(ended), lost)
 
+        self._record_all(report, ended)
         while True:
             if isinstance(begun, TurnReport):  # the turn ended as it began (budget, document)
                 self._record(report, begun)
                 return
+            if begun is None and report.turns:  # the turns in the last commit were all pure
+                if report.status != RunStatus.RUNNING:
+                    return
+                if not self._more(len(report.turns), lost):
+                    break
             try:
                 with telemetry.turn(claim) as span:
-                    turn, begun = self.executor.execute(claim, lost, begun, chain=more)
+                    turn, begun = self.executor.execute(claim, lost, begun, chain=more, done=ended)
                     telemetry.turn_done(span, turn)
             except ClaimLost as exc:  # StaleEpoch or LeaseLost
                 # Another worker (or an operator) owns the run now; drop this turn.
@@ -228,6 +271,7 @@ class Engine:
                 report.ending = "lost"
                 return
             except Exception as exc:
+                ended.clear()
                 if transient(exc):
                     # An ordinary fault (invariant 13): the turn is dropped and retried later;
                     # the lease, the epoch and replay make that safe. No one is asked.
@@ -242,9 +286,10 @@ class Engine:
                 report.ending = self.executor.give_up(claim, describe_fault(exc))
                 return
             self._record(report, turn)
-            if turn.status != RunStatus.RUNNING:
+            self._record_all(report, ended)
+            if report.status != RunStatus.RUNNING:
                 return
-            if begun is None and not more():
+            if begun is None and not self._more(len(report.turns), lost):
                 break
         report.ending = "released" if self.store.leases.release(claim) else "lost"
 
@@ -265,6 +310,12 @@ class Engine:
             claim.run_id, reason, retry_at.isoformat(timespec="milliseconds"),
         )  # fmt: skip
         return "retrying"
+
+    def _record_all(self, report: StepReport, ended: list[TurnReport]) -> None:
+        """Record the turns that ended inside the last commit (pure states), in order."""
+        for turn in ended:
+            self._record(report, turn)
+        ended.clear()
 
     def _record(self, report: StepReport, turn: TurnReport) -> None:
         report.turns.append(turn)

@@ -1,7 +1,9 @@
 """One turn of one run: save the phase, execute the current state, apply the outcome.
 
 A turn is persisted before it executes (``start_turn``, with the turns budget checked in the
-same transaction); the state's handler records every model and tool result as an activity;
+same transaction) — a pure state's turn (``transform``, ``decision``, ``end``) is executed in the
+transaction that saves it, since it calls nothing (docs/decisions/0006); the state's handler
+records every model and tool result as an activity;
 the outcome (advance, finish, wait, needs attention) is applied with the turn's completion in
 one fenced transaction. A turn that loses its claim raises ``StaleEpoch`` or ``LeaseLost``
 and leaves nothing half-applied: the next claim replays from the recorded activities.
@@ -20,9 +22,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from openseal.compiler.lang.evaluate import EvaluationError
-from openseal.runtime import budgets
+from openseal.runtime import budgets, telemetry
 from openseal.runtime.models.base import ModelError
-from openseal.runtime.states import handler_for
+from openseal.runtime.states import handler_for, is_pure
 from openseal.runtime.states.base import (
     Advance,
     Attention,
@@ -152,13 +154,71 @@ class TurnExecutor:
         self.hook = hook
         self.max_repairs = max_repairs
 
-    def begin(self, tx: FencedTx, *, first: bool = True, seq: int | None = None) -> Begun:
+    def begin(
+        self,
+        tx: FencedTx,
+        *,
+        first: bool = True,
+        seq: int | None = None,
+        chain: Callable[[], bool] | None = None,
+        done: list[TurnReport] | None = None,
+    ) -> Begun | None:
         """Save the run's next turn in ``tx`` (persist before acting, invariant 2).
 
         ``first`` is the first turn of a claim: turns an earlier claim left open are closed
         first. ``seq`` is the turn's number when the caller knows it. A turn that cannot
         start (the budget is spent, the document is broken) ends here with its report.
+
+        With ``done`` (a list), a pure state's turn is also executed and its outcome applied
+        in ``tx``, and the turns after it are begun the same way while ``chain()`` allows;
+        the reports of the turns that ended in ``tx`` are appended to ``done``, and what is
+        returned is the saved turn of a state that is not pure, or None (the last report
+        says how the run stands).
         """
+        while True:
+            begun = self._begin_one(tx, first=first, seq=seq)
+            if done is None:
+                return begun
+            if isinstance(begun, TurnReport):
+                done.append(begun)
+                return None
+            if not is_pure(
+                self.catalog.workflow(begun.run.workflow_digest).state(begun.state).kind
+            ):
+                return begun
+            report = self._execute_in(tx, begun)
+            if report is None:
+                return begun
+            done.append(report)
+            if report.status != RunStatus.RUNNING or chain is None or not chain():
+                return None
+            first, seq = False, begun.turn.seq + 1
+
+    def _execute_in(self, tx: FencedTx, started: Started) -> TurnReport | None:
+        """Execute a pure state's saved turn and apply its outcome in ``tx``; None when its
+        handler failed unexpectedly (the turn is then executed on its own, where the failure
+        is met and reported)."""
+        run, state, context, turn = started.run, started.state, started.context, started.turn
+        workflow = self.catalog.workflow(run.workflow_digest)
+        ctx = self._context(tx.claim, run, workflow, state, context, turn.id, threading.Event())
+        with telemetry.turn(tx.claim) as span:
+            try:
+                if started.supplied:
+                    outcome: Outcome = Advance("done", context["states"][state])
+                else:
+                    outcome = handler_for(ctx.state.kind)(ctx)
+            except (EvaluationError, DefinitionError) as exc:
+                outcome = Attention(f"{type(exc).__name__}: {exc}")
+            except Exception:
+                return None
+            detail = self._apply(tx, ctx, outcome)
+            report = self._report(
+                run.id, state, turn.seq, _name(outcome), tx, started.since, detail
+            )
+            telemetry.turn_done(span, report)
+        return report
+
+    def _begin_one(self, tx: FencedTx, *, first: bool, seq: int | None) -> Begun:
         since = time.monotonic()
         run = tx.run()
         workflow = self.catalog.workflow(run.workflow_digest)
@@ -192,15 +252,17 @@ class TurnExecutor:
         started: Started | None = None,
         *,
         chain: Callable[[], bool] | None = None,
+        done: list[TurnReport] | None = None,
     ) -> tuple[TurnReport, Begun | None]:
         """Execute ``started`` (or save and execute the next turn) and apply its outcome.
 
         When the run is still running afterwards and ``chain()`` says to go on, the next turn
-        is saved in the same transaction as this turn's outcome and returned with the report.
+        is saved in the same transaction as this turn's outcome and returned with the report;
+        with ``done``, pure states met on the way are executed there too (see :meth:`begin`).
         """
         if started is None:
             with self.store.leases.fenced(claim) as tx:
-                begun = self.begin(tx)
+                begun = self._begin_one(tx, first=True, seq=None)
             if isinstance(begun, TurnReport):
                 return begun, None
             started = begun
@@ -228,7 +290,9 @@ class TurnExecutor:
                 )
                 following: Begun | None = None
                 if report.status == RunStatus.RUNNING and chain is not None and chain():
-                    following = self.begin(tx, first=False, seq=turn.seq + 1)
+                    following = self.begin(
+                        tx, first=False, seq=turn.seq + 1, chain=chain, done=done
+                    )
         except BaseException:
             if isinstance(outcome, Advance) and outcome.settle is not None:
                 outcome.settle.alone()  # the outside world's record must not be lost

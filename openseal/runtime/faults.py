@@ -5,6 +5,11 @@ outcome. The engine calls its hook at ``turn.started`` (the turn is saved, nothi
 ``activity.recorded`` (a model/tool result is saved, the run has not advanced) and
 ``turn.before_advance`` (the outcome is known, not yet applied).
 
+A worker that batches commits (``--batch-size`` above 1) also has ``batch.before_commit``
+(the bodies of several runs are written, the commit not issued) and ``batch.committed`` (the
+commit is done, no run has gone on); they fire only for a batch of at least two runs, and the
+file holds the batch's size instead of a run id.
+
 Setting ``OPENSEAL_FAULT_POINT=<point>`` and ``OPENSEAL_FAULT_DIR=<dir>`` makes a worker,
 on first reaching that point, create ``<dir>/<point>.reached`` (containing the run id) and
 block until ``<dir>/<point>.release`` exists — long enough for a test to SIGKILL or SIGSTOP
@@ -18,8 +23,7 @@ import threading
 import time
 from pathlib import Path
 
-from openseal.runtime.states.base import Hook
-from openseal.runtime.store import Claim
+from openseal.runtime.store import BATCH_POINTS, BatchHook, Claim
 
 POINT_ENV = "OPENSEAL_FAULT_POINT"
 DIR_ENV = "OPENSEAL_FAULT_DIR"
@@ -46,21 +50,36 @@ class BlockAt:
         self._lock = threading.Lock()
 
     def __call__(self, point: str, claim: Claim) -> None:
-        if point != self.point:
-            return
+        if point == self.point:
+            self._block(claim.run_id)
+
+    def batch(self, point: str, members: int) -> None:
+        """The group commit's points: only a batch of several runs counts."""
+        if point == self.point and members >= 2:
+            self._block(str(members))
+
+    def _block(self, content: str) -> None:
         with self._lock:
             if self._fired.is_set():
                 return
             self._fired.set()
-        (self.directory / f"{point}.reached").write_text(claim.run_id, encoding="utf-8")
-        release = self.directory / f"{point}.release"
+        (self.directory / f"{self.point}.reached").write_text(content, encoding="utf-8")
+        release = self.directory / f"{self.point}.release"
         while not release.exists():
             time.sleep(self.poll)
 
 
-def hook_from_env() -> Hook | None:
+def hook_from_env() -> BlockAt | None:
     point = os.environ.get(POINT_ENV)
     directory = os.environ.get(DIR_ENV)
     if not point or not directory:
         return None
     return BlockAt(point, Path(directory))
+
+
+def batch_hook_from_env() -> BatchHook | None:
+    """The group commit's hook when ``OPENSEAL_FAULT_POINT`` names one of its points."""
+    hook = hook_from_env()
+    if hook is None or hook.point not in BATCH_POINTS:
+        return None
+    return hook.batch

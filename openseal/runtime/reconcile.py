@@ -136,15 +136,24 @@ def record_in(
     """:func:`record` in the caller's transaction (which holds the run's lock). ``action`` is
     the action as the attempt sent it; the action as recorded afterwards is returned.
     ``events`` receives the run events, as in ``store.actions.move``."""
-    current = store.actions.get(conn, action.id)
-    latest = current.attempts == action.attempts
     detail = {"source": "dispatch", "attempt": action.attempts, **_status_of(result)}
+    # First as the attempt left it: every move is conditional on the action's revision, so it
+    # writes nothing when anything changed the action since, and it is then read again.
     moved = settle_evidence(
-        store, conn, current, result, target, latest=latest, now=now, actor=actor, detail=detail,
+        store, conn, action, result, target, latest=True, now=now, actor=actor, detail=detail,
         events=events,
     )  # fmt: skip
     if moved is not None:
         return moved
+    current = store.actions.get(conn, action.id)
+    latest = current.attempts == action.attempts
+    if current.revision != action.revision:
+        moved = settle_evidence(
+            store, conn, current, result, target, latest=latest, now=now, actor=actor,
+            detail=detail, events=events,
+        )  # fmt: skip
+        if moved is not None:
+            return moved
     entry = {"reply": result.outcome, **detail, **({"error": result.error} if result.error else {})}
     noted = store.actions.note(
         conn, current, entry, now=now, actor=actor, event="action.reply_recorded",
@@ -175,7 +184,7 @@ def settle_evidence(
                 error=None, finished_at=now, event={**detail, "result": output}, events=events,
             )  # fmt: skip
             if moved is not None:
-                store.actions.settle(conn, current.id, "committed", now)
+                _settle_spend(store, conn, target, current.id, "committed", now)
             return moved
         if problem is not None and latest and current.status in OPEN[:2]:
             reason = f"the destination confirmed the action but its reply does not fit: {problem}"
@@ -193,7 +202,7 @@ def settle_evidence(
             finished_at=now, event={**detail, "error": result.error}, events=events,
         )  # fmt: skip
         if moved is not None:
-            store.actions.settle(conn, current.id, "released", now)
+            _settle_spend(store, conn, target, current.id, "released", now)
         return moved
     if result.outcome == "unknown" and current.status == ActionStatus.DISPATCHED:
         return store.actions.move(
@@ -202,6 +211,15 @@ def settle_evidence(
             entry=_answered(result, current.attempts),
         )  # fmt: skip
     return None
+
+
+def _settle_spend(
+    store: Store, conn: Any, target: Target, action_id: str, status: str, now: datetime
+) -> None:
+    """Settle the action's spend reservations; a proposal without ``spend`` has none (admission
+    reserves only a proposal's spend), so there is nothing to update."""
+    if target.document.get("spend"):
+        store.actions.settle(conn, action_id, status, now)
 
 
 def _status_of(result: SkillResult) -> dict[str, Any]:

@@ -34,8 +34,23 @@ HANDLERS: dict[str, Handler] = {
 }
 
 
+#: kinds whose built-in handler reads the run's context and the workflow and nothing else, so
+#: the executor runs them in the commit that saves their turn (docs/decisions/0006)
+PURE: dict[str, Handler] = {
+    "decision": simple.decision,
+    "transform": simple.transform,
+    "end": simple.end,
+}
+
+
 def handler_for(kind: str) -> Handler:
     return HANDLERS.get(kind, simple.not_supported)
+
+
+def is_pure(kind: str) -> bool:
+    """Whether ``kind`` is pure: one of :data:`PURE` with its built-in handler still installed
+    (a handler installed by :func:`register` is never assumed pure)."""
+    return kind in PURE and HANDLERS.get(kind) is PURE[kind]
 
 
 def register(kind: str, handler: Handler) -> None:

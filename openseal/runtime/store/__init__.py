@@ -76,6 +76,7 @@ from openseal.runtime.store.errors import (
     transient,
 )
 from openseal.runtime.store.fenced import FencedTx
+from openseal.runtime.store.group_commit import BATCH_POINTS, BatchHook, GroupCommit
 from openseal.runtime.store.idempotency import StoredResponse
 from openseal.runtime.store.inbound_events import Delivery, correlation_matches
 from openseal.runtime.store.proposals import Proposal, action_key
@@ -98,6 +99,7 @@ from openseal.runtime.store.schema import DEFAULT_SCOPE
 from openseal.runtime.store.tokens import AccessToken
 
 __all__ = [
+    "BATCH_POINTS",
     "DATABASE_URL_ENV",
     "DEFAULT_SCOPE",
     "NOT_DISPATCHED",
@@ -111,6 +113,7 @@ __all__ = [
     "ArtifactCorrupt",
     "ArtifactInfo",
     "ArtifactStore",
+    "BatchHook",
     "ChangeProposal",
     "Claim",
     "Connection",
@@ -123,6 +126,7 @@ __all__ = [
     "Event",
     "EventSink",
     "FencedTx",
+    "GroupCommit",
     "IdempotencyConflict",
     "InboundEvent",
     "InvalidStatus",

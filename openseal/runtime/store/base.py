@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import sqlalchemy as sa
 
 from openseal.runtime.clock import utcnow
+from openseal.runtime.store import group_commit
 
 if TYPE_CHECKING:
     from openseal.runtime.store.dialects import Store
@@ -55,7 +56,17 @@ class StoreBase:
 
     @contextmanager
     def write(self) -> Iterator[sa.Connection]:
-        """One write transaction: commits on success, rolls back on any exception."""
+        """One write transaction: commits on success, rolls back on any exception.
+
+        A thread working for an engine that batches (:mod:`.group_commit`) shares the
+        transaction with the engine's other threads: its changes are rolled back alone on an
+        exception, and the block is left only once they are committed.
+        """
+        group = group_commit.current(self)
+        if group is not None:
+            with group.transaction() as shared:
+                yield shared
+            return
         with self.engine.connect() as conn:
             conn.execution_options(**{BEGIN_MODE: "IMMEDIATE"})
             try:

@@ -225,7 +225,16 @@ class Leases(Repository):
                 yield tx
                 tx.flush()
                 return
-        self._reject_stale(claim, row["epoch"], row["lease_owner"], row["status"])
+            # Nothing of the body ran, so the rejection is all this transaction writes (in a
+            # batch, its thread's part of it: the other runs' writes are not touched).
+            self._record_stale(conn, claim, row["epoch"], row["lease_owner"], row["status"], now)
+        raise StaleEpoch(
+            f"run {claim.run_id} is no longer held by {claim.worker_id} at epoch {claim.epoch} "
+            f"(run epoch {row['epoch']}, status {row['status']})",
+            run_id=claim.run_id,
+            claim_epoch=claim.epoch,
+            run_epoch=row["epoch"],
+        )
 
     def _select_run_locked(self) -> sa.Select[Any]:
         """``SELECT runs.* WHERE id = :p_id`` with the dialect's row lock, built once."""
@@ -235,28 +244,27 @@ class Leases(Repository):
             self._run_locked_stmt = stmt
         return stmt
 
-    def _reject_stale(self, claim: Claim, run_epoch: int, owner: str | None, status: str) -> None:
-        # Recorded in its own transaction: the rejected write itself must leave no trace.
-        with self._store.write() as conn:
-            change_run(
-                conn,
-                claim.run_id,
-                event_type="write.rejected_stale_epoch",
-                actor=f"worker:{claim.worker_id}",
-                payload={
-                    "worker": claim.worker_id,
-                    "claim_epoch": claim.epoch,
-                    "run_epoch": run_epoch,
-                    "lease_owner": owner,
-                    "status": status,
-                },
-                now=self._store.now(),
-                values={"stale_writes": runs.c.stale_writes + 1},
-            )
-        raise StaleEpoch(
-            f"run {claim.run_id} is no longer held by {claim.worker_id} at epoch {claim.epoch} "
-            f"(run epoch {run_epoch}, status {status})",
-            run_id=claim.run_id,
-            claim_epoch=claim.epoch,
-            run_epoch=run_epoch,
+    @staticmethod
+    def _record_stale(
+        conn: sa.Connection,
+        claim: Claim,
+        run_epoch: int,
+        owner: str | None,
+        status: str,
+        now: datetime,
+    ) -> None:
+        change_run(
+            conn,
+            claim.run_id,
+            event_type="write.rejected_stale_epoch",
+            actor=f"worker:{claim.worker_id}",
+            payload={
+                "worker": claim.worker_id,
+                "claim_epoch": claim.epoch,
+                "run_epoch": run_epoch,
+                "lease_owner": owner,
+                "status": status,
+            },
+            now=now,
+            values={"stale_writes": runs.c.stale_writes + 1},
         )

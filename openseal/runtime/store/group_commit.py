@@ -1,0 +1,234 @@
+"""Group commit: the write transactions of one engine's threads share commits.
+
+A thread that is a :meth:`GroupCommit.member` opens its write transactions
+(:meth:`StoreBase.write`) through the group. The first one opens a *batch*: one connection, one
+database transaction. Threads that write while the batch is open join it; their bodies run on
+the batch's connection one at a time, each inside a ``SAVEPOINT`` (the first body needs none: if
+it fails, the transaction is simply begun again). The first thread (the leader) commits once the
+batch holds ``size`` bodies, or every working thread of the group has joined, or ``window``
+seconds have passed; every member returns from its ``with`` block only after that commit.
+
+A body that raises is rolled back to its savepoint and its thread gets its exception after the
+commit; the other bodies are not touched. A failed commit fails every member. See
+docs/decisions/0006-group-commit-and-pure-states.md for what this keeps of each invariant.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Generator, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+import sqlalchemy as sa
+
+from openseal.runtime.store import base
+
+if TYPE_CHECKING:
+    from openseal.runtime.store.base import StoreBase
+
+#: named points a crash test can stop the leader at: the bodies are written and the commit not
+#: issued; the commit is done and no member has gone on
+BATCH_POINTS = ("batch.before_commit", "batch.committed")
+BatchHook = Callable[[str, int], None]
+
+_local = threading.local()
+
+
+def current(store: StoreBase) -> GroupCommit | None:
+    """The group the calling thread writes through on ``store``, if any: none inside a body
+    (a write opened there keeps a transaction of its own)."""
+    group: GroupCommit | None = getattr(_local, "group", None)
+    if group is None or group.store is not store or getattr(_local, "inside", False):
+        return None
+    return group
+
+
+class _Batch:
+    def __init__(self) -> None:
+        self.opened = time.monotonic()
+        self.conn: sa.Connection | None = None
+        self.trans: sa.RootTransaction | None = None
+        #: bodies joined (running, waiting to run, or done) and done
+        self.members = 0
+        self.done = 0
+        #: bodies written into the transaction (the next body needs a savepoint)
+        self.written = 0
+        self.closed = False
+        #: why the batch cannot commit (opening or the connection failed); every member raises it
+        self.broken: BaseException | None = None
+        self.finished = threading.Event()
+        self.body = threading.Lock()
+
+
+class GroupCommit:
+    """One engine's batches; see the module docstring. ``size`` 1 means no batching."""
+
+    def __init__(
+        self,
+        store: StoreBase,
+        *,
+        size: int = 8,
+        window: float = 0.002,
+        hook: BatchHook | None = None,
+    ) -> None:
+        self.store = store
+        self.size = max(1, size)
+        self.window = max(0.0, window)
+        self.hook = hook
+        self._cond = threading.Condition()
+        self._open: _Batch | None = None
+        #: threads of this group working on a run: they may write soon, so a batch waits for
+        #: them (up to the window) before it commits
+        self._working = 0
+
+    @property
+    def joined(self) -> int:
+        """Writes in the batch that is open for more, if any (0 when none is)."""
+        with self._cond:
+            batch = self._open
+            return 0 if batch is None or batch.closed else batch.members
+
+    @contextmanager
+    def member(self) -> Iterator[None]:
+        """While inside, the calling thread works on a run and its writes go through the group."""
+        previous = getattr(_local, "group", None)
+        _local.group = self
+        with self._cond:
+            self._working += 1
+        try:
+            yield
+        finally:
+            _local.group = previous
+            with self._cond:
+                self._working -= 1
+                self._cond.notify_all()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sa.Connection]:
+        """A write transaction of the calling thread, committed with the batch it joins."""
+        with self._cond:
+            batch = self._open
+            leader = batch is None or batch.closed or batch.members >= self.size
+            if leader:
+                batch = self._open = _Batch()
+                batch.body.acquire()  # the leader's body runs first, once the batch is open
+            assert batch is not None
+            batch.members += 1
+        if not leader:
+            batch.body.acquire()
+        failure: BaseException | None = None
+        try:
+            if leader:
+                self._begin(batch)
+            if batch.broken is None and batch.conn is not None:
+                failure = yield from self._body(batch, batch.conn)
+        finally:
+            batch.body.release()
+            with self._cond:
+                batch.done += 1
+                self._cond.notify_all()
+        if leader:
+            self._commit(batch)
+        else:
+            batch.finished.wait()
+        if batch.broken is not None:
+            raise batch.broken
+        if failure is not None:
+            raise failure
+
+    def _body(
+        self, batch: _Batch, conn: sa.Connection
+    ) -> Generator[sa.Connection, None, BaseException | None]:
+        """Run one member's body (the caller's ``with`` block); the exception it raised, if any,
+        is returned for raising after the commit."""
+        savepoint = conn.begin_nested() if batch.written else None
+        _local.inside = True
+        try:
+            yield conn
+        except BaseException as exc:
+            _local.inside = False
+            try:
+                if savepoint is not None:
+                    savepoint.rollback()
+                else:  # the first body: nothing else to keep, so begin again
+                    assert batch.trans is not None
+                    batch.trans.rollback()
+                    batch.trans = conn.begin()
+            except BaseException as broken:  # the connection itself failed: nothing commits
+                batch.broken = broken
+            return exc
+        finally:
+            _local.inside = False
+        try:
+            if savepoint is not None:
+                savepoint.commit()
+        except BaseException as broken:
+            batch.broken = broken
+        batch.written += 1
+        return None
+
+    def _begin(self, batch: _Batch) -> None:
+        try:
+            conn = self.store.engine.connect()
+            conn.execution_options(**{base.BEGIN_MODE: "IMMEDIATE"})
+            batch.conn = conn
+            batch.trans = conn.begin()
+        except BaseException as exc:
+            batch.broken = exc
+
+    def _commit(self, batch: _Batch) -> None:
+        """The leader: wait for the batch to fill (or the window to pass), then commit it.
+
+        Whatever happens, the members are let go: with the commit done, or with the reason it
+        was not (``broken``), so none of them ever takes an uncommitted write for a durable one.
+        """
+        conn, committed, woke = batch.conn, False, False
+        try:
+            self._close(batch)
+            if batch.broken is None and conn is not None and batch.trans is not None:
+                if self.hook is not None:
+                    self.hook(BATCH_POINTS[0], batch.members)
+                batch.trans.commit()
+                committed = True
+                woke = bool(conn.info.pop(base.WAKE_AFTER_COMMIT, False))
+                if self.hook is not None:
+                    self.hook(BATCH_POINTS[1], batch.members)
+        except BaseException as exc:
+            if not committed:
+                batch.broken = batch.broken or exc
+            if not isinstance(exc, Exception):
+                raise
+        finally:
+            if conn is not None:
+                conn.info.pop(base.WAKE_AFTER_COMMIT, None)
+                try:
+                    conn.close()  # rolls back whatever did not commit
+                except Exception as exc:
+                    if not committed:
+                        batch.broken = batch.broken or exc
+            batch.finished.set()
+            if woke:
+                self.store.wake_local_workers()
+
+    def _close(self, batch: _Batch) -> None:
+        """Wait until the batch is full, or everyone working joined, or the window passed;
+        then take no more members and wait for the bodies still running."""
+        deadline = batch.opened + self.window
+        with self._cond:
+            try:
+                while not self._full(batch):
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break
+                    self._cond.wait(left)
+            finally:
+                batch.closed = True
+                if self._open is batch:
+                    self._open = None
+            while batch.done < batch.members:
+                self._cond.wait()
+
+    def _full(self, batch: _Batch) -> bool:
+        return batch.members >= self.size or batch.members >= self._working

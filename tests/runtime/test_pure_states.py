@@ -1,0 +1,170 @@
+"""Pure states (``transform``, ``decision``, ``end``) are executed in the commit that saves
+their turn (docs/decisions/0006): a workflow of pure states only runs in its claim's commit,
+with the same turns, events and budget charges as one commit per turn would write."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy import event
+
+from openseal.runtime import service, states
+from openseal.runtime.executor import TurnReport
+from openseal.runtime.states import simple
+from openseal.runtime.states.base import Outcome, StepContext
+from openseal.runtime.statuses import RunStatus
+from openseal.runtime.store import Store, schema
+from tests.runtime.engine_support import (
+    DEFS,
+    assert_gap_free,
+    compile_files,
+    engine,
+    event_types,
+    register,
+    scripted,
+)
+
+
+class WriteCommits:
+    """Counts committed transactions that wrote something."""
+
+    def __init__(self, engine: sa.Engine) -> None:
+        self.count = 0
+        self._dirty: set[int] = set()
+        event.listen(engine, "before_cursor_execute", self._statement)
+        event.listen(engine, "commit", self._commit)
+
+    def _statement(self, conn: sa.Connection, _c: Any, sql: str, *_rest: Any) -> None:
+        if not sql.lstrip().upper().startswith(("SELECT", "PRAGMA", "BEGIN", "SAVEPOINT")):
+            self._dirty.add(id(conn))
+
+    def _commit(self, conn: sa.Connection) -> None:
+        if id(conn) in self._dirty:
+            self.count += 1
+            self._dirty.discard(id(conn))
+
+
+@pytest.fixture
+def pure(store: Store) -> Store:
+    register(store, compile_files(DEFS / "pure.hcl"))
+    return store
+
+
+@pytest.fixture
+def restored() -> Iterator[None]:
+    saved, pure = dict(states.HANDLERS), dict(states.PURE)
+    yield
+    states.HANDLERS.clear()
+    states.HANDLERS.update(saved)
+    states.PURE.clear()
+    states.PURE.update(pure)
+
+
+def start(store: Store, n: int) -> str:
+    return service.create_objective(
+        store, service.StartObjective("tally", {"n": n}), service.CLI
+    ).run.id
+
+
+def turn_rows(store: Store, run_id: str) -> list[tuple[int, str, str]]:
+    turns = schema.turns
+    with store.read() as conn:
+        rows = conn.execute(
+            sa.select(turns.c.seq, turns.c.state, turns.c.status)
+            .where(turns.c.run_id == run_id)
+            .order_by(turns.c.seq)
+        )
+        return [tuple(row) for row in rows]  # type: ignore[misc]
+
+
+def test_a_workflow_of_pure_states_runs_in_its_claims_commit(pure: Store, tmp_path: Path) -> None:
+    run_id = start(pure, 7)
+    commits = WriteCommits(pure.engine)
+    logged: list[TurnReport] = []
+    worker = engine(pure, scripted(tmp_path, {})[0], on_turn=logged.append)
+    [report] = worker.run_until_idle()
+
+    assert commits.count == 1  # the claim, every turn, and the end
+    run = pure.runs.get(run_id)
+    assert run.status == RunStatus.COMPLETED
+    assert run.lease_owner is None
+    assert run.context["states"]["big"] == {"size": "big"}
+    assert [t.state for t in report.turns] == ["count", "check", "big", "done"]
+    assert [t.turn_seq for t in logged] == [1, 2, 3, 4]
+    assert turn_rows(pure, run_id) == [
+        (1, "count", "completed"),
+        (2, "check", "completed"),
+        (3, "big", "completed"),
+        (4, "done", "completed"),
+    ]
+    assert event_types(pure, run_id) == [
+        "run.created",
+        "lease.claimed",
+        *["turn.started", "state.advanced"] * 3,
+        "turn.started",
+        "run.completed",
+    ]
+    assert run.budget_used.get("turns") == 3  # an end state costs no turn
+    assert_gap_free(pure, run_id)
+
+
+def test_the_claims_turn_limit_still_gives_the_run_back(pure: Store, tmp_path: Path) -> None:
+    run_id = start(pure, 1)
+    worker = engine(pure, scripted(tmp_path, {})[0], max_turns_per_claim=2)
+    first = worker.step()
+    assert first is not None
+    assert [t.state for t in first.turns] == ["count", "check"]
+    assert first.ending == "released"
+    assert pure.runs.get(run_id).status == RunStatus.QUEUED
+    assert pure.runs.get(run_id).current_state == "small"
+
+    worker.run_until_idle()
+    assert pure.runs.get(run_id).status == RunStatus.COMPLETED
+    assert [row[1] for row in turn_rows(pure, run_id)] == ["count", "check", "small", "done"]
+    assert_gap_free(pure, run_id)
+
+
+def test_a_registered_handler_is_not_assumed_pure(
+    pure: Store, tmp_path: Path, restored: None
+) -> None:
+    seen: list[str] = []
+
+    def transform(ctx: StepContext) -> Outcome:
+        seen.append(ctx.state.name)
+        return simple.transform(ctx)
+
+    states.register("transform", transform)
+    assert not states.is_pure("transform")
+    assert states.is_pure("decision") and states.is_pure("end")
+    run_id = start(pure, 1)
+    commits = WriteCommits(pure.engine)
+    engine(pure, scripted(tmp_path, {})[0]).run_until_idle()
+
+    assert seen == ["count", "small"]
+    assert pure.runs.get(run_id).status == RunStatus.COMPLETED
+    # the claim saves `count`; its outcome saves `check`, which runs in it with `small` saved;
+    # `small`'s outcome saves `done`, which runs in it
+    assert commits.count == 3
+    assert_gap_free(pure, run_id)
+
+
+def test_an_unexpected_failure_in_a_pure_handler_is_met_in_a_turn_of_its_own(
+    pure: Store, tmp_path: Path, restored: None
+) -> None:
+    def broken(ctx: StepContext) -> Outcome:
+        raise RuntimeError("a bug in a handler")
+
+    states.PURE["transform"] = broken
+    states.register("transform", broken)
+    run_id = start(pure, 1)
+    engine(pure, scripted(tmp_path, {})[0]).run_until_idle()
+
+    run = pure.runs.get(run_id)
+    assert run.status == RunStatus.NEEDS_ATTENTION
+    assert "a bug in a handler" in (run.waiting or {}).get("reason", "")
+    assert turn_rows(pure, run_id)[0][1:] == ("count", "running")
+    assert_gap_free(pure, run_id)
