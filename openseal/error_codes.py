@@ -154,6 +154,19 @@ _ALL: list[ErrorCode] = [
         ),
         ("run_ended", 409, FAILURE, "The run has ended; nothing more can be decided for it."),
         (
+            "delegation_failed",
+            409,
+            FAILURE,
+            "A delegated request's work cannot start (its callee or the workflow it names is "
+            "not deployed, or the request's inputs do not fit it).",
+        ),
+        (
+            "completion_mismatch",
+            422,
+            USAGE,
+            "A completion does not match the output type the agent request expects.",
+        ),
+        (
             "claim_lost",
             409,
             FAILURE,

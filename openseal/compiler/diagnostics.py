@@ -72,6 +72,7 @@ CODES: dict[str, str] = {
     "OS406": "runbook cycle",
     "OS407": "unknown step or state",
     "OS408": "event not produced by this kind of state",
+    "OS409": "delegate or action inside parallel or for_each",
     # authority and policy
     "OS501": "skill not bound to the acting agent, team or role",
     "OS502": "action above the agent's risk ceiling",

@@ -140,3 +140,25 @@ class NewToken:
     scopes: tuple[str, ...] = ("default",)
     expires_in: float | None = None
     note: str | None = None
+
+
+@dataclass(frozen=True)
+class AgentRequestStep:
+    """One step on agent request ``request_id`` (an id or a unique prefix of one), taken by a
+    person or an outside system on the callee's or the caller's side:
+
+    - ``accept`` — the callee takes the request on;
+    - ``decline`` — the callee will not do it (``reason``);
+    - ``ask`` — the callee needs an answer first (``text``: the question);
+    - ``clarify`` — the caller's side answers the open question (``value``);
+    - ``complete`` — the callee's answer (``value``, checked against the expected type);
+    - ``review`` — the caller's side reviews a completion: ``verdict`` ``accept`` or
+      ``send_back`` (with a ``reason``, which reopens the request).
+    """
+
+    request_id: str
+    step: str
+    value: Any = None
+    text: str | None = None
+    reason: str | None = None
+    verdict: str | None = None

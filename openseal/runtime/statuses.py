@@ -66,11 +66,18 @@ class ChangeProposalStatus(StrEnum):
 
 
 class AgentRequestStatus(StrEnum):
-    PENDING = "pending"
-    CLARIFICATION_REQUESTED = "clarification_requested"
+    """``requested → accepted → (clarification_requested ⇄ accepted) → completed | declined |
+    failed | expired | canceled``; a completion the caller asked to review then becomes
+    ``completion_reviewed`` or, sent back, ``accepted`` again."""
+
+    REQUESTED = "requested"
     ACCEPTED = "accepted"
+    CLARIFICATION_REQUESTED = "clarification_requested"
     COMPLETED = "completed"
-    REJECTED = "rejected"
+    COMPLETION_REVIEWED = "completion_reviewed"
+    DECLINED = "declined"
+    FAILED = "failed"
+    EXPIRED = "expired"
     CANCELED = "canceled"
 
 
@@ -93,8 +100,16 @@ TERMINAL_RUN_STATUSES: frozenset[RunStatus] = frozenset(
 # Only a running run holds a lease; every other status releases it in the same transaction.
 LEASED_RUN_STATUSES: frozenset[RunStatus] = frozenset({RunStatus.RUNNING})
 
+#: a ``completed`` request is final unless its caller asked to review it
 TERMINAL_AGENT_REQUEST_STATUSES: frozenset[AgentRequestStatus] = frozenset(
-    {AgentRequestStatus.COMPLETED, AgentRequestStatus.REJECTED, AgentRequestStatus.CANCELED}
+    {
+        AgentRequestStatus.COMPLETED,
+        AgentRequestStatus.COMPLETION_REVIEWED,
+        AgentRequestStatus.DECLINED,
+        AgentRequestStatus.FAILED,
+        AgentRequestStatus.EXPIRED,
+        AgentRequestStatus.CANCELED,
+    }
 )
 
 #: change proposals that can still be activated (after a decision where needed)

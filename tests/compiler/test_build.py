@@ -79,7 +79,7 @@ def test_transition_spans_point_at_the_target_reference() -> None:
     assert source[first.span.column - 1 : first.span.end_column - 1] == "state.draft"
 
 
-@pytest.mark.parametrize("example", ["procurement", "release_note"])
+@pytest.mark.parametrize("example", ["procurement", "release_note", "budget_check"])
 def test_hcl_and_yaml_build_the_same_graph(example: str) -> None:
     hcl = graphs_of(ROOT / f"definitions/{example}/hcl")
     yaml = graphs_of(ROOT / f"definitions/{example}/yaml")

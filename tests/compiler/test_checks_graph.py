@@ -27,6 +27,7 @@ CASES: list[tuple[Check, str, str]] = [
     (checks.check_runbook_cycles, "OS406", "os406_runbook_cycles.hcl"),
     (checks.check_transition_targets, "OS407", "os407_transition_targets.hcl"),
     (checks.check_events_match_kind, "OS408", "os408_events_match_kind.hcl"),
+    (checks.check_fanout_work, "OS409", "os409_fanout_work.hcl"),
     (checks.check_budget_covers_shortest_path, "OS507", "os507_budget_covers_shortest_path.hcl"),
 ]
 

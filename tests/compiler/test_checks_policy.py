@@ -81,7 +81,7 @@ def test_golden_policy_check(check: Check, code: str, name: str) -> None:
     assert_golden(text, f"policy/{Path(name).with_suffix('.txt')}")
 
 
-@pytest.mark.parametrize("example", ["procurement", "release_note"])
+@pytest.mark.parametrize("example", ["procurement", "release_note", "budget_check"])
 @pytest.mark.parametrize("syntax", ["hcl", "yaml"])
 def test_examples_pass_every_check(example: str, syntax: str) -> None:
     _, analysis, earlier = analyse(EXAMPLES / example / syntax)

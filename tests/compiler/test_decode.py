@@ -23,7 +23,7 @@ def codes(result: object) -> list[str]:
     return [d.code for d in result.diagnostics]  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize("example", ["procurement", "release_note"])
+@pytest.mark.parametrize("example", ["procurement", "release_note", "budget_check"])
 def test_examples_are_clean_in_both_syntaxes(example: str) -> None:
     for syntax in ("hcl", "yaml"):
         result = load_definitions([EXAMPLES / example / syntax])
@@ -31,7 +31,7 @@ def test_examples_are_clean_in_both_syntaxes(example: str) -> None:
         assert result.definitions
 
 
-@pytest.mark.parametrize("example", ["procurement", "release_note"])
+@pytest.mark.parametrize("example", ["procurement", "release_note", "budget_check"])
 def test_hcl_and_yaml_give_equal_models(example: str) -> None:
     hcl = load_definitions([EXAMPLES / example / "hcl"])
     yaml = load_definitions([EXAMPLES / example / "yaml"])

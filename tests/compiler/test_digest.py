@@ -70,7 +70,7 @@ def test_values_json_cannot_carry_are_a_compile_error(value: object) -> None:
 # --------------------------------------------------------------------------- parity
 
 
-@pytest.mark.parametrize("example", ["procurement", "release_note"])
+@pytest.mark.parametrize("example", ["procurement", "release_note", "budget_check"])
 def test_hcl_and_yaml_twins_have_the_same_digests(example: str) -> None:
     hcl = compile_paths([EXAMPLES / example / "hcl"])
     yml = compile_paths([EXAMPLES / example / "yaml"])

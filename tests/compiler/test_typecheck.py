@@ -43,7 +43,7 @@ def test_golden_typecheck(name: str) -> None:
     assert_golden(text, f"typecheck/{Path(name).with_suffix('.txt')}")
 
 
-@pytest.mark.parametrize("example", ["procurement", "release_note"])
+@pytest.mark.parametrize("example", ["procurement", "release_note", "budget_check"])
 @pytest.mark.parametrize("syntax", ["hcl", "yaml"])
 def test_examples_typecheck_cleanly(example: str, syntax: str) -> None:
     analysis, _ = resolve(load_definitions([Path("definitions") / example / syntax]).definitions)

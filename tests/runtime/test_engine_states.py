@@ -1,4 +1,5 @@
-"""State kinds beyond the basic flow (timer, delegate, parallel, for_each) and operator commands."""
+"""State kinds beyond the basic flow (timer, parallel, for_each) and operator commands;
+delegation has its own tests (test_delegation.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 
 from openseal.runtime import service
 from openseal.runtime.models import read_calls
-from openseal.runtime.statuses import AgentRequestStatus, RunStatus
+from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
 from openseal.runtime.store.errors import InvalidStatus
 from tests.runtime.engine_support import (
@@ -45,43 +46,6 @@ def test_timer_wait_sleeps_without_a_lease_and_wakes_when_due(kinds: Store, tmp_
     kinds.clock = lambda: real_clock() + timedelta(hours=1, seconds=1)
     worker.run_until_idle()
     assert kinds.runs.get(run.id).status == RunStatus.COMPLETED
-
-
-def test_delegate_waits_for_the_agent_request_lifecycle(kinds: Store, tmp_path: Path) -> None:
-    provider, _ = scripted(tmp_path, {})
-    run = service.create_objective(kinds, service.StartObjective("ask_helper", {}), service.CLI).run
-    worker = engine(kinds, provider)
-    worker.run_until_idle()
-    waiting = kinds.runs.get(run.id)
-    assert waiting.status == RunStatus.WAITING_FOR_AGENT
-    request_id = (waiting.waiting or {})["agent_request_id"]
-    request = kinds.agent_requests.get(request_id)
-    assert request.callee == "agent.helper"
-    assert request.request["goal"] == "Count the laptops"
-
-    kinds.agent_requests.request_clarification(request_id, "agent:helper", "Which office?")
-    worker.run_until_idle()
-    assert kinds.runs.get(run.id).status == RunStatus.WAITING_FOR_AGENT  # still waiting
-    kinds.agent_requests.answer_clarification(request_id, "user:local", "O4")
-    kinds.agent_requests.accept(request_id, "agent:helper")
-    kinds.agent_requests.complete(request_id, "agent:helper", {"count": 10})
-    worker.run_until_idle()
-    done = kinds.runs.get(run.id)
-    assert done.status == RunStatus.COMPLETED
-    assert done.context["states"]["delegate"] == {"count": 10}
-    assert kinds.agent_requests.get(request_id).status == AgentRequestStatus.COMPLETED
-
-
-def test_a_rejected_delegation_takes_the_rejected_transition(kinds: Store, tmp_path: Path) -> None:
-    provider, _ = scripted(tmp_path, {})
-    run = service.create_objective(kinds, service.StartObjective("ask_helper", {}), service.CLI).run
-    worker = engine(kinds, provider)
-    worker.run_until_idle()
-    request_id = (kinds.runs.get(run.id).waiting or {})["agent_request_id"]
-    kinds.agent_requests.reject(request_id, "agent:helper", "not my job")
-    worker.run_until_idle()
-    assert kinds.runs.get(run.id).status == RunStatus.CANCELED
-    assert kinds.runs.get(run.id).current_state == "refused"
 
 
 def test_parallel_and_for_each_record_per_branch_and_per_item(kinds: Store, tmp_path: Path) -> None:

@@ -26,7 +26,8 @@ STATE_EVENTS: dict[str, tuple[str, ...]] = {
     "decision": ("done",),
     "transform": ("done",),
     "wait": ("done", "timeout"),
-    "delegate": ("done", "rejected"),
+    # ``rejected`` is the older name of ``declined``, kept so deployed workflows still compile
+    "delegate": ("done", "declined", "failed", "expired", "rejected"),
     "parallel": ("done", "failed"),
     "for_each": ("done", "failed"),
     "end": (),

@@ -152,6 +152,11 @@ class AgentSpec(Spec):
     instructions: Text
     max_risk: Effect = "read"
     budget: Budget = Budget()
+    workflow: Identifier | None = Field(
+        None,
+        description="the workflow (by name, as deployed) a request delegated to this agent "
+        "runs as; without it, a delegated request is one turn of this agent with the goal",
+    )
 
 
 class Role(Spec):
@@ -276,6 +281,9 @@ class Delegate(Spec):
     input: dict[str, Expression] = Field(default_factory=dict)
     output: TypeConstraint | None = None
     review: bool = False
+    expires_in: Duration | None = Field(
+        None, description='the request expires this long after it is made (`on "expired"`)'
+    )
 
 
 class BranchWork(Spec):

@@ -303,6 +303,9 @@ def build_document(
         document.update(_runbook_parts(definition.name, spec, analysis, graphs, digests))
     elif isinstance(spec, AgentSpec):
         document["budgets"] = {"agent": _budget(spec.budget)}
+        if spec.workflow is None:
+            # Agents that name no workflow keep the digests they had before it existed.
+            del document["spec"]["workflow"]
     elif isinstance(spec, TeamSpec):
         document["budgets"] = {"team": _budget(spec.policy.budget)}
     return document

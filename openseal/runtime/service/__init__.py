@@ -41,6 +41,7 @@ from openseal.runtime.event_summary import summarize
 from openseal.runtime.id_prefix import choose_id, complete_id, id_prefix
 from openseal.runtime.models.pricing import format_cost
 from openseal.runtime.requests import (
+    AgentRequestStep,
     ApprovalDecision,
     EventDelivery,
     Intervention,
@@ -61,6 +62,11 @@ from openseal.runtime.service.actions import (
     resolve_action,
     show_action,
     show_approval,
+)
+from openseal.runtime.service.agent_requests import (
+    list_agent_requests,
+    show_agent_request,
+    step_agent_request,
 )
 from openseal.runtime.service.availability import (
     Capability,
@@ -109,6 +115,7 @@ __all__ = [
     "TERMINAL_RUN_STATUSES",
     "ActionStatus",
     "ActionView",
+    "AgentRequestStep",
     "ApprovalAuthority",
     "ApprovalDecision",
     "ApprovalError",
@@ -147,6 +154,7 @@ __all__ = [
     "intervene",
     "is_principal",
     "list_actions",
+    "list_agent_requests",
     "list_approvals",
     "list_objectives",
     "list_runs",
@@ -160,9 +168,11 @@ __all__ = [
     "roles_for",
     "run_events",
     "show_action",
+    "show_agent_request",
     "show_approval",
     "show_objective",
     "show_run",
+    "step_agent_request",
     "summarize",
     "tokens",
     "waiting_reason",

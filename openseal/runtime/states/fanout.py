@@ -3,8 +3,8 @@
 Both run their units of work as sub-steps inside the state. Each unit's model and tool
 results are activities keyed by branch or item (``<state>:<visit>:branch:<name>:model:<n>``,
 ``...:item:<i>:...``), so recovery replays finished units instead of redoing them. Units are
-``turn`` or ``transform`` work; ``action`` and ``delegate`` inside a fan-out are not
-supported yet and make the run need attention.
+``turn`` or ``transform`` work: the compiler refuses ``action`` and ``delegate`` inside a
+fan-out (OS409).
 """
 
 from __future__ import annotations
@@ -39,7 +39,8 @@ def run_work(ctx: StepContext, work: dict[str, Any], key: str) -> Outcome:
         schema = ty.to_json_schema(ty.from_json(output)) if output is not None else None
         return model_turn(ctx, turn, schema, key=key)
     kind = next((k for k, v in work.items() if v is not None), "unknown")
-    return Attention(f"{kind!r} work inside {ctx.state.kind} is not supported yet")
+    # Only a document the compiler did not check gets here (OS409 refuses the rest).
+    return Attention(f"{kind!r} work cannot run inside {ctx.state.kind} (OS409)")
 
 
 def parallel(ctx: StepContext) -> Outcome:

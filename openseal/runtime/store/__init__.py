@@ -42,6 +42,7 @@ from __future__ import annotations
 
 from openseal.runtime.store.actions import NOT_DISPATCHED, OPEN_OUTCOME, Action, EventSink
 from openseal.runtime.store.actions import boundary as action_boundary
+from openseal.runtime.store.agent_requests import OPEN_AGENT_REQUESTS, Restart, caller_wakes
 from openseal.runtime.store.approvals import Approval
 from openseal.runtime.store.approvals import summary as approval_summary
 from openseal.runtime.store.artifacts import ArtifactStore
@@ -103,6 +104,7 @@ __all__ = [
     "DATABASE_URL_ENV",
     "DEFAULT_SCOPE",
     "NOT_DISPATCHED",
+    "OPEN_AGENT_REQUESTS",
     "OPEN_OUTCOME",
     "AccessToken",
     "Action",
@@ -137,6 +139,7 @@ __all__ = [
     "Proposal",
     "ProposalEvent",
     "ProposalKind",
+    "Restart",
     "Review",
     "Run",
     "SQLiteStore",
@@ -150,6 +153,7 @@ __all__ = [
     "action_boundary",
     "action_key",
     "approval_summary",
+    "caller_wakes",
     "canonical_json",
     "correlation_matches",
     "describe_fault",

@@ -1,28 +1,53 @@
 """Agent requests: one run asks an agent or team for work and waits for the answer.
 
-Statuses: ``pending → accepted → completed`` with ``rejected``, ``clarification_requested``
-(back to ``pending`` once answered) and ``canceled`` on the side, plus an optional review of a
-completed request. Each change appends an event to the caller run; changes the caller must act
-on (clarification, rejection, completion, cancellation) also wake it if it is waiting.
+Lifecycle: ``requested → accepted → (clarification_requested ⇄ accepted) → completed |
+declined | failed | expired | canceled``; a completion the caller asked to review then becomes
+``completion_reviewed``, or is sent back with a reason and is ``accepted`` again. Every step
+locks the caller run first, then the request (the package's lock order), changes the request
+and appends an ``agent_request.<step>`` event to the caller run in one transaction; the steps
+the caller acts on also wake it if it waits.
+
+The callee side may be a child run (``child_run_id``). A child run ending settles its request
+(:func:`settle_child`) in the transaction that ends it: it locks the child, then the caller —
+the only order two runs are ever locked in. So whatever stops a child because its request
+closed (decline, expiry, the caller's cancellation) does so after its own commit.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import suppress
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
 
+from openseal.runtime.statuses import TERMINAL_RUN_STATUSES, RunStatus
 from openseal.runtime.statuses import AgentRequestStatus as S
-from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import schema
 from openseal.runtime.store.base import Repository
 from openseal.runtime.store.errors import InvalidStatus, NotFound
 from openseal.runtime.store.events import change_run
-from openseal.runtime.store.records import AgentRequest
+from openseal.runtime.store.records import AgentRequest, Run
 
 agent_requests = schema.agent_requests
 runs = schema.runs
-OPEN_AGENT_REQUESTS = (S.PENDING, S.CLARIFICATION_REQUESTED, S.ACCEPTED)
+OPEN_AGENT_REQUESTS = (S.REQUESTED, S.ACCEPTED, S.CLARIFICATION_REQUESTED)
+#: what a caller waiting in ``waiting_for_agent`` is woken for
+WAKES_CALLER = frozenset(
+    {S.CLARIFICATION_REQUESTED, S.COMPLETION_REVIEWED, S.DECLINED, S.FAILED, S.EXPIRED,
+     S.CANCELED}
+)  # fmt: skip
+#: starts the callee's work (a new child run, :meth:`AgentRequests.note_child`) inside a
+#: step's transaction
+Restart = Callable[[sa.Connection, AgentRequest], None]
+
+
+def caller_wakes(request: AgentRequest) -> bool:
+    """Whether the caller has something to do about ``request`` in its current status."""
+    if request.status == S.COMPLETED:
+        return not request.review_requested
+    return request.status in WAKES_CALLER
 
 
 class AgentRequests(Repository):
@@ -30,25 +55,50 @@ class AgentRequests(Repository):
 
     def get(self, request_id: str) -> AgentRequest:
         with self._store.read() as conn:
-            row = conn.execute(sa.select(agent_requests).where(agent_requests.c.id == request_id))
-            found = row.mappings().one_or_none()
+            return self.get_in(conn, request_id)
+
+    def get_in(self, conn: sa.Connection, request_id: str) -> AgentRequest:
+        row = conn.execute(sa.select(agent_requests).where(agent_requests.c.id == request_id))
+        found = row.mappings().one_or_none()
         if found is None:
             raise NotFound(f"agent request {request_id} not found")
         return AgentRequest.from_row(found)
 
-    def _transition(
+    def newest(
+        self,
+        *,
+        status: str | None = None,
+        callee: str | None = None,
+        caller_run_id: str | None = None,
+        limit: int = 100,
+    ) -> list[AgentRequest]:
+        """The newest requests first, filtered by status, callee or caller run."""
+        stmt = sa.select(agent_requests).order_by(agent_requests.c.created_at.desc())
+        if status is not None:
+            stmt = stmt.where(agent_requests.c.status == status)
+        if callee is not None:
+            stmt = stmt.where(agent_requests.c.callee == callee)
+        if caller_run_id is not None:
+            stmt = stmt.where(agent_requests.c.caller_run_id == caller_run_id)
+        with self._store.read() as conn:
+            rows = conn.execute(stmt.limit(limit)).mappings().all()
+        return [AgentRequest.from_row(row) for row in rows]
+
+    # -- steps ---------------------------------------------------------------------------
+
+    def _step(
         self,
         request_id: str,
         actor: str,
         allowed: tuple[S, ...],
-        event_type: str,
+        step: str,
+        change: Callable[[AgentRequest], dict[str, Any]],
         *,
-        wake_caller: bool,
-        **values: Any,
+        restart: Restart | None = None,
+        detail: dict[str, Any] | None = None,
     ) -> AgentRequest:
         now = self._store.now()
         with self._store.write() as conn:
-            stmt = sa.select(agent_requests).where(agent_requests.c.id == request_id)
             caller_id = conn.execute(
                 sa.select(agent_requests.c.caller_run_id).where(agent_requests.c.id == request_id)
             ).scalar_one_or_none()
@@ -56,92 +106,196 @@ class AgentRequests(Repository):
                 raise NotFound(f"agent request {request_id} not found")
             # Lock the caller run before the request, the order cancel_run uses too.
             caller = self._store.runs.load(conn, caller_id, lock=True)
-            row = conn.execute(self._store.for_update(stmt)).mappings().one()
-            current = AgentRequest.from_row(row)
+            stmt = sa.select(agent_requests).where(agent_requests.c.id == request_id)
+            current = AgentRequest.from_row(
+                conn.execute(self._store.for_update(stmt)).mappings().one()
+            )
             if current.status not in allowed:
                 raise InvalidStatus(
-                    f"agent request {request_id} is {current.status}; "
-                    f"{event_type.removeprefix('agent_request.')} needs one of "
-                    + ", ".join(allowed)
+                    f"agent request {request_id} is {current.status}; {step} needs "
+                    + " or ".join(allowed)
                 )
-            if "review" in values and current.review is not None:
-                raise InvalidStatus(f"agent request {request_id} is already reviewed")
-            updated = (
-                conn.execute(
-                    sa.update(agent_requests)
-                    .where(agent_requests.c.id == request_id)
-                    .values(updated_at=now, **values)
-                    .returning(*agent_requests.c)
-                )
-                .mappings()
-                .one()
-            )
-            wake = wake_caller and caller.status == RunStatus.WAITING_FOR_AGENT
-            change_run(
-                conn,
-                caller.id,
-                event_type=event_type,
-                actor=actor,
-                payload={"agent_request_id": request_id, "status": updated["status"]},
-                now=now,
-                values={"wake_at": now} if wake else {},
-            )
-            if wake:
-                self._store.notify_work(conn)
-        return AgentRequest.from_row(updated)
+            values = change(current)
+            updated = self._update(conn, request_id, now, values)
+            if restart is not None and updated.status == S.ACCEPTED:
+                restart(conn, updated)
+                updated = self.get_in(conn, request_id)
+            self._tell_caller(conn, caller, updated, f"agent_request.{step}", actor, now, detail)
+        stale = current.child_run_id and (
+            current.child_run_id != updated.child_run_id
+            or updated.status not in OPEN_AGENT_REQUESTS
+        )
+        if stale:
+            self._stop_child(str(current.child_run_id), actor, f"agent request {request_id} {step}")
+        return updated
+
+    def _update(
+        self, conn: sa.Connection, request_id: str, now: datetime, values: dict[str, Any]
+    ) -> AgentRequest:
+        row = conn.execute(
+            sa.update(agent_requests)
+            .where(agent_requests.c.id == request_id)
+            .values(updated_at=now, **values)
+            .returning(*agent_requests.c)
+        )
+        return AgentRequest.from_row(row.mappings().one())
+
+    def _tell_caller(
+        self,
+        conn: sa.Connection,
+        caller: Run,
+        request: AgentRequest,
+        event_type: str,
+        actor: str,
+        now: datetime,
+        detail: dict[str, Any] | None = None,
+    ) -> None:
+        wake = caller.status == RunStatus.WAITING_FOR_AGENT and caller_wakes(request)
+        payload = {"agent_request_id": request.id, "status": str(request.status), **(detail or {})}
+        change_run(
+            conn, caller.id, event_type=event_type, actor=actor, payload=payload, now=now,
+            values={"wake_at": now} if wake else {},
+        )  # fmt: skip
+        if wake:
+            self._store.notify_work(conn)
+
+    def _stop_child(self, child_run_id: str, actor: str, reason: str) -> None:
+        """Cancel a child run whose request no longer needs it (after the request's commit)."""
+        with suppress(InvalidStatus, NotFound):  # it ended by itself meanwhile
+            self._store.runs.cancel(child_run_id, actor, reason)
 
     def accept(
-        self, request_id: str, actor: str, *, child_run_id: str | None = None
+        self, request_id: str, actor: str, *, restart: Restart | None = None
     ) -> AgentRequest:
-        return self._transition(
-            request_id, actor, (S.PENDING,), "agent_request.accepted",
-            wake_caller=False, status=S.ACCEPTED, child_run_id=child_run_id,
+        """The callee takes the request on (``restart`` starts its child run, if any)."""
+        return self._step(
+            request_id, actor, (S.REQUESTED,), "accepted", lambda _: {"status": S.ACCEPTED},
+            restart=restart,
         )  # fmt: skip
 
-    def reject(self, request_id: str, actor: str, reason: str) -> AgentRequest:
-        return self._transition(
-            request_id, actor, (S.PENDING, S.CLARIFICATION_REQUESTED, S.ACCEPTED),
-            "agent_request.rejected", wake_caller=True,
-            status=S.REJECTED, response={"rejected": reason},
+    def ask(self, request_id: str, actor: str, question: str) -> AgentRequest:
+        """The callee needs an answer first; a child run at work stops until it comes."""
+
+        def change(current: AgentRequest) -> dict[str, Any]:
+            rounds = [*_rounds(current.clarification),
+                      {"question": question, "asked_by": actor, "answer": None,
+                       "answered_by": None, "from": str(current.status)}]  # fmt: skip
+            return {"status": S.CLARIFICATION_REQUESTED, "clarification": rounds,
+                    "child_run_id": None}  # fmt: skip
+
+        return self._step(
+            request_id, actor, (S.REQUESTED, S.ACCEPTED), "clarification_requested", change,
+            detail={"question": question},
         )  # fmt: skip
 
-    def request_clarification(self, request_id: str, actor: str, question: str) -> AgentRequest:
-        return self._transition(
-            request_id, actor, (S.PENDING, S.ACCEPTED), "agent_request.clarification_requested",
-            wake_caller=True, status=S.CLARIFICATION_REQUESTED,
-            clarification={"question": question, "answer": None},
-        )  # fmt: skip
+    def clarify(
+        self, request_id: str, actor: str, answer: Any, *, restart: Restart | None = None
+    ) -> AgentRequest:
+        """Answer the open question; the request goes back to where it was asked from."""
 
-    def answer_clarification(self, request_id: str, actor: str, answer: Any) -> AgentRequest:
-        question = self.get(request_id).clarification or {}
-        return self._transition(
-            request_id, actor, (S.CLARIFICATION_REQUESTED,), "agent_request.clarified",
-            wake_caller=False, status=S.PENDING,
-            clarification={**question, "answer": answer},
+        def change(current: AgentRequest) -> dict[str, Any]:
+            rounds = _rounds(current.clarification)
+            last = {**rounds[-1], "answer": answer, "answered_by": actor}
+            back = S(last.get("from") or S.ACCEPTED)
+            return {"status": back, "clarification": [*rounds[:-1], last]}
+
+        return self._step(
+            request_id, actor, (S.CLARIFICATION_REQUESTED,), "clarified", change,
+            restart=restart, detail={"answer": answer},
         )  # fmt: skip
 
     def complete(self, request_id: str, actor: str, response: Any) -> AgentRequest:
-        return self._transition(
-            request_id, actor, (S.ACCEPTED,), "agent_request.completed",
-            wake_caller=True, status=S.COMPLETED, response=response,
+        return self._step(
+            request_id, actor, (S.ACCEPTED,), "completed",
+            lambda _: {"status": S.COMPLETED, "response": response},
         )  # fmt: skip
 
-    def review(self, request_id: str, actor: str, review: Any) -> AgentRequest:
-        """Attach the (single) completion review to a completed request."""
-        return self._transition(
-            request_id, actor, (S.COMPLETED,), "agent_request.reviewed",
-            wake_caller=False, review={"by": actor, "review": review},
+    def decline(self, request_id: str, actor: str, reason: str) -> AgentRequest:
+        return self._step(
+            request_id, actor, OPEN_AGENT_REQUESTS, "declined",
+            lambda _: {"status": S.DECLINED, "response": {"declined": reason}},
+            detail={"reason": reason},
+        )  # fmt: skip
+
+    def fail(self, request_id: str, actor: str, reason: str) -> AgentRequest:
+        return self._step(
+            request_id, actor, (S.ACCEPTED, S.CLARIFICATION_REQUESTED, S.COMPLETED), "failed",
+            lambda _: {"status": S.FAILED, "response": {"error": reason}},
+            detail={"reason": reason},
+        )  # fmt: skip
+
+    def expire(self, request_id: str, actor: str) -> AgentRequest:
+        return self._step(
+            request_id, actor, OPEN_AGENT_REQUESTS, "expired",
+            lambda current: {"status": S.EXPIRED,
+                             "response": {"expired": _iso(current.deadline)}},
         )  # fmt: skip
 
     def cancel(self, request_id: str, actor: str, reason: str) -> AgentRequest:
-        return self._transition(
-            request_id, actor, (S.PENDING, S.CLARIFICATION_REQUESTED, S.ACCEPTED),
-            "agent_request.canceled", wake_caller=True,
-            status=S.CANCELED, response={"canceled": reason},
+        return self._step(
+            request_id, actor, OPEN_AGENT_REQUESTS, "canceled",
+            lambda _: {"status": S.CANCELED, "response": {"canceled": reason}},
+            detail={"reason": reason},
         )  # fmt: skip
 
+    def review(
+        self,
+        request_id: str,
+        actor: str,
+        verdict: str,
+        reason: str | None = None,
+        *,
+        restart: Restart | None = None,
+    ) -> AgentRequest:
+        """Review a completion the caller asked to review: ``accept`` it, or ``send_back``
+        with a reason, which reopens the request (``restart`` starts the work again)."""
+        if verdict not in ("accept", "send_back"):
+            raise InvalidStatus(f"a review is accept or send_back, not {verdict!r}")
+
+        def change(current: AgentRequest) -> dict[str, Any]:
+            if not current.review_requested:
+                raise InvalidStatus(f"agent request {request_id} did not ask for a review")
+            reviews = [*_rounds(current.review), {"by": actor, "verdict": verdict,
+                                                  "reason": reason}]  # fmt: skip
+            if verdict == "accept":
+                return {"status": S.COMPLETION_REVIEWED, "review": reviews}
+            return {"status": S.ACCEPTED, "review": reviews, "response": None}
+
+        return self._step(
+            request_id, actor, (S.COMPLETED,), "completion_reviewed", change,
+            restart=restart if verdict == "send_back" else None,
+            detail={"verdict": verdict, "reason": reason},
+        )  # fmt: skip
+
+    # -- inside other transactions ---------------------------------------------------------
+
+    def insert(self, conn: sa.Connection, request: AgentRequest) -> None:
+        conn.execute(sa.insert(agent_requests).values(**request.__dict__))
+
+    def note_child(
+        self, conn: sa.Connection, request_id: str, child_run_id: str, mode: str, now: datetime
+    ) -> AgentRequest:
+        """Record the child run working on a request, now ``accepted`` (in the transaction
+        holding the caller's row lock); ``mode`` says how its output completes the request."""
+        current = self.get_in(conn, request_id)
+        meta = dict(current.request) if isinstance(current.request, dict) else {}
+        meta["child"] = {"mode": mode}
+        return self._update(
+            conn, request_id, now,
+            {"status": S.ACCEPTED, "child_run_id": child_run_id, "request": meta},
+        )  # fmt: skip
+
+    def fail_in(
+        self, conn: sa.Connection, request_id: str, reason: str, now: datetime
+    ) -> AgentRequest:
+        """Fail a request inside the caller's transaction (its row lock is held)."""
+        return self._update(
+            conn, request_id, now, {"status": S.FAILED, "response": {"error": reason}}
+        )
+
     def cancel_for_run(self, conn: sa.Connection, run_id: str, now: Any) -> list[str]:
-        """Cancel the run's open requests (the caller holds the run's row lock); their ids."""
+        """Cancel the run's open requests (the caller holds the run's row lock); their ids.
+        Their child runs are stopped after the commit (:meth:`open_children`)."""
         ids = list(
             conn.execute(
                 sa.select(agent_requests.c.id).where(
@@ -154,9 +308,20 @@ class AgentRequests(Repository):
             conn.execute(
                 sa.update(agent_requests)
                 .where(agent_requests.c.id.in_(ids))
-                .values(status=S.CANCELED, updated_at=now)
+                .values(status=S.CANCELED, updated_at=now, response={"canceled": "caller canceled"})
             )
         return ids
+
+    def children_of(self, conn: sa.Connection, request_ids: list[str]) -> list[str]:
+        """The child runs working on these requests."""
+        if not request_ids:
+            return []
+        found = conn.execute(
+            sa.select(agent_requests.c.child_run_id).where(
+                agent_requests.c.id.in_(request_ids), agent_requests.c.child_run_id.is_not(None)
+            )
+        ).scalars()
+        return [str(child) for child in found]
 
     def status(self, conn: sa.Connection, request_id: str) -> S:
         """The request's status read in the caller's transaction."""
@@ -164,3 +329,54 @@ class AgentRequests(Repository):
             sa.select(agent_requests.c.status).where(agent_requests.c.id == request_id)
         ).scalar_one()
         return S(found)
+
+    def settle_child(
+        self, conn: sa.Connection, child: Run, status: RunStatus, context: Any, now: datetime
+    ) -> None:
+        """A child run ends (in the transaction that ends it): its request completes with the
+        child's output, or fails. The child's row lock is held; the caller's is taken now."""
+        if status not in TERMINAL_RUN_STATUSES:
+            return
+        request_id = conn.execute(
+            sa.select(agent_requests.c.id).where(
+                agent_requests.c.child_run_id == child.id,
+                agent_requests.c.status == S.ACCEPTED,
+            )
+        ).scalar_one_or_none()
+        if request_id is None:
+            return  # not a delegated run, or its request closed already
+        caller = self._store.runs.load(conn, str(child.parent_run_id), lock=True)
+        stmt = sa.select(agent_requests).where(agent_requests.c.id == request_id)
+        current = AgentRequest.from_row(conn.execute(self._store.for_update(stmt)).mappings().one())
+        if current.status != S.ACCEPTED or current.child_run_id != child.id:
+            return
+        actor = f"run:{child.id}"
+        if status == RunStatus.COMPLETED:
+            values = {"status": S.COMPLETED, "response": _child_output(current, context)}
+            step = "completed"
+        else:
+            values = {"status": S.FAILED, "response": {"error": f"child run {child.id} {status}"}}
+            step = "failed"
+        updated = self._update(conn, request_id, now, values)
+        self._tell_caller(conn, caller, updated, f"agent_request.{step}", actor, now,
+                          {"child_run_id": child.id})  # fmt: skip
+
+
+def _child_output(request: AgentRequest, context: Any) -> Any:
+    """The completion a child run's context gives: its outputs (a workflow), or the single
+    turn's ``result`` output."""
+    outputs = (context or {}).get("outputs") or {}
+    meta = request.request if isinstance(request.request, dict) else {}
+    if (meta.get("child") or {}).get("mode") == "turn":
+        return outputs.get("result")
+    return outputs
+
+
+def _rounds(value: Any) -> list[dict[str, Any]]:
+    if isinstance(value, dict):
+        return [value]
+    return list(value or [])
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None

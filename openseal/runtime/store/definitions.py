@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import rfc8785
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
 
 from openseal.errors import StoreError
 from openseal.runtime.clock import new_id
@@ -68,6 +69,27 @@ class Definitions(Repository):
             if stored is None:
                 raise
             return stored
+        return DefinitionVersion(digest, kind, name, json.loads(text), now)
+
+    def put_in(
+        self, conn: sa.Connection, digest: str, kind: str, name: str, document: dict[str, Any]
+    ) -> DefinitionVersion:
+        """:meth:`put` inside the caller's transaction."""
+        text = canonical_json(document)
+        stored = self._stored_version(conn, digest, kind, name, text)
+        if stored is not None:
+            return stored
+        now = self._store.now()
+        # Both dialects spell "insert unless the digest is there" alike; a concurrent writer
+        # of the same digest stored the same document (a digest names one document).
+        insert = (postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert)(
+            versions
+        )
+        conn.execute(
+            insert.values(
+                digest=digest, kind=kind, name=name, document=text, created_at=now
+            ).on_conflict_do_nothing(index_elements=["digest"])
+        )
         return DefinitionVersion(digest, kind, name, json.loads(text), now)
 
     def _stored_version(

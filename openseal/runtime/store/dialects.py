@@ -51,6 +51,7 @@ ID_COLUMNS = {
     "approval": schema.approvals.c.id,
     "action": schema.actions.c.id,
     "token": schema.access_tokens.c.id,
+    "agent request": schema.agent_requests.c.id,
 }
 WORK_CHANNEL = "openseal_runs"
 

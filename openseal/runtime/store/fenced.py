@@ -215,6 +215,11 @@ class FencedTx:
         if "status" in values and values["status"] != RunStatus.RUNNING:
             values.update(lease_released())
             settle_objective(self._conn, self._run, RunStatus(values["status"]), self.now)
+            if self._run.parent_run_id is not None:
+                self.store.agent_requests.settle_child(
+                    self._conn, self._run, RunStatus(values["status"]),
+                    values.get("context", self._run.context), self.now,
+                )  # fmt: skip
         described: dict[str, Any] = {}
         if describe:
             described = {k: v for k, v in values.items() if k in ("status", "current_state")}
@@ -382,7 +387,7 @@ class FencedTx:
     # -- agent requests ----------------------------------------------------------------
 
     def create_agent_request(
-        self, callee: str, request: Any, *, child_run_id: str | None = None
+        self, callee: str, request: Any, *, deadline: datetime | None = None
     ) -> AgentRequest:
         """Ask agent or team ``callee`` for work; the engine then waits with ``update_run``."""
         now = self.now
@@ -390,17 +395,18 @@ class FencedTx:
             id=new_id(),
             caller_run_id=self.claim.run_id,
             callee=callee,
-            child_run_id=child_run_id,
-            status=AgentRequestStatus.PENDING,
+            child_run_id=None,
+            status=AgentRequestStatus.REQUESTED,
             request=request,
             response=None,
             clarification=None,
             review=None,
             created_at=now,
             updated_at=now,
+            deadline=deadline,
         )
-        self.conn.execute(sa.insert(schema.agent_requests).values(**agent_request.__dict__))
+        self.store.agent_requests.insert(self.conn, agent_request)
         self._change(
-            "agent_request.created", {"agent_request_id": agent_request.id, "callee": callee}
+            "agent_request.requested", {"agent_request_id": agent_request.id, "callee": callee}
         )
         return agent_request

@@ -181,6 +181,36 @@ class Objectives(Repository):
             self._store.notify_work(conn)
             return NewObjective(objective, run, True)
 
+    def start_child_run(
+        self,
+        conn: sa.Connection,
+        parent: Run,
+        workflow_digest: str,
+        inputs: dict[str, Any],
+        *,
+        actor: str,
+        payload: dict[str, Any],
+    ) -> Run:
+        """A ``queued`` run of ``workflow_digest`` (pinned) under ``parent``'s objective,
+        created in the caller's transaction (which holds ``parent``'s row lock)."""
+        now = self._store.now()
+        run = Run(
+            id=new_id(), objective_id=parent.objective_id, parent_run_id=parent.id,
+            workflow_digest=workflow_digest, status=RunStatus.QUEUED, current_state=None,
+            waiting=None, paused_from_status=None, context={"inputs": inputs, "states": {}},
+            epoch=0, lease_owner=None, lease_expires_at=None, wake_at=None, last_event_seq=1,
+            stale_writes=0, budget_used={}, revision=1, created_at=now, updated_at=now,
+        )  # fmt: skip
+        fastsql.execute(conn, INSERT_RUN, {**run.__dict__, "wait_name": None})
+        fastsql.execute(
+            conn,
+            INSERT_EVENT,
+            {"run_id": run.id, "seq": 1, "type": "run.created", "actor": actor,
+             "payload": {"parent_run_id": parent.id, **payload}, "at": now},
+        )  # fmt: skip
+        self._store.notify_work(conn)
+        return run
+
     def _project_id(self, conn: sa.Connection, name: str) -> str:
         found = fastsql.one_or_none(fastsql.execute(conn, PROJECT_ID, {"p_name": name}))
         project_id = None if found is None else found["id"]

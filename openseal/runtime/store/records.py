@@ -199,16 +199,27 @@ class AgentRequest:
     status: AgentRequestStatus
     request: JSONValue
     response: JSONValue
+    #: the clarification rounds, oldest first: ``{question, asked_by, answer, answered_by}``
     clarification: JSONValue
+    #: the completion reviews, oldest first: ``{by, verdict, reason}``
     review: JSONValue
     created_at: datetime
     updated_at: datetime
+    deadline: datetime | None = None
 
     @classmethod
     def from_row(cls, row: Row) -> AgentRequest:
         values = {name: row[name] for name in cls.__dataclass_fields__}
         values["status"] = AgentRequestStatus(row["status"])
+        # Rows written before rounds were kept hold one round (or one review) as an object.
+        for name in ("clarification", "review"):
+            if isinstance(values[name], dict):
+                values[name] = [values[name]]
         return cls(**values)
+
+    @property
+    def review_requested(self) -> bool:
+        return isinstance(self.request, dict) and bool(self.request.get("review"))
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Sequence
+from contextlib import suppress
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -207,12 +208,16 @@ class Runs(Repository):
             run = self._store.runs.load(conn, run_id, lock=True)
             _check_revision(run, expected_revision)
             _require(run, CANCELABLE, "cancel")
-            canceled_requests = self._store.agent_requests.cancel_for_run(conn, run_id, now)
+            requests = self._store.agent_requests
+            canceled_requests = requests.cancel_for_run(conn, run_id, now)
             # Governed actions: pending approvals and unsent actions are canceled; anything
             # dispatched is reported as it stands, since it may already have happened.
             canceled_approvals = self._store.approvals.cancel_for_run(conn, run_id, now, actor)
             action_report = self._store.actions.cancel_for_run(conn, run_id, now, actor)
             settle_objective(conn, run, RunStatus.CANCELED, now)
+            if run.parent_run_id is not None:
+                requests.settle_child(conn, run, RunStatus.CANCELED, run.context, now)
+            children = requests.children_of(conn, canceled_requests)
             canceled, _ = change_run(
                 conn,
                 run_id,
@@ -238,6 +243,11 @@ class Runs(Repository):
                     **lease_released(),
                 },
             )
+        # Child runs working on the canceled requests stop after this commit: a child's own
+        # end locks the child and then this run, so locking them here could deadlock.
+        for child in children:
+            with suppress(InvalidStatus, NotFound):  # it ended meanwhile
+                self.cancel(child, actor, f"caller run {run_id} was canceled")
         return canceled
 
     def intervene(

@@ -207,7 +207,7 @@ agent_requests = sa.Table(
     sa.Column("id", ID, primary_key=True),
     sa.Column("caller_run_id", ID, sa.ForeignKey("runs.id"), nullable=False, index=True),
     sa.Column("callee", NAME, nullable=False),
-    sa.Column("child_run_id", ID, sa.ForeignKey("runs.id"), nullable=True),
+    sa.Column("child_run_id", ID, sa.ForeignKey("runs.id"), nullable=True, index=True),
     sa.Column("status", STATUS, nullable=False),
     sa.Column("request", sa.JSON, nullable=False),
     sa.Column("response", sa.JSON, nullable=True),
@@ -215,6 +215,8 @@ agent_requests = sa.Table(
     sa.Column("review", sa.JSON, nullable=True),
     sa.Column("created_at", UtcTimestamp, nullable=False),
     sa.Column("updated_at", UtcTimestamp, nullable=False),
+    # when an open request expires (the caller's wake-up time while it waits); NULL: never
+    sa.Column("deadline", UtcTimestamp, nullable=True),
 )
 
 artifacts = sa.Table(

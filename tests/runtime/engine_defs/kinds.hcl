@@ -42,7 +42,7 @@ workflow "ask_helper" {
       output = object({ count = number })
     }
     next = state.done
-    on "rejected" {
+    on "declined" {
       next = state.refused
     }
   }
@@ -53,6 +53,33 @@ workflow "ask_helper" {
 
   state "refused" {
     end = "canceled"
+  }
+}
+
+workflow "ask_reviewed" {
+  owner = agent.clerk
+  start = state.delegate
+
+  state "delegate" {
+    delegate {
+      to         = agent.helper
+      goal       = "Count the laptops"
+      output     = object({ count = number })
+      review     = true
+      expires_in = "1h"
+    }
+    next = state.done
+    on "expired" {
+      next = state.late
+    }
+  }
+
+  state "done" {
+    end = "completed"
+  }
+
+  state "late" {
+    end = "failed"
   }
 }
 

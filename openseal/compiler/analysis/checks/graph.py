@@ -25,7 +25,7 @@ from openseal.compiler.analysis.build import (
 )
 from openseal.compiler.analysis.ir import STATE_EVENTS, Analysis, RunbookGraph, WorkflowGraph
 from openseal.compiler.definitions.decode import Definition
-from openseal.compiler.definitions.specs import RunbookSpec, WorkflowSpec
+from openseal.compiler.definitions.specs import BranchWork, RunbookSpec, WorkflowSpec
 from openseal.compiler.diagnostics import Diagnostic, Related, did_you_mean, error
 from openseal.compiler.lang import expr as ex
 from openseal.compiler.syntax.spans import Span
@@ -330,6 +330,39 @@ def _a(word: str) -> str:
     return f"an {word}" if word[0] in "aeiou" else f"a {word}"
 
 
+# --------------------------------------------------------------------------- OS409
+
+
+def check_fanout_work(analysis: Analysis, graphs: Graphs) -> list[Diagnostic]:
+    """A parallel branch or a for_each item runs ``turn`` or ``transform`` work: a
+    ``delegate`` or an ``action`` there would need per-branch authority, keys and budget
+    reservations the runtime does not have, so it is refused here, not at run time."""
+    out: list[Diagnostic] = []
+    for definition, spec, _ in _workflows(analysis, graphs):
+        for state_id in sorted(spec.state):
+            state = spec.state[state_id]
+            units: list[tuple[tuple[str, ...], BranchWork]] = []
+            if state.parallel is not None:
+                units += [(("parallel", "branch", name), work)
+                          for name, work in sorted(state.parallel.branch.items())]  # fmt: skip
+            if state.for_each is not None:
+                units.append((("for_each", "do"), state.for_each.do))
+            for path, work in units:
+                kind = "delegate" if work.delegate is not None else "action"
+                if work.delegate is None and work.action is None:
+                    continue
+                where = "a parallel branch" if path[0] == "parallel" else "a for_each item"
+                span = (
+                    definition.key_spans.get(("state", state_id, *path, kind))
+                    or definition.key_spans.get(("state", state_id, *path))
+                    or state_span(definition, state_id)
+                )
+                message = f"`{kind}` cannot run inside {where} (state `{state_id}`)"
+                suggestion = f"make the `{kind}` a state of its own before or after `{state_id}`"
+                out.append(error("OS409", message, span, suggestion=suggestion))
+    return out
+
+
 # --------------------------------------------------------------------------- OS406
 
 
@@ -433,6 +466,7 @@ GRAPH_CHECKS: tuple[Check, ...] = (
     check_no_transitions_out_of_end,
     check_ambiguous_transitions,
     check_events_match_kind,
+    check_fanout_work,
     check_runbook_cycles,
     check_budget_covers_shortest_path,
 )

@@ -1,0 +1,85 @@
+"""Agent requests as people and outside systems see them: list, show, and every step of the
+lifecycle (:class:`~openseal.runtime.requests.AgentRequestStep`), recorded with the caller's
+identity as the actor of the step's event on the caller run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openseal.errors import UsageError
+from openseal.runtime.caller import Caller
+from openseal.runtime.delegation import CompletionMismatch, restarter
+from openseal.runtime.id_prefix import complete_id
+from openseal.runtime.requests import AgentRequestStep
+from openseal.runtime.states.turn import schema_problems
+from openseal.runtime.statuses import AgentRequestStatus
+from openseal.runtime.store import AgentRequest, Store
+
+STEPS = ("accept", "decline", "ask", "clarify", "complete", "review")
+
+
+def list_agent_requests(
+    store: Store,
+    *,
+    status: str | None = None,
+    callee: str | None = None,
+    run_id: str | None = None,
+    limit: int = 100,
+) -> list[AgentRequest]:
+    """The newest requests first; ``status`` must be a request status."""
+    if status is not None and status not in set(AgentRequestStatus):
+        known = ", ".join(AgentRequestStatus)
+        raise UsageError(f"unknown agent request status {status!r}; one of {known}")
+    if run_id is not None:
+        run_id = complete_id(store, "run", run_id)
+    return store.agent_requests.newest(
+        status=status, callee=callee, caller_run_id=run_id, limit=limit
+    )
+
+
+def show_agent_request(store: Store, request_id: str) -> AgentRequest:
+    return store.agent_requests.get(complete_id(store, "agent request", request_id))
+
+
+def step_agent_request(store: Store, request: AgentRequestStep, caller: Caller) -> AgentRequest:
+    """Take one step on an agent request; refusals: ``invalid_status`` (the request's status
+    does not allow it), ``completion_mismatch``, ``usage_error`` (a missing reason, answer or
+    verdict), ``not_found``."""
+    requests = store.agent_requests
+    request_id = complete_id(store, "agent request", request.request_id)
+    actor = caller.actor
+    step = request.step
+    if step == "accept":
+        return requests.accept(request_id, actor)
+    if step == "decline":
+        return requests.decline(request_id, actor, _required(request.reason, "a reason"))
+    if step == "ask":
+        return requests.ask(request_id, actor, _required(request.text, "a question"))
+    if step == "clarify":
+        answer = _required(request.value, "an answer")
+        return requests.clarify(request_id, actor, answer, restart=restarter(store))
+    if step == "complete":
+        _check_completion(requests.get(request_id), request.value)
+        return requests.complete(request_id, actor, request.value)
+    if step == "review":
+        verdict = _required(request.verdict, "a verdict (accept or send_back)")
+        if verdict == "send_back":
+            _required(request.reason, "a reason to send the completion back")
+        return requests.review(request_id, actor, verdict, request.reason, restart=restarter(store))
+    raise UsageError(f"unknown agent request step {step!r}; one of {', '.join(STEPS)}")
+
+
+def _required(value: Any, what: str) -> Any:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise UsageError(f"this step needs {what}")
+    return value
+
+
+def _check_completion(request: AgentRequest, response: Any) -> None:
+    meta = request.request if isinstance(request.request, dict) else {}
+    problems = schema_problems(response, meta.get("output_schema"))
+    if problems:
+        raise CompletionMismatch(
+            f"the completion does not match the output type of agent request {request.id}: "
+            + problems[0]
+        )
