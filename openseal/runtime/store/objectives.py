@@ -196,6 +196,7 @@ class Objectives(Repository):
         now = self._store.now()
         run = Run(
             id=new_id(), objective_id=parent.objective_id, parent_run_id=parent.id,
+            scope=parent.scope,
             workflow_digest=workflow_digest, status=RunStatus.QUEUED, current_state=None,
             waiting=None, paused_from_status=None, context={"inputs": inputs, "states": {}},
             epoch=0, lease_owner=None, lease_expires_at=None, wake_at=None, last_event_seq=1,
