@@ -22,19 +22,11 @@ from openseal.runtime.service import capability_of, roles_for
 
 
 def served(operation: str) -> Callable[[Request, Caller], None]:
-    """A dependency that refuses ``operation`` with 501 when its capability is unavailable and
-    with 403 when the caller holds none of the roles that may use it."""
+    """A dependency that refuses ``operation`` with 403 when the caller holds none of the roles
+    that may use it, then with 501 when its capability is unavailable."""
     name = capability_of(operation)  # a typo in a route fails at import, not at request
 
     def check(request: Request, who: Annotated[Caller, Depends(caller)]) -> None:
-        for capability in state_of(request).capabilities:
-            if capability.name == name and not capability.available:
-                raise ApiError(
-                    501,
-                    "not_served",
-                    f"{operation} is not served: {capability.reason}",
-                    {"capability": name, "operation": operation, "reason": capability.reason},
-                )
         if not who.grant.may(operation):
             roles = sorted(roles_for(operation))
             raise ApiError(
@@ -44,6 +36,15 @@ def served(operation: str) -> Callable[[Request, Caller], None]:
                 f"{', '.join(roles)})",
                 {"operation": operation, "roles": roles},
             )
+
+        for capability in state_of(request).capabilities:
+            if capability.name == name and not capability.available:
+                raise ApiError(
+                    501,
+                    "not_served",
+                    f"{operation} is not served: {capability.reason}",
+                    {"capability": name, "operation": operation, "reason": capability.reason},
+                )
 
     return check
 

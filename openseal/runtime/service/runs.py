@@ -13,7 +13,7 @@ from typing import Any, Protocol
 import jsonschema
 
 from openseal.errors import UsageError
-from openseal.runtime.access import check_everywhere, check_scope, visible_run
+from openseal.runtime.access import Forbidden, check_everywhere, check_scope, visible_run
 from openseal.runtime.caller import CLI, Caller
 from openseal.runtime.id_prefix import complete_id as complete_id  # ids by unique prefix
 from openseal.runtime.models.pricing import model_cost
@@ -98,7 +98,7 @@ def create_objective(store: Store, request: StartObjective, caller: Caller) -> N
     workflow = request.workflow
     scope = caller.grant.home(request.scope)
     if scope is None:
-        raise UsageError(f"you may not create objectives in scope {request.scope!r}")
+        raise Forbidden(f"you may not create objectives in scope {request.scope!r}")
     if store.definitions.active_version(workflow) is None:
         raise NotFound(f"no workflow {workflow!r} is deployed")
 

@@ -1,0 +1,312 @@
+"""Principals, roles and scopes over real HTTP, on both backends.
+
+The role × operation matrix is generated from the one table every route checks
+(``service.PERMISSIONS``) and the served OpenAPI document: each role's token calls every
+operation, and is refused with 403 exactly where the table says so. A caller limited to another
+scope finds no record of this one (404, as if unknown) and lists nothing of it.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from openseal.cli.main import main
+from openseal.runtime import service
+from openseal.runtime.approvals import ApprovalAuthority
+from openseal.runtime.service import governance as gov
+from openseal.runtime.statuses import RunStatus
+from openseal.runtime.store import Store
+from openseal.simulator.procurement import ProcurementSimulator
+from tests.api.conftest import Serve
+from tests.api.support import LiveServer, assert_error
+from tests.runtime.action_support import Flow, flow, simulator_fixture  # noqa: F401
+from tests.runtime.engine_support import PROCUREMENT, compile_files
+
+#: deployments and definition versions are the catalogue every scope shares
+SHARED = {"definitions.get", "deployments.list", "deployments.history", "deployments.rollback"}
+#: reach runs of every scope (a caller limited to some is refused with 403)
+EVERY_SCOPE = {"events.deliver"}
+
+
+def token(store: Store, principal: str, roles: tuple[str, ...], scopes: tuple[str, ...]) -> str:
+    request = service.NewToken(principal, roles, scopes)
+    return service.tokens.create_token(store, request, service.CLI).secret
+
+
+class Records:
+    """One of each record, all in the default scope: a run waiting for approval of an order
+    (with its objective, approval and action), and a change proposal."""
+
+    def __init__(self, store: Store, f: Flow, run_id: str) -> None:
+        run = store.runs.get(run_id)
+        [approval] = service.list_approvals(store, run_id=run_id)
+        [action] = service.list_actions(store, run_id=run_id)
+        documents = [d.document for d in compile_files(*sorted(PROCUREMENT.glob("*.hcl")))]
+        documents[0] = {**documents[0]}  # the same definitions: filing finds nothing to change
+        filed = gov.rollback(store, gov.Rollback("procure_laptops", None, "back"), service.CLI)
+        assert filed.proposal is not None
+        self.ids = {
+            "run_id": run.id,
+            "objective_id": run.objective_id,
+            "approval": approval.id,
+            "action": action.id,
+            "proposal_id": filed.proposal.id,
+            "name": "procure_laptops",
+            "digest": run.workflow_digest,
+        }
+
+    def path(self, operation: str, template: str) -> str:
+        ref = self.ids["approval"] if operation.startswith("approvals.") else self.ids["action"]
+        values = {**self.ids, "ref": ref}
+        return template.format(**values)
+
+
+@pytest.fixture
+def records(store: Store, simulator: ProcurementSimulator, tmp_path: Path) -> Records:
+    f = flow(store, simulator, tmp_path)
+    run = f.start()
+    f.run_until_idle()
+    assert f.status(run) == RunStatus.WAITING_FOR_APPROVAL
+    # a second activation, so a rollback has somewhere to go
+    service.register_documents(store, compile_files(*sorted(PROCUREMENT.glob("*.hcl"))))
+    return Records(store, f, run.id)
+
+
+def routes(server: LiveServer) -> dict[str, tuple[str, str]]:
+    """operation id → (method, path template under /api/v1), from the served document."""
+    document = httpx.get(f"{server.url}/api/v1/openapi.json").json()
+    found = {}
+    for path, methods in document["paths"].items():
+        for method, spec in methods.items():
+            found[spec["operationId"]] = (method.upper(), path.removeprefix("/api/v1"))
+    return found
+
+
+#: bodies that pass validation, so what answers is the guard and the service, not the schema
+BODIES: dict[str, dict[str, Any]] = {
+    "actions.resolve": {"outcome": "succeeded", "evidence": "checked with the vendor"},
+    "approvals.decide": {"decision": "approve", "hash": "0" * 64},
+    "runs.intervene": {"reason": "repair"},
+    "proposals.review": {"verdict": "approve"},
+    "proposals.decide": {"decision": "approve"},
+    "events.deliver": {"name": "nothing.waits"},
+    "objectives.create": {"workflow": "procure_laptops", "inputs": {}},
+}
+
+
+def call(client: httpx.Client, method: str, path: str, operation: str = "") -> httpx.Response:
+    if path.endswith("/stream"):  # a live stream does not end: its status is all we read
+        with client.stream("GET", path) as streamed:
+            if streamed.status_code >= 400:
+                streamed.read()
+            return streamed
+    if method == "GET":
+        return client.get(path, params={"limit": 5}, headers={"Accept": "application/json"})
+    return client.request(method, path, json=BODIES.get(operation, {}))
+
+
+def serve_with_tokens(serve: Serve) -> LiveServer:
+    return serve(external_workers=True, authority=ApprovalAuthority(local_operator=False))
+
+
+def test_every_operation_is_in_the_table() -> None:
+    operations = {
+        op for c in service.capabilities(service.CapabilityConfig()) for op in c.operations
+    }
+    assert operations == set(service.PERMISSIONS)
+    for roles in service.PERMISSIONS.values():
+        assert "admin" in roles and roles <= set(service.ROLES)
+
+
+def test_the_role_by_operation_matrix(serve: Serve, store: Store, records: Records) -> None:
+    tokens = {role: token(store, f"user:{role}", (role,), ("*",)) for role in service.ROLES}
+    server = serve_with_tokens(serve)
+    table = routes(server)
+    assert set(service.PERMISSIONS) <= set(table)
+    seen: dict[tuple[str, str], int] = {}
+    for operation in sorted(service.PERMISSIONS, key=lambda op: table[op][0] != "GET"):
+        method, template = table[operation]
+        path = records.path(operation, template)
+        for role, secret in tokens.items():
+            with server.client(secret) as client:
+                response = call(client, method, path, operation)
+            seen[(operation, role)] = response.status_code
+            if role in service.roles_for(operation):
+                assert response.status_code not in (401, 403), (operation, role, response.text)
+            else:
+                error = assert_error(response, 403, "forbidden")
+                assert operation in error["message"] and error["details"]["operation"] == operation
+    assert len(seen) == len(service.PERMISSIONS) * len(service.ROLES)
+    with server.client(tokens["viewer"]) as viewer:
+        me = viewer.get("/me").json()
+    assert me["roles"] == ["viewer"] and me["scopes"] == ["*"]
+    for operation, answer in me["operations"].items():
+        if answer["allowed"]:
+            assert "viewer" in service.roles_for(operation), operation
+
+
+def test_another_scope_finds_nothing(serve: Serve, store: Store, records: Records) -> None:
+    stranger = token(store, "user:stranger", ("admin",), ("elsewhere",))
+    neighbour = token(store, "user:neighbour", ("viewer",), ("default",))
+    server = serve_with_tokens(serve)
+    table = routes(server)
+    with server.client(stranger) as client, server.client(neighbour) as allowed:
+        for operation in sorted(service.PERMISSIONS):
+            method, template = table[operation]
+            path = records.path(operation, template)
+            response = call(client, method, path, operation)
+            if operation in SHARED:
+                assert response.status_code != 404, (operation, response.text)
+            elif operation in EVERY_SCOPE:
+                assert_error(response, 403, "forbidden")
+            elif "{" in template:
+                error = assert_error(response, 404, "not_found")
+                assert "scope" not in error["message"], error  # nothing says it exists
+            elif method == "GET":
+                assert response.status_code == 200, (operation, response.text)
+                [items] = [v for v in response.json().values() if isinstance(v, list)]
+                assert items == [], (operation, items)
+            if method == "GET" and operation not in SHARED:
+                # the same request from the record's own scope finds it
+                shown = call(allowed, method, path, operation)
+                assert shown.status_code == 200, (operation, shown.text)
+
+
+def test_a_scoped_operator_creates_in_its_scope_and_sees_only_it(
+    serve: Serve, store: Store
+) -> None:
+    ops = token(store, "user:olga", ("operator",), ("ops",))
+    viewer = token(store, "user:vic", ("viewer",), ("default",))
+    server = serve_with_tokens(serve)
+    body = {"workflow": "small", "inputs": {"n": 1}}
+    with server.client(ops) as olga, server.client(viewer) as vic:
+        created = olga.post("/objectives", json=body)
+        assert created.status_code == 201, created.text
+        objective, run = created.json()["objective"], created.json()["run"]
+        assert objective["scope"] == "ops" and run["scope"] == "ops"
+        assert objective["created_by"] == "user:olga"
+        refused = olga.post("/objectives", json={**body, "scope": "default"})
+        assert_error(refused, 403, "forbidden")
+        assert [r["id"] for r in olga.get("/runs").json()["runs"]] == [run["id"]]
+        assert vic.get("/runs").json()["runs"] == []
+        assert_error(vic.get(f"/runs/{run['id']}"), 404, "not_found")
+        assert_error(vic.get(f"/objectives/{objective['id']}"), 404, "not_found")
+        assert_error(vic.get(f"/runs/{run['id']}/events"), 404, "not_found")
+        canceled = olga.post(f"/runs/{run['id']}/cancel", json={})
+        assert canceled.status_code == 200 and canceled.json()["run"]["status"] == "canceled"
+
+
+def test_tokens_expire_and_are_revoked(serve: Serve, store: Store) -> None:
+    request = service.NewToken("user:erin", ("viewer",), ("*",), expires_in=3600)
+    issued = service.tokens.create_token(store, request, service.CLI)
+    server = serve_with_tokens(serve)
+    with server.client(issued.secret) as erin:
+        assert erin.get("/runs").status_code == 200
+        later = store.now() + timedelta(hours=2)
+        original = store.clock
+        store.clock = lambda: later
+        try:
+            error = assert_error(erin.get("/runs"), 401, "unauthorized")
+            assert "expired" in error["message"]
+        finally:
+            store.clock = original
+        assert erin.get("/runs").status_code == 200
+        service.tokens.revoke_token(store, issued.token.id, service.CLI)
+        error = assert_error(erin.get("/runs"), 401, "unauthorized")
+        assert "revoked" in error["message"]
+    listed = service.tokens.list_tokens(store, service.CLI, principal="user:erin")
+    assert [t.revoked_by for t in listed] == ["user:local"]
+    assert issued.secret not in str(listed)  # only the hash is kept
+
+
+def test_idempotency_keys_are_per_principal(serve: Serve, store: Store) -> None:
+    alice = token(store, "user:alice", ("operator",), ("*",))
+    bob = token(store, "user:bob", ("operator",), ("*",))
+    server = serve_with_tokens(serve)
+    body = {"workflow": "small", "inputs": {"n": 1}}
+    key = {"Idempotency-Key": "order-1"}
+    with server.client(alice) as a, server.client(bob) as b:
+        first = a.post("/objectives", json=body, headers=key)
+        assert first.status_code == 201, first.text
+        theirs = b.post("/objectives", json=body, headers=key)
+        assert theirs.status_code == 201, theirs.text  # bob's own objective, not alice's
+        assert theirs.json()["objective"]["id"] != first.json()["objective"]["id"]
+        assert theirs.json()["objective"]["created_by"] == "user:bob"
+        other = b.post("/objectives", json={**body, "inputs": {"n": 2}}, headers=key)
+        assert_error(other, 409, "idempotency_conflict")  # bob's key, bob's other body
+        again = a.post("/objectives", json=body, headers=key)
+        assert again.headers.get("idempotent-replayed") == "true"
+        assert again.json() == first.json()
+    # the service deduplicates by the principal's request key too, below the API's replay
+    retried = service.create_objective(
+        store, service.StartObjective("small", {"n": 1}, request_key="order-1"), service.CLI
+    )
+    assert retried.created and retried.objective.created_by == "user:local"
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        {"X-Forwarded-For": "127.0.0.1"},
+        {"Forwarded": "for=127.0.0.1"},
+        {"X-Real-IP": "127.0.0.1"},
+        {"X-Forwarded-For": "203.0.113.9"},
+    ],
+)
+def test_forwarded_headers_never_make_a_local_operator(
+    serve: Serve, header: dict[str, str]
+) -> None:
+    server = serve()
+    with server.client() as client:
+        assert client.get("/runs").status_code == 200  # loopback, no header: the local operator
+        error = assert_error(client.get("/runs", headers=header), 401, "unauthorized")
+        assert "local operator" in error["message"]
+
+
+def test_behind_a_proxy_the_local_operator_is_off(serve: Serve) -> None:
+    server = serve(trusted_proxies=("127.0.0.1",))
+    with server.client() as client:
+        assert_error(client.get("/runs"), 401, "unauthorized")
+        assert_error(client.get("/me"), 401, "unauthorized")
+
+
+def test_serve_refuses_to_expose_the_local_operator(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENSEAL_APPROVAL_AUTHORITY", raising=False)
+    monkeypatch.delenv("OPENSEAL_DATABASE_URL", raising=False)
+    code = main(["serve", "--trusted-proxy", "127.0.0.1", "--home", str(tmp_path), "--port", "0"])
+    err = capsys.readouterr().err
+    assert code == 2 and "refusing to listen behind a proxy without tokens" in err
+    code = main(["serve", "--trusted-proxy", "not-an-address", "--home", str(tmp_path)])
+    assert code == 2 and "not an address or network" in capsys.readouterr().err
+
+
+def test_the_tokens_cli_shows_a_secret_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENSEAL_DATABASE_URL", raising=False)
+    home = ["--home", str(tmp_path)]
+    made = ["tokens", "create", "service:ci", "--role", "author", "--scope", "*", *home]
+    assert main([*made, "--expires-in", "90d", "-o", "json"]) == 0
+    import json
+
+    created: dict[str, Any] = json.loads(capsys.readouterr().out)
+    secret, shown = created["secret"], created["token"]
+    assert secret.startswith("oseal_") and shown["state"] == "active" and shown["expires_at"]
+    assert main(["tokens", "list", *home]) == 0
+    listed = capsys.readouterr().out
+    assert shown["id"] in listed and "service:ci" in listed and secret not in listed
+    assert main(["tokens", "revoke", shown["id"][:8], *home, "-o", "yaml"]) == 0
+    assert "revoked_at:" in capsys.readouterr().out
+    assert main(["tokens", "list", *home, "-o", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["tokens"][0]["state"] == "revoked"
+    assert main(["tokens", "create", "alice", "--role", "viewer", *home]) == 2
+    assert "not a principal" in capsys.readouterr().err
+    assert main(["tokens", "create", "user:al", "--role", "boss", *home]) == 2
+    assert main(["tokens", "revoke", "ffffffff", *home]) == 1
