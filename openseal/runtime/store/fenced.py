@@ -216,8 +216,10 @@ class FencedTx:
             values.update(lease_released())
             settle_objective(self._conn, self._run, RunStatus(values["status"]), self.now)
             if self._run.parent_run_id is not None:
+                # ``conn`` writes what is held back first: settling appends to the caller run,
+                # and this run's sequence is read again after that
                 self.store.agent_requests.settle_child(
-                    self._conn, self._run, RunStatus(values["status"]),
+                    self.conn, self._run, RunStatus(values["status"]),
                     values.get("context", self._run.context), self.now,
                 )  # fmt: skip
         described: dict[str, Any] = {}
