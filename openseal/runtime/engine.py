@@ -27,9 +27,11 @@ from dataclasses import dataclass, field
 from openseal.errors import ClaimLost, OpenSealError
 from openseal.observability import metrics
 from openseal.runtime import telemetry
+from openseal.runtime.caller import Caller
 from openseal.runtime.executor import Begun, TurnExecutor, TurnReport
 from openseal.runtime.faults import batch_hook_from_env, hook_from_env
 from openseal.runtime.models import ProviderFactory, default_provider_factory
+from openseal.runtime.requests import StartObjective
 from openseal.runtime.states.base import Hook
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import (
@@ -38,6 +40,7 @@ from openseal.runtime.store import (
     DriverFailure,
     FencedTx,
     GroupCommit,
+    NewObjective,
     Store,
     describe_fault,
     transient,
@@ -198,8 +201,38 @@ class Engine:
         with self.group.member():
             return self._step()
 
+    def submit(
+        self, request: StartObjective, caller: Caller
+    ) -> tuple[NewObjective, StepReport | None]:
+        """Start an objective (as ``service.create_objective``) and work on its run at once.
+
+        The objective's creation, the claim of its run and the run's first turn (with the pure
+        states after it) share one commit; the turns after it are worked on as :meth:`step`
+        does. The report is None when the run was not runnable (an idempotent request that
+        returned an existing objective whose run is elsewhere).
+        """
+        from openseal.runtime.service.runs import create_objective
+
+        if self.group is None:
+            created = create_objective(self.store, request, caller)
+            claimed = self._claim(created.run.id)
+            return created, None if claimed is None else self._run_claim(*claimed)
+        with self.group.member():
+            with self.group.together():
+                created = create_objective(self.store, request, caller)
+                claimed = self._claim(created.run.id)
+            return created, None if claimed is None else self._run_claim(*claimed)
+
     def _step(self) -> StepReport | None:
-        ended: list[TurnReport] = []  # turns that ended in the claim's commit (pure states)
+        claimed = self._claim()
+        return None if claimed is None else self._run_claim(*claimed)
+
+    def _claim(
+        self, run_id: str | None = None
+    ) -> tuple[Claim, Begun | None, list[TurnReport]] | None:
+        """Claim a runnable run (``run_id``, or the one that changed longest ago) with its first
+        turn saved; the turns that ended in that commit (pure states) come with it."""
+        ended: list[TurnReport] = []
 
         def start(tx: FencedTx) -> Begun | None:
             ended.clear()
@@ -208,7 +241,7 @@ class Engine:
         try:
             # The claim and the first turn's save commit together.
             found = self.store.leases.claim_and_start(
-                self.worker_id, start, lease_seconds=self.lease_seconds
+                self.worker_id, start, lease_seconds=self.lease_seconds, run_id=run_id
             )
         except DriverFailure:
             raise  # the database is unreachable or busy: the caller retries
@@ -217,11 +250,15 @@ class Engine:
             # so the failure is met again in a turn and the run is stopped, not retried forever.
             log.debug("claim with first turn failed (%s); claiming alone", exc)
             ended.clear()
-            claim = self.store.leases.claim(self.worker_id, lease_seconds=self.lease_seconds)
+            claim = self.store.leases.claim(
+                self.worker_id, lease_seconds=self.lease_seconds, run_id=run_id
+            )
             found = None if claim is None else (claim, None)
         if found is None:
             return None
-        claim, begun = found
+        return found[0], found[1], ended
+
+    def _run_claim(self, claim: Claim, begun: Begun | None, ended: list[TurnReport]) -> StepReport:
         metrics.CLAIMS.inc()
         report = StepReport(claim.run_id)
         with self.heartbeats.hold(claim) as lost:

@@ -168,3 +168,36 @@ def test_an_unexpected_failure_in_a_pure_handler_is_met_in_a_turn_of_its_own(
     assert "a bug in a handler" in (run.waiting or {}).get("reason", "")
     assert turn_rows(pure, run_id)[0][1:] == ("count", "running")
     assert_gap_free(pure, run_id)
+
+
+@pytest.mark.parametrize(("batch_size", "commits"), [(8, 1), (1, 2)])
+def test_submit_creates_the_objective_and_claims_its_run_in_one_commit(
+    pure: Store, tmp_path: Path, batch_size: int, commits: int
+) -> None:
+    older = start(pure, 1)  # runnable, but submit works on the run it creates
+    counted = WriteCommits(pure.engine)
+    worker = engine(pure, scripted(tmp_path, {})[0], batch_size=batch_size)
+    created, report = worker.submit(service.StartObjective("tally", {"n": 7}), service.CLI)
+
+    assert counted.count == commits  # with batching: the creation, the claim and every turn
+    assert report is not None and report.run_id == created.run.id
+    assert pure.runs.get(created.run.id).status == RunStatus.COMPLETED
+    assert pure.runs.get(older).status == RunStatus.QUEUED
+    assert event_types(pure, created.run.id)[:3] == ["run.created", "lease.claimed", "turn.started"]
+    assert_gap_free(pure, created.run.id)
+
+
+def test_submit_rolls_back_the_objective_when_its_claim_cannot_be_saved(
+    pure: Store, tmp_path: Path, restored: None
+) -> None:
+    worker = engine(pure, scripted(tmp_path, {})[0])
+
+    def creation_fails(*_args: object) -> None:
+        raise RuntimeError("the block failed")
+
+    with pytest.raises(RuntimeError), worker.group.together():  # type: ignore[union-attr]
+        created = service.create_objective(
+            pure, service.StartObjective("tally", {"n": 1}), service.CLI
+        )
+        creation_fails(created)
+    assert pure.runs.query(limit=10) == ()

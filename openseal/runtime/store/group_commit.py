@@ -106,8 +106,45 @@ class GroupCommit:
                 self._cond.notify_all()
 
     @contextmanager
+    def together(self) -> Iterator[None]:
+        """The calling thread's writes inside the block share one transaction of their own,
+        committed when the block ends (creating an objective and claiming its run, say).
+
+        Each write still rolls back alone when it fails; an exception out of the block rolls
+        back all of them. Other threads' writes do not join it.
+        """
+        batch = _Batch()
+        batch.closed, batch.members = True, 1
+        self._begin(batch)
+        if batch.broken is not None:
+            raise batch.broken
+        previous = getattr(_local, "group", None)
+        _local.held, _local.group = batch, self
+        try:
+            yield
+        except BaseException:
+            batch.broken = batch.broken or RuntimeError("the block failed")
+            raise
+        finally:
+            _local.held, _local.group = None, previous
+            batch.done = 1
+            self._commit(batch)
+        if batch.broken is not None:
+            raise batch.broken
+
+    @contextmanager
     def transaction(self) -> Iterator[sa.Connection]:
         """A write transaction of the calling thread, committed with the batch it joins."""
+        held: _Batch | None = getattr(_local, "held", None)
+        failure: BaseException | None = None
+        if held is not None:  # inside together(): a part of that transaction
+            if held.broken is None and held.conn is not None:
+                failure = yield from self._body(held, held.conn)
+            if held.broken is not None:
+                raise held.broken
+            if failure is not None:
+                raise failure
+            return
         with self._cond:
             batch = self._open
             leader = batch is None or batch.closed or batch.members >= self.size
@@ -118,7 +155,6 @@ class GroupCommit:
             batch.members += 1
         if not leader:
             batch.body.acquire()
-        failure: BaseException | None = None
         try:
             if leader:
                 self._begin(batch)
@@ -186,7 +222,8 @@ class GroupCommit:
         """
         conn, committed, woke = batch.conn, False, False
         try:
-            self._close(batch)
+            if not batch.closed:
+                self._close(batch)
             if batch.broken is None and conn is not None and batch.trans is not None:
                 if self.hook is not None:
                     self.hook(BATCH_POINTS[0], batch.members)

@@ -47,14 +47,22 @@ class Leases(Repository):
     """``store.leases``: claiming runs, heartbeats, giving runs back, fenced writes."""
 
     def claim(
-        self, worker_id: str, *, lease_seconds: float = 30, now: datetime | None = None
+        self,
+        worker_id: str,
+        *,
+        lease_seconds: float = 30,
+        now: datetime | None = None,
+        run_id: str | None = None,
     ) -> Claim | None:
-        """Claim the runnable run that changed longest ago, or return None if there is none.
+        """Claim the runnable run that changed longest ago (or run ``run_id``, if runnable), or
+        return None if there is none.
 
         The claim sets the lease, increments the epoch and records ``lease.claimed``. Heartbeat
         at a third of ``lease_seconds``.
         """
-        found = self.claim_and_start(worker_id, None, lease_seconds=lease_seconds, now=now)
+        found = self.claim_and_start(
+            worker_id, None, lease_seconds=lease_seconds, now=now, run_id=run_id
+        )
         return None if found is None else found[0]
 
     def claim_and_start(
@@ -64,19 +72,24 @@ class Leases(Repository):
         *,
         lease_seconds: float = 30,
         now: datetime | None = None,
+        run_id: str | None = None,
     ) -> tuple[Claim, T | None] | None:
         """Claim a run like :meth:`claim`, then call ``start`` in the same transaction.
 
         ``start`` gets a :class:`FencedTx` of the new claim — the engine saves the run's first
         turn with it, so a claim and the turn it starts cost one commit. Its result is returned
-        with the claim; if it raises, the claim is not taken either.
+        with the claim; if it raises, the claim is not taken either. With ``run_id`` only that
+        run is claimed (if it is runnable).
         """
         now = now or self._store.now()
         expires = now + timedelta(seconds=lease_seconds)
         with self._store.write() as conn:
-            row = fastsql.one_or_none(
-                fastsql.execute(conn, self._select_claimable(), {"p_now": now})
-            )
+            if run_id is None:
+                found = fastsql.execute(conn, self._select_claimable(), {"p_now": now})
+            else:
+                params = {"p_now": now, "p_id": run_id}
+                found = fastsql.execute(conn, self._select_claimable(one=True), params)
+            row = fastsql.one_or_none(found)
             if row is None:
                 return None
             before = Run.from_row(row)
@@ -109,17 +122,20 @@ class Leases(Repository):
             tx.flush()
         return claim, started
 
-    def _select_claimable(self) -> sa.Select[Any]:
-        """The run a worker may claim at ``:p_now`` that changed longest ago, locked for the
-        claim; built once."""
-        stmt: sa.Select[Any] | None = getattr(self, "_claimable_stmt", None)
+    def _select_claimable(self, *, one: bool = False) -> sa.Select[Any]:
+        """The run a worker may claim at ``:p_now`` that changed longest ago (``one``: run
+        ``:p_id`` if it may be claimed), locked for the claim; built once each."""
+        name = "_claimable_one_stmt" if one else "_claimable_stmt"
+        stmt: sa.Select[Any] | None = getattr(self, name, None)
         if stmt is None:
             condition = runnable(sa.bindparam("p_now", type_=runs.c.wake_at.type))
+            if one:
+                condition = sa.and_(condition, runs.c.id == sa.bindparam("p_id"))
             # Least recently changed first: a run given back after its turns (or a retry) goes
             # behind the runs that waited meanwhile, so one busy run cannot starve the others.
             ordered = sa.select(runs).where(condition).order_by(runs.c.updated_at, runs.c.id)
             stmt = self._store.for_claim(ordered.limit(1))
-            self._claimable_stmt = stmt
+            setattr(self, name, stmt)
         return stmt
 
     def heartbeat(
