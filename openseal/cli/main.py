@@ -45,6 +45,7 @@ COMMANDS = {
     "author": "openseal.cli.author:author_command",
     "models": "openseal.cli.models:models",
     "tokens": "openseal.cli.tokens:tokens",
+    "triggers": "openseal.cli.triggers:triggers",
 }
 
 

@@ -46,6 +46,7 @@ from openseal.runtime.store import (
     transient,
 )
 from openseal.runtime.tools import GatewayTools, ToolRunner
+from openseal.runtime.triggers import Scheduler
 from openseal.runtime.workflow import WorkflowCatalog
 from openseal.skills.credentials import RuntimeContext
 
@@ -181,6 +182,8 @@ class Engine:
             if batch_size > 1
             else None
         )
+        #: fires schedule triggers that are due (one per engine, shared by its threads)
+        self.triggers = Scheduler(store)
         self.executor = TurnExecutor(
             store,
             WorkflowCatalog(store),
@@ -378,6 +381,7 @@ class Engine:
             metrics.worker_seen(self.worker_id)
             mark = self.store.work_mark()
             try:
+                self.triggers.poll()
                 report = self.step()
             except OpenSealError as exc:  # e.g. the database is unreachable for a while
                 log.warning("worker %s: %s; retrying", self.worker_id, exc)

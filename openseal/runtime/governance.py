@@ -1,7 +1,7 @@
 """Governed definition changes: deploy → change proposal → review → decision → activation.
 
 A **deployment** is a name pointing at one active definition version. Each compiled workflow,
-runbook and governance definition is a deployment named after it; agents, teams, skills,
+runbook, trigger and governance definition is a deployment named after it; agents, teams, skills,
 bindings and models are stored as versions its documents depend on by digest, so their changes
 show in the diff of every deployment that uses them.
 
@@ -81,7 +81,7 @@ from openseal.runtime.store import (
 )
 
 #: Kinds that are deployments of their own; every other kind is a dependency version.
-DEPLOYABLE_KINDS = frozenset({"workflow", "runbook", GOVERNANCE_KIND})
+DEPLOYABLE_KINDS = frozenset({"workflow", "runbook", "trigger", GOVERNANCE_KIND})
 E = TypeVar("E", Verdict, Decision, S)
 
 __all__ = [
@@ -157,7 +157,10 @@ def deploy(
         store.definitions.put(entry.digest, entry.kind, entry.name, entry.document)
     deployable = sorted((e for e in entries if e.kind in DEPLOYABLE_KINDS), key=lambda e: e.name)
     if not deployable:
-        note = "nothing to deploy: the bundle has no workflow, runbook or governance definition"
+        note = (
+            "nothing to deploy: the bundle has no workflow, runbook, trigger or governance "
+            "definition"
+        )
         return DeployResult(None, False, (), note)
     by_digest = {e.digest: (f"{e.kind}.{e.name}", e.document) for e in entries}
     names = [e.name for e in deployable]
@@ -300,7 +303,8 @@ def _check_kinds(deployable: list[_Entry], active: Mapping[str, tuple[str, str]]
         if other != entry.kind:
             raise GovernanceError(
                 f"the bundle defines both {other}.{entry.name} and {entry.kind}.{entry.name}; "
-                "deployment names must be unique across workflows, runbooks and governance",
+                "deployment names must be unique across workflows, runbooks, triggers and "
+                "governance",
                 code="kind_mismatch",
             )
         if entry.name in active and active[entry.name][1] != entry.kind:

@@ -118,6 +118,15 @@ class EventDelivery:
 
 
 @dataclass(frozen=True)
+class TriggerCommand:
+    """Set trigger ``name`` to ``status``: ``paused``, ``active`` (resume) or ``retired``."""
+
+    name: str
+    status: str
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
 class StartObjective:
     """Start ``workflow`` (its active version) with ``inputs`` in ``project``; the same
     ``request_key`` with the same content returns the objective it created."""

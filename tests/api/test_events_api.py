@@ -45,9 +45,9 @@ def test_a_redelivered_webhook_is_acknowledged_and_wakes_no_later_run(
         again = client.post("/events", json=EVENT, headers=headers)
         assert again.status_code == 202, again.text
         assert again.headers["Idempotent-Replayed"] == "true"
-        assert again.json() == {"event": event, "duplicate": True}
+        assert again.json() == {"event": event, "duplicate": True, "triggered": []}
         by_id = client.post("/events", json={**EVENT, "eventId": "evt_0001"})
-        assert by_id.json() == {"event": event, "duplicate": True}
+        assert by_id.json() == {"event": event, "duplicate": True, "triggered": []}
     engine(store, provider).run_until_idle()
     assert store.runs.get(later.id).status == RunStatus.WAITING_FOR_EVENT
 

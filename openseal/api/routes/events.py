@@ -1,4 +1,5 @@
-"""``POST /events``: deliver an inbound event to the run waiting for it (or keep it)."""
+"""``POST /events``: deliver an inbound event to the run waiting for it (or keep it), and fire
+the event triggers of its name."""
 
 from __future__ import annotations
 
@@ -40,7 +41,9 @@ def deliver(body: InboundEventBody, state: State, who: Who, key: Key = None) -> 
     ``consumed_by_run_id`` says which run took it. With an event id (``eventId`` or
     ``Idempotency-Key``), a redelivery answers ``duplicate: true`` with the first delivery's
     event as it stands, and changes nothing; the same id with another correlation or payload
-    is refused (409 ``idempotency_conflict``)."""
+    is refused (409 ``idempotency_conflict``). Every active event trigger of ``name`` whose
+    filter holds starts an objective, once per event: ``triggered`` lists what each recorded
+    (a redelivery lists nothing new)."""
     if key is not None:
         key = idempotency.check_key(key)
         if body.event_id is not None and body.event_id != key:
@@ -53,6 +56,10 @@ def deliver(body: InboundEventBody, state: State, who: Who, key: Key = None) -> 
         body.name, body.payload, body.correlation, key if key is not None else body.event_id
     )
     delivery = service.receive_event(state.store, request, runtime_caller(state, who))
-    document = {"event": jsonable(delivery.event), "duplicate": delivery.duplicate}
+    document = {
+        "event": jsonable(delivery.event),
+        "duplicate": delivery.duplicate,
+        "triggered": jsonable(delivery.fired),
+    }
     headers = {idempotency.REPLAYED: "true"} if delivery.duplicate else None
     return JSONResponse(document, 202, headers=headers)

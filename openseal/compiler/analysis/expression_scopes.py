@@ -24,11 +24,13 @@ from openseal.compiler.definitions.specs import (
     SkillSpec,
     State,
     Step,
+    TriggerSpec,
     WorkflowSpec,
 )
 from openseal.compiler.diagnostics import Diagnostic, did_you_mean, error
 from openseal.compiler.lang import expr as ex
 from openseal.compiler.lang import types as ty
+from openseal.compiler.syntax.spans import Span
 
 #: ``action`` in a skill adapter: the stable action key and who it belongs to.
 ACTION_TYPE = ty.object_type(
@@ -91,6 +93,15 @@ class Site:
     target: str
     expect: ty.TypeExpr | None = None
     argument: tuple[ex.Ref, str] | None = None
+    #: ``(workflow reference, input name)`` when the expected type is that workflow input's
+    workflow_input: tuple[ex.Ref, str] | None = None
+    #: where to report a mismatch when the expression has no span of its own (an HCL
+    #: object or number inside a map keeps only its enclosing block's)
+    key_span: Span | None = None
+
+    @property
+    def span(self) -> Span:
+        return self.key_span or self.expr.span
 
 
 def _listing(names: list[str] | tuple[str, ...]) -> str:
@@ -159,6 +170,27 @@ def binding_scope(name: str, spec: BindingSpec) -> Scope:
     return Scope("a binding constraint", f"binding.{name}", {}, {"args": Value(skill=spec.skill)})
 
 
+#: ``event`` in an event trigger: the inbound event's id, name and delivery key
+EVENT_TYPE = ty.object_type(
+    [
+        ty.Field("id", ty.STRING),
+        ty.Field("name", ty.STRING),
+        ty.Field("key", ty.STRING, optional=True),
+        ty.Field("received_at", ty.STRING),
+    ]
+)
+#: ``trigger`` in any trigger: its name and the occurrence (RFC 3339) that fired it
+TRIGGER_TYPE = ty.object_type([ty.Field("name", ty.STRING), ty.Field("occurrence", ty.STRING)])
+
+
+def trigger_scope(name: str, spec: TriggerSpec) -> Scope:
+    values = {"trigger": Value(TRIGGER_TYPE)}
+    if spec.event is not None:
+        values.update(payload=Value(), event=Value(EVENT_TYPE))
+    where = "an event trigger" if spec.event is not None else "a schedule trigger"
+    return Scope(where, f"trigger.{name}", {}, values)
+
+
 def proposal_names(spec: WorkflowSpec) -> dict[str, str]:
     """Proposal name → the state that drafts it."""
     names: dict[str, str] = {}
@@ -206,6 +238,25 @@ def expression_sites(definition: Definition) -> Iterator[Site]:
         yield from _workflow_sites(definition.name, spec)
     elif isinstance(spec, RunbookSpec):
         yield from _runbook_sites(definition.name, spec)
+    elif isinstance(spec, TriggerSpec):
+        yield from _trigger_sites(definition, spec)
+
+
+def _trigger_sites(definition: Definition, spec: TriggerSpec) -> Iterator[Site]:
+    scope = trigger_scope(definition.name, spec)
+    if spec.event is not None and spec.event.filter is not None:
+        yield Site(spec.event.filter, scope, "the filter", ty.BOOL)
+    for key in sorted(spec.input):
+        value = spec.input[key]
+        # A value without a span of its own carries the block's start: point at its key.
+        spanless = (value.span.line, value.span.column) == (
+            definition.span.line,
+            definition.span.column,
+        )
+        written = definition.key_spans.get(("input", key)) if spanless else None
+        yield Site(
+            value, scope, f"input `{key}`", workflow_input=(spec.workflow, key), key_span=written
+        )
 
 
 def _adapter_sites(adapter: Adapter, scope: Scope) -> Iterator[Site]:

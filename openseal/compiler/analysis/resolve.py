@@ -35,6 +35,7 @@ from openseal.compiler.definitions.specs import (
     SkillSpec,
     State,
     TeamSpec,
+    TriggerSpec,
     WorkflowSpec,
 )
 from openseal.compiler.diagnostics import Diagnostic, did_you_mean, error
@@ -48,6 +49,7 @@ _NOUNS = {
     "team": "a team",
     "role": "a team role",
     "binding": "a binding",
+    "trigger": "a trigger",
     "workflow": "a workflow",
     "runbook": "a runbook",
     "state": "a state",
@@ -104,9 +106,12 @@ class _Resolver:
     # ------------------------------------------------------------------ per kind
 
     def definition(self, definition: Definition) -> None:
-        for ref, allowed, field in _references(definition):
-            self.expect(ref, allowed, field)
         spec = definition.spec
+        for ref, allowed, field in _references(definition):
+            if isinstance(spec, TriggerSpec) and ref.root == "runbook":
+                self.runbook_trigger(ref)
+            else:
+                self.expect(ref, allowed, field)
         if isinstance(spec, WorkflowSpec):
             self.proposals(spec)
         for site in expression_sites(definition):
@@ -149,6 +154,14 @@ class _Resolver:
         elif f"{ref.root}.{ref.path[0]}" not in self.table:
             message = f"`{ref.dotted}` is not defined"
             self.report("OS201", message, ref, self.suggest(ref, allowed))
+
+    def runbook_trigger(self, ref: ex.Ref) -> None:
+        message = (
+            f"a trigger starts a workflow, but `{ref.dotted}` is a runbook: runbooks run in one "
+            "process without the store, so nothing could record a firing exactly once"
+        )
+        suggestion = "start a workflow whose action calls a skill with `adapter { runbook = ... }`"
+        self.report("OS202", message, ref, suggestion)
 
     def expect_role(self, ref: ex.Ref, allowed: tuple[str, ...]) -> None:
         team_key = f"team.{ref.path[0]}"
@@ -223,6 +236,8 @@ def _references(definition: Definition) -> Iterator[_Expected]:
         yield spec.owner, ("agent", "team"), "owner"
         for state_name in sorted(spec.state):
             yield from _state_references(spec.state[state_name])
+    elif isinstance(spec, TriggerSpec):
+        yield spec.workflow, ("workflow",), "workflow"
     elif isinstance(spec, RunbookSpec):
         for step_name in sorted(spec.step):
             step = spec.step[step_name]

@@ -38,6 +38,7 @@ from openseal.compiler.definitions.specs import (
     Input,
     RunbookSpec,
     State,
+    TriggerSpec,
     WorkflowSpec,
 )
 from openseal.compiler.diagnostics import Diagnostic, did_you_mean
@@ -56,6 +57,8 @@ def typecheck(analysis: Analysis) -> list[Diagnostic]:
         for skill, args in _argument_sets(definition):
             _check_required(checker, roots, skill, args)
         _check_defaults(checker, definition)
+        if isinstance(definition.spec, TriggerSpec):
+            _check_trigger_inputs(checker, roots, definition.spec)
     return checker.diagnostics
 
 
@@ -64,11 +67,13 @@ def _check_site(checker: Inferrer, roots: _Roots, site: Site) -> None:
     expected = site.expect
     if site.argument is not None:
         expected = _argument_type(checker, roots, site)
+    if site.workflow_input is not None:
+        expected = _workflow_input_type(checker, roots, site)
     if expected is not None and not ty.is_assignable(got, expected):
         message = (
             f"`{source(site.expr)}` is {show(got)}, but {site.target} expects {show(expected)}"
         )
-        checker.fail("OS301", message, site.expr.span)
+        checker.fail("OS301", message, site.span)
 
 
 def _argument_type(checker: Inferrer, roots: _Roots, site: Site) -> ty.TypeExpr | None:
@@ -87,6 +92,38 @@ def _argument_type(checker: Inferrer, roots: _Roots, site: Site) -> ty.TypeExpr 
     message = f"`{skill.dotted}` takes no argument `{name}`; its arguments are {listing}"
     checker.fail("OS302", message, site.expr.span, did_you_mean(name, names))
     return None
+
+
+def _workflow_input_type(checker: Inferrer, roots: _Roots, site: Site) -> ty.TypeExpr | None:
+    assert site.workflow_input is not None
+    workflow, name = site.workflow_input
+    spec = roots.workflow(workflow)
+    if spec is None:
+        return None
+    if name in spec.input:
+        return spec.input[name].type
+    names = sorted(spec.input)
+    listing = ", ".join(f"`{n}`" for n in names) or "none"
+    message = f"`{workflow.dotted}` has no input `{name}`; its inputs are {listing}"
+    checker.fail("OS302", message, site.span, did_you_mean(name, names))
+    return None
+
+
+def _check_trigger_inputs(checker: Inferrer, roots: _Roots, spec: TriggerSpec) -> None:
+    """Every input the workflow requires (no default) is mapped by the trigger."""
+    workflow = roots.workflow(spec.workflow)
+    if workflow is None:
+        return
+    missing = [n for n in sorted(workflow.input) if workflow.input[n].default is None]
+    missing = [n for n in missing if n not in spec.input]
+    if missing:
+        listing = ", ".join(f"`{n}`" for n in missing)
+        plural = "s" if len(missing) > 1 else ""
+        message = (
+            f"`{spec.workflow.dotted}` needs input{plural} {listing}, which the trigger does "
+            "not map"
+        )
+        checker.fail("OS301", message, spec.workflow.span, f"add {listing} to `input`")
 
 
 def _check_required(
@@ -157,6 +194,12 @@ class _Roots:
     def skill_input(self, skill: ex.Ref) -> ty.TypeExpr:
         spec = skill_spec(skill, self.analysis)
         return spec.input if spec is not None and spec.input is not None else ty.ANY
+
+    def workflow(self, ref: ex.Ref) -> WorkflowSpec | None:
+        if ref.root != "workflow" or len(ref.path) != 1:
+            return None
+        found = self.analysis.get(f"workflow.{ref.path[0]}")
+        return found.spec if found is not None and isinstance(found.spec, WorkflowSpec) else None
 
     def skill_output(self, skill: ex.Ref | None) -> ty.TypeExpr:
         spec = skill_spec(skill, self.analysis)

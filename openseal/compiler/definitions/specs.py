@@ -9,9 +9,20 @@ Expressions, references, types and durations are parsed while validating (see
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Annotated, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, JsonValue, model_validator
+from cronsim import CronSim, CronSimError
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    JsonValue,
+    field_validator,
+    model_validator,
+)
 
 from openseal.compiler.definitions.field_types import (
     Duration,
@@ -448,6 +459,85 @@ class GovernanceSpec(Spec):
     )
 
 
+# --------------------------------------------------------------------------- triggers
+
+
+class Schedule(Spec):
+    """When a schedule trigger fires: a cron expression in a time zone, or a fixed interval."""
+
+    cron: str | None = Field(
+        None, description="five fields (minute hour day-of-month month day-of-week)"
+    )
+    time_zone: str = Field("UTC", description="IANA name the cron is read in, e.g. Europe/Berlin")
+    every: Duration | None = Field(None, description="a fixed interval instead of a cron")
+
+    @field_validator("cron")
+    @classmethod
+    def _cron_parses(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                CronSim(value, datetime(2000, 1, 1, tzinfo=UTC))
+            except CronSimError as exc:
+                raise ValueError(f"`{value}` is not a cron expression: {exc}") from None
+        return value
+
+    @field_validator("time_zone")
+    @classmethod
+    def _zone_exists(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"`{value}` is not an IANA time zone (e.g. `Europe/Berlin`)") from None
+        return value
+
+    @model_validator(mode="after")
+    def _cron_or_every(self) -> Schedule:
+        if (self.cron is None) == (self.every is None):
+            raise ValueError("a schedule has either a `cron` or an `every`")
+        if self.every is not None and self.every < 1:
+            raise ValueError("`every` must be at least one second")
+        return self
+
+
+class EventSource(Spec):
+    """Which inbound events fire an event trigger."""
+
+    name: str = Field(description="the inbound event's name")
+    filter: Expression | None = Field(
+        None, description="a guard over `payload` and `event`; the trigger fires when it holds"
+    )
+
+
+class TriggerSpec(Spec):
+    """Starts an objective of a deployed workflow on a schedule or on an inbound event."""
+
+    description: str | None = None
+    workflow: Reference
+    schedule: Schedule | None = None
+    event: EventSource | None = None
+    input: dict[str, Expression] = Field(
+        default_factory=dict, description="the workflow's inputs, from the event or occurrence"
+    )
+    overlap: Literal["skip", "queue", "allow"] = Field(
+        "skip", description="what an occurrence does while an objective it started is open"
+    )
+    catch_up: Literal["none", "latest", "all"] = Field(
+        "latest", description="which occurrences missed while no worker ran still fire"
+    )
+    catch_up_limit: int = Field(
+        10, ge=1, le=1000, description="`all` fires at most this many missed occurrences"
+    )
+    grace: Duration = Field(
+        60.0, description="an occurrence later than this counts as missed (for `none`)"
+    )
+
+    @model_validator(mode="after")
+    def _schedule_or_event(self) -> TriggerSpec:
+        if (self.schedule is None) == (self.event is None):
+            raise ValueError("a trigger has either a `schedule` or an `event`")
+        return self
+
+
 # --------------------------------------------------------------------------- the file
 
 
@@ -460,6 +550,7 @@ KIND_MODELS: dict[str, type[Spec]] = {
     "workflow": WorkflowSpec,
     "runbook": RunbookSpec,
     "governance": GovernanceSpec,
+    "trigger": TriggerSpec,
 }
 
 Name = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_-]*$")]
@@ -476,3 +567,4 @@ class DefinitionFile(Spec):
     workflow: dict[Name, WorkflowSpec] = Field(default_factory=dict)
     runbook: dict[Name, RunbookSpec] = Field(default_factory=dict)
     governance: dict[Name, GovernanceSpec] = Field(default_factory=dict)
+    trigger: dict[Name, TriggerSpec] = Field(default_factory=dict)

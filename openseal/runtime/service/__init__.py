@@ -10,6 +10,7 @@ codes (``openseal/error_codes.py``).
 - approvals and actions: :mod:`.actions` and ``decide_approval``;
 - definitions by digest and posted deployments: :mod:`.definitions`;
 - governance (change proposals, deployments): :mod:`.governance`;
+- triggers (list, pause, resume, retire): :mod:`.triggers`;
 - capabilities: :mod:`.availability`;
 - engines, workers and model providers: :mod:`.workers`.
 
@@ -50,6 +51,7 @@ from openseal.runtime.requests import (
     Resolution,
     RunCommand,
     StartObjective,
+    TriggerCommand,
 )
 from openseal.runtime.service import governance, tokens, workers
 from openseal.runtime.service.actions import (
@@ -94,6 +96,12 @@ from openseal.runtime.service.runs import (
     show_run,
     waiting_reason,
 )
+from openseal.runtime.service.triggers import (
+    TriggerView,
+    list_triggers,
+    set_trigger_status,
+    show_trigger,
+)
 from openseal.runtime.statuses import (
     OPEN_CHANGE_PROPOSAL_STATUSES,
     TERMINAL_RUN_STATUSES,
@@ -137,6 +145,8 @@ __all__ = [
     "RunStatus",
     "RunView",
     "StartObjective",
+    "TriggerCommand",
+    "TriggerView",
     "approver_grant",
     "cancel_run",
     "capabilities",
@@ -158,6 +168,7 @@ __all__ = [
     "list_approvals",
     "list_objectives",
     "list_runs",
+    "list_triggers",
     "load_authority",
     "pause_run",
     "receive_event",
@@ -167,11 +178,13 @@ __all__ = [
     "resume_run",
     "roles_for",
     "run_events",
+    "set_trigger_status",
     "show_action",
     "show_agent_request",
     "show_approval",
     "show_objective",
     "show_run",
+    "show_trigger",
     "step_agent_request",
     "summarize",
     "tokens",

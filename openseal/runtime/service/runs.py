@@ -7,16 +7,15 @@ Each takes an open :class:`~openseal.runtime.store.Store` and plain arguments, a
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
-
-import jsonschema
 
 from openseal.errors import UsageError
 from openseal.runtime.access import Forbidden, check_everywhere, check_scope, visible_run
 from openseal.runtime.caller import CLI, Caller
 from openseal.runtime.id_prefix import complete_id as complete_id  # ids by unique prefix
 from openseal.runtime.models.pricing import model_cost
+from openseal.runtime.objective_inputs import prepare_inputs
 from openseal.runtime.requests import EventDelivery, Intervention, RunCommand, StartObjective
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import (
@@ -29,6 +28,7 @@ from openseal.runtime.store import (
     Run,
     Store,
 )
+from openseal.runtime.triggers import fire_event
 from openseal.runtime.workflow import WorkflowCatalog, version_key
 
 LOCAL_ACTOR = "user:local"
@@ -103,42 +103,12 @@ def create_objective(store: Store, request: StartObjective, caller: Caller) -> N
         raise NotFound(f"no workflow {workflow!r} is deployed")
 
     def prepare(version: DefinitionVersion) -> dict[str, Any]:
-        schema = version.document.get("inputs") or {}
-        filled = _with_defaults(request.inputs, schema)
-        _check_inputs(workflow, filled, schema, version.digest)
-        return filled
+        return prepare_inputs(workflow, request.inputs, version)
 
     return store.objectives.create(
         request.project, workflow, request.inputs, request_key=request.request_key,
         actor=caller.actor, scope=scope, prepare=prepare,
     )  # fmt: skip
-
-
-def _with_defaults(inputs: dict[str, Any], input_schema: dict[str, Any]) -> dict[str, Any]:
-    filled = dict(inputs)
-    for name, prop in (input_schema.get("properties") or {}).items():
-        if name not in filled and isinstance(prop, dict) and "default" in prop:
-            filled[name] = prop["default"]
-    return filled
-
-
-#: input validators by workflow digest: a version's input schema never changes
-_validators: dict[str, jsonschema.Draft202012Validator] = {}
-
-
-def _check_inputs(
-    workflow: str, inputs: dict[str, Any], input_schema: dict[str, Any], digest: str
-) -> None:
-    if not input_schema:
-        return
-    validator = _validators.get(digest)
-    if validator is None:
-        validator = _validators[digest] = jsonschema.Draft202012Validator(input_schema)
-    errors = sorted(validator.iter_errors(inputs), key=lambda e: list(e.absolute_path))
-    if errors:
-        first = errors[0]
-        where = ".".join(str(p) for p in first.absolute_path) or "inputs"
-        raise UsageError(f"invalid input for {workflow}: {where}: {first.message}")
 
 
 def list_objectives(store: Store, *, limit: int = 100, caller: Caller = CLI) -> list[Objective]:
@@ -299,12 +269,16 @@ def intervene(store: Store, request: Intervention, caller: Caller) -> Run:
 
 
 def receive_event(store: Store, request: EventDelivery, caller: Caller) -> Delivery:
-    """Hand an inbound event to the run waiting for it, or keep it for one that will. With a
+    """Hand an inbound event to the run waiting for it, or keep it for one that will, and fire
+    the event triggers of its name whose filter holds (``fired``). With a
     ``key`` (the sender's id for the delivery) a redelivery is acknowledged with the first
     event (``duplicate``), not stored again. A waiting run of any scope may take the event, so
     only a caller that reaches every scope may deliver one."""
     check_everywhere(caller.grant, "delivering an inbound event")
-    return store.inbound_events.receive(
+    delivery = store.inbound_events.receive(
         request.name, request.correlation or {}, request.payload, key=request.key,
         actor=caller.actor,
     )  # fmt: skip
+    # Also for a redelivery: if the first delivery's firings were lost to a crash, the
+    # sender's retry records them now; each trigger fires once per stored event anyway.
+    return replace(delivery, fired=tuple(fire_event(store, delivery.event)))

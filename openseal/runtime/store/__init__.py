@@ -15,6 +15,7 @@ never see a table, a statement or SQLAlchemy:
 - ``store.change_proposals``: governed deployment changes, their reviews and events;
 - ``store.idempotency``: the API's remembered responses by ``Idempotency-Key``, per principal;
 - ``store.tokens``: principals' bearer tokens (their sha256), roles, scopes, expiry;
+- ``store.triggers``: trigger deployments, their status and one firing row per occurrence;
 - ``store.artifacts``: content-addressed artefacts, verified by digest on read;
 - ``store.health``: readiness and the numbers ``/metrics`` reads at every scrape.
 
@@ -98,6 +99,12 @@ from openseal.runtime.store.records import (
 )
 from openseal.runtime.store.schema import DEFAULT_SCOPE
 from openseal.runtime.store.tokens import AccessToken
+from openseal.runtime.store.triggers import (
+    Occurrence,
+    PrepareInputs,
+    TriggerDeployment,
+    TriggerFiring,
+)
 
 __all__ = [
     "BATCH_POINTS",
@@ -135,7 +142,9 @@ __all__ = [
     "NewObjective",
     "NotFound",
     "Objective",
+    "Occurrence",
     "PostgresStore",
+    "PrepareInputs",
     "Proposal",
     "ProposalEvent",
     "ProposalKind",
@@ -148,6 +157,8 @@ __all__ = [
     "Store",
     "StoredResponse",
     "Target",
+    "TriggerDeployment",
+    "TriggerFiring",
     "Turn",
     "Verdict",
     "action_boundary",

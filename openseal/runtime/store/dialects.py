@@ -42,6 +42,7 @@ from openseal.runtime.store.objectives import Objectives
 from openseal.runtime.store.proposals import Proposals
 from openseal.runtime.store.runs import Runs
 from openseal.runtime.store.tokens import Tokens
+from openseal.runtime.store.triggers import Triggers
 
 DATABASE_URL_ENV = "OPENSEAL_DATABASE_URL"
 #: the kinds whose ids may be given by a unique prefix, and the column that holds each
@@ -74,6 +75,7 @@ class Store(StoreBase):
         self.change_proposals = ChangeProposals(self)
         self.idempotency = Idempotency(self)
         self.tokens = Tokens(self)
+        self.triggers = Triggers(self)
         self.health = Health(self)
         self.artifacts = ArtifactStore(self.home / "artifacts", self)
 

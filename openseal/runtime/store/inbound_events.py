@@ -29,6 +29,7 @@ from openseal.runtime.store.base import Repository
 from openseal.runtime.store.errors import IdempotencyConflict
 from openseal.runtime.store.events import change_run
 from openseal.runtime.store.records import InboundEvent, Run
+from openseal.runtime.store.triggers import TriggerFiring
 
 inbound = schema.inbound_events
 runs = schema.runs
@@ -103,6 +104,8 @@ class Delivery:
     event: InboundEvent
     #: True when the delivery key had been delivered before: nothing was stored or consumed
     duplicate: bool
+    #: what the event triggers of its name recorded for it (set by the service)
+    fired: tuple[TriggerFiring, ...] = ()
 
 
 class InboundEvents(Repository):

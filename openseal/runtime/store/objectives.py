@@ -120,66 +120,85 @@ class Objectives(Repository):
         prepare: Prepare | None,
     ) -> NewObjective:
         with self._store.write() as conn:
-            version = self._store.definitions.active_version_in(conn, workflow_name)
-            if version is None or version.kind != "workflow":
-                raise StoreError(f"no workflow {workflow_name!r} is deployed", code="not_deployed")
-            if prepare is not None:
-                inputs = prepare(version)
-            now = self._store.now()
-            objective = Objective(
-                id=new_id(),
-                project=project,
-                workflow_name=workflow_name,
-                workflow_digest=version.digest,
-                inputs=inputs,
-                status=ObjectiveStatus.ACTIVE,
-                request_key=request_key,
-                request_hash=digest,
-                revision=1,
-                created_at=now,
-                updated_at=now,
-                created_by=actor,
-                scope=scope,
+            return self.insert_in(
+                conn, project, workflow_name, inputs, request_key, digest, actor, scope, prepare
             )
-            row = {k: v for k, v in objective.__dict__.items() if k != "project"}
-            project_id = self._project_id(conn, project)
-            fastsql.execute(conn, INSERT_OBJECTIVE, {**row, "project_id": project_id})
-            # The run is inserted with its first event already counted: one INSERT each, no
-            # UPDATE to take the sequence number (nobody else can see the run yet).
-            run = Run(
-                id=new_id(),
-                objective_id=objective.id,
-                parent_run_id=None,
-                workflow_digest=version.digest,
-                status=RunStatus.QUEUED,
-                current_state=None,
-                waiting=None,
-                paused_from_status=None,
-                context={"inputs": inputs, "states": {}},
-                epoch=0,
-                lease_owner=None,
-                lease_expires_at=None,
-                wake_at=None,
-                last_event_seq=1,
-                stale_writes=0,
-                budget_used={},
-                revision=1,
-                created_at=now,
-                updated_at=now,
-                scope=scope,
-            )
-            fastsql.execute(conn, INSERT_RUN, {**run.__dict__, "wait_name": None})
-            payload: dict[str, Any] = {"objective_id": objective.id, "workflow": workflow_name}
-            if request_key is not None:
-                payload["request_key"] = request_key
-            fastsql.execute(
-                conn,
-                INSERT_EVENT,
-                {"run_id": run.id, "seq": 1, "type": "run.created", "actor": actor,
-                 "payload": payload, "at": now},
-            )  # fmt: skip
-            self._store.notify_work(conn)
-            return NewObjective(objective, run, True)
+
+    def insert_in(
+        self,
+        conn: sa.Connection,
+        project: str,
+        workflow_name: str,
+        inputs: dict[str, Any],
+        request_key: str | None,
+        digest: str,
+        actor: str,
+        scope: str,
+        prepare: Prepare | None,
+    ) -> NewObjective:
+        """:meth:`create` in the caller's transaction, without the request-key replay (a
+        trigger's firing row commits with the objective it starts). ``prepare`` and the
+        check that the workflow is deployed run before anything is written."""
+        version = self._store.definitions.active_version_in(conn, workflow_name)
+        if version is None or version.kind != "workflow":
+            raise StoreError(f"no workflow {workflow_name!r} is deployed", code="not_deployed")
+        if prepare is not None:
+            inputs = prepare(version)
+        now = self._store.now()
+        objective = Objective(
+            id=new_id(),
+            project=project,
+            workflow_name=workflow_name,
+            workflow_digest=version.digest,
+            inputs=inputs,
+            status=ObjectiveStatus.ACTIVE,
+            request_key=request_key,
+            request_hash=digest,
+            revision=1,
+            created_at=now,
+            updated_at=now,
+            created_by=actor,
+            scope=scope,
+        )
+        row = {k: v for k, v in objective.__dict__.items() if k != "project"}
+        project_id = self._project_id(conn, project)
+        fastsql.execute(conn, INSERT_OBJECTIVE, {**row, "project_id": project_id})
+        # The run is inserted with its first event already counted: one INSERT each, no
+        # UPDATE to take the sequence number (nobody else can see the run yet).
+        run = Run(
+            id=new_id(),
+            objective_id=objective.id,
+            parent_run_id=None,
+            workflow_digest=version.digest,
+            status=RunStatus.QUEUED,
+            current_state=None,
+            waiting=None,
+            paused_from_status=None,
+            context={"inputs": inputs, "states": {}},
+            epoch=0,
+            lease_owner=None,
+            lease_expires_at=None,
+            wake_at=None,
+            last_event_seq=1,
+            stale_writes=0,
+            budget_used={},
+            revision=1,
+            created_at=now,
+            updated_at=now,
+            scope=scope,
+        )
+        fastsql.execute(conn, INSERT_RUN, {**run.__dict__, "wait_name": None})
+        payload: dict[str, Any] = {"objective_id": objective.id, "workflow": workflow_name}
+        if request_key is not None:
+            payload["request_key"] = request_key
+        fastsql.execute(
+            conn,
+            INSERT_EVENT,
+            {"run_id": run.id, "seq": 1, "type": "run.created", "actor": actor,
+             "payload": payload, "at": now},
+        )  # fmt: skip
+        self._store.notify_work(conn)
+        return NewObjective(objective, run, True)
 
     def start_child_run(
         self,

@@ -201,6 +201,48 @@ inbound_events = sa.Table(
     sa.Index("uq_inbound_events_delivery_key", "name", "delivery_key", unique=True),
 )
 
+# -- triggers ---------------------------------------------------------------------------
+
+#: What operators set on a trigger deployment (no row: ``active``). ``retired`` holds for the
+#: version it was set on (``digest``); a newly activated version is active again from
+#: ``since`` (when it was activated), so a retired period is never caught up.
+trigger_states = sa.Table(
+    "trigger_states",
+    metadata,
+    sa.Column("name", NAME, primary_key=True),
+    sa.Column("status", STATUS, nullable=False),
+    sa.Column("digest", DIGEST, nullable=False),
+    sa.Column("since", UtcTimestamp, nullable=True),
+    sa.Column("changed_by", sa.String(200), nullable=False),
+    sa.Column("changed_at", UtcTimestamp, nullable=False),
+    sa.Column("reason", sa.Text, nullable=True),
+    sa.Column("revision", sa.Integer, nullable=False),
+)
+
+#: One row per occurrence a trigger handled, unique on (trigger, occurrence): a schedule's
+#: ``at:<time>`` or an inbound event's ``event:<id>``. A ``started`` row commits with the
+#: objective it created, so each occurrence starts at most one, whichever worker got there.
+trigger_firings = sa.Table(
+    "trigger_firings",
+    metadata,
+    sa.Column("id", ID, primary_key=True),
+    sa.Column("trigger_name", NAME, nullable=False),
+    sa.Column("trigger_digest", DIGEST, nullable=False),
+    sa.Column("occurrence_key", sa.String(240), nullable=False),
+    sa.Column("source", sa.String(16), nullable=False),  # schedule | event
+    sa.Column("occurred_at", UtcTimestamp, nullable=False),
+    sa.Column("inbound_event_id", ID, sa.ForeignKey("inbound_events.id"), nullable=True),
+    # started | queued | skipped | missed | failed
+    sa.Column("outcome", STATUS, nullable=False),
+    sa.Column("objective_id", ID, sa.ForeignKey("objectives.id"), nullable=True),
+    sa.Column("inputs", sa.JSON, nullable=True),
+    sa.Column("detail", sa.Text, nullable=True),
+    sa.Column("recorded_at", UtcTimestamp, nullable=False),
+    sa.Column("started_at", UtcTimestamp, nullable=True),
+    sa.Index("uq_trigger_firings_occurrence", "trigger_name", "occurrence_key", unique=True),
+    sa.Index("ix_trigger_firings_trigger_at", "trigger_name", "occurred_at"),
+)
+
 agent_requests = sa.Table(
     "agent_requests",
     metadata,

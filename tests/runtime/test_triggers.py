@@ -1,0 +1,274 @@
+"""Triggers in the store and the scheduler: one firing per occurrence, catch-up, overlap,
+events, pause and retire. The store's clock is the test's; every test runs on both backends."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from openseal.runtime import service
+from openseal.runtime.statuses import ObjectiveStatus
+from openseal.runtime.store import Delivery, InvalidStatus, Store, TriggerFiring
+from openseal.runtime.triggers import Scheduler
+from tests.runtime.support import Backend
+from tests.runtime.trigger_support import (
+    EVENT_TRIGGER,
+    START,
+    Clock,
+    deploy_triggers,
+    schedule,
+    trigger_project,
+)
+
+
+def opened(backend: Backend, clock: Clock) -> Store:
+    store = backend.open()
+    store.clock = clock
+    return store
+
+
+def fired(store: Store, name: str = "hourly") -> list[TriggerFiring]:
+    """Firings oldest first."""
+    return store.triggers.firings(name)[::-1]
+
+
+def outcomes(store: Store, name: str = "hourly") -> list[tuple[str, str]]:
+    return [(f.occurred_at.strftime("%H:%M"), f.outcome) for f in fired(store, name)]
+
+
+def end_objective(store: Store, firing: TriggerFiring) -> None:
+    assert firing.objective_id is not None
+    run = service.show_objective(store, firing.objective_id)[1][0]
+    store.runs.cancel(run.id, "user:test", "done with it")
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+def test_a_due_occurrence_starts_one_objective_however_many_schedulers_look(
+    backend: Backend, clock: Clock, tmp_path: Path
+) -> None:
+    store = opened(backend, clock)
+    deploy_triggers(store, trigger_project(tmp_path, schedule()))
+    schedulers = [Scheduler(opened(backend, clock), refresh=0) for _ in range(3)]
+    assert [s.poll() for s in schedulers] == [[], [], []]  # nothing due before 09:30
+    clock.advance(hours=1)
+    results = [s.poll() for s in schedulers]
+    assert sorted(len(r) for r in results) == [0, 0, 1]
+    [firing] = fired(store)
+    assert firing.outcome == "started" and firing.occurred_at == START.replace(hour=9)
+    objective, runs = service.show_objective(store, str(firing.objective_id))
+    assert objective.inputs == {"n": 1} and objective.created_by == "trigger:hourly"
+    assert len(runs) == 1
+    assert len(store.objectives.newest()) == 1
+    # a restarted worker (a new scheduler) finds the occurrence recorded and starts nothing
+    assert Scheduler(opened(backend, clock), refresh=0).poll() == []
+    assert len(store.objectives.newest()) == 1
+
+
+@pytest.mark.parametrize(
+    ("policy", "expected"),
+    [
+        ("latest", [("13:30", "started")]),
+        ("all", [("11:30", "started"), ("12:30", "skipped"), ("13:30", "skipped")]),
+        ("none", [("13:30", "missed")]),
+    ],
+)
+def test_catch_up_after_downtime(
+    backend: Backend,
+    clock: Clock,
+    tmp_path: Path,
+    policy: str,
+    expected: list[tuple[str, str]],
+) -> None:
+    store = opened(backend, clock)
+    options = {"catch_up": f'"{policy}"', "catch_up_limit": "3"}
+    deploy_triggers(store, trigger_project(tmp_path, schedule(**options)))
+    clock.advance(hours=5, minutes=10)  # no worker ran from 08:30 to 13:40
+    Scheduler(store, refresh=0).poll()
+    assert outcomes(store) == expected
+    started = [f for f in fired(store) if f.outcome == "started"]
+    assert len(store.objectives.newest()) == len(started)
+    # on time again: the next occurrence fires whatever the policy
+    for firing in started:
+        end_objective(store, firing)
+    clock.advance(minutes=50, seconds=30)  # 14:30:30, within the grace
+    Scheduler(store, refresh=0).poll()
+    assert outcomes(store)[-1] == ("14:30", "started")
+
+
+def test_catch_up_none_fires_an_occurrence_within_the_grace(
+    backend: Backend, clock: Clock, tmp_path: Path
+) -> None:
+    store = opened(backend, clock)
+    deploy_triggers(store, trigger_project(tmp_path, schedule(catch_up='"none"', grace='"2m"')))
+    clock.advance(hours=1, seconds=90)
+    Scheduler(store, refresh=0).poll()
+    assert outcomes(store) == [("09:30", "started")]
+
+
+def test_overlap_skip_queue_allow(backend: Backend, clock: Clock, tmp_path: Path) -> None:
+    store = opened(backend, clock)
+    triggers = "".join(
+        schedule(name, overlap=f'"{name}"', catch_up='"all"') for name in ("skip", "queue", "allow")
+    )
+    deploy_triggers(store, trigger_project(tmp_path, triggers))
+    scheduler = Scheduler(store, refresh=0)
+    for _ in range(3):
+        clock.advance(hours=1)
+        scheduler.poll()
+    assert [o for _, o in outcomes(store, "skip")] == ["started", "skipped", "skipped"]
+    assert [o for _, o in outcomes(store, "queue")] == ["started", "queued", "queued"]
+    assert [o for _, o in outcomes(store, "allow")] == ["started"] * 3
+    # the queue moves one at a time, when the objective before ends
+    first = fired(store, "queue")[0]
+    scheduler.poll()
+    assert [o for _, o in outcomes(store, "queue")] == ["started", "queued", "queued"]
+    end_objective(store, first)
+    scheduler.poll()
+    assert [o for _, o in outcomes(store, "queue")] == ["started", "started", "queued"]
+    # a skipped occurrence never runs later
+    end_objective(store, fired(store, "skip")[0])
+    scheduler.poll()
+    assert [o for _, o in outcomes(store, "skip")] == ["started", "skipped", "skipped"]
+
+
+def test_pause_resume_and_retire(backend: Backend, clock: Clock, tmp_path: Path) -> None:
+    store = opened(backend, clock)
+    deploy_triggers(store, trigger_project(tmp_path, schedule(catch_up='"latest"')))
+    operator = service.CLI
+    service.set_trigger_status(store, service.TriggerCommand("hourly", "paused"), operator)
+    clock.advance(hours=3)
+    Scheduler(store, refresh=0).poll()
+    assert outcomes(store) == []
+    [view] = service.list_triggers(store)
+    assert (view.status, view.next_occurrence) == ("paused", None)
+    resumed = service.set_trigger_status(
+        store, service.TriggerCommand("hourly", "active"), operator
+    )
+    assert resumed.next_occurrence == START.replace(hour=12)
+    Scheduler(store, refresh=0).poll()  # the pause is caught up: the latest missed one fires
+    assert outcomes(store) == [("11:30", "started")]
+    [view] = service.list_triggers(store)
+    assert view.last_firing is not None and view.last_firing.outcome == "started"
+    assert view.next_occurrence == START.replace(hour=12)
+    service.set_trigger_status(store, service.TriggerCommand("hourly", "retired"), operator)
+    clock.advance(hours=2)
+    Scheduler(store, refresh=0).poll()
+    assert len(fired(store)) == 1
+    with pytest.raises(InvalidStatus):
+        service.set_trigger_status(store, service.TriggerCommand("hourly", "active"), operator)
+
+
+def test_a_cron_schedule_fires_in_its_time_zone(
+    backend: Backend, clock: Clock, tmp_path: Path
+) -> None:
+    store = opened(backend, clock)
+    trigger = """
+trigger "berlin_morning" {
+  workflow = workflow.small
+  schedule {
+    cron      = "0 10 * * MON-FRI"
+    time_zone = "Europe/Berlin"
+  }
+  input = { n = 2 }
+}
+"""
+    deploy_triggers(store, trigger_project(tmp_path, trigger))
+    [view] = service.list_triggers(store)
+    assert view.next_occurrence == START.replace(hour=9, minute=0)  # 10:00 in Berlin (CET)
+    clock.advance(minutes=29)
+    Scheduler(store, refresh=0).poll()
+    assert outcomes(store, "berlin_morning") == []
+    clock.advance(minutes=2)
+    Scheduler(store, refresh=0).poll()
+    assert outcomes(store, "berlin_morning") == [("09:00", "started")]
+
+
+def deliver(store: Store, payload: object, key: str | None) -> Delivery:
+    request = service.EventDelivery("stock.low", payload, {"n": 3}, key)
+    return service.receive_event(store, request, service.CLI)
+
+
+def test_an_event_fires_its_trigger_once_even_when_delivered_again(
+    backend: Backend, clock: Clock, tmp_path: Path
+) -> None:
+    store = opened(backend, clock)
+    deploy_triggers(store, trigger_project(tmp_path, EVENT_TRIGGER))
+    first = deliver(store, {"qty": 3}, "evt-1")
+    again = deliver(store, {"qty": 3}, "evt-1")
+    assert [f.outcome for f in first.fired] == ["started"]
+    assert again.duplicate and again.fired == ()
+    [firing] = fired(store, "restock")
+    assert firing.inbound_event_id == first.event.id
+    objective = store.objectives.get(str(firing.objective_id))
+    assert objective.inputs == {"n": 30}  # the mapping: payload.qty * 10
+    assert len(store.objectives.newest()) == 1
+
+
+def test_the_filter_decides_and_each_event_is_its_own_occurrence(
+    backend: Backend, clock: Clock, tmp_path: Path
+) -> None:
+    store = opened(backend, clock)
+    deploy_triggers(store, trigger_project(tmp_path, EVENT_TRIGGER))
+    assert deliver(store, {"qty": 7}, "evt-1").fired == ()  # filter: qty < 5
+    assert deliver(store, {"other": 1}, "evt-2").fired == ()  # no qty: no match
+    assert len(deliver(store, {"qty": 1}, "evt-3").fired) == 1
+    assert len(deliver(store, {"qty": 2}, None).fired) == 1
+    assert len(store.objectives.newest()) == 2
+
+
+def test_a_trigger_and_a_waiting_run_both_take_one_event(
+    backend: Backend, clock: Clock, tmp_path: Path
+) -> None:
+    store = opened(backend, clock)
+    deploy_triggers(store, trigger_project(tmp_path, EVENT_TRIGGER))
+    waiting = service.create_objective(
+        store, service.StartObjective("small", {"n": 3}), service.CLI
+    ).run
+    claim = store.leases.claim("w1")
+    assert claim is not None and claim.run_id == waiting.id
+    with store.leases.fenced(claim) as tx:
+        assert tx.register_event_wait("stock.low", {"n": 3}) is None
+    delivery = deliver(store, {"qty": 4}, "evt-9")
+    assert delivery.event.consumed_by_run_id == waiting.id
+    [firing] = delivery.fired
+    assert firing.outcome == "started" and firing.inbound_event_id == delivery.event.id
+    assert len(store.objectives.newest()) == 2
+
+
+def test_inputs_that_do_not_fit_spend_the_occurrence_and_say_why(
+    backend: Backend, clock: Clock, tmp_path: Path
+) -> None:
+    store = opened(backend, clock)
+    sized = 'trigger "sized" {\n  workflow = workflow.small\n  event { name = "stock.low" }\n'
+    sized += "  input = { n = payload.size }\n}\n"
+    deploy_triggers(store, trigger_project(tmp_path, sized))
+    [firing] = deliver(store, {"size": "big"}, "evt-1").fired
+    assert firing.outcome == "failed" and firing.objective_id is None
+    assert firing.detail is not None and "invalid input for small: n" in firing.detail
+    [firing] = deliver(store, {"colour": "red"}, "evt-2").fired
+    assert firing.outcome == "failed"
+    assert firing.detail is not None and "could not be computed" in firing.detail
+    assert store.objectives.newest() == []
+    # the occurrence is spent: delivering the event again starts nothing
+    assert deliver(store, {"size": "big"}, "evt-1").fired == ()
+
+
+def test_objectives_started_by_triggers_end_their_overlap(
+    backend: Backend, clock: Clock, tmp_path: Path
+) -> None:
+    store = opened(backend, clock)
+    deploy_triggers(store, trigger_project(tmp_path, schedule()))
+    scheduler = Scheduler(store, refresh=0)
+    clock.advance(hours=1)
+    scheduler.poll()
+    first = fired(store)[0]
+    end_objective(store, first)
+    assert store.objectives.get(str(first.objective_id)).status == ObjectiveStatus.RETIRED
+    clock.advance(hours=1)
+    scheduler.poll()
+    assert [o for _, o in outcomes(store)] == ["started", "started"]
