@@ -27,6 +27,7 @@ from openseal.runtime.service.workers import OpenAIProvider
 from openseal.skills.credentials import RuntimeContext
 
 if TYPE_CHECKING:
+    from openseal.runtime.service import Caller as ServiceCaller
     from openseal.runtime.service.governance import DeployResult
     from openseal.runtime.store import Store
 
@@ -132,8 +133,16 @@ def write(result: AuthoringResult, into: Path, *, overwrite: bool = False) -> li
     return [path for path, _ in targets]
 
 
-def propose(store: Store, result: AuthoringResult, actor: str, prompt: str) -> DeployResult:
-    """File the compiled draft (with the definitions it joins) as a change proposal by ``actor``.
+def propose(
+    store: Store,
+    result: AuthoringResult,
+    actor: str,
+    prompt: str,
+    *,
+    caller: ServiceCaller | None = None,
+) -> DeployResult:
+    """File the compiled draft (with the definitions it joins) as a change proposal by ``actor``
+    (or by ``caller``, a service ``Caller``, whose scope the proposal then lives in).
 
     Nothing is activated: the proposal is reviewed, decided and activated like any change.
     """
@@ -144,7 +153,7 @@ def propose(store: Store, result: AuthoringResult, actor: str, prompt: str) -> D
         raise DraftFailed("the draft does not compile; nothing is filed", result)
     message = proposal_message(result, prompt)
     request = gov.Deployment(result.compiled.documents, message)
-    return gov.deploy(store, request, Caller(actor, local=True))
+    return gov.deploy(store, request, caller or Caller(actor, local=True))
 
 
 def active_governance(store: Store) -> dict[str, Mapping[str, Any]]:

@@ -24,7 +24,7 @@ from openseal.runtime.store import Store
 from openseal.simulator.procurement import ProcurementSimulator
 from tests.api.conftest import Serve
 from tests.api.support import LiveServer, assert_error
-from tests.runtime.action_support import Flow, flow, simulator_fixture  # noqa: F401
+from tests.runtime.action_support import flow, simulator_fixture  # noqa: F401
 from tests.runtime.engine_support import PROCUREMENT, compile_files
 
 #: deployments and definition versions are the catalogue every scope shares
@@ -42,12 +42,10 @@ class Records:
     """One of each record, all in the default scope: a run waiting for approval of an order
     (with its objective, approval and action), and a change proposal."""
 
-    def __init__(self, store: Store, f: Flow, run_id: str) -> None:
+    def __init__(self, store: Store, run_id: str) -> None:
         run = store.runs.get(run_id)
         [approval] = service.list_approvals(store, run_id=run_id)
         [action] = service.list_actions(store, run_id=run_id)
-        documents = [d.document for d in compile_files(*sorted(PROCUREMENT.glob("*.hcl")))]
-        documents[0] = {**documents[0]}  # the same definitions: filing finds nothing to change
         filed = gov.rollback(store, gov.Rollback("procure_laptops", None, "back"), service.CLI)
         assert filed.proposal is not None
         self.ids = {
@@ -74,7 +72,7 @@ def records(store: Store, simulator: ProcurementSimulator, tmp_path: Path) -> Re
     assert f.status(run) == RunStatus.WAITING_FOR_APPROVAL
     # a second activation, so a rollback has somewhere to go
     service.register_documents(store, compile_files(*sorted(PROCUREMENT.glob("*.hcl"))))
-    return Records(store, f, run.id)
+    return Records(store, run.id)
 
 
 def routes(server: LiveServer) -> dict[str, tuple[str, str]]:
@@ -310,3 +308,21 @@ def test_the_tokens_cli_shows_a_secret_once(
     assert "not a principal" in capsys.readouterr().err
     assert main(["tokens", "create", "user:al", "--role", "boss", *home]) == 2
     assert main(["tokens", "revoke", "ffffffff", *home]) == 1
+
+
+def test_a_change_proposal_lives_in_its_authors_scope(serve: Serve, store: Store) -> None:
+    author = token(store, "user:ann", ("author",), ("ops",))
+    viewer = token(store, "user:vic", ("viewer",), ("default",))
+    server = serve_with_tokens(serve)
+    documents = [d.document for d in compile_files(*sorted(PROCUREMENT.glob("*.hcl")))]
+    with server.client(author) as ann, server.client(viewer) as vic:
+        filed = ann.post("/proposals", json={"documents": documents})
+        assert filed.status_code == 201, filed.text
+        proposal = filed.json()["proposal"]
+        assert proposal["scope"] == "ops" and proposal["author"] == "user:ann"
+        assert [p["id"] for p in ann.get("/proposals").json()["proposals"]] == [proposal["id"]]
+        assert vic.get("/proposals").json()["proposals"] == []
+        assert_error(vic.get(f"/proposals/{proposal['id']}"), 404, "not_found")
+        # the catalogue is shared: the versions it stored are readable from every scope
+        digest = proposal["targets"][0]["digest"]
+        assert vic.get(f"/definitions/{digest}").status_code == 200

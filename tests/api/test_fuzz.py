@@ -59,7 +59,19 @@ def test_the_api_never_answers_5xx_nor_a_traceback(
         fuzz(server.url)
 
 
-def fuzz(url: str) -> None:
+def test_with_tokens_the_api_never_answers_5xx_nor_a_traceback(serve: Serve, store: Store) -> None:
+    """The same with identification on: an operator limited to one scope, so every guard
+    (roles, scopes, 404 for what it may not see) is exercised by what is thrown at it."""
+    service.create_objective(store, service.StartObjective("small", {"n": 1}), service.CLI)
+    request = service.NewToken("user:fuzz", ("operator", "approver"), ("default", "ops"))
+    secret = service.tokens.create_token(store, request, service.CLI).secret
+    server = serve(external_workers=True, authority=ApprovalAuthority(local_operator=False))
+    with server.client(secret) as client:
+        assert client.get("/me").json()["principal"] == "user:fuzz"
+    fuzz(server.url, {"Authorization": f"Bearer {secret}"})
+
+
+def fuzz(url: str, headers: dict[str, str] | None = None) -> None:
     schema = schemathesis.openapi.from_url(f"{url}/api/v1/openapi.json")
     operations = [result.ok() for result in schema.get_all_operations()]  # type: ignore[union-attr]
     assert len(operations) >= 25
@@ -76,7 +88,9 @@ def fuzz(url: str) -> None:
             )
             def check(case: Any) -> None:
                 note(f"{case.method} {case.formatted_path}")
-                case.call_and_validate(checks=[not_a_server_error, no_traceback], timeout=20)
+                case.call_and_validate(
+                    checks=[not_a_server_error, no_traceback], timeout=20, headers=headers
+                )
 
             try:
                 check()

@@ -12,7 +12,7 @@ from openseal.api import idempotency
 from openseal.api.capabilities import requires
 from openseal.api.errors import ApiError, responses
 from openseal.api.models import AuthoringDraftBody
-from openseal.api.routes.common import State, Who
+from openseal.api.routes.common import State, Who, runtime_caller
 from openseal.api.routes.deployments import filing
 from openseal.authoring import AuthoringRequest, active_governance, draft, propose
 
@@ -63,7 +63,9 @@ def create_draft(body: AuthoringDraftBody, state: State, who: Who, key: Key = No
         answer: dict[str, Any] = {"draft": result.to_dict(), "proposal": None}
         if not body.propose:
             return 200, answer
-        filed = propose(state.store, result, who.principal, body.prompt)
+        filed = propose(
+            state.store, result, who.principal, body.prompt, caller=runtime_caller(state, who)
+        )
         answer["proposal"] = filing(filed)
         return (201 if filed.created else 200), answer
 
