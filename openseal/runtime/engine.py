@@ -415,3 +415,4 @@ class Engine:
     def stop(self) -> None:
         """Finish the current turns, release the leases, then return from the loops."""
         self.stopping.set()
+        self.store.interrupt_waits()  # idle threads stop now, not at the end of their wait

@@ -117,6 +117,11 @@ class StoreBase:
         conn.info[WAKE_AFTER_COMMIT] = True
 
     def wake_local_workers(self) -> None:
+        """Work was committed here: wake the idle workers (a dialect may tell others too)."""
+        self.interrupt_waits()
+
+    def interrupt_waits(self) -> None:
+        """End every wait of this process's threads now (they look for work, or stop)."""
         with self._work:
             self._work_generation += 1
             self._work.notify_all()

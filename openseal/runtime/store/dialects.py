@@ -43,6 +43,7 @@ from openseal.runtime.store.proposals import Proposals
 from openseal.runtime.store.runs import Runs
 from openseal.runtime.store.tokens import Tokens
 from openseal.runtime.store.triggers import Triggers
+from openseal.runtime.store.wakeups import WakeSockets
 
 DATABASE_URL_ENV = "OPENSEAL_DATABASE_URL"
 #: the kinds whose ids may be given by a unique prefix, and the column that holds each
@@ -96,10 +97,29 @@ class Store(StoreBase):
 class SQLiteStore(Store):
     dialect: ClassVar[str] = "sqlite"
 
+    def __init__(self, engine: sa.Engine, **options: Any) -> None:
+        super().__init__(engine, **options)
+        # Other processes on this file wake through datagrams (wakeups.py); a datagram only
+        # wakes this process's waiting threads, it is never passed on.
+        self._wakeups = WakeSockets(self.home / "wake", self.interrupt_waits)
+
+    def wake_local_workers(self) -> None:
+        super().wake_local_workers()
+        self._wakeups.broadcast()
+
     def wait_for_work(self, timeout: float, since: int | None = None) -> bool:
-        # SQLite has no notifications between processes: a short wait bounds the latency of
-        # work from elsewhere, and work committed by this process wakes the wait at once.
-        return self.wait_for_local_work(max(0.0, min(timeout, self.poll_interval)), since)
+        # Work committed by this process wakes the wait at once, and work committed by another
+        # process through its datagram, as NOTIFY does on PostgreSQL: the wait then lasts the
+        # caller's whole timeout (its poll covers leases that expire and timers that come due,
+        # which nobody announces). Without a socket, a short wait bounds the latency of work
+        # from elsewhere.
+        self._wakeups.start()
+        bound = timeout if self._wakeups.listening else min(timeout, self.poll_interval)
+        return self.wait_for_local_work(max(0.0, bound), since)
+
+    def close(self) -> None:
+        self._wakeups.close()
+        super().close()
 
 
 class PostgresStore(Store):

@@ -1,0 +1,124 @@
+"""SQLite wake-ups between processes: one datagram per commit that made work.
+
+PostgreSQL tells every worker process about new work with ``NOTIFY``; SQLite has nothing
+like it, so a worker in another process used to find work only at its next poll. Here each
+process that waits for work binds a Unix datagram socket in ``<home>/wake/``, and a commit
+that made a run runnable sends one byte to every other socket there. A datagram carries no
+information — it only cuts the wait short, and the woken worker looks for work as it would
+after a poll — so a lost or extra one changes nothing but latency, and polling stays as the
+fallback (a socket path too long for ``AF_UNIX``, a platform without Unix sockets, a process
+that crashed and left its socket file behind: the next sender removes that file).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import socket
+import threading
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+log = logging.getLogger("openseal.wakeups")
+
+#: the longest path a Unix socket address holds on Linux, less the terminating byte
+_MAX_PATH = 107
+#: how often the receiving thread checks whether to stop
+_RECEIVE_SECONDS = 1.0
+
+
+class WakeSockets:
+    """The wake-up sockets of one store directory: this process's own, and sending to the
+    others'. ``on_wake`` runs on the receiving thread for every datagram."""
+
+    def __init__(self, directory: Path, on_wake: Callable[[], None]) -> None:
+        self.directory = directory
+        self._on_wake = on_wake
+        self._lock = threading.Lock()
+        self._own: Path | None = None
+        self._socket: socket.socket | None = None
+        self._sender: socket.socket | None = None
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+
+    @property
+    def listening(self) -> bool:
+        return self._thread is not None
+
+    def start(self) -> None:
+        """Bind this process's socket and receive on a daemon thread (once; a no-op where
+        Unix sockets or a short enough path are not available: polling covers it)."""
+        with self._lock:
+            if self._thread is not None or self._stop.is_set():
+                return
+            path = self.directory / f"{os.getpid()}-{uuid.uuid4().hex[:12]}.sock"
+            if not hasattr(socket, "AF_UNIX") or len(os.fsencode(path)) > _MAX_PATH:
+                return
+            try:
+                self.directory.mkdir(parents=True, exist_ok=True)
+                sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+                sock.bind(str(path))
+            except OSError as exc:
+                log.debug("no wake-up socket in %s: %s", self.directory, exc)
+                return
+            sock.settimeout(_RECEIVE_SECONDS)
+            self._own, self._socket = path, sock
+            self._thread = threading.Thread(
+                target=self._receive, name="openseal-wakeups", daemon=True
+            )
+            self._thread.start()
+
+    def broadcast(self) -> None:
+        """Wake every other process waiting on this store (best effort, never raises)."""
+        try:
+            entries = list(os.scandir(self.directory))
+        except OSError:
+            return  # nobody has waited here yet
+        sender = self._sender_socket()
+        if sender is None:
+            return
+        for entry in entries:
+            if not entry.name.endswith(".sock") or (self._own and entry.path == str(self._own)):
+                continue
+            try:
+                sender.sendto(b"\x01", entry.path)
+            except (ConnectionRefusedError, FileNotFoundError):
+                with contextlib.suppress(OSError):  # its process is gone
+                    os.unlink(entry.path)
+            except OSError:
+                pass  # a full queue already holds a wake-up; anything else: it polls
+
+    def close(self) -> None:
+        self._stop.set()
+        with self._lock:
+            thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join(timeout=_RECEIVE_SECONDS * 3)
+        for sock in (self._socket, self._sender):
+            if sock is not None:
+                sock.close()
+        if self._own is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self._own)
+
+    def _sender_socket(self) -> socket.socket | None:
+        with self._lock:
+            if self._sender is None and hasattr(socket, "AF_UNIX"):
+                sender = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+                sender.setblocking(False)
+                self._sender = sender
+            return self._sender
+
+    def _receive(self) -> None:
+        sock = self._socket
+        assert sock is not None
+        while not self._stop.is_set():
+            try:
+                sock.recv(64)
+            except TimeoutError:
+                continue
+            except OSError:
+                return  # closed
+            self._on_wake()
