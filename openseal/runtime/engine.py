@@ -29,7 +29,7 @@ from openseal.observability import metrics
 from openseal.runtime import telemetry
 from openseal.runtime.caller import Caller
 from openseal.runtime.executor import Begun, TurnExecutor, TurnReport
-from openseal.runtime.faults import batch_hook_from_env, hook_from_env
+from openseal.runtime.faults import batch_hook_from_env, hook_from_env, trigger_hook_from_env
 from openseal.runtime.models import ProviderFactory, default_provider_factory
 from openseal.runtime.requests import StartObjective
 from openseal.runtime.states.base import Hook
@@ -183,7 +183,7 @@ class Engine:
             else None
         )
         #: fires schedule triggers that are due (one per engine, shared by its threads)
-        self.triggers = Scheduler(store)
+        self.triggers = Scheduler(store, before_commit=trigger_hook_from_env())
         self.executor = TurnExecutor(
             store,
             WorkflowCatalog(store),

@@ -10,6 +10,10 @@ A worker that batches commits (``--batch-size`` above 1) also has ``batch.before
 commit is done, no run has gone on); they fire only for a batch of at least two runs, and the
 file holds the batch's size instead of a run id.
 
+A worker firing a schedule trigger has ``trigger.before_commit`` (the firing rows and the
+objectives they start are written, the commit not issued); the file holds the occurrences'
+keys.
+
 Setting ``OPENSEAL_FAULT_POINT=<point>`` and ``OPENSEAL_FAULT_DIR=<dir>`` makes a worker,
 on first reaching that point, create ``<dir>/<point>.reached`` (containing the run id) and
 block until ``<dir>/<point>.release`` exists — long enough for a test to SIGKILL or SIGSTOP
@@ -21,6 +25,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from openseal.runtime.store import BATCH_POINTS, BatchHook, Claim
@@ -36,7 +41,10 @@ POINTS = (
     "action.admitted",
     "action.dispatched",
     "action.before_record",
+    # a schedule trigger's firings and objectives are written, not committed
+    "trigger.before_commit",
 )
+TRIGGER_POINT = "trigger.before_commit"
 
 
 class BlockAt:
@@ -57,6 +65,11 @@ class BlockAt:
         """The group commit's points: only a batch of several runs counts."""
         if point == self.point and members >= 2:
             self._block(str(members))
+
+    def trigger(self, keys: list[str]) -> None:
+        """The scheduler's point: a trigger's firings written, not committed."""
+        if self.point == TRIGGER_POINT:
+            self._block(" ".join(keys))
 
     def _block(self, content: str) -> None:
         with self._lock:
@@ -83,3 +96,11 @@ def batch_hook_from_env() -> BatchHook | None:
     if hook is None or hook.point not in BATCH_POINTS:
         return None
     return hook.batch
+
+
+def trigger_hook_from_env() -> Callable[[list[str]], None] | None:
+    """The scheduler's hook when ``OPENSEAL_FAULT_POINT`` is ``trigger.before_commit``."""
+    hook = hook_from_env()
+    if hook is None or hook.point != TRIGGER_POINT:
+        return None
+    return hook.trigger

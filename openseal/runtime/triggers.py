@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -197,11 +197,15 @@ def _prepare(workflow: str) -> Any:
 
 
 def record(
-    store: Store, trigger: TriggerDeployment, plan: TriggerPlan, occurrences: list[Occurrence]
+    store: Store,
+    trigger: TriggerDeployment,
+    plan: TriggerPlan,
+    occurrences: list[Occurrence],
+    before_commit: Callable[[list[str]], None] | None = None,
 ) -> list[TriggerFiring]:
     return store.triggers.record(
         trigger, occurrences, workflow=plan.workflow, overlap=plan.overlap,
-        prepare=_prepare(plan.workflow),
+        prepare=_prepare(plan.workflow), before_commit=before_commit,
     )  # fmt: skip
 
 
@@ -240,6 +244,8 @@ class Scheduler:
 
     store: Store
     refresh: float = DEFAULT_REFRESH
+    #: a crash test's hook: the firings are written, the commit not issued
+    before_commit: Callable[[list[str]], None] | None = None
     _known: list[_Known] = field(default_factory=list)
     _read_at: float | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -288,7 +294,7 @@ class Scheduler:
             fired += [started] if started is not None else []
         if known.next_due is not None and known.next_due <= now:
             occurrences = plan.due(trigger.cursor, now, trigger.anchor)
-            fired += record(self.store, trigger, plan, occurrences)
+            fired += record(self.store, trigger, plan, occurrences, self.before_commit)
             for firing in fired:
                 log.info(
                     "trigger %s: occurrence %s %s%s", trigger.name, iso(firing.occurred_at),

@@ -189,6 +189,7 @@ class Triggers(Repository):
         workflow: str,
         overlap: str,
         prepare: PrepareInputs,
+        before_commit: Callable[[list[str]], None] | None = None,
     ) -> list[TriggerFiring]:
         """Record ``occurrences`` (oldest first) of ``trigger``; return the rows this call wrote.
 
@@ -197,6 +198,7 @@ class Triggers(Repository):
         objective of ``workflow`` with their inputs, or — while an objective this trigger
         started is open — are ``skipped`` or ``queued`` as ``overlap`` says (``allow``
         starts one anyway). Nothing is written if the trigger stopped being active.
+        ``before_commit`` (a crash test's hook) gets the written occurrences' keys.
         """
         with self._store.write() as conn:
             self._store.lock_event_name(conn, f"trigger:{trigger.name}")
@@ -219,6 +221,8 @@ class Triggers(Repository):
                 if outcome is None:
                     firing = self._start(conn, firing, workflow, prepare)
                 written.append(firing)
+            if before_commit is not None and written:
+                before_commit([f.occurrence_key for f in written])
             return written
 
     def start_queued(
