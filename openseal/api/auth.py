@@ -159,6 +159,20 @@ def _principal(value: str, where: str) -> str:
     return value
 
 
+class StoredTokens:
+    """Whether the store holds tokens: asked until it does, then remembered (a token row is
+    never deleted, and a store that has held one requires tokens from then on)."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._seen = False
+
+    def configured(self) -> bool:
+        if not self._seen:
+            self._seen = self._store.tokens.any()
+        return self._seen
+
+
 def token_sha256(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
@@ -170,6 +184,7 @@ def identify(
     store: Store | None = None,
     local: bool = True,
     insecure: bool = False,
+    stored: StoredTokens | None = None,
 ) -> Caller:
     """The caller for an ``Authorization`` header value, or a 401 :class:`ApiError`.
 
@@ -177,7 +192,9 @@ def identify(
     is_local_connection`); ``insecure`` (``--insecure-no-auth``) lets anyone act as the local
     operator when no token is configured, though only a local connection counts as local.
     """
-    configured = bool(tokens) or (store is not None and store.tokens.any())
+    if stored is None and store is not None:
+        stored = StoredTokens(store)
+    configured = bool(tokens) or (stored is not None and stored.configured())
     if not configured:
         if authorization:
             raise ApiError(401, "unauthorized", "this server has no tokens configured")
@@ -226,4 +243,5 @@ def caller(request: Request) -> Caller:
         store=state.store,
         local=is_local_connection(request, settings.trusted_proxies),
         insecure=settings.insecure_no_auth,
+        stored=state.stored_tokens,
     )

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from fastapi import Request
 
-from openseal.api.auth import TokenTable
+from openseal.api.auth import StoredTokens, TokenTable
 from openseal.api.settings import ApiSettings
 from openseal.runtime.service import Capability, capabilities
 from openseal.runtime.store import Store
@@ -18,11 +18,14 @@ class ApiState:
     store: Store
     tokens: TokenTable
     capabilities: tuple[Capability, ...]
+    #: whether the store holds tokens (remembered once it does)
+    stored_tokens: StoredTokens
 
     @classmethod
     def build(cls, settings: ApiSettings, store: Store) -> ApiState:
-        config = settings.capability_config(stored_tokens=store.tokens.any())
-        return cls(settings, store, settings.all_tokens(), capabilities(config))
+        stored = StoredTokens(store)
+        config = settings.capability_config(stored_tokens=stored.configured())
+        return cls(settings, store, settings.all_tokens(), capabilities(config), stored)
 
 
 def state_of(request: Request) -> ApiState:

@@ -152,7 +152,14 @@ def _prepare_home(
         f"tokens:\n  user:alice: {{sha256: {sha(ALICE)}}}\n  user:bob: {{sha256: {sha(BOB)}}}\n",
         encoding="utf-8",
     )
-    return {"context": context, "authority": authority}
+    # the authority's tokens only approve; the people of these tests also steer and deploy
+    tokens = home / "tokens.yaml"
+    tokens.write_text(
+        f"tokens:\n  user:alice: {{sha256: {sha(ALICE)}, roles: [admin]}}\n"
+        f"  user:bob: {{sha256: {sha(BOB)}, roles: [admin]}}\n",
+        encoding="utf-8",
+    )
+    return {"context": context, "authority": authority, "tokens": tokens}
 
 
 @contextmanager
@@ -183,6 +190,7 @@ def serving(
                 [
                     str(program), "serve", "--host", "127.0.0.1", "--port", str(port),
                     "--home", str(home), "--workers", "1", "--authority", str(files["authority"]),
+                    "--tokens", str(files["tokens"]),
                     "--context", str(files["context"]), "--scripted-responses", str(script),
                     "--log-level", "warning",
                 ],
