@@ -326,3 +326,14 @@ def test_a_change_proposal_lives_in_its_authors_scope(serve: Serve, store: Store
         # the catalogue is shared: the versions it stored are readable from every scope
         digest = proposal["targets"][0]["digest"]
         assert vic.get(f"/definitions/{digest}").status_code == 200
+
+
+def test_insecure_no_auth_is_loud(capsys: pytest.CaptureFixture[str]) -> None:
+    from openseal.api import ApiSettings
+    from openseal.cli.serve import _check_exposure
+
+    _check_exposure(ApiSettings(host="0.0.0.0", insecure_no_auth=True), stored_tokens=False)
+    warning = capsys.readouterr().err
+    assert warning.startswith("WARNING: --insecure-no-auth") and "WITHOUT AUTHENTICATION" in warning
+    _check_exposure(ApiSettings(host="0.0.0.0"), stored_tokens=True)  # the store's tokens count
+    assert capsys.readouterr().err == ""
