@@ -79,16 +79,17 @@ def show_approval(store: Store, ref: str, caller: Caller = CLI) -> ApprovalView:
         approval = store.approvals.find(conn, ref)
         proposal = store.proposals.get(conn, approval.proposal_id)
         view = ApprovalView(approval, _proposal_view(store, conn, proposal))
-    _approval_in_scope(store, approval, ref, caller)
+    _in_scope(store, approval.run_id, f"approval {ref}", caller)
     return view
 
 
-def _approval_in_scope(store: Store, approval: Approval, ref: str, caller: Caller) -> None:
+def _in_scope(store: Store, run_id: str, what: str, caller: Caller) -> None:
+    """Answer a record of a run in a scope the caller does not reach as not found."""
     if not caller.grant.everywhere:
         try:
-            visible_run(store, approval.run_id, caller.grant)
+            visible_run(store, run_id, caller.grant)
         except NotFound:
-            raise NotFound(f"approval {ref} not found") from None
+            raise NotFound(f"{what} not found") from None
 
 
 # -- actions ---------------------------------------------------------------------------
@@ -115,16 +116,8 @@ def show_action(store: Store, action_id: str, caller: Caller = CLI) -> ActionVie
         proposal = store.proposals.get(conn, action.proposal_id)
         spend = store.actions.spend_of(conn, action.id)
         view = ActionView(action, _proposal_view(store, conn, proposal), spend)
-    _action_in_scope(store, action, action_id, caller)
+    _in_scope(store, action.run_id, f"action {action_id}", caller)
     return view
-
-
-def _action_in_scope(store: Store, action: Action, ref: str, caller: Caller) -> None:
-    if not caller.grant.everywhere:
-        try:
-            visible_run(store, action.run_id, caller.grant)
-        except NotFound:
-            raise NotFound(f"action {ref} not found") from None
 
 
 def reconcile_action(
@@ -146,7 +139,7 @@ def reconcile_action(
         action = store.actions.get(conn, request.action_id)
         proposal = store.proposals.get(conn, action.proposal_id)
         run = store.runs.load(conn, action.run_id)
-    _action_in_scope(store, action, request.action_id, caller)
+    _in_scope(store, action.run_id, f"action {request.action_id}", caller)
     if action.status not in OPEN_OUTCOME:
         raise RuntimeFailure(
             f"action {action.id} is {action.status}; only dispatched, unknown or "
