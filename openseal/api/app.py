@@ -24,6 +24,7 @@ from openseal.api.auth import caller
 from openseal.api.limits import RequestLimits
 from openseal.api.routes import (
     actions,
+    agent_requests,
     approvals,
     authoring,
     definitions,
@@ -41,7 +42,8 @@ from openseal.runtime.store import Store, open_store
 
 PREFIX = "/api/v1"
 ROUTERS = (
-    meta, definitions, deployments, objectives, runs, approvals, actions, events, authoring,
+    meta, definitions, deployments, objectives, runs, approvals, actions, events,
+    agent_requests, authoring,
 )  # fmt: skip
 
 

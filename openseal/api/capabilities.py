@@ -20,14 +20,19 @@ from openseal.api.errors import ApiError
 from openseal.api.state import state_of
 from openseal.runtime.service import capability_of, roles_for
 
+#: whether the caller may use the operation on this request's record without the role
+#: (the principal the record names, like an agent request's callee)
+Named = Callable[[Request, Caller], bool]
 
-def served(operation: str) -> Callable[[Request, Caller], None]:
+
+def served(operation: str, named: Named | None = None) -> Callable[[Request, Caller], None]:
     """A dependency that refuses ``operation`` with 403 when the caller holds none of the roles
-    that may use it, then with 501 when its capability is unavailable."""
+    that may use it (and is not the principal ``named`` accepts), then with 501 when its
+    capability is unavailable."""
     name = capability_of(operation)  # a typo in a route fails at import, not at request
 
     def check(request: Request, who: Annotated[Caller, Depends(caller)]) -> None:
-        if not who.grant.may(operation):
+        if not who.grant.may(operation) and not (named is not None and named(request, who)):
             roles = sorted(roles_for(operation))
             raise ApiError(
                 403,
@@ -49,6 +54,6 @@ def served(operation: str) -> Callable[[Request, Caller], None]:
     return check
 
 
-def requires(operation: str) -> list[DependsParam]:
+def requires(operation: str, named: Named | None = None) -> list[DependsParam]:
     """``dependencies=`` for a route implementing ``operation``."""
-    return [Depends(served(operation))]
+    return [Depends(served(operation, named))]

@@ -118,3 +118,39 @@ class AuthoringDraftBody(Body):
     syntax: Literal["hcl", "yaml"] = "hcl"
     propose: bool = False
     max_repairs: Annotated[int, Field(ge=0, le=10)] = 2
+
+
+class AgentRequestDecline(Body):
+    """The callee will not do the work: why."""
+
+    reason: Annotated[str, Field(min_length=1, max_length=4000)]
+
+
+class AgentRequestQuestion(Body):
+    """The callee needs an answer before it can work on the request."""
+
+    question: Annotated[str, Field(min_length=1, max_length=4000)]
+
+
+class AgentRequestAnswer(Body):
+    """The caller's answer to the open question (any JSON value)."""
+
+    answer: Any
+
+
+class AgentRequestCompletion(Body):
+    """The callee's answer, checked against the request's expected output type (422)."""
+
+    response: Any
+
+
+class AgentRequestReview(Body):
+    """Review a completion the caller asked to review; ``send_back`` needs a ``reason`` and
+    reopens the request."""
+
+    verdict: Literal["accept", "send_back"]
+    reason: Text | None = None
+
+
+class Empty(Body):
+    """No fields."""

@@ -39,6 +39,7 @@ COMMANDS = {
     "deployments": "openseal.cli.governance:deployments",
     "approvals": "openseal.cli.approvals:approvals",
     "actions": "openseal.cli.actions:actions",
+    "requests": "openseal.cli.requests:requests",
     "quickstart": "openseal.cli.quickstart:quickstart",
     "serve": "openseal.cli.serve:serve",
     "completion": "openseal.cli.completion:completion",

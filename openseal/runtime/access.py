@@ -43,7 +43,7 @@ _READS = (
     "definitions.get", "deployments.list", "deployments.history", "proposals.list",
     "proposals.show", "objectives.list", "objectives.show", "runs.list", "runs.show",
     "runs.events", "runs.events_stream", "approvals.list", "approvals.show", "actions.list",
-    "actions.show",
+    "actions.show", "agent_requests.list", "agent_requests.show",
 )  # fmt: skip
 
 #: operation (the API's operation id) → the roles that may use it; ``admin`` may use all
@@ -57,6 +57,12 @@ PERMISSIONS: dict[str, frozenset[str]] = {
     "actions.reconcile": frozenset({OPERATOR, ADMIN}),
     "actions.resolve": frozenset({OPERATOR, ADMIN}),
     "events.deliver": frozenset({OPERATOR, ADMIN}),
+    # an agent request's step: also the principal it is for (the callee agent, or the caller
+    # run's owner for answering and reviewing), see service.named_principal
+    **{
+        f"agent_requests.{step}": frozenset({OPERATOR, ADMIN})
+        for step in ("accept", "decline", "ask", "clarify", "complete", "review")
+    },
     # the authority still decides which approvals an approver is named for
     "approvals.decide": frozenset({APPROVER, ADMIN}),
     "proposals.file": frozenset({AUTHOR, ADMIN}),

@@ -89,7 +89,7 @@ def start_child(
         store.definitions.put_in(conn, digest, "workflow", str(document["name"]), document)
         inputs, mode = {"goal": child_goal(request)}, "turn"
     child = store.objectives.start_child_run(
-        conn, caller, digest, inputs, actor=agent_key,
+        conn, caller, digest, inputs, actor=agent_key.replace(".", ":", 1),
         payload={"agent_request_id": request.id, "callee": request.callee, "mode": mode},
     )  # fmt: skip
     store.agent_requests.note_child(conn, request.id, child.id, mode, store.now())

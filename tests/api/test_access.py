@@ -18,9 +18,10 @@ import pytest
 from openseal.cli.main import main
 from openseal.runtime import service
 from openseal.runtime.approvals import ApprovalAuthority
+from openseal.runtime.clock import new_id
 from openseal.runtime.service import governance as gov
-from openseal.runtime.statuses import RunStatus
-from openseal.runtime.store import Store
+from openseal.runtime.statuses import AgentRequestStatus, RunStatus
+from openseal.runtime.store import AgentRequest, Store
 from openseal.simulator.procurement import ProcurementSimulator
 from tests.api.conftest import Serve
 from tests.api.support import LiveServer, assert_error
@@ -49,6 +50,7 @@ class Records:
         filed = gov.rollback(store, gov.Rollback("procure_laptops", None, "back"), service.CLI)
         assert filed.proposal is not None
         self.ids = {
+            "request_id": agent_request(store, run.id),
             "run_id": run.id,
             "objective_id": run.objective_id,
             "approval": approval.id,
@@ -62,6 +64,19 @@ class Records:
         ref = self.ids["approval"] if operation.startswith("approvals.") else self.ids["action"]
         values = {**self.ids, "ref": ref}
         return template.format(**values)
+
+
+def agent_request(store: Store, run_id: str) -> str:
+    """An agent request of the run (made as a delegate state makes one), its id."""
+    now = store.now()
+    request = AgentRequest(
+        id=new_id(), caller_run_id=run_id, callee="agent.finance", child_run_id=None,
+        status=AgentRequestStatus.REQUESTED, request={"goal": "confirm"}, response=None,
+        clarification=None, review=None, created_at=now, updated_at=now,
+    )  # fmt: skip
+    with store.write() as conn:
+        store.agent_requests.insert(conn, request)
+    return request.id
 
 
 @pytest.fixture
@@ -94,6 +109,11 @@ BODIES: dict[str, dict[str, Any]] = {
     "proposals.decide": {"decision": "approve"},
     "events.deliver": {"name": "nothing.waits"},
     "objectives.create": {"workflow": "procure_laptops", "inputs": {}},
+    "agent_requests.decline": {"reason": "busy"},
+    "agent_requests.ask": {"question": "which one?"},
+    "agent_requests.clarify": {"answer": "this one"},
+    "agent_requests.complete": {"response": {}},
+    "agent_requests.review": {"verdict": "accept"},
 }
 
 

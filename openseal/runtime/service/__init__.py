@@ -67,6 +67,7 @@ from openseal.runtime.service.actions import (
 )
 from openseal.runtime.service.agent_requests import (
     list_agent_requests,
+    named_principal,
     show_agent_request,
     step_agent_request,
 )
@@ -170,6 +171,7 @@ __all__ = [
     "list_runs",
     "list_triggers",
     "load_authority",
+    "named_principal",
     "pause_run",
     "receive_event",
     "reconcile_action",

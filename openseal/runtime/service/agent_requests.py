@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from openseal.errors import UsageError
-from openseal.runtime.caller import Caller
+from openseal.errors import OpenSealError, UsageError
+from openseal.runtime.access import visible_run
+from openseal.runtime.caller import CLI, Caller
 from openseal.runtime.delegation import CompletionMismatch, restarter
 from openseal.runtime.id_prefix import complete_id
 from openseal.runtime.requests import AgentRequestStep
@@ -18,6 +19,10 @@ from openseal.runtime.store import AgentRequest, Store
 STEPS = ("accept", "decline", "ask", "clarify", "complete", "review")
 
 
+#: steps the callee's side takes; the caller's side answers questions and reviews
+CALLEE_STEPS = ("accept", "decline", "ask", "complete")
+
+
 def list_agent_requests(
     store: Store,
     *,
@@ -25,28 +30,50 @@ def list_agent_requests(
     callee: str | None = None,
     run_id: str | None = None,
     limit: int = 100,
+    caller: Caller = CLI,
 ) -> list[AgentRequest]:
-    """The newest requests first; ``status`` must be a request status."""
+    """The newest requests first, only those of runs in the caller's scopes; ``status`` must
+    be a request status."""
     if status is not None and status not in set(AgentRequestStatus):
         known = ", ".join(AgentRequestStatus)
         raise UsageError(f"unknown agent request status {status!r}; one of {known}")
     if run_id is not None:
         run_id = complete_id(store, "run", run_id)
     return store.agent_requests.newest(
-        status=status, callee=callee, caller_run_id=run_id, limit=limit
-    )
+        status=status, callee=callee, caller_run_id=run_id, limit=limit,
+        scopes=caller.grant.visible(),
+    )  # fmt: skip
 
 
-def show_agent_request(store: Store, request_id: str) -> AgentRequest:
-    return store.agent_requests.get(complete_id(store, "agent request", request_id))
+def show_agent_request(store: Store, request_id: str, caller: Caller = CLI) -> AgentRequest:
+    """The request (``not_found`` for one of a run in a scope the caller does not reach)."""
+    found = store.agent_requests.get(complete_id(store, "agent request", request_id))
+    visible_run(store, found.caller_run_id, caller.grant)
+    return found
+
+
+def named_principal(store: Store, request_id: str, step: str, principal: str | None) -> bool:
+    """Whether ``principal`` is the one ``step`` of the request is for: the callee agent
+    (``agent:finance`` for ``agent.finance``) for the callee's steps, the caller run's owner
+    for answering a question and reviewing. Such a principal may take the step without the
+    ``operator`` role."""
+    if principal is None:
+        return False
+    try:
+        found = store.agent_requests.get(complete_id(store, "agent request", request_id))
+    except OpenSealError:
+        return False
+    meta = found.request if isinstance(found.request, dict) else {}
+    side = found.callee if step in CALLEE_STEPS else str(meta.get("caller") or "")
+    return bool(side) and principal == side.replace(".", ":", 1)
 
 
 def step_agent_request(store: Store, request: AgentRequestStep, caller: Caller) -> AgentRequest:
     """Take one step on an agent request; refusals: ``invalid_status`` (the request's status
     does not allow it), ``completion_mismatch``, ``usage_error`` (a missing reason, answer or
-    verdict), ``not_found``."""
+    verdict), ``not_found`` (also for a run in a scope the caller does not reach)."""
     requests = store.agent_requests
-    request_id = complete_id(store, "agent request", request.request_id)
+    request_id = show_agent_request(store, request.request_id, caller).id
     actor = caller.actor
     step = request.step
     if step == "accept":

@@ -71,6 +71,11 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
     "approval_decisions": ("approvals.decide",),
     "actions": ("actions.list", "actions.show", "actions.reconcile", "actions.resolve"),
     "inbound_events": ("events.deliver",),
+    "agent_requests": (
+        "agent_requests.list", "agent_requests.show", "agent_requests.accept",
+        "agent_requests.decline", "agent_requests.ask", "agent_requests.clarify",
+        "agent_requests.complete", "agent_requests.review",
+    ),
     "authoring": ("authoring.draft",),
 }  # fmt: skip
 

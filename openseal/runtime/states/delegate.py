@@ -71,7 +71,7 @@ def execute(ctx: StepContext) -> Outcome:
         tx.append_event(
             "agent_request.accepted",
             {"agent_request_id": created.id, "status": "accepted"},
-            actor=callee,
+            actor=callee.replace(".", ":", 1),  # the principal the callee acts as
         )
         _wait(tx, waiting, wake_at=deadline)
 

@@ -15,7 +15,7 @@ closed (decline, expiry, the caller's cancellation) does so after its own commit
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from datetime import datetime
 from typing import Any
@@ -70,10 +70,16 @@ class AgentRequests(Repository):
         status: str | None = None,
         callee: str | None = None,
         caller_run_id: str | None = None,
+        scopes: Sequence[str] | None = None,
         limit: int = 100,
     ) -> list[AgentRequest]:
-        """The newest requests first, filtered by status, callee or caller run."""
+        """The newest requests first, filtered by status, callee, caller run, or the scopes
+        of their caller runs."""
         stmt = sa.select(agent_requests).order_by(agent_requests.c.created_at.desc())
+        if scopes is not None:
+            stmt = stmt.join(runs, runs.c.id == agent_requests.c.caller_run_id).where(
+                runs.c.scope.in_(list(scopes))
+            )
         if status is not None:
             stmt = stmt.where(agent_requests.c.status == status)
         if callee is not None:

@@ -1,0 +1,159 @@
+"""Agent requests: list, show, and each step of the lifecycle, by people and outside systems.
+
+Each step is recorded with the calling principal as its actor. A step is for the ``operator``
+role, or for the principal the request names: its callee agent (``agent:finance`` for a
+request to ``agent.finance``) for accept, decline, ask and complete, and the caller run's
+owner for clarify and review.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, Query, Request
+
+from openseal.api.auth import Caller
+from openseal.api.capabilities import requires
+from openseal.api.errors import responses
+from openseal.api.models import (
+    AgentRequestAnswer,
+    AgentRequestCompletion,
+    AgentRequestDecline,
+    AgentRequestQuestion,
+    AgentRequestReview,
+    Empty,
+)
+from openseal.api.routes.common import Limit, State, Status, Who, runtime_caller, scoped
+from openseal.api.serialize import jsonable
+from openseal.api.state import state_of
+from openseal.runtime import service
+
+router = APIRouter(tags=["agent requests"])
+
+RequestId = Annotated[
+    str, Path(min_length=1, max_length=200, description="An agent request id (or a prefix)")
+]
+
+
+def _named(step: str) -> Any:
+    def named(request: Request, who: Caller) -> bool:
+        request_id = str(request.path_params.get("request_id", ""))
+        store = state_of(request).store
+        return service.named_principal(store, request_id, step, who.principal)
+
+    return named
+
+
+def _step(state: Any, who: Caller, request_id: str, step: str, **fields: Any) -> dict[str, Any]:
+    request = service.AgentRequestStep(request_id, step, **fields)
+    done = service.step_agent_request(state.store, request, runtime_caller(state, who))
+    return {"agent_request": jsonable(done)}
+
+
+@router.get(
+    "/agent-requests",
+    operation_id="agent_requests.list",
+    dependencies=requires("agent_requests.list"),
+    responses=responses(),
+)
+def list_requests(
+    state: State,
+    who: Who,
+    status: Status = None,
+    callee: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
+    run: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
+    limit: Limit = 100,
+) -> dict[str, Any]:
+    """Newest agent requests first, by status, callee (``agent.finance``) or caller run."""
+    found = service.list_agent_requests(
+        state.store, status=status, callee=callee, run_id=run, limit=limit, caller=scoped(who)
+    )
+    return {"agent_requests": jsonable(found)}
+
+
+@router.get(
+    "/agent-requests/{request_id}",
+    operation_id="agent_requests.show",
+    dependencies=requires("agent_requests.show"),
+    responses=responses(404),
+)
+def show_request(request_id: RequestId, state: State, who: Who) -> dict[str, Any]:
+    """The request: goal, inputs, expected output, clarification rounds, reviews, child run."""
+    found = service.show_agent_request(state.store, request_id, scoped(who))
+    return {"agent_request": jsonable(found)}
+
+
+@router.post(
+    "/agent-requests/{request_id}/accept",
+    operation_id="agent_requests.accept",
+    dependencies=requires("agent_requests.accept", _named("accept")),
+    responses=responses(403, 404, 409),
+)
+def accept(request_id: RequestId, body: Empty, state: State, who: Who) -> dict[str, Any]:
+    """The callee takes a ``requested`` request on."""
+    return _step(state, who, request_id, "accept")
+
+
+@router.post(
+    "/agent-requests/{request_id}/decline",
+    operation_id="agent_requests.decline",
+    dependencies=requires("agent_requests.decline", _named("decline")),
+    responses=responses(403, 404, 409),
+)
+def decline(
+    request_id: RequestId, body: AgentRequestDecline, state: State, who: Who
+) -> dict[str, Any]:
+    """The callee will not do it; the caller leaves by ``on "declined"``."""
+    return _step(state, who, request_id, "decline", reason=body.reason)
+
+
+@router.post(
+    "/agent-requests/{request_id}/ask",
+    operation_id="agent_requests.ask",
+    dependencies=requires("agent_requests.ask", _named("ask")),
+    responses=responses(403, 404, 409),
+)
+def ask(
+    request_id: RequestId, body: AgentRequestQuestion, state: State, who: Who
+) -> dict[str, Any]:
+    """The callee asks the caller a question; a child run at work stops until it is answered."""
+    return _step(state, who, request_id, "ask", text=body.question)
+
+
+@router.post(
+    "/agent-requests/{request_id}/clarify",
+    operation_id="agent_requests.clarify",
+    dependencies=requires("agent_requests.clarify", _named("clarify")),
+    responses=responses(403, 404, 409),
+)
+def clarify(
+    request_id: RequestId, body: AgentRequestAnswer, state: State, who: Who
+) -> dict[str, Any]:
+    """Answer the open question; the callee's work starts again with the answer."""
+    return _step(state, who, request_id, "clarify", value=body.answer)
+
+
+@router.post(
+    "/agent-requests/{request_id}/complete",
+    operation_id="agent_requests.complete",
+    dependencies=requires("agent_requests.complete", _named("complete")),
+    responses=responses(403, 404, 409, 422),
+)
+def complete(
+    request_id: RequestId, body: AgentRequestCompletion, state: State, who: Who
+) -> dict[str, Any]:
+    """The callee's answer; one that does not match the expected type is refused (422)."""
+    return _step(state, who, request_id, "complete", value=body.response)
+
+
+@router.post(
+    "/agent-requests/{request_id}/review",
+    operation_id="agent_requests.review",
+    dependencies=requires("agent_requests.review", _named("review")),
+    responses=responses(403, 404, 409),
+)
+def review(
+    request_id: RequestId, body: AgentRequestReview, state: State, who: Who
+) -> dict[str, Any]:
+    """Accept a completion under review, or send it back with a reason (which reopens it)."""
+    return _step(state, who, request_id, "review", verdict=body.verdict, reason=body.reason)
