@@ -28,7 +28,10 @@ then what belongs to the run: its actions, approvals, agent requests, proposals 
 events; after those, a delivery takes its event name's lock and a spend reservation its
 budget's lock. Governance writers take the governance lock
 (``store.change_proposals.lock_governance``), then the change proposal's row, then
-deployments. On SQLite ``BEGIN IMMEDIATE`` serialises writers anyway; on PostgreSQL this
+deployments. Two runs are locked together only when a child run (a delegated request's
+work) ends: the child's row, then its caller's; whatever stops a child because of its caller
+(the caller's cancellation, a decline, an expiry) does so after its own commit, never holding
+the caller. On SQLite ``BEGIN IMMEDIATE`` serialises writers anyway; on PostgreSQL this
 order is what keeps two writers from deadlocking.
 
 Inside the package: :mod:`.schema` (tables), :mod:`.migrations` (Alembic), :mod:`.base`
