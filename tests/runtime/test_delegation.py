@@ -11,12 +11,14 @@ import pytest
 
 from openseal.errors import OpenSealError
 from openseal.runtime import service
+from openseal.runtime.delegation import DelegationFailed, callee_agent
 from openseal.runtime.engine import Engine
 from openseal.runtime.models import read_calls
 from openseal.runtime.statuses import AgentRequestStatus as S
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import AgentRequest, Store
 from openseal.runtime.store.records import Run
+from openseal.runtime.workflow import WorkflowCatalog
 from tests.runtime.engine_support import DEFS, REPO, compile_files, engine, register, scripted
 
 BUDGET = REPO / "definitions" / "budget_check" / "hcl"
@@ -238,3 +240,18 @@ def test_a_callee_whose_workflow_is_not_deployed_fails_the_request(
     request = _request_of(store, run)
     assert request.status == S.FAILED and request.child_run_id is None
     assert "no workflow 'confirm_budget' is deployed" in request.response["error"]
+
+
+def test_a_team_takes_requests_through_its_first_role(store: Store) -> None:
+    documents = compile_files(*sorted((REPO / "definitions" / "procurement" / "hcl").glob("*.hcl")))
+    register(store, documents)
+    version = store.definitions.active_version("procure_laptops")
+    assert version is not None
+    workflow = WorkflowCatalog(store).workflow(version.digest)
+    digests = {f"{d.kind}.{d.name}": d.digest for d in documents}
+    assert callee_agent(workflow, "team.procurement") == ("agent.buyer", digests["agent.buyer"])
+    assert callee_agent(workflow, "team.procurement.role.researcher") == (
+        "agent.researcher", digests["agent.researcher"],
+    )  # fmt: skip
+    with pytest.raises(DelegationFailed, match="does not name an agent"):
+        callee_agent(workflow, "skill.search_vendors")
