@@ -34,6 +34,7 @@ from openseal.api.routes import (
     meta,
     objectives,
     runs,
+    triggers,
 )
 from openseal.api.settings import ApiSettings
 from openseal.api.state import ApiState
@@ -42,7 +43,7 @@ from openseal.runtime.store import Store, open_store
 
 PREFIX = "/api/v1"
 ROUTERS = (
-    meta, definitions, deployments, objectives, runs, approvals, actions, events,
+    meta, definitions, deployments, objectives, runs, approvals, actions, events, triggers,
     agent_requests, authoring,
 )  # fmt: skip
 

@@ -76,6 +76,13 @@ class InboundEventBody(Body):
     event_id: Name | None = None
 
 
+class TriggerStatusChange(Body):
+    """Pause a trigger (``paused``), resume it (``active``) or retire it (``retired``)."""
+
+    status: Literal["active", "paused", "retired"]
+    reason: Text | None = None
+
+
 class ProposalFiling(Body):
     """Compiled documents (as ``openseal compile`` writes them) to file a change proposal for."""
 

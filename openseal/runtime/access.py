@@ -43,7 +43,8 @@ _READS = (
     "definitions.get", "deployments.list", "deployments.history", "proposals.list",
     "proposals.show", "objectives.list", "objectives.show", "runs.list", "runs.show",
     "runs.events", "runs.events_stream", "approvals.list", "approvals.show", "actions.list",
-    "actions.show", "agent_requests.list", "agent_requests.show",
+    "actions.show", "agent_requests.list", "agent_requests.show", "triggers.list",
+    "triggers.show",
 )  # fmt: skip
 
 #: operation (the API's operation id) → the roles that may use it; ``admin`` may use all
@@ -63,6 +64,7 @@ PERMISSIONS: dict[str, frozenset[str]] = {
         f"agent_requests.{step}": frozenset({OPERATOR, ADMIN})
         for step in ("accept", "decline", "ask", "clarify", "complete", "review")
     },
+    "triggers.set_status": frozenset({OPERATOR, ADMIN}),
     # the authority still decides which approvals an approver is named for
     "approvals.decide": frozenset({APPROVER, ADMIN}),
     "proposals.file": frozenset({AUTHOR, ADMIN}),

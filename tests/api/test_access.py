@@ -27,11 +27,15 @@ from tests.api.conftest import Serve
 from tests.api.support import LiveServer, assert_error
 from tests.runtime.action_support import flow, simulator_fixture  # noqa: F401
 from tests.runtime.engine_support import PROCUREMENT, compile_files
+from tests.runtime.trigger_support import EVENT_TRIGGER, deploy_triggers, trigger_project
 
 #: deployments and definition versions are the catalogue every scope shares
-SHARED = {"definitions.get", "deployments.list", "deployments.history", "deployments.rollback"}
+SHARED = {
+    "definitions.get", "deployments.list", "deployments.history", "deployments.rollback",
+    "triggers.list", "triggers.show",
+}  # fmt: skip
 #: reach runs of every scope (a caller limited to some is refused with 403)
-EVERY_SCOPE = {"events.deliver"}
+EVERY_SCOPE = {"events.deliver", "triggers.set_status"}
 
 
 def token(store: Store, principal: str, roles: tuple[str, ...], scopes: tuple[str, ...]) -> str:
@@ -58,6 +62,7 @@ class Records:
             "proposal_id": filed.proposal.id,
             "name": "procure_laptops",
             "digest": run.workflow_digest,
+            "trigger": "restock",  # tests.runtime.trigger_support.EVENT_TRIGGER
         }
 
     def path(self, operation: str, template: str) -> str:
@@ -85,8 +90,9 @@ def records(store: Store, simulator: ProcurementSimulator, tmp_path: Path) -> Re
     run = f.start()
     f.run_until_idle()
     assert f.status(run) == RunStatus.WAITING_FOR_APPROVAL
-    # a second activation, so a rollback has somewhere to go
+    # a second activation, so a rollback has somewhere to go; and a trigger
     service.register_documents(store, compile_files(*sorted(PROCUREMENT.glob("*.hcl"))))
+    deploy_triggers(store, trigger_project(tmp_path, EVENT_TRIGGER))
     return Records(store, run.id)
 
 
@@ -108,6 +114,7 @@ BODIES: dict[str, dict[str, Any]] = {
     "proposals.review": {"verdict": "approve"},
     "proposals.decide": {"decision": "approve"},
     "events.deliver": {"name": "nothing.waits"},
+    "triggers.set_status": {"status": "paused"},
     "objectives.create": {"workflow": "procure_laptops", "inputs": {}},
     "agent_requests.decline": {"reason": "busy"},
     "agent_requests.ask": {"question": "which one?"},

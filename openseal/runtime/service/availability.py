@@ -76,6 +76,7 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
         "agent_requests.decline", "agent_requests.ask", "agent_requests.clarify",
         "agent_requests.complete", "agent_requests.review",
     ),
+    "triggers": ("triggers.list", "triggers.show", "triggers.set_status"),
     "authoring": ("authoring.draft",),
 }  # fmt: skip
 

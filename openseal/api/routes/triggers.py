@@ -1,0 +1,58 @@
+"""Triggers: list them with their next occurrence and last firing, show one with its firings,
+pause, resume or retire one — the same service functions as ``openseal triggers``."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path
+
+from openseal.api.capabilities import requires
+from openseal.api.errors import responses
+from openseal.api.models import TriggerStatusChange
+from openseal.api.routes.common import State, Who, runtime_caller
+from openseal.api.serialize import jsonable
+from openseal.runtime import service
+
+router = APIRouter(tags=["triggers"])
+
+Trigger = Annotated[str, Path(min_length=1, max_length=200, description="A trigger's name")]
+
+
+@router.get(
+    "/triggers",
+    operation_id="triggers.list",
+    dependencies=requires("triggers.list"),
+    responses=responses(),
+)
+def list_triggers(state: State) -> dict[str, Any]:
+    """Every deployed trigger: status, what fires it, next occurrence, last firing."""
+    return {"triggers": jsonable(service.list_triggers(state.store))}
+
+
+@router.get(
+    "/triggers/{trigger}",
+    operation_id="triggers.show",
+    dependencies=requires("triggers.show"),
+    responses=responses(404),
+)
+def show_trigger(trigger: Trigger, state: State) -> dict[str, Any]:
+    """One trigger and its newest firings (started, queued, skipped, missed, failed)."""
+    view, firings = service.show_trigger(state.store, trigger)
+    return {"trigger": jsonable(view), "firings": jsonable(firings)}
+
+
+@router.post(
+    "/triggers/{trigger}/status",
+    operation_id="triggers.set_status",
+    dependencies=requires("triggers.set_status"),
+    responses=responses(404, 409),
+)
+def set_status(
+    trigger: Trigger, body: TriggerStatusChange, state: State, who: Who
+) -> dict[str, Any]:
+    """Pause (``paused``), resume (``active``) or retire (``retired``) a trigger. A trigger
+    starts objectives in every scope, so this needs a token for scope ``*``."""
+    request = service.TriggerCommand(trigger, body.status, body.reason)
+    view = service.set_trigger_status(state.store, request, runtime_caller(state, who))
+    return {"trigger": jsonable(view)}
