@@ -13,8 +13,8 @@ from typing import Any
 import click
 
 from openseal.cli.client import complete_remote_id, connected, record, records, server_options
-from openseal.cli.output import echo_data, plain
-from openseal.cli.runtime import complete_ids, store_options
+from openseal.cli.output import echo_data, echo_table, plain
+from openseal.cli.runtime import complete_ids, list_options, more_hint, store_options, when
 from openseal.errors import UsageError
 from openseal.runtime import service
 from openseal.runtime.store import Action
@@ -27,39 +27,50 @@ def actions() -> None:
     """Governed actions: their status, key, result, and what to do when the outcome is unknown."""
 
 
-def _line(action: Action) -> str:
-    result = json.dumps(action.result, sort_keys=True) if action.result is not None else "-"
-    return f"{action.id}  {action.status:<20} {action.skill:<24} {action.key}  {result}"
-
-
 @actions.command("list")
 @store_options
 @server_options
-@click.option("--status", default=None, help="Only actions with this status (e.g. unknown).")
+@list_options("Only actions with this status (e.g. unknown, needs_attention).")
 @click.option("--run", "run_id", default=None, help="Only actions of this run.")
-@click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True)
 def list_actions(
     home: Path, output: str, server: str | None, token_file: Path | None, status: str | None,
-    run_id: str | None, limit: int,
+    workflow: str | None, since: str | None, limit: int, after: str | None, run_id: str | None,
 ) -> None:  # fmt: skip
     """Newest actions first.
 
     \b
     Examples:
         openseal actions list --status needs_attention
+        openseal actions list --workflow procure_laptops --since 2h
     """
     with connected(home, server, token_file) as at:
+        flags = {"status": status, "workflow": workflow, "since": since, "after": after}
         if at.remote is not None:
-            params = {"status": status, "run": run_id, "limit": limit}
+            params = {**flags, "run": run_id, "limit": limit}
             answer = at.remote.call("GET", "/actions", operation="actions.list", params=params)
             found: Sequence[Action] = records(Action, answer["actions"])
         else:
-            found = service.list_actions(at.local, status=status, run_id=run_id, limit=limit)
+            if run_id is not None:
+                run_id = service.complete_id(at.local, "run", run_id)
+            found = service.list_actions(
+                at.local, status=status, run_id=run_id, workflow=workflow, since=since,
+                limit=limit, after=after,
+            )  # fmt: skip
     if output != "text":
         echo_data(found, output)
         return
-    for action in found:
-        click.echo(_line(action))
+    rows = [[a.id, str(a.status), a.skill, a.run_id, when(a.created_at), _result(a)] for a in found]
+    echo_table(
+        ["id", "status", "skill", "run", "created", "result"],
+        rows,
+        shrink=["result"],
+        empty="no actions",
+    )
+    more_hint(found, limit)
+
+
+def _result(action: Action) -> str:
+    return json.dumps(plain(action.result), sort_keys=True) if action.result is not None else "-"
 
 
 @actions.command("show")

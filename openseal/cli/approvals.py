@@ -26,8 +26,8 @@ from openseal.cli.client import (
     records,
     server_options,
 )
-from openseal.cli.output import echo_data, plain
-from openseal.cli.runtime import complete_ids, store_options
+from openseal.cli.output import echo_data, echo_table, plain
+from openseal.cli.runtime import complete_ids, list_options, more_hint, store_options, when
 from openseal.runtime import service
 from openseal.runtime.service import AUTHORITY_ENV, ApprovalError, load_authority
 from openseal.runtime.store import Approval
@@ -40,43 +40,50 @@ def approvals() -> None:
     """Approvals: see the exact proposal and its hash, then approve, reject or request changes."""
 
 
-def _line(approval: Approval) -> str:
-    expires = approval.expires_at.isoformat(timespec="seconds") if approval.expires_at else "-"
-    return (
-        f"{approval.id}  {approval.status:<17} {approval.proposal_name:<12} "
-        f"{approval.proposal_hash}  run {approval.run_id}  expires {expires}"
-    )
-
-
 @approvals.command("list")
 @store_options
 @server_options
-@click.option("--status", default=None, help="Only approvals with this status (e.g. pending).")
+@list_options("Only approvals with this status (e.g. pending).")
 @click.option("--run", "run_id", default=None, help="Only approvals of this run.")
-@click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True)
 def list_approvals(
     home: Path, output: str, server: str | None, token_file: Path | None, status: str | None,
-    run_id: str | None, limit: int,
+    workflow: str | None, since: str | None, limit: int, after: str | None, run_id: str | None,
 ) -> None:  # fmt: skip
     """Newest approvals first.
 
     \b
     Examples:
         openseal approvals list --status pending
+        openseal approvals list --workflow procure_laptops --since 1d
         openseal approvals list --server https://openseal.example.com
     """
     with connected(home, server, token_file) as at:
+        flags = {"status": status, "workflow": workflow, "since": since, "after": after}
         if at.remote is not None:
-            params = {"status": status, "run": run_id, "limit": limit}
+            params = {**flags, "run": run_id, "limit": limit}
             answer = at.remote.call("GET", "/approvals", operation="approvals.list", params=params)
             found: Sequence[Approval] = records(Approval, answer["approvals"])
         else:
-            found = service.list_approvals(at.local, status=status, run_id=run_id, limit=limit)
+            if run_id is not None:
+                run_id = service.complete_id(at.local, "run", run_id)
+            found = service.list_approvals(
+                at.local, status=status, run_id=run_id, workflow=workflow, since=since,
+                limit=limit, after=after,
+            )  # fmt: skip
     if output != "text":
         echo_data(found, output)
         return
-    for approval in found:
-        click.echo(_line(approval))
+    rows = [
+        [a.id, str(a.status), a.proposal_name, a.run_id, when(a.expires_at), a.proposal_hash]
+        for a in found
+    ]
+    echo_table(
+        ["id", "status", "proposal", "run", "expires", "hash"],
+        rows,
+        shrink=["hash"],
+        empty="no approvals",
+    )
+    more_hint(found, limit)
 
 
 @dataclass(frozen=True)

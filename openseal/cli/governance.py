@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 
 import click
 
-from openseal.cli.output import echo_data
-from openseal.cli.runtime import opened, store_options
+from openseal.cli.output import echo_data, echo_table
+from openseal.cli.runtime import more_hint, opened, store_options, when
 from openseal.compiler.output.diff import Change, DiffReport
 from openseal.compiler.output.render_diagnostics import use_color
 from openseal.runtime import service
@@ -48,14 +48,13 @@ def short(digest: str | None) -> str:
     return "-" if digest is None else digest[:12]
 
 
-def proposal_line(proposal: ChangeProposal) -> str:
+def proposal_row(proposal: ChangeProposal) -> list[str]:
+    """A proposal's cells in ``proposals list``."""
     risk = "widening" if proposal.risk_widening else "-"
-    names = ",".join(proposal.deployments)
-    created = proposal.created_at.strftime("%Y-%m-%d %H:%M")
-    return (
-        f"{proposal.id}  {proposal.status:<10} {proposal.kind:<8} {risk:<8} "
-        f"{proposal.author:<16} {created}  {names}"
-    )
+    return [
+        proposal.id, str(proposal.status), str(proposal.kind), risk, proposal.author,
+        when(proposal.created_at), ",".join(proposal.deployments),
+    ]  # fmt: skip
 
 
 def report_from_dict(diff: Mapping[str, Any]) -> DiffReport:
@@ -138,26 +137,42 @@ def proposals() -> None:
 @proposals.command("list")
 @store_options
 @click.option("--status", "statuses", multiple=True, help="Only these statuses (repeatable).")
-@click.option("--deployment", default=None, help="Only proposals that change this deployment.")
-@click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True)
+@click.option(
+    "--workflow", "--deployment", "deployment", default=None,
+    help="Only proposals that change this deployment (a workflow's name).",
+)  # fmt: skip
+@click.option(
+    "--since", default=None, metavar="WHEN",
+    help="Only those filed since WHEN: an age (30m, 2h, 7d) or an ISO 8601 time.",
+)  # fmt: skip
+@click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True)
+@click.option(
+    "--after", default=None, metavar="ID",
+    help="The next page: only those older than ID (the last one a page showed).",
+)  # fmt: skip
 def list_command(
-    home: Path, output: str, statuses: tuple[str, ...], deployment: str | None, limit: int
-) -> None:
+    home: Path, output: str, statuses: tuple[str, ...], deployment: str | None,
+    since: str | None, limit: int, after: str | None,
+) -> None:  # fmt: skip
     """List change proposals, newest first.
 
     \b
     Examples:
         openseal proposals list --status proposed --status in_review
+        openseal proposals list --workflow procure_laptops --since 7d
     """
     with opened(home) as store:
-        found = gov.list_proposals(store, statuses=statuses, deployment=deployment, limit=limit)
+        found = gov.list_proposals(
+            store, statuses=statuses, deployment=deployment, since=since, limit=limit,
+            after=after,
+        )  # fmt: skip
     if output != "text":
         echo_data([p.to_dict() for p in found], output)
         return
-    if not found:
-        click.echo("no change proposals")
-    for proposal in found:
-        click.echo(proposal_line(proposal))
+    rows = [proposal_row(p) for p in found]
+    headers = ["id", "status", "kind", "risk", "author", "created", "deployments"]
+    echo_table(headers, rows, shrink=["deployments"], empty="no change proposals")
+    more_hint(found, limit)
 
 
 @proposals.command("show")

@@ -171,6 +171,43 @@ def echo_error(code: str, message: str, details: Mapping[str, Any] | None = None
     return True
 
 
+def echo_table(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    *,
+    shrink: Sequence[str] = (),
+    empty: str = "nothing to show",
+) -> None:
+    """Rows under upper-case headers, in columns that fit the terminal's width (``COLUMNS``
+    when piped). Only the ``shrink`` columns are cut (with ``…``) when the rows are too wide,
+    the widest first; the others, ids above all, are always printed whole so they can be
+    copied; no rows print ``empty``. (rich's tables drop whole columns, ids included, when
+    space runs out.)"""
+    import shutil
+
+    if not rows:
+        click.echo(empty)
+        return
+    width = shutil.get_terminal_size((100, 24)).columns
+    widths = [max([len(h), *(len(row[i]) for row in rows)]) for i, h in enumerate(headers)]
+    cuttable = [i for i, h in enumerate(headers) if h in shrink]
+    while sum(widths) + 2 * (len(widths) - 1) > width and cuttable:
+        widest = max(cuttable, key=lambda i: widths[i])
+        if widths[widest] <= max(len(headers[widest]), 8):
+            cuttable.remove(widest)
+            continue
+        widths[widest] -= 1
+
+    def cell(text: str, size: int) -> str:
+        return text if len(text) <= size else text[: size - 1] + "…"
+
+    for row in [[h.upper() for h in headers], *rows]:
+        line = "  ".join(
+            cell(text, size).ljust(size) for text, size in zip(row, widths, strict=True)
+        )
+        click.echo(line.rstrip())
+
+
 # -- diagnostics ----------------------------------------------------------------------
 
 #: How many diagnostics the human and GitHub formats show unless told otherwise;

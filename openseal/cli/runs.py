@@ -5,13 +5,21 @@ from __future__ import annotations
 import json
 import shutil
 import textwrap
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import click
 
-from openseal.cli.output import echo_data, echo_item, plain
-from openseal.cli.runtime import complete_ids, opened, store_options
+from openseal.cli.output import echo_data, echo_item, echo_table, plain
+from openseal.cli.runtime import (
+    complete_ids,
+    list_options,
+    more_hint,
+    opened,
+    store_options,
+    when,
+)
 from openseal.errors import UsageError
 from openseal.runtime import service
 from openseal.runtime.service import format_cost, summarize
@@ -99,22 +107,28 @@ def create(
 
 @objectives.command("list")
 @store_options
-@click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True)
-def list_objectives(home: Path, output: str, limit: int) -> None:
+@list_options("Only objectives with this status (open, satisfied, failed, retired).")
+def list_objectives(
+    home: Path, output: str, status: str | None, workflow: str | None, since: str | None,
+    limit: int, after: str | None,
+) -> None:  # fmt: skip
     """Newest objectives first.
 
     \b
     Examples:
         openseal objectives list --limit 10
+        openseal objectives list --workflow procure_laptops --since 1d
     """
     with opened(home) as store:
-        found = service.list_objectives(store, limit=limit)
+        found = service.list_objectives(
+            store, status=status, workflow=workflow, since=since, limit=limit, after=after
+        )
     if output != "text":
         echo_data(found, output)
         return
-    for objective in found:
-        click.echo(f"{objective.id}  {objective.status:<9} {objective.workflow_name}  "
-                   f"{objective.created_at.isoformat(timespec='seconds')}")  # fmt: skip
+    rows = [[o.id, str(o.status), o.workflow_name, when(o.created_at)] for o in found]
+    echo_table(["id", "status", "workflow", "created"], rows, empty="no objectives")
+    more_hint(found, limit)
 
 
 @objectives.command("show")
@@ -150,23 +164,35 @@ def runs() -> None:
 
 @runs.command("list")
 @store_options
-@click.option("--status", default=None, help="Only runs with this status.")
-@click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True)
-def list_runs(home: Path, output: str, status: str | None, limit: int) -> None:
-    """Runs in creation order.
+@list_options("Only runs with this status (e.g. waiting_for_approval).")
+def list_runs(
+    home: Path, output: str, status: str | None, workflow: str | None, since: str | None,
+    limit: int, after: str | None,
+) -> None:  # fmt: skip
+    """Newest runs first.
 
     \b
     Examples:
         openseal runs list --status waiting_for_approval
+        openseal runs list --workflow procure_laptops --since 2h
         openseal runs list --output json
     """
     with opened(home) as store:
-        found = service.list_runs(store, status=status, limit=limit)
+        found = service.list_runs(
+            store, status=status, workflow=workflow, since=since, limit=limit, after=after
+        )
+        names = {d: service.get_version(store, d).name for d in {r.workflow_digest for r in found}}
     if output != "text":
         echo_data(found, output)
         return
-    for run in found:
-        click.echo(f"{run.id}  {run.status:<22} {run.current_state or '-'}")
+    rows = [
+        [r.id, str(r.status), names[r.workflow_digest], r.current_state or "-", when(r.created_at)]
+        for r in found
+    ]
+    echo_table(
+        ["id", "status", "workflow", "state", "created"], rows, shrink=["state"], empty="no runs"
+    )
+    more_hint(found, limit)
 
 
 @runs.command("show")
@@ -251,6 +277,58 @@ def events(home: Path, output: str, run_id: str, after: int, follow: bool, limit
                 echo_item(event, output)
 
 
+@runs.command("turns")
+@store_options
+@click.argument("run_id", shell_complete=complete_ids("run"))
+def turns(home: Path, output: str, run_id: str) -> None:
+    """A run's turns: state, started, ended, outcome, and each model and tool call with the
+    model that answered and the tokens it used.
+
+    \b
+    Examples:
+        openseal runs turns 0191f0
+        openseal runs turns 0191f0 --output json
+    """
+    with opened(home) as store:
+        found = service.run_turns(store, service.complete_id(store, "run", run_id))
+    if output != "text":
+        echo_data([{**plain(t), "tokens": t.tokens} for t in found], output)
+        return
+    if not found:
+        click.echo("no turns yet")
+    for turn in found:
+        click.echo(_turn_text(turn))
+
+
+def _ms(moment: datetime | None) -> str:
+    return "-" if moment is None else moment.isoformat(timespec="milliseconds")[:-6] + "Z"
+
+
+def _turn_text(turn: service.TurnView) -> str:
+    took = (
+        f"{(turn.finished_at - turn.started_at).total_seconds():.3f}s" if turn.finished_at else "-"
+    )
+    tokens = turn.tokens
+    lines = [
+        f"turn {turn.seq}  {turn.state}  {turn.outcome}  {_ms(turn.started_at)} -> "
+        f"{_ms(turn.finished_at)}  ({took})  {tokens['input']}+{tokens['output']} tokens  "
+        f"worker {turn.worker}"
+    ]
+    if turn.error:
+        lines.append(f"  problem  {turn.error}")
+    for call in turn.calls:
+        if call.kind == "model":
+            asked = ", ".join(call.requested) or "output"
+            lines.append(
+                f"  model  {call.activity_id}  {call.model or '?'}  "
+                f"{call.input_tokens}+{call.output_tokens} tokens  -> {asked}"
+            )
+        else:
+            answer = f"error: {call.error}" if call.error else "ok"
+            lines.append(f"  {call.kind:<5}  {call.activity_id}  {call.tool or '?'}  {answer}")
+    return "\n".join(lines)
+
+
 #: refuse the command if the run changed since the caller read it (``runs show`` prints it)
 expected_revision_option = click.option(
     "--expected-revision",
@@ -331,24 +409,53 @@ def resume(
 def cancel(
     home: Path, output: str, run_id: str, reason: str | None, expected_revision: int | None
 ) -> None:
-    """Cancel a run durably; the event says what it was doing.
+    """Cancel a run durably, and say what the cancellation prevented (approvals, unsent
+    actions, agent requests) and what may already have happened (actions already sent, a
+    worker in the middle of a turn).
 
     \b
     Examples:
         openseal runs cancel 0191f0 --reason "no longer needed"
     """
     with opened(home) as store:
-        _changed(
-            service.cancel_run(
-                store,
-                service.RunCommand(
-                    service.complete_id(store, "run", run_id), reason, expected_revision
-                ),
-                service.CLI,
-            ),
-            output,
-            "canceled",
+        request = service.RunCommand(
+            service.complete_id(store, "run", run_id), reason, expected_revision
         )
+        run = service.cancel_run(store, request, service.CLI)
+        report = service.cancellation(store, run)
+    if output != "text":
+        echo_data({"run": run, "report": report}, output)
+        return
+    click.echo(f"run {run.id} canceled: now {run.status}")
+    for line in cancel_lines(report):
+        click.echo(f"  {line}")
+
+
+def cancel_lines(report: dict[str, Any]) -> list[str]:
+    """The ``run.canceled`` payload for people: what was prevented, what may have happened."""
+    state = report.get("current_state")
+    was = f"was {report.get('from_status')}" + (
+        f" in state {state}" if state else ", before its first state"
+    )
+    prevented, happened = [], []
+    for request_id in report.get("canceled_agent_requests") or ():
+        prevented.append(f"agent request {request_id} canceled")
+    for approval_id in report.get("canceled_approvals") or ():
+        prevented.append(f"approval {approval_id} canceled (the action it guards is not sent)")
+    for action in report.get("actions") or ():
+        if action.get("sent"):
+            happened.append(f"action {action.get('action_id')} ({action.get('key')}) "
+                            f"{action.get('note')}")  # fmt: skip
+        else:
+            prevented.append(f"action {action.get('action_id')} ({action.get('key')}) not sent")
+    worker = report.get("in_flight_worker")
+    if worker:
+        happened.append(f"worker {worker} was running a turn: what it did before its next "
+                        "write may have happened (that write is refused)")  # fmt: skip
+    lines = [was]
+    lines += [f"prevented: {p}" for p in prevented] or ["prevented: nothing was pending"]
+    lines += [f"may have happened: {h}" for h in happened] or ["may have happened: nothing"]
+    return lines
 
 
 @runs.command("intervene")

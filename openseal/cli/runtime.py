@@ -7,8 +7,9 @@ names a database (PostgreSQL: ``postgresql+psycopg://user@host/db``).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -33,6 +34,42 @@ def store_options(command: F) -> F:
         envvar="OPENSEAL_HOME", help="Where the embedded SQLite store lives "
         "(ignored when OPENSEAL_DATABASE_URL is set).",
     )(command)  # fmt: skip
+
+
+def list_options(status_help: str) -> Callable[[F], F]:
+    """The flags every list shares (the API's list routes take the same): ``--status``,
+    ``--workflow``, ``--since``, ``--limit`` and the cursor ``--after``."""
+
+    def decorate(command: F) -> F:
+        for option in reversed([
+            click.option("--status", default=None, help=status_help),
+            click.option("--workflow", default=None, help="Only those of this workflow."),
+            click.option(
+                "--since", default=None, metavar="WHEN",
+                help="Only those created since WHEN: an age (30m, 2h, 7d) or an ISO 8601 time.",
+            ),
+            click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True),
+            click.option(
+                "--after", default=None, metavar="ID",
+                help="The next page: only those older than ID (the last one a page showed).",
+            ),
+        ]):  # fmt: skip
+            command = option(command)
+        return command
+
+    return decorate
+
+
+def more_hint(found: Sequence[Any], limit: int) -> None:
+    """Under a full page of text, how to ask for the next one (on stderr: stdout stays the
+    table)."""
+    if found and len(found) >= limit:
+        click.echo(f"(first {limit}; the next page: --after {found[-1].id})", err=True)
+
+
+def when(moment: datetime | None) -> str:
+    """A time in a list: to the second, UTC."""
+    return "-" if moment is None else moment.isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def complete_ids(kind: str) -> Callable[[click.Context, click.Parameter, str], list[str]]:

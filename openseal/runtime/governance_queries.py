@@ -11,6 +11,7 @@ from typing import Any
 from openseal.errors import UsageError
 from openseal.runtime.change_proposals import resolve_id
 from openseal.runtime.clock import iso
+from openseal.runtime.listing import list_query
 from openseal.runtime.statuses import OPEN_CHANGE_PROPOSAL_STATUSES as OPEN_STATUSES
 from openseal.runtime.statuses import ChangeProposalStatus as S
 from openseal.runtime.store import (
@@ -57,12 +58,19 @@ def list_proposals(
     statuses: Iterable[str] = (),
     deployment: str | None = None,
     limit: int = 100,
+    after: str | None = None,
+    since: str | None = None,
     scopes: Iterable[str] | None = None,
 ) -> tuple[ChangeProposal, ...]:
-    """Proposals, newest first, optionally only some statuses or those touching ``deployment``,
-    only those in ``scopes`` when given."""
+    """Proposals, newest first, optionally only some statuses or those touching ``deployment``
+    (a workflow's name), older than the proposal ``after`` and created ``since``; only those
+    in ``scopes`` when given."""
     wanted = [_status(s) for s in statuses]
-    rows = store.change_proposals.newest(wanted, scopes)
+    query = list_query(
+        limit=limit, after=after, since=since, workflow=deployment,
+        scopes=None if scopes is None else tuple(scopes),
+    )  # fmt: skip
+    rows = store.change_proposals.newest(wanted, query)
     if deployment is not None:
         rows = [p for p in rows if deployment in p.deployments]
     return tuple(rows[:limit])

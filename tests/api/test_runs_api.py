@@ -216,3 +216,46 @@ def test_in_process_workers_execute_runs_created_through_the_api(
         client.post("/events", json={"name": "ok", "correlation": {"n": 5}})
         eventually(lambda: status() == "completed")
         assert client.get(f"/runs/{run_id}").json()["run"]["context"]["outputs"] == {"total": 12}
+
+
+def test_lists_page_newest_first_with_the_cli_s_filters(serve: Serve, store: Store) -> None:
+    made = [
+        service.create_objective(store, service.StartObjective("small", {"n": n}), service.CLI).run
+        for n in range(3)
+    ]
+    newest = [r.id for r in reversed(made)]
+    with serve().client() as client:
+        page = client.get("/runs", params={"limit": 2, "workflow": "small", "since": "1h"}).json()
+        assert [r["id"] for r in page["runs"]] == newest[:2]
+        assert page["next_after"] == newest[1]
+        rest = client.get("/runs", params={"after": page["next_after"]}).json()
+        assert [r["id"] for r in rest["runs"]] == newest[2:] and rest["next_after"] is None
+        assert client.get("/runs", params={"workflow": "other"}).json()["runs"] == []
+        objectives = client.get("/objectives", params={"limit": 1, "status": "active"}).json()
+        assert objectives["objectives"][0]["id"] == made[-1].objective_id
+        assert objectives["next_after"] == made[-1].objective_id
+        for path in ("/runs", "/objectives", "/approvals", "/actions", "/proposals"):
+            assert_error(client.get(path, params={"since": "soon"}), 422, "invalid_request")
+        assert client.get("/approvals", params={"workflow": "small"}).json()["approvals"] == []
+
+
+def test_turns_and_what_a_cancellation_prevented(serve: Serve, store: Store, tmp_path: Any) -> None:
+    run = service.create_objective(
+        store, service.StartObjective("small", {"n": 5}), service.CLI
+    ).run
+    provider, _ = scripted(tmp_path, PICK_7)
+    engine(store, provider).run_until_idle()
+    with serve().client() as client:
+        turns = client.get(f"/runs/{run.id}/turns")
+        assert turns.status_code == 200, turns.text
+        first = turns.json()["turns"][0]
+        assert first["seq"] == 1 and first["outcome"] == "advanced"
+        assert {"state", "started_at", "finished_at", "calls", "tokens"} <= first.keys()
+        assert_error(client.get("/runs/0000nothing/turns"), 404, "not_found")
+        response = client.post(f"/runs/{run.id}/cancel", json={"reason": "done"})
+        assert response.status_code == 200, response.text
+        canceled = response.json()
+        assert canceled["run"]["status"] == "canceled"
+        report = canceled["report"]
+        assert report["reason"] == "done" and report["from_status"] == "waiting_for_event"
+        assert report["actions"] == [] and report["in_flight_worker"] is None

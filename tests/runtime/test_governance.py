@@ -449,6 +449,23 @@ def test_proposals_resolve_by_unique_prefix_and_list_by_deployment(
     assert names == [WORKFLOW, "production"]
 
 
+def test_proposals_page_newest_first_by_cursor_and_since(
+    store: Store, tmp_path: Path, v1_live: Docs
+) -> None:
+    first = file(store, compile_set(tmp_path / "v2", max_risk="external"))
+    gov.decide(store, first.id, CAROL, "reject", comment="not now")
+    second = file(store, compile_set(tmp_path / "v3", max_risk="production"))
+    every = gov.list_proposals(store)
+    assert [p.id for p in every][:2] == [second.id, first.id]
+    [newest] = gov.list_proposals(store, limit=1)
+    after = gov.list_proposals(store, after=newest.id)
+    assert [p.id for p in (newest, *after)] == [p.id for p in every]
+    assert gov.list_proposals(store, since="1h") == every
+    assert gov.list_proposals(store, since="2999-01-01") == ()
+    with pytest.raises(UsageError, match="since: expected"):
+        gov.list_proposals(store, since="soon")
+
+
 def test_a_deployment_name_belongs_to_one_kind(store: Store, tmp_path: Path) -> None:
     clash = compile_set(tmp_path / "v1", governance=governance_yaml(name=WORKFLOW))
     with pytest.raises(gov.GovernanceError) as refused:

@@ -98,13 +98,12 @@ def list_runs(
     for; optionally of one status and one workflow."""
     versions: dict[str, DefinitionVersion] = {}
     rows = []
-    for run in service.list_runs(state.store, status=status, limit=1000, caller=scoped(who)):
-        version = _version(state, run, versions)
-        if workflow is not None and version.name != workflow:
-            continue
-        rows.append(_row(run, version))
-    rows.sort(key=lambda r: str(r["created_at"]), reverse=True)
-    return {"runs": rows[:limit], "workflows": sorted({v.name for v in versions.values()})}
+    found = service.list_runs(
+        state.store, status=status, workflow=workflow, limit=limit, caller=scoped(who)
+    )
+    for run in found:
+        rows.append(_row(run, _version(state, run, versions)))
+    return {"runs": rows, "workflows": sorted({v.name for v in versions.values()})}
 
 
 def _version(state: ApiState, run: Run, seen: dict[str, DefinitionVersion]) -> DefinitionVersion:

@@ -9,7 +9,18 @@ from fastapi import APIRouter, Path, Query
 from openseal.api.capabilities import requires
 from openseal.api.errors import responses
 from openseal.api.models import ActionResolution
-from openseal.api.routes.common import Limit, State, Status, Who, runtime_caller, scoped
+from openseal.api.routes.common import (
+    After,
+    Limit,
+    Since,
+    State,
+    Status,
+    Who,
+    Workflow,
+    next_after,
+    runtime_caller,
+    scoped,
+)
 from openseal.api.serialize import jsonable
 from openseal.runtime import service
 
@@ -29,13 +40,18 @@ def list_actions(
     who: Who,
     status: Status = None,
     run: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
+    workflow: Workflow = None,
+    since: Since = None,
+    after: After = None,
     limit: Limit = 100,
 ) -> dict[str, Any]:
-    """Newest actions first."""
+    """Newest actions first, optionally of one status, run or workflow, created since a
+    moment; the next page starts after ``next_after`` (null on the last page)."""
     found = service.list_actions(
-        state.store, status=status, run_id=run, limit=limit, caller=scoped(who)
-    )
-    return {"actions": jsonable(found)}
+        state.store, status=status, run_id=run, workflow=workflow, since=since, after=after,
+        limit=limit, caller=scoped(who),
+    )  # fmt: skip
+    return {"actions": jsonable(found), "next_after": next_after(found, limit)}
 
 
 @router.get(

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Sequence
+from typing import Annotated, Any
 
 from fastapi import Depends, Path, Query, Request
 
@@ -13,7 +14,26 @@ from openseal.runtime import service
 Id = Annotated[str, Path(min_length=1, max_length=200, description="An id (or a unique prefix)")]
 Limit = Annotated[int, Query(ge=1, le=1000, description="At most this many items")]
 Status = Annotated[str | None, Query(min_length=1, max_length=40, description="Only this status")]
+After = Annotated[
+    str | None,
+    Query(min_length=1, max_length=200, description="The next page: items older than this id"),
+]
+Since = Annotated[
+    str | None,
+    Query(
+        min_length=1, max_length=40,
+        description="Only items created since: an age (30m, 2h, 7d) or an ISO 8601 time",
+    ),
+]  # fmt: skip
+Workflow = Annotated[
+    str | None, Query(min_length=1, max_length=200, description="Only items of this workflow")
+]
 Who = Annotated[Caller, Depends(caller)]
+
+
+def next_after(found: Sequence[Any], limit: int) -> str | None:
+    """The cursor of the page after ``found`` (None when it was the last page)."""
+    return found[-1].id if found and len(found) >= limit else None
 
 
 def _state(request: Request) -> ApiState:

@@ -16,7 +16,18 @@ from openseal.api.models import (
     ProposalReview,
     Rollback,
 )
-from openseal.api.routes.common import Id, Limit, State, Who, runtime_caller, scoped
+from openseal.api.routes.common import (
+    After,
+    Id,
+    Limit,
+    Since,
+    State,
+    Who,
+    Workflow,
+    next_after,
+    runtime_caller,
+    scoped,
+)
 from openseal.api.serialize import jsonable
 from openseal.runtime import service
 from openseal.runtime.service import governance as gov
@@ -73,14 +84,18 @@ def list_proposals(
     who: Who,
     status: Annotated[list[str] | None, Query()] = None,
     deployment: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
+    workflow: Workflow = None,
+    since: Since = None,
+    after: After = None,
     limit: Limit = 100,
 ) -> dict[str, Any]:
-    """Change proposals, newest first (``status`` may repeat)."""
+    """Change proposals, newest first (``status`` may repeat; ``workflow`` is another name
+    for ``deployment``); the next page starts after ``next_after`` (null on the last page)."""
     found = gov.list_proposals(
-        state.store, statuses=status or (), deployment=deployment, limit=limit,
-        caller=scoped(who),
+        state.store, statuses=status or (), deployment=deployment or workflow, since=since,
+        after=after, limit=limit, caller=scoped(who),
     )  # fmt: skip
-    return {"proposals": [_summary(p) for p in found]}
+    return {"proposals": [_summary(p) for p in found], "next_after": next_after(found, limit)}
 
 
 @router.post(

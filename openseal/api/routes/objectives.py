@@ -10,7 +10,19 @@ from openseal.api import idempotency
 from openseal.api.capabilities import requires
 from openseal.api.errors import responses
 from openseal.api.models import ObjectiveCreate
-from openseal.api.routes.common import Id, Limit, State, Who, runtime_caller, scoped
+from openseal.api.routes.common import (
+    After,
+    Id,
+    Limit,
+    Since,
+    State,
+    Status,
+    Who,
+    Workflow,
+    next_after,
+    runtime_caller,
+    scoped,
+)
 from openseal.api.serialize import jsonable
 from openseal.runtime import service
 
@@ -59,10 +71,22 @@ def create_objective(body: ObjectiveCreate, state: State, who: Who, key: Key = N
     dependencies=requires("objectives.list"),
     responses=responses(),
 )
-def list_objectives(state: State, who: Who, limit: Limit = 100) -> dict[str, Any]:
-    """Newest objectives first (those in the caller's scopes)."""
-    found = service.list_objectives(state.store, limit=limit, caller=scoped(who))
-    return {"objectives": jsonable(found)}
+def list_objectives(
+    state: State,
+    who: Who,
+    status: Status = None,
+    workflow: Workflow = None,
+    since: Since = None,
+    after: After = None,
+    limit: Limit = 100,
+) -> dict[str, Any]:
+    """Newest objectives first, optionally of one status or workflow, created since a
+    moment; the next page starts after ``next_after`` (null on the last page)."""
+    found = service.list_objectives(
+        state.store, status=status, workflow=workflow, since=since, after=after, limit=limit,
+        caller=scoped(who),
+    )  # fmt: skip
+    return {"objectives": jsonable(found), "next_after": next_after(found, limit)}
 
 
 @router.get(

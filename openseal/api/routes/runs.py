@@ -16,7 +16,19 @@ from starlette.concurrency import run_in_threadpool
 from openseal.api.capabilities import requires
 from openseal.api.errors import responses
 from openseal.api.models import Intervention, RunCommand
-from openseal.api.routes.common import Id, Limit, State, Status, Who, runtime_caller, scoped
+from openseal.api.routes.common import (
+    After,
+    Id,
+    Limit,
+    Since,
+    State,
+    Status,
+    Who,
+    Workflow,
+    next_after,
+    runtime_caller,
+    scoped,
+)
 from openseal.api.serialize import jsonable
 from openseal.api.state import ApiState
 from openseal.runtime import service
@@ -36,13 +48,18 @@ def list_runs(
     who: Who,
     status: Status = None,
     objective: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
+    workflow: Workflow = None,
+    since: Since = None,
+    after: After = None,
     limit: Limit = 100,
 ) -> dict[str, Any]:
-    """Runs in creation order, optionally of one status or one objective."""
+    """Runs newest first, optionally of one status, objective or workflow, created since a
+    moment; the next page starts after ``next_after`` (null on the last page)."""
     found = service.list_runs(
-        state.store, status=status, limit=limit, objective_id=objective, caller=scoped(who)
-    )
-    return {"runs": jsonable(found)}
+        state.store, status=status, limit=limit, objective_id=objective, workflow=workflow,
+        since=since, after=after, caller=scoped(who),
+    )  # fmt: skip
+    return {"runs": jsonable(found), "next_after": next_after(found, limit)}
 
 
 @router.get(
@@ -94,10 +111,11 @@ def resume(run_id: Id, body: RunCommand, state: State, who: Who) -> dict[str, An
     responses=responses(404, 409),
 )
 def cancel(run_id: Id, body: RunCommand, state: State, who: Who) -> dict[str, Any]:
-    """Cancel durably; the ``run.canceled`` event says what may already have happened."""
+    """Cancel durably; ``report`` (the ``run.canceled`` event's payload) says what the
+    cancellation prevented and what may already have happened."""
     request = service.RunCommand(run_id, body.reason, body.expected_revision)
     run = service.cancel_run(state.store, request, runtime_caller(state, who))
-    return {"run": jsonable(run)}
+    return {"run": jsonable(run), "report": jsonable(service.cancellation(state.store, run))}
 
 
 @router.post(
@@ -132,6 +150,19 @@ def events(
         "events": jsonable(page),
         "next_after": page[-1].seq if page else after,
     }
+
+
+@router.get(
+    "/runs/{run_id}/turns",
+    operation_id="runs.turns",
+    dependencies=requires("runs.turns"),
+    responses=responses(404),
+)
+def run_turns(run_id: Id, state: State, who: Who) -> dict[str, Any]:
+    """The run's turns in order: state, started and ended, outcome, tokens, and each model call
+    (the model that answered, its tokens, the tools it asked for) and tool call."""
+    found = service.run_turns(state.store, run_id, scoped(who))
+    return {"turns": [{**jsonable(t), "tokens": t.tokens} for t in found]}
 
 
 @router.get(

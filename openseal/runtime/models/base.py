@@ -137,14 +137,19 @@ class ModelResponse:
     tool_calls: tuple[ToolCall, ...] = ()
     output: Any = None
     usage: Usage = field(default_factory=Usage)
+    #: the model (and version) that answered, as the endpoint named it; None if it did not
+    model: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         usage: dict[str, Any] = {"input_tokens": self.usage.input_tokens,
                                  "output_tokens": self.usage.output_tokens}  # fmt: skip
         if self.usage.estimated:
             usage["estimated"] = True
-        return {"tool_calls": [c.__dict__ for c in self.tool_calls], "output": self.output,
-                "usage": usage}  # fmt: skip
+        document = {"tool_calls": [c.__dict__ for c in self.tool_calls], "output": self.output,
+                    "usage": usage}  # fmt: skip
+        if self.model is not None:
+            document["model"] = self.model
+        return document
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ModelResponse:
@@ -160,6 +165,7 @@ class ModelResponse:
                 int(usage.get("output_tokens", 0)),
                 bool(usage.get("estimated", False)),
             ),
+            model=data.get("model") if isinstance(data.get("model"), str) else None,
         )
 
 

@@ -48,7 +48,7 @@ import importlib
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any, Literal
@@ -219,7 +219,7 @@ class OpenAIProvider:
             output = "" if response.output is None else _as_text(response.output)
             received = (json.dumps(calls) if calls else "") + output
             usage = self._estimate(request, received)
-            return ModelResponse(response.tool_calls, response.output, usage)
+            return replace(response, usage=usage)
         return response
 
     def _secret(self) -> Secret:
@@ -501,12 +501,15 @@ def parse_document(document: dict[str, Any], *, structured: bool, call: int = 1)
     if not isinstance(message, dict):
         raise _malformed("its first choice has no message")
     usage = _usage(document.get("usage")) or Usage()
+    answered = document.get("model") if isinstance(document.get("model"), str) else None
     calls = message.get("tool_calls")
     if calls:
         if not isinstance(calls, list):
             raise _malformed("`tool_calls` is not a list")
         return ModelResponse(
-            tool_calls=tuple(_tool_call(c, call, i) for i, c in enumerate(calls)), usage=usage
+            tool_calls=tuple(_tool_call(c, call, i) for i, c in enumerate(calls)),
+            usage=usage,
+            model=answered,
         )
     content = _content_text(message.get("content"))
     if content is None:
@@ -514,7 +517,9 @@ def parse_document(document: dict[str, Any], *, structured: bool, call: int = 1)
         if isinstance(refusal, str) and refusal:
             raise ModelError(f"the model refused: {_one_line(refusal)}", code="model_refused")
         raise _malformed("its message has neither content nor tool calls")
-    return ModelResponse(output=_structured(content) if structured else content, usage=usage)
+    return ModelResponse(
+        output=_structured(content) if structured else content, usage=usage, model=answered
+    )
 
 
 def _tool_call(raw: Any, call: int, index: int) -> ToolCall:

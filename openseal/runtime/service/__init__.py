@@ -6,7 +6,7 @@ API decides ``local`` from where it listens; the runtime never sees an address. 
 plain arguments. Refusals are :class:`~openseal.errors.OpenSealError` subclasses with stable
 codes (``openseal/error_codes.py``).
 
-- runs and objectives: :mod:`.runs`;
+- runs and objectives: :mod:`.runs`; a run's turns and their calls: :mod:`.turns`;
 - approvals and actions: :mod:`.actions` and ``decide_approval``;
 - definitions by digest and posted deployments: :mod:`.definitions`;
 - governance (change proposals, deployments): :mod:`.governance`;
@@ -83,6 +83,7 @@ from openseal.runtime.service.runs import (
     Registered,
     RunView,
     cancel_run,
+    cancellation,
     create_objective,
     follow_events,
     intervene,
@@ -103,6 +104,7 @@ from openseal.runtime.service.triggers import (
     set_trigger_status,
     show_trigger,
 )
+from openseal.runtime.service.turns import Call, TurnView, run_turns
 from openseal.runtime.statuses import (
     OPEN_CHANGE_PROPOSAL_STATUSES,
     TERMINAL_RUN_STATUSES,
@@ -129,6 +131,7 @@ __all__ = [
     "ApprovalDecision",
     "ApprovalError",
     "ApprovalView",
+    "Call",
     "Caller",
     "Capability",
     "CapabilityConfig",
@@ -148,8 +151,10 @@ __all__ = [
     "StartObjective",
     "TriggerCommand",
     "TriggerView",
+    "TurnView",
     "approver_grant",
     "cancel_run",
+    "cancellation",
     "capabilities",
     "capability_of",
     "choose_id",
@@ -180,6 +185,7 @@ __all__ = [
     "resume_run",
     "roles_for",
     "run_events",
+    "run_turns",
     "set_trigger_status",
     "show_action",
     "show_agent_request",

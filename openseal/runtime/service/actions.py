@@ -13,6 +13,7 @@ from openseal.runtime.access import visible_run
 from openseal.runtime.caller import CLI, LOCAL_OPERATOR, Caller
 from openseal.runtime.clock import iso
 from openseal.runtime.dispatch import target_for
+from openseal.runtime.listing import list_query
 from openseal.runtime.proposal_check import verify_in
 from openseal.runtime.reconcile import mark_unknown, reconcile, resend_unclaimed
 from openseal.runtime.requests import Reconciliation, Resolution
@@ -65,12 +66,18 @@ def list_approvals(
     status: str | None = None,
     run_id: str | None = None,
     limit: int = 100,
+    after: str | None = None,
+    since: str | None = None,
+    workflow: str | None = None,
     caller: Caller = CLI,
 ) -> list[Approval]:
-    """Newest first, only those of runs in the caller's scopes."""
-    wanted = None if status is None else _status(ApprovalStatus, status)
-    scopes = caller.grant.visible()
-    return store.approvals.newest(status=wanted, run_id=run_id, limit=limit, scopes=scopes)
+    """One page of approvals, newest first, optionally of one run, only those of runs in the
+    caller's scopes (the list flags: :mod:`openseal.runtime.listing`)."""
+    query = list_query(
+        limit=limit, after=after, since=since, workflow=workflow, status=status,
+        statuses=ApprovalStatus, scopes=caller.grant.visible(),
+    )  # fmt: skip
+    return store.approvals.newest(query, run_id=run_id)
 
 
 def show_approval(store: Store, ref: str, caller: Caller = CLI) -> ApprovalView:
@@ -101,12 +108,18 @@ def list_actions(
     status: str | None = None,
     run_id: str | None = None,
     limit: int = 100,
+    after: str | None = None,
+    since: str | None = None,
+    workflow: str | None = None,
     caller: Caller = CLI,
 ) -> list[Action]:
-    """Newest first, only those of runs in the caller's scopes."""
-    wanted = None if status is None else _status(ActionStatus, status)
-    scopes = caller.grant.visible()
-    return store.actions.newest(status=wanted, run_id=run_id, limit=limit, scopes=scopes)
+    """One page of actions, newest first, optionally of one run, only those of runs in the
+    caller's scopes (the list flags: :mod:`openseal.runtime.listing`)."""
+    query = list_query(
+        limit=limit, after=after, since=since, workflow=workflow, status=status,
+        statuses=ActionStatus, scopes=caller.grant.visible(),
+    )  # fmt: skip
+    return store.actions.newest(query, run_id=run_id)
 
 
 def show_action(store: Store, action_id: str, caller: Caller = CLI) -> ActionView:

@@ -65,7 +65,7 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
     ),
     "objectives": ("objectives.list", "objectives.show"),
     "run_creation": ("objectives.create",),
-    "runs": ("runs.list", "runs.show", "runs.events", "runs.events_stream"),
+    "runs": ("runs.list", "runs.show", "runs.events", "runs.events_stream", "runs.turns"),
     "run_control": ("runs.pause", "runs.resume", "runs.cancel", "runs.intervene"),
     "approvals": ("approvals.list", "approvals.show"),
     "approval_decisions": ("approvals.decide",),

@@ -75,11 +75,14 @@ def list_proposals(
     statuses: Iterable[str] = (),
     deployment: str | None = None,
     limit: int = 100,
+    after: str | None = None,
+    since: str | None = None,
     caller: Caller = CLI,
 ) -> tuple[ChangeProposal, ...]:
-    """Newest first, only those in the caller's scopes."""
+    """Newest first, only those in the caller's scopes; the next page after ``after``, and
+    only those filed ``since`` (an age or an ISO 8601 time)."""
     return gov.list_proposals(
-        store, statuses=statuses, deployment=deployment, limit=limit,
+        store, statuses=statuses, deployment=deployment, limit=limit, after=after, since=since,
         scopes=caller.grant.visible(),
     )  # fmt: skip
 

@@ -14,10 +14,11 @@ from openseal.errors import UsageError
 from openseal.runtime.access import Forbidden, check_everywhere, check_scope, visible_run
 from openseal.runtime.caller import CLI, Caller
 from openseal.runtime.id_prefix import complete_id as complete_id  # ids by unique prefix
+from openseal.runtime.listing import list_query
 from openseal.runtime.models.pricing import model_cost
 from openseal.runtime.objective_inputs import prepare_inputs
 from openseal.runtime.requests import EventDelivery, Intervention, RunCommand, StartObjective
-from openseal.runtime.statuses import RunStatus
+from openseal.runtime.statuses import ObjectiveStatus, RunStatus
 from openseal.runtime.store import (
     DefinitionVersion,
     Delivery,
@@ -111,9 +112,23 @@ def create_objective(store: Store, request: StartObjective, caller: Caller) -> N
     )  # fmt: skip
 
 
-def list_objectives(store: Store, *, limit: int = 100, caller: Caller = CLI) -> list[Objective]:
-    """Newest first, only those in the caller's scopes."""
-    return store.objectives.newest(limit, scopes=caller.grant.visible())
+def list_objectives(
+    store: Store,
+    *,
+    limit: int = 100,
+    after: str | None = None,
+    since: str | None = None,
+    workflow: str | None = None,
+    status: str | None = None,
+    caller: Caller = CLI,
+) -> list[Objective]:
+    """One page of objectives, newest first, only those in the caller's scopes (the list
+    flags: :mod:`openseal.runtime.listing`)."""
+    query = list_query(
+        limit=limit, after=after, since=since, workflow=workflow, status=status,
+        statuses=ObjectiveStatus, scopes=caller.grant.visible(),
+    )  # fmt: skip
+    return store.objectives.newest(query)
 
 
 def show_objective(
@@ -147,18 +162,18 @@ def list_runs(
     status: str | None = None,
     limit: int = 100,
     objective_id: str | None = None,
+    after: str | None = None,
+    since: str | None = None,
+    workflow: str | None = None,
     caller: Caller = CLI,
 ) -> tuple[Run, ...]:
-    """Runs in creation order, only those in the caller's scopes."""
-    wanted = None
-    if status is not None:
-        try:
-            wanted = RunStatus(status)
-        except ValueError:
-            names = ", ".join(s.value for s in RunStatus)
-            raise UsageError(f"unknown run status {status!r} (one of {names})") from None
-    scopes = caller.grant.visible()
-    return store.runs.query(wanted, limit=limit, objective_id=objective_id, scopes=scopes)
+    """One page of runs, newest first, only those in the caller's scopes (the list flags:
+    :mod:`openseal.runtime.listing`)."""
+    query = list_query(
+        limit=limit, after=after, since=since, workflow=workflow, status=status,
+        statuses=RunStatus, scopes=caller.grant.visible(),
+    )  # fmt: skip
+    return store.runs.newest(query, objective_id=objective_id)
 
 
 def show_run(store: Store, run_id: str, caller: Caller = CLI) -> RunView:
@@ -248,6 +263,16 @@ def cancel_run(store: Store, request: RunCommand, caller: Caller) -> Run:
     return store.runs.cancel(
         request.run_id, caller.actor, request.reason, expected_revision=request.expected_revision
     )
+
+
+def cancellation(store: Store, run: Run) -> dict[str, Any]:
+    """What canceling ``run`` prevented and what may already have happened: the payload of its
+    ``run.canceled`` event (the worker that may be executing it, the agent requests and
+    approvals canceled, and every action: canceled unsent, or sent with its outcome)."""
+    for event in reversed(store.runs.events(run.id, max(run.last_event_seq - 5, 0), 10)):
+        if event.type == "run.canceled":
+            return dict(event.payload) if isinstance(event.payload, dict) else {}
+    return {}
 
 
 def intervene(store: Store, request: Intervention, caller: Caller) -> Run:

@@ -113,7 +113,12 @@ def _model_call(
         provider = ctx.providers(agent)
         response: ModelResponse = provider.complete(request)
         cost.observe(response.usage.input_tokens, response.usage.output_tokens)
-        return response.to_json()
+        # Each recorded answer names the model that gave it: the endpoint's own name for it
+        # (with its version) when it says, else the profile's configured model.
+        answered = response.to_json()
+        answered.setdefault("model", str(agent.model.get("model") or agent.model.get("name")))
+        answered["profile"] = agent.model.get("name")
+        return answered
 
     attempt = ctx.retry_attempts()
     retries = retry.retries_in_turn(agent.model)
@@ -186,4 +191,5 @@ class _Cost:
 def _without_usage(response: ModelResponse) -> dict[str, Any]:
     document = response.to_json()
     document.pop("usage", None)
+    document.pop("model", None)  # what the conversation carries is the same as before
     return document

@@ -84,6 +84,7 @@ from openseal.runtime.store.fenced import FencedTx
 from openseal.runtime.store.group_commit import BATCH_POINTS, BatchHook, GroupCommit
 from openseal.runtime.store.idempotency import StoredResponse
 from openseal.runtime.store.inbound_events import Delivery, correlation_matches
+from openseal.runtime.store.listing import ListQuery
 from openseal.runtime.store.proposals import Proposal, action_key
 from openseal.runtime.store.records import (
     Activation,
@@ -142,6 +143,7 @@ __all__ = [
     "IdempotencyConflict",
     "InboundEvent",
     "InvalidStatus",
+    "ListQuery",
     "NewObjective",
     "NotFound",
     "Objective",

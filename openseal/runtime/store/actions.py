@@ -16,7 +16,7 @@ world, which changed whether or not this worker still holds the run.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -29,6 +29,12 @@ from openseal.runtime.store import fastsql, schema
 from openseal.runtime.store.base import Repository
 from openseal.runtime.store.errors import NotFound
 from openseal.runtime.store.events import append_events
+from openseal.runtime.store.listing import (
+    ListQuery,
+    newest_first,
+    runs_in_scopes,
+    runs_of_workflow,
+)
 from openseal.runtime.store.records import Row
 
 if TYPE_CHECKING:
@@ -367,22 +373,13 @@ class Actions(Repository):
                 report.append(boundary(action))
         return report
 
-    def newest(
-        self,
-        *,
-        status: ActionStatus | None = None,
-        run_id: str | None = None,
-        limit: int = 100,
-        scopes: Sequence[str] | None = None,
-    ) -> list[Action]:
-        """Actions newest first, optionally of one status or one run, only those of runs in
-        ``scopes`` when given."""
-        stmt = sa.select(actions).order_by(actions.c.id.desc()).limit(limit)
-        if scopes is not None:
-            in_scope = sa.select(schema.runs.c.id).where(schema.runs.c.scope.in_(list(scopes)))
-            stmt = stmt.where(actions.c.run_id.in_(in_scope))
-        if status is not None:
-            stmt = stmt.where(actions.c.status == status)
+    def newest(self, query: ListQuery, *, run_id: str | None = None) -> list[Action]:
+        """One page of actions, newest first (see :class:`ListQuery`), optionally of one run."""
+        stmt = newest_first(sa.select(actions), actions, query)
+        if query.workflow is not None:
+            stmt = stmt.where(actions.c.run_id.in_(runs_of_workflow(query.workflow)))
+        if query.scopes is not None:
+            stmt = stmt.where(actions.c.run_id.in_(runs_in_scopes(query.scopes)))
         if run_id is not None:
             stmt = stmt.where(actions.c.run_id == run_id)
         with self._store.read() as conn:

@@ -8,7 +8,6 @@ rows, in the caller's transaction, after the caller locked the run (the package'
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -22,6 +21,12 @@ from openseal.runtime.store.actions import Action
 from openseal.runtime.store.base import Repository
 from openseal.runtime.store.errors import NotFound
 from openseal.runtime.store.events import change_run
+from openseal.runtime.store.listing import (
+    ListQuery,
+    newest_first,
+    runs_in_scopes,
+    runs_of_workflow,
+)
 from openseal.runtime.store.records import Row, Run
 
 approvals = schema.approvals
@@ -266,22 +271,13 @@ class Approvals(Repository):
         if values:
             self._store.notify_work(conn)
 
-    def newest(
-        self,
-        *,
-        status: ApprovalStatus | None = None,
-        run_id: str | None = None,
-        limit: int = 100,
-        scopes: Sequence[str] | None = None,
-    ) -> list[Approval]:
-        """Approvals newest first, optionally of one status or one run, only those of runs in
-        ``scopes`` when given."""
-        stmt = sa.select(approvals).order_by(approvals.c.id.desc()).limit(limit)
-        if scopes is not None:
-            in_scope = sa.select(schema.runs.c.id).where(schema.runs.c.scope.in_(list(scopes)))
-            stmt = stmt.where(approvals.c.run_id.in_(in_scope))
-        if status is not None:
-            stmt = stmt.where(approvals.c.status == status)
+    def newest(self, query: ListQuery, *, run_id: str | None = None) -> list[Approval]:
+        """One page of approvals, newest first (see :class:`ListQuery`), optionally of one run."""
+        stmt = newest_first(sa.select(approvals), approvals, query)
+        if query.workflow is not None:
+            stmt = stmt.where(approvals.c.run_id.in_(runs_of_workflow(query.workflow)))
+        if query.scopes is not None:
+            stmt = stmt.where(approvals.c.run_id.in_(runs_in_scopes(query.scopes)))
         if run_id is not None:
             stmt = stmt.where(approvals.c.run_id == run_id)
         with self._store.read() as conn:

@@ -24,6 +24,7 @@ from openseal.runtime.statuses import ChangeProposalStatus as S
 from openseal.runtime.store import schema
 from openseal.runtime.store.base import Repository
 from openseal.runtime.store.errors import NotFound
+from openseal.runtime.store.listing import ListQuery
 
 proposals = schema.change_proposals
 reviews = schema.change_proposal_reviews
@@ -304,15 +305,30 @@ class ChangeProposals(Repository):
         return [ChangeProposal.from_row(row) for row in rows]
 
     def newest(
-        self, statuses: Iterable[str] = (), scopes: Iterable[str] | None = None
+        self, statuses: Iterable[str] = (), query: ListQuery | None = None
     ) -> list[ChangeProposal]:
-        """Proposals newest first, only those of ``statuses`` and in ``scopes`` when given."""
+        """Proposals newest first, only those of ``statuses`` when given, narrowed to the
+        cursor, ``since`` and ``scopes`` of ``query`` (its limit and workflow are the caller's:
+        a proposal names its deployments in a JSON column)."""
         wanted = list(statuses)
         stmt = sa.select(proposals).order_by(proposals.c.created_at.desc(), proposals.c.id.desc())
-        if scopes is not None:
-            stmt = stmt.where(proposals.c.scope.in_(list(scopes)))
+        if query is not None and query.scopes is not None:
+            stmt = stmt.where(proposals.c.scope.in_(list(query.scopes)))
         if wanted:
             stmt = stmt.where(proposals.c.status.in_(wanted))
+        if query is not None and query.since is not None:
+            stmt = stmt.where(proposals.c.created_at >= query.since)
+        if query is not None and query.after is not None:
+            cursor = sa.select(proposals.c.created_at).where(proposals.c.id == query.after)
+            stmt = stmt.where(
+                sa.or_(
+                    proposals.c.created_at < cursor.scalar_subquery(),
+                    sa.and_(
+                        proposals.c.created_at == cursor.scalar_subquery(),
+                        proposals.c.id < query.after,
+                    ),
+                )
+            )
         with self._store.read() as conn:
             return [ChangeProposal.from_row(row) for row in conn.execute(stmt).mappings()]
 

@@ -4,7 +4,7 @@ and settling an objective when its run ends."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Final
 
@@ -17,6 +17,7 @@ from openseal.runtime.store import fastsql, schema
 from openseal.runtime.store.base import Repository
 from openseal.runtime.store.definitions import canonical_json
 from openseal.runtime.store.errors import IdempotencyConflict, NotFound
+from openseal.runtime.store.listing import ListQuery, newest_first
 from openseal.runtime.store.records import DefinitionVersion, NewObjective, Objective, Run
 from openseal.runtime.store.schema import DEFAULT_SCOPE
 
@@ -252,14 +253,16 @@ class Objectives(Repository):
             raise NotFound(f"objective {objective_id} not found")
         return Objective.from_row(row, row["project_name"])
 
-    def newest(self, limit: int = 100, scopes: Sequence[str] | None = None) -> list[Objective]:
-        """Objectives newest first (only those in ``scopes`` when given)."""
-        stmt = sa.select(objectives.c.id).order_by(objectives.c.id.desc()).limit(limit)
-        if scopes is not None:
-            stmt = stmt.where(objectives.c.scope.in_(list(scopes)))
+    def newest(self, query: ListQuery) -> list[Objective]:
+        """One page of objectives, newest first (see :class:`ListQuery`)."""
+        stmt = newest_first(sa.select(objectives.c.id), objectives, query)
+        if query.workflow is not None:
+            stmt = stmt.where(objectives.c.workflow_name == query.workflow)
+        if query.scopes is not None:
+            stmt = stmt.where(objectives.c.scope.in_(list(query.scopes)))
         with self._store.read() as conn:
-            ids = conn.execute(stmt).scalars()
-            return [self._objective(conn, objective_id) for objective_id in ids.all()]
+            ids = conn.execute(stmt).scalars().all()
+            return [self._objective(conn, objective_id) for objective_id in ids]
 
     def get(self, objective_id: str) -> Objective:
         with self._store.read() as conn:

@@ -23,8 +23,9 @@ from openseal.runtime.store import schema
 from openseal.runtime.store.base import Repository
 from openseal.runtime.store.errors import InvalidStatus, NotFound, StaleRevision
 from openseal.runtime.store.events import change_run, lease_released
+from openseal.runtime.store.listing import ListQuery, newest_first, workflow_digests
 from openseal.runtime.store.objectives import settle_objective
-from openseal.runtime.store.records import Event, Run
+from openseal.runtime.store.records import Activity, Event, Run, Turn
 
 if TYPE_CHECKING:
     from openseal.runtime.store.actions import Action
@@ -96,6 +97,18 @@ class Runs(Repository):
         with self._store.read() as conn:
             return tuple(Run.from_row(row) for row in conn.execute(stmt).mappings())
 
+    def newest(self, query: ListQuery, *, objective_id: str | None = None) -> tuple[Run, ...]:
+        """One page of runs, newest first (see :class:`ListQuery`)."""
+        stmt = newest_first(sa.select(runs), runs, query)
+        if query.workflow is not None:
+            stmt = stmt.where(runs.c.workflow_digest.in_(workflow_digests(query.workflow)))
+        if query.scopes is not None:
+            stmt = stmt.where(runs.c.scope.in_(list(query.scopes)))
+        if objective_id is not None:
+            stmt = stmt.where(runs.c.objective_id == objective_id)
+        with self._store.read() as conn:
+            return tuple(Run.from_row(row) for row in conn.execute(stmt).mappings())
+
     def events(self, run_id: str, after: int = 0, limit: int = 100) -> tuple[Event, ...]:
         """One page of the run's events with ``seq > after``, in sequence order."""
         stmt = (
@@ -106,6 +119,23 @@ class Runs(Repository):
         )
         with self._store.read() as conn:
             return tuple(Event.from_row(row) for row in conn.execute(stmt).mappings())
+
+    def turns(self, run_id: str) -> tuple[tuple[Turn, ...], tuple[Activity, ...]]:
+        """The run's turns in order, and its recorded activities (model and tool calls) in
+        the order they were recorded."""
+        with self._store.read() as conn:
+            found = conn.execute(
+                sa.select(schema.turns)
+                .where(schema.turns.c.run_id == run_id)
+                .order_by(schema.turns.c.seq)
+            ).mappings()
+            turns = tuple(Turn.from_row(row) for row in found)
+            recorded = conn.execute(
+                sa.select(schema.activities)
+                .where(schema.activities.c.run_id == run_id)
+                .order_by(schema.activities.c.created_at)
+            ).mappings()
+            return turns, tuple(Activity.from_row(row) for row in recorded)
 
     def follow_events(
         self, run_id: str, after: int = 0, *, timeout: float | None = None

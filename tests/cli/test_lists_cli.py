@@ -1,0 +1,142 @@
+"""Lists people can use: headers, newest first, a cursor, filters and widths that fit; a run's
+turns; and what ``runs cancel`` says it prevented. SQLite and PostgreSQL, through ``main``."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from openseal.runtime.engine import Engine
+from openseal.runtime.models import ScriptedProvider, fixed
+from openseal.runtime.statuses import RunStatus
+from openseal.runtime.store import Store
+from openseal.simulator.procurement import ProcurementSimulator
+from openseal.skills.credentials import RuntimeContext
+from tests.cli.test_approvals_cli import waiting  # noqa: F401  (fixture)
+from tests.cli.test_runtime_cli import Cli, cli, create, store  # noqa: F401  (fixtures)
+from tests.runtime.action_support import (  # noqa: F401
+    PICK,
+    Flow,
+    context_file,
+    flow,
+    simulator_fixture,
+)
+from tests.runtime.conftest import backend, pg_admin  # noqa: F401  (fixtures)
+from tests.runtime.support import Backend
+
+
+def rows(out: str) -> list[list[str]]:
+    return [line.split() for line in out.splitlines()]
+
+
+def test_lists_have_headers_newest_first_and_a_cursor(
+    cli: Cli,  # noqa: F811
+    store: Store,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("COLUMNS", "120")
+    made = [create(cli, str(n)) for n in range(3)]
+    code, out, err = cli("runs", "list", "--limit", "2")
+    assert code == 0, err
+    header, *listed = rows(out)
+    assert header == ["ID", "STATUS", "WORKFLOW", "STATE", "CREATED"]
+    assert [r[0] for r in listed] == [made[2], made[1]]
+    assert listed[0][1:3] == ["queued", "small"]
+    assert f"the next page: --after {made[1]}" in err
+    code, out, err = cli("runs", "list", "--after", made[1])
+    assert [r[0] for r in rows(out)[1:]] == [made[0]] and "next page" not in err
+    assert cli("runs", "list", "--workflow", "nothing")[1] == "no runs\n"
+    assert len(rows(cli("runs", "list", "--since", "10m")[1])) == 4
+    later = (datetime.now(UTC) + timedelta(minutes=5)).isoformat()
+    assert cli("runs", "list", "--since", later)[1] == "no runs\n"
+    code, out, err = cli("objectives", "list", "--workflow", "small", "--status", "active")
+    header, *listed = rows(out)
+    assert header == ["ID", "STATUS", "WORKFLOW", "CREATED"] and len(listed) == 3
+    code, _, err = cli("runs", "list", "--since", "last tuesday")
+    assert code == 2 and err.startswith("error: since: expected an age (30m, 2h, 7d)")
+
+
+def test_columns_fit_the_terminal_and_ids_are_never_cut(
+    cli: Cli,  # noqa: F811
+    waiting: tuple[Flow, str],  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _, run_id = waiting
+    monkeypatch.setenv("COLUMNS", "200")
+    wide = cli("approvals", "list")[1]
+    assert max(len(line) for line in wide.splitlines()) > 120
+    monkeypatch.setenv("COLUMNS", "120")
+    code, out, _ = cli("approvals", "list")
+    assert code == 0
+    assert all(len(line) <= 120 for line in out.splitlines())
+    assert run_id in out and "…" in out  # the hash is cut, the ids are whole
+    header = out.splitlines()[0].split()
+    assert header == ["ID", "STATUS", "PROPOSAL", "RUN", "EXPIRES", "HASH"]
+
+
+@pytest.fixture
+def researched(
+    cli: Cli,  # noqa: F811
+    backend: Backend,  # noqa: F811
+    simulator: ProcurementSimulator,
+    tmp_path: Path,
+) -> str:
+    """A procurement run whose research called a tool, then answered; waiting for approval."""
+    assert cli("db", "upgrade")[0] == 0
+    f = flow(backend.open(), simulator, tmp_path)
+    run = f.start()
+    search = {"id": "c1", "name": "search_vendors", "arguments": {"item": "laptop", "quantity": 10}}
+    script = {"research#1": [
+        {"tool_calls": [search], "usage": {"input_tokens": 400, "output_tokens": 20}},
+        {"output": PICK, "usage": {"input_tokens": 600, "output_tokens": 30}},
+    ]}  # fmt: skip
+    context = RuntimeContext.load(context_file(tmp_path, simulator))
+    Engine(f.store, fixed(ScriptedProvider(script)), context=context).run_until_idle()
+    assert f.status(run) == RunStatus.WAITING_FOR_APPROVAL
+    return run.id
+
+
+def test_runs_turns_shows_each_turn_with_its_calls_model_and_tokens(
+    cli: Cli,  # noqa: F811
+    researched: str,
+) -> None:
+    run_id = researched
+    code, out, err = cli("runs", "turns", run_id[:16])
+    assert code == 0, err
+    first = out.splitlines()[0].split()
+    assert first[:4] == ["turn", "1", "research", "advanced"]
+    assert "1000+50 tokens" in out.splitlines()[0]
+    assert (
+        "model  research:1:model:1  scripted-procurement  400+20 tokens  -> search_vendors" in out
+    )
+    assert "tool   research:1:tool:1:0  search_vendors  ok" in out
+    assert "model  research:1:model:2  scripted-procurement  600+30 tokens  -> output" in out
+    turns = cli.json("runs", "turns", run_id)
+    assert isinstance(turns, list)
+    research = turns[0]
+    models = [c for c in research["calls"] if c["kind"] == "model"]
+    assert [c["model"] for c in models] == ["scripted-procurement"] * 2
+    assert all(c["profile"] == "procurement_default" for c in models)
+    assert research["tokens"] == {"input": 1000, "output": 50}
+    assert [t["calls"] for t in turns[1:]] == [[]] * (len(turns) - 1)
+    assert turns[-1]["outcome"] == "waiting"
+    assert cli("runs", "turns", "ffff")[0] == 1
+
+
+def test_cancel_says_what_it_prevented_and_what_may_have_happened(
+    cli: Cli,  # noqa: F811
+    waiting: tuple[Flow, str],  # noqa: F811
+) -> None:
+    _, run_id = waiting
+    [approval] = [a for a in cli.json("approvals", "list")]  # type: ignore[union-attr]
+    code, out, err = cli("runs", "cancel", run_id, "--reason", "not needed")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0] == f"run {run_id} canceled: now canceled"
+    assert "  was waiting_for_approval in state review" in lines
+    assert f"  prevented: approval {approval['id']} canceled" in out
+    assert "  may have happened: nothing" in lines
+    shown = cli.json("runs", "show", run_id)
+    assert shown["run"]["status"] == "canceled"  # type: ignore[index]
