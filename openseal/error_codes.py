@@ -75,7 +75,20 @@ _ALL: list[ErrorCode] = [
         "general",
         ("openseal_error", 400, FAILURE, "A refusal with no more specific code."),
         ("usage_error", 422, USAGE, "The caller asked for something malformed."),
+        (
+            "invalid_input",
+            422,
+            FAILURE,
+            "Well-formed input that does not fit: a workflow's input types, a state it lacks.",
+        ),
         ("internal_error", 500, FAILURE, "An unexpected error; the server log has a reference."),
+        (
+            "file_error",
+            500,
+            FAILURE,
+            "A file or directory could not be read or written (missing, not a directory, "
+            "no permission).",
+        ),
     ),
     *_codes(
         "request",
@@ -116,6 +129,12 @@ _ALL: list[ErrorCode] = [
     *_codes(
         "store",
         ("store_error", 500, FAILURE, "The store failed an operation (no more specific code)."),
+        (
+            "database_url",
+            500,
+            FAILURE,
+            "The database URL is malformed or names a database openseal does not support.",
+        ),
         ("invalid_status", 409, FAILURE, "The entity's status does not allow the operation."),
         (
             "stale_revision",

@@ -49,6 +49,14 @@ class UsageError(OpenSealError):
     code = "usage_error"
 
 
+class InvalidInput(UsageError):
+    """Well-formed input the operation refuses: values that do not fit what is asked for (a
+    workflow's input types, a state the workflow does not have). Exit code 1 in the CLI, as
+    any refusal; the API answers it as the other validation failures (422)."""
+
+    code = "invalid_input"
+
+
 class CompileError(OpenSealError):
     """Definitions could not be compiled; ``diagnostics`` says where and why."""
 

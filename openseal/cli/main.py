@@ -17,7 +17,7 @@ from openseal import __version__
 from openseal.cli.lazy import LazyGroup
 from openseal.cli.output import echo_error, forget_format
 from openseal.error_codes import USAGE, exit_code
-from openseal.errors import ClaimLost, OpenSealError, UsageError
+from openseal.errors import ClaimLost, InvalidInput, OpenSealError, UsageError
 
 #: command name → "module:attribute"; modules are imported only when their
 #: command runs, so `openseal validate` in a pre-commit hook starts quickly.
@@ -80,13 +80,17 @@ def main(argv: list[str] | None = None) -> int:
         return 2 if usage else exc.exit_code
     except UsageError as exc:
         _report(exc.code, str(exc))
-        return USAGE
+        return exit_code(exc.code) if isinstance(exc, InvalidInput) else USAGE
     except (OpenSealError, ClaimLost) as exc:  # a lost claim escaping is still one line
         _report(exc.code, str(exc))
         return exit_code(exc.code)
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         return 130
+    except OSError as exc:  # a path the command was given cannot be read or written
+        where = f"{exc.filename}: " if exc.filename else ""
+        _report("file_error", f"{where}{exc.strerror or exc.__class__.__name__}")
+        return exit_code("file_error")
     except Exception as exc:  # the last line of defence: never print a traceback
         if os.environ.get("OPENSEAL_DEBUG"):
             raise

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from openseal.cli.output import echo_data, output_option
-from openseal.errors import UsageError
+from openseal.errors import CompileError, InvalidInput
 
 
 @click.group()
@@ -48,16 +48,16 @@ def check(profile: str, definitions: Path, context_path: Path | None, output: st
     context = RuntimeContext.load(context_path)
     result = compile_paths([definitions])
     if not result.ok:
-        raise UsageError(f"{definitions} does not compile; see `openseal validate {definitions}`")
+        raise CompileError(f"{definitions} does not compile; see `openseal validate {definitions}`")
     found = [d for d in result.documents.values() if d.kind == "model" and d.name == profile]
     if not found:
         known = sorted(d.name for d in result.documents.values() if d.kind == "model")
         listed = ", ".join(known) or "none"
-        raise UsageError(f"no model profile {profile!r} in {definitions} (defined: {listed})")
+        raise InvalidInput(f"no model profile {profile!r} in {definitions} (defined: {listed})")
     document = found[0].document
     spec = dict(document.get("spec") or {})
     if spec.get("provider", "openai") != "openai":
-        raise UsageError(
+        raise InvalidInput(
             f"model profile {profile!r} uses provider {spec.get('provider')!r}; only `openai` "
             "(OpenAI-compatible) endpoints can be checked"
         )

@@ -11,7 +11,7 @@ from typing import Any
 
 import jsonschema
 
-from openseal.errors import UsageError
+from openseal.errors import InvalidInput
 from openseal.runtime.store import DefinitionVersion
 
 #: input validators by workflow digest: a version's input schema never changes
@@ -21,7 +21,7 @@ _validators: dict[str, jsonschema.Draft202012Validator] = {}
 def prepare_inputs(
     workflow: str, inputs: dict[str, Any], version: DefinitionVersion
 ) -> dict[str, Any]:
-    """``inputs`` with the version's defaults; raises ``UsageError`` when they do not fit."""
+    """``inputs`` with the version's defaults; raises ``InvalidInput`` when they do not fit."""
     schema = version.document.get("inputs") or {}
     assert isinstance(schema, dict)
     filled = _with_defaults(inputs, schema)
@@ -49,4 +49,4 @@ def _check_inputs(
     if errors:
         first = errors[0]
         where = ".".join(str(p) for p in first.absolute_path) or "inputs"
-        raise UsageError(f"invalid input for {workflow}: {where}: {first.message}")
+        raise InvalidInput(f"invalid input for {workflow}: {where}: {first.message}")

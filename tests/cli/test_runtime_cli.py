@@ -165,7 +165,7 @@ def test_intervene_through_the_cli(cli: Cli, store: Store) -> None:
     ("args", "code", "message"),
     [
         (("runs", "show", "nope"), 1, "error: run nope not found"),
-        (("objectives", "create", "--workflow", "small", "--input", "n=five"), 2,
+        (("objectives", "create", "--workflow", "small", "--input", "n=five"), 1,
          "error: invalid input for small: n: 'five' is not of type 'number'"),
         (("objectives", "create", "--workflow", "small", "--input", "n"), 2,
          "error: --input takes key=value, got 'n'"),

@@ -169,7 +169,7 @@ def test_inputs_are_checked_against_the_workflow_types(store: Store, tmp_path: P
     register(store, small_workflow(tmp_path))
     with pytest.raises(Exception, match="invalid input for small") as raised:
         service.create_objective(store, service.StartObjective("small", {"n": "five"}), service.CLI)
-    assert raised.value.code == "usage_error"  # type: ignore[attr-defined]
+    assert raised.value.code == "invalid_input"  # type: ignore[attr-defined]
     with pytest.raises(Exception, match="no workflow 'missing'"):
         service.create_objective(store, service.StartObjective("missing", {}), service.CLI)
 

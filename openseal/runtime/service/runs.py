@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from openseal.errors import UsageError
+from openseal.errors import InvalidInput, UsageError
 from openseal.runtime.access import Forbidden, check_everywhere, check_scope, visible_run
 from openseal.runtime.caller import CLI, Caller
 from openseal.runtime.id_prefix import complete_id as complete_id  # ids by unique prefix
@@ -284,7 +284,7 @@ def intervene(store: Store, request: Intervention, caller: Caller) -> Run:
         workflow = WorkflowCatalog(store).workflow(run.workflow_digest)
         if request.state not in workflow.states:
             known = ", ".join(sorted(workflow.states))
-            raise UsageError(
+            raise InvalidInput(
                 f"workflow {workflow.name} has no state {request.state!r} (states: {known})"
             )
     return store.runs.intervene(

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import zlib
 from pathlib import Path
 from typing import Any, ClassVar
@@ -216,7 +217,10 @@ def open_store(
     ``auto_migrate=True`` (run ``openseal db upgrade``). A database migrated by a newer openseal
     is always refused.
     """
+    source = "" if url else f" ({DATABASE_URL_ENV})"
     url = url or os.environ.get(DATABASE_URL_ENV) or None
+    if url is not None:
+        _check_url(url, source)
     store: Store
     if url is None or url.startswith("sqlite"):
         path = home / "openseal.db" if url is None else Path(sa.make_url(url).database or "")
@@ -242,13 +246,31 @@ def open_store(
         store = PostgresStore(engine, home=home)
         migrate = auto_migrate is True
     else:
-        raise StoreError(f"unsupported database URL {sa.make_url(url)!r}", code="usage_error")
+        raise StoreError(
+            f"unsupported database URL {sa.make_url(url)!r}: openseal stores runs in "
+            "PostgreSQL (postgresql+psycopg://user@host:5432/db) or SQLite (sqlite:///path)",
+            code="database_url",
+        )
     try:
         _ensure_schema(store, migrate)
     except BaseException:
         store.close()
         raise
     return store
+
+
+def _check_url(url: str, source: str) -> None:
+    """Refuse a URL SQLAlchemy cannot parse in one line saying so (never its password)."""
+    try:
+        sa.make_url(url).port  # noqa: B018  (a port that is not a number raises here)
+    except (sa.exc.ArgumentError, ValueError) as exc:
+        shown = re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", url)
+        why = "it is not of the form dialect+driver://user@host:port/database"
+        if isinstance(exc, ValueError):
+            why = "its port is not a number"
+        raise StoreError(
+            f"malformed database URL {shown!r}{source}: {why}", code="database_url"
+        ) from None
 
 
 def _ensure_schema(store: Store, migrate: bool) -> None:
