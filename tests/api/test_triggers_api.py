@@ -8,7 +8,12 @@ from pathlib import Path
 from openseal.runtime.store import Store
 from tests.api.conftest import Serve
 from tests.api.support import assert_error
-from tests.runtime.trigger_support import EVENT_TRIGGER, deploy_triggers, trigger_project
+from tests.runtime.trigger_support import (
+    EVENT_TRIGGER,
+    deploy_triggers,
+    objectives,
+    trigger_project,
+)
 
 
 def test_an_event_fires_its_trigger_once_and_the_routes_show_it(
@@ -37,4 +42,4 @@ def test_an_event_fires_its_trigger_once_and_the_routes_show_it(
         assert_error(
             client.post("/triggers/restock/status", json={"status": "gone"}), 422, "invalid_request"
         )
-    assert len(store.objectives.newest()) == 1
+    assert len(objectives(store)) == 1

@@ -20,7 +20,7 @@ from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store, TriggerFiring
 from tests.runtime.support import Backend, eventually
 from tests.runtime.test_worker_process import finish, spawn
-from tests.runtime.trigger_support import deploy_triggers, trigger_project
+from tests.runtime.trigger_support import deploy_triggers, objectives, trigger_project
 
 pytestmark = pytest.mark.slow
 
@@ -77,9 +77,9 @@ def test_two_workers_fire_each_occurrence_once(backend: Backend, tmp_path: Path)
     found = firings(store)
     assert [f.outcome for f in found] == ["started", "started"]
     assert len({f.occurrence_key for f in found}) == 2
-    objectives = store.objectives.newest()
-    assert sorted(o.id for o in objectives) == sorted(str(f.objective_id) for f in found)
-    for objective in objectives:
+    started = objectives(store)
+    assert sorted(o.id for o in started) == sorted(str(f.objective_id) for f in found)
+    for objective in started:
         [run] = store.runs.query(objective_id=objective.id)
         assert run.status == RunStatus.WAITING_FOR_EVENT  # the runs went on, once each
 
@@ -95,15 +95,15 @@ def test_a_worker_killed_while_firing_leaves_the_occurrence_to_the_next(
     finally:
         doomed.send_signal(signal.SIGKILL)
         doomed.wait(timeout=60)
-    assert firings(store) == [] and store.objectives.newest() == []  # nothing committed
+    assert firings(store) == [] and objectives(store) == []  # nothing committed
     rescuer = spawn(backend, tmp_path, "--until-idle", "--poll-interval", "0.05", log="rescuer")
     assert finish(rescuer) == 0
     [firing] = firings(store)
     assert firing.outcome == "started"
     assert (tmp_path / "trigger.before_commit.reached").read_text() == firing.occurrence_key
-    [objective] = store.objectives.newest()
+    [objective] = objectives(store)
     assert objective.id == firing.objective_id
     # a third worker finds the occurrence recorded and starts nothing more
     again = spawn(backend, tmp_path, "--until-idle", "--poll-interval", "0.05", log="again")
     assert finish(again) == 0
-    assert len(firings(store)) == 1 and len(store.objectives.newest()) == 1
+    assert len(firings(store)) == 1 and len(objectives(store)) == 1

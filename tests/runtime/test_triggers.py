@@ -17,6 +17,7 @@ from tests.runtime.trigger_support import (
     START,
     Clock,
     deploy_triggers,
+    objectives,
     schedule,
     trigger_project,
 )
@@ -63,10 +64,10 @@ def test_a_due_occurrence_starts_one_objective_however_many_schedulers_look(
     objective, runs = service.show_objective(store, str(firing.objective_id))
     assert objective.inputs == {"n": 1} and objective.created_by == "trigger:hourly"
     assert len(runs) == 1
-    assert len(store.objectives.newest()) == 1
+    assert len(objectives(store)) == 1
     # a restarted worker (a new scheduler) finds the occurrence recorded and starts nothing
     assert Scheduler(opened(backend, clock), refresh=0).poll() == []
-    assert len(store.objectives.newest()) == 1
+    assert len(objectives(store)) == 1
 
 
 @pytest.mark.parametrize(
@@ -91,7 +92,7 @@ def test_catch_up_after_downtime(
     Scheduler(store, refresh=0).poll()
     assert outcomes(store) == expected
     started = [f for f in fired(store) if f.outcome == "started"]
-    assert len(store.objectives.newest()) == len(started)
+    assert len(objectives(store)) == len(started)
     # on time again: the next occurrence fires whatever the policy
     for firing in started:
         end_objective(store, firing)
@@ -206,7 +207,7 @@ def test_an_event_fires_its_trigger_once_even_when_delivered_again(
     assert firing.inbound_event_id == first.event.id
     objective = store.objectives.get(str(firing.objective_id))
     assert objective.inputs == {"n": 30}  # the mapping: payload.qty * 10
-    assert len(store.objectives.newest()) == 1
+    assert len(objectives(store)) == 1
 
 
 def test_the_filter_decides_and_each_event_is_its_own_occurrence(
@@ -218,7 +219,7 @@ def test_the_filter_decides_and_each_event_is_its_own_occurrence(
     assert deliver(store, {"other": 1}, "evt-2").fired == ()  # no qty: no match
     assert len(deliver(store, {"qty": 1}, "evt-3").fired) == 1
     assert len(deliver(store, {"qty": 2}, None).fired) == 1
-    assert len(store.objectives.newest()) == 2
+    assert len(objectives(store)) == 2
 
 
 def test_a_trigger_and_a_waiting_run_both_take_one_event(
@@ -237,7 +238,7 @@ def test_a_trigger_and_a_waiting_run_both_take_one_event(
     assert delivery.event.consumed_by_run_id == waiting.id
     [firing] = delivery.fired
     assert firing.outcome == "started" and firing.inbound_event_id == delivery.event.id
-    assert len(store.objectives.newest()) == 2
+    assert len(objectives(store)) == 2
 
 
 def test_inputs_that_do_not_fit_spend_the_occurrence_and_say_why(
@@ -253,7 +254,7 @@ def test_inputs_that_do_not_fit_spend_the_occurrence_and_say_why(
     [firing] = deliver(store, {"colour": "red"}, "evt-2").fired
     assert firing.outcome == "failed"
     assert firing.detail is not None and "could not be computed" in firing.detail
-    assert store.objectives.newest() == []
+    assert objectives(store) == []
     # the occurrence is spent: delivering the event again starts nothing
     assert deliver(store, {"size": "big"}, "evt-1").fired == ()
 
@@ -272,3 +273,19 @@ def test_objectives_started_by_triggers_end_their_overlap(
     clock.advance(hours=1)
     scheduler.poll()
     assert [o for _, o in outcomes(store)] == ["started", "started"]
+
+
+def test_a_redelivery_fires_what_a_crash_after_storing_the_event_left_unfired(
+    backend: Backend, clock: Clock, tmp_path: Path
+) -> None:
+    store = opened(backend, clock)
+    deploy_triggers(store, trigger_project(tmp_path, EVENT_TRIGGER))
+    # the first delivery stored the event, then the server stopped before the triggers fired
+    stored = store.inbound_events.receive("stock.low", {"n": 3}, {"qty": 3}, key="evt-1")
+    assert fired(store, "restock") == []
+    again = deliver(store, {"qty": 3}, "evt-1")  # the sender got no answer: it sends again
+    assert again.duplicate and again.event.id == stored.event.id
+    [firing] = again.fired
+    assert firing.outcome == "started" and firing.inbound_event_id == stored.event.id
+    assert deliver(store, {"qty": 3}, "evt-1").fired == ()
+    assert len(objectives(store)) == 1

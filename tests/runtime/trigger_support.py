@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from openseal.compiler.output.document import CompiledDocument
-from openseal.runtime.store import Store
+from openseal.runtime.store import ListQuery, Objective, Store
 from openseal.runtime.workflow import version_key
 from tests.runtime.engine_support import DEFS, compile_files, register
 
@@ -68,3 +68,8 @@ def deploy_triggers(store: Store, documents: list[CompiledDocument]) -> None:
     for document in documents:
         if document.kind == "trigger":
             store.definitions.activate(document.name, version_key(document.digest), "user:test")
+
+
+def objectives(store: Store) -> list[Objective]:
+    """Every objective, newest first."""
+    return store.objectives.newest(ListQuery(limit=1000))
