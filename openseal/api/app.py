@@ -34,6 +34,7 @@ from openseal.api.routes import (
     meta,
     objectives,
     runs,
+    tokens,
     triggers,
 )
 from openseal.api.settings import ApiSettings
@@ -45,6 +46,7 @@ PREFIX = "/api/v1"
 ROUTERS = (
     meta, definitions, deployments, objectives, runs, approvals, actions, events, triggers,
     agent_requests, authoring,
+    tokens,
 )  # fmt: skip
 
 

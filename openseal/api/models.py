@@ -10,6 +10,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from openseal.runtime.service import ROLES
+
 Name = Annotated[str, Field(min_length=1, max_length=200)]
 Text = Annotated[str, Field(max_length=4000)]
 Revision = Annotated[int | None, Field(ge=0, le=2**31 - 1)]
@@ -81,6 +83,19 @@ class TriggerStatusChange(Body):
 
     status: Literal["active", "paused", "retired"]
     reason: Text | None = None
+
+
+class TokenCreate(Body):
+    """A bearer token for ``principal`` with ``roles`` in ``scopes`` (``*``: every scope),
+    expiring ``expiresIn`` seconds from now (omitted: never)."""
+
+    principal: Name
+    roles: Annotated[list[Name], Field(min_length=1, max_length=len(ROLES))]
+    scopes: Annotated[list[Name], Field(min_length=1, max_length=100)] = ["default"]
+    expires_in: Annotated[float | None, Field(gt=0, le=100 * 366 * 86400, allow_inf_nan=False)] = (
+        None
+    )
+    note: Text | None = None
 
 
 class ProposalFiling(Body):

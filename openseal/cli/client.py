@@ -166,10 +166,13 @@ class Connection:
 
 
 @contextmanager
-def connected(home: Path, server: str | None, token_file: Path | None) -> Iterator[Connection]:
-    """A :class:`Connection` to ``server`` when one is named, else to the store under ``home``."""
+def connected(
+    home: Path, server: str | None, token_file: Path | None, *, create: bool = False
+) -> Iterator[Connection]:
+    """A :class:`Connection` to ``server`` when one is named, else to the store under ``home``
+    (made there first when ``create`` says the command may set one up)."""
     if not server:
-        with opened(home) as store:
+        with opened(home, create=create) as store:
             yield Connection(store=store)
         return
     if not server.startswith(("http://", "https://")):

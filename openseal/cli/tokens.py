@@ -1,27 +1,33 @@
 """``openseal tokens create|list|revoke``: principals' bearer tokens for the HTTP API.
 
-These commands administer the store directly (on the machine holding it, or with
-``OPENSEAL_DATABASE_URL`` pointing at a shared PostgreSQL): they act as the local operator,
-who holds the admin role. The server reads the tokens from the store at every request, so a
-revoked or expired token stops working at once. Only the sha256 of a token is stored: the
-secret ``create`` prints cannot be shown again.
+Without ``--server`` these commands administer the store directly (on the machine holding it,
+or with ``OPENSEAL_DATABASE_URL`` pointing at a shared PostgreSQL): they act as the local
+operator, who holds the admin role everywhere. With ``--server`` they ask that server, whose
+token must be ``admin`` in every scope. The server reads the tokens from the store at every
+request, so a revoked or expired token stops working at once. Only the sha256 of a token is
+stored: the secret ``create`` prints cannot be shown again.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
+from openseal.cli.client import Connection, connected, server_options
 from openseal.cli.output import echo_data
-from openseal.cli.runtime import opened, store_options
+from openseal.cli.runtime import store_options
 from openseal.errors import UsageError
 from openseal.runtime import service
 
 
 @click.group()
 def tokens() -> None:
-    """Bearer tokens: who may call the HTTP API, with which roles, in which scopes."""
+    """Bearer tokens: who may call the HTTP API, with which roles, in which scopes.
+
+    Without --server they act on the store under --home as the local operator; with --server
+    (or OPENSEAL_SERVER) they ask that server, with a token that is admin in every scope."""
 
 
 def _seconds(value: str | None) -> float | None:
@@ -35,8 +41,25 @@ def _seconds(value: str | None) -> float | None:
         raise UsageError(f"--expires-in: {exc}") from None
 
 
+def _created(at: Connection, request: service.NewToken) -> dict[str, Any]:
+    """``{"token": view, "secret": ...}`` from the server or the store."""
+    if at.remote is not None:
+        body = {
+            "principal": request.principal, "roles": list(request.roles),
+            "scopes": list(request.scopes), "expiresIn": request.expires_in,
+            "note": request.note,
+        }  # fmt: skip
+        answer: dict[str, Any] = at.remote.call(
+            "POST", "/tokens", operation="tokens.create", body=body
+        )
+        return {"token": answer["token"], "secret": answer["secret"]}
+    issued = service.tokens.create_token(at.local, request, service.CLI)
+    return {"token": service.tokens.token_view(at.local, issued.token), "secret": issued.secret}
+
+
 @tokens.command("create")
 @store_options
+@server_options
 @click.argument("principal")
 @click.option(
     "--role", "roles", multiple=True, required=True, metavar="ROLE",
@@ -51,6 +74,8 @@ def _seconds(value: str | None) -> float | None:
 def create(
     home: Path,
     output: str,
+    server: str | None,
+    token_file: Path | None,
     principal: str,
     roles: tuple[str, ...],
     scopes: tuple[str, ...],
@@ -65,16 +90,16 @@ def create(
         openseal tokens create service:ci --role author --scope '*' --expires-in 90d
     """
     request = service.NewToken(principal, roles, scopes or ("default",), _seconds(expires_in), note)
-    with opened(home, create=True) as store:
-        issued = service.tokens.create_token(store, request, service.CLI)
-        view = service.tokens.token_view(store, issued.token)
+    with connected(home, server, token_file, create=True) as at:
+        created = _created(at, request)
     if output != "text":
-        echo_data({"token": view, "secret": issued.secret}, output)
+        echo_data(created, output)
         return
-    click.echo(issued.secret)
+    view = created["token"]
+    click.echo(created["secret"])
     expires = view["expires_at"] or "never"
     click.echo(
-        f"token {view['id']} for {principal}: roles {', '.join(view['roles'])}; scopes "
+        f"token {view['id']} for {view['principal']}: roles {', '.join(view['roles'])}; scopes "
         f"{', '.join(view['scopes'])}; expires {expires}. The token above is shown only now.",
         err=True,
     )
@@ -82,17 +107,25 @@ def create(
 
 @tokens.command("list")
 @store_options
+@server_options
 @click.option("--principal", default=None, help="Only this principal's tokens.")
-def list_tokens(home: Path, output: str, principal: str | None) -> None:
+def list_tokens(
+    home: Path, output: str, server: str | None, token_file: Path | None, principal: str | None
+) -> None:
     """Every token, oldest first, with its state (active, expired, revoked); never a secret.
 
     \b
     Examples:
         openseal tokens list --principal user:alice
     """
-    with opened(home) as store:
-        found = service.tokens.list_tokens(store, service.CLI, principal=principal)
-        views = [service.tokens.token_view(store, token) for token in found]
+    with connected(home, server, token_file) as at:
+        if at.remote is not None:
+            params = {"principal": principal}
+            answer = at.remote.call("GET", "/tokens", operation="tokens.list", params=params)
+            views: list[dict[str, Any]] = answer["tokens"]
+        else:
+            found = service.tokens.list_tokens(at.local, service.CLI, principal=principal)
+            views = [service.tokens.token_view(at.local, token) for token in found]
     if output != "text":
         echo_data({"tokens": views}, output)
         return
@@ -106,17 +139,24 @@ def list_tokens(home: Path, output: str, principal: str | None) -> None:
 
 @tokens.command("revoke")
 @store_options
+@server_options
 @click.argument("token_id", metavar="ID")
-def revoke(home: Path, output: str, token_id: str) -> None:
+def revoke(
+    home: Path, output: str, server: str | None, token_id: str, token_file: Path | None
+) -> None:
     """Revoke a token by id (or unique prefix): it stops working at once.
 
     \b
     Examples:
         openseal tokens revoke 0193a2
     """
-    with opened(home) as store:
-        token = service.tokens.revoke_token(store, token_id, service.CLI)
-        view = service.tokens.token_view(store, token)
+    with connected(home, server, token_file) as at:
+        if at.remote is not None:
+            answer = at.remote.call("POST", f"/tokens/{token_id}/revoke", operation="tokens.revoke")
+            view: dict[str, Any] = answer["token"]
+        else:
+            token = service.tokens.revoke_token(at.local, token_id, service.CLI)
+            view = service.tokens.token_view(at.local, token)
     if output != "text":
         echo_data({"token": view}, output)
         return

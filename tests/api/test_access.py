@@ -34,8 +34,10 @@ SHARED = {
     "definitions.get", "deployments.list", "deployments.history", "deployments.rollback",
     "triggers.list", "triggers.show",
 }  # fmt: skip
-#: reach runs of every scope (a caller limited to some is refused with 403)
-EVERY_SCOPE = {"events.deliver", "triggers.set_status"}
+#: reach records of every scope (a caller limited to some is refused with 403)
+EVERY_SCOPE = {
+    "events.deliver", "triggers.set_status", "tokens.list", "tokens.create", "tokens.revoke",
+}  # fmt: skip
 
 
 def token(store: Store, principal: str, roles: tuple[str, ...], scopes: tuple[str, ...]) -> str:
@@ -53,6 +55,8 @@ class Records:
         [action] = service.list_actions(store, run_id=run_id)
         filed = gov.rollback(store, gov.Rollback("procure_laptops", None, "back"), service.CLI)
         assert filed.proposal is not None
+        spare = service.NewToken("service:spare", ("viewer",))
+        issued = service.tokens.create_token(store, spare, service.CLI)
         self.ids = {
             "request_id": agent_request(store, run.id),
             "run_id": run.id,
@@ -63,6 +67,7 @@ class Records:
             "name": "procure_laptops",
             "digest": run.workflow_digest,
             "trigger": "restock",  # tests.runtime.trigger_support.EVENT_TRIGGER
+            "token_id": issued.token.id,
         }
 
     def path(self, operation: str, template: str) -> str:
@@ -121,6 +126,7 @@ BODIES: dict[str, dict[str, Any]] = {
     "agent_requests.clarify": {"answer": "this one"},
     "agent_requests.complete": {"response": {}},
     "agent_requests.review": {"verdict": "accept"},
+    "tokens.create": {"principal": "user:made", "roles": ["viewer"]},
 }
 
 
@@ -196,7 +202,7 @@ def test_another_scope_finds_nothing(serve: Serve, store: Store, records: Record
                 assert response.status_code == 200, (operation, response.text)
                 [items] = [v for v in response.json().values() if isinstance(v, list)]
                 assert items == [], (operation, items)
-            if method == "GET" and operation not in SHARED:
+            if method == "GET" and operation not in SHARED | EVERY_SCOPE:
                 # the same request from the record's own scope finds it
                 shown = call(allowed, method, path, operation)
                 assert shown.status_code == 200, (operation, shown.text)
@@ -364,3 +370,55 @@ def test_insecure_no_auth_is_loud(capsys: pytest.CaptureFixture[str]) -> None:
     assert warning.startswith("WARNING: --insecure-no-auth") and "WITHOUT AUTHENTICATION" in warning
     _check_exposure(ApiSettings(host="0.0.0.0"), stored_tokens=True)  # the store's tokens count
     assert capsys.readouterr().err == ""
+
+
+def test_tokens_are_administered_over_http(
+    serve: Serve, store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    root = token(store, "user:root", ("admin",), ("*",))
+    local_admin = token(store, "user:ops-admin", ("admin",), ("ops",))
+    server = serve_with_tokens(serve)
+    body = {"principal": "user:dana", "roles": ["operator"], "scopes": ["ops"], "expiresIn": 3600}
+    with caplog.at_level("DEBUG"), server.client(root) as admin:
+        created = admin.post("/tokens", json={**body, "note": "on call"})
+        assert created.status_code == 201, created.text
+        made, secret = created.json()["token"], created.json()["secret"]
+        assert secret.startswith("oseal_") and set(created.json()) == {"token", "secret"}
+        assert made["principal"] == "user:dana" and made["created_by"] == "user:root"
+        assert (made["roles"], made["scopes"], made["state"]) == (["operator"], ["ops"], "active")
+        assert made["expires_at"] and made["note"] == "on call"
+        with server.client(secret) as dana:  # it works at once, with what it was made for
+            me = dana.get("/me").json()
+            assert (me["principal"], me["roles"], me["scopes"]) == (
+                "user:dana",
+                ["operator"],
+                ["ops"],
+            )
+            assert_error(dana.get("/tokens"), 403, "forbidden")  # an operator administers none
+        listed = admin.get("/tokens", params={"principal": "user:dana"}).json()["tokens"]
+        assert listed == [made]
+        everything = admin.get("/tokens").text
+        assert secret not in everything and "sha256" not in everything
+        revoked = admin.post(f"/tokens/{made['id'][:24]}/revoke")  # a prefix will do
+        assert revoked.status_code == 200, revoked.text
+        assert revoked.json()["token"]["state"] == "revoked"
+        assert revoked.json()["token"]["revoked_by"] == "user:root"
+        with server.client(secret) as dana:
+            assert "revoked" in assert_error(dana.get("/me"), 401, "unauthorized")["message"]
+        assert_error(admin.post("/tokens/ffffffffff/revoke"), 404, "not_found")
+        bad = admin.post("/tokens", json={**body, "principal": "dana"})
+        assert "not a principal" in assert_error(bad, 422, "invalid_request")["message"]
+        bad = admin.post("/tokens", json={**body, "roles": ["boss"]})
+        assert "unknown role" in assert_error(bad, 422, "invalid_request")["message"]
+        assert_error(admin.post("/tokens", json={**body, "expiresIn": 0}), 422, "invalid_request")
+    assert secret not in caplog.text
+    # an admin limited to a scope could mint a token for every scope: it administers none
+    with server.client(local_admin) as scoped_admin:
+        for refused in (
+            scoped_admin.get("/tokens"),
+            scoped_admin.post("/tokens", json={**body, "scopes": ["*"]}),
+            scoped_admin.post(f"/tokens/{made['id']}/revoke"),
+        ):
+            error = assert_error(refused, 403, "forbidden")
+            assert "every scope" in error["message"]
+    assert len(service.tokens.list_tokens(store, service.CLI)) == 3

@@ -78,6 +78,7 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
     ),
     "triggers": ("triggers.list", "triggers.show", "triggers.set_status"),
     "authoring": ("authoring.draft",),
+    "tokens": ("tokens.list", "tokens.create", "tokens.revoke"),
 }  # fmt: skip
 
 

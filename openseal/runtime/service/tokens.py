@@ -1,6 +1,7 @@
 """Bearer tokens of principals: make one (its secret is shown once, only its sha256 is kept),
-list them, revoke one. Administering tokens needs the ``admin`` role (the CLI on the machine
-holding the store has it)."""
+list them, revoke one. Administering tokens needs the ``admin`` role in every scope (``*``):
+a token may reach any scope, so an admin limited to some could otherwise mint a way out of
+them. The CLI on the machine holding the store, as the local operator, has both."""
 
 from __future__ import annotations
 
@@ -95,5 +96,5 @@ def token_view(store: Store, token: AccessToken) -> dict[str, Any]:
 
 
 def _check_admin(caller: Caller) -> None:
-    if ADMIN not in caller.grant.roles:
-        raise Forbidden("administering tokens needs the admin role")
+    if ADMIN not in caller.grant.roles or not caller.grant.everywhere:
+        raise Forbidden("administering tokens needs the admin role in every scope (*)")
