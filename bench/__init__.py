@@ -10,6 +10,7 @@ from __future__ import annotations
 BENCHMARKS: dict[str, str] = {
     "compiler": "bench.compiler",
     "cache": "bench.cache",
+    "startup": "bench.startup",
     "sqlite_floor": "bench.sqlite_floor",
     "durable": "bench.durable",
     "latency": "bench.latency",

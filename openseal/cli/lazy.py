@@ -1,4 +1,9 @@
-"""A click group whose subcommands are imported on first use."""
+"""A click group whose subcommands are imported on first use.
+
+``openseal --help`` lists every command from ``summaries`` (each command's first help
+paragraph) without importing any of them, so it starts without SQLAlchemy, Alembic or FastAPI;
+a command with no summary is imported to ask it.
+"""
 
 from __future__ import annotations
 
@@ -12,9 +17,16 @@ import click
 class LazyGroup(click.Group):
     """``lazy_commands`` maps a command name to ``"module:attribute"``."""
 
-    def __init__(self, *args: Any, lazy_commands: Mapping[str, str] | None = None, **kwargs: Any):
+    def __init__(
+        self,
+        *args: Any,
+        lazy_commands: Mapping[str, str] | None = None,
+        summaries: Mapping[str, str] | None = None,
+        **kwargs: Any,
+    ):
         super().__init__(*args, **kwargs)
         self.lazy_commands = dict(lazy_commands or {})
+        self.summaries: dict[str, str] = dict(summaries or {})
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self.lazy_commands})
@@ -27,3 +39,25 @@ class LazyGroup(click.Group):
                 raise TypeError(f"{self.lazy_commands[cmd_name]} is not a click command")
             self.add_command(command, cmd_name)
         return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """click's command list, with the summaries of commands not imported yet."""
+        names = self.list_commands(ctx)
+        if not names:
+            return
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        rows: list[tuple[str, str]] = []
+        for name in names:
+            if name in self.summaries and name not in self.commands:
+                rows.append((name, _short(self.summaries[name], limit)))
+                continue
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+def _short(text: str, limit: int) -> str:
+    """``text`` cut as click cuts a command's help for the command list."""
+    return click.Command(None, help=text).get_short_help_str(limit)

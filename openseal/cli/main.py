@@ -50,9 +50,52 @@ COMMANDS = {
 }
 
 
+#: each command's first help paragraph, for `openseal --help` without importing the commands
+#: (a test holds each to the command's own help)
+SUMMARIES = {
+    "actions": (
+        "Governed actions: their status, key, result, and what to do when the outcome is unknown."
+    ),
+    "approvals": (
+        "Approvals: see the exact proposal and its hash, then approve, reject or request changes."
+    ),
+    "author": "Draft definitions from PROMPT with a model; the compiler checks every draft.",
+    "capabilities": (
+        "List each capability of a server with its version, operations and availability."
+    ),
+    "compile": "Compile definition files (HCL or YAML) into a bundle of versioned JSON documents.",
+    "completion": "Print the completion script for SHELL: commands, options and their choices.",
+    "db": "Manage the runtime database schema.",
+    "deploy": "Store the definitions at PATH and file a change proposal for what changed.",
+    "deployments": "Deployments: which version each workflow, runbook and governance name runs.",
+    "diff": "Show the semantic changes from OLD to NEW and flag the ones that widen authority.",
+    "graph": "Draw the state graph of a workflow, or the step DAG of a runbook.",
+    "models": "Model profiles: check that an endpoint works before a run needs it.",
+    "objectives": "Create and inspect objectives (each starts a run of a deployed workflow).",
+    "proposals": "Review, decide and activate change proposals filed by `openseal deploy`.",
+    "quickstart": (
+        "Run the procurement example end to end on this machine, with nothing to configure."
+    ),
+    "requests": "Agent requests: list and show them, accept, decline, clarify, complete, review.",
+    "run": "Run a runbook in this process: compile FILE, then execute its steps as a DAG.",
+    "runs": "Watch and steer runs: show, events, pause, resume, cancel, intervene.",
+    "schema": (
+        "Write JSON Schemas for every definition kind, whole definition files, compiled documents"
+        " and the bundle manifest to OUT."
+    ),
+    "serve": "Serve the HTTP API: deployments, objectives, runs, approvals, actions, events.",
+    "simulator": "Local stand-ins for the services the examples call (loopback only).",
+    "tokens": "Bearer tokens: who may call the HTTP API, with which roles, in which scopes.",
+    "triggers": "Triggers: schedules and inbound events that start workflows by themselves.",
+    "validate": "Check definition files (HCL or YAML) and report every problem with its location.",
+    "worker": "Execute runs: claim with a lease, run turns, drain on SIGTERM/SIGINT.",
+}
+
+
 @click.group(
     cls=LazyGroup,
     lazy_commands=COMMANDS,
+    summaries=SUMMARIES,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
 @click.version_option(__version__, prog_name="openseal")

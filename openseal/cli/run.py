@@ -43,7 +43,7 @@ Examples:
 
 
 @click.command(
-    help=_HELP, short_help="Run a runbook in-process (no persistence, approvals or recovery)."
+    help=_HELP,
 )
 @click.argument("file", type=click.Path(exists=True, path_type=Path))
 @click.option(

@@ -15,6 +15,7 @@ import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from openseal.runtime.models.base import (
     ModelError,
@@ -26,7 +27,6 @@ from openseal.runtime.models.base import (
     ToolCall,
     Usage,
 )
-from openseal.runtime.models.openai_provider import OpenAIProvider
 from openseal.runtime.models.scripted import (
     CALLS_ENV,
     RESPONSES_ENV,
@@ -36,6 +36,9 @@ from openseal.runtime.models.scripted import (
 )
 from openseal.runtime.workflow import AgentProfile
 from openseal.skills.credentials import CredentialResolver
+
+if TYPE_CHECKING:
+    from openseal.runtime.models.openai_provider import OpenAIProvider
 
 ProviderFactory = Callable[[AgentProfile], ModelProvider]
 
@@ -75,6 +78,8 @@ def default_provider_factory(
         key = json.dumps(profile.model, sort_keys=True, default=str)
         with lock:
             if key not in endpoints:
+                from openseal.runtime.models.openai_provider import OpenAIProvider
+
                 endpoints[key] = OpenAIProvider.from_profile(profile.model, credentials=resolver)
             return endpoints[key]
 
@@ -117,3 +122,12 @@ __all__ = [
     "load_script",
     "read_calls",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The OpenAI client takes seconds to import; only a run that calls an endpoint needs it.
+    if name == "OpenAIProvider":
+        from openseal.runtime.models.openai_provider import OpenAIProvider
+
+        return OpenAIProvider
+    raise AttributeError(name)

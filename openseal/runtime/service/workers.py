@@ -4,6 +4,9 @@ store's gauges they expose on ``/metrics``."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
 from openseal.runtime.engine import Engine, default_worker_id
 from openseal.runtime.health import StoreCollector
 from openseal.runtime.models import (
@@ -11,13 +14,14 @@ from openseal.runtime.models import (
     ModelRequest,
     ModelResponse,
     ModelUnavailable,
-    OpenAIProvider,
     Usage,
     default_provider_factory,
     retry,
 )
-from openseal.runtime.models.check import check_profile
 from openseal.runtime.worker import TurnLog, Worker
+
+if TYPE_CHECKING:
+    from openseal.skills.credentials import CredentialResolver
 
 __all__ = [
     "Engine",
@@ -25,7 +29,6 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "ModelUnavailable",
-    "OpenAIProvider",
     "StoreCollector",
     "TurnLog",
     "Usage",
@@ -35,3 +38,20 @@ __all__ = [
     "default_worker_id",
     "retry",
 ]
+
+
+def check_profile(profile: Mapping[str, Any], credentials: CredentialResolver | None = None) -> Any:
+    """``openseal models check``: :func:`openseal.runtime.models.check.check_profile`, imported
+    when called (it brings the OpenAI client, seconds of start-up no other command needs)."""
+    from openseal.runtime.models.check import check_profile as check
+
+    return check(profile, credentials)
+
+
+def __getattr__(name: str) -> Any:
+    # The OpenAI client takes a second or more to import; only model calls need it.
+    if name == "OpenAIProvider":
+        from openseal.runtime.models.openai_provider import OpenAIProvider
+
+        return OpenAIProvider
+    raise AttributeError(name)

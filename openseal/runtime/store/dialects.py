@@ -275,6 +275,8 @@ def _check_url(url: str, source: str) -> None:
 
 def _ensure_schema(store: Store, migrate: bool) -> None:
     try:
+        if migrations.database_revision(store.engine) == migrations.packaged_head():
+            return  # the common case: one query, and Alembic is never imported
         current = migrations.current_revision(store.engine)
         migrations.check_not_newer(current)
         head = migrations.head_revision()

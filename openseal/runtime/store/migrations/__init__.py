@@ -2,24 +2,48 @@
 
 Users never need an ``alembic.ini``: :func:`upgrade` and :func:`current_revision` take an
 engine. The CLI's ``openseal db upgrade`` calls :func:`upgrade`.
+
+Alembic is imported only when a migration may be needed: opening a store that is already at
+:func:`packaged_head` costs one query (:func:`database_revision`), not Alembic's start-up.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 
 from openseal.errors import StoreError
 
+if TYPE_CHECKING:
+    from alembic.config import Config
+
 _HERE = Path(__file__).resolve().parent
+#: a migration file: its revision is the number it starts with (``0007_inbound_event_keys.py``)
+_VERSION_FILE = re.compile(r"^(\d{4})_\w+\.py$")
+
+
+def packaged_head() -> str:
+    """The newest revision shipped, read from the version files' names (a test holds it to
+    Alembic's own head)."""
+    numbers = [m[1] for f in (_HERE / "versions").iterdir() if (m := _VERSION_FILE.match(f.name))]
+    return max(numbers)
+
+
+def database_revision(engine: sa.Engine) -> str | None:
+    """The revision the database is at, in one query (None: no schema yet)."""
+    with engine.connect() as connection:
+        if not sa.inspect(connection).has_table("alembic_version"):
+            return None
+        found = connection.execute(sa.text("SELECT version_num FROM alembic_version")).scalars()
+        return next(iter(found.all()), None)
 
 
 def _config(connection: sa.Connection | None = None) -> Config:
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(_HERE))
     if connection is not None:
@@ -29,18 +53,24 @@ def _config(connection: sa.Connection | None = None) -> Config:
 
 def head_revision() -> str:
     """The newest schema revision this version of openseal knows."""
+    from alembic.script import ScriptDirectory
+
     head = ScriptDirectory.from_config(_config()).get_current_head()
     assert head is not None, "the packaged migrations have no head"
     return head
 
 
 def known_revisions() -> frozenset[str]:
+    from alembic.script import ScriptDirectory
+
     script = ScriptDirectory.from_config(_config())
     return frozenset(rev.revision for rev in script.walk_revisions())
 
 
 def current_revision(engine: sa.Engine) -> str | None:
     """The schema revision the database is at, or ``None`` for an empty database."""
+    from alembic.runtime.migration import MigrationContext
+
     with engine.connect() as connection:
         return MigrationContext.configure(connection).get_current_revision()
 
@@ -57,6 +87,8 @@ def check_not_newer(revision: str | None) -> None:
 
 def upgrade(engine: sa.Engine, revision: str = "head") -> str:
     """Migrate the database to ``revision`` (default: head) and return the revision reached."""
+    from alembic import command
+
     check_not_newer(current_revision(engine))
     with engine.begin() as connection:
         command.upgrade(_config(connection), revision)

@@ -1,0 +1,64 @@
+"""A fast start: ``openseal --help`` and ``validate`` import neither SQLAlchemy, Alembic nor
+FastAPI; a store already at the newest schema opens without importing Alembic; and the help
+listing's summaries are each command's own (start-up times are measured in bench/startup.py).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+
+from openseal.cli.main import COMMANDS, SUMMARIES, cli
+from openseal.runtime.store import open_store
+from openseal.runtime.store.migrations import head_revision, packaged_head
+
+ROOT = Path(__file__).resolve().parents[2]
+HEAVY = ("alembic", "sqlalchemy", "fastapi", "openai")
+
+
+def imported(args: list[str], env: dict[str, str] | None = None) -> list[str]:
+    """The heavy modules a fresh interpreter has imported after ``openseal ARGS``."""
+    script = (
+        "import sys\nfrom openseal.cli.main import main\n"
+        f"try:\n    main({args!r})\nexcept SystemExit:\n    pass\n"
+        f"print('MODULES', __import__('json').dumps(sorted(m for m in {HEAVY!r} "
+        "if m in sys.modules)))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, env=env,
+        timeout=120,
+    )  # fmt: skip
+    line = [x for x in done.stdout.splitlines() if x.startswith("MODULES ")][-1]
+    return list(json.loads(line.removeprefix("MODULES ")))
+
+
+def test_help_and_validate_import_nothing_heavy() -> None:
+    assert imported(["--help"]) == []
+    assert imported(["validate", "definitions/procurement/hcl"]) == []
+
+
+def test_a_store_at_the_newest_schema_opens_without_alembic(tmp_path: Path) -> None:
+    open_store(home=tmp_path).close()  # creates and migrates it
+    env = {"PATH": "/usr/bin:/bin", "OPENSEAL_HOME": str(tmp_path), "HOME": str(tmp_path)}
+    found = imported(["runs", "list"], env)
+    assert "sqlalchemy" in found
+    assert "alembic" not in found and "fastapi" not in found and "openai" not in found
+
+
+def test_the_packaged_head_is_alembic_s_head() -> None:
+    assert packaged_head() == head_revision()
+
+
+def test_every_command_s_summary_is_its_own_help() -> None:
+    assert set(SUMMARIES) == set(COMMANDS), "add the command's first help line to SUMMARIES"
+    ctx = click.Context(cli)
+    for name in COMMANDS:
+        command = cli.get_command(ctx, name)
+        assert command is not None
+        for limit in (40, 60, 200):
+            listed = click.Command(None, help=SUMMARIES[name]).get_short_help_str(limit)
+            assert listed == command.get_short_help_str(limit), name
