@@ -38,5 +38,21 @@ def test_the_wheel_holds_migrations_grammar_and_assets(tmp_path: Path) -> None:
     }
     assert shipped and not shipped - names, f"migrations not in the wheel: {shipped - names}"
     assert not [n for n in names if n.startswith(("tests/", "bench/"))]
+    from openseal import __version__
+
+    assert wheel.name.startswith(f"openseal-{__version__}-"), "the version comes from one place"
+    metadata = next(n for n in names if n.endswith(".dist-info/METADATA"))
+    assert f"\nVersion: {__version__}\n" in zipfile.ZipFile(wheel).read(metadata).decode()
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "openseal = openseal.cli.main:run" in zipfile.ZipFile(wheel).read(entry_points).decode()
+
+
+def test_the_version_is_written_once() -> None:
+    import tomllib
+    from importlib.metadata import version
+
+    from openseal import __version__
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert "version" not in project and "version" in project["dynamic"]
+    assert version("openseal") == __version__
