@@ -61,14 +61,21 @@ def deploy(
         request = gov.Deployment(source, message)
         result = gov.deploy(store, request, service.Caller(actor, local=True))
         final = None
+        if output == "text":
+            print_filed(result)  # before waiting: the id is what the reviewers need
         if wait and result.proposal is not None:
-            final = gov.wait_for_activation(store, result.proposal.id, timeout)
+            proposal = result.proposal.id
+            click.echo(
+                f"waiting up to {timeout:g} s for change proposal {proposal} to be activated "
+                f"(it is {result.proposal.status}; its reviewers and deciders act on it with "
+                f"`openseal proposals review|decide|activate {proposal}`)",
+                err=True,
+            )
+            final = gov.wait_for_activation(store, proposal, timeout)
     if output != "text":
         echo_data(filed_json(result, final), output)
-    else:
-        print_filed(result)
-        if final is not None:
-            click.echo(f"change proposal {final.id} is {final.status}")
+    elif final is not None:
+        click.echo(f"change proposal {final.id} is {final.status}")
     if final is not None and final.status is not S.ACTIVATED:
         if final.status in OPEN_STATUSES:
             reason = f"still {final.status} after waiting {timeout:g} s for activation"

@@ -261,6 +261,9 @@ def test_wait_for_activation_times_out_with_exit_1(cli: Cli, repo: Path) -> None
     code, out, err = cli("deploy", "defs", "--wait-for-activation", "--timeout", "0")
     assert code == 1
     assert "filed change proposal" in out
+    proposal = out.split("filed change proposal ", 1)[1].split(";", 1)[0]
+    assert f"waiting up to 0 s for change proposal {proposal} to be activated" in err
+    assert f"`openseal proposals review|decide|activate {proposal}`" in err
     assert "is still proposed after waiting 0 s for activation" in err
 
 
