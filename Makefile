@@ -9,11 +9,15 @@ STAMP   = $(VENV)/.installed
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
+# pip shows each package as it is fetched and built: the first install takes minutes and
+# should not look stuck
 $(STAMP): pyproject.toml
+	@echo "installing openseal and its test extra into $(VENV) (a few minutes the first time)"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --progress-bar on -e '.[test]'
 	@touch $(STAMP)
+	@echo "installed: $(BIN)/openseal"
 
 install: $(STAMP)  ## create .venv and install openseal with the test extra
 

@@ -56,3 +56,12 @@ def test_the_version_is_written_once() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     assert "version" not in project and "version" in project["dynamic"]
     assert version("openseal") == __version__
+
+
+def test_the_first_install_shows_its_progress() -> None:
+    """`make quickstart` on a fresh checkout installs for minutes: pip's progress stays on."""
+    recipe = (ROOT / "Makefile").read_text(encoding="utf-8").split("$(STAMP): pyproject.toml")[1]
+    recipe = recipe.split("\n\n")[0]
+    install = next(line for line in recipe.splitlines() if "-e '.[test]'" in line)
+    assert "--quiet" not in install and " -q" not in install
+    assert "@echo" in recipe
