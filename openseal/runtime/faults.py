@@ -32,6 +32,7 @@ from openseal.runtime.store import BATCH_POINTS, BatchHook, Claim
 
 POINT_ENV = "OPENSEAL_FAULT_POINT"
 DIR_ENV = "OPENSEAL_FAULT_DIR"
+#: the points a run's turns pass through (the crash matrix kills a worker at each)
 POINTS = (
     "turn.started",
     "activity.recorded",
@@ -41,9 +42,9 @@ POINTS = (
     "action.admitted",
     "action.dispatched",
     "action.before_record",
-    # a schedule trigger's firings and objectives are written, not committed
-    "trigger.before_commit",
 )
+#: a schedule trigger's firings and objectives are written, not committed (no run's turn
+#: passes here: tests/runtime/test_trigger_workers.py kills a worker at it)
 TRIGGER_POINT = "trigger.before_commit"
 
 
