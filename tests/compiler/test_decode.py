@@ -162,6 +162,26 @@ def test_duplicate_labelled_blocks(tmp_path: Path) -> None:
     assert diag.related[0].span.line == 2
 
 
+def test_a_misspelt_key_in_a_dropped_duplicate_is_still_reported(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "a.hcl",
+        'agent "r" {\n  model = model.m\n  instructions = "x"\n}\n\n'
+        'agent "r" {\n  model = model.m\n  instrutcions = "y"\n}\n',
+    )
+    diagnostics = load_definitions([path]).diagnostics
+    assert [d.code for d in diagnostics] == ["OS011", "OS101"]
+    unknown = diagnostics[1]
+    assert unknown.message.startswith("unknown key `instrutcions`; allowed keys: ")
+    assert (unknown.span.line, unknown.span.column) == (8, 3)
+    assert unknown.suggestion == "did you mean `instructions`?"
+
+
+def test_a_duplicate_with_only_known_keys_is_one_diagnostic(tmp_path: Path) -> None:
+    path = write(tmp_path, "a.hcl", 'agent "r" {\n  model = model.m\n  instructions = "x"\n}\n' * 2)
+    assert [d.code for d in load_definitions([path]).diagnostics] == ["OS011"]
+
+
 def test_bad_duration_and_reference(tmp_path: Path) -> None:
     path = write(
         tmp_path,

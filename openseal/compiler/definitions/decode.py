@@ -86,7 +86,26 @@ def decode(folded: Folded, file: str) -> tuple[list[Definition], list[Diagnostic
             diagnostics.extend(ctx.diagnostics)
             key_spans = spans_by_definition.get(path, {})
             definitions.append(Definition(kind, str(name), spec, span, name_span, key_spans))
+    diagnostics.extend(_dropped_unknown_keys(folded))
     return definitions, diagnostics
+
+
+def _dropped_unknown_keys(folded: Folded) -> list[Diagnostic]:
+    """OS101 for a misspelt key in a block dropped as a duplicate (OS011 says it was
+    dropped): fixing the duplicate must not be the first time the typo is heard of."""
+    found = []
+    for path, written in folded.dropped:
+        model = KIND_MODELS.get(str(path[0])) if len(path) == 2 else None
+        allowed = _allowed_keys(model, ()) if model is not None else []
+        for key, span in written.items():
+            if allowed and key not in allowed:
+                listing = f"; allowed keys: {_listing(allowed)}"
+                absent = [k for k in allowed if k not in written]
+                suggestion = did_you_mean(key, absent) or did_you_mean(key, allowed)
+                found.append(
+                    error("OS101", f"unknown key `{key}`{listing}", span, suggestion=suggestion)
+                )
+    return found
 
 
 def _invalid_name(kind: str, name: str, span: Span) -> Diagnostic:

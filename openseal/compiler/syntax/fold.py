@@ -61,6 +61,9 @@ class Folded:
     data: object
     values: dict[Path, Span] = field(default_factory=dict)
     keys: dict[Path, Span] = field(default_factory=dict)
+    #: blocks dropped as duplicates (OS011): their path and the keys written in them, so the
+    #: decoder can still report a misspelt key inside one (OS101)
+    dropped: list[tuple[Path, dict[str, Span]]] = field(default_factory=list)
 
     def span_for(self, path: Path, *, prefer_key: bool = False) -> Span | None:
         """The span of ``path`` or of its nearest recorded ancestor."""
@@ -134,6 +137,7 @@ class _Folder:
             return
         if key in target:
             self._duplicate(block.type, key_span, body_path)
+            self.folded.dropped.append((body_path, _written(block.body)))
             return
         self._put(target, where, key, key_span, self.body(block.body, body_path))
         self.folded.values[body_path] = block.span
@@ -285,6 +289,17 @@ class _Folder:
                 out, path, entry.key, entry.key_span, self.value(entry.value, (*path, entry.key))
             )
         return out
+
+
+def _written(body: Body) -> dict[str, Span]:
+    """The keys written directly in ``body`` (attributes and block types) and where."""
+    written: dict[str, Span] = {}
+    for item in body.items():
+        name, span = (
+            (item.type, item.type_span) if isinstance(item, Block) else (item.name, item.name_span)
+        )
+        written.setdefault(name, span)
+    return written
 
 
 def _repeated_blocks(body: Body) -> frozenset[str]:
