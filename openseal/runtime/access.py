@@ -39,6 +39,9 @@ ROLES = (VIEWER, OPERATOR, APPROVER, AUTHOR, REVIEWER, DECIDER, ADMIN)
 #: in a grant's scopes: every scope
 ANY_SCOPE = "*"
 
+#: in approver, reviewer and decider lists: ``role:approver`` names whoever holds that role
+ROLE_PREFIX = "role:"
+
 _READS = (
     "definitions.get", "deployments.list", "deployments.history", "proposals.list",
     "proposals.show", "objectives.list", "objectives.show", "runs.list", "runs.show",
@@ -134,13 +137,28 @@ def approver_grant() -> Grant:
     return Grant(frozenset({VIEWER, APPROVER}), frozenset({ANY_SCOPE}))
 
 
+def named(actor: str, roles: Iterable[str], names: Iterable[str]) -> bool:
+    """Whether ``names`` (an approver, reviewer or decider list) names ``actor`` itself or, as
+    ``role:R``, a role R it holds. ``admin`` is not every role here: a list naming
+    ``role:reviewer`` means the tokens granting ``reviewer``.
+
+    >>> named("user:ann", {"reviewer"}, ["user:bob", "role:reviewer"])
+    True
+    >>> named("user:ann", {"admin"}, ["role:reviewer"])
+    False
+    """
+    held = {ROLE_PREFIX + role for role in roles}
+    return any(name == actor or name in held for name in names)
+
+
 _PRINCIPAL = re.compile(r"^[a-z][a-z0-9_-]*:[^\s:][^\s]*$")
 _SCOPE = re.compile(r"^(\*|[a-z0-9][a-z0-9_.-]{0,99})$")
 
 
 def is_principal(value: str) -> bool:
-    """``kind:name`` such as ``user:alice`` or ``service:ci``."""
-    return bool(_PRINCIPAL.match(value)) and len(value) <= 200
+    """``kind:name`` such as ``user:alice`` or ``service:ci`` (``role:`` names roles, not
+    principals)."""
+    return bool(_PRINCIPAL.match(value)) and len(value) <= 200 and not value.startswith(ROLE_PREFIX)
 
 
 def is_scope(value: str) -> bool:

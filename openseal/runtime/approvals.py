@@ -22,6 +22,7 @@ from pathlib import Path
 import yaml
 
 from openseal.errors import RuntimeFailure, UsageError
+from openseal.runtime.access import named
 from openseal.runtime.caller import LOCAL_OPERATOR, Caller
 from openseal.runtime.clock import iso
 from openseal.runtime.requests import ApprovalDecision
@@ -70,12 +71,18 @@ class ApprovalAuthority:
     def principal_for_token(self, token: str) -> str | None:
         return self.tokens.get(hashlib.sha256(token.encode("utf-8")).hexdigest())
 
-    def may_decide(self, principal: str, approvers: list[str]) -> bool:
-        """Whether ``principal`` is one of ``approvers`` (names or principals)."""
+    def may_decide(
+        self, principal: str, approvers: list[str], roles: frozenset[str] = frozenset()
+    ) -> bool:
+        """Whether ``principal`` is one of ``approvers``: named itself, through an approver
+        name the authority maps to it, or as ``role:R`` for a role R its token grants
+        (``roles``)."""
         if not approvers:  # the definition names nobody: any principal the authority knows
             return True
+        if named(principal, roles, approvers):
+            return True
         for name in approvers:
-            if name == principal or principal in self.roles.get(name, frozenset()):
+            if principal in self.roles.get(name, frozenset()):
                 return True
             if self.local_operator and principal == LOCAL_OPERATOR and name not in self.roles:
                 return True
@@ -206,7 +213,7 @@ def decide(
                 f"not {seen}: show it again and decide on what you see",
                 code="hash_mismatch",
             )
-        if not authority.may_decide(actor, approval.approvers):
+        if not authority.may_decide(actor, approval.approvers, caller.grant.roles):
             names = ", ".join(approval.approvers)
             raise ApprovalError(
                 f"{actor} is not one of the approvers ({names})", code="not_an_approver"

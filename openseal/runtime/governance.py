@@ -331,11 +331,13 @@ def review(
     *,
     comment: str | None = None,
     expected_revision: int | None = None,
+    roles: frozenset[str] = frozenset(),
 ) -> ChangeProposal:
     """Approve or request changes (``verdict``); moves the proposal to ``in_review``.
 
-    Only reviewers the policy names may review (anyone when it names none); the author may not
-    review their own change. A reviewer's later review replaces their earlier one.
+    Only reviewers the policy names (a principal, or ``role:R`` for a role R in ``roles``) may
+    review (anyone when it names none); the author may not review their own change. A
+    reviewer's later review replaces their earlier one.
     """
     verdict = _choice(Verdict, verdict, "verdict")
     with _mutation(store, proposal_id, actor, expected_revision) as (conn, proposal, now):
@@ -346,7 +348,7 @@ def review(
                 code="self_review",
             )
         policy = Policy.from_dict(proposal.policy)
-        if not policy.may_review(actor):
+        if not policy.may_review(actor, roles):
             raise NotAllowed(f"{actor} is not a reviewer under {_governed_by(policy)}")
         added = store.change_proposals.add_review(conn, proposal, actor, verdict, comment, now)
         updated, _ = store.change_proposals.change(
@@ -374,11 +376,13 @@ def decide(
     *,
     comment: str | None = None,
     expected_revision: int | None = None,
+    roles: frozenset[str] = frozenset(),
 ) -> ChangeProposal:
     """Approve or reject the proposal. Saving a decision never activates it.
 
-    Only deciders the policy names may decide. Approval needs the policy's number of approving
-    reviews in the current round and no outstanding request for changes; the author may never
+    Only deciders the policy names (a principal, or ``role:R`` for a role R in ``roles``) may
+    decide. Approval needs the policy's number of approving reviews in the current round and
+    no outstanding request for changes; the author may never
     approve their own risk-widening change. An approved proposal may still be rejected.
     """
     decision = _choice(Decision, decision, "decision")
@@ -388,7 +392,7 @@ def decide(
     with _mutation(store, proposal_id, actor, expected_revision) as (conn, proposal, now):
         _require(proposal, allowed, "decided")
         policy = Policy.from_dict(proposal.policy)
-        if not policy.may_decide(actor):
+        if not policy.may_decide(actor, roles):
             raise NotAllowed(f"{actor} is not a decider under {_governed_by(policy)}")
         if decision is Decision.APPROVE:
             _check_approvable(store, conn, proposal, policy, actor)
@@ -435,7 +439,12 @@ def _check_approvable(
 
 
 def activate(
-    store: Store, proposal_id: str, actor: str, *, expected_revision: int | None = None
+    store: Store,
+    proposal_id: str,
+    actor: str,
+    *,
+    expected_revision: int | None = None,
+    roles: frozenset[str] = frozenset(),
 ) -> ChangeProposal:
     """Switch every target deployment to the proposal's version, in one transaction.
 
@@ -452,7 +461,7 @@ def activate(
                 f"can be activated{hint if proposal.status in OPEN_STATUSES else ''}"
             )
         policy = Policy.from_dict(proposal.policy)
-        if not policy.may_decide(actor):
+        if not policy.may_decide(actor, roles):
             raise NotAllowed(
                 f"{actor} may not activate: not a decider under {_governed_by(policy)}"
             )

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
+from openseal.runtime.access import named
+
 GOVERNANCE_KIND = "governance"
 
 
@@ -78,11 +80,13 @@ class Policy:
     def auto_approve_narrowing(self) -> bool:
         return bool(self.rules) and all(rule.auto_approve_narrowing for rule in self.rules)
 
-    def may_review(self, actor: str) -> bool:
-        return all(not rule.reviewers or actor in rule.reviewers for rule in self.rules)
+    def may_review(self, actor: str, roles: Iterable[str] = ()) -> bool:
+        """Every rule naming reviewers names ``actor``, or as ``role:R`` a role it holds."""
+        return all(not rule.reviewers or named(actor, roles, rule.reviewers) for rule in self.rules)
 
-    def may_decide(self, actor: str) -> bool:
-        return all(not rule.deciders or actor in rule.deciders for rule in self.rules)
+    def may_decide(self, actor: str, roles: Iterable[str] = ()) -> bool:
+        """Every rule naming deciders names ``actor``, or as ``role:R`` a role it holds."""
+        return all(not rule.deciders or named(actor, roles, rule.deciders) for rule in self.rules)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -7,7 +7,7 @@ from openseal.api.auth import parse_tokens
 from openseal.runtime import service
 from openseal.runtime.approvals import ApprovalAuthority
 from openseal.runtime.store import Store
-from tests.api.conftest import ALICE_TOKEN, BOB_TOKEN, Serve, sha
+from tests.api.conftest import ALICE_TOKEN, BOB_TOKEN, CAROL_TOKEN, Serve, sha
 from tests.api.support import assert_error
 
 AUTHORITY = ApprovalAuthority(
@@ -38,8 +38,14 @@ def test_me_says_what_the_caller_may_do_and_why_not(serve: Serve) -> None:
         creation = me["operations"]["objectives.create"]
         assert creation["allowed"] is False and "holds none of the roles" in creation["reason"]
     with tokens.client(BOB_TOKEN) as bob:
+        # the authority's tokens hold the approver role: approvals naming role:approver are his
         decide = bob.get("/me").json()["operations"]["approvals.decide"]
-        assert decide == {"allowed": False, "reason": "user:bob holds no approver role"}
+        assert decide == {"allowed": True, "reason": None}
+    admin = {"user:carol": {"sha256": sha(CAROL_TOKEN), "roles": ["admin"]}}
+    admins = serve(authority=AUTHORITY, tokens=parse_tokens(admin))
+    with admins.client(CAROL_TOKEN) as carol:  # every operation, but no approver name nor role
+        decide = carol.get("/me").json()["operations"]["approvals.decide"]
+        assert decide == {"allowed": False, "reason": "user:carol holds no approver role"}
     bare = serve(tokens=parse_tokens({sha(BOB_TOKEN): "user:bob"}))
     with bare.client(BOB_TOKEN) as bob:
         decide = bob.get("/me").json()["operations"]["approvals.decide"]

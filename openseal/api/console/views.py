@@ -46,7 +46,7 @@ def who_am_i(state: State, who: Who) -> dict[str, Any]:
             operations[operation] = {"allowed": reason is None, "reason": reason}
     decide = operations.get("approvals.decide")
     if decide is not None and decide["allowed"]:
-        refusal = _decider_refusal(state, who.principal, who.via_token, who.local)
+        refusal = _decider_refusal(state, who)
         decide.update(allowed=refusal is None, reason=refusal)
     return {
         "principal": who.principal,
@@ -65,19 +65,24 @@ def _roles_of(state: ApiState, principal: str) -> list[str]:
     return sorted(role for role, holders in authority.roles.items() if principal in holders)
 
 
-def _decider_refusal(state: ApiState, principal: str, via_token: bool, local: bool) -> str | None:
+def _decider_refusal(state: ApiState, who: Caller) -> str | None:
     """Why this caller can decide no approval at all here (None: it may decide some)."""
     authority = state.settings.authority
     if authority is None:
         return "no approval authority is configured"
-    if not via_token:
+    if not who.via_token:
         if not authority.local_operator:
             return "the approval authority enables no local operator"
-        if not local:
+        if not who.local:
             return "the local operator decides only from this machine (loopback, no proxy)"
         return None
-    if authority.roles and not _roles_of(state, principal):
-        return f"{principal} holds no approver role"
+    # a token granting ``approver`` may be named as ``role:approver``
+    if (
+        authority.roles
+        and not _roles_of(state, who.principal)
+        and "approver" not in who.grant.roles
+    ):
+        return f"{who.principal} holds no approver role"
     return None
 
 
@@ -189,9 +194,9 @@ def _may_decide(state: ApiState, who: Caller, approvers: list[str]) -> bool:
     authority = state.settings.authority
     if not who.grant.may("approvals.decide") or authority is None:
         return False
-    if _decider_refusal(state, who.principal, who.via_token, who.local) is not None:
+    if _decider_refusal(state, who) is not None:
         return False
-    return authority.may_decide(who.principal, approvers)
+    return authority.may_decide(who.principal, approvers, who.grant.roles)
 
 
 def _skill(

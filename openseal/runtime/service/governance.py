@@ -117,7 +117,7 @@ def review(store: Store, request: ProposalReview, caller: Caller) -> ChangePropo
     get_proposal(store, request.proposal_id, caller)
     return gov.review(
         store, request.proposal_id, caller.actor, request.verdict, comment=request.comment,
-        expected_revision=request.expected_revision,
+        expected_revision=request.expected_revision, roles=caller.grant.roles,
     )  # fmt: skip
 
 
@@ -126,7 +126,7 @@ def decide(store: Store, request: ProposalDecision, caller: Caller) -> ChangePro
     get_proposal(store, request.proposal_id, caller)
     return gov.decide(
         store, request.proposal_id, caller.actor, request.decision, comment=request.comment,
-        expected_revision=request.expected_revision,
+        expected_revision=request.expected_revision, roles=caller.grant.roles,
     )  # fmt: skip
 
 
@@ -134,8 +134,9 @@ def activate(store: Store, request: ProposalCommand, caller: Caller) -> ChangePr
     """Switch every target deployment to the proposal's version, in one transaction."""
     get_proposal(store, request.proposal_id, caller)
     return gov.activate(
-        store, request.proposal_id, caller.actor, expected_revision=request.expected_revision
-    )
+        store, request.proposal_id, caller.actor, expected_revision=request.expected_revision,
+        roles=caller.grant.roles,
+    )  # fmt: skip
 
 
 def refresh(store: Store, request: ProposalCommand, caller: Caller) -> ChangeProposal:
