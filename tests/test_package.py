@@ -65,3 +65,21 @@ def test_the_first_install_shows_its_progress() -> None:
     install = next(line for line in recipe.splitlines() if "-e '.[test]'" in line)
     assert "--quiet" not in install and " -q" not in install
     assert "@echo" in recipe
+
+
+@pytest.mark.slow
+def test_the_wheel_and_sdist_pass_twine_check(tmp_path: Path) -> None:
+    """What `python -m build` makes is what an index accepts (metadata, README rendering)."""
+    built = subprocess.run(
+        [sys.executable, "-m", "build", "--outdir", str(tmp_path), str(ROOT)],
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr[-2000:]
+    made = sorted(str(p) for p in tmp_path.iterdir())
+    assert sorted(Path(p).suffix for p in made) == [".gz", ".whl"], made
+    checked = subprocess.run(
+        [sys.executable, "-m", "twine", "check", "--strict", *made],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert checked.stdout.count("PASSED") == 2, checked.stdout
