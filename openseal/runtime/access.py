@@ -78,7 +78,7 @@ PERMISSIONS: dict[str, frozenset[str]] = {
     # governance's policy still decides which reviewers and deciders count
     "proposals.review": frozenset({REVIEWER, ADMIN}),
     "proposals.decide": frozenset({DECIDER, ADMIN}),
-    # and only in every scope: a token may reach any scope (see :func:`check_everywhere`)
+    # and only in every scope: a token may reach any scope (see ``service.tokens``)
     "tokens.list": frozenset({ADMIN}),
     "tokens.create": frozenset({ADMIN}),
     "tokens.revoke": frozenset({ADMIN}),

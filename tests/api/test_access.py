@@ -35,9 +35,7 @@ SHARED = {
     "triggers.list", "triggers.show",
 }  # fmt: skip
 #: reach records of every scope (a caller limited to some is refused with 403)
-EVERY_SCOPE = {
-    "events.deliver", "triggers.set_status", "tokens.list", "tokens.create", "tokens.revoke",
-}  # fmt: skip
+EVERY_SCOPE = {"triggers.set_status", "tokens.list", "tokens.create", "tokens.revoke"}
 
 
 def token(store: Store, principal: str, roles: tuple[str, ...], scopes: tuple[str, ...]) -> str:

@@ -64,3 +64,49 @@ def test_an_event_id_reused_for_another_event_is_refused(serve: Serve) -> None:
         assert_error(both, 422, "invalid_request")
         unkeyed = [client.post("/events", json=EVENT).json()["event"]["id"] for _ in range(2)]
         assert len(set(unkeyed)) == 2
+
+
+def _waiting(store: Store, provider: Any, n: int, scope: str) -> str:
+    request = service.StartObjective("small", {"n": n}, scope=scope)
+    run = service.create_objective(store, request, service.CLI).run
+    engine(store, provider).run_until_idle()
+    assert store.runs.get(run.id).status == RunStatus.WAITING_FOR_EVENT
+    return run.id
+
+
+def test_an_event_wakes_only_runs_in_its_senders_scopes(
+    serve: Serve, store: Store, tmp_path: Any
+) -> None:
+    provider, _ = scripted(tmp_path, {"ask": [{"output": {"pick": 7}}] * 6})
+    ops = _waiting(store, provider, 5, "ops")  # the oldest waiter
+    default = _waiting(store, provider, 5, "default")
+    tokens = {
+        who: service.tokens.create_token(
+            store, service.NewToken(f"service:{who}", ("operator",), scopes), service.CLI
+        ).secret
+        for who, scopes in (("shop", ("default",)), ("ops", ("ops",)), ("all", ("*",)))
+    }
+    server = serve(external_workers=True)
+    with server.client(tokens["shop"]) as shop, server.client(tokens["ops"]) as opsbot:
+        woke = shop.post("/events", json=EVENT)
+        assert woke.status_code == 202, woke.text
+        assert woke.json()["event"]["consumed_by_run_id"] == default  # not the older ops run
+        assert woke.json()["event"]["scopes"] == ["default"]
+        kept = shop.post("/events", json=EVENT).json()["event"]  # nobody in default waits
+        assert kept["consumed_by_run_id"] is None
+        assert store.runs.get(ops).status == RunStatus.WAITING_FOR_EVENT
+        # a run of another scope registering its wait does not take the kept event either
+        engine(store, provider).run_until_idle()
+        later_ops = _waiting(store, provider, 5, "ops")
+        assert store.inbound_events.get(kept["id"]).consumed_by_run_id is None  # type: ignore[union-attr]
+        mine = opsbot.post("/events", json=EVENT).json()["event"]
+        assert mine["consumed_by_run_id"] == ops and mine["scopes"] == ["ops"]
+    # a run of the event's scope registering later takes the kept one
+    later_default = service.create_objective(
+        store, service.StartObjective("small", {"n": 5}), service.CLI
+    ).run
+    engine(store, provider).run_until_idle()
+    assert store.inbound_events.get(kept["id"]).consumed_by_run_id == later_default.id  # type: ignore[union-attr]
+    with server.client(tokens["all"]) as everywhere:  # a token for every scope wakes any run
+        anyone = everywhere.post("/events", json=EVENT).json()["event"]
+        assert anyone["consumed_by_run_id"] == later_ops and anyone["scopes"] is None

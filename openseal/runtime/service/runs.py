@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from openseal.errors import InvalidInput, UsageError
-from openseal.runtime.access import Forbidden, check_everywhere, check_scope, visible_run
+from openseal.runtime.access import Forbidden, check_scope, visible_run
 from openseal.runtime.caller import CLI, Caller
 from openseal.runtime.id_prefix import complete_id as complete_id  # ids by unique prefix
 from openseal.runtime.listing import list_query
@@ -20,6 +20,7 @@ from openseal.runtime.objective_inputs import prepare_inputs
 from openseal.runtime.requests import EventDelivery, Intervention, RunCommand, StartObjective
 from openseal.runtime.statuses import ObjectiveStatus, RunStatus
 from openseal.runtime.store import (
+    DEFAULT_SCOPE,
     DefinitionVersion,
     Delivery,
     Event,
@@ -297,13 +298,16 @@ def receive_event(store: Store, request: EventDelivery, caller: Caller) -> Deliv
     """Hand an inbound event to the run waiting for it, or keep it for one that will, and fire
     the event triggers of its name whose filter holds (``fired``). With a
     ``key`` (the sender's id for the delivery) a redelivery is acknowledged with the first
-    event (``duplicate``), not stored again. A waiting run of any scope may take the event, so
-    only a caller that reaches every scope may deliver one."""
-    check_everywhere(caller.grant, "delivering an inbound event")
+    event (``duplicate``), not stored again. The event wakes only runs in the caller's scopes
+    (a caller reaching every scope: any run), and fires triggers only when it reaches the
+    ``default`` scope, where triggers start their objectives."""
+    scopes = caller.grant.visible()
     delivery = store.inbound_events.receive(
         request.name, request.correlation or {}, request.payload, key=request.key,
-        actor=caller.actor,
+        actor=caller.actor, scopes=None if scopes is None else list(scopes),
     )  # fmt: skip
+    if not delivery.event.reaches(DEFAULT_SCOPE):
+        return delivery
     # Also for a redelivery: if the first delivery's firings were lost to a crash, the
     # sender's retry records them now; each trigger fires once per stored event anyway.
     return replace(delivery, fired=tuple(fire_event(store, delivery.event)))

@@ -379,7 +379,7 @@ class FencedTx:
             wake_at=timeout_at,
             **lease_released(),
         )
-        early = first_unconsumed_match(self.conn, name, correlation)
+        early = first_unconsumed_match(self.conn, name, correlation, run.scope)
         if early is not None:
             self._run = consume(self.conn, early, run, self.now, self.actor)
             self._writes_seen = self._conn.info.get(EVENT_WRITES, 0)  # consume's is the last

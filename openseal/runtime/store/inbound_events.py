@@ -15,7 +15,7 @@ deliveries racing with one key store it once.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -75,8 +75,10 @@ def consume(conn: sa.Connection, event: InboundEvent, run: Run, now: datetime, a
 
 
 def first_unconsumed_match(
-    conn: sa.Connection, name: str, correlation: dict[str, Any]
+    conn: sa.Connection, name: str, correlation: dict[str, Any], scope: str
 ) -> InboundEvent | None:
+    """The oldest kept event ``name`` matching ``correlation`` that may wake a run in
+    ``scope``."""
     stmt = (
         sa.select(inbound)
         .where(inbound.c.name == name, inbound.c.consumed_at.is_(None))
@@ -84,7 +86,7 @@ def first_unconsumed_match(
     )
     for row in conn.execute(stmt).mappings():
         event = InboundEvent.from_row(row)
-        if correlation_matches(correlation, event.correlation):
+        if event.reaches(scope) and correlation_matches(correlation, event.correlation):
             return event
     return None
 
@@ -119,6 +121,7 @@ class InboundEvents(Repository):
         *,
         key: str | None = None,
         actor: str = "system",
+        scopes: list[str] | None = None,
     ) -> InboundEvent:
         """Store an inbound event and hand it to the oldest run waiting for it, if any.
 
@@ -126,7 +129,7 @@ class InboundEvents(Repository):
         is kept until a run registers a matching wait. ``key`` is the sender's id for the
         delivery: see :meth:`receive`.
         """
-        return self.receive(name, correlation, payload, key=key, actor=actor).event
+        return self.receive(name, correlation, payload, key=key, actor=actor, scopes=scopes).event
 
     def receive(
         self,
@@ -136,15 +139,20 @@ class InboundEvents(Repository):
         *,
         key: str | None = None,
         actor: str = "system",
+        scopes: list[str] | None = None,
     ) -> Delivery:
-        """:meth:`deliver`, saying whether it was a redelivery.
+        """:meth:`deliver`, saying whether it was a redelivery. ``scopes``: the scopes whose
+        runs the event may wake (None: every scope).
 
         With ``key``, an event ``name`` already delivered under that key is not stored again:
         the first delivery's event is returned as it stands (``duplicate=True``). The same key
         with another correlation or payload is refused (``idempotency_conflict``).
         """
         now = self._store.now()
-        event = InboundEvent(new_id(), name, correlation, payload, now, None, None, key)
+        event = InboundEvent(
+            new_id(), name, correlation, payload, now, None, None, key,
+            None if scopes is None else sorted(set(scopes)),
+        )  # fmt: skip
         for _ in range(_DELIVERY_ATTEMPTS):
             try:
                 with self._store.write() as conn:
@@ -183,6 +191,7 @@ class InboundEvents(Repository):
                 payload=event.payload,
                 received_at=event.received_at,
                 delivery_key=event.delivery_key,
+                scopes=event.scopes,
             )
         )
         waiter = self._find_waiter(conn, event)
@@ -193,19 +202,20 @@ class InboundEvents(Repository):
         now = event.received_at
         consume(conn, event, waiter, now, actor)
         self._store.notify_work(conn)
-        consumed = InboundEvent(
-            event.id, event.name, event.correlation, event.payload, now, waiter.id, now,
-            event.delivery_key,
-        )  # fmt: skip
+        consumed = replace(event, consumed_by_run_id=waiter.id, consumed_at=now)
         return Delivery(consumed, False)
 
     def _find_waiter(self, conn: sa.Connection, event: InboundEvent) -> Run | None:
         stmt = sa.select(runs).where(runs.c.wait_name == event.name).order_by(runs.c.id)
+        if event.scopes is not None:
+            stmt = stmt.where(runs.c.scope.in_(event.scopes))
         for row in conn.execute(stmt).mappings():
             run = Run.from_row(row)
             wanted = (run.waiting or {}).get("correlation", {})
-            if run.status not in TERMINAL_RUN_STATUSES and correlation_matches(
-                wanted, event.correlation
+            if (
+                run.status not in TERMINAL_RUN_STATUSES
+                and event.reaches(run.scope)
+                and correlation_matches(wanted, event.correlation)
             ):
                 return run
         return None
@@ -227,9 +237,11 @@ def _by_key(conn: sa.Connection, name: str, key: str) -> InboundEvent | None:
 
 def _same_event(first: InboundEvent, again: InboundEvent) -> InboundEvent:
     """``first`` when ``again`` is the same event redelivered; a conflict otherwise."""
-    if (first.correlation, first.payload) != (again.correlation, again.payload):
+    if (first.correlation, first.payload, first.scopes) != (
+        again.correlation, again.payload, again.scopes,
+    ):  # fmt: skip
         raise IdempotencyConflict(
             f"event {first.name!r} with delivery key {first.delivery_key!r} was already "
-            "delivered with a different correlation or payload"
+            "delivered with a different correlation, payload or sender's scopes"
         )
     return first

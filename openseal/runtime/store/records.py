@@ -188,6 +188,12 @@ class InboundEvent(RowRecord):
     consumed_at: datetime | None
     #: the sender's id for this delivery (event id or ``Idempotency-Key``), when it gave one
     delivery_key: str | None = None
+    #: the scopes whose runs it may wake, its sender's (None: every scope)
+    scopes: list[str] | None = None
+
+    def reaches(self, scope: str) -> bool:
+        """Whether the event may wake a run in ``scope``."""
+        return self.scopes is None or scope in self.scopes
 
 
 @dataclass(frozen=True)

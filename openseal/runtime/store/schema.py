@@ -197,6 +197,8 @@ inbound_events = sa.Table(
     sa.Column("consumed_at", UtcTimestamp, nullable=True),
     # the sender's event id or Idempotency-Key: a redelivery finds the first delivery
     sa.Column("delivery_key", sa.String(200), nullable=True),
+    # the scopes whose runs it may wake (its sender's; NULL: every scope)
+    sa.Column("scopes", sa.JSON, nullable=True),
     sa.Index("ix_inbound_events_name_consumed", "name", "consumed_at"),
     sa.Index("uq_inbound_events_delivery_key", "name", "delivery_key", unique=True),
 )
