@@ -10,6 +10,8 @@ Alembic is imported only when a migration may be needed: opening a store that is
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -90,8 +92,50 @@ def upgrade(engine: sa.Engine, revision: str = "head") -> str:
     from alembic import command
 
     check_not_newer(current_revision(engine))
-    with engine.begin() as connection:
+    with (
+        engine.connect() as connection,
+        _foreign_keys_deferred_on_sqlite(connection),
+        connection.begin(),
+    ):
         command.upgrade(_config(connection), revision)
+        _check_foreign_keys(connection)
     reached = current_revision(engine)
     assert reached is not None
     return reached
+
+
+@contextmanager
+def _foreign_keys_deferred_on_sqlite(connection: sa.Connection) -> Iterator[None]:
+    """Turn SQLite's foreign-key enforcement off while migrations run, then on again.
+
+    SQLite changes a table's constraints by building a new table, copying the rows and
+    dropping the old one (Alembic's batch mode). With enforcement on, dropping a table that
+    other rows point at fails ("FOREIGN KEY constraint failed") although the new table holds
+    the same keys; the check after the migrations (:func:`_check_foreign_keys`) makes sure
+    they do. The pragma is a no-op inside a transaction, so it is set on the driver's
+    connection before the migration transaction begins.
+    """
+    if connection.dialect.name != "sqlite":
+        yield
+        return
+    raw = connection.connection.driver_connection
+    assert raw is not None
+    raw.execute("PRAGMA foreign_keys=OFF")
+    try:
+        yield
+    finally:
+        raw.execute("PRAGMA foreign_keys=ON")
+
+
+def _check_foreign_keys(connection: sa.Connection) -> None:
+    """Refuse (and so roll back) migrations that left a row pointing at nothing (SQLite)."""
+    if connection.dialect.name != "sqlite":
+        return
+    broken = connection.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
+    if broken:
+        table, _rowid, parent, _fk = broken[0]
+        raise StoreError(
+            f"migrating left {len(broken)} rows pointing at nothing (first: {table} → "
+            f"{parent}); the database was left as it was",
+            code="internal_error",
+        )
