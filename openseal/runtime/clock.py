@@ -8,6 +8,7 @@ PostgreSQL; see :class:`openseal.runtime.store.schema.UtcTimestamp`.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from datetime import UTC, datetime
 
@@ -32,8 +33,34 @@ def iso(moment: datetime | None) -> str | None:
 def new_id() -> str:
     """A 32-character lowercase hex id that sorts by creation time (millisecond prefix).
 
-    The 80 random bits make collisions between processes negligible; ordering within the same
-    millisecond is arbitrary, which is fine because ids are only used for pagination.
+    Ids made by one process increase strictly, as ULIDs made monotonically do: within one
+    millisecond (or when the clock steps back) the next id adds one to the last one's 80
+    random bits, so "newest first" by id is exact for what one process created. Between
+    processes the random bits make collisions negligible and the order within a millisecond
+    arbitrary. A forked child starts afresh rather than continue its parent's sequence.
     """
     millis = time.time_ns() // 1_000_000
-    return f"{millis:012x}{int.from_bytes(os.urandom(10), 'big'):020x}"
+    with _last_lock:
+        last_millis, last_random = _last
+        if millis <= last_millis and last_random + 1 < _RANDOM_LIMIT:
+            millis, random_bits = last_millis, last_random + 1
+        else:
+            millis = max(millis, last_millis + (millis <= last_millis))
+            random_bits = int.from_bytes(os.urandom(10), "big")
+        _last[:] = [millis, random_bits]
+    return f"{millis:012x}{random_bits:020x}"
+
+
+_RANDOM_LIMIT = 1 << 80
+#: the last id's millisecond and random bits, so the next one of this process sorts after it
+_last: list[int] = [0, 0]
+_last_lock = threading.Lock()
+
+
+def _forget_last_id() -> None:
+    global _last_lock
+    _last[:] = [0, 0]
+    _last_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_last_id)
