@@ -107,9 +107,9 @@ class Batch:
 
     def __call__(self) -> Sample:
         from openseal.runtime import service
-        from openseal.runtime.engine import Engine
-        from openseal.runtime.executor import TurnReport
-        from openseal.runtime.worker import Worker
+        from openseal.runtime.engine.engine import Engine
+        from openseal.runtime.engine.turns import TurnReport
+        from openseal.runtime.engine.worker import Worker
 
         self.counter += 1
         home = self.options.workdir / f"durable-{self.counter}"

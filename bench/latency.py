@@ -101,7 +101,7 @@ def run(options: Options) -> Report:
 
 def measure_starts(report: Report, options: Options, count: int) -> None:
     from openseal.runtime import service
-    from openseal.runtime.engine import Engine
+    from openseal.runtime.engine.engine import Engine
 
     documents = compiled(options.workdir / "project", TRANSFORM_WORKFLOW)
     with loaded_store(options.workdir / "home", documents) as store:
@@ -137,8 +137,8 @@ def measure_starts(report: Report, options: Options, count: int) -> None:
 def measure_approval_dispatch(report: Report, options: Options) -> None:
     """Decision returned → action ``dispatched``, with a worker thread in this process."""
     from openseal.runtime import service
-    from openseal.runtime.approvals import ApprovalAuthority
-    from openseal.runtime.engine import Engine
+    from openseal.runtime.actions.approvals import ApprovalAuthority
+    from openseal.runtime.engine.engine import Engine
 
     count = options.pick(quick=10, default=50)
     report.parameters["approvals_per_repetition"] = count

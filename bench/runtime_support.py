@@ -1,6 +1,6 @@
 """What the runtime benchmarks share: is the engine there, the workflows, a loaded store.
 
-The engine is probed, not assumed: when ``openseal.runtime.engine`` is missing or lacks what
+The engine is probed, not assumed: when ``openseal.runtime.engine.engine`` is missing or lacks what
 a benchmark drives, the benchmark reports "not available" with the reason.
 """
 
@@ -217,7 +217,7 @@ WAIT_WORKFLOW = """workflow "waits" {
 def engine_problem() -> str | None:
     """Why the engine cannot be benchmarked, or None when it can."""
     try:
-        engine = importlib.import_module("openseal.runtime.engine")
+        engine = importlib.import_module("openseal.runtime.engine.engine")
         service = importlib.import_module("openseal.runtime.service")
     except ImportError as exc:
         return f"the runtime engine is not importable yet ({exc})"
@@ -235,7 +235,7 @@ def engine_problem() -> str | None:
 
 def action_supported() -> bool:
     """True once a real handler for ``action`` states is registered."""
-    from openseal.runtime.states import handler_for, simple
+    from openseal.runtime.engine.states import handler_for, simple
 
     return handler_for("action") is not simple.not_supported
 

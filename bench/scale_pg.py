@@ -58,7 +58,7 @@ def run(options: Options) -> Report:
             report.add(unavailable(name, problem, unit))
         return report
     from openseal.runtime import service
-    from openseal.runtime.engine import Engine
+    from openseal.runtime.engine.engine import Engine
 
     documents = compiled(options.workdir / "project", WAIT_WORKFLOW)
     with loaded_store(options.workdir / "home", documents, options.postgres_url) as store:

@@ -15,7 +15,10 @@
   :data:`SQLALCHEMY_EXCEPTIONS`), and no other module imports anything of the store but the
   names its package exports (``from openseal.runtime.store import Store, Run``);
 - the store imports nothing of the runtime but :data:`STORE_MAY_IMPORT`, so no import loop
-  can run through it again.
+  can run through it again;
+- the runtime is laid out in rooms (:data:`ROOMS`): each imports only the rooms it lists, so
+  ``compiled`` stays pure, actions and governance never reach into the engine, and nothing but
+  the face itself imports ``service``; the top of the runtime holds only :data:`RUNTIME_TOP`.
 
 Every import counts, including those inside functions and under ``TYPE_CHECKING``: a lazy
 import is still a dependency.
@@ -90,6 +93,28 @@ STORE_MAY_IMPORT = frozenset(
 RUNTIME_SEAMS: dict[str, frozenset[str]] = {
     layer: frozenset({"openseal.runtime.service", "openseal.runtime.store"})
     for layer in ("api", "cli", "authoring")
+}
+
+
+RUNTIME = "openseal.runtime"
+#: the runtime's shared modules, usable by every room
+RUNTIME_TOP = frozenset(
+    {
+        "access", "caller", "clock", "compiled", "event_summary", "faults", "health",
+        "id_prefix", "listing", "requests", "statuses", "telemetry",
+    }
+)  # fmt: skip
+#: room → the runtime rooms it may import (besides itself and :data:`RUNTIME_TOP`)
+ROOMS: dict[str, frozenset[str]] = {
+    "store": frozenset(),  # narrower still: STORE_MAY_IMPORT
+    "governance": frozenset({"store"}),
+    "actions": frozenset({"store"}),
+    "engine": frozenset({"store", "actions"}),
+    "service": frozenset({"store", "actions", "engine", "governance"}),
+}
+#: shared modules that may import rooms besides the store, and which
+TOP_MAY_IMPORT: dict[str, frozenset[str]] = {
+    "telemetry": frozenset({"store", "engine"}),  # model providers, turns and hooks it wraps
 }
 
 
@@ -209,7 +234,7 @@ def store_dependencies(imports: list[Import]) -> list[str]:
 
 
 def layer(module: str) -> str:
-    """``openseal.runtime.states.turn`` → ``runtime``; ``openseal`` → ``""``."""
+    """``openseal.runtime.engine.states.turn`` → ``runtime``; ``openseal`` → ``""``."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else ""
 
@@ -275,6 +300,38 @@ def new_seams(imports: list[Import]) -> list[str]:
     ]
 
 
+def runtime_part(module: str) -> str:
+    """``openseal.runtime.engine.states.turn`` → ``engine``; ``openseal.runtime`` → ``""``."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[1] == "runtime" else ""
+
+
+def room_violations(imports: list[Import]) -> list[str]:
+    """Imports between the runtime's rooms that :data:`ROOMS` does not allow; the pure
+    ``compiled`` view imports nothing of the runtime."""
+    wrong = []
+    for item in imports:
+        importer, imported = runtime_part(item.importer), runtime_part(item.imported)
+        if not importer or not imported or importer == imported or imported in RUNTIME_TOP:
+            if importer == "compiled" and imported and imported != "compiled":
+                wrong.append(f"{item.importer}:{item.line} imports {item.imported}")
+            continue
+        allowed = ROOMS.get(importer, TOP_MAY_IMPORT.get(importer, frozenset({"store"})))
+        if imported not in allowed:
+            wrong.append(f"{item.importer}:{item.line} imports {item.imported}")
+    return wrong
+
+
+def stray_runtime_modules(root: Path = PACKAGE) -> list[str]:
+    """Top-level runtime modules and folders that are neither a room nor a shared module."""
+    return sorted(
+        path.name
+        for path in (root / "runtime").iterdir()
+        if (path.suffix == ".py" and path.stem not in (*RUNTIME_TOP, "__init__"))
+        or (path.is_dir() and path.name not in (*ROOMS, "__pycache__"))
+    )
+
+
 def test_no_forbidden_import() -> None:
     assert forbidden(all_imports()) == []
 
@@ -285,6 +342,14 @@ def test_compiler_stages_import_only_earlier_stages() -> None:
 
 def test_the_compiler_top_level_holds_only_the_driving_modules() -> None:
     assert stray_compiler_modules() == []
+
+
+def test_runtime_rooms_import_only_the_rooms_they_list() -> None:
+    assert room_violations(all_imports()) == []
+
+
+def test_the_runtime_top_level_holds_only_rooms_and_shared_modules() -> None:
+    assert stray_runtime_modules() == []
 
 
 def test_api_and_cli_reach_the_runtime_only_through_the_listed_modules() -> None:
@@ -369,14 +434,14 @@ def test_a_runtime_import_of_a_loader_is_caught(tmp_path: Path) -> None:
             "compiler/syntax/load_hcl.py": "",
             "compiler/syntax/spans.py": "",
             "runtime/__init__.py": "",
-            "runtime/workflow.py": (
+            "runtime/compiled.py": (
                 "from openseal.compiler.syntax import load_hcl, spans\n"
                 "from openseal.compiler.definitions import specs\n"
             ),
         },
     )
     assert forbidden(all_imports(root)) == [
-        "openseal.runtime.workflow:1 imports openseal.compiler.syntax.load_hcl"
+        "openseal.runtime.compiled:1 imports openseal.compiler.syntax.load_hcl"
     ]
 
 
@@ -475,3 +540,29 @@ def test_a_store_import_of_the_runtime_above_it_is_caught(tmp_path: Path) -> Non
     assert store_dependencies(all_imports(root)) == [
         "openseal.runtime.store.runs:2 imports openseal.runtime.approvals"
     ]
+
+
+def test_a_room_reaching_into_the_engine_or_an_impure_compiled_view_is_caught(
+    tmp_path: Path,
+) -> None:
+    root = _tree(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "runtime/__init__.py": "",
+            "runtime/clock.py": "",
+            "runtime/compiled.py": "from openseal.runtime import clock\n",
+            "runtime/engine/__init__.py": "",
+            "runtime/engine/turns.py": "from openseal.runtime.actions import admission\n",
+            "runtime/actions/__init__.py": "",
+            "runtime/actions/admission.py": (
+                "from openseal.runtime.engine import turns\nfrom openseal.runtime import clock\n"
+            ),
+            "runtime/misc.py": "",
+        },
+    )
+    assert room_violations(all_imports(root)) == [
+        "openseal.runtime.actions.admission:1 imports openseal.runtime.engine.turns",
+        "openseal.runtime.compiled:1 imports openseal.runtime.clock",
+    ]
+    assert stray_runtime_modules(root) == ["misc.py"]

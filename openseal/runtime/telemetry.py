@@ -15,15 +15,15 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from openseal.observability import metrics, tracing
-from openseal.runtime.models import ModelError, ModelProvider, ProviderFactory
-from openseal.runtime.models.base import ModelRequest, ModelResponse
+from openseal.runtime.compiled import AgentProfile
+from openseal.runtime.engine.models import ModelError, ModelProvider, ProviderFactory
+from openseal.runtime.engine.models.base import ModelRequest, ModelResponse
 from openseal.runtime.store import Claim
-from openseal.runtime.workflow import AgentProfile
 from openseal.skills.base import SkillResult
 
 if TYPE_CHECKING:  # both import modules that report here
-    from openseal.runtime.executor import TurnReport
-    from openseal.runtime.states.base import Hook
+    from openseal.runtime.engine.states.base import Hook
+    from openseal.runtime.engine.turns import TurnReport
 
 
 # -- model calls ---------------------------------------------------------------------------

@@ -17,7 +17,7 @@ import pytest
 
 from openseal.cli.main import main
 from openseal.runtime import service
-from openseal.runtime.approvals import ApprovalAuthority
+from openseal.runtime.actions.approvals import ApprovalAuthority
 from openseal.runtime.clock import new_id
 from openseal.runtime.service import governance as gov
 from openseal.runtime.statuses import AgentRequestStatus, RunStatus

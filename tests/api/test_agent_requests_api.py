@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from openseal.runtime import service
-from openseal.runtime.approvals import ApprovalAuthority
+from openseal.runtime.actions.approvals import ApprovalAuthority
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
 from openseal.runtime.store.records import Run

@@ -9,7 +9,7 @@ import pytest
 
 from openseal.api.settings import ApiSettings
 from openseal.runtime import service
-from openseal.runtime.approvals import ApprovalAuthority, ApprovalError
+from openseal.runtime.actions.approvals import ApprovalAuthority, ApprovalError
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Approval, Store
 from openseal.simulator.procurement import ProcurementSimulator

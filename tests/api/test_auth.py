@@ -10,7 +10,7 @@ from openseal.api.auth import Caller, TokenTable, identify, load_tokens, parse_t
 from openseal.api.errors import ApiError
 from openseal.cli.main import main
 from openseal.errors import UsageError
-from openseal.runtime.approvals import ApprovalAuthority
+from openseal.runtime.actions.approvals import ApprovalAuthority
 from openseal.runtime.service import FULL, Grant
 from tests.api.conftest import ALICE_TOKEN, BOB_TOKEN, sha
 

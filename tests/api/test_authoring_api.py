@@ -10,7 +10,7 @@ import pytest
 
 from openseal.api.auth import TokenTable, parse_tokens
 from openseal.compiler.pipeline import compile_paths
-from openseal.runtime import governance as gov
+from openseal.runtime.governance import flow as gov
 from openseal.runtime.store import Store
 from openseal.skills.credentials import RuntimeContext
 from tests.api.conftest import ALICE_TOKEN, Serve, sha

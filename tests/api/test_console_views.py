@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from openseal.api.auth import parse_tokens
 from openseal.runtime import service
-from openseal.runtime.approvals import ApprovalAuthority
+from openseal.runtime.actions.approvals import ApprovalAuthority
 from openseal.runtime.store import Store
 from tests.api.conftest import ALICE_TOKEN, BOB_TOKEN, CAROL_TOKEN, Serve, sha
 from tests.api.support import assert_error

@@ -6,7 +6,7 @@ import pytest
 import sqlalchemy as sa
 
 from openseal.runtime import service
-from openseal.runtime.approvals import ApprovalAuthority
+from openseal.runtime.actions.approvals import ApprovalAuthority
 from openseal.runtime.store import Store
 from tests.api.conftest import Serve
 from tests.api.support import assert_error

@@ -18,7 +18,7 @@ from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
 
 from openseal.runtime import service
-from openseal.runtime.approvals import ApprovalAuthority
+from openseal.runtime.actions.approvals import ApprovalAuthority
 from openseal.runtime.store import Store
 from openseal.skills.credentials import RuntimeContext
 from tests.api.conftest import Serve

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from openseal.runtime import governance as gov
 from openseal.runtime import service
-from openseal.runtime.approvals import ApprovalAuthority
+from openseal.runtime.actions.approvals import ApprovalAuthority
+from openseal.runtime.governance import flow as gov
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
 from openseal.simulator.procurement import ProcurementSimulator

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from openseal.runtime import service
-from openseal.runtime.approvals import AUTHORITY_ENV
+from openseal.runtime.actions.approvals import AUTHORITY_ENV
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Approval, Store
 from openseal.simulator.procurement import ProcurementSimulator

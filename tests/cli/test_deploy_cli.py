@@ -12,7 +12,7 @@ from urllib.parse import quote
 import pytest
 
 from openseal.cli.main import main
-from openseal.runtime import governance as gov
+from openseal.runtime.governance import flow as gov
 from openseal.runtime.statuses import ChangeProposalStatus as S
 from tests.runtime.conftest import backend, pg_admin  # noqa: F401  (fixtures)
 from tests.runtime.governance_support import DEFINITIONS, governance_yaml

@@ -9,8 +9,8 @@ from urllib.parse import quote
 import pytest
 
 from openseal.cli.main import main
-from openseal.runtime.engine import Engine
-from openseal.runtime.models import ScriptedProvider, fixed
+from openseal.runtime.engine.engine import Engine
+from openseal.runtime.engine.models import ScriptedProvider, fixed
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
 from tests.runtime.conftest import backend, pg_admin  # noqa: F401  (fixtures)

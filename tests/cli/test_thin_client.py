@@ -13,7 +13,7 @@ import pytest
 
 from openseal.api import ApiSettings
 from openseal.api.auth import parse_tokens, token_sha256
-from openseal.runtime.approvals import load_authority
+from openseal.runtime.actions.approvals import load_authority
 from openseal.runtime.store import Action, Approval
 from openseal.simulator.procurement import ProcurementSimulator
 from tests.api.support import LiveServer, serving

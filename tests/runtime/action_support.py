@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from openseal.runtime import service
-from openseal.runtime.approvals import ApprovalAuthority
-from openseal.runtime.engine import Engine
-from openseal.runtime.models import ScriptedProvider, fixed
+from openseal.runtime.actions.approvals import ApprovalAuthority
+from openseal.runtime.engine.engine import Engine
+from openseal.runtime.engine.models import ScriptedProvider, fixed
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
 from openseal.runtime.store.records import Run

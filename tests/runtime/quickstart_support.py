@@ -11,8 +11,8 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from openseal.runtime import service
-from openseal.runtime.approvals import ApprovalAuthority
-from openseal.runtime.models import CALLS_ENV, RESPONSES_ENV, read_calls
+from openseal.runtime.actions.approvals import ApprovalAuthority
+from openseal.runtime.engine.models import CALLS_ENV, RESPONSES_ENV, read_calls
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store, schema
 from openseal.runtime.store.records import Run

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from openseal.runtime import service
-from openseal.runtime.engine import Engine
+from openseal.runtime.engine.engine import Engine
 from openseal.runtime.statuses import ActionStatus, RunStatus
 from openseal.runtime.store import Store
 from openseal.simulator.procurement import ProcurementSimulator

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from openseal.runtime import service
-from openseal.runtime.engine import Engine
-from openseal.runtime.models import ScriptedProvider, fixed
+from openseal.runtime.engine.engine import Engine
+from openseal.runtime.engine.models import ScriptedProvider, fixed
 from openseal.runtime.statuses import ActionStatus, RunStatus
 from openseal.runtime.store import Store
 from tests.runtime.engine_support import compile_files, register

@@ -382,8 +382,8 @@ def test_resolving_requires_an_open_outcome_and_evidence(
 
 
 def test_a_confirmed_reply_is_narrowed_to_the_declared_output(tmp_path: Path) -> None:
-    from openseal.runtime.dispatch import confirmed, output_of
-    from openseal.runtime.skill_documents import skill_spec
+    from openseal.runtime.actions.dispatch import confirmed, output_of
+    from openseal.runtime.actions.skill_documents import skill_spec
     from openseal.skills.base import SkillResult
     from tests.runtime.action_support import definitions
     from tests.runtime.engine_support import compile_files

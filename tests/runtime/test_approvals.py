@@ -11,7 +11,7 @@ import pytest
 from openseal.api.local import is_loopback
 from openseal.errors import UsageError
 from openseal.runtime import service
-from openseal.runtime.approvals import (
+from openseal.runtime.actions.approvals import (
     ApprovalAuthority,
     ApprovalError,
     parse_authority,

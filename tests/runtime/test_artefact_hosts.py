@@ -15,13 +15,13 @@ import pytest
 import sqlalchemy as sa
 
 from openseal.runtime import service
-from openseal.runtime.approvals import ApprovalError
-from openseal.runtime.dispatch import dispatch, target_for
-from openseal.runtime.proposal_check import ProposalUnverified
+from openseal.runtime.actions.approvals import ApprovalError
+from openseal.runtime.actions.dispatch import dispatch, target_for
+from openseal.runtime.actions.proposal_check import ProposalUnverified
+from openseal.runtime.engine.catalog import WorkflowCatalog
 from openseal.runtime.statuses import ActionStatus, ApprovalStatus, RunStatus
 from openseal.runtime.store import Approval, Store, schema
 from openseal.runtime.store.records import Run
-from openseal.runtime.workflow import WorkflowCatalog
 from openseal.simulator.procurement import ProcurementSimulator
 from openseal.skills.credentials import RuntimeContext
 from tests.runtime.action_support import (  # noqa: F401

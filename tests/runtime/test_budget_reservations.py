@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from openseal.runtime import budgets, service
-from openseal.runtime.models import ModelRequest, ModelResponse, ScriptedProvider
+from openseal.runtime import service
+from openseal.runtime.engine import budgets
+from openseal.runtime.engine.models import ModelRequest, ModelResponse, ScriptedProvider
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
 from tests.runtime.engine_support import engine, event_types, register, small_workflow

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from openseal.runtime import service
-from openseal.runtime.approvals import ApprovalError, Decided
-from openseal.runtime.governance import deploy as file_deploy
+from openseal.runtime.actions.approvals import ApprovalError, Decided
+from openseal.runtime.governance.flow import deploy as file_deploy
 from openseal.runtime.statuses import ActionStatus, ApprovalStatus, RunStatus
 from openseal.runtime.store import Store
 from openseal.simulator.procurement import ProcurementSimulator

@@ -11,14 +11,14 @@ import pytest
 
 from openseal.errors import OpenSealError
 from openseal.runtime import service
-from openseal.runtime.delegation import DelegationFailed, callee_agent
-from openseal.runtime.engine import Engine
-from openseal.runtime.models import read_calls
+from openseal.runtime.engine.catalog import WorkflowCatalog
+from openseal.runtime.engine.delegation import DelegationFailed, callee_agent
+from openseal.runtime.engine.engine import Engine
+from openseal.runtime.engine.models import read_calls
 from openseal.runtime.statuses import AgentRequestStatus as S
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import AgentRequest, Store
 from openseal.runtime.store.records import Run
-from openseal.runtime.workflow import WorkflowCatalog
 from tests.runtime.engine_support import DEFS, REPO, compile_files, engine, register, scripted
 
 BUDGET = REPO / "definitions" / "budget_check" / "hcl"

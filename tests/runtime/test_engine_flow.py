@@ -7,7 +7,7 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from openseal.runtime import service
-from openseal.runtime.models import read_calls
+from openseal.runtime.engine.models import read_calls
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store, schema
 from tests.runtime.engine_support import (

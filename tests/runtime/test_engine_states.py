@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from openseal.runtime import service
-from openseal.runtime.models import read_calls
+from openseal.runtime.engine.models import read_calls
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
 from openseal.runtime.store.errors import InvalidStatus
@@ -177,8 +177,8 @@ def test_inputs_are_checked_against_the_workflow_types(store: Store, tmp_path: P
 def test_an_unexpected_handler_error_stops_the_run_not_the_worker(
     store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from openseal.runtime.states import HANDLERS
-    from openseal.runtime.states.base import Outcome, StepContext
+    from openseal.runtime.engine.states import HANDLERS
+    from openseal.runtime.engine.states.base import Outcome, StepContext
 
     def broken(ctx: StepContext) -> Outcome:
         raise RuntimeError("handler bug")

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
 from openseal.compiler.lang.evaluate import evaluate
 from openseal.runtime import service
-from openseal.runtime.gateway import (
+from openseal.runtime.actions.skill_documents import skill_spec
+from openseal.runtime.compiled import CompiledWorkflow
+from openseal.runtime.engine.gateway import (
     GatewayDecision,
     SkillRequest,
     agent_max_risk,
@@ -19,11 +21,8 @@ from openseal.runtime.gateway import (
     check_run,
     risk,
 )
-from openseal.runtime.skill_documents import skill_spec
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
-from openseal.runtime.store.records import DefinitionVersion
-from openseal.runtime.workflow import CompiledWorkflow, WorkflowCatalog
 from tests.runtime.engine_support import PROCUREMENT, compile_files, register
 from tests.runtime.gateway_support import Document, doctored, plain, tools_workflow
 
@@ -47,8 +46,7 @@ def workflow(documents: list[Document], name: str | None = None) -> CompiledWork
     if len(found) > 1:
         found = [d for d in found if d.name == (name or "tools")]
     [only] = found
-    version = DefinitionVersion(only.digest, "workflow", only.name, only.document, None)  # type: ignore[arg-type]
-    return CompiledWorkflow(version, cast(WorkflowCatalog, Catalog(documents)))
+    return CompiledWorkflow(only.name, only.digest, only.document, Catalog(documents))
 
 
 @pytest.fixture(scope="module")

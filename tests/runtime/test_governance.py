@@ -8,8 +8,8 @@ import pytest
 
 from openseal.compiler.output.document import CompiledDocument
 from openseal.errors import UsageError
-from openseal.runtime import governance as gov
-from openseal.runtime.change_proposals import POLICY_ACTOR
+from openseal.runtime.governance import flow as gov
+from openseal.runtime.governance.change_proposals import POLICY_ACTOR
 from openseal.runtime.statuses import ChangeProposalStatus as S
 from openseal.runtime.store import Store
 from openseal.runtime.store.errors import InvalidStatus

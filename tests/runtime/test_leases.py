@@ -8,10 +8,10 @@ import sqlalchemy as sa
 
 from openseal.errors import ClaimLost
 from openseal.runtime.clock import new_id
-from openseal.runtime.states.base import LeaseLost
+from openseal.runtime.engine.states.base import LeaseLost
 from openseal.runtime.statuses import WAITING_RUN_STATUSES, RunStatus
 from openseal.runtime.store import Store, schema
-from openseal.runtime.store.errors import StaleEpoch
+from openseal.runtime.store.errors import IdempotencyConflict, StaleEpoch
 from openseal.runtime.store.records import Claim
 from tests.runtime.support import Backend, new_run
 
@@ -183,3 +183,22 @@ def test_ten_thousand_waiting_runs_hold_no_lease_and_nothing_is_claimable(store:
         total = conn.execute(sa.select(sa.func.count()).select_from(schema.runs)).scalar_one()
     assert (leased, total) == (0, 10_001)
     assert store.leases.claim("w9") is None
+
+
+def test_a_recorded_activity_is_replayed_and_a_different_request_under_its_id_refused(
+    store: Store,
+) -> None:
+    new_run(store)
+    held = claim(store)
+    with store.leases.fenced(held) as tx:
+        assert tx.replayed("research:1:model", "sha256:a") is None
+        tx.record_activity("research:1:model", "model", "sha256:a", {"answer": 1})
+    with store.leases.fenced(held) as tx:
+        found = tx.replayed("research:1:model", "sha256:a")
+        assert found is not None and found.result == {"answer": 1}
+        again = tx.record_activity("research:1:model", "model", "sha256:a", {"answer": 2})
+        assert again.result == {"answer": 1}  # the recorded result wins
+        with pytest.raises(IdempotencyConflict, match="different request"):
+            tx.replayed("research:1:model", "sha256:b")
+        with pytest.raises(IdempotencyConflict):
+            tx.record_activity("research:1:model", "model", "sha256:b", {"answer": 3})

@@ -11,10 +11,10 @@ import pytest
 import sqlalchemy as sa
 
 from openseal.runtime import service
-from openseal.runtime.dispatch import target_for
-from openseal.runtime.reconcile import mark_unknown, record
+from openseal.runtime.actions.dispatch import target_for
+from openseal.runtime.actions.reconcile import mark_unknown, record
+from openseal.runtime.engine.catalog import WorkflowCatalog
 from openseal.runtime.store import Store
-from openseal.runtime.workflow import WorkflowCatalog
 from openseal.simulator.procurement import ProcurementSimulator
 from openseal.skills.base import SkillResult
 from tests.runtime.action_support import LOCAL, flow, simulator_fixture  # noqa: F401

@@ -9,7 +9,7 @@ import pytest
 
 from openseal.compiler.output.canonical import canonical_bytes
 from openseal.runtime import service
-from openseal.runtime.approvals import ApprovalError
+from openseal.runtime.actions.approvals import ApprovalError
 from openseal.runtime.statuses import ActionStatus, ApprovalStatus, RunStatus
 from openseal.runtime.store import Store
 from openseal.simulator.procurement import ProcurementSimulator

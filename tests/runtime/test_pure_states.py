@@ -12,10 +12,11 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy import event
 
-from openseal.runtime import service, states
-from openseal.runtime.executor import TurnReport
-from openseal.runtime.states import simple
-from openseal.runtime.states.base import Outcome, StepContext
+from openseal.runtime import service
+from openseal.runtime.engine.engine import states
+from openseal.runtime.engine.states import simple
+from openseal.runtime.engine.states.base import Outcome, StepContext
+from openseal.runtime.engine.turns import TurnReport
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store, schema
 from tests.runtime.engine_support import (

@@ -16,7 +16,7 @@ from openseal.api import ApiSettings
 from openseal.cli.main import main
 from openseal.compiler.lang import types as ty
 from openseal.runtime import service
-from openseal.runtime.replies import EXCERPT_CHARS, scrub, unfit_reply
+from openseal.runtime.actions.replies import EXCERPT_CHARS, scrub, unfit_reply
 from openseal.runtime.statuses import ActionStatus, RunStatus
 from openseal.runtime.store import Store, schema
 from openseal.simulator.procurement import ProcurementSimulator

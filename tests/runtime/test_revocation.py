@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 from openseal.runtime import service
-from openseal.runtime.models import ScriptedProvider
+from openseal.runtime.engine.models import ScriptedProvider
 from openseal.runtime.statuses import ActionStatus, RunStatus
 from openseal.runtime.store import Store
 from openseal.runtime.store.records import Run

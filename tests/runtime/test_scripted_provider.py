@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from openseal.runtime.models import (
+from openseal.runtime.compiled import AgentProfile
+from openseal.runtime.engine.models import (
     ModelError,
     ModelRequest,
     ScriptedProvider,
     default_provider_factory,
     read_calls,
 )
-from openseal.runtime.workflow import AgentProfile
 
 
 def request(

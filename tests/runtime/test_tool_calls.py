@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from openseal.runtime import service
-from openseal.runtime.engine import Engine
-from openseal.runtime.models import ModelRequest, ModelResponse, ScriptedProvider, fixed
-from openseal.runtime.models import read_calls as model_calls
+from openseal.runtime.engine.engine import Engine
+from openseal.runtime.engine.models import ModelRequest, ModelResponse, ScriptedProvider, fixed
+from openseal.runtime.engine.models import read_calls as model_calls
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
 from openseal.runtime.store.records import Claim

@@ -14,8 +14,8 @@ from typing import Any
 import sqlalchemy as sa
 
 from openseal.runtime import service
-from openseal.runtime.engine import Engine
-from openseal.runtime.models import fixed
+from openseal.runtime.engine.engine import Engine
+from openseal.runtime.engine.models import fixed
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
 from openseal.runtime.store.records import Claim

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from openseal.runtime import service
+from openseal.runtime.engine.triggers import Scheduler
 from openseal.runtime.statuses import ObjectiveStatus
 from openseal.runtime.store import Delivery, InvalidStatus, Store, TriggerFiring
-from openseal.runtime.triggers import Scheduler
 from tests.runtime.support import Backend
 from tests.runtime.trigger_support import (
     EVENT_TRIGGER,

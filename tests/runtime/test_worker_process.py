@@ -12,9 +12,15 @@ from urllib.parse import quote
 import pytest
 
 from openseal.runtime import service
-from openseal.runtime.engine import Engine
+from openseal.runtime.engine.engine import Engine
+from openseal.runtime.engine.models import (
+    CALLS_ENV,
+    RESPONSES_ENV,
+    ScriptedProvider,
+    fixed,
+    read_calls,
+)
 from openseal.runtime.faults import DIR_ENV, POINT_ENV
-from openseal.runtime.models import CALLS_ENV, RESPONSES_ENV, ScriptedProvider, fixed, read_calls
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store, schema
 from tests.runtime.engine_support import PICK_7, event_types, register, small_workflow, write_script

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from openseal.compiler.output.document import CompiledDocument
+from openseal.runtime.compiled import version_key
 from openseal.runtime.store import ListQuery, Objective, Store
-from openseal.runtime.workflow import version_key
 from tests.runtime.engine_support import DEFS, compile_files, register
 
 #: the clock tests start from: a Monday, 08:30 UTC

@@ -29,18 +29,18 @@ from openseal.runtime.access import (
     is_principal,
     roles_for,
 )
-from openseal.runtime.approvals import (
+from openseal.runtime.actions.approvals import (
     AUTHORITY_ENV,
     ApprovalAuthority,
     ApprovalError,
     Decided,
     load_authority,
 )
-from openseal.runtime.approvals import decide as decide_approval
+from openseal.runtime.actions.approvals import decide as decide_approval
 from openseal.runtime.caller import CLI, LOCAL_OPERATOR, Caller
+from openseal.runtime.engine.models.pricing import format_cost
 from openseal.runtime.event_summary import summarize
 from openseal.runtime.id_prefix import choose_id, complete_id, id_prefix
-from openseal.runtime.models.pricing import format_cost
 from openseal.runtime.requests import (
     AgentRequestStep,
     ApprovalDecision,

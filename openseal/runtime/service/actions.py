@@ -1,6 +1,6 @@
 """Approvals and actions as the API and the CLI show them, and an operator's reconciling and
 resolving of an action whose outcome is open. Deciding an approval is
-:func:`openseal.runtime.approvals.decide` (``service.decide_approval``).
+:func:`openseal.runtime.actions.approvals.decide` (``service.decide_approval``).
 """
 
 from __future__ import annotations
@@ -10,12 +10,13 @@ from typing import Any
 
 from openseal.errors import RuntimeFailure, UsageError
 from openseal.runtime.access import visible_run
+from openseal.runtime.actions.dispatch import target_for
+from openseal.runtime.actions.proposal_check import verify_in
+from openseal.runtime.actions.reconcile import mark_unknown, reconcile, resend_unclaimed
 from openseal.runtime.caller import CLI, LOCAL_OPERATOR, Caller
 from openseal.runtime.clock import iso
-from openseal.runtime.dispatch import target_for
+from openseal.runtime.engine.catalog import WorkflowCatalog
 from openseal.runtime.listing import list_query
-from openseal.runtime.proposal_check import verify_in
-from openseal.runtime.reconcile import mark_unknown, reconcile, resend_unclaimed
 from openseal.runtime.requests import Reconciliation, Resolution
 from openseal.runtime.statuses import ActionStatus, ApprovalStatus, RunStatus
 from openseal.runtime.store import (
@@ -27,7 +28,6 @@ from openseal.runtime.store import (
     Proposal,
     Store,
 )
-from openseal.runtime.workflow import WorkflowCatalog
 from openseal.skills.credentials import RuntimeContext
 
 LOCAL_ACTOR = LOCAL_OPERATOR

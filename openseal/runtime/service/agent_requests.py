@@ -9,10 +9,10 @@ from typing import Any
 from openseal.errors import OpenSealError, UsageError
 from openseal.runtime.access import visible_run
 from openseal.runtime.caller import CLI, Caller
-from openseal.runtime.delegation import CompletionMismatch, restarter
+from openseal.runtime.engine.delegation import CompletionMismatch, restarter
+from openseal.runtime.engine.states.turn import schema_problems
 from openseal.runtime.id_prefix import complete_id
 from openseal.runtime.requests import AgentRequestStep
-from openseal.runtime.states.turn import schema_problems
 from openseal.runtime.statuses import AgentRequestStatus
 from openseal.runtime.store import AgentRequest, Store
 

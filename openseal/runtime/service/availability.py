@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from openseal.runtime.approvals import ApprovalAuthority
+from openseal.runtime.actions.approvals import ApprovalAuthority
 
 CAPABILITY_VERSION = "v1"
 

@@ -12,9 +12,9 @@ from openseal.compiler.output.bundle import Bundle, BundleEntry, BundleError
 from openseal.compiler.output.canonical import canonical_bytes, sha256_digest
 from openseal.compiler.output.schemas import compiled_document_schema
 from openseal.errors import OpenSealError, UsageError
-from openseal.runtime import governance as gov
 from openseal.runtime.caller import Caller
-from openseal.runtime.proposal_plan import store_key
+from openseal.runtime.governance import flow as gov
+from openseal.runtime.governance.plan import store_key
 from openseal.runtime.requests import Deployment
 from openseal.runtime.store import DefinitionVersion, Store
 
@@ -41,7 +41,7 @@ def deploy_documents(store: Store, request: Deployment, caller: Caller) -> gov.D
 
     Each document is checked against its kind's compiled JSON Schema and its version id is
     computed here from its canonical JSON; every dependency it names by digest must be among
-    the documents or already stored. Then it is :func:`openseal.runtime.governance.deploy`.
+    the documents or already stored. Then it is :func:`openseal.runtime.governance.flow.deploy`.
     """
     entries: dict[str, BundleEntry] = {}
     for index, document in enumerate(request.source):

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from openseal.runtime import governance as gov
 from openseal.runtime.access import check_scope
 from openseal.runtime.caller import CLI, Caller
-from openseal.runtime.governance import (
+from openseal.runtime.governance import flow as gov
+from openseal.runtime.governance.flow import (
     ChangeProposal,
     Conflict,
     Decision,

@@ -11,27 +11,25 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from openseal.errors import InvalidInput, UsageError
-from openseal.runtime.access import Forbidden, check_scope, visible_run
+from openseal.runtime.access import check_scope, visible_run
 from openseal.runtime.caller import CLI, Caller
+from openseal.runtime.compiled import version_key
+from openseal.runtime.engine.catalog import WorkflowCatalog
+from openseal.runtime.engine.models.pricing import model_cost
+from openseal.runtime.engine.objectives import create_objective as create_objective
+from openseal.runtime.engine.triggers import fire_event
 from openseal.runtime.id_prefix import complete_id as complete_id  # ids by unique prefix
 from openseal.runtime.listing import list_query
-from openseal.runtime.models.pricing import model_cost
-from openseal.runtime.objective_inputs import prepare_inputs
-from openseal.runtime.requests import EventDelivery, Intervention, RunCommand, StartObjective
+from openseal.runtime.requests import EventDelivery, Intervention, RunCommand
 from openseal.runtime.statuses import ObjectiveStatus, RunStatus
 from openseal.runtime.store import (
     DEFAULT_SCOPE,
-    DefinitionVersion,
     Delivery,
     Event,
-    NewObjective,
-    NotFound,
     Objective,
     Run,
     Store,
 )
-from openseal.runtime.triggers import fire_event
-from openseal.runtime.workflow import WorkflowCatalog, version_key
 
 LOCAL_ACTOR = "user:local"
 
@@ -88,29 +86,6 @@ def register_documents(
 
 
 # -- objectives ------------------------------------------------------------------------
-
-
-def create_objective(store: Store, request: StartObjective, caller: Caller) -> NewObjective:
-    """Start a workflow (its active version) with inputs checked against its input types.
-
-    The inputs are checked against the very version the run pins, in the transaction that
-    pins it. The same ``request_key`` from the same principal again returns the objective it
-    created. The objective records who asked for it, and lives in ``request.scope`` (a scope
-    the caller may act in) or the caller's own."""
-    workflow = request.workflow
-    scope = caller.grant.home(request.scope)
-    if scope is None:
-        raise Forbidden(f"you may not create objectives in scope {request.scope!r}")
-    if store.definitions.active_version(workflow) is None:
-        raise NotFound(f"no workflow {workflow!r} is deployed")
-
-    def prepare(version: DefinitionVersion) -> dict[str, Any]:
-        return prepare_inputs(workflow, request.inputs, version)
-
-    return store.objectives.create(
-        request.project, workflow, request.inputs, request_key=request.request_key,
-        actor=caller.actor, scope=scope, prepare=prepare,
-    )  # fmt: skip
 
 
 def list_objectives(

@@ -12,9 +12,9 @@ from datetime import datetime
 
 from openseal.runtime.access import check_everywhere
 from openseal.runtime.caller import Caller
+from openseal.runtime.engine.triggers import TriggerPlan, next_occurrence
 from openseal.runtime.requests import TriggerCommand
 from openseal.runtime.store import NotFound, Store, TriggerDeployment, TriggerFiring
-from openseal.runtime.triggers import TriggerPlan, next_occurrence
 
 
 @dataclass(frozen=True)

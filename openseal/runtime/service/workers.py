@@ -7,9 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from openseal.runtime.engine import Engine, default_worker_id
-from openseal.runtime.health import StoreCollector
-from openseal.runtime.models import (
+from openseal.runtime.engine.engine import Engine, default_worker_id
+from openseal.runtime.engine.models import (
     ModelProvider,
     ModelRequest,
     ModelResponse,
@@ -18,7 +17,8 @@ from openseal.runtime.models import (
     default_provider_factory,
     retry,
 )
-from openseal.runtime.worker import TurnLog, Worker
+from openseal.runtime.engine.worker import TurnLog, Worker
+from openseal.runtime.health import StoreCollector
 
 if TYPE_CHECKING:
     from openseal.skills.credentials import CredentialResolver
@@ -41,9 +41,10 @@ __all__ = [
 
 
 def check_profile(profile: Mapping[str, Any], credentials: CredentialResolver | None = None) -> Any:
-    """``openseal models check``: :func:`openseal.runtime.models.check.check_profile`, imported
-    when called (it brings the OpenAI client, seconds of start-up no other command needs)."""
-    from openseal.runtime.models.check import check_profile as check
+    """``openseal models check``: :func:`openseal.runtime.engine.models.check.check_profile`,
+    imported when called (it brings the OpenAI client, seconds of start-up no other command
+    needs)."""
+    from openseal.runtime.engine.models.check import check_profile as check
 
     return check(profile, credentials)
 
@@ -51,7 +52,7 @@ def check_profile(profile: Mapping[str, Any], credentials: CredentialResolver | 
 def __getattr__(name: str) -> Any:
     # The OpenAI client takes a second or more to import; only model calls need it.
     if name == "OpenAIProvider":
-        from openseal.runtime.models.openai_provider import OpenAIProvider
+        from openseal.runtime.engine.models.openai_provider import OpenAIProvider
 
         return OpenAIProvider
     raise AttributeError(name)

@@ -329,6 +329,20 @@ class FencedTx:
         row = fastsql.one_or_none(fastsql.execute(self._conn, SELECT_ACTIVITY, params))
         return None if row is None else Activity.from_row(row)
 
+    def replayed(self, activity_id: str, input_hash: str) -> Activity | None:
+        """The activity already recorded under ``activity_id``, which a replay returns instead
+        of computing it again (invariant 4); None when nothing is recorded yet.
+
+        The same id recorded for a different input is an :class:`IdempotencyConflict`: the
+        workflow asked something else under a name it had used.
+        """
+        found = self.get_activity(activity_id)
+        if found is not None and found.input_hash != input_hash:
+            raise IdempotencyConflict(
+                f"activity {activity_id} was recorded for a different request"
+            )
+        return found
+
     def record_activity(
         self, activity_id: str, kind: str, input_hash: str, result: Any
     ) -> Activity:
@@ -337,12 +351,8 @@ class FencedTx:
         Idempotent: the same id and input hash return the stored activity unchanged (the
         recorded result wins); the same id with another input hash is a conflict.
         """
-        existing = self.get_activity(activity_id)
+        existing = self.replayed(activity_id, input_hash)
         if existing is not None:
-            if existing.input_hash != input_hash:
-                raise IdempotencyConflict(
-                    f"activity {activity_id} was recorded for different input"
-                )
             return existing
         activity = Activity(self.claim.run_id, activity_id, kind, input_hash, result, self.now)
         fastsql.execute(self._conn, INSERT_ACTIVITY, activity.__dict__)

@@ -276,7 +276,7 @@ artifacts = sa.Table(
 )
 
 # --------------------------------------------------------------------------- governance
-# Change proposals (openseal.runtime.governance): a deployable change with its semantic diff,
+# Change proposals (openseal.runtime.governance.flow): a deployable change with its semantic diff,
 # the active digests it was diffed against (``base``) and the governance policy that rules it.
 # Reviews and events are append-only; ``round`` counts refreshes that changed the diff, and
 # only reviews of the current round count.
@@ -333,7 +333,7 @@ change_proposal_events = sa.Table(
 # --------------------------------------------------------------------------- governed actions
 # Proposals (immutable: identity is the sha256 of their canonical JSON, also stored as an
 # artefact), approvals bound to a proposal hash, actions keyed ``<run>:<proposal hash>``, and
-# spend reservations against workflow and owner budgets (openseal.runtime.proposals,
+# spend reservations against workflow and owner budgets (openseal.runtime.actions.proposals,
 # approvals, actions).
 
 proposals = sa.Table(

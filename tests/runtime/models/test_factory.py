@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from openseal.runtime import service
-from openseal.runtime.engine import Engine
-from openseal.runtime.models import (
+from openseal.runtime.compiled import AgentProfile
+from openseal.runtime.engine.engine import Engine
+from openseal.runtime.engine.models import (
     ModelError,
     ModelRequest,
     OpenAIProvider,
@@ -21,7 +22,6 @@ from openseal.runtime.models import (
 )
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
-from openseal.runtime.workflow import AgentProfile
 from openseal.skills.credentials import CredentialResolver, CredentialSource, RuntimeContext
 from tests.runtime import gateway_skills
 from tests.runtime.engine_support import register

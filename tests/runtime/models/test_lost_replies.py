@@ -20,8 +20,8 @@ import pytest
 
 from openseal.observability import metrics
 from openseal.runtime import service
-from openseal.runtime.engine import Engine
-from openseal.runtime.models import retry
+from openseal.runtime.engine.engine import Engine
+from openseal.runtime.engine.models import retry
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
 from tests.runtime import gateway_skills

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from openseal.runtime.models.base import ModelError, ModelRequest, ModelUnavailable, Tool
-from openseal.runtime.models.openai_provider import (
+from openseal.runtime.engine.models.base import ModelError, ModelRequest, ModelUnavailable, Tool
+from openseal.runtime.engine.models.openai_provider import (
     MALFORMED_ARGUMENTS,
     PLACEHOLDER_KEY,
     OpenAIProvider,

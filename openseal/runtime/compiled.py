@@ -1,0 +1,198 @@
+"""The runtime's pure view of a compiled workflow document (never of HCL or YAML).
+
+A run pins the digest of its workflow version (invariant 12). :class:`CompiledWorkflow` reads
+that document's graph, budgets and skills, and the agents, teams, models and skills it names
+through ``dependencies`` (each by digest, so a run sees the dependency versions it was
+compiled against) from a :class:`Documents` source; the store-backed one is
+:class:`~openseal.runtime.engine.catalog.WorkflowCatalog`. Guards and expressions are
+evaluated from their JSON AST with the compiler's pure evaluator. Nothing here reads the
+store or the clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from openseal.compiler.lang import expr as ex
+from openseal.compiler.lang.evaluate import EvaluationError, evaluate
+from openseal.errors import RuntimeFailure
+
+DIGEST_PREFIX = "sha256:"
+
+
+def version_key(digest: str) -> str:
+    """The store key of a compiled digest: the bare hex (the column holds 64 characters)."""
+    return digest.removeprefix(DIGEST_PREFIX)
+
+
+class DefinitionError(RuntimeFailure):
+    """A compiled document lacks something the runtime needs (a dependency, a state...)."""
+
+    code = "definition_error"
+
+
+@dataclass(frozen=True)
+class Transition:
+    source: str
+    target: str
+    event: str
+    guard: ex.Expression | None
+    order: int
+
+
+@dataclass(frozen=True)
+class StateSpec:
+    name: str
+    kind: str
+    config: dict[str, Any]
+    output_schema: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class AgentProfile:
+    """Who acts in a turn: the agent's instructions and its model profile."""
+
+    ref: str
+    name: str
+    instructions: str
+    model: dict[str, Any]
+
+
+class Documents(Protocol):
+    """Where a compiled workflow finds the documents it pins, by digest."""
+
+    def document(self, digest: str) -> dict[str, Any]: ...
+
+
+class CompiledWorkflow:
+    """One pinned workflow version plus lookups into its dependencies."""
+
+    def __init__(
+        self, name: str, digest: str, document: dict[str, Any], documents: Documents
+    ) -> None:
+        self.name = name
+        #: the pinned version's digest (``sha256:...``)
+        self.digest = digest
+        self.document = document
+        self._catalog = documents
+        graph = self.document.get("graph") or {}
+        self.initial: str | None = graph.get("initial")
+        self.states = {
+            name: StateSpec(
+                name, entry["kind"], entry.get("config") or {}, entry.get("output_schema")
+            )
+            for name, entry in (graph.get("states") or {}).items()
+        }
+        self.transitions = tuple(
+            Transition(
+                t["from"],
+                t["to"],
+                t["event"],
+                ex.from_json(t["guard"]) if t.get("guard") is not None else None,
+                t.get("order", 0),
+            )
+            for t in graph.get("transitions") or ()
+        )
+        self.ends: dict[str, str] = dict(graph.get("ends") or {})
+
+    # -- graph -----------------------------------------------------------------------
+
+    def state(self, name: str) -> StateSpec:
+        try:
+            return self.states[name]
+        except KeyError:
+            raise DefinitionError(f"workflow {self.name} has no state {name!r}") from None
+
+    def outgoing(self, state: str, event: str | None = None) -> list[Transition]:
+        found = [t for t in self.transitions if t.source == state]
+        if event is not None:
+            found = [t for t in found if t.event == event]
+        return sorted(found, key=lambda t: (t.event, t.order, t.target))
+
+    def choose(self, state: str, event: str, scope: Mapping[str, object]) -> str | None:
+        """The target of the first transition for ``event`` whose guard holds, if any."""
+        for transition in self.outgoing(state, event):
+            if transition.guard is None or evaluate(transition.guard, scope) is True:
+                return transition.target
+        return None
+
+    # -- budgets -----------------------------------------------------------------------
+
+    def budget_limits(self) -> dict[str, int]:
+        budgets = self.document.get("budgets") or {}
+        workflow = budgets.get("workflow") or {}
+        return {k: int(v) for k, v in workflow.items() if k != "currency" and isinstance(v, int)}
+
+    def on_budget_exhausted(self) -> str:
+        return str((self.document.get("budgets") or {}).get("on_exhausted") or "needs_attention")
+
+    # -- dependencies ------------------------------------------------------------------
+
+    def dependency(self, key: str, owner: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The compiled document ``key`` (``kind.name``) as pinned by ``owner`` (default: us)."""
+        deps = (owner or self.document).get("dependencies") or {}
+        digest = deps.get(key)
+        if digest is None:
+            raise DefinitionError(f"workflow {self.name} does not pin a version of {key}")
+        return self._catalog.document(digest)
+
+    def agent(self, ref: str) -> AgentProfile:
+        """Resolve ``agent.x`` or ``team.t.role.r`` to the agent and its model profile."""
+        parts = ref.split(".")
+        holder: Mapping[str, Any] = self.document
+        if parts[0] == "team" and len(parts) == 4:
+            team = self.dependency(f"team.{parts[1]}")
+            role = ((team.get("spec") or {}).get("role") or {}).get(parts[3]) or {}
+            agent_key = role.get("agent")
+            if not agent_key:
+                raise DefinitionError(f"team {parts[1]} has no role {parts[3]!r}")
+            holder = team
+        elif parts[0] == "agent" and len(parts) == 2:
+            agent_key = ref
+        else:
+            raise DefinitionError(f"{ref!r} does not name an agent or a team role")
+        agent = self.dependency(agent_key, holder)
+        spec = agent.get("spec") or {}
+        model = self.dependency(spec.get("model", ""), agent) if spec.get("model") else {}
+        return AgentProfile(
+            ref=ref,
+            name=str(agent.get("name")),
+            instructions=str(spec.get("instructions") or ""),
+            model={"name": model.get("name"), **(model.get("spec") or {})},
+        )
+
+    def skill_tool(self, skill: str) -> dict[str, Any]:
+        """A skill as a model tool: name, description and the JSON Schema of its input."""
+        name = skill.removeprefix("skill.")
+        entry = (self.document.get("skills") or {}).get(name) or {}
+        description, schema = "", {"type": "object"}
+        digest = entry.get("digest")
+        if digest:
+            document = self._catalog.document(digest)
+            description = str((document.get("spec") or {}).get("description") or "")
+            schema = document.get("inputs") or schema
+        return {"name": name, "description": description, "input_schema": schema}
+
+
+def evaluate_json(node: Any, scope: Mapping[str, object]) -> object:
+    """Evaluate a stored expression (JSON AST); raises EvaluationError or DefinitionError."""
+    try:
+        expression = ex.from_json(node)
+    except ex.ExpressionFormatError as exc:
+        raise DefinitionError(f"stored expression is malformed: {exc}") from None
+    return evaluate(expression, scope)
+
+
+__all__ = [
+    "AgentProfile",
+    "CompiledWorkflow",
+    "DefinitionError",
+    "Documents",
+    "EvaluationError",
+    "StateSpec",
+    "Transition",
+    "evaluate_json",
+    "version_key",
+]

@@ -1,0 +1,417 @@
+"""The persistent engine: claim a run, keep its lease alive, execute its turns.
+
+Embedding and tests use it directly::
+
+    engine = Engine(store, fixed(ScriptedProvider.from_file(Path("responses.yaml"))))
+    engine.run_until_idle()
+
+``step()`` claims one runnable run and executes turns until the run waits, ends, needs
+attention, or ``max_turns_per_claim`` is reached (then the lease is released so other runs get
+a turn). A heartbeat thread extends the lease every third of it; when the claim is lost
+(takeover after expiry, pause, cancel) the turn is dropped: the next fenced write raises
+``StaleEpoch`` and nothing partial is kept beyond recorded activities.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import socket
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from openseal.errors import ClaimLost, OpenSealError
+from openseal.observability import metrics
+from openseal.runtime import telemetry
+from openseal.runtime.caller import Caller
+from openseal.runtime.engine.catalog import WorkflowCatalog
+from openseal.runtime.engine.models import ProviderFactory, default_provider_factory
+from openseal.runtime.engine.objectives import create_objective
+from openseal.runtime.engine.states.base import Hook
+from openseal.runtime.engine.tools import GatewayTools, ToolRunner
+from openseal.runtime.engine.triggers import Scheduler
+from openseal.runtime.engine.turns import Begun, TurnExecutor, TurnReport
+from openseal.runtime.faults import batch_hook_from_env, hook_from_env, trigger_hook_from_env
+from openseal.runtime.requests import StartObjective
+from openseal.runtime.statuses import RunStatus
+from openseal.runtime.store import (
+    Claim,
+    DatabaseFailure,
+    DriverFailure,
+    FencedTx,
+    GroupCommit,
+    NewObjective,
+    Store,
+    describe_fault,
+    transient,
+)
+from openseal.skills.credentials import RuntimeContext
+
+log = logging.getLogger("openseal.engine")
+
+DEFAULT_LEASE_SECONDS = 30.0
+#: runs whose writes share one commit at most, and how long a batch waits for more
+#: (docs/decisions/0006); a batch of one thread alone commits at once
+DEFAULT_BATCH_SIZE, DEFAULT_BATCH_WINDOW = 8, 0.002
+
+
+#: retries after ordinary faults: exponential from half a second, capped at a minute
+RETRY_FIRST_SECONDS, RETRY_CAP_SECONDS = 0.5, 60.0
+
+
+def backoff(n: int) -> float:
+    """Seconds before the ``n``-th consecutive retry: capped exponential, full jitter on the
+    upper half so runs that failed together do not come back together."""
+    ceiling = min(RETRY_CAP_SECONDS, RETRY_FIRST_SECONDS * 2 ** max(0, n - 1))
+    return float(ceiling * random.uniform(0.5, 1.0))
+
+
+def default_worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+def _no_hook(point: str, claim: Claim) -> None:
+    """Named points a test can block or crash at; nothing happens by default."""
+
+
+@dataclass
+class StepReport:
+    """One claim: the run, the turns executed under it, and how the claim ended."""
+
+    run_id: str
+    turns: list[TurnReport] = field(default_factory=list)
+    status: RunStatus | None = None
+    #: ``done`` (the run left running), ``released``, ``lost`` (fenced off or lease lost),
+    #: ``retrying`` (an ordinary fault dropped the turn; the run sleeps until its retry)
+    ending: str = "done"
+
+
+class Heartbeats:
+    """One thread per engine that extends the lease of every claim the engine holds.
+
+    Each claim is renewed every third of the lease; ``hold(claim)`` returns the event set once
+    that claim is gone (takeover after expiry, pause, cancel). One shared thread rather than
+    one per claim: starting a thread costs more than a short turn.
+    """
+
+    def __init__(self, store: Store, lease_seconds: float) -> None:
+        self.store = store
+        self.lease_seconds = lease_seconds
+        self._lock = threading.Lock()
+        self._held: dict[tuple[str, int], tuple[Claim, threading.Event]] = {}
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @contextmanager
+    def hold(self, claim: Claim) -> Iterator[threading.Event]:
+        lost = threading.Event()
+        key = (claim.run_id, claim.epoch)
+        with self._lock:
+            self._held[key] = (claim, lost)
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._beat, name="openseal-heartbeat", daemon=True
+                )
+                self._thread.start()
+        try:
+            yield lost
+        finally:
+            with self._lock:
+                self._held.pop(key, None)
+
+    def _beat(self) -> None:
+        while True:
+            self._wake.wait(self.lease_seconds / 3)
+            with self._lock:
+                held = list(self._held.values())
+                if not held:  # nothing to renew: the next hold() starts a new thread
+                    self._thread = None
+                    return
+            for claim, lost in held:
+                if lost.is_set():
+                    continue
+                try:
+                    alive = self.store.leases.heartbeat(claim, lease_seconds=self.lease_seconds)
+                except Exception as exc:  # a transient database error: try again next beat
+                    log.warning("heartbeat for run %s failed: %s", claim.run_id, exc)
+                    continue
+                if not alive:
+                    lost.set()
+                else:
+                    metrics.HEARTBEATS.labels(worker=claim.worker_id).inc()
+                    metrics.worker_seen(claim.worker_id)
+
+
+class Engine:
+    """Executes runs from ``store``. Thread-safe: a worker shares one Engine among threads."""
+
+    def __init__(
+        self,
+        store: Store,
+        provider_factory: ProviderFactory | None = None,
+        *,
+        worker_id: str | None = None,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        tools: ToolRunner | None = None,
+        hook: Hook | None = None,
+        max_turns_per_claim: int = 100,
+        max_repairs: int = 2,
+        on_turn: Callable[[TurnReport], None] | None = None,
+        context: RuntimeContext | None = None,
+        retry_delay: Callable[[int], float] | None = None,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        batch_window: float = DEFAULT_BATCH_WINDOW,
+    ) -> None:
+        #: seconds before the ``n``-th consecutive retry of a run after an ordinary fault
+        self.retry_delay = retry_delay or backoff
+        #: credential sources and adapter configuration (``--context``); None means empty
+        self.context = context
+        self.store = store
+        self.worker_id = worker_id or default_worker_id()
+        self.lease_seconds = lease_seconds
+        self.max_turns_per_claim = max_turns_per_claim
+        self.on_turn = on_turn
+        self.stopping = threading.Event()
+        self.heartbeats = Heartbeats(store, lease_seconds)
+        #: the threads stepping this engine share commits (``batch_size`` 1: each its own)
+        self.group: GroupCommit | None = (
+            GroupCommit(store, size=batch_size, window=batch_window, hook=batch_hook_from_env())
+            if batch_size > 1
+            else None
+        )
+        #: fires schedule triggers that are due (one per engine, shared by its threads)
+        self.triggers = Scheduler(store, before_commit=trigger_hook_from_env())
+        self.executor = TurnExecutor(
+            store,
+            WorkflowCatalog(store),
+            telemetry.observed_providers(
+                provider_factory
+                or default_provider_factory(credentials=context.credentials if context else None)
+            ),
+            tools or GatewayTools(),
+            telemetry.observed_hook(hook or hook_from_env() or _no_hook),
+            max_repairs=max_repairs,
+            context=context,
+        )
+
+    def step(self) -> StepReport | None:
+        """Claim one runnable run and work on it; None when nothing is runnable."""
+        if self.group is None:
+            return self._step()
+        with self.group.member():
+            return self._step()
+
+    def submit(
+        self, request: StartObjective, caller: Caller
+    ) -> tuple[NewObjective, StepReport | None]:
+        """Start an objective (as ``service.create_objective``) and work on its run at once.
+
+        The objective's creation, the claim of its run and the run's first turn (with the pure
+        states after it) share one commit; the turns after it are worked on as :meth:`step`
+        does. The report is None when the run was not runnable (an idempotent request that
+        returned an existing objective whose run is elsewhere).
+        """
+        if self.group is None:
+            created = create_objective(self.store, request, caller)
+            claimed = self._claim(created.run.id)
+            return created, None if claimed is None else self._run_claim(*claimed)
+        with self.group.member():
+            with self.group.together():
+                created = create_objective(self.store, request, caller)
+                claimed = self._claim(created.run.id)
+            return created, None if claimed is None else self._run_claim(*claimed)
+
+    def _step(self) -> StepReport | None:
+        claimed = self._claim()
+        return None if claimed is None else self._run_claim(*claimed)
+
+    def _claim(
+        self, run_id: str | None = None
+    ) -> tuple[Claim, Begun | None, list[TurnReport]] | None:
+        """Claim a runnable run (``run_id``, or the one that changed longest ago) with its first
+        turn saved; the turns that ended in that commit (pure states) come with it."""
+        ended: list[TurnReport] = []
+
+        def start(tx: FencedTx) -> Begun | None:
+            ended.clear()
+            return self.executor.begin(tx, chain=lambda: self._more(len(ended)), done=ended)
+
+        try:
+            # The claim and the first turn's save commit together.
+            found = self.store.leases.claim_and_start(
+                self.worker_id, start, lease_seconds=self.lease_seconds, run_id=run_id
+            )
+        except DriverFailure:
+            raise  # the database is unreachable or busy: the caller retries
+        except Exception as exc:
+            # Beginning the turn failed unexpectedly (and took the claim with it): claim alone,
+            # so the failure is met again in a turn and the run is stopped, not retried forever.
+            log.debug("claim with first turn failed (%s); claiming alone", exc)
+            ended.clear()
+            claim = self.store.leases.claim(
+                self.worker_id, lease_seconds=self.lease_seconds, run_id=run_id
+            )
+            found = None if claim is None else (claim, None)
+        if found is None:
+            return None
+        return found[0], found[1], ended
+
+    def _run_claim(self, claim: Claim, begun: Begun | None, ended: list[TurnReport]) -> StepReport:
+        metrics.CLAIMS.inc()
+        report = StepReport(claim.run_id)
+        with self.heartbeats.hold(claim) as lost:
+            self._work(claim, lost, report, begun, ended)
+        return report
+
+    def _more(self, turns: int, lost: threading.Event | None = None) -> bool:
+        """Whether a claim that has ended ``turns`` turns works on one more (and saves it with
+        the last one)."""
+        return (
+            turns < self.max_turns_per_claim
+            and not self.stopping.is_set()
+            and not (lost is not None and lost.is_set())
+        )
+
+    def _work(
+        self,
+        claim: Claim,
+        lost: threading.Event,
+        report: StepReport,
+        begun: Begun | None,
+        ended: list[TurnReport],
+    ) -> None:
+        def more() -> bool:
+            """Whether the next turn is worked on under this claim (and saved with this one):
+            the turn being executed and those that ended with it count."""
+            return self._more(len(report.turns) + 1 + len(ended), lost)
+
+        self._record_all(report, ended)
+        while True:
+            if isinstance(begun, TurnReport):  # the turn ended as it began (budget, document)
+                self._record(report, begun)
+                return
+            if begun is None and report.turns:  # the turns in the last commit were all pure
+                if report.status != RunStatus.RUNNING:
+                    return
+                if not self._more(len(report.turns), lost):
+                    break
+            try:
+                with telemetry.turn(claim) as span:
+                    turn, begun = self.executor.execute(claim, lost, begun, chain=more, done=ended)
+                    telemetry.turn_done(span, turn)
+            except ClaimLost as exc:  # StaleEpoch or LeaseLost
+                # Another worker (or an operator) owns the run now; drop this turn.
+                metrics.CLAIMS_LOST.labels(reason=exc.code).inc()
+                log.info("run %s: claim lost, turn dropped (%s)", claim.run_id, exc)
+                report.ending = "lost"
+                return
+            except Exception as exc:
+                ended.clear()
+                if transient(exc):
+                    # An ordinary fault (invariant 13): the turn is dropped and retried later;
+                    # the lease, the epoch and replay make that safe. No one is asked.
+                    self.executor.hook("turn.faulted", claim)
+                    report.ending = self._retry_later(claim, exc)
+                    return
+                # A bug or a malformed document must stop this run, not the worker thread.
+                log.error(
+                    "run %s: turn failed unexpectedly: %s", claim.run_id, describe_fault(exc),
+                    exc_info=bool(os.environ.get("OPENSEAL_DEBUG")),
+                )  # fmt: skip
+                report.ending = self.executor.give_up(claim, describe_fault(exc))
+                return
+            self._record(report, turn)
+            self._record_all(report, ended)
+            if report.status != RunStatus.RUNNING:
+                return
+            if begun is None and not self._more(len(report.turns), lost):
+                break
+        report.ending = "released" if self.store.leases.release(claim) else "lost"
+
+    def _retry_later(self, claim: Claim, exc: BaseException) -> str:
+        reason = describe_fault(exc)
+        try:
+            retry_at = self.store.leases.release_for_retry(claim, reason, self.retry_delay)
+        except Exception as again:  # the database is still away: the lease will expire
+            log.warning(
+                "run %s: %s; the turn is dropped, the lease expires in %gs (%s)",
+                claim.run_id, reason, self.lease_seconds, describe_fault(again),
+            )  # fmt: skip
+            return "lost"
+        if retry_at is None:
+            return "lost"
+        log.warning(
+            "run %s: %s; the turn is dropped and retried at %s",
+            claim.run_id, reason, retry_at.isoformat(timespec="milliseconds"),
+        )  # fmt: skip
+        return "retrying"
+
+    def _record_all(self, report: StepReport, ended: list[TurnReport]) -> None:
+        """Record the turns that ended inside the last commit (pure states), in order."""
+        for turn in ended:
+            self._record(report, turn)
+        ended.clear()
+
+    def _record(self, report: StepReport, turn: TurnReport) -> None:
+        report.turns.append(turn)
+        report.status = turn.status
+        if self.on_turn is not None:
+            self.on_turn(turn)
+
+    def run_until_idle(self, *, max_steps: int = 10_000) -> list[StepReport]:
+        """Step until no run is runnable now (sleeping runs due later are not waited for)."""
+        reports: list[StepReport] = []
+        for _ in range(max_steps):
+            if self.stopping.is_set():
+                break
+            report = self.step()
+            if report is None:
+                break
+            reports.append(report)
+        return reports
+
+    def run_forever(self, *, poll_interval: float = 1.0, idle_exit: bool = False) -> None:
+        """Step until :attr:`stopping` is set, sleeping on the store's wake-up when idle."""
+        while not self.stopping.is_set():
+            metrics.worker_seen(self.worker_id)
+            mark = self.store.work_mark()
+            try:
+                self.triggers.poll()
+                report = self.step()
+            except OpenSealError as exc:  # e.g. the database is unreachable for a while
+                log.warning("worker %s: %s; retrying", self.worker_id, exc)
+                self.stopping.wait(poll_interval)
+                continue
+            except ClaimLost as exc:  # not an Exception: lost runs are dropped, not fatal
+                log.info("worker %s: %s; going on", self.worker_id, exc)
+                continue
+            except DatabaseFailure as exc:
+                log.warning(
+                    "worker %s: database error %s; retrying", self.worker_id, describe_fault(exc)
+                )
+                self.stopping.wait(poll_interval)
+                continue
+            except Exception as exc:  # never let one bad claim end the worker thread quietly
+                log.error(
+                    "worker %s: %s; retrying", self.worker_id, describe_fault(exc),
+                    exc_info=bool(os.environ.get("OPENSEAL_DEBUG")),
+                )  # fmt: skip
+                self.stopping.wait(poll_interval)
+                continue
+            if report is None:
+                if idle_exit:
+                    return
+                try:
+                    self.store.wait_for_work(poll_interval, since=mark)
+                except Exception as exc:  # a broken wake-up channel must not end the worker
+                    log.warning("worker %s: waiting for work failed: %s", self.worker_id, exc)
+                    self.stopping.wait(poll_interval)
+
+    def stop(self) -> None:
+        """Finish the current turns, release the leases, then return from the loops."""
+        self.stopping.set()
+        self.store.interrupt_waits()  # idle threads stop now, not at the end of their wait

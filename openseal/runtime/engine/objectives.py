@@ -1,0 +1,79 @@
+"""Starting an objective, with a workflow's inputs ready for the version its run pins.
+
+Inputs get the version's defaults and are checked against its types in the transaction that
+pins the version, so an activation in between cannot pin a version the inputs do not fit.
+Used when a caller starts an objective (:func:`create_objective`, also what
+``Engine.submit`` runs) and by a trigger (:func:`prepare_inputs`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jsonschema
+
+from openseal.errors import InvalidInput
+from openseal.runtime.access import Forbidden
+from openseal.runtime.caller import Caller
+from openseal.runtime.requests import StartObjective
+from openseal.runtime.store import DefinitionVersion, NewObjective, NotFound, Store
+
+#: input validators by workflow digest: a version's input schema never changes
+_validators: dict[str, jsonschema.Draft202012Validator] = {}
+
+
+def prepare_inputs(
+    workflow: str, inputs: dict[str, Any], version: DefinitionVersion
+) -> dict[str, Any]:
+    """``inputs`` with the version's defaults; raises ``InvalidInput`` when they do not fit."""
+    schema = version.document.get("inputs") or {}
+    assert isinstance(schema, dict)
+    filled = _with_defaults(inputs, schema)
+    _check_inputs(workflow, filled, schema, version.digest)
+    return filled
+
+
+def _with_defaults(inputs: dict[str, Any], input_schema: dict[str, Any]) -> dict[str, Any]:
+    filled = dict(inputs)
+    for name, prop in (input_schema.get("properties") or {}).items():
+        if name not in filled and isinstance(prop, dict) and "default" in prop:
+            filled[name] = prop["default"]
+    return filled
+
+
+def _check_inputs(
+    workflow: str, inputs: dict[str, Any], input_schema: dict[str, Any], digest: str
+) -> None:
+    if not input_schema:
+        return
+    validator = _validators.get(digest)
+    if validator is None:
+        validator = _validators[digest] = jsonschema.Draft202012Validator(input_schema)
+    errors = sorted(validator.iter_errors(inputs), key=lambda e: list(e.absolute_path))
+    if errors:
+        first = errors[0]
+        where = ".".join(str(p) for p in first.absolute_path) or "inputs"
+        raise InvalidInput(f"invalid input for {workflow}: {where}: {first.message}")
+
+
+def create_objective(store: Store, request: StartObjective, caller: Caller) -> NewObjective:
+    """Start a workflow (its active version) with inputs checked against its input types.
+
+    The inputs are checked against the very version the run pins, in the transaction that
+    pins it. The same ``request_key`` from the same principal again returns the objective it
+    created. The objective records who asked for it, and lives in ``request.scope`` (a scope
+    the caller may act in) or the caller's own."""
+    workflow = request.workflow
+    scope = caller.grant.home(request.scope)
+    if scope is None:
+        raise Forbidden(f"you may not create objectives in scope {request.scope!r}")
+    if store.definitions.active_version(workflow) is None:
+        raise NotFound(f"no workflow {workflow!r} is deployed")
+
+    def prepare(version: DefinitionVersion) -> dict[str, Any]:
+        return prepare_inputs(workflow, request.inputs, version)
+
+    return store.objectives.create(
+        request.project, workflow, request.inputs, request_key=request.request_key,
+        actor=caller.actor, scope=scope, prepare=prepare,
+    )  # fmt: skip

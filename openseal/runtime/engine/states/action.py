@@ -1,0 +1,277 @@
+"""``action``: admit, dispatch once with the stable key, record, reconcile (invariants 7–9).
+
+The action of a proposal moves through its statuses in separate, persisted steps, so a crash
+between any two leaves a status the next worker acts on safely:
+
+* not yet admitted → admission (one fenced transaction, :mod:`openseal.runtime.actions.admission`);
+* ``admitted`` → marked ``dispatched`` (fenced: a cancel since admission stops it here), then
+  the skill is called with ``idempotency_key = <run>:<proposal hash>``, then the outcome is
+  recorded;
+* ``dispatched`` with no outcome (the worker died mid-call) → ``unknown``, never re-sent
+  blindly; ``unknown`` → reconciled by lookup or same-key retry
+  (:mod:`~openseal.runtime.actions.reconcile`); while an earlier attempt may still be in flight, or
+  the destination answers a lookup inconclusively, the run sleeps and reconciles later;
+* ``succeeded`` → leave by ``done`` with the confirmed result; ``failed`` → by ``failed``;
+  ``needs_attention`` → the run waits for ``openseal actions resolve``.
+
+An action state may also name a skill and args directly instead of a proposal; its payload is
+then drafted here (named after the state) exactly as a proposal state would.
+"""
+
+from __future__ import annotations
+
+from openseal.runtime.actions import admission, proposals
+from openseal.runtime.actions.dispatch import Target, confirmed, dispatch, output_of, target_for
+from openseal.runtime.actions.reconcile import Step, mark_unknown, reconcile, record, record_in
+from openseal.runtime.clock import iso
+from openseal.runtime.compiled import DefinitionError
+from openseal.runtime.engine.states.base import (
+    Advance,
+    Attention,
+    LeaseLost,
+    Outcome,
+    Settle,
+    StepContext,
+    Suspend,
+)
+from openseal.runtime.engine.states.proposal import store_draft_in
+from openseal.runtime.statuses import ActionStatus, RunStatus
+from openseal.runtime.store import Action, FencedTx, Proposal
+from openseal.skills.base import SkillResult
+
+#: bound on status changes in one turn (admission, dispatches, reconciliation)
+MAX_STEPS = 12
+
+
+def execute(ctx: StepContext) -> Outcome:
+    prepared = _prepare(ctx)
+    if isinstance(prepared, str):
+        return Attention(prepared)
+    target, proposal, action, sent = prepared
+    actor = f"worker:{ctx.claim.worker_id}"
+    if sent is not None:
+        result = _dispatch(ctx, target, sent)
+        leaving = _leave_with(ctx, target, sent, result)
+        if leaving is not None:
+            return leaving
+        action = record(ctx.store, sent, result, target, actor)
+    for _ in range(MAX_STEPS):
+        status = action.status
+        if status in admission.ADMISSIBLE:
+            admitted = _admit(ctx, proposal, action)
+            if isinstance(admitted, str):
+                return Attention(f"action {action.id} was not admitted: {admitted}")
+            action = admitted
+        elif status == ActionStatus.ADMITTED:
+            action = _send(ctx, target, action)
+        elif status == ActionStatus.DISPATCHED:
+            ctx.hook("action.found_dispatched", ctx.claim)
+            note = "found dispatched with no recorded outcome; it may have taken effect"
+            action = mark_unknown(ctx.store, action, note, actor)
+        elif status == ActionStatus.UNKNOWN:
+            step = reconcile(
+                ctx.store, target, action, ctx.context, lambda a: _send(ctx, target, a), actor
+            )
+            if step.retry_at is not None:
+                return _reconcile_later(ctx, step)
+            if step.pending is not None:
+                return Attention(f"action {action.id} outcome unknown: {step.pending}")
+            action = step.action
+        else:
+            return _leave(action)
+    return Attention(f"action {action.id} did not settle (status {action.status})")
+
+
+#: how many times in a row a run sleeps to reconcile one action before an operator must look
+MAX_RECONCILE_WAITS = 12
+
+
+def _reconcile_later(ctx: StepContext, step: Step) -> Outcome:
+    """Sleep until reconciling can make progress (an earlier attempt is over, the destination
+    may answer a lookup again); no worker is held meanwhile (invariant 5)."""
+    action, due = step.action, step.retry_at
+    assert due is not None
+    previous = ctx.run.waiting or {}
+    again = previous.get("kind") == "reconcile" and previous.get("action_id") == action.id
+    waits = int(previous.get("waits", 0)) + 1 if again else 1
+    if waits > MAX_RECONCILE_WAITS:
+        return Attention(
+            f"action {action.id} outcome still unknown after {waits - 1} tries: {step.pending}"
+        )
+    document = {
+        "kind": "reconcile",
+        "state": ctx.state.name,
+        "action_id": action.id,
+        "reason": step.pending,
+        "due": iso(due),
+        "waits": waits,
+    }
+
+    def sleep(tx: FencedTx) -> None:
+        tx.update_run(
+            status=RunStatus.SLEEPING, wake_at=due, waiting=document, event="action.reconcile_later"
+        )
+
+    return Suspend(sleep, f"action {action.id}: {step.pending}; reconciling again at {iso(due)}")
+
+
+def _prepare(ctx: StepContext) -> tuple[Target, Proposal, Action, Action | None] | str:
+    """In one fenced transaction: record the draft (direct form), admit, mark dispatched.
+
+    Doing these together costs one commit instead of three and moves nothing earlier: the
+    admission still re-checks everything at the last moment before ``dispatched`` is saved,
+    and ``dispatched`` is still saved before the skill is called. Returns the target, the
+    action and — when this transaction marked it dispatched — the action to send; or why the
+    action was not admitted.
+    """
+    config = ctx.state.config
+    drafted = None
+    if not config.get("proposal"):
+        drafted = proposals.draft(
+            ctx.workflow, ctx.run.id, ctx.state.name, ctx.state.name, config, ctx.scope
+        )
+    # The artefact file is written before the transaction, so no lock is held over its fsync.
+    digest = ctx.store.artifacts.write_file(drafted.data) if drafted is not None else ""
+    admitted = sent = None
+    refusal: str | None = None
+    with ctx.store.leases.fenced(ctx.claim) as tx:
+        found: Action | None
+        if drafted is not None:
+            proposal, found = store_draft_in(ctx, drafted, digest, tx)
+        else:
+            proposal = _stored_proposal(ctx, tx)
+            found = tx.store.actions.by_key(tx.conn, proposal.action_key)
+        if found is None:
+            raise DefinitionError(f"action {proposal.action_key} was never proposed")
+        action = found
+        target = target_for(ctx.workflow, proposal)
+        if action.status in admission.ADMISSIBLE:
+            # Read in this transaction; its events join the transaction's held-back batch.
+            verdict = admission.admit(
+                tx.row_conn, ctx.store, ctx.workflow, proposal, action, state=ctx.state.name,
+                now=tx.now, actor=tx.actor, events=tx.append_event, fresh=True,
+            )  # fmt: skip
+            if isinstance(verdict, str):
+                refusal = f"action {action.id} was not admitted: {verdict}"
+            else:
+                action = admitted = verdict
+        if refusal is None and action.status == ActionStatus.ADMITTED:
+            sent = _mark_dispatched(tx, action)
+            action = sent or tx.store.actions.get(tx.conn, action.id)
+    if refusal is not None:
+        return refusal
+    if admitted is not None:
+        ctx.hook("action.admitted", ctx.claim)
+    return target, proposal, action, sent
+
+
+def _stored_proposal(ctx: StepContext, tx: FencedTx) -> Proposal:
+    _, digest = proposals.current_hash(
+        ctx.workflow, ctx.run.context.get("states", {}), str(ctx.state.config["proposal"])
+    )
+    found = tx.store.proposals.by_hash(tx.conn, ctx.run.id, digest)
+    if found is None:
+        raise DefinitionError(f"proposal {digest} is not stored for run {ctx.run.id}")
+    return found
+
+
+def _admit(ctx: StepContext, proposal: Proposal, action: Action) -> Action | str:
+    with ctx.store.leases.fenced(ctx.claim) as tx:
+        verdict = admission.admit(
+            tx.conn, ctx.store, ctx.workflow, proposal, action, state=ctx.state.name,
+            now=tx.now, actor=tx.actor,
+        )  # fmt: skip
+    if not isinstance(verdict, str):
+        ctx.hook("action.admitted", ctx.claim)
+    return verdict
+
+
+def _mark_dispatched(tx: FencedTx, action: Action) -> Action | None:
+    """Persist ``dispatched`` (in a fenced transaction: a cancel since admission stops it)."""
+    attempt = action.attempts + 1
+    return tx.store.actions.move(
+        tx.row_conn, action, ActionStatus.DISPATCHED, now=tx.now, actor=tx.actor,
+        expect=(ActionStatus.ADMITTED, ActionStatus.UNKNOWN), attempts=attempt,
+        dispatched_at=tx.now, event={"attempt": attempt}, events=tx.append_event,
+    )  # fmt: skip
+
+
+def _send(ctx: StepContext, target: Target, action: Action) -> Action:
+    """Persist ``dispatched`` (fenced), then call the skill once, then record the outcome."""
+    with ctx.store.leases.fenced(ctx.claim) as tx:
+        sent = _mark_dispatched(tx, action)
+        if sent is None:
+            return tx.store.actions.get(tx.conn, action.id)
+    return _call(ctx, target, sent)
+
+
+def _call(ctx: StepContext, target: Target, sent: Action) -> Action:
+    """Call the skill once for an action saved as ``dispatched``, then record the outcome."""
+    result = _dispatch(ctx, target, sent)
+    return record(ctx.store, sent, result, target, f"worker:{ctx.claim.worker_id}")
+
+
+def _dispatch(ctx: StepContext, target: Target, sent: Action) -> SkillResult:
+    """Call the skill once for an action saved as ``dispatched``."""
+    ctx.hook("action.dispatched", ctx.claim)
+    if ctx.lost.is_set():
+        # Not sent: the next claim finds it dispatched, looks it up, and only then re-sends.
+        raise LeaseLost(ctx.claim.run_id)
+    actor = f"worker:{ctx.claim.worker_id}"
+
+    def late(reply: SkillResult) -> None:  # evidence, whenever it comes (invariant 14)
+        record(ctx.store, sent, reply, target, actor)
+
+    result = dispatch(target, ctx.context, late)
+    ctx.hook("action.before_record", ctx.claim)
+    return result
+
+
+def _leave_with(
+    ctx: StepContext, target: Target, sent: Action, result: SkillResult
+) -> Outcome | None:
+    """Leave the state with the dispatch's outcome recorded in the same commit, when it is
+    settled: confirmed with a reply that fits (``done``), or failed (``failed``).
+
+    Anything else (unknown, a reply that does not fit) is recorded at once and goes through
+    reconciliation as before. If the advance's commit is refused (the claim was lost), the
+    outcome is recorded on its own: it describes the outside world either way.
+    """
+    actor = f"worker:{ctx.claim.worker_id}"
+    if confirmed(result):
+        output, problem = output_of(target.spec, result.output)
+        if problem is not None:
+            return None
+        leaving: Advance = Advance("done", output)
+    elif result.outcome == "failed":
+        leaving = Advance("failed", {"action_id": sent.id, "error": result.error})
+    else:
+        return None
+
+    expected = ActionStatus.SUCCEEDED if leaving.event == "done" else ActionStatus.FAILED
+
+    def within(tx: FencedTx) -> bool:
+        recorded = record_in(
+            tx.store, tx.row_conn, sent, result, target, actor, tx.now, tx.append_event
+        )
+        # Another reply may have settled the action otherwise meanwhile (a confirmation of an
+        # earlier attempt): then the state is executed again and leaves by what is recorded.
+        return recorded.status == expected
+
+    def alone() -> object:
+        return record(ctx.store, sent, result, target, actor)
+
+    return Advance(leaving.event, leaving.output, Settle(within, alone))
+
+
+def _leave(action: Action) -> Outcome:
+    if action.status == ActionStatus.SUCCEEDED:
+        return Advance("done", action.result)
+    if action.status == ActionStatus.FAILED:
+        return Advance("failed", {"action_id": action.id, "error": action.error})
+    if action.status == ActionStatus.NEEDS_ATTENTION:
+        return Attention(
+            f"action {action.id} needs an operator: {action.error} "
+            f"(see `openseal actions show {action.id}`, then `openseal actions resolve`)"
+        )
+    return Attention(f"action {action.id} is {action.status}")

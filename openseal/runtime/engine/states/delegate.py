@@ -1,0 +1,131 @@
+"""``delegate``: ask another agent or team for work and wait in ``waiting_for_agent``.
+
+The request is made and its child run started in the turn's fenced transaction
+(:mod:`openseal.runtime.engine.delegation`); the run then waits, until the request's deadline at
+most. It wakes when the request completes (leave by ``done`` with the completion, checked
+against the output type), is declined, fails or expires (leave by ``declined``, ``failed``,
+``expired``; without such a transition an operator must decide), is canceled, or when the
+callee asks a question (a person or the caller's side answers it; the run waits again). When
+the state asked for a review, a completion is awaited until it is reviewed: accepted, or sent
+back, which reopens the request.
+"""
+
+from __future__ import annotations
+
+from contextlib import suppress
+from datetime import timedelta
+from typing import Any
+
+from openseal.runtime.compiled import evaluate_json
+from openseal.runtime.engine.delegation import DelegationFailed, start_child
+from openseal.runtime.engine.states.base import Advance, Attention, Outcome, StepContext, Suspend
+from openseal.runtime.engine.states.turn import schema_problems
+from openseal.runtime.statuses import AgentRequestStatus as S
+from openseal.runtime.statuses import RunStatus
+from openseal.runtime.store import (
+    OPEN_AGENT_REQUESTS,
+    AgentRequest,
+    FencedTx,
+    InvalidStatus,
+    caller_wakes,
+)
+
+#: how the caller leaves for each closed request status (``rejected``: the older name)
+_LEAVES = {S.DECLINED: ("declined", "rejected"), S.FAILED: ("failed",), S.EXPIRED: ("expired",)}
+
+
+def execute(ctx: StepContext) -> Outcome:
+    waiting = ctx.run.waiting or {}
+    if waiting.get("kind") == "agent":
+        return _answered(ctx, waiting)
+    config = ctx.state.config
+    callee = str(config["to"])
+    request = {
+        "goal": evaluate_json(config["goal"], ctx.scope),
+        "input": {
+            k: evaluate_json(v, ctx.scope) for k, v in sorted((config.get("input") or {}).items())
+        },
+        "output_type": config.get("output"),
+        "output_schema": ctx.state.output_schema,
+        "review": bool(config.get("review")),
+        "workflow": ctx.workflow.name,
+        "state": ctx.state.name,
+        "caller": str((ctx.workflow.document.get("spec") or {}).get("owner") or ""),
+    }
+    expires_in = config.get("expires_in")
+    deadline = ctx.now() + timedelta(seconds=float(expires_in)) if expires_in else None
+
+    def ask(tx: FencedTx) -> None:
+        created = tx.create_agent_request(callee, request, deadline=deadline)
+        waiting = {"kind": "agent", "agent_request_id": created.id, "callee": callee}
+        try:
+            start_child(tx.store, tx.conn, tx.run(), created, workflow=ctx.workflow)
+        except DelegationFailed as exc:
+            tx.store.agent_requests.fail_in(tx.conn, created.id, str(exc), tx.now)
+            tx.append_event(
+                "agent_request.failed",
+                {"agent_request_id": created.id, "status": "failed", "reason": str(exc)},
+            )
+            _wait(tx, waiting, wake_at=tx.now)
+            return
+        tx.append_event(
+            "agent_request.accepted",
+            {"agent_request_id": created.id, "status": "accepted"},
+            actor=callee.replace(".", ":", 1),  # the principal the callee acts as
+        )
+        _wait(tx, waiting, wake_at=deadline)
+
+    return Suspend(ask, f"waiting for {callee}")
+
+
+def _answered(ctx: StepContext, waiting: dict[str, Any]) -> Outcome:
+    request = ctx.store.agent_requests.get(str(waiting["agent_request_id"]))
+    actor = f"worker:{ctx.claim.worker_id}"
+    if request.status in (S.COMPLETED, S.COMPLETION_REVIEWED) and caller_wakes(request):
+        problems = schema_problems(request.response, ctx.state.output_schema)
+        if not problems:
+            return Advance("done", request.response)
+        reason = f"the completion does not match the output type: {problems[0]}"
+        try:
+            request = ctx.store.agent_requests.fail(request.id, actor, reason)
+        except InvalidStatus:
+            return _answered(ctx, waiting)  # reviewed or reopened meanwhile: look again
+    if request.status in _LEAVES:
+        return _leave(ctx, request)
+    if request.status == S.CANCELED:
+        return Attention(f"agent request {request.id} was canceled")
+    if request.status in OPEN_AGENT_REQUESTS and _past(ctx, request):
+        with suppress(InvalidStatus):  # answered in the meantime
+            ctx.store.agent_requests.expire(request.id, actor)
+        return _answered(ctx, waiting)
+
+    def wait_again(tx: FencedTx) -> None:
+        _wait(tx, waiting, wake_at=tx.now if _changed(tx, request) else request.deadline)
+
+    return Suspend(wait_again, f"waiting for {waiting.get('callee')}")
+
+
+def _leave(ctx: StepContext, request: AgentRequest) -> Outcome:
+    for event in _LEAVES[request.status]:
+        if ctx.workflow.outgoing(ctx.state.name, event):
+            return Advance(event, request.response)
+    return Attention(f"agent request {request.id} {request.status}: {request.response}")
+
+
+def _past(ctx: StepContext, request: AgentRequest) -> bool:
+    return request.deadline is not None and ctx.now() >= request.deadline
+
+
+def _changed(tx: FencedTx, seen: AgentRequest) -> bool:
+    # Read inside the fenced transaction: a step that committed after this turn read the
+    # request did not wake the run (it was not waiting then), so wake ourselves instead of
+    # waiting for a wake-up that will never come. Unchanged, there is nothing to do until the
+    # next step (a question waits for its answer).
+    now = tx.store.agent_requests.get_in(tx.conn, seen.id)
+    return now.updated_at != seen.updated_at and caller_wakes(now)
+
+
+def _wait(tx: FencedTx, waiting: dict[str, Any], *, wake_at: Any) -> None:
+    tx.update_run(
+        status=RunStatus.WAITING_FOR_AGENT, waiting=waiting, wake_at=wake_at, event="wait.agent"
+    )

@@ -1,0 +1,75 @@
+"""``proposal``: draft the exact payload of an action and store it before moving on.
+
+Each ``proposal "name" {...}`` block is evaluated into its canonical document
+(:mod:`openseal.runtime.actions.proposals`); the bytes are stored as an immutable artefact and the
+proposal and its action (``proposed``) are recorded in a fenced transaction — all before the
+run leaves the state, so an approval can only ever bind to something that is stored. The
+state's output maps each name to the proposal's id, hash, skill, actor, args and spend.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openseal.runtime.actions import proposals
+from openseal.runtime.actions.proposals import Draft
+from openseal.runtime.engine.states.base import Advance, Outcome, StepContext
+from openseal.runtime.statuses import ActionStatus
+from openseal.runtime.store import Action, FencedTx, Proposal, Store
+
+
+def execute(ctx: StepContext) -> Outcome:
+    output: dict[str, Any] = {}
+    for name, config in sorted(ctx.state.config.items()):
+        drafted = proposals.draft(ctx.workflow, ctx.run.id, ctx.state.name, name, config, ctx.scope)
+        output[name] = proposals.output_of(store_draft(ctx, drafted))
+    return Advance("done", output)
+
+
+def store_draft(ctx: StepContext, drafted: Draft, tx: FencedTx | None = None) -> Proposal:
+    """Store ``drafted`` as an artefact, then record it and its action (idempotent by hash).
+
+    With ``tx`` the rows are written in that fenced transaction (the caller commits them with
+    what it does next); otherwise in one of their own.
+    """
+    # the file first (SQLite), so no row points at a missing file; in the database, the row
+    # carries the bytes itself
+    digest = ctx.store.artifacts.write_file(drafted.data)
+    if tx is not None:
+        return store_draft_in(ctx, drafted, digest, tx)[0]
+    with ctx.store.leases.fenced(ctx.claim) as own:
+        return store_draft_in(ctx, drafted, digest, own)[0]
+
+
+def store_draft_in(
+    ctx: StepContext, drafted: Draft, digest: str, tx: FencedTx
+) -> tuple[Proposal, Action]:
+    """Record ``drafted`` (its artefact file ``digest`` already written, outside any
+    transaction) and its action in the caller's transaction ``tx``; both are returned."""
+    return _record(tx, ctx.store, drafted, digest)
+
+
+def _record(tx: FencedTx, store: Store, drafted: Draft, digest: str) -> tuple[Proposal, Action]:
+    conn = tx.conn
+    store.artifacts.record_in(conn, digest, len(drafted.data), proposals.MEDIA_TYPE, drafted.data)
+    proposal, created = store.proposals.insert(conn, tx.claim.run_id, drafted, digest, tx.now)
+    action = store.actions.ensure(conn, proposal, tx.now)
+    if action.status in (ActionStatus.DENIED, ActionStatus.CANCELED):
+        # The same exact content drafted again (after changes were requested, say):
+        # it is proposed afresh and needs a fresh approval.
+        action = store.actions.move(
+            conn, action, ActionStatus.PROPOSED, now=tx.now, actor=tx.actor,
+            note="drafted again", error=None,
+        ) or store.actions.get(conn, action.id)  # fmt: skip
+    tx.append_event(
+        "proposal.drafted",
+        {
+            "proposal_id": proposal.id,
+            "name": proposal.name,
+            "hash": proposal.hash,
+            "artifact": proposal.artifact_digest,
+            "skill": proposal.skill,
+            "new": created,
+        },
+    )
+    return proposal, action

@@ -1,0 +1,462 @@
+"""One turn of one run: save the phase, execute the current state, apply the outcome.
+
+A turn is persisted before it executes (``start_turn``, with the turns budget checked in the
+same transaction) — a pure state's turn (``transform``, ``decision``, ``end``) is executed in the
+transaction that saves it, since it calls nothing (docs/decisions/0006); the state's handler
+records every model and tool result as an activity;
+the outcome (advance, finish, wait, needs attention) is applied with the turn's completion in
+one fenced transaction. A turn that loses its claim raises ``StaleEpoch`` or ``LeaseLost``
+and leaves nothing half-applied: the next claim replays from the recorded activities.
+
+The run's ``context`` holds ``inputs``, ``states`` (outputs by state), ``visits`` (how often
+each state was entered, which keys activity ids), ``position`` (the state being executed,
+its visit, and retries after an operator intervened) and ``trail`` (recent states).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from openseal.compiler.lang.evaluate import EvaluationError
+from openseal.runtime import telemetry
+from openseal.runtime.compiled import CompiledWorkflow, DefinitionError
+from openseal.runtime.engine import budgets
+from openseal.runtime.engine.catalog import WorkflowCatalog
+from openseal.runtime.engine.models.base import ModelError
+from openseal.runtime.engine.states import handler_for, is_pure
+from openseal.runtime.engine.states.base import (
+    Advance,
+    Attention,
+    Finish,
+    Hook,
+    Outcome,
+    StepContext,
+    Suspend,
+    TurnStopped,
+    state_scope,
+)
+from openseal.runtime.engine.tools import ToolRunner
+from openseal.runtime.statuses import RunStatus
+from openseal.runtime.store import (
+    Claim,
+    FencedTx,
+    IdempotencyConflict,
+    Run,
+    StaleEpoch,
+    Store,
+    Turn,
+)
+from openseal.skills.credentials import RuntimeContext
+
+TRAIL_LENGTH = 20
+
+
+@dataclass(frozen=True)
+class TurnReport:
+    """What one turn did (the worker logs one line per report)."""
+
+    run_id: str
+    state: str | None
+    turn_seq: int | None
+    outcome: str
+    status: RunStatus
+    seconds: float
+    detail: str = ""
+
+
+def enter(context: dict[str, Any], state: str, came_from: str | None) -> dict[str, Any]:
+    """The context once the run enters ``state``: a new visit, no stale output of it."""
+    visits = {**context.get("visits", {})}
+    visits[state] = int(visits.get(state, 0)) + 1
+    states = {k: v for k, v in context.get("states", {}).items() if k != state}
+    trail = [*context.get("trail", []), *([came_from] if came_from else [])][-TRAIL_LENGTH:]
+    # ``attempt`` (0) and ``attention`` (False) are left out until they change: every waiting
+    # run stores its context, so defaults are not repeated in each one.
+    position = {"state": state, "visit": visits[state]}
+    entered = {**context, "states": states, "visits": visits, "position": position}
+    if trail:
+        entered["trail"] = trail
+    return entered
+
+
+def _prepared(run: Run, workflow: CompiledWorkflow) -> tuple[str, dict[str, Any], bool]:
+    """The state to execute, its context, and whether an operator supplied its output."""
+    context = dict(run.context)
+    position = context.get("position") or {}
+    if run.current_state is None:
+        if workflow.initial is None:
+            raise DefinitionError(f"workflow {workflow.name} has no initial state")
+        return workflow.initial, enter(context, workflow.initial, None), False
+    state = run.current_state
+    if position.get("state") != state:  # an operator moved the run (intervene --state)
+        return state, enter(context, state, position.get("state")), False
+    if position.get("attention"):  # retried after needs_attention: fresh activity ids
+        attempt = int(position.get("attempt", 0)) + 1
+        context["position"] = {**position, "attempt": attempt, "attention": False, "charged": False}
+    supplied = state in context.get("states", {})
+    return state, context, supplied
+
+
+def _turn_cost(workflow: CompiledWorkflow, state: str, context: dict[str, Any]) -> dict[str, int]:
+    """A state visit costs one turn, once: not its resumption after a wait, not a replay,
+    and not an end state (the same count as the compiler's budget check, OS507)."""
+    position = context.get("position") or {}
+    if position.get("charged") or workflow.state(state).kind == "end":
+        return {}
+    context["position"] = {**position, "charged": True}
+    return {"turns": 1}
+
+
+def activity_prefix(state: str, position: dict[str, Any]) -> str:
+    attempt = int(position.get("attempt", 0))
+    visit = int(position.get("visit", 1))
+    return f"{state}:{visit}" + (f"r{attempt}" if attempt else "")
+
+
+@dataclass(frozen=True)
+class Started:
+    """A turn that is saved and not yet executed: what :meth:`TurnExecutor.execute` runs."""
+
+    run: Run
+    state: str
+    context: dict[str, Any]
+    #: an operator supplied the state's output (``intervene --value``)
+    supplied: bool
+    turn: Turn
+    #: ``time.monotonic()`` when the turn was saved
+    since: float
+
+
+#: what beginning a turn gives: the turn to execute, or the report of a turn that ended at once
+Begun = Started | TurnReport
+
+
+class TurnExecutor:
+    def __init__(
+        self,
+        store: Store,
+        catalog: WorkflowCatalog,
+        providers: Callable[[Any], Any],
+        tools: ToolRunner,
+        hook: Hook,
+        *,
+        max_repairs: int = 2,
+        context: RuntimeContext | None = None,
+    ) -> None:
+        self.store = store
+        # Credential sources and adapter config for actions; values are read at call time.
+        self.context = context
+        self.catalog = catalog
+        self.providers = providers
+        self.tools = tools
+        self.hook = hook
+        self.max_repairs = max_repairs
+
+    def begin(
+        self,
+        tx: FencedTx,
+        *,
+        first: bool = True,
+        seq: int | None = None,
+        chain: Callable[[], bool] | None = None,
+        done: list[TurnReport] | None = None,
+    ) -> Begun | None:
+        """Save the run's next turn in ``tx`` (persist before acting, invariant 2).
+
+        ``first`` is the first turn of a claim: turns an earlier claim left open are closed
+        first. ``seq`` is the turn's number when the caller knows it. A turn that cannot
+        start (the budget is spent, the document is broken) ends here with its report.
+
+        With ``done`` (a list), a pure state's turn is also executed and its outcome applied
+        in ``tx``, and the turns after it are begun the same way while ``chain()`` allows;
+        the reports of the turns that ended in ``tx`` are appended to ``done``, and what is
+        returned is the saved turn of a state that is not pure, or None (the last report
+        says how the run stands).
+        """
+        while True:
+            begun = self._begin_one(tx, first=first, seq=seq)
+            if done is None:
+                return begun
+            if isinstance(begun, TurnReport):
+                done.append(begun)
+                return None
+            if not is_pure(
+                self.catalog.workflow(begun.run.workflow_digest).state(begun.state).kind
+            ):
+                return begun
+            report = self._execute_in(tx, begun)
+            if report is None:
+                return begun
+            done.append(report)
+            if report.status != RunStatus.RUNNING or chain is None or not chain():
+                return None
+            first, seq = False, begun.turn.seq + 1
+
+    def _execute_in(self, tx: FencedTx, started: Started) -> TurnReport | None:
+        """Execute a pure state's saved turn and apply its outcome in ``tx``; None when its
+        handler failed unexpectedly (the turn is then executed on its own, where the failure
+        is met and reported)."""
+        run, state, context, turn = started.run, started.state, started.context, started.turn
+        workflow = self.catalog.workflow(run.workflow_digest)
+        ctx = self._context(tx.claim, run, workflow, state, context, turn.id, threading.Event())
+        with telemetry.turn(tx.claim) as span:
+            try:
+                if started.supplied:
+                    outcome: Outcome = Advance("done", context["states"][state])
+                else:
+                    outcome = handler_for(ctx.state.kind)(ctx)
+            except (EvaluationError, DefinitionError) as exc:
+                outcome = Attention(f"{type(exc).__name__}: {exc}")
+            except Exception:
+                return None
+            detail = self._apply(tx, ctx, outcome)
+            report = self._report(
+                run.id, state, turn.seq, _name(outcome), tx, started.since, detail
+            )
+            telemetry.turn_done(span, report)
+        return report
+
+    def _begin_one(self, tx: FencedTx, *, first: bool, seq: int | None) -> Begun:
+        since = time.monotonic()
+        run = tx.run()
+        workflow = self.catalog.workflow(run.workflow_digest)
+        try:
+            state, context, supplied = _prepared(run, workflow)
+        except DefinitionError as exc:
+            return self._attention_now(tx, run, str(exc), since)
+        if first and tx.claim.epoch == 1:
+            seq = 1  # the first claim of a run: no turn before it, none left open
+        elif first:
+            tx.abandon_open_turns()
+        cost = _turn_cost(workflow, state, context)
+        reason = budgets.exceeded(workflow.budget_limits(), run.budget_used, cost)
+        if reason is not None:
+            turn = tx.start_turn(state, seq=seq)
+            ctx = self._context(tx.claim, run, workflow, state, context, turn.id, threading.Event())
+            ctx.exhaust(tx, reason)
+            return self._report(run.id, state, turn.seq, "budget_exhausted", tx, since, reason)
+        entered = {
+            "current_state": state,
+            "context": context,
+            "budget_used": budgets.add(run.budget_used, cost),
+        }
+        turn = tx.start_turn(state, seq=seq, values=entered)
+        return Started(tx.run(), state, context, supplied, turn, since)
+
+    def execute(
+        self,
+        claim: Claim,
+        lost: threading.Event,
+        started: Started | None = None,
+        *,
+        chain: Callable[[], bool] | None = None,
+        done: list[TurnReport] | None = None,
+    ) -> tuple[TurnReport, Begun | None]:
+        """Execute ``started`` (or save and execute the next turn) and apply its outcome.
+
+        When the run is still running afterwards and ``chain()`` says to go on, the next turn
+        is saved in the same transaction as this turn's outcome and returned with the report;
+        with ``done``, pure states met on the way are executed there too (see :meth:`begin`).
+        """
+        if started is None:
+            with self.store.leases.fenced(claim) as tx:
+                begun = self._begin_one(tx, first=True, seq=None)
+            if isinstance(begun, TurnReport):
+                return begun, None
+            started = begun
+        run, state, context, turn = started.run, started.state, started.context, started.turn
+        workflow = self.catalog.workflow(run.workflow_digest)
+        self.hook("turn.started", claim)
+        ctx = self._context(claim, run, workflow, state, context, turn.id, lost)
+        try:
+            if started.supplied:
+                outcome: Outcome = Advance("done", context["states"][state])
+            else:
+                outcome = handler_for(ctx.state.kind)(ctx)
+        except TurnStopped as stopped:
+            report = TurnReport(run.id, state, turn.seq, "stopped", self._status(run.id),
+                                time.monotonic() - started.since, str(stopped))  # fmt: skip
+            return report, None
+        except (ModelError, EvaluationError, DefinitionError, IdempotencyConflict) as exc:
+            outcome = Attention(f"{type(exc).__name__}: {exc}")
+        self.hook("turn.before_advance", claim)
+        try:
+            with self.store.leases.fenced(claim) as tx:
+                detail = self._apply(tx, ctx, outcome)
+                report = self._report(
+                    run.id, state, turn.seq, _name(outcome), tx, started.since, detail
+                )
+                following: Begun | None = None
+                if report.status == RunStatus.RUNNING and chain is not None and chain():
+                    following = self.begin(
+                        tx, first=False, seq=turn.seq + 1, chain=chain, done=done
+                    )
+        except BaseException:
+            if isinstance(outcome, Advance) and outcome.settle is not None:
+                outcome.settle.alone()  # the outside world's record must not be lost
+            raise
+        return report, following
+
+    def give_up(self, claim: Claim, reason: str) -> str:
+        """After an unexpected error: the run needs attention (if the claim still holds it)."""
+        try:
+            with self.store.leases.fenced(claim) as tx:
+                run = tx.run()
+                self._needs_attention(tx, run.context, run.current_state or "", reason)
+        except StaleEpoch:
+            return "lost"
+        return "done"
+
+    def _context(
+        self,
+        claim: Claim,
+        run: Run,
+        workflow: CompiledWorkflow,
+        state: str,
+        context: dict[str, Any],
+        turn_id: str,
+        lost: threading.Event,
+    ) -> StepContext:
+        position = context.get("position") or {}
+        return StepContext(
+            store=self.store,
+            claim=claim,
+            run=run,
+            workflow=workflow,
+            state=workflow.state(state),
+            visit=int(position.get("visit", 1)),
+            prefix=activity_prefix(state, position),
+            scope=state_scope(context.get("inputs", {}), context.get("states", {})),
+            providers=self.providers,
+            tools=self.tools,
+            hook=self.hook,
+            lost=lost,
+            turn_id=turn_id,
+            max_repairs=self.max_repairs,
+            context=self.context,
+        )
+
+    # -- applying outcomes ---------------------------------------------------------------
+
+    def _apply(self, tx: FencedTx, ctx: StepContext, outcome: Outcome) -> str:
+        if isinstance(outcome, Advance):
+            return self._advance(tx, ctx, outcome)
+        if isinstance(outcome, Finish):
+            return self._finish(tx, ctx, outcome)
+        if isinstance(outcome, Suspend):
+            # the wait's own event (``wait.registered``...) says how the turn ended
+            tx.record_turn(ctx.turn_id, phase="waiting", status="completed", event=False)
+            outcome.apply(tx)
+            return outcome.description
+        tx.record_turn(ctx.turn_id, status="failed", error=outcome.reason)
+        self._needs_attention(tx, tx.run().context, ctx.state.name, outcome.reason)
+        return outcome.reason
+
+    def _advance(self, tx: FencedTx, ctx: StepContext, outcome: Advance) -> str:
+        source = ctx.state.name
+        if outcome.settle is not None and not outcome.settle.within(tx):
+            # The outside world's record says otherwise by now (another attempt's reply, an
+            # operator): the state runs again and leaves by what is recorded.
+            problem = f"the outcome in {source} was settled otherwise meanwhile; state re-read"
+            tx.record_turn(ctx.turn_id, status="failed", error=problem)
+            return problem
+        context = dict(tx.run().context)
+        states = dict(context.get("states", {}))
+        if outcome.output is not None:
+            states[source] = outcome.output
+        context["states"] = states
+        scope = state_scope(context.get("inputs", {}), states)
+        try:
+            target = ctx.workflow.choose(source, outcome.event, scope)
+        except EvaluationError as exc:
+            target, problem = None, f"guard of {source} failed: {exc}"
+        else:
+            problem = f"no transition from {source} for event {outcome.event!r}"
+        if target is None:
+            tx.record_turn(ctx.turn_id, status="failed", error=problem)
+            self._needs_attention(tx, context, source, problem)
+            return problem
+        tx.record_turn(ctx.turn_id, phase="advanced", status="completed", event=False)
+        tx.update_run(
+            current_state=target,
+            context=enter(context, target, source),
+            waiting=None,
+            event="state.advanced",
+            payload={"from": source, "to": target, "event": outcome.event},
+            describe=False,
+        )
+        return f"{source} -[{outcome.event}]-> {target}"
+
+    def _finish(self, tx: FencedTx, ctx: StepContext, outcome: Finish) -> str:
+        context = dict(tx.run().context)
+        context["outputs"] = workflow_outputs(ctx.workflow, context)
+        tx.record_turn(ctx.turn_id, phase="ended", status="completed", event=False)
+        tx.update_run(
+            status=RunStatus(outcome.outcome),
+            context=context,
+            waiting=None,
+            event=f"run.{outcome.outcome}",
+            payload={"end_state": ctx.state.name},
+        )
+        return outcome.outcome
+
+    def _needs_attention(
+        self, tx: FencedTx, context: dict[str, Any], state: str, reason: str
+    ) -> None:
+        position = {**context.get("position", {}), "attention": True}
+        tx.update_run(
+            status=RunStatus.NEEDS_ATTENTION,
+            context={**context, "position": position},
+            waiting={"kind": "attention", "reason": reason, "state": state},
+            event="run.needs_attention",
+            payload={"reason": reason},
+        )
+
+    def _attention_now(self, tx: FencedTx, run: Run, reason: str, started: float) -> TurnReport:
+        tx.update_run(
+            status=RunStatus.NEEDS_ATTENTION,
+            waiting={"kind": "attention", "reason": reason, "state": run.current_state},
+            event="run.needs_attention",
+            payload={"reason": reason},
+        )
+        return self._report(run.id, run.current_state, None, "attention", tx, started, reason)
+
+    def _report(
+        self,
+        run_id: str,
+        state: str | None,
+        seq: int | None,
+        outcome: str,
+        tx: FencedTx,
+        started: float,
+        detail: str,
+    ) -> TurnReport:
+        status = tx.run().status
+        return TurnReport(run_id, state, seq, outcome, status, time.monotonic() - started, detail)
+
+    def _status(self, run_id: str) -> RunStatus:
+        return self.store.runs.get(run_id).status
+
+
+def _name(outcome: Outcome) -> str:
+    return {Advance: "advanced", Finish: "finished", Suspend: "waiting", Attention: "attention"}[
+        type(outcome)
+    ]
+
+
+def workflow_outputs(workflow: CompiledWorkflow, context: dict[str, Any]) -> dict[str, Any]:
+    """The workflow's declared outputs that can be computed (an end may skip some states)."""
+    from openseal.runtime.compiled import evaluate_json
+
+    scope = state_scope(context.get("inputs", {}), context.get("states", {}))
+    outputs: dict[str, Any] = {}
+    for name, spec in sorted(((workflow.document.get("spec") or {}).get("output") or {}).items()):
+        try:
+            outputs[name] = evaluate_json(spec.get("value"), scope)
+        except (EvaluationError, DefinitionError):
+            continue
+    return outputs

@@ -1,0 +1,103 @@
+"""What a change proposal is diffed against: active versions and their dependency closure.
+
+Deployment names map to active digests; each document names the versions it depends on by
+digest, so the closure of a set of roots is every document a reviewer's diff must compare.
+Digests are stored as bare hex (the compiler's ``sha256:`` prefix dropped, see
+:func:`store_key`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from openseal.compiler.output.diff import diff_documents
+from openseal.runtime.governance.policy import (
+    GOVERNANCE_KIND,
+    GovernanceVersion,
+    Policy,
+    resolve_policy,
+)
+from openseal.runtime.store import Connection, Store, Target
+
+DIGEST_PREFIX = "sha256:"
+
+Documents = dict[str, dict[str, Any]]
+#: store key → (``kind.name``, document), or None when unknown
+Lookup = Callable[[str], "tuple[str, dict[str, Any]] | None"]
+
+
+def store_key(digest: str) -> str:
+    """The store key of a compiled digest: bare hex (``sha256:`` dropped), as the runtime uses."""
+    return digest.removeprefix(DIGEST_PREFIX)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A diff against the active versions, its base and the policy that rules it."""
+
+    base: dict[str, str | None]
+    diff: dict[str, Any]
+    risk_widening: bool
+    policy: Policy
+
+
+def make_plan(
+    store: Store, conn: Connection, targets: list[Target], lookup: Lookup | None = None
+) -> Plan:
+    """Diff ``targets`` against the active versions and resolve the policy that rules them."""
+
+    def stored(key: str) -> tuple[str, dict[str, Any]] | None:
+        return store.definitions.document(conn, key)
+
+    def incoming(key: str) -> tuple[str, dict[str, Any]] | None:
+        found = lookup(key) if lookup is not None else None
+        return found if found is not None else stored(key)
+
+    active = store.definitions.active_in(conn, [t.name for t in targets])
+    base = {t.name: active[t.name][0] if t.name in active else None for t in targets}
+    old = closure([d for d in base.values() if d is not None], stored)
+    new = closure([t.digest for t in targets], incoming)
+    report = diff_documents(old, new)
+    bundled = []
+    for target in targets:
+        found = incoming(target.digest) if target.kind == GOVERNANCE_KIND else None
+        if found is not None:
+            bundled.append(GovernanceVersion.from_document(target.digest, found[1]))
+    policy = resolve_policy(
+        active_governance(store, conn), bundled, [(t.name, t.kind) for t in targets]
+    )
+    return Plan(base, report.to_dict(), report.risk_widening, policy)
+
+
+def closure(roots: Iterable[str], lookup: Lookup) -> Documents:
+    """The documents of ``roots`` and, transitively, every version they depend on by digest.
+
+    A dependency missing from the store (a version put there by hand) is skipped: the diff
+    then shows what it can rather than refusing the change.
+    """
+    documents: Documents = {}
+    seen: set[str] = set()
+    pending = list(roots)
+    while pending:
+        key = pending.pop()
+        if key in seen:
+            continue
+        seen.add(key)
+        found = lookup(key)
+        if found is None:
+            continue
+        ref, document = found
+        documents[ref] = document
+        dependencies = document.get("dependencies") or {}
+        pending.extend(store_key(d) for d in dependencies.values() if isinstance(d, str))
+    return documents
+
+
+def active_governance(store: Store, conn: Connection) -> list[GovernanceVersion]:
+    """The active governance versions."""
+    return [
+        GovernanceVersion.from_document(digest, document)
+        for digest, document in store.definitions.active_documents(conn, GOVERNANCE_KIND)
+    ]
