@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from sqlalchemy import event
 
 from openseal.runtime import service
-from openseal.runtime.engine.engine import states
+from openseal.runtime.engine import states
 from openseal.runtime.engine.states import simple
 from openseal.runtime.engine.states.base import Outcome, StepContext
 from openseal.runtime.engine.turns import TurnReport
