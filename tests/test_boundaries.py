@@ -1,7 +1,10 @@
 """The import rules between openseal's packages, checked over the source with ``ast``.
 
-- the compiler is pure: it imports nothing of openseal but ``openseal.errors`` (and the
-  package's ``__version__``), so never the runtime, skills, runbooks, the API or the CLI;
+- the compiler is pure: it imports nothing of openseal but ``openseal.errors``,
+  ``openseal.contract`` (and the package's ``__version__``), so never the runtime, skills,
+  runbooks, the API or the CLI;
+- the compiled contract (``openseal.contract``, the shapes ``emit`` writes and the runtime
+  reads) imports nothing of openseal, so both sides can import it;
 - runbooks run without a store: they never import the runtime;
 - skills are used by both executors: they never import the runtime;
 - the runtime and the runbook executor consume compiled documents and plans only: they never
@@ -55,6 +58,24 @@ FORBIDDEN: dict[str, frozenset[str]] = {
             "quickstart",
             "simulator",
             "authoring",
+        }
+    ),
+    # the compiled contract: shared by the compiler, the runtime and the store, it imports
+    # nothing of openseal
+    "contract": frozenset(
+        {
+            "compiler",
+            "runtime",
+            "skills",
+            "runbooks",
+            "api",
+            "cli",
+            "quickstart",
+            "simulator",
+            "authoring",
+            "observability",
+            "errors",
+            "error_codes",
         }
     ),
 }

@@ -22,13 +22,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeGuard
+from typing import Any, TypeGuard, cast
 
 import networkx as nx
 from pydantic import BaseModel
 
 from openseal.compiler.analysis.build import Graphs
-from openseal.compiler.analysis.ir import Analysis, RunbookGraph, WorkflowGraph
+from openseal.compiler.analysis.ir import Analysis, RunbookGraph
+from openseal.compiler.analysis.ir import WorkflowGraph as BuiltGraph
 from openseal.compiler.definitions.decode import Definition
 from openseal.compiler.definitions.specs import (
     KIND_MODELS,
@@ -50,6 +51,7 @@ from openseal.compiler.lang import expr as ex
 from openseal.compiler.lang import types as ty
 from openseal.compiler.output.canonical import canonical_bytes, sha256_digest
 from openseal.compiler.output.document import CompiledDocument, Document
+from openseal.contract import StateEntry, StateSettings, TransitionEntry, WorkflowGraph
 from openseal.errors import CompileError
 
 API_VERSION = "openseal/v1"
@@ -370,12 +372,10 @@ def _workflow_parts(
     }
 
 
-def workflow_graph(spec: WorkflowSpec, graph: WorkflowGraph | None) -> Document:
-    """States with their configuration, transitions with guard ASTs, initial and end states."""
-    states: dict[str, object] = {}
-    for state_id in sorted(spec.state):
-        states[state_id] = state_entry(spec.state[state_id])
-    transitions = (
+def workflow_graph(spec: WorkflowSpec, graph: BuiltGraph | None) -> WorkflowGraph:
+    """States with their settings, transitions with guard ASTs, initial and end states."""
+    states = {state_id: state_entry(spec.state[state_id]) for state_id in sorted(spec.state)}
+    transitions: list[TransitionEntry] = (
         []
         if graph is None
         else [
@@ -390,22 +390,25 @@ def workflow_graph(spec: WorkflowSpec, graph: WorkflowGraph | None) -> Document:
         ]
     )
     transitions.sort(key=lambda t: (t["from"], t["event"], t["order"], t["to"]))
-    start = spec.start.path[0] if spec.start.root == "state" and spec.start.path else None
+    start = str(spec.start.path[0]) if spec.start.root == "state" and spec.start.path else None
     return {
         "initial": graph.start if graph is not None else start,
         "states": states,
         "transitions": transitions,
-        "ends": {s: spec.state[s].end for s in sorted(spec.state) if spec.state[s].end},
+        "ends": {s: end for s in sorted(spec.state) if (end := spec.state[s].end) is not None},
     }
 
 
-def state_entry(state: State) -> Document:
+def state_entry(state: State) -> StateEntry:
+    """One state: its kind, description and settings (``STATE_SETTINGS[kind]``), and the JSON
+    Schema its output must match."""
     kind = state.kind
-    dumped = state.model_dump(mode="json")
-    entry: Document = {
+    settings = {"outcome": state.end} if kind == "end" else state.model_dump(mode="json")[kind]
+    entry: StateEntry = {
         "kind": kind,
         "description": state.description,
-        "config": {"outcome": state.end} if kind == "end" else dumped[kind],
+        # the definition model dumped: the contract's settings, by construction (and tested)
+        "config": cast(StateSettings, settings),
     }
     output = _state_output_type(state)
     if output is not None:

@@ -1,15 +1,23 @@
-"""JSON Schemas generated from the definition model (committed under ``schemas/``).
+"""JSON Schemas generated from the definition model and the compiled contract
+(committed under ``schemas/``).
 
 ``definitions.schema.json`` describes a whole YAML definition file, so editors
 with the YAML language server validate and complete definitions; one schema per
-kind describes a single definition body.
+kind describes a single definition body. ``compiled-<kind>.schema.json`` describes
+a compiled document; a workflow's graph, each state's settings by kind, and what a
+run stores in ``waiting`` and ``context`` come from :mod:`openseal.contract`
+(``compiled-graph``, ``run-waiting`` and ``run-context``).
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
+from pydantic import TypeAdapter
+
+from openseal import contract
 from openseal.compiler.definitions.specs import KIND_MODELS, DefinitionFile
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -172,27 +180,6 @@ def _budget_schema() -> dict[str, object]:
 
 
 def _workflow_parts() -> dict[str, object]:
-    guard = {"anyOf": [{"$ref": "#/$defs/expression"}, {"type": "null"}]}
-    state = {
-        "type": "object",
-        "properties": {
-            "kind": {"type": "string"},
-            "description": {"type": ["string", "null"]},
-            "config": {"type": "object"},
-            "output_schema": _JSON_SCHEMA,
-        },
-        "required": ["kind", "description", "config"],
-        "additionalProperties": False,
-    }
-    transition = _obj(
-        {
-            "from": {"type": "string"},
-            "to": {"type": "string"},
-            "event": {"type": "string"},
-            "guard": guard,
-            "order": {"type": "integer", "minimum": 0},
-        }
-    )
     grant = {
         "type": "object",
         "properties": {
@@ -220,19 +207,8 @@ def _workflow_parts() -> dict[str, object]:
             "on_exhausted": {"enum": ["needs_attention", "failed"]},
         }
     )
-    graph = _obj(
-        {
-            "initial": {"type": ["string", "null"]},
-            "states": {"type": "object", "additionalProperties": state},
-            "transitions": {"type": "array", "items": transition},
-            "ends": {
-                "type": "object",
-                "additionalProperties": {"enum": ["completed", "failed", "canceled"]},
-            },
-        }
-    )
     return {
-        "graph": graph,
+        "graph": {"$ref": "#/$defs/WorkflowGraph"},
         "skills": {"type": "object", "additionalProperties": skill},
         "budgets": budgets,
         "inputs": _JSON_SCHEMA,
@@ -278,6 +254,10 @@ def compiled_document_schema(kind: str) -> dict[str, object]:
     assert isinstance(spec, dict)
     defs = dict(spec.pop("$defs", {}))
     defs.update(expression=_expression_schema(), type=_type_schema(), budget=_budget_schema())
+    if kind == "workflow":
+        graph = contract_defs("WorkflowGraph")
+        assert not set(graph) & set(defs), "a contract shape is named like a definition model"
+        defs.update(graph)
     properties: dict[str, object] = {
         "apiVersion": {"const": "openseal/v1"},
         "kind": {"const": kind},
@@ -295,6 +275,88 @@ def compiled_document_schema(kind: str) -> dict[str, object]:
         "additionalProperties": False,
         "$defs": defs,
     }
+
+
+# --------------------------------------------------------------------------- the contract
+
+#: schema file → (title, the shape of :mod:`openseal.contract` it describes)
+CONTRACT_FILES = {
+    "compiled-graph.schema.json": ("openseal compiled workflow graph", "WorkflowGraph"),
+    "run-waiting.schema.json": ("openseal run waiting record", "Waiting"),
+    "run-context.schema.json": ("openseal run context", "RunContext"),
+}
+
+
+def contract_defs(root: str) -> dict[str, Any]:
+    """The ``$defs`` of one of :mod:`openseal.contract`'s shapes (named ``root`` among them).
+
+    Generated from the TypedDicts; every object is closed (``additionalProperties: false``),
+    so a key the contract does not declare fails validation. A graph's state entry is a
+    union tagged by ``kind``, each kind with its own settings (``STATE_SETTINGS``).
+    """
+    shapes: list[tuple[str, Any]] = [(root, getattr(contract, root))]
+    if root == "WorkflowGraph":
+        shapes += [(kind, shape) for kind, shape in contract.STATE_SETTINGS.items()]
+    found, top = TypeAdapter.json_schemas(
+        [(name, "serialization", TypeAdapter(shape)) for name, shape in shapes]
+    )
+    defs: dict[str, Any] = dict(top.get("$defs", {}))
+    defs.setdefault(root, found[(root, "serialization")])  # a union has no $def of its own
+    if root == "WorkflowGraph":
+        entry = defs["StateEntry"]
+        defs["StateEntry"] = {
+            "description": entry["description"],
+            "oneOf": [
+                {
+                    **entry,
+                    "properties": {
+                        **entry["properties"],
+                        "kind": {"const": kind},
+                        "config": found[(kind, "serialization")],
+                    },
+                }
+                for kind in contract.STATE_SETTINGS
+            ],
+        }
+    swapped = _closed(_swap_markers(defs))
+    assert isinstance(swapped, dict)
+    return swapped
+
+
+def _swap_markers(schema: object) -> object:
+    """The contract marks expressions and types (``x-openseal-ref``); point them at ``$defs``."""
+    if isinstance(schema, dict):
+        target = schema.get(contract.SCHEMA_REF)
+        if target is not None:
+            return {"$ref": f"#/$defs/{target}"}
+        return {k: _swap_markers(v) for k, v in schema.items()}
+    if isinstance(schema, list):
+        return [_swap_markers(v) for v in schema]
+    return schema
+
+
+def _closed(schema: object) -> object:
+    """Every object schema with declared properties admits no other key."""
+    if isinstance(schema, dict):
+        out = {k: _closed(v) for k, v in schema.items()}
+        if "properties" in out and out.get("type") == "object":
+            out.setdefault("additionalProperties", False)
+        return out
+    if isinstance(schema, list):
+        return [_closed(v) for v in schema]
+    return schema
+
+
+def contract_schemas() -> dict[str, dict[str, object]]:
+    """File name → JSON Schema of the compiled graph, a waiting record and a run context."""
+    out: dict[str, dict[str, object]] = {}
+    for name, (title, root) in CONTRACT_FILES.items():
+        defs = contract_defs(root)
+        if root == "WorkflowGraph":
+            defs.update(expression=_expression_schema(), type=_type_schema())
+        out[name] = {"$schema": SCHEMA_DIALECT, "title": title, "$ref": f"#/$defs/{root}",
+                     "$defs": defs}  # fmt: skip
+    return out
 
 
 def manifest_schema() -> dict[str, object]:
@@ -322,9 +384,11 @@ def manifest_schema() -> dict[str, object]:
 
 
 def compiled_schemas() -> dict[str, dict[str, object]]:
-    """File name → JSON Schema for compiled documents (one per kind) and the bundle manifest."""
+    """File name → JSON Schema for compiled documents (one per kind), the bundle manifest, and
+    the compiled contract's graph, waiting records and run context."""
     out = {f"compiled-{kind}.schema.json": compiled_document_schema(kind) for kind in KIND_MODELS}
     out["bundle-manifest.schema.json"] = manifest_schema()
+    out.update(contract_schemas())
     return out
 
 
