@@ -122,7 +122,7 @@ RUNTIME = "openseal.runtime"
 RUNTIME_TOP = frozenset(
     {
         "access", "caller", "clock", "compiled", "event_summary", "faults", "health",
-        "id_prefix", "listing", "requests", "statuses", "telemetry",
+        "id_prefix", "listing", "pricing", "requests", "statuses", "telemetry",
     }
 )  # fmt: skip
 #: room → the runtime rooms it may import (besides itself and :data:`RUNTIME_TOP`)

@@ -1,6 +1,7 @@
 """A fast start: ``openseal --help`` and ``validate`` import neither SQLAlchemy, Alembic nor
-FastAPI; a store already at the newest schema opens without importing Alembic; and the help
-listing's summaries are each command's own (start-up times are measured in bench/startup.py).
+FastAPI; a store already at the newest schema opens without importing Alembic; listing runs
+imports nothing of the engine; and the help listing's summaries are each command's own
+(start-up times are measured in bench/startup.py).
 """
 
 from __future__ import annotations
@@ -18,15 +19,25 @@ from openseal.runtime.store.migrations import head_revision, packaged_head
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("alembic", "sqlalchemy", "fastapi", "openai")
+#: what reading runs from the store never needs: the engine room, the compiler, the skills and
+#: the clients they bring in (psycopg only for PostgreSQL)
+ENGINE = (
+    "openseal.runtime.engine", "openseal.runtime.actions", "openseal.runtime.governance",
+    "openseal.runtime.compiled", "openseal.compiler", "openseal.skills", "openai", "httpx",
+    "networkx", "jsonschema", "psycopg",
+)  # fmt: skip
 
 
-def imported(args: list[str], env: dict[str, str] | None = None) -> list[str]:
-    """The heavy modules a fresh interpreter has imported after ``openseal ARGS``."""
+def imported(
+    args: list[str], env: dict[str, str] | None = None, watched: tuple[str, ...] = HEAVY
+) -> list[str]:
+    """The ``watched`` modules (and their submodules) a fresh interpreter has imported after
+    ``openseal ARGS``."""
     script = (
         "import sys\nfrom openseal.cli.main import main\n"
         f"try:\n    main({args!r})\nexcept SystemExit:\n    pass\n"
-        f"print('MODULES', __import__('json').dumps(sorted(m for m in {HEAVY!r} "
-        "if m in sys.modules)))"
+        f"print('MODULES', __import__('json').dumps(sorted(m for m in sys.modules if any("
+        f"m == w or m.startswith(w + '.') for w in {watched!r}))))"
     )
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, env=env,
@@ -47,6 +58,14 @@ def test_a_store_at_the_newest_schema_opens_without_alembic(tmp_path: Path) -> N
     found = imported(["runs", "list"], env)
     assert "sqlalchemy" in found
     assert "alembic" not in found and "fastapi" not in found and "openai" not in found
+
+
+def test_listing_runs_imports_nothing_of_the_engine(tmp_path: Path) -> None:
+    open_store(home=tmp_path).close()
+    env = {"PATH": "/usr/bin:/bin", "OPENSEAL_HOME": str(tmp_path), "HOME": str(tmp_path)}
+    assert imported(["runs", "list"], env, ENGINE) == []
+    # the probe sees the engine when a command does import it
+    assert "openseal.runtime.engine.catalog" in imported(["runs", "show", "nope"], env, ENGINE)
 
 
 def test_the_packaged_head_is_alembic_s_head() -> None:

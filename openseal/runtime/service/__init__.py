@@ -15,103 +15,147 @@ codes (``openseal/error_codes.py``).
 - engines, workers and model providers: :mod:`.workers`.
 
 The store itself is opened with :func:`openseal.runtime.store.open_store`.
+
+The face is lazy: a name's module is imported when the name is first used, so a command that
+only reads (``openseal runs list``) never imports the engine, the model clients or the
+compiler behind it. The imports under ``TYPE_CHECKING`` below are the face's one list: type
+checkers read them, and :func:`__getattr__` resolves each name from them at run time.
 """
 
 from __future__ import annotations
 
-from openseal.runtime.access import (
-    ANY_SCOPE,
-    FULL,
-    PERMISSIONS,
-    ROLES,
-    Grant,
-    approver_grant,
-    is_principal,
-    roles_for,
-)
-from openseal.runtime.actions.approvals import (
-    AUTHORITY_ENV,
-    ApprovalAuthority,
-    ApprovalError,
-    Decided,
-    load_authority,
-)
-from openseal.runtime.actions.approvals import decide as decide_approval
-from openseal.runtime.caller import CLI, LOCAL_OPERATOR, Caller
-from openseal.runtime.engine.models.pricing import format_cost
-from openseal.runtime.event_summary import summarize
-from openseal.runtime.id_prefix import choose_id, complete_id, id_prefix
-from openseal.runtime.requests import (
-    AgentRequestStep,
-    ApprovalDecision,
-    EventDelivery,
-    Intervention,
-    NewToken,
-    Reconciliation,
-    Resolution,
-    RunCommand,
-    StartObjective,
-    TriggerCommand,
-)
-from openseal.runtime.service import governance, tokens, workers
-from openseal.runtime.service.actions import (
-    ActionView,
-    ApprovalView,
-    ProposalView,
-    list_actions,
-    list_approvals,
-    reconcile_action,
-    resolve_action,
-    show_action,
-    show_approval,
-)
-from openseal.runtime.service.agent_requests import (
-    list_agent_requests,
-    named_principal,
-    show_agent_request,
-    step_agent_request,
-)
-from openseal.runtime.service.availability import (
-    Capability,
-    CapabilityConfig,
-    capabilities,
-    capability_of,
-)
-from openseal.runtime.service.definitions import deploy_documents, get_version
-from openseal.runtime.service.runs import (
-    LOCAL_ACTOR,
-    Registered,
-    RunView,
-    cancel_run,
-    cancellation,
-    create_objective,
-    follow_events,
-    intervene,
-    list_objectives,
-    list_runs,
-    pause_run,
-    receive_event,
-    register_documents,
-    resume_run,
-    run_events,
-    show_objective,
-    show_run,
-    waiting_reason,
-)
-from openseal.runtime.service.triggers import (
-    TriggerView,
-    list_triggers,
-    set_trigger_status,
-    show_trigger,
-)
-from openseal.runtime.service.turns import Call, TurnView, run_turns
-from openseal.runtime.statuses import (
-    OPEN_CHANGE_PROPOSAL_STATUSES,
-    TERMINAL_RUN_STATUSES,
-    ActionStatus,
-    ChangeProposalStatus,
-    RunStatus,
-)
+import ast
+import importlib
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from openseal.runtime.access import (
+        ANY_SCOPE,
+        FULL,
+        PERMISSIONS,
+        ROLES,
+        Grant,
+        approver_grant,
+        is_principal,
+        roles_for,
+    )
+    from openseal.runtime.actions.approvals import (
+        AUTHORITY_ENV,
+        ApprovalAuthority,
+        ApprovalError,
+        Decided,
+        load_authority,
+    )
+    from openseal.runtime.actions.approvals import decide as decide_approval
+    from openseal.runtime.caller import CLI, LOCAL_OPERATOR, Caller
+    from openseal.runtime.engine.objectives import create_objective
+    from openseal.runtime.event_summary import summarize
+    from openseal.runtime.id_prefix import choose_id, complete_id, id_prefix
+    from openseal.runtime.pricing import format_cost
+    from openseal.runtime.requests import (
+        AgentRequestStep,
+        ApprovalDecision,
+        EventDelivery,
+        Intervention,
+        NewToken,
+        Reconciliation,
+        Resolution,
+        RunCommand,
+        StartObjective,
+        TriggerCommand,
+    )
+    from openseal.runtime.service import governance, tokens, workers
+    from openseal.runtime.service.actions import (
+        ActionView,
+        ApprovalView,
+        ProposalView,
+        list_actions,
+        list_approvals,
+        reconcile_action,
+        resolve_action,
+        show_action,
+        show_approval,
+    )
+    from openseal.runtime.service.agent_requests import (
+        list_agent_requests,
+        named_principal,
+        show_agent_request,
+        step_agent_request,
+    )
+    from openseal.runtime.service.availability import (
+        Capability,
+        CapabilityConfig,
+        capabilities,
+        capability_of,
+    )
+    from openseal.runtime.service.definitions import deploy_documents, get_version
+    from openseal.runtime.service.runs import (
+        LOCAL_ACTOR,
+        Registered,
+        RunView,
+        cancel_run,
+        cancellation,
+        follow_events,
+        intervene,
+        list_objectives,
+        list_runs,
+        pause_run,
+        receive_event,
+        register_documents,
+        resume_run,
+        run_events,
+        show_objective,
+        show_run,
+        waiting_reason,
+    )
+    from openseal.runtime.service.triggers import (
+        TriggerView,
+        list_triggers,
+        set_trigger_status,
+        show_trigger,
+    )
+    from openseal.runtime.service.turns import Call, TurnView, run_turns
+    from openseal.runtime.statuses import (
+        OPEN_CHANGE_PROPOSAL_STATUSES,
+        TERMINAL_RUN_STATUSES,
+        ActionStatus,
+        ChangeProposalStatus,
+        RunStatus,
+    )
+
+
+@cache
+def _sources() -> dict[str, tuple[str, str]]:
+    """Each public name → (the module it comes from, its name there), read from the
+    ``TYPE_CHECKING`` imports of this file."""
+    tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
+    block = next(node for node in tree.body if isinstance(node, ast.If))
+    return {
+        alias.asname or alias.name: (node.module or "", alias.name)
+        for node in block.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module, attribute = _sources()[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    if module == __name__:  # a submodule of the face (``service.workers``)
+        value: Any = importlib.import_module(f"{__name__}.{attribute}")
+    else:
+        value = getattr(importlib.import_module(module), attribute)
+    globals()[name] = value  # the next lookup does not come back here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
 
 __all__ = [
     "ANY_SCOPE",

@@ -1,26 +1,24 @@
-"""Service functions: what the CLI and the HTTP API both call.
+"""Service functions for objectives and runs: what the CLI and the HTTP API both call.
 
 Each takes an open :class:`~openseal.runtime.store.Store` and plain arguments, and raises an
 :class:`~openseal.errors.OpenSealError` subclass with a one-line message on refusal.
+
+Listing and steering runs needs the store alone; the few functions that read a run's graph or
+fire triggers import the engine when they are called, so listing runs starts fast.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from openseal.errors import InvalidInput, UsageError
 from openseal.runtime.access import check_scope, visible_run
 from openseal.runtime.caller import CLI, Caller
-from openseal.runtime.compiled import version_key
-from openseal.runtime.engine.catalog import WorkflowCatalog
-from openseal.runtime.engine.models.pricing import model_cost
-from openseal.runtime.engine.objectives import create_objective as create_objective
-from openseal.runtime.engine.triggers import fire_event
 from openseal.runtime.id_prefix import complete_id as complete_id  # ids by unique prefix
 from openseal.runtime.listing import list_query
-from openseal.runtime.requests import EventDelivery, Intervention, RunCommand
+from openseal.runtime.pricing import model_cost
 from openseal.runtime.statuses import ObjectiveStatus, RunStatus
 from openseal.runtime.store import (
     DEFAULT_SCOPE,
@@ -30,6 +28,9 @@ from openseal.runtime.store import (
     Run,
     Store,
 )
+
+if TYPE_CHECKING:
+    from openseal.runtime.requests import EventDelivery, Intervention, RunCommand
 
 LOCAL_ACTOR = "user:local"
 
@@ -69,6 +70,8 @@ def register_documents(
     is pinned with the workflow. The governed path (change proposals) is ``openseal deploy``;
     this is for tests, embedding and the quickstart.
     """
+    from openseal.runtime.compiled import version_key
+
     registered = []
     for compiled in sorted(documents, key=lambda d: (d.kind != "workflow", d.kind, d.name)):
         key = version_key(compiled.digest)
@@ -153,6 +156,8 @@ def list_runs(
 
 
 def show_run(store: Store, run_id: str, caller: Caller = CLI) -> RunView:
+    from openseal.runtime.engine.catalog import WorkflowCatalog
+
     run = visible_run(store, run_id, caller.grant)
     workflow = WorkflowCatalog(store).workflow(run.workflow_digest)
     current = run.current_state or workflow.initial
@@ -257,6 +262,8 @@ def intervene(store: Store, request: Intervention, caller: Caller) -> Run:
         raise UsageError("a reason is required to intervene")
     run = visible_run(store, request.run_id, caller.grant)
     if request.state is not None:
+        from openseal.runtime.engine.catalog import WorkflowCatalog
+
         workflow = WorkflowCatalog(store).workflow(run.workflow_digest)
         if request.state not in workflow.states:
             known = ", ".join(sorted(workflow.states))
@@ -276,6 +283,8 @@ def receive_event(store: Store, request: EventDelivery, caller: Caller) -> Deliv
     event (``duplicate``), not stored again. The event wakes only runs in the caller's scopes
     (a caller reaching every scope: any run), and fires triggers only when it reaches the
     ``default`` scope, where triggers start their objectives."""
+    from openseal.runtime.engine.triggers import fire_event
+
     scopes = caller.grant.visible()
     delivery = store.inbound_events.receive(
         request.name, request.correlation or {}, request.payload, key=request.key,

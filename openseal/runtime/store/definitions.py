@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 
 import rfc8785
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
 
 from openseal.errors import StoreError
 from openseal.runtime.clock import new_id
@@ -81,7 +80,10 @@ class Definitions(Repository):
             return stored
         now = self._store.now()
         # Both dialects spell "insert unless the digest is there" alike; a concurrent writer
-        # of the same digest stored the same document (a digest names one document).
+        # of the same digest stored the same document (a digest names one document). The
+        # dialect packages are imported here, not at start-up (PostgreSQL's is heavy).
+        from sqlalchemy.dialects import postgresql, sqlite
+
         insert = (postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert)(
             versions
         )

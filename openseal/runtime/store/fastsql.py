@@ -165,7 +165,7 @@ def _fast(conn: sa.Connection) -> Any:
     SQLAlchemy does (its ``_has_events`` flags): reading the joined one costs several times
     more, on every statement.
     """
-    if conn._echo or not _internals_ok():
+    if conn._echo or not _internals_ok(conn.dialect):
         return None
     dispatch = conn.dispatch if conn._has_events else conn.engine.dispatch
     if dispatch.before_execute or dispatch.after_execute:
@@ -266,12 +266,14 @@ def _rows(
 
 # -- the SQLAlchemy internals this module relies on ----------------------------------------
 
-_checked: list[bool] = []
+#: dialect name → whether the internals this module needs are there for it
+_checked: dict[str, bool] = {}
 
 
-def _internals_ok() -> bool:
-    if not _checked:
-        problems = internals_problems()
+def _internals_ok(dialect: Dialect) -> bool:
+    """Checked once per process and dialect: a command on SQLite never loads psycopg."""
+    if dialect.name not in _checked:
+        problems = internals_problems([dialect])
         if problems:
             warnings.warn(
                 "openseal.runtime.store.fastsql is off (every statement goes through "
@@ -279,19 +281,23 @@ def _internals_ok() -> bool:
                 RuntimeWarning,
                 stacklevel=3,
             )
-        _checked.append(not problems)
-    return _checked[0]
+        _checked[dialect.name] = not problems
+    return _checked[dialect.name]
 
 
-def internals_problems() -> list[str]:
+def internals_problems(dialects: Sequence[Dialect] | None = None) -> list[str]:
     """What this module needs from SQLAlchemy's internals and does not find (empty: all there).
 
-    Checks the compiler's bookkeeping on one statement per paramstyle, the type's cached
-    result processor, the connection's error handler and echo flag, and the wrapping of
-    cursor listeners that lets them be called one by one.
+    Checks the compiler's bookkeeping on one statement for each of ``dialects`` (default:
+    SQLite's and psycopg's, one per paramstyle), the type's cached result processor, the
+    connection's error handler and echo flag, and the wrapping of cursor listeners that lets
+    them be called one by one.
     """
-    from sqlalchemy.dialects import postgresql, sqlite
+    if dialects is None:
+        from sqlalchemy.dialects import postgresql, sqlite
 
+        psycopg_dialect: Callable[[], Dialect] = postgresql.psycopg.dialect
+        dialects = [sqlite.dialect(), psycopg_dialect()]
     problems: list[str] = []
     table = sa.Table("probe", sa.MetaData(), sa.Column("id", sa.String), sa.Column("doc", sa.JSON))
     stmt = (
@@ -300,8 +306,7 @@ def internals_problems() -> list[str]:
         .values(doc=sa.bindparam("v_doc", type_=table.c.doc.type))
         .returning(table.c.id, table.c.doc)
     )
-    psycopg_dialect: Callable[[], Dialect] = postgresql.psycopg.dialect
-    for dialect in (sqlite.dialect(), psycopg_dialect()):
+    for dialect in dialects:
         try:
             compiled = stmt.compile(dialect=dialect, column_keys=["p_id", "v_doc"])
             prepared = _from_compiled(compiled)

@@ -19,7 +19,6 @@ from openseal.observability import metrics
 from openseal.runtime.compiled import AgentProfile, evaluate_json
 from openseal.runtime.engine.models import retry
 from openseal.runtime.engine.models.base import ModelError, ModelRequest, ModelResponse, Tool
-from openseal.runtime.engine.models.pricing import Price
 from openseal.runtime.engine.states.base import (
     Advance,
     Attention,
@@ -31,6 +30,7 @@ from openseal.runtime.engine.states.base import (
     guarded,
 )
 from openseal.runtime.engine.tools import ToolInvocation
+from openseal.runtime.pricing import Price
 
 REPAIR_PROMPT = (
     "Your output does not match the required JSON Schema: {problems}. "
@@ -145,7 +145,7 @@ def _model_call(
 
 class _Cost:
     """What one model call of ``agent`` spends: a model call, its tokens and, when the profile
-    has prices, what they cost (:mod:`~openseal.runtime.engine.models.pricing`)."""
+    has prices, what they cost (:mod:`~openseal.runtime.pricing`)."""
 
     def __init__(self, price: Price | None, agent: AgentProfile, workflow: str) -> None:
         self.price = price
