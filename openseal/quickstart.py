@@ -307,7 +307,8 @@ def run_quickstart(
             request = service.StartObjective(
                 WORKFLOW, dict(options.request), request_key=f"quickstart-{uuid.uuid4().hex}"
             )
-            objective = service.create_objective(store, request, service.CLI)
+            # The objective, the claim of its run and its first turn share one commit.
+            objective, _ = engine.submit(request, service.CLI)
             report.step(f"run {objective.run.id}: researching vendors")
             return drive(store, engine, objective.run, options, decide, report)
     finally:
