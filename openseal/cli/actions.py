@@ -12,19 +12,24 @@ from typing import Any
 
 import click
 
-from openseal.cli.client import complete_remote_id, connected, record, records, server_options
-from openseal.cli.output import echo_data, echo_table, plain
+from openseal.cli.client import connected, listed, one, record, server_options
+from openseal.cli.output import echo_data, echo_table
 from openseal.cli.runtime import complete_ids, list_options, more_hint, store_options, when
 from openseal.errors import UsageError
 from openseal.runtime import service
 from openseal.runtime.store import Action
 from openseal.runtime.store import action_boundary as boundary
 from openseal.skills.credentials import RuntimeContext
+from openseal.wire import jsonable
 
 
 @click.group()
 def actions() -> None:
-    """Governed actions: their status, key, result, and what to do when the outcome is unknown."""
+    """Governed actions: their status, key, result, and what to do when the outcome is unknown.
+
+    Without --server they act on the store under --home as the local operator; with --server
+    URL (or OPENSEAL_SERVER) they ask that server, as the token's principal.
+    """
 
 
 @actions.command("list")
@@ -44,18 +49,11 @@ def list_actions(
         openseal actions list --workflow procure_laptops --since 2h
     """
     with connected(home, server, token_file) as at:
-        flags = {"status": status, "workflow": workflow, "since": since, "after": after}
-        if at.remote is not None:
-            params = {**flags, "run": run_id, "limit": limit}
-            answer = at.remote.call("GET", "/actions", operation="actions.list", params=params)
-            found: Sequence[Action] = records(Action, answer["actions"])
-        else:
-            if run_id is not None:
-                run_id = service.complete_id(at.local, "run", run_id)
-            found = service.list_actions(
-                at.local, status=status, run_id=run_id, workflow=workflow, since=since,
-                limit=limit, after=after,
-            )  # fmt: skip
+        run_id = None if run_id is None else at.id("run", run_id)
+        found = listed(
+            at, Action, "actions", service.list_actions, status=status, run_id=run_id,
+            workflow=workflow, since=since, limit=limit, after=after,
+        )  # fmt: skip
     if output != "text":
         echo_data(found, output)
         return
@@ -70,7 +68,7 @@ def list_actions(
 
 
 def _result(action: Action) -> str:
-    return json.dumps(plain(action.result), sort_keys=True) if action.result is not None else "-"
+    return json.dumps(jsonable(action.result), sort_keys=True) if action.result is not None else "-"
 
 
 @actions.command("show")
@@ -87,14 +85,13 @@ def show(
         openseal actions show 01a22b
     """
     with connected(home, server, token_file) as at:
-        if at.remote is not None:
-            ref = complete_remote_id(at.remote, "action", action_id)
-            answer = at.remote.call("GET", f"/actions/{ref}", operation="actions.show")
-            action, document = record(Action, answer["action"]), answer["proposal"]
-            spends: Sequence[dict[str, Any]] = answer["spend"]
-        else:
-            view = service.show_action(at.local, service.complete_id(at.local, "action", action_id))
-            action, document, spends = view.action, view.proposal.document, view.spend
+        ref = at.id("action", action_id)
+        action, document, spends = at.ask(
+            lambda store: _shown(service.show_action(store, ref)),
+            "actions.show", "actions", ref,
+            read=lambda answer: (record(Action, answer["action"]), answer["proposal"],
+                                 answer["spend"]),
+        )  # fmt: skip
     if output != "text":
         echo_data({"action": action, "proposal": document, "spend": spends}, output)
         return
@@ -106,7 +103,7 @@ def show(
     if action.dispatched_at is not None:
         click.echo(f"  boundary   {boundary(action)['note']}")
     if action.result is not None:
-        click.echo(f"  result     {json.dumps(plain(action.result), sort_keys=True)}")
+        click.echo(f"  result     {json.dumps(jsonable(action.result), sort_keys=True)}")
     if action.error:
         click.echo(f"  problem    {action.error}")
     if action.resolution:
@@ -117,6 +114,10 @@ def show(
     for entry in action.history:
         note = f"  {entry['note']}" if entry.get("note") else ""
         click.echo(f"  {entry['at']}  {entry['from']} -> {entry['to']}  {entry['actor']}{note}")
+
+
+def _shown(view: service.ActionView) -> tuple[Action, dict[str, Any], Sequence[dict[str, Any]]]:
+    return view.action, view.proposal.document, view.spend
 
 
 @actions.command("reconcile")
@@ -139,19 +140,15 @@ def reconcile(
         openseal actions reconcile 01a22b --context .openseal/context.yaml
     """
     with connected(home, server, token_file) as at:
-        if at.remote is not None:
-            ref = complete_remote_id(at.remote, "action", action_id)
-            answer = at.remote.call(
-                "POST", f"/actions/{ref}/reconcile", operation="actions.reconcile"
-            )
-            action, pending = record(Action, answer["action"]), answer["pending"]
-        else:
-            action, pending = service.reconcile_action(
-                at.local,
-                service.Reconciliation(service.complete_id(at.local, "action", action_id)),
-                service.CLI,
+        ref = at.id("action", action_id)
+        action, pending = at.ask(
+            lambda store: service.reconcile_action(
+                store, service.Reconciliation(ref), service.CLI,
                 context=RuntimeContext.load(context_path),
-            )
+            ),
+            "actions.reconcile", "actions", ref, "reconcile", method="POST",
+            read=lambda answer: (record(Action, answer["action"]), answer["pending"]),
+        )  # fmt: skip
     if output != "text":
         echo_data({"action": action, "pending": pending}, output)
         return
@@ -183,19 +180,15 @@ def resolve(
         except ValueError:
             raise UsageError(f"--result must be JSON: {result_json!r}") from None
     with connected(home, server, token_file) as at:
-        if at.remote is not None:
-            ref = complete_remote_id(at.remote, "action", action_id)
-            body = {"outcome": outcome, "evidence": evidence, "result": result}
-            answer = at.remote.call(
-                "POST", f"/actions/{ref}/resolve", operation="actions.resolve", body=body
-            )
-            action = record(Action, answer["action"])
-        else:
-            store = at.local
-            request = service.Resolution(
-                service.complete_id(store, "action", action_id), outcome, evidence, result=result
-            )
-            action = service.resolve_action(store, request, service.CLI)
+        ref = at.id("action", action_id)
+        action = at.ask(
+            lambda store: service.resolve_action(
+                store, service.Resolution(ref, outcome, evidence, result=result), service.CLI
+            ),
+            "actions.resolve", "actions", ref, "resolve", method="POST",
+            body={"outcome": outcome, "evidence": evidence, "result": result},
+            read=one(Action, "action"),
+        )  # fmt: skip
     if output != "text":
         echo_data(action, output)
         return

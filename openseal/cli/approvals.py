@@ -10,34 +10,31 @@ the token's principal. Either way the decision must name the hash that was shown
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
-from openseal.cli.client import (
-    Connection,
-    ServerError,
-    complete_remote_id,
-    connected,
-    record,
-    records,
-    server_options,
-)
-from openseal.cli.output import echo_data, echo_table, plain
+from openseal.cli.client import Connection, ServerError, connected, listed, record, server_options
+from openseal.cli.output import echo_data, echo_table
 from openseal.cli.runtime import complete_ids, list_options, more_hint, store_options, when
 from openseal.runtime import service
 from openseal.runtime.service import AUTHORITY_ENV, ApprovalError, load_authority
-from openseal.runtime.store import Approval
+from openseal.runtime.store import Approval, Store
+from openseal.wire import jsonable
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 @click.group()
 def approvals() -> None:
-    """Approvals: see the exact proposal and its hash, then approve, reject or request changes."""
+    """Approvals: see the exact proposal and its hash, then approve, reject or request changes.
+
+    Without --server they act on the store under --home as the local operator; with --server
+    URL (or OPENSEAL_SERVER) they ask that server, as the token's principal.
+    """
 
 
 @approvals.command("list")
@@ -58,18 +55,11 @@ def list_approvals(
         openseal approvals list --server https://openseal.example.com
     """
     with connected(home, server, token_file) as at:
-        flags = {"status": status, "workflow": workflow, "since": since, "after": after}
-        if at.remote is not None:
-            params = {**flags, "run": run_id, "limit": limit}
-            answer = at.remote.call("GET", "/approvals", operation="approvals.list", params=params)
-            found: Sequence[Approval] = records(Approval, answer["approvals"])
-        else:
-            if run_id is not None:
-                run_id = service.complete_id(at.local, "run", run_id)
-            found = service.list_approvals(
-                at.local, status=status, run_id=run_id, workflow=workflow, since=since,
-                limit=limit, after=after,
-            )  # fmt: skip
+        run_id = None if run_id is None else at.id("run", run_id)
+        found = listed(
+            at, Approval, "approvals", service.list_approvals, status=status, run_id=run_id,
+            workflow=workflow, since=since, limit=limit, after=after,
+        )  # fmt: skip
     if output != "text":
         echo_data(found, output)
         return
@@ -97,14 +87,22 @@ class _Shown:
 
 
 def _show(at: Connection, ref: str) -> _Shown:
-    if at.remote is not None:
-        ref = complete_remote_id(at.remote, "approval", ref)
-        answer = at.remote.call("GET", f"/approvals/{ref}", operation="approvals.show")
+    def shown(view: service.ApprovalView) -> _Shown:
+        proposal = view.proposal
+        return _Shown(view.approval, proposal.document, proposal.verified, proposal.problem)
+
+    def read(answer: dict[str, Any]) -> _Shown:
         return _Shown(record(Approval, answer["approval"]), answer["proposal"],
                       answer["verified"], answer["unverified_reason"])  # fmt: skip
-    view = service.show_approval(at.local, service.complete_id(at.local, "approval", ref))
-    proposal = view.proposal
-    return _Shown(view.approval, proposal.document, proposal.verified, proposal.problem)
+
+    ref = at.id("approval", ref)
+    return at.ask(
+        lambda store: shown(service.show_approval(store, ref)),
+        "approvals.show",
+        "approvals",
+        ref,
+        read=read,
+    )
 
 
 @approvals.command("show")
@@ -139,7 +137,7 @@ def show(home: Path, output: str, server: str | None, token_file: Path | None, r
     if shown.problem is not None:
         click.echo(f"  not verified: {shown.problem}")
         click.echo("  it cannot be approved; what is shown below is not known to be the content")
-    text = json.dumps(plain(shown.document), indent=2, sort_keys=True)
+    text = json.dumps(jsonable(shown.document), indent=2, sort_keys=True)
     for line in text.splitlines():
         click.echo(f"  {line}")
     click.echo(f"hash {approval.proposal_hash}")
@@ -191,20 +189,27 @@ def _decide(asked: Decision, decision: str, reason: str | None) -> None:
 def _decided(
     at: Connection, asked: Decision, decision: str, reason: str | None
 ) -> tuple[Approval, bool]:
-    if at.remote is not None:
-        ref = complete_remote_id(at.remote, "approval", asked.ref)
-        body = {"decision": decision, "hash": asked.seen_hash, "reason": reason}
-        answer = at.remote.call(
-            "POST", f"/approvals/{ref}/decision", operation="approvals.decide", body=body
-        )
+    def local(store: Store) -> tuple[Approval, bool]:
+        request = service.ApprovalDecision(ref, decision, asked.seen_hash, reason)
+        authority = load_authority(asked.authority, home=asked.home)
+        decided = service.decide_approval(store, authority, request, service.CLI)
+        return decided.approval, decided.changed
+
+    def read(answer: dict[str, Any]) -> tuple[Approval, bool]:
         return record(Approval, answer["approval"]), bool(answer["changed"])
-    store = at.local
-    request = service.ApprovalDecision(
-        service.complete_id(store, "approval", asked.ref), decision, asked.seen_hash, reason
+
+    ref = at.id("approval", asked.ref)
+    body = {"decision": decision, "hash": asked.seen_hash, "reason": reason}
+    return at.ask(
+        local,
+        "approvals.decide",
+        "approvals",
+        ref,
+        "decision",
+        method="POST",
+        body=body,
+        read=read,
     )
-    authority = load_authority(asked.authority, home=asked.home)
-    decided = service.decide_approval(store, authority, request, service.CLI)
-    return decided.approval, decided.changed
 
 
 @approvals.command("approve")

@@ -10,18 +10,23 @@ The token comes from ``OPENSEAL_TOKEN``, or from ``--token-file`` (default
 ``~/.config/openseal/token`` when it exists), which must be readable by its owner only.
 Before the first operation the client reads the server's capabilities, so an operation the
 server does not serve is explained (what is missing and why) instead of failing late.
+
+A command says once what it does on either side: :meth:`Connection.ask` takes the service
+call for the store and the API operation for a server, and returns the same record.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import stat
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import quote
 
 import click
 
@@ -31,6 +36,7 @@ from openseal.errors import OpenSealError, UsageError
 if TYPE_CHECKING:
     import httpx
 
+    from openseal.runtime import service
     from openseal.runtime.store import Store
 
 SERVER_ENV = "OPENSEAL_SERVER"
@@ -38,6 +44,8 @@ TOKEN_ENV = "OPENSEAL_TOKEN"
 DEFAULT_TOKEN_FILE = Path("~/.config/openseal/token")
 #: how long one request may take before the client gives up (the server keeps its own limits)
 TIMEOUT = 60.0
+#: the most items one page of a list route holds
+MAX_PAGE = 1000
 
 F = TypeVar("F", bound=Callable[..., Any])
 R = TypeVar("R")
@@ -87,19 +95,58 @@ class Remote:
     def call(
         self,
         method: str,
-        path: str,
+        path: Sequence[str],
         *,
         operation: str,
         params: Mapping[str, Any] | None = None,
         body: Any = None,
+        headers: Mapping[str, str] | None = None,
     ) -> Any:
-        """The JSON answer of ``method path``, after checking the server serves ``operation``."""
+        """The JSON answer of ``method`` on ``path`` (segments, each quoted, so an id holding
+        ``/``, ``?`` or ``..`` stays one segment), after checking the server serves
+        ``operation``."""
         self.require(operation)
         query = {k: v for k, v in (params or {}).items() if v is not None}
-        response = self._send(method, path, params=query, json=body)
+        response = self._send(
+            method, url_path(path), params=query, json=body, headers=dict(headers or {})
+        )
         if response.status_code >= 400:
             raise _refusal(response)
-        return response.json()
+        answer = response.json()
+        if response.headers.get("Idempotent-Replayed") == "true" and "created" in answer:
+            # the first answer to this key again: this request created nothing, as on the store
+            answer["created"] = False
+        return answer
+
+    def stream(
+        self, path: Sequence[str], *, operation: str, params: Mapping[str, Any] | None = None
+    ) -> Iterator[tuple[str, Any]]:
+        """The Server-Sent Events of ``GET path`` as (event type, JSON data), until the server
+        closes the stream (a read may wait as long as the stream stays quiet)."""
+        import httpx
+
+        self.require(operation)
+        try:
+            with self._http.stream(
+                "GET", url_path(path), params=dict(params or {}),
+                timeout=httpx.Timeout(TIMEOUT, read=None),
+            ) as response:  # fmt: skip
+                if response.status_code >= 400:
+                    response.read()
+                    raise _refusal(response)
+                kind, data = "message", ""
+                for line in response.iter_lines():
+                    if line.startswith("event:"):
+                        kind = line[6:].strip()
+                    elif line.startswith("data:"):
+                        data += line[5:].strip()
+                    elif not line and data:
+                        yield kind, json.loads(data)
+                        kind, data = "message", ""
+        except httpx.HTTPError as exc:
+            raise ServerUnreachable(
+                f"lost the server at {self.url} ({exc.__class__.__name__}: {exc})"
+            ) from None
 
     def require(self, operation: str) -> None:
         """Refuse, saying why, an operation the server's capabilities do not serve."""
@@ -140,6 +187,20 @@ class Remote:
             ) from None
 
 
+def url_path(segments: Sequence[str]) -> str:
+    """``/a/b`` from segments, each percent-quoted whole (``?``, ``#``, ``%``, ``.`` and ``..``
+    too), so what a caller typed never names another route."""
+    return "".join(f"/{_segment(s)}" for s in segments)
+
+
+def _segment(text: str) -> str:
+    if "/" in text:
+        # servers decode %2F before routing: refused here rather than sent as another path
+        raise UsageError(f"{text!r} holds '/': no id or name does")
+    quoted = quote(text, safe="")
+    return quoted.replace(".", "%2E") if quoted.strip(".") == "" else quoted
+
+
 def _refusal(response: httpx.Response) -> OpenSealError:
     try:
         error = response.json()["error"]
@@ -163,6 +224,47 @@ class Connection:
     def local(self) -> Store:
         assert self.store is not None
         return self.store
+
+    def ask(
+        self,
+        local: Callable[[Store], R],
+        operation: str,
+        *path: str,
+        method: str = "GET",
+        params: Mapping[str, Any] | None = None,
+        body: Any = None,
+        headers: Mapping[str, str] | None = None,
+        read: Callable[[Any], R] = lambda answer: answer,
+    ) -> R:
+        """``local(store)`` on the store; on a server, ``read`` of the answer to ``operation``
+        (``method`` on ``path``, with ``params`` or a JSON ``body``)."""
+        if self.remote is None:
+            return local(self.local)
+        answer = self.remote.call(
+            method, path, operation=operation, params=params, body=body, headers=headers
+        )
+        return read(answer)
+
+    def id(self, kind: str, reference: str) -> str:
+        """``reference`` completed to the one ``kind`` id it prefixes, among the store's or,
+        on a server, among those the caller may see."""
+        if self.remote is not None:
+            return complete_remote_id(self.remote, kind, reference)
+        from openseal.runtime.service import complete_id
+
+        return complete_id(self.local, kind, reference)
+
+    def acting(self, actor: str) -> service.Caller:
+        """Who acts on the store: ``actor``, on this machine. On a server the token's principal
+        acts, so naming another actor there is refused rather than ignored."""
+        from openseal.runtime.service import LOCAL_OPERATOR, Caller
+
+        if self.remote is not None and actor != LOCAL_OPERATOR:
+            raise UsageError(
+                f"--actor {actor} acts only on the store; with --server the token's principal "
+                "acts (unset OPENSEAL_ACTOR)"
+            )
+        return Caller(actor, local=True)
 
 
 @contextmanager
@@ -206,6 +308,32 @@ def _token(token_file: Path | None) -> str | None:
     return text
 
 
+#: a list's filters as the service names them → as the API's query names them
+_QUERY_NAMES = {"run_id": "run", "statuses": "status"}
+
+
+def listed(
+    at: Connection, kind: type[R], plural: str, local: Callable[..., Sequence[R]], **query: Any
+) -> Sequence[R]:
+    """The ``plural`` list (``runs``, ``approvals``, ...) filtered by ``query``: ``local(store,
+    **query)`` on the store, ``GET /{plural}`` with the same filters on a server."""
+    params = {_QUERY_NAMES.get(name, name): value for name, value in query.items()}
+    return at.ask(
+        lambda store: local(store, **query), f"{plural}.list", plural, params=params,
+        read=many(kind, plural),
+    )  # fmt: skip
+
+
+def one(kind: type[R], key: str) -> Callable[[Any], R]:
+    """A reader of the ``kind`` record under ``key`` of an answer."""
+    return lambda answer: record(kind, answer[key])
+
+
+def many(kind: type[R], key: str) -> Callable[[Any], tuple[R, ...]]:
+    """A reader of the ``kind`` records listed under ``key`` of an answer."""
+    return lambda answer: records(kind, answer[key])
+
+
 def records(kind: type[R], document: Any) -> tuple[R, ...]:
     """``document`` (a JSON list) read back into ``kind`` records."""
     return _adapter(tuple[kind, ...]).validate_python(document)  # type: ignore[valid-type, no-any-return]
@@ -232,6 +360,6 @@ def complete_remote_id(remote: Remote, kind: str, reference: str) -> str:
     if prefix is None:
         return reference
     plural = f"{kind}s"
-    listed = remote.call("GET", f"/{plural}", operation=f"{plural}.list", params={"limit": 1000})
+    listed = remote.call("GET", (plural,), operation=f"{plural}.list", params={"limit": 1000})
     ids = [str(item["id"]) for item in listed.get(plural, [])]
     return choose_id(kind, reference, [i for i in ids if i.startswith(prefix)][:3])

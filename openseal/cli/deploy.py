@@ -14,21 +14,21 @@ from typing import Any
 import click
 
 from openseal import __version__
-from openseal.cli.governance import actor_option, short
+from openseal.cli.client import connected, one
+from openseal.cli.governance import filing, governed, short
 from openseal.cli.output import echo_data
-from openseal.cli.runtime import opened, store_options
 from openseal.compiler.output.bundle import Bundle
 from openseal.compiler.output.document import CompiledDocument
 from openseal.errors import OpenSealError, UsageError
-from openseal.runtime import service
 from openseal.runtime.service import OPEN_CHANGE_PROPOSAL_STATUSES as OPEN_STATUSES
 from openseal.runtime.service import ChangeProposalStatus as S
 from openseal.runtime.service import governance as gov
+from openseal.runtime.store import ChangeProposal
+from openseal.wire import jsonable
 
 
 @click.command("deploy")
-@store_options
-@actor_option
+@governed
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("--message", "-m", default=None, help="What the change is for.")
 @click.option(
@@ -42,14 +42,17 @@ from openseal.runtime.service import governance as gov
     help="Seconds to wait with --wait-for-activation.",
 )
 def deploy(
-    home: Path, output: str, actor: str, path: Path, message: str | None, wait: bool, timeout: float
-) -> None:
+    home: Path, output: str, server: str | None, token_file: Path | None, actor: str, path: Path,
+    message: str | None, wait: bool, timeout: float,
+) -> None:  # fmt: skip
     """Store the definitions at PATH and file a change proposal for what changed.
 
     PATH is a bundle directory (from `openseal compile`) or definition files/directories,
     compiled first (exit 1 on error diagnostics). Each workflow, runbook and governance
     definition is a deployment; the proposal holds the semantic diff against the active
-    versions. Nothing is activated until the proposal is approved and activated.
+    versions. Nothing is activated until the proposal is approved and activated. Without
+    --server the store under --home is changed as --actor; with --server (or OPENSEAL_SERVER)
+    the compiled documents are posted to that server as the token's principal.
 
     \b
     Examples:
@@ -57,9 +60,14 @@ def deploy(
         openseal deploy build/ --wait-for-activation --timeout 600
     """
     source = _load(path)
-    with opened(home, create=True) as store:
-        request = gov.Deployment(source, message)
-        result = gov.deploy(store, request, service.Caller(actor, local=True))
+    with connected(home, server, token_file, create=True) as at:
+        caller = at.acting(actor)
+        result = at.ask(
+            lambda store: gov.deploy(store, gov.Deployment(source, message), caller),
+            "proposals.file", "proposals", method="POST",
+            body={"documents": _documents(source), "message": message},
+            read=filing,
+        )  # fmt: skip
         final = None
         if output == "text":
             print_filed(result)  # before waiting: the id is what the reviewers need
@@ -71,7 +79,13 @@ def deploy(
                 f"`openseal proposals review|decide|activate {proposal}`)",
                 err=True,
             )
-            final = gov.wait_for_activation(store, proposal, timeout)
+            final = gov.wait_for_activation(
+                lambda: at.ask(
+                    lambda store: gov.get_proposal(store, proposal),
+                    "proposals.show", "proposals", proposal, read=one(ChangeProposal, "proposal"),
+                ),
+                timeout,
+            )  # fmt: skip
     if output != "text":
         echo_data(filed_json(result, final), output)
     elif final is not None:
@@ -83,6 +97,13 @@ def deploy(
             reason = f"{final.status}; it will not be activated"
         click.echo(f"error: change proposal {final.id} is {reason}", err=True)
         raise click.exceptions.Exit(1)
+
+
+def _documents(source: Mapping[str, CompiledDocument] | Bundle) -> list[dict[str, Any]]:
+    """The compiled documents as the API takes them (the JSON ``openseal compile`` writes)."""
+    if isinstance(source, Bundle):
+        return [entry.document for entry in source.entries.values()]
+    return [document.document for document in source.values()]
 
 
 def _load(path: Path) -> Mapping[str, CompiledDocument] | Bundle:
@@ -128,10 +149,4 @@ def print_filed(result: gov.DeployResult) -> None:
 
 
 def filed_json(result: gov.DeployResult, final: Any = None) -> dict[str, Any]:
-    return {
-        "proposal": None if result.proposal is None else result.proposal.to_dict(),
-        "created": result.created,
-        "unchanged": list(result.unchanged),
-        "note": result.note,
-        "final_status": None if final is None else str(final.status),
-    }
+    return {**jsonable(result), "final_status": None if final is None else str(final.status)}

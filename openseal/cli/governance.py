@@ -1,8 +1,9 @@
 """``openseal proposals ...`` and ``openseal deployments ...``: governed definition changes.
 
 A change proposal is reviewed, decided and then — a separate step — activated; see
-``docs/governance.md``. Every command takes ``--actor`` (or ``OPENSEAL_ACTOR``; default
-``user:local``), and the store options of the other runtime commands.
+``docs/governance.md``. Every command takes the store options of the other runtime commands
+and ``--server``; a command that changes something acts as ``--actor`` (or ``OPENSEAL_ACTOR``;
+default ``user:local``) on the store, and as the token's principal on a server.
 """
 
 from __future__ import annotations
@@ -14,13 +15,24 @@ from typing import Any, TypeVar
 
 import click
 
+from openseal.cli.client import (
+    Connection,
+    connected,
+    listed,
+    many,
+    one,
+    record,
+    records,
+    server_options,
+)
 from openseal.cli.output import echo_data, echo_table
-from openseal.cli.runtime import more_hint, opened, store_options, when
+from openseal.cli.runtime import more_hint, store_options, when
 from openseal.compiler.output.diff import Change, DiffReport
 from openseal.compiler.output.render_diagnostics import use_color
 from openseal.runtime import service
 from openseal.runtime.service import governance as gov
-from openseal.runtime.store import ChangeProposal, Review
+from openseal.runtime.store import Activation, ChangeProposal, ProposalEvent, Review, Store
+from openseal.wire import jsonable
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -121,9 +133,27 @@ def policy_summary(policy: Mapping[str, Any]) -> str:
 
 def echo_proposal_result(proposal: ChangeProposal, verb: str, output: str) -> None:
     if output != "text":
-        echo_data(proposal.to_dict(), output)
+        echo_data(proposal, output)
     else:
         click.echo(f"change proposal {proposal.id} {verb}; status {proposal.status}")
+
+
+def proposal_change(
+    at: Connection, actor: str, step: str, proposal_id: str, body: Mapping[str, Any],
+    change: Callable[[Store, Any, service.Caller], ChangeProposal], request: Any,
+) -> ChangeProposal:  # fmt: skip
+    """``change(store, request, actor)`` on the store, or ``POST /proposals/{id}/{step}`` with
+    ``body`` on a server (as the token's principal)."""
+    caller = at.acting(actor)
+    return at.ask(
+        lambda store: change(store, request, caller), f"proposals.{step}", "proposals",
+        proposal_id, step, method="POST", body=dict(body), read=one(ChangeProposal, "proposal"),
+    )  # fmt: skip
+
+
+def governed(command: F) -> F:
+    """The options of a governance command: the store or a server, and who acts on the store."""
+    return store_options(server_options(actor_option(command)))
 
 
 # --------------------------------------------------------------------------- proposals
@@ -131,11 +161,16 @@ def echo_proposal_result(proposal: ChangeProposal, verb: str, output: str) -> No
 
 @click.group()
 def proposals() -> None:
-    """Review, decide and activate change proposals filed by `openseal deploy`."""
+    """Review, decide and activate change proposals filed by `openseal deploy`.
+
+    Without --server they act on the store under --home as --actor (default the local
+    operator); with --server (or OPENSEAL_SERVER) they ask that server as the token's principal.
+    """
 
 
 @proposals.command("list")
 @store_options
+@server_options
 @click.option("--status", "statuses", multiple=True, help="Only these statuses (repeatable).")
 @click.option(
     "--workflow", "--deployment", "deployment", default=None,
@@ -151,8 +186,9 @@ def proposals() -> None:
     help="The next page: only those older than ID (the last one a page showed).",
 )  # fmt: skip
 def list_command(
-    home: Path, output: str, statuses: tuple[str, ...], deployment: str | None,
-    since: str | None, limit: int, after: str | None,
+    home: Path, output: str, server: str | None, token_file: Path | None,
+    statuses: tuple[str, ...], deployment: str | None, since: str | None, limit: int,
+    after: str | None,
 ) -> None:  # fmt: skip
     """List change proposals, newest first.
 
@@ -161,13 +197,13 @@ def list_command(
         openseal proposals list --status proposed --status in_review
         openseal proposals list --workflow procure_laptops --since 7d
     """
-    with opened(home) as store:
-        found = gov.list_proposals(
-            store, statuses=statuses, deployment=deployment, since=since, limit=limit,
-            after=after,
+    with connected(home, server, token_file) as at:
+        found = listed(
+            at, ChangeProposal, "proposals", gov.list_proposals, statuses=list(statuses),
+            deployment=deployment, since=since, limit=limit, after=after,
         )  # fmt: skip
     if output != "text":
-        echo_data([p.to_dict() for p in found], output)
+        echo_data(found, output)
         return
     rows = [proposal_row(p) for p in found]
     headers = ["id", "status", "kind", "risk", "author", "created", "deployments"]
@@ -177,9 +213,13 @@ def list_command(
 
 @proposals.command("show")
 @store_options
+@server_options
 @click.argument("proposal_id")
 @click.option("--events", "with_events", is_flag=True, help="Also print the proposal's events.")
-def show_command(home: Path, output: str, proposal_id: str, with_events: bool) -> None:
+def show_command(
+    home: Path, output: str, server: str | None, token_file: Path | None, proposal_id: str,
+    with_events: bool,
+) -> None:  # fmt: skip
     """Show a proposal: targets, policy, reviews, decision and the semantic diff.
 
     Risk-widening changes are marked `!` and `[risk-widening]` (red on a terminal).
@@ -188,16 +228,27 @@ def show_command(home: Path, output: str, proposal_id: str, with_events: bool) -
     Examples:
         openseal proposals show 01a22bba --events
     """
-    with opened(home) as store:
+
+    def local(store: Store) -> tuple[ChangeProposal, tuple[Review, ...], tuple[ProposalEvent, ...]]:
         proposal = gov.get_proposal(store, proposal_id)
-        reviews = gov.proposal_reviews(store, proposal.id)
-        events = gov.proposal_events(store, proposal.id) if with_events else ()
+        return (proposal, gov.proposal_reviews(store, proposal.id),
+                gov.proposal_events(store, proposal.id))  # fmt: skip
+
+    def read(answer: Any) -> tuple[ChangeProposal, tuple[Review, ...], tuple[ProposalEvent, ...]]:
+        return (record(ChangeProposal, answer["proposal"]), records(Review, answer["reviews"]),
+                records(ProposalEvent, answer["events"]))  # fmt: skip
+
+    with connected(home, server, token_file) as at:
+        proposal, reviews, events = at.ask(
+            local, "proposals.show", "proposals", proposal_id, read=read
+        )
+    events = events if with_events else ()
     if output != "text":
         echo_data(
             {
-                **proposal.to_dict(),
-                "reviews": [r.to_dict() for r in reviews],
-                **({"events": [e.to_dict() for e in events]} if with_events else {}),
+                **jsonable(proposal),
+                "reviews": reviews,
+                **({"events": events} if with_events else {}),
             },
             output,
         )
@@ -210,22 +261,16 @@ def show_command(home: Path, output: str, proposal_id: str, with_events: bool) -
 
 
 @proposals.command("review")
-@store_options
-@actor_option
+@governed
 @revision_option
 @click.argument("proposal_id")
 @click.option("--approve", "verdict", flag_value="approve", help="Approve the change.")
 @click.option("--request-changes", "verdict", flag_value="request_changes", help="Ask for changes.")
 @click.option("--comment", default=None, help="Why.")
 def review_command(
-    home: Path,
-    output: str,
-    actor: str,
-    expected_revision: int | None,
-    proposal_id: str,
-    verdict: str | None,
-    comment: str | None,
-) -> None:
+    home: Path, output: str, server: str | None, token_file: Path | None, actor: str,
+    expected_revision: int | None, proposal_id: str, verdict: str | None, comment: str | None,
+) -> None:  # fmt: skip
     """Review a proposal: --approve or --request-changes.
 
     \b
@@ -234,29 +279,24 @@ def review_command(
     """
     if verdict is None:
         raise click.UsageError("give --approve or --request-changes")
-    with opened(home) as store:
-        request = gov.ProposalReview(proposal_id, verdict, comment, expected_revision)
-        proposal = gov.review(store, request, service.Caller(actor, local=True))
+    request = gov.ProposalReview(proposal_id, verdict, comment, expected_revision)
+    body = {"verdict": verdict, "comment": comment, "expectedRevision": expected_revision}
+    with connected(home, server, token_file) as at:
+        proposal = proposal_change(at, actor, "review", proposal_id, body, gov.review, request)
     echo_proposal_result(proposal, f"reviewed ({verdict.replace('_', ' ')})", output)
 
 
 @proposals.command("decide")
-@store_options
-@actor_option
+@governed
 @revision_option
 @click.argument("proposal_id")
 @click.option("--approve", "decision", flag_value="approve", help="Approve the change.")
 @click.option("--reject", "decision", flag_value="reject", help="Reject the change.")
 @click.option("--comment", default=None, help="Why.")
 def decide_command(
-    home: Path,
-    output: str,
-    actor: str,
-    expected_revision: int | None,
-    proposal_id: str,
-    decision: str | None,
-    comment: str | None,
-) -> None:
+    home: Path, output: str, server: str | None, token_file: Path | None, actor: str,
+    expected_revision: int | None, proposal_id: str, decision: str | None, comment: str | None,
+) -> None:  # fmt: skip
     """Decide a proposal: --approve or --reject. This does not activate it.
 
     \b
@@ -265,53 +305,60 @@ def decide_command(
     """
     if decision is None:
         raise click.UsageError("give --approve or --reject")
-    with opened(home) as store:
-        request = gov.ProposalDecision(proposal_id, decision, comment, expected_revision)
-        proposal = gov.decide(store, request, service.Caller(actor, local=True))
+    request = gov.ProposalDecision(proposal_id, decision, comment, expected_revision)
+    body = {"decision": decision, "comment": comment, "expectedRevision": expected_revision}
+    with connected(home, server, token_file) as at:
+        proposal = proposal_change(at, actor, "decide", proposal_id, body, gov.decide, request)
     verb = "approved (not active until `openseal proposals activate`)"
     echo_proposal_result(proposal, verb if decision == "approve" else "rejected", output)
 
 
 @proposals.command("activate")
-@store_options
-@actor_option
+@governed
 @revision_option
 @click.argument("proposal_id")
 def activate_command(
-    home: Path, output: str, actor: str, expected_revision: int | None, proposal_id: str
-) -> None:
+    home: Path, output: str, server: str | None, token_file: Path | None, actor: str,
+    expected_revision: int | None, proposal_id: str,
+) -> None:  # fmt: skip
     """Activate an approved proposal: new runs use its versions from now on.
 
     \b
     Examples:
         openseal proposals activate 01a22bba --actor user:carol
     """
-    with opened(home) as store:
-        request = gov.ProposalCommand(proposal_id, expected_revision)
-        proposal = gov.activate(store, request, service.Caller(actor, local=True))
+    request = gov.ProposalCommand(proposal_id, expected_revision)
+    body = {"expectedRevision": expected_revision}
+    with connected(home, server, token_file) as at:
+        proposal = proposal_change(at, actor, "activate", proposal_id, body, gov.activate, request)
     echo_proposal_result(proposal, "activated", output)
 
 
 @proposals.command("refresh")
-@store_options
-@actor_option
+@governed
 @revision_option
 @click.argument("proposal_id")
 def refresh_command(
-    home: Path, output: str, actor: str, expected_revision: int | None, proposal_id: str
-) -> None:
+    home: Path, output: str, server: str | None, token_file: Path | None, actor: str,
+    expected_revision: int | None, proposal_id: str,
+) -> None:  # fmt: skip
     """Re-diff a stale proposal against the versions active now (may reset its reviews).
 
     \b
     Examples:
         openseal proposals refresh 01a22bba
     """
-    with opened(home) as store:
-        before = gov.get_proposal(store, proposal_id)
-        request = gov.ProposalCommand(proposal_id, expected_revision)
-        proposal = gov.refresh(store, request, service.Caller(actor, local=True))
+    request = gov.ProposalCommand(proposal_id, expected_revision)
+    with connected(home, server, token_file) as at:
+        at.acting(actor)
+        before = at.ask(
+            lambda store: gov.get_proposal(store, proposal_id),
+            "proposals.show", "proposals", proposal_id, read=one(ChangeProposal, "proposal"),
+        )  # fmt: skip
+        body = {"expectedRevision": expected_revision}
+        proposal = proposal_change(at, actor, "refresh", proposal_id, body, gov.refresh, request)
     if output != "text":
-        echo_data(proposal.to_dict(), output)
+        echo_data(proposal, output)
     elif proposal.round != before.round:
         click.echo(
             f"change proposal {proposal.id} refreshed: the diff changed, reviews and decision "
@@ -326,22 +373,30 @@ def refresh_command(
 
 @click.group()
 def deployments() -> None:
-    """Deployments: which version each workflow, runbook and governance name runs."""
+    """Deployments: which version each workflow, runbook and governance name runs.
+
+    Without --server they act on the store under --home; with --server (or OPENSEAL_SERVER)
+    they ask that server as the token's principal.
+    """
 
 
 @deployments.command("list")
 @store_options
-def deployments_list(home: Path, output: str) -> None:
+@server_options
+def deployments_list(home: Path, output: str, server: str | None, token_file: Path | None) -> None:
     """List deployments and their active versions.
 
     \b
     Examples:
         openseal deployments list --output json
     """
-    with opened(home) as store:
-        found = gov.list_deployments(store)
+    with connected(home, server, token_file) as at:
+        found = at.ask(
+            gov.list_deployments, "deployments.list", "deployments",
+            read=many(gov.DeploymentInfo, "deployments"),
+        )  # fmt: skip
     if output != "text":
-        echo_data([d.to_dict() for d in found], output)
+        echo_data(found, output)
         return
     if not found:
         click.echo("no deployments")
@@ -355,16 +410,23 @@ def deployments_list(home: Path, output: str) -> None:
 
 @deployments.command("history")
 @store_options
+@server_options
 @click.argument("name")
-def deployments_history(home: Path, output: str, name: str) -> None:
+def deployments_history(
+    home: Path, output: str, server: str | None, token_file: Path | None, name: str
+) -> None:
     """Every activation of a deployment, oldest first: who, when, from which proposal.
 
     \b
     Examples:
         openseal deployments history procure_laptops
     """
-    with opened(home) as store:
-        history = gov.deployment_history(store, name)
+    with connected(home, server, token_file) as at:
+        history = at.ask(
+            lambda store: gov.deployment_history(store, name),
+            "deployments.history", "deployments", name, "history",
+            read=many(Activation, "activations"),
+        )  # fmt: skip
     if output != "text":
         echo_data(history, output)
         return
@@ -376,14 +438,14 @@ def deployments_history(home: Path, output: str, name: str) -> None:
 
 
 @deployments.command("rollback")
-@store_options
-@actor_option
+@governed
 @click.argument("name")
 @click.option("--to", "to", default=None, help="Digest (or prefix) of an earlier version.")
 @click.option("--message", default=None, help="Why; recorded with the proposal.")
 def deployments_rollback(
-    home: Path, output: str, actor: str, name: str, to: str | None, message: str | None
-) -> None:
+    home: Path, output: str, server: str | None, token_file: Path | None, actor: str, name: str,
+    to: str | None, message: str | None,
+) -> None:  # fmt: skip
     """File a rollback proposal re-activating an earlier version of NAME.
 
     Without --to, the version active before the current one. The proposal is reviewed,
@@ -394,13 +456,18 @@ def deployments_rollback(
         openseal deployments rollback procure_laptops --message "vendor API broke"
         openseal deployments rollback procure_laptops --to 888401d4
     """
-    with opened(home) as store:
-        request = gov.Rollback(name, to, message)
-        result = gov.rollback(store, request, service.Caller(actor, local=True))
+    request = gov.Rollback(name, to, message)
+    with connected(home, server, token_file) as at:
+        caller = at.acting(actor)
+        result = at.ask(
+            lambda store: gov.rollback(store, request, caller),
+            "deployments.rollback", "deployments", name, "rollback", method="POST",
+            body={"to": to, "message": message}, read=filing,
+        )  # fmt: skip
     proposal = result.proposal
     assert proposal is not None
     if output != "text":
-        echo_data({"proposal": proposal.to_dict(), "created": result.created}, output)
+        echo_data({"proposal": proposal, "created": result.created}, output)
         return
     verb = "filed" if result.created else "already open"
     target = proposal.targets[0]
@@ -408,3 +475,8 @@ def deployments_rollback(
         f"rollback proposal {proposal.id} {verb}: {name} -> {short(target.digest)}; "
         f"status {proposal.status}"
     )
+
+
+def filing(answer: Any) -> gov.DeployResult:
+    """A filed (or found, or unneeded) change proposal, as the server answered it."""
+    return record(gov.DeployResult, answer)

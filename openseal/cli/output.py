@@ -12,13 +12,11 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, is_dataclass
-from datetime import datetime
-from enum import Enum
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+
+from openseal.wire import jsonable
 
 if TYPE_CHECKING:
     from openseal.compiler.diagnostics import Diagnostic
@@ -90,25 +88,8 @@ def requested_format() -> str:
 # -- data -----------------------------------------------------------------------------
 
 
-def plain(value: Any) -> Any:
-    """Records to JSON-ready values (datetimes as ISO 8601, enums as their value)."""
-    if is_dataclass(value) and not isinstance(value, type):
-        return plain(asdict(value))
-    if isinstance(value, Mapping):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [plain(v) for v in value]
-    if isinstance(value, Enum):
-        return value.value
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, Path):
-        return str(value)
-    return value
-
-
 def to_json(value: Any, *, indent: int | None = 2, sort_keys: bool = True) -> str:
-    return json.dumps(plain(value), indent=indent, sort_keys=sort_keys, ensure_ascii=False)
+    return json.dumps(jsonable(value), indent=indent, sort_keys=sort_keys, ensure_ascii=False)
 
 
 def to_yaml(value: Any, *, sort_keys: bool = True) -> str:
@@ -124,7 +105,7 @@ def to_yaml(value: Any, *, sort_keys: bool = True) -> str:
 
     Dumper.add_representer(str, text_block)
     text: str = yaml.dump(
-        plain(value),
+        jsonable(value),
         Dumper=Dumper,
         sort_keys=sort_keys,
         allow_unicode=True,

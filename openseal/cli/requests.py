@@ -1,23 +1,29 @@
 """``openseal requests ...``: agent requests one run made of another agent, and their steps.
 
 People and outside systems take part here: the callee's side accepts, declines, asks a
-question or completes; the caller's side answers a question or reviews a completion. Each
-step is recorded with ``--actor`` (default: the local operator) as who took it.
+question or completes; the caller's side answers a question or reviews a completion. On the
+store each step is recorded with ``--actor`` (default: the local operator) as who took it; with
+``--server`` the token's principal takes it, and the server decides whether it may.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
-from openseal.cli.output import echo_data, plain
+from openseal.cli.client import connected, many, one, server_options
+from openseal.cli.output import echo_data
 from openseal.cli.runs import parse_value
-from openseal.cli.runtime import opened, store_options
+from openseal.cli.runtime import store_options
 from openseal.runtime import service
 from openseal.runtime.store import AgentRequest
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 actor_option = click.option(
     "--actor", envvar="OPENSEAL_ACTOR", default=service.LOCAL_OPERATOR, show_default=True,
@@ -28,7 +34,11 @@ actor_option = click.option(
 
 @click.group()
 def requests() -> None:
-    """Agent requests: list and show them, accept, decline, clarify, complete, review."""
+    """Agent requests: list and show them, accept, decline, clarify, complete, review.
+
+    Without --server they act on the store under --home as the local operator; with --server
+    URL (or OPENSEAL_SERVER) they ask that server, as the token's principal.
+    """
 
 
 def _line(request: AgentRequest) -> str:
@@ -71,13 +81,14 @@ def _show(request: AgentRequest) -> None:
 
 @requests.command("list")
 @store_options
+@server_options
 @click.option("--status", default=None, help="Only requests with this status (e.g. accepted).")
 @click.option("--callee", default=None, help="Only requests to this agent or team.")
 @click.option("--run", "run_id", default=None, help="Only requests this run made.")
 @click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True)
 def list_requests(
-    home: Path, output: str, status: str | None, callee: str | None, run_id: str | None,
-    limit: int,
+    home: Path, output: str, server: str | None, token_file: Path | None, status: str | None,
+    callee: str | None, run_id: str | None, limit: int,
 ) -> None:  # fmt: skip
     """Newest agent requests first.
 
@@ -85,81 +96,114 @@ def list_requests(
     Examples:
         openseal requests list --status clarification_requested
     """
-    with opened(home) as store:
-        found = service.list_agent_requests(
-            store, status=status, callee=callee, run_id=run_id, limit=limit
-        )
+    with connected(home, server, token_file) as at:
+        found = at.ask(
+            lambda store: service.list_agent_requests(
+                store, status=status, callee=callee, run_id=run_id, limit=limit
+            ),
+            "agent_requests.list", "agent-requests", read=many(AgentRequest, "agent_requests"),
+            params={"status": status, "callee": callee, "run": run_id, "limit": limit},
+        )  # fmt: skip
 
     def text() -> None:
         for request in found:
             click.echo(_line(request))
 
-    echo_data(plain(found), output, text)
+    echo_data(found, output, text)
 
 
 @requests.command("show")
 @store_options
+@server_options
 @click.argument("request_id")
-def show(home: Path, output: str, request_id: str) -> None:
+def show(
+    home: Path, output: str, server: str | None, token_file: Path | None, request_id: str
+) -> None:
     """One request: goal, inputs, child run, questions and answers, reviews, response.
 
     \b
     Examples:
         openseal requests show 01a2
     """
-    with opened(home) as store:
-        found = service.show_agent_request(store, request_id)
-    echo_data(plain(found), output, lambda: _show(found))
-
-
-def _step(home: Path, output: str, actor: str, request_id: str, step: str, **fields: Any) -> None:
-    with opened(home) as store:
-        done = service.step_agent_request(
-            store, service.AgentRequestStep(request_id, step, **fields),
-            service.Caller(actor, local=True),
+    with connected(home, server, token_file) as at:
+        found = at.ask(
+            lambda store: service.show_agent_request(store, request_id),
+            "agent_requests.show", "agent-requests", request_id,
+            read=one(AgentRequest, "agent_request"),
         )  # fmt: skip
-    echo_data(plain(done), output, lambda: click.echo(f"agent request {done.id}: {done.status}"))
+    echo_data(found, output, lambda: _show(found))
+
+
+#: each step's API body: its field → the step's field of the same value
+_BODIES: dict[str, dict[str, str]] = {
+    "accept": {}, "decline": {"reason": "reason"}, "ask": {"question": "text"},
+    "clarify": {"answer": "value"}, "complete": {"response": "value"},
+    "review": {"verdict": "verdict", "reason": "reason"},
+}  # fmt: skip
+
+
+def _step(asked: Step, step: str, **fields: Any) -> None:
+    with connected(asked.home, asked.server, asked.token_file) as at:
+        caller = at.acting(asked.actor)
+        done = at.ask(
+            lambda store: service.step_agent_request(
+                store, service.AgentRequestStep(asked.request_id, step, **fields), caller
+            ),
+            f"agent_requests.{step}", "agent-requests", asked.request_id, step, method="POST",
+            body={key: fields[name] for key, name in _BODIES[step].items()},
+            read=one(AgentRequest, "agent_request"),
+        )  # fmt: skip
+    echo_data(done, asked.output, lambda: click.echo(f"agent request {done.id}: {done.status}"))
+
+
+@dataclass(frozen=True)
+class Step:
+    """Where a step is taken, by whom, on which request."""
+
+    home: Path
+    output: str
+    server: str | None
+    token_file: Path | None
+    actor: str
+    request_id: str
+
+
+def step_options(command: F) -> F:
+    """The store or a server, who acts on the store, and the request's id."""
+    command = click.argument("request_id")(command)
+    return store_options(server_options(actor_option(command)))
 
 
 @requests.command("accept")
-@store_options
-@actor_option
-@click.argument("request_id")
-def accept(home: Path, output: str, actor: str, request_id: str) -> None:
+@step_options
+def accept(**asked: Any) -> None:
     """Take a requested request on (the callee's side).
 
     \b
     Examples:
         openseal requests accept 01a2 --actor user:fiona
     """
-    _step(home, output, actor, request_id, "accept")
+    _step(Step(**asked), "accept")
 
 
 @requests.command("decline")
-@store_options
-@actor_option
-@click.argument("request_id")
+@step_options
 @click.option("--reason", required=True, help="Why the work will not be done.")
-def decline(home: Path, output: str, actor: str, request_id: str, reason: str) -> None:
+def decline(reason: str, **asked: Any) -> None:
     """Decline a request; the caller leaves by `on "declined"`.
 
     \b
     Examples:
         openseal requests decline 01a2 --reason "the cost center is frozen"
     """
-    _step(home, output, actor, request_id, "decline", reason=reason)
+    _step(Step(**asked), "decline", reason=reason)
 
 
 @requests.command("clarify")
-@store_options
-@actor_option
-@click.argument("request_id")
+@step_options
 @click.option("--question", default=None, help="Ask the caller (the callee's side).")
 @click.option("--answer", default=None, help="Answer the open question (JSON or text).")
-def clarify(
-    home: Path, output: str, actor: str, request_id: str, question: str | None,
-    answer: str | None,
-) -> None:  # fmt: skip
+def clarify(question: str | None, answer: str | None, **asked: Any) -> None:
     """Ask a question (--question) or answer the open one (--answer).
 
     \b
@@ -170,38 +214,30 @@ def clarify(
     if (question is None) == (answer is None):
         raise click.UsageError("give exactly one of --question and --answer")
     if question is not None:
-        _step(home, output, actor, request_id, "ask", text=question)
+        _step(Step(**asked), "ask", text=question)
     else:
-        _step(
-            home, output, actor, request_id, "clarify", value=parse_value(str(answer), "--answer")
-        )
+        _step(Step(**asked), "clarify", value=parse_value(str(answer), "--answer"))
 
 
 @requests.command("complete")
-@store_options
-@actor_option
-@click.argument("request_id")
+@step_options
 @click.option("--response", "response", required=True, help="The answer, as JSON.")
-def complete(home: Path, output: str, actor: str, request_id: str, response: str) -> None:
+def complete(response: str, **asked: Any) -> None:
     """Complete an accepted request; the response must match the expected output type.
 
     \b
     Examples:
         openseal requests complete 01a2 --response '{"approved": true, "remaining": 900}'
     """
-    _step(home, output, actor, request_id, "complete", value=parse_value(response, "--response"))
+    _step(Step(**asked), "complete", value=parse_value(response, "--response"))
 
 
 @requests.command("review")
-@store_options
-@actor_option
-@click.argument("request_id")
+@step_options
 @click.option("--accept", "verdict", flag_value="accept", help="Accept the completion.")
 @click.option("--send-back", "verdict", flag_value="send_back", help="Reopen it (needs --reason).")
 @click.option("--reason", default=None)
-def review(
-    home: Path, output: str, actor: str, request_id: str, verdict: str | None, reason: str | None
-) -> None:
+def review(verdict: str | None, reason: str | None, **asked: Any) -> None:
     """Review a completion the caller asked to review.
 
     \b
@@ -211,4 +247,4 @@ def review(
     """
     if verdict is None:
         raise click.UsageError("give --accept or --send-back")
-    _step(home, output, actor, request_id, "review", verdict=verdict, reason=reason)
+    _step(Step(**asked), "review", verdict=verdict, reason=reason)

@@ -5,25 +5,32 @@ from __future__ import annotations
 import json
 import shutil
 import textwrap
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import click
 
-from openseal.cli.output import echo_data, echo_item, echo_table, plain
-from openseal.cli.runtime import (
-    complete_ids,
-    list_options,
-    more_hint,
-    opened,
-    store_options,
-    when,
+from openseal.cli.client import (
+    MAX_PAGE,
+    Connection,
+    Remote,
+    connected,
+    listed,
+    many,
+    one,
+    record,
+    records,
+    server_options,
 )
+from openseal.cli.output import echo_data, echo_item, echo_table
+from openseal.cli.runtime import complete_ids, list_options, more_hint, store_options, when
 from openseal.errors import UsageError
 from openseal.runtime import service
 from openseal.runtime.service import format_cost, summarize
-from openseal.runtime.store import Event, Run
+from openseal.runtime.store import Event, NewObjective, Objective, Run, Store
+from openseal.wire import jsonable
 
 
 def parse_value(text: str, what: str) -> Any:
@@ -59,11 +66,16 @@ def parse_inputs(pairs: tuple[str, ...], input_file: Path | None) -> dict[str, A
 
 @click.group()
 def objectives() -> None:
-    """Create and inspect objectives (each starts a run of a deployed workflow)."""
+    """Create and inspect objectives (each starts a run of a deployed workflow).
+
+    Without --server they act on the store under --home as the local operator; with --server
+    URL (or OPENSEAL_SERVER) they ask that server, as the token's principal.
+    """
 
 
 @objectives.command("create")
 @store_options
+@server_options
 @click.option("--workflow", required=True, help="Name of a deployed workflow.")
 @click.option(
     "--input",
@@ -82,8 +94,8 @@ def objectives() -> None:
 )
 @click.option("--project", default="default", show_default=True)
 def create(
-    home: Path, output: str, workflow: str, pairs: tuple[str, ...], input_file: Path | None,
-    request_key: str | None, project: str,
+    home: Path, output: str, server: str | None, token_file: Path | None, workflow: str,
+    pairs: tuple[str, ...], input_file: Path | None, request_key: str | None, project: str,
 ) -> None:  # fmt: skip
     """Start WORKFLOW on its active version.
 
@@ -93,9 +105,15 @@ def create(
         --input 'request={"item": "laptop", "quantity": 10, "budget": 10000}'
     """
     inputs = parse_inputs(pairs, input_file)
-    with opened(home) as store:
-        request = service.StartObjective(workflow, inputs, project, request_key)
-        created = service.create_objective(store, request, service.CLI)
+    request = service.StartObjective(workflow, inputs, project, request_key)
+    with connected(home, server, token_file) as at:
+        created = at.ask(
+            lambda store: service.create_objective(store, request, service.CLI),
+            "objectives.create", "objectives", method="POST",
+            body={"workflow": workflow, "inputs": inputs, "project": project},
+            headers={"Idempotency-Key": request_key} if request_key else None,
+            read=lambda answer: record(NewObjective, answer),
+        )  # fmt: skip
     if output != "text":
         echo_data(
             {"objective": created.objective, "run": created.run, "created": created.created}, output
@@ -107,10 +125,11 @@ def create(
 
 @objectives.command("list")
 @store_options
+@server_options
 @list_options("Only objectives with this status (open, satisfied, failed, retired).")
 def list_objectives(
-    home: Path, output: str, status: str | None, workflow: str | None, since: str | None,
-    limit: int, after: str | None,
+    home: Path, output: str, server: str | None, token_file: Path | None, status: str | None,
+    workflow: str | None, since: str | None, limit: int, after: str | None,
 ) -> None:  # fmt: skip
     """Newest objectives first.
 
@@ -119,10 +138,11 @@ def list_objectives(
         openseal objectives list --limit 10
         openseal objectives list --workflow procure_laptops --since 1d
     """
-    with opened(home) as store:
-        found = service.list_objectives(
-            store, status=status, workflow=workflow, since=since, limit=limit, after=after
-        )
+    with connected(home, server, token_file) as at:
+        found = listed(
+            at, Objective, "objectives", service.list_objectives, status=status,
+            workflow=workflow, since=since, limit=limit, after=after,
+        )  # fmt: skip
     if output != "text":
         echo_data(found, output)
         return
@@ -133,17 +153,25 @@ def list_objectives(
 
 @objectives.command("show")
 @store_options
+@server_options
 @click.argument("objective_id", shell_complete=complete_ids("objective"))
-def show_objective(home: Path, output: str, objective_id: str) -> None:
+def show_objective(
+    home: Path, output: str, server: str | None, token_file: Path | None, objective_id: str
+) -> None:
     """An objective and its runs.
 
     \b
     Examples:
         openseal objectives show 0191f0
     """
-    with opened(home) as store:
-        objective_id = service.complete_id(store, "objective", objective_id)
-        objective, runs = service.show_objective(store, objective_id)
+    with connected(home, server, token_file) as at:
+        objective_id = at.id("objective", objective_id)
+        objective, runs = at.ask(
+            lambda store: service.show_objective(store, objective_id),
+            "objectives.show", "objectives", objective_id,
+            read=lambda answer: (record(Objective, answer["objective"]),
+                                 records(Run, answer["runs"])),
+        )  # fmt: skip
     if output != "text":
         echo_data({"objective": objective, "runs": runs}, output)
         return
@@ -159,15 +187,20 @@ def show_objective(home: Path, output: str, objective_id: str) -> None:
 
 @click.group()
 def runs() -> None:
-    """Watch and steer runs: show, events, pause, resume, cancel, intervene."""
+    """Watch and steer runs: show, events, pause, resume, cancel, intervene.
+
+    Without --server they act on the store under --home as the local operator; with --server
+    URL (or OPENSEAL_SERVER) they ask that server, as the token's principal.
+    """
 
 
 @runs.command("list")
 @store_options
+@server_options
 @list_options("Only runs with this status (e.g. waiting_for_approval).")
 def list_runs(
-    home: Path, output: str, status: str | None, workflow: str | None, since: str | None,
-    limit: int, after: str | None,
+    home: Path, output: str, server: str | None, token_file: Path | None, status: str | None,
+    workflow: str | None, since: str | None, limit: int, after: str | None,
 ) -> None:  # fmt: skip
     """Newest runs first.
 
@@ -177,11 +210,12 @@ def list_runs(
         openseal runs list --workflow procure_laptops --since 2h
         openseal runs list --output json
     """
-    with opened(home) as store:
-        found = service.list_runs(
-            store, status=status, workflow=workflow, since=since, limit=limit, after=after
-        )
-        names = {d: service.get_version(store, d).name for d in {r.workflow_digest for r in found}}
+    with connected(home, server, token_file) as at:
+        found = listed(
+            at, Run, "runs", service.list_runs, status=status, workflow=workflow, since=since,
+            limit=limit, after=after,
+        )  # fmt: skip
+        names = {digest: _name(at, digest) for digest in {r.workflow_digest for r in found}}
     if output != "text":
         echo_data(found, output)
         return
@@ -195,10 +229,19 @@ def list_runs(
     more_hint(found, limit)
 
 
+def _name(at: Connection, digest: str) -> str:
+    """The name of the definition version ``digest``."""
+    return at.ask(
+        lambda store: service.get_version(store, digest).name,
+        "definitions.get", "definitions", digest, read=lambda answer: str(answer["name"]),
+    )  # fmt: skip
+
+
 @runs.command("show")
 @store_options
+@server_options
 @click.argument("run_id", shell_complete=complete_ids("run"))
-def show(home: Path, output: str, run_id: str) -> None:
+def show(home: Path, output: str, server: str | None, token_file: Path | None, run_id: str) -> None:
     """A run's status, what it waits for and where it is in its graph.
 
     \b
@@ -206,10 +249,14 @@ def show(home: Path, output: str, run_id: str) -> None:
         openseal runs show 0191f0
         openseal runs show 0191f0 --output yaml
     """
-    with opened(home) as store:
-        view = service.show_run(store, service.complete_id(store, "run", run_id))
+    with connected(home, server, token_file) as at:
+        run_id = at.id("run", run_id)
+        view = at.ask(
+            lambda store: service.show_run(store, run_id),
+            "runs.show", "runs", run_id, read=lambda answer: record(service.RunView, answer),
+        )  # fmt: skip
     if output != "text":
-        document = plain(view)
+        document = jsonable(view)
         document["position"] = {"previous": view.previous, "current": view.current,
                                 "next": list(view.next)}  # fmt: skip
         echo_data(document, output)
@@ -237,7 +284,7 @@ def _event_text(event: Event, width: int) -> str:
     """One event for people: a summary line, then its whole payload wrapped (never cut)."""
     at = event.at.isoformat(timespec="milliseconds")
     head = f"{event.seq:>5}  {at}  {event.type:<22} {event.actor:<20} {summarize(event)}"
-    payload = json.dumps(plain(event.payload), sort_keys=True, ensure_ascii=False)
+    payload = json.dumps(jsonable(event.payload), sort_keys=True, ensure_ascii=False)
     body = textwrap.wrap(
         payload, width=max(width - 7, 40), initial_indent="       ", subsequent_indent="       ",
         break_on_hyphens=False, break_long_words=False,
@@ -247,11 +294,15 @@ def _event_text(event: Event, width: int) -> str:
 
 @runs.command("events")
 @store_options
+@server_options
 @click.argument("run_id", shell_complete=complete_ids("run"))
 @click.option("--after", type=click.IntRange(0), default=0, help="Only events after this sequence.")
 @click.option("--follow", is_flag=True, help="Keep printing new events until the run ends.")
 @click.option("--limit", type=click.IntRange(1, 10_000), default=1000, show_default=True)
-def events(home: Path, output: str, run_id: str, after: int, follow: bool, limit: int) -> None:
+def events(
+    home: Path, output: str, server: str | None, token_file: Path | None, run_id: str, after: int,
+    follow: bool, limit: int,
+) -> None:  # fmt: skip
     """A run's events in sequence order, each with its whole payload.
 
     Text shows a summary line per event and its payload wrapped below it; `--output json`
@@ -263,24 +314,51 @@ def events(home: Path, output: str, run_id: str, after: int, follow: bool, limit
         openseal runs events 0191f0 --follow --output json
     """
     width = shutil.get_terminal_size((100, 24)).columns
-    with opened(home) as store:
-        run_id = service.complete_id(store, "run", run_id)
-        stream = (
-            service.follow_events(store, run_id, after=after)
-            if follow
-            else iter(service.run_events(store, run_id, after=after, limit=limit))
-        )
-        for event in stream:
+    with connected(home, server, token_file) as at:
+        run_id = at.id("run", run_id)
+        for event in _events(at, run_id, after, None if follow else limit):
             if output == "text":
                 click.echo(_event_text(event, width))
             else:
                 echo_item(event, output)
 
 
+def _events(at: Connection, run_id: str, after: int, limit: int | None) -> Iterator[Event]:
+    """The run's events after ``after``: at most ``limit``, or (None) as they come until the
+    run ends (the server's event stream)."""
+    if at.remote is None:
+        if limit is None:
+            return service.follow_events(at.local, run_id, after=after)
+        return iter(service.run_events(at.local, run_id, after=after, limit=limit))
+    if limit is None:
+        path = ("runs", run_id, "events", "stream")
+        frames = at.remote.stream(path, operation="runs.events_stream", params={"after": after})
+        return (record(Event, data) for kind, data in frames if kind != "end")
+    return _pages(at.remote, run_id, after, limit)
+
+
+def _pages(remote: Remote, run_id: str, after: int, limit: int) -> Iterator[Event]:
+    """At most ``limit`` events, a page of the API's largest at a time."""
+    while limit > 0:
+        size = min(limit, MAX_PAGE)
+        params = {"after": after, "limit": size}
+        answer = remote.call(
+            "GET", ("runs", run_id, "events"), operation="runs.events", params=params
+        )
+        page = records(Event, answer["events"])
+        yield from page
+        if len(page) < size:
+            return
+        after, limit = page[-1].seq, limit - size
+
+
 @runs.command("turns")
 @store_options
+@server_options
 @click.argument("run_id", shell_complete=complete_ids("run"))
-def turns(home: Path, output: str, run_id: str) -> None:
+def turns(
+    home: Path, output: str, server: str | None, token_file: Path | None, run_id: str
+) -> None:
     """A run's turns: state, started, ended, outcome, and each model and tool call with the
     model that answered and the tokens it used.
 
@@ -289,10 +367,14 @@ def turns(home: Path, output: str, run_id: str) -> None:
         openseal runs turns 0191f0
         openseal runs turns 0191f0 --output json
     """
-    with opened(home) as store:
-        found = service.run_turns(store, service.complete_id(store, "run", run_id))
+    with connected(home, server, token_file) as at:
+        run_id = at.id("run", run_id)
+        found = at.ask(
+            lambda store: service.run_turns(store, run_id),
+            "runs.turns", "runs", run_id, "turns", read=many(service.TurnView, "turns"),
+        )  # fmt: skip
     if output != "text":
-        echo_data([{**plain(t), "tokens": t.tokens} for t in found], output)
+        echo_data([{**jsonable(t), "tokens": t.tokens} for t in found], output)
         return
     if not found:
         click.echo("no turns yet")
@@ -345,70 +427,84 @@ def _changed(run: Run, output: str, verb: str) -> None:
         click.echo(f"run {run.id} {verb}: now {run.status}")
 
 
+def _steer(
+    at: Connection, step: str, run_id: str, body: dict[str, Any],
+    local: Callable[[Store, str], Run],
+) -> Run:  # fmt: skip
+    """``local(store, run id)`` on the store, or ``POST /runs/{id}/{step}`` on a server."""
+    run_id = at.id("run", run_id)
+    return at.ask(
+        lambda store: local(store, run_id), f"runs.{step}", "runs", run_id, step, method="POST",
+        body=body, read=one(Run, "run"),
+    )  # fmt: skip
+
+
+def _command(reason: str | None, expected_revision: int | None) -> dict[str, Any]:
+    return {"reason": reason, "expectedRevision": expected_revision}
+
+
 @runs.command("pause")
 @store_options
+@server_options
 @click.argument("run_id", shell_complete=complete_ids("run"))
 @click.option("--reason", default=None)
 @expected_revision_option
 def pause(
-    home: Path, output: str, run_id: str, reason: str | None, expected_revision: int | None
-) -> None:
+    home: Path, output: str, server: str | None, token_file: Path | None, run_id: str,
+    reason: str | None, expected_revision: int | None,
+) -> None:  # fmt: skip
     """Stop a run where it is (an in-flight turn is fenced off).
 
     \b
     Examples:
         openseal runs pause 0191f0 --reason "vendor outage"
     """
-    with opened(home) as store:
-        _changed(
-            service.pause_run(
-                store,
-                service.RunCommand(
-                    service.complete_id(store, "run", run_id), reason, expected_revision
-                ),
-                service.CLI,
+    with connected(home, server, token_file) as at:
+        run = _steer(
+            at, "pause", run_id, _command(reason, expected_revision),
+            lambda store, ref: service.pause_run(
+                store, service.RunCommand(ref, reason, expected_revision), service.CLI
             ),
-            output,
-            "paused",
-        )
+        )  # fmt: skip
+    _changed(run, output, "paused")
 
 
 @runs.command("resume")
 @store_options
+@server_options
 @click.argument("run_id", shell_complete=complete_ids("run"))
 @click.option("--reason", default=None)
 @expected_revision_option
 def resume(
-    home: Path, output: str, run_id: str, reason: str | None, expected_revision: int | None
-) -> None:
+    home: Path, output: str, server: str | None, token_file: Path | None, run_id: str,
+    reason: str | None, expected_revision: int | None,
+) -> None:  # fmt: skip
     """Undo a pause.
 
     \b
     Examples:
         openseal runs resume 0191f0
     """
-    with opened(home) as store:
-        _changed(
-            service.resume_run(
-                store,
-                service.RunCommand(
-                    service.complete_id(store, "run", run_id), reason, expected_revision
-                ),
-                service.CLI,
+    with connected(home, server, token_file) as at:
+        run = _steer(
+            at, "resume", run_id, _command(reason, expected_revision),
+            lambda store, ref: service.resume_run(
+                store, service.RunCommand(ref, reason, expected_revision), service.CLI
             ),
-            output,
-            "resumed",
-        )
+        )  # fmt: skip
+    _changed(run, output, "resumed")
 
 
 @runs.command("cancel")
 @store_options
+@server_options
 @click.argument("run_id", shell_complete=complete_ids("run"))
 @click.option("--reason", default=None)
 @expected_revision_option
 def cancel(
-    home: Path, output: str, run_id: str, reason: str | None, expected_revision: int | None
-) -> None:
+    home: Path, output: str, server: str | None, token_file: Path | None, run_id: str,
+    reason: str | None, expected_revision: int | None,
+) -> None:  # fmt: skip
     """Cancel a run durably, and say what the cancellation prevented (approvals, unsent
     actions, agent requests) and what may already have happened (actions already sent, a
     worker in the middle of a turn).
@@ -417,12 +513,19 @@ def cancel(
     Examples:
         openseal runs cancel 0191f0 --reason "no longer needed"
     """
-    with opened(home) as store:
-        request = service.RunCommand(
-            service.complete_id(store, "run", run_id), reason, expected_revision
-        )
+
+    def local(store: Store) -> tuple[Run, dict[str, Any]]:
+        request = service.RunCommand(run_id, reason, expected_revision)
         run = service.cancel_run(store, request, service.CLI)
-        report = service.cancellation(store, run)
+        return run, service.cancellation(store, run)
+
+    with connected(home, server, token_file) as at:
+        run_id = at.id("run", run_id)
+        run, report = at.ask(
+            local, "runs.cancel", "runs", run_id, "cancel", method="POST",
+            body=_command(reason, expected_revision),
+            read=lambda answer: (record(Run, answer["run"]), dict(answer["report"])),
+        )  # fmt: skip
     if output != "text":
         echo_data({"run": run, "report": report}, output)
         return
@@ -460,20 +563,16 @@ def cancel_lines(report: dict[str, Any]) -> list[str]:
 
 @runs.command("intervene")
 @store_options
+@server_options
 @click.argument("run_id", shell_complete=complete_ids("run"))
 @click.option("--reason", required=True, help="Why (kept in the run's events).")
 @click.option("--state", default=None, help="Continue from this state.")
 @click.option("--value", default=None, help="JSON output for the run's current state.")
 @expected_revision_option
 def intervene(
-    home: Path,
-    output: str,
-    run_id: str,
-    reason: str,
-    state: str | None,
-    value: str | None,
-    expected_revision: int | None,
-) -> None:
+    home: Path, output: str, server: str | None, token_file: Path | None, run_id: str,
+    reason: str, state: str | None, value: str | None, expected_revision: int | None,
+) -> None:  # fmt: skip
     """Repair a paused run or one that needs attention (with neither option: retry it).
 
     \b
@@ -482,9 +581,15 @@ def intervene(
         openseal runs intervene 0191f0 --reason "skip research" --state draft
     """
     parsed = parse_value(value, "--value") if value is not None else None
-    with opened(home) as store:
-        request = service.Intervention(
-            service.complete_id(store, "run", run_id), reason, state, parsed, expected_revision
-        )
-        run = service.intervene(store, request, service.CLI)
+    body = {"reason": reason, "state": state, "expectedRevision": expected_revision}
+    if value is not None:
+        body["value"] = parsed
+    with connected(home, server, token_file) as at:
+        run = _steer(
+            at, "intervene", run_id, body,
+            lambda store, ref: service.intervene(
+                store, service.Intervention(ref, reason, state, parsed, expected_revision),
+                service.CLI,
+            ),
+        )  # fmt: skip
     _changed(run, output, "changed")

@@ -20,6 +20,7 @@ from openseal.cli.output import echo_data
 from openseal.cli.runtime import store_options
 from openseal.errors import UsageError
 from openseal.runtime import service
+from openseal.runtime.store import Store
 
 
 @click.group()
@@ -42,19 +43,20 @@ def _seconds(value: str | None) -> float | None:
 
 
 def _created(at: Connection, request: service.NewToken) -> dict[str, Any]:
-    """``{"token": view, "secret": ...}`` from the server or the store."""
-    if at.remote is not None:
-        body = {
-            "principal": request.principal, "roles": list(request.roles),
-            "scopes": list(request.scopes), "expiresIn": request.expires_in,
-            "note": request.note,
-        }  # fmt: skip
-        answer: dict[str, Any] = at.remote.call(
-            "POST", "/tokens", operation="tokens.create", body=body
-        )
-        return {"token": answer["token"], "secret": answer["secret"]}
-    issued = service.tokens.create_token(at.local, request, service.CLI)
-    return {"token": service.tokens.token_view(at.local, issued.token), "secret": issued.secret}
+    """``{"token": view, "secret": ...}`` from the store or the server."""
+
+    def local(store: Store) -> dict[str, Any]:
+        issued = service.tokens.create_token(store, request, service.CLI)
+        return {"token": service.tokens.token_view(store, issued.token), "secret": issued.secret}
+
+    body = {
+        "principal": request.principal, "roles": list(request.roles),
+        "scopes": list(request.scopes), "expiresIn": request.expires_in, "note": request.note,
+    }  # fmt: skip
+    return at.ask(
+        local, "tokens.create", "tokens", method="POST", body=body,
+        read=lambda answer: {"token": answer["token"], "secret": answer["secret"]},
+    )  # fmt: skip
 
 
 @tokens.command("create")
@@ -118,14 +120,16 @@ def list_tokens(
     Examples:
         openseal tokens list --principal user:alice
     """
+
+    def local(store: Store) -> list[dict[str, Any]]:
+        found = service.tokens.list_tokens(store, service.CLI, principal=principal)
+        return [service.tokens.token_view(store, token) for token in found]
+
     with connected(home, server, token_file) as at:
-        if at.remote is not None:
-            params = {"principal": principal}
-            answer = at.remote.call("GET", "/tokens", operation="tokens.list", params=params)
-            views: list[dict[str, Any]] = answer["tokens"]
-        else:
-            found = service.tokens.list_tokens(at.local, service.CLI, principal=principal)
-            views = [service.tokens.token_view(at.local, token) for token in found]
+        views = at.ask(
+            local, "tokens.list", "tokens", params={"principal": principal},
+            read=lambda answer: list(answer["tokens"]),
+        )  # fmt: skip
     if output != "text":
         echo_data({"tokens": views}, output)
         return
@@ -150,13 +154,16 @@ def revoke(
     Examples:
         openseal tokens revoke 0193a2
     """
+
+    def local(store: Store) -> dict[str, Any]:
+        token = service.tokens.revoke_token(store, token_id, service.CLI)
+        return service.tokens.token_view(store, token)
+
     with connected(home, server, token_file) as at:
-        if at.remote is not None:
-            answer = at.remote.call("POST", f"/tokens/{token_id}/revoke", operation="tokens.revoke")
-            view: dict[str, Any] = answer["token"]
-        else:
-            token = service.tokens.revoke_token(at.local, token_id, service.CLI)
-            view = service.tokens.token_view(at.local, token)
+        view = at.ask(
+            local, "tokens.revoke", "tokens", token_id, "revoke", method="POST",
+            read=lambda answer: dict(answer["token"]),
+        )  # fmt: skip
     if output != "text":
         echo_data({"token": view}, output)
         return

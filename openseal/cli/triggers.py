@@ -3,25 +3,36 @@
 Triggers are deployed like workflows (``openseal deploy``, then a change proposal is decided
 and activated); these commands show them and let an operator pause, resume or retire one.
 Workers fire them: without a running ``openseal worker`` nothing fires (missed occurrences
-are caught up per the trigger's ``catch_up`` when one starts).
+are caught up per the trigger's ``catch_up`` when one starts). Each command acts on the store
+as the local operator, or with ``--server`` asks that server as the token's principal.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
+from openseal.cli.client import connected, many, one, record, records, server_options
 from openseal.cli.output import echo_data
-from openseal.cli.runtime import opened, store_options
+from openseal.cli.runtime import store_options
 from openseal.runtime import service
 from openseal.runtime.store import TriggerFiring
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 @click.group()
 def triggers() -> None:
-    """Triggers: schedules and inbound events that start workflows by themselves."""
+    """Triggers: schedules and inbound events that start workflows by themselves.
+
+    Without --server they act on the store under --home as the local operator; with --server
+    URL (or OPENSEAL_SERVER) they ask that server, as the token's principal.
+    """
 
 
 def _when(moment: datetime | None) -> str:
@@ -37,7 +48,8 @@ def _firing(firing: TriggerFiring | None) -> str:
 
 @triggers.command("list")
 @store_options
-def list_triggers(home: Path, output: str) -> None:
+@server_options
+def list_triggers(home: Path, output: str, server: str | None, token_file: Path | None) -> None:
     """Every deployed trigger: its status, what fires it, its next occurrence and last firing.
 
     \b
@@ -45,8 +57,11 @@ def list_triggers(home: Path, output: str) -> None:
         openseal triggers list
         openseal triggers list --output json
     """
-    with opened(home) as store:
-        views = service.list_triggers(store)
+    with connected(home, server, token_file) as at:
+        views = at.ask(
+            service.list_triggers, "triggers.list", "triggers",
+            read=many(service.TriggerView, "triggers"),
+        )  # fmt: skip
     if output != "text":
         echo_data({"triggers": views}, output)
         return
@@ -61,17 +76,25 @@ def list_triggers(home: Path, output: str) -> None:
 
 @triggers.command("show")
 @store_options
+@server_options
 @click.argument("name")
 @click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True)
-def show(home: Path, output: str, name: str, limit: int) -> None:
+def show(
+    home: Path, output: str, server: str | None, token_file: Path | None, name: str, limit: int
+) -> None:
     """One trigger and its newest firings (started, queued, skipped, missed, failed).
 
     \b
     Examples:
         openseal triggers show weekday_restock --limit 5
     """
-    with opened(home) as store:
-        view, firings = service.show_trigger(store, name, limit=limit)
+    with connected(home, server, token_file) as at:
+        view, firings = at.ask(
+            lambda store: service.show_trigger(store, name, limit=limit),
+            "triggers.show", "triggers", name, params={"limit": limit},
+            read=lambda answer: (record(service.TriggerView, answer["trigger"]),
+                                 records(TriggerFiring, answer["firings"])),
+        )  # fmt: skip
     if output != "text":
         echo_data({"trigger": view, "firings": firings}, output)
         return
@@ -84,57 +107,74 @@ def show(home: Path, output: str, name: str, limit: int) -> None:
         click.echo(f"  {_firing(firing)}{detail}")
 
 
-def _set(home: Path, output: str, name: str, status: str, reason: str | None) -> None:
-    with opened(home) as store:
-        view = service.set_trigger_status(
-            store, service.TriggerCommand(name, status, reason), service.CLI
-        )
-    if output != "text":
-        echo_data({"trigger": view}, output)
+def _set(asked: Change, status: str, reason: str | None) -> None:
+    request = service.TriggerCommand(asked.name, status, reason)
+    with connected(asked.home, asked.server, asked.token_file) as at:
+        view = at.ask(
+            lambda store: service.set_trigger_status(store, request, service.CLI),
+            "triggers.set_status", "triggers", asked.name, "status", method="POST",
+            body={"status": status, "reason": reason},
+            read=one(service.TriggerView, "trigger"),
+        )  # fmt: skip
+    if asked.output != "text":
+        echo_data({"trigger": view}, asked.output)
         return
     click.echo(f"trigger {view.name} is {view.status}; next {_when(view.next_occurrence)}")
+
+
+@dataclass(frozen=True)
+class Change:
+    """Which trigger to pause, resume or retire, and where."""
+
+    home: Path
+    output: str
+    server: str | None
+    token_file: Path | None
+    name: str
+
+
+def change_options(command: F) -> F:
+    command = click.argument("name")(command)
+    return store_options(server_options(command))
 
 
 _REASON = click.option("--reason", default=None, help="Why, for the record.")
 
 
 @triggers.command("pause")
-@store_options
-@click.argument("name")
+@change_options
 @_REASON
-def pause(home: Path, output: str, name: str, reason: str | None) -> None:
+def pause(reason: str | None, **asked: Any) -> None:
     """Stop NAME firing until it is resumed.
 
     \b
     Examples:
         openseal triggers pause weekday_restock --reason "supplier closed this week"
     """
-    _set(home, output, name, "paused", reason)
+    _set(Change(**asked), "paused", reason)
 
 
 @triggers.command("resume")
-@store_options
-@click.argument("name")
+@change_options
 @_REASON
-def resume(home: Path, output: str, name: str, reason: str | None) -> None:
+def resume(reason: str | None, **asked: Any) -> None:
     """Let a paused trigger fire again; what the pause missed is caught up per its policy.
 
     \b
     Examples:
         openseal triggers resume weekday_restock
     """
-    _set(home, output, name, "active", reason)
+    _set(Change(**asked), "active", reason)
 
 
 @triggers.command("retire")
-@store_options
-@click.argument("name")
+@change_options
 @_REASON
-def retire(home: Path, output: str, name: str, reason: str | None) -> None:
+def retire(reason: str | None, **asked: Any) -> None:
     """Stop NAME for good (its current version); activating a new version starts it afresh.
 
     \b
     Examples:
         openseal triggers retire weekday_restock --reason "replaced by low_stock"
     """
-    _set(home, output, name, "retired", reason)
+    _set(Change(**asked), "retired", reason)

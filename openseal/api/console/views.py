@@ -18,13 +18,13 @@ from openseal.api.capabilities import requires
 from openseal.api.console.layout import lay_out
 from openseal.api.errors import responses
 from openseal.api.routes.common import Id, Limit, State, Status, Who, scoped
-from openseal.api.serialize import jsonable
 from openseal.api.state import ApiState
 from openseal.compiler.lang import expr as ex
 from openseal.compiler.lang.evaluate import EvaluationError, evaluate
 from openseal.errors import OpenSealError
 from openseal.runtime import service
 from openseal.runtime.store import DefinitionVersion, Run
+from openseal.wire import jsonable
 
 router = APIRouter(tags=["console"])
 

@@ -24,9 +24,9 @@ from openseal.api.models import (
     Empty,
 )
 from openseal.api.routes.common import Limit, State, Status, Who, runtime_caller, scoped
-from openseal.api.serialize import jsonable
 from openseal.api.state import state_of
 from openseal.runtime import service
+from openseal.wire import jsonable
 
 router = APIRouter(tags=["agent requests"])
 

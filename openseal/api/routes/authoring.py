@@ -13,8 +13,8 @@ from openseal.api.capabilities import requires
 from openseal.api.errors import ApiError, responses
 from openseal.api.models import AuthoringDraftBody
 from openseal.api.routes.common import State, Who, runtime_caller
-from openseal.api.routes.deployments import filing
 from openseal.authoring import AuthoringRequest, active_governance, draft, propose
+from openseal.wire import jsonable
 
 router = APIRouter(tags=["authoring"])
 
@@ -66,7 +66,7 @@ def create_draft(body: AuthoringDraftBody, state: State, who: Who, key: Key = No
         filed = propose(
             state.store, result, who.principal, body.prompt, caller=runtime_caller(state, who)
         )
-        answer["proposal"] = filing(filed)
+        answer["proposal"] = jsonable(filed)
         return (201 if filed.created else 200), answer
 
     return idempotency.answered_once(

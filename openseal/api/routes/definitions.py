@@ -9,8 +9,8 @@ from fastapi import APIRouter, Path
 from openseal.api.capabilities import requires
 from openseal.api.errors import responses
 from openseal.api.routes.common import State
-from openseal.api.serialize import jsonable
 from openseal.runtime import service
+from openseal.wire import jsonable
 
 router = APIRouter(tags=["definitions"])
 

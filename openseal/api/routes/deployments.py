@@ -28,9 +28,9 @@ from openseal.api.routes.common import (
     runtime_caller,
     scoped,
 )
-from openseal.api.serialize import jsonable
 from openseal.runtime import service
 from openseal.runtime.service import governance as gov
+from openseal.wire import jsonable
 
 router = APIRouter(tags=["deployments"])
 
@@ -89,13 +89,14 @@ def list_proposals(
     after: After = None,
     limit: Limit = 100,
 ) -> dict[str, Any]:
-    """Change proposals, newest first (``status`` may repeat; ``workflow`` is another name
-    for ``deployment``); the next page starts after ``next_after`` (null on the last page)."""
+    """Change proposals, newest first, each as ``show`` has it (``status`` may repeat;
+    ``workflow`` is another name for ``deployment``); the next page starts after
+    ``next_after`` (null on the last page)."""
     found = gov.list_proposals(
         state.store, statuses=status or (), deployment=deployment or workflow, since=since,
         after=after, limit=limit, caller=scoped(who),
     )  # fmt: skip
-    return {"proposals": [_summary(p) for p in found], "next_after": next_after(found, limit)}
+    return {"proposals": jsonable(found), "next_after": next_after(found, limit)}
 
 
 @router.post(
@@ -127,7 +128,7 @@ def show_proposal(proposal_id: Id, state: State, who: Who) -> dict[str, Any]:
     its events."""
     proposal = gov.get_proposal(state.store, proposal_id, scoped(who))
     return {
-        "proposal": proposal.to_dict(),
+        "proposal": jsonable(proposal),
         "reviews": jsonable(gov.proposal_reviews(state.store, proposal.id)),
         "events": jsonable(gov.proposal_events(state.store, proposal.id)),
     }
@@ -143,7 +144,7 @@ def review(proposal_id: Id, body: ProposalReview, state: State, who: Who) -> dic
     """Approve or request changes, as the calling principal."""
     request = gov.ProposalReview(proposal_id, body.verdict, body.comment, body.expected_revision)
     proposal = gov.review(state.store, request, runtime_caller(state, who))
-    return {"proposal": proposal.to_dict()}
+    return {"proposal": jsonable(proposal)}
 
 
 @router.post(
@@ -156,7 +157,7 @@ def decide(proposal_id: Id, body: ProposalDecision, state: State, who: Who) -> d
     """Approve or reject. Saving a decision does not activate anything."""
     request = gov.ProposalDecision(proposal_id, body.decision, body.comment, body.expected_revision)
     proposal = gov.decide(state.store, request, runtime_caller(state, who))
-    return {"proposal": proposal.to_dict()}
+    return {"proposal": jsonable(proposal)}
 
 
 @router.post(
@@ -169,7 +170,7 @@ def activate(proposal_id: Id, body: ProposalChange, state: State, who: Who) -> d
     """Switch every deployment of an approved, fresh proposal in one transaction."""
     request = gov.ProposalCommand(proposal_id, body.expected_revision)
     proposal = gov.activate(state.store, request, runtime_caller(state, who))
-    return {"proposal": proposal.to_dict()}
+    return {"proposal": jsonable(proposal)}
 
 
 @router.post(
@@ -182,26 +183,11 @@ def refresh(proposal_id: Id, body: ProposalChange, state: State, who: Who) -> di
     """Re-diff against the versions active now (reviews reset when the diff changed)."""
     request = gov.ProposalCommand(proposal_id, body.expected_revision)
     proposal = gov.refresh(state.store, request, runtime_caller(state, who))
-    return {"proposal": proposal.to_dict()}
-
-
-def _summary(proposal: gov.ChangeProposal) -> dict[str, Any]:
-    document = proposal.to_dict()
-    document.pop("diff", None)  # lists stay small; show has the diff
-    return document
+    return {"proposal": jsonable(proposal)}
 
 
 def _filed(result: gov.DeployResult, response: Response) -> dict[str, Any]:
     if not result.created:
         response.status_code = 200
-    return filing(result)
-
-
-def filing(result: gov.DeployResult) -> dict[str, Any]:
-    """A filed (or found, or unneeded) change proposal as the API answers it."""
-    return {
-        "proposal": None if result.proposal is None else result.proposal.to_dict(),
-        "created": result.created,
-        "unchanged": list(result.unchanged),
-        "note": result.note,
-    }
+    answer: dict[str, Any] = jsonable(result)  # proposal, created, unchanged, note
+    return answer

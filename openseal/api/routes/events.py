@@ -13,8 +13,8 @@ from openseal.api.capabilities import requires
 from openseal.api.errors import ApiError, responses
 from openseal.api.models import InboundEventBody
 from openseal.api.routes.common import State, Who, runtime_caller
-from openseal.api.serialize import jsonable
 from openseal.runtime import service
+from openseal.wire import jsonable
 
 router = APIRouter(tags=["events"])
 

@@ -23,8 +23,8 @@ from openseal.api.routes.common import (
     runtime_caller,
     scoped,
 )
-from openseal.api.serialize import jsonable
 from openseal.runtime import service
+from openseal.wire import jsonable
 
 router = APIRouter(tags=["objectives"])
 

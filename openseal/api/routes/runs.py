@@ -29,11 +29,11 @@ from openseal.api.routes.common import (
     runtime_caller,
     scoped,
 )
-from openseal.api.serialize import jsonable
 from openseal.api.state import ApiState
 from openseal.runtime import service
 from openseal.runtime.service import TERMINAL_RUN_STATUSES
 from openseal.runtime.store import Event
+from openseal.wire import jsonable
 
 router = APIRouter(tags=["runs"])
 

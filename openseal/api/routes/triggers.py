@@ -10,9 +10,9 @@ from fastapi import APIRouter, Path
 from openseal.api.capabilities import requires
 from openseal.api.errors import responses
 from openseal.api.models import TriggerStatusChange
-from openseal.api.routes.common import State, Who, runtime_caller
-from openseal.api.serialize import jsonable
+from openseal.api.routes.common import Limit, State, Who, runtime_caller
 from openseal.runtime import service
+from openseal.wire import jsonable
 
 router = APIRouter(tags=["triggers"])
 
@@ -36,9 +36,10 @@ def list_triggers(state: State) -> dict[str, Any]:
     dependencies=requires("triggers.show"),
     responses=responses(404),
 )
-def show_trigger(trigger: Trigger, state: State) -> dict[str, Any]:
-    """One trigger and its newest firings (started, queued, skipped, missed, failed)."""
-    view, firings = service.show_trigger(state.store, trigger)
+def show_trigger(trigger: Trigger, state: State, limit: Limit = 20) -> dict[str, Any]:
+    """One trigger and its newest ``limit`` firings (started, queued, skipped, missed,
+    failed)."""
+    view, firings = service.show_trigger(state.store, trigger, limit=limit)
     return {"trigger": jsonable(view), "firings": jsonable(firings)}
 
 

@@ -6,10 +6,8 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from openseal.errors import UsageError
-from openseal.runtime.clock import iso
 from openseal.runtime.governance.change_proposals import resolve_id
 from openseal.runtime.listing import list_query
 from openseal.runtime.statuses import OPEN_CHANGE_PROPOSAL_STATUSES as OPEN_STATUSES
@@ -33,17 +31,6 @@ class DeploymentInfo:
     activated_at: datetime | None
     activated_by: str | None
     change_proposal_id: str | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "kind": self.kind,
-            "active_digest": self.active_digest,
-            "revision": self.revision,
-            "activated_at": iso(self.activated_at),
-            "activated_by": self.activated_by,
-            "change_proposal_id": self.change_proposal_id,
-        }
 
 
 def get_proposal(store: Store, proposal_id: str) -> ChangeProposal:
@@ -116,20 +103,20 @@ def deployment_history(store: Store, name: str) -> tuple[Activation, ...]:
 
 
 def wait_for_activation(
-    store: Store,
-    proposal_id: str,
+    read: Callable[[], ChangeProposal],
     timeout: float,
     *,
     poll_interval: float = 0.5,
     clock: Callable[[], float] = time.monotonic,
 ) -> ChangeProposal:
-    """Poll until the proposal is activated or closed (rejected, superseded) or ``timeout``.
+    """Poll ``read`` (the proposal, from a store or a server) until the proposal is activated
+    or closed (rejected, superseded) or ``timeout``.
 
     Returns the proposal as last seen; the caller checks its status.
     """
     deadline = clock() + timeout
     while True:
-        proposal = get_proposal(store, proposal_id)
+        proposal = read()
         if proposal.status not in OPEN_STATUSES or clock() >= deadline:
             return proposal
         time.sleep(max(0.0, min(poll_interval, deadline - clock())))

@@ -18,7 +18,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from openseal.runtime.clock import iso, new_id
+from openseal.runtime.clock import new_id
 from openseal.runtime.statuses import OPEN_CHANGE_PROPOSAL_STATUSES
 from openseal.runtime.statuses import ChangeProposalStatus as S
 from openseal.runtime.store import schema
@@ -99,28 +99,6 @@ class ChangeProposal:
         values["risk_widening"] = bool(row["risk_widening"])
         return cls(**values)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "kind": str(self.kind),
-            "status": str(self.status),
-            "author": self.author,
-            "message": self.message,
-            "targets": [target.to_dict() for target in self.targets],
-            "base": dict(self.base),
-            "policy": dict(self.policy),
-            "risk_widening": self.risk_widening,
-            "round": self.round,
-            "decision": None if self.decision is None else dict(self.decision),
-            "superseded_by": self.superseded_by,
-            "revision": self.revision,
-            "created_at": iso(self.created_at),
-            "updated_at": iso(self.updated_at),
-            "activated_at": iso(self.activated_at),
-            "scope": self.scope,
-            "diff": dict(self.diff),
-        }
-
 
 @dataclass(frozen=True)
 class Review:
@@ -138,16 +116,6 @@ class Review:
         values["verdict"] = Verdict(row["verdict"])
         return cls(**values)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "round": self.round,
-            "reviewer": self.reviewer,
-            "verdict": str(self.verdict),
-            "comment": self.comment,
-            "at": iso(self.at),
-        }
-
 
 @dataclass(frozen=True)
 class ProposalEvent:
@@ -161,15 +129,6 @@ class ProposalEvent:
     @classmethod
     def from_row(cls, row: Mapping[Any, Any]) -> ProposalEvent:
         return cls(**{name: row[name] for name in cls.__dataclass_fields__})
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "seq": self.seq,
-            "type": self.type,
-            "actor": self.actor,
-            "payload": self.payload,
-            "at": iso(self.at),
-        }
 
 
 class ChangeProposals(Repository):
