@@ -226,7 +226,7 @@ class TimerWait(RetryMarks):
     due: str | None
 
 
-class Delivery(TypedDict):
+class EventDelivery(TypedDict):
     """The inbound event that satisfied an event wait."""
 
     inbound_event_id: str
@@ -241,7 +241,7 @@ class EventWait(RetryMarks):
     correlation: dict[str, Any]
     timeout_at: str | None
     #: set by the store when a matching event arrives
-    delivered: NotRequired[Delivery]
+    delivered: NotRequired[EventDelivery]
 
 
 class ApprovalWait(RetryMarks):
@@ -287,7 +287,8 @@ class AttentionWait(RetryMarks):
 
     kind: Literal["attention"]
     reason: str
-    state: str
+    #: None for a run stopped before it entered its first state
+    state: str | None
 
 
 #: ``run.waiting``: what a run that is not running waits for, tagged by ``kind``
@@ -334,9 +335,9 @@ __all__ = [
     "AttentionWait",
     "DecisionSettings",
     "DelegateSettings",
-    "Delivery",
     "EndOutcome",
     "EndSettings",
+    "EventDelivery",
     "EventWait",
     "Expression",
     "ForEachSettings",

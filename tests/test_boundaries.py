@@ -106,7 +106,12 @@ SQLALCHEMY_EXCEPTIONS: dict[str, str] = {
 }
 #: the openseal modules the store itself may import
 STORE_MAY_IMPORT = frozenset(
-    {"openseal.errors", "openseal.runtime.clock", "openseal.runtime.statuses"}
+    {
+        "openseal.errors",
+        "openseal.contract",  # the waiting records and run context it stores
+        "openseal.runtime.clock",
+        "openseal.runtime.statuses",
+    }
 )
 
 #: The API, the CLI and authoring reach the runtime through its one service face (every

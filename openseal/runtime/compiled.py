@@ -4,20 +4,24 @@ A run pins the digest of its workflow version (invariant 12). :class:`CompiledWo
 that document's graph, budgets and skills, and the agents, teams, models and skills it names
 through ``dependencies`` (each by digest, so a run sees the dependency versions it was
 compiled against) from a :class:`Documents` source; the store-backed one is
-:class:`~openseal.runtime.engine.catalog.WorkflowCatalog`. Guards and expressions are
-evaluated from their JSON AST with the compiler's pure evaluator. Nothing here reads the
-store or the clock.
+:class:`~openseal.runtime.engine.catalog.WorkflowCatalog`. The graph has the shapes of
+:mod:`openseal.contract`: a handler reads its state's settings typed by kind
+(``ctx.state.settings(TurnSettings)["agent"]``). Guards and expressions are evaluated from
+their JSON AST with the compiler's pure evaluator. Nothing here reads the store or the clock.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar, cast
 
 from openseal.compiler.lang import expr as ex
 from openseal.compiler.lang.evaluate import EvaluationError, evaluate
+from openseal.contract import STATE_SETTINGS, JSONSchema, StateSettings, WorkflowGraph
 from openseal.errors import RuntimeFailure
+
+Settings = TypeVar("Settings")
 
 DIGEST_PREFIX = "sha256:"
 
@@ -46,8 +50,19 @@ class Transition:
 class StateSpec:
     name: str
     kind: str
-    config: dict[str, Any]
-    output_schema: dict[str, Any] | None
+    #: the settings of its kind (``STATE_SETTINGS[kind]``); read them with :meth:`settings`
+    config: StateSettings
+    output_schema: JSONSchema | None
+
+    def settings(self, shape: type[Settings]) -> Settings:
+        """The state's settings typed as ``shape``, the contract's settings of its kind.
+
+        ``state.settings(WaitSettings)["timer"]``; raises :class:`DefinitionError` when the
+        state is of another kind. Nothing is parsed: the document's dict is returned.
+        """
+        if STATE_SETTINGS.get(self.kind) is not shape:
+            raise DefinitionError(f"state {self.name} is a {self.kind}, not read as {shape}")
+        return cast(Settings, self.config)
 
 
 @dataclass(frozen=True)
@@ -77,25 +92,23 @@ class CompiledWorkflow:
         self.digest = digest
         self.document = document
         self._catalog = documents
-        graph = self.document.get("graph") or {}
-        self.initial: str | None = graph.get("initial")
+        graph: WorkflowGraph = self.document["graph"]
+        self.initial = graph["initial"]
         self.states = {
-            name: StateSpec(
-                name, entry["kind"], entry.get("config") or {}, entry.get("output_schema")
-            )
-            for name, entry in (graph.get("states") or {}).items()
+            name: StateSpec(name, entry["kind"], entry["config"], entry.get("output_schema"))
+            for name, entry in graph["states"].items()
         }
         self.transitions = tuple(
             Transition(
                 t["from"],
                 t["to"],
                 t["event"],
-                ex.from_json(t["guard"]) if t.get("guard") is not None else None,
-                t.get("order", 0),
+                ex.from_json(t["guard"]) if t["guard"] is not None else None,
+                t["order"],
             )
-            for t in graph.get("transitions") or ()
+            for t in graph["transitions"]
         )
-        self.ends: dict[str, str] = dict(graph.get("ends") or {})
+        self.ends: dict[str, str] = dict(graph["ends"])
 
     # -- graph -----------------------------------------------------------------------
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import yaml
 
 from openseal.compiler.output.document import CompiledDocument
@@ -68,6 +70,21 @@ def engine(store: Store, provider: ScriptedProvider, **options: Any) -> Engine:
 def event_types(store: Store, run: Run | str) -> list[str]:
     run_id = run if isinstance(run, str) else run.id
     return [e.type for e in store.runs.events(run_id, 0, 10_000)]
+
+
+@functools.cache
+def _contract_validator(name: str) -> jsonschema.Draft202012Validator:
+    schema = json.loads((REPO / "schemas" / name).read_text(encoding="utf-8"))
+    return jsonschema.Draft202012Validator(schema)
+
+
+def assert_conforms(run: Run) -> Run:
+    """``run.waiting`` and ``run.context`` have the shapes the contract declares (closed: an
+    undeclared key fails), per the committed ``schemas/run-*.schema.json``."""
+    if run.waiting is not None:
+        _contract_validator("run-waiting.schema.json").validate(run.waiting)
+    _contract_validator("run-context.schema.json").validate(run.context)
+    return run
 
 
 def assert_gap_free(store: Store, run_id: str) -> None:

@@ -13,6 +13,7 @@ from openseal.runtime.store import Store, schema
 from tests.runtime.engine_support import (
     PICK_7,
     PROCUREMENT,
+    assert_conforms,
     assert_gap_free,
     compile_files,
     engine,
@@ -45,16 +46,18 @@ def test_small_workflow_runs_to_the_wait_and_completes_on_the_event(
     worker = engine(store, provider)
 
     worker.run_until_idle()
-    waiting = store.runs.get(run.id)
+    waiting = assert_conforms(store.runs.get(run.id))
     assert waiting.status == RunStatus.WAITING_FOR_EVENT
     assert waiting.current_state == "await_ok"
     assert waiting.lease_owner is None  # waiting holds no lease
     assert waiting.context["states"]["sum"] == {"total": 12}
     assert waiting.budget_used == {"turns": 4, "model_calls": 1, "tokens": 12}
 
-    store.inbound_events.deliver("ok", {"n": 5}, {"by": "tester"})
+    delivered = store.inbound_events.deliver("ok", {"n": 5}, {"by": "tester"})
+    assert delivered.consumed_by_run_id == run.id
+    assert_conforms(store.runs.get(run.id))  # the wait, with its delivery
     worker.run_until_idle()
-    done = store.runs.get(run.id)
+    done = assert_conforms(store.runs.get(run.id))
     assert done.status == RunStatus.COMPLETED
     assert done.context["outputs"] == {"total": 12}
     assert done.context["states"]["await_ok"] == {"by": "tester"}
@@ -202,7 +205,7 @@ def test_procurement_flow_runs_up_to_the_approval(store: Store, tmp_path: Path) 
     ).run
     engine(store, provider).run_until_idle()
 
-    stuck = store.runs.get(run.id)
+    stuck = assert_conforms(store.runs.get(run.id))
     # The order is drafted and the run waits, leaseless, for the requester's decision.
     assert stuck.status == RunStatus.WAITING_FOR_APPROVAL
     assert stuck.current_state == "review"

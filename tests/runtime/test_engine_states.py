@@ -16,6 +16,7 @@ from openseal.runtime.store.errors import InvalidStatus
 from tests.runtime.engine_support import (
     DEFS,
     PICK_7,
+    assert_conforms,
     compile_files,
     engine,
     event_types,
@@ -36,7 +37,7 @@ def test_timer_wait_sleeps_without_a_lease_and_wakes_when_due(kinds: Store, tmp_
     run = service.create_objective(kinds, service.StartObjective("nap", {}), service.CLI).run
     worker = engine(kinds, provider)
     worker.run_until_idle()
-    sleeping = kinds.runs.get(run.id)
+    sleeping = assert_conforms(kinds.runs.get(run.id))
     assert sleeping.status == RunStatus.SLEEPING
     assert sleeping.lease_owner is None
     assert sleeping.wake_at is not None
@@ -54,7 +55,7 @@ def test_parallel_and_for_each_record_per_branch_and_per_item(kinds: Store, tmp_
         kinds, service.StartObjective("fan", {"items": [1, 2, 3]}), service.CLI
     ).run
     engine(kinds, provider).run_until_idle()
-    done = kinds.runs.get(run.id)
+    done = assert_conforms(kinds.runs.get(run.id))
     assert done.status == RunStatus.COMPLETED
     assert done.context["states"]["both"] == {"left": {"side": "left"}, "right": "right"}
     assert done.context["states"]["each"] == [10, 20, 30]
@@ -148,6 +149,7 @@ def test_retry_after_attention_calls_the_model_again(store: Store, tmp_path: Pat
     ).run
     worker = engine(store, provider)
     worker.run_until_idle()
+    assert assert_conforms(store.runs.get(run.id)).status == RunStatus.NEEDS_ATTENTION
     provider.responses["ask"] = [{"output": {"pick": 8}}]
     service.intervene(store, service.Intervention(run.id, "model fixed, retry"), service.CLI)
     worker.run_until_idle()

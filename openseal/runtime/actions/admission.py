@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from openseal.compiler.lang.evaluate import EvaluationError
+from openseal.contract import ApprovalSettings
 from openseal.runtime.actions.proposal_check import verify_in
 from openseal.runtime.actions.proposals import proposal_name
 from openseal.runtime.compiled import CompiledWorkflow, DefinitionError, evaluate_json
@@ -195,8 +196,9 @@ def _constraints(grant: dict[str, Any], args: dict[str, Any]) -> str | None:
 def approval_required(workflow: CompiledWorkflow, proposal: Proposal) -> bool:
     """An approval state binds this proposal, or the skill's or a grant's policy asks for one."""
     for state in workflow.states.values():
-        reference = str(state.config.get("proposal") or "")
-        if state.kind == "approval" and proposal_name(reference) == proposal.name:
+        if state.kind != "approval":
+            continue
+        if proposal_name(state.settings(ApprovalSettings)["proposal"]) == proposal.name:
             return True
     try:
         skill = workflow.dependency(f"skill.{proposal.skill}")

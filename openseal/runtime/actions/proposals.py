@@ -21,6 +21,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from openseal.compiler.output.canonical import canonical_bytes
+from openseal.contract import (
+    ActionSettings,
+    ProposalSettings,
+    ProposalStepSettings,
+    SpendSettings,
+)
 from openseal.runtime.compiled import CompiledWorkflow, DefinitionError, evaluate_json
 from openseal.runtime.store import Proposal
 
@@ -56,19 +62,16 @@ def draft(
     run_id: str,
     state: str,
     name: str,
-    config: Mapping[str, Any],
+    config: ProposalStepSettings,
     scope: Mapping[str, object],
 ) -> Draft:
     """Evaluate one ``proposal "name" {...}`` block of ``state`` into its canonical document."""
-    skill = str(config.get("skill") or "").removeprefix("skill.")
+    skill = config["skill"].removeprefix("skill.")
     entry = (workflow.document.get("skills") or {}).get(skill)
     if not skill or not entry or not entry.get("digest"):
         raise DefinitionError(f"proposal {name} names skill {skill!r}, which is not pinned")
-    args = {
-        key: evaluate_json(value, scope)
-        for key, value in sorted((config.get("args") or {}).items())
-    }
-    actor = config.get("actor") or (workflow.document.get("spec") or {}).get("owner")
+    args = {key: evaluate_json(value, scope) for key, value in sorted(config["args"].items())}
+    actor = config["actor"] or (workflow.document.get("spec") or {}).get("owner")
     document = {
         "format": FORMAT,
         "run": run_id,
@@ -77,17 +80,29 @@ def draft(
         "skill": {"name": skill, "digest": str(entry["digest"])},
         "actor": str(actor),
         "args": args,
-        "spend": _spend(name, config.get("spend"), scope),
+        "spend": _spend(name, config["spend"], scope),
     }
     data = canonical_bytes(document)
     return Draft(name, state, document, data, hashlib.sha256(data).hexdigest())
 
 
-def _spend(name: str, config: Any, scope: Mapping[str, object]) -> dict[str, Any] | None:
+def direct_step(action: ActionSettings) -> ProposalStepSettings:
+    """An ``action`` that names a skill and args directly, as the proposal step it drafts."""
+    return {
+        "skill": action["skill"] or "",
+        "actor": action["actor"],
+        "args": action["args"],
+        "spend": None,
+    }
+
+
+def _spend(
+    name: str, config: SpendSettings | None, scope: Mapping[str, object]
+) -> dict[str, Any] | None:
     if not config:
         return None
-    amount = evaluate_json(config.get("amount"), scope)
-    currency = evaluate_json(config.get("currency"), scope) if config.get("currency") else None
+    amount = evaluate_json(config["amount"], scope)
+    currency = evaluate_json(config["currency"], scope) if config["currency"] else None
     ok = isinstance(amount, int | float) and not isinstance(amount, bool)
     if not ok or not math.isfinite(float(amount)) or float(amount) < 0:  # type: ignore[arg-type]
         raise DefinitionError(
@@ -101,7 +116,7 @@ def _spend(name: str, config: Any, scope: Mapping[str, object]) -> dict[str, Any
 def drafting_state(workflow: CompiledWorkflow, name: str) -> str:
     """The ``proposal`` state that declares proposal ``name``."""
     for state in sorted(workflow.states.values(), key=lambda s: s.name):
-        if state.kind == "proposal" and name in state.config:
+        if state.kind == "proposal" and name in state.settings(ProposalSettings):
             return state.name
     raise DefinitionError(f"workflow {workflow.name} drafts no proposal {name!r}")
 

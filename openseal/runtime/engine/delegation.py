@@ -17,6 +17,7 @@ from typing import Any
 
 import jsonschema
 
+from openseal.contract import EndSettings, TurnSettings
 from openseal.errors import RuntimeFailure, UsageError
 from openseal.runtime.compiled import CompiledWorkflow
 from openseal.runtime.engine.catalog import WorkflowCatalog
@@ -127,8 +128,9 @@ def single_turn_document(agent_key: str, agent_digest: str, meta: dict[str, Any]
     output_schema = meta.get("output_schema")
     goal = {"node": "ref", "root": "input", "path": ["goal"]}
     result = {"node": "ref", "root": "state", "path": [TURN_STATE, "output"]}
-    turn: dict[str, Any] = {"agent": agent_key, "goal": goal, "skills": [], "output": output_type,
+    turn: TurnSettings = {"agent": agent_key, "goal": goal, "skills": [], "output": output_type,
             "max_model_calls": 8}  # fmt: skip
+    end: EndSettings = {"outcome": "completed"}
     return {
         "apiVersion": "openseal/v1",
         "kind": "workflow",
@@ -147,7 +149,7 @@ def single_turn_document(agent_key: str, agent_digest: str, meta: dict[str, Any]
             "initial": TURN_STATE,
             "states": {
                 TURN_STATE: {"kind": "turn", "config": turn, "output_schema": output_schema},
-                "done": {"kind": "end", "config": {"outcome": "completed"}},
+                "done": {"kind": "end", "config": end},
             },
             "transitions": [
                 {"from": TURN_STATE, "to": "done", "event": "done", "guard": None, "order": 0}

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from openseal.compiler.lang.evaluate import EvaluationError
+from openseal.contract import Position, RunContext
 from openseal.runtime import telemetry
 from openseal.runtime.compiled import CompiledWorkflow, DefinitionError
 from openseal.runtime.engine import budgets
@@ -68,53 +69,53 @@ class TurnReport:
     detail: str = ""
 
 
-def enter(context: dict[str, Any], state: str, came_from: str | None) -> dict[str, Any]:
+def enter(context: RunContext, state: str, came_from: str | None) -> RunContext:
     """The context once the run enters ``state``: a new visit, no stale output of it."""
     visits = {**context.get("visits", {})}
-    visits[state] = int(visits.get(state, 0)) + 1
-    states = {k: v for k, v in context.get("states", {}).items() if k != state}
+    visits[state] = visits.get(state, 0) + 1
+    states = {k: v for k, v in context["states"].items() if k != state}
     trail = [*context.get("trail", []), *([came_from] if came_from else [])][-TRAIL_LENGTH:]
     # ``attempt`` (0) and ``attention`` (False) are left out until they change: every waiting
     # run stores its context, so defaults are not repeated in each one.
-    position = {"state": state, "visit": visits[state]}
-    entered = {**context, "states": states, "visits": visits, "position": position}
+    position: Position = {"state": state, "visit": visits[state]}
+    entered: RunContext = {**context, "states": states, "visits": visits, "position": position}
     if trail:
         entered["trail"] = trail
     return entered
 
 
-def _prepared(run: Run, workflow: CompiledWorkflow) -> tuple[str, dict[str, Any], bool]:
-    """The state to execute, its context, and whether an operator supplied its output."""
-    context = dict(run.context)
-    position = context.get("position") or {}
+def _prepared(run: Run, workflow: CompiledWorkflow) -> tuple[str, RunContext, bool]:
+    """The state to execute, its context (with its ``position``), and whether an operator
+    supplied its output."""
+    context = run.context.copy()
+    position = context.get("position")
     if run.current_state is None:
         if workflow.initial is None:
             raise DefinitionError(f"workflow {workflow.name} has no initial state")
         return workflow.initial, enter(context, workflow.initial, None), False
     state = run.current_state
-    if position.get("state") != state:  # an operator moved the run (intervene --state)
-        return state, enter(context, state, position.get("state")), False
+    if position is None or position["state"] != state:  # intervene --state moved the run
+        return state, enter(context, state, position["state"] if position else None), False
     if position.get("attention"):  # retried after needs_attention: fresh activity ids
-        attempt = int(position.get("attempt", 0)) + 1
+        attempt = position.get("attempt", 0) + 1
         context["position"] = {**position, "attempt": attempt, "attention": False, "charged": False}
-    supplied = state in context.get("states", {})
+    supplied = state in context["states"]
     return state, context, supplied
 
 
-def _turn_cost(workflow: CompiledWorkflow, state: str, context: dict[str, Any]) -> dict[str, int]:
+def _turn_cost(workflow: CompiledWorkflow, state: str, context: RunContext) -> dict[str, int]:
     """A state visit costs one turn, once: not its resumption after a wait, not a replay,
     and not an end state (the same count as the compiler's budget check, OS507)."""
-    position = context.get("position") or {}
+    position = context["position"]  # set by _prepared
     if position.get("charged") or workflow.state(state).kind == "end":
         return {}
     context["position"] = {**position, "charged": True}
     return {"turns": 1}
 
 
-def activity_prefix(state: str, position: dict[str, Any]) -> str:
-    attempt = int(position.get("attempt", 0))
-    visit = int(position.get("visit", 1))
-    return f"{state}:{visit}" + (f"r{attempt}" if attempt else "")
+def activity_prefix(state: str, position: Position) -> str:
+    attempt = position.get("attempt", 0)
+    return f"{state}:{position['visit']}" + (f"r{attempt}" if attempt else "")
 
 
 @dataclass(frozen=True)
@@ -123,7 +124,7 @@ class Started:
 
     run: Run
     state: str
-    context: dict[str, Any]
+    context: RunContext
     #: an operator supplied the state's output (``intervene --value``)
     supplied: bool
     turn: Turn
@@ -317,20 +318,20 @@ class TurnExecutor:
         run: Run,
         workflow: CompiledWorkflow,
         state: str,
-        context: dict[str, Any],
+        context: RunContext,
         turn_id: str,
         lost: threading.Event,
     ) -> StepContext:
-        position = context.get("position") or {}
+        position = context["position"]  # set by _prepared
         return StepContext(
             store=self.store,
             claim=claim,
             run=run,
             workflow=workflow,
             state=workflow.state(state),
-            visit=int(position.get("visit", 1)),
+            visit=position["visit"],
             prefix=activity_prefix(state, position),
-            scope=state_scope(context.get("inputs", {}), context.get("states", {})),
+            scope=state_scope(context["inputs"], context["states"]),
             providers=self.providers,
             tools=self.tools,
             hook=self.hook,
@@ -364,12 +365,12 @@ class TurnExecutor:
             problem = f"the outcome in {source} was settled otherwise meanwhile; state re-read"
             tx.record_turn(ctx.turn_id, status="failed", error=problem)
             return problem
-        context = dict(tx.run().context)
-        states = dict(context.get("states", {}))
+        context = tx.run().context.copy()
+        states = dict(context["states"])
         if outcome.output is not None:
             states[source] = outcome.output
         context["states"] = states
-        scope = state_scope(context.get("inputs", {}), states)
+        scope = state_scope(context["inputs"], states)
         try:
             target = ctx.workflow.choose(source, outcome.event, scope)
         except EvaluationError as exc:
@@ -392,7 +393,7 @@ class TurnExecutor:
         return f"{source} -[{outcome.event}]-> {target}"
 
     def _finish(self, tx: FencedTx, ctx: StepContext, outcome: Finish) -> str:
-        context = dict(tx.run().context)
+        context = tx.run().context.copy()
         context["outputs"] = workflow_outputs(ctx.workflow, context)
         tx.record_turn(ctx.turn_id, phase="ended", status="completed", event=False)
         tx.update_run(
@@ -404,13 +405,13 @@ class TurnExecutor:
         )
         return outcome.outcome
 
-    def _needs_attention(
-        self, tx: FencedTx, context: dict[str, Any], state: str, reason: str
-    ) -> None:
-        position = {**context.get("position", {}), "attention": True}
+    def _needs_attention(self, tx: FencedTx, context: RunContext, state: str, reason: str) -> None:
+        position = context.get("position")
+        if position is not None:  # none before the first state is entered
+            context = {**context, "position": {**position, "attention": True}}
         tx.update_run(
             status=RunStatus.NEEDS_ATTENTION,
-            context={**context, "position": position},
+            context=context,
             waiting={"kind": "attention", "reason": reason, "state": state},
             event="run.needs_attention",
             payload={"reason": reason},
@@ -448,11 +449,11 @@ def _name(outcome: Outcome) -> str:
     ]
 
 
-def workflow_outputs(workflow: CompiledWorkflow, context: dict[str, Any]) -> dict[str, Any]:
+def workflow_outputs(workflow: CompiledWorkflow, context: RunContext) -> dict[str, Any]:
     """The workflow's declared outputs that can be computed (an end may skip some states)."""
     from openseal.runtime.compiled import evaluate_json
 
-    scope = state_scope(context.get("inputs", {}), context.get("states", {}))
+    scope = state_scope(context["inputs"], context["states"])
     outputs: dict[str, Any] = {}
     for name, spec in sorted(((workflow.document.get("spec") or {}).get("output") or {}).items()):
         try:

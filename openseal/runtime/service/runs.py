@@ -178,23 +178,24 @@ def show_run(store: Store, run_id: str, caller: Caller = CLI) -> RunView:
 
 def waiting_reason(run: Run) -> str | None:
     """One line saying what the run waits for, or why it stopped."""
-    waiting = run.waiting or {}
-    kind = waiting.get("kind")
+    waiting = run.waiting
     if run.status == RunStatus.PAUSED:
         return f"paused (was {run.paused_from_status})"
-    if kind == "attention":
-        return str(waiting.get("reason"))
-    if kind == "timer":
-        return f"timer until {waiting.get('due')}"
-    if kind == "event":
-        correlation = waiting.get("correlation") or {}
-        return f"event {waiting.get('name')} {correlation}".rstrip()
-    if kind == "agent":
-        return f"agent request {waiting.get('agent_request_id')} to {waiting.get('callee')}"
-    if kind == "approval":
+    if waiting is None:
+        return None
+    if waiting["kind"] == "attention":
+        return waiting["reason"]
+    if waiting["kind"] == "timer":
+        return f"timer until {waiting['due']}"
+    if waiting["kind"] == "event":
+        correlation = waiting["correlation"] or {}
+        return f"event {waiting['name']} {correlation}".rstrip()
+    if waiting["kind"] == "agent":
+        return f"agent request {waiting['agent_request_id']} to {waiting['callee']}"
+    if waiting["kind"] == "approval":
         return (
-            f"approval {waiting.get('approval_id')} of proposal {waiting.get('proposal')} "
-            f"{waiting.get('hash')} (expires {waiting.get('expires_at')})"
+            f"approval {waiting['approval_id']} of proposal {waiting['proposal']} "
+            f"{waiting['hash']} (expires {waiting['expires_at']})"
         )
     return None
 

@@ -261,7 +261,12 @@ class Approvals(Repository):
         """Record ``approval.decided`` on the (locked) run and wake it if it waits for this
         approval: the decision and the wake-up commit together, so a decision is never missed."""
         values: dict[str, Any] = {}
-        waits_for_it = (run.waiting or {}).get("approval_id") == approval.id
+        waiting = run.waiting
+        waits_for_it = (
+            waiting is not None
+            and waiting["kind"] == "approval"
+            and waiting["approval_id"] == approval.id
+        )
         if waits_for_it and run.status in (RunStatus.WAITING_FOR_APPROVAL, RunStatus.PAUSED):
             values["wake_at"] = now  # a paused run wakes once resumed
         change_run(

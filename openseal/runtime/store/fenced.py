@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import sqlalchemy as sa
 
+from openseal.contract import EventWait, RunContext, Waiting
 from openseal.errors import StoreError
 from openseal.runtime.clock import iso, new_id
 from openseal.runtime.statuses import AgentRequestStatus, RunStatus
@@ -181,8 +182,8 @@ class FencedTx:
         *,
         status: RunStatus | _Unset = UNSET,
         current_state: str | _Unset | None = UNSET,
-        context: dict[str, Any] | _Unset = UNSET,
-        waiting: dict[str, Any] | _Unset | None = UNSET,
+        context: RunContext | _Unset = UNSET,
+        waiting: Waiting | _Unset | None = UNSET,
         wake_at: datetime | _Unset | None = UNSET,
         budget_used: dict[str, Any] | _Unset = UNSET,
         event: str = "run.updated",
@@ -374,7 +375,7 @@ class FencedTx:
         ``timeout_at`` makes the run runnable at that time without a delivery.
         """
         self.store.lock_event_name(self.conn, name)
-        waiting = {
+        waiting: EventWait = {
             "kind": "event",
             "name": name,
             "correlation": correlation,

@@ -21,6 +21,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from openseal.contract import EventDelivery, EventWait
 from openseal.errors import StoreError
 from openseal.runtime.clock import iso, new_id
 from openseal.runtime.statuses import TERMINAL_RUN_STATUSES
@@ -40,15 +41,21 @@ def correlation_matches(wanted: dict[str, Any], offered: dict[str, Any]) -> bool
     return all(key in offered and offered[key] == value for key, value in wanted.items())
 
 
-def delivered_wait(waiting: dict[str, Any], event: InboundEvent, now: datetime) -> dict[str, Any]:
+def delivered_wait(waiting: EventWait, event: InboundEvent, now: datetime) -> EventWait:
     """The run's ``waiting`` document once ``event`` satisfied it."""
-    delivery = {
+    delivery: EventDelivery = {
         "inbound_event_id": event.id,
         "payload": event.payload,
         "received_at": iso(event.received_at),
         "delivered_at": iso(now),
     }
     return {**waiting, "delivered": delivery}
+
+
+def _event_wait(run: Run) -> EventWait:
+    waiting = run.waiting
+    assert waiting is not None and waiting["kind"] == "event", f"run {run.id} waits for no event"
+    return waiting
 
 
 def consume(conn: sa.Connection, event: InboundEvent, run: Run, now: datetime, actor: str) -> Run:
@@ -66,7 +73,7 @@ def consume(conn: sa.Connection, event: InboundEvent, run: Run, now: datetime, a
         payload={"inbound_event_id": event.id, "name": event.name},
         now=now,
         values={
-            "waiting": delivered_wait(run.waiting or {}, event, now),
+            "waiting": delivered_wait(_event_wait(run), event, now),
             "wait_name": None,
             "wake_at": now,
         },
@@ -211,7 +218,8 @@ class InboundEvents(Repository):
             stmt = stmt.where(runs.c.scope.in_(event.scopes))
         for row in conn.execute(stmt).mappings():
             run = Run.from_row(row)
-            wanted = (run.waiting or {}).get("correlation", {})
+            waiting = run.waiting
+            wanted = waiting["correlation"] if waiting and waiting["kind"] == "event" else {}
             if (
                 run.status not in TERMINAL_RUN_STATUSES
                 and event.reaches(run.scope)

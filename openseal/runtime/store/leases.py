@@ -189,6 +189,7 @@ class Leases(Repository):
             ).one_or_none()
             if held is None:
                 return None
+            # whatever it waits for keeps its record, marked (the contract's RetryMarks)
             waiting = dict(held.waiting or {"kind": "retry"})
             retries = int(waiting.get("retries", 0)) + 1
             retry_at = now + timedelta(seconds=delay(retries))

@@ -12,6 +12,7 @@ from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any, Self
 
+from openseal.contract import RunContext, Waiting
 from openseal.runtime.statuses import AgentRequestStatus, ObjectiveStatus, RunStatus
 
 Row = Mapping[Any, Any]
@@ -108,9 +109,11 @@ class Run:
     workflow_digest: str
     status: RunStatus
     current_state: str | None
-    waiting: dict[str, JSONValue] | None
+    #: what the run waits for (:mod:`openseal.contract`), tagged by ``kind``
+    waiting: Waiting | None
     paused_from_status: RunStatus | None
-    context: dict[str, JSONValue]
+    #: its inputs, each state's latest output and where it is (:mod:`openseal.contract`)
+    context: RunContext
     epoch: int
     lease_owner: str | None
     lease_expires_at: datetime | None

@@ -307,7 +307,7 @@ class Runs(Repository):
                         f"run {run_id} has no current state to set a value for",
                         code="invalid_status",
                     )
-                states = {**run.context.get("states", {}), run.current_state: value}
+                states = {**run.context["states"], run.current_state: value}
                 values["context"] = {**run.context, "states": states}
             if state is not None:
                 values["current_state"] = state
@@ -340,11 +340,20 @@ class Runs(Repository):
         runs again and reads the settled action instead of dispatching), and a run sleeping until
         it reconciles it again wakes now. Nothing happens to a run doing anything else."""
         run = self.load(conn, action.run_id, lock=True)
-        waiting = run.waiting or {}
+        waiting = run.waiting
         values: dict[str, Any]
-        if run.status == RunStatus.NEEDS_ATTENTION and waiting.get("state") == action.state:
+        if (
+            run.status == RunStatus.NEEDS_ATTENTION
+            and waiting is not None
+            and waiting.get("state") == action.state
+        ):
             values = {"status": RunStatus.QUEUED, "waiting": None, "wait_name": None}
-        elif run.status == RunStatus.SLEEPING and waiting.get("action_id") == action.id:
+        elif (
+            run.status == RunStatus.SLEEPING
+            and waiting is not None
+            and waiting["kind"] == "reconcile"
+            and waiting["action_id"] == action.id
+        ):
             values = {"wake_at": now}
         else:
             return

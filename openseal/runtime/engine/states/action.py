@@ -20,6 +20,7 @@ then drafted here (named after the state) exactly as a proposal state would.
 
 from __future__ import annotations
 
+from openseal.contract import ActionSettings, ReconcileWait
 from openseal.runtime.actions import admission, proposals
 from openseal.runtime.actions.dispatch import Target, confirmed, dispatch, output_of, target_for
 from openseal.runtime.actions.reconcile import Step, mark_unknown, reconcile, record, record_in
@@ -91,14 +92,19 @@ def _reconcile_later(ctx: StepContext, step: Step) -> Outcome:
     may answer a lookup again); no worker is held meanwhile (invariant 5)."""
     action, due = step.action, step.retry_at
     assert due is not None
-    previous = ctx.run.waiting or {}
-    again = previous.get("kind") == "reconcile" and previous.get("action_id") == action.id
-    waits = int(previous.get("waits", 0)) + 1 if again else 1
+    previous = ctx.run.waiting
+    waits = 1
+    if (
+        previous is not None
+        and previous["kind"] == "reconcile"
+        and previous["action_id"] == action.id
+    ):
+        waits = previous["waits"] + 1
     if waits > MAX_RECONCILE_WAITS:
         return Attention(
             f"action {action.id} outcome still unknown after {waits - 1} tries: {step.pending}"
         )
-    document = {
+    document: ReconcileWait = {
         "kind": "reconcile",
         "state": ctx.state.name,
         "action_id": action.id,
@@ -124,11 +130,14 @@ def _prepare(ctx: StepContext) -> tuple[Target, Proposal, Action, Action | None]
     action and — when this transaction marked it dispatched — the action to send; or why the
     action was not admitted.
     """
-    config = ctx.state.config
+    config = ctx.state.settings(ActionSettings)
+    reference = config["proposal"]
     drafted = None
-    if not config.get("proposal"):
+    if not reference:
+        # the direct form: drafted here, named after the state, as a proposal state would
+        step = proposals.direct_step(config)
         drafted = proposals.draft(
-            ctx.workflow, ctx.run.id, ctx.state.name, ctx.state.name, config, ctx.scope
+            ctx.workflow, ctx.run.id, ctx.state.name, ctx.state.name, step, ctx.scope
         )
     # The artefact file is written before the transaction, so no lock is held over its fsync.
     digest = ctx.store.artifacts.write_file(drafted.data) if drafted is not None else ""
@@ -139,7 +148,7 @@ def _prepare(ctx: StepContext) -> tuple[Target, Proposal, Action, Action | None]
         if drafted is not None:
             proposal, found = store_draft_in(ctx, drafted, digest, tx)
         else:
-            proposal = _stored_proposal(ctx, tx)
+            proposal = _stored_proposal(ctx, tx, str(reference))
             found = tx.store.actions.by_key(tx.conn, proposal.action_key)
         if found is None:
             raise DefinitionError(f"action {proposal.action_key} was never proposed")
@@ -165,10 +174,8 @@ def _prepare(ctx: StepContext) -> tuple[Target, Proposal, Action, Action | None]
     return target, proposal, action, sent
 
 
-def _stored_proposal(ctx: StepContext, tx: FencedTx) -> Proposal:
-    _, digest = proposals.current_hash(
-        ctx.workflow, ctx.run.context.get("states", {}), str(ctx.state.config["proposal"])
-    )
+def _stored_proposal(ctx: StepContext, tx: FencedTx, reference: str) -> Proposal:
+    _, digest = proposals.current_hash(ctx.workflow, ctx.run.context["states"], reference)
     found = tx.store.proposals.by_hash(tx.conn, ctx.run.id, digest)
     if found is None:
         raise DefinitionError(f"proposal {digest} is not stored for run {ctx.run.id}")

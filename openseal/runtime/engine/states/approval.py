@@ -11,8 +11,8 @@ sets ``wake_at`` to now) or when the approval expires; it then leaves by ``appro
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
 
+from openseal.contract import ApprovalSettings, ApprovalWait
 from openseal.runtime.actions import proposals
 from openseal.runtime.clock import iso
 from openseal.runtime.compiled import DefinitionError
@@ -30,20 +30,20 @@ LEAVE_BY = {
 
 
 def execute(ctx: StepContext) -> Outcome:
-    waiting = ctx.run.waiting or {}
-    if waiting.get("kind") == "approval" and waiting.get("state") == ctx.state.name:
-        return _resume(ctx, str(waiting["approval_id"]))
-    config = ctx.state.config
+    waiting = ctx.run.waiting
+    if waiting is not None and waiting["kind"] == "approval" and waiting["state"] == ctx.state.name:
+        return _resume(ctx, waiting["approval_id"])
+    config = ctx.state.settings(ApprovalSettings)
     name, digest = proposals.current_hash(
-        ctx.workflow, ctx.run.context.get("states", {}), str(config.get("proposal") or "")
+        ctx.workflow, ctx.run.context["states"], config["proposal"]
     )
     with ctx.store.read() as conn:
         proposal = ctx.store.proposals.by_hash(conn, ctx.run.id, digest)
     if proposal is None:
         raise DefinitionError(f"proposal {name} ({digest}) is not stored for this run")
-    expires_in = config.get("expires_in")
-    approvers = [str(a) for a in config.get("approvers") or ()]
-    on_timeout = str(config.get("on_timeout") or "expire")
+    expires_in = config["expires_in"]
+    approvers = config["approvers"]
+    on_timeout = config["on_timeout"]
 
     def ask(tx: FencedTx) -> None:
         expires_at = tx.now + timedelta(seconds=float(expires_in)) if expires_in else None
@@ -94,7 +94,7 @@ def _decided_now(store: Store, tx: FencedTx, approval_id: str) -> bool:
 
 
 def _wait(tx: FencedTx, state: str, approval: Approval, *, now: bool) -> None:
-    waiting: dict[str, Any] = {
+    waiting: ApprovalWait = {
         "kind": "approval",
         "state": state,
         "approval_id": approval.id,

@@ -13,8 +13,9 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, NoReturn
+from typing import Any, Final, NoReturn
 
+from openseal.contract import RetryWait
 from openseal.errors import ClaimLost
 from openseal.runtime.clock import iso
 from openseal.runtime.compiled import CompiledWorkflow, StateSpec
@@ -130,7 +131,7 @@ class Lost:
 
 
 #: ``run.waiting["kind"]`` of a run sleeping until a state is retried (see :class:`RetryLater`)
-RETRY_WAIT = "retry"
+RETRY_WAIT: Final = "retry"
 
 
 def input_hash(document: Any) -> str:
@@ -255,10 +256,10 @@ class StepContext:
 
     def retry_attempts(self) -> int:
         """Consecutive failed attempts before this turn, when it resumes a :class:`RetryLater`."""
-        waiting = self.run.waiting or {}
-        if waiting.get("kind") != RETRY_WAIT or waiting.get("state") != self.state.name:
+        waiting = self.run.waiting
+        if waiting is None or waiting["kind"] != RETRY_WAIT:
             return 0
-        return int(waiting.get("retries") or 0)
+        return waiting["retries"] if waiting.get("state") == self.state.name else 0
 
     def exhaust(self, tx: FencedTx, reason: str) -> None:
         """Stop the run for an exhausted budget, per the workflow's ``on_budget_exhausted``."""
@@ -317,7 +318,7 @@ def retry_later(ctx: StepContext, later: RetryLater) -> Suspend:
     ``code``.
     """
     due = ctx.now() + timedelta(seconds=later.delay)
-    waiting = {
+    waiting: RetryWait = {
         "kind": RETRY_WAIT,
         "state": ctx.state.name,
         "retries": later.attempt,

@@ -16,6 +16,7 @@ from contextlib import suppress
 from datetime import timedelta
 from typing import Any
 
+from openseal.contract import AgentWait, DelegateSettings
 from openseal.runtime.compiled import evaluate_json
 from openseal.runtime.engine.delegation import DelegationFailed, start_child
 from openseal.runtime.engine.states.base import Advance, Attention, Outcome, StepContext, Suspend
@@ -35,29 +36,27 @@ _LEAVES = {S.DECLINED: ("declined", "rejected"), S.FAILED: ("failed",), S.EXPIRE
 
 
 def execute(ctx: StepContext) -> Outcome:
-    waiting = ctx.run.waiting or {}
-    if waiting.get("kind") == "agent":
+    waiting = ctx.run.waiting
+    if waiting is not None and waiting["kind"] == "agent":
         return _answered(ctx, waiting)
-    config = ctx.state.config
-    callee = str(config["to"])
+    config = ctx.state.settings(DelegateSettings)
+    callee = config["to"]
     request = {
         "goal": evaluate_json(config["goal"], ctx.scope),
-        "input": {
-            k: evaluate_json(v, ctx.scope) for k, v in sorted((config.get("input") or {}).items())
-        },
-        "output_type": config.get("output"),
+        "input": {k: evaluate_json(v, ctx.scope) for k, v in sorted(config["input"].items())},
+        "output_type": config["output"],
         "output_schema": ctx.state.output_schema,
-        "review": bool(config.get("review")),
+        "review": config["review"],
         "workflow": ctx.workflow.name,
         "state": ctx.state.name,
         "caller": str((ctx.workflow.document.get("spec") or {}).get("owner") or ""),
     }
-    expires_in = config.get("expires_in")
+    expires_in = config["expires_in"]
     deadline = ctx.now() + timedelta(seconds=float(expires_in)) if expires_in else None
 
     def ask(tx: FencedTx) -> None:
         created = tx.create_agent_request(callee, request, deadline=deadline)
-        waiting = {"kind": "agent", "agent_request_id": created.id, "callee": callee}
+        waiting: AgentWait = {"kind": "agent", "agent_request_id": created.id, "callee": callee}
         try:
             start_child(tx.store, tx.conn, tx.run(), created, workflow=ctx.workflow)
         except DelegationFailed as exc:
@@ -78,8 +77,8 @@ def execute(ctx: StepContext) -> Outcome:
     return Suspend(ask, f"waiting for {callee}")
 
 
-def _answered(ctx: StepContext, waiting: dict[str, Any]) -> Outcome:
-    request = ctx.store.agent_requests.get(str(waiting["agent_request_id"]))
+def _answered(ctx: StepContext, waiting: AgentWait) -> Outcome:
+    request = ctx.store.agent_requests.get(waiting["agent_request_id"])
     actor = f"worker:{ctx.claim.worker_id}"
     if request.status in (S.COMPLETED, S.COMPLETION_REVIEWED) and caller_wakes(request):
         problems = schema_problems(request.response, ctx.state.output_schema)
@@ -102,7 +101,7 @@ def _answered(ctx: StepContext, waiting: dict[str, Any]) -> Outcome:
     def wait_again(tx: FencedTx) -> None:
         _wait(tx, waiting, wake_at=tx.now if _changed(tx, request) else request.deadline)
 
-    return Suspend(wait_again, f"waiting for {waiting.get('callee')}")
+    return Suspend(wait_again, f"waiting for {waiting['callee']}")
 
 
 def _leave(ctx: StepContext, request: AgentRequest) -> Outcome:
@@ -125,7 +124,7 @@ def _changed(tx: FencedTx, seen: AgentRequest) -> bool:
     return now.updated_at != seen.updated_at and caller_wakes(now)
 
 
-def _wait(tx: FencedTx, waiting: dict[str, Any], *, wake_at: Any) -> None:
+def _wait(tx: FencedTx, waiting: AgentWait, *, wake_at: Any) -> None:
     tx.update_run(
         status=RunStatus.WAITING_FOR_AGENT, waiting=waiting, wake_at=wake_at, event="wait.agent"
     )

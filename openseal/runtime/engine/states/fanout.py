@@ -13,9 +13,9 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import replace
 from functools import partial
-from typing import Any
 
 from openseal.compiler.lang import types as ty
+from openseal.contract import ForEachSettings, ParallelSettings, WorkSettings
 from openseal.runtime.compiled import evaluate_json
 from openseal.runtime.engine.states.base import (
     Advance,
@@ -29,13 +29,14 @@ from openseal.runtime.engine.states.base import (
 from openseal.runtime.engine.states.turn import model_turn
 
 
-def run_work(ctx: StepContext, work: dict[str, Any], key: str) -> Outcome:
+def run_work(ctx: StepContext, work: WorkSettings, key: str) -> Outcome:
     """One unit of branch or item work, with activity ids under ``key``."""
-    if work.get("transform") is not None:
-        return Advance("done", evaluate_json(work["transform"]["output"], ctx.scope))
-    turn = work.get("turn")
+    transform = work["transform"]
+    if transform is not None:
+        return Advance("done", evaluate_json(transform["output"], ctx.scope))
+    turn = work["turn"]
     if turn is not None:
-        output = turn.get("output")
+        output = turn["output"]
         schema = ty.to_json_schema(ty.from_json(output)) if output is not None else None
         return model_turn(ctx, turn, schema, key=key)
     kind = next((k for k, v in work.items() if v is not None), "unknown")
@@ -52,9 +53,9 @@ def for_each(ctx: StepContext) -> Outcome:
 
 
 def _parallel(ctx: StepContext) -> Outcome:
-    config = ctx.state.config
-    branches = sorted((config.get("branch") or {}).items())
-    if config.get("join") == "any":
+    config = ctx.state.settings(ParallelSettings)
+    branches = sorted(config["branch"].items())
+    if config["join"] == "any":
         reasons = []
         for name, work in branches:
             outcome = run_work(ctx, work, f"branch:{name}:")
@@ -68,20 +69,20 @@ def _parallel(ctx: StepContext) -> Outcome:
 
 
 def _for_each(ctx: StepContext) -> Outcome:
-    config = ctx.state.config
+    config = ctx.state.settings(ForEachSettings)
     items = evaluate_json(config["items"], ctx.scope)
     if not isinstance(items, list):
         return Attention(f"for_each items must be a list, got {type(items).__name__}")
-    limit = int(config.get("max_items") or 100)
+    limit = config["max_items"]
     if len(items) > limit:
         return _failed(ctx, f"for_each has {len(items)} items, more than max_items {limit}")
-    name = str(config.get("item") or "item")
+    name = config["item"]
     work = config["do"]
     units = [
         partial(run_work, replace(ctx, scope={**ctx.scope, name: value}), work, f"item:{index}:")
         for index, value in enumerate(items)
     ]
-    results = _map(units, concurrency=int(config.get("concurrency") or 1))
+    results = _map(units, concurrency=config["concurrency"])
     return _joined(ctx, [str(i) for i in range(len(items))], results, as_list=True)
 
 

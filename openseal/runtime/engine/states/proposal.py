@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from openseal.contract import ProposalSettings
 from openseal.runtime.actions import proposals
 from openseal.runtime.actions.proposals import Draft
 from openseal.runtime.engine.states.base import Advance, Outcome, StepContext
@@ -20,7 +21,7 @@ from openseal.runtime.store import Action, FencedTx, Proposal, Store
 
 def execute(ctx: StepContext) -> Outcome:
     output: dict[str, Any] = {}
-    for name, config in sorted(ctx.state.config.items()):
+    for name, config in sorted(ctx.state.settings(ProposalSettings).items()):
         drafted = proposals.draft(ctx.workflow, ctx.run.id, ctx.state.name, name, config, ctx.scope)
         output[name] = proposals.output_of(store_draft(ctx, drafted))
     return Advance("done", output)

@@ -5,6 +5,7 @@ Also the placeholder for kinds whose handlers are not written yet.
 
 from __future__ import annotations
 
+from openseal.contract import EndSettings, TransformSettings
 from openseal.runtime.compiled import evaluate_json
 from openseal.runtime.engine.states.base import Advance, Attention, Finish, Outcome, StepContext
 
@@ -15,11 +16,13 @@ def decision(ctx: StepContext) -> Outcome:
 
 
 def transform(ctx: StepContext) -> Outcome:
-    return Advance("done", evaluate_json(ctx.state.config["output"], ctx.scope))
+    return Advance(
+        "done", evaluate_json(ctx.state.settings(TransformSettings)["output"], ctx.scope)
+    )
 
 
 def end(ctx: StepContext) -> Outcome:
-    return Finish(str(ctx.state.config.get("outcome") or "completed"))
+    return Finish(ctx.state.settings(EndSettings)["outcome"])
 
 
 def not_supported(ctx: StepContext) -> Outcome:

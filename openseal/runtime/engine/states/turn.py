@@ -15,6 +15,7 @@ from typing import Any
 
 import jsonschema
 
+from openseal.contract import TurnSettings
 from openseal.observability import metrics
 from openseal.runtime.compiled import AgentProfile, evaluate_json
 from openseal.runtime.engine.models import retry
@@ -39,7 +40,8 @@ REPAIR_PROMPT = (
 
 
 def execute(ctx: StepContext) -> Outcome:
-    return guarded(ctx, lambda: model_turn(ctx, ctx.state.config, ctx.state.output_schema, key=""))
+    config = ctx.state.settings(TurnSettings)
+    return guarded(ctx, lambda: model_turn(ctx, config, ctx.state.output_schema, key=""))
 
 
 def schema_problems(value: Any, schema: dict[str, Any] | None) -> list[str]:
@@ -54,14 +56,14 @@ def schema_problems(value: Any, schema: dict[str, Any] | None) -> list[str]:
 
 
 def model_turn(
-    ctx: StepContext, config: dict[str, Any], output_schema: dict[str, Any] | None, *, key: str
+    ctx: StepContext, config: TurnSettings, output_schema: dict[str, Any] | None, *, key: str
 ) -> Outcome:
     """Run the model loop for one turn; ``key`` separates branches and items in activity ids."""
-    agent = ctx.workflow.agent(str(config["agent"]))
+    agent = ctx.workflow.agent(config["agent"])
     goal = str(evaluate_json(config["goal"], ctx.scope))
-    skills = tuple(str(s).removeprefix("skill.") for s in config.get("skills") or ())
+    skills = tuple(s.removeprefix("skill.") for s in config["skills"])
     tools = tuple(Tool(**ctx.workflow.skill_tool(s)) for s in skills)
-    max_calls = int(config.get("max_model_calls") or 8)
+    max_calls = config["max_model_calls"]
     messages: list[dict[str, Any]] = []
     repairs = 0
     for call in range(1, max_calls + 1):
@@ -78,7 +80,7 @@ def model_turn(
                 # back as a tool error the model can recover from.
                 invocation = ToolInvocation(
                     ctx.run.id, ctx.state.name, agent.name, tool_call.name,
-                    tool_call.arguments, skills, actor=str(config["agent"]),
+                    tool_call.arguments, skills, actor=config["agent"],
                 )  # fmt: skip
                 result = ctx.tools.call(ctx, invocation, f"{key}tool:{call}:{index}")
                 messages.append({"role": "tool", "tool_call_id": tool_call.id, **result})

@@ -9,8 +9,8 @@ woke it: a delivery (leave by ``done`` with the event payload as output), the ti
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
 
+from openseal.contract import TimerWait, WaitSettings
 from openseal.runtime.clock import iso
 from openseal.runtime.compiled import evaluate_json
 from openseal.runtime.engine.states.base import Advance, Outcome, StepContext, Suspend
@@ -19,22 +19,23 @@ from openseal.runtime.store import FencedTx
 
 
 def execute(ctx: StepContext) -> Outcome:
-    config = ctx.state.config
-    if config.get("timer") is not None:
-        return _timer(ctx, float(config["timer"]))
+    config = ctx.state.settings(WaitSettings)
+    timer = config["timer"]
+    if timer is not None:
+        return _timer(ctx, float(timer))
     return _event(ctx, config)
 
 
 def _timer(ctx: StepContext, seconds: float) -> Outcome:
-    waiting = ctx.run.waiting or {}
+    waiting = ctx.run.waiting
     now = ctx.now()
-    if waiting.get("kind") == "timer":
+    if waiting is not None and waiting["kind"] == "timer":
         due = datetime.fromisoformat(str(waiting["due"]))
         if now >= due:
             return Advance("done", {"waited_seconds": seconds})
     else:
         due = now + timedelta(seconds=seconds)
-    document = {"kind": "timer", "state": ctx.state.name, "due": iso(due)}
+    document: TimerWait = {"kind": "timer", "state": ctx.state.name, "due": iso(due)}
 
     def sleep(tx: FencedTx) -> None:
         tx.update_run(
@@ -44,24 +45,23 @@ def _timer(ctx: StepContext, seconds: float) -> Outcome:
     return Suspend(sleep, f"sleeping until {iso(due)}")
 
 
-def _event(ctx: StepContext, config: dict[str, Any]) -> Outcome:
-    waiting = ctx.run.waiting or {}
+def _event(ctx: StepContext, config: WaitSettings) -> Outcome:
+    waiting = ctx.run.waiting
     now = ctx.now()
-    if waiting.get("kind") == "event":
+    if waiting is not None and waiting["kind"] == "event":
         delivered = waiting.get("delivered")
         if delivered is not None:
-            return Advance("done", delivered.get("payload"))
-        timeout_at = waiting.get("timeout_at")
+            return Advance("done", delivered["payload"])
+        timeout_at = waiting["timeout_at"]
         if timeout_at is not None and now >= datetime.fromisoformat(str(timeout_at)):
             return Advance("timeout")
         due = datetime.fromisoformat(str(timeout_at)) if timeout_at else None
     else:
-        timeout = config.get("timeout")
+        timeout = config["timeout"]
         due = now + timedelta(seconds=float(timeout)) if timeout is not None else None
     name = str(config["event"])
     correlation = {
-        key: evaluate_json(value, ctx.scope)
-        for key, value in sorted((config.get("correlation") or {}).items())
+        key: evaluate_json(value, ctx.scope) for key, value in sorted(config["correlation"].items())
     }
 
     def register(tx: FencedTx) -> None:
