@@ -19,9 +19,8 @@ waiting records it writes) both import it, so it never imports either.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal, NotRequired
-
-from pydantic import WithJsonSchema
 
 # pydantic generates JSON Schemas only from typing_extensions' TypedDict before Python 3.12
 from typing_extensions import TypedDict
@@ -29,10 +28,25 @@ from typing_extensions import TypedDict
 #: the schema placeholder :mod:`~openseal.compiler.output.schemas` swaps for a ``$ref``
 SCHEMA_REF = "x-openseal-ref"
 
+
+@dataclass(frozen=True)
+class SchemaRef:
+    """``Annotated`` metadata: in the generated JSON Schema this value is ``$defs/<name>``.
+
+    pydantic calls the hook when it generates a schema; this module itself imports nothing
+    of pydantic, so reading runs (the store imports the contract) stays light.
+    """
+
+    name: str
+
+    def __get_pydantic_json_schema__(self, core_schema: Any, handler: Any) -> dict[str, Any]:
+        return {SCHEMA_REF: self.name}
+
+
 #: an expression as its JSON AST (``openseal.compiler.lang.expr.to_json``)
-Expression = Annotated[dict[str, Any], WithJsonSchema({SCHEMA_REF: "expression"})]
+Expression = Annotated[dict[str, Any], SchemaRef("expression")]
 #: a type as its JSON (``openseal.compiler.lang.types.to_json``)
-TypeJSON = Annotated[dict[str, Any], WithJsonSchema({SCHEMA_REF: "type"})]
+TypeJSON = Annotated[dict[str, Any], SchemaRef("type")]
 #: a JSON Schema (of a turn's or a delegation's output)
 JSONSchema = dict[str, Any]
 EndOutcome = Literal["completed", "failed", "canceled"]
