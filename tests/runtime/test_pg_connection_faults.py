@@ -118,7 +118,7 @@ def test_idle_workers_are_woken_after_the_listening_session_is_cut(
         eventually(lambda: proxy.open_connections() > 0)
         assert proxy.sever() >= 1
     woken: list[bool] = []
-    waiter = threading.Thread(target=lambda: woken.append(store.wait_for_work(120)))
+    waiter = threading.Thread(target=lambda: woken.append(store.wait_for_work(120).woken))
     mark = store.work_mark()
     waiter.start()
     # Work committed elsewhere reaches the waiter through the re-established session

@@ -22,8 +22,8 @@ HANG_GUARD = 60.0
 
 def test_a_broadcast_wakes_the_other_sockets_of_the_directory(tmp_path: Path) -> None:
     woken = threading.Event()
-    waiting = WakeSockets(tmp_path / "wake", woken.set)
-    sender = WakeSockets(tmp_path / "wake", lambda: None)
+    waiting = WakeSockets(tmp_path / "wake", lambda _ids: woken.set())
+    sender = WakeSockets(tmp_path / "wake", lambda _ids: None)
     try:
         waiting.start()
         assert waiting.listening
@@ -41,7 +41,7 @@ def test_a_socket_left_by_a_dead_process_is_removed_by_the_next_sender(tmp_path:
     stale = directory / "4242-deadbeef.sock"
     with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as gone:
         gone.bind(str(stale))  # bound, then closed: the file stays, nobody receives
-    sender = WakeSockets(directory, lambda: None)
+    sender = WakeSockets(directory, lambda _ids: None)
     try:
         sender.broadcast()
     finally:
@@ -51,7 +51,7 @@ def test_a_socket_left_by_a_dead_process_is_removed_by_the_next_sender(tmp_path:
 
 def test_without_a_usable_socket_path_it_stays_silent_and_the_store_polls(tmp_path: Path) -> None:
     deep = tmp_path / ("d" * 120)  # longer than a Unix socket address holds
-    sockets = WakeSockets(deep, lambda: None)
+    sockets = WakeSockets(deep, lambda _ids: None)
     sockets.start()
     sockets.broadcast()
     sockets.close()
@@ -59,7 +59,7 @@ def test_without_a_usable_socket_path_it_stays_silent_and_the_store_polls(tmp_pa
 
 
 def test_sending_to_no_one_is_harmless(tmp_path: Path) -> None:
-    sockets = WakeSockets(tmp_path / "never-created", lambda: None)
+    sockets = WakeSockets(tmp_path / "never-created", lambda _ids: None)
     sockets.broadcast()
     sockets.close()
 
@@ -73,7 +73,7 @@ def test_a_store_in_this_process_wakes_a_store_waiting_on_the_same_file(tmp_path
         woke: list[bool] = []
 
         def wait() -> None:
-            woke.append(waiter.wait_for_work(HANG_GUARD, since=mark))
+            woke.append(waiter.wait_for_work(HANG_GUARD, since=mark).woken)
             done.set()
 
         thread = threading.Thread(target=wait)

@@ -101,5 +101,5 @@ def test_wait_for_work_wakes_on_new_work(backend: Backend) -> None:
     # look and the wait still counts (both deliver on a thread of their own).
     mark = worker.work_mark()
     new_run(backend.open())
-    assert worker.wait_for_work(30, since=mark) is True
+    assert worker.wait_for_work(30, since=mark).woken is True
     assert worker.leases.claim("w1") is not None

@@ -3,15 +3,32 @@
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
+import pytest
+
+from openseal.runtime import service
+from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
-from tests.runtime.support import Backend, deploy, new_run
+from openseal.runtime.store.work_signal import Wake
+from tests.runtime.engine_support import (
+    PICK_7,
+    engine,
+    register,
+    scripted,
+    small_workflow,
+    write_script,
+)
+from tests.runtime.support import Backend, deploy, eventually, new_run
+from tests.runtime.test_worker_process import finish, spawn
+
+HANG_GUARD = 120.0  # far below any poll here, far above a wake-up
 
 
 def _waiter(store: Store, woken: list[bool], ready: threading.Event) -> threading.Thread:
     def wait() -> None:
         ready.set()
-        woken.append(store.wait_for_work(600))
+        woken.append(store.wait_for_work(600).woken)
 
     thread = threading.Thread(target=wait)
     thread.start()
@@ -42,16 +59,111 @@ def test_a_rolled_back_transaction_wakes_nobody(store: Store) -> None:
 
     def wait() -> None:
         ready.set()
-        woken.append(store.wait_for_local_work(2))
+        woken.append(store.wait_for_local_work(2).woken)
 
     thread = threading.Thread(target=wait)
     thread.start()
     ready.wait(timeout=30)
     try:
         with store.write() as conn:
-            store.notify_work(conn)
+            store.notify_work(conn, "r-1")
             raise RuntimeError("roll back")
     except RuntimeError:
         pass
     thread.join(timeout=30)
     assert woken == [False]
+
+
+def test_a_run_made_elsewhere_wakes_one_idle_thread_of_another_store_with_its_id(
+    backend: Backend,
+) -> None:
+    """Another store stands for another process: NOTIFY on PostgreSQL, a datagram on SQLite."""
+    waiter, writer = backend.open(), backend.open()
+    deploy(writer)
+    waiter.wait_for_work(0)  # listening: the LISTEN session, or the wake-up socket
+    wakes: list[Wake] = []
+    threads = [
+        threading.Thread(target=lambda: wakes.append(waiter.wait_for_work(600)), daemon=True)
+        for _ in range(3)
+    ]
+    for thread in threads:
+        thread.start()
+    eventually(lambda: waiter.work_signal.waiting == 3)
+    run = new_run(writer)
+    eventually(lambda: len(wakes) == 1, timeout=60)
+    assert [(w.woken, w.run_id) for w in wakes] == [(True, run.id)]
+    assert waiter.work_signal.waiting == 2  # the others sleep on (their poll is 600 s away)
+    waiter.interrupt_waits()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert len(wakes) == 3
+
+
+def test_workers_polling_once_a_minute_run_everything_that_becomes_runnable(
+    backend: Backend, tmp_path: Path
+) -> None:
+    """Two engines of three threads each (two processes, as far as wake-ups go) race for every
+    run; a thread whose named run was taken by the other sleeps on. Nothing but the wake-ups
+    can make progress before the 60 s poll, and every run still reaches its wait."""
+    creator = backend.open()
+    register(creator, small_workflow(tmp_path))
+    provider, _calls = scripted(tmp_path, {"ask": PICK_7["ask"] * 8})  # one answer per run
+    engines = [engine(backend.open(), provider, worker_id=f"w{i}") for i in range(2)]
+    threads = [
+        threading.Thread(target=e.run_forever, kwargs={"poll_interval": 60}, daemon=True)
+        for e in engines
+        for _ in range(3)
+    ]
+    for thread in threads:
+        thread.start()
+    try:
+        eventually(lambda: all(e.store.work_signal.waiting == 3 for e in engines), timeout=60)
+        runs = [
+            service.create_objective(
+                creator, service.StartObjective("small", {"n": 5}), service.CLI
+            ).run
+            for _ in range(8)
+        ]
+        eventually(
+            lambda: all(creator.runs.get(r.id).status == RunStatus.WAITING_FOR_EVENT for r in runs),
+            timeout=60,
+        )
+    finally:
+        for e in engines:
+            e.stop()
+        for thread in threads:
+            thread.join(timeout=60)
+
+
+@pytest.mark.slow
+def test_worker_processes_polling_every_ten_minutes_start_new_work_at_once(
+    backend: Backend, tmp_path: Path
+) -> None:
+    """Real processes: two workers of two threads each, whose poll is 600 s away, are woken
+    through ``NOTIFY`` (PostgreSQL) or datagrams (SQLite) for each new run, one thread per run."""
+    store = backend.open()
+    register(store, small_workflow(tmp_path))
+    write_script(tmp_path / "responses.yaml", {"ask": PICK_7["ask"] * 6})
+    args = ("--poll-interval", "600", "--concurrency", "2")
+    workers = [spawn(backend, tmp_path, *args, log=f"w{i}") for i in range(2)]
+    try:
+        # Both are idle and waiting once the logs say so; a run created before a worker
+        # listens is found by its first look anyway.
+        eventually(
+            lambda: all(b"started" in (tmp_path / f"w{i}.log").read_bytes() for i in range(2)),
+            timeout=HANG_GUARD,
+        )
+        runs = [
+            service.create_objective(
+                store, service.StartObjective("small", {"n": 5}), service.CLI
+            ).run
+            for _ in range(6)
+        ]
+        eventually(
+            lambda: all(store.runs.get(r.id).status == RunStatus.WAITING_FOR_EVENT for r in runs),
+            timeout=HANG_GUARD,
+        )
+    finally:
+        for worker in workers:
+            worker.terminate()
+        assert [finish(worker) for worker in workers] == [0, 0]

@@ -198,12 +198,13 @@ class Engine:
             context=context,
         )
 
-    def step(self) -> StepReport | None:
-        """Claim one runnable run and work on it; None when nothing is runnable."""
+    def step(self, run_id: str | None = None) -> StepReport | None:
+        """Claim one runnable run (``run_id`` only, when given) and work on it; None when
+        nothing is runnable."""
         if self.group is None:
-            return self._step()
+            return self._step(run_id)
         with self.group.member():
-            return self._step()
+            return self._step(run_id)
 
     def submit(
         self, request: StartObjective, caller: Caller
@@ -225,8 +226,8 @@ class Engine:
                 claimed = self._claim(created.run.id)
             return created, None if claimed is None else self._run_claim(*claimed)
 
-    def _step(self) -> StepReport | None:
-        claimed = self._claim()
+    def _step(self, run_id: str | None) -> StepReport | None:
+        claimed = self._claim(run_id)
         return None if claimed is None else self._run_claim(*claimed)
 
     def _claim(
@@ -375,24 +376,34 @@ class Engine:
         return reports
 
     def run_forever(self, *, poll_interval: float = 1.0, idle_exit: bool = False) -> None:
-        """Step until :attr:`stopping` is set, sleeping on the store's wake-up when idle."""
+        """Step until :attr:`stopping` is set, sleeping on the store's wake-up when idle.
+
+        A wake-up that names a run is answered by claiming that run alone: if it is gone (another
+        worker took it), the thread sleeps on instead of searching (docs/decisions/0008)."""
+        hint: str | None = None
+        mark: int | None = None
         while not self.stopping.is_set():
             metrics.worker_seen(self.worker_id)
-            mark = self.store.work_mark()
+            if mark is None:  # taken before looking: work committed after it ends the wait
+                mark = self.store.work_mark()
+            run_id, hint = hint, None
             try:
                 self.triggers.poll()
-                report = self.step()
+                report = self.step(run_id)
             except OpenSealError as exc:  # e.g. the database is unreachable for a while
                 log.warning("worker %s: %s; retrying", self.worker_id, exc)
+                mark = None
                 self.stopping.wait(poll_interval)
                 continue
             except ClaimLost as exc:  # not an Exception: lost runs are dropped, not fatal
                 log.info("worker %s: %s; going on", self.worker_id, exc)
+                mark = None
                 continue
             except DatabaseFailure as exc:
                 log.warning(
                     "worker %s: database error %s; retrying", self.worker_id, describe_fault(exc)
                 )
+                mark = None
                 self.stopping.wait(poll_interval)
                 continue
             except Exception as exc:  # never let one bad claim end the worker thread quietly
@@ -400,16 +411,23 @@ class Engine:
                     "worker %s: %s; retrying", self.worker_id, describe_fault(exc),
                     exc_info=bool(os.environ.get("OPENSEAL_DEBUG")),
                 )  # fmt: skip
+                mark = None
                 self.stopping.wait(poll_interval)
                 continue
-            if report is None:
-                if idle_exit:
-                    return
-                try:
-                    self.store.wait_for_work(poll_interval, since=mark)
-                except Exception as exc:  # a broken wake-up channel must not end the worker
-                    log.warning("worker %s: waiting for work failed: %s", self.worker_id, exc)
-                    self.stopping.wait(poll_interval)
+            if report is not None:
+                mark = None  # look again, from a fresh mark
+                continue
+            if idle_exit:
+                return
+            try:
+                wake = self.store.wait_for_work(poll_interval, since=mark)
+            except Exception as exc:  # a broken wake-up channel must not end the worker
+                log.warning("worker %s: waiting for work failed: %s", self.worker_id, exc)
+                mark = None
+                self.stopping.wait(poll_interval)
+                continue
+            # The next look (the named run, or any) counts wake-ups from the wake's mark on.
+            hint, mark = wake.run_id, wake.mark
 
     def stop(self) -> None:
         """Finish the current turns, release the leases, then return from the loops."""

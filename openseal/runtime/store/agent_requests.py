@@ -163,7 +163,7 @@ class AgentRequests(Repository):
             values={"wake_at": now} if wake else {},
         )  # fmt: skip
         if wake:
-            self._store.notify_work(conn)
+            self._store.notify_work(conn, caller.id)
 
     def _stop_child(self, child_run_id: str, actor: str, reason: str) -> None:
         """Cancel a child run whose request no longer needs it (after the request's commit)."""

@@ -274,7 +274,7 @@ class Approvals(Repository):
             now=now, values=values,
         )  # fmt: skip
         if values:
-            self._store.notify_work(conn)
+            self._store.notify_work(conn, run.id)
 
     def newest(self, query: ListQuery, *, run_id: str | None = None) -> list[Approval]:
         """One page of approvals, newest first (see :class:`ListQuery`), optionally of one run."""

@@ -7,8 +7,7 @@ the SQLite and PostgreSQL hooks.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -18,6 +17,7 @@ import sqlalchemy as sa
 
 from openseal.runtime.clock import utcnow
 from openseal.runtime.store import group_commit
+from openseal.runtime.store.work_signal import Wake, WorkSignal
 
 if TYPE_CHECKING:
     from openseal.runtime.store.dialects import Store
@@ -27,7 +27,8 @@ Connection = sa.Connection
 
 # Execution option read by the SQLite ``begin`` hook: which BEGIN to emit.
 BEGIN_MODE = "openseal_begin"
-# Connection info flag: wake this process's idle workers once the transaction commits.
+# Connection info key: the runs to wake this process's idle workers for once the transaction
+# commits (a set of run ids).
 WAKE_AFTER_COMMIT = "openseal_wake"
 
 
@@ -48,9 +49,8 @@ class StoreBase:
         self.home = home
         self.clock = clock
         self.poll_interval = poll_interval
-        # In-process wake-ups: a generation count that idle workers wait on.
-        self._work = threading.Condition()
-        self._work_generation = 0
+        # What this process's idle workers wait on: one wake-up per run made runnable.
+        self.work_signal = WorkSignal()
 
     # -- transactions --------------------------------------------------------------------
 
@@ -73,9 +73,9 @@ class StoreBase:
                 with conn.begin():
                     yield conn
             finally:
-                woke = conn.info.pop(WAKE_AFTER_COMMIT, False)
+                woke = conn.info.pop(WAKE_AFTER_COMMIT, None)
             if woke:  # reached only after the commit: a rollback raised above
-                self.wake_local_workers()
+                self.wake_local_workers(woke)
 
     @contextmanager
     def read(self) -> Iterator[sa.Connection]:
@@ -108,42 +108,40 @@ class StoreBase:
         could each miss the other and leave the run waiting forever.
         """
 
-    def notify_work(self, conn: sa.Connection) -> None:
-        """Tell sleeping workers, at commit, that a run became runnable.
+    def notify_work(self, conn: sa.Connection, run_id: str) -> None:
+        """Tell sleeping workers, at commit, that run ``run_id`` became runnable.
 
-        Workers of this process (sharing this store) are woken at once; the dialect may also
-        tell other processes (PostgreSQL ``NOTIFY``), else they find it when they next poll.
+        One idle worker of this process (sharing this store) is woken at once to claim it; the
+        dialect may also tell other processes (PostgreSQL ``NOTIFY``), else they find it when
+        they next poll.
         """
-        conn.info[WAKE_AFTER_COMMIT] = True
+        conn.info.setdefault(WAKE_AFTER_COMMIT, set()).add(run_id)
 
-    def wake_local_workers(self) -> None:
-        """Work was committed here: wake the idle workers (a dialect may tell others too)."""
-        self.interrupt_waits()
+    def wake_local_workers(self, run_ids: Iterable[str]) -> None:
+        """These runs were made runnable by a commit here: wake one idle worker for each (a
+        dialect may tell other processes too)."""
+        self.work_signal.offer(run_ids)
 
     def interrupt_waits(self) -> None:
         """End every wait of this process's threads now (they look for work, or stop)."""
-        with self._work:
-            self._work_generation += 1
-            self._work.notify_all()
+        self.work_signal.broadcast()
 
     def work_mark(self) -> int:
         """A mark to pass to ``wait_for_work(since=...)``: take it before looking for work, so
         work committed between the look and the wait still wakes the wait."""
-        with self._work:
-            return self._work_generation
+        return self.work_signal.mark()
 
-    def wait_for_local_work(self, timeout: float, since: int | None = None) -> bool:
+    def wait_for_local_work(self, timeout: float, since: int | None = None) -> Wake:
         """Block up to ``timeout`` seconds for a wake-up from this process (one after
-        ``since``, a :meth:`work_mark`, when given); True if woken."""
-        with self._work:
-            seen = self._work_generation if since is None else since
-            return self._work.wait_for(lambda: self._work_generation != seen, timeout)
+        ``since``, a :meth:`work_mark`, when given)."""
+        return self.work_signal.wait(timeout, since)
 
-    def wait_for_work(self, timeout: float, since: int | None = None) -> bool:
-        """Block up to ``timeout`` seconds for new work; True if woken by a notification.
+    def wait_for_work(self, timeout: float, since: int | None = None) -> Wake:
+        """Block up to ``timeout`` seconds for new work; ``woken`` if a notification (or a
+        broadcast) ended the wait, with the run to claim when it named one.
 
-        ``since`` (a :meth:`work_mark`) makes work committed by this process after the mark
-        count even if it came before the wait began."""
+        ``since`` (a :meth:`work_mark`, or the last wake's ``mark``) makes work committed after
+        the mark count even if it came before the wait began."""
         raise NotImplementedError
 
 

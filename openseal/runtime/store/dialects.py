@@ -19,6 +19,7 @@ import json
 import os
 import re
 import zlib
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -45,6 +46,7 @@ from openseal.runtime.store.runs import Runs
 from openseal.runtime.store.tokens import Tokens
 from openseal.runtime.store.triggers import Triggers
 from openseal.runtime.store.wakeups import WakeSockets
+from openseal.runtime.store.work_signal import Wake
 
 DATABASE_URL_ENV = "OPENSEAL_DATABASE_URL"
 #: the kinds whose ids may be given by a unique prefix, and the column that holds each
@@ -57,6 +59,7 @@ ID_COLUMNS = {
     "agent request": schema.agent_requests.c.id,
 }
 WORK_CHANNEL = "openseal_runs"
+NOTIFY_RUN = sa.text("SELECT pg_notify(:channel, :run)")
 
 
 class Store(StoreBase):
@@ -100,15 +103,22 @@ class SQLiteStore(Store):
 
     def __init__(self, engine: sa.Engine, **options: Any) -> None:
         super().__init__(engine, **options)
-        # Other processes on this file wake through datagrams (wakeups.py); a datagram only
-        # wakes this process's waiting threads, it is never passed on.
-        self._wakeups = WakeSockets(self.home / "wake", self.interrupt_waits)
+        # Other processes on this file wake through datagrams naming the runs (wakeups.py); a
+        # datagram only wakes this process's waiting threads, it is never passed on.
+        self._wakeups = WakeSockets(self.home / "wake", self._woken_from_elsewhere)
 
-    def wake_local_workers(self) -> None:
-        super().wake_local_workers()
-        self._wakeups.broadcast()
+    def wake_local_workers(self, run_ids: Iterable[str]) -> None:
+        run_ids = list(run_ids)
+        super().wake_local_workers(run_ids)
+        self._wakeups.broadcast(run_ids)
 
-    def wait_for_work(self, timeout: float, since: int | None = None) -> bool:
+    def _woken_from_elsewhere(self, run_ids: list[str]) -> None:
+        if run_ids:
+            self.work_signal.offer(run_ids)
+        else:  # a datagram that names no run: everyone looks
+            self.interrupt_waits()
+
+    def wait_for_work(self, timeout: float, since: int | None = None) -> Wake:
         # Work committed by this process wakes the wait at once, and work committed by another
         # process through its datagram, as NOTIFY does on PostgreSQL: the wait then lasts the
         # caller's whole timeout (its poll covers leases that expire and timers that come due,
@@ -128,8 +138,9 @@ class PostgresStore(Store):
 
     def __init__(self, engine: sa.Engine, **options: Any) -> None:
         super().__init__(engine, **options)
-        # One LISTEN session per store, outside the pool, fanned out to every waiting thread.
-        self._listener = NotificationListener(engine, WORK_CHANNEL, self.wake_local_workers)
+        # One LISTEN session per store, outside the pool: a notification names the run that
+        # became runnable and wakes one idle thread for it; a new session wakes them all.
+        self._listener = NotificationListener(engine, WORK_CHANNEL, self._notified)
 
     def for_update(self, stmt: sa.Select[Any]) -> sa.Select[Any]:
         return stmt.with_for_update()
@@ -141,14 +152,22 @@ class PostgresStore(Store):
         key = zlib.crc32(f"openseal.event:{name}".encode())
         conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": key})
 
-    def notify_work(self, conn: sa.Connection) -> None:
-        # Delivered by PostgreSQL only when (and if) the transaction commits.
-        conn.execute(sa.text("SELECT pg_notify(:channel, '')"), {"channel": WORK_CHANNEL})
-        super().notify_work(conn)
+    def notify_work(self, conn: sa.Connection, run_id: str) -> None:
+        # Delivered by PostgreSQL only when (and if) the transaction commits, once per distinct
+        # payload of the transaction: one notification per run.
+        conn.execute(NOTIFY_RUN, {"channel": WORK_CHANNEL, "run": run_id})
+        super().notify_work(conn, run_id)
 
-    def wait_for_work(self, timeout: float, since: int | None = None) -> bool:
-        # The listener turns every NOTIFY (and every reconnection) into a local wake-up, so
-        # a wait is the same as on SQLite, without the polling bound.
+    def _notified(self, payload: str | None) -> None:
+        if payload:
+            self.work_signal.offer([payload])
+        else:  # a new session (notifications were lost), or a sender that names no run
+            self.interrupt_waits()
+
+    def wait_for_work(self, timeout: float, since: int | None = None) -> Wake:
+        # The listener turns every NOTIFY into a wake-up of one idle thread (and every
+        # reconnection into a wake-up of all), so a wait is the same as on SQLite, without the
+        # polling bound.
         self._listener.start()
         return self.wait_for_local_work(timeout, since)
 

@@ -394,7 +394,7 @@ class FencedTx:
         if early is not None:
             self._run = consume(self.conn, early, run, self.now, self.actor)
             self._writes_seen = self._conn.info.get(EVENT_WRITES, 0)  # consume's is the last
-            self.store.notify_work(self._conn)
+            self.store.notify_work(self._conn, run.id)
         return early
 
     # -- agent requests ----------------------------------------------------------------

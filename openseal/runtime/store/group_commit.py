@@ -220,7 +220,7 @@ class GroupCommit:
         Whatever happens, the members are let go: with the commit done, or with the reason it
         was not (``broken``), so none of them ever takes an uncommitted write for a durable one.
         """
-        conn, committed, woke = batch.conn, False, False
+        conn, committed, woke = batch.conn, False, None
         try:
             if not batch.closed:
                 self._close(batch)
@@ -229,7 +229,7 @@ class GroupCommit:
                     self.hook(BATCH_POINTS[0], batch.members)
                 batch.trans.commit()
                 committed = True
-                woke = bool(conn.info.pop(base.WAKE_AFTER_COMMIT, False))
+                woke = conn.info.pop(base.WAKE_AFTER_COMMIT, None)
                 if self.hook is not None:
                     self.hook(BATCH_POINTS[1], batch.members)
         except BaseException as exc:
@@ -247,7 +247,7 @@ class GroupCommit:
                         batch.broken = batch.broken or exc
             batch.finished.set()
             if woke:
-                self.store.wake_local_workers()
+                self.store.wake_local_workers(woke)
 
     def _close(self, batch: _Batch) -> None:
         """Wait until the batch is full, or everyone working joined, or the window passed;

@@ -208,7 +208,7 @@ class InboundEvents(Repository):
             raise _Retry  # another waiter appeared; start over, locking that one first
         now = event.received_at
         consume(conn, event, waiter, now, actor)
-        self._store.notify_work(conn)
+        self._store.notify_work(conn, waiter.id)
         consumed = replace(event, consumed_by_run_id=waiter.id, consumed_at=now)
         return Delivery(consumed, False)
 

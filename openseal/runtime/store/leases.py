@@ -169,7 +169,7 @@ class Leases(Repository):
                 now=now,
                 values={"status": RunStatus.QUEUED, **lease_released()},
             )
-            self._store.notify_work(conn)
+            self._store.notify_work(conn, claim.run_id)
         return True
 
     def release_for_retry(

@@ -4,10 +4,11 @@ A LISTEN session needs autocommit and lives as long as the process waits for wor
 must never be a pooled connection: a pooled connection handed back in autocommit would turn
 later "transactions" into independent statements and ``FOR UPDATE`` into a no-op. The
 listener therefore takes a connection from the engine and *detaches* it (the pool forgets
-it), owns it on one thread, and fans each notification out to every idle worker thread of the
-process through a callback. When the session is lost (server restart, failover, a dropped
-connection, an idle-session timeout) the thread reconnects with capped backoff and wakes
-everyone once, because notifications sent while it was away are gone.
+it), owns it on one thread, and passes each notification's payload (the run that became
+runnable) to a callback, which wakes one idle worker thread for it. When the session is lost
+(server restart, failover, a dropped connection, an idle-session timeout) the thread reconnects
+with capped backoff and calls the callback once with no payload, which wakes everyone:
+notifications sent while it was away are gone.
 """
 
 from __future__ import annotations
@@ -30,10 +31,13 @@ START_SECONDS = 5.0
 
 
 class NotificationListener:
-    """Listens on ``channel`` and calls ``on_notify()`` for each notification (and once after
-    every (re)connection). Start it lazily with :meth:`start`; :meth:`close` stops it."""
+    """Listens on ``channel`` and calls ``on_notify(payload)`` for each notification (and
+    ``on_notify(None)`` once after every (re)connection). Start it lazily with :meth:`start`;
+    :meth:`close` stops it."""
 
-    def __init__(self, engine: sa.Engine, channel: str, on_notify: Callable[[], None]) -> None:
+    def __init__(
+        self, engine: sa.Engine, channel: str, on_notify: Callable[[str | None], None]
+    ) -> None:
         if not channel.isidentifier():
             raise ValueError(f"invalid channel name {channel!r}")
         self.engine = engine
@@ -80,7 +84,7 @@ class NotificationListener:
             self._first_attempt.set()
             try:
                 # Whatever was notified while no session listened is lost: look once.
-                self.on_notify()
+                self.on_notify(None)
                 self._listen(conn)
             except Exception as exc:
                 if not self._stopping.is_set():
@@ -106,8 +110,8 @@ class NotificationListener:
 
     def _listen(self, conn: Any) -> None:
         while not self._stopping.is_set():
-            for _ in conn.notifies(timeout=POLL_SECONDS):
-                self.on_notify()
+            for notification in conn.notifies(timeout=POLL_SECONDS):
+                self.on_notify(notification.payload or None)
             if conn.closed:
                 raise ConnectionError("the listening connection closed")
 

@@ -198,7 +198,7 @@ class Objectives(Repository):
             {"run_id": run.id, "seq": 1, "type": "run.created", "actor": actor,
              "payload": payload, "at": now},
         )  # fmt: skip
-        self._store.notify_work(conn)
+        self._store.notify_work(conn, run.id)
         return NewObjective(objective, run, True)
 
     def start_child_run(
@@ -229,7 +229,7 @@ class Objectives(Repository):
             {"run_id": run.id, "seq": 1, "type": "run.created", "actor": actor,
              "payload": {"parent_run_id": parent.id, **payload}, "at": now},
         )  # fmt: skip
-        self._store.notify_work(conn)
+        self._store.notify_work(conn, run.id)
         return run
 
     def _project_id(self, conn: sa.Connection, name: str) -> str:

@@ -220,7 +220,7 @@ class Runs(Repository):
                 now=self._store.now(),
                 values={"status": restored, "paused_from_status": None},
             )
-            self._store.notify_work(conn)
+            self._store.notify_work(conn, run_id)
         return resumed
 
     def cancel(
@@ -330,7 +330,7 @@ class Runs(Repository):
                 now=self._store.now(),
                 values=values,
             )
-            self._store.notify_work(conn)
+            self._store.notify_work(conn, run_id)
         return changed
 
     def wake_for_action(
@@ -361,4 +361,4 @@ class Runs(Repository):
             conn, run.id, event_type=event, actor=actor,
             payload={"action_id": action.id, "status": str(action.status)}, now=now, values=values,
         )  # fmt: skip
-        self._store.notify_work(conn)
+        self._store.notify_work(conn, run.id)

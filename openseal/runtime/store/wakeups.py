@@ -3,11 +3,13 @@
 PostgreSQL tells every worker process about new work with ``NOTIFY``; SQLite has nothing
 like it, so a worker in another process used to find work only at its next poll. Here each
 process that waits for work binds a Unix datagram socket in ``<home>/wake/``, and a commit
-that made a run runnable sends one byte to every other socket there. A datagram carries no
-information — it only cuts the wait short, and the woken worker looks for work as it would
-after a poll — so a lost or extra one changes nothing but latency, and polling stays as the
-fallback (a socket path too long for ``AF_UNIX``, a platform without Unix sockets, a process
-that crashed and left its socket file behind: the next sender removes that file).
+that made runs runnable sends their ids to every other socket there, and each receiving process
+wakes one idle thread per run (as ``NOTIFY`` does); a datagram naming no run (too many to fit)
+wakes them all. A datagram is only a hint — the woken worker claims the run if it is still
+runnable, else sleeps on — so a lost or extra one changes nothing but latency, and polling
+stays as the fallback (a socket path too long for ``AF_UNIX``, a platform without Unix
+sockets, a process that crashed and left its socket file behind: the next sender removes that
+file).
 """
 
 from __future__ import annotations
@@ -18,22 +20,25 @@ import os
 import socket
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 log = logging.getLogger("openseal.wakeups")
 
 #: the longest path a Unix socket address holds on Linux, less the terminating byte
 _MAX_PATH = 107
+#: the longest datagram sent: run ids beyond it are not named (the receivers then all look)
+_MAX_DATAGRAM = 2048
 #: how often the receiving thread checks whether to stop
 _RECEIVE_SECONDS = 1.0
 
 
 class WakeSockets:
     """The wake-up sockets of one store directory: this process's own, and sending to the
-    others'. ``on_wake`` runs on the receiving thread for every datagram."""
+    others'. ``on_wake(run_ids)`` runs on the receiving thread for every datagram (an empty
+    list: it named no run)."""
 
-    def __init__(self, directory: Path, on_wake: Callable[[], None]) -> None:
+    def __init__(self, directory: Path, on_wake: Callable[[list[str]], None]) -> None:
         self.directory = directory
         self._on_wake = on_wake
         self._lock = threading.Lock()
@@ -70,8 +75,9 @@ class WakeSockets:
             )
             self._thread.start()
 
-    def broadcast(self) -> None:
-        """Wake every other process waiting on this store (best effort, never raises)."""
+    def broadcast(self, run_ids: Iterable[str] = ()) -> None:
+        """Tell every other process waiting on this store that ``run_ids`` became runnable
+        (best effort, never raises)."""
         try:
             entries = list(os.scandir(self.directory))
         except OSError:
@@ -79,11 +85,14 @@ class WakeSockets:
         sender = self._sender_socket()
         if sender is None:
             return
+        message = ",".join(run_ids).encode()
+        if len(message) > _MAX_DATAGRAM:
+            message = b""  # too many to name: every receiver looks for work
         for entry in entries:
             if not entry.name.endswith(".sock") or (self._own and entry.path == str(self._own)):
                 continue
             try:
-                sender.sendto(b"\x01", entry.path)
+                sender.sendto(message, entry.path)
             except (ConnectionRefusedError, FileNotFoundError):
                 with contextlib.suppress(OSError):  # its process is gone
                     os.unlink(entry.path)
@@ -116,9 +125,9 @@ class WakeSockets:
         assert sock is not None
         while not self._stop.is_set():
             try:
-                sock.recv(64)
+                message = sock.recv(_MAX_DATAGRAM)
             except TimeoutError:
                 continue
             except OSError:
                 return  # closed
-            self._on_wake()
+            self._on_wake([part for part in message.decode(errors="replace").split(",") if part])
