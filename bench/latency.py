@@ -6,16 +6,17 @@
   (insert an event, update a row) measured the same way in this run.
 * ``start → first turn claimed``: from the create call until an in-process engine holds the
   run's lease (no polling delay: the claim is made right after the create).
-* ``approval → dispatch``: an engine runs in a worker thread of this process (SQLite, the
-  default polling); runs wait at an approval; each is approved with
+* ``approval → dispatch``: runs wait at an approval; each is approved with
   ``service.decide_approval`` and the time from that call returning to the action's
   ``dispatched_at`` is taken. Decisions are made one at a time, each after the previous
-  action settled. Target p95 ≤ 100 ms.
+  action settled. Measured with the engine in a worker thread of this process (SQLite), and
+  with an ``openseal worker`` in another process (default 1 s poll) on SQLite, woken by a
+  datagram, and on PostgreSQL, woken by ``NOTIFY``. Target p95 ≤ 100 ms.
 * ``recovery after SIGKILL``: an ``openseal worker`` process stops at the named point
   ``turn.started`` (the turn is saved, nothing executed) and is killed with SIGKILL; a second
   worker process, already running, takes the run over when the lease expires and completes
-  the turn. Measured from the kill, and from the lease's expiry, to that turn's completion.
-  Target: the lease (2 s here) + ≤ 1 s.
+  the turn. Measured from the kill, and from the lease's expiry, to that turn's completion,
+  on SQLite and on PostgreSQL. Target: the lease (2 s here) + ≤ 1 s.
 """
 
 from __future__ import annotations
@@ -94,8 +95,23 @@ def run(options: Options) -> Report:
     else:
         measure_starts(report, options, count)
     if problem is None:
-        measure_approval_dispatch(report, options)
-        measure_recovery(report, options)
+        measure_approval_dispatch(report, options, None, in_process=True)
+        measure_approval_dispatch(report, options, None, in_process=False)
+        if options.postgres_url is None:
+            for name in ("p50", "p95"):
+                report.add(
+                    unavailable(
+                        f"approval → dispatched {name}, PostgreSQL, worker process",
+                        "no PostgreSQL server reachable", "ms",
+                    )
+                )  # fmt: skip
+        else:
+            measure_approval_dispatch(report, options, options.postgres_url, in_process=False)
+        measure_recovery(report, options, None)
+        if options.postgres_url is None:
+            report.add(unavailable("recovery, PostgreSQL", "no PostgreSQL server reachable", "s"))
+        else:
+            measure_recovery(report, options, options.postgres_url)
     return report
 
 
@@ -134,8 +150,11 @@ def measure_starts(report: Report, options: Options, count: int) -> None:
         report.add(compare("start → claimed p95", "ms", summarize(p95), baseline))
 
 
-def measure_approval_dispatch(report: Report, options: Options) -> None:
-    """Decision returned → action ``dispatched``, with a worker thread in this process."""
+def measure_approval_dispatch(
+    report: Report, options: Options, postgres_url: str | None, *, in_process: bool
+) -> None:
+    """Decision returned → action ``dispatched``, with a worker thread in this process or an
+    ``openseal worker`` process."""
     from openseal.runtime import service
     from openseal.runtime.actions.approvals import ApprovalAuthority
     from openseal.runtime.engine.engine import Engine
@@ -143,11 +162,20 @@ def measure_approval_dispatch(report: Report, options: Options) -> None:
     count = options.pick(quick=10, default=50)
     report.parameters["approvals_per_repetition"] = count
     authority = ApprovalAuthority(local_operator=True)
-    documents = compiled(options.workdir / "approval-project", APPROVAL_WORKFLOW)
-    with loaded_store(options.workdir / "approval-home", documents) as store:
+    backend = "SQLite" if postgres_url is None else "PostgreSQL"
+    where = "in-process worker thread" if in_process else "worker process"
+    work = options.workdir / f"approvals-{backend}-{'thread' if in_process else 'process'}"
+    documents = compiled(work / "project", APPROVAL_WORKFLOW)
+    with loaded_store(work / "home", documents, postgres_url) as store:
         engine = Engine(store, worker_id="bench-approvals")
-        worker = threading.Thread(target=engine.run_forever, kwargs={"poll_interval": 1.0})
-        worker.start()
+        worker: threading.Thread | subprocess.Popen[bytes]
+        if in_process:
+            worker = threading.Thread(target=engine.run_forever, kwargs={"poll_interval": 1.0})
+            worker.start()
+        else:
+            log = work / "worker.log"
+            worker = worker_process(work / "home", log, lease=30, **store_environment(store))
+            until(lambda: b"started" in log.read_bytes(), 60)
         try:
             p50s, p95s = [], []
             for repetition in range(options.repeat + 1):  # the first is a warm-up
@@ -177,13 +205,16 @@ def measure_approval_dispatch(report: Report, options: Options) -> None:
                     p50s.append(percentile(samples, 0.50))
                     p95s.append(percentile(samples, 0.95))
         finally:
-            engine.stop()
-            worker.join(timeout=30)
-    note = "in-process worker thread, SQLite, default polling"
-    report.add(compare("approval → dispatched p50", "ms", summarize(p50s), note=note))
-    report.add(
-        compare("approval → dispatched p95", "ms", summarize(p95s), target=Target(100, on="value"))
-    )
+            if isinstance(worker, threading.Thread):
+                engine.stop()
+                worker.join(timeout=30)
+            else:
+                worker.send_signal(signal.SIGTERM)
+                worker.wait(timeout=30)
+    name = "approval → dispatched" if in_process else f"approval → dispatched, {backend}, {where}"
+    note = f"{where}, {backend}, 1 s poll"
+    report.add(compare(f"{name} p50", "ms", summarize(p50s), note=note))
+    report.add(compare(f"{name} p95", "ms", summarize(p95s), target=Target(100, on="value")))
 
 
 def until(check: Callable[[], T | None], timeout: float) -> T:
@@ -220,50 +251,66 @@ def finished(store: Store, run_id: str) -> bool:
 LEASE_SECONDS = 2.0
 
 
-def measure_recovery(report: Report, options: Options) -> None:
+def measure_recovery(report: Report, options: Options, postgres_url: str | None) -> None:
     """SIGKILL a worker process mid-turn; time until another worker process completes it."""
     repeats = options.repeat
     since_kill, since_expiry = [], []
+    backend = "SQLite" if postgres_url is None else "PostgreSQL"
     for repetition in range(repeats):
-        took, after_expiry = recover_once(options.workdir / f"recovery-{repetition}")
+        work = options.workdir / f"recovery-{backend}-{repetition}"
+        took, after_expiry = recover_once(work, postgres_url)
         since_kill.append(took)
         since_expiry.append(after_expiry)
-    note = f"lease {LEASE_SECONDS:g} s, heartbeat every {LEASE_SECONDS / 3:.2f} s, SQLite"
+    note = f"lease {LEASE_SECONDS:g} s, heartbeat every {LEASE_SECONDS / 3:.2f} s, {backend}"
     report.parameters["recovery_lease_seconds"] = LEASE_SECONDS
+    suffix = "" if postgres_url is None else ", PostgreSQL"
     report.add(
         compare(
-            "recovery: kill → turn completed", "s", summarize(since_kill),
+            f"recovery: kill → turn completed{suffix}", "s", summarize(since_kill),
             target=Target(LEASE_SECONDS + 1, on="value"), note=note,
         )
     )  # fmt: skip
     report.add(
         compare(
-            "recovery: lease expiry → turn completed", "s", summarize(since_expiry),
+            f"recovery: lease expiry → turn completed{suffix}", "s", summarize(since_expiry),
             target=Target(1, on="value"),
         )
     )  # fmt: skip
 
 
-def worker_process(home: Path, log: Path, **env: str) -> subprocess.Popen[bytes]:
+def worker_process(
+    home: Path, log: Path, lease: float = LEASE_SECONDS, **env: str
+) -> subprocess.Popen[bytes]:
     command = [
-        *openseal_command(), "worker", "--home", str(home),
-        "--lease-seconds", str(LEASE_SECONDS),
+        *openseal_command(), "worker", "--home", str(home), "--lease-seconds", str(lease),
     ]  # fmt: skip
     environment = {**os.environ, "PYTHONPATH": str(REPOSITORY), **env}
     with log.open("ab") as out:
         return subprocess.Popen(command, stdout=out, stderr=out, env=environment)
 
 
-def recover_once(work: Path) -> tuple[float, float]:
+def store_environment(store: Store) -> dict[str, str]:
+    """What a worker process needs to open ``store``: nothing for SQLite (its home), the URL
+    with the store's scratch schema for PostgreSQL."""
+    if store.dialect != "postgresql":
+        return {}
+    with store.read() as conn:
+        search_path = str(conn.exec_driver_sql("SHOW search_path").scalar())
+    url = store.engine.url.update_query_dict({"options": f"-csearch_path={search_path}"})
+    return {"OPENSEAL_DATABASE_URL": url.render_as_string(hide_password=False)}
+
+
+def recover_once(work: Path, postgres_url: str | None) -> tuple[float, float]:
     """(seconds from the kill, seconds from the lease's expiry) to the turn's completion."""
     from openseal.runtime import service
 
     documents = compiled(work / "project", ACTION_WORKFLOW)
     home, faults = work / "home", work / "faults"
     faults.mkdir(parents=True)
-    with loaded_store(home, documents) as store:
+    with loaded_store(home, documents, postgres_url) as store:
+        environment = store_environment(store)
         doomed = worker_process(
-            home, work / "doomed.log",
+            home, work / "doomed.log", **environment,
             OPENSEAL_FAULT_POINT="turn.started", OPENSEAL_FAULT_DIR=str(faults),
         )  # fmt: skip
         rescuer: subprocess.Popen[bytes] | None = None
@@ -272,14 +319,15 @@ def recover_once(work: Path) -> tuple[float, float]:
                 store, service.StartObjective("three_steps", {"n": 1}), service.CLI
             ).run
             until(lambda: (faults / "turn.started.reached").exists(), 60)
-            rescuer = worker_process(home, work / "rescuer.log")
+            rescuer = worker_process(home, work / "rescuer.log", **environment)
             until(lambda: b"started" in (work / "rescuer.log").read_bytes(), 60)
             doomed.send_signal(signal.SIGKILL)
             killed = time.time()
             doomed.wait(timeout=30)
-            expires = store.runs.get(run.id).lease_expires_at
-            assert expires is not None, "the killed worker held no lease"
-            completed = until(lambda: first_turn_completed(store, run.id), 60)
+            held = store.runs.get(run.id)
+            expires, state = held.lease_expires_at, held.current_state
+            assert expires is not None and state is not None, "the killed worker held no lease"
+            completed = until(lambda: turn_completed(store, run.id, state), 60)
         finally:
             for process in (doomed, rescuer):
                 if process is not None and process.poll() is None:
@@ -288,13 +336,14 @@ def recover_once(work: Path) -> tuple[float, float]:
     return completed - killed, completed - expires.timestamp()
 
 
-def first_turn_completed(store: Store, run_id: str) -> float | None:
-    """When a turn of the run's first state completed (the replacement of the killed one)."""
+def turn_completed(store: Store, run_id: str, state: str) -> float | None:
+    """When a turn of ``state`` completed: the replacement of the killed one (the pure states
+    before it completed in the claim's commit, before the kill)."""
     turns = schema.turns
     with store.read() as conn:
         found = conn.execute(
             sa.select(turns.c.finished_at).where(
-                turns.c.run_id == run_id, turns.c.state == "prepare", turns.c.status == "completed"
+                turns.c.run_id == run_id, turns.c.state == state, turns.c.status == "completed"
             )
         ).scalar()
     return None if found is None else float(found.timestamp())

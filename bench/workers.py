@@ -10,22 +10,33 @@ time runs from the first objective created to the last run completed.
 * runs/s for each K, and the ratio of K = 2 and K = 4 to one worker. Target at 4: ≥ 3.5×.
 * worker CPU per run: user + system time of the worker processes during the batch ÷ N; on
   a machine with fewer cores than workers (plus the database server) this is what caps K = 4.
+* statements per run: the SQL statements all worker processes sent during the batch ÷ N (on
+  PostgreSQL each is a round trip), counted by running the workers through
+  :mod:`bench.counted_worker`.
 * double executions: the skill appends its argument (unique per run) to a file with one
   ``O_APPEND`` write per call; any argument seen twice was executed twice. Target: 0.
+
+``OPENSEAL_BENCH_BASELINE=<git revision>`` also runs the workers of that revision (its
+``openseal`` package taken with ``git archive``), interleaved with the current ones in the same
+run, and reports the current figures against its: runs/s with 1 worker, and how the CPU per run
+grows from 1 to 4 workers. The revision must share the current schema.
 """
 
 from __future__ import annotations
 
 import collections
+import io
 import os
 import signal
 import subprocess
+import sys
+import tarfile
 import time
 from pathlib import Path
 
 import sqlalchemy as sa
 
-from bench.compiler import openseal_command
+from bench.counted_worker import STATEMENTS_ENV
 from bench.harness import Figure, Options, Report, Target, compare, summarize, unavailable
 from bench.postgres import scratch_schema
 from bench.runtime_support import action_workflow, compiled, engine_problem
@@ -37,10 +48,17 @@ NAME = "workers"
 WORKFLOW = "slow_steps"
 REPOSITORY = Path(__file__).resolve().parents[1]
 WORKER_COUNTS = (1, 2, 4)
+BASELINE_ENV = "OPENSEAL_BENCH_BASELINE"
 #: each worker process's log, by pid (quoted when a worker exits early)
 LOGS: dict[int, Path] = {}
-#: worker CPU milliseconds per run, by worker count, one sample per batch
-CPU_PER_RUN: dict[int, list[float]] = {}
+
+
+class Batch:
+    """What one batch measured."""
+
+    def __init__(self, seconds: float, doubled: int, cpu_ms: float, statements: float) -> None:
+        self.seconds, self.doubled = seconds, doubled
+        self.cpu_ms, self.statements = cpu_ms, statements
 
 
 def run(options: Options) -> Report:
@@ -55,28 +73,55 @@ def run(options: Options) -> Report:
     assert options.postgres_url is not None
     runs = options.pick(quick=20, default=200)
     repeat = 2 if options.quick else 3
+    baseline = os.environ.get(BASELINE_ENV)
     report.parameters.update(runs=runs, repeat=repeat, skill_sleep_ms=20, concurrency=1)
     documents = compiled(options.workdir / "project", action_workflow("slow_record", WORKFLOW))
-    rates: dict[int, list[float]] = {}
-    duplicates = 0
-    for count in WORKER_COUNTS:
-        rates[count] = []
-        for repetition in range(repeat):
-            work = options.workdir / f"k{count}-{repetition}"
-            seconds, doubled = measure(options.postgres_url, documents, work, count, runs)
-            rates[count].append(runs / seconds)
-            duplicates += doubled
-    one: Figure | None = None
-    for count in WORKER_COUNTS:
-        name = f"{count} worker process{'es' if count > 1 else ''}: runs/s"
-        target = Target(3.5, upper=False) if count == 4 else None
-        figure = report.add(compare(name, "runs/s", summarize(rates[count]), one, target))
-        one = one or figure
-    for count in WORKER_COUNTS:
+    versions: dict[str, Path | None] = {"": None}
+    if baseline:
+        versions[baseline] = checkout(baseline, options.workdir / "baseline")
+        report.parameters["baseline"] = baseline
+    batches: dict[tuple[str, int], list[Batch]] = {}
+    for repetition in range(repeat):
+        for count in WORKER_COUNTS:
+            for version, source in versions.items():  # interleaved: the same load for both
+                work = options.workdir / f"k{count}-{repetition}-{version or 'current'}"
+                batch = measure(options.postgres_url, documents, work, count, runs, source)
+                batches.setdefault((version, count), []).append(batch)
+    duplicates = sum(b.doubled for found in batches.values() for b in found)
+    single: dict[str, Figure] = {}
+    for version in versions:
+        label = f" ({version})" if version else ""
+        one: Figure | None = None
+        for count in WORKER_COUNTS:
+            name = f"{count} worker process{'es' if count > 1 else ''}{label}: runs/s"
+            target = Target(3.5, upper=False) if count == 4 and not version else None
+            rates = [runs / b.seconds for b in batches[(version, count)]]
+            figure = report.add(compare(name, "runs/s", summarize(rates), one, target))
+            one = one or figure
+        single[version] = one
+        one = None
+        for count in WORKER_COUNTS:
+            cpu = [b.cpu_ms for b in batches[(version, count)]]
+            target = Target(1.3) if count == 4 and not version else None
+            figure = report.add(
+                compare(
+                    f"{count} worker(s){label}: worker CPU per run", "ms", summarize(cpu), one,
+                    target, note="user + system time of the worker processes while the batch ran",
+                )
+            )  # fmt: skip
+            one = one or figure
+        for count in WORKER_COUNTS:
+            sent = [b.statements for b in batches[(version, count)]]
+            report.add(
+                compare(f"{count} worker(s){label}: statements per run", "", summarize(sent))
+            )
+    if baseline:
+        old = single[baseline]
         report.add(
             compare(
-                f"{count} worker(s): worker CPU per run", "ms", summarize(CPU_PER_RUN[count]),
-                note="user + system time of the worker processes while the batch ran",
+                "1 worker process: runs/s, current", "runs/s",
+                summarize([runs / b.seconds for b in batches[("", 1)]]), old,
+                Target(2, upper=False),
             )
         )  # fmt: skip
     report.parameters["cpu_count"] = os.cpu_count()
@@ -84,16 +129,29 @@ def run(options: Options) -> Report:
         compare(
             "double executions", "calls", summarize([float(duplicates)]),
             target=Target(0, on="value"),
-            note=f"over {len(WORKER_COUNTS) * repeat} batches of {runs} runs",
+            note=f"over {sum(len(found) for found in batches.values())} batches of {runs} runs",
         )
     )  # fmt: skip
     return report
 
 
+def checkout(revision: str, directory: Path) -> Path:
+    """The ``openseal`` package of ``revision``, extracted under ``directory``."""
+    archive = subprocess.run(
+        ["git", "-C", str(REPOSITORY), "archive", "--format=tar", revision, "openseal"],
+        check=True, capture_output=True,
+    ).stdout  # fmt: skip
+    directory.mkdir(parents=True)
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(directory, filter="data")
+    return directory
+
+
 def measure(
-    url: str, documents: list[object], work: Path, count: int, runs: int
-) -> tuple[float, int]:
-    """Seconds for ``runs`` runs with ``count`` workers, and how many calls were repeated."""
+    url: str, documents: list[object], work: Path, count: int, runs: int, source: Path | None
+) -> Batch:
+    """``runs`` runs with ``count`` workers (of the ``openseal`` package in ``source``, else
+    this one): seconds, calls repeated, worker CPU and statements per run."""
     from openseal.runtime import service
     from openseal.runtime.service import register_documents
 
@@ -110,7 +168,8 @@ def measure(
                 .render_as_string(hide_password=False)
             )
             workers = [
-                start_worker(work / f"worker-{i}.log", scoped, executions) for i in range(count)
+                start_worker(work / f"worker-{i}.log", scoped, executions, source)
+                for i in range(count)
             ]
             for i, process in enumerate(workers):
                 wait_for(lambda i=i: b"started" in (work / f"worker-{i}.log").read_bytes(),
@@ -123,9 +182,9 @@ def measure(
                 )
             wait_for(lambda: completed(store) >= runs, 120 + runs, *workers)
             seconds = time.perf_counter() - started
-            CPU_PER_RUN.setdefault(count, []).append(
-                (sum(cpu_seconds(p.pid) for p in workers) - cpu) / runs * 1000
-            )
+            cpu_ms = (sum(cpu_seconds(p.pid) for p in workers) - cpu) / runs * 1000
+            # Statements are counted until each worker exits: its start-up and drain too, a
+            # few dozen against thousands for the batch.
         finally:
             for process in workers:
                 process.send_signal(signal.SIGTERM)
@@ -136,20 +195,32 @@ def measure(
                     process.kill()
                     process.wait()
             store.close()
+    sent = sum(int(statements_file(p).read_text() or 0) for p in workers)
     calls = collections.Counter(executions.read_text().split())
     if len(calls) != runs:
         raise RuntimeError(f"{len(calls)} distinct runs executed their action, not {runs}")
-    return seconds, sum(n - 1 for n in calls.values())
+    return Batch(seconds, sum(n - 1 for n in calls.values()), cpu_ms, sent / runs)
 
 
-def start_worker(log: Path, url: str, executions: Path) -> subprocess.Popen[bytes]:
+def statements_file(process: subprocess.Popen[bytes]) -> Path:
+    return LOGS[process.pid].with_suffix(".statements")
+
+
+def start_worker(
+    log: Path, url: str, executions: Path, source: Path | None
+) -> subprocess.Popen[bytes]:
+    path = str(REPOSITORY) if source is None else f"{source}{os.pathsep}{REPOSITORY}"
     environment = {
         **os.environ,
         "OPENSEAL_DATABASE_URL": url,
         EXECUTIONS_ENV: str(executions),
-        "PYTHONPATH": str(REPOSITORY),
+        STATEMENTS_ENV: str(log.with_suffix(".statements")),
+        "PYTHONPATH": path,
     }
-    command = [*openseal_command(), "worker", "--home", str(log.parent), "--concurrency", "1"]
+    command = [
+        sys.executable, "-m", "bench.counted_worker", "worker", "--home", str(log.parent),
+        "--concurrency", "1",
+    ]  # fmt: skip
     with log.open("wb") as out:
         process = subprocess.Popen(command, stdout=out, stderr=out, env=environment)
     LOGS[process.pid] = log
