@@ -357,6 +357,22 @@ def test_a_change_proposal_lives_in_its_authors_scope(serve: Serve, store: Store
         # the catalogue is shared: the versions it stored are readable from every scope
         digest = proposal["targets"][0]["digest"]
         assert vic.get(f"/definitions/{digest}").status_code == 200
+        # the same change filed from another scope is that scope's own proposal, not ann's
+        # (which its author could neither see nor act on)
+        bea = token(store, "user:bea", ("author",), ("default",))
+        with server.client(bea) as other:
+            again = other.post("/proposals", json={"documents": documents})
+            assert again.status_code == 201, again.text
+            theirs = again.json()["proposal"]
+            assert theirs["id"] != proposal["id"] and theirs["scope"] == "default"
+            assert (
+                other.post("/proposals", json={"documents": documents}).json()["proposal"]["id"]
+                == theirs["id"]
+            )  # within a scope, the open one is answered again
+        assert (
+            ann.post("/proposals", json={"documents": documents}).json()["proposal"]["id"]
+            == proposal["id"]
+        )
 
 
 def test_insecure_no_auth_is_loud(capsys: pytest.CaptureFixture[str]) -> None:

@@ -257,7 +257,7 @@ def _file(
     scope: str = DEFAULT_SCOPE,
 ) -> DeployResult:
     content_key = _content_key(kind, targets)
-    existing = store.change_proposals.open_with_key(conn, content_key)
+    existing = store.change_proposals.open_with_key(conn, content_key, scope)
     if existing is not None:
         return DeployResult(existing, False, unchanged)
     plan = plan or make_plan(store, conn, targets, lookup)

@@ -242,12 +242,19 @@ class ChangeProposals(Repository):
             return [str(m) for m in found]
         return []
 
-    def open_with_key(self, conn: sa.Connection, content_key: str) -> ChangeProposal | None:
-        """The newest open proposal of exactly this content, if any."""
+    def open_with_key(
+        self, conn: sa.Connection, content_key: str, scope: str
+    ) -> ChangeProposal | None:
+        """The newest open proposal of exactly this content in ``scope``, if any (one filed in
+        another scope is not its filer's to see or act on)."""
         row = (
             conn.execute(
                 sa.select(proposals)
-                .where(proposals.c.content_key == content_key, proposals.c.status.in_(OPEN))
+                .where(
+                    proposals.c.content_key == content_key,
+                    proposals.c.status.in_(OPEN),
+                    proposals.c.scope == scope,
+                )
                 .order_by(proposals.c.created_at.desc(), proposals.c.id.desc())
                 .limit(1)
             )
