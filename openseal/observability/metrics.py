@@ -129,8 +129,8 @@ def seen_within(worker: str, seconds: float) -> bool:
 class _Combined:
     """One scrape: this process's instruments plus the collectors given (store gauges)."""
 
-    def __init__(self, collectors: Iterable[Collector]) -> None:
-        self.collectors = (REGISTRY, *collectors)
+    def __init__(self, collectors: Iterable[Collector], *, process: bool = True) -> None:
+        self.collectors = (REGISTRY, *collectors) if process else tuple(collectors)
 
     def collect(self) -> Iterable[Metric]:
         for collector in self.collectors:
@@ -153,7 +153,7 @@ class MetricsServer:
         self.thread.join(timeout=10)
 
 
-def exposition(collectors: Iterable[Collector] = ()) -> tuple[bytes, str]:
-    """The Prometheus text exposition of this process's metrics and ``collectors``, and its
-    content type."""
-    return generate_latest(_Combined(collectors)), CONTENT_TYPE_LATEST
+def exposition(collectors: Iterable[Collector] = (), *, process: bool = True) -> tuple[bytes, str]:
+    """The Prometheus text exposition of this process's metrics (unless ``process`` is False)
+    and ``collectors``, and its content type."""
+    return generate_latest(_Combined(collectors, process=process)), CONTENT_TYPE_LATEST

@@ -6,7 +6,7 @@ work. Readiness is ``store.health.readiness()``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
@@ -17,11 +17,13 @@ from openseal.runtime.store import Store
 class StoreCollector:
     """The store-derived gauges of ``/metrics``, read from ``store`` at every scrape."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, scopes: Collection[str] | None = None) -> None:
         self.store = store
+        #: the access scopes whose runs count (None: every scope)
+        self.scopes = scopes
 
     def collect(self) -> Iterable[Metric]:
-        now = self.store.health.snapshot()
+        now = self.store.health.snapshot(self.scopes)
         runs = GaugeMetricFamily("openseal_runs", "Runs by status.", labels=["status"])
         for status, count in sorted(now.runs_by_status.items()):
             runs.add_metric([status], count)

@@ -128,6 +128,25 @@ def test_metrics_after_a_known_run(serve: Serve, store: Store, tmp_path: Path) -
     assert delta("openseal_model_tokens_total", model="test-model", kind="output") == 2
     assert delta("openseal_model_call_duration_seconds_count", model="test-model") == 1
 
+    # a token for another scope sees none of these runs, and none of this process's counters
+    # (they add up every scope's work); a token for every scope sees what the operator saw
+    ops = service.tokens.create_token(
+        store, service.NewToken("user:olga", ("viewer",), ("ops",)), TESTER
+    )
+    root = service.tokens.create_token(
+        store, service.NewToken("user:root", ("viewer",), ("*",)), TESTER
+    )
+    scoped = scrape(server.url, ops.secret)
+    assert not any(value > 0 for (name, _), value in scoped.items() if name != "openseal_up"), (
+        scoped
+    )
+    assert ("openseal_ready_runs", frozenset()) in scoped  # the store's gauges, at zero
+    assert not any(name.startswith("openseal_claims") for name, _ in scoped)
+    everywhere = scrape(server.url, root.secret)
+    assert value(everywhere, "openseal_runs", status="completed") == 1
+    assert value(everywhere, "openseal_interventions_total") == 1
+    assert value(everywhere, "openseal_claims_total") == value(after, "openseal_claims_total")
+
 
 def test_metrics_need_the_api_token_when_tokens_are_configured(serve: Serve) -> None:
     server = serve(tokens=parse_tokens({f"sha256:{sha(ALICE_TOKEN)}": "user:alice"}))

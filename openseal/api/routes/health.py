@@ -4,18 +4,19 @@
 - ``GET /readyz``: the database answers, its schema is current, and — when this server runs
   workers — at least one of them is alive; 503 ``unavailable`` naming what is not (no token);
 - ``GET /metrics``: Prometheus text exposition of this process's counters and the store's
-  gauges (the same bearer token as the API when tokens are configured).
+  gauges (the same bearer token as the API when tokens are configured; a token for some scopes
+  sees only the store's gauges of those scopes).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from openseal.api.auth import caller
+from openseal.api.auth import Caller, caller
 from openseal.api.errors import error_response
 from openseal.api.state import state_of
 from openseal.api.workers import InProcessWorkers
@@ -45,7 +46,12 @@ async def readyz(request: Request) -> JSONResponse:
     return JSONResponse({"status": "ready", "checks": checks})
 
 
-@router.get("/metrics", dependencies=[Depends(caller)])
-def prometheus_metrics(request: Request) -> Response:
-    body, content_type = metrics.exposition([StoreCollector(state_of(request).store)])
+@router.get("/metrics")
+def prometheus_metrics(request: Request, who: Annotated[Caller, Depends(caller)]) -> Response:
+    """A token for every scope (or the local operator) gets every number; one for some scopes
+    gets the store's numbers of those scopes only, without this process's counters, which add
+    up every scope's work."""
+    scopes = who.grant.visible()
+    collector = StoreCollector(state_of(request).store, scopes)
+    body, content_type = metrics.exposition([collector], process=scopes is None)
     return Response(body, media_type=content_type)

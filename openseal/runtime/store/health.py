@@ -1,13 +1,15 @@
 """``store.health``: what the store says about the system right now, for probes and metrics.
 
 :meth:`Health.snapshot` reads, in one short transaction, everything ``GET /metrics`` reports
-from the store (runs by status, the ready queue, open actions and approvals, spend);
+from the store, for every scope or some (runs by status, the ready queue, open actions and
+approvals, spend);
 :meth:`Health.readiness` says whether the database answers and its schema is the one this
 openseal needs.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -70,42 +72,54 @@ def _backlog(
 class Health(Repository):
     """``store.health``: readiness and the numbers ``/metrics`` reads at every scrape."""
 
-    def snapshot(self) -> Snapshot:
-        return snapshot(self._store)
+    def snapshot(self, scopes: Collection[str] | None = None) -> Snapshot:
+        return snapshot(self._store, scopes)
 
     def readiness(self) -> Readiness:
         return readiness(self._store)
 
 
-def snapshot(store: StoreBase) -> Snapshot:
-    """Every store-derived number of ``/metrics``, read in one transaction."""
+def snapshot(store: StoreBase, scopes: Collection[str] | None = None) -> Snapshot:
+    """Every store-derived number of ``/metrics``, read in one transaction: of the runs in
+    ``scopes`` (access scopes) and what belongs to them, or of every run (None)."""
     now = store.now()
+    mine = sa.true() if scopes is None else runs.c.scope.in_(list(scopes))
+
+    def of_mine(run_id: sa.ColumnElement[str]) -> sa.ColumnElement[bool]:
+        return sa.true() if scopes is None else run_id.in_(sa.select(runs.c.id).where(mine))
+
     with store.read() as conn:
-        by_status: dict[str, int] = dict(
-            conn.execute(sa.select(runs.c.status, sa.func.count()).group_by(runs.c.status)).all()
-        )
+        by_status: dict[str, int] = dict(conn.execute(
+            sa.select(runs.c.status, sa.func.count()).where(mine).group_by(runs.c.status)
+        ).all())  # fmt: skip
         # A queued run became claimable when it last changed; a sleeping one when it was due.
         became_ready = sa.func.coalesce(runs.c.wake_at, runs.c.updated_at)
-        ready = _backlog(conn, now, became_ready, runnable(now))
+        ready = _backlog(conn, now, became_ready, sa.and_(runnable(now), mine))
         unknown = _backlog(
-            conn, now, actions.c.updated_at, actions.c.status == ActionStatus.UNKNOWN
-        )
+            conn, now, actions.c.updated_at,
+            sa.and_(actions.c.status == ActionStatus.UNKNOWN, of_mine(actions.c.run_id)),
+        )  # fmt: skip
         pending = _backlog(
-            conn, now, approvals.c.created_at, approvals.c.status == ApprovalStatus.PENDING
-        )
+            conn, now, approvals.c.created_at,
+            sa.and_(approvals.c.status == ApprovalStatus.PENDING, of_mine(approvals.c.run_id)),
+        )  # fmt: skip
         decided: dict[str, int] = dict(conn.execute(
             sa.select(approvals.c.status, sa.func.count())
-            .where(approvals.c.status != ApprovalStatus.PENDING)
+            .where(approvals.c.status != ApprovalStatus.PENDING, of_mine(approvals.c.run_id))
             .group_by(approvals.c.status)
         ).all())  # fmt: skip
-        stale = conn.execute(sa.select(sa.func.coalesce(sa.func.sum(runs.c.stale_writes), 0)))
-        interventions = conn.execute(
-            sa.select(sa.func.count()).select_from(events).where(events.c.type == INTERVENED)
+        stale = conn.execute(
+            sa.select(sa.func.coalesce(sa.func.sum(runs.c.stale_writes), 0)).where(mine)
         )
+        interventions = conn.execute(
+            sa.select(sa.func.count()).select_from(events)
+            .where(events.c.type == INTERVENED, of_mine(events.c.run_id))
+        )  # fmt: skip
         spend_rows = conn.execute(
             sa.select(reservations.c.scope, reservations.c.currency, reservations.c.status,
                       sa.func.sum(reservations.c.amount))
-            .where(reservations.c.status.in_(["reserved", "committed"]))
+            .where(reservations.c.status.in_(["reserved", "committed"]),
+                   of_mine(reservations.c.run_id))
             .group_by(reservations.c.scope, reservations.c.currency, reservations.c.status)
         ).all()  # fmt: skip
         stale_writes, intervened = int(stale.scalar_one()), int(interventions.scalar_one())
