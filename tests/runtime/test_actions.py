@@ -21,7 +21,7 @@ from tests.runtime.action_support import (  # noqa: F401
     flow,
     simulator_fixture,
 )
-from tests.runtime.engine_support import assert_gap_free, event_types
+from tests.runtime.engine_support import assert_conforms, assert_gap_free, event_types
 from tests.runtime.support import eventually
 
 
@@ -245,7 +245,7 @@ def test_same_key_retry_settles_an_unknown_outcome(
     simulator.set_fault(drop_response_after_create=1)
     f.run_until_idle()
     assert f.status(run) == RunStatus.SLEEPING
-    assert store.runs.get(run.id).waiting["kind"] == "reconcile"  # type: ignore[index]
+    assert assert_conforms(store.runs.get(run.id)).waiting["kind"] == "reconcile"  # type: ignore[index]
     eventually(lambda: f.run_until_idle() or f.status(run) == RunStatus.COMPLETED)
     [order] = simulator.orders()
     action = the_action(store, run)

@@ -19,7 +19,15 @@ from openseal.runtime.statuses import AgentRequestStatus as S
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import AgentRequest, Store
 from openseal.runtime.store.records import Run
-from tests.runtime.engine_support import DEFS, REPO, compile_files, engine, register, scripted
+from tests.runtime.engine_support import (
+    DEFS,
+    REPO,
+    assert_conforms,
+    compile_files,
+    engine,
+    register,
+    scripted,
+)
 
 BUDGET = REPO / "definitions" / "budget_check" / "hcl"
 PICK = {"output": {"vendor": "northwind", "total": 11490}}
@@ -129,7 +137,7 @@ def test_a_clarification_round_trip_restarts_the_work_with_the_answer(
     assert kinds.runs.get(run.id).wake_at is not None  # the caller is woken for the question
     woken = worker.run_until_idle()
     assert len(woken) == 1  # one look at the question, then it waits (no wake-up loop)
-    assert kinds.runs.get(run.id).status == RunStatus.WAITING_FOR_AGENT
+    assert assert_conforms(kinds.runs.get(run.id)).status == RunStatus.WAITING_FOR_AGENT
 
     answered = service.step_agent_request(
         kinds,

@@ -25,7 +25,7 @@ from openseal.runtime.engine.models import retry
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
 from tests.runtime import gateway_skills
-from tests.runtime.engine_support import compile_files, event_types, register
+from tests.runtime.engine_support import assert_conforms, compile_files, event_types, register
 from tests.runtime.gateway_support import DEFS, activities
 from tests.runtime.models.chat_server import ChatServer, Reply, completion, stream_chunks
 from tests.runtime.support import Backend
@@ -205,7 +205,7 @@ def test_a_429_storm_sleeps_the_run_as_long_as_retry_after_asks_and_costs_no_mod
     started = clock.now
     work(timed)
 
-    sleeping = timed.runs.get(run_id)
+    sleeping = assert_conforms(timed.runs.get(run_id))
     assert sleeping.status == RunStatus.SLEEPING
     assert sleeping.lease_owner is None
     assert sleeping.wake_at == started + timedelta(seconds=120)
