@@ -28,6 +28,12 @@ from typing_extensions import TypedDict
 #: the schema placeholder :mod:`~openseal.compiler.output.schemas` swaps for a ``$ref``
 SCHEMA_REF = "x-openseal-ref"
 
+#: the roles a token grants, least to most; approver, reviewer and decider lists may name one
+#: as ``role:R`` (the compiler checks the name, the runtime grants and matches it)
+TOKEN_ROLES = ("viewer", "operator", "approver", "author", "reviewer", "decider", "admin")
+#: in approver, reviewer and decider lists: ``role:approver`` names whoever holds that role
+ROLE_PREFIX = "role:"
+
 
 @dataclass(frozen=True)
 class SchemaRef:
@@ -341,7 +347,9 @@ class RunContext(TypedDict):
 
 
 __all__ = [
+    "ROLE_PREFIX",
     "STATE_SETTINGS",
+    "TOKEN_ROLES",
     "ActionSettings",
     "AgentWait",
     "ApprovalSettings",

@@ -84,6 +84,7 @@ CODES: dict[str, str] = {
     "OS508": "skill requiring approval used in a runbook",
     "OS509": "turn offers a skill the model can never call",
     "OS510": "retry on an effect where nothing applies it",
+    "OS511": "unknown token role in an approver, reviewer or decider list",
 }
 
 

@@ -23,24 +23,17 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from openseal.contract import ROLE_PREFIX, TOKEN_ROLES
 from openseal.errors import RuntimeFailure
 from openseal.runtime.store import DEFAULT_SCOPE, NotFound, Run, Store
 
-VIEWER = "viewer"
-OPERATOR = "operator"
-APPROVER = "approver"
-AUTHOR = "author"
-REVIEWER = "reviewer"
-DECIDER = "decider"
-ADMIN = "admin"
 #: every role, least to most
-ROLES = (VIEWER, OPERATOR, APPROVER, AUTHOR, REVIEWER, DECIDER, ADMIN)
+ROLES = TOKEN_ROLES
+VIEWER, OPERATOR, APPROVER, AUTHOR, REVIEWER, DECIDER, ADMIN = ROLES
 
 #: in a grant's scopes: every scope
 ANY_SCOPE = "*"
 
-#: in approver, reviewer and decider lists: ``role:approver`` names whoever holds that role
-ROLE_PREFIX = "role:"
 
 _READS = (
     "definitions.get", "deployments.list", "deployments.history", "proposals.list",

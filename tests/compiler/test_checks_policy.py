@@ -40,6 +40,7 @@ CASES: list[tuple[Check, str, str]] = [
     ),
     (policy.check_turn_skills_only_read, "OS509", "os509_turn_skills_only_read.hcl"),
     (policy.check_retry_can_apply, "OS510", "os510_retry_can_apply.hcl"),
+    (policy.check_role_names, "OS511", "os511_role_names.hcl"),
 ]
 
 

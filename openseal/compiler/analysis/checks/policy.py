@@ -4,14 +4,16 @@ Who may call what (``OS501``), how risky (``OS502``), whether a mutation can be
 reconciled (``OS503``), whether it waits for an approval of exactly what it
 sends (``OS504``), whether bindings only narrow (``OS505``), no literal secrets
 (``OS506``), no approval-requiring skill in a runbook (``OS508``), a warning
-for a turn that offers the model a skill with effects (``OS509``), and no ``retry`` on an
-effect where nothing would apply it (``OS510``).
+for a turn that offers the model a skill with effects (``OS509``), no ``retry`` on an
+effect where nothing would apply it (``OS510``), and no unknown token role named in an
+approver, reviewer or decider list (``OS511``).
 
 A reference that does not resolve is skipped here: resolve has reported it.
 """
 
 from __future__ import annotations
 
+import difflib
 import functools
 import re
 from collections.abc import Iterator
@@ -46,6 +48,7 @@ from openseal.compiler.definitions.specs import (
 from openseal.compiler.diagnostics import Diagnostic, Related, error, warning
 from openseal.compiler.lang import expr as ex
 from openseal.compiler.syntax.spans import Span
+from openseal.contract import ROLE_PREFIX, TOKEN_ROLES
 
 # --------------------------------------------------------------------------- OS501
 
@@ -518,6 +521,50 @@ def check_retry_can_apply(analysis: Analysis, graphs: Graphs) -> list[Diagnostic
     return out
 
 
+# --------------------------------------------------------------------------- OS511
+
+KeyPath = tuple[str, ...]
+#: the lists of principals whose entries may name a token role as ``role:R``
+_PRINCIPAL_LISTS = frozenset({"approvers", "reviewers", "deciders"})
+
+
+def check_role_names(analysis: Analysis, graphs: Graphs) -> list[Diagnostic]:
+    """Every ``role:R`` in an approver, reviewer or decider list names a role a token grants:
+    a misspelt one would match nobody, and the approval or change wait for ever."""
+    out: list[Diagnostic] = []
+    for definition in analysis.definitions.values():
+        for path, entries in _principal_lists(definition.spec, ()):
+            for entry in entries:
+                role = entry.removeprefix(ROLE_PREFIX)
+                if not entry.startswith(ROLE_PREFIX) or role in TOKEN_ROLES:
+                    continue
+                message = (
+                    f"`{entry}` in {'.'.join(path)} names no role a token grants "
+                    f"({', '.join(TOKEN_ROLES)}); it would match nobody"
+                )
+                close = difflib.get_close_matches(role, TOKEN_ROLES, n=1)
+                span = definition.key_spans.get(path) or definition.name_span
+                suggestion = f"did you mean `{ROLE_PREFIX}{close[0]}`?" if close else None
+                out.append(error("OS511", message, span, suggestion=suggestion))
+    return out
+
+
+def _principal_lists(
+    value: object, path: tuple[str, ...]
+) -> Iterator[tuple[tuple[str, ...], list[str]]]:
+    """Each approver, reviewer or decider list in a spec, with its key path."""
+    if isinstance(value, BaseModel):
+        for name in type(value).model_fields:
+            item = getattr(value, name)
+            if name in _PRINCIPAL_LISTS and isinstance(item, list):
+                yield (*path, name), [str(entry) for entry in item]
+            else:
+                yield from _principal_lists(item, (*path, name))
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _principal_lists(item, (*path, str(key)))
+
+
 POLICY_CHECKS: tuple[Check, ...] = (
     check_skills_are_bound,
     check_risk_ceiling,
@@ -528,4 +575,5 @@ POLICY_CHECKS: tuple[Check, ...] = (
     check_runbook_skills_need_no_approval,
     check_turn_skills_only_read,
     check_retry_can_apply,
+    check_role_names,
 )
