@@ -169,6 +169,10 @@ def test_deploy_and_proposals_go_through_the_server_as_each_token(
     assert proposal["author"] == "user:alice" and proposal["status"] == "proposed"
     again = cli("deploy", str(defs), *at)
     assert again[1].startswith(f"change proposal {proposal['id']} is already open")
+    # waiting for activation asks the server for the proposal until it gives up
+    code, out, err = cli("deploy", str(defs), "--wait-for-activation", "--timeout", "0", *at)
+    assert code == 1 and out.endswith(f"change proposal {proposal['id']} is proposed\n")
+    assert err.endswith("is still proposed after waiting 0 s for activation\n"), err
     assert proposal["id"] in both(cli, live.url, "proposals", "list")
     both(cli, live.url, "proposals", "list", "--status", "proposed", "-o", "json")
     shown = both(cli, live.url, "proposals", "show", proposal["id"][:12], "--events")
