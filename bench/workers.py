@@ -13,6 +13,10 @@ time runs from the first objective created to the last run completed.
 * statements per run: the SQL statements all worker processes sent during the batch ÷ N (on
   PostgreSQL each is a round trip), counted by running the workers through
   :mod:`bench.counted_worker`.
+* idle workers: 2 processes of 4 threads each, and 50 objectives created one at a time, each
+  once the previous run completed: every run arrives while 8 threads wait (polling once a
+  minute, so that only wake-ups move them). Statements and worker CPU per run show what
+  waking them costs.
 * double executions: the skill appends its argument (unique per run) to a file with one
   ``O_APPEND`` write per call; any argument seen twice was executed twice. Target: 0.
 
@@ -48,6 +52,8 @@ NAME = "workers"
 WORKFLOW = "slow_steps"
 REPOSITORY = Path(__file__).resolve().parents[1]
 WORKER_COUNTS = (1, 2, 4)
+#: idle workers: processes and threads each, woken for runs that arrive one at a time
+IDLE = (2, 4)
 BASELINE_ENV = "OPENSEAL_BENCH_BASELINE"
 #: each worker process's log, by pid (quoted when a worker exits early)
 LOGS: dict[int, Path] = {}
@@ -87,6 +93,15 @@ def run(options: Options) -> Report:
                 work = options.workdir / f"k{count}-{repetition}-{version or 'current'}"
                 batch = measure(options.postgres_url, documents, work, count, runs, source)
                 batches.setdefault((version, count), []).append(batch)
+    idle = options.pick(quick=10, default=50)
+    for repetition in range(repeat):
+        for version, source in versions.items():
+            work = options.workdir / f"idle-{repetition}-{version or 'current'}"
+            batch = measure(
+                options.postgres_url, documents, work, IDLE[0], idle, source,
+                threads=IDLE[1], one_at_a_time=True,
+            )  # fmt: skip
+            batches.setdefault((version, 0), []).append(batch)
     duplicates = sum(b.doubled for found in batches.values() for b in found)
     single: dict[str, Figure] = {}
     for version in versions:
@@ -115,6 +130,12 @@ def run(options: Options) -> Report:
             report.add(
                 compare(f"{count} worker(s){label}: statements per run", "", summarize(sent))
             )
+    idle_name = f"{IDLE[0]} processes of {IDLE[1]} threads, runs one at a time"
+    for version in versions:
+        label = f" ({version})" if version else ""
+        for unit, name, pick in (("", "statements", "statements"), ("ms", "worker CPU", "cpu_ms")):
+            values = [getattr(b, pick) for b in batches[(version, 0)]]
+            report.add(compare(f"{idle_name}{label}: {name} per run", unit, summarize(values)))
     if baseline:
         old = single[baseline]
         report.add(
@@ -148,10 +169,20 @@ def checkout(revision: str, directory: Path) -> Path:
 
 
 def measure(
-    url: str, documents: list[object], work: Path, count: int, runs: int, source: Path | None
+    url: str,
+    documents: list[object],
+    work: Path,
+    count: int,
+    runs: int,
+    source: Path | None,
+    *,
+    threads: int = 1,
+    one_at_a_time: bool = False,
 ) -> Batch:
-    """``runs`` runs with ``count`` workers (of the ``openseal`` package in ``source``, else
-    this one): seconds, calls repeated, worker CPU and statements per run."""
+    """``runs`` runs with ``count`` workers of ``threads`` threads (of the ``openseal`` package
+    in ``source``, else this one): seconds, calls repeated, worker CPU and statements per run.
+    ``one_at_a_time``: each objective is created once the previous run completed, so the
+    workers are idle whenever a run arrives."""
     from openseal.runtime import service
     from openseal.runtime.service import register_documents
 
@@ -168,7 +199,15 @@ def measure(
                 .render_as_string(hide_password=False)
             )
             workers = [
-                start_worker(work / f"worker-{i}.log", scoped, executions, source)
+                start_worker(
+                    work / f"worker-{i}.log",
+                    scoped,
+                    executions,
+                    source,
+                    threads,
+                    # idle workers: a poll a minute, so what they cost is their wake-ups
+                    poll=60 if one_at_a_time else 1,
+                )
                 for i in range(count)
             ]
             for i, process in enumerate(workers):
@@ -180,6 +219,8 @@ def measure(
                 service.create_objective(
                     store, service.StartObjective(WORKFLOW, {"n": i}), service.CLI
                 )
+                if one_at_a_time:
+                    wait_for(lambda i=i: completed(store) > i, 120, *workers)  # type: ignore[misc]
             wait_for(lambda: completed(store) >= runs, 120 + runs, *workers)
             seconds = time.perf_counter() - started
             cpu_ms = (sum(cpu_seconds(p.pid) for p in workers) - cpu) / runs * 1000
@@ -207,7 +248,7 @@ def statements_file(process: subprocess.Popen[bytes]) -> Path:
 
 
 def start_worker(
-    log: Path, url: str, executions: Path, source: Path | None
+    log: Path, url: str, executions: Path, source: Path | None, threads: int = 1, poll: float = 1
 ) -> subprocess.Popen[bytes]:
     path = str(REPOSITORY) if source is None else f"{source}{os.pathsep}{REPOSITORY}"
     environment = {
@@ -219,10 +260,12 @@ def start_worker(
     }
     command = [
         sys.executable, "-m", "bench.counted_worker", "worker", "--home", str(log.parent),
-        "--concurrency", "1",
+        "--concurrency", str(threads), "--poll-interval", str(poll),
     ]  # fmt: skip
     with log.open("wb") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=out, env=environment)
+        # Started in its own directory: ``-m`` puts the working directory first on the path,
+        # where this checkout's ``openseal`` would shadow the baseline's.
+        process = subprocess.Popen(command, stdout=out, stderr=out, env=environment, cwd=log.parent)
     LOGS[process.pid] = log
     return process
 
