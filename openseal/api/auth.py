@@ -31,9 +31,11 @@ import hmac
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
 import yaml
-from fastapi import Request
+from fastapi import Request, Security
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from openseal.api.errors import ApiError
 from openseal.errors import UsageError
@@ -230,7 +232,20 @@ def _stored(store: Store, token: str, found: tuple[str, Grant] | None) -> tuple[
     return row.principal, grant
 
 
-def caller(request: Request) -> Caller:
+#: the scheme the OpenAPI document declares for every operation; the header itself is read and
+#: refused (with the one error shape, not FastAPI's) by :func:`identify`
+BEARER = HTTPBearer(
+    scheme_name="bearer",
+    auto_error=False,
+    description="A token from `openseal tokens create` (or a token file). Without tokens "
+    "configured, the local operator calls from this machine with none.",
+)
+
+
+def caller(
+    request: Request,
+    _declared: Annotated[HTTPAuthorizationCredentials | None, Security(BEARER)] = None,
+) -> Caller:
     """FastAPI dependency: the calling principal."""
     from openseal.api.local import is_local_connection
     from openseal.api.state import state_of

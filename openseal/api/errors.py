@@ -154,17 +154,34 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(Exception, unexpected)
 
 
-#: OpenAPI ``responses`` entries for the error statuses an operation may answer
-def responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    described = {
-        401: "No or an unknown bearer token",
-        403: "Refused for this caller",
-        404: "Not found",
-        409: "Conflict: stale revision, idempotency key reuse, or a state that forbids it",
-        422: "Invalid request",
-        501: "Not served: the capability is not configured on this server",
-        502: "An upstream endpoint (the model) failed",
-        503: "Unavailable for now (the database, or the model endpoint); retry",
-    }
-    wanted = sorted({401, 422, *statuses})
-    return {s: {"model": ErrorBody, "description": described[s]} for s in wanted}
+#: what each error status means, for the OpenAPI document
+ERROR_STATUSES: dict[int, str] = {
+    401: "No or an unknown bearer token",
+    403: "Refused for this caller (it holds none of the roles the operation needs)",
+    404: "Not found",
+    409: "Conflict: stale revision, idempotency key reuse, or a state that forbids it",
+    413: "The request body is larger than the server accepts",
+    422: "Invalid request",
+    500: "Internal error (the message carries a reference to the server's log)",
+    501: "Not served: the capability is not configured on this server",
+    502: "An upstream endpoint (the model) failed",
+    503: "Unavailable for now (the database, or the model endpoint); retry",
+}
+#: what every operation may answer: no or a bad token, a role it lacks, a body over the limit,
+#: an invalid request, an internal error, the database unavailable
+EVERY_OPERATION = (401, 403, 413, 422, 500, 503)
+
+
+def responses(
+    *statuses: int, ok: type[BaseModel] | None = None, ok_statuses: tuple[int, ...] = (200,)
+) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` for an operation: ``ok`` (the document it answers with, under
+    each of ``ok_statuses``) and the error statuses it may answer besides
+    :data:`EVERY_OPERATION`, each with the one error shape (:class:`ErrorBody`)."""
+    declared: dict[int | str, dict[str, Any]] = {}
+    if ok is not None:
+        for status in ok_statuses:
+            declared[status] = {"model": ok, "description": "Success"}
+    for status in sorted({*EVERY_OPERATION, *statuses}):
+        declared[status] = {"model": ErrorBody, "description": ERROR_STATUSES[status]}
+    return declared

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query
 
+from openseal.api import documents
 from openseal.api.auth import Caller
 from openseal.api.capabilities import requires
 from openseal.api.console.layout import lay_out
@@ -26,12 +27,12 @@ from openseal.runtime import service
 from openseal.runtime.store import DefinitionVersion, Run
 from openseal.wire import jsonable
 
-router = APIRouter(tags=["console"])
+router = APIRouter(tags=["console"], route_class=documents.Documented)
 
 Ref = Annotated[str, Path(min_length=1, max_length=80, description="Approval id or proposal hash")]
 
 
-@router.get("/me", operation_id="console.me", responses=responses())
+@router.get("/me", operation_id="console.me", responses=responses(ok=documents.Me))
 def who_am_i(state: State, who: Who) -> dict[str, Any]:
     """The calling principal, its roles and scopes, and for each operation whether this caller
     may use it here (``allowed``) and why not (``reason``): the capability's availability, then
@@ -90,7 +91,7 @@ def _decider_refusal(state: ApiState, who: Caller) -> str | None:
     "/console/runs",
     operation_id="console.runs",
     dependencies=requires("runs.list"),
-    responses=responses(422),
+    responses=responses(422, ok=documents.ConsoleRuns),
 )
 def list_runs(
     state: State,
@@ -137,7 +138,7 @@ def _row(run: Run, version: DefinitionVersion) -> dict[str, Any]:
     "/console/runs/{run_id}",
     operation_id="console.run",
     dependencies=requires("runs.show"),
-    responses=responses(404),
+    responses=responses(404, ok=documents.ConsoleRun),
 )
 def show_run(run_id: Id, state: State, who: Who) -> dict[str, Any]:
     """One run with its graph laid out for drawing, the state it is in, the states it went
@@ -167,7 +168,7 @@ def _outputs(context: Mapping[str, Any]) -> dict[str, Any]:
     "/console/approvals/{ref}",
     operation_id="console.approval",
     dependencies=requires("approvals.show"),
-    responses=responses(404),
+    responses=responses(404, ok=documents.ConsoleApproval),
 )
 def show_approval(ref: Ref, state: State, who: Who) -> dict[str, Any]:
     """The approval with the exact proposal, its hash, the skill with the grants that allow it

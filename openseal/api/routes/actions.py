@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query
 
+from openseal.api import documents
 from openseal.api.capabilities import requires
 from openseal.api.errors import responses
 from openseal.api.models import ActionResolution
@@ -24,7 +25,7 @@ from openseal.api.routes.common import (
 from openseal.runtime import service
 from openseal.wire import jsonable
 
-router = APIRouter(tags=["actions"])
+router = APIRouter(tags=["actions"], route_class=documents.Documented)
 
 Ref = Annotated[str, Path(min_length=1, max_length=300, description="Action id or action key")]
 
@@ -33,7 +34,7 @@ Ref = Annotated[str, Path(min_length=1, max_length=300, description="Action id o
     "/actions",
     operation_id="actions.list",
     dependencies=requires("actions.list"),
-    responses=responses(),
+    responses=responses(ok=documents.ActionPage),
 )
 def list_actions(
     state: State,
@@ -58,7 +59,7 @@ def list_actions(
     "/actions/{ref}",
     operation_id="actions.show",
     dependencies=requires("actions.show"),
-    responses=responses(404),
+    responses=responses(404, ok=documents.ActionShown),
 )
 def show_action(ref: Ref, state: State, who: Who) -> dict[str, Any]:
     """The action, its exact proposal and its spend reservations."""
@@ -74,7 +75,7 @@ def show_action(ref: Ref, state: State, who: Who) -> dict[str, Any]:
     "/actions/{ref}/reconcile",
     operation_id="actions.reconcile",
     dependencies=requires("actions.reconcile"),
-    responses=responses(404, 409),
+    responses=responses(404, 409, ok=documents.ActionReconciled),
 )
 def reconcile(ref: Ref, state: State, who: Who) -> dict[str, Any]:
     """Ask the destination about an action whose outcome is open (lookup or same-key retry).
@@ -90,7 +91,7 @@ def reconcile(ref: Ref, state: State, who: Who) -> dict[str, Any]:
     "/actions/{ref}/resolve",
     operation_id="actions.resolve",
     dependencies=requires("actions.resolve"),
-    responses=responses(404, 409),
+    responses=responses(404, 409, ok=documents.ActionChanged),
 )
 def resolve(ref: Ref, body: ActionResolution, state: State, who: Who) -> dict[str, Any]:
     """Settle an action by hand after checking the destination; the run then continues."""

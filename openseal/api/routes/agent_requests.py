@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request
 
+from openseal.api import documents
 from openseal.api.auth import Caller
 from openseal.api.capabilities import requires
 from openseal.api.errors import responses
@@ -28,7 +29,7 @@ from openseal.api.state import state_of
 from openseal.runtime import service
 from openseal.wire import jsonable
 
-router = APIRouter(tags=["agent requests"])
+router = APIRouter(tags=["agent requests"], route_class=documents.Documented)
 
 RequestId = Annotated[
     str, Path(min_length=1, max_length=200, description="An agent request id (or a prefix)")
@@ -54,7 +55,7 @@ def _step(state: Any, who: Caller, request_id: str, step: str, **fields: Any) ->
     "/agent-requests",
     operation_id="agent_requests.list",
     dependencies=requires("agent_requests.list"),
-    responses=responses(),
+    responses=responses(ok=documents.AgentRequests),
 )
 def list_requests(
     state: State,
@@ -75,7 +76,7 @@ def list_requests(
     "/agent-requests/{request_id}",
     operation_id="agent_requests.show",
     dependencies=requires("agent_requests.show"),
-    responses=responses(404),
+    responses=responses(404, ok=documents.AgentRequestShown),
 )
 def show_request(request_id: RequestId, state: State, who: Who) -> dict[str, Any]:
     """The request: goal, inputs, expected output, clarification rounds, reviews, child run."""
@@ -87,7 +88,7 @@ def show_request(request_id: RequestId, state: State, who: Who) -> dict[str, Any
     "/agent-requests/{request_id}/accept",
     operation_id="agent_requests.accept",
     dependencies=requires("agent_requests.accept", _named("accept")),
-    responses=responses(403, 404, 409),
+    responses=responses(403, 404, 409, ok=documents.AgentRequestShown),
 )
 def accept(request_id: RequestId, body: Empty, state: State, who: Who) -> dict[str, Any]:
     """The callee takes a ``requested`` request on."""
@@ -98,7 +99,7 @@ def accept(request_id: RequestId, body: Empty, state: State, who: Who) -> dict[s
     "/agent-requests/{request_id}/decline",
     operation_id="agent_requests.decline",
     dependencies=requires("agent_requests.decline", _named("decline")),
-    responses=responses(403, 404, 409),
+    responses=responses(403, 404, 409, ok=documents.AgentRequestShown),
 )
 def decline(
     request_id: RequestId, body: AgentRequestDecline, state: State, who: Who
@@ -111,7 +112,7 @@ def decline(
     "/agent-requests/{request_id}/ask",
     operation_id="agent_requests.ask",
     dependencies=requires("agent_requests.ask", _named("ask")),
-    responses=responses(403, 404, 409),
+    responses=responses(403, 404, 409, ok=documents.AgentRequestShown),
 )
 def ask(
     request_id: RequestId, body: AgentRequestQuestion, state: State, who: Who
@@ -124,7 +125,7 @@ def ask(
     "/agent-requests/{request_id}/clarify",
     operation_id="agent_requests.clarify",
     dependencies=requires("agent_requests.clarify", _named("clarify")),
-    responses=responses(403, 404, 409),
+    responses=responses(403, 404, 409, ok=documents.AgentRequestShown),
 )
 def clarify(
     request_id: RequestId, body: AgentRequestAnswer, state: State, who: Who
@@ -137,7 +138,7 @@ def clarify(
     "/agent-requests/{request_id}/complete",
     operation_id="agent_requests.complete",
     dependencies=requires("agent_requests.complete", _named("complete")),
-    responses=responses(403, 404, 409, 422),
+    responses=responses(403, 404, 409, 422, ok=documents.AgentRequestShown),
 )
 def complete(
     request_id: RequestId, body: AgentRequestCompletion, state: State, who: Who
@@ -150,7 +151,7 @@ def complete(
     "/agent-requests/{request_id}/review",
     operation_id="agent_requests.review",
     dependencies=requires("agent_requests.review", _named("review")),
-    responses=responses(403, 404, 409),
+    responses=responses(403, 404, 409, ok=documents.AgentRequestShown),
 )
 def review(
     request_id: RequestId, body: AgentRequestReview, state: State, who: Who

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query
 
+from openseal.api import documents
 from openseal.api.capabilities import requires
 from openseal.api.errors import responses
 from openseal.api.models import ApprovalDecision
@@ -29,7 +30,7 @@ from openseal.api.routes.common import (
 from openseal.runtime import service
 from openseal.wire import jsonable
 
-router = APIRouter(tags=["approvals"])
+router = APIRouter(tags=["approvals"], route_class=documents.Documented)
 
 Ref = Annotated[str, Path(min_length=1, max_length=80, description="Approval id or proposal hash")]
 
@@ -38,7 +39,7 @@ Ref = Annotated[str, Path(min_length=1, max_length=80, description="Approval id 
     "/approvals",
     operation_id="approvals.list",
     dependencies=requires("approvals.list"),
-    responses=responses(),
+    responses=responses(ok=documents.ApprovalPage),
 )
 def list_approvals(
     state: State,
@@ -63,7 +64,7 @@ def list_approvals(
     "/approvals/{ref}",
     operation_id="approvals.show",
     dependencies=requires("approvals.show"),
-    responses=responses(404),
+    responses=responses(404, ok=documents.ApprovalShown),
 )
 def show_approval(ref: Ref, state: State, who: Who) -> dict[str, Any]:
     """The approval, every field of the exact proposal, and the hash to decide on."""
@@ -81,7 +82,7 @@ def show_approval(ref: Ref, state: State, who: Who) -> dict[str, Any]:
     "/approvals/{ref}/decision",
     operation_id="approvals.decide",
     dependencies=requires("approvals.decide"),
-    responses=responses(403, 404, 409, 501),
+    responses=responses(403, 404, 409, 501, ok=documents.ApprovalDecided),
 )
 def decide(ref: Ref, body: ApprovalDecision, state: State, who: Who) -> dict[str, Any]:
     """Approve, reject or request changes on the proposal whose ``hash`` you were shown.

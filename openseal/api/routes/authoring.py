@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Header
 
-from openseal.api import idempotency
+from openseal.api import documents, idempotency
 from openseal.api.capabilities import requires
 from openseal.api.errors import ApiError, responses
 from openseal.api.models import AuthoringDraftBody
@@ -16,7 +16,7 @@ from openseal.api.routes.common import State, Who, runtime_caller
 from openseal.authoring import AuthoringRequest, active_governance, draft, propose
 from openseal.wire import jsonable
 
-router = APIRouter(tags=["authoring"])
+router = APIRouter(tags=["authoring"], route_class=documents.Documented)
 
 
 OPERATION = "authoring.draft"
@@ -33,7 +33,7 @@ Key = Annotated[
     "/authoring/drafts",
     operation_id=OPERATION,
     dependencies=requires(OPERATION),
-    responses=responses(409, 422, 501, 502, 503),
+    responses=responses(409, 422, 501, 502, 503, ok=documents.Draft, ok_statuses=(200, 201)),
     status_code=200,
 )
 def create_draft(body: AuthoringDraftBody, state: State, who: Who, key: Key = None) -> Any:

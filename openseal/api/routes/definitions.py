@@ -6,13 +6,14 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path
 
+from openseal.api import documents
 from openseal.api.capabilities import requires
 from openseal.api.errors import responses
 from openseal.api.routes.common import State
 from openseal.runtime import service
 from openseal.wire import jsonable
 
-router = APIRouter(tags=["definitions"])
+router = APIRouter(tags=["definitions"], route_class=documents.Documented)
 
 Digest = Annotated[str, Path(min_length=1, max_length=80, description="sha256 (prefix optional)")]
 
@@ -21,7 +22,7 @@ Digest = Annotated[str, Path(min_length=1, max_length=80, description="sha256 (p
     "/definitions/{digest}",
     operation_id="definitions.get",
     dependencies=requires("definitions.get"),
-    responses=responses(404),
+    responses=responses(404, ok=documents.DefinitionDocument),
 )
 def get_definition(digest: Digest, state: State) -> dict[str, Any]:
     """The compiled document stored under ``digest``, with its kind and name."""

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Response
 
+from openseal.api import documents
 from openseal.api.capabilities import requires
 from openseal.api.errors import responses
 from openseal.api.models import (
@@ -32,7 +33,7 @@ from openseal.runtime import service
 from openseal.runtime.service import governance as gov
 from openseal.wire import jsonable
 
-router = APIRouter(tags=["deployments"])
+router = APIRouter(tags=["deployments"], route_class=documents.Documented)
 
 Name = Annotated[str, Path(min_length=1, max_length=200, description="A deployment name")]
 
@@ -41,7 +42,7 @@ Name = Annotated[str, Path(min_length=1, max_length=200, description="A deployme
     "/deployments",
     operation_id="deployments.list",
     dependencies=requires("deployments.list"),
-    responses=responses(),
+    responses=responses(ok=documents.Deployments),
 )
 def list_deployments(state: State) -> dict[str, Any]:
     """Every deployment with its active version and who activated it."""
@@ -52,7 +53,7 @@ def list_deployments(state: State) -> dict[str, Any]:
     "/deployments/{name}/history",
     operation_id="deployments.history",
     dependencies=requires("deployments.history"),
-    responses=responses(404),
+    responses=responses(404, ok=documents.DeploymentHistory),
 )
 def deployment_history(name: Name, state: State) -> dict[str, Any]:
     """Every activation of the deployment, oldest first."""
@@ -63,7 +64,7 @@ def deployment_history(name: Name, state: State) -> dict[str, Any]:
     "/deployments/{name}/rollback",
     operation_id="deployments.rollback",
     dependencies=requires("deployments.rollback"),
-    responses=responses(404, 409),
+    responses=responses(404, 409, ok=documents.Filing, ok_statuses=(201, 200)),
     status_code=201,
 )
 def rollback(name: Name, body: Rollback, state: State, who: Who, response: Response) -> Any:
@@ -77,7 +78,7 @@ def rollback(name: Name, body: Rollback, state: State, who: Who, response: Respo
     "/proposals",
     operation_id="proposals.list",
     dependencies=requires("proposals.list"),
-    responses=responses(),
+    responses=responses(ok=documents.ProposalPage),
 )
 def list_proposals(
     state: State,
@@ -103,7 +104,7 @@ def list_proposals(
     "/proposals",
     operation_id="proposals.file",
     dependencies=requires("proposals.file"),
-    responses=responses(409),
+    responses=responses(409, ok=documents.Filing, ok_statuses=(201, 200)),
     status_code=201,
 )
 def file_proposal(body: ProposalFiling, state: State, who: Who, response: Response) -> Any:
@@ -121,7 +122,7 @@ def file_proposal(body: ProposalFiling, state: State, who: Who, response: Respon
     "/proposals/{proposal_id}",
     operation_id="proposals.show",
     dependencies=requires("proposals.show"),
-    responses=responses(404),
+    responses=responses(404, ok=documents.ProposalShown),
 )
 def show_proposal(proposal_id: Id, state: State, who: Who) -> dict[str, Any]:
     """The proposal with its targets, base, policy, decision and semantic diff, its reviews and
@@ -138,7 +139,7 @@ def show_proposal(proposal_id: Id, state: State, who: Who) -> dict[str, Any]:
     "/proposals/{proposal_id}/review",
     operation_id="proposals.review",
     dependencies=requires("proposals.review"),
-    responses=responses(403, 404, 409),
+    responses=responses(403, 404, 409, ok=documents.ProposalChanged),
 )
 def review(proposal_id: Id, body: ProposalReview, state: State, who: Who) -> dict[str, Any]:
     """Approve or request changes, as the calling principal."""
@@ -151,7 +152,7 @@ def review(proposal_id: Id, body: ProposalReview, state: State, who: Who) -> dic
     "/proposals/{proposal_id}/decide",
     operation_id="proposals.decide",
     dependencies=requires("proposals.decide"),
-    responses=responses(403, 404, 409),
+    responses=responses(403, 404, 409, ok=documents.ProposalChanged),
 )
 def decide(proposal_id: Id, body: ProposalDecision, state: State, who: Who) -> dict[str, Any]:
     """Approve or reject. Saving a decision does not activate anything."""
@@ -164,7 +165,7 @@ def decide(proposal_id: Id, body: ProposalDecision, state: State, who: Who) -> d
     "/proposals/{proposal_id}/activate",
     operation_id="proposals.activate",
     dependencies=requires("proposals.activate"),
-    responses=responses(403, 404, 409),
+    responses=responses(403, 404, 409, ok=documents.ProposalChanged),
 )
 def activate(proposal_id: Id, body: ProposalChange, state: State, who: Who) -> dict[str, Any]:
     """Switch every deployment of an approved, fresh proposal in one transaction."""
@@ -177,7 +178,7 @@ def activate(proposal_id: Id, body: ProposalChange, state: State, who: Who) -> d
     "/proposals/{proposal_id}/refresh",
     operation_id="proposals.refresh",
     dependencies=requires("proposals.refresh"),
-    responses=responses(404, 409),
+    responses=responses(404, 409, ok=documents.ProposalChanged),
 )
 def refresh(proposal_id: Id, body: ProposalChange, state: State, who: Who) -> dict[str, Any]:
     """Re-diff against the versions active now (reviews reset when the diff changed)."""

@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Header
 from fastapi.responses import JSONResponse
 
-from openseal.api import idempotency
+from openseal.api import documents, idempotency
 from openseal.api.capabilities import requires
 from openseal.api.errors import ApiError, responses
 from openseal.api.models import InboundEventBody
@@ -16,7 +16,7 @@ from openseal.api.routes.common import State, Who, runtime_caller
 from openseal.runtime import service
 from openseal.wire import jsonable
 
-router = APIRouter(tags=["events"])
+router = APIRouter(tags=["events"], route_class=documents.Documented)
 
 Key = Annotated[
     str | None,
@@ -32,7 +32,7 @@ Key = Annotated[
     "/events",
     operation_id="events.deliver",
     dependencies=requires("events.deliver"),
-    responses=responses(409),
+    responses=responses(409, ok=documents.EventDelivered, ok_statuses=(202,)),
     status_code=202,
 )
 def deliver(body: InboundEventBody, state: State, who: Who, key: Key = None) -> JSONResponse:

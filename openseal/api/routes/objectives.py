@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Header
 
-from openseal.api import idempotency
+from openseal.api import documents, idempotency
 from openseal.api.capabilities import requires
 from openseal.api.errors import responses
 from openseal.api.models import ObjectiveCreate
@@ -26,7 +26,7 @@ from openseal.api.routes.common import (
 from openseal.runtime import service
 from openseal.wire import jsonable
 
-router = APIRouter(tags=["objectives"])
+router = APIRouter(tags=["objectives"], route_class=documents.Documented)
 
 OPERATION = "objectives.create"
 Key = Annotated[
@@ -42,7 +42,7 @@ Key = Annotated[
     "/objectives",
     operation_id=OPERATION,
     dependencies=requires(OPERATION),
-    responses=responses(404, 409, 501),
+    responses=responses(404, 409, 501, ok=documents.ObjectiveStarted, ok_statuses=(201, 200)),
     status_code=201,
 )
 def create_objective(body: ObjectiveCreate, state: State, who: Who, key: Key = None) -> Any:
@@ -69,7 +69,7 @@ def create_objective(body: ObjectiveCreate, state: State, who: Who, key: Key = N
     "/objectives",
     operation_id="objectives.list",
     dependencies=requires("objectives.list"),
-    responses=responses(),
+    responses=responses(ok=documents.ObjectivePage),
 )
 def list_objectives(
     state: State,
@@ -93,7 +93,7 @@ def list_objectives(
     "/objectives/{objective_id}",
     operation_id="objectives.show",
     dependencies=requires("objectives.show"),
-    responses=responses(404),
+    responses=responses(404, ok=documents.ObjectiveShown),
 )
 def show_objective(objective_id: Id, state: State, who: Who) -> dict[str, Any]:
     """An objective and its runs."""

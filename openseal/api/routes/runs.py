@@ -13,6 +13,7 @@ from fastapi import APIRouter, Header, Query
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
+from openseal.api import documents
 from openseal.api.capabilities import requires
 from openseal.api.errors import responses
 from openseal.api.models import Intervention, RunCommand
@@ -35,13 +36,16 @@ from openseal.runtime.service import TERMINAL_RUN_STATUSES
 from openseal.runtime.store import Event
 from openseal.wire import jsonable
 
-router = APIRouter(tags=["runs"])
+router = APIRouter(tags=["runs"], route_class=documents.Documented)
 
 Sequence = Annotated[int, Query(ge=0, le=2**53, description="Only events after this sequence")]
 
 
 @router.get(
-    "/runs", operation_id="runs.list", dependencies=requires("runs.list"), responses=responses()
+    "/runs",
+    operation_id="runs.list",
+    dependencies=requires("runs.list"),
+    responses=responses(ok=documents.RunPage),
 )
 def list_runs(
     state: State,
@@ -66,7 +70,7 @@ def list_runs(
     "/runs/{run_id}",
     operation_id="runs.show",
     dependencies=requires("runs.show"),
-    responses=responses(404),
+    responses=responses(404, ok=documents.RunShown),
 )
 def show_run(run_id: Id, state: State, who: Who) -> dict[str, Any]:
     """The run, what it waits for (``reason``) and its position: previous → current → next."""
@@ -82,7 +86,7 @@ def show_run(run_id: Id, state: State, who: Who) -> dict[str, Any]:
     "/runs/{run_id}/pause",
     operation_id="runs.pause",
     dependencies=requires("runs.pause"),
-    responses=responses(404, 409),
+    responses=responses(404, 409, ok=documents.RunChanged),
 )
 def pause(run_id: Id, body: RunCommand, state: State, who: Who) -> dict[str, Any]:
     """Stop the run where it is; an in-flight worker is fenced off at its next write."""
@@ -95,7 +99,7 @@ def pause(run_id: Id, body: RunCommand, state: State, who: Who) -> dict[str, Any
     "/runs/{run_id}/resume",
     operation_id="runs.resume",
     dependencies=requires("runs.resume"),
-    responses=responses(404, 409),
+    responses=responses(404, 409, ok=documents.RunChanged),
 )
 def resume(run_id: Id, body: RunCommand, state: State, who: Who) -> dict[str, Any]:
     """Undo a pause."""
@@ -108,7 +112,7 @@ def resume(run_id: Id, body: RunCommand, state: State, who: Who) -> dict[str, An
     "/runs/{run_id}/cancel",
     operation_id="runs.cancel",
     dependencies=requires("runs.cancel"),
-    responses=responses(404, 409),
+    responses=responses(404, 409, ok=documents.RunCanceled),
 )
 def cancel(run_id: Id, body: RunCommand, state: State, who: Who) -> dict[str, Any]:
     """Cancel durably; ``report`` (the ``run.canceled`` event's payload) says what the
@@ -122,7 +126,7 @@ def cancel(run_id: Id, body: RunCommand, state: State, who: Who) -> dict[str, An
     "/runs/{run_id}/intervene",
     operation_id="runs.intervene",
     dependencies=requires("runs.intervene"),
-    responses=responses(404, 409),
+    responses=responses(404, 409, ok=documents.RunChanged),
 )
 def intervene(run_id: Id, body: Intervention, state: State, who: Who) -> dict[str, Any]:
     """Repair a paused run or one that needs attention."""
@@ -138,7 +142,7 @@ def intervene(run_id: Id, body: Intervention, state: State, who: Who) -> dict[st
     "/runs/{run_id}/events",
     operation_id="runs.events",
     dependencies=requires("runs.events"),
-    responses=responses(404),
+    responses=responses(404, ok=documents.EventPage),
 )
 def events(
     run_id: Id, state: State, who: Who, after: Sequence = 0, limit: Limit = 100
@@ -156,7 +160,7 @@ def events(
     "/runs/{run_id}/turns",
     operation_id="runs.turns",
     dependencies=requires("runs.turns"),
-    responses=responses(404),
+    responses=responses(404, ok=documents.Turns),
 )
 def run_turns(run_id: Id, state: State, who: Who) -> dict[str, Any]:
     """The run's turns in order: state, started and ended, outcome, tokens, and each model call

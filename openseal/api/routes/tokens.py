@@ -11,13 +11,14 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
+from openseal.api import documents
 from openseal.api.capabilities import requires
 from openseal.api.errors import responses
 from openseal.api.models import TokenCreate
 from openseal.api.routes.common import Id, State, Who, runtime_caller
 from openseal.runtime import service
 
-router = APIRouter(tags=["tokens"])
+router = APIRouter(tags=["tokens"], route_class=documents.Documented)
 
 Principal = Annotated[
     str | None, Query(min_length=1, max_length=200, description="Only this principal's tokens")
@@ -28,7 +29,7 @@ Principal = Annotated[
     "/tokens",
     operation_id="tokens.list",
     dependencies=requires("tokens.list"),
-    responses=responses(),
+    responses=responses(ok=documents.Tokens),
 )
 def list_tokens(state: State, who: Who, principal: Principal = None) -> dict[str, Any]:
     """Every token, oldest first, with its state (``active``, ``expired``, ``revoked``); never
@@ -42,7 +43,7 @@ def list_tokens(state: State, who: Who, principal: Principal = None) -> dict[str
     "/tokens",
     operation_id="tokens.create",
     dependencies=requires("tokens.create"),
-    responses=responses(),
+    responses=responses(ok=documents.TokenIssued, ok_statuses=(201,)),
     status_code=201,
 )
 def create_token(body: TokenCreate, state: State, who: Who) -> dict[str, Any]:
@@ -59,7 +60,7 @@ def create_token(body: TokenCreate, state: State, who: Who) -> dict[str, Any]:
     "/tokens/{token_id}/revoke",
     operation_id="tokens.revoke",
     dependencies=requires("tokens.revoke"),
-    responses=responses(404),
+    responses=responses(404, ok=documents.TokenChanged),
 )
 def revoke_token(token_id: Id, state: State, who: Who) -> dict[str, Any]:
     """Revoke a token by id (or unique prefix): it stops working at once. Revoking a revoked

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path
 
+from openseal.api import documents
 from openseal.api.capabilities import requires
 from openseal.api.errors import responses
 from openseal.api.models import TriggerStatusChange
@@ -14,7 +15,7 @@ from openseal.api.routes.common import Limit, State, Who, runtime_caller
 from openseal.runtime import service
 from openseal.wire import jsonable
 
-router = APIRouter(tags=["triggers"])
+router = APIRouter(tags=["triggers"], route_class=documents.Documented)
 
 Trigger = Annotated[str, Path(min_length=1, max_length=200, description="A trigger's name")]
 
@@ -23,7 +24,7 @@ Trigger = Annotated[str, Path(min_length=1, max_length=200, description="A trigg
     "/triggers",
     operation_id="triggers.list",
     dependencies=requires("triggers.list"),
-    responses=responses(),
+    responses=responses(ok=documents.Triggers),
 )
 def list_triggers(state: State) -> dict[str, Any]:
     """Every deployed trigger: status, what fires it, next occurrence, last firing."""
@@ -34,7 +35,7 @@ def list_triggers(state: State) -> dict[str, Any]:
     "/triggers/{trigger}",
     operation_id="triggers.show",
     dependencies=requires("triggers.show"),
-    responses=responses(404),
+    responses=responses(404, ok=documents.TriggerShown),
 )
 def show_trigger(trigger: Trigger, state: State, limit: Limit = 20) -> dict[str, Any]:
     """One trigger and its newest ``limit`` firings (started, queued, skipped, missed,
@@ -47,7 +48,7 @@ def show_trigger(trigger: Trigger, state: State, limit: Limit = 20) -> dict[str,
     "/triggers/{trigger}/status",
     operation_id="triggers.set_status",
     dependencies=requires("triggers.set_status"),
-    responses=responses(404, 409),
+    responses=responses(404, 409, ok=documents.TriggerChanged),
 )
 def set_status(
     trigger: Trigger, body: TriggerStatusChange, state: State, who: Who

@@ -1,0 +1,415 @@
+"""The documents the API answers: each route's success body, typed for the OpenAPI document.
+
+A route declares its document with ``responses(..., ok=Document)``
+(:func:`openseal.api.errors.responses`); the body it sends is still the records' own JSON
+(:func:`openseal.api.serialize.jsonable`, the CLI's ``--output json``), so these models only
+describe it. A record the store or the service face defines as a dataclass is described by
+that dataclass itself; a record that is written by hand (a ``to_dict``) has its model here.
+Every document's top level is closed (``additionalProperties: false``); what users write
+(inputs, outputs, payloads, compiled documents) stays free-form inside.
+``tests/api/test_documents.py`` checks real answers against these schemas.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from fastapi.datastructures import DefaultPlaceholder
+from fastapi.routing import APIRoute
+from pydantic import BaseModel, ConfigDict
+
+from openseal.runtime.service import Call, TriggerView
+from openseal.runtime.store import (
+    Action,
+    Activation,
+    AgentRequest,
+    Approval,
+    Event,
+    InboundEvent,
+    Objective,
+    Run,
+    TriggerFiring,
+)
+
+Free = dict[str, Any]
+Cursor = str | None
+
+
+class Document(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# -- records written by hand ---------------------------------------------------------------
+
+
+class CapabilityRecord(Document):
+    name: str
+    version: str
+    operations: list[str]
+    available: bool
+    reason: str | None
+
+
+class DeploymentRecord(Document):
+    name: str
+    kind: str
+    active_digest: str
+    revision: int
+    activated_at: datetime | None
+    activated_by: str | None
+    change_proposal_id: str | None
+
+
+class TargetRecord(Document):
+    name: str
+    kind: str
+    digest: str
+
+
+class ProposalSummary(Document):
+    """A change proposal as lists show it (without its diff)."""
+
+    id: str
+    kind: str
+    status: str
+    author: str
+    message: str | None
+    targets: list[TargetRecord]
+    #: deployment name → the digest active when the diff was made (null: not deployed yet)
+    base: dict[str, str | None]
+    policy: Free
+    risk_widening: bool
+    round: int
+    decision: Free | None
+    superseded_by: str | None
+    revision: int
+    created_at: datetime
+    updated_at: datetime
+    activated_at: datetime | None
+    scope: str
+
+
+class ProposalRecord(ProposalSummary):
+    """A change proposal with its semantic diff."""
+
+    diff: Free
+
+
+class ReviewRecord(Document):
+    id: str
+    round: int
+    reviewer: str
+    verdict: str
+    comment: str | None
+    at: datetime
+
+
+class ProposalEventRecord(Document):
+    seq: int
+    type: str
+    actor: str
+    payload: Free
+    at: datetime
+
+
+class TokenRecord(Document):
+    """A bearer token as shown: everything but its hash, with its state now."""
+
+    id: str
+    principal: str
+    roles: list[str]
+    scopes: list[str]
+    state: str
+    note: str | None
+    created_by: str
+    created_at: datetime
+    expires_at: datetime | None
+    revoked_at: datetime | None
+    revoked_by: str | None
+
+
+class TurnRecord(Document):
+    seq: int
+    state: str
+    status: str
+    outcome: str
+    worker: str
+    epoch: int
+    started_at: datetime
+    finished_at: datetime | None
+    error: str | None
+    calls: list[Call]
+    #: input and output tokens of its model calls
+    tokens: dict[str, int]
+
+
+class Position(Document):
+    previous: str | None
+    current: str | None
+    next: list[str]
+
+
+# -- the documents ---------------------------------------------------------------------------
+
+
+class Capabilities(Document):
+    capabilities: list[CapabilityRecord]
+
+
+class DefinitionDocument(Document):
+    digest: str
+    kind: str
+    name: str
+    created_at: datetime
+    document: Free
+
+
+class Deployments(Document):
+    deployments: list[DeploymentRecord]
+
+
+class DeploymentHistory(Document):
+    name: str
+    activations: list[Activation]
+
+
+class Filing(Document):
+    """A filed (or found, or unneeded) change proposal."""
+
+    proposal: ProposalRecord | None
+    created: bool
+    #: deployments whose version would not change
+    unchanged: list[str]
+    note: str | None
+
+
+class ProposalPage(Document):
+    proposals: list[ProposalSummary]
+    next_after: Cursor
+
+
+class ProposalShown(Document):
+    proposal: ProposalRecord
+    reviews: list[ReviewRecord]
+    events: list[ProposalEventRecord]
+
+
+class ProposalChanged(Document):
+    proposal: ProposalRecord
+
+
+class ObjectiveStarted(Document):
+    objective: Objective
+    run: Run
+    #: false when an ``Idempotency-Key`` or trigger had started it already
+    created: bool
+
+
+class ObjectivePage(Document):
+    objectives: list[Objective]
+    next_after: Cursor
+
+
+class ObjectiveShown(Document):
+    objective: Objective
+    runs: list[Run]
+
+
+class RunPage(Document):
+    runs: list[Run]
+    next_after: Cursor
+
+
+class RunShown(Document):
+    run: Run
+    workflow: str
+    previous: str | None
+    current: str | None
+    next: list[str]
+    reason: str | None
+    #: what its model calls cost so far, by currency
+    model_cost: dict[str, float]
+    position: Position
+
+
+class RunChanged(Document):
+    run: Run
+
+
+class RunCanceled(Document):
+    run: Run
+    #: the ``run.canceled`` event's payload: what was prevented and what may have happened
+    report: Free
+
+
+class EventPage(Document):
+    events: list[Event]
+    next_after: int
+
+
+class Turns(Document):
+    turns: list[TurnRecord]
+
+
+class ApprovalPage(Document):
+    approvals: list[Approval]
+    next_after: Cursor
+
+
+class ApprovalShown(Document):
+    approval: Approval
+    #: the exact proposal, every field
+    proposal: Free
+    hash: str
+    verified: bool
+    unverified_reason: str | None
+
+
+class ApprovalDecided(Document):
+    approval: Approval
+    #: false when the same decision had been made already
+    changed: bool
+
+
+class ActionPage(Document):
+    actions: list[Action]
+    next_after: Cursor
+
+
+class ActionShown(Document):
+    action: Action
+    proposal: Free
+    spend: list[Free]
+
+
+class ActionReconciled(Document):
+    action: Action
+    #: why its outcome is still open, if it is
+    pending: str | None
+
+
+class ActionChanged(Document):
+    action: Action
+
+
+class EventDelivered(Document):
+    event: InboundEvent
+    duplicate: bool
+    triggered: list[TriggerFiring]
+
+
+class Triggers(Document):
+    triggers: list[TriggerView]
+
+
+class TriggerShown(Document):
+    trigger: TriggerView
+    firings: list[TriggerFiring]
+
+
+class TriggerChanged(Document):
+    trigger: TriggerView
+
+
+class AgentRequests(Document):
+    agent_requests: list[AgentRequest]
+
+
+class AgentRequestShown(Document):
+    agent_request: AgentRequest
+
+
+class Draft(Document):
+    """A compiled draft: its files, the changes that widen authority, the semantic diff, and
+    every round of the draft–compile–repair loop."""
+
+    draft: Free
+    proposal: Filing | None
+
+
+class Tokens(Document):
+    tokens: list[TokenRecord]
+
+
+class TokenIssued(Document):
+    token: TokenRecord
+    #: the bearer secret, shown once
+    secret: str
+
+
+class TokenChanged(Document):
+    token: TokenRecord
+
+
+# -- the console's views -------------------------------------------------------------------
+
+
+class OperationAllowed(Document):
+    allowed: bool
+    reason: str | None
+
+
+class Me(Document):
+    principal: str
+    via_token: bool
+    roles: list[str]
+    scopes: list[str]
+    approver_roles: list[str]
+    operations: dict[str, OperationAllowed]
+
+
+class ConsoleRunRow(Document):
+    id: str
+    objective_id: str
+    status: str
+    reason: str | None
+    workflow: str
+    version: str
+    current_state: str | None
+    revision: int
+    created_at: datetime
+    updated_at: datetime
+
+
+class ConsoleRuns(Document):
+    runs: list[ConsoleRunRow]
+    workflows: list[str]
+
+
+class ConsoleRun(Document):
+    run: ConsoleRunRow
+    budget_used: Free
+    position: Position
+    trail: list[str]
+    outputs: Free
+    actions: list[Action]
+    #: the workflow's graph laid out for drawing
+    graph: Free
+
+
+class ConsoleRunSummary(Document):
+    id: str
+    status: str
+    budget_used: Free
+
+
+class ConsoleApproval(ApprovalShown):
+    #: the skill and the grants that allow it, each constraint evaluated
+    skill: Free
+    run: ConsoleRunSummary
+    may_decide: bool
+
+
+class Documented(APIRoute):
+    """A route whose success document is declared in ``responses`` (``ok=``), not inferred from
+    its return annotation: FastAPI neither re-validates nor re-serialises the body, so it stays
+    the records' own JSON."""
+
+    def __init__(
+        self, path: str, endpoint: Callable[..., Any], *, response_model: Any = None, **kwargs: Any
+    ) -> None:
+        if isinstance(response_model, DefaultPlaceholder):
+            response_model = None
+        super().__init__(path, endpoint, response_model=response_model, **kwargs)
