@@ -3,8 +3,8 @@
 A route declares its document with ``responses(..., ok=Document)``
 (:func:`openseal.api.errors.responses`); the body it sends is still the records' own JSON
 (:func:`openseal.api.serialize.jsonable`, the CLI's ``--output json``), so these models only
-describe it. A record the store or the service face defines as a dataclass is described by
-that dataclass itself; a record that is written by hand (a ``to_dict``) has its model here.
+describe it. A record travels as its dataclass's fields (:mod:`openseal.wire`), so each is
+described by its dataclass itself; only what a route assembles by hand has its model here.
 Every document's top level is closed (``additionalProperties: false``); what users write
 (inputs, outputs, payloads, compiled documents) stays free-form inside.
 ``tests/api/test_documents.py`` checks real answers against these schemas.
@@ -20,15 +20,19 @@ from fastapi.datastructures import DefaultPlaceholder
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict
 
-from openseal.runtime.service import Call, TriggerView
+from openseal.runtime.service import Call, Capability, TriggerView
+from openseal.runtime.service.governance import DeploymentInfo
 from openseal.runtime.store import (
     Action,
     Activation,
     AgentRequest,
     Approval,
+    ChangeProposal,
     Event,
     InboundEvent,
     Objective,
+    ProposalEvent,
+    Review,
     Run,
     TriggerFiring,
 )
@@ -42,76 +46,6 @@ class Document(BaseModel):
 
 
 # -- records written by hand ---------------------------------------------------------------
-
-
-class CapabilityRecord(Document):
-    name: str
-    version: str
-    operations: list[str]
-    available: bool
-    reason: str | None
-
-
-class DeploymentRecord(Document):
-    name: str
-    kind: str
-    active_digest: str
-    revision: int
-    activated_at: datetime | None
-    activated_by: str | None
-    change_proposal_id: str | None
-
-
-class TargetRecord(Document):
-    name: str
-    kind: str
-    digest: str
-
-
-class ProposalSummary(Document):
-    """A change proposal as lists show it (without its diff)."""
-
-    id: str
-    kind: str
-    status: str
-    author: str
-    message: str | None
-    targets: list[TargetRecord]
-    #: deployment name → the digest active when the diff was made (null: not deployed yet)
-    base: dict[str, str | None]
-    policy: Free
-    risk_widening: bool
-    round: int
-    decision: Free | None
-    superseded_by: str | None
-    revision: int
-    created_at: datetime
-    updated_at: datetime
-    activated_at: datetime | None
-    scope: str
-
-
-class ProposalRecord(ProposalSummary):
-    """A change proposal with its semantic diff."""
-
-    diff: Free
-
-
-class ReviewRecord(Document):
-    id: str
-    round: int
-    reviewer: str
-    verdict: str
-    comment: str | None
-    at: datetime
-
-
-class ProposalEventRecord(Document):
-    seq: int
-    type: str
-    actor: str
-    payload: Free
-    at: datetime
 
 
 class TokenRecord(Document):
@@ -145,7 +79,7 @@ class TurnRecord(Document):
     tokens: dict[str, int]
 
 
-class Position(Document):
+class RunPosition(Document):
     previous: str | None
     current: str | None
     next: list[str]
@@ -155,7 +89,7 @@ class Position(Document):
 
 
 class Capabilities(Document):
-    capabilities: list[CapabilityRecord]
+    capabilities: list[Capability]
 
 
 class DefinitionDocument(Document):
@@ -167,7 +101,7 @@ class DefinitionDocument(Document):
 
 
 class Deployments(Document):
-    deployments: list[DeploymentRecord]
+    deployments: list[DeploymentInfo]
 
 
 class DeploymentHistory(Document):
@@ -176,9 +110,10 @@ class DeploymentHistory(Document):
 
 
 class Filing(Document):
-    """A filed (or found, or unneeded) change proposal."""
+    """A filed (or found, or unneeded) change proposal: the fields of ``DeployResult``."""
 
-    proposal: ProposalRecord | None
+    proposal: ChangeProposal | None
+    #: false when an identical open proposal was found and returned
     created: bool
     #: deployments whose version would not change
     unchanged: list[str]
@@ -186,18 +121,18 @@ class Filing(Document):
 
 
 class ProposalPage(Document):
-    proposals: list[ProposalSummary]
+    proposals: list[ChangeProposal]
     next_after: Cursor
 
 
 class ProposalShown(Document):
-    proposal: ProposalRecord
-    reviews: list[ReviewRecord]
-    events: list[ProposalEventRecord]
+    proposal: ChangeProposal
+    reviews: list[Review]
+    events: list[ProposalEvent]
 
 
 class ProposalChanged(Document):
-    proposal: ProposalRecord
+    proposal: ChangeProposal
 
 
 class ObjectiveStarted(Document):
@@ -231,7 +166,7 @@ class RunShown(Document):
     reason: str | None
     #: what its model calls cost so far, by currency
     model_cost: dict[str, float]
-    position: Position
+    position: RunPosition
 
 
 class RunChanged(Document):
@@ -326,6 +261,7 @@ class Draft(Document):
     every round of the draft–compile–repair loop."""
 
     draft: Free
+    #: with ``propose``: the change proposal filed (or found)
     proposal: Filing | None
 
 
@@ -381,7 +317,7 @@ class ConsoleRuns(Document):
 class ConsoleRun(Document):
     run: ConsoleRunRow
     budget_used: Free
-    position: Position
+    position: RunPosition
     trail: list[str]
     outputs: Free
     actions: list[Action]

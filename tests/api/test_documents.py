@@ -95,6 +95,8 @@ def test_every_operation_declares_a_closed_document_and_the_errors_it_may_answer
     with serve().client() as client:
         document = client.get("/openapi.json").json()
     schemas = document["components"]["schemas"]
+    # two models of one name get module-qualified names, which generators stumble on
+    assert [name for name in schemas if "__" in name] == []
     bearer = document["components"]["securitySchemes"]["bearer"]
     assert (bearer["type"], bearer["scheme"]) == ("http", "bearer")
     for path, operations in document["paths"].items():
