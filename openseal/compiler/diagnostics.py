@@ -28,6 +28,16 @@ class Severity(enum.StrEnum):
     NOTE = "note"
 
 
+#: What the codes of each hundred are about, by the digit after ``OS`` (``OS1xx``: the model).
+CODE_GROUPS: dict[str, str] = {
+    "0": "reading files",
+    "1": "the definition model",
+    "2": "names and references",
+    "3": "types",
+    "4": "graph checks",
+    "5": "authority and policy checks",
+}
+
 #: Every code openseal emits, with a short title (used in docs and SARIF rules).
 CODES: dict[str, str] = {
     # reading files

@@ -9,8 +9,17 @@ from typing import Any
 import jsonschema
 import pytest
 
-from openseal.compiler.diagnostics import CODES, Diagnostic, Related, Severity, error, warning
+from openseal.compiler.diagnostics import (
+    CODE_GROUPS,
+    CODES,
+    Diagnostic,
+    Related,
+    Severity,
+    error,
+    warning,
+)
 from openseal.compiler.output.render_diagnostics import (
+    DOCS_URL,
     SARIF_SCHEMA,
     capped,
     render_github,
@@ -267,8 +276,9 @@ def test_json_empty() -> None:
 
 # --- SARIF ---------------------------------------------------------------------
 
-# A hand-written subset of what SARIF 2.1.0 requires of the parts we emit; not the
-# official schema, which is fetched from the network and too large to vendor.
+# A hand-written subset of what SARIF 2.1.0 requires of the parts we emit, and of what GitHub
+# code scanning reads from a rule (fullDescription, help, helpUri); the official schema is not
+# vendored here, and the tests never fetch it.
 _REGION = {
     "type": "object",
     "required": ["startLine", "startColumn", "endLine", "endColumn"],
@@ -323,10 +333,32 @@ SARIF_SUBSET: dict[str, Any] = {
                                         "type": "array",
                                         "items": {
                                             "type": "object",
-                                            "required": ["id", "shortDescription"],
+                                            "required": [
+                                                "id",
+                                                "shortDescription",
+                                                "fullDescription",
+                                                "help",
+                                                "helpUri",
+                                            ],
                                             "properties": {
                                                 "id": {"type": "string"},
                                                 "shortDescription": _MESSAGE,
+                                                "fullDescription": _MESSAGE,
+                                                "help": {
+                                                    **_MESSAGE,
+                                                    "required": ["text", "markdown"],
+                                                    "properties": {
+                                                        "text": {"type": "string", "minLength": 1},
+                                                        "markdown": {
+                                                            "type": "string",
+                                                            "minLength": 1,
+                                                        },
+                                                    },
+                                                },
+                                                "helpUri": {
+                                                    "type": "string",
+                                                    "pattern": "^https://[^ ]+$",
+                                                },
                                             },
                                         },
                                     },
@@ -419,14 +451,34 @@ def test_sarif_structure_levels_and_regions() -> None:
     assert windows["region"] == {"startLine": 3, "startColumn": 1, "endLine": 4, "endColumn": 2}
 
 
+def test_sarif_rules_point_where_they_are_told() -> None:
+    log = render_sarif(example(), tool_version="1", docs_url="https://docs.example.org/openseal")
+    rules = json.loads(log)["runs"][0]["tool"]["driver"]["rules"]
+    assert {r["helpUri"] for r in rules} == {
+        "https://docs.example.org/openseal/diagnostics.md#codes"
+    }
+
+
+def test_every_code_group_is_described_and_the_docs_page_has_its_codes_anchor() -> None:
+    assert {code[2] for code in CODES} <= set(CODE_GROUPS)
+    assert "\n## Codes\n" in (ROOT / "docs" / "diagnostics.md").read_text()
+
+
 def test_sarif_rules_only_for_used_codes_and_indexes_match() -> None:
     doc = sarif(example())
     run = doc["runs"][0]
     rules = run["tool"]["driver"]["rules"]
-    assert rules == [
-        {"id": "OS101", "shortDescription": {"text": CODES["OS101"]}},
-        {"id": "OS105", "shortDescription": {"text": CODES["OS105"]}},
+    assert [(r["id"], r["shortDescription"]["text"]) for r in rules] == [
+        ("OS101", CODES["OS101"]),
+        ("OS105", CODES["OS105"]),
     ]
+    unknown_key = rules[0]
+    assert unknown_key["fullDescription"]["text"] == (
+        f"OS101 (OS1xx: the definition model): {CODES['OS101']}."
+    )
+    assert unknown_key["helpUri"] == f"{DOCS_URL}/diagnostics.md#codes"
+    assert unknown_key["helpUri"] in unknown_key["help"]["text"]
+    assert f"]({unknown_key['helpUri']})" in unknown_key["help"]["markdown"]
     for result in run["results"]:
         assert rules[result["ruleIndex"]]["id"] == result["ruleId"]
 

@@ -20,10 +20,11 @@ from dataclasses import dataclass
 from typing import Protocol
 from urllib.parse import quote
 
-from openseal.compiler.diagnostics import CODES, Diagnostic, Severity, sort_key
+from openseal.compiler.diagnostics import CODE_GROUPS, CODES, Diagnostic, Severity, sort_key
 from openseal.compiler.syntax.spans import Span
 
 __all__ = [
+    "DOCS_URL",
     "SARIF_SCHEMA",
     "capped",
     "hidden_line",
@@ -38,6 +39,10 @@ __all__ = [
 SARIF_SCHEMA = (
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 )
+
+#: Where openseal's documentation (``docs/`` of its source tree) is published; each SARIF
+#: rule's ``helpUri`` points into its diagnostics page there.
+DOCS_URL = "https://github.com/openseal/openseal/blob/main/docs"
 
 #: Tabs in source lines are expanded to stops this far apart, so carets line up.
 TAB_WIDTH = 4
@@ -331,16 +336,40 @@ def _sarif_result(d: Diagnostic, rule_index: int) -> dict[str, object]:
     return result
 
 
-def render_sarif(diagnostics: Iterable[Diagnostic], *, tool_version: str) -> str:
+def _sarif_rule(code: str, docs_url: str) -> dict[str, object]:
+    """A rule as code scanning shows it: its title, what its group of codes is about, and
+    where the codes are documented."""
+    title, group = CODES[code], CODE_GROUPS[code[2]]
+    uri = f"{docs_url}/diagnostics.md#codes"
+    about = f"{code} ({code[:3]}xx: {group}): {title}."
+    return {
+        "id": code,
+        "shortDescription": {"text": title},
+        "fullDescription": {"text": about},
+        "help": {
+            "text": f"{about} The result's message says what is wrong where it points, with a "
+            f"hint when openseal has one. Every code: {uri}",
+            "markdown": f"**{code}** ({code[:3]}xx: {group}): {title}.\n\nThe result's message "
+            f"says what is wrong where it points, with a hint when openseal has one. "
+            f"[Every diagnostic code]({uri})",
+        },
+        "helpUri": uri,
+    }
+
+
+def render_sarif(
+    diagnostics: Iterable[Diagnostic], *, tool_version: str, docs_url: str = DOCS_URL
+) -> str:
     """A SARIF 2.1.0 log with one run, for code-scanning uploads.
 
-    Rules are listed only for the codes that occur, in code order. Columns are
+    Rules are listed only for the codes that occur, in code order, each with the fields code
+    scanning shows (``fullDescription``, ``help``, ``helpUri`` into ``docs_url``). Columns are
     declared as Unicode code points (SARIF's default is UTF-16 code units).
     """
     items = _sorted(diagnostics)
     codes = sorted({d.code for d in items})
     index = {code: i for i, code in enumerate(codes)}
-    rules = [{"id": code, "shortDescription": {"text": CODES[code]}} for code in codes]
+    rules = [_sarif_rule(code, docs_url) for code in codes]
     log = {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
