@@ -101,7 +101,8 @@ def records(store: Store, simulator: ProcurementSimulator, tmp_path: Path) -> Re
 
 def routes(server: LiveServer) -> dict[str, tuple[str, str]]:
     """operation id → (method, path template under /api/v1), from the served document."""
-    document = httpx.get(f"{server.url}/api/v1/openapi.json").json()
+    # generous: the first request builds the document, which a loaded machine makes slow
+    document = httpx.get(f"{server.url}/api/v1/openapi.json", timeout=60).json()
     found = {}
     for path, methods in document["paths"].items():
         for method, spec in methods.items():
