@@ -13,9 +13,11 @@ import pytest
 
 from openseal.api import ApiSettings
 from openseal.runtime import service
-from openseal.runtime.store import Store
+from openseal.runtime.store import Run, Store
 from openseal.wire import jsonable
+from tests.api.conftest import Serve, serve, store  # noqa: F401  (fixtures)
 from tests.api.support import LiveServer, serving
+from tests.api.test_agent_requests_api import delegated  # noqa: F401  (fixture)
 from tests.cli.test_approvals_cli import pending, waiting  # noqa: F401  (fixture)
 from tests.cli.test_deploy_cli import BOB, CAROL, write_definitions
 from tests.cli.test_runtime_cli import Cli, cli  # noqa: F401  (fixture)
@@ -117,9 +119,9 @@ def test_requests_and_triggers_read_the_same_through_the_server(
     tmp_path: Path,
 ) -> None:
     assert cli("db", "upgrade")[0] == 0
-    store = backend.open()
-    deploy_triggers(store, trigger_project(tmp_path, schedule() + EVENT_TRIGGER))
-    with serving(ApiSettings(), store) as live:
+    opened = backend.open()
+    deploy_triggers(opened, trigger_project(tmp_path, schedule() + EVENT_TRIGGER))
+    with serving(ApiSettings(), opened) as live:
         assert "hourly  active  every 3600s -> small" in both(cli, live.url, "triggers", "list")
         both(cli, live.url, "triggers", "list", "-o", "json")
         both(cli, live.url, "triggers", "show", "hourly", "--limit", "5")
@@ -140,6 +142,34 @@ def test_requests_and_triggers_read_the_same_through_the_server(
         assert code == 2 and "--actor" in err
 
 
+def test_agent_requests_are_read_and_answered_the_same_through_the_server(
+    cli: Cli,  # noqa: F811
+    store: Store,  # noqa: F811
+    delegated: tuple[Run, str],  # noqa: F811
+    serve: Serve,  # noqa: F811
+) -> None:
+    run, request_id = delegated
+    url = serve(external_workers=True).url
+    assert request_id in both(cli, url, "requests", "list", "--run", run.id)
+    both(cli, url, "requests", "list", "--status", "accepted", "-o", "json")
+    assert "callee     agent.finance" in both(cli, url, "requests", "show", request_id[:8])
+    both(cli, url, "requests", "show", request_id, "-o", "yaml")
+    steps = [
+        (("clarify", "--question", "Which cost center?"), "clarification_requested"),
+        (("clarify", "--answer", "CC-7"), "accepted"),
+        (("decline", "--reason", "CC-7 is frozen"), "declined"),
+    ]
+    for step, status in steps:
+        code, out, err = cli("requests", step[0], request_id, *step[1:], "--server", url)
+        assert (code, out) == (0, f"agent request {request_id}: {status}\n"), err
+    shown = both(cli, url, "requests", "show", request_id)
+    assert "question   Which cost center?  (by user:local)" in shown
+    late = ("requests", "accept", request_id)
+    assert cli(*late)[0] == 1 and cli(*late) == cli(*late, "--server", url)
+    actors = {e.type: e.actor for e in store.runs.events(run.id) if "agent_request" in e.type}
+    assert actors["agent_request.declined"] == "user:local"
+
+
 @pytest.fixture
 def governed(
     cli: Cli,  # noqa: F811
@@ -150,10 +180,10 @@ def governed(
     """A store, a server over it with tokens for the author (the CLI's), bob and carol, and
     the definitions of a workflow and its governance."""
     assert cli("db", "upgrade")[0] == 0
-    store = backend.open()
-    monkeypatch.setenv("OPENSEAL_TOKEN", token(store, "user:alice", ("author",), ("*",)))
-    with serving(ApiSettings(), store) as live:
-        yield store, live, write_definitions(tmp_path, max_risk="write")
+    opened = backend.open()
+    monkeypatch.setenv("OPENSEAL_TOKEN", token(opened, "user:alice", ("author",), ("*",)))
+    with serving(ApiSettings(), opened) as live:
+        yield opened, live, write_definitions(tmp_path, max_risk="write")
 
 
 def test_deploy_and_proposals_go_through_the_server_as_each_token(
@@ -161,7 +191,7 @@ def test_deploy_and_proposals_go_through_the_server_as_each_token(
     governed: tuple[Store, LiveServer, Path],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    store, live, defs = governed
+    opened, live, defs = governed
     at = ("--server", live.url)
     filed = cli("deploy", str(defs), "--message", "v1", *at, "-o", "json")
     assert filed[0] == 0, filed
@@ -183,10 +213,10 @@ def test_deploy_and_proposals_go_through_the_server_as_each_token(
     assert code == 1 and "may not use proposals.review" in err
     code, _, err = cli("proposals", "review", proposal["id"], "--approve", "--actor", BOB, *at)
     assert code == 2 and "--actor" in err
-    monkeypatch.setenv("OPENSEAL_TOKEN", token(store, BOB, ("reviewer",), ("*",)))
+    monkeypatch.setenv("OPENSEAL_TOKEN", token(opened, BOB, ("reviewer",), ("*",)))
     code, out, err = cli("proposals", "review", proposal["id"], "--approve", *at)
     assert (code, out.rsplit("; ", 1)[-1]) == (0, "status in_review\n"), err
-    monkeypatch.setenv("OPENSEAL_TOKEN", token(store, CAROL, ("decider", "author"), ("*",)))
+    monkeypatch.setenv("OPENSEAL_TOKEN", token(opened, CAROL, ("decider", "author"), ("*",)))
     decided = cli("proposals", "decide", proposal["id"], "--approve", *at, "-o", "json")
     assert json.loads(decided[1])["status"] == "approved", decided
     code, out, err = cli("proposals", "activate", proposal["id"], *at)
@@ -207,16 +237,16 @@ def test_a_record_reads_back_from_its_document(
     from openseal.cli.client import record
 
     f, run_id = waiting
-    store = f.store
-    run = store.runs.get(run_id)
-    approval = pending(store)
+    held = f.store
+    run = held.runs.get(run_id)
+    approval = pending(held)
     samples = [
         run,
-        service.show_run(store, run_id),
+        service.show_run(held, run_id),
         approval,
-        *service.list_objectives(store),
-        *service.run_events(store, run_id),
-        *service.run_turns(store, run_id),
+        *service.list_objectives(held),
+        *service.run_events(held, run_id),
+        *service.run_turns(held, run_id),
     ]
     for sample in samples:
         assert record(type(sample), json.loads(json.dumps(jsonable(sample)))) == sample
