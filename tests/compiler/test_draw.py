@@ -108,3 +108,14 @@ def test_svg_reports_a_failing_dot(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_svg_with_graphviz() -> None:
     svg = to_svg(procurement())
     assert b"<svg" in svg and b"human checkpoint" in svg
+
+
+def test_work_handed_to_other_runs_is_drawn_dashed() -> None:
+    workflow = graphs_of(ALL_KINDS).workflows["every_kind"]
+    mermaid = to_mermaid(workflow)
+    assert 's_gather -.->|"child north, south"| x_workflow_regional_report' in mermaid
+    assert 's_gather -.->|"child audit"| x_workflow_audit_trail' in mermaid
+    assert 's_ask_team -.->|"delegates"| x_team_legal' in mermaid
+    assert 'x_workflow_regional_report["workflow regional_report"]' in mermaid
+    dot = to_dot(workflow)
+    assert 's_gather -> x_workflow_audit_trail [label="child audit", style="dashed"];' in dot

@@ -296,6 +296,10 @@ def state_sites(state: State, scope: Scope) -> Iterator[Site]:
         loop = state.for_each
         yield Site(loop.items, scope, "`items`", ty.ListType(ty.ANY))
         yield from _work_sites(loop.do, scope.with_value(loop.item, Value(items=loop.items)))
+    if state.spawn is not None:
+        for label, child in sorted(state.spawn.child.items()):
+            for key in sorted(child.input):
+                yield Site(child.input[key], scope, f"child `{label}` input `{key}`")
     for event in sorted(state.on):
         guard = state.on[event].when
         if guard is not None:

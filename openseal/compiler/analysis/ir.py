@@ -30,6 +30,7 @@ STATE_EVENTS: dict[str, tuple[str, ...]] = {
     "delegate": ("done", "declined", "failed", "expired", "rejected"),
     "parallel": ("done", "failed"),
     "for_each": ("done", "failed"),
+    "spawn": ("done", "failed", "expired"),
     "end": (),
 }
 

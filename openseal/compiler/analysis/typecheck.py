@@ -252,6 +252,8 @@ class _Roots:
             loop = state.for_each
             inner = scope.with_value(loop.item, Value(items=loop.items))
             return ty.ListType(self._work_output(spec, loop.do, inner))
+        if state.spawn is not None:
+            return spawn_output_type(sorted(state.spawn.child))
         return self._work_output(spec, state, scope)
 
     def _work_output(
@@ -278,6 +280,20 @@ class _Roots:
             if proposal is not None:
                 return proposal.skill
         return None
+
+
+def spawn_output_type(labels: list[str]) -> ty.TypeExpr:
+    """What a ``spawn`` state leaves with: each child by label (its run, workflow, status and
+    outputs, which are null until it completes) and how many completed and failed."""
+    child = ty.object_type(
+        [ty.Field("run_id", ty.STRING), ty.Field("workflow", ty.STRING),
+         ty.Field("status", ty.STRING), ty.Field("outputs", ty.ANY)]
+    )  # fmt: skip
+    children = ty.object_type([ty.Field(label, child) for label in labels])
+    return ty.object_type(
+        [ty.Field("children", children), ty.Field("completed", ty.NUMBER),
+         ty.Field("failed", ty.NUMBER)]
+    )  # fmt: skip
 
 
 def _states_read(state: State) -> set[str]:

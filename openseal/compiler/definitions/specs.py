@@ -20,6 +20,7 @@ from pydantic import (
     ConfigDict,
     Field,
     JsonValue,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -297,6 +298,57 @@ class Delegate(Spec):
     )
 
 
+class Child(Spec):
+    """One child run a ``spawn`` state starts."""
+
+    workflow: Identifier = Field(
+        description="the workflow (by name, as deployed) the child runs; the version active "
+        "when the child starts is pinned"
+    )
+    input: dict[str, Expression] = Field(
+        default_factory=dict, description="the child's inputs, from the parent's scope"
+    )
+
+
+class Spawn(Spec):
+    """Start child runs of deployed workflows and wait for them as one dependency group."""
+
+    child: dict[Identifier, Child] = Field(description="the children, by label")
+    join: Literal["all", "any", "quorum"] = Field(
+        "all", description="how many children must complete: every one, one, or `quorum`"
+    )
+    quorum: int | None = Field(
+        None, ge=1, description='with `join = "quorum"`: how many children must complete'
+    )
+    expires_in: Duration | None = Field(
+        None, description='the group expires this long after the children start (`on "expired"`)'
+    )
+    detach: bool = Field(
+        False,
+        description="children run on when the parent is canceled or stops waiting for them; "
+        "by default they are canceled",
+    )
+
+    @field_validator("quorum")
+    @classmethod
+    def _quorum_fits(cls, quorum: int | None, info: ValidationInfo) -> int | None:
+        children = info.data.get("child") or {}
+        if quorum is not None and children and quorum > len(children):
+            raise ValueError(
+                f"a quorum of {quorum} cannot be met by {len(children)} "
+                f"child{'ren' if len(children) != 1 else ''}"
+            )
+        if quorum is not None and info.data.get("join") != "quorum":
+            raise ValueError('`quorum` is for `join = "quorum"`')
+        return quorum
+
+    @model_validator(mode="after")
+    def _quorum_given(self) -> Spawn:
+        if self.join == "quorum" and self.quorum is None:
+            raise ValueError('`join = "quorum"` needs `quorum`, the number that must complete')
+        return self
+
+
 class BranchWork(Spec):
     """The unit of work of one parallel branch or of each for_each item."""
 
@@ -325,6 +377,10 @@ class ForEach(Spec):
     do: BranchWork
 
 
+#: kinds added after workflows were first deployed: left out of a state's JSON when absent, so
+#: a compiler that knows them gives an existing workflow the digest it had before
+LATER_KINDS = ("spawn",)
+
 STATE_KINDS = (
     "turn",
     "action",
@@ -336,6 +392,7 @@ STATE_KINDS = (
     "delegate",
     "parallel",
     "for_each",
+    "spawn",
 )
 
 
@@ -353,6 +410,7 @@ class State(Spec):
     delegate: Delegate | None = None
     parallel: Parallel | None = None
     for_each: ForEach | None = None
+    spawn: Spawn | None = None
     end: EndOutcome | None = None
     next: Reference | None = None
     on: dict[str, Transition] = Field(default_factory=dict)

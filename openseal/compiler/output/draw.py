@@ -4,6 +4,8 @@ Every state is drawn with a shape and colour for its kind and a short label
 saying what it does; approvals — the points where a human must decide — stand
 out (hexagon, amber, thick border) in both formats. Edges are labelled with
 their event and guard (``when`` source, via :func:`openseal.compiler.lang.expr.to_source`).
+Work a state hands to another run is drawn too: a dashed edge from a ``delegate`` state to its
+callee and from a ``spawn`` state to each workflow its children run, labelled with the children.
 Output depends only on the graph, so the same definitions always draw the same.
 
 >>> print(to_mermaid(graphs.workflows["procure_laptops"]))   # doctest: +SKIP
@@ -61,6 +63,8 @@ class _Edge:
     source: str
     target: str
     label: str
+    #: work handed to another run (a delegate's callee, a spawn's children), not a transition
+    dashed: bool = False
 
 
 def _node_id(name: str) -> str:
@@ -102,6 +106,10 @@ def describe_state(state: State) -> tuple[str, ...]:
         return (f"parallel ({state.parallel.join}): {branches}",)
     if state.for_each is not None:
         return (f"for_each: {ex.to_source(state.for_each.items)}",)
+    if state.spawn is not None:
+        spawn = state.spawn
+        join = f"quorum {spawn.quorum}" if spawn.join == "quorum" else spawn.join
+        return (f"spawn ({join}): {', '.join(sorted(spawn.child))}",)
     if state.end is not None:
         return (f"end: {state.end}",)
     return (kind,)
@@ -112,7 +120,25 @@ def _workflow_nodes(graph: WorkflowGraph) -> list[_Node]:
     for name, state in graph.states.items():
         style = f"final_{state.end}" if state.end is not None else state.kind
         nodes.append(_Node(_node_id(name), state.kind, (name, *describe_state(state)), style))
+    others = sorted({target for state in graph.states.values() for target, _ in _handed(state)})
+    nodes += [_Node(_other_id(target), "other", (target,), "other") for target in others]
     return nodes
+
+
+def _other_id(target: str) -> str:
+    return "x_" + "".join(c if c.isalnum() else "_" for c in target)
+
+
+def _handed(state: State) -> Iterator[tuple[str, str]]:
+    """``(what runs the work, label)`` for the work a state hands to other runs."""
+    if state.delegate is not None:
+        yield state.delegate.to.dotted, "delegates"
+    if state.spawn is not None:
+        by_workflow: dict[str, list[str]] = {}
+        for label, child in sorted(state.spawn.child.items()):
+            by_workflow.setdefault(child.workflow, []).append(label)
+        for workflow, labels in sorted(by_workflow.items()):
+            yield f"workflow {workflow}", "child " + ", ".join(labels)
 
 
 def _guard(expression: ex.Expression | None) -> str:
@@ -143,6 +169,8 @@ def _workflow_edges(graph: WorkflowGraph) -> list[_Edge]:
             target = state_name(ref)
             if target is not None and target in graph.states:
                 edges.append(_Edge(_node_id(name), _node_id(target), label))
+        for other, label in _handed(state):
+            edges.append(_Edge(_node_id(name), _other_id(other), label, dashed=True))
     return edges
 
 
@@ -186,6 +214,8 @@ _MERMAID_SHAPES: dict[str, tuple[str, str]] = {
     "delegate": (">", "]"),
     "parallel": ("[[", "]]"),
     "for_each": ("[[", "]]"),
+    "spawn": ("[[", "]]"),
+    "other": ("[", "]"),
     "end": ("(((", ")))"),
     "step": ("[", "]"),
 }
@@ -201,6 +231,8 @@ _MERMAID_CLASSES: dict[str, str] = {
     "delegate": "fill:#dcfce7,stroke:#15803d",
     "parallel": "fill:#f1f5f9,stroke:#475569",
     "for_each": "fill:#f1f5f9,stroke:#475569",
+    "spawn": "fill:#dcfce7,stroke:#15803d",
+    "other": "fill:#ffffff,stroke:#15803d,stroke-dasharray:4 3",
     "final_completed": "fill:#bbf7d0,stroke:#15803d",
     "final_failed": "fill:#fecaca,stroke:#b91c1c",
     "final_canceled": "fill:#e5e7eb,stroke:#4b5563",
@@ -227,7 +259,8 @@ def to_mermaid(graph: Drawable) -> str:
         label = "<br/>".join(_mermaid_text(line) for line in node.lines)
         lines.append(f'    {node.id}{left}"{label}"{right}')
     for edge in edges:
-        arrow = f'-->|"{_mermaid_text(edge.label)}"|' if edge.label else "-->"
+        line = "-.->" if edge.dashed else "-->"
+        arrow = f'{line}|"{_mermaid_text(edge.label)}"|' if edge.label else line
         lines.append(f"    {edge.source} {arrow} {edge.target}")
     used: dict[str, list[str]] = {}
     if isinstance(graph, WorkflowGraph):
@@ -259,6 +292,8 @@ _DOT_STYLES: dict[str, dict[str, str]] = {
     "delegate": {"shape": "cds", "style": "filled", "fillcolor": "#dcfce7"},
     "parallel": {"shape": "box", "style": "filled", "fillcolor": "#f1f5f9", "peripheries": "2"},
     "for_each": {"shape": "box3d", "style": "filled", "fillcolor": "#f1f5f9"},
+    "spawn": {"shape": "box3d", "style": "filled", "fillcolor": "#dcfce7"},
+    "other": {"shape": "box", "style": "dashed", "color": "#15803d"},
     "final_completed": {"shape": "doublecircle", "style": "filled", "fillcolor": "#bbf7d0"},
     "final_failed": {"shape": "doublecircle", "style": "filled", "fillcolor": "#fecaca"},
     "final_canceled": {"shape": "doublecircle", "style": "filled", "fillcolor": "#e5e7eb"},
@@ -292,7 +327,10 @@ def to_dot(graph: Drawable) -> str:
         attrs = {**_DOT_STYLES[node.style], "label": "\n".join(node.lines)}
         lines.append(f"    {node.id} [{_dot_attrs(attrs)}];")
     for edge in edges:
-        label = f" [{_dot_attrs({'label': edge.label})}]" if edge.label else ""
+        attrs = {"label": edge.label} if edge.label else {}
+        if edge.dashed:
+            attrs["style"] = "dashed"
+        label = f" [{_dot_attrs(attrs)}]" if attrs else ""
         lines.append(f"    {edge.source} -> {edge.target}{label};")
     lines.append("}")
     return "\n".join(lines) + "\n"

@@ -33,6 +33,7 @@ from openseal.compiler.analysis.ir import WorkflowGraph as BuiltGraph
 from openseal.compiler.definitions.decode import Definition
 from openseal.compiler.definitions.specs import (
     KIND_MODELS,
+    LATER_KINDS,
     Action,
     AgentSpec,
     BindingSpec,
@@ -296,6 +297,12 @@ def build_document(
         # A profile without prices keeps the document (and digest) it had before prices
         # existed, so upgrading openseal does not make every model a new version.
         del document["spec"]["price"]
+    if isinstance(spec, WorkflowSpec):
+        # Likewise a state kind added later is left out where it is absent.
+        for state in document["spec"]["state"].values():
+            for kind in LATER_KINDS:
+                if state.get(kind, False) is None:
+                    del state[kind]
     if isinstance(spec, SkillSpec):
         document["inputs"] = _type_schema(spec.input)
         document["outputs"] = _type_schema(spec.output)

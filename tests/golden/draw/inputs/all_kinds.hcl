@@ -61,9 +61,32 @@ workflow "every_kind" {
       goal = "Check the wording"
     }
     on "done" {
-      next = state.settle
+      next = state.gather
     }
     on "rejected" {
+      next = state.failed
+    }
+  }
+
+  state "gather" {
+    spawn {
+      child "north" {
+        workflow = "regional_report"
+        input    = { region = "north" }
+      }
+      child "south" {
+        workflow = "regional_report"
+        input    = { region = "south" }
+      }
+      child "audit" {
+        workflow = "audit_trail"
+      }
+      join       = "quorum"
+      quorum     = 2
+      expires_in = "1h"
+    }
+    next = state.settle
+    on "expired" {
       next = state.failed
     }
   }
