@@ -164,6 +164,24 @@ class ForEachSettings(TypedDict):
     do: WorkSettings
 
 
+class ChildSettings(TypedDict):
+    """One child of a ``spawn``: the deployed ``workflow`` (by name) and its ``input``."""
+
+    workflow: str
+    input: dict[str, Expression]
+
+
+class SpawnSettings(TypedDict):
+    """``spawn``: start the children and wait until ``all``, ``any`` or ``quorum`` of them
+    complete (until ``expires_in`` seconds, if set); ``detach`` lets them outlive the wait."""
+
+    child: dict[str, ChildSettings]
+    join: Literal["all", "any", "quorum"]
+    quorum: int | None
+    expires_in: float | None
+    detach: bool
+
+
 class EndSettings(TypedDict):
     """``end``: the run ends with ``outcome``."""
 
@@ -181,6 +199,7 @@ StateSettings = (
     | DelegateSettings
     | ParallelSettings
     | ForEachSettings
+    | SpawnSettings
     | EndSettings
 )
 
@@ -196,6 +215,7 @@ STATE_SETTINGS: dict[str, Any] = {
     "delegate": DelegateSettings,
     "parallel": ParallelSettings,
     "for_each": ForEachSettings,
+    "spawn": SpawnSettings,
     "end": EndSettings,
 }
 
@@ -279,6 +299,14 @@ class AgentWait(RetryMarks):
     callee: str
 
 
+class DependencyWait(RetryMarks):
+    """A ``spawn`` state waits for its dependency group (``group_id``)."""
+
+    kind: Literal["dependency"]
+    state: str
+    group_id: str
+
+
 class ReconcileWait(RetryMarks):
     """An action's outcome is unknown: look it up again at ``due`` (``waits``-th time)."""
 
@@ -313,7 +341,14 @@ class AttentionWait(RetryMarks):
 
 #: ``run.waiting``: what a run that is not running waits for, tagged by ``kind``
 Waiting = (
-    TimerWait | EventWait | ApprovalWait | AgentWait | ReconcileWait | RetryWait | AttentionWait
+    TimerWait
+    | EventWait
+    | ApprovalWait
+    | AgentWait
+    | DependencyWait
+    | ReconcileWait
+    | RetryWait
+    | AttentionWait
 )
 
 
@@ -355,8 +390,10 @@ __all__ = [
     "ApprovalSettings",
     "ApprovalWait",
     "AttentionWait",
+    "ChildSettings",
     "DecisionSettings",
     "DelegateSettings",
+    "DependencyWait",
     "EndOutcome",
     "EndSettings",
     "EventDelivery",
@@ -372,6 +409,7 @@ __all__ = [
     "RetryMarks",
     "RetryWait",
     "RunContext",
+    "SpawnSettings",
     "SpendSettings",
     "StateEntry",
     "StateSettings",

@@ -9,6 +9,7 @@ never see a table, a statement or SQLAlchemy:
 - ``store.leases``: claims, heartbeats, releases and :class:`FencedTx` (invariant 3);
 - ``store.inbound_events``: events from outside and the runs waiting for them;
 - ``store.agent_requests``: work one run asks of an agent or team;
+- ``store.dependencies``: the child runs a run spawned, in groups joined by a rule;
 - ``store.proposals``: the exact payloads of governed actions;
 - ``store.approvals``: approvals bound to a proposal's hash;
 - ``store.actions``: actions and their spend reservations;
@@ -29,10 +30,10 @@ events; after those, a delivery takes its event name's lock and a spend reservat
 budget's lock. Governance writers take the governance lock
 (``store.change_proposals.lock_governance``), then the change proposal's row, then
 deployments. Two runs are locked together only when a child run (a delegated request's
-work) ends: the child's row, then its caller's; whatever stops a child because of its caller
-(the caller's cancellation, a decline, an expiry) does so after its own commit, never holding
-the caller. On SQLite ``BEGIN IMMEDIATE`` serialises writers anyway; on PostgreSQL this
-order is what keeps two writers from deadlocking.
+work, or a spawned child) ends: the child's row, then its parent's; whatever stops a child
+because of its parent (the parent's cancellation, a decline, an expiry, a settled join) does
+so after its own commit, never holding the parent. On SQLite ``BEGIN IMMEDIATE`` serialises
+writers anyway; on PostgreSQL this order is what keeps two writers from deadlocking.
 
 Inside the package: :mod:`.schema` (tables), :mod:`.migrations` (Alembic), :mod:`.base`
 (engine, transactions, dialect hooks), :mod:`.dialects` (SQLite, PostgreSQL, ``open_store``),
@@ -61,6 +62,7 @@ from openseal.runtime.store.change_proposals import (
     Verdict,
 )
 from openseal.runtime.store.definitions import canonical_json
+from openseal.runtime.store.dependencies import DependencyGroup, NewChild
 from openseal.runtime.store.dialects import (
     DATABASE_URL_ENV,
     PostgresStore,
@@ -134,6 +136,7 @@ __all__ = [
     "Decision",
     "DefinitionVersion",
     "Delivery",
+    "DependencyGroup",
     "Deployment",
     "DriverFailure",
     "Event",
@@ -144,6 +147,7 @@ __all__ = [
     "InboundEvent",
     "InvalidStatus",
     "ListQuery",
+    "NewChild",
     "NewObjective",
     "NotFound",
     "Objective",

@@ -35,6 +35,7 @@ from openseal.runtime.store.artifacts import ArtifactStore
 from openseal.runtime.store.base import BEGIN_MODE, StoreBase
 from openseal.runtime.store.change_proposals import ChangeProposals
 from openseal.runtime.store.definitions import Definitions
+from openseal.runtime.store.dependencies import Dependencies
 from openseal.runtime.store.health import Health
 from openseal.runtime.store.idempotency import Idempotency
 from openseal.runtime.store.inbound_events import InboundEvents
@@ -74,6 +75,7 @@ class Store(StoreBase):
         self.leases = Leases(self)
         self.inbound_events = InboundEvents(self)
         self.agent_requests = AgentRequests(self)
+        self.dependencies = Dependencies(self)
         self.proposals = Proposals(self)
         self.approvals = Approvals(self)
         self.actions = Actions(self)

@@ -223,6 +223,9 @@ class FencedTx:
                     self.conn, self._run, RunStatus(values["status"]),
                     values.get("context", self._run.context), self.now,
                 )  # fmt: skip
+                self.store.dependencies.settle_member(
+                    self.conn, self._run, RunStatus(values["status"]), self.now
+                )
         described: dict[str, Any] = {}
         if describe:
             described = {k: v for k, v in values.items() if k in ("status", "current_state")}

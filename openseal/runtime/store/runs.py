@@ -247,7 +247,9 @@ class Runs(Repository):
             settle_objective(conn, run, RunStatus.CANCELED, now)
             if run.parent_run_id is not None:
                 requests.settle_child(conn, run, RunStatus.CANCELED, run.context, now)
-            children = requests.children_of(conn, canceled_requests)
+                self._store.dependencies.settle_member(conn, run, RunStatus.CANCELED, now)
+            spawned = self._store.dependencies.cancel_for_run(conn, run_id, now)
+            children = [*requests.children_of(conn, canceled_requests), *spawned]
             canceled, _ = change_run(
                 conn,
                 run_id,
@@ -261,6 +263,7 @@ class Runs(Repository):
                     "in_flight_worker": _in_flight(run),
                     "lease_expires_at": iso(run.lease_expires_at),
                     "canceled_agent_requests": canceled_requests,
+                    "canceled_children": spawned,
                     "canceled_approvals": canceled_approvals,
                     "actions": action_report,
                 },
@@ -273,8 +276,9 @@ class Runs(Repository):
                     **lease_released(),
                 },
             )
-        # Child runs working on the canceled requests stop after this commit: a child's own
-        # end locks the child and then this run, so locking them here could deadlock.
+        # Child runs working on the canceled requests, and spawned children that do not
+        # detach, stop after this commit: a child's own end locks the child and then this
+        # run, so locking them here could deadlock.
         for child in children:
             with suppress(InvalidStatus, NotFound):  # it ended meanwhile
                 self.cancel(child, actor, f"caller run {run_id} was canceled")

@@ -263,6 +263,38 @@ agent_requests = sa.Table(
     sa.Column("deadline", UtcTimestamp, nullable=True),
 )
 
+# A run's dependency group: the child runs one visit of a ``spawn`` state started, and the
+# rule that settles it (``needed`` of them must complete).
+dependency_groups = sa.Table(
+    "dependency_groups",
+    metadata,
+    sa.Column("id", ID, primary_key=True),
+    sa.Column("parent_run_id", ID, sa.ForeignKey("runs.id"), nullable=False, index=True),
+    sa.Column("state", sa.String(200), nullable=False),
+    sa.Column("visit", sa.Integer, nullable=False),
+    sa.Column("join_rule", sa.String(16), nullable=False),
+    sa.Column("needed", sa.Integer, nullable=False),
+    sa.Column("detach", sa.Boolean, nullable=False),
+    # open → done | failed | expired | canceled
+    sa.Column("status", STATUS, nullable=False),
+    sa.Column("reason", sa.Text, nullable=True),
+    sa.Column("deadline", UtcTimestamp, nullable=True),
+    sa.Column("created_at", UtcTimestamp, nullable=False),
+    sa.Column("settled_at", UtcTimestamp, nullable=True),
+    sa.UniqueConstraint("parent_run_id", "state", "visit", name="uq_dependency_groups_visit"),
+)
+
+# One child run of a dependency group; ``status`` is how it ended (NULL while it runs).
+dependency_members = sa.Table(
+    "dependency_members",
+    metadata,
+    sa.Column("run_id", ID, sa.ForeignKey("runs.id"), primary_key=True),
+    sa.Column("group_id", ID, sa.ForeignKey("dependency_groups.id"), nullable=False, index=True),
+    sa.Column("label", sa.String(200), nullable=False),
+    sa.Column("workflow", NAME, nullable=False),
+    sa.Column("status", STATUS, nullable=True),
+)
+
 artifacts = sa.Table(
     "artifacts",
     metadata,

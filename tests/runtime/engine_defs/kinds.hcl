@@ -134,3 +134,120 @@ workflow "fan" {
     end = "failed"
   }
 }
+
+# A child job: completes (with its input doubled), fails, sleeps an hour first, or waits for
+# an event that never comes.
+workflow "job" {
+  owner = agent.clerk
+  start = state.route
+
+  input "n" {
+    type = number
+  }
+
+  input "mode" {
+    type    = string
+    default = "done"
+  }
+
+  output "doubled" {
+    value = input.n * 2
+  }
+
+  state "route" {
+    decision {}
+    branch {
+      when = input.mode == "fail"
+      next = state.broken
+    }
+    branch {
+      when = input.mode == "slow"
+      next = state.nap
+    }
+    branch {
+      when = input.mode == "hang"
+      next = state.hang
+    }
+    branch {
+      next = state.finished
+    }
+  }
+
+  state "hang" {
+    wait {
+      event = "job.never"
+    }
+    next = state.finished
+  }
+
+  state "nap" {
+    wait {
+      timer = "1h"
+    }
+    next = state.finished
+  }
+
+  state "finished" {
+    end = "completed"
+  }
+
+  state "broken" {
+    end = "failed"
+  }
+}
+
+# Three jobs joined by quorum (`needed` of them); `modes` says how each ends.
+workflow "gather" {
+  owner = agent.clerk
+  start = state.fan
+
+  input "modes" {
+    type = list(string)
+  }
+
+  state "fan" {
+    spawn {
+      child "a" {
+        workflow = "job"
+        input    = { n = 1, mode = input.modes[0] }
+      }
+      child "b" {
+        workflow = "job"
+        input    = { n = 2, mode = input.modes[1] }
+      }
+      child "c" {
+        workflow = "job"
+        input    = { n = 3, mode = input.modes[2] }
+      }
+      join       = "quorum"
+      quorum     = 2
+      expires_in = "2h"
+    }
+    next = state.sum
+    on "failed" {
+      next = state.failed
+    }
+    on "expired" {
+      next = state.expired
+    }
+  }
+
+  state "sum" {
+    transform {
+      output = state.fan.output.completed
+    }
+    next = state.done
+  }
+
+  state "done" {
+    end = "completed"
+  }
+
+  state "failed" {
+    end = "failed"
+  }
+
+  state "expired" {
+    end = "failed"
+  }
+}

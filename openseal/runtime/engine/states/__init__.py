@@ -14,6 +14,7 @@ from openseal.runtime.engine.states import (
     fanout,
     proposal,
     simple,
+    spawn,
     turn,
     wait,
 )
@@ -27,6 +28,7 @@ HANDLERS: dict[str, Handler] = {
     "delegate": delegate.execute,
     "parallel": fanout.parallel,
     "for_each": fanout.for_each,
+    "spawn": spawn.execute,
     "end": simple.end,
     "proposal": proposal.execute,
     "approval": approval.execute,
