@@ -278,6 +278,18 @@ def show(home: Path, output: str, server: str | None, token_file: Path | None, r
     outputs = run.context.get("outputs")
     if outputs:
         click.echo(f"  outputs   {json.dumps(outputs, sort_keys=True)}")
+    if run.parent_run_id:
+        click.echo(f"  parent    {run.parent_run_id}")
+    if view.children:
+        click.echo("  children")
+        _echo_tree(view.children, "    ")
+
+
+def _echo_tree(children: tuple[service.ChildRun, ...], indent: str) -> None:
+    for child in children:
+        at = f" at {child.current_state}" if child.current_state else ""
+        click.echo(f"{indent}{child.run_id}  {child.status}{at}  {child.workflow}  {child.via}")
+        _echo_tree(child.children, indent + "  ")
 
 
 def _event_text(event: Event, width: int) -> str:

@@ -178,3 +178,19 @@ def test_a_child_that_cannot_start_fails_the_group_and_starts_none(
     assert group.members == () and group.reason is not None
     assert "child c: the inputs do not fit workflow job" in group.reason
     assert store.dependencies.children_of(run.id) == []
+
+
+def test_runs_show_has_the_tree(store: Store, tmp_path: Path) -> None:
+    _deploy(store, tmp_path)
+    run = _start(store, ["done", "hang", "fail"])
+    _worker(store, tmp_path).run_until_idle()
+    view = service.show_run(store, run.id)
+    assert view.reason is not None and "dependency group" in view.reason
+    tree = {c.via: (c.status, c.workflow, c.children) for c in view.children}
+    assert tree == {
+        "spawn fan.a (quorum 2: open)": ("completed", "job", ()),
+        "spawn fan.b (quorum 2: open)": ("waiting_for_event", "job", ()),
+        "spawn fan.c (quorum 2: open)": ("failed", "job", ()),
+    }
+    child = service.show_run(store, view.children[0].run_id)
+    assert child.run.parent_run_id == run.id and child.children == ()

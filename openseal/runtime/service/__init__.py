@@ -93,6 +93,7 @@ if TYPE_CHECKING:
     from openseal.runtime.service.definitions import deploy_documents, get_version
     from openseal.runtime.service.runs import (
         LOCAL_ACTOR,
+        ChildRun,
         Registered,
         RunView,
         cancel_run,
@@ -191,6 +192,7 @@ __all__ = [
     "Resolution",
     "RunCommand",
     "RunStatus",
+    "ChildRun",
     "RunView",
     "StartObjective",
     "TriggerCommand",

@@ -122,6 +122,23 @@ def show_objective(
 
 
 @dataclass(frozen=True)
+class ChildRun:
+    """A child run in a run's tree: what started it (``via``) and its own children."""
+
+    run_id: str
+    workflow: str
+    status: str
+    current_state: str | None
+    #: ``spawn <state>.<label>`` with its dependency group's join and status, or ``delegate``
+    via: str
+    children: tuple[ChildRun, ...] = ()
+
+
+#: how deep ``runs show`` follows children of children
+TREE_DEPTH = 4
+
+
+@dataclass(frozen=True)
 class RunView:
     """A run with where it is in its graph: previous → current → next states."""
 
@@ -133,6 +150,8 @@ class RunView:
     reason: str | None
     #: what its model calls cost so far by the profiles' prices, by currency
     model_cost: dict[str, float] = field(default_factory=dict)
+    #: the runs it started (spawned or delegated), with theirs
+    children: tuple[ChildRun, ...] = ()
 
 
 def list_runs(
@@ -173,6 +192,30 @@ def show_run(store: Store, run_id: str, caller: Caller = CLI) -> RunView:
         next=following,
         reason=waiting_reason(run),
         model_cost=model_cost(run.budget_used),
+        children=run_tree(store, run.id),
+    )
+
+
+def run_tree(store: Store, run_id: str, depth: int = TREE_DEPTH) -> tuple[ChildRun, ...]:
+    """The child runs of ``run_id`` (and theirs, ``depth`` levels deep), oldest first."""
+    if depth <= 0:
+        return ()
+    via: dict[str, str] = {}
+    for group in store.dependencies.of_run(run_id):
+        join = f"quorum {group.needed}" if group.join == "quorum" else group.join
+        for member in group.members:
+            via[member.run_id] = f"spawn {group.state}.{member.label} ({join}: {group.status})"
+    catalog = WorkflowCatalog(store)
+    return tuple(
+        ChildRun(
+            run_id=child.id,
+            workflow=catalog.workflow(child.workflow_digest).name,
+            status=str(child.status),
+            current_state=child.current_state,
+            via=via.get(child.id, "delegate"),
+            children=run_tree(store, child.id, depth - 1),
+        )
+        for child in store.dependencies.children_of(run_id)
     )
 
 
@@ -192,6 +235,8 @@ def waiting_reason(run: Run) -> str | None:
         return f"event {waiting['name']} {correlation}".rstrip()
     if waiting["kind"] == "agent":
         return f"agent request {waiting['agent_request_id']} to {waiting['callee']}"
+    if waiting["kind"] == "dependency":
+        return f"child runs of dependency group {waiting['group_id']}"
     if waiting["kind"] == "approval":
         return (
             f"approval {waiting['approval_id']} of proposal {waiting['proposal']} "
