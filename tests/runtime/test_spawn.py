@@ -194,3 +194,20 @@ def test_runs_show_has_the_tree(store: Store, tmp_path: Path) -> None:
     }
     child = service.show_run(store, view.children[0].run_id)
     assert child.run.parent_run_id == run.id and child.children == ()
+
+
+def test_a_parent_paused_while_its_children_finish_continues_when_resumed(
+    store: Store, tmp_path: Path
+) -> None:
+    _deploy(store, tmp_path)
+    run = _start(store, ["done", "done", "hang"])
+    worker = _worker(store, tmp_path)
+    while store.runs.get(run.id).status != RunStatus.WAITING_FOR_DEPENDENCY:
+        assert worker.step() is not None
+    store.runs.pause(run.id, "user:ann")
+    worker.run_until_idle()  # the children run; the join is met while the parent is paused
+    assert store.dependencies.of_run(run.id)[0].status == "done"
+    assert store.runs.get(run.id).status == RunStatus.PAUSED
+    store.runs.resume(run.id, "user:ann")
+    worker.run_until_idle()
+    assert store.runs.get(run.id).status == RunStatus.COMPLETED

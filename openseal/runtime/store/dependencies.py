@@ -235,7 +235,9 @@ class Dependencies(Repository):
         if settled is not None:
             self._settle(conn, group["id"], settled, now)
             payload["settled"] = settled
-            if parent.status == RunStatus.WAITING_FOR_DEPENDENCY:
+            # a paused parent wakes when it is resumed (it waits again with this wake-up)
+            waiting = RunStatus.WAITING_FOR_DEPENDENCY
+            if waiting in (parent.status, parent.paused_from_status):
                 values["wake_at"] = now
         change_run(
             conn, parent.id, event_type="dependency.child_ended", actor=f"run:{child.id}",
