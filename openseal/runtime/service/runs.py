@@ -198,6 +198,8 @@ def show_run(store: Store, run_id: str, caller: Caller = CLI) -> RunView:
 
 def run_tree(store: Store, run_id: str, depth: int = TREE_DEPTH) -> tuple[ChildRun, ...]:
     """The child runs of ``run_id`` (and theirs, ``depth`` levels deep), oldest first."""
+    from openseal.runtime.engine.catalog import WorkflowCatalog
+
     if depth <= 0:
         return ()
     via: dict[str, str] = {}

@@ -244,7 +244,7 @@ class Dependencies(Repository):
             payload=payload, now=now, values=values,
         )  # fmt: skip
         if values:
-            self._store.notify_work(conn)
+            self._store.notify_work(conn, parent.id)
 
     def expire(self, group_id: str, now: datetime) -> None:
         """The deadline passed: an open group is ``expired`` (locks the parent, then the

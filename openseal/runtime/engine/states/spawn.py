@@ -19,10 +19,11 @@ from __future__ import annotations
 
 from contextlib import suppress
 from datetime import timedelta
-from typing import Any
+from typing import Any, Final
 
 import jsonschema
 
+from openseal.contract import ChildSettings, DependencyWait, SpawnSettings
 from openseal.runtime.compiled import evaluate_json
 from openseal.runtime.engine.states.base import Advance, Attention, Outcome, StepContext, Suspend
 from openseal.runtime.statuses import TERMINAL_RUN_STATUSES, RunStatus
@@ -36,22 +37,22 @@ from openseal.runtime.store import (
     Store,
 )
 
-WAIT_KIND = "dependency"
+WAIT_KIND: Final = "dependency"
 
 
 def execute(ctx: StepContext) -> Outcome:
-    waiting = ctx.run.waiting or {}
-    if waiting.get("kind") == WAIT_KIND and waiting.get("state") == ctx.state.name:
-        return _joined(ctx, str(waiting["group_id"]))
-    config = ctx.state.config
-    children: dict[str, Any] = config["child"]
+    waiting = ctx.run.waiting
+    if waiting is not None and waiting["kind"] == WAIT_KIND and waiting["state"] == ctx.state.name:
+        return _joined(ctx, waiting["group_id"])
+    config = ctx.state.settings(SpawnSettings)
+    children = config["child"]
     inputs = {
         label: {k: evaluate_json(v, ctx.scope) for k, v in sorted(child["input"].items())}
         for label, child in sorted(children.items())
     }
-    join = str(config.get("join") or "all")
-    needed = {"all": len(children), "any": 1}.get(join, int(config.get("quorum") or 0))
-    expires_in = config.get("expires_in")
+    join = config["join"]
+    needed = {"all": len(children), "any": 1}.get(join) or int(config["quorum"] or 0)
+    expires_in = config["expires_in"]
     deadline = ctx.now() + timedelta(seconds=float(expires_in)) if expires_in else None
 
     def start(tx: FencedTx) -> None:
@@ -59,7 +60,7 @@ def execute(ctx: StepContext) -> Outcome:
         pinned, reason = _pin(tx.store, conn, children, inputs)
         group = tx.store.dependencies.start_in(
             conn, tx.run(), state=ctx.state.name, visit=ctx.visit, join=join, needed=needed,
-            detach=bool(config.get("detach")), deadline=deadline, children=pinned,
+            detach=config["detach"], deadline=deadline, children=pinned,
             reason=reason,
         )  # fmt: skip
         tx.append_event(
@@ -67,19 +68,22 @@ def execute(ctx: StepContext) -> Outcome:
             {"dependency_group_id": group.id, "join": join, "needed": needed,
              "children": {m.label: m.run_id for m in group.members}, "reason": reason},
         )  # fmt: skip
-        waiting = {"kind": WAIT_KIND, "state": ctx.state.name, "group_id": group.id}
+        waiting: DependencyWait = {"kind": WAIT_KIND, "state": ctx.state.name, "group_id": group.id}
         _wait(tx, waiting, wake_at=tx.now if reason is not None else deadline)
 
     return Suspend(start, f"waiting for {needed} of {len(children)} children ({join})")
 
 
 def _pin(
-    store: Store, conn: Connection, children: dict[str, Any], inputs: dict[str, dict[str, Any]]
+    store: Store,
+    conn: Connection,
+    children: dict[str, ChildSettings],
+    inputs: dict[str, dict[str, Any]],
 ) -> tuple[list[NewChild], str | None]:
     """Each child with the version of its workflow active now; or why one cannot start."""
     pinned = []
     for label, child in sorted(children.items()):
-        name = str(child["workflow"])
+        name = child["workflow"]
         version = store.definitions.active_version_in(conn, name)
         if version is None or version.kind != "workflow":
             return [], f"child {label}: no workflow {name!r} is deployed"
@@ -102,7 +106,8 @@ def _joined(ctx: StepContext, group_id: str) -> Outcome:
             # Settled after this turn read it (the run was not waiting then, so nothing woke
             # it): look again at once instead of waiting for a wake-up that will not come.
             settled = tx.store.dependencies.status_in(tx.row_conn, group_id) != "open"
-            waiting = {"kind": WAIT_KIND, "state": ctx.state.name, "group_id": group_id}
+            waiting: DependencyWait = {"kind": WAIT_KIND, "state": ctx.state.name,
+                                       "group_id": group_id}  # fmt: skip
             _wait(tx, waiting, wake_at=tx.now if settled else group.deadline)
 
         return Suspend(wait_again, f"waiting for children ({group.join})")
@@ -131,7 +136,7 @@ def _cancel_leftovers(ctx: StepContext, group: DependencyGroup) -> bool:
     return bool(leftovers)
 
 
-def _wait(tx: FencedTx, waiting: dict[str, Any], *, wake_at: Any) -> None:
+def _wait(tx: FencedTx, waiting: DependencyWait, *, wake_at: Any) -> None:
     tx.update_run(
         status=RunStatus.WAITING_FOR_DEPENDENCY,
         waiting=waiting,
