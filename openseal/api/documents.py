@@ -2,7 +2,7 @@
 
 A route declares its document with ``responses(..., ok=Document)``
 (:func:`openseal.api.errors.responses`); the body it sends is still the records' own JSON
-(:func:`openseal.api.serialize.jsonable`, the CLI's ``--output json``), so these models only
+(:func:`openseal.wire.jsonable`, the CLI's ``--output json``), so these models only
 describe it. A record travels as its dataclass's fields (:mod:`openseal.wire`), so each is
 described by its dataclass itself; only what a route assembles by hand has its model here.
 Every document's top level is closed (``additionalProperties: false``); what users write
