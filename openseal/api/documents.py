@@ -13,14 +13,15 @@ Every document's top level is closed (``additionalProperties: false``); what use
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import fields
 from datetime import datetime
-from typing import Any
+from typing import Any, get_type_hints
 
 from fastapi.datastructures import DefaultPlaceholder
 from fastapi.routing import APIRoute
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, create_model
 
-from openseal.runtime.service import Call, Capability, TriggerView
+from openseal.runtime.service import Capability, RunView, TriggerView, TurnView
 from openseal.runtime.service.governance import DeploymentInfo
 from openseal.runtime.store import (
     Action,
@@ -45,6 +46,15 @@ class Document(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def extended(record: type, name: str, **added: tuple[Any, Any]) -> type[Document]:
+    """A closed document of ``record``'s fields (a dataclass, as the wire sends it) and the
+    ``added`` ones a route puts beside them, so the document follows the record."""
+    hints = get_type_hints(record)
+    definitions: dict[str, Any] = {f.name: (hints[f.name], ...) for f in fields(record)}
+    definitions.update(added)
+    return create_model(name, __base__=Document, **definitions)
+
+
 # -- records written by hand ---------------------------------------------------------------
 
 
@@ -62,21 +72,6 @@ class TokenRecord(Document):
     expires_at: datetime | None
     revoked_at: datetime | None
     revoked_by: str | None
-
-
-class TurnRecord(Document):
-    seq: int
-    state: str
-    status: str
-    outcome: str
-    worker: str
-    epoch: int
-    started_at: datetime
-    finished_at: datetime | None
-    error: str | None
-    calls: list[Call]
-    #: input and output tokens of its model calls
-    tokens: dict[str, int]
 
 
 class RunPosition(Document):
@@ -157,16 +152,8 @@ class RunPage(Document):
     next_after: Cursor
 
 
-class RunShown(Document):
-    run: Run
-    workflow: str
-    previous: str | None
-    current: str | None
-    next: list[str]
-    reason: str | None
-    #: what its model calls cost so far, by currency
-    model_cost: dict[str, float]
-    position: RunPosition
+#: a run as ``GET /runs/{id}`` shows it: the service's view of it, and its position
+RunShown = extended(RunView, "RunShown", position=(RunPosition, ...))
 
 
 class RunChanged(Document):
@@ -184,8 +171,12 @@ class EventPage(Document):
     next_after: int
 
 
+#: a turn with the input and output tokens of its model calls
+TurnRecord = extended(TurnView, "TurnRecord", tokens=(dict[str, int], ...))
+
+
 class Turns(Document):
-    turns: list[TurnRecord]
+    turns: list[TurnRecord]  # type: ignore[valid-type]
 
 
 class ApprovalPage(Document):
