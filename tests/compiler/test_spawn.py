@@ -127,3 +127,25 @@ def test_a_child_input_is_type_checked_in_the_parent_scope(tmp_path: Path) -> No
     assert any(d.span.file.endswith("t.hcl") and d.span.line == 12 for d in result.diagnostics), [
         (d.span.line, d.message) for d in result.diagnostics
     ]
+
+
+def test_child_inputs_are_checked_against_a_workflow_compiled_alongside(tmp_path: Path) -> None:
+    text = (SPAWN_HCL % 1).replace(
+        "input    = { question = input.question }", "input    = { questoin = 42 }"
+    )
+    result = compile_paths([write_project(tmp_path, {"p.hcl": project_text(), "t.hcl": text})])
+    found = [(d.code, d.span.line, d.message, d.suggestion) for d in result.diagnostics]
+    assert found == [
+        ("OS302", 12, "`workflow.answer` has no input `questoin`; its inputs are `question`",
+         found[0][3]),
+    ], found  # fmt: skip
+    assert "question" in str(found[0][3])
+    wrong_type = (SPAWN_HCL % 1).replace("{ question = input.question }", "{ question = 42 }")
+    result = compile_paths([write_project(tmp_path / "b", {"p.hcl": project_text(),
+                                                          "t.hcl": wrong_type})])  # fmt: skip
+    assert [(d.code, d.span.line) for d in result.diagnostics] == [("OS301", 12)]
+
+
+def test_a_child_of_a_workflow_deployed_elsewhere_is_not_checked(tmp_path: Path) -> None:
+    text = (SPAWN_HCL % 1).replace('workflow = "answer"', 'workflow = "elsewhere"')
+    compile_texts(tmp_path, {"p.hcl": project_text(), "f.hcl": text})

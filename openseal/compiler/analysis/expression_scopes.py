@@ -235,7 +235,7 @@ def expression_sites(definition: Definition) -> Iterator[Site]:
         for guard in spec.constraints:
             yield Site(guard, scope, "a binding constraint", ty.BOOL)
     elif isinstance(spec, WorkflowSpec):
-        yield from _workflow_sites(definition.name, spec)
+        yield from _workflow_sites(definition, spec)
     elif isinstance(spec, RunbookSpec):
         yield from _runbook_sites(definition.name, spec)
     elif isinstance(spec, TriggerSpec):
@@ -249,11 +249,7 @@ def _trigger_sites(definition: Definition, spec: TriggerSpec) -> Iterator[Site]:
     for key in sorted(spec.input):
         value = spec.input[key]
         # A value without a span of its own carries the block's start: point at its key.
-        spanless = (value.span.line, value.span.column) == (
-            definition.span.line,
-            definition.span.column,
-        )
-        written = definition.key_spans.get(("input", key)) if spanless else None
+        written = definition.key_spans.get(("input", key)) if _spanless(value, definition) else None
         yield Site(
             value, scope, f"input `{key}`", workflow_input=(spec.workflow, key), key_span=written
         )
@@ -269,13 +265,36 @@ def _adapter_sites(adapter: Adapter, scope: Scope) -> Iterator[Site]:
         yield Site(adapter.http.body, scope, "the body")
 
 
-def _workflow_sites(name: str, spec: WorkflowSpec) -> Iterator[Site]:
-    scope = workflow_scope(name, spec)
+def _workflow_sites(definition: Definition, spec: WorkflowSpec) -> Iterator[Site]:
+    scope = workflow_scope(definition.name, spec)
     for output in sorted(spec.output):
         declared = spec.output[output]
         yield Site(declared.value, scope, f"output `{output}`", declared.type)
     for state_name in sorted(spec.state):
         yield from state_sites(spec.state[state_name], scope)
+        yield from _spawn_sites(definition, state_name, spec.state[state_name], scope)
+
+
+def _spawn_sites(
+    definition: Definition, state_name: str, state: State, scope: Scope
+) -> Iterator[Site]:
+    """A ``spawn`` state's child inputs, checked against the child's workflow when it is
+    compiled alongside (else only in the parent's scope)."""
+    if state.spawn is None:
+        return
+    for label, child in sorted(state.spawn.child.items()):
+        workflow = ex.Ref("workflow", (child.workflow,))
+        for key in sorted(child.input):
+            value = child.input[key]
+            path = ("state", state_name, "spawn", "child", label, "input", key)
+            written = definition.key_spans.get(path) if _spanless(value, definition) else None
+            yield Site(value, scope, f"child `{label}` input `{key}`",
+                       workflow_input=(workflow, key), key_span=written)  # fmt: skip
+
+
+def _spanless(value: ex.Expression, definition: Definition) -> bool:
+    """Whether ``value`` carries its definition's start for want of a span of its own."""
+    return (value.span.line, value.span.column) == (definition.span.line, definition.span.column)
 
 
 def state_sites(state: State, scope: Scope) -> Iterator[Site]:
@@ -296,10 +315,6 @@ def state_sites(state: State, scope: Scope) -> Iterator[Site]:
         loop = state.for_each
         yield Site(loop.items, scope, "`items`", ty.ListType(ty.ANY))
         yield from _work_sites(loop.do, scope.with_value(loop.item, Value(items=loop.items)))
-    if state.spawn is not None:
-        for label, child in sorted(state.spawn.child.items()):
-            for key in sorted(child.input):
-                yield Site(child.input[key], scope, f"child `{label}` input `{key}`")
     for event in sorted(state.on):
         guard = state.on[event].when
         if guard is not None:
