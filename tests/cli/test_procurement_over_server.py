@@ -70,11 +70,10 @@ class Server:
             f"config:\n  procurement_url: {simulator.url}\n",
             encoding="utf-8",
         )
-        # alice's token (made through the server) approves as `requester`; the local operator
-        # is on only because an authority must name someone, and holds no mapped role
+        # alice's token, made through the server, approves as `requester`
         authority = home.parent / "authority.yaml"
         authority.write_text(
-            "local_operator: true\nroles:\n  requester: [user:alice]\n", encoding="utf-8"
+            "local_operator: false\nroles:\n  requester: [user:alice]\n", encoding="utf-8"
         )
         self.command = [
             str(Path(sys.executable).parent / "openseal"), "serve", "--host", "127.0.0.1",

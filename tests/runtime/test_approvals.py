@@ -270,6 +270,10 @@ def test_authority_files_are_validated() -> None:
     assert not authority.local_operator
     with pytest.raises(UsageError, match="nobody could decide"):
         parse_authority({"roles": {}})
+    # approvers identified by the store's tokens: the file maps roles only
+    only_roles = parse_authority({"roles": {"requester": ["user:alice"]}})
+    assert only_roles.roles == {"requester": frozenset({"user:alice"})}
+    assert not only_roles.local_operator
     with pytest.raises(UsageError, match="unknown key"):
         parse_authority({"local_operator": True, "auto_approve": True})
     with pytest.raises(UsageError, match="true or false"):

@@ -139,8 +139,11 @@ def parse_authority(raw: object, where: str = "approval authority") -> ApprovalA
         if not isinstance(digest, str) or len(digest) != 64:
             raise UsageError(f"{where}: tokens.{principal} needs `sha256: <64 hex>`")
         tokens[digest.lower()] = str(principal)
-    if not local and not tokens:
-        raise UsageError(f"{where}: enable local_operator or list tokens; nobody could decide")
+    if not local and not tokens and not roles:
+        # store tokens (``openseal tokens create``) identify approvers too: roles may be all
+        raise UsageError(
+            f"{where}: enable local_operator, list tokens or map roles; nobody could decide"
+        )
     return ApprovalAuthority(local, roles, tokens)
 
 
