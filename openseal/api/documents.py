@@ -22,7 +22,7 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, create_model
 
 from openseal.runtime.service import Capability, RunView, TriggerView, TurnView
-from openseal.runtime.service.governance import DeploymentInfo
+from openseal.runtime.service.governance import DeploymentInfo, DeployResult
 from openseal.runtime.store import (
     Action,
     Activation,
@@ -104,15 +104,9 @@ class DeploymentHistory(Document):
     activations: list[Activation]
 
 
-class Filing(Document):
-    """A filed (or found, or unneeded) change proposal: the fields of ``DeployResult``."""
-
-    proposal: ChangeProposal | None
-    #: false when an identical open proposal was found and returned
-    created: bool
-    #: deployments whose version would not change
-    unchanged: list[str]
-    note: str | None
+#: a filed (or found, or unneeded) change proposal: ``created`` is false when an identical open
+#: one was returned; ``unchanged`` lists the deployments whose version would not change
+Filing = extended(DeployResult, "Filing")
 
 
 class ProposalPage(Document):
@@ -253,7 +247,7 @@ class Draft(Document):
 
     draft: Free
     #: with ``propose``: the change proposal filed (or found)
-    proposal: Filing | None
+    proposal: Filing | None  # type: ignore[valid-type]
 
 
 class Tokens(Document):
