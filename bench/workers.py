@@ -146,11 +146,12 @@ def run(options: Options) -> Report:
             )
         )  # fmt: skip
     report.parameters["cpu_count"] = os.cpu_count()
+    executed = sum(len(found) * (runs if count else idle) for (_, count), found in batches.items())
     report.add(
         compare(
             "double executions", "calls", summarize([float(duplicates)]),
             target=Target(0, on="value"),
-            note=f"over {sum(len(found) for found in batches.values())} batches of {runs} runs",
+            note=f"over {sum(len(found) for found in batches.values())} batches, {executed} runs",
         )
     )  # fmt: skip
     return report
