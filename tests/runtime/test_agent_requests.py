@@ -50,6 +50,20 @@ def test_completion_wakes_the_caller_and_every_step_is_an_event(store: Store) ->
         store.agent_requests.review(request.id, "user:lead", "accept")
 
 
+def test_a_caller_paused_while_its_request_completes_continues_when_resumed(
+    store: Store,
+) -> None:
+    request = _request(store)
+    store.runs.pause(request.caller_run_id, "user:ann")
+    store.agent_requests.accept(request.id, "user:bob")
+    store.agent_requests.complete(request.id, "user:bob", {"vendor": "A"})
+    assert store.leases.claim("w2") is None  # paused: nobody works on it
+    store.runs.resume(request.caller_run_id, "user:ann")
+    assert store.runs.get(request.caller_run_id).status == RunStatus.WAITING_FOR_AGENT
+    woken = store.leases.claim("w2")  # the completion's wake-up survived the pause
+    assert woken is not None and woken.run_id == request.caller_run_id
+
+
 def test_a_completion_under_review_waits_until_it_is_accepted(store: Store) -> None:
     request = _request(store, review=True)
     store.agent_requests.accept(request.id, "user:ann")

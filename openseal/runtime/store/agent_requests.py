@@ -156,13 +156,15 @@ class AgentRequests(Repository):
         now: datetime,
         detail: dict[str, Any] | None = None,
     ) -> None:
-        wake = caller.status == RunStatus.WAITING_FOR_AGENT and caller_wakes(request)
+        # a paused caller wakes when it is resumed (it waits again with this wake-up)
+        waiting = RunStatus.WAITING_FOR_AGENT in (caller.status, caller.paused_from_status)
+        wake = waiting and caller_wakes(request)
         payload = {"agent_request_id": request.id, "status": str(request.status), **(detail or {})}
         change_run(
             conn, caller.id, event_type=event_type, actor=actor, payload=payload, now=now,
             values={"wake_at": now} if wake else {},
         )  # fmt: skip
-        if wake:
+        if wake and caller.status == RunStatus.WAITING_FOR_AGENT:
             self._store.notify_work(conn, caller.id)
 
     def _stop_child(self, child_run_id: str, actor: str, reason: str) -> None:
