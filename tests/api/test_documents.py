@@ -10,6 +10,8 @@ from jsonschema import Draft202012Validator
 
 from openseal.runtime.store import Store
 from tests.api.conftest import Serve
+from tests.api.test_access import Records, call, records, routes  # noqa: F401  (fixture)
+from tests.runtime.action_support import simulator_fixture  # noqa: F401  (fixture)
 
 PREFIX = "/api/v1"
 
@@ -117,3 +119,21 @@ def test_every_operation_declares_a_closed_document_and_the_errors_it_may_answer
                 model = schemas[ref.rsplit("/", 1)[-1]]
                 assert model["additionalProperties"] is False, where
                 assert model["properties"], where
+
+
+def test_every_operation_answers_what_it_declares(
+    serve: Serve,
+    records: Records,  # noqa: F811
+) -> None:
+    # the procurement flow waiting for its approval, with an action, a trigger and a token:
+    # every operation is called once, as the local operator, and its answer, whatever it is,
+    # must be one the document declares
+    server = serve(external_workers=True)
+    with server.client() as client:
+        api = Declared(client.get("/openapi.json").json())
+        for operation, (method, template) in sorted(routes(server).items()):
+            if template.endswith("/stream"):
+                continue
+            response = call(client, method, records.path(operation, template), operation)
+            api.check(method.lower(), template, response)
+    assert len(api.checked) >= 45
