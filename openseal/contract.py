@@ -339,6 +339,15 @@ class AttentionWait(RetryMarks):
     state: str | None
 
 
+class ObjectiveRetryWait(TypedDict):
+    """A retry of an objective, not started yet: it starts at ``retry_at``, after run
+    ``after_run`` failed or did not satisfy the objective."""
+
+    kind: Literal["objective_retry"]
+    after_run: str
+    retry_at: str
+
+
 #: ``run.waiting``: what a run that is not running waits for, tagged by ``kind``
 Waiting = (
     TimerWait
@@ -349,6 +358,7 @@ Waiting = (
     | ReconcileWait
     | RetryWait
     | AttentionWait
+    | ObjectiveRetryWait
 )
 
 
@@ -379,6 +389,8 @@ class RunContext(TypedDict):
     trail: NotRequired[list[str]]
     #: the workflow's outputs, once it ended
     outputs: NotRequired[dict[str, Any]]
+    #: why a completed run did not satisfy its objective's success criterion
+    unsatisfied: NotRequired[str]
 
 
 __all__ = [
@@ -401,6 +413,7 @@ __all__ = [
     "Expression",
     "ForEachSettings",
     "JSONSchema",
+    "ObjectiveRetryWait",
     "ParallelSettings",
     "Position",
     "ProposalSettings",

@@ -31,6 +31,20 @@ class ObjectiveCreate(Body):
     project: Name = "default"
     #: where the objective lives (a scope the caller may act in); omitted: the caller's own
     scope: Name | None = None
+    #: what it is for, in the caller's words
+    goal: Text | None = None
+    #: its runs' claim order among ready runs, higher first; omitted: the workflow's
+    priority: Annotated[int, Field(ge=-1000, le=1000)] | None = None
+
+
+class ObjectiveStatusChange(Body):
+    """Pause an objective (``paused``), resume it (``active``) or retire it (``retired``);
+    its unfinished runs are paused, resumed or canceled with it. ``expectedRevision``:
+    refuse (409) if the objective changed since."""
+
+    status: Literal["active", "paused", "retired"]
+    reason: Text | None = None
+    expected_revision: Revision = None
 
 
 class RunCommand(Body):

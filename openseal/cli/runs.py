@@ -93,9 +93,17 @@ def objectives() -> None:
     "--request-key", default=None, help="Idempotency key: the same key returns the same objective."
 )
 @click.option("--project", default="default", show_default=True)
+@click.option("--goal", default=None, help="What the objective is for, in your words.")
+@click.option(
+    "--priority",
+    type=click.IntRange(-1000, 1000),
+    default=None,
+    help="Claim order of its runs among ready runs, higher first [default: the workflow's].",
+)
 def create(
     home: Path, output: str, server: str | None, token_file: Path | None, workflow: str,
     pairs: tuple[str, ...], input_file: Path | None, request_key: str | None, project: str,
+    goal: str | None, priority: int | None,
 ) -> None:  # fmt: skip
     """Start WORKFLOW on its active version.
 
@@ -103,14 +111,19 @@ def create(
     Examples:
         openseal objectives create --workflow procure_laptops \\
         --input 'request={"item": "laptop", "quantity": 10, "budget": 10000}'
+        openseal objectives create --workflow release_note --priority 10 \\
+        --goal "Announce 2.4 before the freeze" --input-file release.json
     """
     inputs = parse_inputs(pairs, input_file)
-    request = service.StartObjective(workflow, inputs, project, request_key)
+    request = service.StartObjective(
+        workflow, inputs, project, request_key, goal=goal, priority=priority
+    )
+    body: dict[str, Any] = {"workflow": workflow, "inputs": inputs, "project": project}
+    body.update({k: v for k, v in (("goal", goal), ("priority", priority)) if v is not None})
     with connected(home, server, token_file) as at:
         created = at.ask(
             lambda store: service.create_objective(store, request, service.CLI),
-            "objectives.create", "objectives", method="POST",
-            body={"workflow": workflow, "inputs": inputs, "project": project},
+            "objectives.create", "objectives", method="POST", body=body,
             headers={"Idempotency-Key": request_key} if request_key else None,
             read=lambda answer: record(NewObjective, answer),
         )  # fmt: skip
@@ -126,7 +139,7 @@ def create(
 @objectives.command("list")
 @store_options
 @server_options
-@list_options("Only objectives with this status (open, satisfied, failed, retired).")
+@list_options("Only objectives with this status (active, paused, satisfied, failed, retired).")
 def list_objectives(
     home: Path, output: str, server: str | None, token_file: Path | None, status: str | None,
     workflow: str | None, since: str | None, limit: int, after: str | None,
@@ -175,11 +188,40 @@ def show_objective(
     if output != "text":
         echo_data({"objective": objective, "runs": runs}, output)
         return
+    _show_objective(objective, runs)
+
+
+def _show_objective(objective: Objective, runs: tuple[Run, ...]) -> None:
     click.echo(f"objective {objective.id}  {objective.status}  workflow {objective.workflow_name}")
-    click.echo(f"  version  {objective.workflow_digest}")
-    click.echo(f"  inputs   {json.dumps(objective.inputs, sort_keys=True)}")
-    for run in runs:
-        click.echo(f"  run {run.id}  {run.status}  at {run.current_state or '-'}")
+    if objective.goal:
+        click.echo(f"  goal      {objective.goal}")
+    click.echo(f"  owner     {objective.owner or '-'}")
+    click.echo(f"  priority  {objective.priority}")
+    retry = objective.retry or {}
+    attempts = f"{objective.attempts} of {retry.get('max_attempts', 1)}"
+    if retry.get("max_attempts", 1) > 1:
+        attempts += f" (backoff {retry.get('backoff')}s, at most {retry.get('max_backoff')}s)"
+    click.echo(f"  attempts  {attempts}")
+    click.echo(f"  version   {objective.workflow_digest}")
+    click.echo(f"  inputs    {json.dumps(objective.inputs, sort_keys=True)}")
+    rows = [
+        [str(r.attempt), r.id, str(r.status), when(r.created_at), _run_note(r)]
+        for r in sorted(runs, key=lambda r: (r.attempt, r.id))
+        if r.parent_run_id is None
+    ]
+    click.echo("runs:")
+    echo_table(
+        ["attempt", "run", "status", "created", "note"], rows, shrink=["note"], empty="no runs"
+    )
+
+
+def _run_note(run: Run) -> str:
+    """Why a run did not satisfy its objective, or what it waits for."""
+    if run.context.get("unsatisfied"):
+        return "unsatisfied"
+    if run.status in service.TERMINAL_RUN_STATUSES:
+        return ""
+    return service.waiting_reason(run) or ""
 
 
 # -- runs ------------------------------------------------------------------------------
@@ -453,6 +495,94 @@ def _steer(
 
 def _command(reason: str | None, expected_revision: int | None) -> dict[str, Any]:
     return {"reason": reason, "expectedRevision": expected_revision}
+
+
+def _steer_objective(
+    home: Path, output: str, server: str | None, token_file: Path | None, objective_id: str,
+    status: str, reason: str | None, expected_revision: int | None,
+) -> None:  # fmt: skip
+    """The objective set to ``status`` with its runs, on the store or on a server."""
+    with connected(home, server, token_file) as at:
+        objective_id = at.id("objective", objective_id)
+
+        def local(store: Store) -> tuple[Objective, tuple[Run, ...]]:
+            request = service.ObjectiveCommand(objective_id, status, reason, expected_revision)
+            service.steer_objective(store, request, service.CLI)
+            return service.show_objective(store, objective_id)
+
+        objective, runs = at.ask(
+            local, "objectives.set_status", "objectives", objective_id, "status", method="POST",
+            body={"status": status, **_command(reason, expected_revision)},
+            read=lambda answer: (record(Objective, answer["objective"]),
+                                 records(Run, answer["runs"])),
+        )  # fmt: skip
+    if output != "text":
+        echo_data({"objective": objective, "runs": runs}, output)
+        return
+    _show_objective(objective, runs)
+
+
+@objectives.command("pause")
+@store_options
+@server_options
+@click.argument("objective_id", shell_complete=complete_ids("objective"))
+@click.option("--reason", default=None)
+@expected_revision_option
+def pause_objective(
+    home: Path, output: str, server: str | None, token_file: Path | None, objective_id: str,
+    reason: str | None, expected_revision: int | None,
+) -> None:  # fmt: skip
+    """Pause an objective and its unfinished runs; no retry starts while it is paused.
+
+    \b
+    Examples:
+        openseal objectives pause 0191f0 --reason "vendor outage"
+    """
+    _steer_objective(
+        home, output, server, token_file, objective_id, "paused", reason, expected_revision
+    )
+
+
+@objectives.command("resume")
+@store_options
+@server_options
+@click.argument("objective_id", shell_complete=complete_ids("objective"))
+@click.option("--reason", default=None)
+@expected_revision_option
+def resume_objective(
+    home: Path, output: str, server: str | None, token_file: Path | None, objective_id: str,
+    reason: str | None, expected_revision: int | None,
+) -> None:  # fmt: skip
+    """Resume a paused objective and its paused runs.
+
+    \b
+    Examples:
+        openseal objectives resume 0191f0
+    """
+    _steer_objective(
+        home, output, server, token_file, objective_id, "active", reason, expected_revision
+    )
+
+
+@objectives.command("retire")
+@store_options
+@server_options
+@click.argument("objective_id", shell_complete=complete_ids("objective"))
+@click.option("--reason", default=None)
+@expected_revision_option
+def retire_objective(
+    home: Path, output: str, server: str | None, token_file: Path | None, objective_id: str,
+    reason: str | None, expected_revision: int | None,
+) -> None:  # fmt: skip
+    """Give an objective up: its unfinished runs are canceled and no retry starts.
+
+    \b
+    Examples:
+        openseal objectives retire 0191f0 --reason "bought elsewhere"
+    """
+    _steer_objective(
+        home, output, server, token_file, objective_id, "retired", reason, expected_revision
+    )
 
 
 @runs.command("pause")

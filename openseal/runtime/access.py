@@ -47,6 +47,7 @@ _READS = (
 PERMISSIONS: dict[str, frozenset[str]] = {
     **{operation: frozenset(ROLES) for operation in _READS},
     "objectives.create": frozenset({OPERATOR, ADMIN}),
+    "objectives.set_status": frozenset({OPERATOR, ADMIN}),
     "runs.pause": frozenset({OPERATOR, ADMIN}),
     "runs.resume": frozenset({OPERATOR, ADMIN}),
     "runs.cancel": frozenset({OPERATOR, ADMIN}),

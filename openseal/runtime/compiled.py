@@ -141,6 +141,13 @@ class CompiledWorkflow:
     def on_budget_exhausted(self) -> str:
         return str((self.document.get("budgets") or {}).get("on_exhausted") or "needs_attention")
 
+    # -- objectives --------------------------------------------------------------------
+
+    def success_criterion(self) -> Any:
+        """The stored expression (JSON AST) a completed run's objective must satisfy, if any."""
+        policy = (self.document.get("spec") or {}).get("objective") or {}
+        return policy.get("success")
+
     # -- dependencies ------------------------------------------------------------------
 
     def dependency(self, key: str, owner: Mapping[str, Any] | None = None) -> dict[str, Any]:

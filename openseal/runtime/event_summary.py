@@ -12,7 +12,7 @@ def summarize(event: Event) -> str:
     """A short human summary of an event's payload."""
     p: Mapping[str, Any] = event.payload if isinstance(event.payload, dict) else {}
     by_type: dict[str, Callable[[], str]] = {
-        "run.created": lambda: f"{p.get('workflow')} (objective {_short(p.get('objective_id'))})",
+        "run.created": lambda: _created(p),
         "lease.claimed": lambda: f"by {p.get('worker')} from {p.get('claimed_from')}",
         "turn.started": lambda: f"turn {p.get('seq')} in {p.get('state')}",
         "turn.updated": lambda: f"{p.get('phase')}",
@@ -26,7 +26,8 @@ def summarize(event: Event) -> str:
         "proposal.drafted": lambda: f"{p.get('name')} {_short(p.get('hash'), 16)}",
         "wait.approval": lambda: f"approval {_short((p.get('waiting') or {}).get('approval_id'))}",
         "approval.decided": lambda: f"{p.get('decision')} by {p.get('approver')}",
-        "run.completed": lambda: f"ended in {p.get('end_state')}",
+        "run.completed": lambda: f"ended in {p.get('end_state')}{_objective(p)}",
+        "run.pinned": lambda: f"on version {_short(p.get('workflow_digest'), 12)} (a retry)",
     }
     describe = by_type.get(event.type)
     if describe is not None:
@@ -34,6 +35,25 @@ def summarize(event: Event) -> str:
     if event.type.startswith("action."):
         return _action(event.type.removeprefix("action."), p)
     return _generic(p)
+
+
+def _objective(payload: Mapping[str, Any]) -> str:
+    """What a run's end did to its objective, when it was not simply satisfied."""
+    found = payload.get("objective")
+    objective: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+    if not objective or objective.get("status") == "satisfied":
+        return ""
+    retry = objective.get("retry")
+    if isinstance(retry, Mapping):
+        return f"; objective not satisfied, attempt {retry.get('attempt')} at {retry.get('at')}"
+    return f"; objective {objective.get('status')}"
+
+
+def _created(payload: Mapping[str, Any]) -> str:
+    text = f"{payload.get('workflow')} (objective {_short(payload.get('objective_id'))})"
+    if payload.get("retry_of"):
+        text += f", attempt {payload.get('attempt')} after run {_short(payload['retry_of'])}"
+    return text
 
 
 def _action(to: str, payload: Mapping[str, Any]) -> str:

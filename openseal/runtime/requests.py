@@ -137,6 +137,21 @@ class StartObjective:
     request_key: str | None = None
     #: where the objective lives (None: the caller's scope)
     scope: str | None = None
+    #: what it is for, in the caller's words
+    goal: str | None = None
+    #: its runs' claim order, higher first (None: the workflow's ``objective.priority``, or 0)
+    priority: int | None = None
+
+
+@dataclass(frozen=True)
+class ObjectiveCommand:
+    """Pause (``paused``), resume (``active``) or retire (``retired``) an objective; its
+    unfinished runs are paused, resumed or canceled with it."""
+
+    objective_id: str
+    status: str
+    reason: str | None = None
+    expected_revision: int | None = None
 
 
 @dataclass(frozen=True)

@@ -119,6 +119,8 @@ BODIES: dict[str, dict[str, Any]] = {
     "proposals.decide": {"decision": "approve"},
     "events.deliver": {"name": "nothing.waits"},
     "triggers.set_status": {"status": "paused"},
+    # already active: refused (409) after the guard, and nothing changes for later operations
+    "objectives.set_status": {"status": "active"},
     "objectives.create": {"workflow": "procure_laptops", "inputs": {}},
     "agent_requests.decline": {"reason": "busy"},
     "agent_requests.ask": {"question": "which one?"},

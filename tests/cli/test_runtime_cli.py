@@ -90,8 +90,36 @@ def test_objectives_create_list_show_and_idempotency(cli: Cli, store: Store) -> 
     assert [o["id"] for o in listed] == [first["objective"]["id"]]  # type: ignore[union-attr]
     code, out, _ = cli("objectives", "show", first["objective"]["id"])
     assert code == 0
-    assert f"run {first['run']['id']}  queued" in out
+    [row] = [line for line in out.splitlines() if first["run"]["id"] in line]
+    assert row.split()[:3] == ["1", first["run"]["id"], "queued"]
     assert '"n": 5' in out
+
+
+def test_objectives_terms_show_with_runs_and_steering(cli: Cli, store: Store) -> None:
+    created = cli.json("objectives", "create", "--workflow", "small", "--input", "n=5",
+                       "--goal", "pick a number", "--priority", "4")  # fmt: skip
+    assert isinstance(created, dict)
+    objective_id, run_id = created["objective"]["id"], created["run"]["id"]
+    assert (created["objective"]["priority"], created["run"]["priority"]) == (4, 4)
+    code, out, _ = cli("objectives", "show", objective_id)
+    assert code == 0
+    assert "goal      pick a number" in out and "priority  4" in out
+    assert "owner     agent.clerk" in out and "attempts  1 of 1" in out
+    shown = cli.json("objectives", "show", objective_id)
+    assert isinstance(shown, dict)
+    assert [(r["id"], r["attempt"]) for r in shown["runs"]] == [(run_id, 1)]
+
+    paused = cli.json("objectives", "pause", objective_id, "--reason", "outage")
+    assert isinstance(paused, dict) and paused["objective"]["status"] == "paused"
+    assert store.runs.get(run_id).status == RunStatus.PAUSED
+    code, out, _ = cli("objectives", "resume", objective_id)
+    assert code == 0 and "active" in out.splitlines()[0]
+    assert store.runs.get(run_id).status == RunStatus.QUEUED
+    retired = cli.json("objectives", "retire", objective_id)
+    assert isinstance(retired, dict) and retired["objective"]["status"] == "retired"
+    assert [r["status"] for r in retired["runs"]] == ["canceled"]
+    code, _, err = cli("objectives", "pause", objective_id)
+    assert code == 1 and "it is retired" in err
 
 
 def test_runs_show_prints_state_waiting_reason_and_position(cli: Cli, store: Store) -> None:

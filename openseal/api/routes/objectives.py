@@ -1,4 +1,4 @@
-"""Objectives: create (``Idempotency-Key`` honoured), list, show."""
+"""Objectives: create (``Idempotency-Key`` honoured), list, show, pause/resume/retire."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from fastapi import APIRouter, Header
 from openseal.api import documents, idempotency
 from openseal.api.capabilities import requires
 from openseal.api.errors import responses
-from openseal.api.models import ObjectiveCreate
+from openseal.api.models import ObjectiveCreate, ObjectiveStatusChange
 from openseal.api.routes.common import (
     After,
     Id,
@@ -50,8 +50,9 @@ def create_objective(body: ObjectiveCreate, state: State, who: Who, key: Key = N
 
     def create(request_key: str | None) -> tuple[int, dict[str, Any]]:
         request = service.StartObjective(
-            body.workflow, body.inputs, body.project, request_key, body.scope
-        )
+            body.workflow, body.inputs, body.project, request_key, body.scope, body.goal,
+            body.priority,
+        )  # fmt: skip
         created = service.create_objective(state.store, request, runtime_caller(state, who))
         document = {
             "objective": jsonable(created.objective),
@@ -98,4 +99,25 @@ def list_objectives(
 def show_objective(objective_id: Id, state: State, who: Who) -> dict[str, Any]:
     """An objective and its runs."""
     objective, runs = service.show_objective(state.store, objective_id, scoped(who))
+    return {"objective": jsonable(objective), "runs": jsonable(runs)}
+
+
+@router.post(
+    "/objectives/{objective_id}/status",
+    operation_id="objectives.set_status",
+    dependencies=requires("objectives.set_status"),
+    responses=responses(404, 409),
+)
+def set_status(
+    objective_id: Id, body: ObjectiveStatusChange, state: State, who: Who
+) -> dict[str, Any]:
+    """Pause (``paused``), resume (``active``) or retire (``retired``) an objective; its
+    unfinished runs are paused, resumed or canceled with it. Answers the objective and its
+    runs."""
+    request = service.ObjectiveCommand(
+        objective_id, body.status, body.reason, body.expected_revision
+    )
+    caller = runtime_caller(state, who)
+    service.steer_objective(state.store, request, caller)
+    objective, runs = service.show_objective(state.store, objective_id, caller)
     return {"objective": jsonable(objective), "runs": jsonable(runs)}

@@ -209,6 +209,15 @@ def workflow_scope(name: str, spec: WorkflowSpec) -> Scope:
     return Scope("a workflow expression", f"workflow.{name}", namespaces)
 
 
+def objective_scope(name: str, spec: WorkflowSpec) -> Scope:
+    """What an objective's success criterion reads: the run's inputs and declared outputs."""
+    namespaces = {
+        "input": Namespace("input", tuple(spec.input)),
+        "output": Namespace("output", tuple(spec.output)),
+    }
+    return Scope("an objective's success criterion", f"workflow.{name}", namespaces)
+
+
 def runbook_scope(name: str, spec: RunbookSpec, *, in_step: bool) -> Scope:
     # Inside steps the graph checks report unknown step names (OS407); in the
     # runbook's outputs nobody else looks, so this scope reports them.
@@ -273,6 +282,13 @@ def _workflow_sites(definition: Definition, spec: WorkflowSpec) -> Iterator[Site
     for state_name in sorted(spec.state):
         yield from state_sites(spec.state[state_name], scope)
         yield from _spawn_sites(definition, state_name, spec.state[state_name], scope)
+    if spec.objective is not None and spec.objective.success is not None:
+        yield Site(
+            spec.objective.success,
+            objective_scope(definition.name, spec),
+            "the success criterion",
+            ty.BOOL,
+        )
 
 
 def _spawn_sites(

@@ -215,6 +215,9 @@ class _Roots:
             return self.skill_output(spec.step[name].skill)
         if isinstance(spec, WorkflowSpec) and root == "state" and name in spec.state:
             return self.state_output(scope.owner, spec, name)
+        if isinstance(spec, WorkflowSpec) and root == "output" and name in spec.output:
+            output_type = spec.output[name].type
+            return output_type if output_type is not None else ty.ANY
         return ty.ANY  # proposals: read by the runtime, not typed here
 
     def state_output(self, owner: str, spec: WorkflowSpec, name: str) -> ty.TypeExpr:

@@ -440,6 +440,26 @@ class State(Spec):
         return self
 
 
+class ObjectiveRetry(Spec):
+    """How often an objective's work is tried: a failed or unsatisfied run starts another."""
+
+    max_attempts: int = Field(1, ge=1, le=100, description="runs in all, the first included")
+    backoff: Duration = Field(60.0, description="the wait before the second run; it doubles")
+    max_backoff: Duration = Field(3600.0, description="the longest wait between two runs")
+
+
+class ObjectivePolicy(Spec):
+    """What the objectives of a workflow want, and how hard they try."""
+
+    priority: int = Field(
+        0, ge=-1000, le=1000, description="claim order among ready runs: higher first"
+    )
+    success: Expression | None = Field(
+        None, description="holds when a completed run satisfied its objective (`output.<name>`)"
+    )
+    retry: ObjectiveRetry = ObjectiveRetry()
+
+
 class WorkflowSpec(Spec):
     description: str | None = None
     owner: Reference
@@ -448,6 +468,7 @@ class WorkflowSpec(Spec):
     output: dict[Identifier, Output] = Field(default_factory=dict)
     budget: Budget = Budget()
     on_budget_exhausted: Literal["needs_attention", "failed"] = "needs_attention"
+    objective: ObjectivePolicy | None = None
     state: dict[Identifier, State]
 
 

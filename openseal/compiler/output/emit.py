@@ -308,6 +308,9 @@ def build_document(
         document["outputs"] = _type_schema(spec.output)
     elif isinstance(spec, WorkflowSpec):
         document.update(_workflow_parts(definition.name, spec, analysis, graphs, digests))
+        if spec.objective is None:
+            # Workflows without an objective policy keep the digests they had before it existed.
+            del document["spec"]["objective"]
     elif isinstance(spec, RunbookSpec):
         document.update(_runbook_parts(definition.name, spec, analysis, graphs, digests))
     elif isinstance(spec, AgentSpec):

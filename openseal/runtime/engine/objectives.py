@@ -26,10 +26,19 @@ def prepare_inputs(
     workflow: str, inputs: dict[str, Any], version: DefinitionVersion
 ) -> dict[str, Any]:
     """``inputs`` with the version's defaults; raises ``InvalidInput`` when they do not fit."""
-    schema = version.document.get("inputs") or {}
+    return fit_inputs(workflow, inputs, version.document, version.digest)
+
+
+def fit_inputs(
+    workflow: str, inputs: dict[str, Any], document: dict[str, Any], digest: str
+) -> dict[str, Any]:
+    """``inputs`` with the defaults of compiled workflow ``document`` (version ``digest``);
+    raises ``InvalidInput`` when they do not fit. A retry run, which may pin a newer version
+    than its objective's first run, is checked with this when it starts."""
+    schema = document.get("inputs") or {}
     assert isinstance(schema, dict)
     filled = _with_defaults(inputs, schema)
-    _check_inputs(workflow, filled, schema, version.digest)
+    _check_inputs(workflow, filled, schema, digest)
     return filled
 
 
@@ -75,5 +84,6 @@ def create_objective(store: Store, request: StartObjective, caller: Caller) -> N
 
     return store.objectives.create(
         request.project, workflow, request.inputs, request_key=request.request_key,
-        actor=caller.actor, scope=scope, prepare=prepare,
+        actor=caller.actor, scope=scope, prepare=prepare, goal=request.goal,
+        priority=request.priority,
     )  # fmt: skip

@@ -23,11 +23,13 @@ from typing import Any
 
 from openseal.compiler.lang.evaluate import EvaluationError
 from openseal.contract import Position, RunContext
+from openseal.errors import InvalidInput
 from openseal.runtime import telemetry
 from openseal.runtime.compiled import CompiledWorkflow, DefinitionError
 from openseal.runtime.engine import budgets
 from openseal.runtime.engine.catalog import WorkflowCatalog
 from openseal.runtime.engine.models.base import ModelError
+from openseal.runtime.engine.objectives import fit_inputs
 from openseal.runtime.engine.states import handler_for, is_pure
 from openseal.runtime.engine.states.base import (
     Advance,
@@ -92,6 +94,8 @@ def _prepared(run: Run, workflow: CompiledWorkflow) -> tuple[str, RunContext, bo
     if run.current_state is None:
         if workflow.initial is None:
             raise DefinitionError(f"workflow {workflow.name} has no initial state")
+        if run.attempt > 1:  # a retry may pin a newer version than its objective's inputs
+            context["inputs"] = _retry_inputs(run, workflow)
         return workflow.initial, enter(context, workflow.initial, None), False
     state = run.current_state
     if position is None or position["state"] != state:  # intervene --state moved the run
@@ -101,6 +105,14 @@ def _prepared(run: Run, workflow: CompiledWorkflow) -> tuple[str, RunContext, bo
         context["position"] = {**position, "attempt": attempt, "attention": False, "charged": False}
     supplied = state in context["states"]
     return state, context, supplied
+
+
+def _retry_inputs(run: Run, workflow: CompiledWorkflow) -> dict[str, Any]:
+    inputs = dict(run.context.get("inputs") or {})
+    try:
+        return fit_inputs(workflow.name, inputs, workflow.document, workflow.digest)
+    except InvalidInput as exc:
+        raise DefinitionError(f"the objective's inputs do not fit this version: {exc}") from None
 
 
 def _turn_cost(workflow: CompiledWorkflow, state: str, context: RunContext) -> dict[str, int]:
@@ -225,6 +237,8 @@ class TurnExecutor:
         since = time.monotonic()
         run = tx.run()
         workflow = self.catalog.workflow(run.workflow_digest)
+        if run.current_state is None and run.attempt > 1:
+            run, workflow = self._repinned(tx, run, workflow)
         try:
             state, context, supplied = _prepared(run, workflow)
         except DefinitionError as exc:
@@ -247,6 +261,16 @@ class TurnExecutor:
         }
         turn = tx.start_turn(state, seq=seq, values=entered)
         return Started(tx.run(), state, context, supplied, turn, since)
+
+    def _repinned(
+        self, tx: FencedTx, run: Run, workflow: CompiledWorkflow
+    ) -> tuple[Run, CompiledWorkflow]:
+        """A retry of an objective, about to start: on the version active now."""
+        active = self.store.definitions.active_version_in(tx.row_conn, workflow.name)
+        if active is None or active.kind != "workflow" or active.digest == run.workflow_digest:
+            return run, workflow
+        run = tx.repin(active.digest)
+        return run, self.catalog.workflow(run.workflow_digest)
 
     def execute(
         self,
@@ -395,6 +419,10 @@ class TurnExecutor:
     def _finish(self, tx: FencedTx, ctx: StepContext, outcome: Finish) -> str:
         context = tx.run().context.copy()
         context["outputs"] = workflow_outputs(ctx.workflow, context)
+        completed = outcome.outcome == RunStatus.COMPLETED
+        unsatisfied = unmet_success(ctx.workflow, context) if completed else None
+        if unsatisfied is not None:
+            context["unsatisfied"] = unsatisfied  # the run shows why it did not count
         tx.record_turn(ctx.turn_id, phase="ended", status="completed", event=False)
         tx.update_run(
             status=RunStatus(outcome.outcome),
@@ -402,6 +430,7 @@ class TurnExecutor:
             waiting=None,
             event=f"run.{outcome.outcome}",
             payload={"end_state": ctx.state.name},
+            unsatisfied=unsatisfied,
         )
         return outcome.outcome
 
@@ -447,6 +476,22 @@ def _name(outcome: Outcome) -> str:
     return {Advance: "advanced", Finish: "finished", Suspend: "waiting", Attention: "attention"}[
         type(outcome)
     ]
+
+
+def unmet_success(workflow: CompiledWorkflow, context: RunContext) -> str | None:
+    """Why a completed run did not satisfy its objective's success criterion (evaluated over
+    ``input`` and the run's ``output``); None when it did, or when there is none."""
+    from openseal.runtime.compiled import evaluate_json
+
+    criterion = workflow.success_criterion()
+    if criterion is None:
+        return None
+    scope = {"input": context.get("inputs", {}), "output": context.get("outputs", {})}
+    try:
+        held = evaluate_json(criterion, scope)
+    except (EvaluationError, DefinitionError) as exc:
+        return f"the success criterion could not be evaluated: {exc}"
+    return None if held is True else "the success criterion does not hold"
 
 
 def workflow_outputs(workflow: CompiledWorkflow, context: RunContext) -> dict[str, Any]:

@@ -60,6 +60,7 @@ if TYPE_CHECKING:
         EventDelivery,
         Intervention,
         NewToken,
+        ObjectiveCommand,
         Reconciliation,
         Resolution,
         RunCommand,
@@ -109,6 +110,7 @@ if TYPE_CHECKING:
         run_events,
         show_objective,
         show_run,
+        steer_objective,
         waiting_reason,
     )
     from openseal.runtime.service.triggers import (
@@ -187,6 +189,7 @@ __all__ = [
     "Grant",
     "Intervention",
     "NewToken",
+    "ObjectiveCommand",
     "ProposalView",
     "Reconciliation",
     "Registered",
@@ -239,6 +242,7 @@ __all__ = [
     "show_objective",
     "show_run",
     "show_trigger",
+    "steer_objective",
     "step_agent_request",
     "summarize",
     "tokens",

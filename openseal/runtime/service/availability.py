@@ -63,7 +63,7 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
         "proposals.list", "proposals.show", "proposals.file", "proposals.review",
         "proposals.decide", "proposals.activate", "proposals.refresh",
     ),
-    "objectives": ("objectives.list", "objectives.show"),
+    "objectives": ("objectives.list", "objectives.show", "objectives.set_status"),
     "run_creation": ("objectives.create",),
     "runs": ("runs.list", "runs.show", "runs.events", "runs.events_stream", "runs.turns"),
     "run_control": ("runs.pause", "runs.resume", "runs.cancel", "runs.intervene"),

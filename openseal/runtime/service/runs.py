@@ -9,7 +9,8 @@ fire triggers import the engine when they are called, so listing runs starts fas
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -24,13 +25,20 @@ from openseal.runtime.store import (
     DEFAULT_SCOPE,
     Delivery,
     Event,
+    InvalidStatus,
+    NotFound,
     Objective,
     Run,
     Store,
 )
 
 if TYPE_CHECKING:
-    from openseal.runtime.requests import EventDelivery, Intervention, RunCommand
+    from openseal.runtime.requests import (
+        EventDelivery,
+        Intervention,
+        ObjectiveCommand,
+        RunCommand,
+    )
 
 LOCAL_ACTOR = "user:local"
 
@@ -116,6 +124,38 @@ def show_objective(
     objective = store.objectives.get(objective_id)
     check_scope(caller.grant, objective.scope, f"objective {objective_id}")
     return objective, store.runs.query(objective_id=objective_id)
+
+
+def steer_objective(store: Store, request: ObjectiveCommand, caller: Caller) -> Objective:
+    """Pause (``paused``), resume (``active``) or retire (``retired``) an objective.
+
+    Its unfinished runs follow, each in its own transaction after the objective's: pausing
+    pauses them (a retry waiting for its backoff too, so no new run starts), resuming resumes
+    the paused ones, retiring cancels them. A run that cannot follow (it ended meanwhile, or
+    needs attention and cannot be paused) is left as it is. Retiring a retired objective
+    again cancels whatever of it is still running."""
+    objective = store.objectives.get(request.objective_id)
+    check_scope(caller.grant, objective.scope, f"objective {request.objective_id}")
+    try:
+        status = ObjectiveStatus(request.status)
+    except ValueError:
+        raise InvalidInput(
+            f"an objective can be set to paused, active or retired, not {request.status!r}"
+        ) from None
+    steered, run_ids = store.objectives.steer(
+        request.objective_id, status, caller.actor, reason=request.reason,
+        expected_revision=request.expected_revision,
+    )  # fmt: skip
+    follow: dict[ObjectiveStatus, Callable[..., Run]] = {
+        ObjectiveStatus.PAUSED: store.runs.pause,
+        ObjectiveStatus.ACTIVE: store.runs.resume,
+        ObjectiveStatus.RETIRED: store.runs.cancel,
+    }
+    reason = request.reason or f"objective {request.objective_id} set to {status}"
+    for run_id in run_ids:
+        with suppress(InvalidStatus, NotFound):  # it ended or changed meanwhile
+            follow[status](run_id, caller.actor, reason)
+    return steered
 
 
 # -- runs ----------------------------------------------------------------------------
@@ -230,6 +270,8 @@ def waiting_reason(run: Run) -> str | None:
         return None
     if waiting["kind"] == "attention":
         return waiting["reason"]
+    if waiting["kind"] == "objective_retry":
+        return f"retry at {waiting['retry_at']} (after run {waiting['after_run']})"
     if waiting["kind"] == "timer":
         return f"timer until {waiting['due']}"
     if waiting["kind"] == "event":

@@ -28,7 +28,6 @@ from openseal.runtime.store import fastsql, schema
 from openseal.runtime.store.errors import IdempotencyConflict, NotFound
 from openseal.runtime.store.events import EVENT_WRITES, Fence, append_events, lease_released
 from openseal.runtime.store.inbound_events import consume, first_unconsumed_match
-from openseal.runtime.store.objectives import settle_objective
 from openseal.runtime.store.records import (
     Activity,
     AgentRequest,
@@ -189,11 +188,14 @@ class FencedTx:
         event: str = "run.updated",
         payload: dict[str, Any] | None = None,
         describe: bool = True,
+        unsatisfied: str | None = None,
     ) -> Run:
         """Change the run and append ``event`` describing it, in this transaction.
 
         Any status other than ``running`` releases the lease: the claim is finished and any
-        later write with it is rejected. Waiting for an inbound event goes through
+        later write with it is rejected. A run that ends settles its objective here too
+        (``unsatisfied``: why a completed run did not satisfy it), and ``event`` says what
+        that did (``objective``). Waiting for an inbound event goes through
         :meth:`register_event_wait` instead, so early events are matched. The new status,
         state, wake-up time and (non-empty) wait are added to ``payload`` unless ``describe``
         is False (the caller's payload says it already).
@@ -213,9 +215,13 @@ class FencedTx:
                 values[key] = value
         if "waiting" in values:
             values["wait_name"] = None
+        settled: dict[str, Any] | None = None
         if "status" in values and values["status"] != RunStatus.RUNNING:
             values.update(lease_released())
-            settle_objective(self._conn, self._run, RunStatus(values["status"]), self.now)
+            settled = self.store.objectives.settle(
+                self._conn, self._run, RunStatus(values["status"]), self.now,
+                unsatisfied=unsatisfied,
+            )  # fmt: skip
             if self._run.parent_run_id is not None:
                 # ``conn`` writes what is held back first: settling appends to the caller run,
                 # and this run's sequence is read again after that
@@ -233,7 +239,16 @@ class FencedTx:
                 described["wake_at"] = iso(values["wake_at"])
             if values.get("waiting") is not None:
                 described["waiting"] = values["waiting"]
+        if settled is not None:
+            described["objective"] = settled
         return self._change(event, {**(payload or {}), **described}, **values)
+
+    def repin(self, digest: str) -> Run:
+        """Pin a retry run that has not started yet to version ``digest`` (the one active
+        now): a run is pinned from its first turn on (invariant 12), and a retry should run
+        what is deployed when it starts, not when it was scheduled."""
+        payload = {"workflow_digest": digest, "previous_digest": self._run.workflow_digest}
+        return self._change("run.pinned", payload, workflow_digest=digest)
 
     def append_event(self, type: str, payload: dict[str, Any], actor: str | None = None) -> Event:
         self._sync_counters()

@@ -54,8 +54,8 @@ class Leases(Repository):
         now: datetime | None = None,
         run_id: str | None = None,
     ) -> Claim | None:
-        """Claim the runnable run that changed longest ago (or run ``run_id``, if runnable), or
-        return None if there is none.
+        """Claim the runnable run of the highest priority that changed longest ago (or run
+        ``run_id``, if runnable), or return None if there is none.
 
         The claim sets the lease, increments the epoch and records ``lease.claimed``. Heartbeat
         at a third of ``lease_seconds``.
@@ -131,9 +131,14 @@ class Leases(Repository):
             condition = runnable(sa.bindparam("p_now", type_=runs.c.wake_at.type))
             if one:
                 condition = sa.and_(condition, runs.c.id == sa.bindparam("p_id"))
-            # Least recently changed first: a run given back after its turns (or a retry) goes
-            # behind the runs that waited meanwhile, so one busy run cannot starve the others.
-            ordered = sa.select(runs).where(condition).order_by(runs.c.updated_at, runs.c.id)
+            # Higher priority first (its objective's); within a priority, least recently
+            # changed first: a run given back after its turns (or a retry) goes behind the
+            # runs that waited meanwhile, so one busy run cannot starve the others.
+            ordered = (
+                sa.select(runs)
+                .where(condition)
+                .order_by(runs.c.priority.desc(), runs.c.updated_at, runs.c.id)
+            )
             stmt = self._store.for_claim(ordered.limit(1))
             setattr(self, name, stmt)
         return stmt

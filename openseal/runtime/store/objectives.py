@@ -1,22 +1,33 @@
 """The objectives repository: creating an objective with its first run, reading objectives,
-and settling an objective when its run ends."""
+settling an objective when its run ends (satisfied, failed, retired, or tried again after a
+backoff), and the operators' pause, resume and retire.
+
+An objective's terms come from the workflow version it starts on (its ``objective`` block:
+``priority``, ``retry``; its ``owner``), and the caller may set ``goal`` and ``priority``.
+Settling is done in the transaction that ends the run, holding the run's row lock (then the
+objective's), so a retry run is created exactly once with the end that caused it."""
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Final
 
 import sqlalchemy as sa
 
 from openseal.errors import StoreError
-from openseal.runtime.clock import new_id
-from openseal.runtime.statuses import ObjectiveStatus, RunStatus
+from openseal.runtime.clock import iso, new_id
+from openseal.runtime.statuses import TERMINAL_RUN_STATUSES, ObjectiveStatus, RunStatus
 from openseal.runtime.store import fastsql, schema
 from openseal.runtime.store.base import Repository
 from openseal.runtime.store.definitions import canonical_json
-from openseal.runtime.store.errors import IdempotencyConflict, NotFound
+from openseal.runtime.store.errors import (
+    IdempotencyConflict,
+    InvalidStatus,
+    NotFound,
+    StaleRevision,
+)
 from openseal.runtime.store.listing import ListQuery, newest_first
 from openseal.runtime.store.records import DefinitionVersion, NewObjective, Objective, Run
 from openseal.runtime.store.schema import DEFAULT_SCOPE
@@ -31,14 +42,81 @@ INSERT_EVENT = sa.insert(events)
 PROJECT_ID = sa.select(projects.c.id).where(projects.c.name == sa.bindparam("p_name"))
 
 
-def request_hash(project: str, workflow_name: str, inputs: dict[str, Any]) -> str:
-    """What an idempotency key promises: the same project, workflow and inputs."""
-    document = {"project": project, "workflow": workflow_name, "inputs": inputs}
+def request_hash(
+    project: str,
+    workflow_name: str,
+    inputs: dict[str, Any],
+    goal: str | None = None,
+    priority: int | None = None,
+) -> str:
+    """What an idempotency key promises: the same project, workflow, inputs, goal and
+    priority (the last two only when given, so earlier keys keep their hashes)."""
+    document: dict[str, Any] = {"project": project, "workflow": workflow_name, "inputs": inputs}
+    if goal is not None:
+        document["goal"] = goal
+    if priority is not None:
+        document["priority"] = priority
     return hashlib.sha256(canonical_json(document).encode("utf-8")).hexdigest()
+
+
+def objective_terms(version: DefinitionVersion) -> tuple[str | None, int, dict[str, Any] | None]:
+    """The owner, default priority and retry policy a workflow version gives its objectives."""
+    spec = version.document.get("spec") or {}
+    policy = spec.get("objective") or {}
+    owner = spec.get("owner")
+    retry = policy.get("retry")
+    return (
+        owner if isinstance(owner, str) else None,
+        int(policy.get("priority") or 0),
+        dict(retry) if isinstance(retry, dict) else None,
+    )
+
+
+def retry_delay(retry: dict[str, Any], attempt: int) -> float:
+    """Seconds before run ``attempt`` (2: the first retry): ``backoff`` doubling each time,
+    at most ``max_backoff``."""
+    backoff = float(retry.get("backoff", 60.0))
+    longest = float(retry.get("max_backoff", 3600.0))
+    return min(backoff * 2.0 ** max(attempt - 2, 0), longest)
+
+
+def new_run(
+    objective_id: str,
+    workflow_digest: str,
+    inputs: dict[str, Any],
+    scope: str,
+    now: datetime,
+    **values: Any,
+) -> Run:
+    """A run not yet started (``queued`` unless ``values`` say otherwise) with its first event
+    already counted: it is inserted with one INSERT, its ``run.created`` with another."""
+    fields: dict[str, Any] = dict(
+        id=new_id(), objective_id=objective_id, parent_run_id=None,
+        workflow_digest=workflow_digest, status=RunStatus.QUEUED, current_state=None,
+        waiting=None, paused_from_status=None, context={"inputs": inputs, "states": {}},
+        epoch=0, lease_owner=None, lease_expires_at=None, wake_at=None, last_event_seq=1,
+        stale_writes=0, budget_used={}, revision=1, created_at=now, updated_at=now, scope=scope,
+    )  # fmt: skip
+    fields.update(values)
+    return Run(**fields)
 
 
 #: the caller's inputs, ready for the version about to be pinned (see ``create_objective``)
 Prepare = Callable[[DefinitionVersion], dict[str, Any]]
+
+
+#: an objective that can still change: its runs' ends settle it, operators steer it
+OPEN: Final = (ObjectiveStatus.ACTIVE, ObjectiveStatus.PAUSED)
+#: what an operator may set, and from which statuses
+STEERING: Final = {
+    ObjectiveStatus.PAUSED: frozenset({ObjectiveStatus.ACTIVE}),
+    ObjectiveStatus.ACTIVE: frozenset({ObjectiveStatus.PAUSED}),
+    ObjectiveStatus.RETIRED: frozenset(
+        {ObjectiveStatus.DRAFT, ObjectiveStatus.ACTIVE, ObjectiveStatus.PAUSED}
+    ),
+}
+#: what a run's end did to its objective, for the payload of the event that ends the run
+Settled = dict[str, Any] | None
 
 
 class Objectives(Repository):
@@ -54,8 +132,13 @@ class Objectives(Repository):
         actor: str,
         scope: str = DEFAULT_SCOPE,
         prepare: Prepare | None = None,
+        goal: str | None = None,
+        priority: int | None = None,
     ) -> NewObjective:
         """Create an objective on the active version of ``workflow_name`` and its first run.
+
+        ``goal`` says what it is for; ``priority`` orders its runs' claims (None: the
+        version's ``objective.priority``, else 0). Its owner and retry policy are the version's.
 
         The run is ``queued`` with context ``{"inputs": inputs, "states": {}}`` and pins the
         workflow digest active now (invariant 12). With ``request_key`` the call is idempotent:
@@ -68,16 +151,18 @@ class Objectives(Repository):
         types checked; it raises to refuse) for exactly the version being pinned, in the same
         transaction — so an activation in between cannot pin a version the inputs do not fit.
         """
-        digest = request_hash(project, workflow_name, inputs)
+        digest = request_hash(project, workflow_name, inputs, goal, priority)
         for attempt in range(2):
             if request_key is not None:
                 existing = self._replay(actor, request_key, digest)
                 if existing is not None:
                     return existing
             try:
-                return self._create_objective(
-                    project, workflow_name, inputs, request_key, digest, actor, scope, prepare
-                )
+                with self._store.write() as conn:
+                    return self.insert_in(
+                        conn, project, workflow_name, inputs, request_key, digest, actor, scope,
+                        prepare, goal=goal, priority=priority,
+                    )  # fmt: skip
             except sa.exc.IntegrityError:
                 # A concurrent create won the request key or the project name; look again.
                 if attempt == 1:
@@ -109,22 +194,6 @@ class Objectives(Repository):
             )
             return NewObjective(self._objective(conn, row.id), Run.from_row(first_run), False)
 
-    def _create_objective(
-        self,
-        project: str,
-        workflow_name: str,
-        inputs: dict[str, Any],
-        request_key: str | None,
-        digest: str,
-        actor: str,
-        scope: str,
-        prepare: Prepare | None,
-    ) -> NewObjective:
-        with self._store.write() as conn:
-            return self.insert_in(
-                conn, project, workflow_name, inputs, request_key, digest, actor, scope, prepare
-            )
-
     def insert_in(
         self,
         conn: sa.Connection,
@@ -136,6 +205,9 @@ class Objectives(Repository):
         actor: str,
         scope: str,
         prepare: Prepare | None,
+        *,
+        goal: str | None = None,
+        priority: int | None = None,
     ) -> NewObjective:
         """:meth:`create` in the caller's transaction, without the request-key replay (a
         trigger's firing row commits with the objective it starts). ``prepare`` and the
@@ -145,6 +217,8 @@ class Objectives(Repository):
             raise StoreError(f"no workflow {workflow_name!r} is deployed", code="not_deployed")
         if prepare is not None:
             inputs = prepare(version)
+        owner, default_priority, retry = objective_terms(version)
+        priority = default_priority if priority is None else priority
         now = self._store.now()
         objective = Objective(
             id=new_id(),
@@ -160,36 +234,20 @@ class Objectives(Repository):
             updated_at=now,
             created_by=actor,
             scope=scope,
+            goal=goal,
+            owner=owner,
+            priority=priority,
+            retry=retry,
+            attempts=1,
         )
         row = {k: v for k, v in objective.__dict__.items() if k != "project"}
         project_id = self._project_id(conn, project)
         fastsql.execute(conn, INSERT_OBJECTIVE, {**row, "project_id": project_id})
-        # The run is inserted with its first event already counted: one INSERT each, no
-        # UPDATE to take the sequence number (nobody else can see the run yet).
-        run = Run(
-            id=new_id(),
-            objective_id=objective.id,
-            parent_run_id=None,
-            workflow_digest=version.digest,
-            status=RunStatus.QUEUED,
-            current_state=None,
-            waiting=None,
-            paused_from_status=None,
-            context={"inputs": inputs, "states": {}},
-            epoch=0,
-            lease_owner=None,
-            lease_expires_at=None,
-            wake_at=None,
-            last_event_seq=1,
-            stale_writes=0,
-            budget_used={},
-            revision=1,
-            created_at=now,
-            updated_at=now,
-            scope=scope,
-        )
+        run = new_run(objective.id, version.digest, inputs, scope, now, priority=priority)
         fastsql.execute(conn, INSERT_RUN, {**run.__dict__, "wait_name": None})
         payload: dict[str, Any] = {"objective_id": objective.id, "workflow": workflow_name}
+        if priority:
+            payload["priority"] = priority
         if request_key is not None:
             payload["request_key"] = request_key
         fastsql.execute(
@@ -213,21 +271,16 @@ class Objectives(Repository):
     ) -> Run:
         """A ``queued`` run of ``workflow_digest`` (pinned) under ``parent``'s objective,
         created in the caller's transaction (which holds ``parent``'s row lock)."""
-        now = self._store.now()
-        run = Run(
-            id=new_id(), objective_id=parent.objective_id, parent_run_id=parent.id,
-            scope=parent.scope,
-            workflow_digest=workflow_digest, status=RunStatus.QUEUED, current_state=None,
-            waiting=None, paused_from_status=None, context={"inputs": inputs, "states": {}},
-            epoch=0, lease_owner=None, lease_expires_at=None, wake_at=None, last_event_seq=1,
-            stale_writes=0, budget_used={}, revision=1, created_at=now, updated_at=now,
+        run = new_run(
+            parent.objective_id, workflow_digest, inputs, parent.scope, self._store.now(),
+            parent_run_id=parent.id, priority=parent.priority,
         )  # fmt: skip
         fastsql.execute(conn, INSERT_RUN, {**run.__dict__, "wait_name": None})
         fastsql.execute(
             conn,
             INSERT_EVENT,
             {"run_id": run.id, "seq": 1, "type": "run.created", "actor": actor,
-             "payload": {"parent_run_id": parent.id, **payload}, "at": now},
+             "payload": {"parent_run_id": parent.id, **payload}, "at": run.created_at},
         )  # fmt: skip
         self._store.notify_work(conn, run.id)
         return run
@@ -268,39 +321,174 @@ class Objectives(Repository):
         with self._store.read() as conn:
             return self._objective(conn, objective_id)
 
+    def settle(
+        self,
+        conn: sa.Connection,
+        run: Run,
+        status: RunStatus,
+        now: datetime,
+        *,
+        unsatisfied: str | None = None,
+    ) -> Settled:
+        """Record on the objective how its run ended, in the transaction that ended the run
+        (which holds the run's row lock); returns what happened to it (``status``, and
+        ``reason``, ``unsatisfied``, ``retry``: the next run, its attempt and when), for the
+        ``objective`` of the payload of the event that ends the run, or None when nothing did.
 
-#: what a finished root run means for its objective
-OBJECTIVE_OUTCOME: dict[RunStatus, ObjectiveStatus] = {
-    RunStatus.COMPLETED: ObjectiveStatus.SATISFIED,
-    RunStatus.FAILED: ObjectiveStatus.FAILED,
-    RunStatus.CANCELED: ObjectiveStatus.RETIRED,
-}
+        Only the objective's own latest run (not a delegated child run) settles it, and only
+        while it is ``active`` or ``paused``. A canceled run retires it; a completed run
+        satisfies it unless ``unsatisfied`` says why its success criterion did not hold. A
+        failed or unsatisfied run starts the next run of the objective (on the version active
+        now, after the retry policy's backoff) while attempts remain, and fails it after the
+        last. A retry of a paused objective is created paused.
+        """
+        if run.parent_run_id is not None or status not in TERMINAL_RUN_STATUSES:
+            return None
+        found = fastsql.execute(conn, self._lock_objective(), {"p_id": run.objective_id})
+        row = fastsql.one_or_none(found)
+        if row is None or row["status"] not in OPEN or run.attempt != row["attempts"]:
+            return None
+        if status == RunStatus.CANCELED:
+            self._set(conn, run.objective_id, ObjectiveStatus.RETIRED, row["attempts"], now)
+            return {"status": ObjectiveStatus.RETIRED, "reason": "its run was canceled"}
+        if status == RunStatus.COMPLETED and unsatisfied is None:
+            self._set(conn, run.objective_id, ObjectiveStatus.SATISFIED, row["attempts"], now)
+            return {"status": ObjectiveStatus.SATISFIED}
+        outcome: dict[str, Any] = {"reason": "the run failed"}
+        if unsatisfied is not None:
+            outcome = {"reason": "the run did not satisfy it", "unsatisfied": unsatisfied}
+        retry = row["retry"] or {}
+        if run.attempt < int(retry.get("max_attempts", 1)):
+            version = self._store.definitions.active_version_in(conn, row["workflow_name"])
+            if version is not None and version.kind == "workflow":
+                next_run = self._retry(conn, run, row, version.digest, retry, outcome, now)
+                return {"status": row["status"], **outcome, "retry": next_run}
+            outcome["no_retry"] = f"no workflow {row['workflow_name']!r} is deployed"
+        self._set(conn, run.objective_id, ObjectiveStatus.FAILED, row["attempts"], now)
+        return {"status": ObjectiveStatus.FAILED, **outcome, "attempts": run.attempt}
+
+    def _retry(
+        self,
+        conn: sa.Connection,
+        ended: Run,
+        objective: Any,
+        digest: str,
+        retry: dict[str, Any],
+        outcome: dict[str, Any],
+        now: datetime,
+    ) -> dict[str, Any]:
+        """The objective's next run, sleeping until its backoff has passed (paused with the
+        objective): its id, attempt and when it is due."""
+        attempt = ended.attempt + 1
+        retry_at = now + timedelta(seconds=retry_delay(retry, attempt))
+        waiting = {"kind": "objective_retry", "after_run": ended.id, "retry_at": iso(retry_at)}
+        paused = objective["status"] == ObjectiveStatus.PAUSED
+        run = new_run(
+            ended.objective_id, digest, dict(objective["inputs"]), ended.scope, now,
+            status=RunStatus.PAUSED if paused else RunStatus.SLEEPING,
+            paused_from_status=RunStatus.SLEEPING if paused else None,
+            waiting=waiting, wake_at=retry_at, priority=objective["priority"], attempt=attempt,
+        )  # fmt: skip
+        fastsql.execute(conn, INSERT_RUN, {**run.__dict__, "wait_name": None})
+        created = {"objective_id": ended.objective_id, "workflow": objective["workflow_name"],
+                   "attempt": attempt, "retry_of": ended.id, "reason": outcome["reason"],
+                   "retry_at": iso(retry_at)}  # fmt: skip
+        fastsql.execute(
+            conn,
+            INSERT_EVENT,
+            {"run_id": run.id, "seq": 1, "type": "run.created", "actor": "openseal",
+             "payload": created, "at": now},
+        )  # fmt: skip
+        self._set(conn, ended.objective_id, objective["status"], attempt, now)
+        return {"run_id": run.id, "attempt": attempt, "at": iso(retry_at)}
+
+    def _lock_objective(self) -> sa.Select[Any]:
+        """``SELECT`` what settling reads of objective ``:p_id``, row-locked; built once."""
+        stmt: sa.Select[Any] | None = getattr(self, "_lock_objective_stmt", None)
+        if stmt is None:
+            columns = [objectives.c[name] for name in SETTLING_COLUMNS]
+            stmt = self._store.for_update(
+                sa.select(*columns).where(objectives.c.id == sa.bindparam("p_id"))
+            )
+            self._lock_objective_stmt = stmt
+        return stmt
+
+    @staticmethod
+    def _set(
+        conn: sa.Connection, objective_id: str, status: str, attempts: int, now: datetime
+    ) -> None:
+        params = {"p_id": objective_id, "v_status": status, "v_attempts": attempts, "v_now": now}
+        fastsql.execute_count(conn, SETTLE_OBJECTIVE, params)
+
+    def steer(
+        self,
+        objective_id: str,
+        status: ObjectiveStatus,
+        actor: str,
+        *,
+        reason: str | None = None,
+        expected_revision: int | None = None,
+    ) -> tuple[Objective, tuple[str, ...]]:
+        """Pause (``paused``), resume (``active``) or retire (``retired``) an objective; also
+        the ids of its unfinished root runs, which the caller then pauses, resumes or cancels
+        one by one (each run is locked on its own, never while the objective is: the one
+        lock order takes a run before its objective).
+
+        Retiring a retired objective again is allowed (its runs are steered again: a crash
+        between the two steps leaves nothing running for good). Refused with
+        ``invalid_status`` from any other status, and ``stale_revision`` when
+        ``expected_revision`` is given and the objective has changed since.
+        """
+        allowed = STEERING.get(status)
+        if allowed is None:
+            raise StoreError(
+                f"an objective can be set to paused, active or retired, not {status}",
+                code="usage_error",
+            )
+        with self._store.write() as conn:
+            current = self._objective(conn, objective_id)
+            if expected_revision is not None and expected_revision != current.revision:
+                raise StaleRevision(
+                    f"objective {objective_id} is at revision {current.revision}, not "
+                    f"{expected_revision}; reload it and try again"
+                )
+            again = status == ObjectiveStatus.RETIRED == current.status
+            if current.status not in allowed and not again:
+                raise InvalidStatus(
+                    f"cannot set objective {objective_id} to {status}: it is {current.status}"
+                )
+            if not again:
+                conn.execute(
+                    sa.update(objectives)
+                    .where(objectives.c.id == objective_id)
+                    .values(
+                        status=status,
+                        revision=objectives.c.revision + 1,
+                        updated_at=self._store.now(),
+                    )
+                )
+            live = conn.execute(
+                sa.select(runs.c.id)
+                .where(
+                    runs.c.objective_id == objective_id,
+                    runs.c.parent_run_id.is_(None),
+                    runs.c.status.not_in([str(s) for s in TERMINAL_RUN_STATUSES]),
+                )
+                .order_by(runs.c.id)
+            )
+            run_ids = tuple(live.scalars().all())
+            return self._objective(conn, objective_id), run_ids
 
 
-def settle_objective(conn: sa.Connection, run: Run, status: RunStatus, now: datetime) -> None:
-    """Record on the objective how its run ended, in the transaction that ended the run.
-
-    Only the objective's own run (not a delegated child run) settles it, and only an
-    objective still ``active`` or ``paused``.
-    """
-    outcome = OBJECTIVE_OUTCOME.get(status)
-    if outcome is None or run.parent_run_id is not None:
-        return
-    params: dict[str, Any] = {"p_id": run.objective_id, "p_active": ObjectiveStatus.ACTIVE}
-    params.update(p_paused=ObjectiveStatus.PAUSED, v_status=outcome, v_now=now)
-    fastsql.execute_count(conn, SETTLE_OBJECTIVE, params)
-
-
+SETTLING_COLUMNS: Final = ("status", "attempts", "retry", "workflow_name", "inputs", "priority")
 objectives_table = schema.objectives
 #: built once: statement construction costs more than executing it on SQLite
 SETTLE_OBJECTIVE: Final = (
     sa.update(objectives_table)
-    .where(
-        objectives_table.c.id == sa.bindparam("p_id"),
-        objectives_table.c.status.in_([sa.bindparam("p_active"), sa.bindparam("p_paused")]),
-    )
+    .where(objectives_table.c.id == sa.bindparam("p_id"))
     .values(
         status=sa.bindparam("v_status"),
+        attempts=sa.bindparam("v_attempts"),
         revision=objectives_table.c.revision + 1,
         updated_at=sa.bindparam("v_now", type_=objectives_table.c.updated_at.type),
     )

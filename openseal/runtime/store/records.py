@@ -81,6 +81,17 @@ class Objective:
     #: the principal who asked for it (None: made before objectives recorded it)
     created_by: str | None
     scope: str
+    #: what it is for, in the words of who asked (None: not said)
+    goal: str | None = None
+    #: the agent or team that owns it: its workflow's owner (``team.procurement``)
+    owner: str | None = None
+    #: its runs' claim order among ready runs: higher first
+    priority: int = 0
+    #: the retry policy of the version it started on (``max_attempts``, ``backoff``,
+    #: ``max_backoff`` in seconds); None: one run only
+    retry: dict[str, JSONValue] | None = None
+    #: the runs it started, the first included
+    attempts: int = 1
 
     @classmethod
     def from_row(cls, row: Row, project: str) -> Objective:
@@ -98,6 +109,11 @@ class Objective:
             updated_at=row["updated_at"],
             created_by=row["created_by"],
             scope=row["scope"],
+            goal=row["goal"],
+            owner=row["owner"],
+            priority=row["priority"],
+            retry=row["retry"],
+            attempts=row["attempts"],
         )
 
 
@@ -126,6 +142,10 @@ class Run:
     updated_at: datetime
     #: its objective's scope: everything of the run (approvals, actions, events) is in it
     scope: str
+    #: its objective's priority: claims take higher first
+    priority: int = 0
+    #: which run of its objective this is (1: the first; a retry counts on)
+    attempt: int = 1
 
     @classmethod
     def from_row(cls, row: Row) -> Run:

@@ -24,7 +24,6 @@ from openseal.runtime.store.base import Repository
 from openseal.runtime.store.errors import InvalidStatus, NotFound, StaleRevision
 from openseal.runtime.store.events import change_run, lease_released
 from openseal.runtime.store.listing import ListQuery, newest_first, workflow_digests
-from openseal.runtime.store.objectives import settle_objective
 from openseal.runtime.store.records import Activity, Event, Run, Turn
 
 if TYPE_CHECKING:
@@ -244,7 +243,7 @@ class Runs(Repository):
             # dispatched is reported as it stands, since it may already have happened.
             canceled_approvals = self._store.approvals.cancel_for_run(conn, run_id, now, actor)
             action_report = self._store.actions.cancel_for_run(conn, run_id, now, actor)
-            settle_objective(conn, run, RunStatus.CANCELED, now)
+            settled = self._store.objectives.settle(conn, run, RunStatus.CANCELED, now)
             if run.parent_run_id is not None:
                 requests.settle_child(conn, run, RunStatus.CANCELED, run.context, now)
                 self._store.dependencies.settle_member(conn, run, RunStatus.CANCELED, now)
@@ -266,6 +265,7 @@ class Runs(Repository):
                     "canceled_children": spawned,
                     "canceled_approvals": canceled_approvals,
                     "actions": action_report,
+                    **({} if settled is None else {"objective": settled}),
                 },
                 now=now,
                 values={

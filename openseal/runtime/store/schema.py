@@ -107,6 +107,14 @@ objectives = sa.Table(
     # who asked for it (NULL: created before objectives recorded it), and where it lives
     sa.Column("created_by", sa.String(200), nullable=True),
     sa.Column("scope", SCOPE, nullable=False, server_default=DEFAULT_SCOPE),
+    # what it is for (``--goal``), the agent or team that owns it (the workflow's owner), its
+    # runs' claim order (higher first), the retry policy of the version it started on, and
+    # how many runs it started
+    sa.Column("goal", sa.Text, nullable=True),
+    sa.Column("owner", NAME, nullable=True),
+    sa.Column("priority", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("retry", sa.JSON, nullable=True),
+    sa.Column("attempts", sa.Integer, nullable=False, server_default="1"),
     # a request key is the asking principal's: another principal's equal key is another key
     sa.Index("uq_objectives_request_key", "created_by", "request_key", unique=True),
 )
@@ -140,8 +148,14 @@ runs = sa.Table(
     sa.Column("updated_at", UtcTimestamp, nullable=False),
     # its objective's scope (a child run takes its parent's); everything of a run is in it
     sa.Column("scope", SCOPE, nullable=False, server_default=DEFAULT_SCOPE, index=True),
+    # its objective's priority (claims take higher first) and which of its objective's runs
+    # it is (1: the first; a retry counts on)
+    sa.Column("priority", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("attempt", sa.Integer, nullable=False, server_default="1"),
     sa.Index("ix_runs_claim_lease", "status", "lease_expires_at"),
     sa.Index("ix_runs_claim_wake", "status", "wake_at"),
+    # queued runs in claim order: higher priority first, then least recently changed
+    sa.Index("ix_runs_claim_queued", "status", "priority", "updated_at"),
 )
 
 turns = sa.Table(
