@@ -247,6 +247,7 @@ def test_pausing_an_objective_pauses_its_runs_and_its_retries(terms: Store, tmp_
     paused = steer(terms, created.objective.id, "paused")
     assert paused.status == ObjectiveStatus.PAUSED
     assert terms.runs.get(created.run.id).status == RunStatus.PAUSED
+    assert event_types(terms, created.run.id)[-2:] == ["objective.paused", "run.paused"]
     drain(terms, tmp_path)
     assert terms.runs.get(created.run.id).status == RunStatus.PAUSED
 
@@ -273,7 +274,13 @@ def test_retiring_an_objective_cancels_its_runs(terms: Store) -> None:
     assert retired.status == ObjectiveStatus.RETIRED
     run = terms.runs.get(created.run.id)
     assert run.status == RunStatus.CANCELED
-    ended = terms.runs.events(run.id)[-1]
+    *_, steered, ended = terms.runs.events(run.id)
+    # the operator's change is recorded on the run, then the run is canceled
+    assert (steered.type, steered.actor, steered.payload["reason"]) == (
+        "objective.retired",
+        service.CLI.actor,
+        "testing",
+    )
     assert ended.type == "run.canceled" and "objective" not in ended.payload  # retired already
     assert steer(terms, created.objective.id, "retired").status == ObjectiveStatus.RETIRED
     for status in ("paused", "active"):

@@ -28,6 +28,7 @@ from openseal.runtime.store.errors import (
     NotFound,
     StaleRevision,
 )
+from openseal.runtime.store.events import append_events
 from openseal.runtime.store.listing import ListQuery, newest_first
 from openseal.runtime.store.records import DefinitionVersion, NewObjective, Objective, Run
 from openseal.runtime.store.schema import DEFAULT_SCOPE
@@ -114,6 +115,12 @@ STEERING: Final = {
     ObjectiveStatus.RETIRED: frozenset(
         {ObjectiveStatus.DRAFT, ObjectiveStatus.ACTIVE, ObjectiveStatus.PAUSED}
     ),
+}
+#: the event an operator's change of an objective appends to its latest run
+STEERED: Final = {
+    ObjectiveStatus.PAUSED: "objective.paused",
+    ObjectiveStatus.ACTIVE: "objective.resumed",
+    ObjectiveStatus.RETIRED: "objective.retired",
 }
 #: what a run's end did to its objective, for the payload of the event that ends the run
 Settled = dict[str, Any] | None
@@ -429,10 +436,10 @@ class Objectives(Repository):
         reason: str | None = None,
         expected_revision: int | None = None,
     ) -> tuple[Objective, tuple[str, ...]]:
-        """Pause (``paused``), resume (``active``) or retire (``retired``) an objective; also
-        the ids of its unfinished root runs, which the caller then pauses, resumes or cancels
-        one by one (each run is locked on its own, never while the objective is: the one
-        lock order takes a run before its objective).
+        """Pause (``paused``), resume (``active``) or retire (``retired``) an objective, with
+        an event (``objective.paused``, ``objective.resumed``, ``objective.retired``: ``actor``,
+        ``reason``) on its latest run; also the ids of its unfinished root runs, which the
+        caller then pauses, resumes or cancels one by one, each in its own transaction.
 
         Retiring a retired objective again is allowed (its runs are steered again: a crash
         between the two steps leaves nothing running for good). Refused with
@@ -446,6 +453,16 @@ class Objectives(Repository):
                 code="usage_error",
             )
         with self._store.write() as conn:
+            # Its latest run first (the one lock order: a run, then its objective), which
+            # records the change in the same transaction
+            latest = conn.execute(
+                self._store.for_update(
+                    sa.select(runs.c.id)
+                    .where(runs.c.objective_id == objective_id, runs.c.parent_run_id.is_(None))
+                    .order_by(runs.c.attempt.desc(), runs.c.id.desc())
+                    .limit(1)
+                )
+            ).scalar_one_or_none()
             current = self._objective(conn, objective_id)
             if expected_revision is not None and expected_revision != current.revision:
                 raise StaleRevision(
@@ -458,15 +475,16 @@ class Objectives(Repository):
                     f"cannot set objective {objective_id} to {status}: it is {current.status}"
                 )
             if not again:
+                now = self._store.now()
                 conn.execute(
                     sa.update(objectives)
                     .where(objectives.c.id == objective_id)
-                    .values(
-                        status=status,
-                        revision=objectives.c.revision + 1,
-                        updated_at=self._store.now(),
-                    )
+                    .values(status=status, revision=objectives.c.revision + 1, updated_at=now)
                 )
+                if latest is not None:
+                    payload = {"objective_id": objective_id, "from_status": current.status,
+                               "reason": reason}  # fmt: skip
+                    append_events(conn, latest, [(STEERED[status], actor, payload)], now=now)
             live = conn.execute(
                 sa.select(runs.c.id)
                 .where(
