@@ -50,6 +50,7 @@ def test_runs_and_objectives_read_the_same_through_the_server(
     both(cli, server.url, "objectives", "list", "-o", "yaml")
     assert run_id in both(cli, server.url, "objectives", "show", objective_id[:10])
     both(cli, server.url, "objectives", "show", objective_id, "-o", "json")
+    assert "attempts  1 of 1" in both(cli, server.url, "objectives", "show", objective_id)
     # not found is the same refusal either way, whatever characters the reference holds: each
     # is one path segment, never another route (`..`, a query, a fragment, an escape)
     for odd in ("f" * 32, "..", ".", "a?status=pending", "x#y", "%2e%2e", "turns"):
@@ -89,6 +90,31 @@ def test_runs_are_steered_through_the_server(
 def pending_id(f: Flow) -> str:
     [approval] = service.list_approvals(f.store)
     return approval.id
+
+
+def test_objectives_are_steered_through_the_server(
+    cli: Cli,  # noqa: F811
+    waiting: tuple[Flow, str],  # noqa: F811
+    server: LiveServer,  # noqa: F811
+) -> None:
+    f, run_id = waiting
+    objective_id = f.store.runs.get(run_id).objective_id
+    steer = ("--server", server.url)
+    code, out, err = cli("objectives", "pause", objective_id, "--reason", "outage", *steer)
+    assert code == 0 and out.startswith(f"objective {objective_id}  paused"), err
+    assert f.store.runs.get(run_id).status == "paused"
+    stale = cli("objectives", "resume", objective_id, "--expected-revision", "1", *steer, "-o",
+                "json")  # fmt: skip
+    assert stale[0] == 1 and json.loads(stale[1])["error"]["code"] == "stale_revision"
+    resumed = cli("objectives", "resume", objective_id, *steer, "-o", "json")
+    assert resumed == cli("objectives", "show", objective_id, "-o", "json")
+    assert json.loads(resumed[1])["runs"][0]["status"] == "waiting_for_approval"
+    code, out, err = cli("objectives", "retire", objective_id, *steer)
+    assert code == 0 and out.startswith(f"objective {objective_id}  retired"), err
+    # the server's caller did it (a loopback caller without a token)
+    [retired] = [e for e in f.store.runs.events(run_id) if e.type == "objective.retired"]
+    assert retired.actor == "user:local"
+    assert f.store.runs.get(run_id).status == "canceled"
 
 
 def test_objectives_are_created_through_a_server_that_runs_them(
