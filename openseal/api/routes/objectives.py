@@ -106,7 +106,7 @@ def show_objective(objective_id: Id, state: State, who: Who) -> dict[str, Any]:
     "/objectives/{objective_id}/status",
     operation_id="objectives.set_status",
     dependencies=requires("objectives.set_status"),
-    responses=responses(404, 409),
+    responses=responses(404, 409, ok=documents.ObjectiveShown),
 )
 def set_status(
     objective_id: Id, body: ObjectiveStatusChange, state: State, who: Who
