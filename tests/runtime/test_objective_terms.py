@@ -299,3 +299,28 @@ def test_steering_checks_the_revision_and_the_status_name(terms: Store) -> None:
     assert raised.value.code in ("invalid_input", "usage_error")
     with pytest.raises(InvalidStatus):
         steer(terms, created.objective.id, "active")  # it is active already
+
+
+def test_a_retry_whose_inputs_do_not_fit_the_version_it_starts_on_needs_attention(
+    terms: Store, tmp_path: Path
+) -> None:
+    created = start(terms, "broken")
+    drain(terms, tmp_path)
+    retry = root_runs(terms, created.objective.id)[1]
+
+    # the version deployed during the backoff wants an input the objective never had
+    stricter = tmp_path / "stricter"
+    stricter.mkdir()
+    text = (DEFS / "objectives.hcl").read_text(encoding="utf-8")
+    head = 'workflow "broken" {\n  owner = agent.clerk\n'
+    assert head in text
+    text = text.replace(head, head + '  input "n" {\n    type = number\n  }\n')
+    (stricter / "objectives.hcl").write_text(text, encoding="utf-8")
+    register(terms, compile_files(stricter / "objectives.hcl"))
+
+    at(terms, terms.now() + timedelta(seconds=10))
+    drain(terms, tmp_path)
+    stopped = terms.runs.get(retry.id)
+    assert stopped.status == RunStatus.NEEDS_ATTENTION
+    assert stopped.waiting is not None
+    assert "the objective's inputs do not fit this version" in str(stopped.waiting["reason"])
