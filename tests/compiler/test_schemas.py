@@ -57,7 +57,7 @@ def test_compiled_examples_validate(compiled: dict[str, dict[str, object]]) -> N
     for document in compiled.values():
         kinds.add(document["kind"])
         jsonschema.validate(document, schemas[f"compiled-{document['kind']}.schema.json"])
-    assert {"model", "skill", "agent", "team", "binding", "workflow"} <= kinds
+    assert {"model", "skill", "agent", "team", "binding", "workflow", "runbook"} <= kinds
 
 
 @pytest.mark.parametrize(
@@ -68,6 +68,8 @@ def test_compiled_examples_validate(compiled: dict[str, dict[str, object]]) -> N
         ("skill.search_vendors", ("spec", "input"), "object({ q = string })"),
         ("skill.search_vendors", ("spec", "effect"), "omnipotent"),
         ("agent.buyer", ("apiVersion",), "openseal/v0"),
+        ("runbook.vendor_quotes", ("graph", "steps", "approved", "config", "retries"), 3),
+        ("runbook.vendor_quotes", ("graph", "steps", "approved", "config", "timeout"), "soon"),
     ],
 )
 def test_schemas_reject_malformed_documents(

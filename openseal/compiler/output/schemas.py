@@ -217,7 +217,8 @@ def _workflow_parts() -> dict[str, object]:
 
 
 def _runbook_parts() -> dict[str, object]:
-    step = _obj({"kind": {"enum": ["skill", "builtin"]}, "config": {"type": "object"}})
+    # a step's config is its definition, as the spec declares it (``$defs/Step``)
+    step = _obj({"kind": {"enum": ["skill", "builtin"]}, "config": {"$ref": "#/$defs/Step"}})
     names = {"type": "array", "items": {"type": "string"}}
     skill = _obj(
         {"digest": {"anyOf": [_DIGEST, {"type": "null"}]}, "effect": {"type": ["string", "null"]}}
