@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from openseal.runtime.store import Store, open_store
+from openseal.runtime.store import Store, liveness, open_store
 from tests.faultproxy import TcpProxy
 from tests.runtime.conftest import postgres_url
 from tests.runtime.support import eventually, new_run
@@ -131,3 +131,36 @@ def test_idle_workers_are_woken_after_the_listening_session_is_cut(
     assert not waiter.is_alive()
     assert woken == [True]
     assert store.work_mark() != mark
+
+
+def test_pooled_connections_cut_while_idle_are_replaced_without_a_ping(
+    proxied: tuple[TcpProxy, Store, Store],
+) -> None:
+    proxy, store, direct = proxied
+    pings: list[object] = []
+    original = store.engine.dialect.do_ping
+    store.engine.dialect.do_ping = lambda dbapi: pings.append(dbapi) or original(dbapi)  # type: ignore[method-assign]
+    new_run(direct)  # deployed, so each write below is one transaction of the store's
+    held = [store.engine.connect() for _ in range(3)]  # three pooled connections, then idle
+    for conn in held:
+        conn.close()
+    for n in range(3):
+        new_run(store, n=n)  # every write goes through: a cut connection is never handed out
+        assert proxy.sever() >= 1
+    runs = [new_run(store, n=n) for n in range(3, 6)]
+    assert all(direct.runs.get(run.id).status == "queued" for run in runs)
+    assert pings == []  # found without a round trip (none was idle long enough to be pinged)
+
+
+def test_a_connection_idle_past_the_bound_is_pinged_on_checkout(
+    proxied: tuple[TcpProxy, Store, Store], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, store, _ = proxied
+    pings: list[object] = []
+    original = store.engine.dialect.do_ping
+    store.engine.dialect.do_ping = lambda dbapi: pings.append(dbapi) or original(dbapi)  # type: ignore[method-assign]
+    new_run(store)
+    assert pings == []
+    monkeypatch.setattr(liveness, "IDLE_PING_SECONDS", 0.0)
+    new_run(store, n=2)
+    assert len(pings) >= 1

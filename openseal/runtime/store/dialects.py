@@ -27,7 +27,7 @@ import sqlalchemy as sa
 from sqlalchemy import event
 
 from openseal.errors import StoreError
-from openseal.runtime.store import fastsql, migrations, schema
+from openseal.runtime.store import fastsql, liveness, migrations, schema
 from openseal.runtime.store.actions import Actions
 from openseal.runtime.store.agent_requests import AgentRequests
 from openseal.runtime.store.approvals import Approvals
@@ -207,20 +207,6 @@ def _sqlite_engine(path: Path, *, synchronous: str, busy_timeout_ms: int) -> sa.
     return engine
 
 
-def _refuse_changed_sessions(engine: sa.Engine) -> None:
-    """Never hand a transaction a pooled connection whose session state was changed.
-
-    A connection left in autocommit would make a "transaction" a series of independent
-    statements and ``FOR UPDATE`` lock nothing. The pool discards such a connection and
-    opens a fresh one instead.
-    """
-
-    @event.listens_for(engine, "checkout")
-    def _on_checkout(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
-        if getattr(dbapi_connection, "autocommit", False):
-            raise sa.exc.DisconnectionError("a pooled connection was left in autocommit")
-
-
 def open_store(
     url: str | None = None,
     *,
@@ -260,10 +246,10 @@ def open_store(
         engine = sa.create_engine(
             url,
             connect_args=connect_args or {},
-            pool_pre_ping=True,
             json_serializer=compact_json,
         )
-        _refuse_changed_sessions(engine)
+        # Instead of ``pool_pre_ping``'s round trip per transaction: see liveness.py.
+        liveness.check_on_checkout(engine)
         store = PostgresStore(engine, home=home)
         migrate = auto_migrate is True
     else:
