@@ -26,6 +26,7 @@ from openseal.cli.client import (
 )
 from openseal.cli.output import echo_data, echo_item, echo_table
 from openseal.cli.runtime import complete_ids, list_options, more_hint, store_options, when
+from openseal.cli.steer import Steer, steer_by_id
 from openseal.errors import UsageError
 from openseal.runtime import service
 from openseal.runtime.service import format_cost, summarize
@@ -465,15 +466,6 @@ def _turn_text(turn: service.TurnView) -> str:
     return "\n".join(lines)
 
 
-#: refuse the command if the run changed since the caller read it (``runs show`` prints it)
-expected_revision_option = click.option(
-    "--expected-revision",
-    type=click.IntRange(0),
-    default=None,
-    help="Refuse (stale_revision) unless the run is still at this revision.",
-)
-
-
 def _changed(run: Run, output: str, verb: str) -> None:
     if output != "text":
         echo_data(run, output)
@@ -493,160 +485,108 @@ def _steer(
     )  # fmt: skip
 
 
-def _command(reason: str | None, expected_revision: int | None) -> dict[str, Any]:
-    return {"reason": reason, "expectedRevision": expected_revision}
-
-
-def _steer_objective(
-    home: Path, output: str, server: str | None, token_file: Path | None, objective_id: str,
-    status: str, reason: str | None, expected_revision: int | None,
+def _steer_run(
+    steer: Steer, step: str, act: Callable[[Store, service.RunCommand, service.Caller], Run],
+    verb: str,
 ) -> None:  # fmt: skip
+    """``act`` (``service.pause_run`` and the like) on the run, then the run as it is now."""
+    with steer.connected() as at:
+        run = _steer(
+            at, step, steer.id, steer.body(),
+            lambda store, ref: act(
+                store, service.RunCommand(ref, steer.reason, steer.expected_revision), service.CLI
+            ),
+        )  # fmt: skip
+    _changed(run, steer.output, verb)
+
+
+def _steer_objective(steer: Steer, status: str) -> None:
     """The objective set to ``status`` with its runs, on the store or on a server."""
-    with connected(home, server, token_file) as at:
-        objective_id = at.id("objective", objective_id)
+    with steer.connected() as at:
+        objective_id = at.id("objective", steer.id)
 
         def local(store: Store) -> tuple[Objective, tuple[Run, ...]]:
-            request = service.ObjectiveCommand(objective_id, status, reason, expected_revision)
+            request = service.ObjectiveCommand(
+                objective_id, status, steer.reason, steer.expected_revision
+            )
             service.steer_objective(store, request, service.CLI)
             return service.show_objective(store, objective_id)
 
         objective, runs = at.ask(
             local, "objectives.set_status", "objectives", objective_id, "status", method="POST",
-            body={"status": status, **_command(reason, expected_revision)},
+            body={"status": status, **steer.body()},
             read=lambda answer: (record(Objective, answer["objective"]),
                                  records(Run, answer["runs"])),
         )  # fmt: skip
-    if output != "text":
-        echo_data({"objective": objective, "runs": runs}, output)
+    if steer.output != "text":
+        echo_data({"objective": objective, "runs": runs}, steer.output)
         return
     _show_objective(objective, runs)
 
 
 @objectives.command("pause")
-@store_options
-@server_options
-@click.argument("objective_id", shell_complete=complete_ids("objective"))
-@click.option("--reason", default=None)
-@expected_revision_option
-def pause_objective(
-    home: Path, output: str, server: str | None, token_file: Path | None, objective_id: str,
-    reason: str | None, expected_revision: int | None,
-) -> None:  # fmt: skip
+@steer_by_id("objective")
+def pause_objective(steer: Steer) -> None:
     """Pause an objective and its unfinished runs; no retry starts while it is paused.
 
     \b
     Examples:
         openseal objectives pause 0191f0 --reason "vendor outage"
     """
-    _steer_objective(
-        home, output, server, token_file, objective_id, "paused", reason, expected_revision
-    )
+    _steer_objective(steer, "paused")
 
 
 @objectives.command("resume")
-@store_options
-@server_options
-@click.argument("objective_id", shell_complete=complete_ids("objective"))
-@click.option("--reason", default=None)
-@expected_revision_option
-def resume_objective(
-    home: Path, output: str, server: str | None, token_file: Path | None, objective_id: str,
-    reason: str | None, expected_revision: int | None,
-) -> None:  # fmt: skip
+@steer_by_id("objective")
+def resume_objective(steer: Steer) -> None:
     """Resume a paused objective and its paused runs.
 
     \b
     Examples:
         openseal objectives resume 0191f0
     """
-    _steer_objective(
-        home, output, server, token_file, objective_id, "active", reason, expected_revision
-    )
+    _steer_objective(steer, "active")
 
 
 @objectives.command("retire")
-@store_options
-@server_options
-@click.argument("objective_id", shell_complete=complete_ids("objective"))
-@click.option("--reason", default=None)
-@expected_revision_option
-def retire_objective(
-    home: Path, output: str, server: str | None, token_file: Path | None, objective_id: str,
-    reason: str | None, expected_revision: int | None,
-) -> None:  # fmt: skip
+@steer_by_id("objective")
+def retire_objective(steer: Steer) -> None:
     """Give an objective up: its unfinished runs are canceled and no retry starts.
 
     \b
     Examples:
         openseal objectives retire 0191f0 --reason "bought elsewhere"
     """
-    _steer_objective(
-        home, output, server, token_file, objective_id, "retired", reason, expected_revision
-    )
+    _steer_objective(steer, "retired")
 
 
 @runs.command("pause")
-@store_options
-@server_options
-@click.argument("run_id", shell_complete=complete_ids("run"))
-@click.option("--reason", default=None)
-@expected_revision_option
-def pause(
-    home: Path, output: str, server: str | None, token_file: Path | None, run_id: str,
-    reason: str | None, expected_revision: int | None,
-) -> None:  # fmt: skip
+@steer_by_id("run")
+def pause(steer: Steer) -> None:
     """Stop a run where it is (an in-flight turn is fenced off).
 
     \b
     Examples:
         openseal runs pause 0191f0 --reason "vendor outage"
     """
-    with connected(home, server, token_file) as at:
-        run = _steer(
-            at, "pause", run_id, _command(reason, expected_revision),
-            lambda store, ref: service.pause_run(
-                store, service.RunCommand(ref, reason, expected_revision), service.CLI
-            ),
-        )  # fmt: skip
-    _changed(run, output, "paused")
+    _steer_run(steer, "pause", service.pause_run, "paused")
 
 
 @runs.command("resume")
-@store_options
-@server_options
-@click.argument("run_id", shell_complete=complete_ids("run"))
-@click.option("--reason", default=None)
-@expected_revision_option
-def resume(
-    home: Path, output: str, server: str | None, token_file: Path | None, run_id: str,
-    reason: str | None, expected_revision: int | None,
-) -> None:  # fmt: skip
+@steer_by_id("run")
+def resume(steer: Steer) -> None:
     """Undo a pause.
 
     \b
     Examples:
         openseal runs resume 0191f0
     """
-    with connected(home, server, token_file) as at:
-        run = _steer(
-            at, "resume", run_id, _command(reason, expected_revision),
-            lambda store, ref: service.resume_run(
-                store, service.RunCommand(ref, reason, expected_revision), service.CLI
-            ),
-        )  # fmt: skip
-    _changed(run, output, "resumed")
+    _steer_run(steer, "resume", service.resume_run, "resumed")
 
 
 @runs.command("cancel")
-@store_options
-@server_options
-@click.argument("run_id", shell_complete=complete_ids("run"))
-@click.option("--reason", default=None)
-@expected_revision_option
-def cancel(
-    home: Path, output: str, server: str | None, token_file: Path | None, run_id: str,
-    reason: str | None, expected_revision: int | None,
-) -> None:  # fmt: skip
+@steer_by_id("run")
+def cancel(steer: Steer) -> None:
     """Cancel a run durably, and say what the cancellation prevented (approvals, unsent
     actions, agent requests) and what may already have happened (actions already sent, a
     worker in the middle of a turn).
@@ -655,21 +595,20 @@ def cancel(
     Examples:
         openseal runs cancel 0191f0 --reason "no longer needed"
     """
+    with steer.connected() as at:
+        run_id = at.id("run", steer.id)
 
-    def local(store: Store) -> tuple[Run, dict[str, Any]]:
-        request = service.RunCommand(run_id, reason, expected_revision)
-        run = service.cancel_run(store, request, service.CLI)
-        return run, service.cancellation(store, run)
+        def local(store: Store) -> tuple[Run, dict[str, Any]]:
+            request = service.RunCommand(run_id, steer.reason, steer.expected_revision)
+            run = service.cancel_run(store, request, service.CLI)
+            return run, service.cancellation(store, run)
 
-    with connected(home, server, token_file) as at:
-        run_id = at.id("run", run_id)
         run, report = at.ask(
-            local, "runs.cancel", "runs", run_id, "cancel", method="POST",
-            body=_command(reason, expected_revision),
+            local, "runs.cancel", "runs", run_id, "cancel", method="POST", body=steer.body(),
             read=lambda answer: (record(Run, answer["run"]), dict(answer["report"])),
         )  # fmt: skip
-    if output != "text":
-        echo_data({"run": run, "report": report}, output)
+    if steer.output != "text":
+        echo_data({"run": run, "report": report}, steer.output)
         return
     click.echo(f"run {run.id} canceled: now {run.status}")
     for line in cancel_lines(report):
@@ -704,17 +643,15 @@ def cancel_lines(report: dict[str, Any]) -> list[str]:
 
 
 @runs.command("intervene")
-@store_options
-@server_options
-@click.argument("run_id", shell_complete=complete_ids("run"))
-@click.option("--reason", required=True, help="Why (kept in the run's events).")
-@click.option("--state", default=None, help="Continue from this state.")
-@click.option("--value", default=None, help="JSON output for the run's current state.")
-@expected_revision_option
-def intervene(
-    home: Path, output: str, server: str | None, token_file: Path | None, run_id: str,
-    reason: str, state: str | None, value: str | None, expected_revision: int | None,
-) -> None:  # fmt: skip
+@steer_by_id(
+    "run",
+    reason=click.option("--reason", required=True, help="Why (kept in the run's events)."),
+    options=[
+        click.option("--state", default=None, help="Continue from this state."),
+        click.option("--value", default=None, help="JSON output for the run's current state."),
+    ],
+)
+def intervene(steer: Steer, state: str | None, value: str | None) -> None:
     """Repair a paused run or one that needs attention (with neither option: retry it).
 
     \b
@@ -723,15 +660,16 @@ def intervene(
         openseal runs intervene 0191f0 --reason "skip research" --state draft
     """
     parsed = parse_value(value, "--value") if value is not None else None
-    body = {"reason": reason, "state": state, "expectedRevision": expected_revision}
+    body = {**steer.body(), "state": state}
     if value is not None:
         body["value"] = parsed
-    with connected(home, server, token_file) as at:
+    reason = steer.reason or ""  # --reason is required
+    with steer.connected() as at:
         run = _steer(
-            at, "intervene", run_id, body,
+            at, "intervene", steer.id, body,
             lambda store, ref: service.intervene(
-                store, service.Intervention(ref, reason, state, parsed, expected_revision),
+                store, service.Intervention(ref, reason, state, parsed, steer.expected_revision),
                 service.CLI,
             ),
         )  # fmt: skip
-    _changed(run, output, "changed")
+    _changed(run, steer.output, "changed")
