@@ -160,8 +160,12 @@ def list_objectives(
     if output != "text":
         echo_data(found, output)
         return
-    rows = [[o.id, str(o.status), o.workflow_name, when(o.created_at)] for o in found]
-    echo_table(["id", "status", "workflow", "created"], rows, empty="no objectives")
+    rows = [
+        [o.id, str(o.status), str(o.priority), o.workflow_name, when(o.created_at), o.goal or "-"]
+        for o in found
+    ]
+    headers = ["id", "status", "priority", "workflow", "created", "goal"]
+    echo_table(headers, rows, shrink=["goal"], empty="no objectives")
     more_hint(found, limit)
 
 

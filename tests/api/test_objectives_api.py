@@ -20,6 +20,8 @@ def test_an_objective_is_created_with_a_goal_and_a_priority(serve: Serve, store:
         too_high = client.post("/objectives", json={**body, "priority": 1001})
         assert_error(too_high, 422, "invalid_request")
         shown = client.get(f"/objectives/{objective['id']}").json()
+        [listed] = client.get("/objectives").json()["objectives"]
+    assert (listed["goal"], listed["priority"]) == ("pick one", 9)
     assert [r["id"] for r in shown["runs"]] == [run["id"]]
     assert store.objectives.get(objective["id"]).goal == "pick one"
 

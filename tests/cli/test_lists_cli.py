@@ -53,7 +53,8 @@ def test_lists_have_headers_newest_first_and_a_cursor(
     assert cli("runs", "list", "--since", later)[1] == "no runs\n"
     code, out, err = cli("objectives", "list", "--workflow", "small", "--status", "active")
     header, *listed = rows(out)
-    assert header == ["ID", "STATUS", "WORKFLOW", "CREATED"] and len(listed) == 3
+    assert header == ["ID", "STATUS", "PRIORITY", "WORKFLOW", "CREATED", "GOAL"]
+    assert len(listed) == 3 and listed[0][2:4] == ["0", "small"] and listed[0][5:] == ["-"]
     code, _, err = cli("runs", "list", "--since", "last tuesday")
     assert code == 2 and err.startswith("error: since: expected an age (30m, 2h, 7d)")
 

@@ -108,6 +108,11 @@ def test_objectives_terms_show_with_runs_and_steering(cli: Cli, store: Store) ->
     shown = cli.json("objectives", "show", objective_id)
     assert isinstance(shown, dict)
     assert [(r["id"], r["attempt"]) for r in shown["runs"]] == [(run_id, 1)]
+    code, out, _ = cli("objectives", "list")
+    assert out.splitlines()[1].split()[2:4] == ["4", "small"]
+    assert out.splitlines()[1].endswith("pick a number")
+    [listed] = cli.json("objectives", "list")  # type: ignore[misc]
+    assert (listed["priority"], listed["goal"]) == (4, "pick a number")
 
     paused = cli.json("objectives", "pause", objective_id, "--reason", "outage")
     assert isinstance(paused, dict) and paused["objective"]["status"] == "paused"
