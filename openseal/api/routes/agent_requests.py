@@ -8,7 +8,8 @@ owner for clarify and review.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Path, Query, Request
 
@@ -29,6 +30,8 @@ from openseal.api.state import state_of
 from openseal.runtime import service
 from openseal.wire import jsonable
 
+F = TypeVar("F", bound=Callable[..., Any])
+
 router = APIRouter(tags=["agent requests"], route_class=documents.Documented)
 
 RequestId = Annotated[
@@ -43,6 +46,18 @@ def _named(step: str) -> Any:
         return service.named_principal(store, request_id, step, who.principal)
 
     return named
+
+
+def _step_route(step: str, *statuses: int) -> Callable[[F], F]:
+    """``POST /agent-requests/{request_id}/{step}`` (operation ``agent_requests.{step}``),
+    served to the operator role or the principal the request names for ``step``; it answers
+    the request, or 403, 404, 409 and ``statuses``."""
+    return router.post(
+        f"/agent-requests/{{request_id}}/{step}",
+        operation_id=f"agent_requests.{step}",
+        dependencies=requires(f"agent_requests.{step}", _named(step)),
+        responses=responses(403, 404, 409, *statuses, ok=documents.AgentRequestShown),
+    )
 
 
 def _step(state: Any, who: Caller, request_id: str, step: str, **fields: Any) -> dict[str, Any]:
@@ -84,23 +99,13 @@ def show_request(request_id: RequestId, state: State, who: Who) -> dict[str, Any
     return {"agent_request": jsonable(found)}
 
 
-@router.post(
-    "/agent-requests/{request_id}/accept",
-    operation_id="agent_requests.accept",
-    dependencies=requires("agent_requests.accept", _named("accept")),
-    responses=responses(403, 404, 409, ok=documents.AgentRequestShown),
-)
+@_step_route("accept")
 def accept(request_id: RequestId, body: Empty, state: State, who: Who) -> dict[str, Any]:
     """The callee takes a ``requested`` request on."""
     return _step(state, who, request_id, "accept")
 
 
-@router.post(
-    "/agent-requests/{request_id}/decline",
-    operation_id="agent_requests.decline",
-    dependencies=requires("agent_requests.decline", _named("decline")),
-    responses=responses(403, 404, 409, ok=documents.AgentRequestShown),
-)
+@_step_route("decline")
 def decline(
     request_id: RequestId, body: AgentRequestDecline, state: State, who: Who
 ) -> dict[str, Any]:
@@ -108,12 +113,7 @@ def decline(
     return _step(state, who, request_id, "decline", reason=body.reason)
 
 
-@router.post(
-    "/agent-requests/{request_id}/ask",
-    operation_id="agent_requests.ask",
-    dependencies=requires("agent_requests.ask", _named("ask")),
-    responses=responses(403, 404, 409, ok=documents.AgentRequestShown),
-)
+@_step_route("ask")
 def ask(
     request_id: RequestId, body: AgentRequestQuestion, state: State, who: Who
 ) -> dict[str, Any]:
@@ -121,12 +121,7 @@ def ask(
     return _step(state, who, request_id, "ask", text=body.question)
 
 
-@router.post(
-    "/agent-requests/{request_id}/clarify",
-    operation_id="agent_requests.clarify",
-    dependencies=requires("agent_requests.clarify", _named("clarify")),
-    responses=responses(403, 404, 409, ok=documents.AgentRequestShown),
-)
+@_step_route("clarify")
 def clarify(
     request_id: RequestId, body: AgentRequestAnswer, state: State, who: Who
 ) -> dict[str, Any]:
@@ -134,12 +129,7 @@ def clarify(
     return _step(state, who, request_id, "clarify", value=body.answer)
 
 
-@router.post(
-    "/agent-requests/{request_id}/complete",
-    operation_id="agent_requests.complete",
-    dependencies=requires("agent_requests.complete", _named("complete")),
-    responses=responses(403, 404, 409, 422, ok=documents.AgentRequestShown),
-)
+@_step_route("complete", 422)
 def complete(
     request_id: RequestId, body: AgentRequestCompletion, state: State, who: Who
 ) -> dict[str, Any]:
@@ -147,12 +137,7 @@ def complete(
     return _step(state, who, request_id, "complete", value=body.response)
 
 
-@router.post(
-    "/agent-requests/{request_id}/review",
-    operation_id="agent_requests.review",
-    dependencies=requires("agent_requests.review", _named("review")),
-    responses=responses(403, 404, 409, ok=documents.AgentRequestShown),
-)
+@_step_route("review")
 def review(
     request_id: RequestId, body: AgentRequestReview, state: State, who: Who
 ) -> dict[str, Any]:
