@@ -6,7 +6,8 @@ resolving of an action whose outcome is open. Deciding an approval is
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from enum import Enum
+from typing import Any, TypedDict, Unpack
 
 from openseal.errors import RuntimeFailure, UsageError
 from openseal.runtime.access import visible_run
@@ -24,6 +25,7 @@ from openseal.runtime.store import (
     Action,
     Approval,
     Connection,
+    ListQuery,
     NotFound,
     Proposal,
     Store,
@@ -57,27 +59,34 @@ class ActionView:
     spend: list[dict[str, Any]]
 
 
+class RunRecordsPage(TypedDict, total=False):
+    """Which page of a run's records (approvals, actions) to list: the list flags
+    (:mod:`openseal.runtime.listing`; ``limit`` 100 unless given), ``run_id`` for those of one
+    run, and the ``caller`` whose scopes bound it (the CLI's unless given)."""
+
+    status: str | None
+    run_id: str | None
+    limit: int
+    after: str | None
+    since: str | None
+    workflow: str | None
+    caller: Caller
+
+
+def _page(statuses: type[Enum], page: RunRecordsPage) -> ListQuery:
+    return list_query(
+        limit=page.get("limit", 100), after=page.get("after"), since=page.get("since"),
+        workflow=page.get("workflow"), status=page.get("status"), statuses=statuses,
+        scopes=page.get("caller", CLI).grant.visible(),
+    )  # fmt: skip
+
+
 # -- approvals -------------------------------------------------------------------------
 
 
-def list_approvals(
-    store: Store,
-    *,
-    status: str | None = None,
-    run_id: str | None = None,
-    limit: int = 100,
-    after: str | None = None,
-    since: str | None = None,
-    workflow: str | None = None,
-    caller: Caller = CLI,
-) -> list[Approval]:
-    """One page of approvals, newest first, optionally of one run, only those of runs in the
-    caller's scopes (the list flags: :mod:`openseal.runtime.listing`)."""
-    query = list_query(
-        limit=limit, after=after, since=since, workflow=workflow, status=status,
-        statuses=ApprovalStatus, scopes=caller.grant.visible(),
-    )  # fmt: skip
-    return store.approvals.newest(query, run_id=run_id)
+def list_approvals(store: Store, **page: Unpack[RunRecordsPage]) -> list[Approval]:
+    """One page of approvals, newest first, only those of runs in the caller's scopes."""
+    return store.approvals.newest(_page(ApprovalStatus, page), run_id=page.get("run_id"))
 
 
 def show_approval(store: Store, ref: str, caller: Caller = CLI) -> ApprovalView:
@@ -102,24 +111,9 @@ def _in_scope(store: Store, run_id: str, what: str, caller: Caller) -> None:
 # -- actions ---------------------------------------------------------------------------
 
 
-def list_actions(
-    store: Store,
-    *,
-    status: str | None = None,
-    run_id: str | None = None,
-    limit: int = 100,
-    after: str | None = None,
-    since: str | None = None,
-    workflow: str | None = None,
-    caller: Caller = CLI,
-) -> list[Action]:
-    """One page of actions, newest first, optionally of one run, only those of runs in the
-    caller's scopes (the list flags: :mod:`openseal.runtime.listing`)."""
-    query = list_query(
-        limit=limit, after=after, since=since, workflow=workflow, status=status,
-        statuses=ActionStatus, scopes=caller.grant.visible(),
-    )  # fmt: skip
-    return store.actions.newest(query, run_id=run_id)
+def list_actions(store: Store, **page: Unpack[RunRecordsPage]) -> list[Action]:
+    """One page of actions, newest first, only those of runs in the caller's scopes."""
+    return store.actions.newest(_page(ActionStatus, page), run_id=page.get("run_id"))
 
 
 def show_action(store: Store, action_id: str, caller: Caller = CLI) -> ActionView:
