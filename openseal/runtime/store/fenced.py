@@ -9,7 +9,9 @@ Changes to the run row and their events are held back and written together — o
 the run and one INSERT of its events — when the transaction ends, or earlier whenever a caller
 takes :attr:`FencedTx.conn` (so anything written through the connection directly comes after
 them in the event sequence). The run row stays locked for the whole transaction, so the
-sequence numbers the held-back events will get are known in advance.
+sequence numbers the held-back events will get are known in advance. Turns started in the
+transaction are held back the same way (a pure state's turn is started and ended in it, and is
+inserted once, ended), all in one INSERT.
 """
 
 from __future__ import annotations
@@ -105,6 +107,8 @@ class FencedTx:
         self._run = run
         self._values: dict[str, Any] = {}
         self._events: list[tuple[str, str, dict[str, Any]]] = []
+        #: turns started in this transaction and not inserted yet, by id
+        self._turns: dict[str, Turn] = {}
         #: whether the stored row is known to be held by this claim: the flush's UPDATE then
         #: also requires epoch, owner and ``running`` (the lock already guarantees it; this
         #: keeps a transaction that lost its lock from writing over a takeover)
@@ -127,7 +131,10 @@ class FencedTx:
         return self._conn
 
     def flush(self) -> None:
-        """Write the held-back run changes and events (one UPDATE, one INSERT)."""
+        """Write the held-back turns, run changes and events (an INSERT, an UPDATE, an INSERT)."""
+        if self._turns:
+            fastsql.execute(self._conn, INSERT_TURN, [t.__dict__ for t in self._turns.values()])
+            self._turns = {}
         if not self._events and not self._values:
             return
         fence = Fence(self.claim.epoch, self.claim.worker_id) if self._row_held else None
@@ -274,7 +281,9 @@ class FencedTx:
         ``seq`` saves looking the last one up when the caller knows it; ``values`` are run
         changes (entering the state, charging its budget) that ``turn.started`` describes.
         """
-        if seq is None:
+        if seq is None and self._turns:
+            seq = max(t.seq for t in self._turns.values()) + 1
+        elif seq is None:
             found = fastsql.execute(self._conn, LAST_TURN_SEQ, {"p_run": self.claim.run_id})
             last = next(iter(found[0].values())) if found else None
             seq = (last or 0) + 1
@@ -291,7 +300,7 @@ class FencedTx:
             finished_at=None,
             error=None,
         )
-        fastsql.execute(self._conn, INSERT_TURN, turn.__dict__)
+        self._turns[turn.id] = turn  # inserted with the transaction's other writes
         self._change("turn.started", {"seq": turn.seq, "state": state}, **(values or {}))
         return turn
 
@@ -318,12 +327,17 @@ class FencedTx:
             values["finished_at"] = None if status == "running" else self.now
         if error is not None:
             values["error"] = error
-        params = {f"v_{k}": v for k, v in values.items()}
-        params.update(p_id=turn_id, p_run=self.claim.run_id)
-        stmt = _turn_update(tuple(sorted(values)))
-        row = fastsql.one_or_none(fastsql.execute(self._conn, stmt, params))
-        if row is None:
-            raise NotFound(f"turn {turn_id} not found on run {self.claim.run_id}")
+        held = self._turns.get(turn_id)
+        if held is not None:  # started in this transaction: changed before it is inserted
+            self._turns[turn_id] = replace(held, **values)
+            row: Any = self._turns[turn_id].__dict__
+        else:
+            params = {f"v_{k}": v for k, v in values.items()}
+            params.update(p_id=turn_id, p_run=self.claim.run_id)
+            stmt = _turn_update(tuple(sorted(values)))
+            row = fastsql.one_or_none(fastsql.execute(self._conn, stmt, params))
+            if row is None:
+                raise NotFound(f"turn {turn_id} not found on run {self.claim.run_id}")
         if event:
             payload = {"seq": row["seq"], "phase": row["phase"], "status": row["status"]}
             if error is not None:
