@@ -31,6 +31,7 @@ _lock = threading.Lock()
 #: whether someone appended events to its run behind its back
 EVENT_WRITES = "openseal_event_writes"
 _updates: dict[tuple[tuple[str, ...], bool, bool], sa.Update] = {}
+_with_events: dict[tuple[tuple[str, ...], bool, int], sa.Insert] = {}
 INSERT_EVENTS: sa.Insert = sa.insert(schema.events)
 
 
@@ -69,6 +70,44 @@ def _run_update(keys: tuple[str, ...], fenced: bool, whole_row: bool) -> sa.Upda
     return stmt
 
 
+def _run_update_with_events(keys: tuple[str, ...], fenced: bool, count: int) -> sa.Insert:
+    """PostgreSQL: ``WITH changed AS (UPDATE runs ... RETURNING last_event_seq) INSERT INTO
+    events ... SELECT ... FROM changed`` for ``count`` events, built once per shape. The events
+    take the sequence numbers the UPDATE made room for; a fenced UPDATE that matches nothing
+    inserts nothing (and returns no row)."""
+    shape = (keys, fenced, count)
+    stmt = _with_events.get(shape)
+    if stmt is not None:
+        return stmt
+    events = schema.events
+    update = _run_update(keys, fenced, whole_row=False)
+    changed = update.cte("changed")
+    rows = [
+        sa.select(
+            sa.literal_column(str(i), sa.Integer).label("ord"),
+            sa.bindparam(f"e_type_{i}", type_=events.c.type.type).label("type"),
+            sa.bindparam(f"e_actor_{i}", type_=events.c.actor.type).label("actor"),
+            sa.bindparam(f"e_payload_{i}", type_=events.c.payload.type).label("payload"),
+        )
+        for i in range(count)
+    ]
+    new = (sa.union_all(*rows) if count > 1 else rows[0]).subquery("new_events")
+    first = changed.c.last_event_seq - sa.literal_column(str(count - 1), sa.Integer)
+    source = sa.select(
+        sa.bindparam("p_id", type_=events.c.run_id.type),
+        first + new.c.ord,
+        new.c.type,
+        new.c.actor,
+        new.c.payload,
+        sa.bindparam("p_now", type_=events.c.at.type),
+    ).select_from(changed.join(new, sa.true()))
+    columns = ["run_id", "seq", "type", "actor", "payload", "at"]
+    stmt = sa.insert(events).from_select(columns, source).returning(events.c.seq).add_cte(changed)
+    with _lock:
+        _with_events[shape] = stmt
+    return stmt
+
+
 def append_events(
     conn: sa.Connection,
     run_id: str,
@@ -81,17 +120,28 @@ def append_events(
 ) -> Mapping[str, Any] | None:
     """Apply ``values`` to the run and append ``events`` (type, actor, payload) after it.
 
-    One UPDATE and one (multi-row) INSERT, whatever the number of events. With ``fence`` the
+    One UPDATE and one (multi-row) INSERT, whatever the number of events; on PostgreSQL one
+    statement doing both, unless the whole row is asked for. With ``fence`` the
     UPDATE only matches while the claim still holds the run; None is returned (and nothing is
     written) when it does not. The row returned holds ``last_event_seq`` (all columns with
     ``whole_row``). ``values`` may not hold SQL expressions; see :func:`change_run`.
     """
     plain = values or {}
-    stmt = _run_update(tuple(sorted(plain)), fence is not None, whole_row)
     params: dict[str, Any] = {f"v_{key}": value for key, value in plain.items()}
     params.update(p_id=run_id, p_count=len(events), p_now=now)
     if fence is not None:
         params.update(p_epoch=fence.epoch, p_owner=fence.owner, p_running="running")
+    if events and not whole_row and conn.dialect.name == "postgresql":
+        # One round trip: the UPDATE in a WITH, the events inserted from what it returns.
+        together = _run_update_with_events(tuple(sorted(plain)), fence is not None, len(events))
+        for i, (kind, actor, payload) in enumerate(events):
+            params.update({f"e_type_{i}": kind, f"e_actor_{i}": actor, f"e_payload_{i}": payload})
+        written = fastsql.execute(conn, together, params)
+        if not written:
+            return None
+        conn.info[EVENT_WRITES] = conn.info.get(EVENT_WRITES, 0) + 1
+        return {"last_event_seq": max(int(r["seq"]) for r in written)}
+    stmt = _run_update(tuple(sorted(plain)), fence is not None, whole_row)
     row = fastsql.one_or_none(fastsql.execute(conn, stmt, params))
     if row is None:
         return None
