@@ -136,6 +136,8 @@ class DelegateSettings(TypedDict):
     output: TypeJSON | None
     review: bool
     expires_in: float | None
+    #: carved out of the caller run's budgets for the request (absent: nothing is carved)
+    budget: NotRequired[dict[str, int]]
 
 
 class WorkSettings(TypedDict):

@@ -95,6 +95,7 @@ CODES: dict[str, str] = {
     "OS509": "turn offers a skill the model can never call",
     "OS510": "retry on an effect where nothing applies it",
     "OS511": "unknown token role in an approver, reviewer or decider list",
+    "OS512": "delegate carves more of a budget than its caller has",
 }
 
 

@@ -287,6 +287,17 @@ class Wait(Spec):
         return self
 
 
+class CarvedBudget(Spec):
+    """What a ``delegate`` carves out of its caller run's budgets for the request's child run:
+    held from the caller when the request is made, the child's limit, and settled to what the
+    child used when it ends."""
+
+    turns: int | None = Field(None, ge=0)
+    model_calls: int | None = Field(None, ge=0)
+    tool_calls: int | None = Field(None, ge=0)
+    tokens: int | None = Field(None, ge=0)
+
+
 class Delegate(Spec):
     to: Reference
     goal: Template
@@ -295,6 +306,9 @@ class Delegate(Spec):
     review: bool = False
     expires_in: Duration | None = Field(
         None, description='the request expires this long after it is made (`on "expired"`)'
+    )
+    budget: CarvedBudget | None = Field(
+        None, description="the budget carved out of the caller run's for the request's work"
     )
 
 

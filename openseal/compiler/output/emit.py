@@ -303,6 +303,7 @@ def build_document(
             for kind in LATER_KINDS:
                 if state.get(kind, False) is None:
                     del state[kind]
+        _carved_budgets(document["spec"]["state"])
     if isinstance(spec, SkillSpec):
         document["inputs"] = _type_schema(spec.input)
         document["outputs"] = _type_schema(spec.output)
@@ -321,6 +322,20 @@ def build_document(
     elif isinstance(spec, TeamSpec):
         document["budgets"] = {"team": _budget(spec.policy.budget)}
     return document
+
+
+def _carved_budgets(node: object) -> None:
+    """Each ``delegate``'s ``budget`` under ``node`` as the amounts it names; a delegate without
+    one keeps the document (and digest) it had before budgets could be carved."""
+    if isinstance(node, dict):
+        delegate = node.get("delegate")
+        if isinstance(delegate, dict) and "budget" in delegate:
+            if delegate["budget"] is None:
+                del delegate["budget"]
+            else:
+                delegate["budget"] = {k: v for k, v in delegate["budget"].items() if v is not None}
+        for value in node.values():
+            _carved_budgets(value)
 
 
 def _type_schema(t: ty.TypeExpr | None) -> dict[str, object]:
@@ -414,6 +429,7 @@ def state_entry(state: State) -> StateEntry:
     Schema its output must match."""
     kind = state.kind
     settings = {"outcome": state.end} if kind == "end" else state.model_dump(mode="json")[kind]
+    _carved_budgets({kind: settings})
     entry: StateEntry = {
         "kind": kind,
         "description": state.description,

@@ -6,7 +6,8 @@ sends (``OS504``), whether bindings only narrow (``OS505``), no literal secrets
 (``OS506``), no approval-requiring skill in a runbook (``OS508``), a warning
 for a turn that offers the model a skill with effects (``OS509``), no ``retry`` on an
 effect where nothing would apply it (``OS510``), and no unknown token role named in an
-approver, reviewer or decider list (``OS511``).
+approver, reviewer or decider list (``OS511``), and no ``delegate`` carving more of a budget
+than its caller has (``OS512``).
 
 A reference that does not resolve is skipped here: resolve has reported it.
 """
@@ -30,6 +31,7 @@ from openseal.compiler.analysis.grants import (
     approval_states,
     is_role,
     needs_approval,
+    principal,
     risk,
     skill_spec,
     team_of,
@@ -41,6 +43,7 @@ from openseal.compiler.definitions.decode import Definition
 from openseal.compiler.definitions.specs import (
     AgentSpec,
     BindingSpec,
+    Budget,
     RunbookSpec,
     SkillSpec,
     WorkflowSpec,
@@ -565,6 +568,41 @@ def _principal_lists(
             yield from _principal_lists(item, (*path, str(key)))
 
 
+# --------------------------------------------------------------------------- OS512
+
+
+def check_carved_budgets_fit(analysis: Analysis, graphs: Graphs) -> list[Diagnostic]:
+    """A ``delegate``'s ``budget`` carves no more of a budget than its caller has: the
+    workflow's own ``budget``, and the owner agent's where the owner is an agent. Such a
+    request could never be made (the run would stop for its budget when it tried)."""
+    out: list[Diagnostic] = []
+    for definition, spec in workflows(analysis):
+        owner = principal(spec.owner)
+        agent = analysis.get(owner) if owner is not None and owner.startswith("agent.") else None
+        limits: list[tuple[str, Budget]] = [("the workflow's", spec.budget)]
+        if agent is not None and isinstance(agent.spec, AgentSpec):
+            limits.append((f"its owner `{owner}`'s", agent.spec.budget))
+        for name in sorted(spec.state):
+            delegate = spec.state[name].delegate
+            if delegate is None or delegate.budget is None:
+                continue
+            for key, amount in delegate.budget.model_dump(exclude_none=True).items():
+                for whose, budget in limits:
+                    limit = getattr(budget, key)
+                    if limit is None or amount <= limit:
+                        continue
+                    path = ("state", name, "delegate", "budget", key)
+                    span = definition.key_spans.get(path) or definition.name_span
+                    message = (
+                        f"state `{name}` carves {key} = {amount} for its request, more than "
+                        f"{whose} `budget.{key}` ({limit}): the request could never be made"
+                    )
+                    suggestion = f"carve at most {limit}, or raise {whose} `budget.{key}`"
+                    out.append(error("OS512", message, span, suggestion=suggestion))
+                    break
+    return out
+
+
 POLICY_CHECKS: tuple[Check, ...] = (
     check_skills_are_bound,
     check_risk_ceiling,
@@ -576,4 +614,5 @@ POLICY_CHECKS: tuple[Check, ...] = (
     check_turn_skills_only_read,
     check_retry_can_apply,
     check_role_names,
+    check_carved_budgets_fit,
 )
