@@ -65,6 +65,10 @@ def _show(request: AgentRequest) -> None:
         click.echo(f"  child run  {request.child_run_id}")
     if request.deadline:
         click.echo(f"  deadline   {request.deadline.isoformat(timespec='seconds')}")
+    if meta.get("budget"):
+        click.echo(
+            f"  budget     {json.dumps(meta['budget'], sort_keys=True)} (carved from the caller's)"
+        )
     if meta.get("review"):
         click.echo("  review     requested")
     for round_ in request.clarification or []:

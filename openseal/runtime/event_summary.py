@@ -17,7 +17,7 @@ def summarize(event: Event) -> str:
         "turn.started": lambda: f"turn {p.get('seq')} in {p.get('state')}",
         "turn.updated": lambda: f"{p.get('phase')}",
         "activity.recorded": lambda: f"{p.get('kind')} {p.get('activity_id')}",
-        "budget.spent": lambda: _amounts(p.get("spent")),
+        "budget.spent": lambda: _amounts(p.get("spent")) + _by_child(p),
         "budget.reserved": lambda: f"{_amounts(p.get('reserved'))} for {p.get('activity_id')}",
         "activity.failed": lambda: _failed(p),
         "activity.lost": lambda: f"{p.get('activity_id')}, counted: {_amounts(p.get('spent'))}",
@@ -35,6 +35,11 @@ def summarize(event: Event) -> str:
     if event.type.startswith("action."):
         return _action(event.type.removeprefix("action."), p)
     return _generic(p)
+
+
+def _by_child(payload: Mapping[str, Any]) -> str:
+    child = payload.get("child_run_id")
+    return f" by child run {child}" if child else ""
 
 
 def _objective(payload: Mapping[str, Any]) -> str:

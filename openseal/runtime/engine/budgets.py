@@ -18,12 +18,18 @@ belongs to an attempt whose outcome is unknown — its worker died or lost the r
 longer settle it: the next reservation closes it as spent, because the work may have been
 done and paid for. So a crash can neither lose a count nor let a run overspend, and a
 replayed activity is not paid for twice.
+
+A child run whose budget was carved out of its caller's (a ``delegate`` with a ``budget``)
+carries that limit in its ``budget_used`` (:func:`limits_of`): every check takes the lower of
+it and the workflow's own.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+
+from openseal.runtime.store import carved_limit
 
 #: The budgets the engine enforces (spend belongs to actions, added with them).
 COUNTED = ("turns", "model_calls", "tool_calls", "tokens")
@@ -32,10 +38,20 @@ COUNTED = ("turns", "model_calls", "tool_calls", "tokens")
 IN_FLIGHT = "in_flight"
 
 
+def limits_of(limits: Mapping[str, int], used: Mapping[str, Any]) -> dict[str, int]:
+    """The limits a run is held to: its workflow's ``limits``, lowered to what was carved for
+    it out of its caller's budget (recorded in its ``used``)."""
+    effective = dict(limits)
+    for name, carved in carved_limit(used).items():
+        effective[name] = min(effective.get(name, carved), carved)
+    return effective
+
+
 def exceeded(
     limits: Mapping[str, int], used: Mapping[str, Any], cost: Mapping[str, int]
 ) -> str | None:
     """Why paying ``cost`` on top of ``used`` would exceed a limit, or None if it fits."""
+    limits = limits_of(limits, used)
     for name in COUNTED:
         limit = limits.get(name)
         if limit is None or not cost.get(name):
@@ -48,6 +64,7 @@ def exceeded(
 
 def overspent(limits: Mapping[str, int], used: Mapping[str, Any]) -> str | None:
     """Why ``used`` is already beyond a limit (tokens are only known after a call)."""
+    limits = limits_of(limits, used)
     for name in COUNTED:
         limit = limits.get(name)
         if limit is not None and int(used.get(name, 0)) > limit:

@@ -6,7 +6,8 @@ definition names a ``workflow``, the child runs the version of it active now, wi
 request's inputs; otherwise the child is one turn of the agent with the goal, a workflow
 document made here from the request (stored by its digest like any version, so the child is
 pinned like any run). The child's output completes the request (the store settles it when the
-child ends); the caller checks it against the expected output type.
+child ends); the caller checks it against the expected output type. A budget the caller carved
+for the request is the child's limit: what the caller still holds for it.
 """
 
 from __future__ import annotations
@@ -21,7 +22,16 @@ from openseal.contract import EndSettings, TurnSettings
 from openseal.errors import RuntimeFailure, UsageError
 from openseal.runtime.compiled import CompiledWorkflow
 from openseal.runtime.engine.catalog import WorkflowCatalog
-from openseal.runtime.store import AgentRequest, Connection, Restart, Run, Store, canonical_json
+from openseal.runtime.store import (
+    AgentRequest,
+    Connection,
+    Restart,
+    Run,
+    Store,
+    canonical_json,
+    carved_child_budget,
+    carved_limit,
+)
 
 #: the state of a single-turn child run (scripted responses may be keyed by it)
 TURN_STATE = "work"
@@ -90,9 +100,17 @@ def start_child(
         digest = hashlib.sha256(canonical_json(document).encode()).hexdigest()
         store.definitions.put_in(conn, digest, "workflow", str(document["name"]), document)
         inputs, mode = {"goal": child_goal(request)}, "turn"
+    budget_used = carved_child_budget(caller.budget_used, request.id)
+    payload: dict[str, Any] = {
+        "agent_request_id": request.id,
+        "callee": request.callee,
+        "mode": mode,
+    }
+    if budget_used:
+        payload["budget"] = carved_limit(budget_used)
     child = store.objectives.start_child_run(
-        conn, caller, digest, inputs, actor=agent_key.replace(".", ":", 1),
-        payload={"agent_request_id": request.id, "callee": request.callee, "mode": mode},
+        conn, caller, digest, inputs, actor=agent_key.replace(".", ":", 1), payload=payload,
+        budget_used=budget_used,
     )  # fmt: skip
     store.agent_requests.note_child(conn, request.id, child.id, mode, store.now())
     return child.id

@@ -52,6 +52,9 @@ from openseal.runtime.store.approvals import Approval
 from openseal.runtime.store.approvals import summary as approval_summary
 from openseal.runtime.store.artifacts import ArtifactStore
 from openseal.runtime.store.base import Connection
+from openseal.runtime.store.carved_budgets import carved_limit
+from openseal.runtime.store.carved_budgets import child_budget as carved_child_budget
+from openseal.runtime.store.carved_budgets import release as release_carved
 from openseal.runtime.store.change_proposals import (
     ChangeProposal,
     Decision,
@@ -175,8 +178,11 @@ __all__ = [
     "approval_summary",
     "caller_wakes",
     "canonical_json",
+    "carved_child_budget",
+    "carved_limit",
     "correlation_matches",
     "describe_fault",
     "open_store",
+    "release_carved",
     "transient",
 ]

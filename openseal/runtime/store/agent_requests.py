@@ -26,6 +26,7 @@ from openseal.runtime.statuses import TERMINAL_RUN_STATUSES, RunStatus
 from openseal.runtime.statuses import AgentRequestStatus as S
 from openseal.runtime.store import schema
 from openseal.runtime.store.base import Repository
+from openseal.runtime.store.carved_budgets import charge, child_spent, release
 from openseal.runtime.store.errors import InvalidStatus, NotFound
 from openseal.runtime.store.events import change_run
 from openseal.runtime.store.records import AgentRequest, Run
@@ -41,6 +42,13 @@ WAKES_CALLER = frozenset(
 #: starts the callee's work (a new child run, :meth:`AgentRequests.note_child`) inside a
 #: step's transaction
 Restart = Callable[[sa.Connection, AgentRequest], None]
+
+
+def _closed_for_good(request: AgentRequest) -> bool:
+    """Whether ``request`` can no longer reopen (what is left of its budget is released)."""
+    if request.status == S.COMPLETED:
+        return not request.review_requested
+    return request.status not in OPEN_AGENT_REQUESTS
 
 
 def caller_wakes(request: AgentRequest) -> bool:
@@ -160,9 +168,15 @@ class AgentRequests(Repository):
         waiting = RunStatus.WAITING_FOR_AGENT in (caller.status, caller.paused_from_status)
         wake = waiting and caller_wakes(request)
         payload = {"agent_request_id": request.id, "status": str(request.status), **(detail or {})}
+        values: dict[str, Any] = {"wake_at": now} if wake else {}
+        if _closed_for_good(request):
+            used, released = release(caller.budget_used, request.id)
+            if released is not None:
+                payload["budget_released"] = released
+                values["budget_used"] = used
         change_run(
             conn, caller.id, event_type=event_type, actor=actor, payload=payload, now=now,
-            values={"wake_at": now} if wake else {},
+            values=values,
         )  # fmt: skip
         if wake and caller.status == RunStatus.WAITING_FOR_AGENT:
             self._store.notify_work(conn, caller.id)
@@ -303,7 +317,8 @@ class AgentRequests(Repository):
 
     def cancel_for_run(self, conn: sa.Connection, run_id: str, now: Any) -> list[str]:
         """Cancel the run's open requests (the caller holds the run's row lock); their ids.
-        Their child runs are stopped after the commit (:meth:`open_children`)."""
+        Their child runs are stopped after the commit (:meth:`open_children`); the budgets
+        held for them are released by the caller (``carved_budgets.release_all``)."""
         ids = list(
             conn.execute(
                 sa.select(agent_requests.c.id).where(
@@ -345,6 +360,7 @@ class AgentRequests(Repository):
         child's output, or fails. The child's row lock is held; the caller's is taken now."""
         if status not in TERMINAL_RUN_STATUSES:
             return
+        self._charge_caller(conn, child, now)
         request_id = conn.execute(
             sa.select(agent_requests.c.id).where(
                 agent_requests.c.child_run_id == child.id,
@@ -368,6 +384,22 @@ class AgentRequests(Repository):
         updated = self._update(conn, request_id, now, values)
         self._tell_caller(conn, caller, updated, f"agent_request.{step}", actor, now,
                           {"child_run_id": child.id})  # fmt: skip
+
+    def _charge_caller(self, conn: sa.Connection, child: Run, now: datetime) -> None:
+        """Charge the caller what an ending child run used of the budget carved for it
+        (:mod:`~openseal.runtime.store.carved_budgets`); the child's row lock is held."""
+        carved = child_spent(child.budget_used)
+        if carved is None or child.parent_run_id is None:
+            return
+        request_id, spent = carved
+        if not any(spent.values()):
+            return  # it used nothing of it: the request's release gives it all back
+        caller = self._store.runs.load(conn, child.parent_run_id, lock=True)
+        change_run(
+            conn, caller.id, event_type="budget.spent", actor=f"run:{child.id}",
+            payload={"agent_request_id": request_id, "child_run_id": child.id, "spent": spent},
+            now=now, values={"budget_used": charge(caller.budget_used, request_id, spent)},
+        )  # fmt: skip
 
 
 def _child_output(request: AgentRequest, context: Any) -> Any:

@@ -16,6 +16,7 @@ inserted once, ended), all in one INSERT.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
@@ -27,6 +28,7 @@ from openseal.errors import StoreError
 from openseal.runtime.clock import iso, new_id
 from openseal.runtime.statuses import AgentRequestStatus, RunStatus
 from openseal.runtime.store import fastsql, schema
+from openseal.runtime.store.carved_budgets import carve
 from openseal.runtime.store.errors import IdempotencyConflict, NotFound
 from openseal.runtime.store.events import EVENT_WRITES, Fence, append_events, lease_released
 from openseal.runtime.store.inbound_events import consume, first_unconsumed_match
@@ -232,9 +234,12 @@ class FencedTx:
             if self._run.parent_run_id is not None:
                 # ``conn`` writes what is held back first: settling appends to the caller run,
                 # and this run's sequence is read again after that
+                ending = self.run()  # with what it used, for a budget carved for it
+                if "budget_used" in values:
+                    ending = replace(ending, budget_used=values["budget_used"])
                 self.store.agent_requests.settle_child(
-                    self.conn, self._run, RunStatus(values["status"]),
-                    values.get("context", self._run.context), self.now,
+                    self.conn, ending, RunStatus(values["status"]),
+                    values.get("context", ending.context), self.now,
                 )  # fmt: skip
                 self.store.dependencies.settle_member(
                     self.conn, self._run, RunStatus(values["status"]), self.now
@@ -432,9 +437,16 @@ class FencedTx:
     # -- agent requests ----------------------------------------------------------------
 
     def create_agent_request(
-        self, callee: str, request: Any, *, deadline: datetime | None = None
+        self,
+        callee: str,
+        request: Any,
+        *,
+        deadline: datetime | None = None,
+        budget: Mapping[str, int] | None = None,
     ) -> AgentRequest:
-        """Ask agent or team ``callee`` for work; the engine then waits with ``update_run``."""
+        """Ask agent or team ``callee`` for work; the engine then waits with ``update_run``.
+        ``budget`` is carved out of this run's and held for the request
+        (:mod:`~openseal.runtime.store.carved_budgets`); the caller checked that it fits."""
         now = self.now
         agent_request = AgentRequest(
             id=new_id(),
@@ -451,7 +463,10 @@ class FencedTx:
             deadline=deadline,
         )
         self.store.agent_requests.insert(self.conn, agent_request)
-        self._change(
-            "agent_request.requested", {"agent_request_id": agent_request.id, "callee": callee}
-        )
+        payload: dict[str, Any] = {"agent_request_id": agent_request.id, "callee": callee}
+        values: dict[str, Any] = {}
+        if budget:
+            payload["budget"] = dict(budget)
+            values["budget_used"] = carve(self.run().budget_used, agent_request.id, budget)
+        self._change("agent_request.requested", payload, **values)
         return agent_request

@@ -275,12 +275,14 @@ class Objectives(Repository):
         *,
         actor: str,
         payload: dict[str, Any],
+        budget_used: dict[str, Any] | None = None,
     ) -> Run:
         """A ``queued`` run of ``workflow_digest`` (pinned) under ``parent``'s objective,
-        created in the caller's transaction (which holds ``parent``'s row lock)."""
+        created in the caller's transaction (which holds ``parent``'s row lock); it starts
+        with ``budget_used`` (a budget carved out of its caller's names its limit there)."""
         run = new_run(
             parent.objective_id, workflow_digest, inputs, parent.scope, self._store.now(),
-            parent_run_id=parent.id, priority=parent.priority,
+            parent_run_id=parent.id, priority=parent.priority, budget_used=budget_used or {},
         )  # fmt: skip
         fastsql.execute(conn, INSERT_RUN, {**run.__dict__, "wait_name": None})
         fastsql.execute(

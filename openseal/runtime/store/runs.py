@@ -21,6 +21,7 @@ from openseal.runtime.clock import iso
 from openseal.runtime.statuses import TERMINAL_RUN_STATUSES, WAITING_RUN_STATUSES, RunStatus
 from openseal.runtime.store import schema
 from openseal.runtime.store.base import Repository
+from openseal.runtime.store.carved_budgets import release_all
 from openseal.runtime.store.errors import InvalidStatus, NotFound, StaleRevision
 from openseal.runtime.store.events import change_run, lease_released
 from openseal.runtime.store.listing import ListQuery, newest_first, workflow_digests
@@ -239,6 +240,7 @@ class Runs(Repository):
             _require(run, CANCELABLE, "cancel")
             requests = self._store.agent_requests
             canceled_requests = requests.cancel_for_run(conn, run_id, now)
+            budget_used, released = release_all(run.budget_used, canceled_requests)
             # Governed actions: pending approvals and unsent actions are canceled; anything
             # dispatched is reported as it stands, since it may already have happened.
             canceled_approvals = self._store.approvals.cancel_for_run(conn, run_id, now, actor)
@@ -262,6 +264,7 @@ class Runs(Repository):
                     "in_flight_worker": _in_flight(run),
                     "lease_expires_at": iso(run.lease_expires_at),
                     "canceled_agent_requests": canceled_requests,
+                    **({"budgets_released": released} if released else {}),
                     "canceled_children": spawned,
                     "canceled_approvals": canceled_approvals,
                     "actions": action_report,
@@ -273,6 +276,7 @@ class Runs(Repository):
                     "epoch": runs.c.epoch + 1,
                     "wake_at": None,
                     "wait_name": None,
+                    **({"budget_used": budget_used} if released else {}),
                     **lease_released(),
                 },
             )

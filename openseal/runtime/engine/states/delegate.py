@@ -8,6 +8,10 @@ against the output type), is declined, fails or expires (leave by ``declined``, 
 callee asks a question (a person or the caller's side answers it; the run waits again). When
 the state asked for a review, a completion is awaited until it is reviewed: accepted, or sent
 back, which reopens the request.
+
+A ``budget`` on the state is carved out of the run's budgets when the request is made, in the
+same transaction (:mod:`openseal.runtime.store.carved_budgets`): it must fit what is left, or
+the run stops for its budget like any work that does not fit, and no request is made.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import Any
 
 from openseal.contract import AgentWait, DelegateSettings
 from openseal.runtime.compiled import evaluate_json
+from openseal.runtime.engine import budgets
 from openseal.runtime.engine.delegation import DelegationFailed, start_child
 from openseal.runtime.engine.states.base import Advance, Attention, Outcome, StepContext, Suspend
 from openseal.runtime.engine.states.turn import schema_problems
@@ -29,6 +34,7 @@ from openseal.runtime.store import (
     FencedTx,
     InvalidStatus,
     caller_wakes,
+    release_carved,
 )
 
 #: how the caller leaves for each closed request status (``rejected``: the older name)
@@ -53,18 +59,32 @@ def execute(ctx: StepContext) -> Outcome:
     }
     expires_in = config["expires_in"]
     deadline = ctx.now() + timedelta(seconds=float(expires_in)) if expires_in else None
+    budget = config.get("budget") or {}
+    if budget:
+        request["budget"] = budget
+        with ctx.store.leases.fenced(ctx.claim) as tx:
+            reason = _unaffordable(ctx, tx, budget)
+        if reason is not None:
+            ctx.stop(reason)
 
     def ask(tx: FencedTx) -> None:
-        created = tx.create_agent_request(callee, request, deadline=deadline)
+        reason = _unaffordable(ctx, tx, budget) if budget else None
+        if reason is not None:  # spent meanwhile by a child of an earlier request
+            ctx.exhaust(tx, reason)
+            return
+        created = tx.create_agent_request(callee, request, deadline=deadline, budget=budget)
         waiting: AgentWait = {"kind": "agent", "agent_request_id": created.id, "callee": callee}
         try:
             start_child(tx.store, tx.conn, tx.run(), created, workflow=ctx.workflow)
         except DelegationFailed as exc:
             tx.store.agent_requests.fail_in(tx.conn, created.id, str(exc), tx.now)
-            tx.append_event(
-                "agent_request.failed",
-                {"agent_request_id": created.id, "status": "failed", "reason": str(exc)},
-            )
+            used, released = release_carved(tx.run().budget_used, created.id)
+            payload = {"agent_request_id": created.id, "status": "failed", "reason": str(exc)}
+            if released is not None:
+                tx.update_run(budget_used=used, event="agent_request.failed",
+                              payload={**payload, "budget_released": released})  # fmt: skip
+            else:
+                tx.append_event("agent_request.failed", payload)
             _wait(tx, waiting, wake_at=tx.now)
             return
         tx.append_event(
@@ -75,6 +95,12 @@ def execute(ctx: StepContext) -> Outcome:
         _wait(tx, waiting, wake_at=deadline)
 
     return Suspend(ask, f"waiting for {callee}")
+
+
+def _unaffordable(ctx: StepContext, tx: FencedTx, budget: dict[str, int]) -> str | None:
+    """Why the run cannot carve ``budget`` out of what is left of its own, if it cannot."""
+    reason = budgets.refusal(ctx.workflow.budget_limits(), tx.run().budget_used, budget)
+    return None if reason is None else f"{reason} (the budget of the request in {ctx.state.name})"
 
 
 def _answered(ctx: StepContext, waiting: AgentWait) -> Outcome:
