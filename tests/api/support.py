@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Iterator
@@ -14,6 +15,10 @@ import uvicorn
 
 from openseal.api import ApiSettings, create_app
 from openseal.runtime.store import Store
+
+#: the TLS context of every client of a test server (they speak plain HTTP): without it httpx
+#: builds one per client, loading the CA bundle, a tenth of a second on a loaded machine
+PLAIN_HTTP = ssl.create_default_context()
 
 
 class LiveServer:
@@ -53,6 +58,7 @@ class LiveServer:
 
     def client(self, token: str | None = None, **options: Any) -> httpx.Client:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
+        options.setdefault("verify", PLAIN_HTTP)
         return httpx.Client(base_url=f"{self.url}/api/v1", headers=headers, timeout=30.0, **options)
 
 

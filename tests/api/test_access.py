@@ -8,6 +8,7 @@ scope finds no record of this one (404, as if unknown) and lists nothing of it.
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -161,18 +162,20 @@ def test_the_role_by_operation_matrix(serve: Serve, store: Store, records: Recor
     table = routes(server)
     assert set(service.PERMISSIONS) <= set(table)
     seen: dict[tuple[str, str], int] = {}
-    for operation in sorted(service.PERMISSIONS, key=lambda op: table[op][0] != "GET"):
-        method, template = table[operation]
-        path = records.path(operation, template)
-        for role, secret in tokens.items():
-            with server.client(secret) as client:
+    with ExitStack() as stack:
+        clients = {role: stack.enter_context(server.client(s)) for role, s in tokens.items()}
+        for operation in sorted(service.PERMISSIONS, key=lambda op: table[op][0] != "GET"):
+            method, template = table[operation]
+            path = records.path(operation, template)
+            for role, client in clients.items():
                 response = call(client, method, path, operation)
-            seen[(operation, role)] = response.status_code
-            if role in service.roles_for(operation):
-                assert response.status_code not in (401, 403), (operation, role, response.text)
-            else:
-                error = assert_error(response, 403, "forbidden")
-                assert operation in error["message"] and error["details"]["operation"] == operation
+                seen[(operation, role)] = response.status_code
+                if role in service.roles_for(operation):
+                    assert response.status_code not in (401, 403), (operation, role, response.text)
+                else:
+                    error = assert_error(response, 403, "forbidden")
+                    assert operation in error["message"]
+                    assert error["details"]["operation"] == operation
     assert len(seen) == len(service.PERMISSIONS) * len(service.ROLES)
     with server.client(tokens["viewer"]) as viewer:
         me = viewer.get("/me").json()
