@@ -53,11 +53,14 @@ def admit(
     actor: str,
     events: EventSink | None = None,
     fresh: bool = False,
+    stored: bytes | None = None,
 ) -> Action | str:
     """Admit ``action`` (inside the caller's fenced transaction) or return why not.
 
     ``fresh``: ``action`` was read in this same transaction, so it is not read again (the
-    move to ``admitted`` is conditional on its revision either way). ``events`` receives the
+    move to ``admitted`` is conditional on its revision either way). ``stored``: the
+    proposal's artefact bytes, stored or checked by digest in this same transaction (see
+    :func:`~openseal.runtime.actions.proposal_check.verify_in`). ``events`` receives the
     run events, as in ``store.actions.move``.
     """
     current = action if fresh else store.actions.get(conn, action.id)
@@ -67,7 +70,7 @@ def admit(
     approval, reason = _approval(conn, store, workflow, proposal, active)
     reason = _binding(workflow, proposal) or _active_binding(active, proposal) or reason
     # What will be sent is this proposal's document: it must still be the approved content.
-    checked = verify_in(conn, store.artifacts, proposal)
+    checked = verify_in(conn, store.artifacts, proposal, stored)
     if checked.problem is not None:
         reason = f"proposal {proposal.name} ({proposal.hash}) is not verified: {checked.problem}"
     budgets = spend_budgets(workflow, proposal.run_id)

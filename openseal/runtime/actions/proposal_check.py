@@ -46,15 +46,20 @@ class Verification:
         return self.problem is None
 
 
-def verify_in(conn: Connection, artifacts: ArtifactStore, proposal: Proposal) -> Verification:
-    """Check ``proposal`` (its row) against its artefact, reading in ``conn``'s transaction."""
+def verify_in(
+    conn: Connection, artifacts: ArtifactStore, proposal: Proposal, stored: bytes | None = None
+) -> Verification:
+    """Check ``proposal`` (its row) against its artefact, reading in ``conn``'s transaction.
+
+    ``stored``: the artefact's bytes, when this transaction stored them or checked the stored
+    ones against their digest (drafting does both), so they need not be read back."""
     if proposal.artifact_digest != proposal.hash:
         return Verification(
             proposal.document,
             f"its artefact {proposal.artifact_digest} is not the one its hash names",
         )
     try:
-        data = artifacts.read_in(conn, proposal.artifact_digest)
+        data = stored if stored is not None else artifacts.read_in(conn, proposal.artifact_digest)
     except StoreError as exc:  # not found here, or corrupt
         return Verification(proposal.document, f"its artefact cannot be verified: {exc.message}")
     document = json.loads(data)

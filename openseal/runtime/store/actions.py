@@ -156,9 +156,11 @@ class Actions(Repository):
 
     def ensure(self, conn: sa.Connection, proposal: Proposal, now: datetime) -> Action:
         """The action of ``proposal``, created ``proposed`` on first sight."""
-        found = self.by_key(conn, proposal.action_key)
-        if found is not None:
-            return found
+        insert_new = self._store.insert_new(actions, "key")
+        if insert_new is None:
+            found = self.by_key(conn, proposal.action_key)
+            if found is not None:
+                return found
         action = Action(
             id=new_id(),
             key=proposal.action_key,
@@ -182,7 +184,12 @@ class Actions(Repository):
             updated_at=now,
             revision=1,
         )
-        fastsql.execute(conn, INSERT, action.__dict__)
+        if insert_new is None:
+            fastsql.execute(conn, INSERT, action.__dict__)
+        elif not fastsql.execute(conn, insert_new, action.__dict__):
+            found = self.by_key(conn, proposal.action_key)
+            assert found is not None  # it is why nothing was inserted
+            return found
         return action
 
     def by_key(self, conn: sa.Connection, key: str) -> Action | None:

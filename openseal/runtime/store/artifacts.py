@@ -111,13 +111,18 @@ class ArtifactStore:
             if data is None:
                 raise ValueError("artefacts in the database are recorded with their bytes")
             self._verify(data, digest)
+        info = ArtifactInfo(digest, size, media_type, self._store.now())
+        content = data if self.in_database else None
+        insert_new = self._store.insert_new(artifacts, "digest")
+        if insert_new is not None and fastsql.execute(
+            conn, insert_new, {**info.__dict__, "content": content}
+        ):
+            return info
         row = fastsql.one_or_none(fastsql.execute(conn, SELECT_ARTIFACT, {"p_digest": digest}))
         if row is not None:
             if self.in_database:
                 self._keep(conn, digest, data)
             return ArtifactInfo.from_row(row)
-        info = ArtifactInfo(digest, size, media_type, self._store.now())
-        content = data if self.in_database else None
         fastsql.execute(conn, INSERT_ARTIFACT, {**info.__dict__, "content": content})
         return info
 

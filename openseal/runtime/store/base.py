@@ -101,6 +101,13 @@ class StoreBase:
         """Lock one claimable row, skipping rows other workers are claiming."""
         return stmt
 
+    def insert_new(self, table: sa.Table, *keys: str) -> sa.Insert | None:
+        """An INSERT of one row into ``table`` that inserts nothing when a row with the same
+        ``keys`` (a unique key) exists, returning ``keys`` only when it inserted; None where the
+        caller should look first and insert after (SQLite, where a statement costs no round
+        trip). Built once per table and key."""
+        return None
+
     def lock_event_name(self, conn: sa.Connection, name: str) -> None:
         """Serialise deliveries and wait registrations for one inbound event name.
 

@@ -353,16 +353,22 @@ class Objectives(Repository):
         """
         if run.parent_run_id is not None or status not in TERMINAL_RUN_STATUSES:
             return None
+        if status == RunStatus.CANCELED or (status == RunStatus.COMPLETED and unsatisfied is None):
+            # Nothing to read first: one UPDATE, if the objective is open and this run is its
+            # latest attempt.
+            ending = ObjectiveStatus.RETIRED if status == RunStatus.CANCELED else None
+            params = {"p_id": run.objective_id, "p_attempt": run.attempt, "v_now": now,
+                      "v_status": ending or ObjectiveStatus.SATISFIED}  # fmt: skip
+            params.update({f"p_open_{i}": str(open_status) for i, open_status in enumerate(OPEN)})
+            if fastsql.execute_count(conn, SETTLE_OPEN_OBJECTIVE, params) == 0:
+                return None
+            if ending is not None:
+                return {"status": ending, "reason": "its run was canceled"}
+            return {"status": ObjectiveStatus.SATISFIED}
         found = fastsql.execute(conn, self._lock_objective(), {"p_id": run.objective_id})
         row = fastsql.one_or_none(found)
         if row is None or row["status"] not in OPEN or run.attempt != row["attempts"]:
             return None
-        if status == RunStatus.CANCELED:
-            self._set(conn, run.objective_id, ObjectiveStatus.RETIRED, row["attempts"], now)
-            return {"status": ObjectiveStatus.RETIRED, "reason": "its run was canceled"}
-        if status == RunStatus.COMPLETED and unsatisfied is None:
-            self._set(conn, run.objective_id, ObjectiveStatus.SATISFIED, row["attempts"], now)
-            return {"status": ObjectiveStatus.SATISFIED}
         outcome: dict[str, Any] = {"reason": "the run failed"}
         if unsatisfied is not None:
             outcome = {"reason": "the run did not satisfy it", "unsatisfied": unsatisfied}
@@ -509,6 +515,21 @@ SETTLE_OBJECTIVE: Final = (
     .values(
         status=sa.bindparam("v_status"),
         attempts=sa.bindparam("v_attempts"),
+        revision=objectives_table.c.revision + 1,
+        updated_at=sa.bindparam("v_now", type_=objectives_table.c.updated_at.type),
+    )
+)
+#: settling an objective that is open and whose latest attempt is ``:p_attempt``, as the run
+#: that ends it is (satisfied or retired: the cases that need nothing else of the row)
+SETTLE_OPEN_OBJECTIVE: Final = (
+    sa.update(objectives_table)
+    .where(
+        objectives_table.c.id == sa.bindparam("p_id"),
+        objectives_table.c.status.in_([sa.bindparam(f"p_open_{i}") for i in range(len(OPEN))]),
+        objectives_table.c.attempts == sa.bindparam("p_attempt"),
+    )
+    .values(
+        status=sa.bindparam("v_status"),
         revision=objectives_table.c.revision + 1,
         updated_at=sa.bindparam("v_now", type_=objectives_table.c.updated_at.type),
     )

@@ -90,9 +90,11 @@ class Proposals(Repository):
         now: datetime,
     ) -> tuple[Proposal, bool]:
         """Record ``draft`` for ``run_id``; the same hash again returns the stored proposal."""
-        existing = self.by_hash(conn, run_id, draft.hash)
-        if existing is not None:
-            return existing, False
+        insert_new = self._store.insert_new(proposals, "run_id", "hash")
+        if insert_new is None:
+            existing = self.by_hash(conn, run_id, draft.hash)
+            if existing is not None:
+                return existing, False
         proposal = Proposal(
             id=new_id(),
             run_id=run_id,
@@ -106,7 +108,12 @@ class Proposals(Repository):
             document=draft.document,
             created_at=now,
         )
-        fastsql.execute(conn, INSERT, proposal.__dict__)
+        if insert_new is None:
+            fastsql.execute(conn, INSERT, proposal.__dict__)
+        elif not fastsql.execute(conn, insert_new, proposal.__dict__):
+            existing = self.by_hash(conn, run_id, draft.hash)
+            assert existing is not None  # it is why nothing was inserted
+            return existing, False
         return proposal, True
 
     def by_hash(self, conn: sa.Connection, run_id: str, proposal_hash: str) -> Proposal | None:

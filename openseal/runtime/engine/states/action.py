@@ -159,6 +159,7 @@ def _prepare(ctx: StepContext) -> tuple[Target, Proposal, Action, Action | None]
             verdict = admission.admit(
                 tx.row_conn, ctx.store, ctx.workflow, proposal, action, state=ctx.state.name,
                 now=tx.now, actor=tx.actor, events=tx.append_event, fresh=True,
+                stored=drafted.data if drafted is not None else None,
             )  # fmt: skip
             if isinstance(verdict, str):
                 refusal = f"action {action.id} was not admitted: {verdict}"
