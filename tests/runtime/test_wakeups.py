@@ -167,3 +167,34 @@ def test_worker_processes_polling_every_ten_minutes_start_new_work_at_once(
         for worker in workers:
             worker.terminate()
         assert [finish(worker) for worker in workers] == [0, 0]
+
+
+def test_an_idle_worker_takes_over_a_crashed_holders_run_once_its_lease_expires(
+    backend: Backend, tmp_path: Path
+) -> None:
+    """Nobody announces a lease that expires: an idle worker sleeps until the earliest lease
+    held expires, not for its whole poll (600 s here), and takes the run over then."""
+    creator = backend.open()
+    register(creator, small_workflow(tmp_path))
+    run = service.create_objective(
+        creator, service.StartObjective("small", {"n": 5}), service.CLI
+    ).run
+    crashed = creator.leases.claim("crashed-worker", lease_seconds=2)  # and never heard of again
+    assert crashed is not None and crashed.run_id == run.id
+    provider, _calls = scripted(tmp_path, {"ask": PICK_7["ask"]})
+    survivor = engine(backend.open(), provider, worker_id="survivor")
+    thread = threading.Thread(
+        target=survivor.run_forever, kwargs={"poll_interval": 600}, daemon=True
+    )
+    thread.start()
+    try:
+        eventually(
+            lambda: creator.runs.get(run.id).status == RunStatus.WAITING_FOR_EVENT,
+            timeout=HANG_GUARD,
+        )
+    finally:
+        survivor.stop()
+        thread.join(timeout=60)
+    claims = [e.payload for e in creator.runs.events(run.id) if e.type == "lease.claimed"]
+    assert [c["worker"] for c in claims] == ["crashed-worker", "survivor"]
+    assert claims[1]["previous_owner"] == "crashed-worker"

@@ -59,6 +59,9 @@ DEFAULT_LEASE_SECONDS = 30.0
 DEFAULT_BATCH_SIZE, DEFAULT_BATCH_WINDOW = 8, 0.002
 
 
+#: seconds after a lease's expiry that an idle thread waiting for it looks
+LEASE_EXPIRY_MARGIN = 0.05
+
 #: retries after ordinary faults: exponential from half a second, capped at a minute
 RETRY_FIRST_SECONDS, RETRY_CAP_SECONDS = 0.5, 60.0
 
@@ -420,7 +423,7 @@ class Engine:
             if idle_exit:
                 return
             try:
-                wake = self.store.wait_for_work(poll_interval, since=mark)
+                wake = self.store.wait_for_work(self._idle_wait(poll_interval), since=mark)
             except Exception as exc:  # a broken wake-up channel must not end the worker
                 log.warning("worker %s: waiting for work failed: %s", self.worker_id, exc)
                 mark = None
@@ -428,6 +431,18 @@ class Engine:
                 continue
             # The next look (the named run, or any) counts wake-ups from the wake's mark on.
             hint, mark = wake.run_id, wake.mark
+
+    def _idle_wait(self, poll_interval: float) -> float:
+        """How long an idle thread sleeps unless woken: until the earliest lease held now
+        expires (its holder may have died: nobody announces that), and for no longer than a
+        lease, so a lease taken meanwhile is found in time; within the poll interval."""
+        bound = min(poll_interval, self.lease_seconds)
+        expiry = self.store.leases.next_expiry()
+        if expiry is not None:
+            # the claim takes a lease strictly past its expiry: a moment after it
+            until = (expiry - self.store.now()).total_seconds() + LEASE_EXPIRY_MARGIN
+            bound = min(bound, max(LEASE_EXPIRY_MARGIN, until))
+        return bound
 
     def stop(self) -> None:
         """Finish the current turns, release the leases, then return from the loops."""

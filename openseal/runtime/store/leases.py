@@ -8,11 +8,13 @@ replacement took over (or after an operator paused or canceled the run).
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import sqlalchemy as sa
 
@@ -24,6 +26,9 @@ from openseal.runtime.store.errors import StaleEpoch
 from openseal.runtime.store.events import change_run, lease_released
 from openseal.runtime.store.fenced import FencedTx
 from openseal.runtime.store.records import Claim, Run
+
+if TYPE_CHECKING:
+    from openseal.runtime.store.dialects import Store
 
 runs = schema.runs
 T = TypeVar("T")
@@ -43,8 +48,21 @@ def runnable(now: datetime | sa.BindParameter[Any]) -> sa.ColumnElement[bool]:
     )
 
 
+#: the earliest lease expiry after ``:p_now`` (the ``ix_runs_claim_lease`` index)
+NEXT_EXPIRY: Final = sa.select(sa.func.min(runs.c.lease_expires_at)).where(
+    runs.c.status == sa.bindparam("p_running"),
+    runs.c.lease_expires_at > sa.bindparam("p_now", type_=runs.c.lease_expires_at.type),
+)
+
+
 class Leases(Repository):
     """``store.leases``: claiming runs, heartbeats, giving runs back, fenced writes."""
+
+    def __init__(self, store: Store) -> None:
+        super().__init__(store)
+        self._expiry_lock = threading.Lock()
+        #: (``time.monotonic()`` when read, the earliest expiry then), shared by the threads
+        self._expiry: tuple[float | None, datetime | None] = (None, None)
 
     def claim(
         self,
@@ -142,6 +160,27 @@ class Leases(Repository):
             stmt = self._store.for_claim(ordered.limit(1))
             setattr(self, name, stmt)
         return stmt
+
+    def next_expiry(self, *, now: datetime | None = None, max_age: float = 1.0) -> datetime | None:
+        """When the earliest lease still held expires (a run then becomes claimable unless its
+        holder renews it), or None when no run is held; what an idle worker sleeps until at
+        most, so that recovering a crashed holder's run waits for its lease, not for a poll.
+
+        Answers up to ``max_age`` seconds old are shared by the process's threads (an earlier
+        wake-up only costs a look); a lease taken since is found at the next look."""
+        now = now or self._store.now()
+        with self._expiry_lock:
+            checked, found = self._expiry
+            if found is not None and found <= now:
+                checked = None  # passed: what is the next one?
+            if checked is not None and time.monotonic() - checked < max_age:
+                return found
+        with self._store.read() as conn:
+            (row,) = fastsql.execute(conn, NEXT_EXPIRY, {"p_now": now, "p_running": "running"})
+        earliest: datetime | None = next(iter(row.values()))
+        with self._expiry_lock:
+            self._expiry = (time.monotonic(), earliest)
+        return earliest
 
     def heartbeat(
         self, claim: Claim, *, lease_seconds: float = 30, now: datetime | None = None
