@@ -179,3 +179,52 @@ def test_a_caller_that_cannot_afford_the_budget_stops_without_asking(
     assert [e["reason"] for e in _events(store, run.id, "run.budget_exhausted")] == [reason]
     assert store.agent_requests.newest(caller_run_id=run.id) == []
     assert stopped.budget_used == {"model_calls": 1, "turns": 2}
+
+
+def test_a_reopened_request_starts_its_new_child_with_what_is_still_held(
+    carved: Store, tmp_path: Path
+) -> None:
+    provider, _ = scripted(tmp_path, RESPONSES)
+    run = _start(carved)
+    worker = engine(carved, provider, max_turns_per_claim=1)
+    request = _until_delegated(carved, worker, run)
+    first = str(request.child_run_id)
+    assert worker.step(first) is not None  # its first turn: one model call
+    assert carved.runs.get(first).budget_used["model_calls"] == 1
+    who = service.Caller("user:ann", local=True)
+    step = service.AgentRequestStep
+    service.step_agent_request(carved, step(request.id, "ask", text="Which office?"), who)
+    assert carved.runs.get(first).status == RunStatus.CANCELED
+    assert carved.runs.get(run.id).budget_used["delegated"] == {request.id: {"model_calls": 2}}
+    answered = service.step_agent_request(carved, step(request.id, "clarify", value="O4"), who)
+    second = carved.runs.get(str(answered.child_run_id))
+    assert second.budget_used["carved"]["limit"] == {"model_calls": 2}
+    worker.run_until_idle()
+    done = carved.runs.get(run.id)
+    assert done.status == RunStatus.COMPLETED
+    # plan 1 + the first child's 1 + the second's 2 + check 1
+    assert done.budget_used["model_calls"] == 5
+    assert "delegated" not in done.budget_used
+    charged = [e["spent"] for e in _charged(carved, run.id)]
+    assert charged == [{"model_calls": 1}, {"model_calls": 2}]
+
+
+def test_a_declined_request_releases_its_hold_and_its_child_is_charged_after(
+    store: Store, tmp_path: Path
+) -> None:
+    _deployed(store, tmp_path, carved=2)
+    provider, _ = scripted(tmp_path, RESPONSES)
+    run = _start(store)
+    worker = engine(store, provider, max_turns_per_claim=1)
+    request = _until_delegated(store, worker, run)
+    assert worker.step(str(request.child_run_id)) is not None  # one model call
+    who = service.Caller("user:ann", local=True)
+    service.step_agent_request(
+        store, service.AgentRequestStep(request.id, "decline", reason="no time"), who
+    )
+    (declined,) = _events(store, run.id, "agent_request.declined")
+    assert declined["budget_released"] == {"model_calls": 2}
+    # the child, stopped after the decline, is charged the call it made
+    assert store.runs.get(str(request.child_run_id)).status == RunStatus.CANCELED
+    assert [e["spent"] for e in _charged(store, run.id)] == [{"model_calls": 1}]
+    assert store.runs.get(run.id).budget_used == {"model_calls": 2, "turns": 2}
