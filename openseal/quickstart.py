@@ -309,6 +309,7 @@ def run_quickstart(
             )
             # The objective, the claim of its run and its first turn share one commit.
             objective, _ = engine.submit(request, service.CLI)
+            assert objective.run is not None  # not a draft
             report.step(f"run {objective.run.id}: researching vendors")
             return drive(store, engine, objective.run, options, decide, report)
     finally:

@@ -126,7 +126,8 @@ class ProposalChanged(Document):
 
 class ObjectiveStarted(Document):
     objective: Objective
-    run: Run
+    #: null for a draft, which starts its first run when activated
+    run: Run | None
     #: false when an ``Idempotency-Key`` or trigger had started it already
     created: bool
 

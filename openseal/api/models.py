@@ -35,12 +35,15 @@ class ObjectiveCreate(Body):
     goal: Text | None = None
     #: its runs' claim order among ready runs, higher first; omitted: the workflow's
     priority: Annotated[int, Field(ge=-1000, le=1000)] | None = None
+    #: create it as a draft: no run starts until its status is set to ``active``
+    draft: bool = False
 
 
 class ObjectiveStatusChange(Body):
     """Pause an objective (``paused``), resume it (``active``) or retire it (``retired``);
-    its unfinished runs are paused, resumed or canceled with it. ``expectedRevision``:
-    refuse (409) if the objective changed since."""
+    its unfinished runs are paused, resumed or canceled with it. A draft set ``active`` is
+    activated: its first run starts. ``expectedRevision``: refuse (409) if the objective
+    changed since."""
 
     status: Literal["active", "paused", "retired"]
     reason: Text | None = None

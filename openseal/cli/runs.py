@@ -101,12 +101,15 @@ def objectives() -> None:
     default=None,
     help="Claim order of its runs among ready runs, higher first [default: the workflow's].",
 )
+@click.option(
+    "--draft", is_flag=True, help="Create it as a draft: no run starts until it is activated."
+)
 def create(
     home: Path, output: str, server: str | None, token_file: Path | None, workflow: str,
     pairs: tuple[str, ...], input_file: Path | None, request_key: str | None, project: str,
-    goal: str | None, priority: int | None,
+    goal: str | None, priority: int | None, draft: bool,
 ) -> None:  # fmt: skip
-    """Start WORKFLOW on its active version.
+    """Start WORKFLOW on its active version (with --draft: later, by `objectives activate`).
 
     \b
     Examples:
@@ -114,13 +117,16 @@ def create(
         --input 'request={"item": "laptop", "quantity": 10, "budget": 10000}'
         openseal objectives create --workflow release_note --priority 10 \\
         --goal "Announce 2.4 before the freeze" --input-file release.json
+        openseal objectives create --workflow release_note --draft --input-file release.json
     """
     inputs = parse_inputs(pairs, input_file)
     request = service.StartObjective(
-        workflow, inputs, project, request_key, goal=goal, priority=priority
+        workflow, inputs, project, request_key, goal=goal, priority=priority, draft=draft
     )
     body: dict[str, Any] = {"workflow": workflow, "inputs": inputs, "project": project}
     body.update({k: v for k, v in (("goal", goal), ("priority", priority)) if v is not None})
+    if draft:
+        body["draft"] = True
     with connected(home, server, token_file) as at:
         created = at.ask(
             lambda store: service.create_objective(store, request, service.CLI),
@@ -134,13 +140,16 @@ def create(
         )
         return
     verb = "created" if created.created else "already exists:"
-    click.echo(f"objective {created.objective.id} {verb} run {created.run.id} ({workflow})")
+    started = "a draft" if created.run is None else f"run {created.run.id}"
+    click.echo(f"objective {created.objective.id} {verb} {started} ({workflow})")
 
 
 @objectives.command("list")
 @store_options
 @server_options
-@list_options("Only objectives with this status (active, paused, satisfied, failed, retired).")
+@list_options(
+    "Only objectives with this status (draft, active, paused, satisfied, failed, retired)."
+)
 def list_objectives(
     home: Path, output: str, server: str | None, token_file: Path | None, status: str | None,
     workflow: str | None, since: str | None, limit: int, after: str | None,
@@ -548,6 +557,18 @@ def resume_objective(steer: Steer) -> None:
     \b
     Examples:
         openseal objectives resume 0191f0
+    """
+    _steer_objective(steer, "active")
+
+
+@objectives.command("activate")
+@steer_by_id("objective")
+def activate_objective(steer: Steer) -> None:
+    """Activate a draft objective: its first run starts, on the workflow's active version.
+
+    \b
+    Examples:
+        openseal objectives activate 0191f0
     """
     _steer_objective(steer, "active")
 

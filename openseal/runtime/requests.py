@@ -141,6 +141,8 @@ class StartObjective:
     goal: str | None = None
     #: its runs' claim order, higher first (None: the workflow's ``objective.priority``, or 0)
     priority: int | None = None
+    #: create it as a ``draft``: no run starts until it is activated
+    draft: bool = False
 
 
 @dataclass(frozen=True)

@@ -56,3 +56,22 @@ def test_pause_resume_and_retire_an_objective_with_its_runs(serve: Serve, store:
             "not_found",
         )
     assert store.runs.get(created.run.id).status == "canceled"
+
+
+def test_a_draft_objective_starts_its_first_run_when_set_active(serve: Serve, store: Store) -> None:
+    body = {"workflow": "small", "inputs": {"n": 5}, "draft": True}
+    with serve(external_workers=True).client() as client:
+        created = client.post("/objectives", json=body)
+        assert created.status_code == 201, created.text
+        objective = created.json()["objective"]
+        assert (objective["status"], created.json()["run"]) == ("draft", None)
+        drafts = client.get("/objectives", params={"status": "draft"}).json()["objectives"]
+        assert [o["id"] for o in drafts] == [objective["id"]]
+        path = f"/objectives/{objective['id']}/status"
+        activated = client.post(path, json={"status": "active", "reason": "go"})
+        assert activated.status_code == 200, activated.text
+        assert activated.json()["objective"]["status"] == "active"
+        [run] = activated.json()["runs"]
+        assert (run["status"], run["attempt"]) == ("queued", 1)
+        assert_error(client.post(path, json={"status": "active"}), 409, "invalid_status")
+    assert store.runs.events(run["id"])[0].payload["activated"] is True

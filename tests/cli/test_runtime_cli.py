@@ -127,6 +127,22 @@ def test_objectives_terms_show_with_runs_and_steering(cli: Cli, store: Store) ->
     assert code == 1 and "it is retired" in err
 
 
+def test_a_draft_objective_is_created_listed_and_activated(cli: Cli, store: Store) -> None:
+    code, out, err = cli("objectives", "create", "--workflow", "small", "--input", "n=5", "--draft")
+    assert code == 0, err
+    assert out.startswith("objective ") and out.endswith(" created a draft (small)\n")
+    objective_id = out.split()[1]
+    [listed] = cli.json("objectives", "list", "--status", "draft")  # type: ignore[misc]
+    assert listed["id"] == objective_id and listed["attempts"] == 0
+    code, out, _ = cli("objectives", "show", objective_id)
+    assert "draft" in out.splitlines()[0] and "no runs" in out
+    activated = cli.json("objectives", "activate", objective_id[:12], "--reason", "go")
+    assert isinstance(activated, dict) and activated["objective"]["status"] == "active"
+    assert [r["status"] for r in activated["runs"]] == ["queued"]
+    code, _, err = cli("objectives", "activate", objective_id)
+    assert code == 1 and "it is active" in err
+
+
 def test_runs_show_prints_state_waiting_reason_and_position(cli: Cli, store: Store) -> None:
     run_id = create(cli)
     work(store)

@@ -137,6 +137,11 @@ def test_objectives_are_created_through_a_server_that_runs_them(
         again = cli(*keyed, "--server", running.url, "-o", "json")
         assert again == cli(*keyed, "-o", "json")  # the same key: the same objective
         assert json.loads(again[1])["created"] is False
+        code, out, err = cli(*create, "--draft", "--server", running.url)
+        assert code == 0 and out.endswith(" created a draft (procure_laptops)\n"), err
+        draft_id = out.split()[1]
+        code, out, err = cli("objectives", "activate", draft_id, "--server", running.url)
+        assert code == 0 and out.startswith(f"objective {draft_id}  active"), err
 
 
 def test_requests_and_triggers_read_the_same_through_the_server(

@@ -324,3 +324,88 @@ def test_a_retry_whose_inputs_do_not_fit_the_version_it_starts_on_needs_attentio
     assert stopped.status == RunStatus.NEEDS_ATTENTION
     assert stopped.waiting is not None
     assert "the objective's inputs do not fit this version" in str(stopped.waiting["reason"])
+
+
+# -- drafts ----------------------------------------------------------------------------
+
+
+def test_a_draft_starts_no_run_until_activated_then_its_first_in_that_transaction(
+    terms: Store, tmp_path: Path
+) -> None:
+    created = start(terms, "scored", inputs={"n": 6}, goal="later", draft=True)
+    draft = created.objective
+    assert created.run is None
+    assert (draft.status, draft.attempts, draft.priority) == (ObjectiveStatus.DRAFT, 0, 5)
+    drain(terms, tmp_path)
+    assert root_runs(terms, draft.id) == [] and terms.leases.claim("w") is None
+    drafts = service.list_objectives(terms, status="draft")
+    assert [o.id for o in drafts] == [draft.id]
+    assert service.list_objectives(terms, status="active") == []
+    with pytest.raises(InvalidStatus):
+        steer(terms, draft.id, "paused")
+
+    activated = steer(terms, draft.id, "active")
+    assert (activated.status, activated.attempts) == (ObjectiveStatus.ACTIVE, 1)
+    assert activated.revision == draft.revision + 1
+    [run] = root_runs(terms, draft.id)
+    assert (run.status, run.attempt, run.priority) == (RunStatus.QUEUED, 1, 5)
+    [created_event] = terms.runs.events(run.id)
+    assert (created_event.type, created_event.actor) == ("run.created", service.CLI.actor)
+    assert created_event.payload["activated"] is True
+    assert created_event.payload["reason"] == "testing"
+    with pytest.raises(InvalidStatus):
+        steer(terms, draft.id, "active")  # active already: no second first run
+    drain(terms, tmp_path)
+    assert terms.objectives.get(draft.id).status == ObjectiveStatus.SATISFIED
+
+
+def test_a_draft_runs_the_version_active_when_activated_with_its_inputs_checked(
+    terms: Store, tmp_path: Path
+) -> None:
+    draft = start(terms, "broken", draft=True).objective
+    text = (DEFS / "objectives.hcl").read_text(encoding="utf-8")
+    fixed = tmp_path / "fixed"
+    fixed.mkdir()
+    (fixed / "objectives.hcl").write_text(
+        text.replace('end = "failed"', 'end = "completed"'), encoding="utf-8"
+    )
+    register(terms, compile_files(fixed / "objectives.hcl"))
+    active = terms.definitions.active_version("broken")
+    assert active is not None and active.digest != draft.workflow_digest
+
+    # a version that wants an input the draft does not have refuses the activation
+    stricter = tmp_path / "stricter"
+    stricter.mkdir()
+    head = 'workflow "broken" {\n  owner = agent.clerk\n'
+    strict = text.replace(head, head + '  input "n" {\n    type = number\n  }\n')
+    (stricter / "objectives.hcl").write_text(strict, encoding="utf-8")
+    register(terms, compile_files(stricter / "objectives.hcl"))
+    with pytest.raises(OpenSealError) as raised:
+        steer(terms, draft.id, "active")
+    assert raised.value.code == "invalid_input"
+    assert terms.objectives.get(draft.id) == draft and root_runs(terms, draft.id) == []
+
+    terms.definitions.activate("broken", active.digest, "user:ops")
+    steer(terms, draft.id, "active")
+    [run] = root_runs(terms, draft.id)
+    assert run.workflow_digest == active.digest
+    drain(terms, tmp_path)
+    assert terms.objectives.get(draft.id).status == ObjectiveStatus.SATISFIED
+
+
+def test_a_draft_can_be_retired_and_its_request_key_replayed(terms: Store) -> None:
+    created = start(terms, "plain", request_key="k", draft=True)
+    again = start(terms, "plain", request_key="k", draft=True)
+    assert (again.objective.id, again.run, again.created) == (created.objective.id, None, False)
+    with pytest.raises(OpenSealError) as raised:
+        start(terms, "plain", request_key="k")  # the same key, not a draft: another request
+    assert raised.value.code == "idempotency_conflict"
+    steer(terms, created.objective.id, "active")
+    replayed = start(terms, "plain", request_key="k", draft=True).run
+    assert replayed is not None and replayed.objective_id == created.objective.id
+
+    other = start(terms, "plain", draft=True).objective
+    assert steer(terms, other.id, "retired").status == ObjectiveStatus.RETIRED
+    with pytest.raises(InvalidStatus):
+        steer(terms, other.id, "active")
+    assert root_runs(terms, other.id) == []

@@ -46,12 +46,13 @@ Key = Annotated[
     status_code=201,
 )
 def create_objective(body: ObjectiveCreate, state: State, who: Who, key: Key = None) -> Any:
-    """Start a deployed workflow (its active version) with inputs checked against its types."""
+    """Start a deployed workflow (its active version) with inputs checked against its types;
+    with ``draft``, create the objective without a run until it is activated."""
 
     def create(request_key: str | None) -> tuple[int, dict[str, Any]]:
         request = service.StartObjective(
             body.workflow, body.inputs, body.project, request_key, body.scope, body.goal,
-            body.priority,
+            body.priority, body.draft,
         )  # fmt: skip
         created = service.create_objective(state.store, request, runtime_caller(state, who))
         document = {
@@ -112,7 +113,8 @@ def set_status(
     objective_id: Id, body: ObjectiveStatusChange, state: State, who: Who
 ) -> dict[str, Any]:
     """Pause (``paused``), resume (``active``) or retire (``retired``) an objective; its
-    unfinished runs are paused, resumed or canceled with it. Answers the objective and its
+    unfinished runs are paused, resumed or canceled with it. A draft set ``active`` is
+    activated: its first run starts in the same transaction. Answers the objective and its
     runs."""
     request = service.ObjectiveCommand(
         objective_id, body.status, body.reason, body.expected_revision

@@ -217,16 +217,16 @@ class Engine:
         The objective's creation, the claim of its run and the run's first turn (with the pure
         states after it) share one commit; the turns after it are worked on as :meth:`step`
         does. The report is None when the run was not runnable (an idempotent request that
-        returned an existing objective whose run is elsewhere).
+        returned an existing objective whose run is elsewhere) or there is none (a draft).
         """
         if self.group is None:
             created = create_objective(self.store, request, caller)
-            claimed = self._claim(created.run.id)
+            claimed = self._claim(created.run.id) if created.run else None
             return created, None if claimed is None else self._run_claim(*claimed)
         with self.group.member():
             with self.group.together():
                 created = create_objective(self.store, request, caller)
-                claimed = self._claim(created.run.id)
+                claimed = self._claim(created.run.id) if created.run else None
             return created, None if claimed is None else self._run_claim(*claimed)
 
     def _step(self, run_id: str | None) -> StepReport | None:

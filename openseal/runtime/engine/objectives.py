@@ -85,5 +85,5 @@ def create_objective(store: Store, request: StartObjective, caller: Caller) -> N
     return store.objectives.create(
         request.project, workflow, request.inputs, request_key=request.request_key,
         actor=caller.actor, scope=scope, prepare=prepare, goal=request.goal,
-        priority=request.priority,
+        priority=request.priority, draft=request.draft,
     )  # fmt: skip

@@ -23,6 +23,7 @@ from openseal.runtime.pricing import model_cost
 from openseal.runtime.statuses import ObjectiveStatus, RunStatus
 from openseal.runtime.store import (
     DEFAULT_SCOPE,
+    DefinitionVersion,
     Delivery,
     Event,
     InvalidStatus,
@@ -127,7 +128,9 @@ def show_objective(
 
 
 def steer_objective(store: Store, request: ObjectiveCommand, caller: Caller) -> Objective:
-    """Pause (``paused``), resume (``active``) or retire (``retired``) an objective.
+    """Pause (``paused``), resume (``active``) or retire (``retired``) an objective; setting a
+    draft ``active`` activates it: its first run starts, on the workflow's active version, with
+    the objective's inputs checked against that version.
 
     Its unfinished runs follow, each in its own transaction after the objective's: pausing
     pauses them (a retry waiting for its backoff too, so no new run starts), resuming resumes
@@ -142,9 +145,14 @@ def steer_objective(store: Store, request: ObjectiveCommand, caller: Caller) -> 
         raise InvalidInput(
             f"an objective can be set to paused, active or retired, not {request.status!r}"
         ) from None
+    from openseal.runtime.engine.objectives import prepare_inputs
+
+    def prepare(version: DefinitionVersion) -> dict[str, Any]:
+        return prepare_inputs(objective.workflow_name, dict(objective.inputs), version)
+
     steered, run_ids = store.objectives.steer(
         request.objective_id, status, caller.actor, reason=request.reason,
-        expected_revision=request.expected_revision,
+        expected_revision=request.expected_revision, prepare=prepare,
     )  # fmt: skip
     follow: dict[ObjectiveStatus, Callable[..., Run]] = {
         ObjectiveStatus.PAUSED: store.runs.pause,

@@ -1,6 +1,7 @@
-"""The objectives repository: creating an objective with its first run, reading objectives,
-settling an objective when its run ends (satisfied, failed, retired, or tried again after a
-backoff), and the operators' pause, resume and retire.
+"""The objectives repository: creating an objective with its first run (or as a draft, which
+starts its first run when activated), reading objectives, settling an objective when its run
+ends (satisfied, failed, retired, or tried again after a backoff), and the operators' pause,
+resume and retire.
 
 An objective's terms come from the workflow version it starts on (its ``objective`` block:
 ``priority``, ``retry``; its ``owner``), and the caller may set ``goal`` and ``priority``.
@@ -49,14 +50,17 @@ def request_hash(
     inputs: dict[str, Any],
     goal: str | None = None,
     priority: int | None = None,
+    draft: bool = False,
 ) -> str:
-    """What an idempotency key promises: the same project, workflow, inputs, goal and
-    priority (the last two only when given, so earlier keys keep their hashes)."""
+    """What an idempotency key promises: the same project, workflow, inputs, goal, priority
+    and draft (the last three only when given, so earlier keys keep their hashes)."""
     document: dict[str, Any] = {"project": project, "workflow": workflow_name, "inputs": inputs}
     if goal is not None:
         document["goal"] = goal
     if priority is not None:
         document["priority"] = priority
+    if draft:
+        document["draft"] = True
     return hashlib.sha256(canonical_json(document).encode("utf-8")).hexdigest()
 
 
@@ -111,7 +115,7 @@ OPEN: Final = (ObjectiveStatus.ACTIVE, ObjectiveStatus.PAUSED)
 #: what an operator may set, and from which statuses
 STEERING: Final = {
     ObjectiveStatus.PAUSED: frozenset({ObjectiveStatus.ACTIVE}),
-    ObjectiveStatus.ACTIVE: frozenset({ObjectiveStatus.PAUSED}),
+    ObjectiveStatus.ACTIVE: frozenset({ObjectiveStatus.PAUSED, ObjectiveStatus.DRAFT}),
     ObjectiveStatus.RETIRED: frozenset(
         {ObjectiveStatus.DRAFT, ObjectiveStatus.ACTIVE, ObjectiveStatus.PAUSED}
     ),
@@ -141,8 +145,10 @@ class Objectives(Repository):
         prepare: Prepare | None = None,
         goal: str | None = None,
         priority: int | None = None,
+        draft: bool = False,
     ) -> NewObjective:
-        """Create an objective on the active version of ``workflow_name`` and its first run.
+        """Create an objective on the active version of ``workflow_name`` and its first run
+        (with ``draft``: no run, until :meth:`steer` activates it).
 
         ``goal`` says what it is for; ``priority`` orders its runs' claims (None: the
         version's ``objective.priority``, else 0). Its owner and retry policy are the version's.
@@ -158,7 +164,7 @@ class Objectives(Repository):
         types checked; it raises to refuse) for exactly the version being pinned, in the same
         transaction — so an activation in between cannot pin a version the inputs do not fit.
         """
-        digest = request_hash(project, workflow_name, inputs, goal, priority)
+        digest = request_hash(project, workflow_name, inputs, goal, priority, draft)
         for attempt in range(2):
             if request_key is not None:
                 existing = self._replay(actor, request_key, digest)
@@ -168,7 +174,7 @@ class Objectives(Repository):
                 with self._store.write() as conn:
                     return self.insert_in(
                         conn, project, workflow_name, inputs, request_key, digest, actor, scope,
-                        prepare, goal=goal, priority=priority,
+                        prepare, goal=goal, priority=priority, draft=draft,
                     )  # fmt: skip
             except sa.exc.IntegrityError:
                 # A concurrent create won the request key or the project name; look again.
@@ -197,9 +203,10 @@ class Objectives(Repository):
                     .limit(1)
                 )
                 .mappings()
-                .one()
+                .one_or_none()
             )
-            return NewObjective(self._objective(conn, row.id), Run.from_row(first_run), False)
+            run = None if first_run is None else Run.from_row(first_run)
+            return NewObjective(self._objective(conn, row.id), run, False)
 
     def insert_in(
         self,
@@ -215,6 +222,7 @@ class Objectives(Repository):
         *,
         goal: str | None = None,
         priority: int | None = None,
+        draft: bool = False,
     ) -> NewObjective:
         """:meth:`create` in the caller's transaction, without the request-key replay (a
         trigger's firing row commits with the objective it starts). ``prepare`` and the
@@ -233,7 +241,7 @@ class Objectives(Repository):
             workflow_name=workflow_name,
             workflow_digest=version.digest,
             inputs=inputs,
-            status=ObjectiveStatus.ACTIVE,
+            status=ObjectiveStatus.DRAFT if draft else ObjectiveStatus.ACTIVE,
             request_key=request_key,
             request_hash=digest,
             revision=1,
@@ -245,26 +253,46 @@ class Objectives(Repository):
             owner=owner,
             priority=priority,
             retry=retry,
-            attempts=1,
+            attempts=0 if draft else 1,
         )
         row = {k: v for k, v in objective.__dict__.items() if k != "project"}
         project_id = self._project_id(conn, project)
         fastsql.execute(conn, INSERT_OBJECTIVE, {**row, "project_id": project_id})
-        run = new_run(objective.id, version.digest, inputs, scope, now, priority=priority)
+        if draft:
+            return NewObjective(objective, None, True)
+        payload: dict[str, Any] = {"request_key": request_key} if request_key is not None else {}
+        run = self._first_run(conn, objective, version.digest, inputs, actor, payload, now)
+        return NewObjective(objective, run, True)
+
+    def _first_run(
+        self,
+        conn: sa.Connection,
+        objective: Objective,
+        digest: str,
+        inputs: dict[str, Any],
+        actor: str,
+        payload: dict[str, Any],
+        now: datetime,
+    ) -> Run:
+        """The objective's first run, ``queued`` on version ``digest``, with its
+        ``run.created`` (``payload`` added), and its wake-up."""
+        run = new_run(objective.id, digest, inputs, objective.scope, now,
+                      priority=objective.priority)  # fmt: skip
         fastsql.execute(conn, INSERT_RUN, {**run.__dict__, "wait_name": None})
-        payload: dict[str, Any] = {"objective_id": objective.id, "workflow": workflow_name}
-        if priority:
-            payload["priority"] = priority
-        if request_key is not None:
-            payload["request_key"] = request_key
+        created: dict[str, Any] = {
+            "objective_id": objective.id,
+            "workflow": objective.workflow_name,
+        }
+        if objective.priority:
+            created["priority"] = objective.priority
         fastsql.execute(
             conn,
             INSERT_EVENT,
             {"run_id": run.id, "seq": 1, "type": "run.created", "actor": actor,
-             "payload": payload, "at": now},
+             "payload": {**created, **payload}, "at": now},
         )  # fmt: skip
         self._store.notify_work(conn, run.id)
-        return NewObjective(objective, run, True)
+        return run
 
     def start_child_run(
         self,
@@ -417,6 +445,29 @@ class Objectives(Repository):
         self._set(conn, ended.objective_id, objective["status"], attempt, now)
         return {"run_id": run.id, "attempt": attempt, "at": iso(retry_at)}
 
+    def _activate(
+        self,
+        conn: sa.Connection,
+        draft: Objective,
+        actor: str,
+        reason: str | None,
+        prepare: Prepare | None,
+    ) -> Objective:
+        """Draft ``draft`` made active with its first run (see :meth:`steer`)."""
+        version = self._store.definitions.active_version_in(conn, draft.workflow_name)
+        if version is None or version.kind != "workflow":
+            raise StoreError(
+                f"no workflow {draft.workflow_name!r} is deployed", code="not_deployed"
+            )
+        inputs = draft.inputs if prepare is None else prepare(version)
+        now = self._store.now()
+        self._set(conn, draft.id, ObjectiveStatus.ACTIVE, 1, now)
+        payload: dict[str, Any] = {"activated": True}
+        if reason is not None:
+            payload["reason"] = reason
+        self._first_run(conn, draft, version.digest, inputs, actor, payload, now)
+        return self._objective(conn, draft.id)
+
     def _lock_objective(self) -> sa.Select[Any]:
         """``SELECT`` what settling reads of objective ``:p_id``, row-locked; built once."""
         stmt: sa.Select[Any] | None = getattr(self, "_lock_objective_stmt", None)
@@ -443,11 +494,17 @@ class Objectives(Repository):
         *,
         reason: str | None = None,
         expected_revision: int | None = None,
+        prepare: Prepare | None = None,
     ) -> tuple[Objective, tuple[str, ...]]:
         """Pause (``paused``), resume (``active``) or retire (``retired``) an objective, with
         an event (``objective.paused``, ``objective.resumed``, ``objective.retired``: ``actor``,
         ``reason``) on its latest run; also the ids of its unfinished root runs, which the
         caller then pauses, resumes or cancels one by one, each in its own transaction.
+
+        Setting a ``draft`` to ``active`` activates it: its first run starts in the same
+        transaction, on the version active now, with the objective's inputs made ready for
+        that version by ``prepare`` (which raises to refuse); ``run.created`` records
+        ``activated``, ``actor`` and ``reason``.
 
         Retiring a retired objective again is allowed (its runs are steered again: a crash
         between the two steps leaves nothing running for good). Refused with
@@ -471,6 +528,7 @@ class Objectives(Repository):
                     .limit(1)
                 )
             ).scalar_one_or_none()
+            fastsql.execute(conn, self._lock_objective(), {"p_id": objective_id})
             current = self._objective(conn, objective_id)
             if expected_revision is not None and expected_revision != current.revision:
                 raise StaleRevision(
@@ -482,6 +540,8 @@ class Objectives(Repository):
                 raise InvalidStatus(
                     f"cannot set objective {objective_id} to {status}: it is {current.status}"
                 )
+            if current.status == ObjectiveStatus.DRAFT and status == ObjectiveStatus.ACTIVE:
+                return self._activate(conn, current, actor, reason, prepare), ()
             if not again:
                 now = self._store.now()
                 conn.execute(

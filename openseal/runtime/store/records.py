@@ -161,7 +161,8 @@ class NewObjective:
     """The result of ``create_objective``: ``created`` is False on an idempotent replay."""
 
     objective: Objective
-    run: Run
+    #: its first run (None: a draft, which starts it when activated)
+    run: Run | None
     created: bool
 
 
