@@ -228,3 +228,20 @@ def test_a_declined_request_releases_its_hold_and_its_child_is_charged_after(
     assert store.runs.get(str(request.child_run_id)).status == RunStatus.CANCELED
     assert [e["spent"] for e in _charged(store, run.id)] == [{"model_calls": 1}]
     assert store.runs.get(run.id).budget_used == {"model_calls": 2, "turns": 2}
+
+
+def test_a_request_that_fails_at_once_gives_its_hold_back_in_the_same_transaction(
+    store: Store, tmp_path: Path
+) -> None:
+    path = tmp_path / "carved.hcl"
+    path.write_text((DEFS / "carved.hcl.in").read_text(encoding="utf-8").replace("CARVED", "3"))
+    register(store, [d for d in compile_files(path) if d.name != "count_twice"])
+    provider, _ = scripted(tmp_path, RESPONSES)
+    run = _start(store)
+    engine(store, provider).run_until_idle()
+    stopped = store.runs.get(run.id)
+    assert (stopped.status, stopped.current_state) == (RunStatus.FAILED, "stopped")
+    (failed,) = _events(store, run.id, "agent_request.failed")
+    assert failed["budget_released"] == {"model_calls": 3}
+    assert "no workflow 'count_twice' is deployed" in str(failed["reason"])
+    assert stopped.budget_used == {"model_calls": 1, "turns": 2}
