@@ -6,6 +6,10 @@ from __future__ import annotations
 from openapi_spec_validator import validate
 
 from tests.api.conftest import Serve
+from tests.runtime.support import POSTGRESQL_IN_SLOW_SET
+
+#: the document is the app's, whatever the store
+pytestmark = POSTGRESQL_IN_SLOW_SET
 
 
 def test_the_served_document_is_valid_openapi(serve: Serve) -> None:
