@@ -83,3 +83,19 @@ def test_the_wheel_and_sdist_pass_twine_check(tmp_path: Path) -> None:
     )  # fmt: skip
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert checked.stdout.count("PASSED") == 2, checked.stdout
+
+
+def test_the_project_addresses_are_declared_once() -> None:
+    """pyproject.toml's ``[project.urls]`` are the constants the code reads (SARIF's
+    ``helpUri`` among them), so the two cannot drift apart."""
+    import tomllib
+
+    import openseal
+    from openseal.compiler.output import render_diagnostics
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert project["urls"] == {
+        "Repository": openseal.REPOSITORY_URL,
+        "Documentation": openseal.DOCS_URL,
+    }
+    assert render_diagnostics.DOCS_URL == openseal.DOCS_URL

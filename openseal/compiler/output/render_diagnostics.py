@@ -20,6 +20,9 @@ from dataclasses import dataclass
 from typing import Protocol
 from urllib.parse import quote
 
+# each SARIF rule's ``helpUri`` points into the diagnostics page of openseal's published
+# documentation, declared in pyproject.toml's ``[project.urls]``
+from openseal import DOCS_URL
 from openseal.compiler.diagnostics import CODE_GROUPS, CODES, Diagnostic, Severity, sort_key
 from openseal.compiler.syntax.spans import Span
 
@@ -40,9 +43,6 @@ SARIF_SCHEMA = (
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 )
 
-#: Where openseal's documentation (``docs/`` of its source tree) is published; each SARIF
-#: rule's ``helpUri`` points into its diagnostics page there.
-DOCS_URL = "https://github.com/openseal/openseal/blob/main/docs"
 
 #: Tabs in source lines are expanded to stops this far apart, so carets line up.
 TAB_WIDTH = 4
