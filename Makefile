@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 
-.PHONY: help install quickstart validate test test-slow test-all check fmt lint typecheck schemas errors golden bench console-screenshots clean
+.PHONY: help install quickstart validate test test-slow test-all check fmt lint typecheck schemas errors sql golden bench console-screenshots clean
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -54,6 +54,10 @@ schemas: $(STAMP)  ## regenerate schemas/ from the models
 
 errors: $(STAMP)  ## regenerate the code tables of docs/errors.md from openseal/error_codes.py
 	$(BIN)/python -m openseal.error_codes docs/errors.md
+
+sql: $(STAMP)  ## regenerate the SQL the store reads without SQLAlchemy (openseal/runtime/store/sqlite_sql.py)
+	$(BIN)/python -m openseal.runtime.store.prepared_reads
+	$(BIN)/ruff format openseal/runtime/store/sqlite_sql.py
 
 golden: $(STAMP)  ## regenerate tests/golden/ (review the diff before committing)
 	OPENSEAL_UPDATE_GOLDEN=1 $(BIN)/pytest -q tests -k golden

@@ -86,7 +86,7 @@ class _Shown:
     problem: str | None
 
 
-def _show(at: Connection, ref: str) -> _Shown:
+def _show(at: Connection[Store], ref: str) -> _Shown:
     def shown(view: service.ApprovalView) -> _Shown:
         proposal = view.proposal
         return _Shown(view.approval, proposal.document, proposal.verified, proposal.problem)
@@ -187,7 +187,7 @@ def _decide(asked: Decision, decision: str, reason: str | None) -> None:
 
 
 def _decided(
-    at: Connection, asked: Decision, decision: str, reason: str | None
+    at: Connection[Store], asked: Decision, decision: str, reason: str | None
 ) -> tuple[Approval, bool]:
     def local(store: Store) -> tuple[Approval, bool]:
         request = service.ApprovalDecision(ref, decision, asked.seen_hash, reason)

@@ -25,12 +25,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from urllib.parse import quote
 
 import click
 
-from openseal.cli.runtime import opened
+from openseal.cli.runtime import opened, opened_for_reading
 from openseal.errors import OpenSealError, UsageError
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     import httpx
 
     from openseal.runtime import service
-    from openseal.runtime.store import Store
+    from openseal.runtime.store import Reads, Store
 
 SERVER_ENV = "OPENSEAL_SERVER"
 TOKEN_ENV = "OPENSEAL_TOKEN"
@@ -51,6 +51,8 @@ MAX_PAGE = 1000
 
 F = TypeVar("F", bound=Callable[..., Any])
 R = TypeVar("R")
+#: what a connection's store is: the store itself, or what a list reads (``Reads``)
+S = TypeVar("S")
 
 
 class ServerError(OpenSealError):
@@ -228,20 +230,20 @@ def _refusal(response: httpx.Response) -> OpenSealError:
 
 
 @dataclass(frozen=True)
-class Connection:
+class Connection(Generic[S]):
     """Where an operational command acts: the embedded store, or a server."""
 
-    store: Store | None = None
+    store: S | None = None
     remote: Remote | None = None
 
     @property
-    def local(self) -> Store:
+    def local(self) -> S:
         assert self.store is not None
         return self.store
 
     def ask(
         self,
-        local: Callable[[Store], R],
+        local: Callable[[S], R],
         operation: str,
         *path: str,
         method: str = "GET",
@@ -259,7 +261,7 @@ class Connection:
         )
         return read(answer)
 
-    def id(self, kind: str, reference: str) -> str:
+    def id(self: Connection[Store], kind: str, reference: str) -> str:
         """``reference`` completed to the one ``kind`` id it prefixes, among the store's or,
         on a server, among those the caller may see."""
         if self.remote is not None:
@@ -284,18 +286,36 @@ class Connection:
 @contextmanager
 def connected(
     home: Path, server: str | None, token_file: Path | None, *, create: bool = False
-) -> Iterator[Connection]:
+) -> Iterator[Connection[Store]]:
     """A :class:`Connection` to ``server`` when one is named, else to the store under ``home``
     (made there first when ``create`` says the command may set one up)."""
     if not server:
         with opened(home, create=create) as store:
             yield Connection(store=store)
         return
+    with _remote(server, token_file) as remote:
+        yield Connection(remote=remote)
+
+
+@contextmanager
+def reading(home: Path, server: str | None, token_file: Path | None) -> Iterator[Connection[Reads]]:
+    """As :func:`connected`, for a command that lists runs and names their workflows: on the
+    embedded SQLite store it reads without SQLAlchemy (:func:`opened_for_reading`)."""
+    if not server:
+        with opened_for_reading(home) as reads:
+            yield Connection(store=reads)
+        return
+    with _remote(server, token_file) as remote:
+        yield Connection(remote=remote)
+
+
+@contextmanager
+def _remote(server: str, token_file: Path | None) -> Iterator[Remote]:
     if not server.startswith(("http://", "https://")):
         raise UsageError(f"--server takes an http:// or https:// URL, got {server!r}")
     remote = Remote(server, _token(token_file))
     try:
-        yield Connection(remote=remote)
+        yield remote
     finally:
         remote.close()
 
@@ -327,7 +347,7 @@ _QUERY_NAMES = {"run_id": "run", "statuses": "status"}
 
 
 def listed(
-    at: Connection, kind: type[R], plural: str, local: Callable[..., Sequence[R]], **query: Any
+    at: Connection[Any], kind: type[R], plural: str, local: Callable[..., Sequence[R]], **query: Any
 ) -> Sequence[R]:
     """The ``plural`` list (``runs``, ``approvals``, ...) filtered by ``query``: ``local(store,
     **query)`` on the store, ``GET /{plural}`` with the same filters on a server."""

@@ -139,7 +139,7 @@ def echo_proposal_result(proposal: ChangeProposal, verb: str, output: str) -> No
 
 
 def proposal_change(
-    at: Connection, actor: str, step: str, proposal_id: str, body: Mapping[str, Any],
+    at: Connection[Store], actor: str, step: str, proposal_id: str, body: Mapping[str, Any],
     change: Callable[[Store, Any, service.Caller], ChangeProposal], request: Any,
 ) -> ChangeProposal:  # fmt: skip
     """``change(store, request, actor)`` on the store, or ``POST /proposals/{id}/{step}`` with

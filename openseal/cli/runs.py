@@ -8,7 +8,7 @@ import textwrap
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -20,6 +20,7 @@ from openseal.cli.client import (
     listed,
     many,
     one,
+    reading,
     record,
     records,
     server_options,
@@ -30,8 +31,11 @@ from openseal.cli.steer import Steer, steer_by_id
 from openseal.errors import UsageError
 from openseal.runtime import service
 from openseal.runtime.service import format_cost, summarize
-from openseal.runtime.store import Event, NewObjective, Objective, Run, Store
+from openseal.runtime.store import Event, NewObjective, Objective, Run
 from openseal.wire import jsonable
+
+if TYPE_CHECKING:
+    from openseal.runtime.store import Reads, Store
 
 
 def parse_value(text: str, what: str) -> Any:
@@ -266,7 +270,7 @@ def list_runs(
         openseal runs list --workflow procure_laptops --since 2h
         openseal runs list --output json
     """
-    with connected(home, server, token_file) as at:
+    with reading(home, server, token_file) as at:
         found = listed(
             at, Run, "runs", service.list_runs, status=status, workflow=workflow, since=since,
             limit=limit, after=after,
@@ -285,7 +289,7 @@ def list_runs(
     more_hint(found, limit)
 
 
-def _name(at: Connection, digest: str) -> str:
+def _name(at: Connection[Reads], digest: str) -> str:
     """The name of the definition version ``digest``."""
     return at.ask(
         lambda store: service.get_version(store, digest).name,
@@ -391,7 +395,7 @@ def events(
                 echo_item(event, output)
 
 
-def _events(at: Connection, run_id: str, after: int, limit: int | None) -> Iterator[Event]:
+def _events(at: Connection[Store], run_id: str, after: int, limit: int | None) -> Iterator[Event]:
     """The run's events after ``after``: at most ``limit``, or (None) as they come until the
     run ends (the server's event stream)."""
     if at.remote is None:
@@ -487,7 +491,7 @@ def _changed(run: Run, output: str, verb: str) -> None:
 
 
 def _steer(
-    at: Connection, step: str, run_id: str, body: dict[str, Any],
+    at: Connection[Store], step: str, run_id: str, body: dict[str, Any],
     local: Callable[[Store, str], Run],
 ) -> Run:  # fmt: skip
     """``local(store, run id)`` on the store, or ``POST /runs/{id}/{step}`` on a server."""

@@ -17,11 +17,11 @@ import click
 
 from openseal.cli.output import echo_data, output_option
 from openseal.errors import OpenSealError, UsageError
-from openseal.runtime.store import Store, open_store
 
 if TYPE_CHECKING:
     from openseal.observability.metrics import MetricsServer
     from openseal.runtime.service.workers import TurnLog
+    from openseal.runtime.store import Reads, Store
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -123,6 +123,8 @@ def opened(
     Only commands that set a store up (``create``) make a new one; any other names a missing
     store, so a mistyped ``--home`` is an error rather than an empty store.
     """
+    from openseal.runtime.store import open_store
+
     check_database_url()
     in_database = bool(os.environ.get("OPENSEAL_DATABASE_URL"))
     if not create and not in_database and not (home / "openseal.db").exists():
@@ -135,6 +137,25 @@ def opened(
         yield store
     finally:
         store.close()
+
+
+@contextmanager
+def opened_for_reading(home: Path) -> Iterator[Reads]:
+    """What a list of runs reads: on the embedded SQLite store at the newest schema, reads
+    without SQLAlchemy (:func:`openseal.runtime.store.open_reads`, a faster start); else the
+    store itself, as :func:`opened` opens it (migrating, refusing or explaining as it does)."""
+    from openseal.runtime.store import open_reads
+
+    check_database_url()
+    reads = None if os.environ.get("OPENSEAL_DATABASE_URL") else open_reads(home)
+    if reads is None:
+        with opened(home) as store:
+            yield store
+        return
+    try:
+        yield reads
+    finally:
+        reads.close()
 
 
 # -- db --------------------------------------------------------------------------------

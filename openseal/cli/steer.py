@@ -13,12 +13,15 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from openseal.cli.client import Connection, connected, server_options
 from openseal.cli.runtime import complete_ids, store_options
+
+if TYPE_CHECKING:
+    from openseal.runtime.store import Store
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
@@ -51,7 +54,7 @@ class Steer:
     expected_revision: int | None
 
     @contextmanager
-    def connected(self) -> Iterator[Connection]:
+    def connected(self) -> Iterator[Connection[Store]]:
         """The store under ``home``, or the server when one is named."""
         with connected(self.home, self.server, self.token_file) as at:
             yield at

@@ -42,7 +42,7 @@ def _seconds(value: str | None) -> float | None:
         raise UsageError(f"--expires-in: {exc}") from None
 
 
-def _created(at: Connection, request: service.NewToken) -> dict[str, Any]:
+def _created(at: Connection[Store], request: service.NewToken) -> dict[str, Any]:
     """``{"token": view, "secret": ...}`` from the store or the server."""
 
     def local(store: Store) -> dict[str, Any]:

@@ -22,10 +22,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from openseal.contract import ROLE_PREFIX, TOKEN_ROLES
 from openseal.errors import RuntimeFailure
-from openseal.runtime.store import DEFAULT_SCOPE, NotFound, Run, Store
+from openseal.runtime.store import DEFAULT_SCOPE, NotFound, Run
+
+if TYPE_CHECKING:
+    from openseal.runtime.store import Store
 
 #: every role, least to most
 ROLES = TOKEN_ROLES

@@ -9,9 +9,12 @@ kind names that id. Anything else is returned unchanged, so the caller's own loo
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from openseal.errors import OpenSealError
-from openseal.runtime.store import Store
+
+if TYPE_CHECKING:
+    from openseal.runtime.store import Store
 
 MIN_PREFIX = 4
 _HEX = frozenset("0123456789abcdef")

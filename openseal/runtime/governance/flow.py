@@ -51,7 +51,6 @@ from openseal.runtime.governance.plan import (
     Plan,
     active_governance,
     make_plan,
-    store_key,
 )
 from openseal.runtime.governance.policy import GOVERNANCE_KIND, Policy
 from openseal.runtime.governance.queries import (
@@ -78,6 +77,7 @@ from openseal.runtime.store import (
     Store,
     Target,
     Verdict,
+    store_key,
 )
 
 #: Kinds that are deployments of their own; every other kind is a dependency version.

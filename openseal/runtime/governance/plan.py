@@ -3,7 +3,7 @@
 Deployment names map to active digests; each document names the versions it depends on by
 digest, so the closure of a set of roots is every document a reviewer's diff must compare.
 Digests are stored as bare hex (the compiler's ``sha256:`` prefix dropped, see
-:func:`store_key`).
+:func:`openseal.runtime.store.store_key`).
 """
 
 from __future__ import annotations
@@ -19,18 +19,11 @@ from openseal.runtime.governance.policy import (
     Policy,
     resolve_policy,
 )
-from openseal.runtime.store import Connection, Store, Target
-
-DIGEST_PREFIX = "sha256:"
+from openseal.runtime.store import Connection, Store, Target, store_key
 
 Documents = dict[str, dict[str, Any]]
 #: store key → (``kind.name``, document), or None when unknown
 Lookup = Callable[[str], "tuple[str, dict[str, Any]] | None"]
-
-
-def store_key(digest: str) -> str:
-    """The store key of a compiled digest: bare hex (``sha256:`` dropped), as the runtime uses."""
-    return digest.removeprefix(DIGEST_PREFIX)
 
 
 @dataclass(frozen=True)

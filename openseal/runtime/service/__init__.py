@@ -24,11 +24,9 @@ checkers read them, and :func:`__getattr__` resolves each name from them at run 
 
 from __future__ import annotations
 
-import ast
-import importlib
-from functools import cache
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from openseal.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from openseal.runtime.access import (
@@ -91,7 +89,7 @@ if TYPE_CHECKING:
         capabilities,
         capability_of,
     )
-    from openseal.runtime.service.definitions import deploy_documents, get_version
+    from openseal.runtime.service.definitions import deploy_documents
     from openseal.runtime.service.runs import (
         LOCAL_ACTOR,
         ChildRun,
@@ -120,6 +118,7 @@ if TYPE_CHECKING:
         show_trigger,
     )
     from openseal.runtime.service.turns import Call, TurnView, run_turns
+    from openseal.runtime.service.versions import get_version
     from openseal.runtime.statuses import (
         OPEN_CHANGE_PROPOSAL_STATUSES,
         TERMINAL_RUN_STATUSES,
@@ -129,31 +128,7 @@ if TYPE_CHECKING:
     )
 
 
-@cache
-def _sources() -> dict[str, tuple[str, str]]:
-    """Each public name → (the module it comes from, its name there), read from the
-    ``TYPE_CHECKING`` imports of this file."""
-    tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
-    block = next(node for node in tree.body if isinstance(node, ast.If))
-    return {
-        alias.asname or alias.name: (node.module or "", alias.name)
-        for node in block.body
-        if isinstance(node, ast.ImportFrom)
-        for alias in node.names
-    }
-
-
-def __getattr__(name: str) -> Any:
-    try:
-        module, attribute = _sources()[name]
-    except KeyError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    if module == __name__:  # a submodule of the face (``service.workers``)
-        value: Any = importlib.import_module(f"{__name__}.{attribute}")
-    else:
-        value = getattr(importlib.import_module(module), attribute)
-    globals()[name] = value  # the next lookup does not come back here
-    return value
+__getattr__ = lazy_exports(__name__, __file__)
 
 
 def __dir__() -> list[str]:

@@ -1,4 +1,5 @@
-"""Definition versions by digest, and filing a change proposal from posted compiled documents."""
+"""Filing a change proposal from posted compiled documents (versions by digest:
+:mod:`.versions`)."""
 
 from __future__ import annotations
 
@@ -14,22 +15,8 @@ from openseal.compiler.output.schemas import compiled_document_schema
 from openseal.errors import OpenSealError, UsageError
 from openseal.runtime.caller import Caller
 from openseal.runtime.governance import flow as gov
-from openseal.runtime.governance.plan import store_key
 from openseal.runtime.requests import Deployment
-from openseal.runtime.store import DefinitionVersion, Store
-
-# -- definition versions ---------------------------------------------------------------
-
-
-def get_version(store: Store, digest: str) -> DefinitionVersion:
-    """A stored definition version by digest (``sha256:`` prefix optional)."""
-    key = store_key(digest.strip().lower())
-    if len(key) != 64 or any(c not in "0123456789abcdef" for c in key):
-        raise UsageError(f"{digest!r} is not a sha256 digest (64 hex characters)")
-    return store.definitions.get(key)
-
-
-# -- filing a change proposal from posted documents ------------------------------------
+from openseal.runtime.store import Store, store_key
 
 #: compiled-document validators by kind, built once
 _validators: dict[str, jsonschema.Draft202012Validator] = {}

@@ -21,17 +21,7 @@ from openseal.runtime.id_prefix import complete_id as complete_id  # ids by uniq
 from openseal.runtime.listing import list_query
 from openseal.runtime.pricing import model_cost
 from openseal.runtime.statuses import ObjectiveStatus, RunStatus
-from openseal.runtime.store import (
-    DEFAULT_SCOPE,
-    DefinitionVersion,
-    Delivery,
-    Event,
-    InvalidStatus,
-    NotFound,
-    Objective,
-    Run,
-    Store,
-)
+from openseal.runtime.store import DEFAULT_SCOPE, Event, InvalidStatus, NotFound, Objective, Run
 
 if TYPE_CHECKING:
     from openseal.runtime.requests import (
@@ -40,6 +30,7 @@ if TYPE_CHECKING:
         ObjectiveCommand,
         RunCommand,
     )
+    from openseal.runtime.store import DefinitionVersion, Delivery, Reads, Store
 
 LOCAL_ACTOR = "user:local"
 
@@ -203,7 +194,7 @@ class RunView:
 
 
 def list_runs(
-    store: Store,
+    store: Reads,
     *,
     status: str | None = None,
     limit: int = 100,

@@ -41,79 +41,98 @@ Inside the package: :mod:`.schema` (tables), :mod:`.migrations` (Alembic), :mod:
 run changes), :mod:`.fenced`, :mod:`.listener` (PostgreSQL ``LISTEN``), :mod:`.errors`, and the
 repository modules. Only the names in ``__all__`` are for use outside the package (a test
 in ``tests/test_boundaries.py`` holds every module to that).
+
+The package is lazy: a name's module is imported when the name is first used, so a command that
+only reads records (``openseal runs list`` on SQLite, :mod:`.sqlite_reads`) imports neither
+SQLAlchemy nor the repositories. The imports under ``TYPE_CHECKING`` below are the package's
+one list of its names.
 """
 
 from __future__ import annotations
 
-from openseal.runtime.store.actions import NOT_DISPATCHED, OPEN_OUTCOME, Action, EventSink
-from openseal.runtime.store.actions import boundary as action_boundary
-from openseal.runtime.store.agent_requests import OPEN_AGENT_REQUESTS, Restart, caller_wakes
-from openseal.runtime.store.approvals import Approval
-from openseal.runtime.store.approvals import summary as approval_summary
-from openseal.runtime.store.artifacts import ArtifactStore
-from openseal.runtime.store.base import Connection
-from openseal.runtime.store.carved_budgets import carved_limit
-from openseal.runtime.store.carved_budgets import child_budget as carved_child_budget
-from openseal.runtime.store.carved_budgets import release as release_carved
-from openseal.runtime.store.change_proposals import (
-    ChangeProposal,
-    Decision,
-    ProposalEvent,
-    ProposalKind,
-    Review,
-    Target,
-    Verdict,
-)
-from openseal.runtime.store.definitions import canonical_json
-from openseal.runtime.store.dependencies import DependencyGroup, NewChild
-from openseal.runtime.store.dialects import (
-    DATABASE_URL_ENV,
-    PostgresStore,
-    SQLiteStore,
-    Store,
-    open_store,
-)
-from openseal.runtime.store.errors import (
-    ArtifactCorrupt,
-    DatabaseFailure,
-    DriverFailure,
-    IdempotencyConflict,
-    InvalidStatus,
-    NotFound,
-    StaleEpoch,
-    StaleRevision,
-    describe_fault,
-    transient,
-)
-from openseal.runtime.store.fenced import FencedTx
-from openseal.runtime.store.group_commit import BATCH_POINTS, BatchHook, GroupCommit
-from openseal.runtime.store.idempotency import StoredResponse
-from openseal.runtime.store.inbound_events import Delivery, correlation_matches
-from openseal.runtime.store.listing import ListQuery
-from openseal.runtime.store.proposals import Proposal, action_key
-from openseal.runtime.store.records import (
-    Activation,
-    Activity,
-    AgentRequest,
-    ArtifactInfo,
-    Claim,
-    DefinitionVersion,
-    Deployment,
-    Event,
-    InboundEvent,
-    NewObjective,
-    Objective,
-    Run,
-    Turn,
-)
-from openseal.runtime.store.schema import DEFAULT_SCOPE
-from openseal.runtime.store.tokens import AccessToken
-from openseal.runtime.store.triggers import (
-    Occurrence,
-    PrepareInputs,
-    TriggerDeployment,
-    TriggerFiring,
-)
+from typing import TYPE_CHECKING
+
+from openseal.lazy_exports import lazy_exports
+
+if TYPE_CHECKING:
+    from openseal.runtime.store.actions import NOT_DISPATCHED, OPEN_OUTCOME, Action, EventSink
+    from openseal.runtime.store.actions import boundary as action_boundary
+    from openseal.runtime.store.agent_requests import OPEN_AGENT_REQUESTS, Restart, caller_wakes
+    from openseal.runtime.store.approvals import Approval
+    from openseal.runtime.store.approvals import summary as approval_summary
+    from openseal.runtime.store.artifacts import ArtifactStore
+    from openseal.runtime.store.base import Connection
+    from openseal.runtime.store.carved_budgets import carved_limit
+    from openseal.runtime.store.carved_budgets import child_budget as carved_child_budget
+    from openseal.runtime.store.carved_budgets import release as release_carved
+    from openseal.runtime.store.change_proposals import (
+        ChangeProposal,
+        Decision,
+        ProposalEvent,
+        ProposalKind,
+        Review,
+        Target,
+        Verdict,
+    )
+    from openseal.runtime.store.definitions import canonical_json
+    from openseal.runtime.store.dependencies import DependencyGroup, NewChild
+    from openseal.runtime.store.dialects import (
+        DATABASE_URL_ENV,
+        PostgresStore,
+        SQLiteStore,
+        Store,
+        open_store,
+    )
+    from openseal.runtime.store.errors import (
+        ArtifactCorrupt,
+        DatabaseFailure,
+        DriverFailure,
+        IdempotencyConflict,
+        InvalidStatus,
+        NotFound,
+        StaleEpoch,
+        StaleRevision,
+        describe_fault,
+        transient,
+    )
+    from openseal.runtime.store.fenced import FencedTx
+    from openseal.runtime.store.group_commit import BATCH_POINTS, BatchHook, GroupCommit
+    from openseal.runtime.store.idempotency import StoredResponse
+    from openseal.runtime.store.inbound_events import Delivery, correlation_matches
+    from openseal.runtime.store.listing import ListQuery
+    from openseal.runtime.store.proposals import Proposal, action_key
+    from openseal.runtime.store.reads import Reads
+    from openseal.runtime.store.records import (
+        Activation,
+        Activity,
+        AgentRequest,
+        ArtifactInfo,
+        Claim,
+        DefinitionVersion,
+        Deployment,
+        Event,
+        InboundEvent,
+        NewObjective,
+        Objective,
+        Run,
+        Turn,
+    )
+    from openseal.runtime.store.sqlite_reads import SQLiteReads, open_reads
+    from openseal.runtime.store.tokens import AccessToken
+    from openseal.runtime.store.triggers import (
+        Occurrence,
+        PrepareInputs,
+        TriggerDeployment,
+        TriggerFiring,
+    )
+    from openseal.runtime.store.values import DEFAULT_SCOPE, store_key
+
+__getattr__ = lazy_exports(__name__, __file__)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
 
 __all__ = [
     "BATCH_POINTS",
@@ -160,9 +179,11 @@ __all__ = [
     "Proposal",
     "ProposalEvent",
     "ProposalKind",
+    "Reads",
     "Restart",
     "Review",
     "Run",
+    "SQLiteReads",
     "SQLiteStore",
     "StaleEpoch",
     "StaleRevision",
@@ -182,7 +203,9 @@ __all__ = [
     "carved_limit",
     "correlation_matches",
     "describe_fault",
+    "open_reads",
     "open_store",
     "release_carved",
+    "store_key",
     "transient",
 ]

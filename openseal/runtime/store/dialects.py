@@ -15,7 +15,6 @@ Example::
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import zlib
@@ -45,8 +44,10 @@ from openseal.runtime.store.listener import NotificationListener
 from openseal.runtime.store.objectives import Objectives
 from openseal.runtime.store.proposals import Proposals
 from openseal.runtime.store.runs import Runs
+from openseal.runtime.store.sqlite_reads import BUSY_TIMEOUT_MS, SYNCHRONOUS, configure
 from openseal.runtime.store.tokens import Tokens
 from openseal.runtime.store.triggers import Triggers
+from openseal.runtime.store.values import compact_json
 from openseal.runtime.store.wakeups import WakeSockets
 from openseal.runtime.store.work_signal import Wake
 
@@ -191,24 +192,13 @@ class PostgresStore(Store):
         super().close()
 
 
-def compact_json(value: Any) -> str:
-    """JSON columns are written without spaces: smaller rows, same values."""
-    return json.dumps(value, separators=(",", ":"))
-
-
 def _sqlite_engine(path: Path, *, synchronous: str, busy_timeout_ms: int) -> sa.Engine:
     engine = sa.create_engine(f"sqlite:///{path}", json_serializer=compact_json)
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
-        # Take transaction control away from the pysqlite driver so BEGIN is ours to emit.
-        dbapi_connection.isolation_level = None
-        cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute(f"PRAGMA synchronous={synchronous}")
-        cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
-        cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.close()
+        # Transaction control is taken away from the pysqlite driver so BEGIN is ours to emit.
+        configure(dbapi_connection, synchronous=synchronous, busy_timeout_ms=busy_timeout_ms)
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: sa.Connection) -> None:
@@ -225,8 +215,8 @@ def open_store(
     *,
     home: Path = Path(".openseal"),
     auto_migrate: bool | None = None,
-    synchronous: str = "FULL",
-    busy_timeout_ms: int = 10_000,
+    synchronous: str = SYNCHRONOUS,
+    busy_timeout_ms: int = BUSY_TIMEOUT_MS,
     connect_args: dict[str, Any] | None = None,
 ) -> Store:
     """Open the store, migrating it when allowed.

@@ -1,10 +1,18 @@
-"""Errors the store raises on purpose, each a :class:`StoreError` with a stable code."""
+"""Errors the store raises on purpose, each a :class:`StoreError` with a stable code.
+
+SQLAlchemy is imported only when a database fault is looked at (:data:`DatabaseFailure`,
+:func:`transient`, :func:`describe_fault`), so the reads without it (:mod:`.sqlite_reads`)
+can raise :class:`NotFound`.
+"""
 
 from __future__ import annotations
 
-import sqlalchemy as sa
+from typing import TYPE_CHECKING, Any
 
 from openseal.errors import ClaimLost, OpenSealError, StoreError
+
+if TYPE_CHECKING:
+    import sqlalchemy as sa
 
 
 class NotFound(StoreError):
@@ -66,10 +74,23 @@ __all__ = [
     "transient",
 ]
 
-#: anything the database layer raises: a fault to retry or report, never a refusal
-DatabaseFailure = sa.exc.SQLAlchemyError
-#: a failure the database driver reported (unreachable, busy, a lock or statement timeout...)
-DriverFailure = sa.exc.DBAPIError
+if TYPE_CHECKING:
+    #: anything the database layer raises: a fault to retry or report, never a refusal
+    DatabaseFailure = sa.exc.SQLAlchemyError
+    #: a failure the database driver reported (unreachable, busy, a lock or statement
+    #: timeout...)
+    DriverFailure = sa.exc.DBAPIError
+
+
+def __getattr__(name: str) -> Any:
+    """:data:`DatabaseFailure` and :data:`DriverFailure`, SQLAlchemy's classes, on first use."""
+    if name not in ("DatabaseFailure", "DriverFailure"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import sqlalchemy as sa
+
+    found = {"DatabaseFailure": sa.exc.SQLAlchemyError, "DriverFailure": sa.exc.DBAPIError}
+    globals().update(found)
+    return found[name]
 
 
 # -- faults that retrying cures ----------------------------------------------------------
@@ -89,6 +110,8 @@ def transient(exc: BaseException) -> bool:
 
     Bugs (a constraint violated, a malformed statement) are not transient.
     """
+    import sqlalchemy as sa
+
     if isinstance(exc, sa.exc.DisconnectionError | sa.exc.TimeoutError):
         return True  # the pool could not hand out a working connection in time
     if not isinstance(exc, sa.exc.DBAPIError):
@@ -104,6 +127,8 @@ def transient(exc: BaseException) -> bool:
 
 def describe_fault(exc: BaseException) -> str:
     """One line naming a fault for people and logs: never SQL text or bound parameters."""
+    import sqlalchemy as sa
+
     if isinstance(exc, sa.exc.StatementError) and exc.orig is not None:
         origin: BaseException = exc.orig
         lines = str(origin).strip().splitlines()

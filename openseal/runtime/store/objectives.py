@@ -32,7 +32,7 @@ from openseal.runtime.store.errors import (
 from openseal.runtime.store.events import append_events
 from openseal.runtime.store.listing import ListQuery, newest_first
 from openseal.runtime.store.records import DefinitionVersion, NewObjective, Objective, Run
-from openseal.runtime.store.schema import DEFAULT_SCOPE
+from openseal.runtime.store.values import DEFAULT_SCOPE
 
 objectives = schema.objectives
 projects = schema.projects

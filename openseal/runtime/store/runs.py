@@ -38,6 +38,19 @@ CANCELABLE = frozenset(RunStatus) - TERMINAL_RUN_STATUSES
 INTERVENABLE = frozenset({RunStatus.PAUSED, RunStatus.NEEDS_ATTENTION})
 
 
+def newest_runs(query: ListQuery, *, objective_id: str | None = None) -> sa.Select[Any]:
+    """The page of runs ``query`` asks for, newest first (also read without SQLAlchemy on
+    SQLite: :mod:`.sqlite_reads`)."""
+    stmt = newest_first(sa.select(runs), runs, query)
+    if query.workflow is not None:
+        stmt = stmt.where(runs.c.workflow_digest.in_(workflow_digests(query.workflow)))
+    if query.scopes is not None:
+        stmt = stmt.where(runs.c.scope.in_(list(query.scopes)))
+    if objective_id is not None:
+        stmt = stmt.where(runs.c.objective_id == objective_id)
+    return stmt
+
+
 def _require(run: Run, allowed: frozenset[RunStatus], verb: str) -> None:
     if run.status not in allowed:
         raise InvalidStatus(f"cannot {verb} run {run.id}: it is {run.status}")
@@ -99,13 +112,7 @@ class Runs(Repository):
 
     def newest(self, query: ListQuery, *, objective_id: str | None = None) -> tuple[Run, ...]:
         """One page of runs, newest first (see :class:`ListQuery`)."""
-        stmt = newest_first(sa.select(runs), runs, query)
-        if query.workflow is not None:
-            stmt = stmt.where(runs.c.workflow_digest.in_(workflow_digests(query.workflow)))
-        if query.scopes is not None:
-            stmt = stmt.where(runs.c.scope.in_(list(query.scopes)))
-        if objective_id is not None:
-            stmt = stmt.where(runs.c.objective_id == objective_id)
+        stmt = newest_runs(query, objective_id=objective_id)
         with self._store.read() as conn:
             return tuple(Run.from_row(row) for row in conn.execute(stmt).mappings())
 

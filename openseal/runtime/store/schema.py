@@ -13,13 +13,13 @@ a test compares the two.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Dialect
 
-from openseal.runtime.clock import to_utc
+from openseal.runtime.store.values import DEFAULT_SCOPE, epoch_seconds, from_epoch_seconds
 
 
 class UtcTimestamp(sa.types.TypeDecorator[datetime]):
@@ -29,14 +29,10 @@ class UtcTimestamp(sa.types.TypeDecorator[datetime]):
     cache_ok = True
 
     def process_bind_param(self, value: datetime | None, dialect: Dialect) -> float | None:
-        if value is None:
-            return None
-        return to_utc(value).timestamp()
+        return epoch_seconds(value)
 
     def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        return datetime.fromtimestamp(float(value), UTC)
+        return from_epoch_seconds(value)
 
 
 ID = sa.String(32)
@@ -44,8 +40,6 @@ NAME = sa.String(200)
 DIGEST = sa.String(64)
 STATUS = sa.String(32)
 SCOPE = sa.String(100)
-#: the scope of every record when none is configured
-DEFAULT_SCOPE = "default"
 
 metadata = sa.MetaData()
 

@@ -30,6 +30,7 @@ from openseal.runtime.store.base import Repository
 from openseal.runtime.store.errors import InvalidStatus, NotFound
 from openseal.runtime.store.objectives import request_hash
 from openseal.runtime.store.records import DefinitionVersion, RowRecord
+from openseal.runtime.store.values import DEFAULT_SCOPE
 
 states = schema.trigger_states
 firings = schema.trigger_firings
@@ -248,7 +249,7 @@ class Triggers(Repository):
         try:
             created = self._store.objectives.insert_in(
                 conn, PROJECT, workflow, inputs, None, request_hash(PROJECT, workflow, inputs),
-                actor, schema.DEFAULT_SCOPE, lambda version: prepare(inputs, version),
+                actor, DEFAULT_SCOPE, lambda version: prepare(inputs, version),
             )  # fmt: skip
         except OpenSealError as exc:
             # Nothing was written for the objective: the occurrence is spent, and says why.

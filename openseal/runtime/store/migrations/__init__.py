@@ -5,6 +5,8 @@ engine. The CLI's ``openseal db upgrade`` calls :func:`upgrade`.
 
 Alembic is imported only when a migration may be needed: opening a store that is already at
 :func:`packaged_head` costs one query (:func:`database_revision`), not Alembic's start-up.
+:func:`packaged_head` needs neither Alembic nor SQLAlchemy, for the reads without them
+(:mod:`openseal.runtime.store.sqlite_reads`).
 """
 
 from __future__ import annotations
@@ -15,11 +17,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import sqlalchemy as sa
-
 from openseal.errors import StoreError
 
 if TYPE_CHECKING:
+    import sqlalchemy as sa
     from alembic.config import Config
 
 _HERE = Path(__file__).resolve().parent
@@ -36,6 +37,8 @@ def packaged_head() -> str:
 
 def database_revision(engine: sa.Engine) -> str | None:
     """The revision the database is at, in one query (None: no schema yet)."""
+    import sqlalchemy as sa
+
     with engine.connect() as connection:
         if not sa.inspect(connection).has_table("alembic_version"):
             return None
