@@ -3,15 +3,20 @@ events, pause and retire. The store's clock is the test's; every test runs on bo
 
 from __future__ import annotations
 
+import threading
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
 from openseal.runtime import service
+from openseal.runtime.clock import utcnow
+from openseal.runtime.engine.models import ScriptedProvider
 from openseal.runtime.engine.triggers import Scheduler
 from openseal.runtime.statuses import ObjectiveStatus
-from openseal.runtime.store import Delivery, InvalidStatus, Store, TriggerFiring
-from tests.runtime.support import Backend
+from openseal.runtime.store import Delivery, InvalidStatus, Run, Store, TriggerFiring
+from tests.runtime.engine_support import PICK_7, engine
+from tests.runtime.support import Backend, eventually
 from tests.runtime.trigger_support import (
     EVENT_TRIGGER,
     START,
@@ -135,6 +140,72 @@ def test_overlap_skip_queue_allow(backend: Backend, clock: Clock, tmp_path: Path
     end_objective(store, fired(store, "skip")[0])
     scheduler.poll()
     assert [o for _, o in outcomes(store, "skip")] == ["started", "skipped", "skipped"]
+
+
+def test_the_end_of_the_objective_a_queue_waits_for_starts_the_next_without_a_refresh(
+    backend: Backend, clock: Clock, tmp_path: Path
+) -> None:
+    store = opened(backend, clock)
+    triggers = schedule("queue", overlap='"queue"', catch_up='"all"') + schedule(
+        "skip", overlap='"skip"'
+    )
+    deploy_triggers(store, trigger_project(tmp_path, triggers))
+    scheduler = Scheduler(store, refresh=3600)  # only an ended objective makes it look again
+    for _ in range(3):
+        clock.advance(hours=1)
+        scheduler.poll()
+    assert [o for _, o in outcomes(store, "queue")] == ["started", "queued", "queued"]
+    assert scheduler.poll() == []
+
+    # the run's end (canceled: the objective is retired) asks the schedulers to look
+    end_objective(store, fired(store, "queue")[0])
+    [started] = scheduler.poll()
+    assert started.outcome == "started" and started.occurred_at == START.replace(hour=10)
+    # and so does an operator retiring the objective
+    service.steer_objective(
+        store, service.ObjectiveCommand(str(started.objective_id), "retired"), service.CLI
+    )
+    [started] = scheduler.poll()
+    assert started.occurred_at == START.replace(hour=11)
+    # an objective with nothing queued behind it ends without asking
+    mark = store.triggers_mark()
+    end_objective(store, started)
+    end_objective(store, fired(store, "skip")[0])
+    assert store.triggers_mark() == mark and scheduler.poll() == []
+
+
+def test_a_worker_starts_a_queued_firing_when_its_objective_ends_elsewhere(
+    backend: Backend, tmp_path: Path
+) -> None:
+    """The worker polls once an hour and re-reads its triggers once an hour: only the wake-up
+    committed with the objective's end by another store (NOTIFY, or a datagram on SQLite), as
+    another process's would be, can start the next."""
+    store = backend.open()
+    store.clock = lambda: utcnow() - timedelta(hours=2.5)  # two occurrences are due
+    deploy_triggers(store, trigger_project(tmp_path, schedule(overlap='"queue"', catch_up='"all"')))
+    store.clock = utcnow
+    worker_store = backend.open()
+    worker = engine(worker_store, ScriptedProvider({"ask": [PICK_7["ask"][0]] * 2}))
+    worker.triggers.refresh = 3600
+    thread = threading.Thread(target=worker.run_forever, kwargs={"poll_interval": 3600})
+    thread.start()
+    try:
+        first = eventually(lambda: [f for f in fired(store) if f.outcome == "queued"], timeout=60)
+        [run] = eventually(lambda: waiting_runs(store), timeout=60)
+        eventually(lambda: worker_store.work_signal.waiting == 1, timeout=60)
+        store.runs.cancel(run.id, "user:test", "done with it")
+        eventually(lambda: fired(store)[1].outcome == "started", timeout=60)
+        assert first[0].id == fired(store)[1].id
+        [second] = eventually(lambda: waiting_runs(store), timeout=60)
+        assert second.objective_id == fired(store)[1].objective_id
+    finally:
+        worker.stop()
+        thread.join(timeout=60)
+    assert not thread.is_alive()
+
+
+def waiting_runs(store: Store) -> list[Run]:
+    return service.list_runs(store, status="waiting_for_event")
 
 
 def test_pause_resume_and_retire(backend: Backend, clock: Clock, tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from openseal.runtime.store.work_signal import Wake, WorkSignal
+from openseal.runtime.store.work_signal import TRIGGERS, Wake, WorkSignal
 from tests.runtime.support import eventually
 
 HANG_GUARD = 60.0  # a wait that should end at once; never reached unless something is broken
@@ -86,3 +86,15 @@ def test_a_broadcast_wakes_every_thread() -> None:
 def test_a_wait_without_offers_times_out() -> None:
     wake = WorkSignal().wait(0)
     assert (wake.woken, wake.run_id) == (False, None)
+
+
+def test_asking_the_trigger_schedulers_to_look_moves_their_mark_and_wakes_one_thread() -> None:
+    signal = WorkSignal()
+    wakes, threads = _waiters(signal, 1)
+    assert signal.offer([TRIGGERS]) == 1
+    eventually(_ended(threads, 1))
+    # the woken thread looks for any work (and polls its scheduler): no run is named
+    assert [(w.woken, w.run_id) for w in wakes] == [(True, None)]
+    assert signal.triggers_mark == 1
+    # with no thread idle the mark still moves: a busy thread's next poll reads the store
+    assert signal.offer([TRIGGERS]) == 0 and signal.triggers_mark == 2

@@ -2,8 +2,10 @@
 
 A compiled trigger (kind ``trigger``) is read into a :class:`TriggerPlan`. Workers call
 :meth:`Scheduler.poll` once per loop: it keeps each schedule's next occurrence in memory, so
-the check is a comparison with the clock; only when an occurrence is due (or every
-``refresh`` seconds, to see activations, pauses and ended objectives) does it read the store.
+the check is a comparison with the clock; only when an occurrence is due, when a commit asked
+the schedulers to look (it ended an objective that queued firings wait for:
+``Store.triggers_mark``), or every ``refresh`` seconds (to see activations and pauses) does
+it read the store.
 The store decides who wins: :meth:`~openseal.runtime.store.triggers.Triggers.record` writes
 one row per occurrence, unique on the trigger and the occurrence, with the objective it starts.
 
@@ -248,6 +250,8 @@ class Scheduler:
     before_commit: Callable[[list[str]], None] | None = None
     _known: list[_Known] = field(default_factory=list)
     _read_at: float | None = None
+    #: the store's triggers mark when it last read
+    _mark: int | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def poll(self) -> list[TriggerFiring]:
@@ -256,7 +260,11 @@ class Scheduler:
             return []  # another thread of this worker is polling
         try:
             now = self.store.now()
-            stale = self._read_at is None or time.monotonic() - self._read_at >= self.refresh
+            stale = (
+                self._read_at is None
+                or self._mark != self.store.triggers_mark()
+                or time.monotonic() - self._read_at >= self.refresh
+            )
             if not stale and not any(k.next_due and k.next_due <= now for k in self._known):
                 return []
             self._read(now)
@@ -270,6 +278,7 @@ class Scheduler:
             self._lock.release()
 
     def _read(self, now: datetime) -> None:
+        self._mark = self.store.triggers_mark()  # before reading: an ask during it reads again
         self._known = []
         for trigger in self.store.triggers.deployments():
             plan = TriggerPlan.from_document(trigger.document)

@@ -133,6 +133,11 @@ class StoreBase:
         """End every wait of this process's threads now (they look for work, or stop)."""
         self.work_signal.broadcast()
 
+    def triggers_mark(self) -> int:
+        """Moves each time a commit (here or, through the dialect's wake-ups, elsewhere) asks
+        the trigger schedulers to look at the store now."""
+        return self.work_signal.triggers_mark
+
     def work_mark(self) -> int:
         """A mark to pass to ``wait_for_work(since=...)``: take it before looking for work, so
         work committed between the look and the wait still wakes the wait."""

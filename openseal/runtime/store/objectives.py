@@ -33,6 +33,7 @@ from openseal.runtime.store.events import append_events
 from openseal.runtime.store.listing import ListQuery, newest_first
 from openseal.runtime.store.records import DefinitionVersion, NewObjective, Objective, Run
 from openseal.runtime.store.values import DEFAULT_SCOPE
+from openseal.runtime.store.work_signal import TRIGGERS
 
 objectives = schema.objectives
 projects = schema.projects
@@ -126,6 +127,8 @@ STEERED: Final = {
     ObjectiveStatus.ACTIVE: "objective.resumed",
     ObjectiveStatus.RETIRED: "objective.retired",
 }
+#: who a trigger's objectives are created by: ``trigger:<its name>``
+TRIGGER_ACTOR: Final = "trigger:"
 #: what a run's end did to its objective, for the payload of the event that ends the run
 Settled = dict[str, Any] | None
 
@@ -388,8 +391,10 @@ class Objectives(Repository):
             params = {"p_id": run.objective_id, "p_attempt": run.attempt, "v_now": now,
                       "v_status": ending or ObjectiveStatus.SATISFIED}  # fmt: skip
             params.update({f"p_open_{i}": str(open_status) for i, open_status in enumerate(OPEN)})
-            if fastsql.execute_count(conn, SETTLE_OPEN_OBJECTIVE, params) == 0:
+            settled = fastsql.execute(conn, SETTLE_OPEN_OBJECTIVE, params)
+            if not settled:
                 return None
+            self._ended(conn, settled[0]["created_by"])
             if ending is not None:
                 return {"status": ending, "reason": "its run was canceled"}
             return {"status": ObjectiveStatus.SATISFIED}
@@ -408,7 +413,18 @@ class Objectives(Repository):
                 return {"status": row["status"], **outcome, "retry": next_run}
             outcome["no_retry"] = f"no workflow {row['workflow_name']!r} is deployed"
         self._set(conn, run.objective_id, ObjectiveStatus.FAILED, row["attempts"], now)
+        self._ended(conn, row["created_by"])
         return {"status": ObjectiveStatus.FAILED, **outcome, "attempts": run.attempt}
+
+    def _ended(self, conn: sa.Connection, created_by: str | None) -> None:
+        """An objective ``created_by`` someone ended in this transaction. If a trigger started
+        it and firings of that trigger wait in its queue (``overlap = "queue"``), the trigger
+        schedulers are woken at commit to start the next; which one starts, once, is decided
+        under the trigger's lock (``Triggers.start_queued``)."""
+        if created_by is None or not created_by.startswith(TRIGGER_ACTOR):
+            return
+        if self._store.triggers.queued_in(conn, created_by.removeprefix(TRIGGER_ACTOR)):
+            self._store.notify_work(conn, TRIGGERS)
 
     def _retry(
         self,
@@ -553,6 +569,8 @@ class Objectives(Repository):
                     payload = {"objective_id": objective_id, "from_status": current.status,
                                "reason": reason}  # fmt: skip
                     append_events(conn, latest, [(STEERED[status], actor, payload)], now=now)
+                if status == ObjectiveStatus.RETIRED:
+                    self._ended(conn, current.created_by)
             live = conn.execute(
                 sa.select(runs.c.id)
                 .where(
@@ -566,7 +584,9 @@ class Objectives(Repository):
             return self._objective(conn, objective_id), run_ids
 
 
-SETTLING_COLUMNS: Final = ("status", "attempts", "retry", "workflow_name", "inputs", "priority")
+SETTLING_COLUMNS: Final = (
+    "status", "attempts", "retry", "workflow_name", "inputs", "priority", "created_by",
+)  # fmt: skip
 objectives_table = schema.objectives
 #: built once: statement construction costs more than executing it on SQLite
 SETTLE_OBJECTIVE: Final = (
@@ -580,7 +600,8 @@ SETTLE_OBJECTIVE: Final = (
     )
 )
 #: settling an objective that is open and whose latest attempt is ``:p_attempt``, as the run
-#: that ends it is (satisfied or retired: the cases that need nothing else of the row)
+#: that ends it is (satisfied or retired: the cases that need nothing else of the row, but who
+#: created it, for a trigger's queue)
 SETTLE_OPEN_OBJECTIVE: Final = (
     sa.update(objectives_table)
     .where(
@@ -593,4 +614,5 @@ SETTLE_OPEN_OBJECTIVE: Final = (
         revision=objectives_table.c.revision + 1,
         updated_at=sa.bindparam("v_now", type_=objectives_table.c.updated_at.type),
     )
+    .returning(objectives_table.c.created_by)
 )

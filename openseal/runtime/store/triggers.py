@@ -28,7 +28,7 @@ from openseal.runtime.statuses import ObjectiveStatus
 from openseal.runtime.store import schema
 from openseal.runtime.store.base import Repository
 from openseal.runtime.store.errors import InvalidStatus, NotFound
-from openseal.runtime.store.objectives import request_hash
+from openseal.runtime.store.objectives import TRIGGER_ACTOR, request_hash
 from openseal.runtime.store.records import DefinitionVersion, RowRecord
 from openseal.runtime.store.values import DEFAULT_SCOPE
 
@@ -244,7 +244,7 @@ class Triggers(Repository):
         self, conn: sa.Connection, firing: TriggerFiring, workflow: str, prepare: PrepareInputs
     ) -> TriggerFiring:
         inputs = dict(firing.inputs or {})
-        actor = f"trigger:{firing.trigger_name}"
+        actor = f"{TRIGGER_ACTOR}{firing.trigger_name}"
         values: dict[str, Any]
         try:
             created = self._store.objectives.insert_in(
@@ -303,6 +303,10 @@ class Triggers(Repository):
             .limit(1)
         )
         return conn.execute(stmt).first() is not None
+
+    def queued_in(self, conn: sa.Connection, name: str) -> bool:
+        """Whether firings of trigger ``name`` wait in its queue."""
+        return self._oldest_queued(conn, name) is not None
 
     def _oldest_queued(self, conn: sa.Connection, name: str) -> TriggerFiring | None:
         stmt = (

@@ -8,6 +8,11 @@ wait returns at once when the generation moved since the caller's mark, so a thr
 looking for work when an offer came (and might have missed the run) looks again. A
 :meth:`WorkSignal.broadcast` (a lost ``LISTEN`` session, stopping) wakes every thread.
 
+A commit may also offer :data:`TRIGGERS` in place of a run id: the trigger schedulers should
+look at the store now (an objective a trigger started ended, and firings of it wait in its
+queue). It advances :attr:`WorkSignal.triggers_mark`, which each scheduler compares with the
+mark of its last look, and wakes one idle thread to look for work (and so poll the scheduler).
+
 Why no run is left runnable with every thread asleep: docs/decisions/0008-one-wake-up-per-run.md.
 """
 
@@ -17,6 +22,10 @@ import threading
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Final
+
+#: offered in place of a run id: the trigger schedulers should look at the store now
+TRIGGERS: Final = "triggers"
 
 
 @dataclass(frozen=True)
@@ -40,11 +49,19 @@ class WorkSignal:
         self._hints: deque[tuple[str, int]] = deque()
         #: threads inside :meth:`wait`
         self._waiting = 0
+        #: offers of :data:`TRIGGERS` so far
+        self._triggers = 0
 
     @property
     def waiting(self) -> int:
         with self._cond:
             return self._waiting
+
+    @property
+    def triggers_mark(self) -> int:
+        """Moves each time :data:`TRIGGERS` is offered."""
+        with self._cond:
+            return self._triggers
 
     def mark(self) -> int:
         """Take before looking for work and pass to :meth:`wait`: offers made after it end
@@ -57,6 +74,9 @@ class WorkSignal:
         threads not already woken. Returns how many were woken."""
         with self._cond:
             self._generation += 1
+            run_ids = list(run_ids)
+            if TRIGGERS in run_ids:
+                self._triggers += 1
             handed = {run_id for run_id, _ in self._hints}
             room = self._waiting - len(self._hints)
             woken = 0
@@ -92,5 +112,5 @@ class WorkSignal:
                 self._waiting -= 1
             if self._hints:
                 run_id, generation = self._hints.popleft()
-                return Wake(True, run_id, generation)
+                return Wake(True, None if run_id == TRIGGERS else run_id, generation)
             return Wake(woken, None, self._generation)
