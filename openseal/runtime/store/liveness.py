@@ -63,9 +63,12 @@ def _dead(dbapi_connection: Any) -> str | None:
         return "the connection is closed"
     try:
         fd = dbapi_connection.fileno()
-        poller = select.poll()
-        poller.register(fd, select.POLLIN | select.POLLERR | select.POLLHUP)
-        ready = poller.poll(0)
+        if hasattr(select, "poll"):
+            poller = select.poll()
+            poller.register(fd, select.POLLIN | select.POLLERR | select.POLLHUP)
+            ready: object = poller.poll(0)
+        else:  # Windows has no poll(); select() reports end of file as readable too
+            ready = select.select([fd], [], [], 0)[0]
     except (OSError, ValueError) as exc:  # no socket any more
         return f"the connection's socket is unusable ({exc})"
     if ready:
