@@ -3,13 +3,13 @@ check it: openapi-spec-validator, against the version the document declares."""
 
 from __future__ import annotations
 
+import pytest
 from openapi_spec_validator import validate
 
 from tests.api.conftest import Serve
-from tests.runtime.support import POSTGRESQL_IN_SLOW_SET
 
 #: the document is the app's, whatever the store
-pytestmark = POSTGRESQL_IN_SLOW_SET
+pytestmark = pytest.mark.slow_on_postgresql
 
 
 def test_the_served_document_is_valid_openapi(serve: Serve) -> None:

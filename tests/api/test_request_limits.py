@@ -12,10 +12,9 @@ from openseal.runtime import service
 from openseal.runtime.store import Store
 from tests.api.conftest import Serve
 from tests.api.support import assert_error
-from tests.runtime.support import POSTGRESQL_IN_SLOW_SET
 
 #: the limits are the HTTP layer's, before any store
-pytestmark = POSTGRESQL_IN_SLOW_SET
+pytestmark = pytest.mark.slow_on_postgresql
 
 NON_FINITE = ["NaN", "Infinity", "-Infinity", "1e400", "-1e400"]
 

@@ -26,11 +26,11 @@ from tests.cli.test_thin_client import both, server  # noqa: F401  (fixture)
 from tests.cli.test_tokens_client import token
 from tests.runtime.action_support import Flow, simulator_fixture  # noqa: F401  (fixture)
 from tests.runtime.conftest import backend, pg_admin  # noqa: F401  (fixtures)
-from tests.runtime.support import POSTGRESQL_IN_SLOW_SET, Backend
+from tests.runtime.support import Backend
 from tests.runtime.trigger_support import EVENT_TRIGGER, deploy_triggers, schedule, trigger_project
 
 
-@POSTGRESQL_IN_SLOW_SET
+@pytest.mark.slow_on_postgresql
 def test_runs_and_objectives_read_the_same_through_the_server(
     cli: Cli,  # noqa: F811
     waiting: tuple[Flow, str],  # noqa: F811
@@ -62,7 +62,7 @@ def test_runs_and_objectives_read_the_same_through_the_server(
     assert (code, out) == (2, "") and "holds '/'" in err
 
 
-@POSTGRESQL_IN_SLOW_SET
+@pytest.mark.slow_on_postgresql
 def test_runs_are_steered_through_the_server(
     cli: Cli,  # noqa: F811
     waiting: tuple[Flow, str],  # noqa: F811
@@ -95,7 +95,7 @@ def pending_id(f: Flow) -> str:
     return approval.id
 
 
-@POSTGRESQL_IN_SLOW_SET
+@pytest.mark.slow_on_postgresql
 def test_objectives_are_steered_through_the_server(
     cli: Cli,  # noqa: F811
     waiting: tuple[Flow, str],  # noqa: F811
@@ -121,7 +121,7 @@ def test_objectives_are_steered_through_the_server(
     assert f.store.runs.get(run_id).status == "canceled"
 
 
-@POSTGRESQL_IN_SLOW_SET
+@pytest.mark.slow_on_postgresql
 def test_objectives_are_created_through_a_server_that_runs_them(
     cli: Cli,  # noqa: F811
     waiting: tuple[Flow, str],  # noqa: F811
@@ -149,7 +149,7 @@ def test_objectives_are_created_through_a_server_that_runs_them(
         assert code == 0 and out.startswith(f"objective {draft_id}  active"), err
 
 
-@POSTGRESQL_IN_SLOW_SET
+@pytest.mark.slow_on_postgresql
 def test_requests_and_triggers_read_the_same_through_the_server(
     cli: Cli,  # noqa: F811
     backend: Backend,  # noqa: F811
@@ -179,7 +179,7 @@ def test_requests_and_triggers_read_the_same_through_the_server(
         assert code == 2 and "--actor" in err
 
 
-@POSTGRESQL_IN_SLOW_SET
+@pytest.mark.slow_on_postgresql
 def test_agent_requests_are_read_and_answered_the_same_through_the_server(
     cli: Cli,  # noqa: F811
     store: Store,  # noqa: F811
@@ -224,7 +224,7 @@ def governed(
         yield opened, live, write_definitions(tmp_path, max_risk="write")
 
 
-@POSTGRESQL_IN_SLOW_SET
+@pytest.mark.slow_on_postgresql
 def test_deploy_and_proposals_go_through_the_server_as_each_token(
     cli: Cli,  # noqa: F811
     governed: tuple[Store, LiveServer, Path],

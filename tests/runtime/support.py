@@ -9,19 +9,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-import pytest
-
 from openseal.runtime.store import Store, open_store
 from openseal.runtime.store.records import Run
 
 T = TypeVar("T")
 
-#: for a test that costs seconds on each backend and whose subject is above the store (the CLI
-#: against a server, the API's documents): SQLite in ``make test``, PostgreSQL in
-#: ``make test-slow``, so CI still runs both
-POSTGRESQL_IN_SLOW_SET = pytest.mark.parametrize(
-    "backend", ["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)], indirect=True
-)
 
 WORKFLOW = "procure_laptops"
 DOCUMENT: dict[str, Any] = {

@@ -34,6 +34,10 @@ from tests.runtime.engine_support import compile_files, register
 from tests.runtime.support import Backend, eventually
 from tests.runtime.test_worker_process import spawn
 
+#: the engine's logic, end to end: its PostgreSQL half runs with the slow set (the
+#: store's own tests cover both backends in make test)
+pytestmark = pytest.mark.slow_on_postgresql
+
 #: the order skill's timeout here: an attempt may be in flight for this long (plus a grace)
 TIMEOUT = "4s"
 #: how long the simulator holds a new order's key in flight before creating it

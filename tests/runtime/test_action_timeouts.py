@@ -16,6 +16,10 @@ from tests.runtime.engine_support import compile_files, register
 from tests.runtime.slow_skill import LEDGER_ENV, _entries
 from tests.runtime.support import eventually
 
+#: the engine's logic, end to end: its PostgreSQL half runs with the slow set (the
+#: store's own tests cover both backends in make test)
+pytestmark = pytest.mark.slow_on_postgresql
+
 DEFINITIONS = """
 model "m" {
   provider = "scripted"

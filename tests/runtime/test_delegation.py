@@ -29,6 +29,10 @@ from tests.runtime.engine_support import (
     scripted,
 )
 
+#: the engine's logic, end to end: its PostgreSQL half runs with the slow set (the
+#: store's own tests cover both backends in make test)
+pytestmark = pytest.mark.slow_on_postgresql
+
 BUDGET = REPO / "definitions" / "budget_check" / "hcl"
 PICK = {"output": {"vendor": "northwind", "total": 11490}}
 CHECK = {"output": {"approved": True, "remaining": 38510}}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import sqlalchemy as sa
 
 from openseal.runtime import service
@@ -22,6 +23,10 @@ from tests.runtime.engine_support import (
     scripted,
     small_workflow,
 )
+
+#: the engine's logic, end to end: its PostgreSQL half runs with the slow set (the
+#: store's own tests cover both backends in make test)
+pytestmark = pytest.mark.slow_on_postgresql
 
 
 def activity_ids(store: Store, run_id: str) -> list[str]:

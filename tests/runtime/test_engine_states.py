@@ -25,6 +25,10 @@ from tests.runtime.engine_support import (
     small_workflow,
 )
 
+#: the engine's logic, end to end: its PostgreSQL half runs with the slow set (the
+#: store's own tests cover both backends in make test)
+pytestmark = pytest.mark.slow_on_postgresql
+
 
 @pytest.fixture
 def kinds(store: Store) -> Store:

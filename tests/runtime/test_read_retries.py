@@ -18,6 +18,10 @@ from tests.runtime.engine_support import compile_files, register
 from tests.runtime.gateway_support import DEFS, activities
 from tests.runtime.test_tool_calls import call, engine
 
+#: the engine's logic, end to end: its PostgreSQL half runs with the slow set (the
+#: store's own tests cover both backends in make test)
+pytestmark = pytest.mark.slow_on_postgresql
+
 QUOTE_ADAPTER = 'entry_point = "tests.runtime.gateway_skills:quote"\n  }\n'
 #: calls of flaky_quote so far, and how many of the first ones fail
 CALLS: list[str] = []

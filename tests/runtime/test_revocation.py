@@ -6,6 +6,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from openseal.runtime import service
 from openseal.runtime.engine.models import ScriptedProvider
 from openseal.runtime.statuses import ActionStatus, RunStatus
@@ -20,6 +22,10 @@ from tests.runtime.action_support import (  # noqa: F401
     simulator_fixture,
 )
 from tests.runtime.engine_support import compile_files, engine, register
+
+#: the engine's logic, end to end: its PostgreSQL half runs with the slow set (the
+#: store's own tests cover both backends in make test)
+pytestmark = pytest.mark.slow_on_postgresql
 
 #: the example's grant of the order skill to the buyer (each order is 11490 EUR)
 GRANT = 'constraints = [args.total <= 20000, args.currency == "EUR"]'

@@ -26,6 +26,10 @@ from tests.runtime.engine_support import (
     scripted,
 )
 
+#: the engine's logic, end to end: its PostgreSQL half runs with the slow set (the
+#: store's own tests cover both backends in make test)
+pytestmark = pytest.mark.slow_on_postgresql
+
 QUORUM = 'join       = "quorum"\n      quorum     = 2'
 
 

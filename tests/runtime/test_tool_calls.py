@@ -29,6 +29,10 @@ from tests.runtime.gateway_support import (
     tools_workflow,
 )
 
+#: the engine's logic, end to end: its PostgreSQL half runs with the slow set (the
+#: store's own tests cover both backends in make test)
+pytestmark = pytest.mark.slow_on_postgresql
+
 EFFECT_MESSAGE = (
     "`ship` has effect `external`; it runs only through a proposal and an approved action"
 )

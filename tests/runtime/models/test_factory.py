@@ -30,6 +30,10 @@ from tests.runtime.models.chat_server import ChatServer, Reply, completion
 from tests.runtime.support import Backend
 from tests.runtime.test_worker_process import finish, spawn
 
+#: the engine's logic, end to end: its PostgreSQL half runs with the slow set (the
+#: store's own tests cover both backends in make test)
+pytestmark = pytest.mark.slow_on_postgresql
+
 KEY = "sk-local-f4c7Wq9"
 KEY_VARIABLE = "OPENSEAL_TEST_FACTORY_KEY"
 

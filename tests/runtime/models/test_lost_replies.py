@@ -30,6 +30,10 @@ from tests.runtime.gateway_support import DEFS, activities
 from tests.runtime.models.chat_server import ChatServer, Reply, completion, stream_chunks
 from tests.runtime.support import Backend
 
+#: the engine's logic, end to end: its PostgreSQL half runs with the slow set (the
+#: store's own tests cover both backends in make test)
+pytestmark = pytest.mark.slow_on_postgresql
+
 QUOTE = {"id": "call_q", "name": "quote", "arguments": '{"item": "laptop", "quantity": 10}'}
 #: the three answers of a run of the ``tools`` workflow: a tool call, the output, the check
 ANSWERS = (
