@@ -1,14 +1,26 @@
-"""What the whole suite shares: the ``slow_on_postgresql`` mark.
+"""What the whole suite shares: which PostgreSQL halves run with the slow set.
 
-A test marked ``slow_on_postgresql`` runs on SQLite with ``make test`` and on PostgreSQL with
-``make test-slow`` (CI runs both): for a test that costs seconds on each backend and whose
-subject is above the store, which the store's own tests cover on both backends in
-``make test``.
+The PostgreSQL half of a test marked ``slow_on_postgresql``, or of any test of the faces over
+the service (:data:`FACES`: the HTTP API, the CLI), runs with ``make test-slow``; its SQLite
+half stays in ``make test``. CI runs both. What differs between the backends is the store's,
+and the store's own tests (tests/runtime) run on both in ``make test``.
 """
 
 from __future__ import annotations
 
 import pytest
+
+#: folders of tests whose subject is a face over the service
+FACES = ("tests/api/", "tests/cli/")
+#: face tests that keep both halves in ``make test``: the CLI opening a PostgreSQL store
+#: named by OPENSEAL_DATABASE_URL
+BOTH_HALVES = ("tests/cli/test_runtime_cli.py",)
+
+
+def _postgresql_half_is_slow(item: pytest.Item) -> bool:
+    if item.get_closest_marker("slow_on_postgresql"):
+        return True
+    return item.nodeid.startswith(FACES) and not item.nodeid.startswith(BOTH_HALVES)
 
 
 @pytest.hookimpl(tryfirst=True)  # before ``-m`` selects by marks
@@ -16,5 +28,5 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         callspec = getattr(item, "callspec", None)
         on_postgresql = callspec is not None and callspec.params.get("backend") == "postgresql"
-        if on_postgresql and item.get_closest_marker("slow_on_postgresql"):
+        if on_postgresql and _postgresql_half_is_slow(item):
             item.add_marker(pytest.mark.slow)

@@ -6,16 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
-import pytest
 from jsonschema import Draft202012Validator
 
 from openseal.runtime.store import Store
 from tests.api.conftest import Serve
 from tests.api.test_access import Records, call, records, routes  # noqa: F401  (fixture)
 from tests.runtime.action_support import simulator_fixture  # noqa: F401  (fixture)
-
-#: the documents are the app's, whatever the store (what the store keeps: tests/runtime)
-pytestmark = pytest.mark.slow_on_postgresql
 
 PREFIX = "/api/v1"
 

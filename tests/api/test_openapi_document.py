@@ -3,13 +3,9 @@ check it: openapi-spec-validator, against the version the document declares."""
 
 from __future__ import annotations
 
-import pytest
 from openapi_spec_validator import validate
 
 from tests.api.conftest import Serve
-
-#: the document is the app's, whatever the store
-pytestmark = pytest.mark.slow_on_postgresql
 
 
 def test_the_served_document_is_valid_openapi(serve: Serve) -> None:

@@ -13,9 +13,6 @@ from openseal.runtime.store import Store
 from tests.api.conftest import Serve
 from tests.api.support import assert_error
 
-#: the limits are the HTTP layer's, before any store
-pytestmark = pytest.mark.slow_on_postgresql
-
 NON_FINITE = ["NaN", "Infinity", "-Infinity", "1e400", "-1e400"]
 
 

@@ -30,7 +30,6 @@ from tests.runtime.support import Backend
 from tests.runtime.trigger_support import EVENT_TRIGGER, deploy_triggers, schedule, trigger_project
 
 
-@pytest.mark.slow_on_postgresql
 def test_runs_and_objectives_read_the_same_through_the_server(
     cli: Cli,  # noqa: F811
     waiting: tuple[Flow, str],  # noqa: F811
@@ -62,7 +61,6 @@ def test_runs_and_objectives_read_the_same_through_the_server(
     assert (code, out) == (2, "") and "holds '/'" in err
 
 
-@pytest.mark.slow_on_postgresql
 def test_runs_are_steered_through_the_server(
     cli: Cli,  # noqa: F811
     waiting: tuple[Flow, str],  # noqa: F811
@@ -95,7 +93,6 @@ def pending_id(f: Flow) -> str:
     return approval.id
 
 
-@pytest.mark.slow_on_postgresql
 def test_objectives_are_steered_through_the_server(
     cli: Cli,  # noqa: F811
     waiting: tuple[Flow, str],  # noqa: F811
@@ -121,7 +118,6 @@ def test_objectives_are_steered_through_the_server(
     assert f.store.runs.get(run_id).status == "canceled"
 
 
-@pytest.mark.slow_on_postgresql
 def test_objectives_are_created_through_a_server_that_runs_them(
     cli: Cli,  # noqa: F811
     waiting: tuple[Flow, str],  # noqa: F811
@@ -149,7 +145,6 @@ def test_objectives_are_created_through_a_server_that_runs_them(
         assert code == 0 and out.startswith(f"objective {draft_id}  active"), err
 
 
-@pytest.mark.slow_on_postgresql
 def test_requests_and_triggers_read_the_same_through_the_server(
     cli: Cli,  # noqa: F811
     backend: Backend,  # noqa: F811
@@ -179,7 +174,6 @@ def test_requests_and_triggers_read_the_same_through_the_server(
         assert code == 2 and "--actor" in err
 
 
-@pytest.mark.slow_on_postgresql
 def test_agent_requests_are_read_and_answered_the_same_through_the_server(
     cli: Cli,  # noqa: F811
     store: Store,  # noqa: F811
@@ -224,7 +218,6 @@ def governed(
         yield opened, live, write_definitions(tmp_path, max_risk="write")
 
 
-@pytest.mark.slow_on_postgresql
 def test_deploy_and_proposals_go_through_the_server_as_each_token(
     cli: Cli,  # noqa: F811
     governed: tuple[Store, LiveServer, Path],
