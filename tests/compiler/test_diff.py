@@ -254,3 +254,77 @@ def test_governance_loosening(tmp_path: Path, old: str, new: str, widening: bool
     text = 'governance "g" {\n  deciders = ["lead"]\n  %s\n}\n'
     report = _diff(tmp_path, text % old, text % new)
     assert report.risk_widening is widening
+
+
+# -- triggers: work that starts by itself --------------------------------------------------
+
+HOURLY = {
+    "workflow": "workflow.small",
+    "schedule": {"cron": None, "every": 3600, "time_zone": "UTC"},
+    "event": None,
+    "input": {},
+    "overlap": "skip",
+    "catch_up": "latest",
+    "catch_up_limit": 10,
+    "grace": 60,
+    "description": None,
+}
+ON_EVENT = {**HOURLY, "schedule": None, "event": {"name": "stock.low", "filter": None}}
+
+
+def _trigger(spec: dict[str, object]) -> dict[str, dict[str, object]]:
+    return {"trigger.t": {"kind": "trigger", "name": "t", "spec": spec}}
+
+
+def test_a_new_trigger_widens_risk() -> None:
+    report = diff_documents({}, _trigger(HOURLY))
+    assert report.risk_widening
+    assert _only(report, "trigger_added").message == (
+        "trigger added: starts workflow.small on a schedule"
+    )
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "kind", "widening"),
+    [
+        (HOURLY, {**HOURLY, "schedule": {**HOURLY["schedule"], "every": 60}},  # type: ignore[dict-item]
+         "trigger_fires_more_often", True),
+        (HOURLY, {**HOURLY, "schedule": {"cron": "0 9 * * *", "every": None, "time_zone": "UTC"}},
+         "changed", False),  # daily: less often
+        ({**HOURLY, "schedule": {"cron": "0 9 * * MON-FRI", "every": None, "time_zone": "UTC"}},
+         {**HOURLY, "schedule": {"cron": "0 9 * * *", "every": None, "time_zone": "UTC"}},
+         "trigger_fires_more_often", True),
+        (ON_EVENT, {**ON_EVENT, "event": {"name": "stock.out", "filter": None}},
+         "trigger_event_added", True),
+        (HOURLY, ON_EVENT, "trigger_event_added", True),
+        (ON_EVENT, HOURLY, "trigger_fires_more_often", True),
+        (ON_EVENT, {**ON_EVENT, "event": {"name": "stock.low", "filter": {"node": "literal"}}},
+         "trigger_filter_added", False),
+        ({**ON_EVENT, "event": {"name": "stock.low", "filter": {"node": "literal"}}}, ON_EVENT,
+         "trigger_filter_changed", True),
+        (HOURLY, {**HOURLY, "catch_up": "all"}, "trigger_catch_up_widened", True),
+        ({**HOURLY, "catch_up": "all"}, {**HOURLY, "catch_up": "all", "catch_up_limit": 20},
+         "trigger_catch_up_widened", True),
+        ({**HOURLY, "catch_up": "none"}, {**HOURLY, "catch_up": "none", "grace": 600},
+         "trigger_catch_up_widened", True),
+        ({**HOURLY, "catch_up": "all"}, HOURLY, "changed", False),
+        (HOURLY, {**HOURLY, "overlap": "queue"}, "trigger_overlap_widened", True),
+        ({**HOURLY, "overlap": "allow"}, HOURLY, "trigger_overlap_narrowed", False),
+        (HOURLY, {**HOURLY, "workflow": "workflow.other"}, "trigger_retargeted", True),
+    ],
+)  # fmt: skip
+def test_a_trigger_widens_when_it_starts_more_work(
+    old: dict[str, object], new: dict[str, object], kind: str, widening: bool
+) -> None:
+    report = diff_documents(_trigger(old), _trigger(new))
+    assert kind in {c.kind for c in report.changes}
+    assert report.risk_widening is widening
+
+
+def test_a_trigger_in_another_time_zone_fires_as_often() -> None:
+    daily = {"cron": "0 9 * * *", "every": None, "time_zone": "UTC"}
+    old = {**HOURLY, "schedule": daily}
+    new = {**HOURLY, "schedule": {**daily, "time_zone": "Europe/Berlin"}}
+    report = diff_documents(_trigger(old), _trigger(new))
+    assert not report.risk_widening
+    assert [c.path for c in report.changes] == ["spec.schedule.time_zone"]

@@ -85,13 +85,14 @@ def compile_set(
     max_risk: str = "write",
     instructions: str = "Answer the question.",
     governance: str | None = None,
+    triggers: str = "",
 ) -> dict[str, CompiledDocument]:
     """Compile the definitions (and optionally a governance YAML file) written into ``directory``.
 
     ``max_risk`` is the lever: raising it widens risk, lowering it narrows.
     """
     directory.mkdir(parents=True, exist_ok=True)
-    text = DEFINITIONS % {"max_risk": max_risk, "instructions": instructions}
+    text = DEFINITIONS % {"max_risk": max_risk, "instructions": instructions} + triggers
     (directory / "defs.hcl").write_text(text, encoding="utf-8")
     if governance is not None:
         (directory / "governance.yaml").write_text(governance, encoding="utf-8")

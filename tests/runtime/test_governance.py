@@ -247,6 +247,37 @@ def test_narrowing_change_auto_approves_but_is_not_active_until_activated(
     assert widening.risk_widening and widening.status is S.PROPOSED
 
 
+def hourly(**options: str) -> str:
+    """A trigger starting the workflow every hour; ``options`` are HCL values."""
+    lines = "".join(f"  {k} = {v}\n" for k, v in options.items())
+    return (
+        f'trigger "hourly" {{\n  workflow = workflow.{WORKFLOW}\n  schedule {{ every = "1h" }}\n'
+        f'  input = {{ question = "status?" }}\n{lines}}}\n'
+    )
+
+
+def test_a_new_or_wider_trigger_widens_risk_and_a_narrower_one_auto_approves(
+    store: Store, tmp_path: Path
+) -> None:
+    policy = governance_yaml(auto_approve_narrowing=True)
+    push_through(store, file(store, compile_set(tmp_path / "v1", governance=policy)))
+    added = file(store, compile_set(tmp_path / "v2", governance=policy, triggers=hourly()))
+    assert added.risk_widening and added.status is S.PROPOSED
+    assert "trigger_added" in {c["kind"] for c in added.diff["changes"]}
+    push_through(store, added)
+
+    allowed = hourly(overlap='"allow"', catch_up='"all"')
+    wider = file(store, compile_set(tmp_path / "v3", governance=policy, triggers=allowed))
+    assert wider.risk_widening and wider.status is S.PROPOSED
+    kinds = {c["kind"] for c in wider.diff["changes"] if c["widening"]}
+    assert kinds == {"trigger_overlap_widened", "trigger_catch_up_widened"}
+    push_through(store, wider)
+
+    daily = hourly(overlap='"allow"', catch_up='"all"').replace('every = "1h"', 'every = "24h"')
+    slower = file(store, compile_set(tmp_path / "v4", governance=policy, triggers=daily))
+    assert not slower.risk_widening and slower.status is S.APPROVED
+
+
 # --------------------------------------------------------------------------- staleness
 
 

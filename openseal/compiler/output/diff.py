@@ -7,7 +7,9 @@ skill grants; risk ceilings; approval requirements; budgets. A change
 *widens* authority when after it something may happen that could not happen
 before, or with less oversight: a new grant, a higher risk ceiling or effect, a
 removed or loosened approval, an extra approver, a higher budget, an action
-that can now be reached without passing an approval.
+that can now be reached without passing an approval, or work that starts by
+itself: a new trigger, or one that starts another workflow, fires on another
+event or on more of them, fires more often, catches up more or overlaps more.
 
 >>> report = diff_documents(old_bundle.documents, new_bundle.documents)  # doctest: +SKIP
 >>> report.risk_widening                                                 # doctest: +SKIP
@@ -18,7 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from itertools import islice
 from typing import Any
+from zoneinfo import ZoneInfo
+
+from cronsim import CronSim, CronSimError
 
 from openseal.compiler.definitions.specs import EFFECT_ORDER
 
@@ -27,6 +34,11 @@ Doc = Mapping[str, Any]
 #: A missing ceiling (``None``) means "as high as the skill goes": above every effect.
 _UNBOUNDED = len(EFFECT_ORDER)
 _BUDGET_FIELDS = ("turns", "model_calls", "tool_calls", "tokens", "spend")
+#: how much a trigger's overlap policy lets start while its last objective is open
+_OVERLAP_ORDER = ("skip", "queue", "allow")
+#: a schedule's pace: how long its first occurrences after a fixed Monday take
+_PACE_OCCURRENCES = 20
+_PACE_FROM = datetime(2026, 1, 5, tzinfo=UTC)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +114,19 @@ def _canonical(document: Doc) -> bytes:
 
 def _added(key: str, document: Doc) -> Iterator[Change]:
     yield Change(key, "definition_added", key, None, key, False, f"added {key}")
+    if document.get("kind") == "trigger":
+        spec = document.get("spec", {})
+        event = (spec.get("event") or {}).get("name")
+        fires = f"on event {event}" if event else "on a schedule"
+        yield Change(
+            key,
+            "trigger_added",
+            "spec",
+            None,
+            {"workflow": spec.get("workflow"), "event": event, "schedule": spec.get("schedule")},
+            True,
+            f"trigger added: starts {spec.get('workflow')} {fires}",
+        )
     if document.get("kind") == "binding":
         spec = document.get("spec", {})
         skill, to = spec.get("skill"), spec.get("to")
@@ -137,6 +162,30 @@ def _is_expression(value: object) -> bool:
 
 def _approval_required(policy: object) -> bool:
     return isinstance(policy, Mapping) and bool(policy.get("required", True))
+
+
+def _pace(schedule: object) -> float:
+    """Seconds between a schedule's first and last of its first occurrences after a fixed
+    start (less: it fires more often); no schedule never fires."""
+    if not isinstance(schedule, Mapping):
+        return float("inf")
+    every = schedule.get("every")
+    if isinstance(every, int | float):
+        return (_PACE_OCCURRENCES - 1) * float(every)
+    try:
+        start = _PACE_FROM.astimezone(ZoneInfo(str(schedule.get("time_zone") or "UTC")))
+        times = list(islice(CronSim(str(schedule.get("cron")), start), _PACE_OCCURRENCES))
+    except (CronSimError, ValueError, LookupError):
+        return float("inf")
+    return (times[-1] - times[0]).total_seconds() if len(times) > 1 else float("inf")
+
+
+def _catch_up(spec: Mapping[str, Any]) -> float:
+    """How many missed occurrences a trigger fires after a downtime."""
+    policy = spec.get("catch_up", "latest")
+    if policy == "all":
+        return float(spec.get("catch_up_limit", 10))
+    return 1.0 if policy == "latest" else 0.0
 
 
 def _expiry(value: object) -> float:
@@ -194,6 +243,8 @@ class _Differ:
             handled = self.runbook(old, new)
         elif kind == "governance":
             handled = self.governance(old_spec, new_spec)
+        elif kind == "trigger":
+            handled = self.trigger(old_spec, new_spec)
         for field in sorted((set(old_spec) | set(new_spec)) - handled):
             self.leaves(f"spec.{field}", old_spec.get(field), new_spec.get(field))
         self.dependencies(old.get("dependencies") or {}, new.get("dependencies") or {})
@@ -493,6 +544,58 @@ class _Differ:
                 "narrowing changes are now approved automatically",
             )
         return {"deciders", "required_reviews", "auto_approve_narrowing"}
+
+    def trigger(self, old: Doc, new: Doc) -> set[str]:
+        """Work that starts by itself: another workflow, another event or more of them, a
+        faster schedule, more catch-up or more overlap widen what runs without anyone asking."""
+        if old.get("workflow") != new.get("workflow"):
+            self.add(
+                "trigger_retargeted", "spec.workflow", old.get("workflow"), new.get("workflow"),
+                True, f"the trigger now starts {new.get('workflow')}",
+            )  # fmt: skip
+        before, after = old.get("event") or {}, new.get("event") or {}
+        if after.get("name") not in (None, before.get("name")):
+            self.add(
+                "trigger_event_added", "spec.event.name", before.get("name"), after.get("name"),
+                True, f"the trigger now fires on event {after.get('name')}",
+            )  # fmt: skip
+        elif after and before.get("filter") != after.get("filter"):
+            narrower = before.get("filter") is None
+            self.add(
+                "trigger_filter_added" if narrower else "trigger_filter_changed",
+                "spec.event.filter", before.get("filter"), after.get("filter"), not narrower,
+                "the trigger's filter " + ("added" if narrower else "changed: it may match more"),
+            )  # fmt: skip
+        b, a = _pace(old.get("schedule")), _pace(new.get("schedule"))
+        if a < b:
+            self.add(
+                "trigger_fires_more_often", "spec.schedule", old.get("schedule"),
+                new.get("schedule"), True, "the trigger's schedule now fires more often",
+            )  # fmt: skip
+        else:
+            self.leaves("spec.schedule", old.get("schedule"), new.get("schedule"))
+        catch_up = ("catch_up", "catch_up_limit", "grace")
+        widened = _catch_up(new) > _catch_up(old) or (
+            new.get("catch_up") == old.get("catch_up") == "none"
+            and float(new.get("grace", 60)) > float(old.get("grace", 60))
+        )
+        if widened:
+            self.add(
+                "trigger_catch_up_widened", "spec.catch_up",
+                {k: old.get(k) for k in catch_up}, {k: new.get(k) for k in catch_up}, True,
+                "the trigger now catches up more after a downtime",
+            )  # fmt: skip
+        else:
+            for field in catch_up:
+                self.leaves(f"spec.{field}", old.get(field), new.get(field))
+        was, now = old.get("overlap", "skip"), new.get("overlap", "skip")
+        if was != now:
+            wider = _OVERLAP_ORDER.index(now) > _OVERLAP_ORDER.index(was)
+            self.add(
+                "trigger_overlap_widened" if wider else "trigger_overlap_narrowed",
+                "spec.overlap", was, now, wider, f"the trigger's overlap is now {now} (was {was})",
+            )  # fmt: skip
+        return {"workflow", "event", "schedule", "overlap", *catch_up}
 
     def runbook(self, old: Doc, new: Doc) -> set[str]:
         old_steps = (old.get("graph") or {}).get("steps") or {}
