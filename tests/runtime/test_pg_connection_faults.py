@@ -1,8 +1,9 @@
 """PostgreSQL connections that drop: a TCP proxy between the store and the server cuts them.
 
 Lost sessions must never weaken a transaction (invariant 13): no pooled connection carries a
-changed session state (autocommit), fenced bodies that raise commit nothing, and idle workers
-are still woken once the listening session is back.
+changed session state (autocommit), fenced bodies that raise commit nothing, a shared commit
+whose connection is lost fails every member with an ordinary fault, and idle workers are still
+woken once the listening session is back.
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from openseal.runtime.store import Store, liveness, open_store
+from openseal.runtime.store import GroupCommit, Store, liveness, open_store, transient
 from tests.faultproxy import TcpProxy
 from tests.runtime.conftest import postgres_url
 from tests.runtime.support import eventually, new_run
+from tests.runtime.test_group_commit import GUARD, together
 
 
 @pytest.fixture
@@ -164,3 +166,30 @@ def test_a_connection_idle_past_the_bound_is_pinged_on_checkout(
     monkeypatch.setattr(liveness, "IDLE_PING_SECONDS", 0.0)
     new_run(store, n=2)
     assert len(pings) >= 1
+
+
+def test_a_shared_commit_whose_connection_is_cut_fails_every_member_with_an_ordinary_fault(
+    proxied: tuple[TcpProxy, Store, Store],
+) -> None:
+    proxy, store, direct = proxied
+    held = [new_run(store, n=n) for n in range(2)]
+    claims = [store.leases.claim("w1") for _ in held]
+
+    def cut(point: str, members: int) -> None:
+        if point == "batch.before_commit":
+            assert proxy.sever() >= 1
+
+    group = GroupCommit(store, size=2, window=GUARD, hook=cut)
+
+    def poison(n: int) -> None:
+        claim = claims[n]
+        assert claim is not None
+        with store.leases.fenced(claim) as tx:
+            tx.update_run(context={"poisoned": True})
+
+    # every member returns (none waits for a commit that will not come), with a fault the
+    # worker drops the turn for and retries, never one that stops the run
+    raised = together(group, [lambda: poison(0), lambda: poison(1)])
+    assert all(exc is not None and transient(exc) for exc in raised), raised
+    for run in held:
+        assert "poisoned" not in direct.runs.get(run.id).context

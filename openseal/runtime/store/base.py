@@ -32,6 +32,17 @@ BEGIN_MODE = "openseal_begin"
 WAKE_AFTER_COMMIT = "openseal_wake"
 
 
+def take_wakes(conn: sa.Connection) -> set[str] | None:
+    """The runs a transaction on ``conn`` made runnable (:data:`WAKE_AFTER_COMMIT`), taken off
+    the connection. A connection that was lost has none: its pooled record's info is cleared
+    when it reconnects, and reading ``conn.info`` would reconnect it, or raise
+    ``PendingRollbackError`` while its failed transaction is still open."""
+    if conn.invalidated:
+        return None
+    woke: set[str] | None = conn.info.pop(WAKE_AFTER_COMMIT, None)
+    return woke
+
+
 class StoreBase:
     """Engine, transactions and dialect hooks. Use :func:`openseal.runtime.store.open_store`."""
 
@@ -73,7 +84,7 @@ class StoreBase:
                 with conn.begin():
                     yield conn
             finally:
-                woke = conn.info.pop(WAKE_AFTER_COMMIT, None)
+                woke = take_wakes(conn)
             if woke:  # reached only after the commit: a rollback raised above
                 self.wake_local_workers(woke)
 

@@ -229,7 +229,7 @@ class GroupCommit:
                     self.hook(BATCH_POINTS[0], batch.members)
                 batch.trans.commit()
                 committed = True
-                woke = conn.info.pop(base.WAKE_AFTER_COMMIT, None)
+                woke = base.take_wakes(conn)
                 if self.hook is not None:
                     self.hook(BATCH_POINTS[1], batch.members)
         except BaseException as exc:
@@ -239,7 +239,7 @@ class GroupCommit:
                 raise
         finally:
             if conn is not None:
-                conn.info.pop(base.WAKE_AFTER_COMMIT, None)
+                base.take_wakes(conn)  # a batch that did not commit wakes no one
                 try:
                     conn.close()  # rolls back whatever did not commit
                 except Exception as exc:
