@@ -2,8 +2,10 @@
 
 Faults are caused for real: :meth:`TcpProxy.sever` closes every open connection in both
 directions (what a network blip, a failover or a killed backend looks like to the client),
-and :meth:`TcpProxy.refuse` makes new connections fail until switched off. The server itself
-is never stopped.
+:meth:`TcpProxy.refuse` makes new connections fail until switched off, and
+:meth:`TcpProxy.mute` drops what the server sends (a reply lost on the way: a client that sent
+``COMMIT`` waits for an answer, though the server committed). The server itself is never
+stopped.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
+from collections.abc import Callable
 from types import TracebackType
 
 import sqlalchemy as sa
@@ -24,9 +27,12 @@ class TcpProxy:
         self._lock = threading.Lock()
         self._pairs: list[tuple[socket.socket, socket.socket]] = []
         self._refusing = False
+        self._muted = False
         self._closed = False
         #: connections accepted so far (each new database session is one)
         self.accepted = 0
+        #: connections closed at once because the proxy was refusing
+        self.refused = 0
         self._thread = threading.Thread(target=self._accept, name="tcp-proxy", daemon=True)
         self._thread.start()
 
@@ -54,6 +60,15 @@ class TcpProxy:
         """While refusing, new connections are closed as soon as they are accepted."""
         with self._lock:
             self._refusing = refusing
+
+    def mute(self, muted: bool = True) -> None:
+        """While muted, what the server sends on any connection is read and dropped."""
+        with self._lock:
+            self._muted = muted
+
+    def _passes(self) -> bool:
+        with self._lock:
+            return not self._muted
 
     def open_connections(self) -> int:
         with self._lock:
@@ -84,6 +99,7 @@ class TcpProxy:
                 return
             with self._lock:
                 refusing = self._refusing
+                self.refused += refusing
             if refusing:
                 client.close()
                 continue
@@ -96,17 +112,25 @@ class TcpProxy:
             with self._lock:
                 self._pairs.append((client, upstream))
                 self.accepted += 1
-            for source, sink in ((client, upstream), (upstream, client)):
-                threading.Thread(target=_pump, args=(source, sink), daemon=True).start()
+            for source, sink, passes in (
+                (client, upstream, _always),
+                (upstream, client, self._passes),
+            ):
+                threading.Thread(target=_pump, args=(source, sink, passes), daemon=True).start()
 
 
-def _pump(source: socket.socket, sink: socket.socket) -> None:
+def _always() -> bool:
+    return True
+
+
+def _pump(source: socket.socket, sink: socket.socket, passes: Callable[[], bool]) -> None:
     try:
         while True:
             data = source.recv(65536)
             if not data:
                 break
-            sink.sendall(data)
+            if passes():
+                sink.sendall(data)
     except OSError:
         pass
     finally:

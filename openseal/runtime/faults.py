@@ -14,6 +14,13 @@ A worker firing a schedule trigger has ``trigger.before_commit`` (the firing row
 objectives they start are written, the commit not issued); the file holds the occurrences'
 keys.
 
+Orchestration has two points, each before its commit and after it (``<point>.committed``):
+``dependency.settle`` (a child run's end, in the transaction that ends it, settled its parent's
+join and woke the parent) and ``objective.retry`` (a run's end, in the transaction that ends
+it, created its objective's next run). They are reached in whichever fenced transaction ends
+the run (a claim that runs pure states to the end, a turn's outcome, a spent budget); the file
+holds the id of the run that ended.
+
 Setting ``OPENSEAL_FAULT_POINT=<point>`` and ``OPENSEAL_FAULT_DIR=<dir>`` makes a worker,
 on first reaching that point, create ``<dir>/<point>.reached`` (containing the run id) and
 block until ``<dir>/<point>.release`` exists — long enough for a test to SIGKILL or SIGSTOP
@@ -28,7 +35,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from openseal.runtime.store import BATCH_POINTS, BatchHook, Claim
+from openseal.runtime.store import BATCH_POINTS, COMMIT_POINTS, BatchHook, Claim
 
 POINT_ENV = "OPENSEAL_FAULT_POINT"
 DIR_ENV = "OPENSEAL_FAULT_DIR"
@@ -46,6 +53,11 @@ POINTS = (
 #: a schedule trigger's firings and objectives are written, not committed (no run's turn
 #: passes here: tests/runtime/test_trigger_workers.py kills a worker at it)
 TRIGGER_POINT = "trigger.before_commit"
+#: a join settled, a retry created: before the commit and after it
+#: (tests/runtime/test_orchestration_crash.py kills a worker at each)
+ORCHESTRATION_POINTS = tuple(
+    name for point in COMMIT_POINTS for name in (point, f"{point}.committed")
+)
 
 
 class BlockAt:
@@ -97,6 +109,15 @@ def batch_hook_from_env() -> BatchHook | None:
     if hook is None or hook.point not in BATCH_POINTS:
         return None
     return hook.batch
+
+
+def commit_hook_from_env() -> Callable[[str, Claim], None] | None:
+    """The store's hook (``Store.commit_hook``) when ``OPENSEAL_FAULT_POINT`` is one of
+    :data:`ORCHESTRATION_POINTS`."""
+    hook = hook_from_env()
+    if hook is None or hook.point not in ORCHESTRATION_POINTS:
+        return None
+    return hook
 
 
 def trigger_hook_from_env() -> Callable[[list[str]], None] | None:

@@ -35,7 +35,12 @@ from openseal.runtime.engine.states.base import Hook
 from openseal.runtime.engine.tools import GatewayTools, ToolRunner
 from openseal.runtime.engine.triggers import Scheduler
 from openseal.runtime.engine.turns import Begun, TurnExecutor, TurnReport
-from openseal.runtime.faults import batch_hook_from_env, hook_from_env, trigger_hook_from_env
+from openseal.runtime.faults import (
+    batch_hook_from_env,
+    commit_hook_from_env,
+    hook_from_env,
+    trigger_hook_from_env,
+)
 from openseal.runtime.requests import StartObjective
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import (
@@ -186,6 +191,11 @@ class Engine:
             if batch_size > 1
             else None
         )
+        # A crash test's orchestration points are reached in the store's own transactions
+        # (whichever fenced transaction ends a run), so the store calls that hook.
+        commit_hook = commit_hook_from_env()
+        if commit_hook is not None:
+            store.commit_hook = commit_hook
         #: fires schedule triggers that are due (one per engine, shared by its threads)
         self.triggers = Scheduler(store, before_commit=trigger_hook_from_env())
         self.executor = TurnExecutor(

@@ -95,7 +95,7 @@ if TYPE_CHECKING:
         describe_fault,
         transient,
     )
-    from openseal.runtime.store.fenced import FencedTx
+    from openseal.runtime.store.fenced import COMMIT_POINTS, FencedTx
     from openseal.runtime.store.group_commit import BATCH_POINTS, BatchHook, GroupCommit
     from openseal.runtime.store.idempotency import StoredResponse
     from openseal.runtime.store.inbound_events import Delivery, correlation_matches
@@ -136,6 +136,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "BATCH_POINTS",
+    "COMMIT_POINTS",
     "DATABASE_URL_ENV",
     "DEFAULT_SCOPE",
     "NOT_DISPATCHED",

@@ -21,6 +21,7 @@ from openseal.runtime.store.work_signal import Wake, WorkSignal
 
 if TYPE_CHECKING:
     from openseal.runtime.store.dialects import Store
+    from openseal.runtime.store.records import Claim
 
 #: a connection in one transaction, for repository methods that work in the caller's
 Connection = sa.Connection
@@ -30,6 +31,9 @@ BEGIN_MODE = "openseal_begin"
 # Connection info key: the runs to wake this process's idle workers for once the transaction
 # commits (a set of run ids).
 WAKE_AFTER_COMMIT = "openseal_wake"
+#: a crash test's hook at the fenced transactions' commit points (``fenced.COMMIT_POINTS``),
+#: called with the point's name and the claim
+CommitHook = Callable[[str, "Claim"], None]
 
 
 def take_wakes(conn: sa.Connection) -> set[str] | None:
@@ -62,6 +66,10 @@ class StoreBase:
         self.poll_interval = poll_interval
         # What this process's idle workers wait on: one wake-up per run made runnable.
         self.work_signal = WorkSignal()
+        #: called where a fenced transaction that passes a named commit point (a join settled,
+        #: a retry created) is about to commit and once it has (None: no cost); only a crash
+        #: test sets it, through the engine (:mod:`openseal.runtime.faults`)
+        self.commit_hook: CommitHook | None = None
 
     # -- transactions --------------------------------------------------------------------
 

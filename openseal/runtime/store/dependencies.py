@@ -206,16 +206,17 @@ class Dependencies(Repository):
 
     def settle_member(
         self, conn: sa.Connection, child: Run, status: RunStatus, now: datetime
-    ) -> None:
+    ) -> str | None:
         """A child run ends (in the transaction that ends it; its row lock is held): record it,
-        and settle its group when the join is decided, waking the waiting parent."""
+        and settle its group when the join is decided, waking the waiting parent. Returns how
+        the group was settled (``done``, ``failed``) when this end settled it, else None."""
         if status not in TERMINAL_RUN_STATUSES:
-            return
+            return None
         member = conn.execute(
             sa.select(members).where(members.c.run_id == child.id)
         ).mappings().first()  # fmt: skip
         if member is None or member["status"] is not None:
-            return  # not a spawned child, or settled already
+            return None  # not a spawned child, or settled already
         parent = self._store.runs.load(conn, str(child.parent_run_id), lock=True)
         group = self._locked_group(conn, member["group_id"])
         conn.execute(
@@ -245,6 +246,7 @@ class Dependencies(Repository):
         )  # fmt: skip
         if values:
             self._store.notify_work(conn, parent.id)
+        return settled
 
     def expire(self, group_id: str, now: datetime) -> None:
         """The deadline passed: an open group is ``expired`` (locks the parent, then the

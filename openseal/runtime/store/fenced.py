@@ -81,6 +81,14 @@ def _turn_update(keys: tuple[str, ...]) -> sa.Update:
     return stmt
 
 
+#: named commit points of fenced transactions that settle what a run's end decides, where a
+#: crash test can stop a worker (the store's ``commit_hook``, :mod:`openseal.runtime.faults`): a
+#: child's end settled its parent's join (and woke the parent); a run's end created its
+#: objective's next run. The hook gets the point before the commit and ``<point>.committed``
+#: after it.
+JOIN_SETTLED, RETRY_CREATED = "dependency.settle", "objective.retry"
+COMMIT_POINTS: Final = (JOIN_SETTLED, RETRY_CREATED)
+
 SELECT_COUNTERS: Final = sa.select(runs.c.last_event_seq, runs.c.revision).where(
     runs.c.id == sa.bindparam("p_id")
 )
@@ -118,6 +126,8 @@ class FencedTx:
         # Event writes on this connection so far: another one means someone appended to a
         # run directly (through :attr:`conn`) and the sequence must be read again.
         self._writes_seen = conn.info.get(EVENT_WRITES, 0)
+        #: the :data:`COMMIT_POINTS` this transaction passes (a join settled, a retry created)
+        self.commit_points: list[str] = []
 
     @property
     def conn(self) -> sa.Connection:
@@ -231,6 +241,8 @@ class FencedTx:
                 self._conn, self._run, RunStatus(values["status"]), self.now,
                 unsatisfied=unsatisfied,
             )  # fmt: skip
+            if settled is not None and "retry" in settled:
+                self.commit_points.append(RETRY_CREATED)
             if self._run.parent_run_id is not None:
                 # ``conn`` writes what is held back first: settling appends to the caller run,
                 # and this run's sequence is read again after that
@@ -241,9 +253,10 @@ class FencedTx:
                     self.conn, ending, RunStatus(values["status"]),
                     values.get("context", ending.context), self.now,
                 )  # fmt: skip
-                self.store.dependencies.settle_member(
+                if self.store.dependencies.settle_member(
                     self.conn, self._run, RunStatus(values["status"]), self.now
-                )
+                ):
+                    self.commit_points.append(JOIN_SETTLED)
         described: dict[str, Any] = {}
         if describe:
             described = {k: v for k, v in values.items() if k in ("status", "current_state")}

@@ -138,6 +138,8 @@ class Leases(Repository):
             tx.claim = claim
             started = start(tx) if start is not None else None
             tx.flush()
+            self._passing(tx)
+        self._passing(tx, committed=True)
         return claim, started
 
     def _select_claimable(self, *, one: bool = False) -> sa.Select[Any]:
@@ -274,6 +276,7 @@ class Leases(Repository):
                 tx.update_run(current_state="draft", context=new_context)
         """
         now = self._store.now()
+        tx: FencedTx | None = None
         with self._store.write() as conn:
             (row,) = fastsql.execute(conn, self._select_run_locked(), {"p_id": claim.run_id})
             holds = (
@@ -285,10 +288,16 @@ class Leases(Repository):
                 tx = FencedTx(self._store, conn, claim, now, Run.from_row(row))
                 yield tx
                 tx.flush()
-                return
-            # Nothing of the body ran, so the rejection is all this transaction writes (in a
-            # batch, its thread's part of it: the other runs' writes are not touched).
-            self._record_stale(conn, claim, row["epoch"], row["lease_owner"], row["status"], now)
+                self._passing(tx)
+            else:
+                # Nothing of the body ran, so the rejection is all this transaction writes (in
+                # a batch, its thread's part of it: the other runs' writes are not touched).
+                self._record_stale(
+                    conn, claim, row["epoch"], row["lease_owner"], row["status"], now
+                )
+        if tx is not None:
+            self._passing(tx, committed=True)
+            return
         raise StaleEpoch(
             f"run {claim.run_id} is no longer held by {claim.worker_id} at epoch {claim.epoch} "
             f"(run epoch {row['epoch']}, status {row['status']})",
@@ -296,6 +305,17 @@ class Leases(Repository):
             claim_epoch=claim.epoch,
             run_epoch=row["epoch"],
         )
+
+    def _passing(self, tx: FencedTx, *, committed: bool = False) -> None:
+        """The store's ``commit_hook`` at each commit point ``tx`` passes: all written and the
+        commit not issued, or (``committed``) the commit done and the caller not gone on
+        (except inside ``GroupCommit.together``, which commits at its block's end: only
+        ``Engine.submit`` writes there, never a worker process)."""
+        hook = self._store.commit_hook
+        if hook is None:
+            return
+        for point in tx.commit_points:
+            hook(f"{point}.committed" if committed else point, tx.claim)
 
     def _select_run_locked(self) -> sa.Select[Any]:
         """``SELECT runs.* WHERE id = :p_id`` with the dialect's row lock, built once."""
