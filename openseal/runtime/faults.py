@@ -25,6 +25,10 @@ Setting ``OPENSEAL_FAULT_POINT=<point>`` and ``OPENSEAL_FAULT_DIR=<dir>`` makes 
 on first reaching that point, create ``<dir>/<point>.reached`` (containing the run id) and
 block until ``<dir>/<point>.release`` exists — long enough for a test to SIGKILL or SIGSTOP
 it. Without those variables there is no hook and no cost.
+
+A server receiving an inbound event has ``event.received`` (the event and what it fires are
+written, the commit not issued) and ``event.received.committed`` (committed, not answered);
+the file holds the event's id.
 """
 
 from __future__ import annotations
@@ -35,7 +39,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from openseal.runtime.store import BATCH_POINTS, COMMIT_POINTS, BatchHook, Claim
+from openseal.runtime.store import (
+    BATCH_POINTS,
+    COMMIT_POINTS,
+    RECEIVE_POINTS,
+    BatchHook,
+    Claim,
+    ReceiveHook,
+)
 
 POINT_ENV = "OPENSEAL_FAULT_POINT"
 DIR_ENV = "OPENSEAL_FAULT_DIR"
@@ -84,6 +95,11 @@ class BlockAt:
         if self.point == TRIGGER_POINT:
             self._block(" ".join(keys))
 
+    def event(self, point: str, event_id: str) -> None:
+        """An inbound event's points: stored and fired, before its commit and after."""
+        if point == self.point:
+            self._block(event_id)
+
     def _block(self, content: str) -> None:
         with self._lock:
             if self._fired.is_set():
@@ -126,3 +142,11 @@ def trigger_hook_from_env() -> Callable[[list[str]], None] | None:
     if hook is None or hook.point != TRIGGER_POINT:
         return None
     return hook.trigger
+
+
+def event_hook_from_env() -> ReceiveHook | None:
+    """The inbound events' hook when ``OPENSEAL_FAULT_POINT`` is one of their points."""
+    hook = hook_from_env()
+    if hook is None or hook.point not in RECEIVE_POINTS:
+        return None
+    return hook.event

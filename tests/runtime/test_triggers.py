@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from openseal.runtime import service
+from openseal.runtime import faults, service
+from openseal.runtime.access import Grant
+from openseal.runtime.caller import Caller
 from openseal.runtime.clock import utcnow
 from openseal.runtime.engine.models import ScriptedProvider
 from openseal.runtime.engine.triggers import Scheduler
@@ -346,17 +348,106 @@ def test_objectives_started_by_triggers_end_their_overlap(
     assert [o for _, o in outcomes(store)] == ["started", "started"]
 
 
-def test_a_redelivery_fires_what_a_crash_after_storing_the_event_left_unfired(
+class Crash(Exception):
+    """Stands for the server stopping at an inbound event's crash point."""
+
+
+def crashing_at(monkeypatch: pytest.MonkeyPatch, point: str) -> None:
+    """The next deliveries stop at ``point`` (``event.received``: written, not committed;
+    ``event.received.committed``: committed, not answered)."""
+
+    def hook(reached: str, event_id: str) -> None:
+        if reached == point:
+            raise Crash(event_id)
+
+    monkeypatch.setattr(faults, "event_hook_from_env", lambda: hook)
+
+
+def test_an_event_whose_delivery_stops_before_its_commit_leaves_nothing_to_fire(
+    backend: Backend, clock: Clock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = opened(backend, clock)
+    deploy_triggers(store, trigger_project(tmp_path, EVENT_TRIGGER))
+    waiting = service.create_objective(
+        store, service.StartObjective("small", {"n": 3}), service.CLI
+    ).run
+    claim = store.leases.claim("w1")
+    assert claim is not None and claim.run_id == waiting.id
+    with store.leases.fenced(claim) as tx:
+        assert tx.register_event_wait("stock.low", {"n": 3}) is None
+    crashing_at(monkeypatch, "event.received")
+    with pytest.raises(Crash):
+        deliver(store, {"qty": 3}, "evt-1")
+    # the event, its firing, its objective and the run's wake-up were one transaction
+    assert fired(store, "restock") == [] and len(objectives(store)) == 1
+    assert store.runs.get(waiting.id).waiting is not None
+    assert "delivered" not in (store.runs.get(waiting.id).waiting or {})
+    monkeypatch.undo()
+    again = deliver(store, {"qty": 3}, "evt-1")  # the sender got no answer: it sends again
+    assert not again.duplicate and again.event.consumed_by_run_id == waiting.id
+    [firing] = again.fired
+    assert firing.outcome == "started" and firing.inbound_event_id == again.event.id
+    assert deliver(store, {"qty": 3}, "evt-1").fired == ()
+    assert len(fired(store, "restock")) == 1 and len(objectives(store)) == 2
+
+
+def test_a_stored_event_has_its_firings_without_being_delivered_again(
+    backend: Backend, clock: Clock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = opened(backend, clock)
+    deploy_triggers(store, trigger_project(tmp_path, EVENT_TRIGGER))
+    crashing_at(monkeypatch, "event.received.committed")
+    with pytest.raises(Crash) as stopped:
+        deliver(store, {"qty": 3}, "evt-1")
+    monkeypatch.undo()
+    [firing] = fired(store, "restock")
+    assert firing.inbound_event_id == str(stopped.value) and firing.outcome == "started"
+    [objective] = objectives(store)
+    assert objective.id == firing.objective_id
+    again = deliver(store, {"qty": 3}, "evt-1")
+    assert again.duplicate and again.fired == ()
+    assert len(fired(store, "restock")) == 1 and len(objectives(store)) == 1
+
+
+def test_concurrent_deliveries_of_one_event_fire_each_trigger_once(
+    backend: Backend, clock: Clock, tmp_path: Path
+) -> None:
+    deploy_triggers(opened(backend, clock), trigger_project(tmp_path, EVENT_TRIGGER))
+    stores = [opened(backend, clock) for _ in range(4)]
+    start = threading.Barrier(len(stores))
+    results: list[Delivery | BaseException] = []
+
+    def send(store: Store) -> None:
+        start.wait(timeout=30)
+        try:
+            results.append(deliver(store, {"qty": 2}, "evt-7"))
+        except BaseException as exc:  # reported below, with the others
+            results.append(exc)
+
+    threads = [threading.Thread(target=send, args=(s,)) for s in stores]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not any(t.is_alive() for t in threads), "a delivery hung"
+    deliveries = [r for r in results if isinstance(r, Delivery)]
+    assert len(deliveries) == len(stores), results
+    assert sorted(len(d.fired) for d in deliveries) == [0] * (len(stores) - 1) + [1]
+    assert len(fired(stores[0], "restock")) == 1 and len(objectives(stores[0])) == 1
+
+
+def test_an_event_fires_triggers_only_when_its_scopes_reach_default(
     backend: Backend, clock: Clock, tmp_path: Path
 ) -> None:
     store = opened(backend, clock)
     deploy_triggers(store, trigger_project(tmp_path, EVENT_TRIGGER))
-    # the first delivery stored the event, then the server stopped before the triggers fired
-    stored = store.inbound_events.receive("stock.low", {"n": 3}, {"qty": 3}, key="evt-1")
-    assert fired(store, "restock") == []
-    again = deliver(store, {"qty": 3}, "evt-1")  # the sender got no answer: it sends again
-    assert again.duplicate and again.event.id == stored.event.id
-    [firing] = again.fired
-    assert firing.outcome == "started" and firing.inbound_event_id == stored.event.id
-    assert deliver(store, {"qty": 3}, "evt-1").fired == ()
-    assert len(objectives(store)) == 1
+
+    def sent_by(scopes: tuple[str, ...], key: str) -> Delivery:
+        caller = Caller("service:shop", local=False, grant=Grant.of(("operator",), scopes))
+        request = service.EventDelivery("stock.low", {"qty": 2}, {"n": 3}, key)
+        return service.receive_event(store, request, caller)
+
+    assert sent_by(("ops",), "evt-1").fired == ()
+    assert len(sent_by(("ops", "default"), "evt-2").fired) == 1
+    assert len(sent_by(("*",), "evt-3").fired) == 1
+    assert len(fired(store, "restock")) == 2 and len(objectives(store)) == 2

@@ -15,8 +15,9 @@ cursor, ``latest`` fires the newest, ``all`` the newest ``catch_up_limit`` (olde
 cursor moves past what was passed over.
 
 An inbound event fires every active event trigger of its name whose filter holds
-(:func:`fire_event`); its occurrence is the stored event, so a redelivery (same event id)
-starts nothing again.
+(:func:`fire_event`), in the transaction that stores the event: a committed event has its
+firings, whatever stops the server after. Its occurrence is the stored event, so a redelivery
+(same event id) starts nothing again.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from openseal.errors import OpenSealError
 from openseal.runtime.clock import iso
 from openseal.runtime.engine.objectives import prepare_inputs
 from openseal.runtime.store import (
+    Connection,
     DefinitionVersion,
     InboundEvent,
     Occurrence,
@@ -211,16 +213,20 @@ def record(
     )  # fmt: skip
 
 
-def fire_event(store: Store, event: InboundEvent) -> list[TriggerFiring]:
-    """Fire every active event trigger of ``event``'s name whose filter holds (once each)."""
+def fire_event(store: Store, conn: Connection, event: InboundEvent) -> list[TriggerFiring]:
+    """Fire every active event trigger of ``event``'s name whose filter holds (once each), in
+    ``conn``'s transaction: the one storing ``event`` (``InboundEvents.receive``'s ``fire``)."""
     fired: list[TriggerFiring] = []
-    for trigger in store.triggers.deployments():
+    for trigger in store.triggers.deployments_in(conn):
         plan = TriggerPlan.from_document(trigger.document)
         if trigger.status != "active" or plan.event != event.name:
             continue
         occurrence = plan.event_occurrence(event)
         if occurrence is not None:
-            fired += record(store, trigger, plan, [occurrence])
+            fired += store.triggers.record_in(
+                conn, trigger, [occurrence], workflow=plan.workflow, overlap=plan.overlap,
+                prepare=_prepare(plan.workflow),
+            )  # fmt: skip
     return fired
 
 

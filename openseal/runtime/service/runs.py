@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import suppress
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from openseal.errors import InvalidInput, UsageError
@@ -30,7 +30,15 @@ if TYPE_CHECKING:
         ObjectiveCommand,
         RunCommand,
     )
-    from openseal.runtime.store import DefinitionVersion, Delivery, Reads, Store
+    from openseal.runtime.store import (
+        Connection,
+        DefinitionVersion,
+        Delivery,
+        InboundEvent,
+        Reads,
+        Store,
+        TriggerFiring,
+    )
 
 LOCAL_ACTOR = "user:local"
 
@@ -371,16 +379,17 @@ def receive_event(store: Store, request: EventDelivery, caller: Caller) -> Deliv
     ``key`` (the sender's id for the delivery) a redelivery is acknowledged with the first
     event (``duplicate``), not stored again. The event wakes only runs in the caller's scopes
     (a caller reaching every scope: any run), and fires triggers only when it reaches the
-    ``default`` scope, where triggers start their objectives."""
+    ``default`` scope, where triggers start their objectives. The firings commit with the
+    stored event, so none is lost to a crash after it and a redelivery has none to add."""
     from openseal.runtime.engine.triggers import fire_event
+    from openseal.runtime.faults import event_hook_from_env
+
+    def fire(conn: Connection, event: InboundEvent) -> list[TriggerFiring]:
+        return fire_event(store, conn, event) if event.reaches(DEFAULT_SCOPE) else []
 
     scopes = caller.grant.visible()
-    delivery = store.inbound_events.receive(
+    return store.inbound_events.receive(
         request.name, request.correlation or {}, request.payload, key=request.key,
-        actor=caller.actor, scopes=None if scopes is None else list(scopes),
+        actor=caller.actor, scopes=None if scopes is None else list(scopes), fire=fire,
+        hook=event_hook_from_env(),
     )  # fmt: skip
-    if not delivery.event.reaches(DEFAULT_SCOPE):
-        return delivery
-    # Also for a redelivery: if the first delivery's firings were lost to a crash, the
-    # sender's retry records them now; each trigger fires once per stored event anyway.
-    return replace(delivery, fired=tuple(fire_event(store, delivery.event)))

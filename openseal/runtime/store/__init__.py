@@ -98,7 +98,12 @@ if TYPE_CHECKING:
     from openseal.runtime.store.fenced import COMMIT_POINTS, FencedTx
     from openseal.runtime.store.group_commit import BATCH_POINTS, BatchHook, GroupCommit
     from openseal.runtime.store.idempotency import StoredResponse
-    from openseal.runtime.store.inbound_events import Delivery, correlation_matches
+    from openseal.runtime.store.inbound_events import (
+        RECEIVE_POINTS,
+        Delivery,
+        ReceiveHook,
+        correlation_matches,
+    )
     from openseal.runtime.store.listing import ListQuery
     from openseal.runtime.store.proposals import Proposal, action_key
     from openseal.runtime.store.reads import Reads
@@ -142,6 +147,7 @@ __all__ = [
     "NOT_DISPATCHED",
     "OPEN_AGENT_REQUESTS",
     "OPEN_OUTCOME",
+    "RECEIVE_POINTS",
     "AccessToken",
     "Action",
     "Activation",
@@ -181,6 +187,7 @@ __all__ = [
     "ProposalEvent",
     "ProposalKind",
     "Reads",
+    "ReceiveHook",
     "Restart",
     "Review",
     "Run",

@@ -11,10 +11,15 @@ delivery key (the sender's event id, or the API's ``Idempotency-Key``) the secon
 acknowledged with the first one's event and changes nothing: it is not stored again, so it
 cannot satisfy a later wait. Keys are unique per event name (a unique index), so two
 deliveries racing with one key store it once.
+
+What the event fires (the event triggers of its name) is written by the caller's ``fire`` in
+the transaction that stores it: a stored event has its firings, and an event whose delivery
+did not commit has none, so the sender's retry stores it and fires them then.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -104,6 +109,13 @@ class _Retry(Exception):
 
 _DELIVERY_ATTEMPTS = 5
 
+#: writes, in the delivery's transaction, what a newly stored event fires
+Fire = Callable[[sa.Connection, InboundEvent], list[TriggerFiring]]
+#: a crash test's points: the event and its firings written, the commit not issued; and
+#: committed, not yet answered (the hook gets the point and the event's id)
+RECEIVE_POINTS = ("event.received", "event.received.committed")
+ReceiveHook = Callable[[str, str], None]
+
 
 @dataclass(frozen=True)
 class Delivery:
@@ -113,7 +125,7 @@ class Delivery:
     event: InboundEvent
     #: True when the delivery key had been delivered before: nothing was stored or consumed
     duplicate: bool
-    #: what the event triggers of its name recorded for it (set by the service)
+    #: what the event fired, in the transaction that stored it (nothing for a duplicate)
     fired: tuple[TriggerFiring, ...] = ()
 
 
@@ -147,13 +159,18 @@ class InboundEvents(Repository):
         key: str | None = None,
         actor: str = "system",
         scopes: list[str] | None = None,
+        fire: Fire | None = None,
+        hook: ReceiveHook | None = None,
     ) -> Delivery:
         """:meth:`deliver`, saying whether it was a redelivery. ``scopes``: the scopes whose
-        runs the event may wake (None: every scope).
+        runs the event may wake (None: every scope). ``fire`` writes what the stored event
+        fires in the same transaction (``Delivery.fired``); ``hook`` is a crash test's
+        (:data:`RECEIVE_POINTS`).
 
         With ``key``, an event ``name`` already delivered under that key is not stored again:
-        the first delivery's event is returned as it stands (``duplicate=True``). The same key
-        with another correlation or payload is refused (``idempotency_conflict``).
+        the first delivery's event is returned as it stands (``duplicate=True``), and fires
+        nothing again. The same key with another correlation or payload is refused
+        (``idempotency_conflict``).
         """
         now = self._store.now()
         event = InboundEvent(
@@ -163,7 +180,14 @@ class InboundEvents(Repository):
         for _ in range(_DELIVERY_ATTEMPTS):
             try:
                 with self._store.write() as conn:
-                    return self._deliver(conn, event, actor)
+                    delivery = self._deliver(conn, event, actor)
+                    if fire is not None and not delivery.duplicate:
+                        delivery = replace(delivery, fired=tuple(fire(conn, delivery.event)))
+                    if hook is not None and not delivery.duplicate:
+                        hook(RECEIVE_POINTS[0], event.id)
+                if hook is not None and not delivery.duplicate:
+                    hook(RECEIVE_POINTS[1], event.id)
+                return delivery
             except _Retry:
                 continue
             except sa.exc.IntegrityError:

@@ -202,29 +202,46 @@ class Triggers(Repository):
         ``before_commit`` (a crash test's hook) gets the written occurrences' keys.
         """
         with self._store.write() as conn:
-            self._store.lock_event_name(conn, f"trigger:{trigger.name}")
-            current = self.deployments_in(conn, [trigger.name])
-            if not current or current[0].status != "active":
-                return []
-            digest = current[0].digest
-            written = []
-            for occurrence in occurrences:
-                if self._recorded(conn, trigger.name, occurrence.key):
-                    continue
-                outcome = occurrence.outcome
-                if outcome is None and overlap != "allow":
-                    busy = self._open(conn, trigger.name) or (
-                        overlap == "queue" and self._oldest_queued(conn, trigger.name) is not None
-                    )
-                    if busy:
-                        outcome = "queued" if overlap == "queue" else "skipped"
-                firing = self._insert(conn, trigger.name, digest, occurrence, outcome)
-                if outcome is None:
-                    firing = self._start(conn, firing, workflow, prepare)
-                written.append(firing)
+            written = self.record_in(
+                conn, trigger, occurrences, workflow=workflow, overlap=overlap, prepare=prepare
+            )
             if before_commit is not None and written:
                 before_commit([f.occurrence_key for f in written])
             return written
+
+    def record_in(
+        self,
+        conn: sa.Connection,
+        trigger: TriggerDeployment,
+        occurrences: Sequence[Occurrence],
+        *,
+        workflow: str,
+        overlap: str,
+        prepare: PrepareInputs,
+    ) -> list[TriggerFiring]:
+        """:meth:`record` in the caller's transaction (an inbound event's: its firings commit
+        with the stored event, or not at all)."""
+        self._store.lock_event_name(conn, f"trigger:{trigger.name}")
+        current = self.deployments_in(conn, [trigger.name])
+        if not current or current[0].status != "active":
+            return []
+        digest = current[0].digest
+        written = []
+        for occurrence in occurrences:
+            if self._recorded(conn, trigger.name, occurrence.key):
+                continue
+            outcome = occurrence.outcome
+            if outcome is None and overlap != "allow":
+                busy = self._open(conn, trigger.name) or (
+                    overlap == "queue" and self._oldest_queued(conn, trigger.name) is not None
+                )
+                if busy:
+                    outcome = "queued" if overlap == "queue" else "skipped"
+            firing = self._insert(conn, trigger.name, digest, occurrence, outcome)
+            if outcome is None:
+                firing = self._start(conn, firing, workflow, prepare)
+            written.append(firing)
+        return written
 
     def start_queued(
         self, trigger: TriggerDeployment, *, workflow: str, prepare: PrepareInputs
