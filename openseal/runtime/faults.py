@@ -105,7 +105,11 @@ class BlockAt:
             if self._fired.is_set():
                 return
             self._fired.set()
-        (self.directory / f"{self.point}.reached").write_text(content, encoding="utf-8")
+        # written aside and renamed, so whoever sees the file sees its content too
+        reached = self.directory / f"{self.point}.reached"
+        partial = reached.with_suffix(".partial")
+        partial.write_text(content, encoding="utf-8")
+        partial.replace(reached)
         release = self.directory / f"{self.point}.release"
         while not release.exists():
             time.sleep(self.poll)
