@@ -137,6 +137,13 @@ _ALL: list[ErrorCode] = [
         ),
         ("invalid_status", 409, FAILURE, "The entity's status does not allow the operation."),
         (
+            "objective_draft",
+            409,
+            FAILURE,
+            "The objective is a draft: it is activated (`openseal objectives activate`), not "
+            "resumed.",
+        ),
+        (
             "stale_revision",
             409,
             FAILURE,

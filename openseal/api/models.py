@@ -41,11 +41,19 @@ class ObjectiveCreate(Body):
 
 class ObjectiveStatusChange(Body):
     """Pause an objective (``paused``), resume it (``active``) or retire it (``retired``);
-    its unfinished runs are paused, resumed or canceled with it. A draft set ``active`` is
-    activated: its first run starts. ``expectedRevision``: refuse (409) if the objective
+    its unfinished runs are paused, resumed or canceled with it. A draft is not resumed
+    (409 ``objective_draft``): activate it. ``expectedRevision``: refuse (409) if the objective
     changed since."""
 
     status: Literal["active", "paused", "retired"]
+    reason: Text | None = None
+    expected_revision: Revision = None
+
+
+class ObjectiveActivation(Body):
+    """Activate a draft objective: its first run starts. ``expectedRevision``: refuse (409)
+    if the objective changed since."""
+
     reason: Text | None = None
     expected_revision: Revision = None
 

@@ -519,19 +519,32 @@ def _steer_run(
 
 def _steer_objective(steer: Steer, status: str) -> None:
     """The objective set to ``status`` with its runs, on the store or on a server."""
+
+    def act(store: Store, objective_id: str) -> None:
+        request = service.ObjectiveCommand(
+            objective_id, status, steer.reason, steer.expected_revision
+        )
+        service.steer_objective(store, request, service.CLI)
+
+    _objective_step(steer, "set_status", "status", act, {"status": status})
+
+
+def _objective_step(
+    steer: Steer, operation: str, step: str, act: Callable[[Store, str], None],
+    body: dict[str, Any],
+) -> None:  # fmt: skip
+    """``act(store, objective id)`` on the store, or ``POST /objectives/{id}/{step}`` (with
+    ``body``) on a server; then the objective with its runs."""
     with steer.connected() as at:
         objective_id = at.id("objective", steer.id)
 
         def local(store: Store) -> tuple[Objective, tuple[Run, ...]]:
-            request = service.ObjectiveCommand(
-                objective_id, status, steer.reason, steer.expected_revision
-            )
-            service.steer_objective(store, request, service.CLI)
+            act(store, objective_id)
             return service.show_objective(store, objective_id)
 
         objective, runs = at.ask(
-            local, "objectives.set_status", "objectives", objective_id, "status", method="POST",
-            body={"status": status, **steer.body()},
+            local, f"objectives.{operation}", "objectives", objective_id, step, method="POST",
+            body={**body, **steer.body()},
             read=lambda answer: (record(Objective, answer["objective"]),
                                  records(Run, answer["runs"])),
         )  # fmt: skip
@@ -556,7 +569,7 @@ def pause_objective(steer: Steer) -> None:
 @objectives.command("resume")
 @steer_by_id("objective")
 def resume_objective(steer: Steer) -> None:
-    """Resume a paused objective and its paused runs.
+    """Resume a paused objective and its paused runs (a draft is refused: activate it).
 
     \b
     Examples:
@@ -574,7 +587,12 @@ def activate_objective(steer: Steer) -> None:
     Examples:
         openseal objectives activate 0191f0
     """
-    _steer_objective(steer, "active")
+
+    def act(store: Store, objective_id: str) -> None:
+        request = service.ActivateObjective(objective_id, steer.reason, steer.expected_revision)
+        service.activate_objective(store, request, service.CLI)
+
+    _objective_step(steer, "activate", "activate", act, {})
 
 
 @objectives.command("retire")

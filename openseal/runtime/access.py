@@ -52,6 +52,7 @@ PERMISSIONS: dict[str, frozenset[str]] = {
     **{operation: frozenset(ROLES) for operation in _READS},
     "objectives.create": frozenset({OPERATOR, ADMIN}),
     "objectives.set_status": frozenset({OPERATOR, ADMIN}),
+    "objectives.activate": frozenset({OPERATOR, ADMIN}),
     "runs.pause": frozenset({OPERATOR, ADMIN}),
     "runs.resume": frozenset({OPERATOR, ADMIN}),
     "runs.cancel": frozenset({OPERATOR, ADMIN}),

@@ -157,6 +157,15 @@ class ObjectiveCommand:
 
 
 @dataclass(frozen=True)
+class ActivateObjective:
+    """Activate a draft objective: its first run starts."""
+
+    objective_id: str
+    reason: str | None = None
+    expected_revision: int | None = None
+
+
+@dataclass(frozen=True)
 class NewToken:
     """Make a bearer token for ``principal`` with ``roles`` in ``scopes`` (``*``: every scope),
     expiring ``expires_in`` seconds from now (None: never)."""

@@ -58,7 +58,7 @@ def test_pause_resume_and_retire_an_objective_with_its_runs(serve: Serve, store:
     assert store.runs.get(created.run.id).status == "canceled"
 
 
-def test_a_draft_objective_starts_its_first_run_when_set_active(serve: Serve, store: Store) -> None:
+def test_a_draft_objective_starts_its_first_run_when_activated(serve: Serve, store: Store) -> None:
     body = {"workflow": "small", "inputs": {"n": 5}, "draft": True}
     with serve(external_workers=True).client() as client:
         created = client.post("/objectives", json=body)
@@ -67,11 +67,29 @@ def test_a_draft_objective_starts_its_first_run_when_set_active(serve: Serve, st
         assert (objective["status"], created.json()["run"]) == ("draft", None)
         drafts = client.get("/objectives", params={"status": "draft"}).json()["objectives"]
         assert [o["id"] for o in drafts] == [objective["id"]]
-        path = f"/objectives/{objective['id']}/status"
-        activated = client.post(path, json={"status": "active", "reason": "go"})
+        status = f"/objectives/{objective['id']}/status"
+        resumed = client.post(status, json={"status": "active"})
+        assert_error(resumed, 409, "objective_draft")
+        hint = f"activate it with `openseal objectives activate {objective['id']}`"
+        assert hint in resumed.json()["error"]["message"]
+        path = f"/objectives/{objective['id']}/activate"
+        activated = client.post(path, json={"reason": "go"})
         assert activated.status_code == 200, activated.text
         assert activated.json()["objective"]["status"] == "active"
         [run] = activated.json()["runs"]
         assert (run["status"], run["attempt"]) == ("queued", 1)
-        assert_error(client.post(path, json={"status": "active"}), 409, "invalid_status")
+        again = client.post(path, json={})
+        assert_error(again, 409, "invalid_status")
+        assert "it is active, not a draft" in again.json()["error"]["message"]
+        assert client.post(status, json={"status": "paused"}).status_code == 200
+        assert_error(client.post(path, json={}), 409, "invalid_status")
     assert store.runs.events(run["id"])[0].payload["activated"] is True
+
+
+def test_activating_a_draft_is_not_served_without_workers(serve: Serve, store: Store) -> None:
+    request = service.StartObjective("small", {"n": 1}, draft=True)
+    draft = service.create_objective(store, request, service.CLI).objective
+    with serve().client() as client:
+        refused = client.post(f"/objectives/{draft.id}/activate", json={})
+    assert_error(refused, 501, "not_served")
+    assert store.objectives.get(draft.id) == draft

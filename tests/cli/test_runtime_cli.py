@@ -136,11 +136,18 @@ def test_a_draft_objective_is_created_listed_and_activated(cli: Cli, store: Stor
     assert listed["id"] == objective_id and listed["attempts"] == 0
     code, out, _ = cli("objectives", "show", objective_id)
     assert "draft" in out.splitlines()[0] and "no runs" in out
+    code, out, err = cli("objectives", "resume", objective_id)
+    hint = f"it is a draft: activate it with `openseal objectives activate {objective_id}`"
+    assert (code, out) == (1, "") and hint in err
+    assert store.objectives.get(objective_id).status == "draft"
     activated = cli.json("objectives", "activate", objective_id[:12], "--reason", "go")
     assert isinstance(activated, dict) and activated["objective"]["status"] == "active"
     assert [r["status"] for r in activated["runs"]] == ["queued"]
     code, _, err = cli("objectives", "activate", objective_id)
-    assert code == 1 and "it is active" in err
+    assert code == 1 and "it is active, not a draft" in err
+    assert cli("objectives", "pause", objective_id)[0] == 0
+    code, _, err = cli("objectives", "activate", objective_id)
+    assert code == 1 and f"resume it with `openseal objectives resume {objective_id}`" in err
 
 
 def test_runs_show_prints_state_waiting_reason_and_position(cli: Cli, store: Store) -> None:

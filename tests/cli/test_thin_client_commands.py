@@ -141,8 +141,13 @@ def test_objectives_are_created_through_a_server_that_runs_them(
         code, out, err = cli(*create, "--draft", "--server", running.url)
         assert code == 0 and out.endswith(" created a draft (procure_laptops)\n"), err
         draft_id = out.split()[1]
+        code, out, err = cli("objectives", "resume", draft_id, "--server", running.url)
+        hint = f"it is a draft: activate it with `openseal objectives activate {draft_id}`"
+        assert (code, out) == (1, "") and hint in err
         code, out, err = cli("objectives", "activate", draft_id, "--server", running.url)
         assert code == 0 and out.startswith(f"objective {draft_id}  active"), err
+        code, _, err = cli("objectives", "activate", draft_id, "--server", running.url)
+        assert code == 1 and "it is active, not a draft" in err
 
 
 def test_requests_and_triggers_read_the_same_through_the_server(

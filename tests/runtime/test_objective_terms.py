@@ -242,6 +242,11 @@ def steer(store: Store, objective_id: str, status: str) -> Objective:
     return service.steer_objective(store, request, service.CLI)
 
 
+def activate(store: Store, objective_id: str) -> Objective:
+    request = service.ActivateObjective(objective_id, "testing")
+    return service.activate_objective(store, request, service.CLI)
+
+
 def test_pausing_an_objective_pauses_its_runs_and_its_retries(terms: Store, tmp_path: Path) -> None:
     created = start(terms, "broken")
     paused = steer(terms, created.objective.id, "paused")
@@ -343,8 +348,13 @@ def test_a_draft_starts_no_run_until_activated_then_its_first_in_that_transactio
     assert service.list_objectives(terms, status="active") == []
     with pytest.raises(InvalidStatus):
         steer(terms, draft.id, "paused")
+    with pytest.raises(InvalidStatus) as resumed:
+        steer(terms, draft.id, "active")  # resuming is not activating
+    assert resumed.value.code == "objective_draft"
+    assert f"activate it with `openseal objectives activate {draft.id}`" in str(resumed.value)
+    assert terms.objectives.get(draft.id) == draft and root_runs(terms, draft.id) == []
 
-    activated = steer(terms, draft.id, "active")
+    activated = activate(terms, draft.id)
     assert (activated.status, activated.attempts) == (ObjectiveStatus.ACTIVE, 1)
     assert activated.revision == draft.revision + 1
     [run] = root_runs(terms, draft.id)
@@ -353,8 +363,15 @@ def test_a_draft_starts_no_run_until_activated_then_its_first_in_that_transactio
     assert (created_event.type, created_event.actor) == ("run.created", service.CLI.actor)
     assert created_event.payload["activated"] is True
     assert created_event.payload["reason"] == "testing"
-    with pytest.raises(InvalidStatus):
-        steer(terms, draft.id, "active")  # active already: no second first run
+    with pytest.raises(InvalidStatus) as again:
+        activate(terms, draft.id)  # active already: no second first run
+    assert again.value.code == "invalid_status" and "it is active, not a draft" in str(again.value)
+    steer(terms, draft.id, "paused")
+    with pytest.raises(InvalidStatus) as paused:
+        activate(terms, draft.id)  # a paused objective is resumed, never activated
+    assert f"resume it with `openseal objectives resume {draft.id}`" in str(paused.value)
+    assert [r.status for r in root_runs(terms, draft.id)] == [RunStatus.PAUSED]
+    steer(terms, draft.id, "active")
     drain(terms, tmp_path)
     assert terms.objectives.get(draft.id).status == ObjectiveStatus.SATISFIED
 
@@ -381,12 +398,12 @@ def test_a_draft_runs_the_version_active_when_activated_with_its_inputs_checked(
     (stricter / "objectives.hcl").write_text(strict, encoding="utf-8")
     register(terms, compile_files(stricter / "objectives.hcl"))
     with pytest.raises(OpenSealError) as raised:
-        steer(terms, draft.id, "active")
+        activate(terms, draft.id)
     assert raised.value.code == "invalid_input"
     assert terms.objectives.get(draft.id) == draft and root_runs(terms, draft.id) == []
 
     terms.definitions.activate("broken", active.digest, "user:ops")
-    steer(terms, draft.id, "active")
+    activate(terms, draft.id)
     [run] = root_runs(terms, draft.id)
     assert run.workflow_digest == active.digest
     drain(terms, tmp_path)
@@ -400,12 +417,12 @@ def test_a_draft_can_be_retired_and_its_request_key_replayed(terms: Store) -> No
     with pytest.raises(OpenSealError) as raised:
         start(terms, "plain", request_key="k")  # the same key, not a draft: another request
     assert raised.value.code == "idempotency_conflict"
-    steer(terms, created.objective.id, "active")
+    activate(terms, created.objective.id)
     replayed = start(terms, "plain", request_key="k", draft=True).run
     assert replayed is not None and replayed.objective_id == created.objective.id
 
     other = start(terms, "plain", draft=True).objective
     assert steer(terms, other.id, "retired").status == ObjectiveStatus.RETIRED
     with pytest.raises(InvalidStatus):
-        steer(terms, other.id, "active")
+        activate(terms, other.id)
     assert root_runs(terms, other.id) == []

@@ -1,4 +1,5 @@
-"""Objectives: create (``Idempotency-Key`` honoured), list, show, pause/resume/retire."""
+"""Objectives: create (``Idempotency-Key`` honoured), list, show, pause/resume/retire,
+activate (a draft)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from fastapi import APIRouter, Header
 from openseal.api import documents, idempotency
 from openseal.api.capabilities import requires
 from openseal.api.errors import responses
-from openseal.api.models import ObjectiveCreate, ObjectiveStatusChange
+from openseal.api.models import ObjectiveActivation, ObjectiveCreate, ObjectiveStatusChange
 from openseal.api.routes.common import (
     After,
     Id,
@@ -113,13 +114,30 @@ def set_status(
     objective_id: Id, body: ObjectiveStatusChange, state: State, who: Who
 ) -> dict[str, Any]:
     """Pause (``paused``), resume (``active``) or retire (``retired``) an objective; its
-    unfinished runs are paused, resumed or canceled with it. A draft set ``active`` is
-    activated: its first run starts in the same transaction. Answers the objective and its
-    runs."""
+    unfinished runs are paused, resumed or canceled with it. A draft is not resumed (409
+    ``objective_draft``): ``POST /objectives/{id}/activate`` starts it. Answers the objective
+    and its runs."""
     request = service.ObjectiveCommand(
         objective_id, body.status, body.reason, body.expected_revision
     )
     caller = runtime_caller(state, who)
     service.steer_objective(state.store, request, caller)
+    objective, runs = service.show_objective(state.store, objective_id, caller)
+    return {"objective": jsonable(objective), "runs": jsonable(runs)}
+
+
+@router.post(
+    "/objectives/{objective_id}/activate",
+    operation_id="objectives.activate",
+    dependencies=requires("objectives.activate"),
+    responses=responses(404, 409, 422, 501, ok=documents.ObjectiveShown),
+)
+def activate(objective_id: Id, body: ObjectiveActivation, state: State, who: Who) -> dict[str, Any]:
+    """Activate a draft objective: it becomes ``active`` and its first run starts in the same
+    transaction, on the workflow's active version, with its inputs checked against it. Any
+    other status is refused (409 ``invalid_status``). Answers the objective and its runs."""
+    request = service.ActivateObjective(objective_id, body.reason, body.expected_revision)
+    caller = runtime_caller(state, who)
+    service.activate_objective(state.store, request, caller)
     objective, runs = service.show_objective(state.store, objective_id, caller)
     return {"objective": jsonable(objective), "runs": jsonable(runs)}

@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from openseal.runtime.id_prefix import choose_id, complete_id, id_prefix
     from openseal.runtime.pricing import format_cost
     from openseal.runtime.requests import (
+        ActivateObjective,
         AgentRequestStep,
         ApprovalDecision,
         EventDelivery,
@@ -95,6 +96,7 @@ if TYPE_CHECKING:
         ChildRun,
         Registered,
         RunView,
+        activate_objective,
         cancel_run,
         cancellation,
         follow_events,
@@ -148,6 +150,7 @@ __all__ = [
     "TERMINAL_RUN_STATUSES",
     "ActionStatus",
     "ActionView",
+    "ActivateObjective",
     "AgentRequestStep",
     "ApprovalAuthority",
     "ApprovalDecision",
@@ -176,6 +179,7 @@ __all__ = [
     "TriggerCommand",
     "TriggerView",
     "TurnView",
+    "activate_objective",
     "approver_grant",
     "cancel_run",
     "cancellation",

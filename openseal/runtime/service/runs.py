@@ -25,6 +25,7 @@ from openseal.runtime.store import DEFAULT_SCOPE, Event, InvalidStatus, NotFound
 
 if TYPE_CHECKING:
     from openseal.runtime.requests import (
+        ActivateObjective,
         EventDelivery,
         Intervention,
         ObjectiveCommand,
@@ -127,9 +128,8 @@ def show_objective(
 
 
 def steer_objective(store: Store, request: ObjectiveCommand, caller: Caller) -> Objective:
-    """Pause (``paused``), resume (``active``) or retire (``retired``) an objective; setting a
-    draft ``active`` activates it: its first run starts, on the workflow's active version, with
-    the objective's inputs checked against that version.
+    """Pause (``paused``), resume (``active``) or retire (``retired``) an objective; a draft is
+    not resumed (``objective_draft``): :func:`activate_objective` starts it.
 
     Its unfinished runs follow, each in its own transaction after the objective's: pausing
     pauses them (a retry waiting for its backoff too, so no new run starts), resuming resumes
@@ -144,14 +144,9 @@ def steer_objective(store: Store, request: ObjectiveCommand, caller: Caller) -> 
         raise InvalidInput(
             f"an objective can be set to paused, active or retired, not {request.status!r}"
         ) from None
-    from openseal.runtime.engine.objectives import prepare_inputs
-
-    def prepare(version: DefinitionVersion) -> dict[str, Any]:
-        return prepare_inputs(objective.workflow_name, dict(objective.inputs), version)
-
     steered, run_ids = store.objectives.steer(
         request.objective_id, status, caller.actor, reason=request.reason,
-        expected_revision=request.expected_revision, prepare=prepare,
+        expected_revision=request.expected_revision,
     )  # fmt: skip
     follow: dict[ObjectiveStatus, Callable[..., Run]] = {
         ObjectiveStatus.PAUSED: store.runs.pause,
@@ -163,6 +158,23 @@ def steer_objective(store: Store, request: ObjectiveCommand, caller: Caller) -> 
         with suppress(InvalidStatus, NotFound):  # it ended or changed meanwhile
             follow[status](run_id, caller.actor, reason)
     return steered
+
+
+def activate_objective(store: Store, request: ActivateObjective, caller: Caller) -> Objective:
+    """Activate a draft objective: its first run starts, on the workflow's active version,
+    with the objective's inputs checked against that version. Refused (``invalid_status``)
+    when it is not a draft: a paused objective is resumed, not activated."""
+    objective = store.objectives.get(request.objective_id)
+    check_scope(caller.grant, objective.scope, f"objective {request.objective_id}")
+    from openseal.runtime.engine.objectives import prepare_inputs
+
+    def prepare(version: DefinitionVersion) -> dict[str, Any]:
+        return prepare_inputs(objective.workflow_name, dict(objective.inputs), version)
+
+    return store.objectives.activate(
+        request.objective_id, caller.actor, reason=request.reason,
+        expected_revision=request.expected_revision, prepare=prepare,
+    )  # fmt: skip
 
 
 # -- runs ----------------------------------------------------------------------------

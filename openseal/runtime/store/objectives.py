@@ -1,7 +1,7 @@
 """The objectives repository: creating an objective with its first run (or as a draft, which
 starts its first run when activated), reading objectives, settling an objective when its run
 ends (satisfied, failed, retired, or tried again after a backoff), and the operators' pause,
-resume and retire.
+resume, retire and activate (of a draft).
 
 An objective's terms come from the workflow version it starts on (its ``objective`` block:
 ``priority``, ``retry``; its ``owner``), and the caller may set ``goal`` and ``priority``.
@@ -116,7 +116,7 @@ OPEN: Final = (ObjectiveStatus.ACTIVE, ObjectiveStatus.PAUSED)
 #: what an operator may set, and from which statuses
 STEERING: Final = {
     ObjectiveStatus.PAUSED: frozenset({ObjectiveStatus.ACTIVE}),
-    ObjectiveStatus.ACTIVE: frozenset({ObjectiveStatus.PAUSED, ObjectiveStatus.DRAFT}),
+    ObjectiveStatus.ACTIVE: frozenset({ObjectiveStatus.PAUSED}),
     ObjectiveStatus.RETIRED: frozenset(
         {ObjectiveStatus.DRAFT, ObjectiveStatus.ACTIVE, ObjectiveStatus.PAUSED}
     ),
@@ -469,7 +469,7 @@ class Objectives(Repository):
         reason: str | None,
         prepare: Prepare | None,
     ) -> Objective:
-        """Draft ``draft`` made active with its first run (see :meth:`steer`)."""
+        """Draft ``draft`` made active with its first run (see :meth:`activate`)."""
         version = self._store.definitions.active_version_in(conn, draft.workflow_name)
         if version is None or version.kind != "workflow":
             raise StoreError(
@@ -510,21 +510,16 @@ class Objectives(Repository):
         *,
         reason: str | None = None,
         expected_revision: int | None = None,
-        prepare: Prepare | None = None,
     ) -> tuple[Objective, tuple[str, ...]]:
         """Pause (``paused``), resume (``active``) or retire (``retired``) an objective, with
         an event (``objective.paused``, ``objective.resumed``, ``objective.retired``: ``actor``,
         ``reason``) on its latest run; also the ids of its unfinished root runs, which the
         caller then pauses, resumes or cancels one by one, each in its own transaction.
 
-        Setting a ``draft`` to ``active`` activates it: its first run starts in the same
-        transaction, on the version active now, with the objective's inputs made ready for
-        that version by ``prepare`` (which raises to refuse); ``run.created`` records
-        ``activated``, ``actor`` and ``reason``.
-
         Retiring a retired objective again is allowed (its runs are steered again: a crash
-        between the two steps leaves nothing running for good). Refused with
-        ``invalid_status`` from any other status, and ``stale_revision`` when
+        between the two steps leaves nothing running for good). Resuming a draft is refused
+        with ``objective_draft`` (:meth:`activate` starts it), any other change from a status
+        that does not allow it with ``invalid_status``, and ``stale_revision`` when
         ``expected_revision`` is given and the objective has changed since.
         """
         allowed = STEERING.get(status)
@@ -534,30 +529,18 @@ class Objectives(Repository):
                 code="usage_error",
             )
         with self._store.write() as conn:
-            # Its latest run first (the one lock order: a run, then its objective), which
-            # records the change in the same transaction
-            latest = conn.execute(
-                self._store.for_update(
-                    sa.select(runs.c.id)
-                    .where(runs.c.objective_id == objective_id, runs.c.parent_run_id.is_(None))
-                    .order_by(runs.c.attempt.desc(), runs.c.id.desc())
-                    .limit(1)
-                )
-            ).scalar_one_or_none()
-            fastsql.execute(conn, self._lock_objective(), {"p_id": objective_id})
-            current = self._objective(conn, objective_id)
-            if expected_revision is not None and expected_revision != current.revision:
-                raise StaleRevision(
-                    f"objective {objective_id} is at revision {current.revision}, not "
-                    f"{expected_revision}; reload it and try again"
-                )
+            latest, current = self._lock_for_steering(conn, objective_id, expected_revision)
             again = status == ObjectiveStatus.RETIRED == current.status
+            if current.status == ObjectiveStatus.DRAFT and status == ObjectiveStatus.ACTIVE:
+                raise InvalidStatus(
+                    f"cannot resume objective {objective_id}: it is a draft: activate it with "
+                    f"`openseal objectives activate {objective_id}`",
+                    code="objective_draft",
+                )
             if current.status not in allowed and not again:
                 raise InvalidStatus(
                     f"cannot set objective {objective_id} to {status}: it is {current.status}"
                 )
-            if current.status == ObjectiveStatus.DRAFT and status == ObjectiveStatus.ACTIVE:
-                return self._activate(conn, current, actor, reason, prepare), ()
             if not again:
                 now = self._store.now()
                 conn.execute(
@@ -582,6 +565,63 @@ class Objectives(Repository):
             )
             run_ids = tuple(live.scalars().all())
             return self._objective(conn, objective_id), run_ids
+
+    def activate(
+        self,
+        objective_id: str,
+        actor: str,
+        *,
+        reason: str | None = None,
+        expected_revision: int | None = None,
+        prepare: Prepare | None = None,
+    ) -> Objective:
+        """Activate a draft: it becomes ``active`` and its first run starts in the same
+        transaction, on the version active now, with the objective's inputs made ready for
+        that version by ``prepare`` (which raises to refuse); ``run.created`` records
+        ``activated``, ``actor`` and ``reason``.
+
+        Refused with ``invalid_status`` when the objective is not a draft (a paused one is
+        resumed with :meth:`steer`, never activated), and ``stale_revision`` when
+        ``expected_revision`` is given and the objective has changed since.
+        """
+        with self._store.write() as conn:
+            _, current = self._lock_for_steering(conn, objective_id, expected_revision)
+            if current.status != ObjectiveStatus.DRAFT:
+                hint = {
+                    ObjectiveStatus.ACTIVE: "; it has started already",
+                    ObjectiveStatus.PAUSED: (
+                        f": resume it with `openseal objectives resume {objective_id}`"
+                    ),
+                }.get(current.status, "")
+                raise InvalidStatus(
+                    f"cannot activate objective {objective_id}: it is {current.status}, not a "
+                    f"draft{hint}"
+                )
+            return self._activate(conn, current, actor, reason, prepare)
+
+    def _lock_for_steering(
+        self, conn: sa.Connection, objective_id: str, expected_revision: int | None
+    ) -> tuple[str | None, Objective]:
+        """Objective ``objective_id``'s latest root run id (None: it has none, a draft) and
+        the objective, both row-locked, checked against ``expected_revision``."""
+        # Its latest run first (the one lock order: a run, then its objective), which
+        # records the change in the same transaction
+        latest: str | None = conn.execute(
+            self._store.for_update(
+                sa.select(runs.c.id)
+                .where(runs.c.objective_id == objective_id, runs.c.parent_run_id.is_(None))
+                .order_by(runs.c.attempt.desc(), runs.c.id.desc())
+                .limit(1)
+            )
+        ).scalar_one_or_none()
+        fastsql.execute(conn, self._lock_objective(), {"p_id": objective_id})
+        current = self._objective(conn, objective_id)
+        if expected_revision is not None and expected_revision != current.revision:
+            raise StaleRevision(
+                f"objective {objective_id} is at revision {current.revision}, not "
+                f"{expected_revision}; reload it and try again"
+            )
+        return latest, current
 
 
 SETTLING_COLUMNS: Final = (
