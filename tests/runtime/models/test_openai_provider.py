@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from typing import Any
 
+import openai
 import pytest
 
 from openseal.runtime.engine.models.base import ModelError, ModelRequest, ModelUnavailable, Tool
@@ -158,6 +159,33 @@ def test_tool_call_turn_sends_tools_model_path_and_key(
             },
         }
     ]
+
+
+def test_calls_share_one_client_and_the_key_stays_only_as_long_as_its_call(
+    server: ChatServer, credentials: CredentialResolver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server.reply(Reply.ok(completion("first")), Reply.ok(completion("second")))
+    provider = provider_for(server, credentials)
+    built: list[object] = []
+    real_init = openai.OpenAI.__init__
+
+    def counted(self: openai.OpenAI, *args: Any, **kwargs: Any) -> None:
+        built.append(kwargs.get("http_client"))
+        real_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(openai.OpenAI, "__init__", counted)
+    provider.complete(request())
+    monkeypatch.setenv(KEY_VARIABLE, "sk-rotated")  # read again at every call
+    provider.complete(request())
+
+    assert [r.header("Authorization") for r in server.requests] == [
+        f"Bearer {KEY}",
+        "Bearer sk-rotated",
+    ]
+    # one client with its connections and TLS context; each call's keyed copy reuses them
+    assert built[0] is None and all(http is not None for http in built[1:]), built
+    assert len({id(http) for http in built[1:]}) == 1
+    assert KEY not in repr(vars(provider)) and "sk-rotated" not in repr(vars(provider))
 
 
 def test_prior_messages_are_sent_in_chat_format(server: ChatServer) -> None:

@@ -47,6 +47,7 @@ from __future__ import annotations
 import importlib
 import json
 import re
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -177,6 +178,8 @@ class OpenAIProvider:
         self.endpoint = endpoint
         self._credentials = credentials
         self._mode = 0  # index into _OUTPUT_MODES
+        self._keyless: openai.OpenAI | None = None
+        self._keyless_lock = threading.Lock()
 
     @classmethod
     def from_profile(
@@ -237,26 +240,37 @@ class OpenAIProvider:
     def _exchange(self, request: ModelRequest, secret: Secret) -> dict[str, Any]:
         """Send the request, stepping down the output modes on ``400``; the answer's JSON."""
         e = self.endpoint
-        # A client per call: the key lives exactly as long as the request that needs it. The
-        # client's own retries are off: the turn retries, within the run's budgets.
-        with openai.OpenAI(
-            base_url=e.base_url, api_key=secret.reveal(), timeout=e.timeout, max_retries=0
-        ) as client:
-            index = self._mode
-            while True:
-                mode = _OUTPUT_MODES[index]
-                try:
-                    document = self._send(client, chat_arguments(request, e, mode))
-                except openai.BadRequestError:
-                    if request.output_schema is None or mode == "text":
-                        raise
-                    index += 1
-                    continue
-                # Remember a step down only once it worked: a 400 for another reason (a
-                # context too long) fails in every mode and must not weaken later calls.
-                if request.output_schema is not None:
-                    self._mode = index
-                return document
+        # A keyed copy per call: the key lives exactly as long as the request that needs it,
+        # while the connections and the TLS context (tens of milliseconds to build) are the
+        # keyless client's, shared by every call. Closing the copy would close them: it is
+        # dropped instead.
+        client = self._connections().with_options(api_key=secret.reveal())
+        index = self._mode
+        while True:
+            mode = _OUTPUT_MODES[index]
+            try:
+                document = self._send(client, chat_arguments(request, e, mode))
+            except openai.BadRequestError:
+                if request.output_schema is None or mode == "text":
+                    raise
+                index += 1
+                continue
+            # Remember a step down only once it worked: a 400 for another reason (a
+            # context too long) fails in every mode and must not weaken later calls.
+            if request.output_schema is not None:
+                self._mode = index
+            return document
+
+    def _connections(self) -> openai.OpenAI:
+        """The endpoint's client without a key, made on first use. Its own retries are off:
+        the turn retries, within the run's budgets."""
+        with self._keyless_lock:
+            if self._keyless is None:
+                e = self.endpoint
+                self._keyless = openai.OpenAI(
+                    base_url=e.base_url, api_key=PLACEHOLDER_KEY, timeout=e.timeout, max_retries=0
+                )
+            return self._keyless
 
     def _send(self, client: openai.OpenAI, arguments: dict[str, Any]) -> dict[str, Any]:
         if not self.endpoint.stream:
