@@ -69,6 +69,20 @@ def test_an_approved_order_is_submitted_once_with_the_stable_key(
     assert types.index("action.admitted") < types.index("action.dispatched")
     assert types.index("action.dispatched") < types.index("action.succeeded")
     assert_gap_free(store, run.id)
+    # Admitted and marked dispatched by one UPDATE, the action reads as after two moves.
+    assert [e["from"] for e in action.history[1:]] == history(action)[:-1]
+    assert action.revision == 1 + len(action.history)
+    moves = {
+        e.type: e.payload
+        for e in store.runs.events(run.id, 0, 10_000)
+        if e.type in ("action.admitted", "action.dispatched")
+    }
+    assert moves["action.admitted"]["from"] == "waiting_for_approval"
+    assert (moves["action.dispatched"]["from"], moves["action.dispatched"]["attempt"]) == (
+        "admitted",
+        1,
+    )
+    assert action.attempts == 1 and action.admitted_at == action.dispatched_at
 
 
 def test_an_approval_decided_in_time_admits_however_late_the_worker_comes(

@@ -26,7 +26,15 @@ from openseal.runtime.actions.proposal_check import verify_in
 from openseal.runtime.actions.proposals import proposal_name
 from openseal.runtime.compiled import CompiledWorkflow, DefinitionError, evaluate_json
 from openseal.runtime.statuses import ActionStatus
-from openseal.runtime.store import Action, Approval, Connection, EventSink, Proposal, Store
+from openseal.runtime.store import (
+    Action,
+    Approval,
+    Connection,
+    EventSink,
+    NextMove,
+    Proposal,
+    Store,
+)
 
 #: statuses from which admission may be (re)tried
 ADMISSIBLE = (ActionStatus.PROPOSED, ActionStatus.WAITING_FOR_APPROVAL, ActionStatus.DENIED)
@@ -54,6 +62,7 @@ def admit(
     events: EventSink | None = None,
     fresh: bool = False,
     stored: bytes | None = None,
+    then: NextMove | None = None,
 ) -> Action | str:
     """Admit ``action`` (inside the caller's fenced transaction) or return why not.
 
@@ -61,7 +70,9 @@ def admit(
     move to ``admitted`` is conditional on its revision either way). ``stored``: the
     proposal's artefact bytes, stored or checked by digest in this same transaction (see
     :func:`~openseal.runtime.actions.proposal_check.verify_in`). ``events`` receives the
-    run events, as in ``store.actions.move``.
+    run events, as in ``store.actions.move``. ``then``: a move made by the same UPDATE as
+    the one to ``admitted`` when admission passes (the ``dispatched`` mark of a dispatch in this
+    transaction), so the action returned is in ``then.to``.
     """
     current = action if fresh else store.actions.get(conn, action.id)
     if current.status not in ADMISSIBLE:
@@ -85,7 +96,7 @@ def admit(
     admitted = store.actions.move(
         conn, current, ActionStatus.ADMITTED, now=now, actor=actor, expect=ADMISSIBLE,
         approval_id=approval.id if approval else None, admitted_at=now, error=None, state=state,
-        event={"approval_id": approval.id if approval else None}, events=events,
+        event={"approval_id": approval.id if approval else None}, events=events, then=then,
     )  # fmt: skip
     if admitted is None:
         return store.actions.get(conn, action.id)

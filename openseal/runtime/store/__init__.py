@@ -55,7 +55,13 @@ from typing import TYPE_CHECKING
 from openseal.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
-    from openseal.runtime.store.actions import NOT_DISPATCHED, OPEN_OUTCOME, Action, EventSink
+    from openseal.runtime.store.actions import (
+        NOT_DISPATCHED,
+        OPEN_OUTCOME,
+        Action,
+        EventSink,
+        NextMove,
+    )
     from openseal.runtime.store.actions import boundary as action_boundary
     from openseal.runtime.store.agent_requests import OPEN_AGENT_REQUESTS, Restart, caller_wakes
     from openseal.runtime.store.approvals import Approval
@@ -178,6 +184,7 @@ __all__ = [
     "ListQuery",
     "NewChild",
     "NewObjective",
+    "NextMove",
     "NotFound",
     "Objective",
     "Occurrence",

@@ -109,6 +109,17 @@ def _move_statement(keys: tuple[str, ...], allowed: int) -> sa.Update:
     return stmt
 
 
+@dataclass(frozen=True)
+class NextMove:
+    """A further move made by the same conditional UPDATE as the one it follows: the row goes
+    from the first move's expected status straight to ``to`` (with both history entries, both
+    events and both revisions), so no other transaction can see the status between."""
+
+    to: ActionStatus
+    values: dict[str, Any]
+    event: dict[str, Any] | None = None
+
+
 BY_KEY = sa.select(actions).where(actions.c.key == sa.bindparam("p_key"))
 BY_ID = sa.select(actions).where(actions.c.id == sa.bindparam("p_id"))
 
@@ -217,54 +228,53 @@ class Actions(Repository):
         event: dict[str, Any] | None = None,
         events: EventSink | None = None,
         entry: dict[str, Any] | None = None,
+        then: NextMove | None = None,
         **values: Any,
     ) -> Action | None:
         """Move ``action`` (from one of ``expect``, default its current status) to ``to``.
 
         Appends to the action's history (with ``entry``'s extra fields) and a run event
         ``action.<to>`` (through ``events`` when given, else written at once); returns None
-        (writing nothing) when the action was no longer in an expected status.
+        (writing nothing) when the action was no longer in an expected status. ``then``: a
+        further move in the same UPDATE (see :class:`NextMove`).
         """
         allowed = list(expect) if expect is not None else [action.status]
-        entry = {
-            "at": iso(now),
-            "from": str(action.status),
-            "to": str(to),
-            "actor": actor,
-            **(entry or {}),
-        }
+        first = {"at": iso(now), "from": str(action.status), "to": str(to), "actor": actor}
+        first.update(entry or {})
         if note:
-            entry["note"] = note
+            first["note"] = note
+        moves = [(action.status, to, first, {**({"note": note} if note else {}), **(event or {})})]
+        if then is not None:
+            second = {"at": iso(now), "from": str(to), "to": str(then.to), "actor": actor}
+            moves.append((to, then.to, second, then.event or {}))
+            values = {**values, **then.values}
+        history = [*action.history, *(entry for _, _, entry, _ in moves)]
+        status, revision = moves[-1][1], action.revision + len(moves)
         params = {f"v_{k}": v for k, v in values.items()}
         params.update({f"p_allowed_{i}": str(status) for i, status in enumerate(allowed)})
         params.update(
             p_id=action.id, p_revision=action.revision,
-            v_status=to, v_history=[*action.history, entry], v_updated_at=now,
-            v_revision=action.revision + 1,
+            v_status=status, v_history=history, v_updated_at=now, v_revision=revision,
         )  # fmt: skip
         stmt = _move_statement(tuple(sorted(values)), len(allowed))
         if fastsql.execute_count(conn, stmt, params) != 1:
             return None
-        payload = {
-            "action_id": action.id,
-            "key": action.key,
-            "proposal": action.proposal_name,
-            "hash": action.proposal_hash,
-            "from": str(action.status),
-            **({"note": note} if note else {}),
-            **(event or {}),
-        }
+        written = tuple(
+            (f"action.{moved_to}", actor, {
+                "action_id": action.id, "key": action.key, "proposal": action.proposal_name,
+                "hash": action.proposal_hash, "from": str(moved_from), **extra,
+            })
+            for moved_from, moved_to, _, extra in moves
+        )  # fmt: skip
         if events is not None:
-            events(f"action.{to}", payload, actor)
-        elif (
-            append_events(conn, action.run_id, ((f"action.{to}", actor, payload),), now=now) is None
-        ):
+            for name, by, payload in written:
+                events(name, payload, by)
+        elif append_events(conn, action.run_id, written, now=now) is None:
             raise NotFound(f"run {action.run_id} not found")
         # The conditional UPDATE matched the revision read, so the row is exactly this now.
         return replace(
-            action, status=to, history=[*action.history, entry], updated_at=now,
-            revision=action.revision + 1, **values,
-        )  # fmt: skip
+            action, status=status, history=history, updated_at=now, revision=revision, **values
+        )
 
     def reserved_total(
         self, conn: sa.Connection, scope: str, currency: str | None, since: datetime | None = None

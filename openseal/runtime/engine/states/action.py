@@ -20,6 +20,8 @@ then drafted here (named after the state) exactly as a proposal state would.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from openseal.contract import ActionSettings, ReconcileWait
 from openseal.runtime.actions import admission, proposals
 from openseal.runtime.actions.dispatch import Target, confirmed, dispatch, output_of, target_for
@@ -37,7 +39,7 @@ from openseal.runtime.engine.states.base import (
 )
 from openseal.runtime.engine.states.proposal import store_draft_in
 from openseal.runtime.statuses import ActionStatus, RunStatus
-from openseal.runtime.store import Action, FencedTx, Proposal
+from openseal.runtime.store import Action, FencedTx, NextMove, Proposal
 from openseal.skills.base import SkillResult
 
 #: bound on status changes in one turn (admission, dispatches, reconciliation)
@@ -156,14 +158,19 @@ def _prepare(ctx: StepContext) -> tuple[Target, Proposal, Action, Action | None]
         target = target_for(ctx.workflow, proposal)
         if action.status in admission.ADMISSIBLE:
             # Read in this transaction; its events join the transaction's held-back batch.
+            # Admitted, it is marked dispatched by the same UPDATE.
             verdict = admission.admit(
                 tx.row_conn, ctx.store, ctx.workflow, proposal, action, state=ctx.state.name,
                 now=tx.now, actor=tx.actor, events=tx.append_event, fresh=True,
                 stored=drafted.data if drafted is not None else None,
+                then=_dispatching(action, tx.now),
             )  # fmt: skip
             if isinstance(verdict, str):
                 refusal = f"action {action.id} was not admitted: {verdict}"
             else:
+                # Sent only if this UPDATE marked it (not found so when re-read after a conflict).
+                if _marked_here(verdict, found, tx):
+                    sent = verdict
                 action = admitted = verdict
         if refusal is None and action.status == ActionStatus.ADMITTED:
             sent = _mark_dispatched(tx, action)
@@ -194,13 +201,30 @@ def _admit(ctx: StepContext, proposal: Proposal, action: Action) -> Action | str
     return verdict
 
 
+def _dispatching(action: Action, now: datetime) -> NextMove:
+    """The move to ``dispatched`` of ``action``'s next attempt."""
+    attempt = action.attempts + 1
+    return NextMove(
+        ActionStatus.DISPATCHED, {"attempts": attempt, "dispatched_at": now}, {"attempt": attempt}
+    )
+
+
+def _marked_here(action: Action, read: Action, tx: FencedTx) -> bool:
+    """``action`` is ``read`` admitted and marked dispatched by this transaction's one UPDATE."""
+    return (
+        action.status == ActionStatus.DISPATCHED
+        and action.revision == read.revision + 2
+        and action.dispatched_at == tx.now
+    )
+
+
 def _mark_dispatched(tx: FencedTx, action: Action) -> Action | None:
     """Persist ``dispatched`` (in a fenced transaction: a cancel since admission stops it)."""
-    attempt = action.attempts + 1
+    move = _dispatching(action, tx.now)
     return tx.store.actions.move(
-        tx.row_conn, action, ActionStatus.DISPATCHED, now=tx.now, actor=tx.actor,
-        expect=(ActionStatus.ADMITTED, ActionStatus.UNKNOWN), attempts=attempt,
-        dispatched_at=tx.now, event={"attempt": attempt}, events=tx.append_event,
+        tx.row_conn, action, move.to, now=tx.now, actor=tx.actor,
+        expect=(ActionStatus.ADMITTED, ActionStatus.UNKNOWN), event=move.event,
+        events=tx.append_event, **move.values,
     )  # fmt: skip
 
 
