@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -111,7 +110,7 @@ def test_svg_without_graphviz_says_what_to_install(
     assert "Traceback" not in captured.err
 
 
-@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz `dot` is not installed")
+@pytest.mark.usefixtures("graphviz_dot")
 def test_svg_with_graphviz(tmp_path: Path) -> None:
     out = tmp_path / "procure.svg"
     assert exit_code(["graph", PROCUREMENT, "--format", "svg", "--out", str(out)]) == 0

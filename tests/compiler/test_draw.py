@@ -104,7 +104,7 @@ def test_svg_reports_a_failing_dot(monkeypatch: pytest.MonkeyPatch) -> None:
         to_svg(procurement())
 
 
-@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz `dot` is not installed")
+@pytest.mark.usefixtures("graphviz_dot")
 def test_svg_with_graphviz() -> None:
     svg = to_svg(procurement())
     assert b"<svg" in svg and b"human checkpoint" in svg
