@@ -34,8 +34,6 @@ from openseal.cli.runtime import opened, opened_for_reading
 from openseal.errors import OpenSealError, UsageError
 
 if TYPE_CHECKING:
-    import ssl
-
     import httpx
 
     from openseal.runtime import service
@@ -82,26 +80,18 @@ def server_options(command: F) -> F:
     )(command)  # fmt: skip
 
 
-@cache
-def _tls() -> ssl.SSLContext:
-    """httpx's default TLS context, made once a process: building one (it loads the CA bundle)
-    costs tens of milliseconds, and a process that calls the CLI's commands in turn (a test,
-    a script embedding it) would pay that for each."""
-    import httpx
-
-    return httpx.create_ssl_context()
-
-
 class Remote:
     """An ``openseal serve`` API at ``url``, called with ``token``."""
 
     def __init__(self, url: str, token: str | None) -> None:
         import httpx
 
+        from openseal.skills.http import tls_context
+
         self.url = url.rstrip("/")
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._http = httpx.Client(
-            base_url=f"{self.url}/api/v1", headers=headers, timeout=TIMEOUT, verify=_tls()
+            base_url=f"{self.url}/api/v1", headers=headers, timeout=TIMEOUT, verify=tls_context()
         )
         self._served: dict[str, str | None] | None = None
 

@@ -50,9 +50,10 @@ class RequestAmbiguous(Exception):
 
 
 @cache
-def _tls() -> ssl.SSLContext:
+def tls_context() -> ssl.SSLContext:
     """httpx's default TLS context, made once a process rather than per request: building one
-    loads the CA bundle, tens of milliseconds of CPU for each call otherwise."""
+    loads the CA bundle, tens of milliseconds of CPU for each call otherwise. The http skill and
+    the CLI's server client both use it."""
     return httpx.create_ssl_context()
 
 
@@ -75,7 +76,7 @@ def send(
             content = json.dumps(body, separators=(",", ":")).encode("utf-8")
             sent_headers.setdefault("content-type", "application/json")
     try:
-        with httpx.Client(timeout=timeout, follow_redirects=False, verify=_tls()) as client:
+        with httpx.Client(timeout=timeout, follow_redirects=False, verify=tls_context()) as client:
             response = client.request(method, url, headers=sent_headers, content=content)
     except (httpx.ConnectError, httpx.ConnectTimeout, httpx.UnsupportedProtocol) as exc:
         raise RequestNotSent(f"{method} {url}: cannot connect ({exc.__class__.__name__})") from None
