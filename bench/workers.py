@@ -29,17 +29,16 @@ grows from 1 to 4 workers. The revision must share the current schema.
 from __future__ import annotations
 
 import collections
-import io
 import os
 import signal
 import subprocess
 import sys
-import tarfile
 import time
 from pathlib import Path
 
 import sqlalchemy as sa
 
+from bench.baseline import BASELINE_ENV, REPOSITORY, checkout
 from bench.counted_worker import STATEMENTS_ENV
 from bench.harness import Figure, Options, Report, Target, compare, summarize, unavailable
 from bench.postgres import scratch_schema
@@ -50,11 +49,9 @@ from openseal.runtime.store import Store, open_store, schema
 
 NAME = "workers"
 WORKFLOW = "slow_steps"
-REPOSITORY = Path(__file__).resolve().parents[1]
 WORKER_COUNTS = (1, 2, 4)
 #: idle workers: processes and threads each, woken for runs that arrive one at a time
 IDLE = (2, 4)
-BASELINE_ENV = "OPENSEAL_BENCH_BASELINE"
 #: each worker process's log, by pid (quoted when a worker exits early)
 LOGS: dict[int, Path] = {}
 
@@ -155,18 +152,6 @@ def run(options: Options) -> Report:
         )
     )  # fmt: skip
     return report
-
-
-def checkout(revision: str, directory: Path) -> Path:
-    """The ``openseal`` package of ``revision``, extracted under ``directory``."""
-    archive = subprocess.run(
-        ["git", "-C", str(REPOSITORY), "archive", "--format=tar", revision, "openseal"],
-        check=True, capture_output=True,
-    ).stdout  # fmt: skip
-    directory.mkdir(parents=True)
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(directory, filter="data")
-    return directory
 
 
 def measure(
