@@ -23,18 +23,29 @@ on SQLite (one workflow of three steps) and LangGraph with ``SqliteSaver`` (thre
 ``durability="sync"``). Targets: openseal runs/s ≥ 3× DBOS and ≥ 2× LangGraph; commits per run
 ≤ 2 with batches of 8. The same batches also run on PostgreSQL when a server is reachable
 (reported, no target).
+
+``OPENSEAL_BENCH_BASELINE=<git revision>`` also measures that revision: its ``openseal`` and
+its own ``bench`` are extracted with ``git archive``, and before each repetition of the current
+batches (SQLite at concurrency 1 and batched, PostgreSQL at both) one batch of the revision
+runs in a subprocess, through its own ``bench.durable.Batch`` (its store, its migrations; see
+:mod:`bench.durable_baseline`). Each such figure is reported with the ratio current ÷ baseline;
+the PostgreSQL one at concurrency 1 has the target ≥ 2×. A revision whose ``Batch`` has no
+concurrency runs its batched figure at concurrency 1, and the figure's note says so.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from tempfile import mkdtemp
 from typing import Any
 
+from bench.baseline import BASELINE_ENV, checkout
 from bench.harness import (
     Figure,
     Options,
@@ -72,6 +83,8 @@ DESIGN_COMMITS_PER_RUN = 4
 CONCURRENCY, BATCH_SIZE = 8, 8
 #: openseal runs/s (batched) at least this many times each peer's
 PEER_TARGETS = {"DBOS": 3.0, "LangGraph": 2.0}
+#: what a baseline revision's batch runs: read as text and run in that revision's tree
+BASELINE_DRIVER = Path(__file__).with_name("durable_baseline.py")
 
 
 @dataclass(frozen=True)
@@ -137,6 +150,93 @@ class Batch:
         return Sample(elapsed, len(turns), commits, cpu)
 
 
+@dataclass(frozen=True)
+class Baseline:
+    """A revision's own ``openseal`` and ``bench``, extracted to ``tree``."""
+
+    revision: str
+    tree: Path
+
+    def batch(self, like: Batch) -> dict[str, Any]:
+        """One batch of the revision with ``like``'s runs, store and concurrency, run in a
+        subprocess by its own code: seconds, cpu (or None), write_commits, concurrency."""
+        spec = {
+            "workdir": mkdtemp(prefix="batch-", dir=self.tree.parent),
+            "runs": like.runs,
+            "postgres_url": like.postgres_url,
+            "concurrency": like.concurrency,
+        }
+        completed = subprocess.run(
+            [sys.executable, "-c", BASELINE_DRIVER.read_text(), json.dumps(spec)],
+            # its tree first on the path, and as the working directory (which ``-c`` puts
+            # first), so that this checkout's packages do not shadow the revision's
+            cwd=self.tree, env={**os.environ, "PYTHONPATH": str(self.tree)},
+            capture_output=True, check=False, timeout=1800,
+        )  # fmt: skip
+        if completed.returncode != 0:
+            lines = completed.stderr.decode(errors="replace").strip().splitlines()
+            raise RuntimeError(f"the {self.revision} batch failed: {lines[-1:]}")
+        result: dict[str, Any] = json.loads(completed.stdout.decode().strip().splitlines()[-1])
+        return result
+
+
+def baseline_tree(report: Report, options: Options) -> Baseline | None:
+    """The revision ``OPENSEAL_BENCH_BASELINE`` names, extracted; None when unset."""
+    revision = os.environ.get(BASELINE_ENV)
+    if not revision:
+        return None
+    report.parameters["baseline"] = revision
+    tree = checkout(revision, options.workdir / "baseline" / "tree", ("openseal", "bench"))
+    return Baseline(revision, tree)
+
+
+def repetitions(
+    batch: Batch, options: Options, baseline: Baseline | None
+) -> tuple[list[Sample], list[dict[str, Any]]]:
+    """A warm-up, then ``options.repeat`` samples of ``batch``, each after one batch of the
+    baseline when there is one (old, new, old, new …: both under the same load)."""
+    batch()  # warm-up: imports, compiled-workflow cache, first connections
+    samples, old = [], []
+    for _ in range(options.repeat):
+        if baseline is not None:
+            old.append(baseline.batch(batch))
+        samples.append(batch())
+    return samples, old
+
+
+def versus_baseline(
+    report: Report,
+    current: Figure,
+    batch: Batch,
+    old: list[dict[str, Any]],
+    baseline: Baseline | None,
+    target: Target | None = None,
+) -> None:
+    """The baseline's figure beside ``current`` (measured by ``batch``), and the ratio
+    current ÷ baseline."""
+    if baseline is None:
+        return
+    assert current.stats is not None
+    runs, last = batch.runs, old[-1]
+    note = f"{last['write_commits'] / runs:.2f} write commits"
+    cpu = last["cpu"]
+    note += f", {1000 * cpu / runs:.2f} ms CPU per run" if cpu is not None else " per run"
+    if last["concurrency"] != batch.concurrency:
+        note += f"; concurrency {last['concurrency']}: its Batch has no concurrency parameter"
+    old_figure = report.add(
+        compare(
+            f"{current.name} ({baseline.revision})", "runs/s",
+            rates(runs, summarize([o["seconds"] for o in old])), note=note,
+        )
+    )  # fmt: skip
+    report.add(
+        compare(
+            f"{current.name}: current ÷ {baseline.revision}", "runs/s", current.stats,
+            old_figure, target,
+        )
+    )  # fmt: skip
+
+
 def per_run(report: Report, key: str, sample: Sample, runs: int) -> dict[str, float]:
     """Commits, statements and CPU per run of ``sample``, kept in the report's parameters."""
     figures = {
@@ -156,7 +256,7 @@ def configuration(concurrency: int, batch_size: int) -> str:
 
 
 def measure_openseal(
-    report: Report, options: Options, floor: Figure
+    report: Report, options: Options, floor: Figure, baseline: Baseline | None
 ) -> tuple[Figure | None, Figure | None]:
     """The batched figure and the figure of one thread alone (None when not measured)."""
     problem = engine_problem()
@@ -175,8 +275,7 @@ def measure_openseal(
     report.parameters["runs"] = runs
     report.parameters["concurrency"], report.parameters["batch_size"] = CONCURRENCY, BATCH_SIZE
     alone = Batch(options, documents, runs)
-    alone()  # warm-up: imports, compiled-workflow cache, first connections
-    samples = [alone() for _ in range(options.repeat)]
+    samples, old = repetitions(alone, options, baseline)
     one = per_run(report, "concurrency_1", samples[-1], runs)
     alone_figure = report.add(
         compare(
@@ -187,9 +286,9 @@ def measure_openseal(
             "per run",
         )
     )  # fmt: skip
+    versus_baseline(report, alone_figure, alone, old, baseline)
     batched = Batch(options, documents, runs, concurrency=CONCURRENCY)
-    batched()
-    samples = [batched() for _ in range(options.repeat)]
+    samples, old = repetitions(batched, options, baseline)
     many = per_run(report, "batched", samples[-1], runs)
     ours = report.add(
         compare(
@@ -200,6 +299,7 @@ def measure_openseal(
             "per run",
         )
     )  # fmt: skip
+    versus_baseline(report, ours, batched, old, baseline)
     report.add(
         compare(
             "write commits per run (batched)", "commits",
@@ -283,8 +383,9 @@ def measure_peer(name: str, script: str, options: Options) -> tuple[Figure, dict
     return compare(f"{name} runs/s", "runs/s", rates(runs, seconds), note=described), data
 
 
-def measure_postgres(report: Report, options: Options) -> None:
-    """The same batches on PostgreSQL (a scratch schema per repetition); reported, no target."""
+def measure_postgres(report: Report, options: Options, baseline: Baseline | None) -> None:
+    """The same batches on PostgreSQL (a scratch schema per repetition); no target but the
+    ratio to a baseline revision's at concurrency 1."""
     name = "PostgreSQL: openseal runs/s"
     if options.postgres_url is None:
         report.add(unavailable(name, "no PostgreSQL server reachable", "runs/s"))
@@ -303,12 +404,11 @@ def measure_postgres(report: Report, options: Options) -> None:
     report.parameters["postgres_runs"] = runs
     for concurrency in (1, CONCURRENCY):
         batch = Batch(options, documents, runs, options.postgres_url, concurrency=concurrency)
-        batch()  # warm-up
-        samples = [batch() for _ in range(options.repeat)]
+        samples, old = repetitions(batch, options, baseline)
         setting = configuration(concurrency, BATCH_SIZE)
         figures = per_run(report, f"postgres_concurrency_{concurrency}", samples[-1], runs)
         commits = figures["write_commits_per_run"]
-        report.add(
+        ours = report.add(
             compare(
                 f"{name}, {setting}", "runs/s",
                 rates(runs, summarize([s.seconds for s in samples])),
@@ -317,6 +417,9 @@ def measure_postgres(report: Report, options: Options) -> None:
                 f"{figures['cpu_ms_per_run']:.2f} ms CPU per run",
             )
         )  # fmt: skip
+        # the throughput target: twice the runs/s of the revision before that work
+        target = Target(2, upper=False) if concurrency == 1 else None
+        versus_baseline(report, ours, batch, old, baseline, target)
         assert floor.stats is not None
         report.add(
             compare(
@@ -329,7 +432,8 @@ def measure_postgres(report: Report, options: Options) -> None:
 def run(options: Options) -> Report:
     report = Report(NAME)
     floor = report.add(measure_floor(options))
-    ours, alone = measure_openseal(report, options, floor)
+    baseline = baseline_tree(report, options)
+    ours, alone = measure_openseal(report, options, floor, baseline)
     for name, script in (("DBOS", "dbos_peer.py"), ("LangGraph", "langgraph_peer.py")):
         peer, data = measure_peer(name, script, options)
         report.add(peer)
@@ -348,5 +452,5 @@ def run(options: Options) -> Report:
             if alone is not None and alone.stats is not None:
                 report.add(compare(f"{versus}, concurrency 1", "runs/s", alone.stats, peer))
     if engine_problem() is None:
-        measure_postgres(report, options)
+        measure_postgres(report, options, baseline)
     return report
