@@ -33,6 +33,7 @@ from tests.runtime.action_support import (  # noqa: F401
     simulator_fixture,
 )
 from tests.runtime.support import Backend
+from tests.runtime.test_artifacts import corrupt
 
 
 def other_host(backend: Backend, tmp: Path) -> Store:
@@ -56,17 +57,7 @@ def files_under(home: Path) -> list[Path]:
 
 def make_unverifiable(store: Store, digest: str) -> None:
     """The artefact's stored bytes no longer hash to its digest."""
-    if store.artifacts.in_database:
-        with store.engine.begin() as conn:
-            conn.execute(
-                sa.update(schema.artifacts)
-                .where(schema.artifacts.c.digest == digest)
-                .values(content=b'{"tampered": true}')
-            )
-        return
-    path = store.artifacts.path(digest)
-    path.chmod(0o644)
-    path.write_bytes(b'{"tampered": true}')
+    corrupt(store, digest, b'{"tampered": true}')
 
 
 def change_row(store: Store, proposal_id: str, **args: Any) -> None:
@@ -91,7 +82,7 @@ def test_a_proposal_drafted_on_one_host_is_verified_approved_and_sent_from_anoth
     host_b = other_host(backend, tmp_path)
     if backend.name == "postgresql":
         assert host_b.home != host_a.home
-        assert files_under(host_a.home) == []  # the bytes are in the database, on no disk
+    assert files_under(host_a.home) == []  # the bytes are in the database, on no disk
     view = service.show_approval(host_b, approval.id).proposal
     assert view.verified and view.problem is None
     assert view.document["args"]["total"] == 11490

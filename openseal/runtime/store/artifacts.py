@@ -1,16 +1,20 @@
 """Content-addressed artefacts: create-only, verified by digest on every read, on every host.
 
-Where the bytes live follows the database (DESIGN §5, invariant 16):
+Where the bytes live follows the database (DESIGN §5, invariant 16; decision record 0010):
 
-* **SQLite** (one host): files at ``<home>/artifacts/ab/cdef…`` (the sha256 hex split after two
-  characters). A write goes to a temporary file in the same directory, is synced, then
-  hard-linked into place: ``link`` fails if the name exists, so two writers of the same content
-  can never clobber each other and a reader never sees a half-written file.
 * **PostgreSQL** (many hosts): the bytes are in the artefact's row (``artifacts.content``),
   written in the same transaction as whatever refers to them, so a worker or a server on any
   host reads exactly what the drafting host stored — nothing a second host needs is on one
   host's disk. Rows from before artefacts moved into the database have no content; their file
   is read if this host has it, and they are reported as not found otherwise.
+* **SQLite** (one host): an artefact of at most :data:`INLINE_MAX_BYTES` (every proposal) is
+  stored in its row too, in the caller's transaction, whose WAL commit makes it durable: no
+  file and no fsync of its own. A larger one is a file at ``<home>/artifacts/ab/cdef…`` (the
+  sha256 hex split after two characters), and its row has no content. The file is written to
+  a temporary file in the same directory, synced, then hard-linked into place: ``link`` fails
+  if the name exists, so two writers of the same content can never clobber each other and a
+  reader never sees a half-written file. Rows written as files before small artefacts moved
+  into the database keep reading their file.
 
 Either way every read recomputes the sha256 and refuses bytes that do not match
 (:class:`ArtifactCorrupt`).
@@ -29,6 +33,13 @@ from openseal.runtime.store import fastsql, schema
 from openseal.runtime.store.base import StoreBase
 from openseal.runtime.store.errors import ArtifactCorrupt, NotFound
 from openseal.runtime.store.records import ArtifactInfo
+
+#: The largest artefact SQLite stores in its row; larger ones are files. Far above any
+#: proposal (a few KiB of canonical JSON), and below the size from which SQLite's own
+#: measurements find a separate file faster to read than a BLOB (about 100 KB with 4 KiB
+#: pages); it also bounds what one commit adds to the WAL, which holds the bytes until a
+#: checkpoint copies them into the database file.
+INLINE_MAX_BYTES = 64 * 1024
 
 artifacts = schema.artifacts
 INFO_COLUMNS = (
@@ -54,13 +65,18 @@ def sha256_hex(data: bytes) -> str:
 
 
 class ArtifactStore:
-    """The store's artefacts; ``in_database`` for every backend but SQLite."""
+    """The store's artefacts: in their rows (all on PostgreSQL, the small ones on SQLite),
+    else in files under ``root``."""
 
     def __init__(self, root: Path, store: StoreBase) -> None:
         self.root = root
         self._store = store
-        #: the bytes live in the artefact rows (PostgreSQL), not in files under ``root``
+        #: every artefact's bytes live in its row (PostgreSQL), none in files under ``root``
         self.in_database = store.dialect != "sqlite"
+
+    def inline(self, size: int) -> bool:
+        """Whether an artefact of ``size`` bytes is stored in its row rather than a file."""
+        return self.in_database or size <= INLINE_MAX_BYTES
 
     def path(self, digest: str) -> Path:
         _check_digest(digest)
@@ -79,12 +95,12 @@ class ArtifactStore:
     def write_file(self, data: bytes) -> str:
         """Prepare ``data`` outside any transaction and return its digest; no row yet.
 
-        With files (SQLite) the file is written (or verified) now, so no lock is held over its
-        fsync; in the database there is nothing to do before the row. Pair it with
+        A file (a large artefact on SQLite) is written (or verified) now, so no lock is held
+        over its fsync; bytes stored in the row need nothing before it. Pair it with
         :meth:`record_in`, which adds the row inside the caller's transaction.
         """
         digest = sha256_hex(data)
-        if self.in_database:
+        if self.inline(len(data)):
             return digest
         target = self.path(digest)
         if target.exists():
@@ -103,16 +119,17 @@ class ArtifactStore:
     ) -> ArtifactInfo:
         """The artefact's row, inserted in ``conn``'s transaction unless it exists already.
 
-        ``data`` is the artefact's bytes: stored in the row when artefacts live in the
-        database (required then). With files, the file must have been written first
-        (:meth:`write_file`): a row never points at a file that is not on disk.
+        ``data`` is the artefact's bytes: required when they are stored in the row
+        (:meth:`inline`). A file must have been written first (:meth:`write_file`): a row
+        never points at a file that is not on disk.
         """
-        if self.in_database:
+        inline = self.inline(size)
+        if inline:
             if data is None:
-                raise ValueError("artefacts in the database are recorded with their bytes")
+                raise ValueError("artefacts stored in the database are recorded with their bytes")
             self._verify(data, digest)
         info = ArtifactInfo(digest, size, media_type, self._store.now())
-        content = data if self.in_database else None
+        content = data if inline else None
         insert_new = self._store.insert_new(artifacts, "digest")
         if insert_new is not None and fastsql.execute(
             conn, insert_new, {**info.__dict__, "content": content}
@@ -120,7 +137,7 @@ class ArtifactStore:
             return info
         row = fastsql.one_or_none(fastsql.execute(conn, SELECT_ARTIFACT, {"p_digest": digest}))
         if row is not None:
-            if self.in_database:
+            if inline:
                 self._keep(conn, digest, data)
             return ArtifactInfo.from_row(row)
         fastsql.execute(conn, INSERT_ARTIFACT, {**info.__dict__, "content": content})
@@ -155,28 +172,18 @@ class ArtifactStore:
 
     def read(self, digest: str) -> bytes:
         """The artefact's bytes, after checking they still hash to ``digest``."""
-        if not self.in_database:
-            return self._read_file(digest)
         with self._store.read() as conn:
             return self.read_in(conn, digest)
 
     def read_in(self, conn: sa.Connection, digest: str) -> bytes:
         """:meth:`read` in the caller's transaction (admission verifies what it admits)."""
-        if not self.in_database:
-            return self._read_file(digest)
         _check_digest(digest)
         found = fastsql.one_or_none(fastsql.execute(conn, SELECT_CONTENT, {"p_digest": digest}))
         if found is None:
             raise NotFound(f"artefact {digest} is not in the store")
         content = found["content"]
         if content is None:
-            try:
-                return self._read_file(digest)
-            except NotFound:
-                raise NotFound(
-                    f"artefact {digest} was stored as a file on the host that drafted it, "
-                    "before artefacts moved into the database, and this host does not have it"
-                ) from None
+            return self._read_file(digest)
         data = bytes(content)
         self._verify(data, digest)
         return data
@@ -185,7 +192,12 @@ class ArtifactStore:
         try:
             data = self.path(digest).read_bytes()
         except FileNotFoundError:
-            raise NotFound(f"artefact {digest} not found") from None
+            if self.in_database:
+                raise NotFound(
+                    f"artefact {digest} was stored as a file on the host that drafted it, "
+                    "before artefacts moved into the database, and this host does not have it"
+                ) from None
+            raise NotFound(f"artefact {digest} not found: its file is missing") from None
         self._verify(data, digest)
         return data
 

@@ -310,8 +310,9 @@ artifacts = sa.Table(
     sa.Column("size", sa.BigInteger, nullable=False),
     sa.Column("media_type", sa.String(200), nullable=False),
     sa.Column("created_at", UtcTimestamp, nullable=False),
-    # The bytes, where artefacts live in the database (PostgreSQL: every host reads them from
-    # here); NULL where they are files (SQLite), see openseal.runtime.store.artifacts.
+    # The bytes, where the artefact lives in the database (all on PostgreSQL: every host reads
+    # them from here; small ones on SQLite); NULL where it is a file (large ones on SQLite, and
+    # rows from before), see openseal.runtime.store.artifacts.
     sa.Column("content", sa.LargeBinary, nullable=True),
 )
 

@@ -141,7 +141,8 @@ def _prepare(ctx: StepContext) -> tuple[Target, Proposal, Action, Action | None]
         drafted = proposals.draft(
             ctx.workflow, ctx.run.id, ctx.state.name, ctx.state.name, step, ctx.scope
         )
-    # The artefact file is written before the transaction, so no lock is held over its fsync.
+    # A large artefact's file (SQLite) is written before the transaction, so no lock is held
+    # over its fsync; a proposal's bytes go into its row, in the transaction.
     digest = ctx.store.artifacts.write_file(drafted.data) if drafted is not None else ""
     admitted = sent = None
     refusal: str | None = None

@@ -33,8 +33,8 @@ def store_draft(ctx: StepContext, drafted: Draft, tx: FencedTx | None = None) ->
     With ``tx`` the rows are written in that fenced transaction (the caller commits them with
     what it does next); otherwise in one of their own.
     """
-    # the file first (SQLite), so no row points at a missing file; in the database, the row
-    # carries the bytes itself
+    # a large artefact's file first (SQLite), so no row points at a missing file; otherwise
+    # the row carries the bytes itself
     digest = ctx.store.artifacts.write_file(drafted.data)
     if tx is not None:
         return store_draft_in(ctx, drafted, digest, tx)[0]
@@ -45,8 +45,8 @@ def store_draft(ctx: StepContext, drafted: Draft, tx: FencedTx | None = None) ->
 def store_draft_in(
     ctx: StepContext, drafted: Draft, digest: str, tx: FencedTx
 ) -> tuple[Proposal, Action]:
-    """Record ``drafted`` (its artefact file ``digest`` already written, outside any
-    transaction) and its action in the caller's transaction ``tx``; both are returned."""
+    """Record ``drafted`` (prepared by ``write_file`` as ``digest``, outside any transaction)
+    and its action in the caller's transaction ``tx``; both are returned."""
     return _record(tx, ctx.store, drafted, digest)
 
 
