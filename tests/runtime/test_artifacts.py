@@ -65,6 +65,27 @@ def test_a_large_artefact_is_a_file_on_sqlite(store: Store) -> None:
     assert store.artifacts.read(info.digest) == LARGE
 
 
+def test_a_file_and_its_directory_entries_are_synced_before_its_row(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A power failure after the row commits must not take the file's name away: the file,
+    its fan-out directory and the artefacts root are each synced before the row is written."""
+    files(store)
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def recording_fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", recording_fsync)
+    digest = store.artifacts.write_file(LARGE)
+    target = store.artifacts.path(digest)
+    assert str(target.parent) in synced
+    assert str(store.artifacts.root) in synced
+    assert any(name.startswith(str(target.parent / ".tmp-")) for name in synced)
+
+
 def test_files_are_create_only(store: Store) -> None:
     files(store)
     first = store.artifacts.put(LARGE)

@@ -169,6 +169,10 @@ class ArtifactStore:
                 self._verify(target.read_bytes(), digest)
         finally:
             os.unlink(temp_name)
+        # The file's name must survive a power failure before a row may name it: the
+        # directory entries the link (and a new fan-out directory) added are synced too.
+        _sync_directory(target.parent)
+        _sync_directory(self.root)
 
     def read(self, digest: str) -> bytes:
         """The artefact's bytes, after checking they still hash to ``digest``."""
@@ -219,3 +223,12 @@ class ArtifactStore:
 def _check_digest(digest: str) -> None:
     if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
         raise NotFound(f"{digest!r} is not an artefact digest (64 lowercase hex)")
+
+
+def _sync_directory(directory: Path) -> None:
+    """Make the entries of ``directory`` durable (fsync of the directory itself)."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
