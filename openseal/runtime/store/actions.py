@@ -86,7 +86,6 @@ class Action:
         return cls(**values)
 
 
-INSERT = sa.insert(actions)
 _moves: dict[tuple[tuple[str, ...], int], sa.Update] = {}
 
 
@@ -167,11 +166,6 @@ class Actions(Repository):
 
     def ensure(self, conn: sa.Connection, proposal: Proposal, now: datetime) -> Action:
         """The action of ``proposal``, created ``proposed`` on first sight."""
-        insert_new = self._store.insert_new(actions, "key")
-        if insert_new is None:
-            found = self.by_key(conn, proposal.action_key)
-            if found is not None:
-                return found
         action = Action(
             id=new_id(),
             key=proposal.action_key,
@@ -195,9 +189,7 @@ class Actions(Repository):
             updated_at=now,
             revision=1,
         )
-        if insert_new is None:
-            fastsql.execute(conn, INSERT, action.__dict__)
-        elif not fastsql.execute(conn, insert_new, action.__dict__):
+        if not fastsql.execute(conn, self._store.insert_new(actions, "key"), action.__dict__):
             found = self.by_key(conn, proposal.action_key)
             assert found is not None  # it is why nothing was inserted
             return found

@@ -131,9 +131,7 @@ class ArtifactStore:
         info = ArtifactInfo(digest, size, media_type, self._store.now())
         content = data if inline else None
         insert_new = self._store.insert_new(artifacts, "digest")
-        if insert_new is not None and fastsql.execute(
-            conn, insert_new, {**info.__dict__, "content": content}
-        ):
+        if fastsql.execute(conn, insert_new, {**info.__dict__, "content": content}):
             return info
         row = fastsql.one_or_none(fastsql.execute(conn, SELECT_ARTIFACT, {"p_digest": digest}))
         if row is not None:

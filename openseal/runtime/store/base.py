@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
 
 from openseal.runtime.clock import utcnow
 from openseal.runtime.store import group_commit
@@ -70,6 +71,7 @@ class StoreBase:
         #: a retry created) is about to commit and once it has (None: no cost); only a crash
         #: test sets it, through the engine (:mod:`openseal.runtime.faults`)
         self.commit_hook: CommitHook | None = None
+        self._inserts_new: dict[tuple[str, tuple[str, ...]], sa.Insert] = {}
 
     # -- transactions --------------------------------------------------------------------
 
@@ -120,12 +122,21 @@ class StoreBase:
         """Lock one claimable row, skipping rows other workers are claiming."""
         return stmt
 
-    def insert_new(self, table: sa.Table, *keys: str) -> sa.Insert | None:
+    def insert_new(self, table: sa.Table, *keys: str) -> sa.Insert:
         """An INSERT of one row into ``table`` that inserts nothing when a row with the same
-        ``keys`` (a unique key) exists, returning ``keys`` only when it inserted; None where the
-        caller should look first and insert after (SQLite, where a statement costs no round
-        trip). Built once per table and key."""
-        return None
+        ``keys`` (a unique key) exists, returning ``keys`` only when it inserted: one statement
+        where looking first and inserting after takes two (both dialects have it, SQLite from
+        3.35). Built once per table and key."""
+        stmt = self._inserts_new.get((table.name, keys))
+        if stmt is None:
+            dialect_insert = postgresql.insert if self.dialect == "postgresql" else sqlite.insert
+            stmt = (
+                dialect_insert(table)
+                .on_conflict_do_nothing(index_elements=list(keys))
+                .returning(*(table.c[key] for key in keys))
+            )
+            self._inserts_new[(table.name, keys)] = stmt
+        return stmt
 
     def lock_event_name(self, conn: sa.Connection, name: str) -> None:
         """Serialise deliveries and wait registrations for one inbound event name.

@@ -24,7 +24,6 @@ from typing import Any, ClassVar
 
 import sqlalchemy as sa
 from sqlalchemy import event
-from sqlalchemy.dialects import postgresql
 
 from openseal.errors import StoreError
 from openseal.runtime.store import fastsql, liveness, migrations, schema
@@ -145,24 +144,12 @@ class PostgresStore(Store):
         # One LISTEN session per store, outside the pool: a notification names the run that
         # became runnable and wakes one idle thread for it; a new session wakes them all.
         self._listener = NotificationListener(engine, WORK_CHANNEL, self._notified)
-        self._inserts_new: dict[tuple[str, tuple[str, ...]], sa.Insert] = {}
 
     def for_update(self, stmt: sa.Select[Any]) -> sa.Select[Any]:
         return stmt.with_for_update()
 
     def for_claim(self, stmt: sa.Select[Any]) -> sa.Select[Any]:
         return stmt.with_for_update(skip_locked=True)
-
-    def insert_new(self, table: sa.Table, *keys: str) -> sa.Insert | None:
-        stmt = self._inserts_new.get((table.name, keys))
-        if stmt is None:
-            stmt = (
-                postgresql.insert(table)
-                .on_conflict_do_nothing(index_elements=list(keys))
-                .returning(*(table.c[key] for key in keys))
-            )
-            self._inserts_new[(table.name, keys)] = stmt
-        return stmt
 
     def lock_event_name(self, conn: sa.Connection, name: str) -> None:
         key = zlib.crc32(f"openseal.event:{name}".encode())

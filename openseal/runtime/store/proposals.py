@@ -20,7 +20,6 @@ from openseal.runtime.store.errors import NotFound
 from openseal.runtime.store.records import RowRecord
 
 proposals = schema.proposals
-INSERT = sa.insert(proposals)
 BY_HASH = sa.select(proposals).where(
     proposals.c.run_id == sa.bindparam("p_run"), proposals.c.hash == sa.bindparam("p_hash")
 )
@@ -90,11 +89,6 @@ class Proposals(Repository):
         now: datetime,
     ) -> tuple[Proposal, bool]:
         """Record ``draft`` for ``run_id``; the same hash again returns the stored proposal."""
-        insert_new = self._store.insert_new(proposals, "run_id", "hash")
-        if insert_new is None:
-            existing = self.by_hash(conn, run_id, draft.hash)
-            if existing is not None:
-                return existing, False
         proposal = Proposal(
             id=new_id(),
             run_id=run_id,
@@ -108,9 +102,8 @@ class Proposals(Repository):
             document=draft.document,
             created_at=now,
         )
-        if insert_new is None:
-            fastsql.execute(conn, INSERT, proposal.__dict__)
-        elif not fastsql.execute(conn, insert_new, proposal.__dict__):
+        insert_new = self._store.insert_new(proposals, "run_id", "hash")
+        if not fastsql.execute(conn, insert_new, proposal.__dict__):
             existing = self.by_hash(conn, run_id, draft.hash)
             assert existing is not None  # it is why nothing was inserted
             return existing, False
