@@ -1,6 +1,10 @@
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import pytest
+from sqlalchemy import Connection
 
 from openseal.errors import StoreError
 from openseal.runtime.statuses import ObjectiveStatus, RunStatus
@@ -105,17 +109,19 @@ def test_inputs_are_checked_against_the_version_the_run_pins(
     deploy(store, numbers)
     v2 = digest_of(strings)
     store.definitions.put(v2, "workflow", WORKFLOW, strings)
-    looked_up = store.definitions.active_version
+    write = store.write
 
-    def activation_in_between(name: str) -> object:
-        # The service looks at the active version; an activation lands right after.
-        found = looked_up(name)
+    @contextmanager
+    def activation_first() -> Iterator[Connection]:
+        # The request was made while v1 was active; v2 is activated as its transaction begins.
+        monkeypatch.setattr(store, "write", write)  # once
         store.definitions.activate(
             WORKFLOW, v2, "user:b", change_proposal_id="cp1", reason="strings"
         )
-        return found
+        with write() as conn:
+            yield conn
 
-    monkeypatch.setattr(store.definitions, "active_version", activation_in_between)
+    monkeypatch.setattr(store, "write", activation_first)
     with pytest.raises(UsageError, match="n: 1 is not of type 'string'"):
         service.create_objective(store, service.StartObjective(WORKFLOW, {"n": 1}), service.CLI)
     assert service.list_objectives(store) == []

@@ -16,7 +16,7 @@ from openseal.errors import InvalidInput
 from openseal.runtime.access import Forbidden
 from openseal.runtime.caller import Caller
 from openseal.runtime.requests import StartObjective
-from openseal.runtime.store import DefinitionVersion, NewObjective, NotFound, Store
+from openseal.runtime.store import DefinitionVersion, NewObjective, Store
 
 #: input validators by workflow digest: a version's input schema never changes
 _validators: dict[str, jsonschema.Draft202012Validator] = {}
@@ -69,15 +69,14 @@ def create_objective(store: Store, request: StartObjective, caller: Caller) -> N
     """Start a workflow (its active version) with inputs checked against its input types.
 
     The inputs are checked against the very version the run pins, in the transaction that
-    pins it. The same ``request_key`` from the same principal again returns the objective it
-    created. The objective records who asked for it, and lives in ``request.scope`` (a scope
-    the caller may act in) or the caller's own."""
+    pins it, and so is that the workflow is deployed (``not_deployed`` otherwise). The same
+    ``request_key`` from the same principal again returns the objective it created. The
+    objective records who asked for it, and lives in ``request.scope`` (a scope the caller may
+    act in) or the caller's own."""
     workflow = request.workflow
     scope = caller.grant.home(request.scope)
     if scope is None:
         raise Forbidden(f"you may not create objectives in scope {request.scope!r}")
-    if store.definitions.active_version(workflow) is None:
-        raise NotFound(f"no workflow {workflow!r} is deployed")
 
     def prepare(version: DefinitionVersion) -> dict[str, Any]:
         return prepare_inputs(workflow, request.inputs, version)
