@@ -1,0 +1,42 @@
+"""The statements one run of the durable benchmark's workflow (transform → governed action
+calling a no-op skill → end) sends, created as a client would and run in one thread: each
+statement costs CPU on every run, so a change that adds one fails here (and a change that
+saves one lowers the bound). Counted as the benchmark counts them (``bench durable``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bench.runtime_support import ACTION_WORKFLOW, CommitCounter, compiled
+from openseal.runtime import service
+from openseal.runtime.engine.engine import Engine
+from openseal.runtime.engine.turns import TurnReport
+from openseal.runtime.store import Store
+
+RUNS = 10
+#: statements per run at most, by backend: what the store sends now, the worker's last look
+#: for work (which finds none) included; SQLite's count its ``BEGIN``s, while psycopg begins
+#: PostgreSQL's transactions without a statement of ours
+STATEMENTS_PER_RUN = {"sqlite": 28.2, "postgresql": 22.1}
+#: write commits per run: creating the objective, the claim (transform run and the action's
+#: turn saved), the action admitted and marked dispatched, the settle (end run)
+WRITE_COMMITS_PER_RUN = 4
+
+
+def test_a_benchmark_run_sends_no_more_statements_than_pinned(store: Store, tmp_path: Path) -> None:
+    service.register_documents(store, compiled(tmp_path / "project", ACTION_WORKFLOW))
+    turns: list[TurnReport] = []
+    engine = Engine(store, on_turn=turns.append)
+    start = service.StartObjective("three_steps", {"n": 0})
+    service.create_objective(store, start, service.CLI)  # the first reads what is cached after
+    engine.run_until_idle(max_steps=2)
+    counter = CommitCounter()
+    counter.attach(store.engine)
+    for n in range(1, RUNS + 1):
+        start = service.StartObjective("three_steps", {"n": n})
+        service.create_objective(store, start, service.CLI)
+    engine.run_until_idle(max_steps=RUNS * 2)
+    ended = [str(t.status) for t in turns if str(t.status) != "running"]
+    assert ended == ["completed"] * (RUNS + 1)
+    assert counter.writes == WRITE_COMMITS_PER_RUN * RUNS
+    assert counter.statements / RUNS <= STATEMENTS_PER_RUN[store.dialect]
