@@ -172,3 +172,34 @@ def test_without_the_stricter_version_the_notes_run_needs_no_approval(
     run_id = notes_run(store, tmp_path, then=None)
     assert store.runs.get(run_id).status == RunStatus.COMPLETED
     assert RECORDED == ["hello"]
+
+
+def test_a_grant_narrowed_before_a_direct_action_stores_its_action_denied(
+    store: Store, tmp_path: Path
+) -> None:
+    # The direct form drafts its proposal in the transaction that admits its action: the
+    # action is first stored by the admission's move, here as denied, with its whole history.
+    from bench.runtime_support import ACTION_WORKFLOW, RUNTIME_PREAMBLE, compiled
+    from openseal.runtime.engine.engine import Engine
+
+    binding = "skill = skill.record\n  to    = agent.writer\n"
+    assert binding in RUNTIME_PREAMBLE
+    register(store, compiled(tmp_path / "v1", ACTION_WORKFLOW))
+    start = service.StartObjective("three_steps", {"n": 1})
+    run = service.create_objective(store, start, service.CLI).run
+    assert run is not None
+    narrowed = binding + '  constraints = [args.q == "never"]\n'
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(
+            "bench.runtime_support.RUNTIME_PREAMBLE", RUNTIME_PREAMBLE.replace(binding, narrowed)
+        )
+        register(store, compiled(tmp_path / "v2", ACTION_WORKFLOW))
+    Engine(store).run_until_idle(max_steps=4)
+    current = store.runs.get(run.id)
+    assert current.status == RunStatus.NEEDS_ATTENTION
+    assert "narrowed the grant" in str(current.waiting)
+    [action] = service.list_actions(store, run_id=run.id)
+    assert (action.status, action.revision, action.attempts) == (ActionStatus.DENIED, 2, 0)
+    assert [(h["from"], h["to"]) for h in action.history] == [("proposed", "denied")]
+    types = [e.type for e in store.runs.events(run.id, 0, 100)]
+    assert types.index("proposal.drafted") < types.index("action.denied")

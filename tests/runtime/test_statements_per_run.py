@@ -17,7 +17,7 @@ RUNS = 10
 #: statements per run at most, by backend: what the store sends now, the worker's last look
 #: for work (which finds none) included; SQLite's count its ``BEGIN``s, while psycopg begins
 #: PostgreSQL's transactions without a statement of ours
-STATEMENTS_PER_RUN = {"sqlite": 28.2, "postgresql": 22.1}
+STATEMENTS_PER_RUN = {"sqlite": 27.2, "postgresql": 21.1}
 #: write commits per run: creating the objective, the claim (transform run and the action's
 #: turn saved), the action admitted and marked dispatched, the settle (end run)
 WRITE_COMMITS_PER_RUN = 4

@@ -63,6 +63,7 @@ def admit(
     fresh: bool = False,
     stored: bytes | None = None,
     then: NextMove | None = None,
+    unsaved: bool = False,
 ) -> Action | str:
     """Admit ``action`` (inside the caller's fenced transaction) or return why not.
 
@@ -72,9 +73,11 @@ def admit(
     :func:`~openseal.runtime.actions.proposal_check.verify_in`). ``events`` receives the
     run events, as in ``store.actions.move``. ``then``: a move made by the same UPDATE as
     the one to ``admitted`` when admission passes (the ``dispatched`` mark of a dispatch in this
-    transaction), so the action returned is in ``then.to``.
+    transaction), so the action returned is in ``then.to``. ``unsaved``: ``action`` was made in
+    this transaction and not stored yet (``store.actions.new``, implies ``fresh``); the move
+    that decides it stores it as it leaves it (``denied``, or ``admitted`` and ``then``).
     """
-    current = action if fresh else store.actions.get(conn, action.id)
+    current = action if fresh or unsaved else store.actions.get(conn, action.id)
     if current.status not in ADMISSIBLE:
         return current
     active = active_grants(conn, store, workflow, proposal)
@@ -90,13 +93,14 @@ def admit(
     if reason is not None:
         store.actions.move(
             conn, current, ActionStatus.DENIED, now=now, actor=actor, expect=ADMISSIBLE,
-            note=reason, error=reason, state=state, events=events,
+            note=reason, error=reason, state=state, events=events, insert=unsaved,
         )  # fmt: skip
         return reason
     admitted = store.actions.move(
         conn, current, ActionStatus.ADMITTED, now=now, actor=actor, expect=ADMISSIBLE,
         approval_id=approval.id if approval else None, admitted_at=now, error=None, state=state,
         event={"approval_id": approval.id if approval else None}, events=events, then=then,
+        insert=unsaved,
     )  # fmt: skip
     if admitted is None:
         return store.actions.get(conn, action.id)

@@ -86,6 +86,7 @@ class Action:
         return cls(**values)
 
 
+INSERT_ACTION = sa.insert(actions)
 _moves: dict[tuple[tuple[str, ...], int], sa.Update] = {}
 
 
@@ -166,7 +167,20 @@ class Actions(Repository):
 
     def ensure(self, conn: sa.Connection, proposal: Proposal, now: datetime) -> Action:
         """The action of ``proposal``, created ``proposed`` on first sight."""
-        action = Action(
+        action = self.new(proposal, now)
+        if not fastsql.execute(conn, self._store.insert_new(actions, "key"), action.__dict__):
+            found = self.by_key(conn, proposal.action_key)
+            assert found is not None  # it is why nothing was inserted
+            return found
+        return action
+
+    @staticmethod
+    def new(proposal: Proposal, now: datetime) -> Action:
+        """The ``proposed`` action of ``proposal``, not stored: for a proposal created in the
+        caller's transaction, which no action can have yet (the key is the run and the
+        proposal's hash, unique among the run's proposals), and whose first :meth:`move` in
+        that transaction stores it (``insert=True``)."""
+        return Action(
             id=new_id(),
             key=proposal.action_key,
             run_id=proposal.run_id,
@@ -189,11 +203,6 @@ class Actions(Repository):
             updated_at=now,
             revision=1,
         )
-        if not fastsql.execute(conn, self._store.insert_new(actions, "key"), action.__dict__):
-            found = self.by_key(conn, proposal.action_key)
-            assert found is not None  # it is why nothing was inserted
-            return found
-        return action
 
     def by_key(self, conn: sa.Connection, key: str) -> Action | None:
         row = fastsql.one_or_none(fastsql.execute(conn, BY_KEY, {"p_key": key}))
@@ -221,6 +230,7 @@ class Actions(Repository):
         events: EventSink | None = None,
         entry: dict[str, Any] | None = None,
         then: NextMove | None = None,
+        insert: bool = False,
         **values: Any,
     ) -> Action | None:
         """Move ``action`` (from one of ``expect``, default its current status) to ``to``.
@@ -228,7 +238,9 @@ class Actions(Repository):
         Appends to the action's history (with ``entry``'s extra fields) and a run event
         ``action.<to>`` (through ``events`` when given, else written at once); returns None
         (writing nothing) when the action was no longer in an expected status. ``then``: a
-        further move in the same UPDATE (see :class:`NextMove`).
+        further move in the same UPDATE (see :class:`NextMove`). ``insert``: ``action`` is
+        not stored yet (:meth:`new`), and is inserted as the move leaves it, instead of
+        updated: one statement where inserting it and then moving it takes two.
         """
         allowed = list(expect) if expect is not None else [action.status]
         first = {"at": iso(now), "from": str(action.status), "to": str(to), "actor": actor}
@@ -242,15 +254,21 @@ class Actions(Repository):
             values = {**values, **then.values}
         history = [*action.history, *(entry for _, _, entry, _ in moves)]
         status, revision = moves[-1][1], action.revision + len(moves)
-        params = {f"v_{k}": v for k, v in values.items()}
-        params.update({f"p_allowed_{i}": str(status) for i, status in enumerate(allowed)})
-        params.update(
-            p_id=action.id, p_revision=action.revision,
-            v_status=status, v_history=history, v_updated_at=now, v_revision=revision,
-        )  # fmt: skip
-        stmt = _move_statement(tuple(sorted(values)), len(allowed))
-        if fastsql.execute_count(conn, stmt, params) != 1:
-            return None
+        moved = replace(
+            action, status=status, history=history, updated_at=now, revision=revision, **values
+        )
+        if insert:
+            fastsql.execute(conn, INSERT_ACTION, moved.__dict__)
+        else:
+            params = {f"v_{k}": v for k, v in values.items()}
+            params.update({f"p_allowed_{i}": str(status) for i, status in enumerate(allowed)})
+            params.update(
+                p_id=action.id, p_revision=action.revision,
+                v_status=status, v_history=history, v_updated_at=now, v_revision=revision,
+            )  # fmt: skip
+            stmt = _move_statement(tuple(sorted(values)), len(allowed))
+            if fastsql.execute_count(conn, stmt, params) != 1:
+                return None
         written = tuple(
             (f"action.{moved_to}", actor, {
                 "action_id": action.id, "key": action.key, "proposal": action.proposal_name,
@@ -263,10 +281,8 @@ class Actions(Repository):
                 events(name, payload, by)
         elif append_events(conn, action.run_id, written, now=now) is None:
             raise NotFound(f"run {action.run_id} not found")
-        # The conditional UPDATE matched the revision read, so the row is exactly this now.
-        return replace(
-            action, status=status, history=history, updated_at=now, revision=revision, **values
-        )
+        # Inserted so, or the conditional UPDATE matched the revision read: the row is this now.
+        return moved
 
     def reserved_total(
         self, conn: sa.Connection, scope: str, currency: str | None, since: datetime | None = None

@@ -148,8 +148,11 @@ def _prepare(ctx: StepContext) -> tuple[Target, Proposal, Action, Action | None]
     refusal: str | None = None
     with ctx.store.leases.fenced(ctx.claim) as tx:
         found: Action | None
+        stored = True
         if drafted is not None:
-            proposal, found = store_draft_in(ctx, drafted, digest, tx)
+            # A new proposal's action is stored by its admission's move (one INSERT in its
+            # final status instead of an INSERT and an UPDATE)
+            proposal, found, stored = store_draft_in(ctx, drafted, digest, tx, hold_new_action=True)
         else:
             proposal = _stored_proposal(ctx, tx, str(reference))
             found = tx.store.actions.by_key(tx.conn, proposal.action_key)
@@ -164,7 +167,7 @@ def _prepare(ctx: StepContext) -> tuple[Target, Proposal, Action, Action | None]
                 tx.row_conn, ctx.store, ctx.workflow, proposal, action, state=ctx.state.name,
                 now=tx.now, actor=tx.actor, events=tx.append_event, fresh=True,
                 stored=drafted.data if drafted is not None else None,
-                then=_dispatching(action, tx.now),
+                then=_dispatching(action, tx.now), unsaved=not stored,
             )  # fmt: skip
             if isinstance(verdict, str):
                 refusal = f"action {action.id} was not admitted: {verdict}"

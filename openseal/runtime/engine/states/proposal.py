@@ -43,18 +43,26 @@ def store_draft(ctx: StepContext, drafted: Draft, tx: FencedTx | None = None) ->
 
 
 def store_draft_in(
-    ctx: StepContext, drafted: Draft, digest: str, tx: FencedTx
-) -> tuple[Proposal, Action]:
+    ctx: StepContext, drafted: Draft, digest: str, tx: FencedTx, *, hold_new_action: bool = False
+) -> tuple[Proposal, Action, bool]:
     """Record ``drafted`` (prepared by ``write_file`` as ``digest``, outside any transaction)
-    and its action in the caller's transaction ``tx``; both are returned."""
-    return _record(tx, ctx.store, drafted, digest)
+    and its action in the caller's transaction ``tx``; both are returned, and whether the
+    action is stored. With ``hold_new_action`` the action of a proposal new in this
+    transaction is not stored (``store.actions.new``): the caller's move of it, in ``tx``,
+    stores it."""
+    return _record(tx, ctx.store, drafted, digest, hold_new_action)
 
 
-def _record(tx: FencedTx, store: Store, drafted: Draft, digest: str) -> tuple[Proposal, Action]:
+def _record(
+    tx: FencedTx, store: Store, drafted: Draft, digest: str, hold_new_action: bool
+) -> tuple[Proposal, Action, bool]:
     conn = tx.conn
     store.artifacts.record_in(conn, digest, len(drafted.data), proposals.MEDIA_TYPE, drafted.data)
     proposal, created = store.proposals.insert(conn, tx.claim.run_id, drafted, digest, tx.now)
-    action = store.actions.ensure(conn, proposal, tx.now)
+    if created and hold_new_action:
+        action, stored = store.actions.new(proposal, tx.now), False
+    else:
+        action, stored = store.actions.ensure(conn, proposal, tx.now), True
     if action.status in (ActionStatus.DENIED, ActionStatus.CANCELED):
         # The same exact content drafted again (after changes were requested, say):
         # it is proposed afresh and needs a fresh approval.
@@ -73,4 +81,4 @@ def _record(tx: FencedTx, store: Store, drafted: Draft, digest: str) -> tuple[Pr
             "new": created,
         },
     )
-    return proposal, action
+    return proposal, action, stored
