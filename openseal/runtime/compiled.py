@@ -12,9 +12,9 @@ their JSON AST with the compiler's pure evaluator. Nothing here reads the store 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar, cast
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 from openseal.compiler.lang import expr as ex
 from openseal.compiler.lang.evaluate import EvaluationError, evaluate
@@ -22,6 +22,7 @@ from openseal.contract import STATE_SETTINGS, JSONSchema, StateSettings, Workflo
 from openseal.errors import RuntimeFailure
 
 Settings = TypeVar("Settings")
+Decoded = TypeVar("Decoded")
 
 DIGEST_PREFIX = "sha256:"
 
@@ -81,6 +82,33 @@ class Documents(Protocol):
     def document(self, digest: str) -> dict[str, Any]: ...
 
 
+class ByIdentity(Generic[Decoded]):
+    """A part of a compiled document decoded once (an expression's AST, a skill's spec) rather
+    than at every turn that reads it.
+
+    Pinned documents are immutable and the catalog serves the same objects turn after turn,
+    so the decoding is kept by the identity of the part it came from. The part is held with
+    it, so its id cannot be reused by another object while the entry lives; at :attr:`LIMIT`
+    entries the cache starts again (parts that are not a cached document's stay bounded).
+    """
+
+    LIMIT = 4096
+
+    def __init__(self, decode: Callable[[Any], Decoded]) -> None:
+        self._decode = decode
+        self._decoded: dict[int, tuple[Any, Decoded]] = {}
+
+    def __call__(self, part: Any) -> Decoded:
+        found = self._decoded.get(id(part))
+        if found is not None and found[0] is part:
+            return found[1]
+        decoded = self._decode(part)
+        if len(self._decoded) >= self.LIMIT:
+            self._decoded = {}
+        self._decoded[id(part)] = (part, decoded)
+        return decoded
+
+
 class CompiledWorkflow:
     """One pinned workflow version plus lookups into its dependencies."""
 
@@ -109,6 +137,12 @@ class CompiledWorkflow:
             for t in graph["transitions"]
         )
         self.ends: dict[str, str] = dict(graph["ends"])
+        #: transitions by source and event, in the order :meth:`choose` tries them
+        self._leaving: dict[tuple[str, str], tuple[Transition, ...]] = {}
+        for transition in sorted(self.transitions, key=lambda t: (t.event, t.order, t.target)):
+            key = (transition.source, transition.event)
+            self._leaving[key] = (*self._leaving.get(key, ()), transition)
+        self._budget_limits = _budget_limits(self.document)
 
     # -- graph -----------------------------------------------------------------------
 
@@ -126,7 +160,7 @@ class CompiledWorkflow:
 
     def choose(self, state: str, event: str, scope: Mapping[str, object]) -> str | None:
         """The target of the first transition for ``event`` whose guard holds, if any."""
-        for transition in self.outgoing(state, event):
+        for transition in self._leaving.get((state, event), ()):
             if transition.guard is None or evaluate(transition.guard, scope) is True:
                 return transition.target
         return None
@@ -134,9 +168,7 @@ class CompiledWorkflow:
     # -- budgets -----------------------------------------------------------------------
 
     def budget_limits(self) -> dict[str, int]:
-        budgets = self.document.get("budgets") or {}
-        workflow = budgets.get("workflow") or {}
-        return {k: int(v) for k, v in workflow.items() if k != "currency" and isinstance(v, int)}
+        return dict(self._budget_limits)
 
     def on_budget_exhausted(self) -> str:
         return str((self.document.get("budgets") or {}).get("on_exhausted") or "needs_attention")
@@ -196,17 +228,31 @@ class CompiledWorkflow:
         return {"name": name, "description": description, "input_schema": schema}
 
 
-def evaluate_json(node: Any, scope: Mapping[str, object]) -> object:
-    """Evaluate a stored expression (JSON AST); raises EvaluationError or DefinitionError."""
+def _budget_limits(document: Mapping[str, Any]) -> dict[str, int]:
+    budgets = document.get("budgets") or {}
+    workflow = budgets.get("workflow") or {}
+    return {k: int(v) for k, v in workflow.items() if k != "currency" and isinstance(v, int)}
+
+
+def _expression(node: Any) -> ex.Expression:
     try:
-        expression = ex.from_json(node)
+        return ex.from_json(node)
     except ex.ExpressionFormatError as exc:
         raise DefinitionError(f"stored expression is malformed: {exc}") from None
-    return evaluate(expression, scope)
+
+
+#: stored expressions, read from their JSON AST once
+_expressions = ByIdentity(_expression)
+
+
+def evaluate_json(node: Any, scope: Mapping[str, object]) -> object:
+    """Evaluate a stored expression (JSON AST); raises EvaluationError or DefinitionError."""
+    return evaluate(_expressions(node), scope)
 
 
 __all__ = [
     "AgentProfile",
+    "ByIdentity",
     "CompiledWorkflow",
     "DefinitionError",
     "Documents",

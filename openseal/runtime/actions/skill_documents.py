@@ -16,14 +16,19 @@ from openseal.compiler.definitions.specs import SkillSpec
 from openseal.compiler.lang import expr as ex
 from openseal.compiler.lang import types as ty
 from openseal.compiler.lang.types import TypeFormatError
-from openseal.runtime.compiled import DefinitionError
+from openseal.runtime.compiled import ByIdentity, DefinitionError
 
 
 def skill_spec(document: Mapping[str, Any]) -> SkillSpec:
     """The :class:`SkillSpec` of a compiled ``skill`` document, for the skill adapters.
 
-    Compiled documents hold expressions and types as JSON ASTs; they are decoded back here.
+    Compiled documents hold expressions and types as JSON ASTs; they are decoded back here,
+    once per document (a pinned version never changes; the spec is frozen).
     """
+    return _specs(document)
+
+
+def _read(document: Mapping[str, Any]) -> SkillSpec:
     raw = dict(document.get("spec") or {})
     try:
         raw["adapter"] = _adapter(raw.get("adapter") or {})
@@ -38,6 +43,9 @@ def skill_spec(document: Mapping[str, Any]) -> SkillSpec:
         name = document.get("name")
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise DefinitionError(f"compiled skill {name!r} cannot be read: {first}") from None
+
+
+_specs = ByIdentity(_read)
 
 
 def _adapter(raw: Mapping[str, Any]) -> dict[str, Any]:
