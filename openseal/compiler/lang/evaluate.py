@@ -111,7 +111,11 @@ class _Evaluator:
             )
         value = self.scope[ref.root]
         for position, part in enumerate(ref.path):
-            value = self._path_step(value, part, ref, ref.path[:position])
+            # The usual step, a key its map has, needs no description of where it failed.
+            if type(value) is dict and type(part) is str and part in value:
+                value = value[part]
+            else:
+                value = self._path_step(value, part, ref, ref.path[:position])
         return value
 
     def _path_step(
@@ -123,6 +127,8 @@ class _Evaluator:
         return self._map_item(value, part, where, ref.span)
 
     def _step(self, value: object, index: object, expr: Index, target: Expression) -> object:
+        if type(value) is dict and type(index) is str and index in value:
+            return value[index]  # as in _ref: the usual step, described only if it fails
         if isinstance(value, Mapping):
             if not isinstance(index, str):
                 raise _type_error(f"a map is indexed by a string, not a {kind(index)}", expr.span)
