@@ -20,6 +20,8 @@ def utcnow() -> datetime:
 
 def to_utc(moment: datetime) -> datetime:
     """Normalise ``moment`` to aware UTC; a naive datetime is refused because it is ambiguous."""
+    if moment.tzinfo is UTC:  # most are already (every timestamp the runtime makes)
+        return moment
     if moment.tzinfo is None:
         raise ValueError("naive datetime given where an aware UTC datetime is required")
     return moment.astimezone(UTC)

@@ -10,9 +10,12 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
+
+from prometheus_client import Counter, Histogram
 
 from openseal.observability import metrics, tracing
 from openseal.runtime.compiled import AgentProfile
@@ -99,18 +102,35 @@ def observed_hook(hook: Hook) -> Hook:
     return observed
 
 
-@contextmanager
-def turn(claim: Claim) -> Iterator[tracing.Span]:
+def turn(claim: Claim) -> AbstractContextManager[tracing.Span]:
     """The span of one turn of ``claim``'s run (its seq and outcome are set when known)."""
-    with tracing.span(
+    return tracing.span(
         "openseal.turn", {"openseal.run_id": claim.run_id, "openseal.epoch": claim.epoch}
-    ) as span:
-        yield span
+    )
+
+
+# The instruments' children by label values, looked up once: ``labels()`` checks and sorts
+# its arguments under a lock at every call. Few values each (outcomes, skill names).
+
+
+@lru_cache(maxsize=256)
+def _turns(outcome: str) -> Counter:
+    return metrics.TURNS.labels(outcome=outcome)
+
+
+@lru_cache(maxsize=1024)
+def _action_seconds(skill: str) -> Histogram:
+    return metrics.ACTION_SECONDS.labels(skill=skill)
+
+
+@lru_cache(maxsize=1024)
+def _actions(skill: str, outcome: str) -> Counter:
+    return metrics.ACTIONS.labels(skill=skill, outcome=outcome)
 
 
 def turn_done(span: tracing.Span, report: TurnReport) -> None:
     """A turn ended: its outcome counted, its duration observed, its span labelled."""
-    metrics.TURNS.labels(outcome=report.outcome).inc()
+    _turns(report.outcome).inc()
     metrics.TURN_SECONDS.observe(report.seconds)
     if report.turn_seq is not None:
         span.set_attribute("openseal.turn_seq", report.turn_seq)
@@ -139,6 +159,6 @@ def action_call(run_id: str, key: str, skill: str, send: Callable[[], SkillResul
     with tracing.span("openseal.action", attributes) as span:
         result = send()
         span.set_attribute("openseal.outcome", result.outcome)
-    metrics.ACTION_SECONDS.labels(skill=skill).observe(time.monotonic() - started)
-    metrics.ACTIONS.labels(skill=skill, outcome=result.outcome).inc()
+    _action_seconds(skill).observe(time.monotonic() - started)
+    _actions(skill, result.outcome).inc()
     return result
