@@ -114,6 +114,8 @@ STORE_MAY_IMPORT = frozenset(
         "openseal.lazy_exports",  # its package's names imported on first use
         "openseal.runtime.clock",
         "openseal.runtime.statuses",
+        # RFC 8785 canonical JSON, one implementation (it imports only ``openseal.errors``)
+        "openseal.compiler.output.canonical",
     }
 )
 

@@ -116,6 +116,24 @@ def test_values_rfc8785_refuses_are_still_refused(value: object) -> None:
         canonical_bytes({"x": value})
 
 
+@pytest.mark.parametrize("value", [float("nan"), 2**60, "\ud800", {1: 2}, object()])
+def test_the_runtimes_canonical_bytes_refuse_as_rfc8785_does(value: object) -> None:
+    with pytest.raises(Exception) as theirs:
+        rfc8785.dumps({"x": value})
+    with pytest.raises(type(theirs.value)):
+        canonical.rfc8785_bytes({"x": value})
+
+
+@settings(max_examples=200, deadline=None)
+@given(_VALUES)
+def test_the_runtimes_canonical_bytes_equal_rfc8785(value: Any) -> None:
+    try:
+        ours: bytes | None = canonical.rfc8785_bytes(value)
+    except (rfc8785.CanonicalizationError, TypeError, ValueError):
+        ours = None
+    assert ours == _reference(value)
+
+
 def test_output_reads_back_as_json() -> None:
     document = {"a": [1, 2.5, {"b": "c"}]}
     assert json.loads(canonical_bytes(document)) == document

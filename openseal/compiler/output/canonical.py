@@ -30,13 +30,19 @@ def canonical_bytes(document: Any) -> bytes:
     could otherwise smuggle in through a YAML or HCL literal.
     """
     try:
-        return _fast_bytes(_plain(document))
-    except _NotPlain:
-        pass
-    try:
-        return bytes(rfc8785.dumps(document))
+        return rfc8785_bytes(document)
     except (rfc8785.CanonicalizationError, TypeError, ValueError) as exc:
         raise CompileError(f"value cannot be written as canonical JSON: {exc}") from exc
+
+
+def rfc8785_bytes(document: Any) -> bytes:
+    """What ``rfc8785.dumps`` writes, raising what it raises, written by the standard
+    library's encoder where the two agree (below): for the runtime's own hashes (objective
+    requests, activity inputs), whose values are not a definition's."""
+    try:
+        return _fast_bytes(_plain(document))
+    except _NotPlain:
+        return bytes(rfc8785.dumps(document))
 
 
 # --------------------------------------------------------------------------- the fast path

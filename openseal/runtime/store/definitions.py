@@ -7,9 +7,9 @@ import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-import rfc8785
 import sqlalchemy as sa
 
+from openseal.compiler.output.canonical import rfc8785_bytes
 from openseal.errors import StoreError
 from openseal.runtime.clock import new_id
 from openseal.runtime.store import fastsql, schema
@@ -31,7 +31,7 @@ VERSION = sa.select(versions).where(versions.c.digest == sa.bindparam("p_digest"
 
 def canonical_json(document: Any) -> str:
     """RFC 8785 canonical JSON text: the stored form, byte-identical for equal documents."""
-    return rfc8785.dumps(document).decode("utf-8")
+    return rfc8785_bytes(document).decode("utf-8")
 
 
 class Definitions(Repository):
