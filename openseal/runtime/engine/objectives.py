@@ -53,7 +53,7 @@ def _with_defaults(inputs: dict[str, Any], input_schema: dict[str, Any]) -> dict
 def _check_inputs(
     workflow: str, inputs: dict[str, Any], input_schema: dict[str, Any], digest: str
 ) -> None:
-    if not input_schema:
+    if not input_schema or _plainly_fit(inputs, input_schema):
         return
     validator = _validators.get(digest)
     if validator is None:
@@ -63,6 +63,41 @@ def _check_inputs(
         first = errors[0]
         where = ".".join(str(p) for p in first.absolute_path) or "inputs"
         raise InvalidInput(f"invalid input for {workflow}: {where}: {first.message}")
+
+
+#: the Python types whose values surely are of a JSON Schema type (a whole float is an
+#: ``integer`` too, and other number types may be numbers: those are left to jsonschema)
+_PLAIN_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "number": (int, float),
+    "integer": (int,),
+    "boolean": (bool,),
+}
+_INPUTS_KEYWORDS = frozenset({"$schema", "type", "properties", "required", "additionalProperties"})
+_PROPERTY_KEYWORDS = frozenset({"type", "description", "default"})
+
+
+def _plainly_fit(inputs: dict[str, Any], input_schema: dict[str, Any]) -> bool:
+    """Whether ``inputs`` surely fit an input schema of named strings, numbers and booleans
+    (the usual one), checked without jsonschema, which costs more than the rest of starting
+    an objective; False also when the schema says more than this reads: jsonschema decides
+    then, and says why inputs do not fit."""
+    if (
+        not _INPUTS_KEYWORDS.issuperset(input_schema)
+        or input_schema.get("type") != "object"
+        or input_schema.get("additionalProperties") is not False
+    ):
+        return False
+    properties = input_schema.get("properties") or {}
+    if any(name not in inputs for name in input_schema.get("required") or ()):
+        return False
+    for name, value in inputs.items():
+        schema = properties.get(name)
+        if not isinstance(schema, dict) or not _PROPERTY_KEYWORDS.issuperset(schema):
+            return False
+        if type(value) not in _PLAIN_TYPES.get(str(schema.get("type")), ()):
+            return False
+    return True
 
 
 def create_objective(store: Store, request: StartObjective, caller: Caller) -> NewObjective:
