@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 from openseal.runtime.clock import new_id
 
@@ -25,3 +26,20 @@ def test_a_forked_child_does_not_continue_its_parents_sequence() -> None:
     child_id = os.read(reader, 64).decode()
     os.close(reader)
     assert len(child_id) == 32 and child_id != parent_next
+
+
+def test_a_forked_child_draws_random_bits_of_its_own() -> None:
+    new_id()  # the parent holds random bytes drawn ahead of use
+    reader, writer = os.pipe()
+    child = os.fork()
+    if child == 0:
+        time.sleep(0.002)  # a later millisecond: fresh random bits, not the last ones plus one
+        os.write(writer, new_id().encode())
+        os._exit(0)
+    os.close(writer)
+    time.sleep(0.002)
+    parent_next = new_id()
+    os.waitpid(child, 0)
+    child_id = os.read(reader, 64).decode()
+    os.close(reader)
+    assert child_id[12:] != parent_next[12:]
