@@ -29,8 +29,8 @@ def call_bounded(
     """``work()`` on a daemon thread; None when it has not finished within ``timeout``
     seconds, in which case ``on_late`` gets its result whenever it does finish."""
     lock = threading.Lock()
-    done = threading.Event()
-    box: list[SkillResult] = []
+    # A queue rather than an event: waiting on it with a timeout is one call into C.
+    replies: queue.SimpleQueue[SkillResult] = queue.SimpleQueue()
     gave_up = False
 
     def job() -> None:
@@ -41,20 +41,23 @@ def call_bounded(
         with lock:
             late = gave_up
             if not late:
-                box.append(result)
-                done.set()
+                replies.put(result)
         if late and on_late is not None:
             on_late(result)
 
     # The caller's context (its trace span) goes with the call, so an HTTP skill propagates it.
     context = contextvars.copy_context()
     _POOL.submit(lambda: context.run(job))
-    done.wait(timeout)
+    try:
+        return replies.get(timeout=timeout)
+    except queue.Empty:
+        pass
     with lock:
-        if box:
-            return box[0]
         gave_up = True
-    return None
+        try:  # put just as the wait ended
+            return replies.get_nowait()
+        except queue.Empty:
+            return None
 
 
 class _DaemonPool:
