@@ -36,12 +36,11 @@ and at run time any problem turns this module off (every statement goes through
 from __future__ import annotations
 
 import inspect
+import operator
 import threading
 import warnings
-import weakref
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Dialect
@@ -51,47 +50,88 @@ Processor = Callable[[Any], Any] | None
 _MISSING = object()
 
 
-@dataclass(frozen=True)
 class _Prepared:
-    """One statement compiled for one dialect and one set of parameter names."""
+    """One statement compiled for one dialect and one set of parameter names.
 
-    sql: str
-    #: (parameter name, value used when the caller passes none, bind processor), in the order
-    #: a positional paramstyle expects them
-    binds: tuple[tuple[str, Any, Processor], ...]
-    #: the name each value is passed under for a named paramstyle; None when positional
-    names: tuple[str, ...] | None
-    #: result column keys and the SQL type whose result processor converts them
-    columns: tuple[tuple[str, sa.types.TypeEngine[Any]], ...]
-    #: result processors by the column type codes the driver reports (PostgreSQL's
-    #: processors may depend on them; SQLite reports none)
-    results: dict[tuple[Any, ...], list[Processor]] = field(default_factory=dict)
+    What each call needs is worked out here once, so that building a statement's arguments
+    and its rows' dicts is mostly done by C code (item getters, ``dict(zip(...))``).
+    """
+
+    def __init__(
+        self,
+        sql: str,
+        binds: Sequence[tuple[str, Any, Processor]],
+        names: tuple[str, ...] | None,
+        columns: tuple[tuple[str, sa.types.TypeEngine[Any]], ...],
+    ) -> None:
+        self.sql = sql
+        #: (parameter name, value used when the caller passes none, bind processor), in the
+        #: order a positional paramstyle expects them
+        self.binds = tuple(binds)
+        #: the name each value is passed under for a named paramstyle; None when positional
+        self.names = names
+        #: result column keys and the SQL type whose result processor converts them
+        self.columns = columns
+        self.keys = tuple(key for key, _type in columns)
+        #: result processors by the column type codes the driver reports (PostgreSQL's
+        #: processors may depend on them; SQLite reports none), as (key, processor) pairs for
+        #: the columns that have one
+        self.results: dict[tuple[Any, ...], tuple[tuple[str, Callable[[Any], Any]], ...]] = {}
+        #: values of the parameters the caller may leave out (literal values in the statement)
+        self._defaults = {name: default for name, default, _p in binds if default is not _MISSING}
+        self._values = _getter(tuple(name for name, _d, _p in binds))
+        self._processors = tuple(
+            (index, process) for index, (_n, _d, process) in enumerate(binds) if process is not None
+        )
 
     def arguments(self, params: Mapping[str, Any]) -> Any:
-        values = []
-        for name, default, process in self.binds:
-            value = params.get(name, default)
-            if value is _MISSING:
-                raise sa.exc.InvalidRequestError(f"A value is required for bind parameter {name!r}")
-            values.append(value if process is None else process(value))
+        """The DBAPI parameters for one row of ``params``: the caller's values (or the
+        statement's own where it has one and the caller passes none), each through its
+        bind processor."""
+        if self._defaults:
+            params = {**self._defaults, **params}
+        try:
+            found = self._values(params)
+        except KeyError as missing:
+            name = missing.args[0]
+            raise sa.exc.InvalidRequestError(
+                f"A value is required for bind parameter {name!r}"
+            ) from None
+        if self._processors:
+            values = list(found)
+            for index, process in self._processors:
+                values[index] = process(values[index])
+            found = tuple(values)
         if self.names is None:
-            return tuple(values)
-        return dict(zip(self.names, values, strict=True))
+            return found
+        return dict(zip(self.names, found, strict=True))
+
+
+def _getter(names: tuple[str, ...]) -> Callable[[Mapping[str, Any]], tuple[Any, ...]]:
+    """``names``' values in a mapping, always as a tuple (``itemgetter`` of one name returns
+    the bare value, of none is not allowed)."""
+    if len(names) > 1:
+        return operator.itemgetter(*names)
+    if names:
+        (name,) = names
+        return lambda params: (params[name],)
+    return lambda _params: ()
 
 
 _lock = threading.Lock()
 _Entries = dict[tuple[int, frozenset[str]], tuple[sa.ClauseElement, _Prepared | None]]
-#: per dialect (one per engine: its JSON serialiser is part of the bind processors), then
-#: (statement, parameter names) → prepared form, or None where not handled. Statements are
-#: module-level constants or cached per shape, so each dialect's cache stays small.
-_prepared: weakref.WeakKeyDictionary[Dialect, _Entries] = weakref.WeakKeyDictionary()
+#: the attribute of a dialect (one per engine: its JSON serialiser is part of the bind
+#: processors) holding its statements: (statement, parameter names) → prepared form, or None
+#: where not handled. Kept on the dialect, the cache goes with its engine; statements are
+#: module-level constants or cached per shape, so it stays small.
+_ENTRIES = "_openseal_fastsql_statements"
 
 
 def _prepare(stmt: sa.ClauseElement, dialect: Dialect, keys: frozenset[str]) -> _Prepared | None:
-    entries = _prepared.get(dialect)
+    entries: _Entries | None = getattr(dialect, _ENTRIES, None)
     if entries is None:
         with _lock:
-            entries = _prepared.setdefault(dialect, {})
+            entries = dialect.__dict__.setdefault(_ENTRIES, {})
     found = entries.get((id(stmt), keys))
     if found is not None and found[0] is stmt:
         return found[1]
@@ -165,12 +205,12 @@ def _fast(conn: sa.Connection) -> Any:
     SQLAlchemy does (its ``_has_events`` flags): reading the joined one costs several times
     more, on every statement.
     """
-    if conn._echo or not _internals_ok(conn.dialect):
+    dialect = conn.dialect
+    if conn._echo or (not _checked.get(dialect.name, False) and not _internals_ok(dialect)):
         return None
     dispatch = conn.dispatch if conn._has_events else conn.engine.dispatch
     if dispatch.before_execute or dispatch.after_execute:
         return None
-    dialect = conn.dialect
     if dialect._has_events and (
         dialect.dispatch.do_execute
         or dialect.dispatch.do_executemany
@@ -218,28 +258,33 @@ def _run(
     stmt: sa.Executable,
     params: Mapping[str, Any] | Sequence[Mapping[str, Any]],
 ) -> tuple[list[dict[str, Any]], int]:
-    many = not isinstance(params, Mapping)
-    rows: Sequence[Mapping[str, Any]] = params if many else (params,)  # type: ignore[assignment]
-    if not rows:
+    rows: Sequence[Mapping[str, Any]]
+    if type(params) is dict or isinstance(params, Mapping):
+        many, rows = False, (params,)
+    elif params:
+        many, rows = True, params
+    else:
         return [], 0
     prepared = None
     dispatch = _fast(conn) if conn.in_transaction() else None
     if dispatch is not None:
-        prepared = _prepare(cast(sa.ClauseElement, stmt), conn.dialect, frozenset(rows[0]))
+        prepared = _prepare(stmt, conn.dialect, frozenset(rows[0]))  # type: ignore[arg-type]
     if prepared is None:
         result = conn.execute(stmt, list(rows) if many else rows[0])
         if result.returns_rows:
             return [dict(row) for row in result.mappings()], -1
         return [], result.rowcount
     try:
-        arguments = [prepared.arguments(row) for row in rows]
+        arguments = (
+            [prepared.arguments(row) for row in rows] if many else prepared.arguments(rows[0])
+        )
     except BaseException as exc:  # as SQLAlchemy reports a failure to build the parameters
         conn._handle_dbapi_exception(exc, prepared.sql, list(rows), None, None)
+    columns = prepared.columns
     description, fetched, rowcount = _on_cursor(
-        conn, dispatch, prepared.sql, arguments if many else arguments[0], many=many,
-        fetch=bool(prepared.columns),
-    )  # fmt: skip
-    if not prepared.columns or description is None:
+        conn, dispatch, prepared.sql, arguments, many=many, fetch=bool(columns)
+    )
+    if not columns or description is None:
         return [], rowcount
     return _rows(conn.dialect, prepared, description, fetched), -1
 
@@ -247,21 +292,30 @@ def _run(
 def _rows(
     dialect: Dialect, prepared: _Prepared, description: Sequence[Any], fetched: Sequence[Any]
 ) -> list[dict[str, Any]]:
-    codes = tuple(described[1] for described in description)
+    codes = tuple(map(_type_code, description))
     processors = prepared.results.get(codes)
     if processors is None:
-        processors = prepared.results[codes] = [
-            type_._cached_result_processor(dialect, code)
-            for (_key, type_), code in zip(prepared.columns, codes, strict=True)
-        ]
-    keys = [key for key, _type in prepared.columns]
-    return [
-        {
-            key: value if process is None else process(value)
-            for key, process, value in zip(keys, processors, row, strict=True)
+        if len(codes) != len(prepared.columns):
+            raise sa.exc.InvalidRequestError(
+                f"{len(codes)} columns returned, {len(prepared.columns)} expected"
+            )
+        # A key named twice keeps its last column's value, so that column's processor.
+        by_key = {
+            key: type_._cached_result_processor(dialect, code)
+            for (key, type_), code in zip(prepared.columns, codes, strict=True)
         }
-        for row in fetched
-    ]
+        processors = prepared.results[codes] = tuple(
+            (key, process) for key, process in by_key.items() if process is not None
+        )
+    keys = prepared.keys
+    rows = [dict(zip(keys, row, strict=True)) for row in fetched]
+    for row in rows:
+        for key, process in processors:
+            row[key] = process(row[key])
+    return rows
+
+
+_type_code = operator.itemgetter(1)
 
 
 # -- the SQLAlchemy internals this module relies on ----------------------------------------
