@@ -27,7 +27,9 @@ if TYPE_CHECKING:
 #: a connection in one transaction, for repository methods that work in the caller's
 Connection = sa.Connection
 
-# Execution option read by the SQLite ``begin`` hook: which BEGIN to emit.
+# Execution option read by the SQLite ``begin`` hook: which BEGIN to emit. Without it the hook
+# emits ``BEGIN IMMEDIATE``, what every write transaction needs, so only reads set it (setting
+# an option on a connection runs the option events and the dialect's option handling).
 BEGIN_MODE = "openseal_begin"
 # Connection info key: the runs to wake this process's idle workers for once the transaction
 # commits (a set of run ids).
@@ -89,7 +91,6 @@ class StoreBase:
                 yield shared
             return
         with self.engine.connect() as conn:
-            conn.execution_options(**{BEGIN_MODE: "IMMEDIATE"})
             try:
                 with conn.begin():
                     yield conn

@@ -207,8 +207,7 @@ class GroupCommit:
 
     def _begin(self, batch: _Batch) -> None:
         try:
-            conn = self.store.engine.connect()
-            conn.execution_options(**{base.BEGIN_MODE: "IMMEDIATE"})
+            conn = self.store.engine.connect()  # a write: BEGIN IMMEDIATE (base.BEGIN_MODE)
             batch.conn = conn
             batch.trans = conn.begin()
         except BaseException as exc:
