@@ -52,7 +52,6 @@ SELECT_ARTIFACT = sa.select(*INFO_COLUMNS).where(artifacts.c.digest == sa.bindpa
 SELECT_CONTENT = sa.select(artifacts.c.content).where(
     artifacts.c.digest == sa.bindparam("p_digest")
 )
-INSERT_ARTIFACT = sa.insert(artifacts)
 FILL_CONTENT = (
     sa.update(artifacts)
     .where(artifacts.c.digest == sa.bindparam("p_digest"), artifacts.c.content.is_(None))
@@ -134,12 +133,10 @@ class ArtifactStore:
         if fastsql.execute(conn, insert_new, {**info.__dict__, "content": content}):
             return info
         row = fastsql.one_or_none(fastsql.execute(conn, SELECT_ARTIFACT, {"p_digest": digest}))
-        if row is not None:
-            if inline:
-                self._keep(conn, digest, data)
-            return ArtifactInfo.from_row(row)
-        fastsql.execute(conn, INSERT_ARTIFACT, {**info.__dict__, "content": content})
-        return info
+        assert row is not None  # it is why nothing was inserted
+        if inline:
+            self._keep(conn, digest, data)
+        return ArtifactInfo.from_row(row)
 
     def _keep(self, conn: sa.Connection, digest: str, data: bytes | None) -> None:
         """The row exists: its bytes must still be these (storing again never papers over a
