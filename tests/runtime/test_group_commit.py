@@ -176,6 +176,128 @@ def test_a_thread_alone_commits_without_waiting_for_the_window(store: Store) -> 
     assert event_types(store, claim.run_id)[-1] == "test.note"
 
 
+# -- together(): a block of writes is one member of the shared batch ---------------------
+
+
+def noted(store: Store, claim: Claim) -> bool:
+    """Whether ``claim``'s note is committed (read on a connection of its own)."""
+    return "test.note" in event_types(store, claim.run_id)
+
+
+def test_a_together_block_joins_the_shared_batch_as_one_member(store: Store) -> None:
+    held = claims(store, 4)
+    committed = threading.Event()
+
+    def hook(point: str, _members: int) -> None:
+        if point == "batch.committed":
+            committed.set()
+
+    group = GroupCommit(store, size=8, window=GUARD, hook=hook)
+    commits = WriteCommits(store.engine)
+    seen: dict[str, bool] = {}
+
+    def block() -> None:
+        with group.together():
+            note(store, held[0], "first")()
+            seen["first write visible inside the block"] = noted(store, held[0])
+            note(store, held[1], "second")()
+        seen["committed when the block was left"] = committed.is_set()
+
+    def plain(claim: Claim) -> Callable[[], None]:
+        def write() -> None:
+            note(store, claim, "plain")()
+            seen[f"committed when {claim.run_id} returned"] = committed.is_set()
+
+        return write
+
+    raised = together(group, [block, plain(held[2]), plain(held[3])])
+
+    assert raised == [None] * 3
+    assert commits.count == 1  # the block's two writes and the others' share one commit
+    assert seen.pop("first write visible inside the block") is False
+    assert all(seen.values()) and len(seen) == 3  # no member went on before the commit
+    for claim in held:
+        assert noted(store, claim)
+        assert_gap_free(store, claim.run_id)
+
+
+@pytest.mark.parametrize("block_leads", [True, False], ids=["block-leads", "block-follows"])
+def test_a_together_block_that_fails_rolls_back_its_writes_and_only_them(
+    store: Store, block_leads: bool
+) -> None:
+    held = claims(store, 4)
+    group = GroupCommit(store, size=8, window=GUARD)
+    commits = WriteCommits(store.engine)
+    first = threading.Event()
+
+    def opens(leads: bool) -> None:
+        """The batch's first writer waits for everyone to join; the others wait for it."""
+        if leads:
+            first.set()
+            eventually(lambda: group.joined == 3, timeout=GUARD)
+        else:
+            assert first.wait(GUARD)
+
+    def block() -> None:
+        if not block_leads:
+            opens(False)
+        with group.together():
+            if block_leads:
+                opens(True)
+            note(store, held[0], "rolled back")()
+            note(store, held[1], "rolled back")()
+            raise Boom("out of the block")
+
+    def plain(claim: Claim, leads: bool) -> Callable[[], None]:
+        def write() -> None:
+            if not leads:
+                opens(False)
+            with store.leases.fenced(claim) as tx:
+                if leads:
+                    opens(True)
+                tx.append_event("test.note", {"text": "kept"})
+
+        return write
+
+    raised = together(group, [block, plain(held[2], not block_leads), plain(held[3], False)])
+
+    assert isinstance(raised[0], Boom)
+    assert raised[1:] == [None, None]
+    assert commits.count == 1
+    assert [noted(store, claim) for claim in held] == [False, False, True, True]
+    for claim in held:
+        assert_gap_free(store, claim.run_id)
+
+
+def test_each_write_inside_a_together_block_rolls_back_alone(store: Store) -> None:
+    held = claims(store, 4)
+    group = GroupCommit(store, size=8, window=GUARD)
+    commits = WriteCommits(store.engine)
+
+    def failing(claim: Claim) -> None:
+        with store.leases.fenced(claim) as tx:
+            tx.append_event("test.note", {"text": "rolled back"})
+            tx.conn  # written now, before the failure  # noqa: B018
+            raise Boom("after writing")
+
+    def block() -> None:
+        with group.together():
+            # the first write of the transaction (nothing to keep: it is begun again), then one
+            # after a write that is kept (its own savepoint)
+            with pytest.raises(Boom):
+                failing(held[0])
+            note(store, held[1], "kept")()
+            with pytest.raises(Boom):
+                failing(held[2])
+            note(store, held[3], "kept")()
+
+    assert together(group, [block]) == [None]
+    assert commits.count == 1
+    assert [noted(store, claim) for claim in held] == [False, True, False, True]
+    for claim in held:
+        assert_gap_free(store, claim.run_id)
+
+
 # -- SIGKILL in the middle of a batch ----------------------------------------------------
 
 RUNS = 4

@@ -8,6 +8,11 @@ it fails, the transaction is simply begun again). The first thread (the leader) 
 batch holds ``size`` bodies, or every working thread of the group has joined, or ``window``
 seconds have passed; every member returns from its ``with`` block only after that commit.
 
+A :meth:`GroupCommit.together` block is one member whose body spans the block: the writes
+inside it run on the batch's connection, each in a savepoint nested in the block's, and the block
+is left once the batch is committed (creating an objective, claiming its run and saving its
+first turn share the commit of the other threads' writes, not a transaction of their own).
+
 A body that raises is rolled back to its savepoint and its thread gets its exception after the
 commit; the other bodies are not touched. A failed commit fails every member. See
 docs/decisions/0006-group-commit-and-pure-states.md for what this keeps of each invariant.
@@ -19,7 +24,7 @@ import threading
 import time
 from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import sqlalchemy as sa
 
@@ -34,11 +39,21 @@ BATCH_POINTS = ("batch.before_commit", "batch.committed")
 BatchHook = Callable[[str, int], None]
 
 _local = threading.local()
+#: what a body's ``with`` statement gets
+T = TypeVar("T")
+
+
+def _itself(conn: sa.Connection) -> sa.Connection:
+    return conn
+
+
+def _nothing(conn: sa.Connection) -> None:
+    """A :meth:`GroupCommit.together` block writes through the store, not on the connection."""
 
 
 def current(store: StoreBase) -> GroupCommit | None:
-    """The group the calling thread writes through on ``store``, if any: none inside a body
-    (a write opened there keeps a transaction of its own)."""
+    """The group the calling thread writes through on ``store``, if any: none inside a write's
+    body (a write opened there keeps a transaction of its own)."""
     group: GroupCommit | None = getattr(_local, "group", None)
     if group is None or group.store is not store or getattr(_local, "inside", False):
         return None
@@ -107,44 +122,48 @@ class GroupCommit:
 
     @contextmanager
     def together(self) -> Iterator[None]:
-        """The calling thread's writes inside the block share one transaction of their own,
-        committed when the block ends (creating an objective and claiming its run, say).
+        """The calling thread's writes inside the block are *one* member of a batch, whose body
+        spans the block (creating an objective, claiming its run and saving its first turn).
 
-        Each write still rolls back alone when it fails; an exception out of the block rolls
-        back all of them. Other threads' writes do not join it.
+        The block joins the open batch (or opens one) like a single write: it runs on the
+        batch's connection, inside a savepoint, while the other members wait their turn. Each
+        write inside it still rolls back alone when it fails (a savepoint of its own); an
+        exception out of the block rolls back all of its writes and only them; the block is
+        left only once the batch holding its writes is committed.
         """
-        batch = _Batch()
-        batch.closed, batch.members = True, 1
-        self._begin(batch)
-        if batch.broken is not None:
-            raise batch.broken
-        previous = getattr(_local, "group", None)
-        _local.held, _local.group = batch, self
+        previous = getattr(_local, "group", None), getattr(_local, "block", None)
+        batch, leader = self._join()
+        _local.group, _local.block = self, batch
         try:
-            yield
-        except BaseException:
-            batch.broken = batch.broken or RuntimeError("the block failed")
-            raise
+            failure = yield from self._body(batch, _nothing, spans_block=True)
         finally:
-            _local.held, _local.group = None, previous
-            batch.done = 1
-            self._commit(batch)
-        if batch.broken is not None:
-            raise batch.broken
+            _local.group, _local.block = previous
+            self._leave(batch, leader)
+        if failure is not None:
+            raise failure
 
     @contextmanager
     def transaction(self) -> Iterator[sa.Connection]:
         """A write transaction of the calling thread, committed with the batch it joins."""
-        held: _Batch | None = getattr(_local, "held", None)
-        failure: BaseException | None = None
-        if held is not None:  # inside together(): a part of that transaction
-            if held.broken is None and held.conn is not None:
-                failure = yield from self._body(held, held.conn)
-            if held.broken is not None:
-                raise held.broken
+        block: _Batch | None = getattr(_local, "block", None)
+        if block is not None:  # inside together(): a part of that block's body
+            failure = yield from self._body(block, _itself)
+            if block.broken is not None:
+                raise block.broken
             if failure is not None:
                 raise failure
             return
+        batch, leader = self._join()
+        try:
+            failure = yield from self._body(batch, _itself)
+        finally:
+            self._leave(batch, leader)
+        if failure is not None:
+            raise failure
+
+    def _join(self) -> tuple[_Batch, bool]:
+        """Join the open batch as one member, or open a new one (then the caller leads it);
+        returns once it is the member's turn to write (holding the batch's body lock)."""
         with self._cond:
             batch = self._open
             leader = batch is None or batch.closed or batch.members >= self.size
@@ -153,42 +172,49 @@ class GroupCommit:
                 batch.body.acquire()  # the leader's body runs first, once the batch is open
             assert batch is not None
             batch.members += 1
-        if not leader:
+        if leader:
+            self._begin(batch)
+        else:
             batch.body.acquire()
-        try:
-            if leader:
-                self._begin(batch)
-            if batch.broken is None and batch.conn is not None:
-                failure = yield from self._body(batch, batch.conn)
-        finally:
-            batch.body.release()
-            with self._cond:
-                batch.done += 1
-                self._cond.notify_all()
+        return batch, leader
+
+    def _leave(self, batch: _Batch, leader: bool) -> None:
+        """The member's body is done: let the next one write, then commit the batch (the
+        leader) or wait for its commit; raises why the batch did not commit, if it did not."""
+        batch.body.release()
+        with self._cond:
+            batch.done += 1
+            self._cond.notify_all()
         if leader:
             self._commit(batch)
         else:
             batch.finished.wait()
         if batch.broken is not None:
             raise batch.broken
-        if failure is not None:
-            raise failure
 
     def _body(
-        self, batch: _Batch, conn: sa.Connection
-    ) -> Generator[sa.Connection, None, BaseException | None]:
-        """Run one member's body (the caller's ``with`` block); the exception it raised, if any,
-        is returned for raising after the commit."""
+        self, batch: _Batch, shown: Callable[[sa.Connection], T], *, spans_block: bool = False
+    ) -> Generator[T, None, BaseException | None]:
+        """Run one body (the caller's ``with`` block, which gets ``shown(connection)``) on the
+        batch's connection; the exception it raised, if any, is returned for raising after the
+        commit.
+
+        A body that spans a :meth:`together` block lets the writes inside it join it (each a
+        body of its own, nested); any other keeps a write opened inside it out of the batch.
+        """
+        if batch.broken is not None or batch.conn is None:
+            return None  # nothing to write on: the caller raises ``broken``
+        conn = batch.conn
         savepoint = conn.begin_nested() if batch.written else None
-        _local.inside = True
+        _local.inside = not spans_block
         try:
-            yield conn
+            yield shown(conn)
         except BaseException as exc:
             _local.inside = False
             try:
                 if savepoint is not None:
                     savepoint.rollback()
-                else:  # the first body: nothing else to keep, so begin again
+                else:  # nothing else written in the transaction: begin it again
                     assert batch.trans is not None
                     batch.trans.rollback()
                     batch.trans = conn.begin()
