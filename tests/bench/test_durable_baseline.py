@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.durable import CONCURRENCY
+
 REPO = Path(__file__).resolve().parents[2]
 #: nothing listens on port 1: the PostgreSQL figures are skipped, SQLite only
 NO_POSTGRES = "postgresql+psycopg://postgres@127.0.0.1:1/none"
@@ -46,4 +48,7 @@ def test_durable_measures_the_baseline_revision_beside_the_current_code(tmp_path
         assert ratio["baseline"] == old["name"]
         assert ratio["ratio"] == ratio["median"] / old["median"]
         assert ratio["target"] is None
+    # the baseline driver has no submit mode: that figure stands alone
+    submit = [name for name in figures if "Engine.submit" in name]
+    assert submit == [f"openseal runs/s, Engine.submit from {CONCURRENCY} threads"]
     assert figures["PostgreSQL: openseal runs/s"]["available"] is False
