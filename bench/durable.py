@@ -516,6 +516,23 @@ def measure_postgres(report: Report, options: Options, baseline: Baseline | None
         )  # fmt: skip
 
 
+def versus_peer(name: str, peer: Figure, best: tuple[Stats, str] | None) -> Figure:
+    """openseal's fastest batched runs/s (``best``) against the peer's, with the target; not
+    available, with the reason, when either was not measured."""
+    versus = f"openseal runs/s vs {name}"
+    target = Target(PEER_TARGETS[name], upper=False)
+    if best is None:
+        reason = engine_problem() or "openseal not measured"
+        return unavailable(versus, reason, "runs/s", target)
+    if peer.stats is None:  # the peer's figure says why, already as "not available: ..."
+        return unavailable(versus, peer.note.removeprefix("not available: "), "runs/s", target)
+    rate, setting = best
+    return compare(
+        versus, "runs/s", rate, peer, target,
+        note=f"openseal's fastest batched configuration: {setting}",
+    )  # fmt: skip
+
+
 def run(options: Options) -> Report:
     report = Report(NAME)
     floor = report.add(measure_floor(options))
@@ -530,21 +547,10 @@ def run(options: Options) -> Report:
         if data:
             report.parameters[f"peer_{name.lower()}"] = {k: v for k, v in data.items()
                                                          if k != "seconds"}  # fmt: skip
-        versus = f"openseal runs/s vs {name}"
-        target = Target(PEER_TARGETS[name], upper=False)
-        if best is None:
-            reason = engine_problem() or "openseal not measured"
-            report.add(unavailable(versus, reason, "runs/s", target))
-        elif peer.stats is None:
-            report.add(unavailable(versus, peer.note, "runs/s", target))
-        else:
-            rate, setting = best
-            report.add(
-                compare(versus, "runs/s", rate, peer, target,
-                        note=f"openseal's fastest batched configuration: {setting}")
-            )  # fmt: skip
-            if alone is not None and alone.stats is not None:
-                report.add(compare(f"{versus}, concurrency 1", "runs/s", alone.stats, peer))
+        report.add(versus_peer(name, peer, best))
+        if alone is not None and alone.stats is not None and peer.stats is not None:
+            versus = f"openseal runs/s vs {name}, concurrency 1"
+            report.add(compare(versus, "runs/s", alone.stats, peer))
     if engine_problem() is None:
         measure_postgres(report, options, baseline)
     return report

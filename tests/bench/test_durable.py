@@ -54,3 +54,22 @@ def test_a_batch_of_engine_submits_from_threads_completes_every_run(tmp_path: Pa
 
     assert sample.turns >= 5 * 2  # every run completed (the batch checks it), turn by turn
     assert sample.commits.writes <= 5 * 3
+
+
+def test_a_peer_that_did_not_run_gives_its_reason_once() -> None:
+    peer = durable.unavailable("DBOS runs/s", "peers not installed", "runs/s")
+
+    versus = durable.versus_peer("DBOS", peer, (summarize([100.0]), durable.SUBMIT_SETTING))
+
+    assert not versus.available
+    assert versus.note == "not available: peers not installed"
+    assert versus.target is not None and versus.target.bound == durable.PEER_TARGETS["DBOS"]
+
+
+def test_a_peer_is_compared_with_the_configuration_named() -> None:
+    peer = compare("LangGraph runs/s", "runs/s", summarize([50.0]))
+
+    versus = durable.versus_peer("LangGraph", peer, (summarize([150.0]), durable.SUBMIT_SETTING))
+
+    assert versus.ratio == pytest.approx(3.0)
+    assert durable.SUBMIT_SETTING in versus.note
