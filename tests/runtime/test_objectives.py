@@ -4,11 +4,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
+import sqlalchemy as sa
 from sqlalchemy import Connection
 
 from openseal.errors import StoreError
 from openseal.runtime.statuses import ObjectiveStatus, RunStatus
-from openseal.runtime.store import Store
+from openseal.runtime.store import Store, schema
 from openseal.runtime.store.errors import IdempotencyConflict, NotFound
 from tests.runtime.support import DOCUMENT, WORKFLOW, deploy, digest_of
 
@@ -71,6 +72,31 @@ def test_create_objective_queues_a_first_run_with_an_event(store: Store) -> None
     [event] = store.runs.events(created.run.id)
     assert (event.seq, event.type, event.actor) == (1, "run.created", "user:a")
     assert event.payload["objective_id"] == created.objective.id
+
+
+def test_an_objective_its_run_and_event_are_inserted_all_or_nothing(store: Store) -> None:
+    """``insert_rows`` (on PostgreSQL one statement for every row and the NOTIFY, which is how
+    an objective and its first run are created): a row that cannot be inserted leaves none of
+    the others, and wakes nobody."""
+    deploy(store)
+    first = store.objectives.create("acme", WORKFLOW, {"n": 1}, actor="u")
+    with store.read() as conn:
+        objective = dict(conn.execute(sa.select(schema.objectives)).mappings().one())
+        run = dict(conn.execute(sa.select(schema.runs)).mappings().one())
+    objective["id"], run["id"], run["objective_id"] = "o-2", "r-2", "o-2"
+    taken = {"run_id": first.run.id, "seq": 1, "type": "run.created", "actor": "u",
+             "payload": {}, "at": run["created_at"]}  # fmt: skip
+    rows = [(schema.objectives, objective), (schema.runs, run), (schema.events, taken)]
+    mark = store.work_mark()
+    with pytest.raises(sa.exc.IntegrityError), store.write() as conn:
+        store.insert_rows(conn, rows, notify="r-2")
+    assert [r.id for r in store.runs.query()] == [first.run.id]
+    with pytest.raises(NotFound):
+        store.objectives.get("o-2")
+    assert not store.wait_for_local_work(0, since=mark).woken
+    with store.write() as conn:  # the same rows, the clash left out
+        store.insert_rows(conn, [*rows[:2], (schema.events, {**taken, "run_id": "r-2"})])
+    assert [e.type for e in store.runs.events("r-2")] == ["run.created"]
 
 
 def test_objective_idempotency_on_request_key(store: Store) -> None:

@@ -7,7 +7,7 @@ the SQLite and PostgreSQL hooks.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
 from openseal.runtime.clock import utcnow
-from openseal.runtime.store import group_commit
+from openseal.runtime.store import combined, group_commit
 from openseal.runtime.store.work_signal import Wake, WorkSignal
 
 if TYPE_CHECKING:
@@ -139,6 +139,20 @@ class StoreBase:
             self._inserts_new[(table.name, keys)] = stmt
         return stmt
 
+    def insert_rows(
+        self,
+        conn: sa.Connection,
+        rows: Sequence[tuple[sa.Table, Mapping[str, Any]]],
+        *,
+        notify: str | None = None,
+    ) -> None:
+        """Insert each row into its table, in order (a row may refer to one before it), then,
+        with ``notify``, announce that run as runnable at commit (:meth:`notify_work`). A
+        dialect may send it all as one statement."""
+        combined.insert_each(conn, rows)
+        if notify is not None:
+            self.notify_work(conn, notify)
+
     def lock_event_name(self, conn: sa.Connection, name: str) -> None:
         """Serialise deliveries and wait registrations for one inbound event name.
 
@@ -153,6 +167,12 @@ class StoreBase:
         dialect may also tell other processes (PostgreSQL ``NOTIFY``), else they find it when
         they next poll.
         """
+        self.wake_after_commit(conn, run_id)
+
+    @staticmethod
+    def wake_after_commit(conn: sa.Connection, run_id: str) -> None:
+        """Wake one idle worker of this process for run ``run_id`` once the transaction on
+        ``conn`` commits (what :meth:`notify_work` does in every dialect)."""
         conn.info.setdefault(WAKE_AFTER_COMMIT, set()).add(run_id)
 
     def wake_local_workers(self, run_ids: Iterable[str]) -> None:

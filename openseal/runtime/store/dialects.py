@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import re
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -26,7 +26,7 @@ import sqlalchemy as sa
 from sqlalchemy import event
 
 from openseal.errors import StoreError
-from openseal.runtime.store import fastsql, liveness, migrations, schema
+from openseal.runtime.store import combined, fastsql, liveness, migrations, schema
 from openseal.runtime.store.actions import Actions
 from openseal.runtime.store.agent_requests import AgentRequests
 from openseal.runtime.store.approvals import Approvals
@@ -160,6 +160,23 @@ class PostgresStore(Store):
         # payload of the transaction: one notification per run.
         conn.execute(NOTIFY_RUN, {"channel": WORK_CHANNEL, "run": run_id})
         super().notify_work(conn, run_id)
+
+    def insert_rows(
+        self,
+        conn: sa.Connection,
+        rows: Sequence[tuple[sa.Table, Mapping[str, Any]]],
+        *,
+        notify: str | None = None,
+    ) -> None:
+        if notify is None:
+            super().insert_rows(conn, rows)
+            return
+        # One round trip for what would take one per row and one for the NOTIFY.
+        stmt = combined.inserts_then_notify(combined.shape_of(rows))
+        params = combined.parameters(rows)
+        params.update({combined.NOTIFY_CHANNEL: WORK_CHANNEL, combined.NOTIFY_RUN: notify})
+        fastsql.execute(conn, stmt, params)
+        self.wake_after_commit(conn, notify)
 
     def _notified(self, payload: str | None) -> None:
         if payload:

@@ -40,8 +40,6 @@ projects = schema.projects
 runs = schema.runs
 events = schema.events
 INSERT_OBJECTIVE = sa.insert(objectives)
-INSERT_RUN = sa.insert(runs)
-INSERT_EVENT = sa.insert(events)
 PROJECT_ID = sa.select(projects.c.id).where(projects.c.name == sa.bindparam("p_name"))
 
 
@@ -259,12 +257,14 @@ class Objectives(Repository):
             attempts=0 if draft else 1,
         )
         row = {k: v for k, v in objective.__dict__.items() if k != "project"}
-        project_id = self._project_id(conn, project)
-        fastsql.execute(conn, INSERT_OBJECTIVE, {**row, "project_id": project_id})
+        row["project_id"] = self._project_id(conn, project)
         if draft:
+            fastsql.execute(conn, INSERT_OBJECTIVE, row)
             return NewObjective(objective, None, True)
         payload: dict[str, Any] = {"request_key": request_key} if request_key is not None else {}
-        run = self._first_run(conn, objective, version.digest, inputs, actor, payload, now)
+        run = self._first_run(
+            conn, objective, version.digest, inputs, actor, payload, now, objective_row=row
+        )
         return NewObjective(objective, run, True)
 
     def _first_run(
@@ -276,26 +276,41 @@ class Objectives(Repository):
         actor: str,
         payload: dict[str, Any],
         now: datetime,
+        *,
+        objective_row: dict[str, Any] | None = None,
     ) -> Run:
         """The objective's first run, ``queued`` on version ``digest``, with its
-        ``run.created`` (``payload`` added), and its wake-up."""
+        ``run.created`` (``payload`` added), and its wake-up; ``objective_row`` is the
+        objective's own row when it is inserted with them."""
         run = new_run(objective.id, digest, inputs, objective.scope, now,
                       priority=objective.priority)  # fmt: skip
-        fastsql.execute(conn, INSERT_RUN, {**run.__dict__, "wait_name": None})
         created: dict[str, Any] = {
             "objective_id": objective.id,
             "workflow": objective.workflow_name,
         }
         if objective.priority:
             created["priority"] = objective.priority
-        fastsql.execute(
-            conn,
-            INSERT_EVENT,
-            {"run_id": run.id, "seq": 1, "type": "run.created", "actor": actor,
-             "payload": {**created, **payload}, "at": now},
-        )  # fmt: skip
-        self._store.notify_work(conn, run.id)
+        before = [] if objective_row is None else [(objectives, objective_row)]
+        self._insert_run(conn, run, actor, {**created, **payload}, before=before, notify=True)
         return run
+
+    def _insert_run(
+        self,
+        conn: sa.Connection,
+        run: Run,
+        actor: str,
+        payload: dict[str, Any],
+        *,
+        notify: bool,
+        before: list[tuple[sa.Table, dict[str, Any]]] | None = None,
+    ) -> None:
+        """Insert ``run`` with its ``run.created`` (``payload``) after the rows ``before`` (the
+        objective it starts), and with ``notify`` announce it as runnable at commit: on
+        PostgreSQL one statement for all of it (:meth:`StoreBase.insert_rows`)."""
+        event = {"run_id": run.id, "seq": 1, "type": "run.created", "actor": actor,
+                 "payload": payload, "at": run.created_at}  # fmt: skip
+        rows = [*(before or ()), (runs, {**run.__dict__, "wait_name": None}), (events, event)]
+        self._store.insert_rows(conn, rows, notify=run.id if notify else None)
 
     def start_child_run(
         self,
@@ -315,14 +330,7 @@ class Objectives(Repository):
             parent.objective_id, workflow_digest, inputs, parent.scope, self._store.now(),
             parent_run_id=parent.id, priority=parent.priority, budget_used=budget_used or {},
         )  # fmt: skip
-        fastsql.execute(conn, INSERT_RUN, {**run.__dict__, "wait_name": None})
-        fastsql.execute(
-            conn,
-            INSERT_EVENT,
-            {"run_id": run.id, "seq": 1, "type": "run.created", "actor": actor,
-             "payload": {"parent_run_id": parent.id, **payload}, "at": run.created_at},
-        )  # fmt: skip
-        self._store.notify_work(conn, run.id)
+        self._insert_run(conn, run, actor, {"parent_run_id": parent.id, **payload}, notify=True)
         return run
 
     def _project_id(self, conn: sa.Connection, name: str) -> str:
@@ -448,16 +456,10 @@ class Objectives(Repository):
             paused_from_status=RunStatus.SLEEPING if paused else None,
             waiting=waiting, wake_at=retry_at, priority=objective["priority"], attempt=attempt,
         )  # fmt: skip
-        fastsql.execute(conn, INSERT_RUN, {**run.__dict__, "wait_name": None})
         created = {"objective_id": ended.objective_id, "workflow": objective["workflow_name"],
                    "attempt": attempt, "retry_of": ended.id, "reason": outcome["reason"],
                    "retry_at": iso(retry_at)}  # fmt: skip
-        fastsql.execute(
-            conn,
-            INSERT_EVENT,
-            {"run_id": run.id, "seq": 1, "type": "run.created", "actor": "openseal",
-             "payload": created, "at": now},
-        )  # fmt: skip
+        self._insert_run(conn, run, "openseal", created, notify=False)
         self._set(conn, ended.objective_id, objective["status"], attempt, now)
         return {"run_id": run.id, "attempt": attempt, "at": iso(retry_at)}
 
