@@ -12,6 +12,7 @@ from openseal.runtime.engine.states.base import LeaseLost
 from openseal.runtime.statuses import WAITING_RUN_STATUSES, RunStatus
 from openseal.runtime.store import Store, schema
 from openseal.runtime.store.errors import IdempotencyConflict, StaleEpoch
+from openseal.runtime.store.fenced import FencedTx
 from openseal.runtime.store.records import Claim
 from tests.runtime.support import Backend, new_run
 
@@ -36,6 +37,38 @@ def test_claim_sets_lease_increments_epoch_and_records_event(store: Store) -> No
     assert second.epoch == 2
     types = [e.type for e in store.runs.events(run.id)]
     assert types == ["run.created", "lease.claimed", "lease.released", "lease.claimed"]
+
+
+def test_the_turns_a_claim_starts_are_written_with_its_events(store: Store) -> None:
+    """On PostgreSQL the turns started in a fenced transaction are inserted by the statement
+    that changes the run and appends its events: a claim that starts two turns is the claiming
+    SELECT and one statement."""
+    run = new_run(store)
+    sent: list[str] = []
+
+    def count(_conn: object, _cursor: object, sql: str, *_rest: object) -> None:
+        sent.append(sql)
+
+    def start(tx: FencedTx) -> None:
+        first = tx.start_turn("one", seq=1)
+        tx.record_turn(first.id, phase="advanced", status="completed", event=False)
+        tx.start_turn("two")
+
+    sa.event.listen(store.engine, "before_cursor_execute", count)
+    try:
+        claimed = store.leases.claim_and_start("w1", start)
+    finally:
+        sa.event.remove(store.engine, "before_cursor_execute", count)
+    assert claimed is not None
+    turns, _activities = store.runs.turns(run.id)
+    assert [(t.seq, t.state, t.status, t.epoch) for t in turns] == [
+        (1, "one", "completed", 1),
+        (2, "two", "running", 1),
+    ]
+    types = [e.type for e in store.runs.events(run.id)]
+    assert types == ["run.created", "lease.claimed", "turn.started", "turn.started"]
+    if store.dialect == "postgresql":
+        assert len(sent) == 2, sent
 
 
 def test_two_workers_race_for_one_run_and_exactly_one_wins(backend: Backend) -> None:

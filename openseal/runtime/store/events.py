@@ -20,7 +20,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from openseal.runtime.store import fastsql, schema
+from openseal.runtime.store import combined, fastsql, schema
 from openseal.runtime.store.errors import NotFound
 from openseal.runtime.store.records import Event, Run
 
@@ -31,7 +31,7 @@ _lock = threading.Lock()
 #: whether someone appended events to its run behind its back
 EVENT_WRITES = "openseal_event_writes"
 _updates: dict[tuple[tuple[str, ...], bool, bool], sa.Update] = {}
-_with_events: dict[tuple[tuple[str, ...], bool, int], sa.Insert] = {}
+_with_events: dict[tuple[tuple[str, ...], bool, int, combined.Shape], sa.Insert] = {}
 INSERT_EVENTS: sa.Insert = sa.insert(schema.events)
 
 
@@ -70,12 +70,15 @@ def _run_update(keys: tuple[str, ...], fenced: bool, whole_row: bool) -> sa.Upda
     return stmt
 
 
-def _run_update_with_events(keys: tuple[str, ...], fenced: bool, count: int) -> sa.Insert:
+def _run_update_with_events(
+    keys: tuple[str, ...], fenced: bool, count: int, inserts: combined.Shape
+) -> sa.Insert:
     """PostgreSQL: ``WITH changed AS (UPDATE runs ... RETURNING last_event_seq) INSERT INTO
     events ... SELECT ... FROM changed`` for ``count`` events, built once per shape. The events
     take the sequence numbers the UPDATE made room for; a fenced UPDATE that matches nothing
-    inserts nothing (and returns no row)."""
-    shape = (keys, fenced, count)
+    inserts nothing (and returns no row). The rows of ``inserts`` (:mod:`.combined`) are
+    inserted by the same statement, whatever the UPDATE matches."""
+    shape = (keys, fenced, count, inserts)
     stmt = _with_events.get(shape)
     if stmt is not None:
         return stmt
@@ -102,7 +105,8 @@ def _run_update_with_events(keys: tuple[str, ...], fenced: bool, count: int) -> 
         sa.bindparam("p_now", type_=events.c.at.type),
     ).select_from(changed.join(new, sa.true()))
     columns = ["run_id", "seq", "type", "actor", "payload", "at"]
-    stmt = sa.insert(events).from_select(columns, source).returning(events.c.seq).add_cte(changed)
+    stmt = sa.insert(events).from_select(columns, source).returning(events.c.seq)
+    stmt = stmt.add_cte(*combined.insert_ctes(inserts), changed)
     with _lock:
         _with_events[shape] = stmt
     return stmt
@@ -117,14 +121,18 @@ def append_events(
     values: dict[str, Any] | None = None,
     fence: Fence | None = None,
     whole_row: bool = False,
+    inserts: Sequence[tuple[sa.Table, Mapping[str, Any]]] = (),
 ) -> Mapping[str, Any] | None:
     """Apply ``values`` to the run and append ``events`` (type, actor, payload) after it.
 
     One UPDATE and one (multi-row) INSERT, whatever the number of events; on PostgreSQL one
     statement doing both, unless the whole row is asked for. With ``fence`` the
-    UPDATE only matches while the claim still holds the run; None is returned (and nothing is
-    written) when it does not. The row returned holds ``last_event_seq`` (all columns with
-    ``whole_row``). ``values`` may not hold SQL expressions; see :func:`change_run`.
+    UPDATE only matches while the claim still holds the run; None is returned (and nothing of
+    the run or its events is written) when it does not. The row returned holds
+    ``last_event_seq`` (all columns with ``whole_row``). ``values`` may not hold SQL
+    expressions; see :func:`change_run`. The rows of ``inserts`` (table, row) are inserted
+    first, whether or not the fence holds (the caller raises when it does not): on PostgreSQL
+    by the same statement.
     """
     plain = values or {}
     params: dict[str, Any] = {f"v_{key}": value for key, value in plain.items()}
@@ -133,7 +141,10 @@ def append_events(
         params.update(p_epoch=fence.epoch, p_owner=fence.owner, p_running="running")
     if events and not whole_row and conn.dialect.name == "postgresql":
         # One round trip: the UPDATE in a WITH, the events inserted from what it returns.
-        together = _run_update_with_events(tuple(sorted(plain)), fence is not None, len(events))
+        together = _run_update_with_events(
+            tuple(sorted(plain)), fence is not None, len(events), combined.shape_of(inserts)
+        )
+        params.update(combined.parameters(inserts))
         for i, (kind, actor, payload) in enumerate(events):
             params.update({f"e_type_{i}": kind, f"e_actor_{i}": actor, f"e_payload_{i}": payload})
         written = fastsql.execute(conn, together, params)
@@ -141,6 +152,7 @@ def append_events(
             return None
         conn.info[EVENT_WRITES] = conn.info.get(EVENT_WRITES, 0) + 1
         return {"last_event_seq": max(int(r["seq"]) for r in written)}
+    combined.insert_each(conn, inserts)
     stmt = _run_update(tuple(sorted(plain)), fence is not None, whole_row)
     row = fastsql.one_or_none(fastsql.execute(conn, stmt, params))
     if row is None:

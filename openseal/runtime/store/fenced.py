@@ -27,7 +27,7 @@ from openseal.contract import EventWait, RunContext, Waiting
 from openseal.errors import StoreError
 from openseal.runtime.clock import iso, new_id
 from openseal.runtime.statuses import AgentRequestStatus, RunStatus
-from openseal.runtime.store import fastsql, schema
+from openseal.runtime.store import combined, fastsql, schema
 from openseal.runtime.store.carved_budgets import carve
 from openseal.runtime.store.errors import IdempotencyConflict, NotFound
 from openseal.runtime.store.events import EVENT_WRITES, Fence, append_events, lease_released
@@ -55,7 +55,6 @@ UNSET: Final = _Unset()
 runs = schema.runs
 turns = schema.turns
 RUN_FIELDS: Final = frozenset(Run.__dataclass_fields__)
-INSERT_TURN: Final = sa.insert(turns)
 INSERT_ACTIVITY: Final = sa.insert(schema.activities)
 LAST_TURN_SEQ: Final = sa.select(sa.func.max(turns.c.seq)).where(
     turns.c.run_id == sa.bindparam("p_run")
@@ -143,16 +142,17 @@ class FencedTx:
         return self._conn
 
     def flush(self) -> None:
-        """Write the held-back turns, run changes and events (an INSERT, an UPDATE, an INSERT)."""
-        if self._turns:
-            fastsql.execute(self._conn, INSERT_TURN, [t.__dict__ for t in self._turns.values()])
-            self._turns = {}
+        """Write the held-back turns, run changes and events (an INSERT, an UPDATE, an INSERT;
+        on PostgreSQL one statement)."""
+        started = [(turns, turn.__dict__) for turn in self._turns.values()]
+        self._turns = {}
         if not self._events and not self._values:
+            combined.insert_each(self._conn, started)
             return
         fence = Fence(self.claim.epoch, self.claim.worker_id) if self._row_held else None
         row = append_events(
             self._conn, self.claim.run_id, self._events, now=self.now, values=self._values,
-            fence=fence,
+            fence=fence, inserts=started,
         )  # fmt: skip
         if row is None or int(row["last_event_seq"]) != self._run.last_event_seq:
             # The row is locked by this transaction; a mismatch is a bug, never a race.
