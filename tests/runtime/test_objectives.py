@@ -74,6 +74,17 @@ def test_create_objective_queues_a_first_run_with_an_event(store: Store) -> None
     assert event.payload["objective_id"] == created.objective.id
 
 
+def test_a_project_is_created_with_its_first_objective_and_found_after(store: Store) -> None:
+    deploy(store)
+    made = [store.objectives.create(p, WORKFLOW, {"n": 1}, actor="u") for p in ("a", "a", "b")]
+    assert [m.objective.project for m in made] == ["a", "a", "b"]
+    with store.read() as conn:
+        names = conn.execute(sa.select(schema.projects.c.name)).scalars().all()
+        used = conn.execute(sa.select(schema.objectives.c.project_id)).scalars().all()
+    assert sorted(names) == ["a", "b"]
+    assert len(set(used)) == 2
+
+
 def test_an_objective_its_run_and_event_are_inserted_all_or_nothing(store: Store) -> None:
     """``insert_rows`` (on PostgreSQL one statement for every row and the NOTIFY, which is how
     an objective and its first run are created): a row that cannot be inserted leaves none of

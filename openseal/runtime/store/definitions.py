@@ -202,6 +202,11 @@ class Definitions(Repository):
         digest = None if found is None else found["active_digest"]
         return None if digest is None else self._cached_version(conn, digest)
 
+    def version_in(self, conn: sa.Connection, digest: str) -> DefinitionVersion:
+        """Version ``digest`` (read in the caller's transaction the first time), for a caller
+        that looked up which one is active itself (with :data:`ACTIVE_DIGEST`)."""
+        return self._cached_version(conn, digest)
+
     def _cached_version(self, conn: sa.Connection, digest: str) -> DefinitionVersion:
         """Version ``digest``, parsed once per store: versions never change (invariant 12)."""
         found = self._versions.get(digest)

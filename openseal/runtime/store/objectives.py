@@ -22,7 +22,7 @@ from openseal.runtime.clock import iso, new_id
 from openseal.runtime.statuses import TERMINAL_RUN_STATUSES, ObjectiveStatus, RunStatus
 from openseal.runtime.store import fastsql, schema
 from openseal.runtime.store.base import Repository
-from openseal.runtime.store.definitions import canonical_json
+from openseal.runtime.store.definitions import ACTIVE_DIGEST, canonical_json
 from openseal.runtime.store.errors import (
     IdempotencyConflict,
     InvalidStatus,
@@ -40,7 +40,15 @@ projects = schema.projects
 runs = schema.runs
 events = schema.events
 INSERT_OBJECTIVE = sa.insert(objectives)
-PROJECT_ID = sa.select(projects.c.id).where(projects.c.name == sa.bindparam("p_name"))
+#: the digest active for workflow ``:p_name`` and the id of project ``:p_project`` (each None
+#: when there is none): what creating an objective looks up, in one statement
+DEPLOYED_AND_PROJECT = sa.select(
+    ACTIVE_DIGEST.scalar_subquery().label("active_digest"),
+    sa.select(projects.c.id)
+    .where(projects.c.name == sa.bindparam("p_project"))
+    .scalar_subquery()
+    .label("project_id"),
+)
 
 
 def request_hash(
@@ -228,7 +236,10 @@ class Objectives(Repository):
         """:meth:`create` in the caller's transaction, without the request-key replay (a
         trigger's firing row commits with the objective it starts). ``prepare`` and the
         check that the workflow is deployed run before anything is written."""
-        version = self._store.definitions.active_version_in(conn, workflow_name)
+        params = {"p_name": workflow_name, "p_project": project}
+        (found,) = fastsql.execute(conn, DEPLOYED_AND_PROJECT, params)
+        active = found["active_digest"]
+        version = None if active is None else self._store.definitions.version_in(conn, active)
         if version is None or version.kind != "workflow":
             raise StoreError(f"no workflow {workflow_name!r} is deployed", code="not_deployed")
         if prepare is not None:
@@ -257,7 +268,7 @@ class Objectives(Repository):
             attempts=0 if draft else 1,
         )
         row = {k: v for k, v in objective.__dict__.items() if k != "project"}
-        row["project_id"] = self._project_id(conn, project)
+        row["project_id"] = found["project_id"] or self._new_project(conn, project)
         if draft:
             fastsql.execute(conn, INSERT_OBJECTIVE, row)
             return NewObjective(objective, None, True)
@@ -333,14 +344,12 @@ class Objectives(Repository):
         self._insert_run(conn, run, actor, {"parent_run_id": parent.id, **payload}, notify=True)
         return run
 
-    def _project_id(self, conn: sa.Connection, name: str) -> str:
-        found = fastsql.one_or_none(fastsql.execute(conn, PROJECT_ID, {"p_name": name}))
-        project_id = None if found is None else found["id"]
-        if project_id is None:
-            project_id = new_id()
-            conn.execute(
-                sa.insert(projects).values(id=project_id, name=name, created_at=self._store.now())
-            )
+    def _new_project(self, conn: sa.Connection, name: str) -> str:
+        """Insert project ``name`` (the first objective of it); its id."""
+        project_id = new_id()
+        conn.execute(
+            sa.insert(projects).values(id=project_id, name=name, created_at=self._store.now())
+        )
         return project_id
 
     def _objective(self, conn: sa.Connection, objective_id: str) -> Objective:
