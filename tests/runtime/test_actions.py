@@ -420,3 +420,26 @@ def test_a_confirmed_reply_is_narrowed_to_the_declared_output(tmp_path: Path) ->
     assert confirmed(SkillResult("failed", reply, "does not fit", {"status": 201}))
     assert not confirmed(SkillResult("failed", None, "422", {"status": 422}))
     assert not confirmed(SkillResult("unknown", None, "timeout"))
+
+
+def test_a_confirmed_reply_is_fitted_to_the_output_type_once(
+    store: Store, simulator: ProcurementSimulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Leaving the action state and recording the reply share one fit of its output."""
+    from openseal.runtime.actions import dispatch, reconcile
+    from openseal.runtime.engine.states import action as action_state
+
+    fitted: list[object] = []
+
+    def counted(spec: object, output: object) -> dispatch.Fit:
+        fitted.append(output)
+        return dispatch.output_of(spec, output)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(reconcile, "output_of", counted)
+    monkeypatch.setattr(action_state, "output_of", counted)
+    f = flow(store, simulator, tmp_path)
+    run = approved(f)
+    f.run_until_idle()
+    assert f.status(run) == RunStatus.COMPLETED
+    assert the_action(store, run).status == ActionStatus.SUCCEEDED
+    assert len(fitted) == 1

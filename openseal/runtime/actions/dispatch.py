@@ -158,7 +158,11 @@ def confirmed(result: SkillResult) -> bool:
     return result.ok or (isinstance(status, int) and 200 <= status < 300)
 
 
-def output_of(spec: SkillSpec, output: object) -> tuple[object, str | None]:
+#: a confirmed reply's output narrowed to the skill's output fields, and any problem left
+Fit = tuple[object, str | None]
+
+
+def output_of(spec: SkillSpec, output: object) -> Fit:
     """The confirmed reply narrowed to the skill's output fields, and any problem left.
 
     Destinations answer with more than a skill declares (the whole order, not just its id);

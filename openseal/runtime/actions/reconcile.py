@@ -33,6 +33,7 @@ import tenacity
 from openseal.compiler.definitions.specs import SkillSpec
 from openseal.observability import metrics
 from openseal.runtime.actions.dispatch import (
+    Fit,
     Target,
     confirmed,
     dispatch,
@@ -132,16 +133,19 @@ def record_in(
     actor: str,
     now: datetime,
     events: EventSink | None = None,
+    *,
+    fit: Fit | None = None,
 ) -> Action:
     """:func:`record` in the caller's transaction (which holds the run's lock). ``action`` is
     the action as the attempt sent it; the action as recorded afterwards is returned.
-    ``events`` receives the run events, as in ``store.actions.move``."""
+    ``events`` receives the run events, as in ``store.actions.move``; ``fit`` is the reply's
+    :func:`output_of` when the caller has it already (see :func:`settle_evidence`)."""
     detail = {"source": "dispatch", "attempt": action.attempts, **_status_of(result)}
     # First as the attempt left it: every move is conditional on the action's revision, so it
     # writes nothing when anything changed the action since, and it is then read again.
     moved = settle_evidence(
         store, conn, action, result, target, latest=True, now=now, actor=actor, detail=detail,
-        events=events,
+        events=events, fit=fit,
     )  # fmt: skip
     if moved is not None:
         return moved
@@ -150,7 +154,7 @@ def record_in(
     if current.revision != action.revision:
         moved = settle_evidence(
             store, conn, current, result, target, latest=latest, now=now, actor=actor,
-            detail=detail, events=events,
+            detail=detail, events=events, fit=fit,
         )  # fmt: skip
         if moved is not None:
             return moved
@@ -174,10 +178,15 @@ def settle_evidence(
     actor: str,
     detail: dict[str, Any],
     events: EventSink | None = None,
+    fit: Fit | None = None,
 ) -> Action | None:
-    """Move ``current`` as the reply ``result`` proves, or None when it proves no change."""
+    """Move ``current`` as the reply ``result`` proves, or None when it proves no change.
+
+    A confirmed reply's output is fitted to the skill's output type (:func:`output_of`) unless
+    ``fit`` is that already: a caller that has checked the reply passes its fit, so the same
+    output is not checked against the same type again."""
     if confirmed(result):
-        output, problem = output_of(target.spec, result.output)
+        output, problem = fit if fit is not None else output_of(target.spec, result.output)
         if problem is None and current.status in CONFIRMABLE:
             moved = store.actions.move(
                 conn, current, ActionStatus.SUCCEEDED, now=now, actor=actor, result=output,

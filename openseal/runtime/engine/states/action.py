@@ -24,7 +24,14 @@ from datetime import datetime
 
 from openseal.contract import ActionSettings, ReconcileWait
 from openseal.runtime.actions import admission, proposals
-from openseal.runtime.actions.dispatch import Target, confirmed, dispatch, output_of, target_for
+from openseal.runtime.actions.dispatch import (
+    Fit,
+    Target,
+    confirmed,
+    dispatch,
+    output_of,
+    target_for,
+)
 from openseal.runtime.actions.reconcile import Step, mark_unknown, reconcile, record, record_in
 from openseal.runtime.clock import iso
 from openseal.runtime.compiled import DefinitionError
@@ -274,8 +281,10 @@ def _leave_with(
     outcome is recorded on its own: it describes the outside world either way.
     """
     actor = f"worker:{ctx.claim.worker_id}"
+    fit: Fit | None = None
     if confirmed(result):
-        output, problem = output_of(target.spec, result.output)
+        fit = output_of(target.spec, result.output)
+        output, problem = fit
         if problem is not None:
             return None
         leaving: Advance = Advance("done", output)
@@ -288,7 +297,7 @@ def _leave_with(
 
     def within(tx: FencedTx) -> bool:
         recorded = record_in(
-            tx.store, tx.row_conn, sent, result, target, actor, tx.now, tx.append_event
+            tx.store, tx.row_conn, sent, result, target, actor, tx.now, tx.append_event, fit=fit
         )
         # Another reply may have settled the action otherwise meanwhile (a confirmation of an
         # earlier attempt): then the state is executed again and leaves by what is recorded.
