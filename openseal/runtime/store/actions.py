@@ -17,7 +17,7 @@ world, which changed whether or not this worker still holds the run.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +35,7 @@ from openseal.runtime.store.listing import (
     runs_in_scopes,
     runs_of_workflow,
 )
-from openseal.runtime.store.records import Row
+from openseal.runtime.store.records import Row, evolve
 
 if TYPE_CHECKING:
     from openseal.runtime.store.proposals import Proposal
@@ -254,7 +254,7 @@ class Actions(Repository):
             values = {**values, **then.values}
         history = [*action.history, *(entry for _, _, entry, _ in moves)]
         status, revision = moves[-1][1], action.revision + len(moves)
-        moved = replace(
+        moved = evolve(
             action, status=status, history=history, updated_at=now, revision=revision, **values
         )
         if insert:
@@ -349,7 +349,7 @@ class Actions(Repository):
             events(event, body, actor)
         elif append_events(conn, action.run_id, ((event, actor, body),), now=now) is None:
             raise NotFound(f"run {action.run_id} not found")
-        return replace(action, history=history, updated_at=now, revision=action.revision + 1)
+        return evolve(action, history=history, updated_at=now, revision=action.revision + 1)
 
     def spend_of(self, conn: sa.Connection, action_id: str) -> list[dict[str, Any]]:
         rows = conn.execute(

@@ -17,7 +17,6 @@ inserted once, ended), all in one INSERT.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
@@ -40,6 +39,7 @@ from openseal.runtime.store.records import (
     InboundEvent,
     Run,
     Turn,
+    evolve,
 )
 
 if TYPE_CHECKING:
@@ -170,7 +170,7 @@ class FencedTx:
         if self._conn.info.get(EVENT_WRITES, 0) == self._writes_seen:
             return
         (row,) = fastsql.execute(self._conn, SELECT_COUNTERS, {"p_id": self.claim.run_id})
-        self._run = replace(
+        self._run = evolve(
             self._run, last_event_seq=row["last_event_seq"], revision=row["revision"]
         )
         self._writes_seen = self._conn.info.get(EVENT_WRITES, 0)
@@ -184,7 +184,7 @@ class FencedTx:
         if "status" in seen:
             seen["status"] = RunStatus(seen["status"])
         seq = self._run.last_event_seq + 1
-        self._run = replace(
+        self._run = evolve(
             self._run, **seen, last_event_seq=seq, revision=self._run.revision + 1,
             updated_at=self.now,
         )  # fmt: skip
@@ -248,7 +248,7 @@ class FencedTx:
                 # and this run's sequence is read again after that
                 ending = self.run()  # with what it used, for a budget carved for it
                 if "budget_used" in values:
-                    ending = replace(ending, budget_used=values["budget_used"])
+                    ending = evolve(ending, budget_used=values["budget_used"])
                 self.store.agent_requests.settle_child(
                     self.conn, ending, RunStatus(values["status"]),
                     values.get("context", ending.context), self.now,
@@ -279,7 +279,7 @@ class FencedTx:
         self._sync_counters()
         self._events.append((type, actor or self.actor, payload))
         seq = self._run.last_event_seq + 1
-        self._run = replace(
+        self._run = evolve(
             self._run, last_event_seq=seq, revision=self._run.revision + 1, updated_at=self.now
         )
         return Event(self.claim.run_id, seq, type, actor or self.actor, payload, self.now)
@@ -347,7 +347,7 @@ class FencedTx:
             values["error"] = error
         held = self._turns.get(turn_id)
         if held is not None:  # started in this transaction: changed before it is inserted
-            self._turns[turn_id] = replace(held, **values)
+            self._turns[turn_id] = evolve(held, **values)
             row: Any = self._turns[turn_id].__dict__
         else:
             params = {f"v_{k}": v for k, v in values.items()}

@@ -12,7 +12,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
@@ -25,7 +24,7 @@ from openseal.runtime.store.base import Repository
 from openseal.runtime.store.errors import StaleEpoch
 from openseal.runtime.store.events import change_run, lease_released
 from openseal.runtime.store.fenced import FencedTx
-from openseal.runtime.store.records import Claim, Run
+from openseal.runtime.store.records import Claim, Run, evolve
 
 if TYPE_CHECKING:
     from openseal.runtime.store.dialects import Store
@@ -134,7 +133,7 @@ class Leases(Repository):
                 # A run woken by a timeout no longer takes deliveries for its old wait.
                 wait_name=None,
             )
-            claim = replace(claim, run=after)
+            claim = evolve(claim, run=after)
             tx.claim = claim
             started = start(tx) if start is not None else None
             tx.flush()
