@@ -22,7 +22,7 @@ from typing import Any
 
 from openseal.compiler.lang.evaluate import EvaluationError
 from openseal.contract import ApprovalSettings
-from openseal.runtime.actions.proposal_check import verify_in
+from openseal.runtime.actions.proposal_check import problem_in
 from openseal.runtime.actions.proposals import proposal_name
 from openseal.runtime.compiled import CompiledWorkflow, DefinitionError, evaluate_json
 from openseal.runtime.statuses import ActionStatus
@@ -84,9 +84,9 @@ def admit(
     approval, reason = _approval(conn, store, workflow, proposal, active)
     reason = _binding(workflow, proposal) or _active_binding(active, proposal) or reason
     # What will be sent is this proposal's document: it must still be the approved content.
-    checked = verify_in(conn, store.artifacts, proposal, stored)
-    if checked.problem is not None:
-        reason = f"proposal {proposal.name} ({proposal.hash}) is not verified: {checked.problem}"
+    problem = problem_in(conn, store.artifacts, proposal, stored)
+    if problem is not None:
+        reason = f"proposal {proposal.name} ({proposal.hash}) is not verified: {problem}"
     budgets = spend_budgets(workflow, proposal.run_id)
     if reason is None:
         reason = _spend(conn, store, budgets, proposal, now)

@@ -251,11 +251,11 @@ def decide(
 
 def _refuse_unverified(store: Store, conn: Connection, approval: Approval) -> None:
     """Nobody approves content that cannot be shown to be the content its hash names."""
-    from openseal.runtime.actions.proposal_check import verify_in
+    from openseal.runtime.actions.proposal_check import problem_in
 
-    checked = verify_in(conn, store.artifacts, store.proposals.get(conn, approval.proposal_id))
-    if checked.problem is not None:
+    problem = problem_in(conn, store.artifacts, store.proposals.get(conn, approval.proposal_id))
+    if problem is not None:
         raise ApprovalError(
-            f"proposal {approval.proposal_hash} cannot be approved: {checked.problem}",
+            f"proposal {approval.proposal_hash} cannot be approved: {problem}",
             code="proposal_unverified",
         )

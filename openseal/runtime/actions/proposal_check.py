@@ -53,17 +53,29 @@ def verify_in(
 
     ``stored``: the artefact's bytes, when this transaction stored them or checked the stored
     ones against their digest (drafting does both), so they need not be read back."""
+    data, problem = _checked(conn, artifacts, proposal, stored)
+    return Verification(proposal.document if data is None else json.loads(data), problem)
+
+
+def problem_in(
+    conn: Connection, artifacts: ArtifactStore, proposal: Proposal, stored: bytes | None = None
+) -> str | None:
+    """Why ``proposal`` is not verified (see :func:`verify_in`), or None when it is: for a
+    caller that only decides (admission, approval), without decoding the artefact's document."""
+    return _checked(conn, artifacts, proposal, stored)[1]
+
+
+def _checked(
+    conn: Connection, artifacts: ArtifactStore, proposal: Proposal, stored: bytes | None
+) -> tuple[bytes | None, str | None]:
+    """The artefact's bytes when they could be read, and why the proposal is not verified."""
     if proposal.artifact_digest != proposal.hash:
-        return Verification(
-            proposal.document,
-            f"its artefact {proposal.artifact_digest} is not the one its hash names",
-        )
+        return None, f"its artefact {proposal.artifact_digest} is not the one its hash names"
     try:
         data = stored if stored is not None else artifacts.read_in(conn, proposal.artifact_digest)
     except StoreError as exc:  # not found here, or corrupt
-        return Verification(proposal.document, f"its artefact cannot be verified: {exc.message}")
-    document = json.loads(data)
-    return Verification(document, row_problem(proposal, data))
+        return None, f"its artefact cannot be verified: {exc.message}"
+    return data, row_problem(proposal, data)
 
 
 def row_problem(proposal: Proposal, data: bytes) -> str | None:
