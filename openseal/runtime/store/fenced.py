@@ -347,8 +347,7 @@ class FencedTx:
             values["error"] = error
         held = self._turns.get(turn_id)
         if held is not None:  # started in this transaction: changed before it is inserted
-            self._turns[turn_id] = evolve(held, **values)
-            row: Any = self._turns[turn_id].__dict__
+            turn = self._turns[turn_id] = evolve(held, **values)
         else:
             params = {f"v_{k}": v for k, v in values.items()}
             params.update(p_id=turn_id, p_run=self.claim.run_id)
@@ -356,12 +355,13 @@ class FencedTx:
             row = fastsql.one_or_none(fastsql.execute(self._conn, stmt, params))
             if row is None:
                 raise NotFound(f"turn {turn_id} not found on run {self.claim.run_id}")
+            turn = Turn.from_row(row)
         if event:
-            payload = {"seq": row["seq"], "phase": row["phase"], "status": row["status"]}
+            payload = {"seq": turn.seq, "phase": turn.phase, "status": turn.status}
             if error is not None:
                 payload["error"] = error
             self._change("turn.updated", payload)
-        return Turn.from_row(row)
+        return turn
 
     # -- activities --------------------------------------------------------------------
 
