@@ -15,7 +15,7 @@ import pytest
 from openseal.runtime import service
 from openseal.runtime.faults import DIR_ENV, POINT_ENV
 from openseal.runtime.statuses import ActionStatus, RunStatus
-from openseal.runtime.store import BATCH_POINTS, Claim, GroupCommit, StaleEpoch, Store
+from openseal.runtime.store import BATCH_POINTS, Claim, GroupCommit, StaleEpoch, Store, group_commit
 from openseal.simulator.procurement import ProcurementSimulator
 from tests.runtime.action_support import simulator_fixture  # noqa: F401
 from tests.runtime.engine_support import DEFS, assert_gap_free, compile_files, event_types, register
@@ -161,6 +161,36 @@ def test_a_write_that_fails_in_a_batch_is_rolled_back_alone(
         assert_gap_free(store, claim.run_id)
 
 
+def test_a_batch_takes_no_more_members_once_it_has_opened_its_savepoints(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    held = claims(store, 3)
+    monkeypatch.setattr(group_commit, "SAVEPOINTS_PER_BATCH", 1)
+    group = GroupCommit(store, size=8, window=GUARD)  # a batch waiting for more would hang
+    commits = WriteCommits(store.engine)
+    opens = first_writer(group, 2)
+    second_wrote = threading.Event()
+
+    def first() -> None:
+        with store.leases.fenced(held[0]) as tx:
+            opens(True)
+            tx.append_event("test.note", {"text": "first"})
+
+    def second() -> None:
+        opens(False)
+        with store.leases.fenced(held[1]) as tx:  # the batch's one savepoint
+            tx.append_event("test.note", {"text": "second"})
+            second_wrote.set()
+
+    def third() -> None:
+        assert second_wrote.wait(GUARD)
+        note(store, held[2], "third")()
+
+    assert together(group, [first, second, third]) == [None] * 3
+    assert commits.count == 2
+    assert all(noted(store, claim) for claim in held)
+
+
 def test_a_thread_alone_commits_without_waiting_for_the_window(store: Store) -> None:
     [claim] = claims(store, 1)
     group = GroupCommit(store, size=8, window=3600)  # a wait would hang until the guard
@@ -221,6 +251,38 @@ def test_a_together_block_joins_the_shared_batch_as_one_member(store: Store) -> 
         assert_gap_free(store, claim.run_id)
 
 
+def first_writer(group: GroupCommit, members: int) -> Callable[[bool], None]:
+    """``opens(leads)``: the batch's first writer waits for all ``members`` to join; the others
+    wait for it."""
+    first = threading.Event()
+
+    def opens(leads: bool) -> None:
+        if leads:
+            first.set()
+            eventually(lambda: group.joined == members, timeout=GUARD)
+        else:
+            assert first.wait(GUARD)
+
+    return opens
+
+
+def kept(
+    store: Store, claim: Claim, opens: Callable[[bool], None], *, leads: bool
+) -> Callable[[], None]:
+    """A note written in a fenced transaction that is kept; ``leads``: whether it opens the
+    batch (see :func:`first_writer`)."""
+
+    def write() -> None:
+        if not leads:
+            opens(False)
+        with store.leases.fenced(claim) as tx:
+            if leads:
+                opens(True)
+            tx.append_event("test.note", {"text": "kept"})
+
+    return write
+
+
 @pytest.mark.parametrize("block_leads", [True, False], ids=["block-leads", "block-follows"])
 def test_a_together_block_that_fails_rolls_back_its_writes_and_only_them(
     store: Store, block_leads: bool
@@ -228,15 +290,7 @@ def test_a_together_block_that_fails_rolls_back_its_writes_and_only_them(
     held = claims(store, 4)
     group = GroupCommit(store, size=8, window=GUARD)
     commits = WriteCommits(store.engine)
-    first = threading.Event()
-
-    def opens(leads: bool) -> None:
-        """The batch's first writer waits for everyone to join; the others wait for it."""
-        if leads:
-            first.set()
-            eventually(lambda: group.joined == 3, timeout=GUARD)
-        else:
-            assert first.wait(GUARD)
+    opens = first_writer(group, 3)
 
     def block() -> None:
         if not block_leads:
@@ -248,18 +302,14 @@ def test_a_together_block_that_fails_rolls_back_its_writes_and_only_them(
             note(store, held[1], "rolled back")()
             raise Boom("out of the block")
 
-    def plain(claim: Claim, leads: bool) -> Callable[[], None]:
-        def write() -> None:
-            if not leads:
-                opens(False)
-            with store.leases.fenced(claim) as tx:
-                if leads:
-                    opens(True)
-                tx.append_event("test.note", {"text": "kept"})
-
-        return write
-
-    raised = together(group, [block, plain(held[2], not block_leads), plain(held[3], False)])
+    raised = together(
+        group,
+        [
+            block,
+            kept(store, held[2], opens, leads=not block_leads),
+            kept(store, held[3], opens, leads=False),
+        ],
+    )
 
     assert isinstance(raised[0], Boom)
     assert raised[1:] == [None, None]
@@ -269,10 +319,14 @@ def test_a_together_block_that_fails_rolls_back_its_writes_and_only_them(
         assert_gap_free(store, claim.run_id)
 
 
-def test_each_write_inside_a_together_block_rolls_back_alone(store: Store) -> None:
-    held = claims(store, 4)
+@pytest.mark.parametrize("block_leads", [True, False], ids=["block-leads", "block-follows"])
+def test_each_write_inside_a_together_block_rolls_back_alone(
+    store: Store, block_leads: bool
+) -> None:
+    held = claims(store, 5)
     group = GroupCommit(store, size=8, window=GUARD)
     commits = WriteCommits(store.engine)
+    opens = first_writer(group, 2)
 
     def failing(claim: Claim) -> None:
         with store.leases.fenced(claim) as tx:
@@ -281,9 +335,14 @@ def test_each_write_inside_a_together_block_rolls_back_alone(store: Store) -> No
             raise Boom("after writing")
 
     def block() -> None:
+        if not block_leads:
+            opens(False)
         with group.together():
-            # the first write of the transaction (nothing to keep: it is begun again), then one
-            # after a write that is kept (its own savepoint)
+            if block_leads:
+                opens(True)
+            # the block's first write (undone by the block's savepoint or, when the block leads,
+            # by beginning the transaction again; the other member's write is kept either way),
+            # then one after a write that is kept (its own savepoint)
             with pytest.raises(Boom):
                 failing(held[0])
             note(store, held[1], "kept")()
@@ -291,9 +350,10 @@ def test_each_write_inside_a_together_block_rolls_back_alone(store: Store) -> No
                 failing(held[2])
             note(store, held[3], "kept")()
 
-    assert together(group, [block]) == [None]
+    plain = kept(store, held[4], opens, leads=not block_leads)
+    assert together(group, [block, plain]) == [None, None]
     assert commits.count == 1
-    assert [noted(store, claim) for claim in held] == [False, True, False, True]
+    assert [noted(store, claim) for claim in held] == [False, True, False, True, True]
     for claim in held:
         assert_gap_free(store, claim.run_id)
 

@@ -193,3 +193,28 @@ def test_a_shared_commit_whose_connection_is_cut_fails_every_member_with_an_ordi
     assert all(exc is not None and transient(exc) for exc in raised), raised
     for run in held:
         assert "poisoned" not in direct.runs.get(run.id).context
+
+
+def test_a_connection_cut_before_a_members_savepoint_fails_every_member(
+    proxied: tuple[TcpProxy, Store, Store],
+) -> None:
+    proxy, store, direct = proxied
+    held = new_run(store, n=0)
+    claim = store.leases.claim("w1")
+    assert claim is not None
+    group = GroupCommit(store, size=2, window=GUARD)
+
+    def leader() -> None:
+        with store.write() as conn:
+            conn.execute(sa.text("SELECT 1"))
+            eventually(lambda: group.joined == 2, timeout=GUARD)
+            assert proxy.sever() >= 1  # the follower's body opens its savepoint on a lost session
+
+    def follower() -> None:
+        eventually(lambda: group.joined == 1, timeout=GUARD)
+        with store.leases.fenced(claim) as tx:
+            tx.update_run(context={"poisoned": True})
+
+    raised = together(group, [leader, follower])
+    assert all(exc is not None and transient(exc) for exc in raised), raised
+    assert "poisoned" not in direct.runs.get(held.id).context

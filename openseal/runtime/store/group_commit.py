@@ -9,9 +9,21 @@ batch holds ``size`` bodies, or every working thread of the group has joined, or
 seconds have passed; every member returns from its ``with`` block only after that commit.
 
 A :meth:`GroupCommit.together` block is one member whose body spans the block: the writes
-inside it run on the batch's connection, each in a savepoint nested in the block's, and the block
-is left once the batch is committed (creating an objective, claiming its run and saving its
-first turn share the commit of the other threads' writes, not a transaction of their own).
+inside it run on the batch's connection, each in a savepoint nested in the block's (the first
+needs none: the block's savepoint undoes exactly what it would), and the block is left once the
+batch is committed (creating an objective, claiming its run and saving its first turn share the
+commit of the other threads' writes, not a transaction of their own).
+
+Savepoints are plain statements on the driver (:func:`fastsql.execute_driver_sql`, which keeps
+the cursor events): SQLAlchemy's nested transactions cost several times more CPU than the
+statements themselves, and the group needs none of what they track. A savepoint is never
+released: on SQLite and PostgreSQL one left open is committed with the transaction, and each
+body that follows nests in it, which changes nothing it can roll back (members run one at a
+time, so every savepoint after a body's own is one of its own writes'). Releasing would free
+nothing PostgreSQL counts either: a subtransaction that wrote keeps its id in the backend's
+cache (64 ids; past them every snapshot of every backend looks ids up on disk) until the top
+transaction ends, released or not, so a batch takes no more members once it has opened
+``SAVEPOINTS_PER_BATCH``.
 
 A body that raises is rolled back to its savepoint and its thread gets its exception after the
 commit; the other bodies are not touched. A failed commit fails every member. See
@@ -29,6 +41,7 @@ from typing import TYPE_CHECKING, TypeVar
 import sqlalchemy as sa
 
 from openseal.runtime.store import base
+from openseal.runtime.store.fastsql import execute_driver_sql
 
 if TYPE_CHECKING:
     from openseal.runtime.store.base import StoreBase
@@ -37,6 +50,10 @@ if TYPE_CHECKING:
 #: issued; the commit is done and no member has gone on
 BATCH_POINTS = ("batch.before_commit", "batch.committed")
 BatchHook = Callable[[str, int], None]
+
+#: savepoints after which a batch takes no more members: PostgreSQL caches the ids of 64
+#: subtransactions per backend, and a member (a ``together()`` block) may open a few
+SAVEPOINTS_PER_BATCH = 48
 
 _local = threading.local()
 #: what a body's ``with`` statement gets
@@ -60,6 +77,17 @@ def current(store: StoreBase) -> GroupCommit | None:
     return group
 
 
+class _Scope:
+    """Where the bodies that run in it are undone when they fail without a savepoint of their
+    own: the savepoint of a ``together()`` block, or (``savepoint`` None) the transaction,
+    begun again."""
+
+    def __init__(self, savepoint: str | None) -> None:
+        self.savepoint = savepoint
+        #: bodies kept in this scope: the next one needs a savepoint of its own
+        self.written = 0
+
+
 class _Batch:
     def __init__(self) -> None:
         self.opened = time.monotonic()
@@ -68,13 +96,23 @@ class _Batch:
         #: bodies joined (running, waiting to run, or done) and done
         self.members = 0
         self.done = 0
-        #: bodies written into the transaction (the next body needs a savepoint)
-        self.written = 0
+        #: the members' bodies, undone by beginning the transaction again
+        self.scope = _Scope(None)
+        #: savepoints opened (each a new name)
+        self.savepoints = 0
         self.closed = False
         #: why the batch cannot commit (opening or the connection failed); every member raises it
         self.broken: BaseException | None = None
         self.finished = threading.Event()
         self.body = threading.Lock()
+
+
+class _Block:
+    """A ``together()`` block whose body is running: its batch, and the scope of its writes."""
+
+    def __init__(self, batch: _Batch, scope: _Scope) -> None:
+        self.batch = batch
+        self.scope = scope
 
 
 class GroupCommit:
@@ -133,9 +171,9 @@ class GroupCommit:
         """
         previous = getattr(_local, "group", None), getattr(_local, "block", None)
         batch, leader = self._join()
-        _local.group, _local.block = self, batch
+        _local.group = self
         try:
-            failure = yield from self._body(batch, _nothing, spans_block=True)
+            failure = yield from self._body(batch, batch.scope, _nothing, spans_block=True)
         finally:
             _local.group, _local.block = previous
             self._leave(batch, leader)
@@ -145,17 +183,17 @@ class GroupCommit:
     @contextmanager
     def transaction(self) -> Iterator[sa.Connection]:
         """A write transaction of the calling thread, committed with the batch it joins."""
-        block: _Batch | None = getattr(_local, "block", None)
+        block: _Block | None = getattr(_local, "block", None)
         if block is not None:  # inside together(): a part of that block's body
-            failure = yield from self._body(block, _itself)
-            if block.broken is not None:
-                raise block.broken
+            failure = yield from self._body(block.batch, block.scope, _itself)
+            if block.batch.broken is not None:
+                raise block.batch.broken
             if failure is not None:
                 raise failure
             return
         batch, leader = self._join()
         try:
-            failure = yield from self._body(batch, _itself)
+            failure = yield from self._body(batch, batch.scope, _itself)
         finally:
             self._leave(batch, leader)
         if failure is not None:
@@ -166,7 +204,7 @@ class GroupCommit:
         returns once it is the member's turn to write (holding the batch's body lock)."""
         with self._cond:
             batch = self._open
-            leader = batch is None or batch.closed or batch.members >= self.size
+            leader = batch is None or batch.closed or self._takes_no_more(batch)
             if leader:
                 batch = self._open = _Batch()
                 batch.body.acquire()  # the leader's body runs first, once the batch is open
@@ -193,43 +231,64 @@ class GroupCommit:
             raise batch.broken
 
     def _body(
-        self, batch: _Batch, shown: Callable[[sa.Connection], T], *, spans_block: bool = False
+        self,
+        batch: _Batch,
+        scope: _Scope,
+        shown: Callable[[sa.Connection], T],
+        *,
+        spans_block: bool = False,
     ) -> Generator[T, None, BaseException | None]:
-        """Run one body (the caller's ``with`` block, which gets ``shown(connection)``) on the
-        batch's connection; the exception it raised, if any, is returned for raising after the
-        commit.
+        """Run one body (the caller's ``with`` block, which gets ``shown(connection)``) in
+        ``scope`` on the batch's connection; the exception it raised, if any, is returned for
+        raising after the commit.
 
-        A body that spans a :meth:`together` block lets the writes inside it join it (each a
-        body of its own, nested); any other keeps a write opened inside it out of the batch.
+        The body gets a savepoint only when something was kept in its scope before it:
+        otherwise undoing the scope undoes exactly the body. A body that spans a
+        :meth:`together` block lets the writes inside it join it (each a body of its own, in
+        the block's scope); any other keeps a write opened inside it out of the batch.
         """
         if batch.broken is not None or batch.conn is None:
             return None  # nothing to write on: the caller raises ``broken``
         conn = batch.conn
-        savepoint = conn.begin_nested() if batch.written else None
+        try:
+            savepoint = self._savepoint(batch, conn) if scope.written else None
+        except BaseException as broken:  # the connection itself failed: nothing commits
+            batch.broken = broken
+            return None
+        if spans_block:
+            _local.block = _Block(batch, _Scope(savepoint or scope.savepoint))
         _local.inside = not spans_block
         try:
             yield shown(conn)
         except BaseException as exc:
             _local.inside = False
             try:
-                if savepoint is not None:
-                    savepoint.rollback()
-                else:  # nothing else written in the transaction: begin it again
-                    assert batch.trans is not None
-                    batch.trans.rollback()
-                    batch.trans = conn.begin()
+                self._undo(batch, conn, savepoint or scope.savepoint)
             except BaseException as broken:  # the connection itself failed: nothing commits
                 batch.broken = broken
             return exc
         finally:
             _local.inside = False
-        try:
-            if savepoint is not None:
-                savepoint.commit()
-        except BaseException as broken:
-            batch.broken = broken
-        batch.written += 1
+        scope.written += 1
         return None
+
+    @staticmethod
+    def _savepoint(batch: _Batch, conn: sa.Connection) -> str:
+        """Open a savepoint of a new name (it stays open until the transaction ends)."""
+        batch.savepoints += 1
+        name = f"member_{batch.savepoints}"
+        execute_driver_sql(conn, f"SAVEPOINT {name}")
+        return name
+
+    @staticmethod
+    def _undo(batch: _Batch, conn: sa.Connection, savepoint: str | None) -> None:
+        """Undo what was written since ``savepoint``, or (None) since the transaction began."""
+        if savepoint is not None:
+            execute_driver_sql(conn, f"ROLLBACK TO SAVEPOINT {savepoint}")
+            return
+        assert batch.trans is not None
+        batch.trans.rollback()
+        batch.trans = conn.begin()
 
     def _begin(self, batch: _Batch) -> None:
         try:
@@ -293,4 +352,7 @@ class GroupCommit:
                 self._cond.wait()
 
     def _full(self, batch: _Batch) -> bool:
-        return batch.members >= self.size or batch.members >= self._working
+        return self._takes_no_more(batch) or batch.members >= self._working
+
+    def _takes_no_more(self, batch: _Batch) -> bool:
+        return batch.members >= self.size or batch.savepoints >= SAVEPOINTS_PER_BATCH
