@@ -26,7 +26,8 @@ transaction ends, released or not, so a batch takes no more members once it has 
 ``SAVEPOINTS_PER_BATCH``.
 
 A body that raises is rolled back to its savepoint and its thread gets its exception after the
-commit; the other bodies are not touched. A failed commit fails every member. See
+commit; the other bodies are not touched. A failed commit fails every member, and so does a
+connection lost under a body (with that fault, which a worker retries). See
 docs/decisions/0006-group-commit-and-pure-states.md for what this keeps of each invariant.
 """
 
@@ -262,6 +263,9 @@ class GroupCommit:
             yield shown(conn)
         except BaseException as exc:
             _local.inside = False
+            if conn.invalidated:  # the body lost the connection: every member gets that fault
+                batch.broken = exc
+                return exc
             try:
                 self._undo(batch, conn, savepoint or scope.savepoint)
             except BaseException as broken:  # the connection itself failed: nothing commits
