@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import sqlalchemy as sa
@@ -18,6 +19,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from openseal.runtime.clock import utcnow
 from openseal.runtime.store import combined, group_commit
+from openseal.runtime.store.idle_connections import IdleConnections
 from openseal.runtime.store.work_signal import Wake, WorkSignal
 
 if TYPE_CHECKING:
@@ -28,9 +30,14 @@ if TYPE_CHECKING:
 Connection = sa.Connection
 
 # Execution option read by the SQLite ``begin`` hook: which BEGIN to emit. Without it the hook
-# emits ``BEGIN IMMEDIATE``, what every write transaction needs, so only reads set it (setting
-# an option on a connection runs the option events and the dialect's option handling).
+# emits ``BEGIN IMMEDIATE``, what every write transaction needs. A connection kept between
+# transactions keeps its options, so each kind of transaction asks for its own (setting an
+# option runs the option events and the dialect's option handling: only a connection whose
+# last transaction was of the other kind, or a new one, has it set).
 BEGIN_MODE = "openseal_begin"
+#: the execution options of a write transaction's connection, and of a read's
+WRITING: Mapping[str, str] = MappingProxyType({BEGIN_MODE: "IMMEDIATE"})
+READING: Mapping[str, str] = MappingProxyType({BEGIN_MODE: "DEFERRED"})
 # Connection info key: the runs to wake this process's idle workers for once the transaction
 # commits (a set of run ids).
 WAKE_AFTER_COMMIT = "openseal_wake"
@@ -74,6 +81,9 @@ class StoreBase:
         #: test sets it, through the engine (:mod:`openseal.runtime.faults`)
         self.commit_hook: CommitHook | None = None
         self._inserts_new: dict[tuple[str, tuple[str, ...]], sa.Insert] = {}
+        #: the connections kept between transactions instead of a pool checkout and checkin
+        #: for each (idle_connections.py); group commit takes and gives back its own there
+        self.connections = IdleConnections(engine, unusable=self.unusable_connection)
 
     # -- transactions --------------------------------------------------------------------
 
@@ -90,30 +100,33 @@ class StoreBase:
             with group.transaction() as shared:
                 yield shared
             return
-        with self.engine.connect() as conn:
+        with self.connections.transaction(WRITING) as conn:
             try:
-                with conn.begin():
-                    yield conn
+                yield conn
             finally:
                 woke = take_wakes(conn)
-            if woke:  # reached only after the commit: a rollback raised above
-                self.wake_local_workers(woke)
+        if woke:  # reached only after the commit: a rollback raised above
+            self.wake_local_workers(woke)
 
     @contextmanager
     def read(self) -> Iterator[sa.Connection]:
         """One read transaction (a consistent snapshot on SQLite, read committed on PG)."""
-        with self.engine.connect() as conn:
-            conn.execution_options(**{BEGIN_MODE: "DEFERRED"})
-            with conn.begin():
-                yield conn
+        with self.connections.transaction(READING) as conn:
+            yield conn
 
     def now(self) -> datetime:
         return self.clock()
 
     def close(self) -> None:
+        self.connections.close()
         self.engine.dispose()
 
     # -- dialect hooks -------------------------------------------------------------------
+
+    def unusable_connection(self, conn: sa.Connection, idle_seconds: float) -> str | None:
+        """Why a connection kept since its last transaction (idle for ``idle_seconds``) must not
+        carry another, as the pool's checkout would refuse it; None when it can."""
+        return None
 
     def for_update(self, stmt: sa.Select[Any]) -> sa.Select[Any]:
         """Lock the selected rows until commit (SQLite's write lock already covers it)."""

@@ -145,6 +145,9 @@ class PostgresStore(Store):
         # became runnable and wakes one idle thread for it; a new session wakes them all.
         self._listener = NotificationListener(engine, WORK_CHANNEL, self._notified)
 
+    def unusable_connection(self, conn: sa.Connection, idle_seconds: float) -> str | None:
+        return liveness.unusable(self.engine, conn.connection.dbapi_connection, idle_seconds)
+
     def for_update(self, stmt: sa.Select[Any]) -> sa.Select[Any]:
         return stmt.with_for_update()
 

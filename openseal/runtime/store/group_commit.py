@@ -296,7 +296,7 @@ class GroupCommit:
 
     def _begin(self, batch: _Batch) -> None:
         try:
-            conn = self.store.engine.connect()  # a write: BEGIN IMMEDIATE (base.BEGIN_MODE)
+            conn = self.store.connections.take(base.WRITING)
             batch.conn = conn
             batch.trans = conn.begin()
         except BaseException as exc:
@@ -329,7 +329,8 @@ class GroupCommit:
             if conn is not None:
                 base.take_wakes(conn)  # a batch that did not commit wakes no one
                 try:
-                    conn.close()  # rolls back whatever did not commit
+                    # closed unless committed: that rolls back whatever did not commit
+                    self.store.connections.give_back(conn, committed=committed)
                 except Exception as exc:
                     if not committed:
                         batch.broken = batch.broken or exc

@@ -17,6 +17,9 @@ A connection found dead is replaced by a fresh one before the transaction begins
 ``DisconnectionError`` path). One that dies after the check fails the transaction's first
 statement, before anything is written; the caller's ordinary fault handling retries
 (invariant 13), and the pool discards the connection, as it would after a failed ping.
+
+A connection the store keeps between two of its transactions instead of checking it in
+(idle_connections.py) has the same checks before each transaction (:func:`unusable`).
 """
 
 from __future__ import annotations
@@ -44,17 +47,25 @@ def check_on_checkout(engine: sa.Engine) -> None:
 
     @event.listens_for(engine, "checkout")
     def _on_checkout(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
-        if getattr(dbapi_connection, "autocommit", False):
-            # A connection left in autocommit would make a "transaction" a series of
-            # independent statements and ``FOR UPDATE`` lock nothing.
-            raise sa.exc.DisconnectionError("a pooled connection was left in autocommit")
-        problem = _dead(dbapi_connection)
-        if problem is None:
-            idle_since = record.info.get(_CHECKED_IN)
-            if idle_since is not None and time.monotonic() - idle_since > IDLE_PING_SECONDS:
-                problem = _ping(engine, dbapi_connection)
+        idle_since = record.info.get(_CHECKED_IN)
+        idle = 0.0 if idle_since is None else time.monotonic() - idle_since
+        problem = unusable(engine, dbapi_connection, idle)
         if problem is not None:
             raise sa.exc.DisconnectionError(problem)
+
+
+def unusable(engine: sa.Engine, dbapi_connection: Any, idle_seconds: float) -> str | None:
+    """Why a connection idle for ``idle_seconds`` must not be handed to a transaction; None if
+    it can. The checkout check, also asked of a connection the store kept between two of its
+    transactions instead of checking it in (idle_connections.py)."""
+    if getattr(dbapi_connection, "autocommit", False):
+        # A connection left in autocommit would make a "transaction" a series of
+        # independent statements and ``FOR UPDATE`` lock nothing.
+        return "a pooled connection was left in autocommit"
+    problem = _dead(dbapi_connection)
+    if problem is None and idle_seconds > IDLE_PING_SECONDS:
+        problem = _ping(engine, dbapi_connection)
+    return problem
 
 
 def _dead(dbapi_connection: Any) -> str | None:
