@@ -26,7 +26,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import partial
 from pathlib import Path
 from typing import TypeVar
@@ -42,6 +42,7 @@ from bench.runtime_support import (
     compiled,
     engine_problem,
     loaded_store,
+    start_run,
 )
 from bench.sqlite_floor import sqlite_store, store_transaction
 from openseal.runtime.statuses import TERMINAL_RUN_STATUSES, RunStatus
@@ -174,17 +175,13 @@ def measure_approval_dispatch(
             worker.start()
         else:
             log = work / "worker.log"
-            worker = worker_process(work / "home", log, lease=30, **store_environment(store))
+            worker = worker_process(work / "home", log, store_environment(store), lease=30)
             until(lambda: b"started" in log.read_bytes(), 60)
         try:
             p50s, p95s = [], []
             for repetition in range(options.repeat + 1):  # the first is a warm-up
                 runs = [
-                    service.create_objective(
-                        store,
-                        service.StartObjective("approve_then_act", {"n": repetition * count + i}),
-                        service.CLI,
-                    ).run
+                    start_run(store, "approve_then_act", {"n": repetition * count + i})
                     for i in range(count)
                 ]
                 until(partial(all_wait_for_approval, store, [r.id for r in runs]), 120)
@@ -279,7 +276,7 @@ def measure_recovery(report: Report, options: Options, postgres_url: str | None)
 
 
 def worker_process(
-    home: Path, log: Path, lease: float = LEASE_SECONDS, **env: str
+    home: Path, log: Path, env: Mapping[str, str], lease: float = LEASE_SECONDS
 ) -> subprocess.Popen[bytes]:
     command = [
         *openseal_command(), "worker", "--home", str(home), "--lease-seconds", str(lease),
@@ -302,7 +299,6 @@ def store_environment(store: Store) -> dict[str, str]:
 
 def recover_once(work: Path, postgres_url: str | None) -> tuple[float, float]:
     """(seconds from the kill, seconds from the lease's expiry) to the turn's completion."""
-    from openseal.runtime import service
 
     documents = compiled(work / "project", ACTION_WORKFLOW)
     home, faults = work / "home", work / "faults"
@@ -310,16 +306,15 @@ def recover_once(work: Path, postgres_url: str | None) -> tuple[float, float]:
     with loaded_store(home, documents, postgres_url) as store:
         environment = store_environment(store)
         doomed = worker_process(
-            home, work / "doomed.log", **environment,
-            OPENSEAL_FAULT_POINT="turn.started", OPENSEAL_FAULT_DIR=str(faults),
+            home, work / "doomed.log",
+            {**environment, "OPENSEAL_FAULT_POINT": "turn.started",
+             "OPENSEAL_FAULT_DIR": str(faults)},
         )  # fmt: skip
         rescuer: subprocess.Popen[bytes] | None = None
         try:
-            run = service.create_objective(
-                store, service.StartObjective("three_steps", {"n": 1}), service.CLI
-            ).run
+            run = start_run(store, "three_steps", {"n": 1})
             until(lambda: (faults / "turn.started.reached").exists(), 60)
-            rescuer = worker_process(home, work / "rescuer.log", **environment)
+            rescuer = worker_process(home, work / "rescuer.log", environment)
             until(lambda: b"started" in (work / "rescuer.log").read_bytes(), 60)
             doomed.send_signal(signal.SIGKILL)
             killed = time.time()

@@ -20,7 +20,7 @@ from sqlalchemy import event
 from bench.generate import PREAMBLE_HCL
 from bench.postgres import scratch_schema
 from openseal.compiler.pipeline import compile_paths
-from openseal.runtime.store import Store, open_store
+from openseal.runtime.store import Run, Store, open_store
 
 #: What the runtime benchmarks add to the compiler benchmarks' preamble: a ``write`` no-op
 #: skill with same-key retry declared (OS503) that needs no approval (OS504 asks for one only
@@ -250,6 +250,16 @@ def compiled(directory: Path, workflow: str) -> list[Any]:
         first = result.diagnostics[0]
         raise RuntimeError(f"benchmark workflow does not compile: {first.code} {first.message}")
     return list(result.documents.values())
+
+
+def start_run(store: Store, workflow: str, inputs: dict[str, Any]) -> Run:
+    """Start an objective of the deployed ``workflow`` from the CLI and return its run."""
+    from openseal.runtime import service
+
+    created = service.create_objective(store, service.StartObjective(workflow, inputs), service.CLI)
+    if created.run is None:
+        raise RuntimeError(f"objective {created.objective.id} of {workflow} has no run")
+    return created.run
 
 
 @contextlib.contextmanager

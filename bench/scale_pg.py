@@ -31,7 +31,13 @@ import sqlalchemy as sa
 from sqlalchemy import event
 
 from bench.harness import Options, Report, Target, compare, percentile, summarize, unavailable
-from bench.runtime_support import WAIT_WORKFLOW, compiled, engine_problem, loaded_store
+from bench.runtime_support import (
+    WAIT_WORKFLOW,
+    compiled,
+    engine_problem,
+    loaded_store,
+    start_run,
+)
 from openseal.runtime.store import Store, schema
 
 NAME = "scale_pg"
@@ -57,14 +63,11 @@ def run(options: Options) -> Report:
         for name, unit in (("bytes per waiting run", "B"), ("claim latency p95", "ms")):
             report.add(unavailable(name, problem, unit))
         return report
-    from openseal.runtime import service
     from openseal.runtime.engine.engine import Engine
 
     documents = compiled(options.workdir / "project", WAIT_WORKFLOW)
     with loaded_store(options.workdir / "home", documents, options.postgres_url) as store:
-        template = service.create_objective(
-            store, service.StartObjective("waits", {"n": 0}), service.CLI
-        ).run
+        template = start_run(store, "waits", {"n": 0})
         Engine(store, worker_id="bench-template").run_until_idle()
         started = time.perf_counter()
         copy_runs(store, template.id, template.objective_id, runs)

@@ -110,6 +110,7 @@ def run(options: Options) -> Report:
             rates = [runs / b.seconds for b in batches[(version, count)]]
             figure = report.add(compare(name, "runs/s", summarize(rates), one, target))
             one = one or figure
+        assert one is not None  # WORKER_COUNTS is not empty
         single[version] = one
         one = None
         for count in WORKER_COUNTS:
@@ -206,7 +207,7 @@ def measure(
                     store, service.StartObjective(WORKFLOW, {"n": i}), service.CLI
                 )
                 if one_at_a_time:
-                    wait_for(lambda i=i: completed(store) > i, 120, *workers)  # type: ignore[misc]
+                    wait_for(lambda i=i: completed(store) > i, 120, *workers)
             wait_for(lambda: completed(store) >= runs, 120 + runs, *workers)
             seconds = time.perf_counter() - started
             cpu_ms = (sum(cpu_seconds(p.pid) for p in workers) - cpu) / runs * 1000
