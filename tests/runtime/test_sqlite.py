@@ -24,6 +24,7 @@ def test_default_store_is_sqlite_under_home_with_its_pragmas(tmp_path: Path) -> 
         assert _pragma(store, "synchronous") == 2  # FULL
         assert _pragma(store, "foreign_keys") == 1
         assert _pragma(store, "busy_timeout") == 10_000
+        assert _pragma(store, "temp_store") == 2  # MEMORY: a batch's savepoints journal there
     finally:
         store.close()
 

@@ -46,13 +46,18 @@ _PARAMETER_WRITERS: dict[str, Callable[[Any], Any]] = {"timestamp": epoch_second
 
 def configure(connection: sqlite3.Connection, *, synchronous: str, busy_timeout_ms: int) -> None:
     """Set up a new SQLite connection as the store uses every one: WAL, ``synchronous``, a busy
-    timeout, foreign keys enforced, and transactions begun by the store (not the driver)."""
+    timeout, foreign keys enforced, and transactions begun by the store (not the driver).
+
+    Statement journals (what a savepoint rolls back to) are kept in memory: a shared batch
+    holds a savepoint per member, and on disk each page they journal cost two writes to a
+    temporary file. Crash recovery never reads them: the WAL does that."""
     connection.isolation_level = None
     cursor = connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute(f"PRAGMA synchronous={synchronous}")
     cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
     cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA temp_store=MEMORY")
     cursor.close()
 
 
