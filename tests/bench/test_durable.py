@@ -73,3 +73,16 @@ def test_a_peer_is_compared_with_the_configuration_named() -> None:
 
     assert versus.ratio == pytest.approx(3.0)
     assert durable.SUBMIT_SETTING in versus.note
+
+
+def test_an_uncounted_batch_listens_to_no_statement(tmp_path: Path) -> None:
+    """The timed ``Engine.submit`` batches pay for no counting listeners (the peers' runs pay
+    for none); the counts come from a batch of their own."""
+    documents = durable.compiled(tmp_path / "project", durable.ACTION_WORKFLOW)
+    options = Options(tmp_path, quick=True, repeat=1)
+    batch = durable.Batch(options, documents, 3, concurrency=2, submit=True, counted=False)
+
+    sample = batch()
+
+    assert sample.turns >= 3 * 2
+    assert (sample.commits.commits, sample.commits.statements) == (0, 0)
