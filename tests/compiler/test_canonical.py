@@ -89,6 +89,21 @@ def test_the_fast_path_is_taken_only_where_it_equals_rfc8785(value: Any) -> None
     assert fast == _reference(value)
 
 
+@settings(max_examples=300, deadline=None)
+@given(_VALUES)
+def test_a_value_encoded_unchanged_is_one_plain_would_not_change(value: Any) -> None:
+    # The fast path skips _plain's copy only where the copy would write the same bytes.
+    if not canonical._unchanged(value):
+        return
+    try:
+        fast = canonical._fast_bytes(value)
+    except canonical._NotPlain:  # a lone surrogate: rfc8785 decides, as after _plain
+        with pytest.raises(canonical._NotPlain):
+            canonical._fast_bytes(canonical._plain(value))
+        return
+    assert fast == canonical._fast_bytes(canonical._plain(value)) == _reference(value)
+
+
 @pytest.mark.parametrize(
     "value",
     [

@@ -40,7 +40,7 @@ def rfc8785_bytes(document: Any) -> bytes:
     library's encoder where the two agree (below): for the runtime's own hashes (objective
     requests, activity inputs), whose values are not a definition's."""
     try:
-        return _fast_bytes(_plain(document))
+        return _fast_bytes(document if _unchanged(document) else _plain(document))
     except _NotPlain:
         return bytes(rfc8785.dumps(document))
 
@@ -79,6 +79,40 @@ def _fast_bytes(value: Any) -> bytes:
         return _encode(value).encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate
         raise _NotPlain from None
+
+
+def _unchanged(value: Any) -> bool:
+    """Whether ``value`` can be handed to the encoder as it is: it holds no float and nothing
+    :func:`_plain` would change or refuse. Most documents the runtime hashes hold none, and
+    one loop over them costs less than :func:`_plain`'s call per container and its copies."""
+    pending = [value]
+    while pending:
+        current = pending.pop()
+        kind = type(current)
+        if kind is dict:
+            for key, item in current.items():
+                if type(key) is not str or (not key.isascii() and max(key) > _BMP_MAX):
+                    return False
+                leaf = type(item)
+                if leaf is int:
+                    if not -_SAFE_INT <= item <= _SAFE_INT:
+                        return False
+                elif not (leaf is str or leaf is bool or item is None):
+                    pending.append(item)
+        elif kind is list or kind is tuple:
+            for item in current:
+                leaf = type(item)
+                if leaf is int:
+                    if not -_SAFE_INT <= item <= _SAFE_INT:
+                        return False
+                elif not (leaf is str or leaf is bool or item is None):
+                    pending.append(item)
+        elif kind is int:
+            if not -_SAFE_INT <= current <= _SAFE_INT:
+                return False
+        elif not (kind is str or kind is bool or current is None):
+            return False  # a float (or anything else): _plain decides
+    return True
 
 
 def _plain(value: Any) -> Any:
