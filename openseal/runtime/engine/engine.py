@@ -20,8 +20,7 @@ import random
 import socket
 import threading
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from openseal.errors import ClaimLost, OpenSealError
@@ -114,22 +113,24 @@ class Heartbeats:
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
 
-    @contextmanager
-    def hold(self, claim: Claim) -> Iterator[threading.Event]:
+    def hold(self, claim: Claim) -> threading.Event:
+        """Renew ``claim`` until :meth:`release`; the event is set once the claim is gone.
+
+        A pair of calls rather than a context manager: it is taken once a claim, and a
+        generator's context manager costs more than the rest of it."""
         lost = threading.Event()
-        key = (claim.run_id, claim.epoch)
         with self._lock:
-            self._held[key] = (claim, lost)
+            self._held[(claim.run_id, claim.epoch)] = (claim, lost)
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._beat, name="openseal-heartbeat", daemon=True
                 )
                 self._thread.start()
-        try:
-            yield lost
-        finally:
-            with self._lock:
-                self._held.pop(key, None)
+        return lost
+
+    def release(self, claim: Claim) -> None:
+        with self._lock:
+            self._held.pop((claim.run_id, claim.epoch), None)
 
     def _beat(self) -> None:
         while True:
@@ -277,8 +278,11 @@ class Engine:
     def _run_claim(self, claim: Claim, begun: Begun | None, ended: list[TurnReport]) -> StepReport:
         metrics.CLAIMS.inc()
         report = StepReport(claim.run_id)
-        with self.heartbeats.hold(claim) as lost:
+        lost = self.heartbeats.hold(claim)
+        try:
             self._work(claim, lost, report, begun, ended)
+        finally:
+            self.heartbeats.release(claim)
         return report
 
     def _more(self, turns: int, lost: threading.Event | None = None) -> bool:

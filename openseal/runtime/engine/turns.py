@@ -144,6 +144,10 @@ class Started:
     since: float
 
 
+#: the ``lost`` of a pure state's turn: it is executed in the transaction that saves it, which
+#: the fence refuses if the claim is gone, so nothing sets it (one event for all of them)
+_IN_TRANSACTION = threading.Event()
+
 #: what beginning a turn gives: the turn to execute, or the report of a turn that ended at once
 Begun = Started | TurnReport
 
@@ -215,7 +219,7 @@ class TurnExecutor:
         is met and reported)."""
         run, state, context, turn = started.run, started.state, started.context, started.turn
         workflow = self.catalog.workflow(run.workflow_digest)
-        ctx = self._context(tx.claim, run, workflow, state, context, turn.id, threading.Event())
+        ctx = self._context(tx.claim, run, workflow, state, context, turn.id, _IN_TRANSACTION)
         with telemetry.turn(tx.claim) as span:
             try:
                 if started.supplied:
