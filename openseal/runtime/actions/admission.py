@@ -62,6 +62,7 @@ def admit(
     events: EventSink | None = None,
     fresh: bool = False,
     stored: bytes | None = None,
+    encoded_from: dict[str, Any] | None = None,
     then: NextMove | None = None,
     unsaved: bool = False,
 ) -> Action | str:
@@ -70,7 +71,9 @@ def admit(
     ``fresh``: ``action`` was read in this same transaction, so it is not read again (the
     move to ``admitted`` is conditional on its revision either way). ``stored``: the
     proposal's artefact bytes, stored or checked by digest in this same transaction (see
-    :func:`~openseal.runtime.actions.proposal_check.verify_in`). ``events`` receives the
+    :func:`~openseal.runtime.actions.proposal_check.verify_in`); ``encoded_from``: the
+    document this transaction drafted them from (see
+    :func:`~openseal.runtime.actions.proposal_check.row_problem`). ``events`` receives the
     run events, as in ``store.actions.move``. ``then``: a move made by the same UPDATE as
     the one to ``admitted`` when admission passes (the ``dispatched`` mark of a dispatch in this
     transaction), so the action returned is in ``then.to``. ``unsaved``: ``action`` was made in
@@ -84,7 +87,7 @@ def admit(
     approval, reason = _approval(conn, store, workflow, proposal, active)
     reason = _binding(workflow, proposal) or _active_binding(active, proposal) or reason
     # What will be sent is this proposal's document: it must still be the approved content.
-    problem = problem_in(conn, store.artifacts, proposal, stored)
+    problem = problem_in(conn, store.artifacts, proposal, stored, encoded_from)
     if problem is not None:
         reason = f"proposal {proposal.name} ({proposal.hash}) is not verified: {problem}"
     budgets = spend_budgets(workflow, proposal.run_id)

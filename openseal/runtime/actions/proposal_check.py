@@ -58,15 +58,26 @@ def verify_in(
 
 
 def problem_in(
-    conn: Connection, artifacts: ArtifactStore, proposal: Proposal, stored: bytes | None = None
+    conn: Connection,
+    artifacts: ArtifactStore,
+    proposal: Proposal,
+    stored: bytes | None = None,
+    encoded_from: dict[str, Any] | None = None,
 ) -> str | None:
     """Why ``proposal`` is not verified (see :func:`verify_in`), or None when it is: for a
-    caller that only decides (admission, approval), without decoding the artefact's document."""
-    return _checked(conn, artifacts, proposal, stored)[1]
+    caller that only decides (admission, approval), without decoding the artefact's document.
+
+    ``encoded_from``: the document ``stored`` are the canonical bytes of, when this
+    transaction drafted them from it (see :func:`row_problem`)."""
+    return _checked(conn, artifacts, proposal, stored, encoded_from)[1]
 
 
 def _checked(
-    conn: Connection, artifacts: ArtifactStore, proposal: Proposal, stored: bytes | None
+    conn: Connection,
+    artifacts: ArtifactStore,
+    proposal: Proposal,
+    stored: bytes | None,
+    encoded_from: dict[str, Any] | None = None,
 ) -> tuple[bytes | None, str | None]:
     """The artefact's bytes when they could be read, and why the proposal is not verified."""
     if proposal.artifact_digest != proposal.hash:
@@ -75,18 +86,26 @@ def _checked(
         data = stored if stored is not None else artifacts.read_in(conn, proposal.artifact_digest)
     except StoreError as exc:  # not found here, or corrupt
         return None, f"its artefact cannot be verified: {exc.message}"
-    return data, row_problem(proposal, data)
+    return data, row_problem(proposal, data, encoded_from if stored is not None else None)
 
 
-def row_problem(proposal: Proposal, data: bytes) -> str | None:
-    """Why the proposal's row does not say what its artefact ``data`` says, or None."""
-    stored = canonical_bytes(proposal.document)
-    if stored != data:
-        now = hashlib.sha256(stored).hexdigest()
-        return (
-            f"its stored content was changed after it was drafted: it now hashes to {now}, "
-            f"not to {proposal.hash}"
-        )
+def row_problem(
+    proposal: Proposal, data: bytes, encoded_from: dict[str, Any] | None = None
+) -> str | None:
+    """Why the proposal's row does not say what its artefact ``data`` says, or None.
+
+    A row whose document is ``encoded_from`` itself — the very object ``data`` was encoded
+    from when it was drafted, in the caller's transaction — holds what ``data`` says by
+    construction, so it is not encoded a second time; a row read back from the database is
+    another object and is always compared."""
+    if proposal.document is not encoded_from:
+        stored = canonical_bytes(proposal.document)
+        if stored != data:
+            now = hashlib.sha256(stored).hexdigest()
+            return (
+                f"its stored content was changed after it was drafted: it now hashes to {now}, "
+                f"not to {proposal.hash}"
+            )
     document = proposal.document
     skill = document.get("skill") or {}
     expected = {

@@ -174,6 +174,7 @@ def _prepare(ctx: StepContext) -> tuple[Target, Proposal, Action, Action | None]
                 tx.row_conn, ctx.store, ctx.workflow, proposal, action, state=ctx.state.name,
                 now=tx.now, actor=tx.actor, events=tx.append_event, fresh=True,
                 stored=drafted.data if drafted is not None else None,
+                encoded_from=drafted.document if drafted is not None else None,
                 then=_dispatching(action, tx.now), unsaved=not stored,
             )  # fmt: skip
             if isinstance(verdict, str):
