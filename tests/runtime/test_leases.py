@@ -6,7 +6,7 @@ from datetime import timedelta
 import pytest
 import sqlalchemy as sa
 
-from openseal.errors import ClaimLost
+from openseal.errors import ClaimLost, StoreError
 from openseal.runtime.clock import new_id
 from openseal.runtime.engine.states.base import LeaseLost
 from openseal.runtime.statuses import WAITING_RUN_STATUSES, RunStatus
@@ -14,7 +14,7 @@ from openseal.runtime.store import Store, schema
 from openseal.runtime.store.errors import IdempotencyConflict, StaleEpoch
 from openseal.runtime.store.fenced import FencedTx
 from openseal.runtime.store.records import Claim
-from tests.runtime.support import Backend, new_run
+from tests.runtime.support import WORKFLOW, Backend, new_run
 
 
 def claim(store: Store, worker: str = "w1", **options: object) -> Claim:
@@ -69,6 +69,59 @@ def test_the_turns_a_claim_starts_are_written_with_its_events(store: Store) -> N
     assert types == ["run.created", "lease.claimed", "turn.started", "turn.started"]
     if store.dialect == "postgresql":
         assert len(sent) == 2, sent
+
+
+def test_a_run_claimed_as_inserted_is_not_read_again_and_must_be_as_inserted(
+    store: Store,
+) -> None:
+    """``claim_and_start(inserted=...)`` (a run its transaction just inserted) sends no SELECT;
+    a row that is not as the caller says (here: claimed and given back since) is refused by
+    the claim's own UPDATE and nothing is written."""
+    run = new_run(store)
+    sent: list[str] = []
+
+    def count(_conn: object, _cursor: object, sql: str, *_rest: object) -> None:
+        sent.append(sql)
+
+    sa.event.listen(store.engine, "before_cursor_execute", count)
+    try:
+        claimed = store.leases.claim_and_start("w1", None, run_id=run.id, inserted=run)
+    finally:
+        sa.event.remove(store.engine, "before_cursor_execute", count)
+    assert claimed is not None and claimed[0].epoch == 1
+    assert not [s for s in sent if s.lstrip().upper().startswith("SELECT")], sent
+    assert store.runs.get(run.id).lease_owner == "w1"
+    assert store.leases.release(claimed[0])
+    with pytest.raises(StoreError, match="changed under its lock"):
+        store.leases.claim_and_start("w2", None, run_id=run.id, inserted=run)
+    stored = store.runs.get(run.id)
+    assert (stored.status, stored.epoch, stored.lease_owner) == (RunStatus.QUEUED, 1, None)
+
+
+def test_a_fence_reads_a_deployments_active_digest_in_its_own_statement(store: Store) -> None:
+    """``fenced(deployment=...)``: the statement that checks the claim also reads which version
+    the deployment has active (an admission's), in the transaction; None when never active."""
+    new_run(store)
+    held = claim(store)
+    active = store.definitions.active_version(WORKFLOW)
+    assert active is not None
+    sent: list[str] = []
+
+    def count(_conn: object, _cursor: object, sql: str, *_rest: object) -> None:
+        sent.append(sql)
+
+    sa.event.listen(store.engine, "before_cursor_execute", count)
+    try:
+        with store.leases.fenced(held, deployment=WORKFLOW) as tx:
+            read = dict(tx.active_digests)
+    finally:
+        sa.event.remove(store.engine, "before_cursor_execute", count)
+    assert read == {WORKFLOW: active.digest}
+    assert len([s for s in sent if s.lstrip().upper().startswith("SELECT")]) == 1, sent
+    with store.leases.fenced(held, deployment="never_deployed") as tx:
+        assert tx.active_digests == {"never_deployed": None}
+    with store.leases.fenced(held) as tx:
+        assert tx.active_digests == {}
 
 
 def test_two_workers_race_for_one_run_and_exactly_one_wins(backend: Backend) -> None:

@@ -16,6 +16,7 @@ reason; the run then needs attention.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -65,6 +66,7 @@ def admit(
     encoded_from: dict[str, Any] | None = None,
     then: NextMove | None = None,
     unsaved: bool = False,
+    active_digests: Mapping[str, str | None] | None = None,
 ) -> Action | str:
     """Admit ``action`` (inside the caller's fenced transaction) or return why not.
 
@@ -79,11 +81,13 @@ def admit(
     transaction), so the action returned is in ``then.to``. ``unsaved``: ``action`` was made in
     this transaction and not stored yet (``store.actions.new``, implies ``fresh``); the move
     that decides it stores it as it leaves it (``denied``, or ``admitted`` and ``then``).
+    ``active_digests``: deployments' active digests this transaction already read (with its
+    fence, :attr:`FencedTx.active_digests`); the others are read here.
     """
     current = action if fresh or unsaved else store.actions.get(conn, action.id)
     if current.status not in ADMISSIBLE:
         return current
-    active = active_grants(conn, store, workflow, proposal)
+    active = active_grants(conn, store, workflow, proposal, active_digests)
     approval, reason = _approval(conn, store, workflow, proposal, active)
     reason = _binding(workflow, proposal) or _active_binding(active, proposal) or reason
     # What will be sent is this proposal's document: it must still be the approved content.
@@ -163,11 +167,16 @@ RISK = ("read", "write", "external", "production", "destructive")
 
 
 def active_grants(
-    conn: Connection, store: Store, workflow: CompiledWorkflow, proposal: Proposal
+    conn: Connection,
+    store: Store,
+    workflow: CompiledWorkflow,
+    proposal: Proposal,
+    read: Mapping[str, str | None] | None = None,
 ) -> ActiveGrants | None:
     """The active version's grants, or None when the run's pinned version is the active one
-    (or the workflow has no deployment): then the pinned check is the whole check."""
-    active = store.definitions.active_version_in(conn, workflow.name)
+    (or the workflow has no deployment): then the pinned check is the whole check. ``read``:
+    active digests this transaction already read, by deployment."""
+    active = store.definitions.active_version_in(conn, workflow.name, read)
     if active is None or active.digest == workflow.digest:
         return None
     skills = active.document.get("skills")

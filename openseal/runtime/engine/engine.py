@@ -49,6 +49,7 @@ from openseal.runtime.store import (
     FencedTx,
     GroupCommit,
     NewObjective,
+    Run,
     Store,
     describe_fault,
     transient,
@@ -237,7 +238,9 @@ class Engine:
         with self.group.member():
             with self.group.together():
                 created = create_objective(self.store, request, caller)
-                claimed = self._claim(created.run.id) if created.run else None
+                # a run created here is claimed in the same transaction, without reading it again
+                inserted = created.run if created.created else None
+                claimed = self._claim(created.run.id, inserted) if created.run else None
             return created, None if claimed is None else self._run_claim(*claimed)
 
     def _step(self, run_id: str | None) -> StepReport | None:
@@ -245,10 +248,12 @@ class Engine:
         return None if claimed is None else self._run_claim(*claimed)
 
     def _claim(
-        self, run_id: str | None = None
+        self, run_id: str | None = None, inserted: Run | None = None
     ) -> tuple[Claim, Begun | None, list[TurnReport]] | None:
         """Claim a runnable run (``run_id``, or the one that changed longest ago) with its first
-        turn saved; the turns that ended in that commit (pure states) come with it."""
+        turn saved; the turns that ended in that commit (pure states) come with it.
+        ``inserted``: the run, inserted by the transaction the claim joins (see
+        ``Leases.claim_and_start``)."""
         ended: list[TurnReport] = []
 
         def start(tx: FencedTx) -> Begun | None:
@@ -258,7 +263,11 @@ class Engine:
         try:
             # The claim and the first turn's save commit together.
             found = self.store.leases.claim_and_start(
-                self.worker_id, start, lease_seconds=self.lease_seconds, run_id=run_id
+                self.worker_id,
+                start,
+                lease_seconds=self.lease_seconds,
+                run_id=run_id,
+                inserted=inserted,
             )
         except DriverFailure:
             raise  # the database is unreachable or busy: the caller retries

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
@@ -193,8 +193,14 @@ class Definitions(Repository):
         with self._store.read() as conn:
             return self._active_version(conn, name)
 
-    def active_version_in(self, conn: sa.Connection, name: str) -> DefinitionVersion | None:
-        """:meth:`active_version` read in the caller's transaction (admission checks it)."""
+    def active_version_in(
+        self, conn: sa.Connection, name: str, read: Mapping[str, str | None] | None = None
+    ) -> DefinitionVersion | None:
+        """:meth:`active_version` read in the caller's transaction (admission checks it);
+        ``read``: active digests by deployment name that the transaction already read."""
+        if read is not None and name in read:
+            digest = read[name]
+            return None if digest is None else self._cached_version(conn, digest)
         return self._active_version(conn, name)
 
     def _active_version(self, conn: sa.Connection, name: str) -> DefinitionVersion | None:

@@ -127,6 +127,9 @@ class FencedTx:
         self._writes_seen = conn.info.get(EVENT_WRITES, 0)
         #: the :data:`COMMIT_POINTS` this transaction passes (a join settled, a retry created)
         self.commit_points: list[str] = []
+        #: deployments' active digests (None: never activated) read in this transaction with
+        #: the fence, for an admission in it (``Leases.fenced(deployment=...)``)
+        self.active_digests: dict[str, str | None] = {}
 
     @property
     def conn(self) -> sa.Connection:

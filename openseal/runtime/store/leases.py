@@ -8,6 +8,7 @@ replacement took over (or after an operator paused or canceled the run).
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -25,12 +26,15 @@ from openseal.runtime.store.errors import StaleEpoch
 from openseal.runtime.store.events import change_run, lease_released
 from openseal.runtime.store.fenced import FencedTx
 from openseal.runtime.store.records import Claim, Run, evolve
+from openseal.runtime.store.values import compact_json
 
 if TYPE_CHECKING:
     from openseal.runtime.store.dialects import Store
 
 runs = schema.runs
 T = TypeVar("T")
+#: the column of a fence's SELECT that holds a deployment's active digest
+ACTIVE_DIGEST_LABEL: Final = "deployment_active_digest"
 
 
 def runnable(now: datetime | sa.BindParameter[Any]) -> sa.ColumnElement[bool]:
@@ -90,6 +94,7 @@ class Leases(Repository):
         lease_seconds: float = 30,
         now: datetime | None = None,
         run_id: str | None = None,
+        inserted: Run | None = None,
     ) -> tuple[Claim, T | None] | None:
         """Claim a run like :meth:`claim`, then call ``start`` in the same transaction.
 
@@ -97,19 +102,19 @@ class Leases(Repository):
         turn with it, so a claim and the turn it starts cost one commit. Its result is returned
         with the claim; if it raises, the claim is not taken either. With ``run_id`` only that
         run is claimed (if it is runnable).
+
+        ``inserted`` is a ``queued`` run that the transaction this write joins has just inserted
+        (``Engine.submit`` creates an objective and claims its run in one ``together()`` block):
+        its row is known and cannot have changed, since no one else sees it before the commit
+        (PostgreSQL) or writes before it (SQLite's write lock), so it is claimed without being
+        read again. The claim's UPDATE still checks that the row is at the sequence it expects.
         """
         now = now or self._store.now()
         expires = now + timedelta(seconds=lease_seconds)
         with self._store.write() as conn:
-            if run_id is None:
-                found = fastsql.execute(conn, self._select_claimable(), {"p_now": now})
-            else:
-                params = {"p_now": now, "p_id": run_id}
-                found = fastsql.execute(conn, self._select_claimable(one=True), params)
-            row = fastsql.one_or_none(found)
-            if row is None:
+            before = self._claimable(conn, now, run_id, inserted)
+            if before is None:
                 return None
-            before = Run.from_row(row)
             epoch = before.epoch + 1
             payload: dict[str, Any] = {
                 "worker": worker_id,
@@ -140,6 +145,21 @@ class Leases(Repository):
             self._passing(tx)
         self._passing(tx, committed=True)
         return claim, started
+
+    def _claimable(
+        self, conn: sa.Connection, now: datetime, run_id: str | None, inserted: Run | None
+    ) -> Run | None:
+        """The run to claim (see :meth:`claim_and_start`), locked, or None."""
+        if inserted is not None and inserted.status == RunStatus.QUEUED:
+            # as a read would return it: its JSON decoded afresh, not the caller's objects
+            return evolve(inserted, context=json.loads(compact_json(inserted.context)))
+        if run_id is None:
+            found = fastsql.execute(conn, self._select_claimable(), {"p_now": now})
+        else:
+            params = {"p_now": now, "p_id": run_id}
+            found = fastsql.execute(conn, self._select_claimable(one=True), params)
+        row = fastsql.one_or_none(found)
+        return None if row is None else Run.from_row(row)
 
     def _select_claimable(self, *, one: bool = False) -> sa.Select[Any]:
         """The run a worker may claim at ``:p_now`` that changed longest ago (``one``: run
@@ -262,11 +282,15 @@ class Leases(Repository):
         )
 
     @contextmanager
-    def fenced(self, claim: Claim) -> Iterator[FencedTx]:
+    def fenced(self, claim: Claim, *, deployment: str | None = None) -> Iterator[FencedTx]:
         """A write transaction that only proceeds while ``claim`` still holds the run.
 
         Raises :class:`StaleEpoch` (after recording ``write.rejected_stale_epoch`` and counting
         it in ``runs.stale_writes``) when it does not; nothing of the body is written then.
+
+        With ``deployment`` (an admission follows), the statement that checks the claim also
+        reads which version that deployment has active, in this transaction
+        (:attr:`FencedTx.active_digests`), rather than a statement of its own.
 
         Example::
 
@@ -277,7 +301,12 @@ class Leases(Repository):
         now = self._store.now()
         tx: FencedTx | None = None
         with self._store.write() as conn:
-            (row,) = fastsql.execute(conn, self._select_run_locked(), {"p_id": claim.run_id})
+            if deployment is None:
+                params = {"p_id": claim.run_id}
+            else:
+                params = {"p_id": claim.run_id, "p_deployment": deployment}
+            stmt = self._select_run_locked(with_deployment=deployment is not None)
+            (row,) = fastsql.execute(conn, stmt, params)
             holds = (
                 row["epoch"] == claim.epoch
                 and row["lease_owner"] == claim.worker_id
@@ -285,6 +314,8 @@ class Leases(Repository):
             )
             if holds:
                 tx = FencedTx(self._store, conn, claim, now, Run.from_row(row))
+                if deployment is not None:
+                    tx.active_digests[deployment] = row[ACTIVE_DIGEST_LABEL]
                 yield tx
                 tx.flush()
                 self._passing(tx)
@@ -316,12 +347,22 @@ class Leases(Repository):
         for point in tx.commit_points:
             hook(f"{point}.committed" if committed else point, tx.claim)
 
-    def _select_run_locked(self) -> sa.Select[Any]:
-        """``SELECT runs.* WHERE id = :p_id`` with the dialect's row lock, built once."""
-        stmt: sa.Select[Any] | None = getattr(self, "_run_locked_stmt", None)
+    def _select_run_locked(self, *, with_deployment: bool = False) -> sa.Select[Any]:
+        """``SELECT runs.* WHERE id = :p_id`` with the dialect's row lock (``with_deployment``:
+        and the active digest of deployment ``:p_deployment``, which is not locked), built once
+        each."""
+        name = "_run_locked_deployment_stmt" if with_deployment else "_run_locked_stmt"
+        stmt: sa.Select[Any] | None = getattr(self, name, None)
         if stmt is None:
-            stmt = self._store.for_update(sa.select(runs).where(runs.c.id == sa.bindparam("p_id")))
-            self._run_locked_stmt = stmt
+            stmt = sa.select(runs).where(runs.c.id == sa.bindparam("p_id"))
+            if with_deployment:
+                deployments = schema.deployments
+                digest = sa.select(deployments.c.active_digest).where(
+                    deployments.c.name == sa.bindparam("p_deployment")
+                )
+                stmt = stmt.add_columns(digest.scalar_subquery().label(ACTIVE_DIGEST_LABEL))
+            stmt = self._store.for_update(stmt)
+            setattr(self, name, stmt)
         return stmt
 
     @staticmethod

@@ -153,7 +153,8 @@ def _prepare(ctx: StepContext) -> tuple[Target, Proposal, Action, Action | None]
     digest = ctx.store.artifacts.write_file(drafted.data) if drafted is not None else ""
     admitted = sent = None
     refusal: str | None = None
-    with ctx.store.leases.fenced(ctx.claim) as tx:
+    # the fence's statement also reads the active version the admission holds the grants to
+    with ctx.store.leases.fenced(ctx.claim, deployment=ctx.workflow.name) as tx:
         found: Action | None
         stored = True
         if drafted is not None:
@@ -176,6 +177,7 @@ def _prepare(ctx: StepContext) -> tuple[Target, Proposal, Action, Action | None]
                 stored=drafted.data if drafted is not None else None,
                 encoded_from=drafted.document if drafted is not None else None,
                 then=_dispatching(action, tx.now), unsaved=not stored,
+                active_digests=tx.active_digests,
             )  # fmt: skip
             if isinstance(verdict, str):
                 refusal = f"action {action.id} was not admitted: {verdict}"
