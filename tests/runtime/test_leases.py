@@ -13,7 +13,7 @@ from openseal.runtime.statuses import WAITING_RUN_STATUSES, RunStatus
 from openseal.runtime.store import Store, schema
 from openseal.runtime.store.errors import IdempotencyConflict, StaleEpoch
 from openseal.runtime.store.fenced import FencedTx
-from openseal.runtime.store.records import Claim
+from openseal.runtime.store.records import Activity, Claim
 from tests.runtime.support import WORKFLOW, Backend, new_run
 
 
@@ -122,6 +122,37 @@ def test_a_fence_reads_a_deployments_active_digest_in_its_own_statement(store: S
         assert tx.active_digests == {"never_deployed": None}
     with store.leases.fenced(held) as tx:
         assert tx.active_digests == {}
+
+
+def test_rows_held_back_by_a_fenced_transaction_are_inserted_with_its_events(
+    store: Store,
+) -> None:
+    """``insert_with_flush`` rows are written when the transaction's changes are (on PostgreSQL
+    by the statement that appends its events), in the order given, and not before."""
+    run = new_run(store)
+    held = claim(store)
+    sent: list[str] = []
+
+    def count(_conn: object, _cursor: object, sql: str, *_rest: object) -> None:
+        sent.append(sql)
+
+    recorded = [
+        Activity(run.id, f"held:{n}", "tool", "digest", {"n": n}, store.now()) for n in (1, 2)
+    ]
+    sa.event.listen(store.engine, "before_cursor_execute", count)
+    try:
+        with store.leases.fenced(held) as tx:
+            for activity in recorded:
+                tx.insert_with_flush(schema.activities, dict(activity.__dict__))
+            assert not [s for s in sent if "INSERT" in s.upper()]
+            tx.append_event("test.held", {})
+    finally:
+        sa.event.remove(store.engine, "before_cursor_execute", count)
+    with store.leases.fenced(held) as tx:
+        assert [tx.get_activity(a.activity_id) for a in recorded] == recorded
+    assert store.runs.events(run.id)[-1].type == "test.held"
+    if store.dialect == "postgresql":
+        assert len(sent) == 2, sent  # the fence, and the rows with the run's change and event
 
 
 def test_two_workers_race_for_one_run_and_exactly_one_wins(backend: Backend) -> None:

@@ -34,6 +34,7 @@ from openseal.runtime.store import (
     EventSink,
     NextMove,
     Proposal,
+    RowSink,
     Store,
 )
 
@@ -67,6 +68,7 @@ def admit(
     then: NextMove | None = None,
     unsaved: bool = False,
     active_digests: Mapping[str, str | None] | None = None,
+    rows: RowSink | None = None,
 ) -> Action | str:
     """Admit ``action`` (inside the caller's fenced transaction) or return why not.
 
@@ -82,7 +84,9 @@ def admit(
     this transaction and not stored yet (``store.actions.new``, implies ``fresh``); the move
     that decides it stores it as it leaves it (``denied``, or ``admitted`` and ``then``).
     ``active_digests``: deployments' active digests this transaction already read (with its
-    fence, :attr:`FencedTx.active_digests`); the others are read here.
+    fence, :attr:`FencedTx.active_digests`); the others are read here. ``rows``: where the
+    rows this admission inserts go (as in ``store.actions.move``; nothing in the admission reads
+    them back).
     """
     current = action if fresh or unsaved else store.actions.get(conn, action.id)
     if current.status not in ADMISSIBLE:
@@ -100,14 +104,14 @@ def admit(
     if reason is not None:
         store.actions.move(
             conn, current, ActionStatus.DENIED, now=now, actor=actor, expect=ADMISSIBLE,
-            note=reason, error=reason, state=state, events=events, insert=unsaved,
+            note=reason, error=reason, state=state, events=events, insert=unsaved, rows=rows,
         )  # fmt: skip
         return reason
     admitted = store.actions.move(
         conn, current, ActionStatus.ADMITTED, now=now, actor=actor, expect=ADMISSIBLE,
         approval_id=approval.id if approval else None, admitted_at=now, error=None, state=state,
         event={"approval_id": approval.id if approval else None}, events=events, then=then,
-        insert=unsaved,
+        insert=unsaved, rows=rows,
     )  # fmt: skip
     if admitted is None:
         return store.actions.get(conn, action.id)
@@ -116,7 +120,7 @@ def admit(
         for budget in budgets:
             currency = str(spend.get("currency") or budget.currency or "")
             store.actions.reserve(
-                conn, admitted, budget.scope, float(spend["amount"]), currency, now
+                conn, admitted, budget.scope, float(spend["amount"]), currency, now, rows
             )
     return admitted
 

@@ -61,6 +61,7 @@ if TYPE_CHECKING:
         Action,
         EventSink,
         NextMove,
+        RowSink,
     )
     from openseal.runtime.store.actions import boundary as action_boundary
     from openseal.runtime.store.agent_requests import OPEN_AGENT_REQUESTS, Restart, caller_wakes
@@ -197,6 +198,7 @@ __all__ = [
     "ReceiveHook",
     "Restart",
     "Review",
+    "RowSink",
     "Run",
     "SQLiteReads",
     "SQLiteStore",

@@ -127,6 +127,10 @@ BY_ID = sa.select(actions).where(actions.c.id == sa.bindparam("p_id"))
 #: appends one run event (type, payload, actor) in the caller's transaction; a fenced
 #: transaction's ``append_event`` holds it back and writes it with the others at the end
 EventSink = Callable[[str, dict[str, Any], str], Any]
+#: inserts one row (table, row) in the caller's transaction; a fenced transaction's
+#: ``insert_with_flush`` holds it back and inserts it with its run's events (on PostgreSQL by the
+#: same statement)
+RowSink = Callable[[sa.Table, dict[str, Any]], Any]
 
 
 SETTLE = (
@@ -231,6 +235,7 @@ class Actions(Repository):
         entry: dict[str, Any] | None = None,
         then: NextMove | None = None,
         insert: bool = False,
+        rows: RowSink | None = None,
         **values: Any,
     ) -> Action | None:
         """Move ``action`` (from one of ``expect``, default its current status) to ``to``.
@@ -240,7 +245,8 @@ class Actions(Repository):
         (writing nothing) when the action was no longer in an expected status. ``then``: a
         further move in the same UPDATE (see :class:`NextMove`). ``insert``: ``action`` is
         not stored yet (:meth:`new`), and is inserted as the move leaves it, instead of
-        updated: one statement where inserting it and then moving it takes two.
+        updated: one statement where inserting it and then moving it takes two; through
+        ``rows`` when given (held back with the run's events).
         """
         allowed = list(expect) if expect is not None else [action.status]
         first = {"at": iso(now), "from": str(action.status), "to": str(to), "actor": actor}
@@ -257,7 +263,9 @@ class Actions(Repository):
         moved = evolve(
             action, status=status, history=history, updated_at=now, revision=revision, **values
         )
-        if insert:
+        if insert and rows is not None:
+            rows(actions, dict(moved.__dict__))
+        elif insert:
             fastsql.execute(conn, INSERT_ACTION, moved.__dict__)
         else:
             params = {f"v_{k}": v for k, v in values.items()}
@@ -305,13 +313,18 @@ class Actions(Repository):
         amount: float,
         currency: str,
         now: datetime,
+        rows: RowSink | None = None,
     ) -> None:
-        conn.execute(
-            sa.insert(reservations).values(
-                id=new_id(), action_id=action.id, run_id=action.run_id, scope=scope, amount=amount,
-                currency=currency, status="reserved", created_at=now, updated_at=now,
-            )
+        """Reserve ``amount`` of budget ``scope`` for ``action``; through ``rows`` when given
+        (after ``action`` itself, when a move held it back there)."""
+        row = dict(
+            id=new_id(), action_id=action.id, run_id=action.run_id, scope=scope, amount=amount,
+            currency=currency, status="reserved", created_at=now, updated_at=now,
         )  # fmt: skip
+        if rows is not None:
+            rows(reservations, row)
+        else:
+            conn.execute(sa.insert(reservations).values(**row))
 
     def settle(self, conn: sa.Connection, action_id: str, status: str, now: datetime) -> None:
         """Spend follows the evidence: ``committed`` once the effect is confirmed (even after a

@@ -11,7 +11,8 @@ takes :attr:`FencedTx.conn` (so anything written through the connection directly
 them in the event sequence). The run row stays locked for the whole transaction, so the
 sequence numbers the held-back events will get are known in advance. Turns started in the
 transaction are held back the same way (a pure state's turn is started and ended in it, and is
-inserted once, ended), all in one INSERT.
+inserted once, ended), all in one INSERT, and so are rows of other tables that nothing reads
+back before then (:meth:`FencedTx.insert_with_flush`: the action an admission inserts).
 """
 
 from __future__ import annotations
@@ -118,6 +119,8 @@ class FencedTx:
         self._events: list[tuple[str, str, dict[str, Any]]] = []
         #: turns started in this transaction and not inserted yet, by id
         self._turns: dict[str, Turn] = {}
+        #: rows of other tables held back (:meth:`insert_with_flush`), inserted after the turns
+        self._rows: list[tuple[sa.Table, dict[str, Any]]] = []
         #: whether the stored row is known to be held by this claim: the flush's UPDATE then
         #: also requires epoch, owner and ``running`` (the lock already guarantees it; this
         #: keeps a transaction that lost its lock from writing over a takeover)
@@ -141,14 +144,20 @@ class FencedTx:
     def row_conn(self) -> sa.Connection:
         """The transaction's connection, with held-back changes left held back: only for
         statements on other tables that append no run events themselves (pass
-        :meth:`append_event` where a helper takes an event sink)."""
+        :meth:`append_event` where a helper takes an event sink) and read no row held back
+        with :meth:`insert_with_flush`."""
         return self._conn
 
+    def insert_with_flush(self, table: sa.Table, row: dict[str, Any]) -> None:
+        """Insert ``row`` into ``table`` with the held-back changes (on PostgreSQL by the
+        statement that appends the run's events): for a row nothing reads back before then."""
+        self._rows.append((table, row))
+
     def flush(self) -> None:
-        """Write the held-back turns, run changes and events (an INSERT, an UPDATE, an INSERT;
-        on PostgreSQL one statement)."""
-        started = [(turns, turn.__dict__) for turn in self._turns.values()]
-        self._turns = {}
+        """Write the held-back turns and rows, run changes and events (INSERTs, an UPDATE, an
+        INSERT; on PostgreSQL one statement)."""
+        started = [(turns, turn.__dict__) for turn in self._turns.values()] + self._rows
+        self._turns, self._rows = {}, []
         if not self._events and not self._values:
             combined.insert_each(self._conn, started)
             return

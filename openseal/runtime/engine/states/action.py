@@ -177,7 +177,7 @@ def _prepare(ctx: StepContext) -> tuple[Target, Proposal, Action, Action | None]
                 stored=drafted.data if drafted is not None else None,
                 encoded_from=drafted.document if drafted is not None else None,
                 then=_dispatching(action, tx.now), unsaved=not stored,
-                active_digests=tx.active_digests,
+                active_digests=tx.active_digests, rows=tx.insert_with_flush,
             )  # fmt: skip
             if isinstance(verdict, str):
                 refusal = f"action {action.id} was not admitted: {verdict}"
