@@ -157,7 +157,8 @@ class GroupCommit:
             _local.group = previous
             with self._cond:
                 self._working -= 1
-                self._cond.notify_all()
+                if self._open is not None and self._full(self._open):
+                    self._cond.notify_all()  # the open batch need not wait for this thread
 
     @contextmanager
     def together(self) -> Iterator[None]:
@@ -211,6 +212,8 @@ class GroupCommit:
                 batch.body.acquire()  # the leader's body runs first, once the batch is open
             assert batch is not None
             batch.members += 1
+            if not leader and self._full(batch):
+                self._cond.notify_all()  # its leader commits once the bodies are done
         if leader:
             self._begin(batch)
         else:
@@ -223,7 +226,8 @@ class GroupCommit:
         batch.body.release()
         with self._cond:
             batch.done += 1
-            self._cond.notify_all()
+            if self._ready(batch):
+                self._cond.notify_all()
         if leader:
             self._commit(batch)
         else:
@@ -355,6 +359,13 @@ class GroupCommit:
                     self._open = None
             while batch.done < batch.members:
                 self._cond.wait()
+
+    def _ready(self, batch: _Batch) -> bool:
+        """Whether the leader waiting in :meth:`_close` has something to do (it is woken only
+        then, not at every member's leave): take no more members, or commit."""
+        if batch.closed:
+            return batch.done >= batch.members
+        return self._takes_no_more(batch)
 
     def _full(self, batch: _Batch) -> bool:
         return self._takes_no_more(batch) or batch.members >= self._working
