@@ -6,6 +6,7 @@ process killed in the middle of a batch leaves no lost turn, no duplicate order 
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -204,6 +205,24 @@ def test_a_thread_alone_commits_without_waiting_for_the_window(store: Store) -> 
     threading.Thread(target=alone, daemon=True).start()
     assert done.wait(GUARD)
     assert event_types(store, claim.run_id)[-1] == "test.note"
+
+
+def test_a_batch_commits_once_the_threads_it_waits_for_stop_working(store: Store) -> None:
+    [claim] = claims(store, 1)
+    group = GroupCommit(store, size=8, window=3600)  # a wait would hang until the guard
+    wrote = threading.Event()
+
+    def writer() -> None:  # returns once committed: with the window, only after idle() ends
+        with store.leases.fenced(claim) as tx:
+            tx.append_event("test.note", {"text": "x"})
+        wrote.set()
+
+    def idle() -> None:
+        time.sleep(0.2)  # the writer's batch is waiting for this thread to join
+        assert not wrote.is_set()
+
+    assert together(group, [writer, idle]) == [None, None]
+    assert noted(store, claim)
 
 
 # -- together(): a block of writes is one member of the shared batch ---------------------
