@@ -46,7 +46,7 @@ from openseal.runtime.store.runs import Runs
 from openseal.runtime.store.sqlite_reads import BUSY_TIMEOUT_MS, SYNCHRONOUS, configure
 from openseal.runtime.store.tokens import Tokens
 from openseal.runtime.store.triggers import Triggers
-from openseal.runtime.store.values import compact_json
+from openseal.runtime.store.values import compact_json, loads_json
 from openseal.runtime.store.wakeups import WakeSockets
 from openseal.runtime.store.work_signal import Wake
 
@@ -200,7 +200,10 @@ class PostgresStore(Store):
 
 
 def _sqlite_engine(path: Path, *, synchronous: str, busy_timeout_ms: int) -> sa.Engine:
-    engine = sa.create_engine(f"sqlite:///{path}", json_serializer=compact_json)
+    # psycopg decodes JSON itself; SQLite's text is decoded by SQLAlchemy, with this.
+    engine = sa.create_engine(
+        f"sqlite:///{path}", json_serializer=compact_json, json_deserializer=loads_json
+    )
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:

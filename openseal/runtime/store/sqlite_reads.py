@@ -16,7 +16,6 @@ while reading is raised as SQLAlchemy's exception for it, as the store raises it
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -26,7 +25,7 @@ from openseal.runtime.store.errors import NotFound
 from openseal.runtime.store.migrations import packaged_head
 from openseal.runtime.store.records import DefinitionVersion, Run
 from openseal.runtime.store.sqlite_sql import COLUMNS, STATEMENTS
-from openseal.runtime.store.values import epoch_seconds, from_epoch_seconds
+from openseal.runtime.store.values import epoch_seconds, from_epoch_seconds, loads_json
 
 if TYPE_CHECKING:
     from openseal.runtime.store.dialects import Store
@@ -38,7 +37,7 @@ BUSY_TIMEOUT_MS = 10_000
 
 #: how a column or a parameter is converted (:mod:`.values`): as it is, JSON text, epoch seconds
 _COLUMN_READERS: dict[str, Callable[[Any], Any]] = {
-    "json": lambda value: None if value is None else json.loads(value),
+    "json": lambda value: None if value is None else loads_json(value),
     "timestamp": from_epoch_seconds,
 }
 _PARAMETER_WRITERS: dict[str, Callable[[Any], Any]] = {"timestamp": epoch_seconds}
