@@ -11,7 +11,9 @@ import pytest
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import records
 from openseal.runtime.store.actions import Action
-from openseal.runtime.store.records import Run, Turn, evolve
+from openseal.runtime.store.proposals import Proposal
+from openseal.runtime.store.records import RowRecord, Run, Turn, evolve
+from openseal.runtime.store.triggers import TriggerFiring
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 
@@ -19,7 +21,7 @@ RECORDS = [
     kind
     for _, kind in inspect.getmembers(records, inspect.isclass)
     if dataclasses.is_dataclass(kind) and kind.__module__ == records.__name__
-] + [Action]
+] + [Action, Proposal, TriggerFiring]
 
 
 def a_run() -> Run:
@@ -34,7 +36,8 @@ def a_run() -> Run:
 
 @pytest.mark.parametrize("kind", RECORDS, ids=lambda kind: kind.__name__)
 def test_every_record_is_one_evolve_can_copy(kind: type) -> None:
-    """What ``evolve`` relies on: ``__init__`` only assigns the fields, into ``__dict__``."""
+    """What ``evolve`` and ``from_row`` (through ``assembled``) rely on: ``__init__`` only
+    assigns the fields, into ``__dict__``."""
     assert not hasattr(kind, "__post_init__")
     assert not hasattr(kind, "__slots__")
     declared = kind.__dataclass_fields__  # type: ignore[attr-defined]
@@ -66,3 +69,17 @@ def test_a_row_record_is_read_from_its_columns() -> None:
            "finished_at": None, "error": None, "extra": "ignored"}  # fmt: skip
     assert Turn.from_row(row) == Turn("t1", "r1", 1, "a", "started", "running", 1, "w", NOW,
                                       None, None)  # fmt: skip
+
+
+def test_every_row_record_is_among_those_checked() -> None:
+    assert set(RowRecord.__subclasses__()) <= set(RECORDS)
+
+
+def test_a_run_read_from_its_row_is_the_run_its_init_builds() -> None:
+    run = a_run()
+    row = {**dataclasses.asdict(run), "status": "running", "paused_from_status": "sleeping"}
+    read = Run.from_row(row)
+    assert read == dataclasses.replace(run, paused_from_status=RunStatus.SLEEPING)
+    assert type(read) is Run and read.status is RunStatus.RUNNING
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        read.epoch = 2  # type: ignore[misc]
