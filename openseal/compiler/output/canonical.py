@@ -90,28 +90,28 @@ def _unchanged(value: Any) -> bool:
         current = pending.pop()
         kind = type(current)
         if kind is dict:
-            for key, item in current.items():
+            for key in current:
                 if type(key) is not str or (not key.isascii() and max(key) > _BMP_MAX):
                     return False
-                leaf = type(item)
-                if leaf is int:
-                    if not -_SAFE_INT <= item <= _SAFE_INT:
-                        return False
-                elif not (leaf is str or leaf is bool or item is None):
-                    pending.append(item)
+            items: Any = current.values()
         elif kind is list or kind is tuple:
-            for item in current:
-                leaf = type(item)
-                if leaf is int:
-                    if not -_SAFE_INT <= item <= _SAFE_INT:
-                        return False
-                elif not (leaf is str or leaf is bool or item is None):
-                    pending.append(item)
+            items = current
         elif kind is int:
             if not -_SAFE_INT <= current <= _SAFE_INT:
                 return False
-        elif not (kind is str or kind is bool or current is None):
+            continue
+        elif kind is str or kind is bool or current is None:
+            continue
+        else:
             return False  # a float (or anything else): _plain decides
+        # leaves are checked here rather than pushed: they are most of a document's values
+        for item in items:
+            leaf = type(item)
+            if leaf is int:
+                if not -_SAFE_INT <= item <= _SAFE_INT:
+                    return False
+            elif not (leaf is str or leaf is bool or item is None):
+                pending.append(item)
     return True
 
 
