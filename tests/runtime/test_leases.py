@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
@@ -12,8 +13,9 @@ from openseal.runtime.engine.states.base import LeaseLost
 from openseal.runtime.statuses import WAITING_RUN_STATUSES, RunStatus
 from openseal.runtime.store import Store, schema
 from openseal.runtime.store.errors import IdempotencyConflict, StaleEpoch
+from openseal.runtime.store.events import change_run
 from openseal.runtime.store.fenced import FencedTx
-from openseal.runtime.store.records import Activity, Claim
+from openseal.runtime.store.records import Activity, Claim, Run
 from tests.runtime.support import WORKFLOW, Backend, new_run
 
 
@@ -153,6 +155,99 @@ def test_rows_held_back_by_a_fenced_transaction_are_inserted_with_its_events(
     assert store.runs.events(run.id)[-1].type == "test.held"
     if store.dialect == "postgresql":
         assert len(sent) == 2, sent  # the fence, and the rows with the run's change and event
+
+
+def _selects(store: Store, body: Callable[[], object]) -> list[str]:
+    """The SELECT statements ``body`` sends."""
+    sent: list[str] = []
+
+    def count(_conn: object, _cursor: object, sql: str, *_rest: object) -> None:
+        sent.append(sql)
+
+    sa.event.listen(store.engine, "before_cursor_execute", count)
+    try:
+        body()
+    finally:
+        sa.event.remove(store.engine, "before_cursor_execute", count)
+    return [s for s in sent if s.lstrip().upper().startswith("SELECT")]
+
+
+def test_a_fence_after_the_claims_own_write_starts_from_the_run_it_left(store: Store) -> None:
+    """After a write of the claim committed, the next fence reads only the claim's columns, the
+    event sequence and the lease expiry, and its run is the row as a read returns it: the JSON
+    it wrote decoded afresh (a tuple comes back a list), the lease a heartbeat moved."""
+    run = new_run(store)
+    held = claim(store)
+    context = {**run.context, "states": {"one": (1, 2)}}
+    with store.leases.fenced(held) as tx:
+        tx.update_run(current_state="one", context=context, budget_used={"turns": 1})
+    assert store.leases.heartbeat(held, lease_seconds=60)
+    seen: list[Run] = []
+
+    def fence() -> None:
+        with store.leases.fenced(held) as tx:
+            seen.append(tx.run())
+
+    (select,) = _selects(store, fence)
+    assert "context" not in select and "budget_used" not in select, select
+    assert seen == [store.runs.get(run.id)]
+    assert seen[0].context["states"] == {"one": [1, 2]}
+
+
+def test_events_appended_by_others_while_the_run_is_held_are_read_by_the_next_fence(
+    store: Store,
+) -> None:
+    """Someone else's change of the held run (here: a child's spend charged to it) appends an
+    event; the next fence sees the sequence moved, reads the whole row and writes after it
+    (an admission's fence, which also reads the deployment's active version)."""
+    run = new_run(store)
+    held = claim(store)
+    with store.leases.fenced(held) as tx:
+        tx.update_run(current_state="one", budget_used={"turns": 1})
+    with store.write() as conn:
+        change_run(
+            conn, run.id, event_type="budget.spent", actor="run:child", payload={},
+            now=store.now(), values={"budget_used": {"turns": 3}},
+        )  # fmt: skip
+    seen: list[Run] = []
+
+    digests: dict[str, str | None] = {}
+
+    def fence() -> None:
+        with store.leases.fenced(held, deployment=WORKFLOW) as tx:
+            seen.append(tx.run())
+            digests.update(tx.active_digests)
+            tx.append_event("test.after", {})
+
+    assert len(_selects(store, fence)) == 2  # the fence, then the whole row
+    active = store.definitions.active_version(WORKFLOW)
+    assert active is not None and digests == {WORKFLOW: active.digest}
+    assert seen[0].budget_used == {"turns": 3}
+    assert seen[0].last_event_seq == store.runs.get(run.id).last_event_seq - 1
+    events = store.runs.events(run.id)
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    assert [e.type for e in events][-2:] == ["budget.spent", "test.after"]
+
+
+def test_a_fence_after_a_failed_write_reads_the_whole_row(store: Store) -> None:
+    """A write rolled back leaves nothing to start from: the next fence reads the run."""
+    run = new_run(store)
+    held = claim(store)
+    with store.leases.fenced(held) as tx:
+        tx.update_run(current_state="one")
+    with pytest.raises(ZeroDivisionError), store.leases.fenced(held) as tx:
+        tx.update_run(current_state="two")
+        _ = 1 / 0
+    seen: list[Run] = []
+
+    def fence() -> None:
+        with store.leases.fenced(held) as tx:
+            seen.append(tx.run())
+
+    (select,) = _selects(store, fence)
+    assert "context" in select, select
+    assert seen == [store.runs.get(run.id)]
+    assert seen[0].current_state == "one"
 
 
 def test_two_workers_race_for_one_run_and_exactly_one_wins(backend: Backend) -> None:

@@ -42,6 +42,7 @@ from openseal.runtime.store.records import (
     Turn,
     evolve,
 )
+from openseal.runtime.store.values import compact_json, loads_json
 
 if TYPE_CHECKING:
     from openseal.runtime.store.dialects import Store
@@ -56,6 +57,8 @@ UNSET: Final = _Unset()
 runs = schema.runs
 turns = schema.turns
 RUN_FIELDS: Final = frozenset(Run.__dataclass_fields__)
+#: the run's JSON columns
+JSON_FIELDS: Final = ("context", "waiting", "budget_used")
 INSERT_ACTIVITY: Final = sa.insert(schema.activities)
 LAST_TURN_SEQ: Final = sa.select(sa.func.max(turns.c.seq)).where(
     turns.c.run_id == sa.bindparam("p_run")
@@ -114,7 +117,7 @@ class FencedTx:
         self.now = now
         self.actor = f"worker:{claim.worker_id}"
         #: the run as this transaction sees it, held-back changes included
-        self._run = run
+        self._run = self._start = run
         self._values: dict[str, Any] = {}
         self._events: list[tuple[str, str, dict[str, Any]]] = []
         #: turns started in this transaction and not inserted yet, by id
@@ -177,6 +180,29 @@ class FencedTx:
             and run.epoch == self.claim.epoch
             and run.lease_owner == self.claim.worker_id
         )
+
+    def held_run(self) -> Run | None:
+        """The run as this transaction has written it, when the claim still holds it and
+        nothing written through :attr:`conn` since the last flush may have changed it (None
+        otherwise): what the claim's next fenced write can start from once this one commits.
+
+        Each JSON column changed here is decoded afresh from its JSON text, so the run holds
+        what a read of the row returns (lists for tuples, string keys), not the caller's
+        objects."""
+        if (
+            not self._row_held
+            or self._values
+            or self._events
+            or self._conn.info.get(EVENT_WRITES, 0) != self._writes_seen
+        ):
+            return None
+        run, start = self._run, self._start
+        fresh = {
+            name: loads_json(compact_json(getattr(run, name)))
+            for name in JSON_FIELDS
+            if getattr(run, name) is not getattr(start, name)
+        }
+        return evolve(run, **fresh) if fresh else run
 
     def _sync_counters(self) -> None:
         if self._conn.info.get(EVENT_WRITES, 0) == self._writes_seen:

@@ -35,6 +35,16 @@ runs = schema.runs
 T = TypeVar("T")
 #: the column of a fence's SELECT that holds a deployment's active digest
 ACTIVE_DIGEST_LABEL: Final = "deployment_active_digest"
+#: what a fence reads when it knows the run its claim's last write left (:meth:`Leases.fenced`):
+#: the claim's check, the event sequence every other change of the row moves, and the lease
+#: expiry a heartbeat moves without an event
+FENCE_COLUMNS: Final = (
+    runs.c.epoch, runs.c.status, runs.c.lease_owner, runs.c.last_event_seq,
+    runs.c.lease_expires_at,
+)  # fmt: skip
+#: at most this many runs' last writes are kept (a claim given up without a last write, lost
+#: to a takeover say, leaves its entry behind until then)
+HELD_RUNS_KEPT: Final = 4096
 
 
 def runnable(now: datetime | sa.BindParameter[Any]) -> sa.ColumnElement[bool]:
@@ -66,6 +76,10 @@ class Leases(Repository):
         self._expiry_lock = threading.Lock()
         #: (``time.monotonic()`` when read, the earliest expiry then), shared by the threads
         self._expiry: tuple[float | None, datetime | None] = (None, None)
+        self._held_lock = threading.Lock()
+        #: by run id: the claim (epoch, owner) that last wrote it from this store and the run
+        #: as that committed write left it (:meth:`fenced`)
+        self._held: dict[str, tuple[int, str, Run]] = {}
 
     def claim(
         self,
@@ -115,6 +129,7 @@ class Leases(Repository):
             before = self._claimable(conn, now, run_id, inserted)
             if before is None:
                 return None
+            self._forget_held(before.id)  # a claim's writes start from what it reads
             epoch = before.epoch + 1
             payload: dict[str, Any] = {
                 "worker": worker_id,
@@ -143,6 +158,8 @@ class Leases(Repository):
             started = start(tx) if start is not None else None
             tx.flush()
             self._passing(tx)
+            held = tx.held_run()
+        self._keep_held(claim, held)
         self._passing(tx, committed=True)
         return claim, started
 
@@ -218,6 +235,7 @@ class Leases(Repository):
 
     def release(self, claim: Claim) -> bool:
         """Give the run back to the queue (e.g. on worker shutdown); False if already lost."""
+        self._forget_held(claim.run_id)
         now = self._store.now()
         with self._store.write() as conn:
             held = conn.execute(
@@ -247,6 +265,7 @@ class Leases(Repository):
         with ``retries``, ``retry_at`` and ``fault`` added. Returns when it is retried; None
         when the claim was already lost.
         """
+        self._forget_held(claim.run_id)
         now = self._store.now()
         with self._store.write() as conn:
             held = conn.execute(
@@ -288,6 +307,14 @@ class Leases(Repository):
         Raises :class:`StaleEpoch` (after recording ``write.rejected_stale_epoch`` and counting
         it in ``runs.stale_writes``) when it does not; nothing of the body is written then.
 
+        The statement that checks the claim locks the run's row. When this store committed the
+        claim's last write, it reads only the claim's columns, the event sequence and the lease
+        expiry, and the transaction starts from the run that write left: every other change of
+        a run's row appends an event, so an unchanged sequence means an unchanged row (the
+        lease expiry, which a heartbeat moves, is taken from the row). Otherwise — no such
+        write, or someone appended to the run since (an operator, a decision, a child's end) —
+        the whole row is read (docs/decisions/0011).
+
         With ``deployment`` (an admission follows), the statement that checks the claim also
         reads which version that deployment has active, in this transaction
         (:attr:`FencedTx.active_digests`), rather than a statement of its own.
@@ -300,12 +327,15 @@ class Leases(Repository):
         """
         now = self._store.now()
         tx: FencedTx | None = None
+        known = self._take_held(claim)
         with self._store.write() as conn:
             if deployment is None:
                 params = {"p_id": claim.run_id}
             else:
                 params = {"p_id": claim.run_id, "p_deployment": deployment}
-            stmt = self._select_run_locked(with_deployment=deployment is not None)
+            stmt = self._select_run_locked(
+                with_deployment=deployment is not None, whole_row=known is None
+            )
             (row,) = fastsql.execute(conn, stmt, params)
             holds = (
                 row["epoch"] == claim.epoch
@@ -313,12 +343,21 @@ class Leases(Repository):
                 and row["status"] == RunStatus.RUNNING
             )
             if holds:
-                tx = FencedTx(self._store, conn, claim, now, Run.from_row(row))
+                if known is None:
+                    run = Run.from_row(row)
+                elif row["last_event_seq"] == known.last_event_seq:
+                    run = evolve(known, lease_expires_at=row["lease_expires_at"])
+                else:
+                    whole_row = self._select_run_locked()
+                    (whole,) = fastsql.execute(conn, whole_row, {"p_id": claim.run_id})
+                    run = Run.from_row(whole)
+                tx = FencedTx(self._store, conn, claim, now, run)
                 if deployment is not None:
                     tx.active_digests[deployment] = row[ACTIVE_DIGEST_LABEL]
                 yield tx
                 tx.flush()
                 self._passing(tx)
+                known = tx.held_run()
             else:
                 # Nothing of the body ran, so the rejection is all this transaction writes (in
                 # a batch, its thread's part of it: the other runs' writes are not touched).
@@ -326,6 +365,7 @@ class Leases(Repository):
                     conn, claim, row["epoch"], row["lease_owner"], row["status"], now
                 )
         if tx is not None:
+            self._keep_held(claim, known)
             self._passing(tx, committed=True)
             return
         raise StaleEpoch(
@@ -335,6 +375,28 @@ class Leases(Repository):
             claim_epoch=claim.epoch,
             run_epoch=row["epoch"],
         )
+
+    def _take_held(self, claim: Claim) -> Run | None:
+        """The run as ``claim``'s last committed write left it, if this store made that write;
+        the entry is removed, and only a write that commits keeps its run again, so a write
+        rolled back leaves nothing to start from."""
+        held = self._forget_held(claim.run_id)
+        if held is None or held[:2] != (claim.epoch, claim.worker_id):
+            return None
+        return held[2]
+
+    def _forget_held(self, run_id: str) -> tuple[int, str, Run] | None:
+        with self._held_lock:
+            return self._held.pop(run_id, None)
+
+    def _keep_held(self, claim: Claim, run: Run | None) -> None:
+        """Keep ``run`` (None: nothing) as what ``claim``'s committed write left."""
+        if run is None:
+            return
+        with self._held_lock:
+            if len(self._held) >= HELD_RUNS_KEPT:
+                del self._held[next(iter(self._held))]  # the oldest
+            self._held[claim.run_id] = (claim.epoch, claim.worker_id, run)
 
     def _passing(self, tx: FencedTx, *, committed: bool = False) -> None:
         """The store's ``commit_hook`` at each commit point ``tx`` passes: all written and the
@@ -347,14 +409,17 @@ class Leases(Repository):
         for point in tx.commit_points:
             hook(f"{point}.committed" if committed else point, tx.claim)
 
-    def _select_run_locked(self, *, with_deployment: bool = False) -> sa.Select[Any]:
-        """``SELECT runs.* WHERE id = :p_id`` with the dialect's row lock (``with_deployment``:
-        and the active digest of deployment ``:p_deployment``, which is not locked), built once
-        each."""
-        name = "_run_locked_deployment_stmt" if with_deployment else "_run_locked_stmt"
+    def _select_run_locked(
+        self, *, with_deployment: bool = False, whole_row: bool = True
+    ) -> sa.Select[Any]:
+        """``SELECT runs.* WHERE id = :p_id`` (not ``whole_row``: :data:`FENCE_COLUMNS`) with
+        the dialect's row lock (``with_deployment``: and the active digest of deployment
+        ``:p_deployment``, which is not locked), built once each."""
+        name = f"_run_locked_{with_deployment}_{whole_row}"
         stmt: sa.Select[Any] | None = getattr(self, name, None)
         if stmt is None:
-            stmt = sa.select(runs).where(runs.c.id == sa.bindparam("p_id"))
+            columns = (runs,) if whole_row else FENCE_COLUMNS
+            stmt = sa.select(*columns).where(runs.c.id == sa.bindparam("p_id"))
             if with_deployment:
                 deployments = schema.deployments
                 digest = sa.select(deployments.c.active_digest).where(
