@@ -40,6 +40,7 @@ import operator
 import threading
 import warnings
 from collections.abc import Callable, Mapping, Sequence
+from itertools import repeat
 from typing import Any
 
 import sqlalchemy as sa
@@ -104,7 +105,7 @@ class _Prepared:
             found = tuple(values)
         if self.names is None:
             return found
-        return dict(zip(self.names, found, strict=True))
+        return dict(zip(self.names, found, strict=False))  # as many names as values
 
 
 def _getter(names: tuple[str, ...]) -> Callable[[Mapping[str, Any]], tuple[Any, ...]]:
@@ -239,8 +240,8 @@ def _on_cursor(
             cursor.executemany(sql, parameters)
         else:
             cursor.execute(sql, parameters)
-        if dispatch.after_cursor_execute:
-            dispatch.after_cursor_execute(conn, cursor, sql, parameters, None, many)
+        # Called as SQLAlchemy calls it, without asking first whether anything listens.
+        dispatch.after_cursor_execute(conn, cursor, sql, parameters, None, many)
         description = cursor.description
         fetched = cursor.fetchall() if fetch and description is not None else ()
         rowcount = cursor.rowcount
@@ -307,8 +308,8 @@ def _rows(
         processors = prepared.results[codes] = tuple(
             (key, process) for key, process in by_key.items() if process is not None
         )
-    keys = prepared.keys
-    rows = [dict(zip(keys, row, strict=True)) for row in fetched]
+    # Every row has as many values as ``codes`` (checked above when they were first seen).
+    rows = list(map(dict, map(zip, repeat(prepared.keys), fetched)))
     for row in rows:
         for key, process in processors:
             row[key] = process(row[key])
