@@ -77,6 +77,13 @@ def test_epoch_seconds_of_any_aware_time() -> None:
         epoch_seconds(datetime(2026, 1, 1))
 
 
+def test_epoch_seconds_of_the_same_time_again_and_of_another_in_between() -> None:
+    first = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
+    second = first + timedelta(microseconds=1)
+    for moment in (first, first, second, second, None, first, None, None, second):
+        assert epoch_seconds(moment) == (None if moment is None else moment.timestamp())
+
+
 class _Wrapped(sa.types.TypeDecorator[datetime]):
     """UtcTimestamp's conversions through TypeDecorator's own processors."""
 

@@ -25,10 +25,23 @@ def store_key(digest: str) -> str:
 
 def epoch_seconds(moment: datetime | None) -> float | None:
     """An aware datetime as the epoch seconds a timestamp column holds."""
+    global _last_converted
+    last, seconds = _last_converted
+    if moment is last:
+        return seconds
     if moment is None:
         return None
     # Every timestamp the runtime makes is UTC already: no call to normalise it.
-    return (moment if moment.tzinfo is UTC else to_utc(moment)).timestamp()
+    seconds = (moment if moment.tzinfo is UTC else to_utc(moment)).timestamp()
+    _last_converted = (moment, seconds)
+    return seconds
+
+
+#: the datetime :func:`epoch_seconds` converted last, and its epoch seconds: a transaction
+#: writes its one ``now`` into several columns and rows in a row (two conversions in three
+#: are of the same object). A datetime cannot change, so the same object has the same value;
+#: the pair is replaced whole, so a thread never reads one's moment with another's seconds.
+_last_converted: tuple[datetime | None, float | None] = (None, None)
 
 
 def from_epoch_seconds(value: Any) -> datetime | None:
@@ -53,7 +66,9 @@ _encode_chunks: Callable[[Any, int], list[str]] | None = (
 def compact_json(value: Any) -> str:
     """``value`` as compact JSON text, exactly as ``json.dumps(value, separators=(",", ":"))``
     writes it (and with the same errors), for a few calls less: JSON columns are written
-    several times a turn."""
+    several times a turn (``None``, an empty column, without the encoder)."""
+    if value is None:
+        return "null"
     if _encode_chunks is None:
         return _COMPACT.encode(value)
     try:
