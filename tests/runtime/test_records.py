@@ -12,7 +12,7 @@ from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import records
 from openseal.runtime.store.actions import Action
 from openseal.runtime.store.proposals import Proposal
-from openseal.runtime.store.records import RowRecord, Run, Turn, evolve
+from openseal.runtime.store.records import RowRecord, Run, Turn, evolve, run_status
 from openseal.runtime.store.triggers import TriggerFiring
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -83,3 +83,10 @@ def test_a_run_read_from_its_row_is_the_run_its_init_builds() -> None:
     assert type(read) is Run and read.status is RunStatus.RUNNING
     with pytest.raises(dataclasses.FrozenInstanceError):
         read.epoch = 2  # type: ignore[misc]
+
+
+def test_run_status_is_the_enums_own_lookup() -> None:
+    for status in RunStatus:
+        assert run_status(status.value) is status and run_status(status) is status
+    with pytest.raises(ValueError, match="not a valid RunStatus"):
+        run_status("asleep")

@@ -41,6 +41,7 @@ from openseal.runtime.store.records import (
     Run,
     Turn,
     evolve,
+    run_status,
 )
 from openseal.runtime.store.values import compact_json, loads_json
 
@@ -220,7 +221,7 @@ class FencedTx:
         self._events.append((event_type, self.actor, payload))
         seen = {k: v for k, v in values.items() if k in RUN_FIELDS}
         if "status" in seen:
-            seen["status"] = RunStatus(seen["status"])
+            seen["status"] = run_status(seen["status"])
         seq = self._run.last_event_seq + 1
         self._run = evolve(
             self._run, **seen, last_event_seq=seq, revision=self._run.revision + 1,

@@ -31,10 +31,14 @@ def evolve(record: R, **changes: Any) -> R:
     A name that is not a field is refused, as ``replace`` refuses it.
     """
     kind = type(record)
-    unknown = changes.keys() - kind.__dataclass_fields__  # type: ignore[attr-defined]
-    if unknown:
-        raise TypeError(f"{kind.__name__} has no field {sorted(unknown)[0]!r}")
-    return assembled(kind, {**record.__dict__, **changes})
+    names = kind.__dataclass_fields__.keys()  # type: ignore[attr-defined]
+    if not changes.keys() <= names:  # compared in place, no set built
+        raise TypeError(f"{kind.__name__} has no field {sorted(changes.keys() - names)[0]!r}")
+    copy = object.__new__(kind)
+    fields = copy.__dict__
+    fields.update(record.__dict__)
+    fields.update(changes)
+    return copy
 
 
 def assembled(kind: type[R], fields: dict[str, Any]) -> R:
@@ -178,10 +182,22 @@ class Run:
     @classmethod
     def from_row(cls, row: Row) -> Run:
         values = {name: row[name] for name in cls.__dataclass_fields__}
-        values["status"] = RunStatus(row["status"])
+        values["status"] = run_status(row["status"])
         paused_from = row["paused_from_status"]
-        values["paused_from_status"] = RunStatus(paused_from) if paused_from else None
+        values["paused_from_status"] = run_status(paused_from) if paused_from else None
         return assembled(cls, values)
+
+
+#: every run status by its value
+_RUN_STATUSES = {status.value: status for status in RunStatus}
+
+
+def run_status(value: str) -> RunStatus:
+    """``RunStatus(value)`` (the same error for an unknown value) by one dictionary look-up:
+    the enum's call costs several, and a fenced transaction makes one for every run it reads
+    and every status change it holds back."""
+    status = _RUN_STATUSES.get(value)
+    return RunStatus(value) if status is None else status
 
 
 @dataclass(frozen=True)
