@@ -50,7 +50,9 @@ def new_id() -> str:
             millis = max(millis, last_millis + (millis <= last_millis))
             random_bits = _random_bits()
         _last[:] = [millis, random_bits]
-    return f"{millis:012x}{random_bits:020x}"
+    # The same digits as f"{millis:012x}{random_bits:020x}", formatted by one %-format, which
+    # costs a third of that f-string's format specs.
+    return "%032x" % ((millis << 80) | random_bits)
 
 
 _RANDOM_LIMIT = 1 << 80

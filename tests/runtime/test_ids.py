@@ -14,6 +14,13 @@ def test_ids_of_one_process_increase_strictly_even_within_a_millisecond() -> Non
     assert all(len(i) == 32 and int(i, 16) >= 0 for i in ids)
 
 
+def test_an_id_begins_with_its_millisecond() -> None:
+    before = time.time_ns() // 1_000_000
+    made = new_id()
+    after = time.time_ns() // 1_000_000
+    assert made == made.lower() and before <= int(made[:12], 16) <= after + 1
+
+
 def test_a_forked_child_does_not_continue_its_parents_sequence() -> None:
     reader, writer = os.pipe()
     child = os.fork()
