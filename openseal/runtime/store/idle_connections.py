@@ -81,8 +81,10 @@ class IdleConnections:
         if conn is None:
             conn = self._engine.connect()
         current = conn.get_execution_options()
-        if any(current.get(name) != value for name, value in options.items()):
-            conn.execution_options(**options)
+        for name, value in options.items():  # a loop: a generator costs more than the look-ups
+            if current.get(name) != value:
+                conn.execution_options(**options)
+                break
         return conn
 
     def give_back(self, conn: sa.Connection, *, committed: bool) -> None:
