@@ -10,9 +10,9 @@ import sqlalchemy as sa
 from openseal.errors import ClaimLost, StoreError
 from openseal.runtime.clock import new_id
 from openseal.runtime.engine.states.base import LeaseLost
-from openseal.runtime.statuses import WAITING_RUN_STATUSES, RunStatus
+from openseal.runtime.statuses import WAITING_RUN_STATUSES, ObjectiveStatus, RunStatus
 from openseal.runtime.store import Store, schema
-from openseal.runtime.store.errors import IdempotencyConflict, StaleEpoch
+from openseal.runtime.store.errors import IdempotencyConflict, NotFound, StaleEpoch
 from openseal.runtime.store.events import change_run
 from openseal.runtime.store.fenced import FencedTx
 from openseal.runtime.store.records import Activity, Claim, Run
@@ -248,6 +248,81 @@ def test_a_fence_after_a_failed_write_reads_the_whole_row(store: Store) -> None:
     assert "context" in select, select
     assert seen == [store.runs.get(run.id)]
     assert seen[0].current_state == "one"
+
+
+def test_a_turn_ended_without_its_own_event_is_updated_with_the_transactions_events(
+    store: Store,
+) -> None:
+    """``record_turn(event=False)`` of a turn started earlier holds its UPDATE back: it is
+    written with the event that says how the turn ended (on PostgreSQL by the same statement,
+    after the fence's SELECT), and one that matches no turn fails the whole transaction."""
+    run = new_run(store)
+    held = claim(store)
+    with store.leases.fenced(held) as tx:
+        turn = tx.start_turn("one", seq=1)
+    sent: list[str] = []
+
+    def count(_conn: object, _cursor: object, sql: str, *_rest: object) -> None:
+        sent.append(sql)
+
+    sa.event.listen(store.engine, "before_cursor_execute", count)
+    try:
+        with store.leases.fenced(held) as tx:
+            ended = tx.record_turn(turn.id, phase="advanced", status="completed", event=False)
+            assert ended is None  # not read back
+            assert not [s for s in sent if s.lstrip().upper().startswith("UPDATE")]
+            tx.append_event("test.turn_ended", {})
+    finally:
+        sa.event.remove(store.engine, "before_cursor_execute", count)
+    stored = store.runs.turns(run.id)[0][0]
+    assert (stored.phase, stored.status, stored.finished_at) == ("advanced", "completed", tx.now)
+    if store.dialect == "postgresql":
+        assert len(sent) == 2, sent  # the fence, and the turn's update with the run's event
+    before = store.runs.get(run.id)
+    with pytest.raises(NotFound), store.leases.fenced(held) as tx:
+        tx.record_turn("no-such-turn", status="completed", event=False)
+        tx.append_event("test.never", {})
+    assert store.runs.get(run.id).last_event_seq == before.last_event_seq
+
+
+@pytest.mark.parametrize("still_open", [True, False])
+def test_a_run_ends_and_settles_its_objective_in_the_statement_of_its_end(
+    store: Store, still_open: bool
+) -> None:
+    """A completed run satisfies its objective by an UPDATE held back with the run's end (on
+    PostgreSQL the fence's SELECT and one statement), and ``run.completed`` says so only if
+    that UPDATE matched: an objective no longer open for the run's attempt is left alone."""
+    run = new_run(store)
+    held = claim(store)
+    if not still_open:
+        with store.write() as conn:
+            conn.execute(
+                sa.update(schema.objectives)
+                .where(schema.objectives.c.id == run.objective_id)
+                .values(status=ObjectiveStatus.FAILED)
+            )
+    sent: list[str] = []
+
+    def count(_conn: object, _cursor: object, sql: str, *_rest: object) -> None:
+        sent.append(sql)
+
+    sa.event.listen(store.engine, "before_cursor_execute", count)
+    try:
+        with store.leases.fenced(held) as tx:
+            tx.update_run(status=RunStatus.COMPLETED, event="run.completed")
+    finally:
+        sa.event.remove(store.engine, "before_cursor_execute", count)
+    ended = store.runs.events(run.id)[-1]
+    assert ended.type == "run.completed"
+    objective = store.objectives.get(run.objective_id)
+    if still_open:
+        assert ended.payload["objective"] == {"status": "satisfied"}
+        assert objective.status == ObjectiveStatus.SATISFIED
+    else:
+        assert "objective" not in ended.payload
+        assert objective.status == ObjectiveStatus.FAILED
+    if store.dialect == "postgresql":
+        assert len(sent) == 2, sent
 
 
 def test_two_workers_race_for_one_run_and_exactly_one_wins(backend: Backend) -> None:

@@ -9,21 +9,26 @@ inserted side by side. SQLite has no data-modifying ``WITH``: there the same wri
 one by one.
 
 The statements are built once per shape (tables, column names, number of rows) and bound with
-parameters named ``r<n>_<column>`` for the ``n``-th row, in the order given.
+parameters named ``r<n>_<column>`` for the ``n``-th row, in the order given. An UPDATE can go
+along too (:data:`HeldUpdate`): a statement built once, returning one column, whose parameters
+are renamed ``u<n>_<name>`` for the ``n``-th; what each returned comes back as a list.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import sqlalchemy as sa
+from sqlalchemy.sql import visitors
 
 from openseal.runtime.store import fastsql
 
 #: which columns each inserted row sets, in order: (table, column names) per row
 Shape = tuple[tuple[sa.Table, tuple[str, ...]], ...]
+#: an UPDATE (built once, ``RETURNING`` one column) and its parameters
+HeldUpdate = tuple[sa.Update, Mapping[str, Any]]
 
 _lock = threading.Lock()
 _notifying: dict[Shape, sa.Select[Any]] = {}
@@ -48,6 +53,14 @@ def insert_each(conn: sa.Connection, rows: Sequence[tuple[sa.Table, Mapping[str,
         n += count
 
 
+def update_each(conn: sa.Connection, updates: Sequence[HeldUpdate]) -> list[list[Any]]:
+    """Run ``updates`` one by one, the way every dialect can; the values each returned."""
+    return [
+        [next(iter(row.values())) for row in fastsql.execute(conn, stmt, params)]
+        for stmt, params in updates
+    ]
+
+
 def shape_of(rows: Sequence[tuple[sa.Table, Mapping[str, Any]]]) -> Shape:
     """The shape of ``rows`` (tables and the columns each row sets): what a statement is
     built for."""
@@ -64,6 +77,47 @@ def parameters(
         for n, (_table, row) in enumerate(rows, start=first)
         for key, value in row.items()
     }
+
+
+def update_parameters(updates: Sequence[HeldUpdate]) -> dict[str, Any]:
+    """The bound values of ``updates`` for a statement built with :func:`update_ctes`."""
+    return {
+        f"u{n}_{key}": value for n, (_stmt, params) in enumerate(updates)
+        for key, value in params.items()
+    }  # fmt: skip
+
+
+def update_ctes(statements: Sequence[sa.Update]) -> list[sa.CTE]:
+    """Each of ``statements`` as a ``WITH`` clause to add to a statement, its parameters
+    renamed for :func:`update_parameters`; :func:`updated` reads what they return."""
+    return [_renamed(stmt, f"u{n}_").cte(f"updated_{n}") for n, stmt in enumerate(statements)]
+
+
+def updated(ctes: Sequence[sa.CTE]) -> list[sa.Label[Any]]:
+    """For a statement's ``RETURNING``: what each of ``ctes`` (:func:`update_ctes`) returned,
+    as an array (NULL for none), labelled ``updated_<n>``; :func:`updated_values` reads them."""
+    return [
+        sa.select(sa.func.array_agg(cte.c[0])).scalar_subquery().label(f"updated_{n}")
+        for n, cte in enumerate(ctes)
+    ]
+
+
+def updated_values(row: Mapping[str, Any], count: int) -> list[list[Any]]:
+    """What each of ``count`` updates returned, from a row returned with :func:`updated`."""
+    return [list(row[f"updated_{n}"] or ()) for n in range(count)]
+
+
+def _renamed(stmt: sa.Update, prefix: str) -> sa.Update:
+    """``stmt`` with each named parameter ``p`` renamed ``<prefix>p`` (anonymous ones, such
+    as a literal, are numbered apart by the compiler already)."""
+
+    def rename(element: Any, **_kw: Any) -> Any:
+        if isinstance(element, sa.BindParameter) and not element.unique:
+            return sa.bindparam(prefix + element.key, type_=element.type)
+        return None
+
+    no_options: dict[str, Any] = {}
+    return cast(sa.Update, visitors.replacement_traverse(stmt, no_options, rename))
 
 
 def insert_ctes(shape: Shape, first: int = 0) -> list[sa.CTE]:

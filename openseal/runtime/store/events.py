@@ -31,7 +31,12 @@ _lock = threading.Lock()
 #: whether someone appended events to its run behind its back
 EVENT_WRITES = "openseal_event_writes"
 _updates: dict[tuple[tuple[str, ...], bool, bool], sa.Update] = {}
-_with_events: dict[tuple[tuple[str, ...], bool, int, combined.Shape], sa.Insert] = {}
+#: event payloads that depend on an update: (event index, update index) pairs, in order
+Alternatives = tuple[tuple[int, int], ...]
+_with_events: dict[
+    tuple[tuple[str, ...], bool, int, combined.Shape, tuple[sa.Update, ...], Alternatives],
+    sa.Insert,
+] = {}
 INSERT_EVENTS: sa.Insert = sa.insert(schema.events)
 
 
@@ -71,26 +76,40 @@ def _run_update(keys: tuple[str, ...], fenced: bool, whole_row: bool) -> sa.Upda
 
 
 def _run_update_with_events(
-    keys: tuple[str, ...], fenced: bool, count: int, inserts: combined.Shape
+    keys: tuple[str, ...],
+    fenced: bool,
+    count: int,
+    inserts: combined.Shape,
+    updates: tuple[sa.Update, ...],
+    alternatives: Alternatives,
 ) -> sa.Insert:
     """PostgreSQL: ``WITH changed AS (UPDATE runs ... RETURNING last_event_seq) INSERT INTO
     events ... SELECT ... FROM changed`` for ``count`` events, built once per shape. The events
     take the sequence numbers the UPDATE made room for; a fenced UPDATE that matches nothing
-    inserts nothing (and returns no row). The rows of ``inserts`` (:mod:`.combined`) are
-    inserted by the same statement, whatever the UPDATE matches."""
-    shape = (keys, fenced, count, inserts)
+    inserts nothing (and returns no row). The rows of ``inserts`` and the ``updates``
+    (:mod:`.combined`) are written by the same statement, whatever the UPDATE matches; each
+    row it returns also holds what the updates returned. Event ``i`` of a pair ``(i, u)`` of
+    ``alternatives`` has payload ``e_payload_if_<i>`` instead when update ``u`` changed a row."""
+    shape = (keys, fenced, count, inserts, updates, alternatives)
     stmt = _with_events.get(shape)
     if stmt is not None:
         return stmt
     events = schema.events
     update = _run_update(keys, fenced, whole_row=False)
     changed = update.cte("changed")
+    updated = combined.update_ctes(updates)
+    payloads: list[sa.ColumnElement[Any]] = [
+        sa.bindparam(f"e_payload_{i}", type_=events.c.payload.type) for i in range(count)
+    ]
+    for i, u in alternatives:
+        instead = sa.bindparam(f"e_payload_if_{i}", type_=events.c.payload.type)
+        payloads[i] = sa.case((sa.exists(updated[u].select()), instead), else_=payloads[i])
     rows = [
         sa.select(
             sa.literal_column(str(i), sa.Integer).label("ord"),
             sa.bindparam(f"e_type_{i}", type_=events.c.type.type).label("type"),
             sa.bindparam(f"e_actor_{i}", type_=events.c.actor.type).label("actor"),
-            sa.bindparam(f"e_payload_{i}", type_=events.c.payload.type).label("payload"),
+            payloads[i].label("payload"),
         )
         for i in range(count)
     ]
@@ -105,8 +124,9 @@ def _run_update_with_events(
         sa.bindparam("p_now", type_=events.c.at.type),
     ).select_from(changed.join(new, sa.true()))
     columns = ["run_id", "seq", "type", "actor", "payload", "at"]
-    stmt = sa.insert(events).from_select(columns, source).returning(events.c.seq)
-    stmt = stmt.add_cte(*combined.insert_ctes(inserts), changed)
+    stmt = sa.insert(events).from_select(columns, source)
+    stmt = stmt.returning(events.c.seq, *combined.updated(updated))
+    stmt = stmt.add_cte(*combined.insert_ctes(inserts), *updated, changed)
     with _lock:
         _with_events[shape] = stmt
     return stmt
@@ -122,6 +142,8 @@ def append_events(
     fence: Fence | None = None,
     whole_row: bool = False,
     inserts: Sequence[tuple[sa.Table, Mapping[str, Any]]] = (),
+    updates: Sequence[combined.HeldUpdate] = (),
+    alternatives: Mapping[int, tuple[int, dict[str, Any]]] | None = None,
 ) -> Mapping[str, Any] | None:
     """Apply ``values`` to the run and append ``events`` (type, actor, payload) after it.
 
@@ -131,32 +153,49 @@ def append_events(
     the run or its events is written) when it does not. The row returned holds
     ``last_event_seq`` (all columns with ``whole_row``). ``values`` may not hold SQL
     expressions; see :func:`change_run`. The rows of ``inserts`` (table, row) are inserted
-    first, whether or not the fence holds (the caller raises when it does not): on PostgreSQL
-    by the same statement.
+    first, whether or not the fence holds (the caller raises when it does not), and so are
+    ``updates``: on PostgreSQL by the same statement. What each update returned is the row's
+    ``updated`` (a list per update). ``alternatives`` maps the index of an event whose payload
+    depends on an update to that update's index and the payload the event has instead when the
+    update changed a row.
     """
     plain = values or {}
     params: dict[str, Any] = {f"v_{key}": value for key, value in plain.items()}
     params.update(p_id=run_id, p_count=len(events), p_now=now)
     if fence is not None:
         params.update(p_epoch=fence.epoch, p_owner=fence.owner, p_running="running")
+    alternatives = alternatives or {}
     if events and not whole_row and conn.dialect.name == "postgresql":
         # One round trip: the UPDATE in a WITH, the events inserted from what it returns.
         together = _run_update_with_events(
-            tuple(sorted(plain)), fence is not None, len(events), combined.shape_of(inserts)
-        )
+            tuple(sorted(plain)), fence is not None, len(events), combined.shape_of(inserts),
+            tuple(stmt for stmt, _params in updates),
+            tuple(sorted((i, u) for i, (u, _payload) in alternatives.items())),
+        )  # fmt: skip
         params.update(combined.parameters(inserts))
+        params.update(combined.update_parameters(updates))
         for i, (kind, actor, payload) in enumerate(events):
             params.update({f"e_type_{i}": kind, f"e_actor_{i}": actor, f"e_payload_{i}": payload})
+        params.update({f"e_payload_if_{i}": payload for i, (_u, payload) in alternatives.items()})
         written = fastsql.execute(conn, together, params)
         if not written:
             return None
         conn.info[EVENT_WRITES] = conn.info.get(EVENT_WRITES, 0) + 1
-        return {"last_event_seq": max(int(r["seq"]) for r in written)}
+        return {
+            "last_event_seq": max(int(r["seq"]) for r in written),
+            "updated": combined.updated_values(written[0], len(updates)),
+        }
     combined.insert_each(conn, inserts)
+    updated = combined.update_each(conn, updates)
+    for i, (u, payload) in alternatives.items():
+        if updated[u]:
+            kind, actor, _payload = events[i]
+            events = [*events[:i], (kind, actor, payload), *events[i + 1 :]]
     stmt = _run_update(tuple(sorted(plain)), fence is not None, whole_row)
     row = fastsql.one_or_none(fastsql.execute(conn, stmt, params))
     if row is None:
         return None
+    row["updated"] = updated
     conn.info[EVENT_WRITES] = conn.info.get(EVENT_WRITES, 0) + 1
     last = int(row["last_event_seq"])
     first = last - len(events) + 1

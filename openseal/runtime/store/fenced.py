@@ -12,14 +12,16 @@ them in the event sequence). The run row stays locked for the whole transaction,
 sequence numbers the held-back events will get are known in advance. Turns started in the
 transaction are held back the same way (a pure state's turn is started and ended in it, and is
 inserted once, ended), all in one INSERT, and so are rows of other tables that nothing reads
-back before then (:meth:`FencedTx.insert_with_flush`: the action an admission inserts).
+back before then (:meth:`FencedTx.insert_with_flush`: the action an admission inserts) and
+UPDATEs whose outcome nothing needs before then (:meth:`FencedTx.update_with_flush`: a turn
+ended without an event of its own). On PostgreSQL all of it is one statement.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 import sqlalchemy as sa
 
@@ -68,20 +70,21 @@ SELECT_ACTIVITY: Final = sa.select(schema.activities).where(
     schema.activities.c.run_id == sa.bindparam("p_run"),
     schema.activities.c.activity_id == sa.bindparam("p_activity"),
 )
-_turn_updates: dict[tuple[str, ...], sa.Update] = {}
+_turn_updates: dict[tuple[tuple[str, ...], bool], sa.Update] = {}
 
 
-def _turn_update(keys: tuple[str, ...]) -> sa.Update:
-    """``UPDATE turns SET <keys> WHERE id AND run_id RETURNING *``, built once per shape."""
-    stmt = _turn_updates.get(keys)
+def _turn_update(keys: tuple[str, ...], whole_row: bool = True) -> sa.Update:
+    """``UPDATE turns SET <keys> WHERE id AND run_id RETURNING *`` (or only ``id``), built once
+    per shape."""
+    stmt = _turn_updates.get((keys, whole_row))
     if stmt is None:
         stmt = (
             sa.update(turns)
             .where(turns.c.id == sa.bindparam("p_id"), turns.c.run_id == sa.bindparam("p_run"))
             .values(**{k: sa.bindparam(f"v_{k}", type_=turns.c[k].type) for k in keys})
-            .returning(*turns.c)
+            .returning(*(turns.c if whole_row else (turns.c.id,)))
         )
-        _turn_updates[keys] = stmt
+        _turn_updates[(keys, whole_row)] = stmt
     return stmt
 
 
@@ -125,6 +128,11 @@ class FencedTx:
         self._turns: dict[str, Turn] = {}
         #: rows of other tables held back (:meth:`insert_with_flush`), inserted after the turns
         self._rows: list[tuple[sa.Table, dict[str, Any]]] = []
+        #: UPDATEs held back (:meth:`update_with_flush`), each with what receives its outcome
+        self._updates: list[tuple[sa.Update, Mapping[str, Any], Callable[[list[Any]], None]]] = []
+        #: held-back events whose payload depends on a held-back update: event index to the
+        #: update's index and the payload the event has if the update changes a row
+        self._alternatives: dict[int, tuple[int, dict[str, Any]]] = {}
         #: whether the stored row is known to be held by this claim: the flush's UPDATE then
         #: also requires epoch, owner and ``running`` (the lock already guarantees it; this
         #: keeps a transaction that lost its lock from writing over a takeover)
@@ -157,22 +165,35 @@ class FencedTx:
         statement that appends the run's events): for a row nothing reads back before then."""
         self._rows.append((table, row))
 
+    def update_with_flush(
+        self, stmt: sa.Update, params: Mapping[str, Any], then: Callable[[list[Any]], None]
+    ) -> None:
+        """Run ``stmt`` (an UPDATE built once, returning one column) with the held-back
+        changes (on PostgreSQL by the statement that appends the run's events); ``then``
+        receives the values it returned, before the transaction commits. For an update of
+        another table whose outcome nothing in the transaction needs before then."""
+        self._updates.append((stmt, params, then))
+
     def flush(self) -> None:
-        """Write the held-back turns and rows, run changes and events (INSERTs, an UPDATE, an
-        INSERT; on PostgreSQL one statement)."""
+        """Write the held-back turns and rows, updates, run changes and events (INSERTs,
+        UPDATEs, an UPDATE, an INSERT; on PostgreSQL one statement)."""
         started = [(turns, turn.__dict__) for turn in self._turns.values()] + self._rows
-        self._turns, self._rows = {}, []
+        held, alternatives = self._updates, self._alternatives
+        updates = [(stmt, params) for stmt, params, _then in held]
+        self._turns, self._rows, self._updates, self._alternatives = {}, [], [], {}
         if not self._events and not self._values:
             combined.insert_each(self._conn, started)
+            self._updated(held, combined.update_each(self._conn, updates))
             return
         fence = Fence(self.claim.epoch, self.claim.worker_id) if self._row_held else None
         row = append_events(
             self._conn, self.claim.run_id, self._events, now=self.now, values=self._values,
-            fence=fence, inserts=started,
+            fence=fence, inserts=started, updates=updates, alternatives=alternatives,
         )  # fmt: skip
         if row is None or int(row["last_event_seq"]) != self._run.last_event_seq:
             # The row is locked by this transaction; a mismatch is a bug, never a race.
             raise StoreError(f"run {self.claim.run_id} changed under its lock", code="internal")
+        self._updated(held, row["updated"])
         self._values, self._events = {}, []
         self._writes_seen = self._conn.info.get(EVENT_WRITES, 0)
         run = self._run
@@ -205,6 +226,14 @@ class FencedTx:
         }
         return evolve(run, **fresh) if fresh else run
 
+    @staticmethod
+    def _updated(
+        held: list[tuple[sa.Update, Mapping[str, Any], Callable[[list[Any]], None]]],
+        outcomes: list[list[Any]],
+    ) -> None:
+        for (_stmt, _params, then), returned in zip(held, outcomes, strict=True):
+            then(returned)
+
     def _sync_counters(self) -> None:
         if self._conn.info.get(EVENT_WRITES, 0) == self._writes_seen:
             return
@@ -214,10 +243,21 @@ class FencedTx:
         )
         self._writes_seen = self._conn.info.get(EVENT_WRITES, 0)
 
-    def _change(self, event_type: str, payload: dict[str, Any], **values: Any) -> Run:
-        """Hold back ``values`` and one event describing them; the run as it will be."""
+    def _change(
+        self,
+        event_type: str,
+        payload: dict[str, Any],
+        *,
+        if_updated: dict[str, Any] | None = None,
+        **values: Any,
+    ) -> Run:
+        """Hold back ``values`` and one event describing them; the run as it will be. The
+        event's payload is ``if_updated`` instead if the last update held back (and not
+        written yet) changes a row."""
         self._sync_counters()
         self._values.update(values)
+        if if_updated is not None:
+            self._alternatives[len(self._events)] = (len(self._updates) - 1, if_updated)
         self._events.append((event_type, self.actor, payload))
         seen = {k: v for k, v in values.items() if k in RUN_FIELDS}
         if "status" in seen:
@@ -274,12 +314,21 @@ class FencedTx:
         if "waiting" in values:
             values["wait_name"] = None
         settled: dict[str, Any] | None = None
+        by_update = None
         if "status" in values and values["status"] != RunStatus.RUNNING:
             values.update(lease_released())
-            settled = self.store.objectives.settle(
-                self._conn, self._run, RunStatus(values["status"]), self.now,
-                unsatisfied=unsatisfied,
-            )  # fmt: skip
+            end = RunStatus(values["status"])
+            by_update = self.store.objectives.settle_by_update(
+                self._conn, self._run, end, self.now, unsatisfied=unsatisfied
+            )
+            if by_update is not None:
+                # written with the run's end: the objective's UPDATE, and the end's event
+                # saying what it did only if it matched
+                self.update_with_flush(*by_update.update, by_update.then)
+            else:
+                settled = self.store.objectives.settle(
+                    self._conn, self._run, end, self.now, unsatisfied=unsatisfied
+                )
             if settled is not None and "retry" in settled:
                 self.commit_points.append(RETRY_CREATED)
             if self._run.parent_run_id is not None:
@@ -305,7 +354,12 @@ class FencedTx:
                 described["waiting"] = values["waiting"]
         if settled is not None:
             described["objective"] = settled
-        return self._change(event, {**(payload or {}), **described}, **values)
+        said = {**(payload or {}), **described}
+        if by_update is None:
+            return self._change(event, said, **values)
+        return self._change(
+            event, said, if_updated={**said, "objective": by_update.outcome}, **values
+        )
 
     def repin(self, digest: str) -> Run:
         """Pin a retry run that has not started yet to version ``digest`` (the one active
@@ -369,12 +423,15 @@ class FencedTx:
         status: str | None = None,
         error: str | None = None,
         event: bool = True,
-    ) -> Turn:
-        """Save a turn's new phase and/or final status (``status`` other than running ends it).
+    ) -> Turn | None:
+        """Save a turn's new phase and/or final status (``status`` other than running ends it)
+        and return it.
 
         With ``event=False`` no ``turn.updated`` is appended: the caller appends the event that
         says how the turn ended (``state.advanced``, ``wait.registered``, ``run.completed``)
-        in this same transaction.
+        in this same transaction. The turn's UPDATE is then held back with that event
+        (:meth:`update_with_flush`) and None is returned for a turn not started in this
+        transaction (the row is not read back).
         """
         values: dict[str, Any] = {}
         if phase is not None:
@@ -385,15 +442,21 @@ class FencedTx:
         if error is not None:
             values["error"] = error
         held = self._turns.get(turn_id)
+        params = {f"v_{k}": v for k, v in values.items()}
+        params.update(p_id=turn_id, p_run=self.claim.run_id)
         if held is not None:  # started in this transaction: changed before it is inserted
             turn = self._turns[turn_id] = evolve(held, **values)
+        elif not event:
+            self.update_with_flush(
+                _turn_update(tuple(sorted(values)), whole_row=False), params,
+                lambda ids: None if ids else self._no_turn(turn_id),
+            )  # fmt: skip
+            return None
         else:
-            params = {f"v_{k}": v for k, v in values.items()}
-            params.update(p_id=turn_id, p_run=self.claim.run_id)
             stmt = _turn_update(tuple(sorted(values)))
             row = fastsql.one_or_none(fastsql.execute(self._conn, stmt, params))
             if row is None:
-                raise NotFound(f"turn {turn_id} not found on run {self.claim.run_id}")
+                self._no_turn(turn_id)
             turn = Turn.from_row(row)
         if event:
             payload = {"seq": turn.seq, "phase": turn.phase, "status": turn.status}
@@ -401,6 +464,10 @@ class FencedTx:
                 payload["error"] = error
             self._change("turn.updated", payload)
         return turn
+
+    def _no_turn(self, turn_id: str) -> NoReturn:
+        """An UPDATE of the turn matched nothing."""
+        raise NotFound(f"turn {turn_id} not found on run {self.claim.run_id}")
 
     # -- activities --------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final
 
@@ -20,7 +21,7 @@ import sqlalchemy as sa
 from openseal.errors import StoreError
 from openseal.runtime.clock import iso, new_id
 from openseal.runtime.statuses import TERMINAL_RUN_STATUSES, ObjectiveStatus, RunStatus
-from openseal.runtime.store import fastsql, schema
+from openseal.runtime.store import combined, fastsql, schema
 from openseal.runtime.store.base import Repository
 from openseal.runtime.store.definitions import ACTIVE_DIGEST, canonical_json
 from openseal.runtime.store.errors import (
@@ -137,6 +138,20 @@ STEERED: Final = {
 TRIGGER_ACTOR: Final = "trigger:"
 #: what a run's end did to its objective, for the payload of the event that ends the run
 Settled = dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class SettleByUpdate:
+    """Settling an objective that takes one UPDATE and nothing read first: it settles the
+    objective if it is still open for the ending run's attempt, and a caller may hold it back
+    (``FencedTx.update_with_flush``) until it writes the event that ends the run."""
+
+    #: the UPDATE (returning the objective's ``created_by``) and its parameters
+    update: combined.HeldUpdate
+    #: the ``objective`` of the ending event's payload if the UPDATE matched (else none)
+    outcome: dict[str, Any]
+    #: to call, in the same transaction, with what the UPDATE returned
+    then: Callable[[list[Any]], None]
 
 
 class Objectives(Repository):
@@ -401,20 +416,11 @@ class Objectives(Repository):
         """
         if run.parent_run_id is not None or status not in TERMINAL_RUN_STATUSES:
             return None
-        if status == RunStatus.CANCELED or (status == RunStatus.COMPLETED and unsatisfied is None):
-            # Nothing to read first: one UPDATE, if the objective is open and this run is its
-            # latest attempt.
-            ending = ObjectiveStatus.RETIRED if status == RunStatus.CANCELED else None
-            params = {"p_id": run.objective_id, "p_attempt": run.attempt, "v_now": now,
-                      "v_status": ending or ObjectiveStatus.SATISFIED}  # fmt: skip
-            params.update({f"p_open_{i}": str(open_status) for i, open_status in enumerate(OPEN)})
-            settled = fastsql.execute(conn, SETTLE_OPEN_OBJECTIVE, params)
-            if not settled:
-                return None
-            self._ended(conn, settled[0]["created_by"])
-            if ending is not None:
-                return {"status": ending, "reason": "its run was canceled"}
-            return {"status": ObjectiveStatus.SATISFIED}
+        by_update = self.settle_by_update(conn, run, status, now, unsatisfied=unsatisfied)
+        if by_update is not None:
+            (returned,) = combined.update_each(conn, [by_update.update])
+            by_update.then(returned)
+            return by_update.outcome if returned else None
         found = fastsql.execute(conn, self._lock_objective(), {"p_id": run.objective_id})
         row = fastsql.one_or_none(found)
         if row is None or row["status"] not in OPEN or run.attempt != row["attempts"]:
@@ -432,6 +438,35 @@ class Objectives(Repository):
         self._set(conn, run.objective_id, ObjectiveStatus.FAILED, row["attempts"], now)
         self._ended(conn, row["created_by"])
         return {"status": ObjectiveStatus.FAILED, **outcome, "attempts": run.attempt}
+
+    def settle_by_update(
+        self,
+        conn: sa.Connection,
+        run: Run,
+        status: RunStatus,
+        now: datetime,
+        *,
+        unsatisfied: str | None = None,
+    ) -> SettleByUpdate | None:
+        """:meth:`settle` when it takes one UPDATE and nothing read first: the objective's own
+        latest run canceled (retiring it) or completed and satisfying it; None otherwise."""
+        if run.parent_run_id is not None:
+            return None
+        if status == RunStatus.CANCELED:
+            ending, outcome = ObjectiveStatus.RETIRED, {"reason": "its run was canceled"}
+        elif status == RunStatus.COMPLETED and unsatisfied is None:
+            ending, outcome = ObjectiveStatus.SATISFIED, {}
+        else:
+            return None
+        params = {"p_id": run.objective_id, "p_attempt": run.attempt, "v_now": now,
+                  "v_status": ending}  # fmt: skip
+        params.update({f"p_open_{i}": str(open_status) for i, open_status in enumerate(OPEN)})
+
+        def then(created_by: list[Any]) -> None:
+            if created_by:
+                self._ended(conn, created_by[0])
+
+        return SettleByUpdate((SETTLE_OPEN_OBJECTIVE, params), {"status": ending, **outcome}, then)
 
     def _ended(self, conn: sa.Connection, created_by: str | None) -> None:
         """An objective ``created_by`` someone ended in this transaction. If a trigger started
