@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+import sqlalchemy as sa
 
 from openseal.compiler.output.canonical import canonical_bytes
 from openseal.runtime import service
 from openseal.runtime.actions.approvals import ApprovalError
+from openseal.runtime.actions.proposals import MEDIA_TYPE
 from openseal.runtime.statuses import ActionStatus, ApprovalStatus, RunStatus
 from openseal.runtime.store import Store
 from openseal.simulator.procurement import ProcurementSimulator
 from tests.runtime.action_support import LOCAL, PICK, flow, simulator_fixture  # noqa: F401
 from tests.runtime.engine_support import event_types
+from tests.runtime.support import new_run
 
 OTHER_PICK = {"vendor": "fabrikam", "unit_price": 1185.0, "currency": "EUR"}
 
@@ -148,3 +152,42 @@ def test_an_altered_proposal_after_approval_needs_a_new_approval(
     denied = [a for a in service.list_actions(store) if a.proposal_hash == new_hash]
     assert [a.status for a in denied] == [ActionStatus.DENIED]
     assert "action.denied" in event_types(store, run)
+
+
+def test_an_artefact_and_its_proposal_are_inserted_together_once(store: Store) -> None:
+    """``store.insert_new_rows`` inserts the artefact and the proposal (on PostgreSQL by one
+    statement) and says which it inserted: the same draft again inserts neither and the
+    stored rows are returned, the artefact's bytes checked against the stored ones."""
+    run = new_run(store)
+    data = canonical_bytes({"args": {"n": 1}})
+    digest = hashlib.sha256(data).hexdigest()
+    draft = SimpleNamespace(
+        name="pick", state="propose", hash=digest, skill="noop", skill_digest="d" * 64,
+        actor="agent:test", document={"args": {"n": 1}},
+    )  # fmt: skip
+    sent: list[str] = []
+
+    def count(_conn: object, _cursor: object, sql: str, *_rest: object) -> None:
+        sent.append(sql)
+
+    recorded = []
+    sa.event.listen(store.engine, "before_cursor_execute", count)
+    try:
+        for _ in range(2):
+            with store.write() as conn:
+                artifact = store.artifacts.new_row(digest, len(data), MEDIA_TYPE, data)
+                proposal = store.proposals.new(run.id, draft, digest, store.now())
+                rows = [artifact, store.proposals.new_row(proposal)]
+                inserted = store.insert_new_rows(conn, rows)
+                info = store.artifacts.recorded(conn, artifact, inserted[0])
+                recorded.append(
+                    (inserted, info, store.proposals.recorded(conn, proposal, inserted[1]))
+                )
+    finally:
+        sa.event.remove(store.engine, "before_cursor_execute", count)
+    (first, info, (proposal, created)), (again, info_again, (stored, created_again)) = recorded
+    assert (first, created, again, created_again) == ([True, True], True, [False, False], False)
+    assert stored == proposal and info_again == info
+    assert store.artifacts.read(digest) == data
+    if store.dialect == "postgresql":
+        assert len([s for s in sent if "INSERT" in s]) == 2, sent  # one per draft

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from openseal.runtime.store import fastsql, schema
+from openseal.runtime.store import combined, fastsql, schema
 from openseal.runtime.store.base import StoreBase
 from openseal.runtime.store.errors import ArtifactCorrupt, NotFound
 from openseal.runtime.store.records import ArtifactInfo
@@ -122,21 +122,36 @@ class ArtifactStore:
         (:meth:`inline`). A file must have been written first (:meth:`write_file`): a row
         never points at a file that is not on disk.
         """
-        inline = self.inline(size)
-        if inline:
+        row = self.new_row(digest, size, media_type, data)
+        (inserted,) = self._store.insert_new_rows(conn, [row])
+        return self.recorded(conn, row, inserted)
+
+    def new_row(
+        self, digest: str, size: int, media_type: str, data: bytes | None = None
+    ) -> combined.NewRow:
+        """:meth:`record_in` in three steps, for a caller inserting other rows with it: the
+        row to insert unless it exists (``store.insert_new_rows``), then :meth:`recorded`."""
+        if self.inline(size):
             if data is None:
                 raise ValueError("artefacts stored in the database are recorded with their bytes")
             self._verify(data, digest)
         info = ArtifactInfo(digest, size, media_type, self._store.now())
-        content = data if inline else None
-        insert_new = self._store.insert_new(artifacts, "digest")
-        if fastsql.execute(conn, insert_new, {**info.__dict__, "content": content}):
-            return info
-        row = fastsql.one_or_none(fastsql.execute(conn, SELECT_ARTIFACT, {"p_digest": digest}))
-        assert row is not None  # it is why nothing was inserted
-        if inline:
+        content = data if self.inline(size) else None
+        return artifacts, ("digest",), {**info.__dict__, "content": content}
+
+    def recorded(self, conn: sa.Connection, row: combined.NewRow, inserted: bool) -> ArtifactInfo:
+        """The artefact of ``row`` (:meth:`new_row`), which was ``inserted`` or existed."""
+        values = row[2]
+        if inserted:
+            return ArtifactInfo(
+                values["digest"], values["size"], values["media_type"], values["created_at"]
+            )
+        digest, data = values["digest"], values["content"]
+        found = fastsql.one_or_none(fastsql.execute(conn, SELECT_ARTIFACT, {"p_digest": digest}))
+        assert found is not None  # it is why nothing was inserted
+        if self.inline(values["size"]):
             self._keep(conn, digest, data)
-        return ArtifactInfo.from_row(row)
+        return ArtifactInfo.from_row(found)
 
     def _keep(self, conn: sa.Connection, digest: str, data: bytes | None) -> None:
         """The row exists: its bytes must still be these (storing again never papers over a

@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
 from openseal.runtime.clock import utcnow
-from openseal.runtime.store import combined, group_commit
+from openseal.runtime.store import combined, fastsql, group_commit
 from openseal.runtime.store.idle_connections import IdleConnections
 from openseal.runtime.store.work_signal import Wake, WorkSignal
 
@@ -151,6 +151,14 @@ class StoreBase:
             )
             self._inserts_new[(table.name, keys)] = stmt
         return stmt
+
+    def insert_new_rows(self, conn: sa.Connection, rows: Sequence[combined.NewRow]) -> list[bool]:
+        """Insert each row unless a row with the same key exists (:meth:`insert_new`);
+        whether each was inserted. A dialect may send them all as one statement."""
+        return [
+            bool(fastsql.execute(conn, self.insert_new(table, *keys), row))
+            for table, keys, row in rows
+        ]
 
     def insert_rows(
         self,

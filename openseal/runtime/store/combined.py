@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final, cast
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.sql import visitors
 
 from openseal.runtime.store import fastsql
@@ -29,9 +30,14 @@ from openseal.runtime.store import fastsql
 Shape = tuple[tuple[sa.Table, tuple[str, ...]], ...]
 #: an UPDATE (built once, ``RETURNING`` one column) and its parameters
 HeldUpdate = tuple[sa.Update, Mapping[str, Any]]
+#: a row to insert unless a row with the same unique key exists: (table, key columns, row)
+NewRow = tuple[sa.Table, tuple[str, ...], Mapping[str, Any]]
 
 _lock = threading.Lock()
 _notifying: dict[Shape, sa.Select[Any]] = {}
+#: rows inserted unless their key exists: (table, key columns, columns set) per row
+NewShape = tuple[tuple[sa.Table, tuple[str, ...], tuple[str, ...]], ...]
+_inserting_new: dict[NewShape, sa.Select[Any]] = {}
 _inserts: dict[sa.Table, sa.Insert] = {}
 #: the run a combined insert announces at commit, and the channel it is announced on
 NOTIFY_CHANNEL: Final = "p_channel"
@@ -144,6 +150,29 @@ def _runs_of(shape: Shape) -> list[tuple[sa.Table, tuple[str, ...], int]]:
         else:
             runs.append((table, keys, 1))
     return runs
+
+
+def insert_new(conn: sa.Connection, rows: Sequence[NewRow]) -> list[bool]:
+    """PostgreSQL: insert each of ``rows`` unless a row with its key exists, in one statement
+    (``WITH new_<n> AS (INSERT ... ON CONFLICT DO NOTHING RETURNING ...) SELECT EXISTS ...``);
+    whether each was inserted."""
+    shape: NewShape = tuple((table, keys, tuple(row)) for table, keys, row in rows)
+    stmt = _inserting_new.get(shape)
+    if stmt is None:
+        ctes = [
+            postgresql.insert(table)
+            .values({c: sa.bindparam(f"r{n}_{c}", type_=table.c[c].type) for c in columns})
+            .on_conflict_do_nothing(index_elements=list(keys))
+            .returning(table.c[keys[0]])
+            .cte(f"new_{n}")
+            for n, (table, keys, columns) in enumerate(shape)
+        ]
+        inserted: list[Any] = [sa.exists(cte.select()).label(cte.name) for cte in ctes]
+        stmt = sa.select(*inserted).add_cte(*ctes)
+        with _lock:
+            _inserting_new[shape] = stmt
+    (found,) = fastsql.execute(conn, stmt, parameters([(table, row) for table, _k, row in rows]))
+    return [bool(found[f"new_{n}"]) for n in range(len(rows))]
 
 
 def inserts_then_notify(shape: Shape) -> sa.Select[Any]:

@@ -164,6 +164,11 @@ class PostgresStore(Store):
         conn.execute(NOTIFY_RUN, {"channel": WORK_CHANNEL, "run": run_id})
         super().notify_work(conn, run_id)
 
+    def insert_new_rows(self, conn: sa.Connection, rows: Sequence[combined.NewRow]) -> list[bool]:
+        if len(rows) < 2:
+            return super().insert_new_rows(conn, rows)
+        return combined.insert_new(conn, rows)  # one round trip for all
+
     def insert_rows(
         self,
         conn: sa.Connection,

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 import sqlalchemy as sa
 
 from openseal.runtime.clock import new_id
-from openseal.runtime.store import fastsql, schema
+from openseal.runtime.store import combined, fastsql, schema
 from openseal.runtime.store.base import Repository
 from openseal.runtime.store.errors import NotFound
 from openseal.runtime.store.records import RowRecord
@@ -89,7 +89,16 @@ class Proposals(Repository):
         now: datetime,
     ) -> tuple[Proposal, bool]:
         """Record ``draft`` for ``run_id``; the same hash again returns the stored proposal."""
-        proposal = Proposal(
+        proposal = self.new(run_id, draft, artifact_digest, now)
+        (inserted,) = self._store.insert_new_rows(conn, [self.new_row(proposal)])
+        return self.recorded(conn, proposal, inserted)
+
+    @staticmethod
+    def new(run_id: str, draft: NewProposal, artifact_digest: str, now: datetime) -> Proposal:
+        """:meth:`insert` in steps, for a caller inserting other rows with it: the proposal,
+        its row to insert unless the run has its hash (:meth:`new_row`,
+        ``store.insert_new_rows``), then :meth:`recorded`."""
+        return Proposal(
             id=new_id(),
             run_id=run_id,
             name=draft.name,
@@ -102,12 +111,20 @@ class Proposals(Repository):
             document=draft.document,
             created_at=now,
         )
-        insert_new = self._store.insert_new(proposals, "run_id", "hash")
-        if not fastsql.execute(conn, insert_new, proposal.__dict__):
-            existing = self.by_hash(conn, run_id, draft.hash)
-            assert existing is not None  # it is why nothing was inserted
-            return existing, False
-        return proposal, True
+
+    @staticmethod
+    def new_row(proposal: Proposal) -> combined.NewRow:
+        return proposals, ("run_id", "hash"), proposal.__dict__
+
+    def recorded(
+        self, conn: sa.Connection, proposal: Proposal, inserted: bool
+    ) -> tuple[Proposal, bool]:
+        """``proposal`` if it was ``inserted``, else the one stored with its hash; and which."""
+        if inserted:
+            return proposal, True
+        existing = self.by_hash(conn, proposal.run_id, proposal.hash)
+        assert existing is not None  # it is why nothing was inserted
+        return existing, False
 
     def by_hash(self, conn: sa.Connection, run_id: str, proposal_hash: str) -> Proposal | None:
         params = {"p_run": run_id, "p_hash": proposal_hash}

@@ -57,8 +57,13 @@ def _record(
     tx: FencedTx, store: Store, drafted: Draft, digest: str, hold_new_action: bool
 ) -> tuple[Proposal, Action, bool]:
     conn = tx.conn
-    store.artifacts.record_in(conn, digest, len(drafted.data), proposals.MEDIA_TYPE, drafted.data)
-    proposal, created = store.proposals.insert(conn, tx.claim.run_id, drafted, digest, tx.now)
+    # the artefact and the proposal inserted together (on PostgreSQL by one statement)
+    data = drafted.data
+    artifact = store.artifacts.new_row(digest, len(data), proposals.MEDIA_TYPE, data)
+    proposal = store.proposals.new(tx.claim.run_id, drafted, digest, tx.now)
+    inserted = store.insert_new_rows(conn, [artifact, store.proposals.new_row(proposal)])
+    store.artifacts.recorded(conn, artifact, inserted[0])
+    proposal, created = store.proposals.recorded(conn, proposal, inserted[1])
     if created and hold_new_action:
         action, stored = store.actions.new(proposal, tx.now), False
     else:
