@@ -1,7 +1,7 @@
 """PostgreSQL connections that drop: a TCP proxy between the store and the server cuts them.
 
-Lost sessions must never weaken a transaction (invariant 13): no pooled connection carries a
-changed session state (autocommit), fenced bodies that raise commit nothing, a shared commit
+Lost sessions must never weaken a transaction (invariant 13): every pooled connection's
+transaction runs in a transaction block, fenced bodies that raise commit nothing, a shared commit
 whose connection is lost fails every member with an ordinary fault, and idle workers are still
 woken once the listening session is back.
 """
@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
 import sqlalchemy as sa
 
@@ -86,13 +87,18 @@ def test_lost_listening_sessions_never_weaken_transactions(
         for thread in threads:
             thread.join(timeout=30)
 
-    # Every connection the pool hands out is transactional.
-    held = [store.engine.raw_connection() for _ in range(5)]
+    # Every connection the pool hands out is transactional: its first statement runs in a
+    # transaction block.
+    held = [store.engine.connect() for _ in range(5)]
     try:
-        assert [c.driver_connection.autocommit for c in held] == [False] * 5  # type: ignore[union-attr]
+        for conn in held:
+            conn.begin()
+            conn.exec_driver_sql("SELECT 1")
+        statuses = [conn.connection.driver_connection.info.transaction_status for conn in held]  # type: ignore[union-attr]
+        assert statuses == [psycopg.pq.TransactionStatus.INTRANS] * 5
     finally:
-        for raw in held:
-            raw.close()
+        for conn in held:
+            conn.close()
 
     # A fenced body that writes and then raises leaves nothing behind, every time.
     committed = 0

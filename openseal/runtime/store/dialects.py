@@ -268,6 +268,10 @@ def open_store(
         )
         # Instead of ``pool_pre_ping``'s round trip per transaction: see liveness.py.
         liveness.check_on_checkout(engine)
+        # Imported here: psycopg is imported only for PostgreSQL (as create_engine does).
+        from openseal.runtime.store import pg_begin
+
+        pg_begin.begin_with_first_statement(engine)
         store = PostgresStore(engine, home=home)
         migrate = auto_migrate is True
     else:

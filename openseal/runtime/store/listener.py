@@ -1,8 +1,8 @@
 """PostgreSQL wake-ups: one ``LISTEN`` session per store, on a connection outside the pool.
 
 A LISTEN session needs autocommit and lives as long as the process waits for work, so it
-must never be a pooled connection: a pooled connection handed back in autocommit would turn
-later "transactions" into independent statements and ``FOR UPDATE`` into a no-op. The
+must never be a pooled connection, which the pool could hand to a transaction, reset or
+close while notifications arrive on it. The
 listener therefore takes a connection from the engine and *detaches* it (the pool forgets
 it), owns it on one thread, and passes each notification's payload (the run that became
 runnable) to a callback, which wakes one idle worker thread for it. When the session is lost

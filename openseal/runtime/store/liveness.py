@@ -58,9 +58,12 @@ def unusable(engine: sa.Engine, dbapi_connection: Any, idle_seconds: float) -> s
     """Why a connection idle for ``idle_seconds`` must not be handed to a transaction; None if
     it can. The checkout check, also asked of a connection the store kept between two of its
     transactions instead of checking it in (idle_connections.py)."""
-    if getattr(dbapi_connection, "autocommit", False):
+    if getattr(dbapi_connection, "autocommit", False) and not hasattr(
+        dbapi_connection, "owes_begin"
+    ):
         # A connection left in autocommit would make a "transaction" a series of
-        # independent statements and ``FOR UPDATE`` lock nothing.
+        # independent statements and ``FOR UPDATE`` lock nothing; one that sends each
+        # transaction's BEGIN itself (pg_begin.BeginningConnection) is made to be in it.
         return "a pooled connection was left in autocommit"
     problem = _dead(dbapi_connection)
     if problem is None and idle_seconds > IDLE_PING_SECONDS:

@@ -1,0 +1,93 @@
+"""PostgreSQL transactions whose ``BEGIN`` travels with their first statement.
+
+psycopg opens a transaction by sending ``BEGIN`` on its own and waiting for the reply before
+it sends the transaction's first statement (``Connection._start_query``; in pipeline mode it
+syncs after ``BEGIN`` too): a round trip per transaction that carries nothing. Here psycopg's
+connections are in autocommit, where psycopg sends no ``BEGIN``, and the store sends its own:
+
+* SQLAlchemy's ``begin`` event (every transaction the store, Alembic or anyone else opens on
+  the engine, explicitly or by autobegin) marks the connection as owing a ``BEGIN``;
+* the next statement executed on one of its cursors goes out in one pipeline with the
+  ``BEGIN`` before it (extended protocol: ``BEGIN``'s and the statement's messages, one
+  ``Sync``), so the statement runs inside the transaction block ``BEGIN`` opened; every
+  later statement of the transaction runs there too, as with psycopg's own ``BEGIN``;
+* ``COMMIT`` and ``ROLLBACK`` are psycopg's: in autocommit it still sends them whenever the
+  session is in a transaction block (``_commit_gen``/``_rollback_gen`` look at the server's
+  transaction status, not at autocommit), and ends the mark either way.
+
+The transaction is the same as psycopg's: the first statement's locks (``SELECT … FOR
+UPDATE``) are taken inside the block and held to ``COMMIT``; a failure of ``BEGIN`` or of
+the statement is raised by the statement's ``execute`` (the rest of the pipeline is skipped)
+and leaves the block failed until SQLAlchemy rolls it back; a connection lost at any point
+before ``COMMIT`` has its open block rolled back by the server, as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, Self
+
+import psycopg
+import sqlalchemy as sa
+from sqlalchemy import event
+
+_BEGIN = b"BEGIN"
+
+
+class BeginningCursor(psycopg.Cursor[Any]):
+    """A cursor that sends the ``BEGIN`` its connection owes with its statement."""
+
+    connection: BeginningConnection
+
+    def execute(self, *args: Any, **kwargs: Any) -> Self:
+        with self.connection.begun():
+            super().execute(*args, **kwargs)
+        return self
+
+    def executemany(self, *args: Any, **kwargs: Any) -> None:
+        with self.connection.begun():
+            super().executemany(*args, **kwargs)
+
+
+class BeginningConnection(psycopg.Connection[Any]):
+    """A psycopg connection in autocommit that opens a transaction block with the first
+    statement of each transaction SQLAlchemy begins on it (see the module docstring)."""
+
+    #: a transaction began and its ``BEGIN`` has not been sent yet
+    owes_begin = False
+
+    @contextmanager
+    def begun(self) -> Iterator[None]:
+        """Run the block's statements after the ``BEGIN`` owed, all in one pipeline with it
+        (its results read once the block ends); a plain block when none is owed."""
+        if not self.owes_begin:
+            yield
+            return
+        self.owes_begin = False
+        with self.pipeline():
+            psycopg.Cursor(self).execute(_BEGIN)
+            yield
+
+    def commit(self) -> None:
+        self.owes_begin = False
+        super().commit()
+
+    def rollback(self) -> None:
+        self.owes_begin = False
+        super().rollback()
+
+
+def begin_with_first_statement(engine: sa.Engine) -> None:
+    """Make ``engine`` (PostgreSQL through psycopg) open its connections as
+    :class:`BeginningConnection` and mark each as owing a ``BEGIN`` when a transaction
+    begins on it."""
+
+    @event.listens_for(engine, "do_connect")
+    def _connect(_dialect: Any, _record: Any, cargs: Any, cparams: Any) -> Any:
+        options = {**cparams, "autocommit": True, "cursor_factory": BeginningCursor}
+        return BeginningConnection.connect(*cargs, **options)
+
+    @event.listens_for(engine, "begin")
+    def _begin(conn: sa.Connection) -> None:
+        conn.connection.dbapi_connection.owes_begin = True  # type: ignore[union-attr]

@@ -1,0 +1,91 @@
+"""A PostgreSQL transaction's BEGIN goes in one round trip with its first statement
+(pg_begin.py), and the transaction is the same as with psycopg's own BEGIN."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import psycopg
+import pytest
+import sqlalchemy as sa
+
+from openseal.runtime.store import Store
+from tests.runtime.support import Backend
+
+PROBE = sa.text("INSERT INTO probe (n) VALUES (:n)")
+COUNT = sa.text("SELECT count(*) FROM probe")
+
+
+class Boom(Exception):
+    pass
+
+
+@pytest.fixture
+def pg(backend: Backend) -> Store:
+    if backend.name != "postgresql":
+        pytest.skip("SQLite's BEGIN is a function call, not a round trip")
+    store = backend.open()
+    with store.write() as conn:
+        conn.execute(sa.text("CREATE TABLE probe (n integer PRIMARY KEY)"))
+    return store
+
+
+@contextmanager
+def traced(conn: sa.Connection, path: Path) -> Iterator[list[str]]:
+    """The frontend messages libpq sends on ``conn``'s connection during the block."""
+    pgconn = conn.connection.driver_connection.pgconn  # type: ignore[union-attr]
+    sent: list[str] = []
+    with path.open("w") as trace:
+        pgconn.trace(trace.fileno())
+        pgconn.set_trace_flags(psycopg.pq.Trace.SUPPRESS_TIMESTAMPS)
+        try:
+            yield sent
+        finally:
+            pgconn.untrace()
+    lines = [line.split("\t") for line in path.read_text().splitlines()]
+    sent.extend(fields[2].split(" ")[0] for fields in lines if fields[0] == "F")
+
+
+def test_begin_goes_in_the_first_statement_s_round_trip(pg: Store, tmp_path: Path) -> None:
+    with pg.write() as kept:  # the connection the next transaction is given
+        pass
+    with traced(kept, tmp_path / "trace") as sent, pg.write() as conn:
+        assert conn is kept
+        conn.execute(PROBE, {"n": 1})
+        conn.execute(PROBE, {"n": 2})
+    # Each Sync or Query is a round trip: BEGIN with the first INSERT, the second, COMMIT.
+    round_trips = [message for message in sent if message in ("Sync", "Query")]
+    assert round_trips == ["Sync", "Sync", "Query"], sent
+    with pg.read() as conn:
+        assert conn.execute(COUNT).scalar() == 2
+
+
+def test_the_first_statement_s_lock_is_held_to_commit(pg: Store, backend: Backend) -> None:
+    with pg.write() as conn:
+        conn.execute(PROBE, {"n": 1})
+    other = backend.open()
+    lock = sa.text("SELECT n FROM probe WHERE n = 1 FOR UPDATE NOWAIT")
+    with pg.write() as conn:
+        conn.execute(sa.text("SELECT n FROM probe WHERE n = 1 FOR UPDATE"))
+        refused = pytest.raises(sa.exc.OperationalError, match="could not obtain lock")
+        with refused, other.write() as elsewhere:
+            elsewhere.execute(lock)
+    with other.write() as elsewhere:
+        assert elsewhere.execute(lock).scalar() == 1
+
+
+def test_a_failed_transaction_leaves_nothing(pg: Store) -> None:
+    with pytest.raises(sa.exc.IntegrityError), pg.write() as conn:
+        conn.execute(PROBE, {"n": 1})
+        conn.execute(PROBE, {"n": 1})
+    with pytest.raises(Boom), pg.write() as conn:
+        conn.execute(PROBE, {"n": 2})
+        raise Boom
+    with pytest.raises(sa.exc.IntegrityError), pg.write() as conn:
+        conn.execute(PROBE, {"n": None})  # the first statement fails
+    with pg.write() as conn:
+        conn.execute(PROBE, {"n": 3})
+    with pg.read() as conn:
+        assert conn.execute(sa.text("SELECT array_agg(n) FROM probe")).scalar() == [3]
