@@ -89,3 +89,19 @@ def test_a_failed_transaction_leaves_nothing(pg: Store) -> None:
         conn.execute(PROBE, {"n": 3})
     with pg.read() as conn:
         assert conn.execute(sa.text("SELECT array_agg(n) FROM probe")).scalar() == [3]
+
+
+def test_a_connection_asked_for_autocommit_opens_no_block(pg: Store, tmp_path: Path) -> None:
+    with pg.engine.connect() as conn:
+        auto = conn.execution_options(isolation_level="AUTOCOMMIT")
+        auto.exec_driver_sql("VACUUM ANALYZE probe")  # refused inside a transaction block
+        auto.execute(PROBE, {"n": 1})
+    # the connection, back in the pool, begins its next transaction as the store's others do
+    with pg.write() as kept:
+        pass
+    with traced(kept, tmp_path / "trace") as sent, pg.write() as conn:
+        assert conn is kept
+        conn.execute(PROBE, {"n": 2})
+    assert [m for m in sent if m in ("Sync", "Query")] == ["Sync", "Query"], sent
+    with pg.read() as conn:
+        assert conn.execute(COUNT).scalar() == 2

@@ -6,7 +6,8 @@ syncs after ``BEGIN`` too): a round trip per transaction that carries nothing. H
 connections are in autocommit, where psycopg sends no ``BEGIN``, and the store sends its own:
 
 * SQLAlchemy's ``begin`` event (every transaction the store, Alembic or anyone else opens on
-  the engine, explicitly or by autobegin) marks the connection as owing a ``BEGIN``;
+  the engine, explicitly or by autobegin) marks the connection as owing a ``BEGIN``, unless
+  the connection was asked for ``isolation_level="AUTOCOMMIT"``;
 * the next statement executed on one of its cursors goes out in one pipeline with the
   ``BEGIN`` before it (extended protocol: ``BEGIN``'s and the statement's messages, one
   ``Sync``), so the statement runs inside the transaction block ``BEGIN`` opened; every
@@ -90,4 +91,7 @@ def begin_with_first_statement(engine: sa.Engine) -> None:
 
     @event.listens_for(engine, "begin")
     def _begin(conn: sa.Connection) -> None:
-        conn.connection.dbapi_connection.owes_begin = True  # type: ignore[union-attr]
+        # A connection asked for AUTOCOMMIT (``VACUUM``, which no transaction block may hold)
+        # begins only SQLAlchemy's bookkeeping, never a block on the server.
+        owes = conn.get_execution_options().get("isolation_level") != "AUTOCOMMIT"
+        conn.connection.dbapi_connection.owes_begin = owes  # type: ignore[union-attr]
