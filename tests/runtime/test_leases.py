@@ -1,7 +1,8 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 
 import pytest
@@ -157,8 +158,9 @@ def test_rows_held_back_by_a_fenced_transaction_are_inserted_with_its_events(
         assert len(sent) == 2, sent  # the fence, and the rows with the run's change and event
 
 
-def _selects(store: Store, body: Callable[[], object]) -> list[str]:
-    """The SELECT statements ``body`` sends."""
+@contextmanager
+def statements_sent(store: Store) -> Iterator[list[str]]:
+    """The SQL of every statement sent on ``store`` during the block, in order."""
     sent: list[str] = []
 
     def count(_conn: object, _cursor: object, sql: str, *_rest: object) -> None:
@@ -166,9 +168,15 @@ def _selects(store: Store, body: Callable[[], object]) -> list[str]:
 
     sa.event.listen(store.engine, "before_cursor_execute", count)
     try:
-        body()
+        yield sent
     finally:
         sa.event.remove(store.engine, "before_cursor_execute", count)
+
+
+def _selects(store: Store, body: Callable[[], object]) -> list[str]:
+    """The SELECT statements ``body`` sends."""
+    with statements_sent(store) as sent:
+        body()
     return [s for s in sent if s.lstrip().upper().startswith("SELECT")]
 
 
@@ -260,20 +268,11 @@ def test_a_turn_ended_without_its_own_event_is_updated_with_the_transactions_eve
     held = claim(store)
     with store.leases.fenced(held) as tx:
         turn = tx.start_turn("one", seq=1)
-    sent: list[str] = []
-
-    def count(_conn: object, _cursor: object, sql: str, *_rest: object) -> None:
-        sent.append(sql)
-
-    sa.event.listen(store.engine, "before_cursor_execute", count)
-    try:
-        with store.leases.fenced(held) as tx:
-            ended = tx.record_turn(turn.id, phase="advanced", status="completed", event=False)
-            assert ended is None  # not read back
-            assert not [s for s in sent if s.lstrip().upper().startswith("UPDATE")]
-            tx.append_event("test.turn_ended", {})
-    finally:
-        sa.event.remove(store.engine, "before_cursor_execute", count)
+    with statements_sent(store) as sent, store.leases.fenced(held) as tx:
+        ended = tx.record_turn(turn.id, phase="advanced", status="completed", event=False)
+        assert ended is None  # not read back
+        assert not [s for s in sent if s.lstrip().upper().startswith("UPDATE")]
+        tx.append_event("test.turn_ended", {})
     stored = store.runs.turns(run.id)[0][0]
     assert (stored.phase, stored.status, stored.finished_at) == ("advanced", "completed", tx.now)
     if store.dialect == "postgresql":
@@ -301,17 +300,8 @@ def test_a_run_ends_and_settles_its_objective_in_the_statement_of_its_end(
                 .where(schema.objectives.c.id == run.objective_id)
                 .values(status=ObjectiveStatus.FAILED)
             )
-    sent: list[str] = []
-
-    def count(_conn: object, _cursor: object, sql: str, *_rest: object) -> None:
-        sent.append(sql)
-
-    sa.event.listen(store.engine, "before_cursor_execute", count)
-    try:
-        with store.leases.fenced(held) as tx:
-            tx.update_run(status=RunStatus.COMPLETED, event="run.completed")
-    finally:
-        sa.event.remove(store.engine, "before_cursor_execute", count)
+    with statements_sent(store) as sent, store.leases.fenced(held) as tx:
+        tx.update_run(status=RunStatus.COMPLETED, event="run.completed")
     ended = store.runs.events(run.id)[-1]
     assert ended.type == "run.completed"
     objective = store.objectives.get(run.objective_id)
