@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
+
+import sqlalchemy as sa
 
 from openseal.runtime.store import Store, open_store
 from openseal.runtime.store.records import Run
@@ -66,6 +69,21 @@ def new_run(store: Store, **inputs: Any) -> Run:
     if store.definitions.active_version(WORKFLOW) is None:
         deploy(store)
     return store.objectives.create("acme", WORKFLOW, inputs or {"n": 1}, actor="user:test").run
+
+
+@contextmanager
+def statements_sent(store: Store) -> Iterator[list[str]]:
+    """The SQL of every statement sent on ``store`` during the block, in order."""
+    sent: list[str] = []
+
+    def count(_conn: object, _cursor: object, sql: str, *_rest: object) -> None:
+        sent.append(sql)
+
+    sa.event.listen(store.engine, "before_cursor_execute", count)
+    try:
+        yield sent
+    finally:
+        sa.event.remove(store.engine, "before_cursor_execute", count)
 
 
 def eventually(check: Callable[[], T | None], *, timeout: float = 20.0) -> T:

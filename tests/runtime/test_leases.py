@@ -1,14 +1,13 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
 import sqlalchemy as sa
 
-from openseal.errors import ClaimLost, StoreError
+from openseal.errors import ClaimLost
 from openseal.runtime.clock import new_id
 from openseal.runtime.engine.states.base import LeaseLost
 from openseal.runtime.statuses import WAITING_RUN_STATUSES, ObjectiveStatus, RunStatus
@@ -17,7 +16,7 @@ from openseal.runtime.store.errors import IdempotencyConflict, NotFound, StaleEp
 from openseal.runtime.store.events import change_run
 from openseal.runtime.store.fenced import FencedTx
 from openseal.runtime.store.records import Activity, Claim, Run
-from tests.runtime.support import WORKFLOW, Backend, new_run
+from tests.runtime.support import WORKFLOW, Backend, new_run, statements_sent
 
 
 def claim(store: Store, worker: str = "w1", **options: object) -> Claim:
@@ -74,31 +73,53 @@ def test_the_turns_a_claim_starts_are_written_with_its_events(store: Store) -> N
         assert len(sent) == 2, sent
 
 
-def test_a_run_claimed_as_inserted_is_not_read_again_and_must_be_as_inserted(
+def test_a_run_left_unwritten_is_written_once_by_its_claim_with_all_its_events(
     store: Store,
 ) -> None:
-    """``claim_and_start(inserted=...)`` (a run its transaction just inserted) sends no SELECT;
-    a row that is not as the caller says (here: claimed and given back since) is refused by
-    the claim's own UPDATE and nothing is written."""
-    run = new_run(store)
-    sent: list[str] = []
+    """``claim_and_start(unwritten=...)`` (a run its transaction created and did not write:
+    ``create(write_run=False)``) reads nothing and writes the run once, already claimed: one
+    INSERT of its row, none queued and no UPDATE, and one INSERT of its events, ``run.created``
+    first, all at its creation time. A run already stored under its id is refused."""
+    new_run(store)  # deploys the workflow
+    created = store.objectives.create(
+        "acme", WORKFLOW, {"n": 2}, actor="user:test", write_run=False
+    )
+    unwritten = created.unwritten
+    assert unwritten is not None and created.run == unwritten.run
+    run_id = unwritten.run.id
+    with pytest.raises(NotFound):
+        store.runs.get(run_id)
 
-    def count(_conn: object, _cursor: object, sql: str, *_rest: object) -> None:
-        sent.append(sql)
+    def start(tx: FencedTx) -> None:
+        tx.start_turn("research", seq=1)
 
-    sa.event.listen(store.engine, "before_cursor_execute", count)
-    try:
-        claimed = store.leases.claim_and_start("w1", None, run_id=run.id, inserted=run)
-    finally:
-        sa.event.remove(store.engine, "before_cursor_execute", count)
+    with statements_sent(store) as sent:
+        claimed = store.leases.claim_and_start("w1", start, run_id=run_id, unwritten=unwritten)
     assert claimed is not None and claimed[0].epoch == 1
     assert not [s for s in sent if s.lstrip().upper().startswith("SELECT")], sent
-    assert store.runs.get(run.id).lease_owner == "w1"
-    assert store.leases.release(claimed[0])
-    with pytest.raises(StoreError, match="changed under its lock"):
-        store.leases.claim_and_start("w2", None, run_id=run.id, inserted=run)
-    stored = store.runs.get(run.id)
-    assert (stored.status, stored.epoch, stored.lease_owner) == (RunStatus.QUEUED, 1, None)
+    assert [s for s in sent if "UPDATE runs" in s] == [], sent
+    assert len([s for s in sent if "INSERT INTO runs" in s]) == 1, sent
+    assert len([s for s in sent if "INSERT INTO events" in s]) == 1, sent
+    stored = store.runs.get(run_id)
+    assert (stored.status, stored.epoch, stored.lease_owner) == (RunStatus.RUNNING, 1, "w1")
+    assert (stored.last_event_seq, stored.revision) == (3, 3)
+    assert stored.lease_expires_at == claimed[0].lease_expires_at
+    events = store.runs.events(run_id)
+    assert [(e.seq, e.type, e.actor) for e in events] == [
+        (1, "run.created", "user:test"),
+        (2, "lease.claimed", "worker:w1"),
+        (3, "turn.started", "worker:w1"),
+    ]
+    assert events[0].payload == {"objective_id": created.objective.id, "workflow": WORKFLOW}
+    assert events[1].payload == {"worker": "w1", "epoch": 1, "claimed_from": "queued"}
+    assert {e.at for e in events} == {stored.created_at}
+    turns, _activities = store.runs.turns(run_id)
+    assert [(t.seq, t.state, t.epoch) for t in turns] == [(1, "research", 1)]
+
+    with pytest.raises(sa.exc.IntegrityError):
+        store.leases.claim_and_start("w2", None, run_id=run_id, unwritten=unwritten)
+    assert store.runs.get(run_id) == stored
+    assert len(store.runs.events(run_id)) == 3
 
 
 def test_a_fence_reads_a_deployments_active_digest_in_its_own_statement(store: Store) -> None:
@@ -156,21 +177,6 @@ def test_rows_held_back_by_a_fenced_transaction_are_inserted_with_its_events(
     assert store.runs.events(run.id)[-1].type == "test.held"
     if store.dialect == "postgresql":
         assert len(sent) == 2, sent  # the fence, and the rows with the run's change and event
-
-
-@contextmanager
-def statements_sent(store: Store) -> Iterator[list[str]]:
-    """The SQL of every statement sent on ``store`` during the block, in order."""
-    sent: list[str] = []
-
-    def count(_conn: object, _cursor: object, sql: str, *_rest: object) -> None:
-        sent.append(sql)
-
-    sa.event.listen(store.engine, "before_cursor_execute", count)
-    try:
-        yield sent
-    finally:
-        sa.event.remove(store.engine, "before_cursor_execute", count)
 
 
 def _selects(store: Store, body: Callable[[], object]) -> list[str]:

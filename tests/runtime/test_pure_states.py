@@ -4,6 +4,7 @@ with the same turns, events and budget charges as one commit per turn would writ
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from openseal.runtime.engine.states import simple
 from openseal.runtime.engine.states.base import Outcome, StepContext
 from openseal.runtime.engine.turns import TurnReport
 from openseal.runtime.statuses import RunStatus
-from openseal.runtime.store import Store, schema
+from openseal.runtime.store import FencedTx, NewObjective, Store, schema
 from tests.runtime.engine_support import (
     DEFS,
     assert_gap_free,
@@ -28,6 +29,7 @@ from tests.runtime.engine_support import (
     register,
     scripted,
 )
+from tests.runtime.support import statements_sent
 
 
 class WriteCommits:
@@ -186,6 +188,93 @@ def test_submit_creates_the_objective_and_claims_its_run_in_one_commit(
     assert pure.runs.get(older).status == RunStatus.QUEUED
     assert event_types(pure, created.run.id)[:3] == ["run.created", "lease.claimed", "turn.started"]
     assert_gap_free(pure, created.run.id)
+
+
+def written_events(store: Store, created: NewObjective) -> list[tuple[int, str, str, str]]:
+    """The run's events as (seq, type, actor, payload), its objective's and its own ids in the
+    payloads written as ``<objective>`` and ``<run>``."""
+    assert created.run is not None
+    ids = {created.objective.id: "<objective>", created.run.id: "<run>"}
+    written = []
+    for e in store.runs.events(created.run.id, 0, 10_000):
+        payload = json.dumps(e.payload, sort_keys=True)
+        for key, placeholder in ids.items():
+            payload = payload.replace(key, placeholder)
+        written.append((e.seq, e.type, e.actor, payload))
+    return written
+
+
+def test_submit_in_a_batch_writes_its_run_once_with_every_event_of_a_queued_run_claimed(
+    pure: Store, tmp_path: Path
+) -> None:
+    """In a batch, ``submit`` writes its run's row once, claimed (here a run of pure states,
+    ended in the claim's commit), by one INSERT and no UPDATE, and its events by one INSERT:
+    the same events, in the same order, with the same sequence numbers and payloads, as a run
+    inserted ``queued`` and claimed after it (``submit`` without a batch)."""
+    written = {}
+    for batch_size in (1, 8):
+        worker = engine(pure, scripted(tmp_path, {})[0], batch_size=batch_size)
+        with statements_sent(pure) as sent:
+            created, report = worker.submit(service.StartObjective("tally", {"n": 7}), service.CLI)
+        assert report is not None and report.status == RunStatus.COMPLETED
+        assert created.run is not None
+        assert (created.unwritten is None) == (batch_size == 1)
+        written[batch_size] = written_events(pure, created)
+        assert_gap_free(pure, created.run.id)
+    assert [s for s in sent if "UPDATE runs" in s] == [], sent
+    assert len([s for s in sent if "INSERT INTO runs" in s]) == 1, sent
+    assert len([s for s in sent if "INSERT INTO events" in s]) == 1, sent
+    assert written[8] == written[1]
+    assert [kind for _seq, kind, _actor, _payload in written[8]] == [
+        "run.created", "lease.claimed", *["turn.started", "state.advanced"] * 3,
+        "turn.started", "run.completed",
+    ]  # fmt: skip
+
+
+def test_submit_claims_its_run_alone_when_its_first_turn_cannot_begin(
+    pure: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Beginning the first turn fails unexpectedly inside ``submit``'s block, after the run's
+    row was written: the claim is rolled back with that row, the claim alone writes the run
+    (``run.created``, ``lease.claimed``), and the turn is then worked on as any other."""
+    worker = engine(pure, scripted(tmp_path, {})[0])
+    begin = worker.executor.begin
+    failed: list[str] = []
+
+    def fails_once(tx: FencedTx, **options: Any) -> object:
+        if not failed:
+            failed.append(tx.claim.run_id)
+            assert tx.conn is not None  # writes what is held back: the run's row
+            raise RuntimeError("a bug beginning the turn")
+        return begin(tx, **options)
+
+    monkeypatch.setattr(worker.executor, "begin", fails_once)
+    created, report = worker.submit(service.StartObjective("tally", {"n": 7}), service.CLI)
+
+    assert created.run is not None and failed == [created.run.id]
+    assert report is not None and report.status == RunStatus.COMPLETED
+    types = event_types(pure, created.run.id)
+    assert types[:3] == ["run.created", "lease.claimed", "turn.started"]
+    assert types.count("lease.claimed") == 1
+    assert pure.runs.get(created.run.id).epoch == 1
+    assert_gap_free(pure, created.run.id)
+
+
+def test_submit_again_with_its_request_key_returns_its_objective_and_claims_nothing(
+    pure: Store, tmp_path: Path
+) -> None:
+    worker = engine(pure, scripted(tmp_path, {})[0])
+    request = service.StartObjective("tally", {"n": 7}, request_key="tally-7")
+    created, report = worker.submit(request, service.CLI)
+    again, none = worker.submit(request, service.CLI)
+
+    assert report is not None and none is None
+    assert (again.objective.id, again.created, again.unwritten) == (
+        created.objective.id, False, None,
+    )  # fmt: skip
+    assert again.run is not None and again.run.id == report.run_id
+    assert len(pure.runs.query(limit=10)) == 1
+    assert event_types(pure, report.run_id).count("lease.claimed") == 1
 
 
 def test_submit_rolls_back_the_objective_when_its_claim_cannot_be_saved(

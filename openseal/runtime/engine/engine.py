@@ -49,8 +49,8 @@ from openseal.runtime.store import (
     FencedTx,
     GroupCommit,
     NewObjective,
-    Run,
     Store,
+    UnwrittenRun,
     describe_fault,
     transient,
 )
@@ -227,20 +227,20 @@ class Engine:
         """Start an objective (as ``service.create_objective``) and work on its run at once.
 
         The objective's creation, the claim of its run and the run's first turn (with the pure
-        states after it) share one commit; the turns after it are worked on as :meth:`step`
-        does. The report is None when the run was not runnable (an idempotent request that
-        returned an existing objective whose run is elsewhere) or there is none (a draft).
-        """
+        states after it) share one commit, which writes the run once, claimed; the turns after
+        it are worked on as :meth:`step` does. The report is None when the run was not runnable
+        (an idempotent request that returned an existing objective whose run is elsewhere) or
+        there is none (a draft)."""
         if self.group is None:
             created = create_objective(self.store, request, caller)
             claimed = self._claim(created.run.id) if created.run else None
             return created, None if claimed is None else self._run_claim(*claimed)
         with self.group.member():
             with self.group.together():
-                created = create_objective(self.store, request, caller)
-                # a run created here is claimed in the same transaction, without reading it again
-                inserted = created.run if created.created else None
-                claimed = self._claim(created.run.id, inserted) if created.run else None
+                # a run created here is written by its claim, in the same transaction
+                created = create_objective(self.store, request, caller, write_run=False)
+                unwritten = created.unwritten
+                claimed = self._claim(created.run.id, unwritten) if created.run else None
             return created, None if claimed is None else self._run_claim(*claimed)
 
     def _step(self, run_id: str | None) -> StepReport | None:
@@ -248,12 +248,12 @@ class Engine:
         return None if claimed is None else self._run_claim(*claimed)
 
     def _claim(
-        self, run_id: str | None = None, inserted: Run | None = None
+        self, run_id: str | None = None, unwritten: UnwrittenRun | None = None
     ) -> tuple[Claim, Begun | None, list[TurnReport]] | None:
         """Claim a runnable run (``run_id``, or the one that changed longest ago) with its first
         turn saved; the turns that ended in that commit (pure states) come with it.
-        ``inserted``: the run, inserted by the transaction the claim joins (see
-        ``Leases.claim_and_start``)."""
+        ``unwritten``: the run, created and not written by the transaction the claim joins,
+        which the claim writes (see ``Leases.claim_and_start``)."""
         ended: list[TurnReport] = []
 
         def start(tx: FencedTx) -> Begun | None:
@@ -267,18 +267,20 @@ class Engine:
                 start,
                 lease_seconds=self.lease_seconds,
                 run_id=run_id,
-                inserted=inserted,
+                unwritten=unwritten,
             )
         except DriverFailure:
             raise  # the database is unreachable or busy: the caller retries
         except Exception as exc:
-            # Beginning the turn failed unexpectedly (and took the claim with it): claim alone,
-            # so the failure is met again in a turn and the run is stopped, not retried forever.
+            # Beginning the turn failed unexpectedly (and took the claim with it, and the run's
+            # row when the claim was to write it): claim alone, so the failure is met again in
+            # a turn and the run is stopped, not retried forever.
             log.debug("claim with first turn failed (%s); claiming alone", exc)
             ended.clear()
             claim = self.store.leases.claim(
-                self.worker_id, lease_seconds=self.lease_seconds, run_id=run_id
-            )
+                self.worker_id, lease_seconds=self.lease_seconds, run_id=run_id,
+                unwritten=unwritten,
+            )  # fmt: skip
             found = None if claim is None else (claim, None)
         if found is None:
             return None

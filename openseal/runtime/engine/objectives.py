@@ -100,14 +100,17 @@ def _plainly_fit(inputs: dict[str, Any], input_schema: dict[str, Any]) -> bool:
     return True
 
 
-def create_objective(store: Store, request: StartObjective, caller: Caller) -> NewObjective:
+def create_objective(
+    store: Store, request: StartObjective, caller: Caller, *, write_run: bool = True
+) -> NewObjective:
     """Start a workflow (its active version) with inputs checked against its input types.
 
     The inputs are checked against the very version the run pins, in the transaction that
     pins it, and so is that the workflow is deployed (``not_deployed`` otherwise). The same
     ``request_key`` from the same principal again returns the objective it created. The
     objective records who asked for it, and lives in ``request.scope`` (a scope the caller may
-    act in) or the caller's own."""
+    act in) or the caller's own. ``write_run`` False leaves a new objective's first run for
+    the caller's claim to write (``store.objectives.create``)."""
     workflow = request.workflow
     scope = caller.grant.home(request.scope)
     if scope is None:
@@ -119,5 +122,5 @@ def create_objective(store: Store, request: StartObjective, caller: Caller) -> N
     return store.objectives.create(
         request.project, workflow, request.inputs, request_key=request.request_key,
         actor=caller.actor, scope=scope, prepare=prepare, goal=request.goal,
-        priority=request.priority, draft=request.draft,
+        priority=request.priority, draft=request.draft, write_run=write_run,
     )  # fmt: skip

@@ -128,6 +128,7 @@ if TYPE_CHECKING:
         Objective,
         Run,
         Turn,
+        UnwrittenRun,
     )
     from openseal.runtime.store.sqlite_reads import SQLiteReads, open_reads
     from openseal.runtime.store.tokens import AccessToken
@@ -210,6 +211,7 @@ __all__ = [
     "TriggerDeployment",
     "TriggerFiring",
     "Turn",
+    "UnwrittenRun",
     "Verdict",
     "action_boundary",
     "action_key",

@@ -3,7 +3,9 @@
 Invariant 1: a run's state change and the events describing it commit together, and each run's
 event sequence is gap-free. Both follow from doing them in the same transaction with the
 sequence taken from ``runs.last_event_seq`` in the same UPDATE that changes the run — the row
-lock (PostgreSQL) or the write lock (SQLite ``BEGIN IMMEDIATE``) orders concurrent appends.
+lock (PostgreSQL) or the write lock (SQLite ``BEGIN IMMEDIATE``) orders concurrent appends. A
+run claimed in the transaction that creates it is written once instead, by an INSERT of the
+row as its events leave it, sequence included (``append_events(insert_run=True)``).
 
 The statements are built once per shape (which columns change, whether the UPDATE is fenced)
 and reused with bound parameters: building and hashing a SQLAlchemy statement costs more than
@@ -31,10 +33,11 @@ _lock = threading.Lock()
 #: whether someone appended events to its run behind its back
 EVENT_WRITES = "openseal_event_writes"
 _updates: dict[tuple[tuple[str, ...], bool, bool], sa.Update] = {}
+_inserts: dict[tuple[str, ...], sa.Insert] = {}
 #: event payloads that depend on an update: (event index, update index) pairs, in order
 Alternatives = tuple[tuple[int, int], ...]
 _with_events: dict[
-    tuple[tuple[str, ...], bool, int, combined.Shape, tuple[sa.Update, ...], Alternatives],
+    tuple[tuple[str, ...], bool, bool, int, combined.Shape, tuple[sa.Update, ...], Alternatives],
     sa.Insert,
 ] = {}
 INSERT_EVENTS: sa.Insert = sa.insert(schema.events)
@@ -75,28 +78,43 @@ def _run_update(keys: tuple[str, ...], fenced: bool, whole_row: bool) -> sa.Upda
     return stmt
 
 
-def _run_update_with_events(
+def _run_insert(keys: tuple[str, ...]) -> sa.Insert:
+    """``INSERT INTO runs (<keys>) VALUES (:v_<key>, ...) RETURNING last_event_seq``, built
+    once: a run written for the first time with its events (PostgreSQL)."""
+    stmt = _inserts.get(keys)
+    if stmt is None:
+        values = {key: sa.bindparam(f"v_{key}", type_=runs.c[key].type) for key in keys}
+        stmt = sa.insert(runs).values(**values).returning(runs.c.last_event_seq)
+        with _lock:
+            _inserts[keys] = stmt
+    return stmt
+
+
+def _run_write_with_events(
     keys: tuple[str, ...],
     fenced: bool,
+    insert_run: bool,
     count: int,
     inserts: combined.Shape,
     updates: tuple[sa.Update, ...],
     alternatives: Alternatives,
 ) -> sa.Insert:
     """PostgreSQL: ``WITH changed AS (UPDATE runs ... RETURNING last_event_seq) INSERT INTO
-    events ... SELECT ... FROM changed`` for ``count`` events, built once per shape. The events
-    take the sequence numbers the UPDATE made room for; a fenced UPDATE that matches nothing
-    inserts nothing (and returns no row). The rows of ``inserts`` and the ``updates``
-    (:mod:`.combined`) are written by the same statement, whatever the UPDATE matches; each
-    row it returns also holds what the updates returned. Event ``i`` of a pair ``(i, u)`` of
-    ``alternatives`` has payload ``e_payload_if_<i>`` instead when update ``u`` changed a row."""
-    shape = (keys, fenced, count, inserts, updates, alternatives)
+    events ... SELECT ... FROM changed`` for ``count`` events, built once per shape (with
+    ``insert_run``, ``changed`` is ``INSERT INTO runs ... RETURNING last_event_seq``). The
+    events take the sequence numbers the UPDATE made room for (the ones the inserted row
+    ends at); a fenced UPDATE that matches nothing inserts nothing (and returns no row). The
+    rows of ``inserts`` and the ``updates`` (:mod:`.combined`) are written by the same
+    statement, whatever the UPDATE matches; each row it returns also holds what the updates
+    returned. Event ``i`` of a pair ``(i, u)`` of ``alternatives`` has payload
+    ``e_payload_if_<i>`` instead when update ``u`` changed a row."""
+    shape = (keys, fenced, insert_run, count, inserts, updates, alternatives)
     stmt = _with_events.get(shape)
     if stmt is not None:
         return stmt
     events = schema.events
-    update = _run_update(keys, fenced, whole_row=False)
-    changed = update.cte("changed")
+    write = _run_insert(keys) if insert_run else _run_update(keys, fenced, whole_row=False)
+    changed = write.cte("changed")
     updated = combined.update_ctes(updates)
     payloads: list[sa.ColumnElement[Any]] = [
         sa.bindparam(f"e_payload_{i}", type_=events.c.payload.type) for i in range(count)
@@ -144,6 +162,7 @@ def append_events(
     inserts: Sequence[tuple[sa.Table, Mapping[str, Any]]] = (),
     updates: Sequence[combined.HeldUpdate] = (),
     alternatives: Mapping[int, tuple[int, dict[str, Any]]] | None = None,
+    insert_run: bool = False,
 ) -> Mapping[str, Any] | None:
     """Apply ``values`` to the run and append ``events`` (type, actor, payload) after it.
 
@@ -158,20 +177,21 @@ def append_events(
     ``updated`` (a list per update). ``alternatives`` maps the index of an event whose payload
     depends on an update to that update's index and the payload the event has instead when the
     update changed a row.
+
+    With ``insert_run`` the run is not stored yet: ``values`` are its whole row as the events
+    leave it (``last_event_seq`` counting every one of them, which are numbered from 1), and
+    it is inserted, before the rows of ``inserts`` (which may refer to it), instead of updated.
     """
     plain = values or {}
-    params: dict[str, Any] = {f"v_{key}": value for key, value in plain.items()}
-    params.update(p_id=run_id, p_count=len(events), p_now=now)
-    if fence is not None:
-        params.update(p_epoch=fence.epoch, p_owner=fence.owner, p_running="running")
     alternatives = alternatives or {}
     if events and not whole_row and conn.dialect.name == "postgresql":
         # One round trip: the UPDATE in a WITH, the events inserted from what it returns.
-        together = _run_update_with_events(
-            tuple(sorted(plain)), fence is not None, len(events), combined.shape_of(inserts),
-            tuple(stmt for stmt, _params in updates),
+        together = _run_write_with_events(
+            tuple(sorted(plain)), fence is not None, insert_run, len(events),
+            combined.shape_of(inserts), tuple(stmt for stmt, _params in updates),
             tuple(sorted((i, u) for i, (u, _payload) in alternatives.items())),
         )  # fmt: skip
+        params = _run_parameters(run_id, plain, len(events), now, fence)
         params.update(combined.parameters(inserts))
         params.update(combined.update_parameters(updates))
         for i, (kind, actor, payload) in enumerate(events):
@@ -185,16 +205,21 @@ def append_events(
             "last_event_seq": max(int(r["seq"]) for r in written),
             "updated": combined.updated_values(written[0], len(updates)),
         }
-    combined.insert_each(conn, inserts)
+    combined.insert_each(conn, [(runs, plain), *inserts] if insert_run else inserts)
     updated = combined.update_each(conn, updates)
     for i, (u, payload) in alternatives.items():
         if updated[u]:
             kind, actor, _payload = events[i]
             events = [*events[:i], (kind, actor, payload), *events[i + 1 :]]
-    stmt = _run_update(tuple(sorted(plain)), fence is not None, whole_row)
-    row = fastsql.one_or_none(fastsql.execute(conn, stmt, params))
-    if row is None:
-        return None
+    row: dict[str, Any] | None
+    if insert_run:
+        row = {"last_event_seq": plain["last_event_seq"]}
+    else:
+        stmt = _run_update(tuple(sorted(plain)), fence is not None, whole_row)
+        params = _run_parameters(run_id, plain, len(events), now, fence)
+        row = fastsql.one_or_none(fastsql.execute(conn, stmt, params))
+        if row is None:
+            return None
     row["updated"] = updated
     conn.info[EVENT_WRITES] = conn.info.get(EVENT_WRITES, 0) + 1
     last = int(row["last_event_seq"])
@@ -210,6 +235,17 @@ def append_events(
             ],
         )  # fmt: skip
     return row
+
+
+def _run_parameters(
+    run_id: str, values: Mapping[str, Any], count: int, now: datetime, fence: Fence | None
+) -> dict[str, Any]:
+    """The bound values of a statement of :func:`_run_update` or :func:`_run_insert`."""
+    params: dict[str, Any] = {f"v_{key}": value for key, value in values.items()}
+    params.update(p_id=run_id, p_count=count, p_now=now)
+    if fence is not None:
+        params.update(p_epoch=fence.epoch, p_owner=fence.owner, p_running="running")
+    return params
 
 
 def change_run(

@@ -15,6 +15,11 @@ inserted once, ended), all in one INSERT, and so are rows of other tables that n
 back before then (:meth:`FencedTx.insert_with_flush`: the action an admission inserts) and
 UPDATEs whose outcome nothing needs before then (:meth:`FencedTx.update_with_flush`: a turn
 ended without an event of its own). On PostgreSQL all of it is one statement.
+
+A claim of a run its transaction created and has not written (``Leases.claim_and_start``,
+``unwritten``) starts from that run with its ``run.created`` held back: the first flush inserts
+the row as the transaction has changed it, instead of updating it, and writes ``run.created``
+with the claim's events, in one INSERT.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from openseal.runtime.store.records import (
     InboundEvent,
     Run,
     Turn,
+    UnwrittenRun,
     evolve,
     run_status,
 )
@@ -113,6 +119,7 @@ class FencedTx:
         run: Run,
         *,
         held: bool = True,
+        unwritten: UnwrittenRun | None = None,
     ) -> None:
         #: the store, for repository calls in this transaction (``tx.store.actions.move(...)``)
         self.store = store
@@ -124,6 +131,11 @@ class FencedTx:
         self._run = self._start = run
         self._values: dict[str, Any] = {}
         self._events: list[tuple[str, str, dict[str, Any]]] = []
+        #: whether the run's row is written yet: ``unwritten`` (``run`` is that run, as read)
+        #: is inserted by the first flush, its ``run.created`` first among the events
+        self._stored = unwritten is None
+        if unwritten is not None:
+            self._events.append(unwritten.created_event)
         #: turns started in this transaction and not inserted yet, by id
         self._turns: dict[str, Turn] = {}
         #: rows of other tables held back (:meth:`insert_with_flush`), inserted after the turns
@@ -176,7 +188,8 @@ class FencedTx:
 
     def flush(self) -> None:
         """Write the held-back turns and rows, updates, run changes and events (INSERTs,
-        UPDATEs, an UPDATE, an INSERT; on PostgreSQL one statement)."""
+        UPDATEs, an UPDATE, an INSERT; on PostgreSQL one statement). A run not written yet is
+        inserted as it is now instead of updated (before the turns, on SQLite)."""
         started = [(turns, turn.__dict__) for turn in self._turns.values()] + self._rows
         held, alternatives = self._updates, self._alternatives
         updates = [(stmt, params) for stmt, params, _then in held]
@@ -186,15 +199,19 @@ class FencedTx:
             self._updated(held, combined.update_each(self._conn, updates))
             return
         fence = Fence(self.claim.epoch, self.claim.worker_id) if self._row_held else None
+        values = self._values
+        if not self._stored:  # the whole row; ``wait_name``, not a field of a run: as set here
+            values = {"wait_name": None, **values, **self._run.__dict__}
         row = append_events(
-            self._conn, self.claim.run_id, self._events, now=self.now, values=self._values,
+            self._conn, self.claim.run_id, self._events, now=self.now, values=values,
             fence=fence, inserts=started, updates=updates, alternatives=alternatives,
+            insert_run=not self._stored,
         )  # fmt: skip
         if row is None or int(row["last_event_seq"]) != self._run.last_event_seq:
             # The row is locked by this transaction; a mismatch is a bug, never a race.
             raise StoreError(f"run {self.claim.run_id} changed under its lock", code="internal")
         self._updated(held, row["updated"])
-        self._values, self._events = {}, []
+        self._values, self._events, self._stored = {}, [], True
         self._writes_seen = self._conn.info.get(EVENT_WRITES, 0)
         run = self._run
         self._row_held = (

@@ -25,7 +25,7 @@ from openseal.runtime.store.base import Repository
 from openseal.runtime.store.errors import StaleEpoch
 from openseal.runtime.store.events import change_run, lease_released
 from openseal.runtime.store.fenced import FencedTx
-from openseal.runtime.store.records import Claim, Run, evolve
+from openseal.runtime.store.records import Claim, Run, UnwrittenRun, evolve
 from openseal.runtime.store.values import compact_json
 
 if TYPE_CHECKING:
@@ -88,16 +88,19 @@ class Leases(Repository):
         lease_seconds: float = 30,
         now: datetime | None = None,
         run_id: str | None = None,
+        unwritten: UnwrittenRun | None = None,
     ) -> Claim | None:
         """Claim the runnable run of the highest priority that changed longest ago (or run
-        ``run_id``, if runnable), or return None if there is none.
+        ``run_id``, if runnable; or ``unwritten``, see :meth:`claim_and_start`), or return None
+        if there is none.
 
         The claim sets the lease, increments the epoch and records ``lease.claimed``. Heartbeat
         at a third of ``lease_seconds``.
         """
         found = self.claim_and_start(
-            worker_id, None, lease_seconds=lease_seconds, now=now, run_id=run_id
-        )
+            worker_id, None, lease_seconds=lease_seconds, now=now, run_id=run_id,
+            unwritten=unwritten,
+        )  # fmt: skip
         return None if found is None else found[0]
 
     def claim_and_start(
@@ -108,7 +111,7 @@ class Leases(Repository):
         lease_seconds: float = 30,
         now: datetime | None = None,
         run_id: str | None = None,
-        inserted: Run | None = None,
+        unwritten: UnwrittenRun | None = None,
     ) -> tuple[Claim, T | None] | None:
         """Claim a run like :meth:`claim`, then call ``start`` in the same transaction.
 
@@ -117,16 +120,19 @@ class Leases(Repository):
         with the claim; if it raises, the claim is not taken either. With ``run_id`` only that
         run is claimed (if it is runnable).
 
-        ``inserted`` is a ``queued`` run that the transaction this write joins has just inserted
-        (``Engine.submit`` creates an objective and claims its run in one ``together()`` block):
-        its row is known and cannot have changed, since no one else sees it before the commit
-        (PostgreSQL) or writes before it (SQLite's write lock), so it is claimed without being
-        read again. The claim's UPDATE still checks that the row is at the sequence it expects.
+        ``unwritten`` is a ``queued`` run that the transaction this write joins has created and
+        not written (``Engine.submit`` creates an objective with ``write_run=False`` and claims
+        its run in one ``together()`` block): nothing is read, and the claim writes the run
+        once, already claimed (one INSERT of its row as the claim and ``start`` leave it), and
+        its ``run.created`` with the claim's events (one INSERT), all at the run's creation
+        time. If ``start`` raises nothing of the run is written: claim it alone then, with
+        ``unwritten`` again. A run already stored under its id is refused (a duplicate key).
         """
-        now = now or self._store.now()
+        if now is None:  # a run written here: its creation's moment, for all its first events
+            now = self._store.now() if unwritten is None else unwritten.run.created_at
         expires = now + timedelta(seconds=lease_seconds)
         with self._store.write() as conn:
-            before = self._claimable(conn, now, run_id, inserted)
+            before = self._claimable(conn, now, run_id, unwritten)
             if before is None:
                 return None
             self._forget_held(before.id)  # a claim's writes start from what it reads
@@ -139,7 +145,7 @@ class Leases(Repository):
             if before.lease_owner is not None:
                 payload["previous_owner"] = before.lease_owner
             claim = Claim(before.id, worker_id, epoch, expires, before.status, before)
-            tx = FencedTx(self._store, conn, claim, now, before, held=False)
+            tx = FencedTx(self._store, conn, claim, now, before, held=False, unwritten=unwritten)
             # The row is locked (SKIP LOCKED on PostgreSQL, the write lock on SQLite), so the
             # new epoch can be computed here rather than in SQL.
             after = tx._change(
@@ -164,12 +170,17 @@ class Leases(Repository):
         return claim, started
 
     def _claimable(
-        self, conn: sa.Connection, now: datetime, run_id: str | None, inserted: Run | None
+        self,
+        conn: sa.Connection,
+        now: datetime,
+        run_id: str | None,
+        unwritten: UnwrittenRun | None,
     ) -> Run | None:
         """The run to claim (see :meth:`claim_and_start`), locked, or None."""
-        if inserted is not None and inserted.status == RunStatus.QUEUED:
+        if unwritten is not None:
             # as a read would return it: its JSON decoded afresh, not the caller's objects
-            return evolve(inserted, context=json.loads(compact_json(inserted.context)))
+            run = unwritten.run
+            return evolve(run, context=json.loads(compact_json(run.context)))
         if run_id is None:
             found = fastsql.execute(conn, self._select_claimable(), {"p_now": now})
         else:

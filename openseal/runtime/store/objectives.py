@@ -32,7 +32,13 @@ from openseal.runtime.store.errors import (
 )
 from openseal.runtime.store.events import append_events
 from openseal.runtime.store.listing import ListQuery, newest_first
-from openseal.runtime.store.records import DefinitionVersion, NewObjective, Objective, Run
+from openseal.runtime.store.records import (
+    DefinitionVersion,
+    NewObjective,
+    Objective,
+    Run,
+    UnwrittenRun,
+)
 from openseal.runtime.store.values import DEFAULT_SCOPE
 from openseal.runtime.store.work_signal import TRIGGERS
 
@@ -101,8 +107,8 @@ def new_run(
     now: datetime,
     **values: Any,
 ) -> Run:
-    """A run not yet started (``queued`` unless ``values`` say otherwise) with its first event
-    already counted: it is inserted with one INSERT, its ``run.created`` with another."""
+    """A run not yet started (``queued`` unless ``values`` say otherwise) with its first event,
+    ``run.created``, already counted."""
     fields: dict[str, Any] = dict(
         id=new_id(), objective_id=objective_id, parent_run_id=None,
         workflow_digest=workflow_digest, status=RunStatus.QUEUED, current_state=None,
@@ -170,6 +176,7 @@ class Objectives(Repository):
         goal: str | None = None,
         priority: int | None = None,
         draft: bool = False,
+        write_run: bool = True,
     ) -> NewObjective:
         """Create an objective on the active version of ``workflow_name`` and its first run
         (with ``draft``: no run, until :meth:`steer` activates it).
@@ -187,6 +194,12 @@ class Objectives(Repository):
         ``prepare(version)`` turns the caller's inputs into the run's (defaults filled in,
         types checked; it raises to refuse) for exactly the version being pinned, in the same
         transaction — so an activation in between cannot pin a version the inputs do not fit.
+
+        With ``write_run`` False the first run is not written: it comes back as
+        ``NewObjective.unwritten`` for the caller to claim in the same transaction
+        (``Leases.claim_and_start(unwritten=...)`` inserts it, claimed), and nobody is told
+        that it is runnable. Only for a caller whose claim shares this write's commit
+        (``Engine.submit``'s ``together()`` block): committed alone, the objective has no run.
         """
         digest = request_hash(project, workflow_name, inputs, goal, priority, draft)
         for attempt in range(2):
@@ -198,7 +211,7 @@ class Objectives(Repository):
                 with self._store.write() as conn:
                     return self.insert_in(
                         conn, project, workflow_name, inputs, request_key, digest, actor, scope,
-                        prepare, goal=goal, priority=priority, draft=draft,
+                        prepare, goal=goal, priority=priority, draft=draft, write_run=write_run,
                     )  # fmt: skip
             except sa.exc.IntegrityError:
                 # A concurrent create won the request key or the project name; look again.
@@ -247,6 +260,7 @@ class Objectives(Repository):
         goal: str | None = None,
         priority: int | None = None,
         draft: bool = False,
+        write_run: bool = True,
     ) -> NewObjective:
         """:meth:`create` in the caller's transaction, without the request-key replay (a
         trigger's firing row commits with the objective it starts). ``prepare`` and the
@@ -288,26 +302,24 @@ class Objectives(Repository):
             fastsql.execute(conn, INSERT_OBJECTIVE, row)
             return NewObjective(objective, None, True)
         payload: dict[str, Any] = {"request_key": request_key} if request_key is not None else {}
-        run = self._first_run(
-            conn, objective, version.digest, inputs, actor, payload, now, objective_row=row
-        )
-        return NewObjective(objective, run, True)
+        first = self._first_run(objective, version.digest, inputs, actor, payload, now)
+        if not write_run:
+            fastsql.execute(conn, INSERT_OBJECTIVE, row)
+            return NewObjective(objective, first.run, True, unwritten=first)
+        self._insert_run(conn, first, notify=True, before=[(objectives, row)])
+        return NewObjective(objective, first.run, True)
 
+    @staticmethod
     def _first_run(
-        self,
-        conn: sa.Connection,
         objective: Objective,
         digest: str,
         inputs: dict[str, Any],
         actor: str,
         payload: dict[str, Any],
         now: datetime,
-        *,
-        objective_row: dict[str, Any] | None = None,
-    ) -> Run:
+    ) -> UnwrittenRun:
         """The objective's first run, ``queued`` on version ``digest``, with its
-        ``run.created`` (``payload`` added), and its wake-up; ``objective_row`` is the
-        objective's own row when it is inserted with them."""
+        ``run.created`` (``payload`` added)."""
         run = new_run(objective.id, digest, inputs, objective.scope, now,
                       priority=objective.priority)  # fmt: skip
         created: dict[str, Any] = {
@@ -316,24 +328,22 @@ class Objectives(Repository):
         }
         if objective.priority:
             created["priority"] = objective.priority
-        before = [] if objective_row is None else [(objectives, objective_row)]
-        self._insert_run(conn, run, actor, {**created, **payload}, before=before, notify=True)
-        return run
+        return UnwrittenRun(run, actor, {**created, **payload})
 
     def _insert_run(
         self,
         conn: sa.Connection,
-        run: Run,
-        actor: str,
-        payload: dict[str, Any],
+        new: UnwrittenRun,
         *,
         notify: bool,
         before: list[tuple[sa.Table, dict[str, Any]]] | None = None,
     ) -> None:
-        """Insert ``run`` with its ``run.created`` (``payload``) after the rows ``before`` (the
-        objective it starts), and with ``notify`` announce it as runnable at commit: on
-        PostgreSQL one statement for all of it (:meth:`StoreBase.insert_rows`)."""
-        event = {"run_id": run.id, "seq": 1, "type": "run.created", "actor": actor,
+        """Insert ``new`` with its ``run.created`` after the rows ``before`` (the objective it
+        starts), and with ``notify`` announce it as runnable at commit: on PostgreSQL one
+        statement for all of it (:meth:`StoreBase.insert_rows`)."""
+        run = new.run
+        kind, actor, payload = new.created_event
+        event = {"run_id": run.id, "seq": 1, "type": kind, "actor": actor,
                  "payload": payload, "at": run.created_at}  # fmt: skip
         rows = [*(before or ()), (runs, {**run.__dict__, "wait_name": None}), (events, event)]
         self._store.insert_rows(conn, rows, notify=run.id if notify else None)
@@ -356,7 +366,8 @@ class Objectives(Repository):
             parent.objective_id, workflow_digest, inputs, parent.scope, self._store.now(),
             parent_run_id=parent.id, priority=parent.priority, budget_used=budget_used or {},
         )  # fmt: skip
-        self._insert_run(conn, run, actor, {"parent_run_id": parent.id, **payload}, notify=True)
+        created = UnwrittenRun(run, actor, {"parent_run_id": parent.id, **payload})
+        self._insert_run(conn, created, notify=True)
         return run
 
     def _new_project(self, conn: sa.Connection, name: str) -> str:
@@ -503,7 +514,7 @@ class Objectives(Repository):
         created = {"objective_id": ended.objective_id, "workflow": objective["workflow_name"],
                    "attempt": attempt, "retry_of": ended.id, "reason": outcome["reason"],
                    "retry_at": iso(retry_at)}  # fmt: skip
-        self._insert_run(conn, run, "openseal", created, notify=False)
+        self._insert_run(conn, UnwrittenRun(run, "openseal", created), notify=False)
         self._set(conn, ended.objective_id, objective["status"], attempt, now)
         return {"run_id": run.id, "attempt": attempt, "at": iso(retry_at)}
 
@@ -527,7 +538,8 @@ class Objectives(Repository):
         payload: dict[str, Any] = {"activated": True}
         if reason is not None:
             payload["reason"] = reason
-        self._first_run(conn, draft, version.digest, inputs, actor, payload, now)
+        first = self._first_run(draft, version.digest, inputs, actor, payload, now)
+        self._insert_run(conn, first, notify=True)
         return self._objective(conn, draft.id)
 
     def _lock_objective(self) -> sa.Select[Any]:

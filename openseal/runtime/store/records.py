@@ -201,6 +201,25 @@ def run_status(value: str) -> RunStatus:
 
 
 @dataclass(frozen=True)
+class UnwrittenRun:
+    """A run created and not written yet, with what its ``run.created`` says: inserted by
+    ``store.objectives`` (a new objective's first run, a child, a retry), or, for the first
+    run of an objective created with ``write_run=False``, by its claim in the same transaction
+    (``Leases.claim_and_start(unwritten=...)``), already claimed."""
+
+    #: the run as created (its ``run.created`` counted in ``last_event_seq``)
+    run: Run
+    #: who created it, and the payload of its ``run.created``
+    actor: str
+    payload: dict[str, JSONValue]
+
+    @property
+    def created_event(self) -> tuple[str, str, dict[str, JSONValue]]:
+        """Its ``run.created`` as an event to append: (type, actor, payload)."""
+        return ("run.created", self.actor, self.payload)
+
+
+@dataclass(frozen=True)
 class NewObjective:
     """The result of ``create_objective``: ``created`` is False on an idempotent replay."""
 
@@ -208,6 +227,9 @@ class NewObjective:
     #: its first run (None: a draft, which starts it when activated)
     run: Run | None
     created: bool
+    #: its first run when the creation left it for the caller's claim to write
+    #: (``write_run=False``), else None
+    unwritten: UnwrittenRun | None = None
 
 
 @dataclass(frozen=True)
