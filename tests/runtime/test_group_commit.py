@@ -192,6 +192,30 @@ def test_a_batch_takes_no_more_members_once_it_has_opened_its_savepoints(
     assert all(noted(store, claim) for claim in held)
 
 
+def test_a_savepoint_a_members_body_opens_counts_against_the_batchs(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    held = claims(store, 2)
+    monkeypatch.setattr(group_commit, "SAVEPOINTS_PER_BATCH", 1)
+    group = GroupCommit(store, size=8, window=GUARD)  # a batch waiting for more would hang
+    commits = WriteCommits(store.engine)
+    first_wrote = threading.Event()
+
+    def first() -> None:
+        with store.leases.fenced(held[0]) as tx:
+            # the leader's body needs no savepoint of its own; its attempt opens one
+            assert tx.attempt(lambda: tx.append_event("test.note", {"text": "first"}))
+            first_wrote.set()
+
+    def second() -> None:
+        assert first_wrote.wait(GUARD)
+        note(store, held[1], "second")()
+
+    assert together(group, [first, second]) == [None] * 2
+    assert commits.count == 2  # the second found the first's batch full of savepoints
+    assert all(noted(store, claim) for claim in held)
+
+
 def test_a_thread_alone_commits_without_waiting_for_the_window(store: Store) -> None:
     [claim] = claims(store, 1)
     group = GroupCommit(store, size=8, window=3600)  # a wait would hang until the guard

@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from openseal.compiler.lang.evaluate import EvaluationError
@@ -30,7 +30,7 @@ from openseal.runtime.engine import budgets
 from openseal.runtime.engine.catalog import WorkflowCatalog
 from openseal.runtime.engine.models.base import ModelError
 from openseal.runtime.engine.objectives import fit_inputs
-from openseal.runtime.engine.states import handler_for, is_pure
+from openseal.runtime.engine.states import handler_for, is_pure, preparer_for
 from openseal.runtime.engine.states.base import (
     Advance,
     Attention,
@@ -142,6 +142,9 @@ class Started:
     turn: Turn
     #: ``time.monotonic()`` when the turn was saved
     since: float
+    #: what the state's preparer did in the transaction that saved the turn (an action's
+    #: admission and ``dispatched`` mark, docs/decisions/0013); None: nothing
+    prepared: Any = None
 
 
 #: the ``lost`` of a pure state's turn: it is executed in the transaction that saves it, which
@@ -191,8 +194,8 @@ class TurnExecutor:
         With ``done`` (a list), a pure state's turn is also executed and its outcome applied
         in ``tx``, and the turns after it are begun the same way while ``chain()`` allows;
         the reports of the turns that ended in ``tx`` are appended to ``done``, and what is
-        returned is the saved turn of a state that is not pure, or None (the last report
-        says how the run stands).
+        returned is the saved turn of a state that is not pure (prepared in ``tx`` where its
+        kind is, see :meth:`_prepared`), or None (the last report says how the run stands).
         """
         while True:
             begun = self._begin_one(tx, first=first, seq=seq)
@@ -201,10 +204,9 @@ class TurnExecutor:
             if isinstance(begun, TurnReport):
                 done.append(begun)
                 return None
-            if not is_pure(
-                self.catalog.workflow(begun.run.workflow_digest).state(begun.state).kind
-            ):
-                return begun
+            kind = self.catalog.workflow(begun.run.workflow_digest).state(begun.state).kind
+            if not is_pure(kind):
+                return self._prepared(tx, begun, kind)
             report = self._execute_in(tx, begun)
             if report is None:
                 return begun
@@ -212,6 +214,19 @@ class TurnExecutor:
             if report.status != RunStatus.RUNNING or chain is None or not chain():
                 return None
             first, seq = False, begun.turn.seq + 1
+
+    def _prepared(self, tx: FencedTx, started: Started, kind: str) -> Started:
+        """``started`` with what its state's preparer did in ``tx``, the transaction saving it
+        (an action's draft, admission and ``dispatched`` mark: docs/decisions/0013), when its
+        kind has one and its output is not supplied."""
+        prepare = preparer_for(kind)
+        if prepare is None or started.supplied:
+            return started
+        run, state, context = started.run, started.state, started.context
+        workflow = self.catalog.workflow(run.workflow_digest)
+        ctx = self._context(tx.claim, run, workflow, state, context, started.turn.id,
+                            _IN_TRANSACTION)  # fmt: skip
+        return replace(started, prepared=prepare(ctx, tx))
 
     def _execute_in(self, tx: FencedTx, started: Started) -> TurnReport | None:
         """Execute a pure state's saved turn and apply its outcome in ``tx``; None when its
@@ -294,6 +309,9 @@ class TurnExecutor:
         if started is None:
             with self.store.leases.fenced(claim) as tx:
                 begun = self._begin_one(tx, first=True, seq=None)
+                if isinstance(begun, Started):
+                    kind = self.catalog.workflow(begun.run.workflow_digest).state(begun.state).kind
+                    begun = self._prepared(tx, begun, kind)
             if isinstance(begun, TurnReport):
                 return begun, None
             started = begun
@@ -301,6 +319,7 @@ class TurnExecutor:
         workflow = self.catalog.workflow(run.workflow_digest)
         self.hook("turn.started", claim)
         ctx = self._context(claim, run, workflow, state, context, turn.id, lost)
+        ctx.prepared = started.prepared
         try:
             if started.supplied:
                 outcome: Outcome = Advance("done", context["states"][state])

@@ -24,9 +24,10 @@ with the claim's events, in one INSERT.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Final, NoReturn
+from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeVar
 
 import sqlalchemy as sa
 
@@ -36,8 +37,10 @@ from openseal.runtime.clock import iso, new_id
 from openseal.runtime.statuses import AgentRequestStatus, RunStatus
 from openseal.runtime.store import combined, fastsql, schema
 from openseal.runtime.store.carved_budgets import carve
-from openseal.runtime.store.errors import IdempotencyConflict, NotFound
+from openseal.runtime.store.errors import IdempotencyConflict, NotFound, transient
 from openseal.runtime.store.events import EVENT_WRITES, Fence, append_events, lease_released
+from openseal.runtime.store.fastsql import execute_driver_sql
+from openseal.runtime.store.group_commit import open_savepoint
 from openseal.runtime.store.inbound_events import consume, first_unconsumed_match
 from openseal.runtime.store.records import (
     Activity,
@@ -55,6 +58,14 @@ from openseal.runtime.store.values import compact_json, loads_json
 
 if TYPE_CHECKING:
     from openseal.runtime.store.dialects import Store
+
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+#: the savepoint of :meth:`FencedTx.attempt` (rolled back to at once if the attempt fails, so
+#: one name serves every attempt)
+ATTEMPT_SAVEPOINT: Final = "fenced_attempt"
 
 
 class _Unset:
@@ -219,6 +230,40 @@ class FencedTx:
             and run.epoch == self.claim.epoch
             and run.lease_owner == self.claim.worker_id
         )
+
+    def attempt(self, body: Callable[[], T]) -> T | None:
+        """``body()``, written in this transaction; or None when it raised an error that is not
+        a database fault, and then nothing it did is kept: its statements are rolled back to a
+        savepoint taken before it, and the changes held back are as they were. The transaction
+        goes on as if ``body`` had not been called.
+
+        For work that may be done here or in a transaction of its own (an action prepared with
+        the turn that enters its state, docs/decisions/0013): where it fails, it is done again
+        on its own, where the failure is met and reported. A database fault (the connection
+        lost, a lock timeout) propagates: the transaction cannot go on.
+        """
+        held = (
+            self._run, dict(self._values), list(self._events), dict(self._turns),
+            list(self._rows), list(self._updates), dict(self._alternatives), self._row_held,
+            dict(self.active_digests), list(self.commit_points),
+        )  # fmt: skip
+        writes, seen = self._conn.info.get(EVENT_WRITES, 0), self._writes_seen
+        open_savepoint(self._conn, ATTEMPT_SAVEPOINT)
+        try:
+            return body()
+        except Exception as exc:
+            if transient(exc) or self._conn.invalidated:
+                raise
+            log.debug("run %s: attempt in a fenced transaction failed: %s", self.claim.run_id, exc)
+            execute_driver_sql(self._conn, f"ROLLBACK TO SAVEPOINT {ATTEMPT_SAVEPOINT}")
+        (
+            self._run, self._values, self._events, self._turns, self._rows, self._updates,
+            self._alternatives, self._row_held, self.active_digests, self.commit_points,
+        ) = held  # fmt: skip
+        # the events the body wrote through the connection are undone: they do not count as
+        # someone else's appends
+        self._writes_seen = seen + self._conn.info.get(EVENT_WRITES, 0) - writes
+        return None
 
     def held_run(self) -> Run | None:
         """The run as this transaction has written it, when the claim still holds it and

@@ -69,6 +69,15 @@ def _nothing(conn: sa.Connection) -> None:
     """A :meth:`GroupCommit.together` block writes through the store, not on the connection."""
 
 
+def open_savepoint(conn: sa.Connection, name: str) -> None:
+    """``SAVEPOINT name`` on ``conn``, left open like a member's, and counted against
+    :data:`SAVEPOINTS_PER_BATCH` when the calling thread runs a body on a batch's."""
+    batch: _Batch | None = getattr(_local, "batch", None)
+    if batch is not None and batch.conn is conn:
+        batch.savepoints += 1
+    execute_driver_sql(conn, f"SAVEPOINT {name}")
+
+
 def current(store: StoreBase) -> GroupCommit | None:
     """The group the calling thread writes through on ``store``, if any: none inside a write's
     body (a write opened there keeps a transaction of its own)."""
@@ -263,6 +272,8 @@ class GroupCommit:
         if spans_block:
             _local.block = _Block(batch, _Scope(savepoint or scope.savepoint))
         _local.inside = not spans_block
+        enclosing = getattr(_local, "batch", None)
+        _local.batch = batch  # savepoints opened in the body count (:func:`open_savepoint`)
         try:
             yield shown(conn)
         except BaseException as exc:
@@ -277,6 +288,7 @@ class GroupCommit:
             return exc
         finally:
             _local.inside = False
+            _local.batch = enclosing
         scope.written += 1
         return None
 

@@ -18,7 +18,7 @@ from openseal.runtime.engine.states import (
     turn,
     wait,
 )
-from openseal.runtime.engine.states.base import Handler
+from openseal.runtime.engine.states.base import Handler, Preparer
 
 HANDLERS: dict[str, Handler] = {
     "turn": turn.execute,
@@ -45,6 +45,13 @@ PURE: dict[str, Handler] = {
 }
 
 
+#: kinds whose built-in handler has part of its turn prepared in the transaction that saves
+#: the turn (docs/decisions/0013): an action's draft, admission and ``dispatched`` mark
+PREPARED: dict[str, tuple[Handler, Preparer]] = {
+    "action": (action.execute, action.prepare_in),
+}
+
+
 def handler_for(kind: str) -> Handler:
     return HANDLERS.get(kind, simple.not_supported)
 
@@ -53,6 +60,15 @@ def is_pure(kind: str) -> bool:
     """Whether ``kind`` is pure: one of :data:`PURE` with its built-in handler still installed
     (a handler installed by :func:`register` is never assumed pure)."""
     return kind in PURE and HANDLERS.get(kind) is PURE[kind]
+
+
+def preparer_for(kind: str) -> Preparer | None:
+    """What prepares a turn of ``kind`` in the transaction that saves it, if anything: only
+    for the built-in handler (one installed by :func:`register` prepares its own turns)."""
+    entry = PREPARED.get(kind)
+    if entry is None or HANDLERS.get(kind) is not entry[0]:
+        return None
+    return entry[1]
 
 
 def register(kind: str, handler: Handler) -> None:

@@ -20,6 +20,7 @@ then drafted here (named after the state) exactly as a proposal state would.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 
 from openseal.contract import ActionSettings, ReconcileWait
@@ -32,6 +33,7 @@ from openseal.runtime.actions.dispatch import (
     output_of,
     target_for,
 )
+from openseal.runtime.actions.proposals import Draft
 from openseal.runtime.actions.reconcile import Step, mark_unknown, reconcile, record, record_in
 from openseal.runtime.clock import iso
 from openseal.runtime.compiled import DefinitionError
@@ -54,10 +56,18 @@ MAX_STEPS = 12
 
 
 def execute(ctx: StepContext) -> Outcome:
-    prepared = _prepare(ctx)
+    # prepared with the turn's save, or (None) now
+    prepared = ctx.prepared if ctx.prepared is not None else _prepare(ctx)
     if isinstance(prepared, str):
         return Attention(prepared)
-    target, proposal, action, sent = prepared
+    if prepared.admitted:
+        ctx.hook("action.admitted", ctx.claim)
+    target, proposal, action, sent = (
+        prepared.target,
+        prepared.proposal,
+        prepared.action,
+        prepared.sent,
+    )
     actor = f"worker:{ctx.claim.worker_id}"
     if sent is not None:
         result = _dispatch(ctx, target, sent)
@@ -130,70 +140,104 @@ def _reconcile_later(ctx: StepContext, step: Step) -> Outcome:
     return Suspend(sleep, f"action {action.id}: {step.pending}; reconciling again at {iso(due)}")
 
 
-def _prepare(ctx: StepContext) -> tuple[Target, Proposal, Action, Action | None] | str:
-    """In one fenced transaction: record the draft (direct form), admit, mark dispatched.
+@dataclass(frozen=True)
+class Prepared:
+    """What preparing an action state's turn left: the action, and whether to send it."""
 
-    Doing these together costs one commit instead of three and moves nothing earlier: the
-    admission still re-checks everything at the last moment before ``dispatched`` is saved,
-    and ``dispatched`` is still saved before the skill is called. Returns the target, the
-    action and — when this transaction marked it dispatched — the action to send; or why the
-    action was not admitted.
-    """
-    config = ctx.state.settings(ActionSettings)
-    reference = config["proposal"]
-    drafted = None
-    if not reference:
-        # the direct form: drafted here, named after the state, as a proposal state would
-        step = proposals.direct_step(config)
-        drafted = proposals.draft(
-            ctx.workflow, ctx.run.id, ctx.state.name, ctx.state.name, step, ctx.scope
-        )
+    target: Target
+    proposal: Proposal
+    action: Action
+    #: the action as this preparation marked it ``dispatched``: to be sent now
+    sent: Action | None
+    #: this preparation admitted the action
+    admitted: bool
+
+
+def _prepare(ctx: StepContext) -> Prepared | str:
+    """In one fenced transaction of its own: record the draft (direct form), admit, mark
+    dispatched (see :func:`_prepare_in`)."""
+    drafted = _drafted(ctx)
     # A large artefact's file (SQLite) is written before the transaction, so no lock is held
     # over its fsync; a proposal's bytes go into its row, in the transaction.
     digest = ctx.store.artifacts.write_file(drafted.data) if drafted is not None else ""
-    admitted = sent = None
-    refusal: str | None = None
     # the fence's statement also reads the active version the admission holds the grants to
     with ctx.store.leases.fenced(ctx.claim, deployment=ctx.workflow.name) as tx:
-        found: Action | None
-        stored = True
-        if drafted is not None:
-            # A new proposal's action is stored by its admission's move (one INSERT in its
-            # final status instead of an INSERT and an UPDATE)
-            proposal, found, stored = store_draft_in(ctx, drafted, digest, tx, hold_new_action=True)
-        else:
-            proposal = _stored_proposal(ctx, tx, str(reference))
-            found = tx.store.actions.by_key(tx.conn, proposal.action_key)
-        if found is None:
-            raise DefinitionError(f"action {proposal.action_key} was never proposed")
-        action = found
-        target = target_for(ctx.workflow, proposal)
-        if action.status in admission.ADMISSIBLE:
-            # Read in this transaction; its events join the transaction's held-back batch.
-            # Admitted, it is marked dispatched by the same UPDATE.
-            verdict = admission.admit(
-                tx.row_conn, ctx.store, ctx.workflow, proposal, action, state=ctx.state.name,
-                now=tx.now, actor=tx.actor, events=tx.append_event, fresh=True,
-                stored=drafted.data if drafted is not None else None,
-                encoded_from=drafted.document if drafted is not None else None,
-                then=_dispatching(action, tx.now), unsaved=not stored,
-                active_digests=tx.active_digests, rows=tx.insert_with_flush,
-            )  # fmt: skip
-            if isinstance(verdict, str):
-                refusal = f"action {action.id} was not admitted: {verdict}"
-            else:
-                # Sent only if this UPDATE marked it (not found so when re-read after a conflict).
-                if _marked_here(verdict, found, tx):
-                    sent = verdict
-                action = admitted = verdict
-        if refusal is None and action.status == ActionStatus.ADMITTED:
-            sent = _mark_dispatched(tx, action)
-            action = sent or tx.store.actions.get(tx.conn, action.id)
-    if refusal is not None:
-        return refusal
-    if admitted is not None:
-        ctx.hook("action.admitted", ctx.claim)
-    return target, proposal, action, sent
+        return _prepare_in(ctx, tx, drafted, digest)
+
+
+def prepare_in(ctx: StepContext, tx: FencedTx) -> Prepared | str | None:
+    """Prepare the turn in ``tx``, the transaction that saves it (docs/decisions/0013), or
+    return None: then the turn prepares in a transaction of its own when it is executed.
+
+    That is the case when the draft is a large artefact (its file is written outside any
+    transaction) and when preparing fails: nothing of it is kept here, and the failure is met
+    again, and reported, where the turn is executed.
+    """
+    try:
+        drafted = _drafted(ctx)
+    except Exception:  # an expression that does not evaluate: reported by the turn itself
+        return None
+    if drafted is not None and not ctx.store.artifacts.inline(len(drafted.data)):
+        return None
+    digest = ctx.store.artifacts.write_file(drafted.data) if drafted is not None else ""
+    return tx.attempt(lambda: _prepare_in(ctx, tx, drafted, digest))
+
+
+def _drafted(ctx: StepContext) -> Draft | None:
+    """The direct form's draft, named after the state as a proposal state would name it; None
+    for an action of a proposal drafted earlier."""
+    config = ctx.state.settings(ActionSettings)
+    if config["proposal"]:
+        return None
+    step, name = proposals.direct_step(config), ctx.state.name
+    return proposals.draft(ctx.workflow, ctx.run.id, name, name, step, ctx.scope)
+
+
+def _prepare_in(
+    ctx: StepContext, tx: FencedTx, drafted: Draft | None, digest: str
+) -> Prepared | str:
+    """In ``tx``: record the draft (direct form), admit, mark dispatched.
+
+    Doing these together costs one commit instead of three and moves nothing earlier: the
+    admission still re-checks everything at the last moment before ``dispatched`` is saved,
+    and ``dispatched`` is still saved before the skill is called. Returns what the turn does
+    next, or why the action was not admitted.
+    """
+    found: Action | None
+    stored = True
+    if drafted is not None:
+        # A new proposal's action is stored by its admission's move (one INSERT in its
+        # final status instead of an INSERT and an UPDATE)
+        proposal, found, stored = store_draft_in(ctx, drafted, digest, tx, hold_new_action=True)
+    else:
+        reference = str(ctx.state.settings(ActionSettings)["proposal"])
+        proposal = _stored_proposal(ctx, tx, reference)
+        found = tx.store.actions.by_key(tx.conn, proposal.action_key)
+    if found is None:
+        raise DefinitionError(f"action {proposal.action_key} was never proposed")
+    action, sent, admitted = found, None, False
+    target = target_for(ctx.workflow, proposal)
+    if action.status in admission.ADMISSIBLE:
+        # Read in this transaction; its events join the transaction's held-back batch.
+        # Admitted, it is marked dispatched by the same UPDATE.
+        verdict = admission.admit(
+            tx.row_conn, ctx.store, ctx.workflow, proposal, action, state=ctx.state.name,
+            now=tx.now, actor=tx.actor, events=tx.append_event, fresh=True,
+            stored=drafted.data if drafted is not None else None,
+            encoded_from=drafted.document if drafted is not None else None,
+            then=_dispatching(action, tx.now), unsaved=not stored,
+            active_digests=tx.active_digests, rows=tx.insert_with_flush,
+        )  # fmt: skip
+        if isinstance(verdict, str):
+            return f"action {action.id} was not admitted: {verdict}"
+        # Sent only if this UPDATE marked it (not found so when re-read after a conflict).
+        if _marked_here(verdict, found, tx):
+            sent = verdict
+        action, admitted = verdict, True
+    if action.status == ActionStatus.ADMITTED:
+        sent = _mark_dispatched(tx, action)
+        action = sent or tx.store.actions.get(tx.conn, action.id)
+    return Prepared(target, proposal, action, sent, admitted)
 
 
 def _stored_proposal(ctx: StepContext, tx: FencedTx, reference: str) -> Proposal:

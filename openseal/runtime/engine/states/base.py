@@ -159,6 +159,9 @@ class StepContext:
     max_repairs: int = 2
     #: the worker's runtime context (``--context``): adapter config and credential sources
     context: RuntimeContext | None = None
+    #: what the state's preparer did in the transaction that saved the turn (see
+    #: ``states.preparer_for``); None when the handler prepares the turn itself
+    prepared: Any = None
 
     def now(self) -> datetime:
         return self.store.now()
@@ -274,6 +277,9 @@ class StepContext:
 
 
 Handler = Callable[[StepContext], Outcome]
+#: prepares part of a turn in the transaction that saves it (docs/decisions/0013): what it
+#: returns reaches the handler as ``StepContext.prepared``; None leaves the handler to do it
+Preparer = Callable[[StepContext, FencedTx], Any]
 
 
 def close_abandoned(tx: FencedTx, extra: Mapping[str, Mapping[str, int]]) -> dict[str, Any]:

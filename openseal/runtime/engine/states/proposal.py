@@ -56,7 +56,9 @@ def store_draft_in(
 def _record(
     tx: FencedTx, store: Store, drafted: Draft, digest: str, hold_new_action: bool
 ) -> tuple[Proposal, Action, bool]:
-    conn = tx.conn
+    # Rows of other tables, which append no run event: the run's held-back changes stay held
+    # back (with a turn saved in this transaction, one flush writes them all).
+    conn = tx.row_conn
     # the artefact and the proposal inserted together (on PostgreSQL by one statement)
     data = drafted.data
     artifact = store.artifacts.new_row(digest, len(data), proposals.MEDIA_TYPE, data)
@@ -72,9 +74,9 @@ def _record(
         # The same exact content drafted again (after changes were requested, say):
         # it is proposed afresh and needs a fresh approval.
         action = store.actions.move(
-            conn, action, ActionStatus.PROPOSED, now=tx.now, actor=tx.actor,
+            tx.conn, action, ActionStatus.PROPOSED, now=tx.now, actor=tx.actor,
             note="drafted again", error=None,
-        ) or store.actions.get(conn, action.id)  # fmt: skip
+        ) or store.actions.get(tx.conn, action.id)  # fmt: skip
     tx.append_event(
         "proposal.drafted",
         {
