@@ -20,7 +20,7 @@ import random
 import socket
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from openseal.errors import ClaimLost, OpenSealError
@@ -240,7 +240,11 @@ class Engine:
                 # a run created here is written by its claim, in the same transaction
                 created = create_objective(self.store, request, caller, write_run=False)
                 unwritten = created.unwritten
-                claimed = self._claim(created.run.id, unwritten) if created.run else None
+                # the version the creation found active, in this transaction: for an admission
+                # in the claim's (docs/decisions/0013), as a fence would read it
+                objective = created.objective
+                active = {objective.workflow_name: objective.workflow_digest} if unwritten else {}
+                claimed = self._claim(created.run.id, unwritten, active) if created.run else None
             return created, None if claimed is None else self._run_claim(*claimed)
 
     def _step(self, run_id: str | None) -> StepReport | None:
@@ -248,16 +252,21 @@ class Engine:
         return None if claimed is None else self._run_claim(*claimed)
 
     def _claim(
-        self, run_id: str | None = None, unwritten: UnwrittenRun | None = None
+        self,
+        run_id: str | None = None,
+        unwritten: UnwrittenRun | None = None,
+        active: Mapping[str, str] | None = None,
     ) -> tuple[Claim, Begun | None, list[TurnReport]] | None:
         """Claim a runnable run (``run_id``, or the one that changed longest ago) with its first
         turn saved; the turns that ended in that commit (pure states) come with it.
         ``unwritten``: the run, created and not written by the transaction the claim joins,
-        which the claim writes (see ``Leases.claim_and_start``)."""
+        which the claim writes (see ``Leases.claim_and_start``); ``active``: deployments'
+        active digests that transaction read (``FencedTx.active_digests``)."""
         ended: list[TurnReport] = []
 
         def start(tx: FencedTx) -> Begun | None:
             ended.clear()
+            tx.active_digests.update(active or {})
             return self.executor.begin(tx, chain=lambda: self._more(len(ended)), done=ended)
 
         try:

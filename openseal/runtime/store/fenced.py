@@ -150,7 +150,7 @@ class FencedTx:
         #: turns started in this transaction and not inserted yet, by id
         self._turns: dict[str, Turn] = {}
         #: rows of other tables held back (:meth:`insert_with_flush`), inserted after the turns
-        self._rows: list[tuple[sa.Table, dict[str, Any]]] = []
+        self._rows: list[tuple[sa.Table, Mapping[str, Any]]] = []
         #: UPDATEs held back (:meth:`update_with_flush`), each with what receives its outcome
         self._updates: list[tuple[sa.Update, Mapping[str, Any], Callable[[list[Any]], None]]] = []
         #: held-back events whose payload depends on a held-back update: event index to the
@@ -183,7 +183,14 @@ class FencedTx:
         with :meth:`insert_with_flush`."""
         return self._conn
 
-    def insert_with_flush(self, table: sa.Table, row: dict[str, Any]) -> None:
+    @property
+    def row_stored(self) -> bool:
+        """Whether the run's row is written: a run this transaction creates is written by its
+        first flush, and a row that refers to the run goes in that flush too
+        (:meth:`insert_with_flush`)."""
+        return self._stored
+
+    def insert_with_flush(self, table: sa.Table, row: Mapping[str, Any]) -> None:
         """Insert ``row`` into ``table`` with the held-back changes (on PostgreSQL by the
         statement that appends the run's events): for a row nothing reads back before then."""
         self._rows.append((table, row))
@@ -245,7 +252,7 @@ class FencedTx:
         held = (
             self._run, dict(self._values), list(self._events), dict(self._turns),
             list(self._rows), list(self._updates), dict(self._alternatives), self._row_held,
-            dict(self.active_digests), list(self.commit_points),
+            dict(self.active_digests), list(self.commit_points), self._stored,
         )  # fmt: skip
         writes, seen = self._conn.info.get(EVENT_WRITES, 0), self._writes_seen
         open_savepoint(self._conn, ATTEMPT_SAVEPOINT)
@@ -259,6 +266,7 @@ class FencedTx:
         (
             self._run, self._values, self._events, self._turns, self._rows, self._updates,
             self._alternatives, self._row_held, self.active_digests, self.commit_points,
+            self._stored,
         ) = held  # fmt: skip
         # the events the body wrote through the connection are undone: they do not count as
         # someone else's appends

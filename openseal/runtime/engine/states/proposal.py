@@ -63,7 +63,14 @@ def _record(
     data = drafted.data
     artifact = store.artifacts.new_row(digest, len(data), proposals.MEDIA_TYPE, data)
     proposal = store.proposals.new(tx.claim.run_id, drafted, digest, tx.now)
-    inserted = store.insert_new_rows(conn, [artifact, store.proposals.new_row(proposal)])
+    if tx.row_stored:
+        inserted = store.insert_new_rows(conn, [artifact, store.proposals.new_row(proposal)])
+    else:
+        # The run is written by this transaction's flush: it has no proposal yet, and its
+        # first one is inserted with it, after its row.
+        table, _key, row = store.proposals.new_row(proposal)
+        tx.insert_with_flush(table, row)
+        inserted = [*store.insert_new_rows(conn, [artifact]), True]
     store.artifacts.recorded(conn, artifact, inserted[0])
     proposal, created = store.proposals.recorded(conn, proposal, inserted[1])
     if created and hold_new_action:
