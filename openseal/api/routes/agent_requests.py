@@ -25,7 +25,7 @@ from openseal.api.models import (
     AgentRequestReview,
     Empty,
 )
-from openseal.api.routes.common import Limit, State, Status, Who, runtime_caller, scoped
+from openseal.api.routes.common import Limit, OfRun, State, Status, Who, runtime_caller, scoped
 from openseal.api.state import state_of
 from openseal.runtime import service
 from openseal.wire import jsonable
@@ -77,7 +77,7 @@ def list_requests(
     who: Who,
     status: Status = None,
     callee: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
-    run: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
+    run: OfRun = None,
     limit: Limit = 100,
 ) -> dict[str, Any]:
     """Newest agent requests first, by status, callee (``agent.finance``) or caller run."""

@@ -9,21 +9,17 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Path
 
 from openseal.api import documents
 from openseal.api.capabilities import requires
 from openseal.api.errors import responses
 from openseal.api.models import ApprovalDecision
 from openseal.api.routes.common import (
-    After,
-    Limit,
-    Since,
+    Listed,
+    OfRun,
     State,
-    Status,
     Who,
-    Workflow,
-    next_after,
     runtime_caller,
     scoped,
 )
@@ -44,20 +40,13 @@ Ref = Annotated[str, Path(min_length=1, max_length=80, description="Approval id 
 def list_approvals(
     state: State,
     who: Who,
-    status: Status = None,
-    run: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
-    workflow: Workflow = None,
-    since: Since = None,
-    after: After = None,
-    limit: Limit = 100,
+    listing: Listed,
+    run: OfRun = None,
 ) -> dict[str, Any]:
     """Newest approvals first, optionally of one status, run or workflow, created since a
     moment; the next page starts after ``next_after`` (null on the last page)."""
-    found = service.list_approvals(
-        state.store, status=status, run_id=run, workflow=workflow, since=since, after=after,
-        limit=limit, caller=scoped(who),
-    )  # fmt: skip
-    return {"approvals": jsonable(found), "next_after": next_after(found, limit)}
+    found = service.list_approvals(state.store, run_id=run, caller=scoped(who), **listing.filters())
+    return listing.page("approvals", found)
 
 
 @router.get(

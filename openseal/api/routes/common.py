@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from typing import Annotated, Any
 
 from fastapi import Depends, Path, Query, Request
@@ -10,6 +11,7 @@ from fastapi import Depends, Path, Query, Request
 from openseal.api.auth import Caller, caller
 from openseal.api.state import ApiState, state_of
 from openseal.runtime import service
+from openseal.wire import jsonable
 
 Id = Annotated[str, Path(min_length=1, max_length=200, description="An id (or a unique prefix)")]
 Limit = Annotated[int, Query(ge=1, le=1000, description="At most this many items")]
@@ -28,12 +30,49 @@ Since = Annotated[
 Workflow = Annotated[
     str | None, Query(min_length=1, max_length=200, description="Only items of this workflow")
 ]
+OfRun = Annotated[
+    str | None, Query(min_length=1, max_length=200, description="Only items of this run")
+]
 Who = Annotated[Caller, Depends(caller)]
 
 
 def next_after(found: Sequence[Any], limit: int) -> str | None:
     """The cursor of the page after ``found`` (None when it was the last page)."""
     return found[-1].id if found and len(found) >= limit else None
+
+
+@dataclass(frozen=True)
+class Listing:
+    """What every list of runtime records is asked for: one status, one workflow, created
+    since a moment, and the page (``after`` a cursor, at most ``limit`` items)."""
+
+    status: str | None
+    workflow: str | None
+    since: str | None
+    after: str | None
+    limit: int
+
+    def filters(self) -> dict[str, Any]:
+        """As the service's list functions take them."""
+        return asdict(self)
+
+    def page(self, name: str, found: Sequence[Any]) -> dict[str, Any]:
+        """The answer: ``found`` under ``name``, and the cursor of the next page (``next_after``,
+        null on the last page)."""
+        return {name: jsonable(found), "next_after": next_after(found, self.limit)}
+
+
+def _listing(
+    status: Status = None,
+    workflow: Workflow = None,
+    since: Since = None,
+    after: After = None,
+    limit: Limit = 100,
+) -> Listing:
+    return Listing(status, workflow, since, after, limit)
+
+
+Listed = Annotated[Listing, Depends(_listing)]
 
 
 def _state(request: Request) -> ApiState:

@@ -12,15 +12,10 @@ from openseal.api.capabilities import requires
 from openseal.api.errors import responses
 from openseal.api.models import ObjectiveActivation, ObjectiveCreate, ObjectiveStatusChange
 from openseal.api.routes.common import (
-    After,
     Id,
-    Limit,
-    Since,
+    Listed,
     State,
-    Status,
     Who,
-    Workflow,
-    next_after,
     runtime_caller,
     scoped,
 )
@@ -77,19 +72,12 @@ def create_objective(body: ObjectiveCreate, state: State, who: Who, key: Key = N
 def list_objectives(
     state: State,
     who: Who,
-    status: Status = None,
-    workflow: Workflow = None,
-    since: Since = None,
-    after: After = None,
-    limit: Limit = 100,
+    listing: Listed,
 ) -> dict[str, Any]:
     """Newest objectives first, optionally of one status or workflow, created since a
     moment; the next page starts after ``next_after`` (null on the last page)."""
-    found = service.list_objectives(
-        state.store, status=status, workflow=workflow, since=since, after=after, limit=limit,
-        caller=scoped(who),
-    )  # fmt: skip
-    return {"objectives": jsonable(found), "next_after": next_after(found, limit)}
+    found = service.list_objectives(state.store, caller=scoped(who), **listing.filters())
+    return listing.page("objectives", found)
 
 
 @router.get(

@@ -18,15 +18,11 @@ from openseal.api.capabilities import requires
 from openseal.api.errors import responses
 from openseal.api.models import Intervention, RunCommand
 from openseal.api.routes.common import (
-    After,
     Id,
     Limit,
-    Since,
+    Listed,
     State,
-    Status,
     Who,
-    Workflow,
-    next_after,
     runtime_caller,
     scoped,
 )
@@ -50,20 +46,15 @@ Sequence = Annotated[int, Query(ge=0, le=2**53, description="Only events after t
 def list_runs(
     state: State,
     who: Who,
-    status: Status = None,
+    listing: Listed,
     objective: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
-    workflow: Workflow = None,
-    since: Since = None,
-    after: After = None,
-    limit: Limit = 100,
 ) -> dict[str, Any]:
     """Runs newest first, optionally of one status, objective or workflow, created since a
     moment; the next page starts after ``next_after`` (null on the last page)."""
     found = service.list_runs(
-        state.store, status=status, limit=limit, objective_id=objective, workflow=workflow,
-        since=since, after=after, caller=scoped(who),
-    )  # fmt: skip
-    return {"runs": jsonable(found), "next_after": next_after(found, limit)}
+        state.store, objective_id=objective, caller=scoped(who), **listing.filters()
+    )
+    return listing.page("runs", found)
 
 
 @router.get(

@@ -204,7 +204,7 @@ class TurnExecutor:
             if isinstance(begun, TurnReport):
                 done.append(begun)
                 return None
-            kind = self.catalog.workflow(begun.run.workflow_digest).state(begun.state).kind
+            kind = self._kind(begun)
             if not is_pure(kind):
                 return self._prepared(tx, begun, kind)
             report = self._execute_in(tx, begun)
@@ -214,6 +214,10 @@ class TurnExecutor:
             if report.status != RunStatus.RUNNING or chain is None or not chain():
                 return None
             first, seq = False, begun.turn.seq + 1
+
+    def _kind(self, started: Started) -> str:
+        """The kind of the state ``started`` entered."""
+        return self.catalog.workflow(started.run.workflow_digest).state(started.state).kind
 
     def _prepared(self, tx: FencedTx, started: Started, kind: str) -> Started:
         """``started`` with what its state's preparer did in ``tx``, the transaction saving it
@@ -310,8 +314,7 @@ class TurnExecutor:
             with self.store.leases.fenced(claim) as tx:
                 begun = self._begin_one(tx, first=True, seq=None)
                 if isinstance(begun, Started):
-                    kind = self.catalog.workflow(begun.run.workflow_digest).state(begun.state).kind
-                    begun = self._prepared(tx, begun, kind)
+                    begun = self._prepared(tx, begun, self._kind(begun))
             if isinstance(begun, TurnReport):
                 return begun, None
             started = begun
