@@ -26,6 +26,10 @@ on first reaching that point, create ``<dir>/<point>.reached`` (containing the r
 block until ``<dir>/<point>.release`` exists — long enough for a test to SIGKILL or SIGSTOP
 it. Without those variables there is no hook and no cost.
 
+Canceling a run (``openseal runs cancel``, the API) has ``run.canceled.committed`` (the run is
+canceled and committed; the children it no longer needs are not canceled yet); the file holds
+the run's id.
+
 A server receiving an inbound event has ``event.received`` (the event and what it fires are
 written, the commit not issued) and ``event.received.committed`` (committed, not answered);
 the file holds the event's id.
@@ -64,6 +68,9 @@ POINTS = (
 #: a schedule trigger's firings and objectives are written, not committed (no run's turn
 #: passes here: tests/runtime/test_trigger_workers.py kills a worker at it)
 TRIGGER_POINT = "trigger.before_commit"
+#: a cancel committed, the children it stops not reached yet (tests/runtime/test_cascade.py
+#: kills the canceling process there)
+CANCEL_POINT = "run.canceled.committed"
 #: a join settled, a retry created: before the commit and after it
 #: (tests/runtime/test_orchestration_crash.py kills a worker at each)
 ORCHESTRATION_POINTS = tuple(
@@ -99,6 +106,11 @@ class BlockAt:
         """An inbound event's points: stored and fired, before its commit and after."""
         if point == self.point:
             self._block(event_id)
+
+    def canceled(self, run_id: str) -> None:
+        """The cancel's point: the run canceled and committed, its children not yet."""
+        if self.point == CANCEL_POINT:
+            self._block(run_id)
 
     def _block(self, content: str) -> None:
         with self._lock:
@@ -154,3 +166,11 @@ def event_hook_from_env() -> ReceiveHook | None:
     if hook is None or hook.point not in RECEIVE_POINTS:
         return None
     return hook.event
+
+
+def cancel_hook_from_env() -> Callable[[str], None] | None:
+    """A cancel's hook when ``OPENSEAL_FAULT_POINT`` is ``run.canceled.committed``."""
+    hook = hook_from_env()
+    if hook is None or hook.point != CANCEL_POINT:
+        return None
+    return hook.canceled

@@ -96,6 +96,11 @@ WAITING_RUN_STATUSES: frozenset[RunStatus] = frozenset(
 TERMINAL_RUN_STATUSES: frozenset[RunStatus] = frozenset(
     {RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELED}
 )
+#: every status of a run that has not ended, in a fixed order (for SQL, where ``IN`` of them
+#: finds the few such runs by an index that ``NOT IN`` the ended ones would not use)
+LIVE_RUN_STATUSES: tuple[RunStatus, ...] = tuple(
+    status for status in RunStatus if status not in TERMINAL_RUN_STATUSES
+)
 
 # Only a running run holds a lease; every other status releases it in the same transaction.
 LEASED_RUN_STATUSES: frozenset[RunStatus] = frozenset({RunStatus.RUNNING})

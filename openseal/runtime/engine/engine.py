@@ -27,6 +27,7 @@ from openseal.errors import ClaimLost, OpenSealError
 from openseal.observability import metrics
 from openseal.runtime import telemetry
 from openseal.runtime.caller import Caller
+from openseal.runtime.engine.cascade import Cascade
 from openseal.runtime.engine.catalog import WorkflowCatalog
 from openseal.runtime.engine.models import ProviderFactory, default_provider_factory
 from openseal.runtime.engine.objectives import create_objective
@@ -200,6 +201,8 @@ class Engine:
             store.commit_hook = commit_hook
         #: fires schedule triggers that are due (one per engine, shared by its threads)
         self.triggers = Scheduler(store, before_commit=trigger_hook_from_env())
+        #: cancels child runs that a cancel decided on and its process did not reach
+        self.cascade = Cascade(store)
         self.executor = TurnExecutor(
             store,
             WorkflowCatalog(store),
@@ -426,6 +429,7 @@ class Engine:
             run_id, hint = hint, None
             try:
                 self.triggers.poll()
+                self.cascade.poll()
                 report = self.step(run_id)
             except OpenSealError as exc:  # e.g. the database is unreachable for a while
                 log.warning("worker %s: %s; retrying", self.worker_id, exc)

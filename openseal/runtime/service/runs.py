@@ -349,10 +349,13 @@ def resume_run(store: Store, request: RunCommand, caller: Caller) -> Run:
 
 def cancel_run(store: Store, request: RunCommand, caller: Caller) -> Run:
     """Cancel durably; the ``run.canceled`` event says what the run was doing."""
+    from openseal.runtime.faults import cancel_hook_from_env
+
     visible_run(store, request.run_id, caller.grant)
     return store.runs.cancel(
-        request.run_id, caller.actor, request.reason, expected_revision=request.expected_revision
-    )
+        request.run_id, caller.actor, request.reason, expected_revision=request.expected_revision,
+        after_commit=cancel_hook_from_env(),
+    )  # fmt: skip
 
 
 def cancellation(store: Store, run: Run) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from openseal.runtime.statuses import TERMINAL_RUN_STATUSES, RunStatus
+from openseal.runtime.statuses import LIVE_RUN_STATUSES, TERMINAL_RUN_STATUSES, RunStatus
 from openseal.runtime.statuses import AgentRequestStatus as S
 from openseal.runtime.store import schema
 from openseal.runtime.store.base import Repository
@@ -334,6 +334,26 @@ class AgentRequests(Repository):
                 .values(status=S.CANCELED, updated_at=now, response={"canceled": "caller canceled"})
             )
         return ids
+
+    def abandoned(self, limit: int) -> list[tuple[str, str, str]]:
+        """Child runs still running for requests that are no longer open, as (child run id,
+        request id, request status): the ones the process that closed the request did not
+        stop, since it stops them after its commit."""
+        with self._store.read() as conn:
+            found = conn.execute(
+                sa.select(
+                    agent_requests.c.child_run_id, agent_requests.c.id, agent_requests.c.status
+                )
+                .select_from(runs)
+                .join(agent_requests, agent_requests.c.child_run_id == runs.c.id)
+                .where(
+                    runs.c.status.in_(LIVE_RUN_STATUSES),  # from the few runs not ended
+                    agent_requests.c.status.not_in(OPEN_AGENT_REQUESTS),
+                )
+                .order_by(agent_requests.c.child_run_id)
+                .limit(limit)
+            ).all()
+        return [(str(child), str(request), str(status)) for child, request, status in found]
 
     def children_of(self, conn: sa.Connection, request_ids: list[str]) -> list[str]:
         """The child runs working on these requests."""

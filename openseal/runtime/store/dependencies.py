@@ -24,7 +24,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from openseal.runtime.clock import new_id
-from openseal.runtime.statuses import TERMINAL_RUN_STATUSES, RunStatus
+from openseal.runtime.statuses import LIVE_RUN_STATUSES, TERMINAL_RUN_STATUSES, RunStatus
 from openseal.runtime.store import schema
 from openseal.runtime.store.base import Repository
 from openseal.runtime.store.errors import NotFound
@@ -275,6 +275,27 @@ class Dependencies(Repository):
             .values(status="canceled", settled_at=now, reason="the parent run was canceled")
         )
         return self.running_children(conn, run_id)
+
+    def abandoned(self, limit: int) -> list[tuple[str, str]]:
+        """Children still running in groups their parent's cancel closed (and that do not
+        detach), as (child run id, parent run id): the ones the cancel's process did not
+        reach, since it cancels them after its commit."""
+        with self._store.read() as conn:
+            found = conn.execute(
+                sa.select(members.c.run_id, groups.c.parent_run_id)
+                .select_from(runs)
+                .join(members, members.c.run_id == runs.c.id)
+                .join(groups, groups.c.id == members.c.group_id)
+                .where(
+                    runs.c.status.in_(LIVE_RUN_STATUSES),  # from the few runs not ended
+                    groups.c.status == "canceled",
+                    groups.c.detach.is_(False),
+                    members.c.status.is_(None),
+                )
+                .order_by(members.c.run_id)
+                .limit(limit)
+            ).all()
+        return [(str(child), str(parent)) for child, parent in found]
 
     def running_children(self, conn: sa.Connection, run_id: str) -> list[str]:
         """The children of ``run_id``'s groups that still run and do not detach."""

@@ -9,7 +9,7 @@ bumping the epoch, so that worker's next fenced write is rejected (invariant 3).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import suppress
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -237,9 +237,15 @@ class Runs(Repository):
         reason: str | None = None,
         *,
         expected_revision: int | None = None,
+        after_commit: Callable[[str], None] | None = None,
     ) -> Run:
         """Cancel durably. The ``run.canceled`` event says what the run was doing, including
-        the worker that may have been executing it, and which agent requests were canceled."""
+        the worker that may have been executing it, and which agent requests were canceled.
+
+        The children it no longer needs are canceled after its commit, each on its own; a
+        process that stops before them leaves them to the next worker's look
+        (:mod:`openseal.runtime.engine.cascade`). ``after_commit`` is a crash test's hook,
+        called with the run's id between the two."""
         now = self._store.now()
         with self._store.write() as conn:
             run = self._store.runs.load(conn, run_id, lock=True)
@@ -290,6 +296,8 @@ class Runs(Repository):
         # Child runs working on the canceled requests, and spawned children that do not
         # detach, stop after this commit: a child's own end locks the child and then this
         # run, so locking them here could deadlock.
+        if after_commit is not None and children:
+            after_commit(run_id)
         for child in children:
             with suppress(InvalidStatus, NotFound):  # it ended meanwhile
                 self.cancel(child, actor, f"caller run {run_id} was canceled")
