@@ -24,13 +24,21 @@ from openseal.runtime.store.records import Run
 from tests.runtime.engine_support import assert_gap_free, engine, scripted
 from tests.runtime.quickstart_support import kill
 from tests.runtime.support import Backend, eventually
-from tests.runtime.test_delegation import CHECK, PICK, REQUEST, _until_delegated, budget
+from tests.runtime.test_delegation import (
+    CHECK,
+    PICK,
+    REQUEST,
+    _step,
+    _until_delegated,
+    budget,
+    kinds,
+)
 from tests.runtime.test_spawn import _children, _deploy, _start, _worker
 from tests.runtime.test_worker_process import LAUNCH, finish, spawn, store_env
 
 pytestmark = pytest.mark.slow_on_postgresql
 
-__all__ = ["budget"]  # the fixture, used by name
+__all__ = ["budget", "kinds"]  # the fixtures, used by name
 
 #: generous: a process starts in seconds even on a loaded machine
 HANG_GUARD = 180.0
@@ -145,6 +153,39 @@ def test_the_child_of_a_canceled_request_is_canceled_by_a_worker(
     assert event.payload["reason"] == f"agent request {request.id} canceled"
     worker.run_until_idle()
     assert budget.runs.get(run.id).status == RunStatus.CANCELED
+
+
+def test_the_child_a_question_let_go_of_is_canceled_by_a_worker(
+    kinds: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    provider, _ = scripted(tmp_path, {"helper": [{"output": {"count": 10}}]})
+    run = service.create_objective(kinds, service.StartObjective("ask_helper", {}), service.CLI).run
+    worker = engine(kinds, provider)
+    request = _until_delegated(kinds, worker, run)
+    first_child = str(request.child_run_id)
+    with monkeypatch.context() as patched:
+
+        def stopped(*args: Any, **kw: Any) -> Run:
+            raise Stopped(args[0])
+
+        patched.setattr(kinds.runs, "cancel", stopped)  # the process stops after the commit
+        with pytest.raises(Stopped):
+            _step(kinds, request, "ask", text="Which office?")
+    asked = kinds.agent_requests.get(request.id)
+    assert (asked.status, asked.child_run_id) == (S.CLARIFICATION_REQUESTED, None)
+    assert kinds.runs.get(first_child).status == RunStatus.QUEUED  # not reached
+
+    assert Cascade(kinds).finish() == [first_child]
+    (event,) = [e for e in kinds.runs.events(first_child, 0, 1000) if e.type == "run.canceled"]
+    assert (event.actor, event.payload["reason"]) == (
+        f"run:{run.id}", f"no agent request of run {run.id} needs it any more"
+    )  # fmt: skip
+    # the request goes on as before: answered, a new child does the work
+    answered = _step(kinds, request, "clarify", value="O4")
+    assert answered.child_run_id not in (None, first_child)
+    worker.run_until_idle()
+    assert kinds.runs.get(run.id).status == RunStatus.COMPLETED
+    assert Cascade(kinds).finish() == []
 
 
 @pytest.mark.slow

@@ -1,16 +1,17 @@
 """Cancellations that reach child runs, finished by any worker.
 
 Canceling a run cancels the children it no longer needs: the runs of the dependency groups
-it had open (unless they ``detach``) and the runs working on its agent requests; closing an
-agent request stops the run working on it. Each child is canceled after the commit that
-decided it, in a transaction of its own, because a child is always locked before its parent
-(invariant 15). A process that stops in between (killed, its host gone) leaves children that
-nobody wants running on, and could let them act.
+it had open (unless they ``detach``) and the runs working on its agent requests. Closing an
+agent request, or letting go of its child (a question to the caller, a completion sent back
+for another try), stops the run that was working on it. Each child is canceled after the
+commit that decided it, in a transaction of its own, because a child is always locked before
+its parent (invariant 15). A process that stops in between (killed, its host gone) leaves
+children that nobody wants running on, and could let them act.
 
-What decides it is durable: the group is ``canceled``, the request no longer open. Every
-worker looks for the children that such a decision left running when it starts and every
-:data:`EVERY_SECONDS` after, and cancels them as the first process would have; one that ended
-meanwhile, or that another worker canceled first, is left as it is.
+What decides it is durable: the group is ``canceled``, the request is no longer open or names
+another child. Every worker looks for the children such a decision left running when it
+starts and every :data:`EVERY_SECONDS` after, and cancels them as the first process would
+have; one that ended meanwhile, or that another worker canceled first, is left as it is.
 """
 
 from __future__ import annotations
@@ -57,6 +58,10 @@ class Cascade:
         left += [
             (child, "system", f"agent request {request} {status}")
             for child, request, status in self.store.agent_requests.abandoned(BATCH)
+        ]
+        left += [
+            (child, f"run:{caller}", f"no agent request of run {caller} needs it any more")
+            for child, caller in self.store.agent_requests.unlinked(BATCH)
         ]
         canceled: list[str] = []
         for child, actor, reason in left:

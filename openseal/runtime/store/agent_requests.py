@@ -355,6 +355,27 @@ class AgentRequests(Repository):
             ).all()
         return [(str(child), str(request), str(status)) for child, request, status in found]
 
+    def unlinked(self, limit: int) -> list[tuple[str, str]]:
+        """Child runs still running that their request let go of (a question to its caller,
+        a completion sent back: the request names another child or none) and that belong to
+        no dependency group, as (child run id, caller run id): the ones the process that
+        changed the request did not stop, since it stops them after its commit. A child is
+        linked to its request or group in the transaction that starts it."""
+        members = schema.dependency_members
+        with self._store.read() as conn:
+            found = conn.execute(
+                sa.select(runs.c.id, runs.c.parent_run_id)
+                .where(
+                    runs.c.status.in_(LIVE_RUN_STATUSES),  # from the few runs not ended
+                    runs.c.parent_run_id.is_not(None),
+                    ~sa.exists().where(agent_requests.c.child_run_id == runs.c.id),
+                    ~sa.exists().where(members.c.run_id == runs.c.id),
+                )
+                .order_by(runs.c.id)
+                .limit(limit)
+            ).all()
+        return [(str(child), str(caller)) for child, caller in found]
+
     def children_of(self, conn: sa.Connection, request_ids: list[str]) -> list[str]:
         """The child runs working on these requests."""
         if not request_ids:
