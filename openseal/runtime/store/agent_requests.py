@@ -347,7 +347,8 @@ class AgentRequests(Repository):
                 .select_from(runs)
                 .join(agent_requests, agent_requests.c.child_run_id == runs.c.id)
                 .where(
-                    runs.c.status.in_(LIVE_RUN_STATUSES),  # from the few runs not ended
+                    runs.c.parent_run_id.is_not(None),  # from the child runs (an index)
+                    runs.c.status.in_(LIVE_RUN_STATUSES),
                     agent_requests.c.status.not_in(OPEN_AGENT_REQUESTS),
                 )
                 .order_by(agent_requests.c.child_run_id)
@@ -366,8 +367,8 @@ class AgentRequests(Repository):
             found = conn.execute(
                 sa.select(runs.c.id, runs.c.parent_run_id)
                 .where(
-                    runs.c.status.in_(LIVE_RUN_STATUSES),  # from the few runs not ended
-                    runs.c.parent_run_id.is_not(None),
+                    runs.c.parent_run_id.is_not(None),  # from the child runs (an index)
+                    runs.c.status.in_(LIVE_RUN_STATUSES),
                     ~sa.exists().where(agent_requests.c.child_run_id == runs.c.id),
                     ~sa.exists().where(members.c.run_id == runs.c.id),
                 )

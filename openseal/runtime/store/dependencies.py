@@ -287,7 +287,8 @@ class Dependencies(Repository):
                 .join(members, members.c.run_id == runs.c.id)
                 .join(groups, groups.c.id == members.c.group_id)
                 .where(
-                    runs.c.status.in_(LIVE_RUN_STATUSES),  # from the few runs not ended
+                    runs.c.parent_run_id.is_not(None),  # from the child runs (an index)
+                    runs.c.status.in_(LIVE_RUN_STATUSES),
                     groups.c.status == "canceled",
                     groups.c.detach.is_(False),
                     members.c.status.is_(None),

@@ -164,6 +164,15 @@ runs = sa.Table(
     sa.Index("ix_runs_claim_wake", "status", "wake_at"),
     # queued runs in claim order: higher priority first, then least recently changed
     sa.Index("ix_runs_claim_queued", "status", "priority", "updated_at"),
+    # the statuses of child runs only (runs started by another's spawn or agent request):
+    # a worker's look for children left running reads the few not ended, not every waiting
+    # run (openseal.runtime.engine.cascade)
+    sa.Index(
+        "ix_runs_children",
+        "status",
+        sqlite_where=sa.text("parent_run_id IS NOT NULL"),
+        postgresql_where=sa.text("parent_run_id IS NOT NULL"),
+    ),
 )
 
 turns = sa.Table(
