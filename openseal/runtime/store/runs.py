@@ -18,7 +18,12 @@ import sqlalchemy as sa
 
 from openseal.errors import StoreError
 from openseal.runtime.clock import iso
-from openseal.runtime.statuses import TERMINAL_RUN_STATUSES, WAITING_RUN_STATUSES, RunStatus
+from openseal.runtime.statuses import (
+    LIVE_RUN_STATUSES,
+    TERMINAL_RUN_STATUSES,
+    WAITING_RUN_STATUSES,
+    RunStatus,
+)
 from openseal.runtime.store import schema
 from openseal.runtime.store.base import Repository
 from openseal.runtime.store.carved_budgets import release_all
@@ -34,7 +39,7 @@ runs = schema.runs
 events = schema.events
 
 PAUSABLE = frozenset({RunStatus.QUEUED, RunStatus.RUNNING} | WAITING_RUN_STATUSES)
-CANCELABLE = frozenset(RunStatus) - TERMINAL_RUN_STATUSES
+CANCELABLE = frozenset(LIVE_RUN_STATUSES)
 INTERVENABLE = frozenset({RunStatus.PAUSED, RunStatus.NEEDS_ATTENTION})
 
 
