@@ -35,6 +35,16 @@ compared too, without a target); commits per run ≤ 2 with a Worker's batches o
 create-then-work batches also run on PostgreSQL when a server is reachable (reported, no
 target).
 
+The ``Engine.submit`` figure and the peers' are measured in alternation: after one untimed
+batch of openseal's, each repetition is one timed batch of ``Engine.submit``, then one of each
+peer (its script run with ``--repeat 1`` in a process of its own, in a fresh directory, its
+warm-up untimed), so openseal, DBOS, LangGraph, openseal, DBOS, LangGraph … (the order is kept
+in the report's ``interleaved`` parameter). On a shared machine the conditions drift over
+minutes and move the two sides apart: ``Engine.submit`` is bound by the CPU, LangGraph by its
+fsyncs, so repetitions measured minutes apart compare a fast CPU with a slow disk or the
+reverse. Each comparison's note lists the ratio of every pair of repetitions (``Engine.submit``
+÷ the peer), so their spread shows beside the ratio of the medians.
+
 ``OPENSEAL_BENCH_BASELINE=<git revision>`` also measures that revision: its ``openseal`` and
 its own ``bench`` are extracted with ``git archive``, and before each repetition of the current
 batches (SQLite at concurrency 1 and batched, PostgreSQL at both) one batch of the revision
@@ -55,7 +65,8 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from tempfile import mkdtemp
 from typing import Any
@@ -101,6 +112,8 @@ WORKER_SETTING = f"a Worker of {CONCURRENCY} threads, batches of {BATCH_SIZE}"
 SUBMIT_SETTING = f"Engine.submit from {CONCURRENCY} threads, batches of {BATCH_SIZE}"
 #: openseal runs/s (the fastest batched configuration) at least this many times each peer's
 PEER_TARGETS = {"DBOS": 3.0, "LangGraph": 2.0}
+#: each peer and the script that drives it (in ``bench/.venv-peers``), in the order they run
+PEER_SCRIPTS = {"DBOS": "dbos_peer.py", "LangGraph": "langgraph_peer.py"}
 #: what a baseline revision's batch runs: read as text and run in that revision's tree
 BASELINE_DRIVER = Path(__file__).with_name("durable_baseline.py")
 
@@ -333,14 +346,20 @@ def configuration(concurrency: int, batch_size: int) -> str:
 
 
 def measure_openseal(
-    report: Report, options: Options, floor: Figure, baseline: Baseline | None
+    report: Report,
+    options: Options,
+    floor: Figure,
+    baseline: Baseline | None,
+    peers: list[Peer],
 ) -> tuple[list[Configured], Figure | None]:
     """The batched figures, each with its configuration, and the figure of one thread alone
-    (none when not measured)."""
+    (none when not measured); the ``peers``' repetitions alternate with ``Engine.submit``'s
+    (or run alone when the engine cannot)."""
     problem = engine_problem()
     if problem is not None:
         report.add(unavailable("openseal runs/s", problem, "runs/s"))
         report.add(unavailable("openseal turns/s", problem, "turns/s"))
+        interleave(report, options, None, peers)
         return [], None
     with_action = action_supported()
     workflow = ACTION_WORKFLOW if with_action else TRANSFORM_WORKFLOW
@@ -349,7 +368,7 @@ def measure_openseal(
     )  # fmt: skip
     report.parameters["workflow"] = shape
     documents = compiled(options.workdir / "project", workflow)
-    runs = options.pick(quick=20, default=1000)
+    runs = batch_runs(options)
     report.parameters["runs"] = runs
     report.parameters["concurrency"], report.parameters["batch_size"] = CONCURRENCY, BATCH_SIZE
     alone = Batch(options, documents, runs)
@@ -406,14 +425,18 @@ def measure_openseal(
         # cProfile sees the calling thread only: one thread alone is what it can show
         small = Batch(options, documents, max(50, runs // 10))
         report.profiles["openseal runs/s"] = profile_text(small, top=25)
-    submitted = measure_submit(report, options, documents, shape)
+    submitted = measure_submit(report, options, documents, shape, peers)
     return [(ours, WORKER_SETTING), (submitted, SUBMIT_SETTING)], alone_figure
 
 
-def measure_submit(report: Report, options: Options, documents: list[Any], shape: str) -> Figure:
+def measure_submit(
+    report: Report, options: Options, documents: list[Any], shape: str, peers: list[Peer]
+) -> Figure:
     """Runs started and finished in-process with ``Engine.submit`` from :data:`CONCURRENCY`
     threads, as the peers are driven (LangGraph's ``invoke``, DBOS starting its workflows in
-    its process). Not compared to a baseline revision: its driver runs the other batches only.
+    its process), each repetition followed by one of each of the ``peers`` (see
+    :func:`interleave`). Not compared to a baseline revision: its driver runs the other
+    batches only.
 
     The peers' runs pay for no instruments, so neither do these: the timed batches count
     nothing, and one more batch, untimed, counts the commits and statements."""
@@ -421,7 +444,7 @@ def measure_submit(report: Report, options: Options, documents: list[Any], shape
     submitting = Batch(
         options, documents, runs, concurrency=CONCURRENCY, submit=True, counted=False
     )
-    samples, _ = repetitions(submitting, options, None)
+    samples = interleave(report, options, submitting, peers)
     counted = Batch(options, documents, runs, concurrency=CONCURRENCY, submit=True)()
     figures = per_run(report, "submit", samples[-1], runs, counted)
     return report.add(
@@ -440,13 +463,19 @@ def fastest(batched: list[Configured]) -> tuple[Stats, str] | None:
     return max(measured, key=lambda item: item[0].median, default=None)
 
 
-def peer_command(script: str, options: Options, runs: int) -> list[str]:
+def batch_runs(options: Options) -> int:
+    """The runs of a SQLite batch, openseal's and each peer's."""
+    return options.pick(quick=20, default=1000)
+
+
+def peer_command(script: str, directory: Path, runs: int) -> list[str]:
+    """One repetition of a peer (after its untimed warm-up), its databases in ``directory``."""
     return [
         str(PEERS_VENV / "bin" / "python"),
         str(PEERS_DIRECTORY / script),
         "--runs", str(runs),
-        "--repeat", str(options.repeat),
-        "--dir", str(options.workdir),
+        "--repeat", "1",
+        "--dir", str(directory),
     ]  # fmt: skip
 
 
@@ -468,22 +497,80 @@ def ensure_peers(options: Options) -> str | None:
     return None
 
 
-def measure_peer(name: str, script: str, options: Options) -> tuple[Figure, dict[str, Any]]:
-    runs = options.pick(quick=20, default=1000)
-    problem = ensure_peers(options)
-    if problem is not None:
-        return unavailable(f"{name} runs/s", problem, "runs/s"), {}
+class PeerFailed(RuntimeError):
+    """A peer's repetition did not run; the message says why."""
+
+
+def measure_peer(script: str, options: Options, runs: int, repetition: int) -> dict[str, Any]:
+    """One repetition of a peer, in a process of its own and a fresh directory: what its
+    script printed (``seconds`` holds the one timed batch, beside its versions and pragmas)."""
+    directory = options.workdir / "peers" / f"{Path(script).stem}-{repetition}"
+    directory.mkdir(parents=True)
     completed = subprocess.run(
-        peer_command(script, options, runs), capture_output=True, check=False, timeout=1800
+        peer_command(script, directory, runs), capture_output=True, check=False, timeout=1800
     )
     if completed.returncode != 0:
         lines = completed.stderr.decode(errors="replace").strip().splitlines()
-        reason = lines[-1] if lines else f"exit status {completed.returncode}"
-        return unavailable(f"{name} runs/s", f"peer failed: {reason}", "runs/s"), {}
+        raise PeerFailed(lines[-1] if lines else f"exit status {completed.returncode}")
     data: dict[str, Any] = json.loads(completed.stdout.decode().strip().splitlines()[-1])
-    seconds: Stats = summarize(data["seconds"])
-    described = f"{name} {data.get('version')}, SQLite {data.get('sqlite')}"
-    return compare(f"{name} runs/s", "runs/s", rates(runs, seconds), note=described), data
+    return data
+
+
+@dataclass
+class Peer:
+    """A peer's repetitions so far: seconds per batch of runs, and what its last one printed
+    beside them; or why it does not run (not installed, or a repetition that failed)."""
+
+    name: str
+    script: str
+    problem: str | None = None
+    seconds: list[float] = field(default_factory=list)
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def repetition(self, options: Options, runs: int) -> bool:
+        """One more repetition unless one has failed already; whether it ran."""
+        if self.problem is not None:
+            return False
+        try:
+            self.data = measure_peer(self.script, options, runs, len(self.seconds))
+        except PeerFailed as failed:
+            self.problem = f"peer failed: {failed}"
+            return False
+        self.seconds.append(self.data["seconds"][0])
+        return True
+
+    def figure(self, runs: int) -> Figure:
+        """Its runs/s, or not available with the reason."""
+        name = f"{self.name} runs/s"
+        if self.problem is not None:
+            return unavailable(name, self.problem, "runs/s")
+        described = f"{self.name} {self.data.get('version')}, SQLite {self.data.get('sqlite')}"
+        return compare(name, "runs/s", rates(runs, summarize(self.seconds)), note=described)
+
+
+def interleave(
+    report: Report,
+    options: Options,
+    submitting: Callable[[], Sample] | None,
+    peers: list[Peer],
+) -> list[Sample]:
+    """``options.repeat`` samples of ``submitting`` (after one untimed), each followed by one
+    repetition of each peer: openseal, DBOS, LangGraph, openseal … so that each pair compared
+    is measured under the same conditions (the CPU and the disk of a shared machine drift
+    over minutes, each side bound by one of them). The order they ran in is kept in the
+    report's ``interleaved`` parameter; ``submitting`` None runs the peers alone."""
+    runs = batch_runs(options)
+    if submitting is not None:
+        submitting()  # warm-up: imports, compiled-workflow cache, first connections
+    samples: list[Sample] = []
+    order: list[str] = []
+    for _ in range(options.repeat):
+        if submitting is not None:
+            samples.append(submitting())
+            order.append("openseal")
+        order.extend(peer.name for peer in peers if peer.repetition(options, runs))
+    report.parameters["interleaved"] = order
+    return samples
 
 
 def measure_postgres(report: Report, options: Options, baseline: Baseline | None) -> None:
@@ -530,9 +617,22 @@ def measure_postgres(report: Report, options: Options, baseline: Baseline | None
         )  # fmt: skip
 
 
-def versus_peer(name: str, peer: Figure, best: tuple[Stats, str] | None) -> Figure:
-    """openseal's fastest batched runs/s (``best``) against the peer's, with the target; not
-    available, with the reason, when either was not measured."""
+def paired_ratios(ours: Figure | None, peer: Figure) -> list[float]:
+    """``ours`` ÷ ``peer``, repetition by repetition (their samples alternated); none unless
+    both have every repetition."""
+    if ours is None or ours.stats is None or peer.stats is None:
+        return []
+    if ours.stats.count != peer.stats.count:
+        return []
+    return [a / b for a, b in zip(ours.stats.samples, peer.stats.samples, strict=True)]
+
+
+def versus_peer(
+    name: str, peer: Figure, best: tuple[Stats, str] | None, paired: list[float] | None = None
+) -> Figure:
+    """openseal's fastest batched runs/s (``best``) against the peer's, with the target, and
+    the ``paired`` ratios (``Engine.submit`` ÷ the peer, repetition by repetition) in the
+    note; not available, with the reason, when either was not measured."""
     versus = f"openseal runs/s vs {name}"
     target = Target(PEER_TARGETS[name], upper=False)
     if best is None:
@@ -541,27 +641,32 @@ def versus_peer(name: str, peer: Figure, best: tuple[Stats, str] | None) -> Figu
     if peer.stats is None:  # the peer's figure says why, already as "not available: ..."
         return unavailable(versus, peer.note.removeprefix("not available: "), "runs/s", target)
     rate, setting = best
-    return compare(
-        versus, "runs/s", rate, peer, target,
-        note=f"openseal's fastest batched configuration: {setting}",
-    )  # fmt: skip
+    note = f"openseal's fastest batched configuration: {setting}"
+    if paired:
+        listed = ", ".join(f"{ratio:.2f}×" for ratio in paired)
+        note += f"; Engine.submit ÷ {name}, repetition by repetition: {listed}"
+    return compare(versus, "runs/s", rate, peer, target, note=note)
 
 
 def run(options: Options) -> Report:
     report = Report(NAME)
     floor = report.add(measure_floor(options))
     baseline = baseline_tree(report, options)
-    batched, alone = measure_openseal(report, options, floor, baseline)
+    problem = ensure_peers(options)
+    peers = [Peer(name, script, problem) for name, script in PEER_SCRIPTS.items()]
+    batched, alone = measure_openseal(report, options, floor, baseline, peers)
     best = fastest(batched)
     if best is not None:
         report.parameters["peer_comparison"] = best[1]
-    for name, script in (("DBOS", "dbos_peer.py"), ("LangGraph", "langgraph_peer.py")):
-        peer, data = measure_peer(name, script, options)
-        report.add(peer)
-        if data:
-            report.parameters[f"peer_{name.lower()}"] = {k: v for k, v in data.items()
-                                                         if k != "seconds"}  # fmt: skip
-        report.add(versus_peer(name, peer, best))
+    submitted = next((figure for figure, setting in batched if setting == SUBMIT_SETTING), None)
+    for measured in peers:
+        name = measured.name
+        peer = report.add(measured.figure(batch_runs(options)))
+        paired = paired_ratios(submitted, peer)
+        if measured.problem is None:
+            described = {k: v for k, v in measured.data.items() if k != "seconds"}
+            report.parameters[f"peer_{name.lower()}"] = {**described, "submit_ratios": paired}
+        report.add(versus_peer(name, peer, best, paired))
         if alone is not None and alone.stats is not None and peer.stats is not None:
             versus = f"openseal runs/s vs {name}, concurrency 1"
             report.add(compare(versus, "runs/s", alone.stats, peer))
