@@ -40,7 +40,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 from openseal.runtime.store import (
@@ -135,42 +135,37 @@ def hook_from_env() -> BlockAt | None:
     return BlockAt(point, Path(directory))
 
 
+def _armed(points: Collection[str]) -> BlockAt | None:
+    """The hook ``OPENSEAL_FAULT_POINT`` arms, when it names one of ``points``."""
+    hook = hook_from_env()
+    return hook if hook is not None and hook.point in points else None
+
+
 def batch_hook_from_env() -> BatchHook | None:
     """The group commit's hook when ``OPENSEAL_FAULT_POINT`` names one of its points."""
-    hook = hook_from_env()
-    if hook is None or hook.point not in BATCH_POINTS:
-        return None
-    return hook.batch
+    hook = _armed(BATCH_POINTS)
+    return None if hook is None else hook.batch
 
 
 def commit_hook_from_env() -> Callable[[str, Claim], None] | None:
     """The store's hook (``Store.commit_hook``) when ``OPENSEAL_FAULT_POINT`` is one of
     :data:`ORCHESTRATION_POINTS`."""
-    hook = hook_from_env()
-    if hook is None or hook.point not in ORCHESTRATION_POINTS:
-        return None
-    return hook
+    return _armed(ORCHESTRATION_POINTS)
 
 
 def trigger_hook_from_env() -> Callable[[list[str]], None] | None:
     """The scheduler's hook when ``OPENSEAL_FAULT_POINT`` is ``trigger.before_commit``."""
-    hook = hook_from_env()
-    if hook is None or hook.point != TRIGGER_POINT:
-        return None
-    return hook.trigger
+    hook = _armed((TRIGGER_POINT,))
+    return None if hook is None else hook.trigger
 
 
 def event_hook_from_env() -> ReceiveHook | None:
     """The inbound events' hook when ``OPENSEAL_FAULT_POINT`` is one of their points."""
-    hook = hook_from_env()
-    if hook is None or hook.point not in RECEIVE_POINTS:
-        return None
-    return hook.event
+    hook = _armed(RECEIVE_POINTS)
+    return None if hook is None else hook.event
 
 
 def cancel_hook_from_env() -> Callable[[str], None] | None:
     """A cancel's hook when ``OPENSEAL_FAULT_POINT`` is ``run.canceled.committed``."""
-    hook = hook_from_env()
-    if hook is None or hook.point != CANCEL_POINT:
-        return None
-    return hook.canceled
+    hook = _armed((CANCEL_POINT,))
+    return None if hook is None else hook.canceled
