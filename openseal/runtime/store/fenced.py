@@ -160,9 +160,12 @@ class FencedTx:
         #: also requires epoch, owner and ``running`` (the lock already guarantees it; this
         #: keeps a transaction that lost its lock from writing over a takeover)
         self._row_held = held
+        #: the connection's own dict (``Connection.info`` looks it up through three properties),
+        #: where the store counts the statements that wrote events
+        self._info = conn.info
         # Event writes on this connection so far: another one means someone appended to a
         # run directly (through :attr:`conn`) and the sequence must be read again.
-        self._writes_seen = conn.info.get(EVENT_WRITES, 0)
+        self._writes_seen = self._info.get(EVENT_WRITES, 0)
         #: the :data:`COMMIT_POINTS` this transaction passes (a join settled, a retry created)
         self.commit_points: list[str] = []
         #: deployments' active digests (None: never activated) read in this transaction with
@@ -230,7 +233,7 @@ class FencedTx:
             raise StoreError(f"run {self.claim.run_id} changed under its lock", code="internal")
         self._updated(held, row["updated"])
         self._values, self._events, self._stored = {}, [], True
-        self._writes_seen = self._conn.info.get(EVENT_WRITES, 0)
+        self._writes_seen = self._info.get(EVENT_WRITES, 0)
         run = self._run
         self._row_held = (
             run.status == RunStatus.RUNNING
@@ -254,7 +257,7 @@ class FencedTx:
             list(self._rows), list(self._updates), dict(self._alternatives), self._row_held,
             dict(self.active_digests), list(self.commit_points), self._stored,
         )  # fmt: skip
-        writes, seen = self._conn.info.get(EVENT_WRITES, 0), self._writes_seen
+        writes, seen = self._info.get(EVENT_WRITES, 0), self._writes_seen
         open_savepoint(self._conn, ATTEMPT_SAVEPOINT)
         try:
             return body()
@@ -270,7 +273,7 @@ class FencedTx:
         ) = held  # fmt: skip
         # the events the body wrote through the connection are undone: they do not count as
         # someone else's appends
-        self._writes_seen = seen + self._conn.info.get(EVENT_WRITES, 0) - writes
+        self._writes_seen = seen + self._info.get(EVENT_WRITES, 0) - writes
         return None
 
     def held_run(self) -> Run | None:
@@ -285,7 +288,7 @@ class FencedTx:
             not self._row_held
             or self._values
             or self._events
-            or self._conn.info.get(EVENT_WRITES, 0) != self._writes_seen
+            or self._info.get(EVENT_WRITES, 0) != self._writes_seen
         ):
             return None
         run, start = self._run, self._start
@@ -305,13 +308,13 @@ class FencedTx:
             then(returned)
 
     def _sync_counters(self) -> None:
-        if self._conn.info.get(EVENT_WRITES, 0) == self._writes_seen:
+        if self._info.get(EVENT_WRITES, 0) == self._writes_seen:
             return
         (row,) = fastsql.execute(self._conn, SELECT_COUNTERS, {"p_id": self.claim.run_id})
         self._run = evolve(
             self._run, last_event_seq=row["last_event_seq"], revision=row["revision"]
         )
-        self._writes_seen = self._conn.info.get(EVENT_WRITES, 0)
+        self._writes_seen = self._info.get(EVENT_WRITES, 0)
 
     def _change(
         self,
@@ -619,7 +622,7 @@ class FencedTx:
         early = first_unconsumed_match(self.conn, name, correlation, run.scope)
         if early is not None:
             self._run = consume(self.conn, early, run, self.now, self.actor)
-            self._writes_seen = self._conn.info.get(EVENT_WRITES, 0)  # consume's is the last
+            self._writes_seen = self._info.get(EVENT_WRITES, 0)  # consume's is the last
             self.store.notify_work(self._conn, run.id)
         return early
 
