@@ -124,6 +124,27 @@ def test_the_cursor_path_is_taken_on_a_plain_store(backend: Backend) -> None:
     assert contexts == [None]
 
 
+def test_a_store_nobody_listens_to_calls_no_listener(backend: Backend) -> None:
+    # The cursor path then skips the listener collections (their calls cost more than the
+    # rest of its work); one listener, here on every engine, brings them back.
+    store = backend.open()
+    seen: list[str] = []
+
+    def listen(_conn: Any, _cursor: Any, sql: str, *_rest: Any) -> None:
+        seen.append(sql.split()[0].upper())
+
+    with store.write() as conn:
+        assert fastsql._fast(conn) is fastsql._UNHEARD
+        event.listen(sa.Engine, "after_cursor_execute", listen)
+        try:
+            assert fastsql._fast(conn) is not fastsql._UNHEARD
+            fastsql.execute(conn, INSERT, row("e1", "a", 1))
+        finally:
+            event.remove(sa.Engine, "after_cursor_execute", listen)
+        assert fastsql._fast(conn) is fastsql._UNHEARD
+    assert seen == ["INSERT"]
+
+
 def test_the_sqlalchemy_internals_it_relies_on_are_where_it_expects() -> None:
     # A new SQLAlchemy release moved something: fix fastsql (or its checks), then widen the
     # SQLAlchemy pin in pyproject.toml to the release tested.

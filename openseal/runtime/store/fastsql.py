@@ -209,9 +209,6 @@ def _fast(conn: sa.Connection) -> Any:
     dialect = conn.dialect
     if conn._echo or (not _checked.get(dialect.name, False) and not _internals_ok(dialect)):
         return None
-    dispatch = conn.dispatch if conn._has_events else conn.engine.dispatch
-    if dispatch.before_execute or dispatch.after_execute:
-        return None
     if dialect._has_events and (
         dialect.dispatch.do_execute
         or dialect.dispatch.do_executemany
@@ -219,7 +216,37 @@ def _fast(conn: sa.Connection) -> Any:
         or dialect.dispatch.do_setinputsizes
     ):
         return None
+    if not conn._has_events:
+        dispatch = conn.engine.dispatch
+        if _unheard(dispatch):
+            return _UNHEARD
+    else:
+        dispatch = conn.dispatch
+    if dispatch.before_execute or dispatch.after_execute:
+        return None
     return dispatch
+
+
+#: what :func:`_fast` returns when no statement-level listener is registered: the cursor path
+#: then calls none (there are none to call)
+_UNHEARD = object()
+
+
+def _unheard(dispatch: Any) -> bool:
+    """Whether an engine's dispatcher has no listener of the statement-level events, on the
+    engine or on its class. Read off each collection's lists, as its ``__bool__`` does, but
+    without a Python-level call per collection: on every statement, those calls cost more
+    than the rest of this module's work around the cursor."""
+    return not (
+        dispatch.before_execute.parent_listeners
+        or getattr(dispatch.before_execute, "listeners", None)
+        or dispatch.after_execute.parent_listeners
+        or getattr(dispatch.after_execute, "listeners", None)
+        or dispatch.before_cursor_execute.parent_listeners
+        or getattr(dispatch.before_cursor_execute, "listeners", None)
+        or dispatch.after_cursor_execute.parent_listeners
+        or getattr(dispatch.after_cursor_execute, "listeners", None)
+    )
 
 
 def _on_cursor(
@@ -231,17 +258,20 @@ def _on_cursor(
     dbapi = conn.connection.dbapi_connection
     assert dbapi is not None
     cursor = dbapi.cursor()
+    heard = dispatch is not _UNHEARD
     try:
         # Listeners registered without retval=True are wrapped by SQLAlchemy to hand the
         # statement and parameters back unchanged; those with it may replace them.
-        for listener in dispatch.before_cursor_execute:
-            sql, parameters = listener(conn, cursor, sql, parameters, None, many)
+        if heard:
+            for listener in dispatch.before_cursor_execute:
+                sql, parameters = listener(conn, cursor, sql, parameters, None, many)
         if many:
             cursor.executemany(sql, parameters)
         else:
             cursor.execute(sql, parameters)
-        # Called as SQLAlchemy calls it, without asking first whether anything listens.
-        dispatch.after_cursor_execute(conn, cursor, sql, parameters, None, many)
+        if heard:
+            # Called as SQLAlchemy calls it, without asking first whether anything listens.
+            dispatch.after_cursor_execute(conn, cursor, sql, parameters, None, many)
         description = cursor.description
         fetched = cursor.fetchall() if fetch and description is not None else ()
         rowcount = cursor.rowcount
@@ -345,8 +375,8 @@ def internals_problems(dialects: Sequence[Dialect] | None = None) -> list[str]:
 
     Checks the compiler's bookkeeping on one statement for each of ``dialects`` (default:
     SQLite's and psycopg's, one per paramstyle), the type's cached result processor, the
-    connection's error handler and echo flag, and the wrapping of cursor listeners that lets
-    them be called one by one.
+    connection's error handler and echo flag, the lists an engine keeps its statement listeners
+    in, and the wrapping of cursor listeners that lets them be called one by one.
     """
     if dialects is None:
         from sqlalchemy.dialects import postgresql, sqlite
@@ -396,7 +426,13 @@ def internals_problems(dialects: Sequence[Dialect] | None = None) -> list[str]:
         def unchanged(*_args: Any) -> None:
             return None
 
-        sa.event.listen(engine, "before_cursor_execute", unchanged)
+        try:
+            unheard = _unheard(engine.dispatch)
+            sa.event.listen(engine, "before_cursor_execute", unchanged)
+            if not unheard or _unheard(engine.dispatch):
+                problems.append("an engine's statement listeners are not told by its lists")
+        except AttributeError as exc:
+            problems.append(f"an engine's statement listeners: {exc}")
         with engine.connect() as conn:
             listeners = list(conn.dispatch.before_cursor_execute)
             returned = listeners[0](conn, None, "SELECT 1", (), None, False) if listeners else None
