@@ -19,9 +19,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from contextlib import suppress
 
-from openseal.runtime.store import InvalidStatus, NotFound, Store
+from openseal.runtime.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -63,11 +62,11 @@ class Cascade:
             (child, f"run:{caller}", f"no agent request of run {caller} needs it any more")
             for child, caller in self.store.agent_requests.unlinked(BATCH)
         ]
-        canceled: list[str] = []
-        for child, actor, reason in left:
-            with suppress(InvalidStatus, NotFound):  # it ended, or was canceled, meanwhile
-                self.store.runs.cancel(child, actor, reason)
-                canceled.append(child)
+        canceled = [
+            child
+            for child, actor, reason in left
+            if self.store.runs.cancel_unless_ended(child, actor, reason)
+        ]
         if canceled:
             log.info("canceled %d child run(s) left running by a cancel", len(canceled))
         return canceled

@@ -16,7 +16,6 @@ closed (decline, expiry, the caller's cancellation) does so after its own commit
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from contextlib import suppress
 from datetime import datetime
 from typing import Any
 
@@ -140,7 +139,9 @@ class AgentRequests(Repository):
             or updated.status not in OPEN_AGENT_REQUESTS
         )
         if stale:
-            self._stop_child(str(current.child_run_id), actor, f"agent request {request_id} {step}")
+            self._store.runs.cancel_unless_ended(
+                str(current.child_run_id), actor, f"agent request {request_id} {step}"
+            )
         return updated
 
     def _update(
@@ -180,11 +181,6 @@ class AgentRequests(Repository):
         )  # fmt: skip
         if wake and caller.status == RunStatus.WAITING_FOR_AGENT:
             self._store.notify_work(conn, caller.id)
-
-    def _stop_child(self, child_run_id: str, actor: str, reason: str) -> None:
-        """Cancel a child run whose request no longer needs it (after the request's commit)."""
-        with suppress(InvalidStatus, NotFound):  # it ended by itself meanwhile
-            self._store.runs.cancel(child_run_id, actor, reason)
 
     def accept(
         self, request_id: str, actor: str, *, restart: Restart | None = None

@@ -304,9 +304,16 @@ class Runs(Repository):
         if after_commit is not None and children:
             after_commit(run_id)
         for child in children:
-            with suppress(InvalidStatus, NotFound):  # it ended meanwhile
-                self.cancel(child, actor, f"caller run {run_id} was canceled")
+            self.cancel_unless_ended(child, actor, f"caller run {run_id} was canceled")
         return canceled
+
+    def cancel_unless_ended(self, run_id: str, actor: str, reason: str) -> bool:
+        """Cancel a run another one no longer needs, which may have ended (or been canceled)
+        meanwhile; whether this canceled it."""
+        with suppress(InvalidStatus, NotFound):
+            self.cancel(run_id, actor, reason)
+            return True
+        return False
 
     def intervene(
         self,

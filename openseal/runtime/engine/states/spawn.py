@@ -17,7 +17,6 @@ version) starts none of them: the group is ``failed`` at once, with the reason.
 
 from __future__ import annotations
 
-from contextlib import suppress
 from datetime import timedelta
 from typing import Any, Final
 
@@ -31,9 +30,7 @@ from openseal.runtime.store import (
     Connection,
     DependencyGroup,
     FencedTx,
-    InvalidStatus,
     NewChild,
-    NotFound,
     Store,
 )
 
@@ -129,10 +126,8 @@ def _cancel_leftovers(ctx: StepContext, group: DependencyGroup) -> bool:
     actor = f"run:{group.parent_run_id}"
     leftovers = [m for m in group.members if RunStatus(m.status) not in TERMINAL_RUN_STATUSES]
     for member in leftovers:
-        with suppress(InvalidStatus, NotFound):  # it ended meanwhile
-            ctx.store.runs.cancel(
-                member.run_id, actor, f"dependency group {group.id} {group.status}"
-            )
+        reason = f"dependency group {group.id} {group.status}"
+        ctx.store.runs.cancel_unless_ended(member.run_id, actor, reason)
     return bool(leftovers)
 
 
