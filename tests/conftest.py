@@ -1,4 +1,5 @@
-"""What the whole suite shares: which PostgreSQL halves run with the slow set.
+"""What the whole suite shares: which PostgreSQL halves run with the slow set, and a
+collector as usual in every test.
 
 The PostgreSQL half of a test marked ``slow_on_postgresql``, or of any test of the faces over
 the service (:data:`FACES`: the HTTP API, the CLI), runs with ``make test-slow``; its SQLite
@@ -8,8 +9,10 @@ and the store's own tests (tests/runtime) run on both in ``make test``.
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
+from collections.abc import Iterator
 
 import pytest
 
@@ -33,6 +36,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         on_postgresql = callspec is not None and callspec.params.get("backend") == "postgresql"
         if on_postgresql and _postgresql_half_is_slow(item):
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(autouse=True)
+def _collected_as_usual() -> Iterator[None]:
+    """A worker command run in-process freezes the heap as it would its own process's
+    (``freeze_start_up_heap``); the next test starts with the collector as usual."""
+    yield
+    if gc.get_freeze_count():
+        gc.unfreeze()
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ names a database (PostgreSQL: ``postgresql+psycopg://user@host/db``).
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -331,6 +332,7 @@ def worker(
         runner.install_signal_handlers(log)
         exposed = _serve_metrics(store, metrics_host, metrics_port, log)
         log.message(f"started (concurrency {concurrency}, lease {lease_seconds}s)")
+        freeze_start_up_heap()
         try:
             runner.run()
         finally:
@@ -338,6 +340,17 @@ def worker(
                 exposed.close()
             tracing.shutdown()
         log.message("stopped")
+
+
+def freeze_start_up_heap() -> None:
+    """Collect once, then leave everything start-up built (modules, compiled workflows, the
+    store's statements: over 100,000 objects) out of later garbage collections, for a
+    process that runs until stopped. A full collection walks every object the collector
+    tracks while it holds every thread; with start-up left out, one takes milliseconds
+    rather than tens of them. Objects it leaves out are still freed when nothing refers
+    to them; only a reference cycle among them is kept."""
+    gc.collect()
+    gc.freeze()
 
 
 def _serve_metrics(store: Store, host: str, port: int | None, log: TurnLog) -> MetricsServer | None:

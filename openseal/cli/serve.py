@@ -150,7 +150,7 @@ def serve(
     from openseal.api import ApiSettings, create_app
     from openseal.api.auth import TokenTable, load_tokens
     from openseal.api.limits import Limits
-    from openseal.cli.runtime import check_database_url
+    from openseal.cli.runtime import check_database_url, freeze_start_up_heap
     from openseal.observability import logs, tracing
     from openseal.runtime.service import load_authority
     from openseal.runtime.store import open_store
@@ -205,6 +205,7 @@ def serve(
         )
         announce = threading.Thread(target=_announce, args=(server, host, output), daemon=True)
         announce.start()
+        freeze_start_up_heap()
         server.run()
     finally:
         tracing.shutdown()

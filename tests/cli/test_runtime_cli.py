@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 from pathlib import Path
 from urllib.parse import quote
@@ -69,6 +70,40 @@ def create(cli: Cli, n: str = "5") -> str:
     created = cli.json("objectives", "create", "--workflow", "small", "--input", f"n={n}")
     assert isinstance(created, dict) and created["created"] is True
     return str(created["run"]["id"])
+
+
+def test_a_worker_leaves_what_start_up_built_out_of_garbage_collections(
+    cli: Cli, store: Store
+) -> None:
+    gc.unfreeze()
+    try:
+        code, _out, err = cli("worker", "--until-idle")
+        assert code == 0, err
+        # what the process had built before its first claim, modules and store included
+        assert gc.get_freeze_count() > 10_000
+    finally:
+        gc.unfreeze()
+
+
+def test_a_server_leaves_what_start_up_built_out_of_garbage_collections(
+    cli: Cli, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import uvicorn
+
+    frozen: list[int] = []
+
+    def run(server: uvicorn.Server) -> None:  # what the server would find on starting
+        frozen.append(gc.get_freeze_count())
+        server.should_exit = True
+
+    monkeypatch.setattr(uvicorn.Server, "run", run)
+    gc.unfreeze()
+    try:
+        code, _out, err = cli("serve", "--port", "0")
+        assert code == 0, err
+        assert frozen and frozen[0] > 10_000
+    finally:
+        gc.unfreeze()
 
 
 def test_db_upgrade_reports_the_revision(cli: Cli) -> None:
