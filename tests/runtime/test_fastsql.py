@@ -151,6 +151,20 @@ def test_the_sqlalchemy_internals_it_relies_on_are_where_it_expects() -> None:
     assert fastsql.internals_problems() == []
 
 
+def test_a_listener_on_every_engine_does_not_turn_the_cursor_path_off() -> None:
+    # Instrumentation (a statement counter, a tracer) may listen on sa.Engine before the
+    # first statement of the process, when the internals are checked: the check compares the
+    # lists with what the collections tell, so such a listener is not taken for a problem.
+    def listen(*_args: Any) -> None:
+        return None
+
+    event.listen(sa.Engine, "before_cursor_execute", listen)
+    try:
+        assert fastsql.internals_problems() == []
+    finally:
+        event.remove(sa.Engine, "before_cursor_execute", listen)
+
+
 def test_the_installed_sqlalchemy_is_within_the_pinned_range() -> None:
     project = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
     pins = [Requirement(d) for d in project["project"]["dependencies"]]

@@ -249,6 +249,16 @@ def _unheard(dispatch: Any) -> bool:
     )
 
 
+def _unheard_as_told(dispatch: Any) -> bool:
+    """:func:`_unheard` as the listener collections tell it themselves."""
+    return not (
+        dispatch.before_execute
+        or dispatch.after_execute
+        or dispatch.before_cursor_execute
+        or dispatch.after_cursor_execute
+    )
+
+
 def _on_cursor(
     conn: sa.Connection, dispatch: Any, sql: str, parameters: Any, *, many: bool, fetch: bool
 ) -> tuple[Sequence[Any] | None, Sequence[Any], int]:
@@ -427,9 +437,11 @@ def internals_problems(dialects: Sequence[Dialect] | None = None) -> list[str]:
             return None
 
         try:
-            unheard = _unheard(engine.dispatch)
+            # as the collections themselves tell, before and after one listens on this
+            # engine (a listener on every engine, such as an instrumentation's, may be there)
+            agrees = _unheard(engine.dispatch) == _unheard_as_told(engine.dispatch)
             sa.event.listen(engine, "before_cursor_execute", unchanged)
-            if not unheard or _unheard(engine.dispatch):
+            if not agrees or _unheard(engine.dispatch):
                 problems.append("an engine's statement listeners are not told by its lists")
         except AttributeError as exc:
             problems.append(f"an engine's statement listeners: {exc}")
