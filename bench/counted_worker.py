@@ -1,13 +1,15 @@
 """``python -m bench.counted_worker ARGS``: ``openseal ARGS`` in a process that counts the SQL
 statements it sends (each a round trip to the server) and writes the count, at exit, to the
-file named by ``OPENSEAL_BENCH_STATEMENTS``. Whichever ``openseal`` package comes first on the
-path is run, so a benchmark can run an earlier version of it the same way."""
+file named by ``OPENSEAL_BENCH_STATEMENTS``; it stops if the store's cursor path turns itself
+off. Whichever ``openseal`` package comes first on the path is run, so a benchmark can run an
+earlier version of it the same way."""
 
 from __future__ import annotations
 
 import atexit
 import os
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +28,19 @@ def _write() -> None:
     Path(os.environ[STATEMENTS_ENV]).write_text(str(_sent[0]), encoding="utf-8")
 
 
+#: the start of the warning the store gives when its cursor path turns itself off
+FALLBACK_WARNING = "openseal.runtime.store.fastsql is off"
+
+
+def stop_on_fallback() -> None:
+    """Make the store's fallback warning an error: a worker on the slower path would be
+    measured on a path users do not run (an earlier version without the warning runs on)."""
+    warnings.filterwarnings("error", message=FALLBACK_WARNING, category=RuntimeWarning)
+
+
 def main() -> int:
     event.listen(sa.engine.Engine, "before_cursor_execute", _count)
+    stop_on_fallback()
     if os.environ.get(STATEMENTS_ENV):
         atexit.register(_write)
     from openseal.cli.main import main as openseal
