@@ -331,8 +331,8 @@ def worker(
         )  # fmt: skip
         runner.install_signal_handlers(log)
         exposed = _serve_metrics(store, metrics_host, metrics_port, log)
-        log.message(f"started (concurrency {concurrency}, lease {lease_seconds}s)")
         freeze_start_up_heap()
+        log.message(f"started (concurrency {concurrency}, lease {lease_seconds}s)")
         try:
             runner.run()
         finally:
