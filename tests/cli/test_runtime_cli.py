@@ -75,14 +75,11 @@ def create(cli: Cli, n: str = "5") -> str:
 def test_a_worker_leaves_what_start_up_built_out_of_garbage_collections(
     cli: Cli, store: Store
 ) -> None:
-    gc.unfreeze()
-    try:
-        code, _out, err = cli("worker", "--until-idle")
-        assert code == 0, err
-        # what the process had built before its first claim, modules and store included
-        assert gc.get_freeze_count() > 10_000
-    finally:
-        gc.unfreeze()
+    # (the suite's autouse fixture unfreezes after every test)
+    code, _out, err = cli("worker", "--until-idle")
+    assert code == 0, err
+    # what the process had built before its first claim, modules and store included
+    assert gc.get_freeze_count() > 10_000
 
 
 def test_a_server_leaves_what_start_up_built_out_of_garbage_collections(
@@ -97,13 +94,9 @@ def test_a_server_leaves_what_start_up_built_out_of_garbage_collections(
         server.should_exit = True
 
     monkeypatch.setattr(uvicorn.Server, "run", run)
-    gc.unfreeze()
-    try:
-        code, _out, err = cli("serve", "--port", "0")
-        assert code == 0, err
-        assert frozen and frozen[0] > 10_000
-    finally:
-        gc.unfreeze()
+    code, _out, err = cli("serve", "--port", "0")
+    assert code == 0, err
+    assert frozen and frozen[0] > 10_000
 
 
 def test_db_upgrade_reports_the_revision(cli: Cli) -> None:
