@@ -146,7 +146,7 @@ class SourceFile:
 
 def read_file(path: Path, *, digest: bool = False) -> SourceFile:
     try:
-        data = src.read_bounded(path, src.MAX_FILE_BYTES)
+        data = src.read_definition(path)
     except OSError:
         return SourceFile(path, None)
     if len(data) > src.MAX_FILE_BYTES:

@@ -93,7 +93,9 @@ def test_a_special_definition_file_named_explicitly_is_os001(
         path.symlink_to("/dev/zero")
     loaded = guarded(lambda: load_definitions([path]))
     assert codes(loaded) == ["OS001"]
-    assert "not a regular file" in loaded.diagnostics[0].message
+    # A link to a device outside the project is refused before its kind is looked at.
+    reason = "not a regular file" if kind == "fifo" else "outside the project"
+    assert reason in loaded.diagnostics[0].message
     compiled = guarded(lambda: compile_paths([path]))
     assert codes(compiled) == ["OS001"]
 
@@ -215,3 +217,57 @@ def test_text_read_through_file_is_checked_for_secrets(tmp_path: Path) -> None:
     assert len(found) == 1 and not result.ok, result.diagnostics
     assert found[0].span.file == str(root / "all.hcl")  # at the definition that reads it
     assert result.documents == {}
+
+
+# --------------------------------------------------------------------------- definition files
+
+_LEAKY = """model "leaked" {
+  provider    = "scripted"
+  model       = 5
+  DB_PASSWORD = "hunter2"
+}
+"""
+
+
+def linked_project(tmp_path: Path) -> Path:
+    """A repository whose `defs/` holds a link to a definition file outside it."""
+    root = project(tmp_path / "repo", '"Answer."')
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "leaky.hcl").write_text(_LEAKY, encoding="utf-8")
+    (root / "defs").mkdir()
+    (root / "defs" / "leaky.hcl").symlink_to(tmp_path / "elsewhere" / "leaky.hcl")
+    return root
+
+
+@pytest.mark.parametrize("named", ["directory", "file", "under a linked directory"])
+def test_a_definition_file_linked_from_outside_the_project_is_refused_unread(
+    tmp_path: Path, named: str
+) -> None:
+    root = linked_project(tmp_path)
+    path = {"directory": root, "file": root / "defs" / "leaky.hcl"}.get(named)
+    if path is None:
+        (root / "ext").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+        path = root / "ext" / "leaky.hcl"
+    result = compile_paths([path])
+    refused = [d for d in result.diagnostics if d.code == "OS001"]
+    assert len(refused) == 1, result.diagnostics
+    assert refused[0].message == (
+        "cannot read file: it is a symbolic link to a file outside the project"
+    )
+    assert refused[0].span.file.endswith("leaky.hcl") and refused[0].span.line == 1
+    assert refused[0].suggestion is not None and "inside the project" in refused[0].suggestion
+    # Nothing of it was read: no diagnostic about its content, none of its lines kept.
+    assert not any(d.code == "OS103" for d in result.diagnostics), result.diagnostics
+    assert not any("hunter2" in text for text in result.loaded.sources.values())
+    assert "model.leaked" not in {d.key for d in result.loaded.definitions}
+
+
+def test_a_definition_file_linked_inside_the_project_is_read(tmp_path: Path) -> None:
+    root = project(tmp_path, '"Answer."')
+    (root / "shared").mkdir()
+    (root / "all.hcl").rename(root / "shared" / "all.hcl")
+    (root / "defs").mkdir()
+    (root / "defs" / "all.hcl").symlink_to(root / "shared" / "all.hcl")
+    result = compile_paths([root / "defs"])
+    assert result.ok, result.diagnostics
+    assert "workflow.answer" in result.documents

@@ -108,13 +108,35 @@ def read_bounded(path: Path, limit: int) -> bytes:
         os.close(fd)
 
 
+class OutsideProject(OSError):
+    """A definition file that is a symbolic link (or lies under one) to a file outside the
+    project, which ``file("...")`` would refuse too."""
+
+    def __init__(self) -> None:
+        super().__init__(0, "it is a symbolic link to a file outside the project")
+
+
+def read_definition(path: Path) -> bytes:
+    """The bytes of the definition file ``path`` (see :func:`read_bounded`).
+
+    A definition file follows the rule ``file("...")`` follows: what it resolves
+    to lies under the project root of where it is written (:func:`project_root`),
+    so a link cannot bring a file from elsewhere into the definitions, nor its
+    lines into diagnostics. Raises :class:`OutsideProject` before a byte is read.
+    """
+    written = Path(os.path.abspath(path))  # where it is written: links not followed
+    if not path.resolve().is_relative_to(_root_of(written).resolve()):
+        raise OutsideProject
+    return read_bounded(path, MAX_FILE_BYTES)
+
+
 def read_source(
     path: Path, display_name: str | None = None
 ) -> tuple[SourceText | None, list[Diagnostic]]:
     """Read and decode one file; any I/O problem becomes an ``OS001`` diagnostic."""
     file = display_name or str(path)
     try:
-        data = read_bounded(path, MAX_FILE_BYTES)
+        data = read_definition(path)
     except OSError as exc:
         return None, [cannot_read(file, exc)]
     return decode(data, file)
@@ -122,7 +144,8 @@ def read_source(
 
 def cannot_read(file: str, exc: OSError) -> Diagnostic:
     reason = exc.strerror or exc.__class__.__name__
-    return error("OS001", f"cannot read file: {reason}", Span.whole_file(file))
+    hint = _OUTSIDE_HINT if isinstance(exc, OutsideProject) else None
+    return error("OS001", f"cannot read file: {reason}", Span.whole_file(file), suggestion=hint)
 
 
 # --------------------------------------------------------------------------- the project root
@@ -152,12 +175,15 @@ def project_root(file: Path) -> Path:
     when the file lies under it; the nearest directory above the file marked
     by ``openseal.project``; the file's own directory. Resolved (no symlinks).
     """
-    resolved = file.resolve()
-    root = _repository_root(resolved.parent)
+    return _root_of(file.resolve())
+
+
+def _root_of(file: Path) -> Path:
+    root = _repository_root(file.parent)
     if root is not None:
         return root
     cwd = Path.cwd().resolve()
-    return cwd if resolved.is_relative_to(cwd) else _marked_project(resolved.parent)
+    return cwd if file.is_relative_to(cwd) else _marked_project(file.parent)
 
 
 def _too_large(file: str) -> Diagnostic:
@@ -194,6 +220,10 @@ class IncludeError(Exception):
         self.hint = hint
 
 
+_OUTSIDE_HINT = (
+    "definition files, like file(), are read only inside the project: the git repository "
+    "holding them (see docs/language.md); copy the file into the project instead of linking it"
+)
 _RELATIVE_HINT = "paths are relative to the file that names them"
 _ROOT_HINT = (
     "file() reads only files inside the project: the git repository holding the "
