@@ -55,9 +55,9 @@ schemas: $(STAMP)  ## regenerate schemas/ from the models
 errors: $(STAMP)  ## regenerate the code tables of docs/errors.md from openseal/error_codes.py
 	$(BIN)/python -m openseal.error_codes docs/errors.md
 
-sql: $(STAMP)  ## regenerate the SQL the store reads without SQLAlchemy (openseal/runtime/store/sqlite_sql.py)
-	$(BIN)/python -m openseal.runtime.store.prepared_reads
-	$(BIN)/ruff format openseal/runtime/store/sqlite_sql.py
+sql: $(STAMP)  ## regenerate the SQL the store reads without SQLAlchemy (openseal/runtime/store/tables/sqlite_sql.py)
+	$(BIN)/python -m openseal.runtime.store.repos.prepared_reads
+	$(BIN)/ruff format openseal/runtime/store/tables/sqlite_sql.py
 
 golden: $(STAMP)  ## regenerate tests/golden/ (review the diff before committing)
 	OPENSEAL_UPDATE_GOLDEN=1 $(BIN)/pytest -q tests -k golden

@@ -29,7 +29,7 @@ def _write() -> None:
 
 
 #: the start of the warning the store gives when its cursor path turns itself off
-FALLBACK_WARNING = "openseal.runtime.store.fastsql is off"
+FALLBACK_WARNING = "openseal.runtime.store.db.fastsql is off"
 
 
 def stop_on_fallback() -> None:

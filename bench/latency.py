@@ -46,7 +46,8 @@ from bench.runtime_support import (
 )
 from bench.sqlite_floor import sqlite_store, store_transaction
 from openseal.runtime.statuses import TERMINAL_RUN_STATUSES, RunStatus
-from openseal.runtime.store import Store, schema
+from openseal.runtime.store import Store
+from openseal.runtime.store.tables import schema
 
 T = TypeVar("T")
 REPOSITORY = Path(__file__).resolve().parents[1]

@@ -26,7 +26,8 @@ import sqlalchemy as sa
 from bench.compiler import openseal_command
 from bench.harness import Options, Report, Target, compare, summarize, unavailable
 from bench.runtime_support import WAIT_WORKFLOW, compiled, engine_problem, loaded_store
-from openseal.runtime.store import Store, schema
+from openseal.runtime.store import Store
+from openseal.runtime.store.tables import schema
 
 NAME = "scale"
 TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100

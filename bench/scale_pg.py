@@ -38,7 +38,8 @@ from bench.runtime_support import (
     loaded_store,
     start_run,
 )
-from openseal.runtime.store import Store, schema
+from openseal.runtime.store import Store
+from openseal.runtime.store.tables import schema
 
 NAME = "scale_pg"
 EVENTS_PER_RUN = 10

@@ -45,7 +45,8 @@ from bench.postgres import scratch_schema
 from bench.runtime_support import action_workflow, compiled, engine_problem
 from bench.scale import cpu_seconds
 from bench.skills import EXECUTIONS_ENV
-from openseal.runtime.store import Store, open_store, schema
+from openseal.runtime.store import Store, open_store
+from openseal.runtime.store.tables import schema
 
 NAME = "workers"
 WORKFLOW = "slow_steps"

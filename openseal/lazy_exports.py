@@ -6,7 +6,7 @@ imports none of the modules behind it. It imports nothing of openseal, so any pa
 it. In the face::
 
     if TYPE_CHECKING:
-        from openseal.runtime.store.records import Run
+        from openseal.runtime.store.tables.records import Run
 
     __getattr__ = lazy_exports(__name__, __file__)
 """

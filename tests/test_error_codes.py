@@ -181,7 +181,9 @@ def describe(exc):
 
 def _error_classes() -> list[type[OpenSealError | ClaimLost]]:
     for module in pkgutil.walk_packages(openseal.__path__, "openseal."):
-        if not module.name.startswith("openseal.runtime.store.migrations."):  # Alembic's scripts
+        if not module.name.startswith(
+            "openseal.runtime.store.tables.migrations."
+        ):  # Alembic's scripts
             importlib.import_module(module.name)
     seen: list[type[OpenSealError | ClaimLost]] = []
     stack: list[type[OpenSealError | ClaimLost]] = [OpenSealError, ClaimLost]

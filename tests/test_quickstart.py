@@ -17,7 +17,8 @@ import yaml
 
 from openseal.cli.quickstart import render_outcome
 from openseal.quickstart import CONTEXT_NAME, TOKEN_ENV, Decision, Options, Order, run_quickstart
-from openseal.runtime.store import open_store, schema
+from openseal.runtime.store import open_store
+from openseal.runtime.store.tables import schema
 
 pytestmark = pytest.mark.slow
 

@@ -2,7 +2,7 @@
 
 Every timestamp the runtime handles is a timezone-aware UTC ``datetime``. The schema stores it
 as epoch seconds (a double) because that compares and orders identically on SQLite and
-PostgreSQL; see :class:`openseal.runtime.store.schema.UtcTimestamp`.
+PostgreSQL; see :class:`openseal.runtime.store.tables.schema.UtcTimestamp`.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from openseal.runtime import service
 from openseal.runtime.actions.approvals import ApprovalAuthority
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
-from openseal.runtime.store.records import Run
+from openseal.runtime.store.tables.records import Run
 from tests.api.conftest import Serve
 from tests.api.support import assert_error
 from tests.runtime.engine_support import REPO, compile_files, engine, register, scripted

@@ -8,7 +8,7 @@ import pytest
 import sqlalchemy as sa
 
 from bench import counted_worker
-from openseal.runtime.store import fastsql
+from openseal.runtime.store.db import fastsql
 
 
 def test_the_fallback_warning_stops_a_counted_worker(monkeypatch: pytest.MonkeyPatch) -> None:

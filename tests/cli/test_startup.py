@@ -15,7 +15,7 @@ import click
 
 from openseal.cli.main import COMMANDS, SUMMARIES, cli
 from openseal.runtime.store import open_store
-from openseal.runtime.store.migrations import head_revision, packaged_head
+from openseal.runtime.store.tables.migrations import head_revision, packaged_head
 from tests.runtime.support import new_run
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -17,7 +17,7 @@ from openseal.runtime.engine.engine import Engine
 from openseal.runtime.engine.models import ScriptedProvider, fixed
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
-from openseal.runtime.store.records import Run
+from openseal.runtime.store.tables.records import Run
 from openseal.simulator.procurement import ProcurementSimulator
 from openseal.skills.credentials import RuntimeContext
 from tests.runtime.engine_support import compile_files, register

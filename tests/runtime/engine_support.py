@@ -16,7 +16,7 @@ from openseal.runtime import service
 from openseal.runtime.engine.engine import Engine
 from openseal.runtime.engine.models import ScriptedProvider, fixed
 from openseal.runtime.store import Store
-from openseal.runtime.store.records import Run
+from openseal.runtime.store.tables.records import Run
 
 DEFS = Path(__file__).parent / "engine_defs"
 REPO = Path(__file__).resolve().parents[2]

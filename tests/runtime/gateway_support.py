@@ -12,7 +12,8 @@ import sqlalchemy as sa
 
 from openseal.compiler.output.canonical import digest_of
 from openseal.compiler.output.document import CompiledDocument
-from openseal.runtime.store import Store, schema
+from openseal.runtime.store import Store
+from openseal.runtime.store.tables import schema
 from tests.runtime.engine_support import compile_files
 
 DEFS = Path(__file__).parent / "gateway_defs"

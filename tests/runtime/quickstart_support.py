@@ -14,8 +14,9 @@ from openseal.runtime import service
 from openseal.runtime.actions.approvals import ApprovalAuthority
 from openseal.runtime.engine.models import CALLS_ENV, RESPONSES_ENV, read_calls
 from openseal.runtime.statuses import RunStatus
-from openseal.runtime.store import Store, schema
-from openseal.runtime.store.records import Run
+from openseal.runtime.store import Store
+from openseal.runtime.store.tables import schema
+from openseal.runtime.store.tables.records import Run
 from openseal.simulator.procurement import ProcurementSimulator
 from tests.runtime.action_support import REQUEST, TOKEN, TOKEN_ENV, context_file
 from tests.runtime.engine_support import PROCUREMENT, REPO, compile_files, register

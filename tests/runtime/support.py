@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 import sqlalchemy as sa
 
 from openseal.runtime.store import Store, open_store
-from openseal.runtime.store.records import Run
+from openseal.runtime.store.tables.records import Run
 
 T = TypeVar("T")
 

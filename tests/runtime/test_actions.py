@@ -11,7 +11,7 @@ import pytest
 from openseal.runtime import service
 from openseal.runtime.statuses import ActionStatus, RunStatus
 from openseal.runtime.store import Action, Store
-from openseal.runtime.store.records import Claim, Run
+from openseal.runtime.store.tables.records import Claim, Run
 from openseal.simulator.procurement import ProcurementSimulator
 from openseal.skills.credentials import RuntimeContext
 from tests.runtime.action_support import (  # noqa: F401
@@ -103,7 +103,7 @@ def test_an_approval_recorded_as_decided_after_its_expiry_cannot_admit(
 ) -> None:
     import sqlalchemy as sa
 
-    from openseal.runtime.store.schema import approvals
+    from openseal.runtime.store.tables.schema import approvals
 
     f = flow(store, simulator, tmp_path)
     run = approved(f)
@@ -156,7 +156,7 @@ def test_team_spend_outside_the_budget_period_no_longer_counts(
 ) -> None:
     import sqlalchemy as sa
 
-    from openseal.runtime.store.schema import spend_reservations
+    from openseal.runtime.store.tables.schema import spend_reservations
 
     f = flow(store, simulator, tmp_path)  # 20000 EUR per 30 days for the team
     first = approved(f)

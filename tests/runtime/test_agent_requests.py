@@ -8,8 +8,8 @@ import pytest
 from openseal.runtime.statuses import AgentRequestStatus as S
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
-from openseal.runtime.store.errors import InvalidStatus
-from openseal.runtime.store.records import AgentRequest
+from openseal.runtime.store.db.errors import InvalidStatus
+from openseal.runtime.store.tables.records import AgentRequest
 from tests.runtime.support import new_run
 
 

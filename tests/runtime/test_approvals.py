@@ -19,7 +19,7 @@ from openseal.runtime.actions.approvals import (
 from openseal.runtime.caller import LOCAL_OPERATOR
 from openseal.runtime.statuses import ActionStatus, ApprovalStatus, RunStatus
 from openseal.runtime.store import Store
-from openseal.runtime.store.records import Run
+from openseal.runtime.store.tables.records import Run
 from openseal.simulator.procurement import ProcurementSimulator
 from tests.runtime.action_support import LOCAL, Flow, flow, simulator_fixture  # noqa: F401
 from tests.runtime.engine_support import assert_gap_free, event_types

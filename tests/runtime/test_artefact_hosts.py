@@ -20,8 +20,9 @@ from openseal.runtime.actions.dispatch import dispatch, target_for
 from openseal.runtime.actions.proposal_check import ProposalUnverified
 from openseal.runtime.engine.catalog import WorkflowCatalog
 from openseal.runtime.statuses import ActionStatus, ApprovalStatus, RunStatus
-from openseal.runtime.store import Approval, Store, schema
-from openseal.runtime.store.records import Run
+from openseal.runtime.store import Approval, Store
+from openseal.runtime.store.tables import schema
+from openseal.runtime.store.tables.records import Run
 from openseal.simulator.procurement import ProcurementSimulator
 from openseal.skills.credentials import RuntimeContext
 from tests.runtime.action_support import (  # noqa: F401

@@ -6,9 +6,10 @@ import threading
 import pytest
 import sqlalchemy as sa
 
-from openseal.runtime.store import Store, schema
-from openseal.runtime.store.artifacts import INLINE_MAX_BYTES, sha256_hex
-from openseal.runtime.store.errors import ArtifactCorrupt, NotFound
+from openseal.runtime.store import Store
+from openseal.runtime.store.db.errors import ArtifactCorrupt, NotFound
+from openseal.runtime.store.repos.artifacts import INLINE_MAX_BYTES, sha256_hex
+from openseal.runtime.store.tables import schema
 
 #: an artefact SQLite stores in its row, and one it stores as a file (PostgreSQL: both in rows)
 SMALL = b'{"po": "PO-1"}'

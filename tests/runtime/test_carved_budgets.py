@@ -14,8 +14,8 @@ from openseal.runtime.engine.engine import Engine
 from openseal.runtime.statuses import AgentRequestStatus as S
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import AgentRequest, InvalidStatus, Store
-from openseal.runtime.store.carved_budgets import carve, charge, child_budget, release
-from openseal.runtime.store.records import Run
+from openseal.runtime.store.repos.carved_budgets import carve, charge, child_budget, release
+from openseal.runtime.store.tables.records import Run
 from tests.runtime.engine_support import DEFS, compile_files, engine, register, scripted
 
 COUNT = [{"output": {"count": 10}}]

@@ -20,7 +20,7 @@ from openseal.runtime.faults import CANCEL_POINT, DIR_ENV, POINT_ENV
 from openseal.runtime.statuses import AgentRequestStatus as S
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
-from openseal.runtime.store.records import Run
+from openseal.runtime.store.tables.records import Run
 from tests.runtime.engine_support import assert_gap_free, engine, scripted
 from tests.runtime.quickstart_support import kill
 from tests.runtime.support import Backend, eventually

@@ -5,8 +5,8 @@ import pytest
 from openseal.errors import StoreError
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
-from openseal.runtime.store.errors import StaleEpoch
-from openseal.runtime.store.records import Claim, Run
+from openseal.runtime.store.db.errors import StaleEpoch
+from openseal.runtime.store.tables.records import Claim, Run
 from tests.runtime.support import new_run
 
 

@@ -18,7 +18,7 @@ from openseal.runtime.engine.models import read_calls
 from openseal.runtime.statuses import AgentRequestStatus as S
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import AgentRequest, Store
-from openseal.runtime.store.records import Run
+from openseal.runtime.store.tables.records import Run
 from tests.runtime.engine_support import (
     DEFS,
     REPO,

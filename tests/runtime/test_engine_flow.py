@@ -10,7 +10,8 @@ import sqlalchemy as sa
 from openseal.runtime import service
 from openseal.runtime.engine.models import read_calls
 from openseal.runtime.statuses import RunStatus
-from openseal.runtime.store import Store, schema
+from openseal.runtime.store import Store
+from openseal.runtime.store.tables import schema
 from tests.runtime.engine_support import (
     PICK_7,
     PROCUREMENT,

@@ -11,7 +11,7 @@ from openseal.runtime.engine.engine import Engine, StepReport
 from openseal.runtime.engine.models import fixed, read_calls
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
-from openseal.runtime.store.records import Claim
+from openseal.runtime.store.tables.records import Claim
 from tests.runtime.engine_support import (
     PICK_7,
     engine,

@@ -12,7 +12,7 @@ from openseal.runtime import service
 from openseal.runtime.engine.models import read_calls
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
-from openseal.runtime.store.errors import InvalidStatus
+from openseal.runtime.store.db.errors import InvalidStatus
 from tests.runtime.engine_support import (
     DEFS,
     PICK_7,

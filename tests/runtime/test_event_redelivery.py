@@ -11,10 +11,11 @@ import pytest
 import sqlalchemy as sa
 
 from openseal.runtime.statuses import RunStatus
-from openseal.runtime.store import Store, schema
-from openseal.runtime.store.errors import IdempotencyConflict
-from openseal.runtime.store.inbound_events import Delivery
-from openseal.runtime.store.records import Claim
+from openseal.runtime.store import Store
+from openseal.runtime.store.db.errors import IdempotencyConflict
+from openseal.runtime.store.repos.inbound_events import Delivery
+from openseal.runtime.store.tables import schema
+from openseal.runtime.store.tables.records import Claim
 from tests.runtime.support import Backend, new_run
 
 

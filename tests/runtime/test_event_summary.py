@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from openseal.runtime.event_summary import summarize
-from openseal.runtime.store.records import Event
+from openseal.runtime.store.tables.records import Event
 
 
 def event(type: str, payload: dict[str, Any]) -> Event:

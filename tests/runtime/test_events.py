@@ -8,7 +8,7 @@ import pytest
 
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store, open_store
-from openseal.runtime.store.records import Claim
+from openseal.runtime.store.tables.records import Claim
 from tests.runtime.support import Backend, eventually, new_run
 
 APPENDS = 40

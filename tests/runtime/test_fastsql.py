@@ -15,7 +15,8 @@ import sqlalchemy as sa
 from packaging.requirements import Requirement
 from sqlalchemy import event
 
-from openseal.runtime.store import fastsql, schema
+from openseal.runtime.store.db import fastsql
+from openseal.runtime.store.tables import schema
 from tests.runtime.support import Backend
 
 inbound = schema.inbound_events

@@ -12,7 +12,7 @@ from openseal.runtime.governance import flow as gov
 from openseal.runtime.governance.change_proposals import POLICY_ACTOR
 from openseal.runtime.statuses import ChangeProposalStatus as S
 from openseal.runtime.store import Store
-from openseal.runtime.store.errors import InvalidStatus
+from openseal.runtime.store.db.errors import InvalidStatus
 from tests.runtime.governance_support import WORKFLOW, compile_set, governance_yaml, key
 
 ALICE, BOB, CAROL = "user:alice", "user:bob", "user:carol"

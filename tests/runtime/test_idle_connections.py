@@ -15,7 +15,8 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy import event
 
-from openseal.runtime.store import GroupCommit, Store, liveness
+from openseal.runtime.store import GroupCommit, Store
+from openseal.runtime.store.db import liveness
 from tests.runtime.support import Backend, eventually, new_run
 from tests.runtime.test_group_commit import GUARD
 

@@ -11,11 +11,12 @@ from openseal.errors import ClaimLost
 from openseal.runtime.clock import new_id
 from openseal.runtime.engine.states.base import LeaseLost
 from openseal.runtime.statuses import WAITING_RUN_STATUSES, ObjectiveStatus, RunStatus
-from openseal.runtime.store import Store, schema
-from openseal.runtime.store.errors import IdempotencyConflict, NotFound, StaleEpoch
-from openseal.runtime.store.events import change_run
-from openseal.runtime.store.fenced import FencedTx
-from openseal.runtime.store.records import Activity, Claim, Run
+from openseal.runtime.store import Store
+from openseal.runtime.store.db.errors import IdempotencyConflict, NotFound, StaleEpoch
+from openseal.runtime.store.repos.events import change_run
+from openseal.runtime.store.repos.fenced import FencedTx
+from openseal.runtime.store.tables import schema
+from openseal.runtime.store.tables.records import Activity, Claim, Run
 from tests.runtime.support import WORKFLOW, Backend, new_run, statements_sent
 
 

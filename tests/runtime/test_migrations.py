@@ -6,8 +6,8 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
 from openseal.errors import StoreError
-from openseal.runtime.store import migrations
-from openseal.runtime.store.schema import metadata
+from openseal.runtime.store.tables import migrations
+from openseal.runtime.store.tables.schema import metadata
 from tests.runtime.support import Backend
 
 
@@ -115,7 +115,7 @@ def test_a_store_holding_rows_migrates_from_every_earlier_revision(
     """Rows written at an older revision survive every later migration (SQLite rebuilds a
     table to change it: with foreign keys enforced that used to fail on a store in use)."""
     if backend.url is None:
-        from openseal.runtime.store.dialects import _sqlite_engine
+        from openseal.runtime.store.db.dialects import _sqlite_engine
 
         backend.home.mkdir(parents=True, exist_ok=True)
         engine = _sqlite_engine(backend.home / "openseal.db", synchronous="NORMAL",

@@ -9,8 +9,9 @@ from sqlalchemy import Connection
 
 from openseal.errors import StoreError
 from openseal.runtime.statuses import ObjectiveStatus, RunStatus
-from openseal.runtime.store import Store, schema
-from openseal.runtime.store.errors import IdempotencyConflict, NotFound
+from openseal.runtime.store import Store
+from openseal.runtime.store.db.errors import IdempotencyConflict, NotFound
+from openseal.runtime.store.tables import schema
 from tests.runtime.support import DOCUMENT, WORKFLOW, deploy, digest_of
 
 

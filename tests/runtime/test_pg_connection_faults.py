@@ -18,7 +18,8 @@ import psycopg
 import pytest
 import sqlalchemy as sa
 
-from openseal.runtime.store import GroupCommit, Store, liveness, open_store, transient
+from openseal.runtime.store import GroupCommit, Store, open_store, transient
+from openseal.runtime.store.db import liveness
 from tests.faultproxy import TcpProxy
 from tests.runtime.conftest import postgres_url
 from tests.runtime.support import eventually, new_run

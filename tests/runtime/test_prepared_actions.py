@@ -15,7 +15,8 @@ from openseal.runtime import service
 from openseal.runtime.actions import admission
 from openseal.runtime.engine.engine import Engine
 from openseal.runtime.statuses import ActionStatus, RunStatus
-from openseal.runtime.store import Claim, Store, schema
+from openseal.runtime.store import Claim, Store
+from openseal.runtime.store.tables import schema
 from tests.runtime.engine_support import assert_gap_free, event_types
 from tests.runtime.support import new_run
 from tests.runtime.test_pure_states import WriteCommits

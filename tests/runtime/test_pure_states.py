@@ -19,7 +19,8 @@ from openseal.runtime.engine.states import simple
 from openseal.runtime.engine.states.base import Outcome, StepContext
 from openseal.runtime.engine.turns import TurnReport
 from openseal.runtime.statuses import RunStatus
-from openseal.runtime.store import FencedTx, NewObjective, Store, schema
+from openseal.runtime.store import FencedTx, NewObjective, Store
+from openseal.runtime.store.tables import schema
 from tests.runtime.engine_support import (
     DEFS,
     assert_gap_free,

@@ -18,7 +18,8 @@ from openseal.compiler.lang import types as ty
 from openseal.runtime import service
 from openseal.runtime.actions.replies import EXCERPT_CHARS, scrub, unfit_reply
 from openseal.runtime.statuses import ActionStatus, RunStatus
-from openseal.runtime.store import Store, schema
+from openseal.runtime.store import Store
+from openseal.runtime.store.tables import schema
 from openseal.simulator.procurement import ProcurementSimulator
 from openseal.skills.base import SkillResult
 from openseal.skills.secrets import Secret

@@ -12,7 +12,7 @@ from openseal.runtime import service
 from openseal.runtime.engine.models import ScriptedProvider
 from openseal.runtime.statuses import ActionStatus, RunStatus
 from openseal.runtime.store import Store
-from openseal.runtime.store.records import Run
+from openseal.runtime.store.tables.records import Run
 from openseal.simulator.procurement import ProcurementSimulator
 from tests.runtime.action_support import (  # noqa: F401
     EXAMPLE,

@@ -15,7 +15,7 @@ from openseal.runtime import service
 from openseal.runtime.engine.engine import Engine
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
-from openseal.runtime.store.records import Run
+from openseal.runtime.store.tables.records import Run
 from openseal.wire import jsonable
 from tests.runtime.engine_support import (
     DEFS,

@@ -13,9 +13,9 @@ import pytest
 import sqlalchemy as sa
 
 from openseal.runtime.store import ListQuery, NotFound, Store, open_reads, open_store
-from openseal.runtime.store.listing import FILTERS
-from openseal.runtime.store.prepared_reads import prepared
-from openseal.runtime.store.sqlite_sql import COLUMNS, STATEMENTS
+from openseal.runtime.store.repos.prepared_reads import prepared
+from openseal.runtime.store.tables.listing import FILTERS
+from openseal.runtime.store.tables.sqlite_sql import COLUMNS, STATEMENTS
 from tests.runtime.support import DOCUMENT, WORKFLOW, deploy, digest_of
 
 OTHER = "other_flow"

@@ -12,7 +12,7 @@ import pytest
 from openseal.runtime import service
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import open_store
-from openseal.runtime.store.wakeups import WakeSockets
+from openseal.runtime.store.db.wakeups import WakeSockets
 from tests.runtime.engine_support import PICK_7, register, small_workflow, write_script
 from tests.runtime.support import Backend, eventually
 from tests.runtime.test_worker_process import finish, spawn

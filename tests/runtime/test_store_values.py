@@ -1,5 +1,5 @@
-"""How the store writes and reads JSON and timestamps (openseal.runtime.store.values, schema):
-the faster functions give exactly what the standard ones give."""
+"""How the store writes and reads JSON and timestamps (openseal.runtime.store.tables.values,
+schema): the faster functions give exactly what the standard ones give."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from openseal.runtime.store.schema import UtcTimestamp
-from openseal.runtime.store.values import compact_json, epoch_seconds, loads_json
+from openseal.runtime.store.tables.schema import UtcTimestamp
+from openseal.runtime.store.tables.values import compact_json, epoch_seconds, loads_json
 
 VALUES: list[Any] = [
     None,

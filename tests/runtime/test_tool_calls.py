@@ -16,7 +16,7 @@ from openseal.runtime.engine.models import ModelRequest, ModelResponse, Scripted
 from openseal.runtime.engine.models import read_calls as model_calls
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
-from openseal.runtime.store.records import Claim
+from openseal.runtime.store.tables.records import Claim
 from openseal.simulator import ProcurementSimulator
 from openseal.skills.credentials import RuntimeContext
 from tests.runtime import gateway_skills

@@ -18,7 +18,7 @@ from openseal.runtime.engine.engine import Engine
 from openseal.runtime.engine.models import fixed
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
-from openseal.runtime.store.records import Claim
+from openseal.runtime.store.tables.records import Claim
 from tests.runtime.engine_support import (
     PICK_7,
     assert_gap_free,

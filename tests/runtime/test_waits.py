@@ -4,7 +4,7 @@ from datetime import timedelta
 
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
-from openseal.runtime.store.records import Claim
+from openseal.runtime.store.tables.records import Claim
 from tests.runtime.support import Backend, new_run
 
 

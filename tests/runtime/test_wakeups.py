@@ -10,7 +10,7 @@ import pytest
 from openseal.runtime import service
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
-from openseal.runtime.store.work_signal import Wake
+from openseal.runtime.store.db.work_signal import Wake
 from tests.runtime.engine_support import (
     PICK_7,
     engine,

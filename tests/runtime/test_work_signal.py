@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from openseal.runtime.store.work_signal import TRIGGERS, Wake, WorkSignal
+from openseal.runtime.store.db.work_signal import TRIGGERS, Wake, WorkSignal
 from tests.runtime.support import eventually
 
 HANG_GUARD = 60.0  # a wait that should end at once; never reached unless something is broken

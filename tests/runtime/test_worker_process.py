@@ -22,7 +22,8 @@ from openseal.runtime.engine.models import (
 )
 from openseal.runtime.faults import DIR_ENV, POINT_ENV
 from openseal.runtime.statuses import RunStatus
-from openseal.runtime.store import Store, schema
+from openseal.runtime.store import Store
+from openseal.runtime.store.tables import schema
 from tests.runtime.engine_support import PICK_7, event_types, register, small_workflow, write_script
 from tests.runtime.support import Backend, eventually
 

@@ -6,7 +6,7 @@ the check is a comparison with the clock; only when an occurrence is due, when a
 the schedulers to look (it ended an objective that queued firings wait for:
 ``Store.triggers_mark``), or every ``refresh`` seconds (to see activations and pauses) does
 it read the store.
-The store decides who wins: :meth:`~openseal.runtime.store.triggers.Triggers.record` writes
+The store decides who wins: :meth:`~openseal.runtime.store.repos.triggers.Triggers.record` writes
 one row per occurrence, unique on the trigger and the occurrence, with the objective it starts.
 
 Catch-up after a time no worker ran (or the trigger was paused): of the occurrences after the

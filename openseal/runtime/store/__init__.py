@@ -55,42 +55,15 @@ from typing import TYPE_CHECKING
 from openseal.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
-    from openseal.runtime.store.actions import (
-        NOT_DISPATCHED,
-        OPEN_OUTCOME,
-        Action,
-        EventSink,
-        NextMove,
-        RowSink,
-    )
-    from openseal.runtime.store.actions import boundary as action_boundary
-    from openseal.runtime.store.agent_requests import OPEN_AGENT_REQUESTS, Restart, caller_wakes
-    from openseal.runtime.store.approvals import Approval
-    from openseal.runtime.store.approvals import summary as approval_summary
-    from openseal.runtime.store.artifacts import ArtifactStore
-    from openseal.runtime.store.base import Connection
-    from openseal.runtime.store.carved_budgets import carved_limit
-    from openseal.runtime.store.carved_budgets import child_budget as carved_child_budget
-    from openseal.runtime.store.carved_budgets import release as release_carved
-    from openseal.runtime.store.change_proposals import (
-        ChangeProposal,
-        Decision,
-        ProposalEvent,
-        ProposalKind,
-        Review,
-        Target,
-        Verdict,
-    )
-    from openseal.runtime.store.definitions import canonical_json
-    from openseal.runtime.store.dependencies import DependencyGroup, NewChild
-    from openseal.runtime.store.dialects import (
+    from openseal.runtime.store.db.base import Connection
+    from openseal.runtime.store.db.dialects import (
         DATABASE_URL_ENV,
         PostgresStore,
         SQLiteStore,
         Store,
         open_store,
     )
-    from openseal.runtime.store.errors import (
+    from openseal.runtime.store.db.errors import (
         ArtifactCorrupt,
         DatabaseFailure,
         DriverFailure,
@@ -102,19 +75,57 @@ if TYPE_CHECKING:
         describe_fault,
         transient,
     )
-    from openseal.runtime.store.fenced import COMMIT_POINTS, FencedTx
-    from openseal.runtime.store.group_commit import BATCH_POINTS, BatchHook, GroupCommit
-    from openseal.runtime.store.idempotency import StoredResponse
-    from openseal.runtime.store.inbound_events import (
+    from openseal.runtime.store.db.group_commit import BATCH_POINTS, BatchHook, GroupCommit
+    from openseal.runtime.store.repos.actions import (
+        NOT_DISPATCHED,
+        OPEN_OUTCOME,
+        Action,
+        EventSink,
+        NextMove,
+        RowSink,
+    )
+    from openseal.runtime.store.repos.actions import boundary as action_boundary
+    from openseal.runtime.store.repos.agent_requests import (
+        OPEN_AGENT_REQUESTS,
+        Restart,
+        caller_wakes,
+    )
+    from openseal.runtime.store.repos.approvals import Approval
+    from openseal.runtime.store.repos.approvals import summary as approval_summary
+    from openseal.runtime.store.repos.artifacts import ArtifactStore
+    from openseal.runtime.store.repos.carved_budgets import carved_limit
+    from openseal.runtime.store.repos.carved_budgets import child_budget as carved_child_budget
+    from openseal.runtime.store.repos.carved_budgets import release as release_carved
+    from openseal.runtime.store.repos.change_proposals import (
+        ChangeProposal,
+        Decision,
+        ProposalEvent,
+        ProposalKind,
+        Review,
+        Target,
+        Verdict,
+    )
+    from openseal.runtime.store.repos.definitions import canonical_json
+    from openseal.runtime.store.repos.dependencies import DependencyGroup, NewChild
+    from openseal.runtime.store.repos.fenced import COMMIT_POINTS, FencedTx
+    from openseal.runtime.store.repos.idempotency import StoredResponse
+    from openseal.runtime.store.repos.inbound_events import (
         RECEIVE_POINTS,
         Delivery,
         ReceiveHook,
         correlation_matches,
     )
-    from openseal.runtime.store.listing import ListQuery
-    from openseal.runtime.store.proposals import Proposal, action_key
-    from openseal.runtime.store.reads import Reads
-    from openseal.runtime.store.records import (
+    from openseal.runtime.store.repos.proposals import Proposal, action_key
+    from openseal.runtime.store.repos.tokens import AccessToken
+    from openseal.runtime.store.repos.triggers import (
+        Occurrence,
+        PrepareInputs,
+        TriggerDeployment,
+        TriggerFiring,
+    )
+    from openseal.runtime.store.tables.listing import ListQuery
+    from openseal.runtime.store.tables.reads import Reads
+    from openseal.runtime.store.tables.records import (
         Activation,
         Activity,
         AgentRequest,
@@ -130,15 +141,8 @@ if TYPE_CHECKING:
         Turn,
         UnwrittenRun,
     )
-    from openseal.runtime.store.sqlite_reads import SQLiteReads, open_reads
-    from openseal.runtime.store.tokens import AccessToken
-    from openseal.runtime.store.triggers import (
-        Occurrence,
-        PrepareInputs,
-        TriggerDeployment,
-        TriggerFiring,
-    )
-    from openseal.runtime.store.values import DEFAULT_SCOPE, store_key
+    from openseal.runtime.store.tables.sqlite_reads import SQLiteReads, open_reads
+    from openseal.runtime.store.tables.values import DEFAULT_SCOPE, store_key
 
 __getattr__ = lazy_exports(__name__, __file__)
 

@@ -10,7 +10,7 @@ the state asked for a review, a completion is awaited until it is reviewed: acce
 back, which reopens the request.
 
 A ``budget`` on the state is carved out of the run's budgets when the request is made, in the
-same transaction (:mod:`openseal.runtime.store.carved_budgets`): it must fit what is left, or
+same transaction (:mod:`openseal.runtime.store.repos.carved_budgets`): it must fit what is left, or
 the run stops for its budget like any work that does not fit, and no request is made.
 """
 

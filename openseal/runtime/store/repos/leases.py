@@ -1,0 +1,468 @@
+"""The leases repository: claims, leases and fencing (invariant 3).
+
+A worker claims one runnable run with a lease; each claim increments the run's epoch. Every
+write the engine makes goes through :meth:`Leases.fenced`, which re-checks the epoch and
+owner inside the transaction, so a paused or partitioned old worker can never write after a
+replacement took over (or after an operator paused or canceled the run).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Final, TypeVar
+
+import sqlalchemy as sa
+
+from openseal.runtime.clock import iso
+from openseal.runtime.statuses import WAITING_RUN_STATUSES, RunStatus
+from openseal.runtime.store.db import fastsql
+from openseal.runtime.store.db.base import Repository
+from openseal.runtime.store.db.errors import StaleEpoch
+from openseal.runtime.store.repos.events import change_run, lease_released
+from openseal.runtime.store.repos.fenced import FencedTx
+from openseal.runtime.store.tables import schema
+from openseal.runtime.store.tables.records import Claim, Run, UnwrittenRun, evolve
+from openseal.runtime.store.tables.values import compact_json
+
+if TYPE_CHECKING:
+    from openseal.runtime.store.db.dialects import Store
+
+runs = schema.runs
+T = TypeVar("T")
+#: the column of a fence's SELECT that holds a deployment's active digest
+ACTIVE_DIGEST_LABEL: Final = "deployment_active_digest"
+#: what a fence reads when it knows the run its claim's last write left (:meth:`Leases.fenced`):
+#: the claim's check, the event sequence every other change of the row moves, and the lease
+#: expiry a heartbeat moves without an event
+FENCE_COLUMNS: Final = (
+    runs.c.epoch, runs.c.status, runs.c.lease_owner, runs.c.last_event_seq,
+    runs.c.lease_expires_at,
+)  # fmt: skip
+#: at most this many runs' last writes are kept (a claim given up without a last write, lost
+#: to a takeover say, leaves its entry behind until then)
+HELD_RUNS_KEPT: Final = 4096
+
+
+def runnable(now: datetime | sa.BindParameter[Any]) -> sa.ColumnElement[bool]:
+    """Runs a worker may claim now: queued, abandoned (lease expired) or due to wake."""
+    return sa.or_(
+        runs.c.status == RunStatus.QUEUED,
+        sa.and_(runs.c.status == RunStatus.RUNNING, runs.c.lease_expires_at < now),
+        # One bound literal per status rather than an expanding list, so the statement needs no
+        # rewriting at execution time (see :mod:`openseal.runtime.store.db.fastsql`).
+        sa.and_(
+            runs.c.status.in_([sa.literal(str(s)) for s in sorted(WAITING_RUN_STATUSES)]),
+            runs.c.wake_at <= now,
+        ),
+    )
+
+
+#: the earliest lease expiry after ``:p_now`` (the ``ix_runs_claim_lease`` index)
+NEXT_EXPIRY: Final = sa.select(sa.func.min(runs.c.lease_expires_at)).where(
+    runs.c.status == sa.bindparam("p_running"),
+    runs.c.lease_expires_at > sa.bindparam("p_now", type_=runs.c.lease_expires_at.type),
+)
+
+
+class Leases(Repository):
+    """``store.leases``: claiming runs, heartbeats, giving runs back, fenced writes."""
+
+    def __init__(self, store: Store) -> None:
+        super().__init__(store)
+        self._expiry_lock = threading.Lock()
+        #: (``time.monotonic()`` when read, the earliest expiry then), shared by the threads
+        self._expiry: tuple[float | None, datetime | None] = (None, None)
+        self._held_lock = threading.Lock()
+        #: by run id: the claim (epoch, owner) that last wrote it from this store and the run
+        #: as that committed write left it (:meth:`fenced`)
+        self._held: dict[str, tuple[int, str, Run]] = {}
+
+    def claim(
+        self,
+        worker_id: str,
+        *,
+        lease_seconds: float = 30,
+        now: datetime | None = None,
+        run_id: str | None = None,
+        unwritten: UnwrittenRun | None = None,
+    ) -> Claim | None:
+        """Claim the runnable run of the highest priority that changed longest ago (or run
+        ``run_id``, if runnable; or ``unwritten``, see :meth:`claim_and_start`), or return None
+        if there is none.
+
+        The claim sets the lease, increments the epoch and records ``lease.claimed``. Heartbeat
+        at a third of ``lease_seconds``.
+        """
+        found = self.claim_and_start(
+            worker_id, None, lease_seconds=lease_seconds, now=now, run_id=run_id,
+            unwritten=unwritten,
+        )  # fmt: skip
+        return None if found is None else found[0]
+
+    def claim_and_start(
+        self,
+        worker_id: str,
+        start: Callable[[FencedTx], T] | None,
+        *,
+        lease_seconds: float = 30,
+        now: datetime | None = None,
+        run_id: str | None = None,
+        unwritten: UnwrittenRun | None = None,
+    ) -> tuple[Claim, T | None] | None:
+        """Claim a run like :meth:`claim`, then call ``start`` in the same transaction.
+
+        ``start`` gets a :class:`FencedTx` of the new claim — the engine saves the run's first
+        turn with it, so a claim and the turn it starts cost one commit. Its result is returned
+        with the claim; if it raises, the claim is not taken either. With ``run_id`` only that
+        run is claimed (if it is runnable).
+
+        ``unwritten`` is a ``queued`` run that the transaction this write joins has created and
+        not written (``Engine.submit`` creates an objective with ``write_run=False`` and claims
+        its run in one ``together()`` block): nothing is read, and the claim writes the run
+        once, already claimed (one INSERT of its row as the claim and ``start`` leave it), and
+        its ``run.created`` with the claim's events (one INSERT), all at the run's creation
+        time. If ``start`` raises nothing of the run is written: claim it alone then, with
+        ``unwritten`` again. A run already stored under its id is refused (a duplicate key).
+        """
+        if now is None:  # a run written here: its creation's moment, for all its first events
+            now = self._store.now() if unwritten is None else unwritten.run.created_at
+        expires = now + timedelta(seconds=lease_seconds)
+        with self._store.write() as conn:
+            before = self._claimable(conn, now, run_id, unwritten)
+            if before is None:
+                return None
+            self._forget_held(before.id)  # a claim's writes start from what it reads
+            epoch = before.epoch + 1
+            payload: dict[str, Any] = {
+                "worker": worker_id,
+                "epoch": epoch,
+                "claimed_from": str(before.status),
+            }
+            if before.lease_owner is not None:
+                payload["previous_owner"] = before.lease_owner
+            claim = Claim(before.id, worker_id, epoch, expires, before.status, before)
+            tx = FencedTx(self._store, conn, claim, now, before, held=False, unwritten=unwritten)
+            # The row is locked (SKIP LOCKED on PostgreSQL, the write lock on SQLite), so the
+            # new epoch can be computed here rather than in SQL.
+            after = tx._change(
+                "lease.claimed",
+                payload,
+                status=RunStatus.RUNNING,
+                lease_owner=worker_id,
+                lease_expires_at=expires,
+                epoch=epoch,
+                wake_at=None,
+                # A run woken by a timeout no longer takes deliveries for its old wait.
+                wait_name=None,
+            )
+            claim = evolve(claim, run=after)
+            tx.claim = claim
+            started = start(tx) if start is not None else None
+            tx.flush()
+            self._passing(tx)
+            held = tx.held_run()
+        self._keep_held(claim, held)
+        self._passing(tx, committed=True)
+        return claim, started
+
+    def _claimable(
+        self,
+        conn: sa.Connection,
+        now: datetime,
+        run_id: str | None,
+        unwritten: UnwrittenRun | None,
+    ) -> Run | None:
+        """The run to claim (see :meth:`claim_and_start`), locked, or None."""
+        if unwritten is not None:
+            # as a read would return it: its JSON decoded afresh, not the caller's objects
+            run = unwritten.run
+            return evolve(run, context=json.loads(compact_json(run.context)))
+        if run_id is None:
+            found = fastsql.execute(conn, self._select_claimable(), {"p_now": now})
+        else:
+            params = {"p_now": now, "p_id": run_id}
+            found = fastsql.execute(conn, self._select_claimable(one=True), params)
+        row = fastsql.one_or_none(found)
+        return None if row is None else Run.from_row(row)
+
+    def _select_claimable(self, *, one: bool = False) -> sa.Select[Any]:
+        """The run a worker may claim at ``:p_now`` that changed longest ago (``one``: run
+        ``:p_id`` if it may be claimed), locked for the claim; built once each."""
+        name = "_claimable_one_stmt" if one else "_claimable_stmt"
+        stmt: sa.Select[Any] | None = getattr(self, name, None)
+        if stmt is None:
+            condition = runnable(sa.bindparam("p_now", type_=runs.c.wake_at.type))
+            if one:
+                condition = sa.and_(condition, runs.c.id == sa.bindparam("p_id"))
+            # Higher priority first (its objective's); within a priority, least recently
+            # changed first: a run given back after its turns (or a retry) goes behind the
+            # runs that waited meanwhile, so one busy run cannot starve the others.
+            ordered = (
+                sa.select(runs)
+                .where(condition)
+                .order_by(runs.c.priority.desc(), runs.c.updated_at, runs.c.id)
+            )
+            stmt = self._store.for_claim(ordered.limit(1))
+            setattr(self, name, stmt)
+        return stmt
+
+    def next_expiry(self, *, now: datetime | None = None, max_age: float = 1.0) -> datetime | None:
+        """When the earliest lease still held expires (a run then becomes claimable unless its
+        holder renews it), or None when no run is held; what an idle worker sleeps until at
+        most, so that recovering a crashed holder's run waits for its lease, not for a poll.
+
+        Answers up to ``max_age`` seconds old are shared by the process's threads (an earlier
+        wake-up only costs a look); a lease taken since is found at the next look."""
+        now = now or self._store.now()
+        with self._expiry_lock:
+            checked, found = self._expiry
+            if found is not None and found <= now:
+                checked = None  # passed: what is the next one?
+            if checked is not None and time.monotonic() - checked < max_age:
+                return found
+        with self._store.read() as conn:
+            (row,) = fastsql.execute(conn, NEXT_EXPIRY, {"p_now": now, "p_running": "running"})
+        earliest: datetime | None = next(iter(row.values()))
+        with self._expiry_lock:
+            self._expiry = (time.monotonic(), earliest)
+        return earliest
+
+    def heartbeat(
+        self, claim: Claim, *, lease_seconds: float = 30, now: datetime | None = None
+    ) -> bool:
+        """Extend the lease; False once the claim lost the run (takeover, pause, cancel...)."""
+        now = now or self._store.now()
+        with self._store.write() as conn:
+            result = conn.execute(
+                sa.update(runs)
+                .where(*self._holds(claim))
+                .values(lease_expires_at=now + timedelta(seconds=lease_seconds))
+            )
+            return result.rowcount == 1
+
+    def release(self, claim: Claim) -> bool:
+        """Give the run back to the queue (e.g. on worker shutdown); False if already lost."""
+        self._forget_held(claim.run_id)
+        now = self._store.now()
+        with self._store.write() as conn:
+            held = conn.execute(
+                self._store.for_update(sa.select(runs.c.id).where(*self._holds(claim)))
+            ).one_or_none()
+            if held is None:
+                return False
+            change_run(
+                conn,
+                claim.run_id,
+                event_type="lease.released",
+                actor=f"worker:{claim.worker_id}",
+                payload={"worker": claim.worker_id, "epoch": claim.epoch},
+                now=now,
+                values={"status": RunStatus.QUEUED, **lease_released()},
+            )
+            self._store.notify_work(conn, claim.run_id)
+        return True
+
+    def release_for_retry(
+        self, claim: Claim, reason: str, delay: Callable[[int], float]
+    ) -> datetime | None:
+        """After an ordinary fault (invariant 13): drop the turn, give the run back, and make
+        it runnable again after ``delay(n)`` seconds, ``n`` counting consecutive faults.
+
+        The run sleeps until then, its ``waiting`` record kept (what woke it still applies)
+        with ``retries``, ``retry_at`` and ``fault`` added. Returns when it is retried; None
+        when the claim was already lost.
+        """
+        self._forget_held(claim.run_id)
+        now = self._store.now()
+        with self._store.write() as conn:
+            held = conn.execute(
+                self._store.for_update(sa.select(runs.c.waiting).where(*self._holds(claim)))
+            ).one_or_none()
+            if held is None:
+                return None
+            # whatever it waits for keeps its record, marked (the contract's RetryMarks)
+            waiting = dict(held.waiting or {"kind": "retry"})
+            retries = int(waiting.get("retries", 0)) + 1
+            retry_at = now + timedelta(seconds=delay(retries))
+            waiting.update(retries=retries, retry_at=iso(retry_at), fault=reason)
+            change_run(
+                conn,
+                claim.run_id,
+                event_type="turn.retry_scheduled",
+                actor=f"worker:{claim.worker_id}",
+                payload={"worker": claim.worker_id, "epoch": claim.epoch, "retries": retries,
+                         "retry_at": iso(retry_at), "fault": reason},
+                now=now,
+                values={"status": RunStatus.SLEEPING, "wake_at": retry_at, "waiting": waiting,
+                        **lease_released()},
+            )  # fmt: skip
+        return retry_at
+
+    @staticmethod
+    def _holds(claim: Claim) -> tuple[sa.ColumnElement[bool], ...]:
+        return (
+            runs.c.id == claim.run_id,
+            runs.c.epoch == claim.epoch,
+            runs.c.lease_owner == claim.worker_id,
+            runs.c.status == RunStatus.RUNNING,
+        )
+
+    @contextmanager
+    def fenced(self, claim: Claim, *, deployment: str | None = None) -> Iterator[FencedTx]:
+        """A write transaction that only proceeds while ``claim`` still holds the run.
+
+        Raises :class:`StaleEpoch` (after recording ``write.rejected_stale_epoch`` and counting
+        it in ``runs.stale_writes``) when it does not; nothing of the body is written then.
+
+        The statement that checks the claim locks the run's row. When this store committed the
+        claim's last write, it reads only the claim's columns, the event sequence and the lease
+        expiry, and the transaction starts from the run that write left: every other change of
+        a run's row appends an event, so an unchanged sequence means an unchanged row (the
+        lease expiry, which a heartbeat moves, is taken from the row). Otherwise — no such
+        write, or someone appended to the run since (an operator, a decision, a child's end) —
+        the whole row is read (docs/decisions/0011).
+
+        With ``deployment`` (an admission follows), the statement that checks the claim also
+        reads which version that deployment has active, in this transaction
+        (:attr:`FencedTx.active_digests`), rather than a statement of its own.
+
+        Example::
+
+            with store.leases.fenced(claim) as tx:
+                tx.record_activity("research:1:model", "model", digest, result)
+                tx.update_run(current_state="draft", context=new_context)
+        """
+        now = self._store.now()
+        tx: FencedTx | None = None
+        known = self._take_held(claim)
+        with self._store.write() as conn:
+            if deployment is None:
+                params = {"p_id": claim.run_id}
+            else:
+                params = {"p_id": claim.run_id, "p_deployment": deployment}
+            stmt = self._select_run_locked(
+                with_deployment=deployment is not None, whole_row=known is None
+            )
+            (row,) = fastsql.execute(conn, stmt, params)
+            holds = (
+                row["epoch"] == claim.epoch
+                and row["lease_owner"] == claim.worker_id
+                and row["status"] == RunStatus.RUNNING
+            )
+            if holds:
+                if known is None:
+                    run = Run.from_row(row)
+                elif row["last_event_seq"] == known.last_event_seq:
+                    run = evolve(known, lease_expires_at=row["lease_expires_at"])
+                else:
+                    whole_row = self._select_run_locked()
+                    (whole,) = fastsql.execute(conn, whole_row, {"p_id": claim.run_id})
+                    run = Run.from_row(whole)
+                tx = FencedTx(self._store, conn, claim, now, run)
+                if deployment is not None:
+                    tx.active_digests[deployment] = row[ACTIVE_DIGEST_LABEL]
+                yield tx
+                tx.flush()
+                self._passing(tx)
+                known = tx.held_run()
+            else:
+                # Nothing of the body ran, so the rejection is all this transaction writes (in
+                # a batch, its thread's part of it: the other runs' writes are not touched).
+                self._record_stale(
+                    conn, claim, row["epoch"], row["lease_owner"], row["status"], now
+                )
+        if tx is not None:
+            self._keep_held(claim, known)
+            self._passing(tx, committed=True)
+            return
+        raise StaleEpoch(
+            f"run {claim.run_id} is no longer held by {claim.worker_id} at epoch {claim.epoch} "
+            f"(run epoch {row['epoch']}, status {row['status']})",
+            run_id=claim.run_id,
+            claim_epoch=claim.epoch,
+            run_epoch=row["epoch"],
+        )
+
+    def _take_held(self, claim: Claim) -> Run | None:
+        """The run as ``claim``'s last committed write left it, if this store made that write;
+        the entry is removed, and only a write that commits keeps its run again, so a write
+        rolled back leaves nothing to start from."""
+        held = self._forget_held(claim.run_id)
+        if held is None or held[:2] != (claim.epoch, claim.worker_id):
+            return None
+        return held[2]
+
+    def _forget_held(self, run_id: str) -> tuple[int, str, Run] | None:
+        with self._held_lock:
+            return self._held.pop(run_id, None)
+
+    def _keep_held(self, claim: Claim, run: Run | None) -> None:
+        """Keep ``run`` (None: nothing) as what ``claim``'s committed write left."""
+        if run is None:
+            return
+        with self._held_lock:
+            if len(self._held) >= HELD_RUNS_KEPT:
+                del self._held[next(iter(self._held))]  # the oldest
+            self._held[claim.run_id] = (claim.epoch, claim.worker_id, run)
+
+    def _passing(self, tx: FencedTx, *, committed: bool = False) -> None:
+        """The store's ``commit_hook`` at each commit point ``tx`` passes: all written and the
+        commit not issued, or (``committed``) the commit done and the caller not gone on
+        (except inside ``GroupCommit.together``, which commits at its block's end: only
+        ``Engine.submit`` writes there, never a worker process)."""
+        hook = self._store.commit_hook
+        if hook is None:
+            return
+        for point in tx.commit_points:
+            hook(f"{point}.committed" if committed else point, tx.claim)
+
+    def _select_run_locked(
+        self, *, with_deployment: bool = False, whole_row: bool = True
+    ) -> sa.Select[Any]:
+        """``SELECT runs.* WHERE id = :p_id`` (not ``whole_row``: :data:`FENCE_COLUMNS`) with
+        the dialect's row lock (``with_deployment``: and the active digest of deployment
+        ``:p_deployment``, which is not locked), built once each."""
+        name = f"_run_locked_{with_deployment}_{whole_row}"
+        stmt: sa.Select[Any] | None = getattr(self, name, None)
+        if stmt is None:
+            columns = (runs,) if whole_row else FENCE_COLUMNS
+            stmt = sa.select(*columns).where(runs.c.id == sa.bindparam("p_id"))
+            if with_deployment:
+                deployments = schema.deployments
+                digest = sa.select(deployments.c.active_digest).where(
+                    deployments.c.name == sa.bindparam("p_deployment")
+                )
+                stmt = stmt.add_columns(digest.scalar_subquery().label(ACTIVE_DIGEST_LABEL))
+            stmt = self._store.for_update(stmt)
+            setattr(self, name, stmt)
+        return stmt
+
+    @staticmethod
+    def _record_stale(
+        conn: sa.Connection,
+        claim: Claim,
+        run_epoch: int,
+        owner: str | None,
+        status: str,
+        now: datetime,
+    ) -> None:
+        change_run(
+            conn,
+            claim.run_id,
+            event_type="write.rejected_stale_epoch",
+            actor=f"worker:{claim.worker_id}",
+            payload={
+                "worker": claim.worker_id,
+                "claim_epoch": claim.epoch,
+                "run_epoch": run_epoch,
+                "lease_owner": owner,
+                "status": status,
+            },
+            now=now,
+            values={"stale_writes": runs.c.stale_writes + 1},
+        )

@@ -1,0 +1,141 @@
+"""The statements :mod:`~openseal.runtime.store.tables.sqlite_reads` runs without SQLAlchemy,
+and their SQL as SQLAlchemy compiles it for SQLite:
+``python -m openseal.runtime.store.repos.prepared_reads`` (``make sql``) writes
+:mod:`~openseal.runtime.store.tables.sqlite_sql`, and a test fails when that file differs from
+:func:`prepared`.
+
+A statement's SQL depends only on which filters it has (its values are bound by name, see
+:mod:`~openseal.runtime.store.tables.listing`), so each is compiled once per set of filters.
+Each parameter is either bound by the caller under its name or fixed by the statement; each
+result column is read as the driver returns it, as JSON text or as epoch seconds. A type whose
+conversion is anything else is refused here, so nothing is read differently from the store.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import sqlite
+from sqlalchemy.sql.compiler import SQLCompiler
+
+from openseal.runtime.store.repos.definitions import VERSION
+from openseal.runtime.store.repos.runs import newest_runs
+from openseal.runtime.store.tables.listing import FILTERS, ListQuery
+from openseal.runtime.store.tables.schema import UtcTimestamp
+from openseal.runtime.store.tables.values import epoch_seconds
+
+Parameter = tuple[str, str, Any]
+Shapes = dict[tuple[str, ...], tuple[str, tuple[Parameter, ...]]]
+
+#: a value for each filter, to build a page that has it
+_SAMPLE: dict[str, Any] = {
+    "after": "0" * 32,
+    "since": datetime(2026, 1, 1, tzinfo=UTC),
+    "status": "queued",
+    "workflow": "w",
+}
+
+
+def _newest_runs(filters: tuple[str, ...]) -> sa.Select[Any]:
+    return newest_runs(ListQuery(limit=1, **{name: _SAMPLE[name] for name in filters}))
+
+
+#: statement → (the names its caller binds, how to build it for a set of filters, the sets)
+STATEMENTS: dict[
+    str, tuple[frozenset[str], Callable[[tuple[str, ...]], Any], list[tuple[str, ...]]]
+] = {
+    "runs.newest": (
+        frozenset({"limit", *FILTERS}),
+        _newest_runs,
+        [c for n in range(len(FILTERS) + 1) for c in itertools.combinations(FILTERS, n)],
+    ),
+    "definitions.version": (frozenset({"p_digest"}), lambda _: VERSION, [()]),
+}
+
+
+def _kind(type_: sa.types.TypeEngine[Any], dialect: sa.Dialect, what: str) -> str:
+    if isinstance(type_, UtcTimestamp):
+        return "timestamp"
+    if isinstance(type_, sa.JSON) and what == "column":
+        return "json"
+    processor = (
+        type_.result_processor(dialect, None) if what == "column" else type_.bind_processor(dialect)
+    )
+    if processor is not None:
+        raise TypeError(f"{type_!r} converts its {what}s; teach sqlite_reads how")
+    return ""
+
+
+def _compile(
+    stmt: Any, callers: frozenset[str], dialect: sa.Dialect
+) -> tuple[str, tuple[Parameter, ...], tuple[tuple[str, str], ...]]:
+    compiled = stmt.compile(dialect=dialect)
+    assert isinstance(compiled, SQLCompiler) and compiled.positional
+    if compiled.post_compile_params or compiled.literal_execute_params:
+        raise TypeError("a statement expanded at execution time cannot be rendered ahead")
+    values = compiled.construct_params({name: None for name in callers})
+    parameters: list[Parameter] = []
+    for name in compiled.positiontup or ():
+        kind = _kind(compiled.binds[name].type, dialect, "parameter")
+        if name in callers:
+            parameters.append((name, kind, None))
+        else:  # a value of the statement's own, written now as the caller's would be
+            fixed = epoch_seconds(values[name]) if kind == "timestamp" else values[name]
+            parameters.append((name, "fixed", fixed))
+    columns = tuple((c.key, _kind(c.type, dialect, "column")) for c in stmt.selected_columns)
+    return compiled.string, tuple(parameters), columns
+
+
+def prepared() -> tuple[dict[str, tuple[tuple[str, str], ...]], dict[str, Shapes]]:
+    """(statement → its result columns and how each is read, statement → set of filters →
+    (SQL, parameters)), as SQLAlchemy compiles them now."""
+    dialect = sqlite.dialect()
+    columns: dict[str, tuple[tuple[str, str], ...]] = {}
+    statements: dict[str, Shapes] = {}
+    for name, (callers, build, shapes) in STATEMENTS.items():
+        statements[name] = {}
+        for filters in shapes:
+            sql, parameters, found = _compile(build(filters), callers, dialect)
+            if columns.setdefault(name, found) != found:
+                raise TypeError(f"{name}: the columns differ between filters")
+            statements[name][filters] = (sql, parameters)
+    return columns, statements
+
+
+def render() -> str:
+    columns, statements = prepared()
+    lines = [
+        '"""The SQL :mod:`.sqlite_reads` runs, as SQLAlchemy compiles the store\'s statements for',
+        "SQLite. Generated by ``make sql`` (:mod:`.prepared_reads`): do not edit.",
+        '"""',
+        "",
+        "# ruff: noqa: E501",
+        "from typing import Any",
+        "",
+        "#: statement → its result columns: (name, read as: '' the driver's value, 'json',",
+        "#: 'timestamp')",
+        f"COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {columns!r}",
+        "",
+        "#: statement → its filters → (SQL, its parameters: (name, 'fixed' with the statement's",
+        "#: value, else how the caller's value is written: '' as it is, 'timestamp'))",
+        "STATEMENTS: dict[str, dict[tuple[str, ...], tuple[str, tuple[tuple[str, str, Any], ...]]]]"
+        f" = {statements!r}",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    default = Path(__file__).parents[1] / "tables" / "sqlite_sql.py"
+    target = Path(sys.argv[1]) if len(sys.argv) > 1 else default
+    target.write_text(render(), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

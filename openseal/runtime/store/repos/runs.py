@@ -1,0 +1,399 @@
+"""The runs repository: reading runs and their event pages, and the operator commands on a
+run: pause, resume, cancel, intervene.
+
+Each is one transaction with its event, and is refused with ``invalid_status`` when the run's
+status does not allow it. Pause and cancel take the run away from an in-flight worker by
+bumping the epoch, so that worker's next fenced write is rejected (invariant 3).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import suppress
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import sqlalchemy as sa
+
+from openseal.errors import StoreError
+from openseal.runtime.clock import iso
+from openseal.runtime.statuses import (
+    LIVE_RUN_STATUSES,
+    TERMINAL_RUN_STATUSES,
+    WAITING_RUN_STATUSES,
+    RunStatus,
+)
+from openseal.runtime.store.db.base import Repository
+from openseal.runtime.store.db.errors import InvalidStatus, NotFound, StaleRevision
+from openseal.runtime.store.repos.carved_budgets import release_all
+from openseal.runtime.store.repos.events import change_run, lease_released
+from openseal.runtime.store.tables import schema
+from openseal.runtime.store.tables.listing import ListQuery, newest_first, workflow_digests
+from openseal.runtime.store.tables.records import Activity, Event, Run, Turn
+
+if TYPE_CHECKING:
+    from openseal.runtime.store.repos.actions import Action
+
+runs = schema.runs
+events = schema.events
+
+PAUSABLE = frozenset({RunStatus.QUEUED, RunStatus.RUNNING} | WAITING_RUN_STATUSES)
+CANCELABLE = frozenset(LIVE_RUN_STATUSES)
+INTERVENABLE = frozenset({RunStatus.PAUSED, RunStatus.NEEDS_ATTENTION})
+
+
+def newest_runs(query: ListQuery, *, objective_id: str | None = None) -> sa.Select[Any]:
+    """The page of runs ``query`` asks for, newest first (also read without SQLAlchemy on
+    SQLite: :mod:`.sqlite_reads`)."""
+    stmt = newest_first(sa.select(runs), runs, query)
+    if query.workflow is not None:
+        stmt = stmt.where(runs.c.workflow_digest.in_(workflow_digests(query.workflow)))
+    if query.scopes is not None:
+        stmt = stmt.where(runs.c.scope.in_(list(query.scopes)))
+    if objective_id is not None:
+        stmt = stmt.where(runs.c.objective_id == objective_id)
+    return stmt
+
+
+def _require(run: Run, allowed: frozenset[RunStatus], verb: str) -> None:
+    if run.status not in allowed:
+        raise InvalidStatus(f"cannot {verb} run {run.id}: it is {run.status}")
+
+
+def _check_revision(run: Run, expected: int | None) -> None:
+    """Optimistic concurrency: refuse when the run changed since the caller looked at it."""
+    if expected is not None and expected != run.revision:
+        raise StaleRevision(
+            f"run {run.id} is at revision {run.revision}, not {expected}; reload it and try again"
+        )
+
+
+def _in_flight(run: Run) -> str | None:
+    """The worker that may be executing the run right now, if any."""
+    return run.lease_owner if run.status == RunStatus.RUNNING else None
+
+
+class Runs(Repository):
+    """``store.runs``: reading runs and their events, and the operator commands."""
+
+    def load(self, conn: sa.Connection, run_id: str, *, lock: bool = False) -> Run:
+        """Run ``run_id`` read in the caller's transaction; ``lock`` takes its row lock first
+        (the first lock of any writer that touches the run, see the package's lock order)."""
+        stmt = sa.select(runs).where(runs.c.id == run_id)
+        if lock:
+            stmt = self._store.for_update(stmt)
+        row = conn.execute(stmt).mappings().one_or_none()
+        if row is None:
+            raise NotFound(f"run {run_id} not found")
+        return Run.from_row(row)
+
+    def get(self, run_id: str) -> Run:
+        with self._store.read() as conn:
+            return self.load(conn, run_id)
+
+    def query(
+        self,
+        status: RunStatus | None = None,
+        *,
+        limit: int = 100,
+        after: str | None = None,
+        objective_id: str | None = None,
+        scopes: Sequence[str] | None = None,
+    ) -> tuple[Run, ...]:
+        """Runs ordered by id (creation order); page with ``after`` = the last id seen; only
+        those in ``scopes`` when given."""
+        stmt = sa.select(runs).order_by(runs.c.id).limit(limit)
+        if scopes is not None:
+            stmt = stmt.where(runs.c.scope.in_(list(scopes)))
+        if status is not None:
+            stmt = stmt.where(runs.c.status == status)
+        if after is not None:
+            stmt = stmt.where(runs.c.id > after)
+        if objective_id is not None:
+            stmt = stmt.where(runs.c.objective_id == objective_id)
+        with self._store.read() as conn:
+            return tuple(Run.from_row(row) for row in conn.execute(stmt).mappings())
+
+    def newest(self, query: ListQuery, *, objective_id: str | None = None) -> tuple[Run, ...]:
+        """One page of runs, newest first (see :class:`ListQuery`)."""
+        stmt = newest_runs(query, objective_id=objective_id)
+        with self._store.read() as conn:
+            return tuple(Run.from_row(row) for row in conn.execute(stmt).mappings())
+
+    def events(self, run_id: str, after: int = 0, limit: int = 100) -> tuple[Event, ...]:
+        """One page of the run's events with ``seq > after``, in sequence order."""
+        stmt = (
+            sa.select(events)
+            .where(events.c.run_id == run_id, events.c.seq > after)
+            .order_by(events.c.seq)
+            .limit(limit)
+        )
+        with self._store.read() as conn:
+            return tuple(Event.from_row(row) for row in conn.execute(stmt).mappings())
+
+    def turns(self, run_id: str) -> tuple[tuple[Turn, ...], tuple[Activity, ...]]:
+        """The run's turns in order, and its recorded activities (model and tool calls) in
+        the order they were recorded."""
+        with self._store.read() as conn:
+            found = conn.execute(
+                sa.select(schema.turns)
+                .where(schema.turns.c.run_id == run_id)
+                .order_by(schema.turns.c.seq)
+            ).mappings()
+            turns = tuple(Turn.from_row(row) for row in found)
+            recorded = conn.execute(
+                sa.select(schema.activities)
+                .where(schema.activities.c.run_id == run_id)
+                .order_by(schema.activities.c.created_at)
+            ).mappings()
+            return turns, tuple(Activity.from_row(row) for row in recorded)
+
+    def follow_events(
+        self, run_id: str, after: int = 0, *, timeout: float | None = None
+    ) -> Iterator[Event]:
+        """Yield the run's events as they are committed.
+
+        Stops once the run is terminal and every event is delivered, or after ``timeout``
+        seconds without reaching that point (``None``: follow until terminal).
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            page = self.events(run_id, after)
+            yield from page
+            if page:
+                after = page[-1].seq
+                continue
+            run = self.get(run_id)
+            if run.status in TERMINAL_RUN_STATUSES and run.last_event_seq <= after:
+                return
+            if deadline is not None and time.monotonic() >= deadline:
+                return
+            time.sleep(self._store.poll_interval)
+
+    def pause(
+        self,
+        run_id: str,
+        actor: str,
+        reason: str | None = None,
+        *,
+        expected_revision: int | None = None,
+    ) -> Run:
+        """Stop a run where it is; :meth:`resume` puts it back. Waits stay registered."""
+        with self._store.write() as conn:
+            run = self._store.runs.load(conn, run_id, lock=True)
+            _check_revision(run, expected_revision)
+            _require(run, PAUSABLE, "pause")
+            values: dict[str, Any] = {
+                "status": RunStatus.PAUSED,
+                "paused_from_status": run.status,
+                **lease_released(),
+            }
+            if run.status == RunStatus.RUNNING:
+                values["epoch"] = runs.c.epoch + 1
+            paused, _ = change_run(
+                conn,
+                run_id,
+                event_type="run.paused",
+                actor=actor,
+                payload={
+                    "reason": reason,
+                    "from_status": run.status,
+                    "current_state": run.current_state,
+                    "in_flight_worker": _in_flight(run),
+                },
+                now=self._store.now(),
+                values=values,
+            )
+        return paused
+
+    def resume(
+        self,
+        run_id: str,
+        actor: str,
+        reason: str | None = None,
+        *,
+        expected_revision: int | None = None,
+    ) -> Run:
+        """Undo a pause: a waiting run waits again, anything else is queued for a worker."""
+        with self._store.write() as conn:
+            run = self._store.runs.load(conn, run_id, lock=True)
+            _check_revision(run, expected_revision)
+            _require(run, frozenset({RunStatus.PAUSED}), "resume")
+            restored = run.paused_from_status
+            if restored is None or restored not in WAITING_RUN_STATUSES:
+                restored = RunStatus.QUEUED
+            resumed, _ = change_run(
+                conn,
+                run_id,
+                event_type="run.resumed",
+                actor=actor,
+                payload={"reason": reason, "to_status": restored},
+                now=self._store.now(),
+                values={"status": restored, "paused_from_status": None},
+            )
+            self._store.notify_work(conn, run_id)
+        return resumed
+
+    def cancel(
+        self,
+        run_id: str,
+        actor: str,
+        reason: str | None = None,
+        *,
+        expected_revision: int | None = None,
+        after_commit: Callable[[str], None] | None = None,
+    ) -> Run:
+        """Cancel durably. The ``run.canceled`` event says what the run was doing, including
+        the worker that may have been executing it, and which agent requests were canceled.
+
+        The children it no longer needs are canceled after its commit, each on its own; a
+        process that stops before them leaves them to the next worker's look
+        (:mod:`openseal.runtime.engine.cascade`). ``after_commit`` is a crash test's hook,
+        called with the run's id between the two."""
+        now = self._store.now()
+        with self._store.write() as conn:
+            run = self._store.runs.load(conn, run_id, lock=True)
+            _check_revision(run, expected_revision)
+            _require(run, CANCELABLE, "cancel")
+            requests = self._store.agent_requests
+            canceled_requests = requests.cancel_for_run(conn, run_id, now)
+            budget_used, released = release_all(run.budget_used, canceled_requests)
+            # Governed actions: pending approvals and unsent actions are canceled; anything
+            # dispatched is reported as it stands, since it may already have happened.
+            canceled_approvals = self._store.approvals.cancel_for_run(conn, run_id, now, actor)
+            action_report = self._store.actions.cancel_for_run(conn, run_id, now, actor)
+            settled = self._store.objectives.settle(conn, run, RunStatus.CANCELED, now)
+            if run.parent_run_id is not None:
+                requests.settle_child(conn, run, RunStatus.CANCELED, run.context, now)
+                self._store.dependencies.settle_member(conn, run, RunStatus.CANCELED, now)
+            spawned = self._store.dependencies.cancel_for_run(conn, run_id, now)
+            children = [*requests.children_of(conn, canceled_requests), *spawned]
+            canceled, _ = change_run(
+                conn,
+                run_id,
+                event_type="run.canceled",
+                actor=actor,
+                payload={
+                    "reason": reason,
+                    "from_status": run.status,
+                    "current_state": run.current_state,
+                    "waiting": run.waiting,
+                    "in_flight_worker": _in_flight(run),
+                    "lease_expires_at": iso(run.lease_expires_at),
+                    "canceled_agent_requests": canceled_requests,
+                    **({"budgets_released": released} if released else {}),
+                    "canceled_children": spawned,
+                    "canceled_approvals": canceled_approvals,
+                    "actions": action_report,
+                    **({} if settled is None else {"objective": settled}),
+                },
+                now=now,
+                values={
+                    "status": RunStatus.CANCELED,
+                    "epoch": runs.c.epoch + 1,
+                    "wake_at": None,
+                    "wait_name": None,
+                    **({"budget_used": budget_used} if released else {}),
+                    **lease_released(),
+                },
+            )
+        # Child runs working on the canceled requests, and spawned children that do not
+        # detach, stop after this commit: a child's own end locks the child and then this
+        # run, so locking them here could deadlock.
+        if after_commit is not None and children:
+            after_commit(run_id)
+        for child in children:
+            self.cancel_unless_ended(child, actor, f"caller run {run_id} was canceled")
+        return canceled
+
+    def cancel_unless_ended(self, run_id: str, actor: str, reason: str) -> bool:
+        """Cancel a run another one no longer needs, which may have ended (or been canceled)
+        meanwhile; whether this canceled it."""
+        with suppress(InvalidStatus, NotFound):
+            self.cancel(run_id, actor, reason)
+            return True
+        return False
+
+    def intervene(
+        self,
+        run_id: str,
+        actor: str,
+        reason: str,
+        *,
+        state: str | None = None,
+        value: Any = None,
+        expected_revision: int | None = None,
+    ) -> Run:
+        """An operator repairs a paused or stuck run.
+
+        ``value`` (if not None) becomes the output of the run's current state in
+        ``context["states"]``; ``state`` (if given) is the state the run continues from. A run
+        that needed attention is queued again; a paused run stays paused until resumed.
+        """
+        with self._store.write() as conn:
+            run = self._store.runs.load(conn, run_id, lock=True)
+            _check_revision(run, expected_revision)
+            _require(run, INTERVENABLE, "intervene in")
+            values: dict[str, Any] = {}
+            if value is not None:
+                if run.current_state is None:
+                    raise StoreError(
+                        f"run {run_id} has no current state to set a value for",
+                        code="invalid_status",
+                    )
+                states = {**run.context["states"], run.current_state: value}
+                values["context"] = {**run.context, "states": states}
+            if state is not None:
+                values["current_state"] = state
+            if run.status == RunStatus.NEEDS_ATTENTION:
+                values.update(status=RunStatus.QUEUED, waiting=None, wait_name=None)
+            else:
+                values["paused_from_status"] = RunStatus.QUEUED
+            changed, _ = change_run(
+                conn,
+                run_id,
+                event_type="run.intervened",
+                actor=actor,
+                payload={
+                    "reason": reason,
+                    "from_status": run.status,
+                    "from_state": run.current_state,
+                    "to_state": state if state is not None else run.current_state,
+                    "value": value,
+                },
+                now=self._store.now(),
+                values=values,
+            )
+            self._store.notify_work(conn, run_id)
+        return changed
+
+    def wake_for_action(
+        self, conn: sa.Connection, action: Action, actor: str, event: str, now: datetime
+    ) -> None:
+        """The action is settled: a run that needs attention because of it continues (the state
+        runs again and reads the settled action instead of dispatching), and a run sleeping until
+        it reconciles it again wakes now. Nothing happens to a run doing anything else."""
+        run = self.load(conn, action.run_id, lock=True)
+        waiting = run.waiting
+        values: dict[str, Any]
+        if (
+            run.status == RunStatus.NEEDS_ATTENTION
+            and waiting is not None
+            and waiting.get("state") == action.state
+        ):
+            values = {"status": RunStatus.QUEUED, "waiting": None, "wait_name": None}
+        elif (
+            run.status == RunStatus.SLEEPING
+            and waiting is not None
+            and waiting["kind"] == "reconcile"
+            and waiting["action_id"] == action.id
+        ):
+            values = {"wake_at": now}
+        else:
+            return
+        change_run(
+            conn, run.id, event_type=event, actor=actor,
+            payload={"action_id": action.id, "status": str(action.status)}, now=now, values=values,
+        )  # fmt: skip
+        self._store.notify_work(conn, run.id)

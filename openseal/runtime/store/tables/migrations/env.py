@@ -1,0 +1,17 @@
+"""Alembic environment: always run online, on the connection handed over by ``upgrade``."""
+
+from __future__ import annotations
+
+from alembic import context
+
+from openseal.runtime.store.tables.schema import metadata
+
+connection = context.config.attributes.get("connection")
+if connection is None:
+    raise RuntimeError(
+        "openseal migrations run via openseal.runtime.store.tables.migrations.upgrade(engine)"
+    )
+
+context.configure(connection=connection, target_metadata=metadata, render_as_batch=True)
+with context.begin_transaction():
+    context.run_migrations()

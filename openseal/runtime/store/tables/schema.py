@@ -1,0 +1,520 @@
+"""The database schema of the persistent runtime: one MetaData, SQLAlchemy Core tables.
+
+Portable choices, kept consistent everywhere:
+
+* ids are 32-character time-sortable hex strings (:func:`openseal.runtime.clock.new_id`);
+* timestamps are aware UTC datetimes in Python, stored as epoch seconds in a double column
+  (:class:`UtcTimestamp`) so comparisons in claim queries behave the same on both dialects;
+* structured values are ``sa.JSON``.
+
+The migrations under ``openseal/runtime/migrations/versions`` must produce exactly this schema;
+a test compares the two.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Dialect
+
+from openseal.runtime.store.tables.values import DEFAULT_SCOPE, epoch_seconds, from_epoch_seconds
+
+
+class UtcTimestamp(sa.types.TypeDecorator[datetime]):
+    """An aware UTC datetime stored as epoch seconds (double precision)."""
+
+    impl = sa.Float(precision=53)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> float | None:
+        return epoch_seconds(value)
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
+        return from_epoch_seconds(value)
+
+    # The processors SQLAlchemy calls are the two functions themselves rather than
+    # TypeDecorator's wrappers, which add two calls to each of the dozens of timestamps a turn
+    # writes and reads (one to ``process_*`` with the dialect, one to the double's processor).
+    # Nothing is lost: a double's bind processor (``float()`` on SQLite) returns what
+    # ``epoch_seconds`` returns, a float or None, unchanged, and its result processor (none, or
+    # ``float()`` for a numeric column) does nothing ``from_epoch_seconds`` does not.
+
+    def bind_processor(self, dialect: Dialect) -> Callable[[Any], float | None]:
+        return epoch_seconds
+
+    def result_processor(self, dialect: Dialect, coltype: Any) -> Callable[[Any], datetime | None]:
+        return from_epoch_seconds
+
+
+ID = sa.String(32)
+NAME = sa.String(200)
+DIGEST = sa.String(64)
+STATUS = sa.String(32)
+SCOPE = sa.String(100)
+
+metadata = sa.MetaData()
+
+definition_versions = sa.Table(
+    "definition_versions",
+    metadata,
+    sa.Column("digest", DIGEST, primary_key=True),
+    sa.Column("kind", sa.String(32), nullable=False),
+    sa.Column("name", NAME, nullable=False),
+    sa.Column("document", sa.Text, nullable=False),  # canonical JSON, byte-exact
+    sa.Column("created_at", UtcTimestamp, nullable=False),
+)
+
+deployments = sa.Table(
+    "deployments",
+    metadata,
+    sa.Column("name", NAME, primary_key=True),
+    sa.Column("active_digest", DIGEST, sa.ForeignKey("definition_versions.digest"), nullable=False),
+    sa.Column("revision", sa.Integer, nullable=False),
+)
+
+deployment_activations = sa.Table(
+    "deployment_activations",
+    metadata,
+    sa.Column("id", ID, primary_key=True),
+    sa.Column("name", NAME, nullable=False, index=True),
+    sa.Column("digest", DIGEST, sa.ForeignKey("definition_versions.digest"), nullable=False),
+    sa.Column("previous_digest", DIGEST, nullable=True),
+    sa.Column("actor", sa.String(200), nullable=False),
+    sa.Column("change_proposal_id", ID, nullable=True),
+    sa.Column("reason", sa.Text, nullable=True),
+    sa.Column("at", UtcTimestamp, nullable=False),
+)
+
+projects = sa.Table(
+    "projects",
+    metadata,
+    sa.Column("id", ID, primary_key=True),
+    sa.Column("name", NAME, nullable=False, unique=True),
+    sa.Column("created_at", UtcTimestamp, nullable=False),
+)
+
+objectives = sa.Table(
+    "objectives",
+    metadata,
+    sa.Column("id", ID, primary_key=True),
+    sa.Column("project_id", ID, sa.ForeignKey("projects.id"), nullable=False),
+    sa.Column("workflow_name", NAME, nullable=False),
+    sa.Column(
+        "workflow_digest", DIGEST, sa.ForeignKey("definition_versions.digest"), nullable=False
+    ),
+    sa.Column("inputs", sa.JSON, nullable=False),
+    sa.Column("status", STATUS, nullable=False),
+    sa.Column("request_key", sa.String(200), nullable=True),
+    sa.Column("request_hash", DIGEST, nullable=False),
+    sa.Column("revision", sa.Integer, nullable=False),
+    sa.Column("created_at", UtcTimestamp, nullable=False),
+    sa.Column("updated_at", UtcTimestamp, nullable=False),
+    # who asked for it (NULL: created before objectives recorded it), and where it lives
+    sa.Column("created_by", sa.String(200), nullable=True),
+    sa.Column("scope", SCOPE, nullable=False, server_default=DEFAULT_SCOPE),
+    # what it is for (``--goal``), the agent or team that owns it (the workflow's owner), its
+    # runs' claim order (higher first), the retry policy of the version it started on, and
+    # how many runs it started
+    sa.Column("goal", sa.Text, nullable=True),
+    sa.Column("owner", NAME, nullable=True),
+    sa.Column("priority", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("retry", sa.JSON, nullable=True),
+    sa.Column("attempts", sa.Integer, nullable=False, server_default="1"),
+    # a request key is the asking principal's: another principal's equal key is another key
+    sa.Index("uq_objectives_request_key", "created_by", "request_key", unique=True),
+)
+
+runs = sa.Table(
+    "runs",
+    metadata,
+    sa.Column("id", ID, primary_key=True),
+    sa.Column("objective_id", ID, sa.ForeignKey("objectives.id"), nullable=False, index=True),
+    sa.Column("parent_run_id", ID, sa.ForeignKey("runs.id"), nullable=True),
+    # Pinned at creation (invariant 12): a run executes this version to its end.
+    sa.Column(
+        "workflow_digest", DIGEST, sa.ForeignKey("definition_versions.digest"), nullable=False
+    ),
+    sa.Column("status", STATUS, nullable=False),
+    sa.Column("current_state", sa.String(200), nullable=True),
+    sa.Column("waiting", sa.JSON, nullable=True),
+    # The event name of an undelivered event wait, so deliveries find waiters by index.
+    sa.Column("wait_name", sa.String(200), nullable=True, index=True),
+    sa.Column("paused_from_status", STATUS, nullable=True),
+    sa.Column("context", sa.JSON, nullable=False),
+    sa.Column("epoch", sa.Integer, nullable=False),
+    sa.Column("lease_owner", sa.String(200), nullable=True),
+    sa.Column("lease_expires_at", UtcTimestamp, nullable=True),
+    sa.Column("wake_at", UtcTimestamp, nullable=True),
+    sa.Column("last_event_seq", sa.Integer, nullable=False),
+    sa.Column("stale_writes", sa.Integer, nullable=False),
+    sa.Column("budget_used", sa.JSON, nullable=False),
+    sa.Column("revision", sa.Integer, nullable=False),
+    sa.Column("created_at", UtcTimestamp, nullable=False),
+    sa.Column("updated_at", UtcTimestamp, nullable=False),
+    # its objective's scope (a child run takes its parent's); everything of a run is in it
+    sa.Column("scope", SCOPE, nullable=False, server_default=DEFAULT_SCOPE, index=True),
+    # its objective's priority (claims take higher first) and which of its objective's runs
+    # it is (1: the first; a retry counts on)
+    sa.Column("priority", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("attempt", sa.Integer, nullable=False, server_default="1"),
+    sa.Index("ix_runs_claim_lease", "status", "lease_expires_at"),
+    sa.Index("ix_runs_claim_wake", "status", "wake_at"),
+    # queued runs in claim order: higher priority first, then least recently changed
+    sa.Index("ix_runs_claim_queued", "status", "priority", "updated_at"),
+    # the statuses of child runs only (runs started by another's spawn or agent request):
+    # a worker's look for children left running reads the few not ended, not every waiting
+    # run (openseal.runtime.engine.cascade)
+    sa.Index(
+        "ix_runs_children",
+        "status",
+        sqlite_where=sa.text("parent_run_id IS NOT NULL"),
+        postgresql_where=sa.text("parent_run_id IS NOT NULL"),
+    ),
+)
+
+turns = sa.Table(
+    "turns",
+    metadata,
+    sa.Column("id", ID, primary_key=True),
+    sa.Column("run_id", ID, sa.ForeignKey("runs.id"), nullable=False),
+    sa.Column("seq", sa.Integer, nullable=False),
+    sa.Column("state", sa.String(200), nullable=False),
+    sa.Column("phase", sa.String(64), nullable=False),
+    sa.Column("status", STATUS, nullable=False),
+    sa.Column("epoch", sa.Integer, nullable=False),
+    sa.Column("worker", sa.String(200), nullable=False),
+    sa.Column("started_at", UtcTimestamp, nullable=False),
+    sa.Column("finished_at", UtcTimestamp, nullable=True),
+    sa.Column("error", sa.Text, nullable=True),
+    sa.UniqueConstraint("run_id", "seq", name="uq_turns_run_seq"),
+)
+
+activities = sa.Table(
+    "activities",
+    metadata,
+    sa.Column("run_id", ID, sa.ForeignKey("runs.id"), primary_key=True),
+    sa.Column("activity_id", sa.String(400), primary_key=True),
+    sa.Column("kind", sa.String(32), nullable=False),
+    sa.Column("input_hash", DIGEST, nullable=False),
+    sa.Column("result", sa.JSON, nullable=True),
+    sa.Column("created_at", UtcTimestamp, nullable=False),
+)
+
+events = sa.Table(
+    "events",
+    metadata,
+    sa.Column("run_id", ID, sa.ForeignKey("runs.id"), primary_key=True),
+    sa.Column("seq", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("type", sa.String(100), nullable=False),
+    sa.Column("actor", sa.String(200), nullable=False),
+    sa.Column("payload", sa.JSON, nullable=False),
+    sa.Column("at", UtcTimestamp, nullable=False),
+    # Only ever read by its key: on SQLite the rows live in the key's B-tree (migration 0005).
+    sqlite_with_rowid=False,
+)
+
+inbound_events = sa.Table(
+    "inbound_events",
+    metadata,
+    sa.Column("id", ID, primary_key=True),
+    sa.Column("name", sa.String(200), nullable=False),
+    sa.Column("correlation", sa.JSON, nullable=False),
+    sa.Column("payload", sa.JSON, nullable=False),
+    sa.Column("received_at", UtcTimestamp, nullable=False),
+    sa.Column("consumed_by_run_id", ID, sa.ForeignKey("runs.id"), nullable=True),
+    sa.Column("consumed_at", UtcTimestamp, nullable=True),
+    # the sender's event id or Idempotency-Key: a redelivery finds the first delivery
+    sa.Column("delivery_key", sa.String(200), nullable=True),
+    # the scopes whose runs it may wake (its sender's; NULL: every scope)
+    sa.Column("scopes", sa.JSON, nullable=True),
+    sa.Index("ix_inbound_events_name_consumed", "name", "consumed_at"),
+    sa.Index("uq_inbound_events_delivery_key", "name", "delivery_key", unique=True),
+)
+
+# -- triggers ---------------------------------------------------------------------------
+
+#: What operators set on a trigger deployment (no row: ``active``). ``retired`` holds for the
+#: version it was set on (``digest``); a newly activated version is active again from
+#: ``since`` (when it was activated), so a retired period is never caught up.
+trigger_states = sa.Table(
+    "trigger_states",
+    metadata,
+    sa.Column("name", NAME, primary_key=True),
+    sa.Column("status", STATUS, nullable=False),
+    sa.Column("digest", DIGEST, nullable=False),
+    sa.Column("since", UtcTimestamp, nullable=True),
+    sa.Column("changed_by", sa.String(200), nullable=False),
+    sa.Column("changed_at", UtcTimestamp, nullable=False),
+    sa.Column("reason", sa.Text, nullable=True),
+    sa.Column("revision", sa.Integer, nullable=False),
+)
+
+#: One row per occurrence a trigger handled, unique on (trigger, occurrence): a schedule's
+#: ``at:<time>`` or an inbound event's ``event:<id>``. A ``started`` row commits with the
+#: objective it created, so each occurrence starts at most one, whichever worker got there.
+trigger_firings = sa.Table(
+    "trigger_firings",
+    metadata,
+    sa.Column("id", ID, primary_key=True),
+    sa.Column("trigger_name", NAME, nullable=False),
+    sa.Column("trigger_digest", DIGEST, nullable=False),
+    sa.Column("occurrence_key", sa.String(240), nullable=False),
+    sa.Column("source", sa.String(16), nullable=False),  # schedule | event
+    sa.Column("occurred_at", UtcTimestamp, nullable=False),
+    sa.Column("inbound_event_id", ID, sa.ForeignKey("inbound_events.id"), nullable=True),
+    # started | queued | skipped | missed | failed
+    sa.Column("outcome", STATUS, nullable=False),
+    sa.Column("objective_id", ID, sa.ForeignKey("objectives.id"), nullable=True),
+    sa.Column("inputs", sa.JSON, nullable=True),
+    sa.Column("detail", sa.Text, nullable=True),
+    sa.Column("recorded_at", UtcTimestamp, nullable=False),
+    sa.Column("started_at", UtcTimestamp, nullable=True),
+    sa.Index("uq_trigger_firings_occurrence", "trigger_name", "occurrence_key", unique=True),
+    sa.Index("ix_trigger_firings_trigger_at", "trigger_name", "occurred_at"),
+)
+
+agent_requests = sa.Table(
+    "agent_requests",
+    metadata,
+    sa.Column("id", ID, primary_key=True),
+    sa.Column("caller_run_id", ID, sa.ForeignKey("runs.id"), nullable=False, index=True),
+    sa.Column("callee", NAME, nullable=False),
+    sa.Column("child_run_id", ID, sa.ForeignKey("runs.id"), nullable=True, index=True),
+    sa.Column("status", STATUS, nullable=False),
+    sa.Column("request", sa.JSON, nullable=False),
+    sa.Column("response", sa.JSON, nullable=True),
+    sa.Column("clarification", sa.JSON, nullable=True),
+    sa.Column("review", sa.JSON, nullable=True),
+    sa.Column("created_at", UtcTimestamp, nullable=False),
+    sa.Column("updated_at", UtcTimestamp, nullable=False),
+    # when an open request expires (the caller's wake-up time while it waits); NULL: never
+    sa.Column("deadline", UtcTimestamp, nullable=True),
+)
+
+# A run's dependency group: the child runs one visit of a ``spawn`` state started, and the
+# rule that settles it (``needed`` of them must complete).
+dependency_groups = sa.Table(
+    "dependency_groups",
+    metadata,
+    sa.Column("id", ID, primary_key=True),
+    sa.Column("parent_run_id", ID, sa.ForeignKey("runs.id"), nullable=False, index=True),
+    sa.Column("state", sa.String(200), nullable=False),
+    sa.Column("visit", sa.Integer, nullable=False),
+    sa.Column("join_rule", sa.String(16), nullable=False),
+    sa.Column("needed", sa.Integer, nullable=False),
+    sa.Column("detach", sa.Boolean, nullable=False),
+    # open → done | failed | expired | canceled
+    sa.Column("status", STATUS, nullable=False),
+    sa.Column("reason", sa.Text, nullable=True),
+    sa.Column("deadline", UtcTimestamp, nullable=True),
+    sa.Column("created_at", UtcTimestamp, nullable=False),
+    sa.Column("settled_at", UtcTimestamp, nullable=True),
+    sa.UniqueConstraint("parent_run_id", "state", "visit", name="uq_dependency_groups_visit"),
+)
+
+# One child run of a dependency group; ``status`` is how it ended (NULL while it runs).
+dependency_members = sa.Table(
+    "dependency_members",
+    metadata,
+    sa.Column("run_id", ID, sa.ForeignKey("runs.id"), primary_key=True),
+    sa.Column("group_id", ID, sa.ForeignKey("dependency_groups.id"), nullable=False, index=True),
+    sa.Column("label", sa.String(200), nullable=False),
+    sa.Column("workflow", NAME, nullable=False),
+    sa.Column("status", STATUS, nullable=True),
+)
+
+artifacts = sa.Table(
+    "artifacts",
+    metadata,
+    sa.Column("digest", DIGEST, primary_key=True),
+    sa.Column("size", sa.BigInteger, nullable=False),
+    sa.Column("media_type", sa.String(200), nullable=False),
+    sa.Column("created_at", UtcTimestamp, nullable=False),
+    # The bytes, where the artefact lives in the database (all on PostgreSQL: every host reads
+    # them from here; small ones on SQLite); NULL where it is a file (large ones on SQLite, and
+    # rows from before), see openseal.runtime.store.repos.artifacts.
+    sa.Column("content", sa.LargeBinary, nullable=True),
+)
+
+# --------------------------------------------------------------------------- governance
+# Change proposals (openseal.runtime.governance.flow): a deployable change with its semantic diff,
+# the active digests it was diffed against (``base``) and the governance policy that rules it.
+# Reviews and events are append-only; ``round`` counts refreshes that changed the diff, and
+# only reviews of the current round count.
+
+change_proposals = sa.Table(
+    "change_proposals",
+    metadata,
+    sa.Column("id", ID, primary_key=True),
+    sa.Column("kind", sa.String(16), nullable=False),  # deploy | rollback
+    sa.Column("status", STATUS, nullable=False, index=True),
+    sa.Column("author", sa.String(200), nullable=False),
+    sa.Column("message", sa.Text, nullable=True),
+    # sha256 of the canonical target list: filing the same change twice finds the open one.
+    sa.Column("content_key", DIGEST, nullable=False, index=True),
+    sa.Column("targets", sa.JSON, nullable=False),
+    sa.Column("base", sa.JSON, nullable=False),
+    sa.Column("policy", sa.JSON, nullable=False),
+    sa.Column("diff", sa.JSON, nullable=False),
+    sa.Column("risk_widening", sa.Boolean, nullable=False),
+    sa.Column("round", sa.Integer, nullable=False),
+    sa.Column("decision", sa.JSON, nullable=True),
+    sa.Column("superseded_by", ID, nullable=True),
+    sa.Column("revision", sa.Integer, nullable=False),
+    sa.Column("last_event_seq", sa.Integer, nullable=False),
+    sa.Column("created_at", UtcTimestamp, nullable=False),
+    sa.Column("updated_at", UtcTimestamp, nullable=False),
+    sa.Column("activated_at", UtcTimestamp, nullable=True),
+    sa.Column("scope", SCOPE, nullable=False, server_default=DEFAULT_SCOPE),
+)
+
+change_proposal_reviews = sa.Table(
+    "change_proposal_reviews",
+    metadata,
+    sa.Column("id", ID, primary_key=True),
+    sa.Column("proposal_id", ID, sa.ForeignKey("change_proposals.id"), nullable=False, index=True),
+    sa.Column("round", sa.Integer, nullable=False),
+    sa.Column("reviewer", sa.String(200), nullable=False),
+    sa.Column("verdict", sa.String(32), nullable=False),  # approve | request_changes
+    sa.Column("comment", sa.Text, nullable=True),
+    sa.Column("at", UtcTimestamp, nullable=False),
+)
+
+change_proposal_events = sa.Table(
+    "change_proposal_events",
+    metadata,
+    sa.Column("proposal_id", ID, sa.ForeignKey("change_proposals.id"), primary_key=True),
+    sa.Column("seq", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("type", sa.String(100), nullable=False),
+    sa.Column("actor", sa.String(200), nullable=False),
+    sa.Column("payload", sa.JSON, nullable=False),
+    sa.Column("at", UtcTimestamp, nullable=False),
+)
+
+# --------------------------------------------------------------------------- governed actions
+# Proposals (immutable: identity is the sha256 of their canonical JSON, also stored as an
+# artefact), approvals bound to a proposal hash, actions keyed ``<run>:<proposal hash>``, and
+# spend reservations against workflow and owner budgets (openseal.runtime.actions.proposals,
+# approvals, actions).
+
+proposals = sa.Table(
+    "proposals",
+    metadata,
+    sa.Column("id", ID, primary_key=True),
+    sa.Column("run_id", ID, sa.ForeignKey("runs.id"), nullable=False, index=True),
+    sa.Column("name", NAME, nullable=False),
+    sa.Column("state", NAME, nullable=False),
+    sa.Column("hash", DIGEST, nullable=False, index=True),
+    sa.Column("artifact_digest", DIGEST, nullable=False),
+    sa.Column("skill", NAME, nullable=False),
+    sa.Column("skill_digest", sa.String(80), nullable=False),
+    sa.Column("actor", sa.String(200), nullable=False),
+    sa.Column("document", sa.JSON, nullable=False),
+    sa.Column("created_at", UtcTimestamp, nullable=False),
+    sa.UniqueConstraint("run_id", "hash", name="uq_proposals_run_hash"),
+)
+
+approvals = sa.Table(
+    "approvals",
+    metadata,
+    sa.Column("id", ID, primary_key=True),
+    sa.Column("run_id", ID, sa.ForeignKey("runs.id"), nullable=False, index=True),
+    sa.Column("proposal_id", ID, sa.ForeignKey("proposals.id"), nullable=False),
+    sa.Column("proposal_hash", DIGEST, nullable=False, index=True),
+    sa.Column("proposal_name", NAME, nullable=False),
+    sa.Column("state", NAME, nullable=False),
+    sa.Column("approvers", sa.JSON, nullable=False),
+    sa.Column("scope", sa.String(200), nullable=False),
+    sa.Column("status", STATUS, nullable=False, index=True),
+    sa.Column("on_timeout", sa.String(16), nullable=False),
+    sa.Column("expires_at", UtcTimestamp, nullable=True),
+    sa.Column("decision", sa.String(32), nullable=True),
+    sa.Column("decided_by", sa.String(200), nullable=True),
+    sa.Column("decided_hash", DIGEST, nullable=True),
+    sa.Column("reason", sa.Text, nullable=True),
+    sa.Column("decided_at", UtcTimestamp, nullable=True),
+    sa.Column("created_at", UtcTimestamp, nullable=False),
+    sa.Column("revision", sa.Integer, nullable=False),
+)
+
+actions = sa.Table(
+    "actions",
+    metadata,
+    sa.Column("id", ID, primary_key=True),
+    # ``<run id>:<proposal hash>``: stable across attempts, sent as the idempotency key.
+    sa.Column("key", sa.String(200), nullable=False, unique=True),
+    sa.Column("run_id", ID, sa.ForeignKey("runs.id"), nullable=False, index=True),
+    sa.Column("proposal_id", ID, sa.ForeignKey("proposals.id"), nullable=False),
+    sa.Column("proposal_hash", DIGEST, nullable=False),
+    sa.Column("proposal_name", NAME, nullable=False),
+    sa.Column("skill", NAME, nullable=False),
+    sa.Column("state", NAME, nullable=True),
+    sa.Column("status", STATUS, nullable=False, index=True),
+    sa.Column("approval_id", ID, nullable=True),
+    sa.Column("attempts", sa.Integer, nullable=False),
+    sa.Column("admitted_at", UtcTimestamp, nullable=True),
+    sa.Column("dispatched_at", UtcTimestamp, nullable=True),
+    sa.Column("finished_at", UtcTimestamp, nullable=True),
+    sa.Column("result", sa.JSON, nullable=True),
+    sa.Column("error", sa.Text, nullable=True),
+    sa.Column("history", sa.JSON, nullable=False),
+    sa.Column("resolution", sa.JSON, nullable=True),
+    sa.Column("created_at", UtcTimestamp, nullable=False),
+    sa.Column("updated_at", UtcTimestamp, nullable=False),
+    sa.Column("revision", sa.Integer, nullable=False),
+)
+
+spend_reservations = sa.Table(
+    "spend_reservations",
+    metadata,
+    sa.Column("id", ID, primary_key=True),
+    sa.Column("action_id", ID, sa.ForeignKey("actions.id"), nullable=False, index=True),
+    sa.Column("run_id", ID, sa.ForeignKey("runs.id"), nullable=False),
+    # ``run:<id>`` for a workflow budget, the owner reference (``team.procurement``) for its.
+    sa.Column("scope", sa.String(200), nullable=False, index=True),
+    sa.Column("amount", sa.Float(precision=53), nullable=False),
+    sa.Column("currency", sa.String(8), nullable=False),
+    sa.Column("status", STATUS, nullable=False),  # reserved | committed | released
+    sa.Column("created_at", UtcTimestamp, nullable=False),
+    sa.Column("updated_at", UtcTimestamp, nullable=False),
+)
+
+# -- the HTTP API ----------------------------------------------------------------------
+
+#: Responses to creates made with an ``Idempotency-Key``: the same key and body replay the
+#: stored response; the same key with another body is refused (``idempotency_conflict``).
+idempotency_keys = sa.Table(
+    "idempotency_keys",
+    metadata,
+    # a key is its principal's: another principal's equal key is another key
+    sa.Column("principal", sa.String(200), primary_key=True),
+    sa.Column("key", sa.String(200), primary_key=True),
+    # ``POST /api/v1/objectives``: a key belongs to one operation
+    sa.Column("operation", sa.String(200), nullable=False),
+    sa.Column("request_hash", DIGEST, nullable=False),
+    sa.Column("status_code", sa.Integer, nullable=False),
+    sa.Column("response", sa.JSON, nullable=False),
+    sa.Column("created_at", UtcTimestamp, nullable=False),
+)
+
+#: Bearer tokens of principals (``user:alice``, ``service:ci``): only the sha256 of a token is
+#: kept, with the roles and scopes it grants; a token stops working when it expires or is
+#: revoked (the row stays, for the record).
+access_tokens = sa.Table(
+    "access_tokens",
+    metadata,
+    sa.Column("id", ID, primary_key=True),
+    sa.Column("principal", sa.String(200), nullable=False, index=True),
+    sa.Column("token_sha256", DIGEST, nullable=False, unique=True),
+    sa.Column("roles", sa.JSON, nullable=False),
+    sa.Column("scopes", sa.JSON, nullable=False),
+    sa.Column("note", sa.Text, nullable=True),
+    sa.Column("created_by", sa.String(200), nullable=False),
+    sa.Column("created_at", UtcTimestamp, nullable=False),
+    sa.Column("expires_at", UtcTimestamp, nullable=True),
+    sa.Column("revoked_at", UtcTimestamp, nullable=True),
+    sa.Column("revoked_by", sa.String(200), nullable=True),
+)
