@@ -1,10 +1,12 @@
 """The import rules between openseal's packages, checked over the source with ``ast``.
 
 - the compiler is pure: it imports nothing of openseal but ``openseal.errors``,
-  ``openseal.contract`` (and the package's ``__version__``), so never the runtime, skills,
-  runbooks, the API or the CLI;
+  ``openseal.contract``, ``openseal.canonical`` (and the package's ``__version__``), so never
+  the runtime, skills, runbooks, the API or the CLI;
 - the compiled contract (``openseal.contract``, the shapes ``emit`` writes and the runtime
-  reads) imports nothing of openseal, so both sides can import it;
+  reads) imports nothing of openseal, so both sides can import it; canonical JSON
+  (``openseal.canonical``) imports only ``openseal.errors``, so the compiler and the store
+  share it;
 - runbooks run without a store: they never import the runtime;
 - skills are used by both executors: they never import the runtime;
 - the runtime and the runbook executor consume compiled documents and plans only: they never
@@ -81,6 +83,9 @@ FORBIDDEN: dict[str, frozenset[str]] = {
 }
 #: a lazy package face's machinery, used by the store: it imports nothing of openseal either
 FORBIDDEN["lazy_exports"] = FORBIDDEN["contract"] | {"contract"}
+#: RFC 8785 canonical JSON, which the compiler (version digests) and the store (request and
+#: activity hashes) both write: below both, it imports nothing of openseal but ``errors``
+FORBIDDEN["canonical"] = (FORBIDDEN["contract"] - {"errors"}) | {"contract", "lazy_exports"}
 
 #: the compiler modules (and packages) that read definition files or drive the stages; the
 #: runtime and the runbook executor never re-read definitions
@@ -114,8 +119,7 @@ STORE_MAY_IMPORT = frozenset(
         "openseal.lazy_exports",  # its package's names imported on first use
         "openseal.runtime.clock",
         "openseal.runtime.statuses",
-        # RFC 8785 canonical JSON, one implementation (it imports only ``openseal.errors``)
-        "openseal.compiler.output.canonical",
+        "openseal.canonical",  # RFC 8785 canonical JSON, shared with the compiler
     }
 )
 

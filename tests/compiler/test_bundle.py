@@ -8,6 +8,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from openseal.canonical import sha256_digest
 from openseal.compiler.output.bundle import (
     MANIFEST,
     BundleError,
@@ -15,7 +16,6 @@ from openseal.compiler.output.bundle import (
     source_digests,
     write_bundle,
 )
-from openseal.compiler.output.canonical import sha256_digest
 from openseal.compiler.output.schemas import manifest_schema
 from tests.compiler.compile_support import compile_texts, project_text
 

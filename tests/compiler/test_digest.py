@@ -13,17 +13,17 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from openseal.compiler.analysis.build import build
-from openseal.compiler.analysis.ir import Analysis
-from openseal.compiler.definitions.specs import EFFECT_ORDER
-from openseal.compiler.load import load_definitions
-from openseal.compiler.output.canonical import (
+from openseal.canonical import (
     canonical_bytes,
     digest_of,
     is_digest,
     normalise,
     pretty,
 )
+from openseal.compiler.analysis.build import build
+from openseal.compiler.analysis.ir import Analysis
+from openseal.compiler.definitions.specs import EFFECT_ORDER
+from openseal.compiler.load import load_definitions
 from openseal.compiler.output.emit import emit
 from openseal.compiler.pipeline import compile_paths
 from openseal.errors import CompileError

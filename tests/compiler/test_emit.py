@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from openseal.canonical import canonical_bytes, pretty, sha256_digest
 from openseal.compiler.analysis.build import build
 from openseal.compiler.analysis.ir import Analysis
 from openseal.compiler.load import load_definitions
-from openseal.compiler.output.canonical import canonical_bytes, pretty, sha256_digest
 from openseal.compiler.output.emit import API_VERSION, emit
 from openseal.compiler.pipeline import compile_paths
 from tests.compiler.compile_support import AGENT, BINDING, MODEL, SKILL, compile_texts

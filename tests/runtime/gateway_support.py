@@ -10,7 +10,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from openseal.compiler.output.canonical import digest_of
+from openseal.canonical import digest_of
 from openseal.compiler.output.document import CompiledDocument
 from openseal.runtime.store import Store
 from openseal.runtime.store.tables import schema

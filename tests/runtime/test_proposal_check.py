@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from openseal.compiler.output.canonical import canonical_bytes
+from openseal.canonical import canonical_bytes
 from openseal.runtime.actions import proposal_check
 from openseal.runtime.clock import utcnow
 from openseal.runtime.store import Proposal

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 import sqlalchemy as sa
 
-from openseal.compiler.output.canonical import canonical_bytes
+from openseal.canonical import canonical_bytes
 from openseal.runtime import service
 from openseal.runtime.actions.approvals import ApprovalError
 from openseal.runtime.actions.proposals import MEDIA_TYPE

@@ -26,8 +26,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from openseal import __version__
+from openseal.canonical import canonical_bytes, is_digest, pretty, sha256_digest
 from openseal.compiler.definitions.specs import KIND_MODELS
-from openseal.compiler.output.canonical import canonical_bytes, is_digest, pretty, sha256_digest
 from openseal.compiler.output.document import CompiledDocument
 from openseal.compiler.output.emit import API_VERSION
 from openseal.compiler.syntax.file_text import MAX_FILE_BYTES, read_bounded

@@ -107,7 +107,7 @@ def diff_documents(old: Mapping[str, Doc], new: Mapping[str, Doc]) -> DiffReport
 
 
 def _canonical(document: Doc) -> bytes:
-    from openseal.compiler.output.canonical import canonical_bytes
+    from openseal.canonical import canonical_bytes
 
     return canonical_bytes(document)
 

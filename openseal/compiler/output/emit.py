@@ -27,6 +27,7 @@ from typing import Any, TypeGuard, cast
 import networkx as nx
 from pydantic import BaseModel
 
+from openseal.canonical import canonical_bytes, sha256_digest
 from openseal.compiler.analysis.build import Graphs
 from openseal.compiler.analysis.ir import Analysis, RunbookGraph
 from openseal.compiler.analysis.ir import WorkflowGraph as BuiltGraph
@@ -50,7 +51,6 @@ from openseal.compiler.definitions.specs import (
 )
 from openseal.compiler.lang import expr as ex
 from openseal.compiler.lang import types as ty
-from openseal.compiler.output.canonical import canonical_bytes, sha256_digest
 from openseal.compiler.output.document import CompiledDocument, Document
 from openseal.contract import StateEntry, StateSettings, TransitionEntry, WorkflowGraph
 from openseal.errors import CompileError

@@ -21,7 +21,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from openseal.compiler.output.canonical import canonical_bytes
+from openseal.canonical import canonical_bytes
 from openseal.errors import RuntimeFailure, StoreError
 from openseal.runtime.store import ArtifactStore, Connection, Proposal
 

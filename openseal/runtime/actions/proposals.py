@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from openseal.compiler.output.canonical import canonical_bytes
+from openseal.canonical import canonical_bytes
 from openseal.contract import (
     ActionSettings,
     ProposalSettings,

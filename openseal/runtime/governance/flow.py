@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
+from openseal.canonical import canonical_bytes, sha256_digest
 from openseal.compiler.output.bundle import Bundle
-from openseal.compiler.output.canonical import canonical_bytes, sha256_digest
 from openseal.compiler.output.document import CompiledDocument
 from openseal.errors import UsageError
 from openseal.runtime.clock import iso

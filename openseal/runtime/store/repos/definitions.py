@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from openseal.compiler.output.canonical import rfc8785_bytes
+from openseal.canonical import rfc8785_bytes
 from openseal.errors import StoreError
 from openseal.runtime.clock import new_id
 from openseal.runtime.store.db import fastsql

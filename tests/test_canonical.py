@@ -10,8 +10,8 @@ import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from openseal.compiler.output import canonical
-from openseal.compiler.output.canonical import canonical_bytes
+from openseal import canonical
+from openseal.canonical import canonical_bytes
 from openseal.errors import CompileError
 
 # Characters where the two writers could differ: controls, quote, backslash,

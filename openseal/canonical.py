@@ -49,7 +49,7 @@ def rfc8785_bytes(document: Any) -> bytes:
 #
 # rfc8785 is pure Python and writes byte by byte; the standard library's JSON
 # encoder is in C. For the values below the two write the same bytes, which
-# tests/compiler/test_canonical.py checks property by property against rfc8785:
+# tests/test_canonical.py checks property by property against rfc8785:
 #
 # * strings: both escape exactly `"`, `\\` and U+0000-U+001F, with the same
 #   short forms (\b \f \n \r \t) and lowercase `\u00xx` for the rest, and
