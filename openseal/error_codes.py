@@ -249,6 +249,12 @@ _ALL: list[ErrorCode] = [
         ("approval_expired", 409, FAILURE, "The approval expired before the decision."),
         ("approval_canceled", 409, FAILURE, "The approval was canceled before the decision."),
         ("action_in_flight", 409, FAILURE, "The action is being dispatched right now."),
+        (
+            "no_decision",
+            400,
+            FAILURE,
+            "Asked for a decision on a terminal, the input ended: nothing was decided.",
+        ),
     ),
     *_codes(
         "models",

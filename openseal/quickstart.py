@@ -53,6 +53,12 @@ class QuickstartError(OpenSealError):
     """The quickstart could not finish; the message is one line."""
 
 
+class NoDecision(QuickstartError):
+    """The person asked for a decision gave none (the input ended): nothing was decided."""
+
+    code = "no_decision"
+
+
 class DefinitionsInvalid(QuickstartError):
     """The definitions have errors; ``result`` carries the diagnostics to render."""
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import pty
+import select
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +20,7 @@ import yaml
 
 from openseal.cli.quickstart import render_outcome
 from openseal.quickstart import CONTEXT_NAME, TOKEN_ENV, Decision, Options, Order, run_quickstart
+from openseal.runtime import service
 from openseal.runtime.store import open_store
 from openseal.runtime.store.tables import schema
 
@@ -147,6 +151,75 @@ def test_interactive_needs_a_terminal(tmp_path: Path) -> None:
     done = quickstart(tmp_path / "home", "--interactive")
     assert done.returncode == 2
     assert "--interactive needs a terminal" in done.stderr
+
+
+class Terminal:
+    """``openseal quickstart --interactive`` on a pseudo-terminal, as a person runs it."""
+
+    def __init__(self, home: Path) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OPENSEAL_")}
+        self.master, slave = pty.openpty()
+        command = [sys.executable, "-c", LAUNCH, "quickstart", "--home", str(home), "--interactive"]
+        self.process = subprocess.Popen(
+            command, cwd=REPO, env={**env, "NO_COLOR": "1"}, stdin=slave, stdout=slave,
+            stderr=slave, close_fds=True,
+        )  # fmt: skip
+        os.close(slave)
+        self.seen = ""
+
+    def read_until(self, text: str, *, after: int = 0) -> None:
+        """Read the terminal until ``text`` appears past offset ``after`` (a hang guard only)."""
+        while text not in self.seen[after:]:
+            ready, _, _ = select.select([self.master], [], [], 180)
+            assert ready, f"gave up waiting for {text!r}; the terminal shows:\n{self.seen}"
+            try:
+                chunk = os.read(self.master, 4096)
+            except OSError:  # the process ended and closed the terminal
+                chunk = b""
+            assert chunk, f"the terminal closed before {text!r}:\n{self.seen}"
+            self.seen += chunk.decode("utf-8", "replace")
+
+    def type(self, keys: str) -> None:
+        os.write(self.master, keys.encode())
+
+    def finish(self) -> int:
+        code = self.process.wait(timeout=180)
+        with contextlib.suppress(OSError):
+            while chunk := os.read(self.master, 4096):
+                self.seen += chunk.decode("utf-8", "replace")
+        os.close(self.master)
+        return code
+
+
+def test_a_bare_enter_decides_nothing_and_the_end_of_input_exits_undecided(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+    terminal = Terminal(home)
+    terminal.read_until("Decision (approve, reject, request-changes):")
+    asked = len(terminal.seen)
+    terminal.type("\r")  # a bare Enter: no default, so the question is asked again
+    terminal.read_until("Decision (approve, reject, request-changes):", after=asked)
+    terminal.type("\x04")  # the end of input (Ctrl-D)
+    assert terminal.finish() == 1
+    assert "no decision was made (the input ended): nothing was approved or sent" in (terminal.seen)
+    assert "Traceback" not in terminal.seen and "approved by" not in terminal.seen
+    store = open_store(home=home)
+    try:
+        [approval] = service.list_approvals(store)
+        assert approval.status == "pending" and approval.decided_by is None
+        assert [a.status for a in service.list_actions(store)] == ["waiting_for_approval"]
+    finally:
+        store.close()
+
+
+def test_a_typed_approve_orders_the_laptops(tmp_path: Path) -> None:
+    terminal = Terminal(tmp_path / "home")
+    terminal.read_until("Decision (approve, reject, request-changes):")
+    terminal.type("approve\r")
+    assert terminal.finish() == 0, terminal.seen
+    assert "approved by user:local" in terminal.seen
+    assert "purchase order PO-000001 confirmed" in terminal.seen
 
 
 # -- decisions other than approve (in process: the same code the prompt feeds) -----------

@@ -9,7 +9,7 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -45,7 +45,8 @@ PAST = {"approve": "approved", "reject": "rejected", "request_changes": "changes
 )  # fmt: skip
 @click.option(
     "--interactive", is_flag=True,
-    help="Ask on the terminal: approve, reject or request changes (with a reason).",
+    help="Ask on the terminal: approve, reject or request changes (with a reason). No "
+    "default: only a typed answer decides; the end of input decides nothing (exit 1).",
 )  # fmt: skip
 @output_option("`json` or `yaml`: one document (run, status, order, hash, purchase order, events).")
 @click.option(
@@ -135,14 +136,27 @@ class _Decider:
             if self.show:
                 click.echo("approving it as the local operator (user:local, loopback)")
             return Decision("approve")
-        choice = click.prompt(
-            "Decision", type=click.Choice(sorted(DECISIONS)), default="approve", err=True
-        )
+        # No default: this decision sends a purchase order, so only a typed answer decides
+        # (a bare Enter asks again) and the end of input decides nothing.
+        choice = _ask(order, "Decision", type=click.Choice(sorted(DECISIONS)))
         verb = DECISIONS[choice]
         if verb == "approve":
             return Decision(verb)
-        reason = click.prompt("Reason", err=True).strip()
+        reason = _ask(order, "Reason").strip()
         return Decision(verb, reason)
+
+
+def _ask(order: Order, text: str, **options: Any) -> str:
+    from openseal.quickstart import NoDecision
+
+    try:
+        return str(click.prompt(text, err=True, **options))
+    except click.exceptions.Abort:
+        click.echo("", err=True)
+        raise NoDecision(
+            f"no decision was made (the input ended): nothing was approved or sent; "
+            f"approval {order.approval_id} is still pending"
+        ) from None
 
 
 def _diagnostics(exc: DefinitionsInvalid) -> None:
