@@ -22,8 +22,11 @@
 - the store imports nothing of the runtime but :data:`STORE_MAY_IMPORT`, so no import loop
   can run through it again;
 - the runtime is laid out in rooms (:data:`ROOMS`): each imports only the rooms it lists, so
-  ``compiled`` stays pure, actions and governance never reach into the engine, and nothing but
-  the face itself imports ``service``; the top of the runtime holds only :data:`RUNTIME_TOP`.
+  actions and governance never reach into the engine, and nothing but the face itself imports
+  ``service``; the shared modules at the top of the runtime (:data:`RUNTIME_TOP`, nothing
+  else is there) import only the rooms under them (:data:`UNDER_TOP`: the store, and the
+  model providers telemetry wraps), never the engine; ``compiled`` stays pure, and the
+  providers import nothing of the runtime but ``compiled`` (:data:`NARROWER`).
 
 Every import counts, including those inside functions and under ``TYPE_CHECKING``: a lazy
 import is still a dependency.
@@ -144,12 +147,17 @@ ROOMS: dict[str, frozenset[str]] = {
     "store": frozenset(),  # narrower still: STORE_MAY_IMPORT
     "governance": frozenset({"store"}),
     "actions": frozenset({"store"}),
-    "engine": frozenset({"store", "actions"}),
-    "service": frozenset({"store", "actions", "engine", "governance"}),
+    "providers": frozenset(),
+    "engine": frozenset({"store", "actions", "providers"}),
+    "service": frozenset({"store", "actions", "engine", "governance", "providers"}),
 }
-#: shared modules that may import rooms besides the store, and which
-TOP_MAY_IMPORT: dict[str, frozenset[str]] = {
-    "telemetry": frozenset({"store", "engine"}),  # model providers, turns and hooks it wraps
+#: the rooms the shared modules may import: they sit under every room, and these two under them
+UNDER_TOP = frozenset({"store", "providers"})
+#: rooms and shared modules that import less of the runtime than the rest, and what they may
+#: import: the pure ``compiled`` view nothing; the providers, under telemetry, only ``compiled``
+NARROWER: dict[str, frozenset[str]] = {
+    "compiled": frozenset(),
+    "providers": frozenset({"compiled"}),
 }
 
 
@@ -342,16 +350,17 @@ def runtime_part(module: str) -> str:
 
 
 def room_violations(imports: list[Import]) -> list[str]:
-    """Imports between the runtime's rooms that :data:`ROOMS` does not allow; the pure
-    ``compiled`` view imports nothing of the runtime."""
+    """Imports between the runtime's rooms and shared modules that :data:`ROOMS`,
+    :data:`UNDER_TOP` and :data:`NARROWER` do not allow."""
     wrong = []
     for item in imports:
         importer, imported = runtime_part(item.importer), runtime_part(item.imported)
-        if not importer or not imported or importer == imported or imported in RUNTIME_TOP:
-            if importer == "compiled" and imported and imported != "compiled":
-                wrong.append(f"{item.importer}:{item.line} imports {item.imported}")
+        if not importer or not imported or importer == imported:
             continue
-        allowed = ROOMS.get(importer, TOP_MAY_IMPORT.get(importer, frozenset({"store"})))
+        if importer in NARROWER:
+            allowed = NARROWER[importer]
+        else:
+            allowed = RUNTIME_TOP | ROOMS.get(importer, UNDER_TOP)
         if imported not in allowed:
             wrong.append(f"{item.importer}:{item.line} imports {item.imported}")
     return wrong
@@ -601,3 +610,38 @@ def test_a_room_reaching_into_the_engine_or_an_impure_compiled_view_is_caught(
         "openseal.runtime.compiled:1 imports openseal.runtime.clock",
     ]
     assert stray_runtime_modules(root) == ["misc.py"]
+
+
+def test_telemetry_reaching_into_the_engine_or_providers_reaching_up_is_caught(
+    tmp_path: Path,
+) -> None:
+    root = _tree(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "runtime/__init__.py": "",
+            "runtime/compiled.py": "",
+            "runtime/telemetry.py": (
+                "from openseal.runtime.providers import ModelProvider\n"
+                "from typing import TYPE_CHECKING\n"
+                "if TYPE_CHECKING:\n"
+                "    from openseal.runtime.engine.turns import TurnReport\n"
+            ),
+            "runtime/engine/__init__.py": "",
+            "runtime/engine/turns.py": "from openseal.runtime.providers import base\n",
+            "runtime/providers/__init__.py": "class ModelProvider: ...\n",
+            "runtime/providers/base.py": (
+                "from openseal.runtime.compiled import AgentProfile\n"
+                "from openseal.runtime.engine import turns\n"
+                "from openseal.runtime import telemetry\n"
+                "from openseal.runtime.store import Claim\n"
+            ),
+            "runtime/store/__init__.py": "class Claim: ...\n",
+        },
+    )
+    assert room_violations(all_imports(root)) == [
+        "openseal.runtime.providers.base:2 imports openseal.runtime.engine.turns",
+        "openseal.runtime.providers.base:3 imports openseal.runtime.telemetry",
+        "openseal.runtime.providers.base:4 imports openseal.runtime.store",
+        "openseal.runtime.telemetry:4 imports openseal.runtime.engine.turns",
+    ]

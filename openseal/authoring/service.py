@@ -23,7 +23,7 @@ from openseal.authoring.drafts import CompiledDraft, compile_existing
 from openseal.authoring.profile import ProfileCheck, find_profile
 from openseal.authoring.session import AuthoringRequest, AuthoringResult, author
 from openseal.errors import CompileError, OpenSealError, UsageError
-from openseal.runtime.service.workers import OpenAIProvider
+from openseal.runtime.service import OpenAIProvider
 from openseal.skills.credentials import RuntimeContext
 
 if TYPE_CHECKING:

@@ -172,7 +172,7 @@ def author(
 
     ``existing`` is the definitions the draft joins, compiled (it must have compiled).
     At most ``1 + request.max_repairs`` model calls are made, fewer when the token budget
-    runs out. Model failures raise :class:`~openseal.runtime.engine.models.ModelError`.
+    runs out. Model failures raise :class:`~openseal.runtime.providers.ModelError`.
     ``progress`` hears one line as each round starts and ends (a model call takes a while).
     """
     say = progress or (lambda _line: None)

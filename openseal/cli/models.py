@@ -42,7 +42,7 @@ def check(profile: str, definitions: Path, context_path: Path | None, output: st
         openseal models check hosted --context context.yaml -o json
     """
     from openseal.compiler.pipeline import compile_paths
-    from openseal.runtime.service.workers import check_profile
+    from openseal.runtime.service import check_profile
     from openseal.skills.credentials import RuntimeContext
 
     context = RuntimeContext.load(context_path)

@@ -52,6 +52,10 @@ from openseal.runtime.store import (
     ReceiveHook,
 )
 
+#: what the engine calls at each named point a claim's turn passes (a crash test's
+#: :class:`BlockAt`, counted by :func:`openseal.runtime.telemetry.observed_hook`)
+Hook = Callable[[str, Claim], None]
+
 POINT_ENV = "OPENSEAL_FAULT_POINT"
 DIR_ENV = "OPENSEAL_FAULT_DIR"
 #: the points a run's turns pass through (the crash matrix kills a worker at each)
@@ -147,7 +151,7 @@ def batch_hook_from_env() -> BatchHook | None:
     return None if hook is None else hook.batch
 
 
-def commit_hook_from_env() -> Callable[[str, Claim], None] | None:
+def commit_hook_from_env() -> Hook | None:
     """The store's hook (``Store.commit_hook``) when ``OPENSEAL_FAULT_POINT`` is one of
     :data:`ORCHESTRATION_POINTS`."""
     return _armed(ORCHESTRATION_POINTS)

@@ -13,21 +13,22 @@ import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from prometheus_client import Counter, Histogram
 
 from openseal.observability import metrics, tracing
 from openseal.runtime.compiled import AgentProfile
-from openseal.runtime.engine.models import ModelError, ModelProvider, ProviderFactory
-from openseal.runtime.engine.models.base import ModelRequest, ModelResponse
+from openseal.runtime.faults import Hook
+from openseal.runtime.providers import (
+    ModelError,
+    ModelProvider,
+    ModelRequest,
+    ModelResponse,
+    ProviderFactory,
+)
 from openseal.runtime.store import Claim
 from openseal.skills.base import SkillResult
-
-if TYPE_CHECKING:  # both import modules that report here
-    from openseal.runtime.engine.states.base import Hook
-    from openseal.runtime.engine.turns import TurnReport
-
 
 # -- model calls ---------------------------------------------------------------------------
 
@@ -128,7 +129,20 @@ def _actions(skill: str, outcome: str) -> Counter:
     return metrics.ACTIONS.labels(skill=skill, outcome=outcome)
 
 
-def turn_done(span: tracing.Span, report: TurnReport) -> None:
+class TurnDone(Protocol):
+    """What :func:`turn_done` reads of a turn's report (the engine's ``TurnReport``)."""
+
+    @property
+    def state(self) -> str | None: ...
+    @property
+    def turn_seq(self) -> int | None: ...
+    @property
+    def outcome(self) -> str: ...
+    @property
+    def seconds(self) -> float: ...
+
+
+def turn_done(span: tracing.Span, report: TurnDone) -> None:
     """A turn ended: its outcome counted, its duration observed, its span labelled."""
     _turns(report.outcome).inc()
     metrics.TURN_SECONDS.observe(report.seconds)

@@ -25,7 +25,7 @@ from tests.authoring.support import (
     answer,
     workspace,
 )
-from tests.runtime.models.chat_server import ChatServer
+from tests.runtime.providers.chat_server import ChatServer
 
 TOKENS: TokenTable = parse_tokens({sha(ALICE_TOKEN): "user:alice"})
 DRAFTS = "/authoring/drafts"

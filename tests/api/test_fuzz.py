@@ -23,7 +23,7 @@ from openseal.runtime.store import Store
 from openseal.skills.credentials import RuntimeContext
 from tests.api.conftest import Serve
 from tests.authoring.support import GOOD, KEY, KEY_VARIABLE, PROFILE, answer, workspace
-from tests.runtime.models.chat_server import ChatServer
+from tests.runtime.providers.chat_server import ChatServer
 
 pytestmark = pytest.mark.slow
 

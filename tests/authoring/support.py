@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from tests.runtime.models.chat_server import ChatServer, Reply, completion
+from tests.runtime.providers.chat_server import ChatServer, Reply, completion
 
 ROOT = Path(__file__).resolve().parents[2]
 PROCUREMENT = ROOT / "definitions" / "procurement"

@@ -21,7 +21,7 @@ from tests.authoring.support import (
     sent_messages,
     workspace,
 )
-from tests.runtime.models.chat_server import ChatServer, Reply, completion
+from tests.runtime.providers.chat_server import ChatServer, Reply, completion
 
 CHAT_PATH = "/v1/chat/completions"
 

@@ -9,7 +9,7 @@ import pytest
 from openseal.authoring import AuthoringRequest, AuthoringSetup, draft
 from openseal.skills.credentials import RuntimeContext
 from tests.authoring.support import BAD, GOOD, KEY, KEY_VARIABLE, PROFILE, answer, workspace
-from tests.runtime.models.chat_server import ChatServer
+from tests.runtime.providers.chat_server import ChatServer
 
 
 def test_progress_is_told_each_round(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

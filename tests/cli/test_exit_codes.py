@@ -105,7 +105,7 @@ ELSEWHERE = {
     ("quickstart", 0): "tests/test_quickstart.py",
     ("quickstart", 1): "tests/test_quickstart.py",
     ("capabilities", 0): "tests/api/test_capabilities_cli.py",
-    ("models", 0): "tests/runtime/models/test_models_check.py",
+    ("models", 0): "tests/runtime/providers/test_models_check.py",
     ("author", 0): "tests/authoring/test_authoring_docs.py",
 }
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from openseal.runtime.engine.engine import Engine
-from openseal.runtime.engine.models import ScriptedProvider, fixed
+from openseal.runtime.providers import ScriptedProvider, fixed
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
 from openseal.simulator.procurement import ProcurementSimulator

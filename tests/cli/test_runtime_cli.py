@@ -11,7 +11,7 @@ import pytest
 
 from openseal.cli.main import main
 from openseal.runtime.engine.engine import Engine
-from openseal.runtime.engine.models import ScriptedProvider, fixed
+from openseal.runtime.providers import ScriptedProvider, fixed
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
 from tests.runtime.conftest import backend, pg_admin  # noqa: F401  (fixtures)

@@ -20,12 +20,12 @@ from tests.runtime.support import new_run
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("alembic", "sqlalchemy", "fastapi", "openai")
-#: what reading runs from the store never needs: the engine room, the compiler, the skills and
-#: the clients they bring in (psycopg only for PostgreSQL)
+#: what reading runs from the store never needs: the engine room, the model providers, the
+#: compiler, the skills and the clients they bring in (psycopg only for PostgreSQL)
 ENGINE = (
     "openseal.runtime.engine", "openseal.runtime.actions", "openseal.runtime.governance",
-    "openseal.runtime.compiled", "openseal.compiler", "openseal.skills", "openai", "httpx",
-    "networkx", "jsonschema", "psycopg",
+    "openseal.runtime.providers", "openseal.runtime.compiled", "openseal.compiler",
+    "openseal.skills", "openai", "httpx", "networkx", "jsonschema", "psycopg",
 )  # fmt: skip
 
 

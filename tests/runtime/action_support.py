@@ -14,7 +14,7 @@ import pytest
 from openseal.runtime import service
 from openseal.runtime.actions.approvals import ApprovalAuthority
 from openseal.runtime.engine.engine import Engine
-from openseal.runtime.engine.models import ScriptedProvider, fixed
+from openseal.runtime.providers import ScriptedProvider, fixed
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
 from openseal.runtime.store.tables.records import Run

@@ -14,7 +14,7 @@ from openseal.compiler.output.document import CompiledDocument
 from openseal.compiler.pipeline import compile_paths
 from openseal.runtime import service
 from openseal.runtime.engine.engine import Engine
-from openseal.runtime.engine.models import ScriptedProvider, fixed
+from openseal.runtime.providers import ScriptedProvider, fixed
 from openseal.runtime.store import Store
 from openseal.runtime.store.tables.records import Run
 

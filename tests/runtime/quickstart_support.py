@@ -12,7 +12,7 @@ import sqlalchemy as sa
 
 from openseal.runtime import service
 from openseal.runtime.actions.approvals import ApprovalAuthority
-from openseal.runtime.engine.models import CALLS_ENV, RESPONSES_ENV, read_calls
+from openseal.runtime.providers import CALLS_ENV, RESPONSES_ENV, read_calls
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
 from openseal.runtime.store.tables import schema

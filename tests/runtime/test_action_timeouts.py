@@ -9,7 +9,7 @@ import pytest
 
 from openseal.runtime import service
 from openseal.runtime.engine.engine import Engine
-from openseal.runtime.engine.models import ScriptedProvider, fixed
+from openseal.runtime.providers import ScriptedProvider, fixed
 from openseal.runtime.statuses import ActionStatus, RunStatus
 from openseal.runtime.store import Store
 from tests.runtime.engine_support import compile_files, register

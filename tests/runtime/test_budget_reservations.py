@@ -7,7 +7,7 @@ from pathlib import Path
 
 from openseal.runtime import service
 from openseal.runtime.engine import budgets
-from openseal.runtime.engine.models import ModelRequest, ModelResponse, ScriptedProvider
+from openseal.runtime.providers import ModelRequest, ModelResponse, ScriptedProvider
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
 from tests.runtime.engine_support import engine, event_types, register, small_workflow

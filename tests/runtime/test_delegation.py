@@ -14,7 +14,7 @@ from openseal.runtime import service
 from openseal.runtime.engine.catalog import WorkflowCatalog
 from openseal.runtime.engine.delegation import DelegationFailed, callee_agent
 from openseal.runtime.engine.engine import Engine
-from openseal.runtime.engine.models import read_calls
+from openseal.runtime.providers import read_calls
 from openseal.runtime.statuses import AgentRequestStatus as S
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import AgentRequest, Store

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from openseal.runtime import service
-from openseal.runtime.engine.models import read_calls
 from openseal.runtime.faults import DIR_ENV, POINT_ENV
+from openseal.runtime.providers import read_calls
 from openseal.runtime.statuses import AgentRequestStatus as S
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store

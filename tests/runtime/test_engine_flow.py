@@ -8,7 +8,7 @@ import pytest
 import sqlalchemy as sa
 
 from openseal.runtime import service
-from openseal.runtime.engine.models import read_calls
+from openseal.runtime.providers import read_calls
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
 from openseal.runtime.store.tables import schema

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from openseal.runtime import service
 from openseal.runtime.engine.engine import Engine, StepReport
-from openseal.runtime.engine.models import fixed, read_calls
+from openseal.runtime.providers import fixed, read_calls
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
 from openseal.runtime.store.tables.records import Claim

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from openseal.runtime import service
-from openseal.runtime.engine.models import read_calls
+from openseal.runtime.providers import read_calls
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
 from openseal.runtime.store.db.errors import InvalidStatus

@@ -15,7 +15,7 @@ import pytest
 
 from openseal.runtime import service
 from openseal.runtime.engine.engine import Engine
-from openseal.runtime.engine.models import ModelRequest, ModelResponse, Usage, fixed
+from openseal.runtime.providers import ModelRequest, ModelResponse, Usage, fixed
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
 from tests.runtime.engine_support import compile_files, event_types, register

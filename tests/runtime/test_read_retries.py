@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from openseal.runtime import service
-from openseal.runtime.engine.models import ScriptedProvider
+from openseal.runtime.providers import ScriptedProvider
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
 from tests.runtime.engine_support import compile_files, register

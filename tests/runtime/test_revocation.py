@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from openseal.runtime import service
-from openseal.runtime.engine.models import ScriptedProvider
+from openseal.runtime.providers import ScriptedProvider
 from openseal.runtime.statuses import ActionStatus, RunStatus
 from openseal.runtime.store import Store
 from openseal.runtime.store.tables.records import Run

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from openseal.runtime.compiled import AgentProfile
-from openseal.runtime.engine.models import (
+from openseal.runtime.providers import (
     ModelError,
     ModelRequest,
     ScriptedProvider,

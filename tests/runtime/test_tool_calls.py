@@ -12,8 +12,8 @@ import pytest
 
 from openseal.runtime import service
 from openseal.runtime.engine.engine import Engine
-from openseal.runtime.engine.models import ModelRequest, ModelResponse, ScriptedProvider, fixed
-from openseal.runtime.engine.models import read_calls as model_calls
+from openseal.runtime.providers import ModelRequest, ModelResponse, ScriptedProvider, fixed
+from openseal.runtime.providers import read_calls as model_calls
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
 from openseal.runtime.store.tables.records import Claim

@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from openseal.observability import tracing
 from openseal.runtime import service
 from openseal.runtime.engine.engine import Engine
-from openseal.runtime.engine.models import ScriptedProvider, fixed
+from openseal.runtime.providers import ScriptedProvider, fixed
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
 from openseal.simulator.procurement import ProcurementSimulator

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 
 from openseal.runtime import service
 from openseal.runtime.engine.engine import Engine
-from openseal.runtime.engine.models import fixed
+from openseal.runtime.providers import fixed
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
 from openseal.runtime.store.tables.records import Claim

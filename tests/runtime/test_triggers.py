@@ -13,8 +13,8 @@ from openseal.runtime import faults, service
 from openseal.runtime.access import Grant
 from openseal.runtime.caller import Caller
 from openseal.runtime.clock import utcnow
-from openseal.runtime.engine.models import ScriptedProvider
 from openseal.runtime.engine.triggers import Scheduler
+from openseal.runtime.providers import ScriptedProvider
 from openseal.runtime.statuses import ObjectiveStatus
 from openseal.runtime.store import Delivery, InvalidStatus, Run, Store, TriggerFiring
 from tests.runtime.engine_support import PICK_7, engine

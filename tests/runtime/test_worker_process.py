@@ -13,14 +13,14 @@ import pytest
 
 from openseal.runtime import service
 from openseal.runtime.engine.engine import Engine
-from openseal.runtime.engine.models import (
+from openseal.runtime.faults import DIR_ENV, POINT_ENV
+from openseal.runtime.providers import (
     CALLS_ENV,
     RESPONSES_ENV,
     ScriptedProvider,
     fixed,
     read_calls,
 )
-from openseal.runtime.faults import DIR_ENV, POINT_ENV
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
 from openseal.runtime.store.tables import schema

@@ -2,6 +2,6 @@
 
 ``engine`` (claims, leases, the wake loop), ``worker`` (a worker process), ``turns`` (one
 turn of one run), ``states/`` (one handler per state kind), ``tools`` and ``gateway`` (the
-skill calls a model proposes), ``budgets``, ``models/`` (model providers), ``delegation``
+skill calls a model proposes), ``budgets``, ``delegation``
 (child runs for agent requests) and ``triggers`` (schedules that start runs).
 """

@@ -29,18 +29,18 @@ from openseal.runtime import telemetry
 from openseal.runtime.caller import Caller
 from openseal.runtime.engine.cascade import Cascade
 from openseal.runtime.engine.catalog import WorkflowCatalog
-from openseal.runtime.engine.models import ProviderFactory, default_provider_factory
 from openseal.runtime.engine.objectives import create_objective
-from openseal.runtime.engine.states.base import Hook
 from openseal.runtime.engine.tools import GatewayTools, ToolRunner
 from openseal.runtime.engine.triggers import Scheduler
 from openseal.runtime.engine.turns import Begun, TurnExecutor, TurnReport
 from openseal.runtime.faults import (
+    Hook,
     batch_hook_from_env,
     commit_hook_from_env,
     hook_from_env,
     trigger_hook_from_env,
 )
+from openseal.runtime.providers import ProviderFactory, default_provider_factory
 from openseal.runtime.requests import StartObjective
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import (

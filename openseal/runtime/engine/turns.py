@@ -28,14 +28,12 @@ from openseal.runtime import telemetry
 from openseal.runtime.compiled import CompiledWorkflow, DefinitionError
 from openseal.runtime.engine import budgets
 from openseal.runtime.engine.catalog import WorkflowCatalog
-from openseal.runtime.engine.models.base import ModelError
 from openseal.runtime.engine.objectives import fit_inputs
 from openseal.runtime.engine.states import handler_for, is_pure, preparer_for
 from openseal.runtime.engine.states.base import (
     Advance,
     Attention,
     Finish,
-    Hook,
     Outcome,
     StepContext,
     Suspend,
@@ -43,6 +41,8 @@ from openseal.runtime.engine.states.base import (
     state_scope,
 )
 from openseal.runtime.engine.tools import ToolRunner
+from openseal.runtime.faults import Hook
+from openseal.runtime.providers.base import ModelError
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import (
     Claim,

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from openseal.runtime.event_summary import summarize
     from openseal.runtime.id_prefix import choose_id, complete_id, id_prefix
     from openseal.runtime.pricing import format_cost
+    from openseal.runtime.providers import OpenAIProvider, check_profile
     from openseal.runtime.requests import (
         ActivateObjective,
         AgentRequestStep,
@@ -168,6 +169,7 @@ __all__ = [
     "Intervention",
     "NewToken",
     "ObjectiveCommand",
+    "OpenAIProvider",
     "ProposalView",
     "Reconciliation",
     "Registered",
@@ -185,6 +187,7 @@ __all__ = [
     "cancellation",
     "capabilities",
     "capability_of",
+    "check_profile",
     "choose_id",
     "complete_id",
     "create_objective",

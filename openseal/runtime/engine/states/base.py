@@ -21,11 +21,10 @@ from openseal.runtime.clock import iso
 from openseal.runtime.compiled import CompiledWorkflow, StateSpec
 from openseal.runtime.engine import budgets
 from openseal.runtime.engine.tools import ToolRunner
+from openseal.runtime.faults import Hook
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Claim, FencedTx, Run, Store, canonical_json
 from openseal.skills.credentials import RuntimeContext
-
-Hook = Callable[[str, Claim], None]
 
 
 @dataclass(frozen=True)

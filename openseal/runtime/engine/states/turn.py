@@ -18,8 +18,6 @@ import jsonschema
 from openseal.contract import TurnSettings
 from openseal.observability import metrics
 from openseal.runtime.compiled import AgentProfile, evaluate_json
-from openseal.runtime.engine.models import retry
-from openseal.runtime.engine.models.base import ModelError, ModelRequest, ModelResponse, Tool
 from openseal.runtime.engine.states.base import (
     Advance,
     Attention,
@@ -32,6 +30,8 @@ from openseal.runtime.engine.states.base import (
 )
 from openseal.runtime.engine.tools import ToolInvocation
 from openseal.runtime.pricing import Price
+from openseal.runtime.providers import retry
+from openseal.runtime.providers.base import ModelError, ModelRequest, ModelResponse, Tool
 
 REPAIR_PROMPT = (
     "Your output does not match the required JSON Schema: {problems}. "

@@ -21,13 +21,13 @@ import pytest
 from openseal.observability import metrics
 from openseal.runtime import service
 from openseal.runtime.engine.engine import Engine
-from openseal.runtime.engine.models import retry
+from openseal.runtime.providers import retry
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
 from tests.runtime import gateway_skills
 from tests.runtime.engine_support import assert_conforms, compile_files, event_types, register
 from tests.runtime.gateway_support import DEFS, activities
-from tests.runtime.models.chat_server import ChatServer, Reply, completion, stream_chunks
+from tests.runtime.providers.chat_server import ChatServer, Reply, completion, stream_chunks
 from tests.runtime.support import Backend
 
 #: the engine's logic, end to end: its PostgreSQL half runs with the slow set (the

@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from openseal.runtime.engine.models.base import ModelError, ModelRequest, ModelResponse
+from openseal.runtime.providers.base import ModelError, ModelRequest, ModelResponse
 
 RESPONSES_ENV = "OPENSEAL_SCRIPTED_RESPONSES"
 CALLS_ENV = "OPENSEAL_SCRIPTED_CALLS"
@@ -47,7 +47,7 @@ def load_script(path: Path) -> dict[str, list[dict[str, Any]]]:
 
 
 class ScriptedProvider:
-    """A :class:`~openseal.runtime.engine.models.base.ModelProvider` that replays a script."""
+    """A :class:`~openseal.runtime.providers.base.ModelProvider` that replays a script."""
 
     def __init__(
         self,

@@ -59,7 +59,7 @@ import openai
 
 from openseal.compiler.diagnostics import did_you_mean
 from openseal.errors import OpenSealError
-from openseal.runtime.engine.models.base import (
+from openseal.runtime.providers.base import (
     ModelError,
     ModelRequest,
     ModelResponse,
@@ -160,7 +160,7 @@ class Endpoint:
 
 
 class OpenAIProvider:
-    """A :class:`~openseal.runtime.engine.models.base.ModelProvider` for one chat-completions
+    """A :class:`~openseal.runtime.providers.base.ModelProvider` for one chat-completions
     endpoint.
 
     Holds no key: ``credentials`` resolves the profile's reference at every call. When the

@@ -1,11 +1,12 @@
-"""Model providers for turns: the interface, the scripted provider and how one is chosen.
+"""How a turn's model profile is mapped to a provider.
 
 ``ProviderFactory`` maps a turn's agent profile (its model profile inside) to a provider. The
 default factory serves ``provider = "scripted"`` profiles from a responses file (the worker's
 ``--scripted-responses``, ``OPENSEAL_SCRIPTED_RESPONSES`` or the profile's ``script``) and
-``provider = "openai"`` profiles with :class:`OpenAIProvider`, whose credential reference is
-resolved at every call from the runtime context's resolver. One provider is made per profile
-and reused (a scripted file is read once; an OpenAI provider remembers its output mode).
+``provider = "openai"`` profiles with :class:`~openseal.runtime.providers.OpenAIProvider`,
+whose credential reference is resolved at every call from the runtime context's resolver. One
+provider is made per profile and reused (a scripted file is read once; an OpenAI provider
+remembers its output mode).
 """
 
 from __future__ import annotations
@@ -15,30 +16,11 @@ import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from openseal.runtime.compiled import AgentProfile
-from openseal.runtime.engine.models.base import (
-    ModelError,
-    ModelProvider,
-    ModelRequest,
-    ModelResponse,
-    ModelUnavailable,
-    Tool,
-    ToolCall,
-    Usage,
-)
-from openseal.runtime.engine.models.scripted import (
-    CALLS_ENV,
-    RESPONSES_ENV,
-    ScriptedProvider,
-    load_script,
-    read_calls,
-)
+from openseal.runtime.providers.base import ModelError, ModelProvider
+from openseal.runtime.providers.scripted import CALLS_ENV, RESPONSES_ENV, ScriptedProvider
 from openseal.skills.credentials import CredentialResolver
-
-if TYPE_CHECKING:
-    from openseal.runtime.engine.models.openai_provider import OpenAIProvider
 
 ProviderFactory = Callable[[AgentProfile], ModelProvider]
 
@@ -60,7 +42,7 @@ def default_provider_factory(
     calls_file = calls_file or _env_path(CALLS_ENV)
     resolver = credentials or CredentialResolver()
     scripts: dict[Path, ScriptedProvider] = {}
-    endpoints: dict[str, OpenAIProvider] = {}
+    endpoints: dict[str, ModelProvider] = {}
     lock = threading.Lock()  # a worker's threads share one factory
 
     def scripted(profile: AgentProfile) -> ModelProvider:
@@ -78,7 +60,8 @@ def default_provider_factory(
         key = json.dumps(profile.model, sort_keys=True, default=str)
         with lock:
             if key not in endpoints:
-                from openseal.runtime.engine.models.openai_provider import OpenAIProvider
+                # through the package's face, which imports the OpenAI client on first use
+                from openseal.runtime.providers import OpenAIProvider
 
                 endpoints[key] = OpenAIProvider.from_profile(profile.model, credentials=resolver)
             return endpoints[key]
@@ -100,34 +83,3 @@ def default_provider_factory(
 def _env_path(name: str) -> Path | None:
     value = os.environ.get(name)
     return Path(value) if value else None
-
-
-__all__ = [
-    "CALLS_ENV",
-    "RESPONSES_ENV",
-    "AgentProfile",
-    "ModelError",
-    "ModelProvider",
-    "ModelRequest",
-    "ModelResponse",
-    "ModelUnavailable",
-    "OpenAIProvider",
-    "ProviderFactory",
-    "ScriptedProvider",
-    "Tool",
-    "ToolCall",
-    "Usage",
-    "default_provider_factory",
-    "fixed",
-    "load_script",
-    "read_calls",
-]
-
-
-def __getattr__(name: str) -> Any:
-    # The OpenAI client takes seconds to import; only a run that calls an endpoint needs it.
-    if name == "OpenAIProvider":
-        from openseal.runtime.engine.models.openai_provider import OpenAIProvider
-
-        return OpenAIProvider
-    raise AttributeError(name)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from openseal.runtime.engine.models.base import ModelResponse
-from openseal.runtime.engine.models.openai_provider import parse_document
+from openseal.runtime.providers.base import ModelResponse
+from openseal.runtime.providers.openai_provider import parse_document
 
 
 def test_the_endpoint_s_model_name_is_kept_through_the_record() -> None:

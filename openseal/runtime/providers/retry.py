@@ -1,8 +1,8 @@
 """When a model call that failed for a passing reason is tried again.
 
 A provider makes exactly one attempt per
-:meth:`~openseal.runtime.engine.models.base.ModelProvider.complete` call and says, with
-:class:`~openseal.runtime.engine.models.base.ModelUnavailable`, whether
+:meth:`~openseal.runtime.providers.base.ModelProvider.complete` call and says, with
+:class:`~openseal.runtime.providers.base.ModelUnavailable`, whether
 trying again may help and how long the endpoint asked to be left alone (``Retry-After``). The
 turn decides (``states/turn.py``): each attempt is reserved against the run's budgets first,
 a short wait is spent inside the turn, a long one (or the ``max_retries``-th failure in a row)

@@ -13,7 +13,7 @@ import pytest
 from openseal.runtime import service
 from openseal.runtime.compiled import AgentProfile
 from openseal.runtime.engine.engine import Engine
-from openseal.runtime.engine.models import (
+from openseal.runtime.providers import (
     ModelError,
     ModelRequest,
     OpenAIProvider,
@@ -26,7 +26,7 @@ from openseal.skills.credentials import CredentialResolver, CredentialSource, Ru
 from tests.runtime import gateway_skills
 from tests.runtime.engine_support import register
 from tests.runtime.gateway_support import activities, tools_workflow
-from tests.runtime.models.chat_server import ChatServer, Reply, completion
+from tests.runtime.providers.chat_server import ChatServer, Reply, completion
 from tests.runtime.support import Backend
 from tests.runtime.test_worker_process import finish, spawn
 

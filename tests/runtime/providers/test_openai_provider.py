@@ -12,15 +12,15 @@ from typing import Any
 import openai
 import pytest
 
-from openseal.runtime.engine.models.base import ModelError, ModelRequest, ModelUnavailable, Tool
-from openseal.runtime.engine.models.openai_provider import (
+from openseal.runtime.providers.base import ModelError, ModelRequest, ModelUnavailable, Tool
+from openseal.runtime.providers.openai_provider import (
     MALFORMED_ARGUMENTS,
     PLACEHOLDER_KEY,
     OpenAIProvider,
     parse_completion,
 )
 from openseal.skills.credentials import CredentialResolver, CredentialSource
-from tests.runtime.models.chat_server import ChatServer, Reply, completion, stream_chunks
+from tests.runtime.providers.chat_server import ChatServer, Reply, completion, stream_chunks
 
 KEY = "sk-test-Zq81ploM4vX2"
 KEY_VARIABLE = "OPENSEAL_TEST_MODEL_KEY"

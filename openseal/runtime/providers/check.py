@@ -27,7 +27,7 @@ from typing import Any, Literal
 import openai
 
 from openseal.errors import OpenSealError
-from openseal.runtime.engine.models.openai_provider import (
+from openseal.runtime.providers.openai_provider import (
     PLACEHOLDER_KEY,
     Endpoint,
     describe_failure,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from openseal.cli.main import main
-from tests.runtime.models.chat_server import ChatServer, Reply, completion
+from tests.runtime.providers.chat_server import ChatServer, Reply, completion
 
 KEY = "sk-check-3Jd92kQ"
 KEY_VARIABLE = "OPENSEAL_TEST_CHECK_KEY"
