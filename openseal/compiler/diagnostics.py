@@ -73,6 +73,7 @@ CODES: dict[str, str] = {
     "OS301": "type mismatch",
     "OS302": "unknown attribute of a value",
     "OS303": "unknown function or wrong arguments",
+    "OS304": "constant expression that always fails",
     # graph checks
     "OS401": "missing initial state",
     "OS402": "unreachable state",

@@ -286,8 +286,6 @@ def test_equality_ignores_spans() -> None:
         (r'"\ud800"', 3, 12, r"invalid escape sequence `\ud800`", None),
         ("{ a = 1, a = 2 }", 3, 20, "duplicate object key `a`", None),
         ('{ "${k}" = 1 }', 3, 13, "object keys must be names or plain strings", None),
-        ("1e999", 3, 11, "number is too large", None),
-        ("x + 9007199254740992", 3, 15, "integer is beyond 9007199254740991", None),
         ("a.", 3, 13, "unexpected end of the expression", None),
         ("[1 2]", 3, 14, "unexpected `2`", None),
     ],
@@ -305,6 +303,31 @@ def test_syntax_errors_are_os107_at_the_right_place(
     assert message in d.message
     if suggestion is not None:
         assert d.suggestion is not None and suggestion in d.suggestion
+
+
+@pytest.mark.parametrize(
+    ("source", "column", "message"),
+    [
+        ("1e999", 11, "this number is too large: it overflows a 64-bit float (about ±1.8e308)"),
+        ("x + 1e-400", 15, "the number 1e-400 is too small: it underflows a 64-bit float to 0"),
+        ("-2.5e-999", 11, "the number -2.5e-999 is too small: it underflows a 64-bit float to 0"),
+        ("x + 9007199254740992", 15, "the integer 9007199254740992 is beyond ±9007199254740991"),
+    ],
+)
+def test_a_number_a_document_cannot_hold_is_os104_where_it_is_written(
+    source: str, column: int, message: str
+) -> None:
+    expr, diagnostics = parse_expression(source, ORIGIN)
+    assert expr is None
+    assert [(d.code, d.span.line, d.span.column) for d in diagnostics] == [("OS104", 3, column)]
+    assert diagnostics[0].message.startswith(message)
+    assert diagnostics[0].suggestion is not None
+
+
+@pytest.mark.parametrize("source", ["0.0e-999", "0e5", "1e-300", "x * 0.0"])
+def test_zero_and_small_numbers_are_not_underflows(source: str) -> None:
+    expr, diagnostics = parse_expression(source, ORIGIN)
+    assert expr is not None and diagnostics == []
 
 
 @pytest.mark.parametrize(

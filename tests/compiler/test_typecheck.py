@@ -30,7 +30,14 @@ def _at_root(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["os301_type_mismatch.hcl", "os302_unknown_attribute.hcl", "os303_unknown_function.hcl"]
+    "name",
+    [
+        "os301_type_mismatch.hcl",
+        "os302_unknown_attribute.hcl",
+        "os303_unknown_function.hcl",
+        "os304_constant_fails.hcl",
+        "os304_constant_fails.yaml",
+    ],
 )
 def test_golden_typecheck(name: str) -> None:
     loaded = load_definitions([INPUTS / name])
@@ -40,7 +47,8 @@ def test_golden_typecheck(name: str) -> None:
     found = typecheck(analysis)
     assert {d.code for d in found} == {name[:5].upper()}
     text = render_human(found, loaded.sources, color=False, file_count=1)
-    assert_golden(text, f"typecheck/{Path(name).with_suffix('.txt')}")
+    suffix = "_yaml.txt" if name.endswith(".yaml") else ".txt"
+    assert_golden(text, f"typecheck/{Path(name).stem}{suffix}")
 
 
 @pytest.mark.parametrize("example", ["procurement", "release_note", "budget_check"])
@@ -146,12 +154,42 @@ def test_inferred_types(text: str, expected: str) -> None:
         ('"x ${input.request}"', "OS301", "only strings, numbers and bools"),
         ("trim(input.request.item)", "OS303", "unknown function `trim`"),
         ("upper()", "OS303", "takes 1 argument, got 0"),
+        ("1 / 0", "OS304", "`1 / 0` fails whenever it is evaluated: `/` by zero"),
+        ("input.request.quantity % (2 - 2)", "OS304", "`%` by zero"),
+        ("-(1e300 * 1e300)", "OS304", "`1e+300 * 1e+300` fails"),
+        ("max(1e308 * 10, 1)", "OS304", "result is not a finite number"),
+        ("(1 / 0) + 1 > 2", "OS304", "`1 / 0` fails"),
     ],
 )
 def test_type_errors(text: str, code: str, fragment: str) -> None:
     _, problems = infer(text)
     assert [d.code for d in problems] == [code]
     assert fragment in problems[0].message
+
+
+@pytest.mark.parametrize(
+    "text", ["1 / 2", "7 % 3", "1e300 * 1e8", "input.request.quantity / (1 - 1 + 1)", "2 / 0.5"]
+)
+def test_constant_expressions_that_can_run_are_not_reported(text: str) -> None:
+    assert infer(text)[1] == []
+
+
+def test_a_division_by_a_constant_zero_fails_whatever_it_reads() -> None:
+    _, problems = infer("input.request.quantity / (1 - 1)")
+    assert [(d.code, d.span.column) for d in problems] == [("OS304", 1)]
+    assert problems[0].message == (
+        "`input.request.quantity / (1 - 1)` fails whenever it is evaluated: `/` by zero"
+    )
+
+
+def test_a_failing_constant_is_reported_at_the_operation_that_fails() -> None:
+    text = "input.request.quantity + (2 * (8 % 0))"
+    _, problems = infer(text)
+    start = text.index("8 % 0") + 1
+    assert [(d.code, d.span.column, d.span.end_column) for d in problems] == [
+        ("OS304", start, start + len("8 % 0"))
+    ]
+    assert problems[0].message == "`8 % 0` fails whenever it is evaluated: `%` by zero"
 
 
 def test_string_concatenation_suggests_a_template() -> None:

@@ -17,12 +17,15 @@ from openseal.compiler.analysis.expression_scopes import Scope
 from openseal.compiler.diagnostics import Diagnostic, did_you_mean, error
 from openseal.compiler.lang import expr as ex
 from openseal.compiler.lang import types as ty
+from openseal.compiler.lang.evaluate import EvaluationError, evaluate
 from openseal.compiler.lang.functions import FUNCTIONS
 from openseal.compiler.syntax.spans import Span
 
 _PRINTABLE = ("string", "number", "bool", "any")
 _ARITHMETIC = ("+", "-", "*", "/", "%")
 _ORDERING = ("<", "<=", ">", ">=")
+#: Evaluation failures a constant expression has whatever the run: reported when it compiles.
+_ALWAYS_FAILS = ("division_by_zero", "number_out_of_range")
 
 
 class Roots(Protocol):
@@ -217,8 +220,28 @@ class Inferrer:
                 self.diagnostics[-1] = _with_suggestion(
                     self.diagnostics[-1], 'join strings with a template: "${a}${b}"'
                 )
+            if ok and op in _ARITHMETIC:
+                self.constant(expr)
             return ty.BOOL if op in _ORDERING else ty.NUMBER
         return ty.ANY  # pragma: no cover - the grammar has no other operators
+
+    def constant(self, expr: ex.Expression) -> None:
+        """Report ``OS304`` when ``expr`` reads nothing and fails wherever it runs (``1 / 0``).
+
+        Only the node that fails reports it, so ``(1 / 0) + 2`` is one diagnostic at ``1 / 0``.
+        """
+        hint = "write the value it should have; a constant is computed when it compiles"
+        if isinstance(expr, ex.Binary) and expr.op in ("/", "%") and _is_zero(expr.right):
+            # `x / 0` reads something, but fails whatever it reads.
+            message = f"`{source(expr)}` fails whenever it is evaluated: `{expr.op}` by zero"
+            self.fail("OS304", message, expr.span, "divide by something that cannot be 0")
+            return
+        try:
+            _constant(expr)
+        except EvaluationError as exc:
+            if exc.code in _ALWAYS_FAILS and exc.span == expr.span:
+                message = f"`{source(expr)}` fails whenever it is evaluated: {exc}"
+                self.fail("OS304", message, expr.span, hint)
 
     def either(self, expr: ex.Conditional, then: ty.TypeExpr, other: ty.TypeExpr) -> ty.TypeExpr:
         found = unify(then, other)
@@ -256,7 +279,29 @@ class Inferrer:
                 f"`{expr.name}` takes {_arity(function.min_args, function.max_args)}, got {count}"
             )
             return self.fail("OS303", message, expr.span, f"usage: {function.signature}")
-        return _SIGNATURES[expr.name](self, expr, args)
+        reported = len(self.diagnostics)
+        result = _SIGNATURES[expr.name](self, expr, args)
+        if len(self.diagnostics) == reported:
+            self.constant(expr)
+        return result
+
+
+def _constant(expr: ex.Expression) -> object:
+    """The value of ``expr`` when it reads nothing (``None`` when it reads something).
+
+    Raises :class:`EvaluationError` when it cannot be evaluated.
+    """
+    if any(isinstance(node, ex.Ref) for node in ex.walk(expr)):
+        return None
+    return evaluate(expr, {})
+
+
+def _is_zero(expr: ex.Expression) -> bool:
+    try:
+        value = _constant(expr)
+    except EvaluationError:
+        return False  # reported where it fails
+    return isinstance(value, int | float) and not isinstance(value, bool) and value == 0
 
 
 def _arity(low: int, high: int | None) -> str:

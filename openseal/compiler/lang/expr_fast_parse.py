@@ -35,7 +35,7 @@ from openseal.compiler.lang.expr_ast import (
     Template,
     Unary,
 )
-from openseal.compiler.syntax.fold import MAX_SAFE_INTEGER
+from openseal.compiler.syntax.fold import number_problem
 from openseal.compiler.syntax.spans import Span
 
 # The grammar's terminals, as written in expressions.lark.
@@ -410,11 +410,7 @@ def template_node(parts: list[str | Expression], span: Span) -> Expression:
 def _number(text: str, span: Span) -> Literal:
     if len(text) > _MAX_NUMBER_CHARS:
         raise _GiveUp
-    if any(c in text for c in ".eE"):
-        value = float(text)
-        if value in (float("inf"), float("-inf")):
-            raise _GiveUp
-        return Literal(value, span)
-    if int(text) > MAX_SAFE_INTEGER:
+    value = float(text) if any(c in text for c in ".eE") else int(text)
+    if number_problem(value, text) is not None:
         raise _GiveUp  # the full parser says why
-    return Literal(int(text), span)
+    return Literal(value, span)

@@ -33,7 +33,7 @@ from openseal.compiler.lang.expr_ast import (
 )
 from openseal.compiler.lang.expr_errors import describe_syntax_error
 from openseal.compiler.lang.expr_fast_parse import parse_fast, template_node
-from openseal.compiler.syntax.fold import MAX_SAFE_INTEGER
+from openseal.compiler.syntax.fold import number_problem
 from openseal.compiler.syntax.spans import Span
 
 #: Longer expressions are refused rather than parsed (they are never hand-written).
@@ -219,18 +219,13 @@ class _Builder:
     def _number_literal(self, text: str, span: Span) -> Literal:
         if len(text) > _MAX_NUMBER_CHARS:
             return self.fail("number is too long", span)
-        if any(c in text for c in ".eE"):
-            value = float(text)
-            if value in (float("inf"), float("-inf")):
-                return self.fail("number is too large", span)
-            return Literal(value, span)
-        if int(text) > MAX_SAFE_INTEGER:
-            return self.fail(
-                f"integer is beyond {MAX_SAFE_INTEGER}, the largest a compiled definition "
-                "holds exactly",
-                span,
-            )
-        return Literal(int(text), span)
+        value = float(text) if any(c in text for c in ".eE") else int(text)
+        problem = number_problem(value, text)
+        if problem is not None:
+            # A number a document cannot hold: the same refusal as a literal value's.
+            self.diagnostics.append(error("OS104", problem[0], span, suggestion=problem[1]))
+            return Literal(None, span)
+        return Literal(value, span)
 
     def _true(self, node: Tree[Token], depth: int) -> Expression:
         return Literal(True, self.span(node))

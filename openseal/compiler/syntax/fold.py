@@ -34,6 +34,48 @@ Path = tuple[str | int, ...]
 MAX_SAFE_INTEGER = 2**53 - 1
 
 
+def number_problem(value: float, written: str = "") -> tuple[str, str] | None:
+    """Why a number a compiled (canonical JSON) document cannot hold exactly is refused, and
+    a hint; ``None`` when it can. With ``written``, the literal's text, a non-zero literal
+    that underflows to 0 (``1e-400``) is refused too: it would silently mean nothing."""
+    hint = "write a number within range, or quote it to mean the text"
+    if isinstance(value, float) and math.isnan(value):
+        return "NaN is not a number a definition can hold", (
+            "write a number, or quote it to mean the text"
+        )
+    if isinstance(value, float) and math.isinf(value):
+        return "this number is too large: it overflows a 64-bit float (about ±1.8e308)", hint
+    if isinstance(value, float) and value == 0 and _nonzero_mantissa(written):
+        return (
+            f"the number {written} is too small: it underflows a 64-bit float to 0 "
+            "(the smallest is about ±4.9e-324)",
+            "write 0 if zero is meant, or a number within range; quote it to mean the text",
+        )
+    if isinstance(value, int) and abs(value) > MAX_SAFE_INTEGER:
+        return (
+            f"the integer {value} is beyond ±{MAX_SAFE_INTEGER}, the largest a compiled "
+            "definition holds exactly",
+            "quote it to keep every digit, or write it as a float such as 1.5e19",
+        )
+    return None
+
+
+def underflow(value: object, written: str, span: Span) -> Diagnostic | None:
+    """``OS104`` for a number literal ``written`` that underflows to 0, else ``None``.
+
+    The loaders call it where they still have the literal's text; every other
+    number a document cannot hold is refused by :func:`fold`.
+    """
+    if not isinstance(value, float) or value != 0:
+        return None
+    problem = number_problem(value, written)
+    return None if problem is None else error("OS104", problem[0], span, suggestion=problem[1])
+
+
+def _nonzero_mantissa(written: str) -> bool:
+    return any(c in "123456789" for c in written.lower().partition("e")[0])
+
+
 class SpannedStr(str):
     """A string that remembers where it was written."""
 
@@ -265,21 +307,9 @@ class _Folder:
 
     def _check_number(self, value: float, span: Span) -> None:
         """Refuse a number a compiled (canonical JSON) document cannot hold exactly."""
-        hint = "write a number within range, or quote it to mean the text"
-        if isinstance(value, float) and math.isnan(value):
-            message = "NaN is not a number a definition can hold"
-            hint = "write a number, or quote it to mean the text"
-        elif isinstance(value, float) and math.isinf(value):
-            message = "this number is too large: it overflows a 64-bit float (about ±1.8e308)"
-        elif isinstance(value, int) and abs(value) > MAX_SAFE_INTEGER:
-            message = (
-                f"the integer {value} is beyond ±{MAX_SAFE_INTEGER}, the largest a compiled "
-                "definition holds exactly"
-            )
-            hint = "quote it to keep every digit, or write it as a float such as 1.5e19"
-        else:
-            return
-        self.diagnostics.append(error("OS104", message, span, suggestion=hint))
+        problem = number_problem(value)
+        if problem is not None:
+            self.diagnostics.append(error("OS104", problem[0], span, suggestion=problem[1]))
 
     def _map(self, node: MapNode, path: Path) -> dict[str, object]:
         out: dict[str, object] = {}

@@ -44,6 +44,7 @@ from openseal.compiler.syntax.document_tree import (
     Value,
 )
 from openseal.compiler.syntax.file_text import read_source
+from openseal.compiler.syntax.fold import underflow
 from openseal.compiler.syntax.gc_pause import gc_paused
 from openseal.compiler.syntax.hcl_parser import (
     UNCLOSED_STRING,
@@ -639,8 +640,13 @@ class _Loader:
         span = self.node_span(inner)
         kind = inner.data
         if kind in ("int_lit", "float_lit"):
-            number = _number(str(_name_token(inner)))
-            return None if number is None else Scalar(number, span)
+            written = str(_name_token(inner))
+            number = _number(written)
+            if number is None:
+                return None
+            if (underflowed := underflow(number, written, span)) is not None:
+                self.diagnostics.append(underflowed)
+            return Scalar(number, span)
         if kind == "literal_value":
             return Scalar(_KEYWORD_VALUES[str(_name_token(inner))], span)
         if kind == "string":

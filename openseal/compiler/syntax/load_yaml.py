@@ -74,6 +74,7 @@ from openseal.compiler.syntax.document_tree import (
     Value,
 )
 from openseal.compiler.syntax.file_text import read_source
+from openseal.compiler.syntax.fold import underflow
 from openseal.compiler.syntax.gc_pause import gc_paused
 from openseal.compiler.syntax.spans import Span
 
@@ -181,9 +182,11 @@ def load_yaml_file(
 
 def _load(text: str, file: str, backend: _Backend) -> tuple[Document | None, list[Diagnostic]]:
     bag = DiagnosticBag()
+    #: values refused where they are written; the document still loads, like HCL's
+    values = DiagnosticBag()
     try:
         with gc_paused():
-            attributes = _load_attributes(text, file, backend, bag)
+            attributes = _load_attributes(text, file, backend, bag, values)
     except _Abort as abort:
         bag.add(abort.diagnostic)
     except yaml.YAMLError as exc:
@@ -195,17 +198,18 @@ def _load(text: str, file: str, backend: _Backend) -> tuple[Document | None, lis
         bag.error("OS007", "YAML nesting is too deep to load", Span.whole_file(file))
     if bag.has_errors:
         return None, bag.items
-    return Document(file, "yaml", Body(tuple(attributes), (), _text_span(text, file)), text), []
+    body = Body(tuple(attributes), (), _text_span(text, file))
+    return Document(file, "yaml", body, text), values.items
 
 
 def _load_attributes(
-    text: str, file: str, backend: _Backend, bag: DiagnosticBag
+    text: str, file: str, backend: _Backend, bag: DiagnosticBag, values: DiagnosticBag
 ) -> list[Attribute]:
     if backend.prescan_depth:
         _check_event_depth(text, file, backend)
     attributes: list[Attribute] = []
     first_seen: dict[str, Span] = {}
-    converter = _Converter(file, bag)
+    converter = _Converter(file, bag, values)
     for root in _compose_documents(text, backend):
         for entry in _document_entries(root, file, converter, bag):
             first = first_seen.get(entry.key)
@@ -270,9 +274,10 @@ class _Converter:
     it is used.
     """
 
-    def __init__(self, file: str, bag: DiagnosticBag) -> None:
+    def __init__(self, file: str, bag: DiagnosticBag, values: DiagnosticBag) -> None:
         self.file = file
         self.bag = bag
+        self.values = values
         self.memo: dict[int, _Converted] = {}
         self.in_progress: set[int] = set()
         self.alias_expansion = 0
@@ -414,7 +419,7 @@ class _Converter:
         span = _node_span(node, self.file)
         text = str(node.value)
         if node.tag == _PLAIN:
-            return Scalar(_resolve_plain(text), span)
+            return self._number_checked(Scalar(_resolve_plain(text), span), text)
         if node.tag == _STR:
             return Scalar(text, span)
         if node.tag not in _SCALAR_TAGS:
@@ -425,7 +430,12 @@ class _Converter:
             self.bag.error("OS104", f"`{text}` is not a valid {_short_tag(node.tag)} value", span)
             return Scalar(None, span)
         assert not isinstance(value, _Invalid)
-        return Scalar(value, span)
+        return self._number_checked(Scalar(value, span), text)
+
+    def _number_checked(self, scalar: Scalar, text: str) -> Scalar:
+        if (underflowed := underflow(scalar.value, text, scalar.span)) is not None:
+            self.values.add(underflowed)
+        return scalar
 
     def _check_tag(self, node: yaml.CollectionNode, expected: str) -> None:
         if node.tag != expected:

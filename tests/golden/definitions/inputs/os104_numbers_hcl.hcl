@@ -7,5 +7,9 @@ model "m" {
     small   = -1e400
     digits  = 123456789012345678901234567890
     largest = 9007199254740991
+    tiny    = 1e-400
+    minus   = -2.5e-999
+    zero    = 0.0e-999
+    least   = 5e-324
   }
 }
