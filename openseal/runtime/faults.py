@@ -152,7 +152,7 @@ def batch_hook_from_env() -> BatchHook | None:
 
 
 def commit_hook_from_env() -> Hook | None:
-    """The store's hook (``Store.commit_hook``) when ``OPENSEAL_FAULT_POINT`` is one of
+    """The store's hook (``store.leases.commit_hook``) when ``OPENSEAL_FAULT_POINT`` is one of
     :data:`ORCHESTRATION_POINTS`."""
     return _armed(ORCHESTRATION_POINTS)
 

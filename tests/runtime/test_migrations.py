@@ -115,10 +115,10 @@ def test_a_store_holding_rows_migrates_from_every_earlier_revision(
     """Rows written at an older revision survive every later migration (SQLite rebuilds a
     table to change it: with foreign keys enforced that used to fail on a store in use)."""
     if backend.url is None:
-        from openseal.runtime.store.db.dialects import _sqlite_engine
+        from openseal.runtime.store.db.dialects import sqlite_engine
 
         backend.home.mkdir(parents=True, exist_ok=True)
-        engine = _sqlite_engine(backend.home / "openseal.db", synchronous="NORMAL",
+        engine = sqlite_engine(backend.home / "openseal.db", synchronous="NORMAL",
                                 busy_timeout_ms=10_000)  # fmt: skip
     else:
         engine = sa.create_engine(

@@ -11,8 +11,9 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
+from openseal.runtime.store.db.json_text import compact_json, loads_json
 from openseal.runtime.store.tables.schema import UtcTimestamp
-from openseal.runtime.store.tables.values import compact_json, epoch_seconds, loads_json
+from openseal.runtime.store.tables.values import epoch_seconds
 
 VALUES: list[Any] = [
     None,

@@ -198,7 +198,7 @@ class Engine:
         # (whichever fenced transaction ends a run), so the store calls that hook.
         commit_hook = commit_hook_from_env()
         if commit_hook is not None:
-            store.commit_hook = commit_hook
+            store.leases.commit_hook = commit_hook
         #: fires schedule triggers that are due (one per engine, shared by its threads)
         self.triggers = Scheduler(store, before_commit=trigger_hook_from_env())
         #: cancels child runs that a cancel decided on and its process did not reach

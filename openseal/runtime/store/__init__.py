@@ -56,13 +56,7 @@ from openseal.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from openseal.runtime.store.db.base import Connection
-    from openseal.runtime.store.db.dialects import (
-        DATABASE_URL_ENV,
-        PostgresStore,
-        SQLiteStore,
-        Store,
-        open_store,
-    )
+    from openseal.runtime.store.db.dialects import DATABASE_URL_ENV
     from openseal.runtime.store.db.errors import (
         ArtifactCorrupt,
         DatabaseFailure,
@@ -123,6 +117,8 @@ if TYPE_CHECKING:
         TriggerDeployment,
         TriggerFiring,
     )
+    from openseal.runtime.store.sqlite_reads import SQLiteReads, open_reads
+    from openseal.runtime.store.store import PostgresStore, SQLiteStore, Store, open_store
     from openseal.runtime.store.tables.listing import ListQuery
     from openseal.runtime.store.tables.reads import Reads
     from openseal.runtime.store.tables.records import (
@@ -141,7 +137,6 @@ if TYPE_CHECKING:
         Turn,
         UnwrittenRun,
     )
-    from openseal.runtime.store.tables.sqlite_reads import SQLiteReads, open_reads
     from openseal.runtime.store.tables.values import DEFAULT_SCOPE, store_key
 
 __getattr__ = lazy_exports(__name__, __file__)

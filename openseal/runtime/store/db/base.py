@@ -1,8 +1,8 @@
 """The store's core: engine, transactions and the dialect hooks its subclasses override.
 
-Operations live in repositories (one per table group, see :mod:`openseal.runtime.store`), all
-built on the few primitives here; :mod:`openseal.runtime.store.db.dialects` assembles them and adds
-the SQLite and PostgreSQL hooks.
+Operations live in repositories (:mod:`openseal.runtime.store.repos`), all built on the few
+primitives here; :mod:`openseal.runtime.store.db.dialects` adds the SQLite and PostgreSQL hooks,
+and :mod:`openseal.runtime.store.store` assembles the repositories over them.
 """
 
 from __future__ import annotations
@@ -11,8 +11,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
@@ -20,41 +19,16 @@ from sqlalchemy.dialects import postgresql, sqlite
 from openseal.runtime.clock import utcnow
 from openseal.runtime.store.db import combined, fastsql, group_commit
 from openseal.runtime.store.db.idle_connections import IdleConnections
+from openseal.runtime.store.db.transaction_modes import (
+    READING,
+    WAKE_AFTER_COMMIT,
+    WRITING,
+    take_wakes,
+)
 from openseal.runtime.store.db.work_signal import Wake, WorkSignal
-
-if TYPE_CHECKING:
-    from openseal.runtime.store.db.dialects import Store
-    from openseal.runtime.store.tables.records import Claim
 
 #: a connection in one transaction, for repository methods that work in the caller's
 Connection = sa.Connection
-
-# Execution option read by the SQLite ``begin`` hook: which BEGIN to emit. Without it the hook
-# emits ``BEGIN IMMEDIATE``, what every write transaction needs. A connection kept between
-# transactions keeps its options, so each kind of transaction asks for its own (setting an
-# option runs the option events and the dialect's option handling: only a connection whose
-# last transaction was of the other kind, or a new one, has it set).
-BEGIN_MODE = "openseal_begin"
-#: the execution options of a write transaction's connection, and of a read's
-WRITING: Mapping[str, str] = MappingProxyType({BEGIN_MODE: "IMMEDIATE"})
-READING: Mapping[str, str] = MappingProxyType({BEGIN_MODE: "DEFERRED"})
-# Connection info key: the runs to wake this process's idle workers for once the transaction
-# commits (a set of run ids).
-WAKE_AFTER_COMMIT = "openseal_wake"
-#: a crash test's hook at the fenced transactions' commit points (``fenced.COMMIT_POINTS``),
-#: called with the point's name and the claim
-CommitHook = Callable[[str, "Claim"], None]
-
-
-def take_wakes(conn: sa.Connection) -> set[str] | None:
-    """The runs a transaction on ``conn`` made runnable (:data:`WAKE_AFTER_COMMIT`), taken off
-    the connection. A connection that was lost has none: its pooled record's info is cleared
-    when it reconnects, and reading ``conn.info`` would reconnect it, or raise
-    ``PendingRollbackError`` while its failed transaction is still open."""
-    if conn.invalidated:
-        return None
-    woke: set[str] | None = conn.info.pop(WAKE_AFTER_COMMIT, None)
-    return woke
 
 
 class StoreBase:
@@ -76,10 +50,6 @@ class StoreBase:
         self.poll_interval = poll_interval
         # What this process's idle workers wait on: one wake-up per run made runnable.
         self.work_signal = WorkSignal()
-        #: called where a fenced transaction that passes a named commit point (a join settled,
-        #: a retry created) is about to commit and once it has (None: no cost); only a crash
-        #: test sets it, through the engine (:mod:`openseal.runtime.faults`)
-        self.commit_hook: CommitHook | None = None
         self._inserts_new: dict[tuple[str, tuple[str, ...]], sa.Insert] = {}
         #: the connections kept between transactions instead of a pool checkout and checkin
         #: for each (idle_connections.py); group commit takes and gives back its own there
@@ -227,12 +197,3 @@ class StoreBase:
         ``since`` (a :meth:`work_mark`, or the last wake's ``mark``) makes work committed after
         the mark count even if it came before the wait began."""
         raise NotImplementedError
-
-
-class Repository:
-    """One table group's operations. A repository holds no state of its own beyond caches of
-    immutable rows; it opens transactions through the store, or works inside the caller's
-    (methods taking a ``conn``), and reaches the other repositories through the store."""
-
-    def __init__(self, store: Store) -> None:
-        self._store = store

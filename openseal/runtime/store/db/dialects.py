@@ -1,16 +1,9 @@
-"""The persistent store: ``open_store()`` and the SQLite / PostgreSQL dialect hooks.
+"""The SQLite and PostgreSQL dialects: their engines and the hooks each overrides.
 
 SQLite (WAL) is the embedded default at ``<home>/openseal.db``; ``OPENSEAL_DATABASE_URL`` or
 ``url`` selects PostgreSQL (``postgresql+psycopg://...``), where many workers share one
-database, claim with ``FOR UPDATE SKIP LOCKED`` and wake on ``LISTEN/NOTIFY``.
-
-Example::
-
-    store = open_store()
-    store.definitions.put(digest, "workflow", "procure_laptops", document)
-    store.definitions.activate("procure_laptops", digest, actor="user:local")
-    created = store.objectives.create("acme", "procure_laptops", inputs, actor="user:local")
-    claim = store.leases.claim("worker-1")
+database, claim with ``FOR UPDATE SKIP LOCKED`` and wake on ``LISTEN/NOTIFY``. The store
+itself (:mod:`openseal.runtime.store.store`) puts its repositories over one of them.
 """
 
 from __future__ import annotations
@@ -27,82 +20,22 @@ from sqlalchemy import event
 
 from openseal.errors import StoreError
 from openseal.runtime.store.db import combined, fastsql, liveness
-from openseal.runtime.store.db.base import BEGIN_MODE, StoreBase
+from openseal.runtime.store.db.base import StoreBase
+from openseal.runtime.store.db.json_text import compact_json, loads_json
 from openseal.runtime.store.db.listener import NotificationListener
+from openseal.runtime.store.db.sqlite_connections import configure
+from openseal.runtime.store.db.transaction_modes import BEGIN_MODE
 from openseal.runtime.store.db.wakeups import WakeSockets
 from openseal.runtime.store.db.work_signal import Wake
-from openseal.runtime.store.repos.actions import Actions
-from openseal.runtime.store.repos.agent_requests import AgentRequests
-from openseal.runtime.store.repos.approvals import Approvals
-from openseal.runtime.store.repos.artifacts import ArtifactStore
-from openseal.runtime.store.repos.change_proposals import ChangeProposals
-from openseal.runtime.store.repos.definitions import Definitions
-from openseal.runtime.store.repos.dependencies import Dependencies
-from openseal.runtime.store.repos.health import Health
-from openseal.runtime.store.repos.idempotency import Idempotency
-from openseal.runtime.store.repos.inbound_events import InboundEvents
-from openseal.runtime.store.repos.leases import Leases
-from openseal.runtime.store.repos.objectives import Objectives
-from openseal.runtime.store.repos.proposals import Proposals
-from openseal.runtime.store.repos.runs import Runs
-from openseal.runtime.store.repos.tokens import Tokens
-from openseal.runtime.store.repos.triggers import Triggers
-from openseal.runtime.store.tables import migrations, schema
-from openseal.runtime.store.tables.sqlite_reads import BUSY_TIMEOUT_MS, SYNCHRONOUS, configure
-from openseal.runtime.store.tables.values import compact_json, loads_json
 
 DATABASE_URL_ENV = "OPENSEAL_DATABASE_URL"
-#: the kinds whose ids may be given by a unique prefix, and the column that holds each
-ID_COLUMNS = {
-    "run": schema.runs.c.id,
-    "objective": schema.objectives.c.id,
-    "approval": schema.approvals.c.id,
-    "action": schema.actions.c.id,
-    "token": schema.access_tokens.c.id,
-    "agent request": schema.agent_requests.c.id,
-}
 WORK_CHANNEL = "openseal_runs"
 NOTIFY_RUN = sa.text("SELECT pg_notify(:channel, :run)")
 
 
-class Store(StoreBase):
-    """The store: transactions and dialect hooks (:class:`StoreBase`) plus one repository per
-    table group. Subclasses only supply dialect hooks. See :func:`open_store`."""
+class SQLiteDatabase(StoreBase):
+    """The SQLite hooks: waits woken across processes by datagrams (:mod:`.wakeups`)."""
 
-    def __init__(self, engine: sa.Engine, **options: Any) -> None:
-        super().__init__(engine, **options)
-        self.definitions = Definitions(self)
-        self.objectives = Objectives(self)
-        self.runs = Runs(self)
-        self.leases = Leases(self)
-        self.inbound_events = InboundEvents(self)
-        self.agent_requests = AgentRequests(self)
-        self.dependencies = Dependencies(self)
-        self.proposals = Proposals(self)
-        self.approvals = Approvals(self)
-        self.actions = Actions(self)
-        self.change_proposals = ChangeProposals(self)
-        self.idempotency = Idempotency(self)
-        self.tokens = Tokens(self)
-        self.triggers = Triggers(self)
-        self.health = Health(self)
-        self.artifacts = ArtifactStore(self.home / "artifacts", self)
-
-    def ids_starting_with(self, kind: str, prefix: str, *, limit: int) -> list[str]:
-        """Up to ``limit`` ids of ``kind`` (run, objective, approval, action) that start with
-        ``prefix``, in order: what completing a short id needs."""
-        column = ID_COLUMNS[kind]
-        with self.read() as conn:
-            found = conn.execute(
-                sa.select(column).where(column.startswith(prefix)).order_by(column).limit(limit)
-            ).scalars()
-            return [str(value) for value in found]
-
-    def schema_revision(self) -> str | None:
-        return migrations.current_revision(self.engine)
-
-
-class SQLiteStore(Store):
     dialect: ClassVar[str] = "sqlite"
 
     def __init__(self, engine: sa.Engine, **options: Any) -> None:
@@ -137,7 +70,9 @@ class SQLiteStore(Store):
         super().close()
 
 
-class PostgresStore(Store):
+class PostgresDatabase(StoreBase):
+    """The PostgreSQL hooks: row locks, advisory locks, ``NOTIFY`` and its listener."""
+
     dialect: ClassVar[str] = "postgresql"
 
     def __init__(self, engine: sa.Engine, **options: Any) -> None:
@@ -205,7 +140,7 @@ class PostgresStore(Store):
         super().close()
 
 
-def _sqlite_engine(path: Path, *, synchronous: str, busy_timeout_ms: int) -> sa.Engine:
+def sqlite_engine(path: Path, *, synchronous: str, busy_timeout_ms: int) -> sa.Engine:
     # psycopg decodes JSON itself; SQLite's text is decoded by SQLAlchemy, with this.
     engine = sa.create_engine(
         f"sqlite:///{path}", json_serializer=compact_json, json_deserializer=loads_json
@@ -226,28 +161,21 @@ def _sqlite_engine(path: Path, *, synchronous: str, busy_timeout_ms: int) -> sa.
     return engine
 
 
-def open_store(
-    url: str | None = None,
+def create_engine(
+    url: str | None,
     *,
-    home: Path = Path(".openseal"),
-    auto_migrate: bool | None = None,
-    synchronous: str = SYNCHRONOUS,
-    busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+    home: Path,
+    synchronous: str,
+    busy_timeout_ms: int,
     connect_args: dict[str, Any] | None = None,
-) -> Store:
-    """Open the store, migrating it when allowed.
-
-    ``url`` (or ``OPENSEAL_DATABASE_URL``) selects PostgreSQL; otherwise SQLite at
-    ``home/openseal.db``. The embedded SQLite default migrates itself unless
-    ``auto_migrate=False``; PostgreSQL is refused when not at the head revision unless
-    ``auto_migrate=True`` (run ``openseal db upgrade``). A database migrated by a newer openseal
-    is always refused.
-    """
+) -> sa.Engine:
+    """The engine of the database ``url`` (or ``OPENSEAL_DATABASE_URL``) names: PostgreSQL, or
+    SQLite at ``home/openseal.db`` when neither is given. A URL that is malformed, of another
+    database, or a SQLite directory that cannot be created is refused in one line."""
     source = "" if url else f" ({DATABASE_URL_ENV})"
     url = url or os.environ.get(DATABASE_URL_ENV) or None
     if url is not None:
-        _check_url(url, source)
-    store: Store
+        check_url(url, source)
     if url is None or url.startswith("sqlite"):
         path = home / "openseal.db" if url is None else Path(sa.make_url(url).database or "")
         try:
@@ -258,10 +186,8 @@ def open_store(
                 f"cannot open database {path}: cannot create {path.parent}: {reason}",
                 code="unavailable",
             ) from None
-        engine = _sqlite_engine(path, synchronous=synchronous, busy_timeout_ms=busy_timeout_ms)
-        store = SQLiteStore(engine, home=home)
-        migrate = auto_migrate is not False
-    elif url.startswith("postgresql"):
+        return sqlite_engine(path, synchronous=synchronous, busy_timeout_ms=busy_timeout_ms)
+    if url.startswith("postgresql"):
         engine = sa.create_engine(
             url,
             connect_args=connect_args or {},
@@ -273,23 +199,15 @@ def open_store(
         from openseal.runtime.store.db import pg_begin
 
         pg_begin.begin_with_first_statement(engine)
-        store = PostgresStore(engine, home=home)
-        migrate = auto_migrate is True
-    else:
-        raise StoreError(
-            f"unsupported database URL {sa.make_url(url)!r}: openseal stores runs in "
-            "PostgreSQL (postgresql+psycopg://user@host:5432/db) or SQLite (sqlite:///path)",
-            code="database_url",
-        )
-    try:
-        _ensure_schema(store, migrate)
-    except BaseException:
-        store.close()
-        raise
-    return store
+        return engine
+    raise StoreError(
+        f"unsupported database URL {sa.make_url(url)!r}: openseal stores runs in "
+        "PostgreSQL (postgresql+psycopg://user@host:5432/db) or SQLite (sqlite:///path)",
+        code="database_url",
+    )
 
 
-def _check_url(url: str, source: str) -> None:
+def check_url(url: str, source: str) -> None:
     """Refuse a URL SQLAlchemy cannot parse in one line saying so (never its password)."""
     try:
         sa.make_url(url).port  # noqa: B018  (a port that is not a number raises here)
@@ -303,32 +221,7 @@ def _check_url(url: str, source: str) -> None:
         ) from None
 
 
-def _ensure_schema(store: Store, migrate: bool) -> None:
-    try:
-        if migrations.database_revision(store.engine) == migrations.packaged_head():
-            return  # the common case: one query, and Alembic is never imported
-        current = migrations.current_revision(store.engine)
-        migrations.check_not_newer(current)
-        head = migrations.head_revision()
-        if current == head:
-            return
-        if not migrate:
-            raise StoreError(
-                f"database schema is at {current or 'nothing'}, this openseal needs {head}; "
-                "run `openseal db upgrade`",
-                code="schema_outdated",
-            )
-        migrations.upgrade(store.engine)
-    except sa.exc.DBAPIError as exc:
-        # Unreachable, not a database (a corrupt or foreign file), read-only, locked: one line
-        # naming the database, never a traceback.
-        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
-        raise StoreError(
-            f"cannot open database {_where(store.engine)}: {reason}", code="unavailable"
-        ) from None
-
-
-def _where(engine: sa.Engine) -> str:
+def where(engine: sa.Engine) -> str:
     """The database for people: the SQLite file's path, or the URL without its password."""
     if engine.dialect.name == "sqlite":
         return str(engine.url.database)

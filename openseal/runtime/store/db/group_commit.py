@@ -35,17 +35,27 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import sqlalchemy as sa
 
-from openseal.runtime.store.db import base
 from openseal.runtime.store.db.fastsql import execute_driver_sql
+from openseal.runtime.store.db.transaction_modes import WRITING, take_wakes
 
 if TYPE_CHECKING:
-    from openseal.runtime.store.db.base import StoreBase
+    from openseal.runtime.store.db.idle_connections import IdleConnections
+
+
+class Database(Protocol):
+    """What a group commits through: the store's kept connections, and the wake-ups of its
+    idle workers for the runs a commit made runnable (:class:`~.base.StoreBase`)."""
+
+    connections: IdleConnections
+
+    def wake_local_workers(self, run_ids: Iterable[str]) -> None: ...
+
 
 #: named points a crash test can stop the leader at: the bodies are written and the commit not
 #: issued; the commit is done and no member has gone on
@@ -78,7 +88,7 @@ def open_savepoint(conn: sa.Connection, name: str) -> None:
     execute_driver_sql(conn, f"SAVEPOINT {name}")
 
 
-def current(store: StoreBase) -> GroupCommit | None:
+def current(store: Database) -> GroupCommit | None:
     """The group the calling thread writes through on ``store``, if any: none inside a write's
     body (a write opened there keeps a transaction of its own)."""
     group: GroupCommit | None = getattr(_local, "group", None)
@@ -130,7 +140,7 @@ class GroupCommit:
 
     def __init__(
         self,
-        store: StoreBase,
+        store: Database,
         *,
         size: int = 8,
         window: float = 0.002,
@@ -312,7 +322,7 @@ class GroupCommit:
 
     def _begin(self, batch: _Batch) -> None:
         try:
-            conn = self.store.connections.take(base.WRITING)
+            conn = self.store.connections.take(WRITING)
             batch.conn = conn
             batch.trans = conn.begin()
         except BaseException as exc:
@@ -333,7 +343,7 @@ class GroupCommit:
                     self.hook(BATCH_POINTS[0], batch.members)
                 batch.trans.commit()
                 committed = True
-                woke = base.take_wakes(conn)
+                woke = take_wakes(conn)
                 if self.hook is not None:
                     self.hook(BATCH_POINTS[1], batch.members)
         except BaseException as exc:
@@ -343,7 +353,7 @@ class GroupCommit:
                 raise
         finally:
             if conn is not None:
-                base.take_wakes(conn)  # a batch that did not commit wakes no one
+                take_wakes(conn)  # a batch that did not commit wakes no one
                 try:
                     # closed unless committed: that rolls back whatever did not commit
                     self.store.connections.give_back(conn, committed=committed)

@@ -26,9 +26,9 @@ import sqlalchemy as sa
 from openseal.runtime.clock import iso, new_id
 from openseal.runtime.statuses import ActionStatus
 from openseal.runtime.store.db import fastsql
-from openseal.runtime.store.db.base import Repository
 from openseal.runtime.store.db.errors import NotFound
 from openseal.runtime.store.repos.events import append_events
+from openseal.runtime.store.repos.repository import Repository
 from openseal.runtime.store.tables import schema
 from openseal.runtime.store.tables.listing import (
     ListQuery,

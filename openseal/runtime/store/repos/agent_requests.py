@@ -23,10 +23,10 @@ import sqlalchemy as sa
 
 from openseal.runtime.statuses import LIVE_RUN_STATUSES, TERMINAL_RUN_STATUSES, RunStatus
 from openseal.runtime.statuses import AgentRequestStatus as S
-from openseal.runtime.store.db.base import Repository
 from openseal.runtime.store.db.errors import InvalidStatus, NotFound
 from openseal.runtime.store.repos.carved_budgets import charge, child_spent, release
 from openseal.runtime.store.repos.events import change_run
+from openseal.runtime.store.repos.repository import Repository
 from openseal.runtime.store.tables import schema
 from openseal.runtime.store.tables.records import AgentRequest, Run
 

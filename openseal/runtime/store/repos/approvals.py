@@ -16,10 +16,10 @@ import sqlalchemy as sa
 
 from openseal.runtime.clock import iso, new_id
 from openseal.runtime.statuses import ActionStatus, ApprovalStatus, RunStatus
-from openseal.runtime.store.db.base import Repository
 from openseal.runtime.store.db.errors import NotFound
 from openseal.runtime.store.repos.actions import Action
 from openseal.runtime.store.repos.events import change_run
+from openseal.runtime.store.repos.repository import Repository
 from openseal.runtime.store.tables import schema
 from openseal.runtime.store.tables.listing import (
     ListQuery,

@@ -21,8 +21,8 @@ import sqlalchemy as sa
 from openseal.runtime.clock import new_id
 from openseal.runtime.statuses import OPEN_CHANGE_PROPOSAL_STATUSES
 from openseal.runtime.statuses import ChangeProposalStatus as S
-from openseal.runtime.store.db.base import Repository
 from openseal.runtime.store.db.errors import NotFound
+from openseal.runtime.store.repos.repository import Repository
 from openseal.runtime.store.tables import schema
 from openseal.runtime.store.tables.listing import ListQuery
 

@@ -13,13 +13,13 @@ from openseal.canonical import rfc8785_bytes
 from openseal.errors import StoreError
 from openseal.runtime.clock import new_id
 from openseal.runtime.store.db import fastsql
-from openseal.runtime.store.db.base import Repository
 from openseal.runtime.store.db.errors import IdempotencyConflict, NotFound
+from openseal.runtime.store.repos.repository import Repository
 from openseal.runtime.store.tables import schema
 from openseal.runtime.store.tables.records import Activation, DefinitionVersion, Deployment
 
 if TYPE_CHECKING:
-    from openseal.runtime.store.db.dialects import Store
+    from openseal.runtime.store.store import Store
 
 versions = schema.definition_versions
 deployments = schema.deployments

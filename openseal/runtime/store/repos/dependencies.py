@@ -25,9 +25,9 @@ import sqlalchemy as sa
 
 from openseal.runtime.clock import new_id
 from openseal.runtime.statuses import LIVE_RUN_STATUSES, TERMINAL_RUN_STATUSES, RunStatus
-from openseal.runtime.store.db.base import Repository
 from openseal.runtime.store.db.errors import NotFound
 from openseal.runtime.store.repos.events import change_run
+from openseal.runtime.store.repos.repository import Repository
 from openseal.runtime.store.tables import schema
 from openseal.runtime.store.tables.records import Run
 

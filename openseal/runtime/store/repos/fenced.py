@@ -39,6 +39,7 @@ from openseal.runtime.store.db import combined, fastsql
 from openseal.runtime.store.db.errors import IdempotencyConflict, NotFound, transient
 from openseal.runtime.store.db.fastsql import execute_driver_sql
 from openseal.runtime.store.db.group_commit import open_savepoint
+from openseal.runtime.store.db.json_text import compact_json, loads_json
 from openseal.runtime.store.repos.carved_budgets import carve
 from openseal.runtime.store.repos.events import EVENT_WRITES, Fence, append_events, lease_released
 from openseal.runtime.store.repos.inbound_events import consume, first_unconsumed_match
@@ -55,10 +56,9 @@ from openseal.runtime.store.tables.records import (
     evolve,
     run_status,
 )
-from openseal.runtime.store.tables.values import compact_json, loads_json
 
 if TYPE_CHECKING:
-    from openseal.runtime.store.db.dialects import Store
+    from openseal.runtime.store.store import Store
 
 
 log = logging.getLogger(__name__)
@@ -107,12 +107,14 @@ def _turn_update(keys: tuple[str, ...], whole_row: bool = True) -> sa.Update:
 
 
 #: named commit points of fenced transactions that settle what a run's end decides, where a
-#: crash test can stop a worker (the store's ``commit_hook``, :mod:`openseal.runtime.faults`): a
+#: crash test can stop a worker (``store.leases.commit_hook``, :mod:`openseal.runtime.faults`): a
 #: child's end settled its parent's join (and woke the parent); a run's end created its
 #: objective's next run. The hook gets the point before the commit and ``<point>.committed``
 #: after it.
 JOIN_SETTLED, RETRY_CREATED = "dependency.settle", "objective.retry"
 COMMIT_POINTS: Final = (JOIN_SETTLED, RETRY_CREATED)
+#: a crash test's hook at those commit points, called with the point's name and the claim
+CommitHook = Callable[[str, Claim], None]
 
 SELECT_COUNTERS: Final = sa.select(runs.c.last_event_seq, runs.c.revision).where(
     runs.c.id == sa.bindparam("p_id")

@@ -16,8 +16,9 @@ from datetime import datetime
 import sqlalchemy as sa
 
 from openseal.runtime.statuses import ActionStatus, ApprovalStatus
-from openseal.runtime.store.db.base import Repository, StoreBase
+from openseal.runtime.store.db.base import StoreBase
 from openseal.runtime.store.repos.leases import runnable
+from openseal.runtime.store.repos.repository import Repository
 from openseal.runtime.store.tables import migrations, schema
 
 runs, actions, approvals = schema.runs, schema.actions, schema.approvals

@@ -12,7 +12,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from openseal.runtime.store.db.base import Repository
+from openseal.runtime.store.repos.repository import Repository
 from openseal.runtime.store.tables import schema
 
 table = schema.idempotency_keys

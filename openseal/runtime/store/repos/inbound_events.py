@@ -30,9 +30,9 @@ from openseal.contract import EventDelivery, EventWait
 from openseal.errors import StoreError
 from openseal.runtime.clock import iso, new_id
 from openseal.runtime.statuses import TERMINAL_RUN_STATUSES
-from openseal.runtime.store.db.base import Repository
 from openseal.runtime.store.db.errors import IdempotencyConflict
 from openseal.runtime.store.repos.events import change_run
+from openseal.runtime.store.repos.repository import Repository
 from openseal.runtime.store.repos.triggers import TriggerFiring
 from openseal.runtime.store.tables import schema
 from openseal.runtime.store.tables.records import InboundEvent, Run

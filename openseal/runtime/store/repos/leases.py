@@ -21,16 +21,16 @@ import sqlalchemy as sa
 from openseal.runtime.clock import iso
 from openseal.runtime.statuses import WAITING_RUN_STATUSES, RunStatus
 from openseal.runtime.store.db import fastsql
-from openseal.runtime.store.db.base import Repository
 from openseal.runtime.store.db.errors import StaleEpoch
+from openseal.runtime.store.db.json_text import compact_json
 from openseal.runtime.store.repos.events import change_run, lease_released
-from openseal.runtime.store.repos.fenced import FencedTx
+from openseal.runtime.store.repos.fenced import CommitHook, FencedTx
+from openseal.runtime.store.repos.repository import Repository
 from openseal.runtime.store.tables import schema
 from openseal.runtime.store.tables.records import Claim, Run, UnwrittenRun, evolve
-from openseal.runtime.store.tables.values import compact_json
 
 if TYPE_CHECKING:
-    from openseal.runtime.store.db.dialects import Store
+    from openseal.runtime.store.store import Store
 
 runs = schema.runs
 T = TypeVar("T")
@@ -81,6 +81,10 @@ class Leases(Repository):
         #: by run id: the claim (epoch, owner) that last wrote it from this store and the run
         #: as that committed write left it (:meth:`fenced`)
         self._held: dict[str, tuple[int, str, Run]] = {}
+        #: called where a fenced transaction that passes a named commit point (a join settled,
+        #: a retry created) is about to commit and once it has (None: no cost); only a crash
+        #: test sets it, through the engine (:mod:`openseal.runtime.faults`)
+        self.commit_hook: CommitHook | None = None
 
     def claim(
         self,
@@ -411,11 +415,11 @@ class Leases(Repository):
             self._held[claim.run_id] = (claim.epoch, claim.worker_id, run)
 
     def _passing(self, tx: FencedTx, *, committed: bool = False) -> None:
-        """The store's ``commit_hook`` at each commit point ``tx`` passes: all written and the
+        """The :attr:`commit_hook` at each commit point ``tx`` passes: all written and the
         commit not issued, or (``committed``) the commit done and the caller not gone on
         (except inside ``GroupCommit.together``, which commits at its block's end: only
         ``Engine.submit`` writes there, never a worker process)."""
-        hook = self._store.commit_hook
+        hook = self.commit_hook
         if hook is None:
             return
         for point in tx.commit_points:

@@ -22,7 +22,6 @@ from openseal.errors import StoreError
 from openseal.runtime.clock import iso, new_id
 from openseal.runtime.statuses import TERMINAL_RUN_STATUSES, ObjectiveStatus, RunStatus
 from openseal.runtime.store.db import combined, fastsql
-from openseal.runtime.store.db.base import Repository
 from openseal.runtime.store.db.errors import (
     IdempotencyConflict,
     InvalidStatus,
@@ -32,6 +31,7 @@ from openseal.runtime.store.db.errors import (
 from openseal.runtime.store.db.work_signal import TRIGGERS
 from openseal.runtime.store.repos.definitions import ACTIVE_DIGEST, canonical_json
 from openseal.runtime.store.repos.events import append_events
+from openseal.runtime.store.repos.repository import Repository
 from openseal.runtime.store.tables import schema
 from openseal.runtime.store.tables.listing import ListQuery, newest_first
 from openseal.runtime.store.tables.records import (

@@ -1,4 +1,4 @@
-"""The statements :mod:`~openseal.runtime.store.tables.sqlite_reads` runs without SQLAlchemy,
+"""The statements :mod:`~openseal.runtime.store.sqlite_reads` runs without SQLAlchemy,
 and their SQL as SQLAlchemy compiles it for SQLite:
 ``python -m openseal.runtime.store.repos.prepared_reads`` (``make sql``) writes
 :mod:`~openseal.runtime.store.tables.sqlite_sql`, and a test fails when that file differs from

@@ -15,8 +15,8 @@ import sqlalchemy as sa
 
 from openseal.runtime.clock import new_id
 from openseal.runtime.store.db import combined, fastsql
-from openseal.runtime.store.db.base import Repository
 from openseal.runtime.store.db.errors import NotFound
+from openseal.runtime.store.repos.repository import Repository
 from openseal.runtime.store.tables import schema
 from openseal.runtime.store.tables.records import RowRecord
 

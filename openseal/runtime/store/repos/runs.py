@@ -24,10 +24,10 @@ from openseal.runtime.statuses import (
     WAITING_RUN_STATUSES,
     RunStatus,
 )
-from openseal.runtime.store.db.base import Repository
 from openseal.runtime.store.db.errors import InvalidStatus, NotFound, StaleRevision
 from openseal.runtime.store.repos.carved_budgets import release_all
 from openseal.runtime.store.repos.events import change_run, lease_released
+from openseal.runtime.store.repos.repository import Repository
 from openseal.runtime.store.tables import schema
 from openseal.runtime.store.tables.listing import ListQuery, newest_first, workflow_digests
 from openseal.runtime.store.tables.records import Activity, Event, Run, Turn

@@ -14,8 +14,8 @@ from typing import Any
 import sqlalchemy as sa
 
 from openseal.runtime.clock import new_id
-from openseal.runtime.store.db.base import Repository
 from openseal.runtime.store.db.errors import NotFound
+from openseal.runtime.store.repos.repository import Repository
 from openseal.runtime.store.tables import schema
 
 table = schema.access_tokens

@@ -25,9 +25,9 @@ import sqlalchemy as sa
 from openseal.errors import OpenSealError
 from openseal.runtime.clock import new_id
 from openseal.runtime.statuses import ObjectiveStatus
-from openseal.runtime.store.db.base import Repository
 from openseal.runtime.store.db.errors import InvalidStatus, NotFound
 from openseal.runtime.store.repos.objectives import TRIGGER_ACTOR, request_hash
+from openseal.runtime.store.repos.repository import Repository
 from openseal.runtime.store.tables import schema
 from openseal.runtime.store.tables.records import DefinitionVersion, RowRecord
 from openseal.runtime.store.tables.values import DEFAULT_SCOPE

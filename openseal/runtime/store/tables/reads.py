@@ -1,5 +1,5 @@
 """What a command that only lists runs needs of a store: the store itself has it, and so do the
-reads without SQLAlchemy (:class:`~openseal.runtime.store.tables.sqlite_reads.SQLiteReads`)."""
+reads without SQLAlchemy (:class:`~openseal.runtime.store.sqlite_reads.SQLiteReads`)."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ engine. The CLI's ``openseal db upgrade`` calls :func:`upgrade`.
 Alembic is imported only when a migration may be needed: opening a store that is already at
 :func:`packaged_head` costs one query (:func:`database_revision`), not Alembic's start-up.
 :func:`packaged_head` needs neither Alembic nor SQLAlchemy, for the reads without them
-(:mod:`openseal.runtime.store.tables.sqlite_reads`).
+(:mod:`openseal.runtime.store.sqlite_reads`).
 """
 
 from __future__ import annotations

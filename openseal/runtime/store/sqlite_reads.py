@@ -22,18 +22,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from openseal.runtime.store.db.errors import NotFound
+from openseal.runtime.store.db.json_text import loads_json
+from openseal.runtime.store.db.sqlite_connections import BUSY_TIMEOUT_MS, SYNCHRONOUS, configure
 from openseal.runtime.store.tables.migrations import packaged_head
 from openseal.runtime.store.tables.records import DefinitionVersion, Run
 from openseal.runtime.store.tables.sqlite_sql import COLUMNS, STATEMENTS
-from openseal.runtime.store.tables.values import epoch_seconds, from_epoch_seconds, loads_json
+from openseal.runtime.store.tables.values import epoch_seconds, from_epoch_seconds
 
 if TYPE_CHECKING:
-    from openseal.runtime.store.db.dialects import Store
+    from openseal.runtime.store.store import Store
     from openseal.runtime.store.tables.listing import ListQuery
-
-#: how the store opens SQLite unless told otherwise (``open_store``'s defaults)
-SYNCHRONOUS = "FULL"
-BUSY_TIMEOUT_MS = 10_000
 
 #: how a column or a parameter is converted (:mod:`.values`): as it is, JSON text, epoch seconds
 _COLUMN_READERS: dict[str, Callable[[Any], Any]] = {
@@ -41,23 +39,6 @@ _COLUMN_READERS: dict[str, Callable[[Any], Any]] = {
     "timestamp": from_epoch_seconds,
 }
 _PARAMETER_WRITERS: dict[str, Callable[[Any], Any]] = {"timestamp": epoch_seconds}
-
-
-def configure(connection: sqlite3.Connection, *, synchronous: str, busy_timeout_ms: int) -> None:
-    """Set up a new SQLite connection as the store uses every one: WAL, ``synchronous``, a busy
-    timeout, foreign keys enforced, and transactions begun by the store (not the driver).
-
-    Statement journals (what a savepoint rolls back to) are kept in memory: a shared batch
-    holds a savepoint per member, and on disk each page they journal cost two writes to a
-    temporary file. Crash recovery never reads them: the WAL does that."""
-    connection.isolation_level = None
-    cursor = connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute(f"PRAGMA synchronous={synchronous}")
-    cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
-    cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute("PRAGMA temp_store=MEMORY")
-    cursor.close()
 
 
 def open_reads(home: Path) -> SQLiteReads | None:
@@ -96,7 +77,7 @@ class SQLiteReads:
     def store(self) -> Store:
         """The store itself, opened on first need (for what has no SQL rendered ahead)."""
         if self._store is None:
-            from openseal.runtime.store.db.dialects import open_store
+            from openseal.runtime.store.store import open_store
 
             self._store = open_store(home=self.home)
         return self._store

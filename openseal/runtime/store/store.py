@@ -1,0 +1,164 @@
+"""The store: one repository per aggregate over a dialect's database, and ``open_store()``.
+
+Example::
+
+    store = open_store()
+    store.definitions.put(digest, "workflow", "procure_laptops", document)
+    store.definitions.activate("procure_laptops", digest, actor="user:local")
+    created = store.objectives.create("acme", "procure_laptops", inputs, actor="user:local")
+    claim = store.leases.claim("worker-1")
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+from openseal.errors import StoreError
+from openseal.runtime.store.db.base import StoreBase
+from openseal.runtime.store.db.dialects import (
+    PostgresDatabase,
+    SQLiteDatabase,
+    create_engine,
+    where,
+)
+from openseal.runtime.store.db.sqlite_connections import BUSY_TIMEOUT_MS, SYNCHRONOUS
+from openseal.runtime.store.repos.actions import Actions
+from openseal.runtime.store.repos.agent_requests import AgentRequests
+from openseal.runtime.store.repos.approvals import Approvals
+from openseal.runtime.store.repos.artifacts import ArtifactStore
+from openseal.runtime.store.repos.change_proposals import ChangeProposals
+from openseal.runtime.store.repos.definitions import Definitions
+from openseal.runtime.store.repos.dependencies import Dependencies
+from openseal.runtime.store.repos.health import Health
+from openseal.runtime.store.repos.idempotency import Idempotency
+from openseal.runtime.store.repos.inbound_events import InboundEvents
+from openseal.runtime.store.repos.leases import Leases
+from openseal.runtime.store.repos.objectives import Objectives
+from openseal.runtime.store.repos.proposals import Proposals
+from openseal.runtime.store.repos.runs import Runs
+from openseal.runtime.store.repos.tokens import Tokens
+from openseal.runtime.store.repos.triggers import Triggers
+from openseal.runtime.store.tables import migrations, schema
+
+#: the kinds whose ids may be given by a unique prefix, and the column that holds each
+ID_COLUMNS = {
+    "run": schema.runs.c.id,
+    "objective": schema.objectives.c.id,
+    "approval": schema.approvals.c.id,
+    "action": schema.actions.c.id,
+    "token": schema.access_tokens.c.id,
+    "agent request": schema.agent_requests.c.id,
+}
+
+
+class Store(StoreBase):
+    """The store: transactions and dialect hooks (:class:`StoreBase`) plus one repository per
+    aggregate. Its dialects (:class:`SQLiteStore`, :class:`PostgresStore`) only add hooks.
+    See :func:`open_store`."""
+
+    def __init__(self, engine: sa.Engine, **options: Any) -> None:
+        super().__init__(engine, **options)
+        self.definitions = Definitions(self)
+        self.objectives = Objectives(self)
+        self.runs = Runs(self)
+        self.leases = Leases(self)
+        self.inbound_events = InboundEvents(self)
+        self.agent_requests = AgentRequests(self)
+        self.dependencies = Dependencies(self)
+        self.proposals = Proposals(self)
+        self.approvals = Approvals(self)
+        self.actions = Actions(self)
+        self.change_proposals = ChangeProposals(self)
+        self.idempotency = Idempotency(self)
+        self.tokens = Tokens(self)
+        self.triggers = Triggers(self)
+        self.health = Health(self)
+        self.artifacts = ArtifactStore(self.home / "artifacts", self)
+
+    def ids_starting_with(self, kind: str, prefix: str, *, limit: int) -> list[str]:
+        """Up to ``limit`` ids of ``kind`` (run, objective, approval, action) that start with
+        ``prefix``, in order: what completing a short id needs."""
+        column = ID_COLUMNS[kind]
+        with self.read() as conn:
+            found = conn.execute(
+                sa.select(column).where(column.startswith(prefix)).order_by(column).limit(limit)
+            ).scalars()
+            return [str(value) for value in found]
+
+    def schema_revision(self) -> str | None:
+        return migrations.current_revision(self.engine)
+
+
+class SQLiteStore(Store, SQLiteDatabase):
+    """The store on SQLite."""
+
+
+class PostgresStore(Store, PostgresDatabase):
+    """The store on PostgreSQL."""
+
+
+def open_store(
+    url: str | None = None,
+    *,
+    home: Path = Path(".openseal"),
+    auto_migrate: bool | None = None,
+    synchronous: str = SYNCHRONOUS,
+    busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+    connect_args: dict[str, Any] | None = None,
+) -> Store:
+    """Open the store, migrating it when allowed.
+
+    ``url`` (or ``OPENSEAL_DATABASE_URL``) selects PostgreSQL; otherwise SQLite at
+    ``home/openseal.db``. The embedded SQLite default migrates itself unless
+    ``auto_migrate=False``; PostgreSQL is refused when not at the head revision unless
+    ``auto_migrate=True`` (run ``openseal db upgrade``). A database migrated by a newer openseal
+    is always refused.
+    """
+    engine = create_engine(
+        url,
+        home=home,
+        synchronous=synchronous,
+        busy_timeout_ms=busy_timeout_ms,
+        connect_args=connect_args,
+    )
+    store: Store
+    if engine.dialect.name == "sqlite":
+        store = SQLiteStore(engine, home=home)
+        migrate = auto_migrate is not False
+    else:
+        store = PostgresStore(engine, home=home)
+        migrate = auto_migrate is True
+    try:
+        _ensure_schema(store, migrate)
+    except BaseException:
+        store.close()
+        raise
+    return store
+
+
+def _ensure_schema(store: Store, migrate: bool) -> None:
+    try:
+        if migrations.database_revision(store.engine) == migrations.packaged_head():
+            return  # the common case: one query, and Alembic is never imported
+        current = migrations.current_revision(store.engine)
+        migrations.check_not_newer(current)
+        head = migrations.head_revision()
+        if current == head:
+            return
+        if not migrate:
+            raise StoreError(
+                f"database schema is at {current or 'nothing'}, this openseal needs {head}; "
+                "run `openseal db upgrade`",
+                code="schema_outdated",
+            )
+        migrations.upgrade(store.engine)
+    except sa.exc.DBAPIError as exc:
+        # Unreachable, not a database (a corrupt or foreign file), read-only, locked: one line
+        # naming the database, never a traceback.
+        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
+        raise StoreError(
+            f"cannot open database {where(store.engine)}: {reason}", code="unavailable"
+        ) from None
