@@ -13,10 +13,11 @@ from typing import Any
 import click
 
 from openseal.cli.client import connected, listed, one, record, server_options
-from openseal.cli.output import echo_data, echo_table
-from openseal.cli.runtime import complete_ids, list_options, more_hint, store_options, when
+from openseal.cli.output import echo_data, echo_table, when
+from openseal.cli.runtime import complete_ids, list_options, more_hint, store_options
 from openseal.errors import UsageError
 from openseal.runtime import service
+from openseal.runtime.statuses import ActionStatus
 from openseal.runtime.store import Action
 from openseal.runtime.store import action_boundary as boundary
 from openseal.skills.credentials import RuntimeContext
@@ -57,18 +58,41 @@ def list_actions(
     if output != "text":
         echo_data(found, output)
         return
-    rows = [[a.id, str(a.status), a.skill, a.run_id, when(a.created_at), _result(a)] for a in found]
+    rows = [[a.id, str(a.status), a.skill, a.run_id, when(a.created_at), outcome(a)] for a in found]
     echo_table(
-        ["id", "status", "skill", "run", "created", "result"],
+        ["id", "status", "skill", "run", "created", "outcome"],
         rows,
-        shrink=["result"],
+        shrink=["outcome"],
         empty="no actions",
     )
     more_hint(found, limit)
 
 
-def _result(action: Action) -> str:
-    return json.dumps(jsonable(action.result), sort_keys=True) if action.result is not None else "-"
+def outcome(action: Action) -> str:
+    """What an action came to, in a few words: for one that succeeded the destination's
+    answer, its ids first (``order_id=PO-000001 status=confirmed``); for one that failed or
+    is open, the problem; ``-`` before there is either."""
+    if action.result is not None and (action.status == ActionStatus.SUCCEEDED or not action.error):
+        return _fields(jsonable(action.result))
+    return action.error or "-"
+
+
+def _fields(result: Any) -> str:
+    """A result's plain fields as ``key=value``, ids first, so a cut line keeps the ids; a
+    result with no plain field is its compact JSON."""
+    if not isinstance(result, dict):
+        return result if isinstance(result, str) else json.dumps(result, sort_keys=True)
+    plain = {k: v for k, v in result.items() if isinstance(v, str | int | float | bool)}
+    if not plain:
+        return json.dumps(result, sort_keys=True, separators=(",", ":"))
+
+    def order(key: str) -> tuple[bool, str]:
+        return (not (key == "id" or key.endswith("_id")), key)
+
+    def text(value: Any) -> str:
+        return value if isinstance(value, str) else json.dumps(value)
+
+    return " ".join(f"{key}={text(plain[key])}" for key in sorted(plain, key=order))
 
 
 @actions.command("show")
@@ -113,7 +137,9 @@ def show(
                    f"({spend['status']})")  # fmt: skip
     for entry in action.history:
         note = f"  {entry['note']}" if entry.get("note") else ""
-        click.echo(f"  {entry['at']}  {entry['from']} -> {entry['to']}  {entry['actor']}{note}")
+        click.echo(
+            f"  {when(entry['at'])}  {entry['from']} -> {entry['to']}  {entry['actor']}{note}"
+        )
 
 
 def _shown(view: service.ActionView) -> tuple[Action, dict[str, Any], Sequence[dict[str, Any]]]:

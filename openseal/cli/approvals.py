@@ -18,8 +18,8 @@ from typing import Any, TypeVar
 import click
 
 from openseal.cli.client import Connection, ServerError, connected, listed, record, server_options
-from openseal.cli.output import echo_data, echo_table
-from openseal.cli.runtime import complete_ids, list_options, more_hint, store_options, when
+from openseal.cli.output import echo_data, echo_table, when
+from openseal.cli.runtime import complete_ids, list_options, more_hint, store_options
 from openseal.runtime import service
 from openseal.runtime.service import AUTHORITY_ENV, ApprovalError, load_authority
 from openseal.runtime.store import Approval, Store
@@ -128,7 +128,7 @@ def show(home: Path, output: str, server: str | None, token_file: Path | None, r
     click.echo(f"  approvers  {', '.join(approval.approvers) or '(any)'}")
     click.echo(f"  scope      {approval.scope}")
     if approval.expires_at:
-        click.echo(f"  expires    {approval.expires_at.isoformat(timespec='seconds')}")
+        click.echo(f"  expires    {when(approval.expires_at)}")
     if approval.decision:
         click.echo(f"  decided    {approval.decision} by {approval.decided_by} "
                    f"({approval.reason or 'no reason given'})")  # fmt: skip

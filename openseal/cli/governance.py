@@ -25,8 +25,8 @@ from openseal.cli.client import (
     records,
     server_options,
 )
-from openseal.cli.output import echo_data, echo_table
-from openseal.cli.runtime import more_hint, store_options, when
+from openseal.cli.output import echo_data, echo_table, when
+from openseal.cli.runtime import more_hint, store_options
 from openseal.compiler.output.diff import Change, DiffReport
 from openseal.compiler.output.render_diagnostics import use_color
 from openseal.runtime import service
@@ -93,7 +93,7 @@ def render_proposal(proposal: ChangeProposal, reviews: tuple[Review, ...], *, co
         f"  status       {proposal.status}  (revision {proposal.revision}, "
         f"review round {proposal.round})",
         f"  author       {proposal.author}",
-        f"  created      {proposal.created_at.isoformat()}",
+        f"  created      {when(proposal.created_at)}",
     ]
     if proposal.message:
         lines.append(f"  message      {proposal.message}")
@@ -257,7 +257,7 @@ def show_command(
     # click strips ANSI codes from non-terminals unless told; use_color already decided.
     click.echo(render_proposal(proposal, reviews, color=color), nl=False, color=color)
     for event in events:
-        click.echo(f"{event.seq:>4}  {event.at.isoformat()}  {event.type:<28} {event.actor}")
+        click.echo(f"{event.seq:>4}  {when(event.at)}  {event.type:<28} {event.actor}")
 
 
 @proposals.command("review")
@@ -398,14 +398,13 @@ def deployments_list(home: Path, output: str, server: str | None, token_file: Pa
     if output != "text":
         echo_data(found, output)
         return
-    if not found:
-        click.echo("no deployments")
-    for item in found:
-        when = item.activated_at.strftime("%Y-%m-%d %H:%M") if item.activated_at else "-"
-        click.echo(
-            f"{item.name:<24} {item.kind:<10} {short(item.active_digest)}  rev {item.revision:<3} "
-            f"{when}  {item.activated_by or '-'}  {item.change_proposal_id or '-'}"
-        )
+    rows = [
+        [item.name, str(item.kind), short(item.active_digest), str(item.revision),
+         when(item.activated_at), item.activated_by or "-", item.change_proposal_id or "-"]
+        for item in found
+    ]  # fmt: skip
+    headers = ["name", "kind", "version", "revision", "activated", "by", "proposal"]
+    echo_table(headers, rows, empty="no deployments")
 
 
 @deployments.command("history")
@@ -430,11 +429,13 @@ def deployments_history(
     if output != "text":
         echo_data(history, output)
         return
-    for item in history:
-        click.echo(
-            f"{item.at.strftime('%Y-%m-%d %H:%M:%S')}  {short(item.previous_digest)} -> "
-            f"{short(item.digest)}  {item.actor}  {item.change_proposal_id or '-'}"
-        )
+    rows = [
+        [when(item.at), short(item.previous_digest), short(item.digest), item.actor,
+         item.change_proposal_id or "-"]
+        for item in history
+    ]  # fmt: skip
+    headers = ["activated", "from", "to", "by", "proposal"]
+    echo_table(headers, rows, empty=f"no activations of {name}")
 
 
 @deployments.command("rollback")

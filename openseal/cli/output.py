@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -187,6 +188,19 @@ def echo_table(
             cell(text, size).ljust(size) for text, size in zip(row, widths, strict=True)
         )
         click.echo(line.rstrip())
+
+
+def when(moment: datetime | str | None, *, milliseconds: bool = False) -> str:
+    """A time as every list and show prints it: ISO 8601 in UTC, to the second, ending in
+    ``Z`` (``2026-03-02T14:05:09Z``); with ``milliseconds`` (event and turn timings) to the
+    millisecond. ``-`` for no time. A string is an ISO 8601 time as the API answers it."""
+    if moment is None or moment == "":
+        return "-"
+    if isinstance(moment, str):
+        moment = datetime.fromisoformat(moment)
+    moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    spec = "milliseconds" if milliseconds else "seconds"
+    return moment.replace(tzinfo=None).isoformat(timespec=spec) + "Z"
 
 
 # -- diagnostics ----------------------------------------------------------------------

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import click
 
 from openseal.cli.client import connected, many, one, server_options
-from openseal.cli.output import echo_data
+from openseal.cli.output import echo_data, echo_table, when
 from openseal.cli.runs import parse_value
 from openseal.cli.runtime import store_options
 from openseal.runtime import service
@@ -41,14 +41,10 @@ def requests() -> None:
     """
 
 
-def _line(request: AgentRequest) -> str:
+def _row(request: AgentRequest) -> list[str]:
     meta = request.request if isinstance(request.request, dict) else {}
-    goal = str(meta.get("goal") or "")
-    goal = goal if len(goal) <= 50 else goal[:49] + "…"
-    return (
-        f"{request.id}  {request.status:<23} {request.callee:<20} "
-        f"run {request.caller_run_id}  {goal}"
-    )
+    return [request.id, str(request.status), request.callee, request.caller_run_id,
+            str(meta.get("goal") or "-")]  # fmt: skip
 
 
 def _show(request: AgentRequest) -> None:
@@ -64,7 +60,7 @@ def _show(request: AgentRequest) -> None:
     if request.child_run_id:
         click.echo(f"  child run  {request.child_run_id}")
     if request.deadline:
-        click.echo(f"  deadline   {request.deadline.isoformat(timespec='seconds')}")
+        click.echo(f"  deadline   {when(request.deadline)}")
     if meta.get("budget"):
         click.echo(
             f"  budget     {json.dumps(meta['budget'], sort_keys=True)} (carved from the caller's)"
@@ -110,8 +106,9 @@ def list_requests(
         )  # fmt: skip
 
     def text() -> None:
-        for request in found:
-            click.echo(_line(request))
+        headers = ["id", "status", "callee", "run", "goal"]
+        rows = [_row(request) for request in found]
+        echo_table(headers, rows, shrink=["goal"], empty="no agent requests")
 
     echo_data(found, output, text)
 

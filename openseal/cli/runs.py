@@ -6,7 +6,6 @@ import json
 import shutil
 import textwrap
 from collections.abc import Callable, Iterator
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,8 +24,8 @@ from openseal.cli.client import (
     records,
     server_options,
 )
-from openseal.cli.output import echo_data, echo_item, echo_table
-from openseal.cli.runtime import complete_ids, list_options, more_hint, store_options, when
+from openseal.cli.output import echo_data, echo_item, echo_table, when
+from openseal.cli.runtime import complete_ids, list_options, more_hint, store_options
 from openseal.cli.steer import Steer, steer_by_id
 from openseal.errors import UsageError
 from openseal.runtime import service
@@ -354,7 +353,7 @@ def _echo_tree(children: tuple[service.ChildRun, ...], indent: str) -> None:
 
 def _event_text(event: Event, width: int) -> str:
     """One event for people: a summary line, then its whole payload wrapped (never cut)."""
-    at = event.at.isoformat(timespec="milliseconds")
+    at = when(event.at, milliseconds=True)
     head = f"{event.seq:>5}  {at}  {event.type:<22} {event.actor:<20} {summarize(event)}"
     payload = json.dumps(jsonable(event.payload), sort_keys=True, ensure_ascii=False)
     body = textwrap.wrap(
@@ -454,18 +453,15 @@ def turns(
         click.echo(_turn_text(turn))
 
 
-def _ms(moment: datetime | None) -> str:
-    return "-" if moment is None else moment.isoformat(timespec="milliseconds")[:-6] + "Z"
-
-
 def _turn_text(turn: service.TurnView) -> str:
     took = (
         f"{(turn.finished_at - turn.started_at).total_seconds():.3f}s" if turn.finished_at else "-"
     )
     tokens = turn.tokens
     lines = [
-        f"turn {turn.seq}  {turn.state}  {turn.outcome}  {_ms(turn.started_at)} -> "
-        f"{_ms(turn.finished_at)}  ({took})  {tokens['input']}+{tokens['output']} tokens  "
+        f"turn {turn.seq}  {turn.state}  {turn.outcome}  {when(turn.started_at, milliseconds=True)}"
+        f" -> {when(turn.finished_at, milliseconds=True)}  ({took})  "
+        f"{tokens['input']}+{tokens['output']} tokens  "
         f"worker {turn.worker}"
     ]
     if turn.error:

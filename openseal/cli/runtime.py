@@ -10,7 +10,6 @@ import gc
 import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -66,11 +65,6 @@ def more_hint(found: Sequence[Any], limit: int) -> None:
     table)."""
     if found and len(found) >= limit:
         click.echo(f"(first {limit}; the next page: --after {found[-1].id})", err=True)
-
-
-def when(moment: datetime | None) -> str:
-    """A time in a list: to the second, UTC."""
-    return "-" if moment is None else moment.isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def complete_ids(kind: str) -> Callable[[click.Context, click.Parameter, str], list[str]]:

@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from openseal.cli.client import Connection, connected, server_options
-from openseal.cli.output import echo_data
+from openseal.cli.output import echo_data, echo_table, when
 from openseal.cli.runtime import store_options
 from openseal.errors import UsageError
 from openseal.runtime import service
@@ -99,10 +99,9 @@ def create(
         return
     view = created["token"]
     click.echo(created["secret"])
-    expires = view["expires_at"] or "never"
     click.echo(
         f"token {view['id']} for {view['principal']}: roles {', '.join(view['roles'])}; scopes "
-        f"{', '.join(view['scopes'])}; expires {expires}. The token above is shown only now.",
+        f"{', '.join(view['scopes'])}; expires {_expiry(view)}. The token above is shown only now.",
         err=True,
     )
 
@@ -133,12 +132,17 @@ def list_tokens(
     if output != "text":
         echo_data({"tokens": views}, output)
         return
-    for view in views:
-        click.echo(
-            f"{view['id']}  {view['state']:<8} {view['principal']:<20} "
-            f"roles {','.join(view['roles'])}  scopes {','.join(view['scopes'])}  "
-            f"expires {view['expires_at'] or 'never'}"
-        )
+    rows = [
+        [view["id"], view["state"], view["principal"], ",".join(view["roles"]),
+         ",".join(view["scopes"]), _expiry(view)]
+        for view in views
+    ]  # fmt: skip
+    headers = ["id", "state", "principal", "roles", "scopes", "expires"]
+    echo_table(headers, rows, shrink=["scopes"], empty="no tokens")
+
+
+def _expiry(view: dict[str, Any]) -> str:
+    return when(view["expires_at"]) if view["expires_at"] else "never"
 
 
 @tokens.command("revoke")
@@ -167,4 +171,4 @@ def revoke(
     if output != "text":
         echo_data({"token": view}, output)
         return
-    click.echo(f"token {view['id']} of {view['principal']} revoked at {view['revoked_at']}")
+    click.echo(f"token {view['id']} of {view['principal']} revoked at {when(view['revoked_at'])}")

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
 from openseal.cli.client import connected, many, one, record, records, server_options
-from openseal.cli.output import echo_data
+from openseal.cli.output import echo_data, echo_table, when
 from openseal.cli.runtime import store_options
 from openseal.runtime import service
 from openseal.runtime.store import TriggerFiring
@@ -35,15 +34,11 @@ def triggers() -> None:
     """
 
 
-def _when(moment: datetime | None) -> str:
-    return "-" if moment is None else moment.isoformat(timespec="seconds")
-
-
 def _firing(firing: TriggerFiring | None) -> str:
     if firing is None:
         return "never"
     started = f" objective {firing.objective_id}" if firing.objective_id else ""
-    return f"{_when(firing.occurred_at)} {firing.outcome}{started}"
+    return f"{when(firing.occurred_at)} {firing.outcome}{started}"
 
 
 @triggers.command("list")
@@ -65,13 +60,13 @@ def list_triggers(home: Path, output: str, server: str | None, token_file: Path 
     if output != "text":
         echo_data({"triggers": views}, output)
         return
-    if not views:
-        click.echo("no triggers are deployed")
-    for view in views:
-        click.echo(
-            f"{view.name}  {view.status:<7} {view.fires_on} -> {view.workflow}  "
-            f"next {_when(view.next_occurrence)}  last {_firing(view.last_firing)}"
-        )
+    rows = [
+        [view.name, view.status, view.fires_on, view.workflow, when(view.next_occurrence),
+         _firing(view.last_firing)]
+        for view in views
+    ]  # fmt: skip
+    headers = ["name", "status", "fires_on", "workflow", "next", "last"]
+    echo_table(headers, rows, shrink=["fires_on", "last"], empty="no triggers are deployed")
 
 
 @triggers.command("show")
@@ -101,7 +96,7 @@ def show(
     click.echo(f"trigger {view.name} ({view.status}), version {view.digest[:12]}")
     click.echo(f"  fires on   {view.fires_on}, starts workflow {view.workflow}")
     click.echo(f"  overlap    {view.overlap}; catch-up {view.catch_up}")
-    click.echo(f"  next       {_when(view.next_occurrence)}")
+    click.echo(f"  next       {when(view.next_occurrence)}")
     for firing in firings:
         detail = f" ({firing.detail})" if firing.detail else ""
         click.echo(f"  {_firing(firing)}{detail}")
@@ -119,7 +114,7 @@ def _set(asked: Change, status: str, reason: str | None) -> None:
     if asked.output != "text":
         echo_data({"trigger": view}, asked.output)
         return
-    click.echo(f"trigger {view.name} is {view.status}; next {_when(view.next_occurrence)}")
+    click.echo(f"trigger {view.name} is {view.status}; next {when(view.next_occurrence)}")
 
 
 @dataclass(frozen=True)

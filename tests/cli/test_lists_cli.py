@@ -3,18 +3,20 @@ turns; and what ``runs cancel`` says it prevented. SQLite and PostgreSQL, throug
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
+from openseal.cli.output import when
 from openseal.runtime.engine.engine import Engine
 from openseal.runtime.providers import ScriptedProvider, fixed
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
 from openseal.simulator.procurement import ProcurementSimulator
 from openseal.skills.credentials import RuntimeContext
-from tests.cli.test_approvals_cli import waiting  # noqa: F401  (fixture)
+from tests.cli.test_approvals_cli import authority, pending, waiting  # noqa: F401  (fixture)
 from tests.cli.test_runtime_cli import Cli, cli, create, store  # noqa: F401  (fixtures)
 from tests.runtime.action_support import (  # noqa: F401
     PICK,
@@ -141,3 +143,80 @@ def test_cancel_says_what_it_prevented_and_what_may_have_happened(
     assert "  may have happened: nothing" in lines
     shown = cli.json("runs", "show", run_id)
     assert shown["run"]["status"] == "canceled"  # type: ignore[index]
+
+
+def test_every_list_has_a_header_and_says_when_it_is_empty(
+    cli: Cli,  # noqa: F811
+    store: Store,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    for empty in (("tokens", "list"), ("requests", "list"), ("triggers", "list")):
+        code, out, err = cli(*empty)
+        assert code == 0, err
+        assert out.startswith("no ") and len(out.splitlines()) == 1, out
+    assert cli("tokens", "create", "user:vera", "--role", "viewer")[0] == 0
+    code, out, _ = cli("tokens", "list")
+    header, [_id, state, principal, roles, scopes, expires] = rows(out)
+    assert header == ["ID", "STATE", "PRINCIPAL", "ROLES", "SCOPES", "EXPIRES"]
+    assert (state, principal, roles, scopes, expires) == (
+        "active", "user:vera", "viewer", "default", "never",
+    )  # fmt: skip
+    code, out, _ = cli("deployments", "list")
+    header, [name, kind, version, _revision, activated, by, _proposal] = rows(out)
+    assert header == ["NAME", "KIND", "VERSION", "REVISION", "ACTIVATED", "BY", "PROPOSAL"]
+    assert (name, kind, by) == ("small", "workflow", "user:test")
+    assert TIME.fullmatch(activated), activated
+    code, out, _ = cli("deployments", "history", "small")
+    header, [activated, before, after, by, _proposal] = rows(out)
+    assert header == ["ACTIVATED", "FROM", "TO", "BY", "PROPOSAL"]
+    assert TIME.fullmatch(activated) and (before, after[:8]) == ("-", version[:8])
+
+
+#: the one format every list and show prints a time in
+TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
+
+
+def test_times_are_printed_one_way_in_lists_and_shows(
+    cli: Cli,  # noqa: F811
+    waiting: tuple[Flow, str],  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _, run_id = waiting
+    monkeypatch.setenv("COLUMNS", "250")
+    [approval] = cli.json("approvals", "list")  # type: ignore[misc]
+    shown = cli("approvals", "show", approval["id"])[1]
+    listed = cli("approvals", "list")[1]
+    expires = when(datetime.fromisoformat(approval["expires_at"]))
+    assert TIME.fullmatch(expires)
+    assert f"  expires    {expires}\n" in shown and f"  {expires}  " in listed
+    deployed = cli("deployments", "list")[1].splitlines()[1].split()[4]
+    history = cli("deployments", "history", "procure_laptops")[1].splitlines()[1].split()[0]
+    assert TIME.fullmatch(deployed) and deployed == history
+    created = rows(cli("runs", "list")[1])[1][4]
+    assert TIME.fullmatch(created)
+    # events and turns add milliseconds to the same form
+    first_event = cli("runs", "events", run_id)[1].splitlines()[0].split()[1]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", first_event)
+
+
+def test_actions_list_shows_what_the_destination_confirmed(
+    cli: Cli,  # noqa: F811
+    waiting: tuple[Flow, str],  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    f, run_id = waiting
+    approval = pending(f.store)
+    authority(tmp_path, monkeypatch)
+    assert cli("approvals", "approve", approval.id, "--hash", approval.proposal_hash)[0] == 0
+    f.run_until_idle()
+    monkeypatch.setenv("COLUMNS", "160")
+    code, out, err = cli("actions", "list")
+    assert code == 0, err
+    header, listed = out.splitlines()
+    assert header.split() == ["ID", "STATUS", "SKILL", "RUN", "CREATED", "OUTCOME"]
+    # the purchase-order id comes first, not a JSON document cut in its middle
+    outcome = listed.split(run_id, 1)[1].split(None, 1)[1]
+    assert outcome.startswith("order_id=PO-000001"), outcome
+    assert "{" not in listed

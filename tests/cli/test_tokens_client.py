@@ -50,7 +50,7 @@ def test_tokens_list_and_revoke_the_same_from_the_store_and_through_the_server(
     code, _, err = cli("tokens", "create", "user:vera", "--role", "viewer", "--server", server.url)
     assert code == 0, err
     listed = both(cli, server.url, "tokens", "list")
-    assert listed.count("\n") == 3 and "user:alice" in listed and "user:vera" in listed
+    assert listed.count("\n") == 4 and "user:alice" in listed and "user:vera" in listed
     both(cli, server.url, "tokens", "list", "--principal", "user:vera", "-o", "json")
     shown = json.loads(both(cli, server.url, "tokens", "list", "-o", "json"))["tokens"]
     assert [t["created_by"] for t in shown] == ["user:local", "user:local", "user:root"]

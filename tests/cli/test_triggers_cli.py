@@ -32,7 +32,9 @@ def test_list_shows_status_next_occurrence_and_last_firing(cli: Cli, store: Stor
     assert by_name["restock"]["next_occurrence"] is None
     assert by_name["restock"]["last_firing"] is None
     code, out, _ = cli("triggers", "list")
-    assert code == 0 and "hourly  active  every 3600s -> small" in out
+    header, hourly, _restock = (line.split() for line in out.splitlines())
+    assert code == 0 and header == ["NAME", "STATUS", "FIRES_ON", "WORKFLOW", "NEXT", "LAST"]
+    assert hourly[:5] == ["hourly", "active", "every", "3600s", "small"]
 
 
 def test_pause_resume_retire(cli: Cli, store: Store) -> None:  # noqa: F811
