@@ -116,6 +116,11 @@ def main(argv: list[str] | None = None) -> int:
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         return 1
+    except click.exceptions.NoSuchCommand as exc:
+        unknown = _with_nearest(exc)
+        echo_error("usage_error", unknown.format_message())
+        unknown.show()
+        return USAGE
     except click.ClickException as exc:
         usage = isinstance(exc, click.UsageError)
         echo_error("usage_error" if usage else "openseal_error", exc.format_message())
@@ -144,6 +149,18 @@ def main(argv: list[str] | None = None) -> int:
         click.echo(f"internal error: {message} (set OPENSEAL_DEBUG=1 for details)", err=True)
         return 1
     return 0
+
+
+def _with_nearest(exc: click.exceptions.NoSuchCommand) -> click.UsageError:
+    """A mistyped command (or subcommand), with the nearest one its group has."""
+    from openseal.compiler.diagnostics import did_you_mean
+
+    ctx = exc.ctx
+    group = ctx.command if ctx is not None else None
+    names = group.list_commands(ctx) if isinstance(group, click.Group) and ctx else []
+    hint = did_you_mean(exc.command_name, names)
+    message = f"No such command '{exc.command_name}'" + (f"; {hint}" if hint else ".")
+    return click.UsageError(message, ctx=ctx)
 
 
 def _report(code: str, message: str) -> None:
