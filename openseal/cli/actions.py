@@ -36,7 +36,7 @@ def actions() -> None:
 @actions.command("list")
 @store_options
 @server_options
-@list_options("Only actions with this status (e.g. unknown, needs_attention).")
+@list_options(ActionStatus, "actions")
 @click.option("--run", "run_id", default=None, help="Only actions of this run.")
 def list_actions(
     home: Path, output: str, server: str | None, token_file: Path | None, status: str | None,

@@ -22,6 +22,7 @@ from openseal.cli.output import echo_data, echo_table, when
 from openseal.cli.runtime import complete_ids, list_options, more_hint, store_options
 from openseal.runtime import service
 from openseal.runtime.service import AUTHORITY_ENV, ApprovalError, load_authority
+from openseal.runtime.statuses import ApprovalStatus
 from openseal.runtime.store import Approval, Store
 from openseal.wire import jsonable
 
@@ -40,7 +41,7 @@ def approvals() -> None:
 @approvals.command("list")
 @store_options
 @server_options
-@list_options("Only approvals with this status (e.g. pending).")
+@list_options(ApprovalStatus, "approvals")
 @click.option("--run", "run_id", default=None, help="Only approvals of this run.")
 def list_approvals(
     home: Path, output: str, server: str | None, token_file: Path | None, status: str | None,

@@ -26,11 +26,12 @@ from openseal.cli.client import (
     server_options,
 )
 from openseal.cli.output import echo_data, echo_table, when
-from openseal.cli.runtime import more_hint, store_options
+from openseal.cli.runtime import more_hint, status_option, store_options
 from openseal.compiler.output.diff import Change, DiffReport
 from openseal.compiler.output.render_diagnostics import use_color
 from openseal.runtime import service
 from openseal.runtime.service import governance as gov
+from openseal.runtime.statuses import ChangeProposalStatus
 from openseal.runtime.store import Activation, ChangeProposal, ProposalEvent, Review, Store
 from openseal.wire import jsonable
 
@@ -171,7 +172,7 @@ def proposals() -> None:
 @proposals.command("list")
 @store_options
 @server_options
-@click.option("--status", "statuses", multiple=True, help="Only these statuses (repeatable).")
+@status_option(ChangeProposalStatus, "change proposals", multiple=True)
 @click.option(
     "--workflow", "--deployment", "deployment", default=None,
     help="Only proposals that change this deployment (a workflow's name).",

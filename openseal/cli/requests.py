@@ -19,8 +19,9 @@ import click
 from openseal.cli.client import connected, many, one, server_options
 from openseal.cli.output import echo_data, echo_table, when
 from openseal.cli.runs import parse_value
-from openseal.cli.runtime import store_options
+from openseal.cli.runtime import status_option, store_options
 from openseal.runtime import service
+from openseal.runtime.statuses import AgentRequestStatus
 from openseal.runtime.store import AgentRequest
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -82,7 +83,7 @@ def _show(request: AgentRequest) -> None:
 @requests.command("list")
 @store_options
 @server_options
-@click.option("--status", default=None, help="Only requests with this status (e.g. accepted).")
+@status_option(AgentRequestStatus, "requests")
 @click.option("--callee", default=None, help="Only requests to this agent or team.")
 @click.option("--run", "run_id", default=None, help="Only requests this run made.")
 @click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True)

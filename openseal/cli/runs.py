@@ -30,6 +30,7 @@ from openseal.cli.steer import Steer, steer_by_id
 from openseal.errors import UsageError
 from openseal.runtime import service
 from openseal.runtime.service import format_cost, summarize
+from openseal.runtime.statuses import ObjectiveStatus, RunStatus
 from openseal.runtime.store import Event, NewObjective, Objective, Run
 from openseal.wire import jsonable
 
@@ -150,9 +151,7 @@ def create(
 @objectives.command("list")
 @store_options
 @server_options
-@list_options(
-    "Only objectives with this status (draft, active, paused, satisfied, failed, retired)."
-)
+@list_options(ObjectiveStatus, "objectives")
 def list_objectives(
     home: Path, output: str, server: str | None, token_file: Path | None, status: str | None,
     workflow: str | None, since: str | None, limit: int, after: str | None,
@@ -256,7 +255,7 @@ def runs() -> None:
 @runs.command("list")
 @store_options
 @server_options
-@list_options("Only runs with this status (e.g. waiting_for_approval).")
+@list_options(RunStatus, "runs")
 def list_runs(
     home: Path, output: str, server: str | None, token_file: Path | None, status: str | None,
     workflow: str | None, since: str | None, limit: int, after: str | None,

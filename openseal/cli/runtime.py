@@ -10,6 +10,7 @@ import gc
 import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -36,13 +37,27 @@ def store_options(command: F) -> F:
     )(command)  # fmt: skip
 
 
-def list_options(status_help: str) -> Callable[[F], F]:
+def status_option(
+    statuses: type[StrEnum], records: str, *, multiple: bool = False
+) -> Callable[[F], F]:
+    """``--status``: one of the statuses ``records`` (runs, approvals ...) can have, checked
+    and completed by the shell as a choice; ``multiple`` takes it more than once."""
+    names = [str(status) for status in statuses]
+    again = " (repeatable)" if multiple else ""
+    return click.option(
+        "--status", "statuses" if multiple else "status", type=click.Choice(names),
+        multiple=multiple, default=() if multiple else None, metavar="STATUS",
+        help=f"Only {records} with this status{again}: {', '.join(names)}.",
+    )  # fmt: skip
+
+
+def list_options(statuses: type[StrEnum], records: str) -> Callable[[F], F]:
     """The flags every list shares (the API's list routes take the same): ``--status``,
     ``--workflow``, ``--since``, ``--limit`` and the cursor ``--after``."""
 
     def decorate(command: F) -> F:
         for option in reversed([
-            click.option("--status", default=None, help=status_help),
+            status_option(statuses, records),
             click.option("--workflow", default=None, help="Only those of this workflow."),
             click.option(
                 "--since", default=None, metavar="WHEN",

@@ -220,7 +220,7 @@ def test_refusals_are_one_line_errors_with_exit_codes(cli: Cli, repo: Path) -> N
     code, _, err = cli("deployments", "rollback", "answer")
     assert code == 1 and "deployment answer not found" in err
     code, _, err = cli("proposals", "list", "--status", "bogus")
-    assert code == 2 and "unknown status" in err
+    assert code == 2 and "'bogus' is not one of 'proposed', 'in_review'" in err
 
 
 def test_stale_proposal_is_refused_until_refresh(cli: Cli, repo: Path) -> None:
