@@ -5,15 +5,24 @@ connection that never opened is ``failed`` (nothing was sent); a timeout or a
 broken connection after the request went out, a status listed in
 ``ambiguous_statuses``, or 409/425/429 to a request sent with an idempotency
 key, is ``unknown`` for any skill that is not a read.
+
+A skill's ``timeout`` bounds the whole exchange — connect, TLS, sending, and the reply to its
+last byte — not each step of it: at the deadline the connection is cut (:class:`Deadline`), so
+a reply that trickles in cannot keep an attempt open, and nothing is sent after the deadline.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 import ssl
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
+from types import TracebackType
+from typing import Any
 
 import httpx
 
@@ -49,6 +58,67 @@ class RequestAmbiguous(Exception):
     """The request may have reached the server; its effect is unknown."""
 
 
+class _Expired(Exception):
+    """The deadline passed before the request was sent."""
+
+
+class Deadline:
+    """Ends one exchange at its deadline, whatever it is doing then.
+
+    httpx's timeouts bound each connect, read and write on its own, so a server that sends a
+    byte now and then keeps an exchange open for as long as it likes. A timer cuts the
+    connection at the deadline (the socket is shut down, which wakes a blocked read); a request
+    whose headers were not sent by then is not sent at all. The socket comes from httpx's
+    ``trace`` request extension, so the same client code serves plain and TLS connections.
+    """
+
+    def __init__(self, seconds: float) -> None:
+        self._lock = threading.Lock()
+        self._socket: socket.socket | None = None
+        self.expired = False
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+
+    def __enter__(self) -> Deadline:
+        self._timer.start()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self._timer.cancel()
+
+    def trace(self, event: str, info: Mapping[str, Any]) -> None:
+        """httpx's trace callback: keep the connection's socket; refuse to send when late."""
+        if event.endswith((".connect_tcp.complete", ".start_tls.complete")):
+            stream = info.get("return_value")
+            found = stream.get_extra_info("socket") if stream is not None else None
+            with self._lock:
+                self._socket = found
+                late = self.expired
+            if late:
+                _cut(found)
+        elif event.endswith(".send_request_headers.started") and self.expired:
+            raise _Expired
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            found = self._socket
+        _cut(found)
+
+
+def _cut(found: socket.socket | None) -> None:
+    # The plain socket's shutdown, also for a TLS socket (whose own would unwrap it under a
+    # thread reading from it): both directions end, and a blocked read returns at once.
+    if found is not None:
+        with contextlib.suppress(OSError):
+            socket.socket.shutdown(found, socket.SHUT_RDWR)
+
+
 @cache
 def tls_context() -> ssl.SSLContext:
     """httpx's default TLS context, made once a process rather than per request: building one
@@ -75,16 +145,25 @@ def send(
         else:
             content = json.dumps(body, separators=(",", ":")).encode("utf-8")
             sent_headers.setdefault("content-type", "application/json")
+    deadline = Deadline(timeout)
     try:
-        with httpx.Client(timeout=timeout, follow_redirects=False, verify=tls_context()) as client:
-            response = client.request(method, url, headers=sent_headers, content=content)
+        with (
+            deadline,
+            httpx.Client(timeout=timeout, follow_redirects=False, verify=tls_context()) as client,
+        ):
+            response = client.request(
+                method, url, headers=sent_headers, content=content,
+                extensions={"trace": deadline.trace},
+            )  # fmt: skip
+    except _Expired:
+        raise RequestNotSent(f"{method} {url}: not connected within {timeout:g}s") from None
     except (httpx.ConnectError, httpx.ConnectTimeout, httpx.UnsupportedProtocol) as exc:
         raise RequestNotSent(f"{method} {url}: cannot connect ({exc.__class__.__name__})") from None
     except httpx.InvalidURL as exc:
         raise RequestNotSent(f"invalid URL `{url}`: {exc}") from None
-    except httpx.TimeoutException:
-        raise RequestAmbiguous(f"{method} {url}: no reply within {timeout:g}s") from None
     except httpx.HTTPError as exc:
+        if deadline.expired or isinstance(exc, httpx.TimeoutException):
+            raise RequestAmbiguous(f"{method} {url}: no reply within {timeout:g}s") from None
         raise RequestAmbiguous(f"{method} {url}: {exc.__class__.__name__} after sending") from None
     return HttpReply(response.status_code, dict(response.headers), _decode(response))
 

@@ -3,6 +3,7 @@ version's (invariant 12) — a narrowing reaches the run, a widening never does.
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -134,20 +135,32 @@ def test_an_unchanged_grant_in_a_new_active_version_still_admits(
 # -- a stricter approval requirement ---------------------------------------------------
 
 NOTES = Path(__file__).parent / "revocation_defs"
-RECORDED: list[str] = []
+#: the file the ``record`` skill appends each note to (a write skill runs in a process of its
+#: own, so the test reads what it did from a file)
+RECORDED_ENV = "OPENSEAL_TEST_NOTES"
+
+
+@pytest.fixture(autouse=True)
+def notes_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(RECORDED_ENV, str(tmp_path / "notes.txt"))
 
 
 def record(q: str) -> dict[str, object]:
     """The ``record`` skill of the notes workflow (a python entry point)."""
-    RECORDED.append(q)
+    with open(os.environ[RECORDED_ENV], "a", encoding="utf-8") as notes:
+        notes.write(f"{q}\n")
     return {"answer": q}
+
+
+def recorded(tmp: Path) -> list[str]:
+    path = tmp / "notes.txt"
+    return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
 
 
 def notes_run(store: Store, tmp: Path, *, then: str | None) -> str:
     """A run of notes v1 (no approval needed); ``then`` is activated before any worker runs."""
     from openseal.runtime import service
 
-    RECORDED.clear()
     register(store, compile_files(NOTES / "notes_v1.hcl"))
     run = service.create_objective(store, service.StartObjective("notes", {}), service.CLI).run
     if then is not None:
@@ -163,7 +176,7 @@ def test_an_approval_required_after_the_run_started_is_required_at_admission(
     current = store.runs.get(run_id)
     assert current.status == RunStatus.NEEDS_ATTENTION
     assert "has no approval" in str((current.waiting or {}).get("reason"))
-    assert RECORDED == []
+    assert recorded(tmp_path) == []
 
 
 def test_without_the_stricter_version_the_notes_run_needs_no_approval(
@@ -171,7 +184,7 @@ def test_without_the_stricter_version_the_notes_run_needs_no_approval(
 ) -> None:
     run_id = notes_run(store, tmp_path, then=None)
     assert store.runs.get(run_id).status == RunStatus.COMPLETED
-    assert RECORDED == ["hello"]
+    assert recorded(tmp_path) == ["hello"]
 
 
 def test_a_grant_narrowed_before_a_direct_action_stores_its_action_denied(

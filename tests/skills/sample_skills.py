@@ -39,3 +39,39 @@ def sleepy(seconds: float) -> dict[str, float]:
 
     time.sleep(seconds)
     return {"slept": seconds}
+
+
+def where(a: int, b: int = 1) -> dict[str, object]:
+    """Says which process ran it, after printing (which must not disturb the adapter)."""
+    import os
+
+    print("a skill's own output")
+    return {"pid": os.getpid(), "marker": os.environ.get("OPENSEAL_TEST_MARKER")}
+
+
+def stuck(a: int, b: int = 1) -> None:
+    """Holds ``$OPENSEAL_TEST_LOCK`` for ``a`` seconds, with a child process of its own that
+    holds it too; the lock is free only once both have ended."""
+    import fcntl
+    import os
+    import subprocess
+    import sys
+    import time
+
+    lock = open(os.environ["OPENSEAL_TEST_LOCK"], "a")  # noqa: SIM115 - held until killed
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(600)"], pass_fds=[lock.fileno()]
+    )
+    time.sleep(a)
+
+
+def vanish(a: int, b: int = 1) -> None:
+    """Ends its process without a word."""
+    import os
+
+    os._exit(3)
+
+
+def not_json(a: int, b: int = 1) -> object:
+    return {1, 2}

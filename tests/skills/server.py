@@ -24,6 +24,13 @@ class Seen:
 class Server:
     url: str
     requests: list[Seen] = field(default_factory=list)
+    #: how each trickled reply (``/drip``, ``/drip-once``) ended: ``cut`` (the client hung up)
+    #: or ``finished``
+    drips: list[str] = field(default_factory=list)
+    #: paths of requests that came while another was still being answered
+    overlapped: list[str] = field(default_factory=list)
+    in_flight: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -40,7 +47,36 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def _drip(self, seconds: float) -> None:
+        """Answer 200 with a body that comes one byte every 0.1 s for ``seconds``."""
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(10 * int(seconds) + 100))
+        self.end_headers()
+        ends = time.monotonic() + seconds
+        try:
+            while time.monotonic() < ends:
+                self.wfile.write(b" ")
+                self.wfile.flush()
+                time.sleep(0.1)
+        except OSError:
+            self.server.record.drips.append("cut")
+            return
+        self.server.record.drips.append("finished")
+
     def _handle(self) -> None:
+        record = self.server.record
+        with record.lock:
+            if record.in_flight:
+                record.overlapped.append(self.path)
+            record.in_flight += 1
+        try:
+            self._answer()
+        finally:
+            with record.lock:
+                record.in_flight -= 1
+
+    def _answer(self) -> None:
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length) if length else b""
         try:
@@ -57,6 +93,10 @@ class _Handler(BaseHTTPRequestHandler):
         elif parts[0] == "slow":
             time.sleep(min(float(query.get("seconds", ["1"])[0]), 5.0))
             self._reply(200, {"slept": True})
+        elif parts[0] == "drip" or (parts[0] == "drip-once" and not self.server.record.drips):
+            self._drip(float(query.get("seconds", ["30"])[0]))
+        elif parts[0] == "drip-once":
+            self._reply(200, {"id": "O-1", "priority": 1, "items": []})
         elif parts[0] == "orders":
             order_id = parts[1]
             priority = 5 if order_id.startswith("urgent") else 1

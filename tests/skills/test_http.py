@@ -8,6 +8,7 @@ from openseal.compiler.definitions.decode import Definition
 from openseal.compiler.definitions.specs import SkillSpec
 from openseal.compiler.load import load_definitions
 from openseal.skills import HttpAdapter, SkillCall, adapter_for
+from tests.runtime.support import eventually
 from tests.skills.server import Server
 
 
@@ -147,3 +148,21 @@ def test_no_reply_in_time_is_unknown_for_effects(
     result = HttpAdapter().call(call)
     assert result.outcome == "unknown"
     assert result.error is not None and "no reply within 0.2s" in result.error
+
+
+@pytest.mark.slow
+def test_the_timeout_bounds_the_whole_exchange_not_each_read(
+    tmp_path,
+    server: Server,
+    monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
+) -> None:
+    """A reply that trickles in, a byte well within each read's timeout, is cut at the skill's
+    timeout: the server sees the connection closed long before its reply would have ended."""
+    monkeypatch.setenv("TEST_PROCUREMENT_TOKEN", "t")
+    spec = skill(tmp_path, ORDER.format(effect="external", path="drip?seconds=60"))
+    config = {"base_url": server.url, "credential.procurement_api": "env:TEST_PROCUREMENT_TOKEN"}
+    result = HttpAdapter().call(SkillCall("submit_order", spec, {"vendor": "x"}, 1.0, "k", config))
+    assert result.outcome == "unknown"
+    assert result.error is not None and "no reply within 1s" in result.error
+    eventually(lambda: bool(server.drips), timeout=60)
+    assert server.drips == ["cut"]

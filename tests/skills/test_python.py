@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,8 @@ import pytest
 from openseal.compiler.definitions.specs import SkillSpec
 from openseal.compiler.load import load_definitions
 from openseal.skills import PythonAdapter, SkillCall, adapter_for
+from tests.runtime.slow_skill import lock_held
+from tests.runtime.support import eventually
 
 
 def spec(tmp_path: Path, entry: str, *, effect: str = "read", output: str = "any") -> SkillSpec:
@@ -77,3 +80,54 @@ def test_an_exception_fails_a_read_and_is_unknown_for_an_effect(
     result = PythonAdapter().call(call(s, a=1))
     assert result.outcome == outcome
     assert result.error == "skill `s` raised ValueError: a is 1"
+
+
+def test_an_effect_runs_in_a_child_process_that_sees_the_current_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    s = spec(tmp_path, "tests.skills.sample_skills:where", effect="write")
+    monkeypatch.setenv("OPENSEAL_TEST_MARKER", "first")
+    first = PythonAdapter().call(call(s, a=1))
+    again = PythonAdapter().call(call(s, a=1))
+    monkeypatch.setenv("OPENSEAL_TEST_MARKER", "second")
+    changed = PythonAdapter().call(call(s, a=1))
+    assert first.ok and again.ok and changed.ok, (first, again, changed)
+    assert isinstance(first.output, dict) and isinstance(changed.output, dict)
+    assert first.output["pid"] != os.getpid()
+    assert first.output == again.output  # a warm child, reused
+    assert changed.output["marker"] == "second"
+    read = PythonAdapter().call(call(spec(tmp_path, "tests.skills.sample_skills:where"), a=1))
+    assert isinstance(read.output, dict) and read.output["pid"] == os.getpid()
+
+
+@pytest.mark.slow
+def test_an_effect_past_its_timeout_is_killed_with_what_it_started(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the adapter returns, the call's process has been killed and reaped, and the process
+    the skill started has been killed too: the lock they shared is soon free (it would be held
+    for ten minutes otherwise)."""
+    lock = tmp_path / "lock"
+    monkeypatch.setenv("OPENSEAL_TEST_LOCK", str(lock))
+    s = spec(tmp_path, "tests.skills.sample_skills:stuck", effect="write")
+    result = PythonAdapter().call(SkillCall("s", s, {"a": 600}, 1.0))
+    assert result.outcome == "unknown"
+    assert result.error == "skill `s` gave no answer within 1s; its process was stopped"
+    assert result.detail == {"ended": True}
+    eventually(lambda: not lock_held(lock), timeout=30)
+
+
+@pytest.mark.parametrize(
+    ("entry", "outcome", "message"),
+    [
+        ("tests.skills.sample_skills:boom", "unknown", "skill `s` raised ValueError: a is 1"),
+        ("tests.skills.sample_skills:vanish", "unknown", "its process ended without an answer"),
+        ("tests.skills.sample_skills:not_json", "unknown", "returned a value that is not JSON"),
+        ("tests.skills.sample_skills:missing", "failed", "has no function `missing`"),
+    ],
+)
+def test_how_a_call_in_a_child_ends(tmp_path: Path, entry: str, outcome: str, message: str) -> None:
+    result = PythonAdapter().call(call(spec(tmp_path, entry, effect="write"), a=1))
+    assert result.outcome == outcome
+    assert result.error is not None and message in result.error
+    assert result.detail == ({"ended": True} if outcome == "unknown" else {})

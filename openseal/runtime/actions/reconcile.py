@@ -73,22 +73,30 @@ def attempt_deadline(action: Action, spec: SkillSpec) -> datetime | None:
     """Until when the action's latest attempt may still be in flight; None when it is over.
 
     An attempt is over once the destination answered it — any status, except the "not now"
-    answers to a keyed request (409, 425, 429), which say an attempt is still being processed.
-    Otherwise (a timeout, a reset, a worker that stopped) it may be in flight until its dispatch
-    time plus the skill's timeout plus :data:`IN_FLIGHT_GRACE_SECONDS`.
+    answers to a keyed request (409, 425, 429), which say an attempt is still being processed —
+    or once it certainly ended (a python skill's process that answered, died, or was killed
+    at the timeout and reaped). Otherwise (an HTTP timeout or reset, a worker that stopped) it
+    may be in flight until its dispatch time plus the skill's timeout plus
+    :data:`IN_FLIGHT_GRACE_SECONDS`: every adapter ends its call by the timeout (an HTTP
+    exchange is cut there, a python skill's process killed), and the grace covers a reply
+    already on its way and the clocks of different hosts.
     """
     if action.dispatched_at is None:
         return None
-    if any(h.get("answered") == action.attempts for h in action.history):
+    over = action.attempts
+    if any(h.get("answered") == over or h.get("ended") == over for h in action.history):
         return None
     return action.dispatched_at + timedelta(seconds=float(spec.timeout) + IN_FLIGHT_GRACE_SECONDS)
 
 
-def _answered(result: SkillResult, attempt: int) -> dict[str, Any]:
-    """The history mark of an attempt the destination answered (see :func:`attempt_deadline`)."""
+def _over(result: SkillResult, attempt: int) -> dict[str, Any]:
+    """The history mark of an attempt that is over (see :func:`attempt_deadline`): answered by
+    the destination, or ended where it ran."""
     status = result.detail.get("status")
     if isinstance(status, int) and status not in KEYED_AMBIGUOUS_STATUSES:
         return {"answered": attempt}
+    if result.detail.get("ended") is True:
+        return {"ended": attempt}
     return {}
 
 
@@ -217,7 +225,7 @@ def settle_evidence(
         return store.actions.move(
             conn, current, ActionStatus.UNKNOWN, now=now, actor=actor, note=result.error,
             error=result.error, event={**detail, "error": result.error}, events=events,
-            entry=_answered(result, current.attempts),
+            entry=_over(result, current.attempts),
         )  # fmt: skip
     return None
 
