@@ -177,7 +177,8 @@ def test_ref_dotted_quotes_non_name_keys() -> None:
 def test_template_without_interpolation_is_a_string_literal() -> None:
     assert template("hello world") == lit("hello world")
     assert template("") == lit("")
-    assert template("cost: $5 and 100%{") == lit("cost: $5 and 100%{")
+    assert template("cost: $5 and 100%%{") == lit("cost: $5 and 100%{")
+    assert template("100% {") == lit("100% {")
 
 
 def test_single_interpolation_is_the_expression_itself() -> None:

@@ -120,7 +120,7 @@ def _errors(tmp_path: Path, trigger: str) -> list[tuple[str, int, int, str]]:
             '  schedule { every = "1h" }\n  input = { question = "x", colour = "red" }\n}\n',
             "OS302",
             4,
-            38,
+            39,
             "has no input `colour`",
         ),
         (

@@ -159,6 +159,8 @@ INLINE_KNOWN_DIFFERENCES: list[tuple[str, tuple[int, int] | None, str]] = [
         None,
         "the grammar allows no newline before `=>` in a for expression",
     ),
+    ('a = "100%%{"\n', None, "the grammar's `%%{` escape token runs to the next `}`"),
+    ('a = "cost $${"\n', None, "the grammar's `$${` escape token runs to the next `}`"),
     ("\u309b = 1\n", None, "identifiers follow Python's XID sets, not UAX #31's ID sets"),
     ("a = " + "[" * 65 + "]" * 65 + "\n", None, "nesting is limited to 64 levels"),
     (

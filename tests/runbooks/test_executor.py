@@ -112,9 +112,12 @@ def test_step_timeout_fails_the_step(tmp_path: Path) -> None:
 
 POLICY = """
   on_failure = "{policy}"
+  input "divisor" {{
+    type = number
+  }}
   step "boom" {{
     uses = "transform"
-    args = {{ value = 1 / 0 }}
+    args = {{ value = 1 / input.divisor }}
   }}
   step "slow" {{
     uses = "delay"
@@ -142,7 +145,7 @@ POLICY = """
 
 def test_fail_fast_cancels_running_and_pending_steps(tmp_path: Path) -> None:
     plan = plan_of(tmp_path, runbook(POLICY.format(policy="fail_fast")))
-    result = run(plan, {})
+    result = run(plan, {"divisor": 0})
     assert result.status == "failed"
     statuses = {sid: o.status for sid, o in result.steps.items()}
     assert statuses["boom"] == "failed"
@@ -156,7 +159,7 @@ def test_fail_fast_cancels_running_and_pending_steps(tmp_path: Path) -> None:
 
 def test_continue_runs_what_does_not_depend_on_the_failure(tmp_path: Path) -> None:
     text = POLICY.format(policy="continue").replace("seconds = 20", "seconds = 0.05")
-    result = run(plan_of(tmp_path, runbook(text)), {})
+    result = run(plan_of(tmp_path, runbook(text)), {"divisor": 0})
     assert result.status == "failed"
     statuses = {sid: o.status for sid, o in result.steps.items()}
     assert statuses == {

@@ -183,5 +183,5 @@ def test_what_the_peer_refuses_is_refused_where_it_is_written(tmp_path: Path) ->
         ("OS102", 20, 5),  # variable without value
         ("OS006", 23, 5),  # variable and variables
         ("OS102", 27, 15),  # filter without condition
-        ("OS104", 31, 16),  # variable not a name
+        ("OS104", 31, 17),  # variable not a name (the string's text starts after its quote)
     ]

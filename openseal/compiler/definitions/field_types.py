@@ -21,7 +21,7 @@ from openseal.compiler.diagnostics import Diagnostic, error
 from openseal.compiler.lang import expr as ex
 from openseal.compiler.lang import types as ty
 from openseal.compiler.syntax.file_text import IncludeError, read_included
-from openseal.compiler.syntax.fold import ExprSource
+from openseal.compiler.syntax.fold import ExprSource, SpannedStr
 from openseal.compiler.syntax.spans import Span
 
 _UNKNOWN = Span.point("<definition>")
@@ -44,6 +44,11 @@ def _span_of(value: object, ctx: DecodeContext) -> Span:
     return getattr(value, "span", None) or ctx.fallback_span
 
 
+def _origin_of(value: object, span: Span) -> Span:
+    """Where the text of ``value`` starts: after its opening quote, if it has one."""
+    return value.origin if isinstance(value, SpannedStr) else span
+
+
 def _report(result: tuple[Any, list[Diagnostic]], ctx: DecodeContext) -> Any:
     node, diagnostics = result
     ctx.diagnostics.extend(diagnostics)
@@ -59,7 +64,7 @@ def to_expression(value: object, ctx: DecodeContext) -> ex.Expression:
     if isinstance(value, ExprSource):
         node = _report(ex.parse_expression(value.source, value.span), ctx)
     elif isinstance(value, str):
-        node = _report(ex.parse_template(str(value), span), ctx)
+        node = _report(ex.parse_template(str(value), _origin_of(value, span)), ctx)
     elif isinstance(value, list):
         return ex.ListExpr(tuple(to_expression(item, ctx) for item in value), span)
     elif isinstance(value, dict):
@@ -115,7 +120,7 @@ def _validate_reference(value: object, info: ValidationInfo) -> ex.Ref:
         text = str(value)
         span = _span_of(value, ctx)
         parse = ex.parse_template if "${" in text else ex.parse_expression
-        node = _report(parse(text, span), ctx)
+        node = _report(parse(text, _origin_of(value, span)), ctx)
     else:
         raise ValueError(f"expected a reference; {_REFERENCE_HINT}")
     if node is None:

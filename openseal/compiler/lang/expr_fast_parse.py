@@ -349,8 +349,8 @@ class _Parser:
             if text is None:
                 raise _GiveUp  # the end of the input: an unclosed string
             raw = text.group()
-            if "\\" in raw or "\n" in raw:
-                raise _GiveUp  # escapes are decoded and checked by expr_parse
+            if "\\" in raw or "\n" in raw or "%{" in raw:
+                raise _GiveUp  # escapes and directives are decoded and checked by expr_parse
             parts.append(raw.replace("$${", "${"))
             self.pos = text.end()
         expr = template_node(parts, self.span(start, self.pos))
@@ -371,6 +371,8 @@ class _Parser:
                 continue
             text = _TEMPLATE_TEXT.match(self.source, self.pos)
             assert text is not None  # anything but `${` is template text
+            if "%{" in text.group():
+                raise _GiveUp  # `%%{` and directives: see expr_parse
             parts.append(text.group().replace("$${", "${"))
             self.pos = text.end()
         # An empty template has no tokens, so lark gives its node no position.

@@ -41,7 +41,13 @@ MAX_SOURCE_CHARS = 100_000
 _MAX_NUMBER_CHARS = 400
 
 _GRAMMAR_FILE = "expressions.lark"
-_ESCAPE = re.compile(r'\\(?:u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|([nrt"\\]))|\\(.)|\$\$\{')
+_ESCAPE = re.compile(r'\\(?:u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|([nrt"\\]))|\\(.)|\$\$\{|%%\{|%\{')
+#: In template text: the two escapes (``$${``, ``%%{``) and the start of a directive (``%{``).
+_TEMPLATE_SEQUENCE = re.compile(r"\$\$\{|%%\{|%\{")
+_DIRECTIVE_HINT = (
+    'for a choice, interpolate a conditional such as `${input.urgent ? "now" : "soon"}`; '
+    "for a literal `%{`, write `%%{`"
+)
 _SIMPLE_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", '"': '"', "\\": "\\"}
 
 
@@ -329,13 +335,35 @@ class _Builder:
         parts: list[str | Expression] = []
         for child in node.children:
             if isinstance(child, Token):
-                parts.append(self._decode(child) if escapes else child.value.replace("$${", "${"))
+                parts.append(self._decode(child) if escapes else self._template_text(child))
             else:
                 parts.append(self.build(child, depth))
         return template_node(parts, self.span(node))
 
+    def _template_text(self, token: Token) -> str:
+        """Template text with ``$${`` and ``%%{`` as the ``${`` and ``%{`` they stand for."""
+
+        def replace(match: re.Match[str]) -> str:
+            if match.group(0) == "%{":
+                self._directive(token, match.start())
+            return match.group(0)[1:]
+
+        return _TEMPLATE_SEQUENCE.sub(replace, token.value)
+
+    def _directive(self, token: Token, offset: int) -> None:
+        """Refuse the template directive (``%{ if }``, ``%{ for }``) at ``offset`` of ``token``."""
+        before = token.value[:offset]
+        newlines = before.count("\n")
+        line = (token.line or 1) + newlines
+        column = (token.column or 1) + offset if not newlines else offset - before.rfind("\n")
+        self.fail(
+            "template directives (`%{ if }`, `%{ for }`) are not supported",
+            self.positions.range(line, column, line, column + 2),
+            suggestion=_DIRECTIVE_HINT,
+        )
+
     def _decode(self, token: Token) -> str:
-        """Resolve backslash escapes and ``$${`` in quoted-string text."""
+        """Resolve backslash escapes, ``$${`` and ``%%{`` in quoted-string text."""
         newline = token.value.find("\n")
         if newline >= 0:
             line, column = token.line or 1, (token.column or 1) + newline
@@ -353,8 +381,11 @@ class _Builder:
             code = short or long
             if code is not None and _is_scalar_value(int(code, 16)):
                 return chr(int(code, 16))
-            if match.group(0) == "$${":
-                return "${"
+            if match.group(0) in ("$${", "%%{"):
+                return match.group(0)[1:]
+            if match.group(0) == "%{":
+                self._directive(token, match.start())
+                return ""
             line, column = token.line or 1, (token.column or 1) + match.start()
             where = self.positions.range(line, column, line, column + len(match.group(0)))
             shown = match.group(0) if bad is None else "\\" + bad

@@ -82,7 +82,7 @@ def ref_source(root: str, path: tuple[PathPart, ...]) -> str:
 
 
 def quote_text(text: str) -> str:
-    """``text`` escaped for use between double quotes (``${`` becomes ``$${``)."""
+    """``text`` escaped for use between double quotes (``${`` becomes ``$${``, ``%{`` ``%%{``)."""
     out = []
     for ch in text:
         if ch in _ESCAPES:
@@ -91,7 +91,7 @@ def quote_text(text: str) -> str:
             out.append(f"\\u{ord(ch):04x}")
         else:
             out.append(ch)
-    return "".join(out).replace("${", "$${")
+    return "".join(out).replace("${", "$${").replace("%{", "%%{")
 
 
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}

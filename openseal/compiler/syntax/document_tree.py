@@ -19,7 +19,7 @@ Conventions shared by both loaders:
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from openseal.compiler.syntax.spans import Span
@@ -31,6 +31,8 @@ ScalarValue = str | int | float | bool | None
 class Scalar:
     value: ScalarValue
     span: Span
+    #: a string written between quotes: its text starts a column after ``span``
+    quoted: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -79,12 +79,15 @@ def _nonzero_mantissa(written: str) -> bool:
 class SpannedStr(str):
     """A string that remembers where it was written."""
 
-    __slots__ = ("span",)
+    __slots__ = ("origin", "span")
     span: Span
+    #: where the text itself starts (after an opening quote), for spans inside it
+    origin: Span
 
-    def __new__(cls, value: str, span: Span) -> SpannedStr:
+    def __new__(cls, value: str, span: Span, origin: Span | None = None) -> SpannedStr:
         self = super().__new__(cls, value)
         self.span = span
+        self.origin = span if origin is None else origin
         return self
 
 
@@ -295,7 +298,9 @@ class _Folder:
         self.folded.values[path] = node.span
         if isinstance(node, Scalar):
             if isinstance(node.value, str):
-                return SpannedStr(node.value, node.span)
+                span = node.span
+                origin = replace(span, column=span.column + 1) if node.quoted else span
+                return SpannedStr(node.value, span, origin)
             if isinstance(node.value, int | float) and not isinstance(node.value, bool):
                 self._check_number(node.value, node.span)
             return node.value

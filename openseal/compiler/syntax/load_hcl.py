@@ -650,7 +650,7 @@ class _Loader:
         if kind == "literal_value":
             return Scalar(_KEYWORD_VALUES[str(_name_token(inner))], span)
         if kind == "string":
-            return Scalar(self.string_value(inner, template=True), span)
+            return Scalar(self.string_value(inner, template=True), span, quoted=True)
         if kind in ("heredoc_template", "heredoc_template_trim"):
             return Scalar(_heredoc_text(_name_token(inner)), span)
         if kind == "tuple":

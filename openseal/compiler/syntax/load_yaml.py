@@ -421,7 +421,7 @@ class _Converter:
         if node.tag == _PLAIN:
             return self._number_checked(Scalar(_resolve_plain(text), span), text)
         if node.tag == _STR:
-            return Scalar(text, span)
+            return Scalar(text, span, quoted=node.style in ('"', "'"))
         if node.tag not in _SCALAR_TAGS:
             self._refuse_tag(node)
             return Scalar(None, span)
