@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from openseal.runtime import service
+from openseal.runtime.engine.cascade import cancel_run
 from openseal.runtime.engine.engine import Engine
 from openseal.runtime.statuses import AgentRequestStatus as S
 from openseal.runtime.statuses import RunStatus
@@ -118,7 +119,7 @@ def test_the_caller_is_charged_what_the_child_used_and_the_rest_is_released(
     assert "delegated" not in done.budget_used
     # the child's end settled it once: ending it again is refused and changes nothing
     with pytest.raises(InvalidStatus):
-        carved.runs.cancel(child.id, "user:ann", "again")
+        cancel_run(carved, child.id, "user:ann", "again")
     assert carved.runs.get(run.id).budget_used == done.budget_used
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from openseal.runtime import service
+from openseal.runtime.engine import cascade as engine_cascade
 from openseal.runtime.engine.cascade import Cascade
 from openseal.runtime.engine.worker import Worker
 from openseal.runtime.faults import CANCEL_POINT, DIR_ENV, POINT_ENV
@@ -49,21 +50,21 @@ class Stopped(BaseException):
 
 
 def stop_after_commit(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``store.runs.cancel`` commits the run it is asked for and stops before any child."""
-    cancel: Callable[..., Run] = store.runs.cancel
+    """``cancel_run`` commits the run it is asked for and stops before any child."""
+    cancel: Callable[..., Run] = engine_cascade.cancel_run
     depth = 0
 
-    def once(run_id: str, actor: str, reason: str | None = None, **kw: Any) -> Run:
+    def once(on: Store, run_id: str, actor: str, reason: str | None = None, **kw: Any) -> Run:
         nonlocal depth
         if depth:
             raise Stopped(run_id)
         depth += 1
         try:
-            return cancel(run_id, actor, reason, **kw)
+            return cancel(on, run_id, actor, reason, **kw)
         finally:
             depth -= 1
 
-    monkeypatch.setattr(store.runs, "cancel", once)
+    monkeypatch.setattr(engine_cascade, "cancel_run", once)
 
 
 def waiting_parent(store: Store, tmp_path: Path, *, detach: bool = False) -> Run:
@@ -82,7 +83,7 @@ def test_a_worker_cancels_the_children_a_stopped_cancel_left_running(
     with monkeypatch.context() as patched:
         stop_after_commit(store, patched)
         with pytest.raises(Stopped):
-            store.runs.cancel(run.id, "user:ann", "no longer needed")
+            engine_cascade.cancel_run(store, run.id, "user:ann", "no longer needed")
     assert store.runs.get(run.id).status == RunStatus.CANCELED  # committed whole
     left = {label: c.status for label, c in _children(store, run).items()}
     assert left == {"a": RunStatus.SLEEPING, "b": RunStatus.WAITING_FOR_EVENT,
@@ -110,7 +111,7 @@ def test_children_that_detach_are_left_running(
     store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     run = waiting_parent(store, tmp_path, detach=True)
-    store.runs.cancel(run.id, "user:ann", "no longer needed")
+    engine_cascade.cancel_run(store, run.id, "user:ann", "no longer needed")
     assert Cascade(store).finish() == []
     statuses = {label: c.status for label, c in _children(store, run).items()}
     assert statuses["a"] == RunStatus.SLEEPING and statuses["b"] == RunStatus.WAITING_FOR_EVENT
@@ -125,7 +126,7 @@ def test_a_look_is_due_at_start_and_then_every_interval(
     with monkeypatch.context() as patched:
         stop_after_commit(store, patched)
         with pytest.raises(Stopped):
-            store.runs.cancel(run.id, "user:ann", "no longer needed")
+            engine_cascade.cancel_run(store, run.id, "user:ann", "no longer needed")
     assert cascade.poll() == []  # not due yet: no look
     assert len(cascade.finish()) == 2
 
@@ -166,9 +167,9 @@ def test_the_child_a_question_let_go_of_is_canceled_by_a_worker(
     with monkeypatch.context() as patched:
 
         def stopped(*args: Any, **kw: Any) -> Run:
-            raise Stopped(args[0])
+            raise Stopped(args[1])
 
-        patched.setattr(kinds.runs, "cancel", stopped)  # the process stops after the commit
+        patched.setattr(engine_cascade, "cancel_run", stopped)  # it stops after the commit
         with pytest.raises(Stopped):
             _step(kinds, request, "ask", text="Which office?")
     asked = kinds.agent_requests.get(request.id)

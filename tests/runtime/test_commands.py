@@ -3,6 +3,7 @@ from __future__ import annotations
 import pytest
 
 from openseal.errors import StoreError
+from openseal.runtime.engine.cascade import cancel_run
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
 from openseal.runtime.store.db.errors import StaleEpoch
@@ -25,7 +26,7 @@ def _run_in(store: Store, status: RunStatus) -> Run:
     if status == RunStatus.PAUSED:
         return store.runs.pause(run.id, "user:op")
     if status == RunStatus.CANCELED:
-        return store.runs.cancel(run.id, "user:op")
+        return cancel_run(store, run.id, "user:op")
     if status != RunStatus.RUNNING:
         with store.leases.fenced(held) as tx:
             tx.update_run(status=status, current_state="research")
@@ -79,7 +80,7 @@ def test_cancel_is_durable_and_says_what_the_run_was_doing(store: Store) -> None
     held = _claim(store)
     with store.leases.fenced(held) as tx:
         tx.update_run(current_state="submit")
-    canceled = store.runs.cancel(run.id, "user:op", "wrong vendor")
+    canceled = cancel_run(store, run.id, "user:op", "wrong vendor")
     assert canceled.status == RunStatus.CANCELED
     assert canceled.epoch == held.epoch + 1
     assert canceled.lease_owner is None
@@ -100,13 +101,13 @@ def test_cancel_is_durable_and_says_what_the_run_was_doing(store: Store) -> None
 )
 def test_cancel_is_allowed_from_any_live_status(store: Store, status: RunStatus) -> None:
     run = _run_in(store, status)
-    assert store.runs.cancel(run.id, "user:op").status == RunStatus.CANCELED
+    assert cancel_run(store, run.id, "user:op").status == RunStatus.CANCELED
 
 
 @pytest.mark.parametrize("status", [RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELED])
 def test_cancel_is_refused_when_terminal(store: Store, status: RunStatus) -> None:
     run = _run_in(store, status)
-    assert _refused(lambda: store.runs.cancel(run.id, "user:op")) == "invalid_status"
+    assert _refused(lambda: cancel_run(store, run.id, "user:op")) == "invalid_status"
 
 
 def test_intervene_on_a_run_needing_attention_queues_it(store: Store) -> None:

@@ -12,6 +12,7 @@ import pytest
 
 from openseal.cli.client import record
 from openseal.runtime import service
+from openseal.runtime.engine.cascade import cancel_run
 from openseal.runtime.engine.engine import Engine
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
@@ -155,7 +156,7 @@ def test_a_parent_canceled_with_children_in_flight(
     worker.run_until_idle()
     assert store.runs.get(run.id).status == RunStatus.WAITING_FOR_DEPENDENCY
 
-    canceled = store.runs.cancel(run.id, "user:ann", "no longer needed")
+    canceled = cancel_run(store, run.id, "user:ann", "no longer needed")
     assert canceled.status == RunStatus.CANCELED
     children = _children(store, run)
     in_flight = sorted(c.id for label, c in children.items() if label != "c")

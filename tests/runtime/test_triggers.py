@@ -13,6 +13,7 @@ from openseal.runtime import faults, service
 from openseal.runtime.access import Grant
 from openseal.runtime.caller import Caller
 from openseal.runtime.clock import utcnow
+from openseal.runtime.engine.cascade import cancel_run
 from openseal.runtime.engine.triggers import Scheduler
 from openseal.runtime.providers import ScriptedProvider
 from openseal.runtime.statuses import ObjectiveStatus
@@ -48,7 +49,7 @@ def outcomes(store: Store, name: str = "hourly") -> list[tuple[str, str]]:
 def end_objective(store: Store, firing: TriggerFiring) -> None:
     assert firing.objective_id is not None
     run = service.show_objective(store, firing.objective_id)[1][0]
-    store.runs.cancel(run.id, "user:test", "done with it")
+    cancel_run(store, run.id, "user:test", "done with it")
 
 
 @pytest.fixture
@@ -195,7 +196,7 @@ def test_a_worker_starts_a_queued_firing_when_its_objective_ends_elsewhere(
         first = eventually(lambda: [f for f in fired(store) if f.outcome == "queued"], timeout=60)
         [run] = eventually(lambda: waiting_runs(store), timeout=60)
         eventually(lambda: worker_store.work_signal.waiting == 1, timeout=60)
-        store.runs.cancel(run.id, "user:test", "done with it")
+        cancel_run(store, run.id, "user:test", "done with it")
         eventually(lambda: fired(store)[1].outcome == "started", timeout=60)
         assert first[0].id == fired(store)[1].id
         [second] = eventually(lambda: waiting_runs(store), timeout=60)

@@ -1,4 +1,10 @@
-"""Cancellations that reach child runs, finished by any worker.
+"""Canceling a run, and the cancellations that reach child runs, finished by any worker.
+
+:func:`cancel_run` decides what a cancel touches, in one transaction: the run's row first
+(invariant 15), then what belongs to the run (its open agent requests, pending approvals and
+unsent actions are canceled; its objective, and its parent's request or join when it is a
+child, are settled; its dependency groups are canceled), then the run itself. Each repository
+works in that transaction; none of them calls another.
 
 Canceling a run cancels the children it no longer needs: the runs of the dependency groups
 it had open (unless they ``detach``) and the runs working on its agent requests. Closing an
@@ -19,8 +25,21 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
+from contextlib import suppress
+from datetime import datetime
+from functools import partial
 
-from openseal.runtime.store import Store
+from openseal.runtime.statuses import RunStatus
+from openseal.runtime.store import (
+    CancelSweep,
+    Connection,
+    InvalidStatus,
+    NotFound,
+    Run,
+    StopChild,
+    Store,
+)
 
 log = logging.getLogger(__name__)
 
@@ -65,8 +84,69 @@ class Cascade:
         canceled = [
             child
             for child, actor, reason in left
-            if self.store.runs.cancel_unless_ended(child, actor, reason)
+            if cancel_unless_ended(self.store, child, actor, reason)
         ]
         if canceled:
             log.info("canceled %d child run(s) left running by a cancel", len(canceled))
         return canceled
+
+
+def cancel_run(
+    store: Store,
+    run_id: str,
+    actor: str,
+    reason: str | None = None,
+    *,
+    expected_revision: int | None = None,
+    after_commit: Callable[[str], None] | None = None,
+) -> Run:
+    """Cancel durably. The ``run.canceled`` event says what the run was doing, including the
+    worker that may have been executing it, and which agent requests were canceled.
+
+    The children it no longer needs are canceled after its commit, each on its own; a process
+    that stops before them leaves them to the next worker's look (:class:`Cascade`).
+    ``after_commit`` is a crash test's hook, called with the run's id between the two."""
+    now = store.now()
+    with store.write() as conn:
+        run = store.runs.load(conn, run_id, lock=True)  # the run's row first (invariant 15)
+        store.runs.check_cancel(run, expected_revision)
+        swept = _sweep(store, conn, run, actor, now)
+        # Child runs working on the canceled requests, and spawned children that do not
+        # detach, stop after this commit: a child's own end locks the child and then this
+        # run, so locking them here could deadlock.
+        children = [*store.agent_requests.children_of(conn, swept.agent_requests), *swept.spawned]
+        canceled = store.runs.mark_canceled(conn, run, swept, actor=actor, reason=reason, now=now)
+    if after_commit is not None and children:
+        after_commit(run_id)
+    for child in children:
+        cancel_unless_ended(store, child, actor, f"caller run {run_id} was canceled")
+    return canceled
+
+
+def _sweep(store: Store, conn: Connection, run: Run, actor: str, now: datetime) -> CancelSweep:
+    """Cancel or settle what belongs to ``run`` (locked) in the cancel's transaction."""
+    requests = store.agent_requests.cancel_for_run(conn, run.id, now)
+    # Governed actions: pending approvals and unsent actions are canceled; anything
+    # dispatched is reported as it stands, since it may already have happened.
+    approvals = store.approvals.cancel_for_run(conn, run.id, now, actor)
+    actions = store.actions.cancel_for_run(conn, run.id, now, actor)
+    objective = store.objectives.settle(conn, run, RunStatus.CANCELED, now)
+    if run.parent_run_id is not None:
+        store.agent_requests.settle_child(conn, run, RunStatus.CANCELED, run.context, now)
+        store.dependencies.settle_member(conn, run, RunStatus.CANCELED, now)
+    spawned = store.dependencies.cancel_for_run(conn, run.id, now)
+    return CancelSweep(requests, approvals, actions, objective, spawned)
+
+
+def cancel_unless_ended(store: Store, run_id: str, actor: str, reason: str) -> bool:
+    """Cancel a run another one no longer needs, which may have ended (or been canceled)
+    meanwhile; whether this canceled it."""
+    with suppress(InvalidStatus, NotFound):
+        cancel_run(store, run_id, actor, reason)
+        return True
+    return False
+
+
+def stop_child(store: Store) -> StopChild:
+    """What an agent request's step calls for the child run it let go of, after its commit."""
+    return partial(cancel_unless_ended, store)

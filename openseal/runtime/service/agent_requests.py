@@ -9,6 +9,7 @@ from typing import Any
 from openseal.errors import OpenSealError, UsageError
 from openseal.runtime.access import visible_run
 from openseal.runtime.caller import CLI, Caller
+from openseal.runtime.engine.cascade import stop_child
 from openseal.runtime.engine.delegation import CompletionMismatch, restarter
 from openseal.runtime.engine.states.turn import schema_problems
 from openseal.runtime.id_prefix import complete_id
@@ -74,25 +75,26 @@ def step_agent_request(store: Store, request: AgentRequestStep, caller: Caller) 
     verdict), ``not_found`` (also for a run in a scope the caller does not reach)."""
     requests = store.agent_requests
     request_id = show_agent_request(store, request.request_id, caller).id
-    actor = caller.actor
-    step = request.step
+    actor, step, stop = caller.actor, request.step, stop_child(store)
     if step == "accept":
-        return requests.accept(request_id, actor)
+        return requests.accept(request_id, actor, stop=stop)
     if step == "decline":
-        return requests.decline(request_id, actor, _required(request.reason, "a reason"))
+        return requests.decline(request_id, actor, _required(request.reason, "a reason"), stop=stop)
     if step == "ask":
-        return requests.ask(request_id, actor, _required(request.text, "a question"))
+        return requests.ask(request_id, actor, _required(request.text, "a question"), stop=stop)
     if step == "clarify":
         answer = _required(request.value, "an answer")
-        return requests.clarify(request_id, actor, answer, restart=restarter(store))
+        return requests.clarify(request_id, actor, answer, stop=stop, restart=restarter(store))
     if step == "complete":
         _check_completion(requests.get(request_id), request.value)
-        return requests.complete(request_id, actor, request.value)
+        return requests.complete(request_id, actor, request.value, stop=stop)
     if step == "review":
         verdict = _required(request.verdict, "a verdict (accept or send_back)")
         if verdict == "send_back":
             _required(request.reason, "a reason to send the completion back")
-        return requests.review(request_id, actor, verdict, request.reason, restart=restarter(store))
+        return requests.review(
+            request_id, actor, verdict, request.reason, stop=stop, restart=restarter(store)
+        )
     raise UsageError(f"unknown agent request step {step!r}; one of {', '.join(STEPS)}")
 
 

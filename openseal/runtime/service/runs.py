@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import suppress
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 from openseal.errors import InvalidInput, UsageError
@@ -144,6 +145,8 @@ def steer_objective(store: Store, request: ObjectiveCommand, caller: Caller) -> 
         raise InvalidInput(
             f"an objective can be set to paused, active or retired, not {request.status!r}"
         ) from None
+    from openseal.runtime.engine import cascade
+
     steered, run_ids = store.objectives.steer(
         request.objective_id, status, caller.actor, reason=request.reason,
         expected_revision=request.expected_revision,
@@ -151,7 +154,7 @@ def steer_objective(store: Store, request: ObjectiveCommand, caller: Caller) -> 
     follow: dict[ObjectiveStatus, Callable[..., Run]] = {
         ObjectiveStatus.PAUSED: store.runs.pause,
         ObjectiveStatus.ACTIVE: store.runs.resume,
-        ObjectiveStatus.RETIRED: store.runs.cancel,
+        ObjectiveStatus.RETIRED: partial(cascade.cancel_run, store),
     }
     reason = request.reason or f"objective {request.objective_id} set to {status}"
     for run_id in run_ids:
@@ -349,12 +352,13 @@ def resume_run(store: Store, request: RunCommand, caller: Caller) -> Run:
 
 def cancel_run(store: Store, request: RunCommand, caller: Caller) -> Run:
     """Cancel durably; the ``run.canceled`` event says what the run was doing."""
+    from openseal.runtime.engine import cascade
     from openseal.runtime.faults import cancel_hook_from_env
 
     visible_run(store, request.run_id, caller.grant)
-    return store.runs.cancel(
-        request.run_id, caller.actor, request.reason, expected_revision=request.expected_revision,
-        after_commit=cancel_hook_from_env(),
+    return cascade.cancel_run(
+        store, request.run_id, caller.actor, request.reason,
+        expected_revision=request.expected_revision, after_commit=cancel_hook_from_env(),
     )  # fmt: skip
 
 

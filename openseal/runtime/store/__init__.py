@@ -82,6 +82,7 @@ if TYPE_CHECKING:
     from openseal.runtime.store.repos.agent_requests import (
         OPEN_AGENT_REQUESTS,
         Restart,
+        StopChild,
         caller_wakes,
     )
     from openseal.runtime.store.repos.approvals import Approval
@@ -110,6 +111,7 @@ if TYPE_CHECKING:
         correlation_matches,
     )
     from openseal.runtime.store.repos.proposals import Proposal, action_key
+    from openseal.runtime.store.repos.runs import CancelSweep
     from openseal.runtime.store.repos.tokens import AccessToken
     from openseal.runtime.store.repos.triggers import (
         Occurrence,
@@ -165,6 +167,7 @@ __all__ = [
     "ArtifactInfo",
     "ArtifactStore",
     "BatchHook",
+    "CancelSweep",
     "ChangeProposal",
     "Claim",
     "Connection",
@@ -204,6 +207,7 @@ __all__ = [
     "SQLiteStore",
     "StaleEpoch",
     "StaleRevision",
+    "StopChild",
     "Store",
     "StoredResponse",
     "Target",

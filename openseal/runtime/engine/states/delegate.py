@@ -23,6 +23,7 @@ from typing import Any
 from openseal.contract import AgentWait, DelegateSettings
 from openseal.runtime.compiled import evaluate_json
 from openseal.runtime.engine import budgets
+from openseal.runtime.engine.cascade import stop_child
 from openseal.runtime.engine.delegation import DelegationFailed, start_child
 from openseal.runtime.engine.states.base import Advance, Attention, Outcome, StepContext, Suspend
 from openseal.runtime.engine.states.turn import schema_problems
@@ -112,7 +113,9 @@ def _answered(ctx: StepContext, waiting: AgentWait) -> Outcome:
             return Advance("done", request.response)
         reason = f"the completion does not match the output type: {problems[0]}"
         try:
-            request = ctx.store.agent_requests.fail(request.id, actor, reason)
+            request = ctx.store.agent_requests.fail(
+                request.id, actor, reason, stop=stop_child(ctx.store)
+            )
         except InvalidStatus:
             return _answered(ctx, waiting)  # reviewed or reopened meanwhile: look again
     if request.status in _LEAVES:
@@ -121,7 +124,7 @@ def _answered(ctx: StepContext, waiting: AgentWait) -> Outcome:
         return Attention(f"agent request {request.id} was canceled")
     if request.status in OPEN_AGENT_REQUESTS and _past(ctx, request):
         with suppress(InvalidStatus):  # answered in the meantime
-            ctx.store.agent_requests.expire(request.id, actor)
+            ctx.store.agent_requests.expire(request.id, actor, stop=stop_child(ctx.store))
         return _answered(ctx, waiting)
 
     def wait_again(tx: FencedTx) -> None:

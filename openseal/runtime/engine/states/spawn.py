@@ -24,6 +24,7 @@ import jsonschema
 
 from openseal.contract import ChildSettings, DependencyWait, SpawnSettings
 from openseal.runtime.compiled import evaluate_json
+from openseal.runtime.engine.cascade import cancel_unless_ended
 from openseal.runtime.engine.states.base import Advance, Attention, Outcome, StepContext, Suspend
 from openseal.runtime.statuses import TERMINAL_RUN_STATUSES, RunStatus
 from openseal.runtime.store import (
@@ -127,7 +128,7 @@ def _cancel_leftovers(ctx: StepContext, group: DependencyGroup) -> bool:
     leftovers = [m for m in group.members if RunStatus(m.status) not in TERMINAL_RUN_STATUSES]
     for member in leftovers:
         reason = f"dependency group {group.id} {group.status}"
-        ctx.store.runs.cancel_unless_ended(member.run_id, actor, reason)
+        cancel_unless_ended(ctx.store, member.run_id, actor, reason)
     return bool(leftovers)
 
 

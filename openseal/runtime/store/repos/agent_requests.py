@@ -41,6 +41,10 @@ WAKES_CALLER = frozenset(
 #: starts the callee's work (a new child run, :meth:`AgentRequests.note_child`) inside a
 #: step's transaction
 Restart = Callable[[sa.Connection, AgentRequest], None]
+#: stops a child run a step let go of (the request closed, or it names another child or
+#: none), after the step's commit: called with the child's id, the step's actor and why; the
+#: caller decides how (:func:`openseal.runtime.engine.cascade.cancel_unless_ended`)
+StopChild = Callable[[str, str, str], object]
 
 
 def _closed_for_good(request: AgentRequest) -> bool:
@@ -107,6 +111,7 @@ class AgentRequests(Repository):
         step: str,
         change: Callable[[AgentRequest], dict[str, Any]],
         *,
+        stop: StopChild | None,
         restart: Restart | None = None,
         detail: dict[str, Any] | None = None,
     ) -> AgentRequest:
@@ -138,10 +143,8 @@ class AgentRequests(Repository):
             current.child_run_id != updated.child_run_id
             or updated.status not in OPEN_AGENT_REQUESTS
         )
-        if stale:
-            self._store.runs.cancel_unless_ended(
-                str(current.child_run_id), actor, f"agent request {request_id} {step}"
-            )
+        if stale and stop is not None:
+            stop(str(current.child_run_id), actor, f"agent request {request_id} {step}")
         return updated
 
     def _update(
@@ -183,15 +186,19 @@ class AgentRequests(Repository):
             self._store.notify_work(conn, caller.id)
 
     def accept(
-        self, request_id: str, actor: str, *, restart: Restart | None = None
-    ) -> AgentRequest:
+        self, request_id: str, actor: str, *, stop: StopChild | None,
+        restart: Restart | None = None,
+    ) -> AgentRequest:  # fmt: skip
         """The callee takes the request on (``restart`` starts its child run, if any)."""
         return self._step(
             request_id, actor, (S.REQUESTED,), "accepted", lambda _: {"status": S.ACCEPTED},
             restart=restart,
+            stop=stop,
         )  # fmt: skip
 
-    def ask(self, request_id: str, actor: str, question: str) -> AgentRequest:
+    def ask(
+        self, request_id: str, actor: str, question: str, *, stop: StopChild | None
+    ) -> AgentRequest:
         """The callee needs an answer first; a child run at work stops until it comes."""
 
         def change(current: AgentRequest) -> dict[str, Any]:
@@ -204,11 +211,13 @@ class AgentRequests(Repository):
         return self._step(
             request_id, actor, (S.REQUESTED, S.ACCEPTED), "clarification_requested", change,
             detail={"question": question},
+            stop=stop,
         )  # fmt: skip
 
     def clarify(
-        self, request_id: str, actor: str, answer: Any, *, restart: Restart | None = None
-    ) -> AgentRequest:
+        self, request_id: str, actor: str, answer: Any, *, stop: StopChild | None,
+        restart: Restart | None = None,
+    ) -> AgentRequest:  # fmt: skip
         """Answer the open question; the request goes back to where it was asked from."""
 
         def change(current: AgentRequest) -> dict[str, Any]:
@@ -220,40 +229,54 @@ class AgentRequests(Repository):
         return self._step(
             request_id, actor, (S.CLARIFICATION_REQUESTED,), "clarified", change,
             restart=restart, detail={"answer": answer},
+            stop=stop,
         )  # fmt: skip
 
-    def complete(self, request_id: str, actor: str, response: Any) -> AgentRequest:
+    def complete(
+        self, request_id: str, actor: str, response: Any, *, stop: StopChild | None
+    ) -> AgentRequest:
         return self._step(
             request_id, actor, (S.ACCEPTED,), "completed",
             lambda _: {"status": S.COMPLETED, "response": response},
+            stop=stop,
         )  # fmt: skip
 
-    def decline(self, request_id: str, actor: str, reason: str) -> AgentRequest:
+    def decline(
+        self, request_id: str, actor: str, reason: str, *, stop: StopChild | None
+    ) -> AgentRequest:
         return self._step(
             request_id, actor, OPEN_AGENT_REQUESTS, "declined",
             lambda _: {"status": S.DECLINED, "response": {"declined": reason}},
             detail={"reason": reason},
+            stop=stop,
         )  # fmt: skip
 
-    def fail(self, request_id: str, actor: str, reason: str) -> AgentRequest:
+    def fail(
+        self, request_id: str, actor: str, reason: str, *, stop: StopChild | None
+    ) -> AgentRequest:
         return self._step(
             request_id, actor, (S.ACCEPTED, S.CLARIFICATION_REQUESTED, S.COMPLETED), "failed",
             lambda _: {"status": S.FAILED, "response": {"error": reason}},
             detail={"reason": reason},
+            stop=stop,
         )  # fmt: skip
 
-    def expire(self, request_id: str, actor: str) -> AgentRequest:
+    def expire(self, request_id: str, actor: str, *, stop: StopChild | None) -> AgentRequest:
         return self._step(
             request_id, actor, OPEN_AGENT_REQUESTS, "expired",
             lambda current: {"status": S.EXPIRED,
                              "response": {"expired": _iso(current.deadline)}},
+            stop=stop,
         )  # fmt: skip
 
-    def cancel(self, request_id: str, actor: str, reason: str) -> AgentRequest:
+    def cancel(
+        self, request_id: str, actor: str, reason: str, *, stop: StopChild | None
+    ) -> AgentRequest:
         return self._step(
             request_id, actor, OPEN_AGENT_REQUESTS, "canceled",
             lambda _: {"status": S.CANCELED, "response": {"canceled": reason}},
             detail={"reason": reason},
+            stop=stop,
         )  # fmt: skip
 
     def review(
@@ -263,6 +286,7 @@ class AgentRequests(Repository):
         verdict: str,
         reason: str | None = None,
         *,
+        stop: StopChild | None,
         restart: Restart | None = None,
     ) -> AgentRequest:
         """Review a completion the caller asked to review: ``accept`` it, or ``send_back``
@@ -283,6 +307,7 @@ class AgentRequests(Repository):
             request_id, actor, (S.COMPLETED,), "completion_reviewed", change,
             restart=restart if verdict == "send_back" else None,
             detail={"verdict": verdict, "reason": reason},
+            stop=stop,
         )  # fmt: skip
 
     # -- inside other transactions ---------------------------------------------------------

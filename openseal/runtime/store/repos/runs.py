@@ -1,16 +1,18 @@
 """The runs repository: reading runs and their event pages, and the operator commands on a
-run: pause, resume, cancel, intervene.
+run: pause, resume, intervene, and the run's own part of a cancel.
 
 Each is one transaction with its event, and is refused with ``invalid_status`` when the run's
 status does not allow it. Pause and cancel take the run away from an in-flight worker by
-bumping the epoch, so that worker's next fenced write is rejected (invariant 3).
+bumping the epoch, so that worker's next fenced write is rejected (invariant 3). What a cancel
+stops with the run (its requests, approvals, actions, children) is decided above the store,
+in :mod:`openseal.runtime.engine.cascade`.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import suppress
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +43,19 @@ events = schema.events
 PAUSABLE = frozenset({RunStatus.QUEUED, RunStatus.RUNNING} | WAITING_RUN_STATUSES)
 CANCELABLE = frozenset(LIVE_RUN_STATUSES)
 INTERVENABLE = frozenset({RunStatus.PAUSED, RunStatus.NEEDS_ATTENTION})
+
+
+@dataclass(frozen=True)
+class CancelSweep:
+    """What a run's cancellation stopped with it in its transaction, for its ``run.canceled``
+    event: its open agent requests, pending approvals, its actions (canceled unsent, or as
+    they stand), the objective it settled, and the dependency groups' children it spawned."""
+
+    agent_requests: list[str]
+    approvals: list[str]
+    actions: list[dict[str, Any]]
+    objective: dict[str, Any] | None
+    spawned: list[str]
 
 
 def newest_runs(query: ListQuery, *, objective_id: str | None = None) -> sa.Select[Any]:
@@ -181,7 +196,7 @@ class Runs(Repository):
     ) -> Run:
         """Stop a run where it is; :meth:`resume` puts it back. Waits stay registered."""
         with self._store.write() as conn:
-            run = self._store.runs.load(conn, run_id, lock=True)
+            run = self.load(conn, run_id, lock=True)
             _check_revision(run, expected_revision)
             _require(run, PAUSABLE, "pause")
             values: dict[str, Any] = {
@@ -217,7 +232,7 @@ class Runs(Repository):
     ) -> Run:
         """Undo a pause: a waiting run waits again, anything else is queued for a worker."""
         with self._store.write() as conn:
-            run = self._store.runs.load(conn, run_id, lock=True)
+            run = self.load(conn, run_id, lock=True)
             _check_revision(run, expected_revision)
             _require(run, frozenset({RunStatus.PAUSED}), "resume")
             restored = run.paused_from_status
@@ -235,85 +250,51 @@ class Runs(Repository):
             self._store.notify_work(conn, run_id)
         return resumed
 
-    def cancel(
-        self,
-        run_id: str,
-        actor: str,
-        reason: str | None = None,
-        *,
-        expected_revision: int | None = None,
-        after_commit: Callable[[str], None] | None = None,
-    ) -> Run:
-        """Cancel durably. The ``run.canceled`` event says what the run was doing, including
-        the worker that may have been executing it, and which agent requests were canceled.
+    def check_cancel(self, run: Run, expected_revision: int | None = None) -> None:
+        """Refuse to cancel ``run`` (read under its row lock) when it changed since the caller
+        looked at it (``stale_revision``) or has ended (``invalid_status``)."""
+        _check_revision(run, expected_revision)
+        _require(run, CANCELABLE, "cancel")
 
-        The children it no longer needs are canceled after its commit, each on its own; a
-        process that stops before them leaves them to the next worker's look
-        (:mod:`openseal.runtime.engine.cascade`). ``after_commit`` is a crash test's hook,
-        called with the run's id between the two."""
-        now = self._store.now()
-        with self._store.write() as conn:
-            run = self._store.runs.load(conn, run_id, lock=True)
-            _check_revision(run, expected_revision)
-            _require(run, CANCELABLE, "cancel")
-            requests = self._store.agent_requests
-            canceled_requests = requests.cancel_for_run(conn, run_id, now)
-            budget_used, released = release_all(run.budget_used, canceled_requests)
-            # Governed actions: pending approvals and unsent actions are canceled; anything
-            # dispatched is reported as it stands, since it may already have happened.
-            canceled_approvals = self._store.approvals.cancel_for_run(conn, run_id, now, actor)
-            action_report = self._store.actions.cancel_for_run(conn, run_id, now, actor)
-            settled = self._store.objectives.settle(conn, run, RunStatus.CANCELED, now)
-            if run.parent_run_id is not None:
-                requests.settle_child(conn, run, RunStatus.CANCELED, run.context, now)
-                self._store.dependencies.settle_member(conn, run, RunStatus.CANCELED, now)
-            spawned = self._store.dependencies.cancel_for_run(conn, run_id, now)
-            children = [*requests.children_of(conn, canceled_requests), *spawned]
-            canceled, _ = change_run(
-                conn,
-                run_id,
-                event_type="run.canceled",
-                actor=actor,
-                payload={
-                    "reason": reason,
-                    "from_status": run.status,
-                    "current_state": run.current_state,
-                    "waiting": run.waiting,
-                    "in_flight_worker": _in_flight(run),
-                    "lease_expires_at": iso(run.lease_expires_at),
-                    "canceled_agent_requests": canceled_requests,
-                    **({"budgets_released": released} if released else {}),
-                    "canceled_children": spawned,
-                    "canceled_approvals": canceled_approvals,
-                    "actions": action_report,
-                    **({} if settled is None else {"objective": settled}),
-                },
-                now=now,
-                values={
-                    "status": RunStatus.CANCELED,
-                    "epoch": runs.c.epoch + 1,
-                    "wake_at": None,
-                    "wait_name": None,
-                    **({"budget_used": budget_used} if released else {}),
-                    **lease_released(),
-                },
-            )
-        # Child runs working on the canceled requests, and spawned children that do not
-        # detach, stop after this commit: a child's own end locks the child and then this
-        # run, so locking them here could deadlock.
-        if after_commit is not None and children:
-            after_commit(run_id)
-        for child in children:
-            self.cancel_unless_ended(child, actor, f"caller run {run_id} was canceled")
+    def mark_canceled(
+        self, conn: sa.Connection, run: Run, swept: CancelSweep, *, actor: str,
+        reason: str | None, now: datetime,
+    ) -> Run:  # fmt: skip
+        """Write ``run`` (read under its row lock) canceled, in the caller's transaction: its
+        lease and wait dropped, the budgets its canceled agent requests held given back, the
+        epoch bumped so an in-flight worker's next fenced write is rejected, and the
+        ``run.canceled`` event saying what it was doing and what ``swept`` stopped with it."""
+        budget_used, released = release_all(run.budget_used, swept.agent_requests)
+        canceled, _ = change_run(
+            conn,
+            run.id,
+            event_type="run.canceled",
+            actor=actor,
+            payload={
+                "reason": reason,
+                "from_status": run.status,
+                "current_state": run.current_state,
+                "waiting": run.waiting,
+                "in_flight_worker": _in_flight(run),
+                "lease_expires_at": iso(run.lease_expires_at),
+                "canceled_agent_requests": swept.agent_requests,
+                **({"budgets_released": released} if released else {}),
+                "canceled_children": swept.spawned,
+                "canceled_approvals": swept.approvals,
+                "actions": swept.actions,
+                **({} if swept.objective is None else {"objective": swept.objective}),
+            },
+            now=now,
+            values={
+                "status": RunStatus.CANCELED,
+                "epoch": runs.c.epoch + 1,
+                "wake_at": None,
+                "wait_name": None,
+                **({"budget_used": budget_used} if released else {}),
+                **lease_released(),
+            },
+        )
         return canceled
-
-    def cancel_unless_ended(self, run_id: str, actor: str, reason: str) -> bool:
-        """Cancel a run another one no longer needs, which may have ended (or been canceled)
-        meanwhile; whether this canceled it."""
-        with suppress(InvalidStatus, NotFound):
-            self.cancel(run_id, actor, reason)
-            return True
-        return False
 
     def intervene(
         self,
@@ -332,7 +313,7 @@ class Runs(Repository):
         that needed attention is queued again; a paused run stays paused until resumed.
         """
         with self._store.write() as conn:
-            run = self._store.runs.load(conn, run_id, lock=True)
+            run = self.load(conn, run_id, lock=True)
             _check_revision(run, expected_revision)
             _require(run, INTERVENABLE, "intervene in")
             values: dict[str, Any] = {}
