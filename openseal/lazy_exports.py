@@ -47,7 +47,11 @@ def lazy_exports(module_name: str, path: str) -> Callable[[str], Any]:
         if module == module_name:  # a submodule of the face (``service.workers``)
             value: Any = importlib.import_module(f"{module_name}.{attribute}")
         else:
-            value = getattr(importlib.import_module(module), attribute)
+            source = importlib.import_module(module)
+            try:
+                value = getattr(source, attribute)
+            except AttributeError:  # a submodule of a package not imported yet (``lang.expr``)
+                value = importlib.import_module(f"{module}.{attribute}")
         setattr(sys.modules[module_name], name, value)  # the next lookup does not come back
         return value
 

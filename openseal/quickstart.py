@@ -24,9 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from openseal.compiler.diagnostics import Diagnostic
-from openseal.compiler.output.document import CompiledDocument
-from openseal.compiler.pipeline import CompileResult, compile_paths
+from openseal.compiler import CompiledDocument, CompileResult, Diagnostic, compile_paths
 from openseal.errors import OpenSealError
 from openseal.runtime import service
 from openseal.runtime.service import ActionStatus, ApprovalAuthority, RunStatus, summarize

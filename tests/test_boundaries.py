@@ -9,8 +9,11 @@
   share it;
 - runbooks run without a store: they never import the runtime;
 - skills are used by both executors: they never import the runtime;
+- outside the compiler, only its face (``openseal.compiler``, the names its ``TYPE_CHECKING``
+  imports list) is imported, never one of its stages' modules;
 - the runtime and the runbook executor consume compiled documents and plans only: they never
-  import the compiler's loaders or its driver (:data:`FRONT_HALF`);
+  import the compiler's loaders or its driver (:data:`FRONT_HALF`), not even by a name of
+  the face;
 - the compiler is laid out as its pipeline: a stage folder imports only earlier stages
   (:data:`STAGES`), and the top of the package holds only the driving modules (:data:`TOP`);
 - authoring drafts definitions for people to review: it never imports the API or the CLI;
@@ -40,6 +43,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from openseal.lazy_exports import face_sources
 
 PACKAGE = Path(__file__).resolve().parents[1] / "openseal"
 
@@ -108,6 +113,8 @@ STAGES = ("syntax", "lang", "definitions", "analysis", "output")
 TOP = frozenset({"driver", "pipeline", "load", "runbook_pipeline", "cache", "diagnostics"})
 #: the top-level modules a stage may import (tables of the signed cache, and diagnostics)
 SHARED_TOP = frozenset({"cache", "diagnostics"})
+
+COMPILER = "openseal.compiler"
 
 STORE = "openseal.runtime.store"
 #: the modules outside the store that may import SQLAlchemy, and why
@@ -297,6 +304,38 @@ def forbidden(imports: list[Import]) -> list[str]:
     ]
 
 
+def behind_the_face(imports: list[Import], root: Path = PACKAGE) -> list[Import]:
+    """``imports``, each import of names of the compiler's face replaced by imports of the
+    modules those names come from."""
+    sources = face_sources(str(root / "compiler" / "__init__.py"))
+    found: list[Import] = []
+    for item in imports:
+        if item.imported != COMPILER or not item.names:
+            found.append(item)
+            continue
+        for name in item.names:
+            module, attribute = sources.get(name, (COMPILER, name))
+            submodule = f"{module}.{attribute}"
+            behind = submodule if is_module(submodule, root) else module
+            found.append(Import(item.importer, behind, item.line))
+    return found
+
+
+def compiler_face_bypassed(imports: list[Import], root: Path = PACKAGE) -> list[str]:
+    """Imports of the compiler from outside it that name a module under the face, or a name
+    the face does not list."""
+    public = face_sources(str(root / "compiler" / "__init__.py"))
+    found = []
+    for item in imports:
+        if within(item.importer, COMPILER) or not within(item.imported, COMPILER):
+            continue
+        unlisted = [name for name in item.names if name not in public]
+        if item.imported != COMPILER or unlisted:
+            what = f"{item.imported}.{unlisted[0]}" if unlisted else item.imported
+            found.append(f"{item.importer}:{item.line} imports {what}")
+    return found
+
+
 def compiler_part(module: str) -> str:
     """``openseal.compiler.lang.expr`` → ``lang``; ``openseal.compiler.driver`` → ``driver``."""
     parts = module.split(".")
@@ -377,7 +416,11 @@ def stray_runtime_modules(root: Path = PACKAGE) -> list[str]:
 
 
 def test_no_forbidden_import() -> None:
-    assert forbidden(all_imports()) == []
+    assert forbidden(behind_the_face(all_imports())) == []
+
+
+def test_outside_the_compiler_only_its_face_is_imported() -> None:
+    assert compiler_face_bypassed(all_imports()) == []
 
 
 def test_compiler_stages_import_only_earlier_stages() -> None:
@@ -644,4 +687,41 @@ def test_telemetry_reaching_into_the_engine_or_providers_reaching_up_is_caught(
         "openseal.runtime.providers.base:3 imports openseal.runtime.telemetry",
         "openseal.runtime.providers.base:4 imports openseal.runtime.store",
         "openseal.runtime.telemetry:4 imports openseal.runtime.engine.turns",
+    ]
+
+
+def test_a_deep_compiler_import_and_a_loader_through_the_face_are_caught(tmp_path: Path) -> None:
+    root = _tree(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "compiler/__init__.py": (
+                "from typing import TYPE_CHECKING\n"
+                "if TYPE_CHECKING:\n"
+                "    from openseal.compiler.pipeline import compile_paths as compile_paths\n"
+                "    from openseal.compiler.lang import expr as expr\n"
+            ),
+            "compiler/pipeline.py": "def compile_paths(): ...\n",
+            "compiler/lang/__init__.py": "",
+            "compiler/lang/expr.py": "def parse(): ...\n",
+            "cli/__init__.py": "",
+            "cli/compile.py": (
+                "from openseal.compiler import compile_paths\n"
+                "from openseal.compiler.pipeline import compile_paths\n"
+                "from openseal.compiler import cache\n"
+                "from openseal import compiler\n"
+            ),
+            "runtime/__init__.py": "",
+            "runtime/compiled.py": (
+                "from openseal.compiler import expr\nfrom openseal.compiler import compile_paths\n"
+            ),
+        },
+    )
+    imports = all_imports(root)
+    assert compiler_face_bypassed(imports, root) == [
+        "openseal.cli.compile:2 imports openseal.compiler.pipeline",
+        "openseal.cli.compile:3 imports openseal.compiler.cache",
+    ]
+    assert forbidden(behind_the_face(imports, root)) == [
+        "openseal.runtime.compiled:2 imports openseal.compiler.pipeline"
     ]

@@ -13,7 +13,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from openseal.compiler.definitions.specs import EFFECT_ORDER
+from openseal.compiler import EFFECT_ORDER
 
 Document = Mapping[str, Any]
 

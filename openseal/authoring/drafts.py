@@ -19,11 +19,16 @@ from typing import Any
 
 import jsonschema
 
-from openseal.compiler.diagnostics import Diagnostic, Related, has_errors
-from openseal.compiler.driver import Stage
-from openseal.compiler.output.document import CompiledDocument
-from openseal.compiler.pipeline import CompileResult, compile_paths
-from openseal.compiler.syntax.spans import Span
+from openseal.compiler import (
+    CompiledDocument,
+    CompileResult,
+    Diagnostic,
+    Related,
+    Span,
+    Stage,
+    compile_paths,
+    has_errors,
+)
 
 SYNTAXES = ("hcl", "yaml")
 SUFFIXES = {"hcl": (".hcl",), "yaml": (".yaml", ".yml")}

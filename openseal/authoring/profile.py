@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from openseal.compiler.diagnostics import did_you_mean
+from openseal.compiler import did_you_mean
 from openseal.skills.credentials import RuntimeContext
 
 #: the environment variable that names the authoring profile when ``--model`` is not given

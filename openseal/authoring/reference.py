@@ -14,7 +14,7 @@ import json
 from importlib import resources
 from pathlib import Path
 
-from openseal.compiler.output.schemas import definition_schemas
+from openseal.compiler import definition_schemas
 
 #: the language guide in a source checkout, relative to this package
 _CHECKOUT_GUIDE = Path(__file__).resolve().parents[2] / "docs" / "language.md"

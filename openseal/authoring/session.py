@@ -35,7 +35,7 @@ from openseal.authoring.drafts import (
     read_answer,
 )
 from openseal.authoring.reference import language_reference
-from openseal.compiler.output.diff import Change, DiffReport, diff_documents
+from openseal.compiler import Change, DiffReport, diff_documents
 from openseal.runtime.service.workers import (
     ModelProvider,
     ModelRequest,

@@ -160,7 +160,7 @@ def _propose(store: Any, result: Any, actor: str, prompt: str) -> Any:
 def _show(result: Any, written: list[Path], *, shown: bool) -> None:
     """Widening first, then the files, the semantic diff, and what was written."""
     from openseal.cli.diff import render_report
-    from openseal.compiler.output.render_diagnostics import use_color
+    from openseal.compiler import use_color
 
     color = use_color(sys.stdout)
     widening = result.widening

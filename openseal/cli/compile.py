@@ -11,7 +11,7 @@ import click
 
 from openseal import __version__
 from openseal.cli.output import emit_diagnostics, max_diagnostics_option, output_option, render
-from openseal.compiler.output.render_diagnostics import render_json
+from openseal.compiler import render_json
 
 
 @click.command("compile")
@@ -51,16 +51,13 @@ def compile_command(
         openseal compile definitions/procurement/hcl --out build/
         openseal compile definitions/ --check --format sarif > openseal.sarif
     """
-    from openseal.compiler.driver import Stage
-    from openseal.compiler.output.bundle import source_digests, write_bundle
-    from openseal.compiler.pipeline import compile_paths
+    from openseal.compiler import compile_paths, write_bundle
 
-    result = compile_paths(list(paths), through=Stage.EMIT)
+    result = compile_paths(list(paths))
     loaded = result.loaded
     written: Path | None = None
     if result.ok and not check:
-        sources = source_digests(loaded.files, loaded.sources, Path.cwd())
-        write_bundle(result.documents, out_dir, sources)
+        write_bundle(result, out_dir)
         written = out_dir
     if output != "text":
         click.echo(render(_json_report(result, written), output), nl=False)

@@ -17,8 +17,7 @@ from openseal import __version__
 from openseal.cli.client import connected, one
 from openseal.cli.governance import filing, governed, short
 from openseal.cli.output import echo_data
-from openseal.compiler.output.bundle import Bundle
-from openseal.compiler.output.document import CompiledDocument
+from openseal.compiler import Bundle, CompiledDocument
 from openseal.errors import OpenSealError, UsageError
 from openseal.runtime.service import OPEN_CHANGE_PROPOSAL_STATUSES as OPEN_STATUSES
 from openseal.runtime.service import ChangeProposalStatus as S
@@ -108,9 +107,7 @@ def _documents(source: Mapping[str, CompiledDocument] | Bundle) -> list[dict[str
 
 def _load(path: Path) -> Mapping[str, CompiledDocument] | Bundle:
     from openseal.cli.output import emit_diagnostics
-    from openseal.compiler.driver import Stage
-    from openseal.compiler.output.bundle import is_bundle, read_bundle
-    from openseal.compiler.pipeline import compile_paths
+    from openseal.compiler import Stage, compile_paths, is_bundle, read_bundle
 
     if path.is_dir() and is_bundle(path):
         return read_bundle(path)

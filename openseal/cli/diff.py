@@ -16,8 +16,7 @@ import click
 
 from openseal import __version__
 from openseal.cli.output import emit_diagnostics, output_option, render
-from openseal.compiler.output.diff import Change, DiffReport
-from openseal.compiler.output.render_diagnostics import use_color
+from openseal.compiler import Change, DiffReport, use_color
 from openseal.errors import OpenSealError, UsageError
 
 Documents = dict[str, dict[str, Any]]
@@ -57,7 +56,7 @@ def diff_command(old: str, new: str, defs_path: Path | None, output: str, exit_c
         openseal diff build-old/ build/
         openseal diff main HEAD --path definitions/procurement/hcl --exit-code
     """
-    from openseal.compiler.output.diff import diff_documents
+    from openseal.compiler import diff_documents
 
     with ExitStack() as stack:
         before = stack.enter_context(_side(old, defs_path))
@@ -79,7 +78,7 @@ def diff_command(old: str, new: str, defs_path: Path | None, output: str, exit_c
 @contextmanager
 def _side(spec: str, defs_path: Path | None) -> Iterator[Documents]:
     """The compiled documents that ``spec`` names (bundle, definitions path or git revision)."""
-    from openseal.compiler.output.bundle import is_bundle, read_bundle
+    from openseal.compiler import is_bundle, read_bundle
 
     path = Path(spec)
     if path.is_dir() and is_bundle(path):
@@ -99,8 +98,7 @@ def _side(spec: str, defs_path: Path | None) -> Iterator[Documents]:
 
 
 def _compile(path: Path, label: str | None = None) -> Documents:
-    from openseal.compiler.driver import Stage
-    from openseal.compiler.pipeline import compile_paths
+    from openseal.compiler import Stage, compile_paths
 
     if not path.exists():
         raise UsageError(f"{label or path}: no such file or directory")

@@ -27,8 +27,7 @@ from openseal.cli.client import (
 )
 from openseal.cli.output import echo_data, echo_table, when
 from openseal.cli.runtime import more_hint, status_option, store_options
-from openseal.compiler.output.diff import Change, DiffReport
-from openseal.compiler.output.render_diagnostics import use_color
+from openseal.compiler import Change, DiffReport, use_color
 from openseal.runtime import service
 from openseal.runtime.service import governance as gov
 from openseal.runtime.statuses import ChangeProposalStatus

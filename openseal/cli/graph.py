@@ -10,10 +10,16 @@ import click
 
 from openseal import __version__
 from openseal.cli.output import emit_diagnostics, output_option, render
-from openseal.compiler.diagnostics import has_errors
-from openseal.compiler.driver import Stage
-from openseal.compiler.output.draw import Drawable, to_dot, to_mermaid, to_svg
-from openseal.compiler.pipeline import CompileResult, compile_paths
+from openseal.compiler import (
+    CompileResult,
+    Drawable,
+    Stage,
+    compile_paths,
+    has_errors,
+    to_dot,
+    to_mermaid,
+    to_svg,
+)
 from openseal.errors import OpenSealError, UsageError
 
 

@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _with_nearest(exc: click.exceptions.NoSuchCommand) -> click.UsageError:
     """A mistyped command (or subcommand), with the nearest one its group has."""
-    from openseal.compiler.diagnostics import did_you_mean
+    from openseal.compiler import did_you_mean
 
     ctx = exc.ctx
     group = ctx.command if ctx is not None else None

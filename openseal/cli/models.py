@@ -41,7 +41,7 @@ def check(profile: str, definitions: Path, context_path: Path | None, output: st
         openseal models check procurement_default --definitions definitions/procurement/hcl
         openseal models check hosted --context context.yaml -o json
     """
-    from openseal.compiler.pipeline import compile_paths
+    from openseal.compiler import compile_paths
     from openseal.runtime.service import check_profile
     from openseal.skills.credentials import RuntimeContext
 

@@ -20,7 +20,7 @@ import click
 from openseal.wire import jsonable
 
 if TYPE_CHECKING:
-    from openseal.compiler.diagnostics import Diagnostic
+    from openseal.compiler import Diagnostic
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -234,7 +234,7 @@ def emit_diagnostics(
     json, yaml and sarif are for machines and always hold every diagnostic; human and
     github show at most ``limit`` (0: all) and say how many more there are.
     """
-    from openseal.compiler.output.render_diagnostics import (
+    from openseal.compiler import (
         render_github,
         render_human,
         render_json,

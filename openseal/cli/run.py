@@ -13,8 +13,7 @@ import click
 
 from openseal import __version__
 from openseal.cli.output import emit_diagnostics, output_option, render
-from openseal.compiler.analysis.runbook_plan import Plan
-from openseal.compiler.runbook_pipeline import Prepared, prepare, project_root
+from openseal.compiler import Plan, Prepared, prepare, project_root
 from openseal.runbooks.executor import BOUNDARY, RunOptions, RunResult, StepOutcome, run
 from openseal.runbooks.inputs import gather, parse_pairs, read_input_file
 from openseal.runbooks.render import plan_json, plan_text, summary

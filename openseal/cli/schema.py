@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from openseal.cli.output import echo_data, output_option
-from openseal.compiler.output.schemas import write_schemas
+from openseal.compiler import write_schemas
 
 
 @click.command()

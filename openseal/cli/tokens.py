@@ -34,7 +34,7 @@ def tokens() -> None:
 def _seconds(value: str | None) -> float | None:
     if value is None:
         return None
-    from openseal.compiler.definitions.field_types import parse_duration
+    from openseal.compiler import parse_duration
 
     try:
         return parse_duration(value)

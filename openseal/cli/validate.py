@@ -43,8 +43,7 @@ def validate(paths: tuple[Path, ...], fmt: str, output: str, syntax_only: bool, 
         openseal validate definitions/procurement/hcl --format github
         openseal validate definitions/ --output json
     """
-    from openseal.compiler.driver import Stage
-    from openseal.compiler.pipeline import compile_paths
+    from openseal.compiler import Stage, compile_paths
 
     if output != "text":
         fmt = output

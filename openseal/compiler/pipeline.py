@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from openseal.compiler import cache
 from openseal.compiler.definitions.decode import Definition
@@ -34,6 +35,7 @@ from openseal.compiler.load import (
     project_of,
     read_file,
 )
+from openseal.compiler.output import bundle
 from openseal.compiler.output.document import CompiledDocument
 from openseal.compiler.syntax.gc_pause import gc_paused
 from openseal.compiler.syntax.spans import Span
@@ -120,6 +122,15 @@ def compile_paths(
     if not result.ok:
         result.documents = {}
     return result
+
+
+def write_bundle(result: CompileResult, out_dir: Path, root: Path | None = None) -> dict[str, Any]:
+    """Write ``result``'s documents into the bundle ``out_dir`` and return its manifest, which
+    names each source file (relative to ``root``, the working directory by default) with its
+    digest. Every file is written whole or not at all (:func:`.output.bundle.write_bundle`)."""
+    loaded = result.loaded
+    sources = bundle.source_digests(loaded.files, loaded.sources, root or Path.cwd())
+    return bundle.write_bundle(result.documents, out_dir, sources)
 
 
 def _overlaid(

@@ -25,12 +25,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol
 
-from openseal.compiler.analysis.builtin_steps import STEP_TYPES
-from openseal.compiler.analysis.runbook_plan import Plan, PlanStep
-from openseal.compiler.lang import types as ty
-from openseal.compiler.lang.evaluate import EvaluationError, evaluate
-from openseal.compiler.lang.expr import Expression
-from openseal.compiler.lang.functions import kind
+from openseal.compiler import (
+    STEP_TYPES,
+    EvaluationError,
+    Expression,
+    Plan,
+    PlanStep,
+    evaluate,
+    functions,
+)
+from openseal.compiler import types as ty
 from openseal.runbooks.inputs import check
 from openseal.runbooks.steps import HANDLERS, StepContext, StepFailure
 from openseal.runbooks.threads import in_thread
@@ -235,8 +239,8 @@ class _Run:
             verdict = _evaluate(edge.condition, {**self.scope(), "output": source.output})
             if not isinstance(verdict, bool):
                 raise StepFailure(
-                    f"the condition of the edge from `{edge.source}` gave {kind(verdict)}, "
-                    f"not true or false ({edge.condition.span})"
+                    f"the condition of the edge from `{edge.source}` gave "
+                    f"{functions.kind(verdict)}, not true or false ({edge.condition.span})"
                 )
             if verdict:
                 return True
@@ -246,7 +250,9 @@ class _Run:
         assert step.when is not None
         verdict = _evaluate(step.when, self.scope())
         if not isinstance(verdict, bool):
-            raise StepFailure(f"`when` gave {kind(verdict)}, not true or false ({step.when.span})")
+            raise StepFailure(
+                f"`when` gave {functions.kind(verdict)}, not true or false ({step.when.span})"
+            )
         return verdict
 
     # --- starting and finishing steps ----------------------------------------------------

@@ -17,9 +17,8 @@ import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from openseal.compiler.definitions.specs import Input
-from openseal.compiler.diagnostics import did_you_mean
-from openseal.compiler.lang import types as ty
+from openseal.compiler import Input, did_you_mean
+from openseal.compiler import types as ty
 from openseal.errors import RunbookError, UsageError
 
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from openseal.compiler.analysis.runbook_plan import Plan, PlanStep
-from openseal.compiler.lang.expr import to_source
+from openseal.compiler import Plan, PlanStep, expr
 from openseal.runbooks.executor import RunResult
 
 
@@ -32,10 +31,10 @@ def _describe(step: PlanStep) -> str:
     if step.after:
         parts.append("after " + ", ".join(step.after))
     for edge in step.edges:
-        condition = f" if {to_source(edge.condition)}" if edge.condition is not None else ""
+        condition = f" if {expr.to_source(edge.condition)}" if edge.condition is not None else ""
         parts.append(f"from {edge.source}{condition}")
     if step.when is not None:
-        parts.append(f"when {to_source(step.when)}")
+        parts.append(f"when {expr.to_source(step.when)}")
     parts.append(f"timeout {step.timeout:g}s")
     return "; ".join(parts)
 
@@ -58,10 +57,13 @@ def _step_json(step: PlanStep) -> dict[str, object]:
         "needs": list(step.needs),
         "after": list(step.after),
         "edges": [
-            {"from": e.source, "condition": None if e.condition is None else to_source(e.condition)}
+            {
+                "from": e.source,
+                "condition": None if e.condition is None else expr.to_source(e.condition),
+            }
             for e in step.edges
         ],
-        "when": None if step.when is None else to_source(step.when),
+        "when": None if step.when is None else expr.to_source(step.when),
         "timeout": step.timeout,
     }
 

@@ -16,9 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from openseal.compiler.lang.evaluate import EvaluationError, evaluate
-from openseal.compiler.lang.expr import Expression
-from openseal.compiler.lang.functions import equal, is_list, is_number, kind
+from openseal.compiler import EvaluationError, Expression, evaluate, functions
 from openseal.errors import RunbookError
 from openseal.runbooks.threads import in_thread
 from openseal.skills.http import RequestAmbiguous, RequestNotSent, send
@@ -53,8 +51,8 @@ def _arg(ctx: StepContext, name: str, default: object = None) -> object:
 
 def _list(ctx: StepContext, name: str) -> list[object]:
     value = _arg(ctx, name)
-    if not is_list(value):
-        raise StepFailure(f"`{name}` must be a list, got {kind(value)}")
+    if not functions.is_list(value):
+        raise StepFailure(f"`{name}` must be a list, got {functions.kind(value)}")
     assert isinstance(value, Sequence)
     return list(value)
 
@@ -62,14 +60,14 @@ def _list(ctx: StepContext, name: str) -> list[object]:
 def _text(ctx: StepContext, name: str, default: str | None = None) -> str:
     value = _arg(ctx, name, default)
     if not isinstance(value, str):
-        raise StepFailure(f"`{name}` must be a string, got {kind(value)}")
+        raise StepFailure(f"`{name}` must be a string, got {functions.kind(value)}")
     return value
 
 
 def _number(ctx: StepContext, name: str) -> float:
     value = _arg(ctx, name)
-    if not is_number(value):
-        raise StepFailure(f"`{name}` must be a number, got {kind(value)}")
+    if not functions.is_number(value):
+        raise StepFailure(f"`{name}` must be a number, got {functions.kind(value)}")
     assert isinstance(value, int | float)
     return float(value)
 
@@ -77,7 +75,7 @@ def _number(ctx: StepContext, name: str) -> float:
 def _flag(ctx: StepContext, name: str, default: bool = False) -> bool:
     value = _arg(ctx, name, default)
     if not isinstance(value, bool):
-        raise StepFailure(f"`{name}` must be true or false, got {kind(value)}")
+        raise StepFailure(f"`{name}` must be true or false, got {functions.kind(value)}")
     return value
 
 
@@ -105,7 +103,7 @@ async def _transform(ctx: StepContext) -> object:
 async def _if(ctx: StepContext) -> object:
     condition = _arg(ctx, "condition")
     if not isinstance(condition, bool):
-        raise StepFailure(f"`condition` must be true or false, got {kind(condition)}")
+        raise StepFailure(f"`condition` must be true or false, got {functions.kind(condition)}")
     return {"result": condition}
 
 
@@ -114,15 +112,16 @@ async def _switch(ctx: StepContext) -> object:
     cases = _arg(ctx, "cases")
     if isinstance(cases, Mapping):
         pairs = [(name, expected) for name, expected in cases.items()]
-    elif is_list(cases):
+    elif functions.is_list(cases):
         assert isinstance(cases, Sequence)
         pairs = [(expected, expected) for expected in cases]
     else:
         raise StepFailure(
-            f"`cases` must be a list of values or a map of name to value, got {kind(cases)}"
+            "`cases` must be a list of values or a map of name to value, "
+            f"got {functions.kind(cases)}"
         )
     for name, expected in pairs:
-        if equal(value, expected):
+        if functions.equal(value, expected):
             return {"case": name, "matched": True}
     return {"case": _arg(ctx, "default"), "matched": False}
 
@@ -133,7 +132,7 @@ async def _filter(ctx: StepContext) -> object:
     for item in _list(ctx, "items"):
         verdict = evaluate(predicate, {**ctx.scope, "item": item})
         if not isinstance(verdict, bool):
-            raise StepFailure(f"`predicate` must give true or false, got {kind(verdict)}")
+            raise StepFailure(f"`predicate` must give true or false, got {functions.kind(verdict)}")
         if verdict:
             kept.append(item)
     return kept
@@ -143,7 +142,7 @@ async def _sort(ctx: StepContext) -> object:
     items = _list(ctx, "items")
     by = _text(ctx, "by", "")
     keys = [field_of(item, by) for item in items]
-    kinds = {kind(k) for k in keys if k is not None}
+    kinds = {functions.kind(k) for k in keys if k is not None}
     if len(kinds) > 1 or kinds - {"number", "string"}:
         listing = ", ".join(sorted(kinds))
         raise StepFailure(f"`sort` compares numbers or strings, not a mix of {listing}")
@@ -156,10 +155,10 @@ async def _sort(ctx: StepContext) -> object:
 
 def _numbers(ctx: StepContext, items: list[object], path: str) -> list[int | float]:
     values = [field_of(item, path) for item in items]
-    bad = [v for v in values if not is_number(v)]
+    bad = [v for v in values if not functions.is_number(v)]
     if bad:
         what = f"field `{path}` of each item" if path else "each item"
-        raise StepFailure(f"`aggregate` needs a number for {what}, got {kind(bad[0])}")
+        raise StepFailure(f"`aggregate` needs a number for {what}, got {functions.kind(bad[0])}")
     return values  # type: ignore[return-value]
 
 
@@ -189,9 +188,9 @@ async def _merge(ctx: StepContext) -> object:
             assert isinstance(value, Mapping)
             merged.update(value)
         return merged
-    if all(is_list(v) for v in values):
+    if all(functions.is_list(v) for v in values):
         return [item for value in values for item in value]  # type: ignore[attr-defined]
-    listing = ", ".join(sorted({kind(v) for v in values}))
+    listing = ", ".join(sorted({functions.kind(v) for v in values}))
     raise StepFailure(f"`merge` joins maps or lists, not a mix of {listing}")
 
 
@@ -216,7 +215,7 @@ async def _http(ctx: StepContext) -> object:
     url = _text(ctx, "url")
     headers = _arg(ctx, "headers", {})
     if not isinstance(headers, Mapping):
-        raise StepFailure(f"`headers` must be a map, got {kind(headers)}")
+        raise StepFailure(f"`headers` must be a map, got {functions.kind(headers)}")
     body = _arg(ctx, "body")
     expected = _expected_statuses(_arg(ctx, "expect_status"))
 
@@ -243,9 +242,9 @@ async def _http(ctx: StepContext) -> object:
 def _expected_statuses(value: object) -> set[int] | None:
     if value is None:
         return None
-    values = value if is_list(value) else [value]
+    values = value if functions.is_list(value) else [value]
     assert isinstance(values, Sequence)
-    if not all(is_number(v) and float(v).is_integer() for v in values):
+    if not all(functions.is_number(v) and float(v).is_integer() for v in values):
         raise StepFailure("`expect_status` must be a status code or a list of them")
     return {int(v) for v in values}
 

@@ -16,8 +16,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar, cast
 
-from openseal.compiler.lang import expr as ex
-from openseal.compiler.lang.evaluate import EvaluationError, evaluate
+from openseal.compiler import EvaluationError, evaluate
+from openseal.compiler import expr as ex
 from openseal.contract import STATE_SETTINGS, JSONSchema, StateSettings, WorkflowGraph
 from openseal.errors import RuntimeFailure
 

@@ -5,7 +5,7 @@ Adapters never touch the store; see :mod:`openseal.skills.base` for the interfac
 
 from __future__ import annotations
 
-from openseal.compiler.definitions.specs import SkillSpec
+from openseal.compiler import SkillSpec
 from openseal.skills.base import Outcome, SkillAdapter, SkillCall, SkillResult
 from openseal.skills.http import HttpAdapter
 from openseal.skills.python import PythonAdapter

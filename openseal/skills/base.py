@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from openseal.compiler.definitions.specs import SkillSpec
-from openseal.compiler.lang import types as ty
+from openseal.compiler import SkillSpec
+from openseal.compiler import types as ty
 from openseal.skills.credentials import CredentialResolver
 
 #: ``unknown``: the call may or may not have taken effect (a timeout after the

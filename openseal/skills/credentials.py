@@ -45,8 +45,7 @@ from pydantic import (
     model_validator,
 )
 
-from openseal.compiler.analysis.checks.policy import looks_secret
-from openseal.compiler.diagnostics import did_you_mean
+from openseal.compiler import did_you_mean, looks_secret
 from openseal.errors import OpenSealError
 from openseal.skills.secrets import Secret, SecretFilter, redact
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import httpx
 
-from openseal.compiler.lang.evaluate import EvaluationError, evaluate
+from openseal.compiler import EvaluationError, evaluate
 from openseal.observability import tracing
 from openseal.skills.base import (
     Outcome,

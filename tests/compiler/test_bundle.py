@@ -8,12 +8,12 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from openseal import compiler
 from openseal.canonical import sha256_digest
 from openseal.compiler.output.bundle import (
     MANIFEST,
     BundleError,
     read_bundle,
-    source_digests,
     write_bundle,
 )
 from openseal.compiler.output.schemas import manifest_schema
@@ -21,10 +21,9 @@ from tests.compiler.compile_support import compile_texts, project_text
 
 
 def _bundle(tmp_path: Path, out: Path) -> dict[str, object]:
+    """The compiler's face writes a compile result with its sources' digests."""
     result = compile_texts(tmp_path / "src", {"all.hcl": project_text()})
-    loaded = result.loaded
-    sources = source_digests(loaded.files, loaded.sources, tmp_path)
-    return write_bundle(result.documents, out, sources)
+    return compiler.write_bundle(result, out, tmp_path)
 
 
 def _tree(root: Path) -> dict[str, bytes]:

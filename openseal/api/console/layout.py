@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from openseal.compiler.lang import expr as ex
+from openseal.compiler import expr as ex
 
 MIN_NODE_WIDTH = 180
 #: a generous width per character of the 13 px labels, so text stays inside its box

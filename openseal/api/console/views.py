@@ -20,8 +20,8 @@ from openseal.api.console.layout import lay_out
 from openseal.api.errors import responses
 from openseal.api.routes.common import Id, Limit, State, Status, Who, scoped
 from openseal.api.state import ApiState
-from openseal.compiler.lang import expr as ex
-from openseal.compiler.lang.evaluate import EvaluationError, evaluate
+from openseal.compiler import EvaluationError, evaluate
+from openseal.compiler import expr as ex
 from openseal.errors import OpenSealError
 from openseal.runtime import service
 from openseal.runtime.store import DefinitionVersion, Run

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from openseal.compiler.lang.evaluate import EvaluationError
+from openseal.compiler import EvaluationError
 from openseal.contract import ApprovalSettings
 from openseal.runtime.actions.proposal_check import problem_in
 from openseal.runtime.actions.proposals import proposal_name

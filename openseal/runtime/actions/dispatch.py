@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from openseal.compiler.definitions.specs import SkillSpec
-from openseal.compiler.lang import types as ty
+from openseal.compiler import SkillSpec
+from openseal.compiler import types as ty
 from openseal.runtime import telemetry
 from openseal.runtime.actions.proposal_check import check_payload
 from openseal.runtime.actions.replies import scrub, secrets_for

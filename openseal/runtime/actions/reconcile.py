@@ -30,7 +30,7 @@ from typing import Any
 
 import tenacity
 
-from openseal.compiler.definitions.specs import SkillSpec
+from openseal.compiler import SkillSpec
 from openseal.observability import metrics
 from openseal.runtime.actions.dispatch import (
     Fit,

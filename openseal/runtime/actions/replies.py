@@ -18,8 +18,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from openseal.compiler.definitions.specs import SkillSpec
-from openseal.compiler.lang import types as ty
+from openseal.compiler import SkillSpec
+from openseal.compiler import types as ty
 from openseal.errors import OpenSealError
 from openseal.skills.base import SkillCall, SkillResult
 from openseal.skills.credentials import resolve_credential

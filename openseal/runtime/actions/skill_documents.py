@@ -12,10 +12,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from openseal.compiler.definitions.specs import SkillSpec
-from openseal.compiler.lang import expr as ex
-from openseal.compiler.lang import types as ty
-from openseal.compiler.lang.types import TypeFormatError
+from openseal.compiler import SkillSpec
+from openseal.compiler import expr as ex
+from openseal.compiler import types as ty
 from openseal.runtime.compiled import ByIdentity, DefinitionError
 
 
@@ -39,7 +38,7 @@ def _read(document: Mapping[str, Any]) -> SkillSpec:
         if isinstance(idempotency, Mapping) and idempotency.get("lookup") is not None:
             raw["idempotency"] = {**idempotency, "lookup": _adapter(idempotency["lookup"])}
         return SkillSpec.model_validate(raw)
-    except (ValidationError, ex.ExpressionFormatError, TypeFormatError, KeyError) as exc:
+    except (ValidationError, ex.ExpressionFormatError, ty.TypeFormatError, KeyError) as exc:
         name = document.get("name")
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise DefinitionError(f"compiled skill {name!r} cannot be read: {first}") from None

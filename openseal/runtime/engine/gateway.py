@@ -36,11 +36,9 @@ from typing import Any
 
 import jsonschema
 
-from openseal.compiler.definitions.specs import EFFECT_ORDER
-from openseal.compiler.lang import expr as ex
-from openseal.compiler.lang import types as ty
-from openseal.compiler.lang.evaluate import EvaluationError, evaluate
-from openseal.compiler.lang.type_ast import TypeFormatError
+from openseal.compiler import EFFECT_ORDER, EvaluationError, evaluate
+from openseal.compiler import expr as ex
+from openseal.compiler import types as ty
 from openseal.runtime.compiled import CompiledWorkflow, DefinitionError
 from openseal.runtime.engine import budgets
 from openseal.runtime.statuses import RunStatus
@@ -210,7 +208,7 @@ def _with_defaults(arguments: Mapping[str, Any], document: Mapping[str, Any]) ->
         return dict(arguments)
     try:
         filled = ty.apply_defaults(dict(arguments), ty.from_json(raw))
-    except TypeFormatError:
+    except ty.TypeFormatError:
         return dict(arguments)
     return dict(filled) if isinstance(filled, Mapping) else dict(arguments)
 

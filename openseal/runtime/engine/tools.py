@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import tenacity
 
-from openseal.compiler.definitions.specs import SkillSpec
+from openseal.compiler import SkillSpec
 from openseal.runtime import telemetry
 from openseal.runtime.actions.replies import scrub, secrets_for
 from openseal.runtime.actions.skill_documents import skill_spec

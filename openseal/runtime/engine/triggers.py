@@ -33,8 +33,8 @@ from zoneinfo import ZoneInfo
 
 from cronsim import CronSim
 
-from openseal.compiler.lang import expr as ex
-from openseal.compiler.lang.evaluate import evaluate
+from openseal.compiler import evaluate
+from openseal.compiler import expr as ex
 from openseal.errors import OpenSealError
 from openseal.runtime.clock import iso
 from openseal.runtime.engine.objectives import prepare_inputs

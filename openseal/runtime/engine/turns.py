@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from openseal.compiler.lang.evaluate import EvaluationError
+from openseal.compiler import EvaluationError
 from openseal.contract import Position, RunContext
 from openseal.errors import InvalidInput
 from openseal.runtime import telemetry

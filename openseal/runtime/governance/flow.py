@@ -33,8 +33,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from openseal.canonical import canonical_bytes, sha256_digest
-from openseal.compiler.output.bundle import Bundle
-from openseal.compiler.output.document import CompiledDocument
+from openseal.compiler import Bundle, CompiledDocument
 from openseal.errors import UsageError
 from openseal.runtime.clock import iso
 from openseal.runtime.governance.change_proposals import (

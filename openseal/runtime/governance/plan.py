@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from openseal.compiler.output.diff import diff_documents
+from openseal.compiler import diff_documents
 from openseal.runtime.governance.policy import (
     GOVERNANCE_KIND,
     GovernanceVersion,

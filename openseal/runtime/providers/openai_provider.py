@@ -57,7 +57,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import openai
 
-from openseal.compiler.diagnostics import did_you_mean
+from openseal.compiler import did_you_mean
 from openseal.errors import OpenSealError
 from openseal.runtime.providers.base import (
     ModelError,

@@ -9,9 +9,13 @@ from pathlib import Path
 import jsonschema
 
 from openseal.canonical import canonical_bytes, sha256_digest
-from openseal.compiler.definitions.specs import KIND_MODELS
-from openseal.compiler.output.bundle import Bundle, BundleEntry, BundleError
-from openseal.compiler.output.schemas import compiled_document_schema
+from openseal.compiler import (
+    KIND_MODELS,
+    Bundle,
+    BundleEntry,
+    BundleError,
+    compiled_document_schema,
+)
 from openseal.errors import OpenSealError, UsageError
 from openseal.runtime.caller import Caller
 from openseal.runtime.governance import flow as gov

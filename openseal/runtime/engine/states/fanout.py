@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import replace
 from functools import partial
 
-from openseal.compiler.lang import types as ty
+from openseal.compiler import types as ty
 from openseal.contract import ForEachSettings, ParallelSettings, WorkSettings
 from openseal.runtime.compiled import evaluate_json
 from openseal.runtime.engine.states.base import (
