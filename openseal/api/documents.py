@@ -159,6 +159,8 @@ class RunCanceled(Document):
     run: Run
     #: the ``run.canceled`` event's payload: what was prevented and what may have happened
     report: Free
+    #: false when the run had been canceled already (a repeated cancel changes nothing)
+    changed: bool
 
 
 class EventPage(Document):

@@ -640,20 +640,23 @@ def cancel(steer: Steer) -> None:
     with steer.connected() as at:
         run_id = at.id("run", steer.id)
 
-        def local(store: Store) -> tuple[Run, dict[str, Any]]:
+        def local(store: Store) -> service.Canceled:
             request = service.RunCommand(run_id, steer.reason, steer.expected_revision)
-            run = service.cancel_run(store, request, service.CLI)
-            return run, service.cancellation(store, run)
+            return service.cancel_run(store, request, service.CLI)
 
-        run, report = at.ask(
+        canceled = at.ask(
             local, "runs.cancel", "runs", run_id, "cancel", method="POST", body=steer.body(),
-            read=lambda answer: (record(Run, answer["run"]), dict(answer["report"])),
+            read=lambda answer: record(service.Canceled, answer),
         )  # fmt: skip
     if steer.output != "text":
-        echo_data({"run": run, "report": report}, steer.output)
+        echo_data(canceled, steer.output)
+        return
+    run = canceled.run
+    if not canceled.changed:
+        click.echo(f"run {run.id} was canceled already (nothing changed)")
         return
     click.echo(f"run {run.id} canceled: now {run.status}")
-    for line in cancel_lines(report):
+    for line in cancel_lines(canceled.report):
         click.echo(f"  {line}")
 
 

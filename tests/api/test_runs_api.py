@@ -97,6 +97,14 @@ def test_run_mutations_check_the_expected_revision(serve: Serve, store: Store) -
         assert_error(unknown, 422, "invalid_request")
         canceled = client.post(f"/runs/{run.id}/cancel", json={"reason": "done"})
         assert canceled.json()["run"]["status"] == "canceled"
+        assert canceled.json()["changed"] is True
+        # canceling again changes nothing and says so, as a repeated approval does
+        events = store.runs.get(run.id).last_event_seq
+        again = client.post(f"/runs/{run.id}/cancel", json={"reason": "again"})
+        assert again.status_code == 200, again.text
+        assert again.json()["changed"] is False
+        assert again.json()["report"] == canceled.json()["report"]
+        assert store.runs.get(run.id).last_event_seq == events
     assert [e.actor for e in store.runs.events(run.id)][-1] == "user:local"
 
 

@@ -141,6 +141,14 @@ def test_cancel_says_what_it_prevented_and_what_may_have_happened(
     assert "  was waiting_for_approval in state review" in lines
     assert f"  prevented: approval {approval['id']} canceled" in out
     assert "  may have happened: nothing" in lines
+    # a repeated cancel is a no-op that says so, as a repeated approval is
+    events = cli.json("runs", "show", run_id)["run"]["last_event_seq"]  # type: ignore[index]
+    code, out, err = cli("runs", "cancel", run_id, "--reason", "again")
+    assert (code, out) == (0, f"run {run_id} was canceled already (nothing changed)\n"), err
+    again = cli.json("runs", "cancel", run_id)
+    assert isinstance(again, dict) and again["changed"] is False
+    assert again["report"]["canceled_approvals"] == [approval["id"]]
+    assert cli.json("runs", "show", run_id)["run"]["last_event_seq"] == events  # type: ignore[index]
     shown = cli.json("runs", "show", run_id)
     assert shown["run"]["status"] == "canceled"  # type: ignore[index]
 

@@ -344,7 +344,7 @@ def test_cancel_while_waiting_cancels_the_approval(
     run = f.start()
     f.run_until_idle()
     [approval] = service.list_approvals(store, run_id=run.id)
-    canceled = service.cancel_run(store, service.RunCommand(run.id), service.CLI)
+    canceled = service.cancel_run(store, service.RunCommand(run.id), service.CLI).run
     assert canceled.status == RunStatus.CANCELED
     assert service.show_approval(store, approval.id).approval.status == "canceled"
     event = next(e for e in store.runs.events(run.id, 0, 1000) if e.type == "run.canceled")

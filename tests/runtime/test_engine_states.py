@@ -96,7 +96,7 @@ def test_pause_resume_cancel_through_the_service(store: Store, tmp_path: Path) -
     service.pause_run(store, service.RunCommand(run.id), service.CLI)
     resumed = service.resume_run(store, service.RunCommand(run.id), service.CLI)
     assert resumed.status == RunStatus.WAITING_FOR_EVENT  # waits again, still registered
-    canceled = service.cancel_run(store, service.RunCommand(run.id, "not needed"), service.CLI)
+    canceled = service.cancel_run(store, service.RunCommand(run.id, "not needed"), service.CLI).run
     assert canceled.status == RunStatus.CANCELED
     with pytest.raises(InvalidStatus):
         service.resume_run(store, service.RunCommand(run.id), service.CLI)

@@ -209,7 +209,7 @@ def test_only_a_running_run_in_the_proposing_state_may_call(store: Store, tmp_pa
     run = service.create_objective(
         store, service.StartObjective("tools", {"item": "laptop"}), service.CLI
     ).run
-    canceled = service.cancel_run(store, service.RunCommand(run.id, "test"), service.CLI)
+    canceled = service.cancel_run(store, service.RunCommand(run.id, "test"), service.CLI).run
     decision = check_run(canceled, "ask")
     assert (decision.allowed, decision.reason_code) == (False, "run_not_running")
     assert "is canceled" in decision.reason

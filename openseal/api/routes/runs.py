@@ -107,10 +107,11 @@ def resume(run_id: Id, body: RunCommand, state: State, who: Who) -> dict[str, An
 )
 def cancel(run_id: Id, body: RunCommand, state: State, who: Who) -> dict[str, Any]:
     """Cancel durably; ``report`` (the ``run.canceled`` event's payload) says what the
-    cancellation prevented and what may already have happened."""
+    cancellation prevented and what may already have happened. Canceling a canceled run
+    changes nothing (``changed`` false) and answers the first cancellation's report."""
     request = service.RunCommand(run_id, body.reason, body.expected_revision)
-    run = service.cancel_run(state.store, request, runtime_caller(state, who))
-    return {"run": jsonable(run), "report": jsonable(service.cancellation(state.store, run))}
+    canceled = service.cancel_run(state.store, request, runtime_caller(state, who))
+    return {"run": jsonable(canceled.run), "report": canceled.report, "changed": canceled.changed}
 
 
 @router.post(

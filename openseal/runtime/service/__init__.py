@@ -94,6 +94,7 @@ if TYPE_CHECKING:
     from openseal.runtime.service.definitions import deploy_documents
     from openseal.runtime.service.runs import (
         LOCAL_ACTOR,
+        Canceled,
         ChildRun,
         Registered,
         RunView,
@@ -159,6 +160,7 @@ __all__ = [
     "ApprovalView",
     "Call",
     "Caller",
+    "Canceled",
     "Capability",
     "CapabilityConfig",
     "ChangeProposalStatus",

@@ -350,16 +350,38 @@ def resume_run(store: Store, request: RunCommand, caller: Caller) -> Run:
     )
 
 
-def cancel_run(store: Store, request: RunCommand, caller: Caller) -> Run:
-    """Cancel durably; the ``run.canceled`` event says what the run was doing."""
+@dataclass(frozen=True)
+class Canceled:
+    """A canceled run and what its cancellation prevented and what may have happened."""
+
+    run: Run
+    #: the ``run.canceled`` event's payload (:func:`cancellation`)
+    report: dict[str, Any]
+    #: False when the run had been canceled already: a repeated cancel changes nothing, as a
+    #: repeated approval decision does not
+    changed: bool = True
+
+
+def cancel_run(store: Store, request: RunCommand, caller: Caller) -> Canceled:
+    """Cancel durably; the ``run.canceled`` event says what the run was doing. Canceling a
+    run that is canceled already is a no-op (``changed`` False) with the first cancel's report;
+    a run that ended otherwise (completed, failed) cannot be canceled."""
     from openseal.runtime.engine import cascade
     from openseal.runtime.faults import cancel_hook_from_env
 
-    visible_run(store, request.run_id, caller.grant)
-    return cascade.cancel_run(
-        store, request.run_id, caller.actor, request.reason,
-        expected_revision=request.expected_revision, after_commit=cancel_hook_from_env(),
-    )  # fmt: skip
+    run = visible_run(store, request.run_id, caller.grant)
+    if run.status != RunStatus.CANCELED:
+        try:
+            run = cascade.cancel_run(
+                store, request.run_id, caller.actor, request.reason,
+                expected_revision=request.expected_revision, after_commit=cancel_hook_from_env(),
+            )  # fmt: skip
+            return Canceled(run, cancellation(store, run))
+        except InvalidStatus:
+            run = store.runs.get(run.id)  # another cancel may have come first
+            if run.status != RunStatus.CANCELED:
+                raise
+    return Canceled(run, cancellation(store, run), changed=False)
 
 
 def cancellation(store: Store, run: Run) -> dict[str, Any]:
