@@ -18,6 +18,7 @@ from openseal.cli.governance import actor_option
 from openseal.cli.output import echo_data, echo_error
 from openseal.cli.runtime import store_options
 from openseal.errors import UsageError
+from openseal.wire import jsonable
 
 
 @click.command("author")
@@ -92,7 +93,6 @@ def author_command(
             --definitions definitions/procurement/hcl
     """
     from openseal.authoring import AuthoringRequest, AuthoringSetup
-    from openseal.cli.deploy import filed_json
     from openseal.cli.runtime import opened
     from openseal.skills.credentials import RuntimeContext
 
@@ -116,15 +116,22 @@ def author_command(
         written = _write(result, into, force)
         filed = None if store is None else _propose(store, result, actor, prompt)
     if output != "text":
-        document: dict[str, Any] = {**result.to_dict(), "written": [str(p) for p in written]}
-        document["proposal"] = None if filed is None else filed_json(filed)
-        echo_data(document, output)
+        echo_data(authored_json(result, written, filed), output)
         return
     _show(result, written, shown=into is None and not propose)
     if filed is not None:
         from openseal.cli.deploy import print_filed
 
         print_filed(filed)
+
+
+def authored_json(result: Any, written: list[Path], filed: Any) -> dict[str, Any]:
+    """The draft with what became of it, each at the top as ``deploy -o json`` prints it:
+    ``written`` (the files ``--into`` wrote) and ``proposal`` (the change proposal
+    ``--propose`` filed, or None) with ``created``, ``unchanged`` and ``note``."""
+    document: dict[str, Any] = {**result.to_dict(), "written": [str(p) for p in written]}
+    document.update({"proposal": None} if filed is None else jsonable(filed))
+    return document
 
 
 def _draft(setup: Any, request: Any, store: Any, output: str) -> Any:

@@ -208,6 +208,34 @@ def test_json_output(
     assert document["written"] == [] and document["proposal"] is None
 
 
+def test_json_output_has_one_shape_whether_written_or_proposed(
+    server: ChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    definitions = workspace(tmp_path, server)
+    server.reply(answer(("auditor.hcl", GOOD)), answer(("auditor.hcl", GOOD)))
+    code, out, err = author(
+        capsys, tmp_path, "add an auditor", "--into", str(definitions), "--model", PROFILE,
+        "-o", "json",
+    )  # fmt: skip
+    assert code == 0, err
+    written = json.loads(out)
+    (definitions / "auditor.hcl").unlink()
+    code, out, err = author(
+        capsys, tmp_path, "add an auditor", "--definitions", str(definitions), "--model",
+        PROFILE, "--propose", "-o", "json",
+    )  # fmt: skip
+    assert code == 0, err
+    proposed = json.loads(out)
+    # what each did is at the top, as `deploy -o json` prints a filing: not one level deeper
+    assert written["written"] == [str(definitions / "auditor.hcl")]
+    assert written["proposal"] is None
+    assert proposed["written"] == []
+    assert proposed["proposal"]["status"] == "proposed" and proposed["created"] is True
+    _, listed, _ = main_json(capsys, tmp_path, "proposals", "list")
+    assert [p["id"] for p in json.loads(listed)] == [proposed["proposal"]["id"]]
+    assert set(written) <= set(proposed)
+
+
 def test_a_refused_key_is_one_line(
     server: ChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
