@@ -236,6 +236,49 @@ def test_json_output_has_one_shape_whether_written_or_proposed(
     assert set(written) <= set(proposed)
 
 
+SUMMARY = """workflow "summarize_orders" {
+  description = "Summarize the week's purchase orders."
+  owner       = team.procurement
+  start       = state.summarize
+
+  state "summarize" {
+    turn {
+      agent  = team.procurement.role.researcher
+      goal   = "Summarize this week's purchase orders."
+      output = object({ summary = string })
+    }
+    next = state.done
+  }
+
+  state "done" {
+    end = "completed"
+  }
+}
+"""
+
+
+def test_a_proposal_s_diff_shows_as_added_only_what_is_not_active(
+    server: ChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    definitions = workspace(tmp_path, server)
+    _, out, err = main_json(capsys, tmp_path, "deploy", str(definitions), "--actor", "user:al")
+    first = json.loads(out)["proposal"]["id"]
+    for step in (["decide", first, "--approve"], ["activate", first]):
+        assert main_json(capsys, tmp_path, "proposals", *step)[0] == 0
+    server.reply(answer(("summary.hcl", SUMMARY)))
+    code, out, err = author(
+        capsys, tmp_path, "summarize the week's orders", "--definitions", str(definitions),
+        "--model", PROFILE, "--propose", "-o", "json",
+    )  # fmt: skip
+    assert code == 0, err
+    filed = json.loads(out)["proposal"]
+    assert [t["name"] for t in filed["targets"]] == ["summarize_orders"]
+    # the new workflow's model profile, agent and team are active already: not new authority
+    assert filed["diff"]["definitions"]["added"] == ["workflow.summarize_orders"]
+    assert "model.procurement_default" not in json.dumps(filed["diff"]["changes"])
+    assert filed["risk_widening"] is False
+
+
 def test_a_refused_key_is_one_line(
     server: ChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

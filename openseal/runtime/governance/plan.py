@@ -52,7 +52,7 @@ def make_plan(
     base = {t.name: active[t.name][0] if t.name in active else None for t in targets}
     old = closure([d for d in base.values() if d is not None], stored)
     new = closure([t.digest for t in targets], incoming)
-    report = diff_documents(old, new)
+    report = diff_documents(with_active(store, conn, old, new), new)
     bundled = []
     for target in targets:
         found = incoming(target.digest) if target.kind == GOVERNANCE_KIND else None
@@ -62,6 +62,18 @@ def make_plan(
         active_governance(store, conn), bundled, [(t.name, t.kind) for t in targets]
     )
     return Plan(base, report.to_dict(), report.risk_widening, policy)
+
+
+def with_active(store: Store, conn: Connection, old: Documents, new: Documents) -> Documents:
+    """``old`` with the active version of each definition ``new`` holds and ``old`` does not:
+    a new deployment that uses a model profile, skill or team another deployment already
+    runs is diffed against that version, so what is active is never shown as added."""
+    missing = new.keys() - old.keys()
+    if not missing:
+        return old
+    roots = [deployment.active_digest for deployment, _ in store.definitions.deployments_in(conn)]
+    active = closure(roots, lambda key: store.definitions.document(conn, key))
+    return {**old, **{ref: active[ref] for ref in missing if ref in active}}
 
 
 def closure(roots: Iterable[str], lookup: Lookup) -> Documents:
