@@ -4,10 +4,11 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-#: where openseal's source lives, and where its documentation (``docs/`` of the source tree) is
-#: published: pyproject.toml's ``[project.urls]`` declares the same two (a test holds them
-#: equal), here as constants so reading them costs nothing at start-up
-REPOSITORY_URL = "https://github.com/openseal/openseal"
-DOCS_URL = f"{REPOSITORY_URL}/blob/main/docs"
+#: where openseal's source lives: the one place to set its address. Empty until the project
+#: has a published home, so no guessed address is printed anywhere (SARIF rules then carry no
+#: ``helpUri``, and pyproject.toml declares no ``[project.urls]``; a test holds the two equal)
+REPOSITORY_URL = ""
+#: where its documentation (``docs/`` of the source tree) is published, from the above
+DOCS_URL = f"{REPOSITORY_URL}/blob/main/docs" if REPOSITORY_URL else ""
 
 __all__ = ["DOCS_URL", "REPOSITORY_URL", "__version__"]

@@ -21,7 +21,7 @@ from typing import Protocol
 from urllib.parse import quote
 
 # each SARIF rule's ``helpUri`` points into the diagnostics page of openseal's published
-# documentation, declared in pyproject.toml's ``[project.urls]``
+# documentation, when it has a published address (openseal.REPOSITORY_URL)
 from openseal import DOCS_URL
 from openseal.compiler.diagnostics import CODE_GROUPS, CODES, Diagnostic, Severity, sort_key
 from openseal.compiler.syntax.spans import Span
@@ -340,21 +340,24 @@ def _sarif_rule(code: str, docs_url: str) -> dict[str, object]:
     """A rule as code scanning shows it: its title, what its group of codes is about, and
     where the codes are documented."""
     title, group = CODES[code], CODE_GROUPS[code[2]]
-    uri = f"{docs_url}/diagnostics.md#codes"
+    uri = f"{docs_url}/diagnostics.md#codes" if docs_url else ""
     about = f"{code} ({code[:3]}xx: {group}): {title}."
-    return {
+    explained = "The result's message says what is wrong where it points, with a hint when "
+    explained += "openseal has one."
+    codes = "Every code is listed in openseal's documentation, docs/diagnostics.md."
+    rule: dict[str, object] = {
         "id": code,
         "shortDescription": {"text": title},
         "fullDescription": {"text": about},
         "help": {
-            "text": f"{about} The result's message says what is wrong where it points, with a "
-            f"hint when openseal has one. Every code: {uri}",
-            "markdown": f"**{code}** ({code[:3]}xx: {group}): {title}.\n\nThe result's message "
-            f"says what is wrong where it points, with a hint when openseal has one. "
-            f"[Every diagnostic code]({uri})",
+            "text": f"{about} {explained} " + (f"Every code: {uri}" if uri else codes),
+            "markdown": f"**{code}** ({code[:3]}xx: {group}): {title}.\n\n{explained} "
+            + (f"[Every diagnostic code]({uri})" if uri else codes),
         },
-        "helpUri": uri,
     }
+    if uri:  # optional in SARIF: only an address the project publishes
+        rule["helpUri"] = uri
+    return rule
 
 
 def render_sarif(
