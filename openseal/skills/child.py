@@ -15,6 +15,7 @@ changed since. A child that timed out, died or broke the protocol is never reuse
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -83,11 +84,7 @@ class _Child:
         )
 
     def call(self, entry_point: str, args: Mapping[str, object], deadline: float) -> ChildReply:
-        request = {
-            "entry_point": entry_point,
-            "args": dict(args),
-            "seconds": max(deadline - time.monotonic(), 0.0),
-        }
+        request = {"entry_point": entry_point, "args": dict(args), "deadline": deadline}
         line = json.dumps(request, separators=(",", ":")).encode() + b"\n"
         assert self.process.stdin is not None
         try:
@@ -193,5 +190,14 @@ class _Pool:
                 return
         child.close()
 
+    def close(self) -> None:
+        """End the idle children (at exit: they would end on their own when the worker's end
+        closes their input, but not before the interpreter complains of running children)."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for child in idle:
+            child.close()
+
 
 _POOL = _Pool()
+atexit.register(_POOL.close)

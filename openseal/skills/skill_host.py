@@ -9,11 +9,13 @@ timeout) and never a module of the worker it does not need.
 The protocol is one JSON line each way per call, on pipes of the child's own (its standard
 input and output are moved aside, so a skill that prints or reads does not disturb it):
 
-* request: ``{"entry_point": "m:f", "args": {...}, "seconds": 1.5}``
+* request: ``{"entry_point": "m:f", "args": {...}, "deadline": 81234.5}``, the deadline on
+  the host's monotonic clock (``time.monotonic()`` reads the system's monotonic clock, the same
+  in every process of the host, so a child slow to start does not push the deadline back)
 * reply: ``{"output": ...}``, ``{"raised": "..."}`` (the function raised), or
   ``{"not_called": "..."}`` (the entry point could not be loaded).
 
-Each call is bounded inside the child too: when ``seconds`` pass before the function returns,
+Each call is bounded inside the child too: when the deadline passes before the function returns,
 the child kills its own process group (itself, and whatever the skill started in it), so a
 call ends by its deadline even when the worker that asked for it is gone.
 """
@@ -26,6 +28,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import IO, Any
 
@@ -51,8 +54,9 @@ def load_entry_point(entry_point: str) -> Callable[..., Any]:
 
 
 def serve(request: dict[str, Any]) -> dict[str, Any]:
-    """Call one request's function within its ``seconds``; the reply to send back."""
-    watchdog = threading.Timer(float(request["seconds"]), _stop_process_group)
+    """Call one request's function by its deadline; the reply to send back."""
+    seconds = max(float(request["deadline"]) - time.monotonic(), 0.0)
+    watchdog = threading.Timer(seconds, _stop_process_group)
     watchdog.daemon = True
     watchdog.start()
     try:
