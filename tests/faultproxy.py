@@ -4,8 +4,10 @@ Faults are caused for real: :meth:`TcpProxy.sever` closes every open connection 
 directions (what a network blip, a failover or a killed backend looks like to the client),
 :meth:`TcpProxy.refuse` makes new connections fail until switched off, and
 :meth:`TcpProxy.mute` drops what the server sends (a reply lost on the way: a client that sent
-``COMMIT`` waits for an answer, though the server committed). The server itself is never
-stopped.
+``COMMIT`` waits for an answer, though the server committed), and :meth:`TcpProxy.blackhole`
+is a silent partition: every connection, open or new, is kept open and nothing is forwarded
+either way (a NAT that forgot the connection, a primary that vanished without a reset). The
+server itself is never stopped.
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ class TcpProxy:
         self._pairs: list[tuple[socket.socket, socket.socket]] = []
         self._refusing = False
         self._muted = False
+        self._blackholed = False
+        #: connections accepted while blackholed: held open, never forwarded
+        self._swallowed: list[socket.socket] = []
         self._closed = False
         #: connections accepted so far (each new database session is one)
         self.accepted = 0
@@ -66,9 +71,20 @@ class TcpProxy:
         with self._lock:
             self._muted = muted
 
+    def blackhole(self, on: bool = True) -> None:
+        """While on, nothing is forwarded either way on any connection, and a new connection is
+        accepted and never answered; none is closed. Connections accepted meanwhile stay dead
+        when it ends (their client never got an answer)."""
+        with self._lock:
+            self._blackholed = on
+
     def _passes(self) -> bool:
         with self._lock:
-            return not self._muted
+            return not self._muted and not self._blackholed
+
+    def _passes_up(self) -> bool:
+        with self._lock:
+            return not self._blackholed
 
     def open_connections(self) -> int:
         with self._lock:
@@ -79,6 +95,11 @@ class TcpProxy:
         with contextlib.suppress(OSError):
             self._server.close()
         self.sever()
+        with self._lock:
+            swallowed, self._swallowed = self._swallowed, []
+        for sock in swallowed:
+            with contextlib.suppress(OSError):
+                sock.close()
 
     def __enter__(self) -> TcpProxy:
         return self
@@ -98,10 +119,15 @@ class TcpProxy:
             except OSError:
                 return
             with self._lock:
-                refusing = self._refusing
+                refusing, swallowing = self._refusing, self._blackholed
                 self.refused += refusing
+                if swallowing and not refusing:
+                    self._swallowed.append(client)
             if refusing:
                 client.close()
+                continue
+            if swallowing:
+                threading.Thread(target=_pump, args=(client, None, _never), daemon=True).start()
                 continue
             try:
                 upstream = socket.create_connection(self.target, timeout=10)
@@ -113,27 +139,28 @@ class TcpProxy:
                 self._pairs.append((client, upstream))
                 self.accepted += 1
             for source, sink, passes in (
-                (client, upstream, _always),
+                (client, upstream, self._passes_up),
                 (upstream, client, self._passes),
             ):
                 threading.Thread(target=_pump, args=(source, sink, passes), daemon=True).start()
 
 
-def _always() -> bool:
-    return True
+def _never() -> bool:
+    return False
 
 
-def _pump(source: socket.socket, sink: socket.socket, passes: Callable[[], bool]) -> None:
+def _pump(source: socket.socket, sink: socket.socket | None, passes: Callable[[], bool]) -> None:
     try:
         while True:
             data = source.recv(65536)
             if not data:
                 break
-            if passes():
+            if sink is not None and passes():
                 sink.sendall(data)
     except OSError:
         pass
     finally:
         for sock in (source, sink):
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)

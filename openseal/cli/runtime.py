@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import gc
 import os
+import signal
+import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -17,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from openseal.cli.output import echo_data, output_option
-from openseal.errors import OpenSealError, UsageError
+from openseal.errors import OpenSealError, StoreError, UsageError
 
 if TYPE_CHECKING:
     from openseal.observability.metrics import MetricsServer
@@ -133,6 +135,15 @@ def opened(
     Only commands that set a store up (``create``) make a new one; any other names a missing
     store, so a mistyped ``--home`` is an error rather than an empty store.
     """
+    store = open_checked(home, auto_migrate=auto_migrate, create=create)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def open_checked(home: Path, *, auto_migrate: bool | None = None, create: bool = False) -> Store:
+    """What :func:`opened` opens, to be closed by the caller."""
     from openseal.runtime.store import open_store
 
     check_database_url()
@@ -142,11 +153,7 @@ def opened(
             f"no store at {home / 'openseal.db'}; create one with "
             f"`openseal db upgrade --home {home}` (or deploy to it), or set OPENSEAL_DATABASE_URL"
         )
-    store = open_store(home=home, auto_migrate=auto_migrate)
-    try:
-        yield store
-    finally:
-        store.close()
+    return open_store(home=home, auto_migrate=auto_migrate)
 
 
 @contextmanager
@@ -246,6 +253,10 @@ def upgrade(home: Path, output: str) -> None:
 )
 @click.option("--worker-id", default=None, help="Name in leases and events (default host:pid).")
 @click.option(
+    "--drain-seconds", type=click.FloatRange(0), default=20.0, show_default=True,
+    help="Longest drain on SIGTERM/SIGINT; turns still going then are left to their leases.",
+)  # fmt: skip
+@click.option(
     "--scripted-responses",
     type=click.Path(path_type=Path, dir_okay=False),
     default=None,
@@ -288,6 +299,7 @@ def worker(
     log_format: str,
     mode: str | None,
     worker_id: str | None,
+    drain_seconds: float,
     scripted_responses: Path | None,
     scripted_calls: Path | None,
     context_path: Path | None,
@@ -320,7 +332,11 @@ def worker(
     name = worker_id or default_worker_id()
     log = TurnLog(name, log_format)
     tracing.configure_from_env()
-    with opened(home) as store:
+    reachable = _open_when_reachable(home, log)
+    if reachable is None:  # stopped while the database was unreachable
+        log.message("stopped")
+        return
+    with closing(reachable) as store:
         store.poll_interval = min(store.poll_interval, poll_interval)
         engine = Engine(
             store,
@@ -337,18 +353,51 @@ def worker(
         runner = Worker(
             engine, concurrency=concurrency, poll_interval=poll_interval,
             mode=mode or "forever",  # type: ignore[arg-type]
+            drain_seconds=drain_seconds,
         )  # fmt: skip
         runner.install_signal_handlers(log)
         exposed = _serve_metrics(store, metrics_host, metrics_port, log)
         freeze_start_up_heap()
         log.message(f"started (concurrency {concurrency}, lease {lease_seconds}s)")
         try:
-            runner.run()
+            left = runner.run()
         finally:
             if exposed is not None:
                 exposed.close()
             tracing.shutdown()
+        if left:
+            log.message(
+                f"the drain did not end within {drain_seconds:g}s: {left} turn(s) left to "
+                "their leases"
+            )
         log.message("stopped")
+
+
+def _open_when_reachable(home: Path, log: TurnLog) -> Store | None:
+    """The store, once its PostgreSQL answers: a worker started while the database is
+    unreachable waits and retries with backoff (one line per attempt) instead of exiting.
+    None when SIGTERM or SIGINT came first. Any other failure to open it is raised."""
+    from openseal.runtime.service.workers import backoff
+
+    stop = threading.Event()
+    signals = (signal.SIGTERM, signal.SIGINT)
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in signals}
+    try:
+        attempt = 0
+        while True:
+            try:
+                return open_checked(home)
+            except StoreError as exc:
+                if exc.code != "unavailable" or not os.environ.get("OPENSEAL_DATABASE_URL"):
+                    raise
+                attempt += 1
+                delay = backoff(attempt)
+                log.message(f"{exc}; retrying in {delay:.1f}s")
+                if stop.wait(delay):
+                    return None
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def freeze_start_up_heap() -> None:

@@ -30,6 +30,7 @@ from openseal.runtime.caller import Caller
 from openseal.runtime.engine.cascade import Cascade
 from openseal.runtime.engine.catalog import WorkflowCatalog
 from openseal.runtime.engine.objectives import create_objective
+from openseal.runtime.engine.outage import OutageLog
 from openseal.runtime.engine.tools import GatewayTools, ToolRunner
 from openseal.runtime.engine.triggers import Scheduler
 from openseal.runtime.engine.turns import Begun, TurnExecutor, TurnReport
@@ -107,9 +108,10 @@ class Heartbeats:
     one per claim: starting a thread costs more than a short turn.
     """
 
-    def __init__(self, store: Store, lease_seconds: float) -> None:
+    def __init__(self, store: Store, lease_seconds: float, outage: OutageLog) -> None:
         self.store = store
         self.lease_seconds = lease_seconds
+        self.outage = outage
         self._lock = threading.Lock()
         self._held: dict[tuple[str, int], tuple[Claim, threading.Event]] = {}
         self._wake = threading.Event()
@@ -142,19 +144,25 @@ class Heartbeats:
                 if not held:  # nothing to renew: the next hold() starts a new thread
                     self._thread = None
                     return
+            failed: list[str] = []
+            fault = ""
             for claim, lost in held:
                 if lost.is_set():
                     continue
                 try:
                     alive = self.store.leases.heartbeat(claim, lease_seconds=self.lease_seconds)
                 except Exception as exc:  # a transient database error: try again next beat
-                    log.warning("heartbeat for run %s failed: %s", claim.run_id, exc)
+                    failed.append(claim.run_id)
+                    fault = describe_fault(exc)
                     continue
                 if not alive:
                     lost.set()
                 else:
                     metrics.HEARTBEATS.labels(worker=claim.worker_id).inc()
                     metrics.worker_seen(claim.worker_id)
+            if failed:  # one line for the beat, however many runs are held
+                runs = f"run {failed[0]}" if len(failed) == 1 else f"{len(failed)} runs"
+                self.outage.fault(f"heartbeat for {runs} failed: {fault}")
 
 
 class Engine:
@@ -187,7 +195,9 @@ class Engine:
         self.max_turns_per_claim = max_turns_per_claim
         self.on_turn = on_turn
         self.stopping = threading.Event()
-        self.heartbeats = Heartbeats(store, lease_seconds)
+        #: database faults of this engine's threads, written once per beat while they last
+        self.outage = OutageLog(log, lease_seconds / 3)
+        self.heartbeats = Heartbeats(store, lease_seconds, self.outage)
         #: the threads stepping this engine share commits (``batch_size`` 1: each its own)
         self.group: GroupCommit | None = (
             GroupCommit(store, size=batch_size, window=batch_window, hook=batch_hook_from_env())
@@ -378,10 +388,10 @@ class Engine:
         try:
             retry_at = self.store.leases.release_for_retry(claim, reason, self.retry_delay)
         except Exception as again:  # the database is still away: the lease will expire
-            log.warning(
-                "run %s: %s; the turn is dropped, the lease expires in %gs (%s)",
-                claim.run_id, reason, self.lease_seconds, describe_fault(again),
-            )  # fmt: skip
+            self.outage.fault(
+                f"run {claim.run_id}: {reason}; the turn is dropped, the lease expires in "
+                f"{self.lease_seconds:g}s ({describe_fault(again)})"
+            )
             return "lost"
         if retry_at is None:
             return "lost"
@@ -432,7 +442,7 @@ class Engine:
                 self.cascade.poll()
                 report = self.step(run_id)
             except OpenSealError as exc:  # e.g. the database is unreachable for a while
-                log.warning("worker %s: %s; retrying", self.worker_id, exc)
+                self.outage.fault(f"worker {self.worker_id}: {exc}; retrying")
                 mark = None
                 self.stopping.wait(poll_interval)
                 continue
@@ -441,8 +451,8 @@ class Engine:
                 mark = None
                 continue
             except DatabaseFailure as exc:
-                log.warning(
-                    "worker %s: database error %s; retrying", self.worker_id, describe_fault(exc)
+                self.outage.fault(
+                    f"worker {self.worker_id}: database error {describe_fault(exc)}; retrying"
                 )
                 mark = None
                 self.stopping.wait(poll_interval)
@@ -455,6 +465,7 @@ class Engine:
                 mark = None
                 self.stopping.wait(poll_interval)
                 continue
+            self.outage.recovered()
             if report is not None:
                 mark = None  # look again, from a fresh mark
                 continue
@@ -463,7 +474,7 @@ class Engine:
             try:
                 wake = self.store.wait_for_work(self._idle_wait(poll_interval), since=mark)
             except Exception as exc:  # a broken wake-up channel must not end the worker
-                log.warning("worker %s: waiting for work failed: %s", self.worker_id, exc)
+                self.outage.fault(f"worker {self.worker_id}: waiting for work failed: {exc}")
                 mark = None
                 self.stopping.wait(poll_interval)
                 continue

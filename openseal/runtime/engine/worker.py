@@ -1,8 +1,10 @@
 """A worker process: N threads stepping one shared :class:`Engine`, one log line per turn.
 
 SIGTERM or SIGINT asks it to drain: each thread finishes its current turn, releases its lease
-if the run is still runnable, and exits. Idle threads sleep on the store's wake-up
-(PostgreSQL ``LISTEN``; SQLite polls).
+if the run is still runnable, and exits. The drain lasts at most ``drain_seconds``: a turn still
+going then (a model call that takes long, a database that does not answer) is left to its lease,
+which another worker takes over once it expires, as after a crash. Idle threads sleep on the
+store's wake-up (PostgreSQL ``LISTEN``; SQLite polls).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import json
 import signal
 import sys
 import threading
+import time
 from datetime import UTC, datetime
 from types import FrameType
 from typing import Literal, TextIO
@@ -20,6 +23,10 @@ from openseal.runtime.engine.turns import TurnReport
 from openseal.skills.credentials import RuntimeContext
 
 Mode = Literal["forever", "once", "until_idle"]
+
+#: how long a drain may last by default, in seconds (less than the 30 s an orchestrator
+#: usually waits between SIGTERM and SIGKILL)
+DRAIN_SECONDS = 20.0
 
 
 class TurnLog:
@@ -71,22 +78,28 @@ class Worker:
         concurrency: int = 1,
         poll_interval: float = 1.0,
         mode: Mode = "forever",
+        drain_seconds: float = DRAIN_SECONDS,
     ) -> None:
         self.engine = engine
         self.concurrency = max(1, concurrency)
         self.poll_interval = poll_interval
         self.mode = mode
+        self.drain_seconds = drain_seconds
+        #: ``time.monotonic()`` by which a drain asked for must be over (None: none asked)
+        self._drain_by: float | None = None
 
     @property
     def context(self) -> RuntimeContext | None:
         """The runtime context (credentials, adapter configuration) the engine works with."""
         return self.engine.context
 
-    def run(self) -> None:
-        """Run until drained (signal), idle (``until_idle``) or one claim done (``once``)."""
+    def run(self) -> int:
+        """Run until drained (signal), idle (``until_idle``) or one claim done (``once``);
+        returns how many threads were still working when the drain's time ran out (their
+        turns are left to their leases)."""
         if self.mode == "once":
             self.engine.step()
-            return
+            return 0
         threads = [
             threading.Thread(target=self._loop, name=f"openseal-worker-{i}", daemon=True)
             for i in range(self.concurrency)
@@ -97,6 +110,16 @@ class Worker:
             # Join in slices so the main thread keeps handling signals.
             while thread.is_alive():
                 thread.join(timeout=0.2)
+                if self._drain_by is not None and time.monotonic() >= self._drain_by:
+                    return sum(thread.is_alive() for thread in threads)
+        return 0
+
+    def drain(self) -> None:
+        """Stop taking work, finish the current turns, and return from :meth:`run` within
+        ``drain_seconds``."""
+        if self._drain_by is None:
+            self._drain_by = time.monotonic() + self.drain_seconds
+        self.engine.stop()
 
     def _loop(self) -> None:
         self.engine.run_forever(
@@ -107,7 +130,7 @@ class Worker:
         def drain(signum: int, _frame: FrameType | None) -> None:
             if log is not None:
                 log.message(f"{signal.Signals(signum).name}: draining")
-            self.engine.stop()
+            self.drain()
 
         signal.signal(signal.SIGTERM, drain)
         signal.signal(signal.SIGINT, drain)

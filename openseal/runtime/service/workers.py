@@ -6,7 +6,7 @@ client, are the service face's own names (``service.OpenAIProvider``,
 
 from __future__ import annotations
 
-from openseal.runtime.engine.engine import Engine, default_worker_id
+from openseal.runtime.engine.engine import Engine, backoff, default_worker_id
 from openseal.runtime.engine.worker import TurnLog, Worker
 from openseal.runtime.health import StoreCollector
 from openseal.runtime.providers import (
@@ -29,6 +29,7 @@ __all__ = [
     "TurnLog",
     "Usage",
     "Worker",
+    "backoff",
     "default_provider_factory",
     "default_worker_id",
     "retry",

@@ -188,6 +188,7 @@ def create_engine(
             ) from None
         return sqlite_engine(path, synchronous=synchronous, busy_timeout_ms=busy_timeout_ms)
     if url.startswith("postgresql"):
+        _check_deadlines(url, connect_args or {}, source)
         engine = sa.create_engine(
             url,
             connect_args=connect_args or {},
@@ -218,6 +219,21 @@ def check_url(url: str, source: str) -> None:
             why = "its port is not a number"
         raise StoreError(
             f"malformed database URL {shown!r}{source}: {why}", code="database_url"
+        ) from None
+
+
+def _check_deadlines(url: str, connect_args: Mapping[str, Any], source: str) -> None:
+    """Refuse a reply deadline that is not a number of seconds (see deadlines.py) now, not at
+    the first connection."""
+    from openseal.runtime.store.db import deadlines
+
+    try:
+        deadlines.reply_timeout({**sa.make_url(url).query, **connect_args})
+    except (TypeError, ValueError):
+        raise StoreError(
+            f"malformed database URL{source}: {deadlines.REPLY_TIMEOUT_PARAM} must be a "
+            "number of seconds (0: no deadline)",
+            code="database_url",
         ) from None
 
 

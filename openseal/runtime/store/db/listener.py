@@ -8,13 +8,16 @@ it), owns it on one thread, and passes each notification's payload (the run that
 runnable) to a callback, which wakes one idle worker thread for it. When the session is lost
 (server restart, failover, a dropped connection, an idle-session timeout) the thread reconnects
 with capped backoff and calls the callback once with no payload, which wakes everyone:
-notifications sent while it was away are gone.
+notifications sent while it was away are gone. A session that stays quiet is asked a
+``SELECT 1`` every :data:`PING_SECONDS`: a session lost without a word (a silent partition)
+answers nothing, and the reply deadline (deadlines.py) ends it like any other loss.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +31,8 @@ POLL_SECONDS = 1.0
 RETRY_FIRST, RETRY_CAP = 0.2, 5.0
 #: how long the first caller waits for the session to be listening
 START_SECONDS = 5.0
+#: a session that heard nothing for this long is pinged (with the reply deadline)
+PING_SECONDS = 30.0
 
 
 class NotificationListener:
@@ -47,8 +52,10 @@ class NotificationListener:
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
         self._first_attempt = threading.Event()
-        #: times the session was (re)established; tests read it
+        #: times the session was (re)established, and its connection while it lasts; tests
+        #: read them
         self.sessions = 0
+        self.connection: Any = None
 
     def start(self) -> None:
         """Start the listening thread if it is not running; the first call waits (briefly)
@@ -82,6 +89,7 @@ class NotificationListener:
             delay = RETRY_FIRST
             self.sessions += 1
             self._first_attempt.set()
+            self.connection = conn
             try:
                 # Whatever was notified while no session listened is lost: look once.
                 self.on_notify(None)
@@ -90,6 +98,7 @@ class NotificationListener:
                 if not self._stopping.is_set():
                     log.warning("listening for work stopped: %s; reconnecting", _one_line(exc))
             finally:
+                self.connection = None
                 _close_quietly(conn)
 
     def _connect(self) -> Any:
@@ -109,11 +118,16 @@ class NotificationListener:
         return conn
 
     def _listen(self, conn: Any) -> None:
+        heard = time.monotonic()
         while not self._stopping.is_set():
             for notification in conn.notifies(timeout=POLL_SECONDS):
+                heard = time.monotonic()
                 self.on_notify(notification.payload or None)
             if conn.closed:
                 raise ConnectionError("the listening connection closed")
+            if time.monotonic() - heard >= PING_SECONDS:
+                conn.execute("SELECT 1")  # raises once the reply deadline passes unanswered
+                heard = time.monotonic()
 
 
 def _close_quietly(conn: Any) -> None:

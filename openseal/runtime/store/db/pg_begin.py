@@ -33,6 +33,8 @@ import psycopg
 import sqlalchemy as sa
 from sqlalchemy import event
 
+from openseal.runtime.store.db import deadlines
+
 _BEGIN = b"BEGIN"
 
 
@@ -51,9 +53,10 @@ class BeginningCursor(psycopg.Cursor[Any]):
             super().executemany(*args, **kwargs)
 
 
-class BeginningConnection(psycopg.Connection[Any]):
+class BeginningConnection(deadlines.DeadlineConnection):
     """A psycopg connection in autocommit that opens a transaction block with the first
-    statement of each transaction SQLAlchemy begins on it (see the module docstring)."""
+    statement of each transaction SQLAlchemy begins on it (see the module docstring), whose
+    waits for the server have deadlines (:mod:`.deadlines`)."""
 
     #: a transaction began and its ``BEGIN`` has not been sent yet
     owes_begin = False
@@ -81,13 +84,16 @@ class BeginningConnection(psycopg.Connection[Any]):
 
 def begin_with_first_statement(engine: sa.Engine) -> None:
     """Make ``engine`` (PostgreSQL through psycopg) open its connections as
-    :class:`BeginningConnection` and mark each as owing a ``BEGIN`` when a transaction
-    begins on it."""
+    :class:`BeginningConnection`, with the deadlines of :mod:`.deadlines`, and mark each as
+    owing a ``BEGIN`` when a transaction begins on it."""
 
     @event.listens_for(engine, "do_connect")
     def _connect(_dialect: Any, _record: Any, cargs: Any, cparams: Any) -> Any:
         options = {**cparams, "autocommit": True, "cursor_factory": BeginningCursor}
-        return BeginningConnection.connect(*cargs, **options)
+        reply_timeout = deadlines.connection_params(options)
+        conn = BeginningConnection.connect(*cargs, **options)
+        conn.reply_timeout = reply_timeout
+        return conn
 
     @event.listens_for(engine, "begin")
     def _begin(conn: sa.Connection) -> None:

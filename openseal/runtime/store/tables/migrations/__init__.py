@@ -98,6 +98,7 @@ def upgrade(engine: sa.Engine, revision: str = "head") -> str:
     with (
         engine.connect() as connection,
         _foreign_keys_deferred_on_sqlite(connection),
+        _without_reply_deadline(connection),
         connection.begin(),
     ):
         command.upgrade(_config(connection), revision)
@@ -105,6 +106,23 @@ def upgrade(engine: sa.Engine, revision: str = "head") -> str:
     reached = current_revision(engine)
     assert reached is not None
     return reached
+
+
+@contextmanager
+def _without_reply_deadline(connection: sa.Connection) -> Iterator[None]:
+    """Lift the reply deadline of a PostgreSQL connection (``runtime/store/db/deadlines.py``)
+    while migrations run on it: one may rewrite or index a large table for longer than any
+    store statement takes. The connection's TCP deadlines still hold."""
+    raw = connection.connection.driver_connection
+    deadline = getattr(raw, "reply_timeout", None)
+    if deadline is None:
+        yield
+        return
+    raw.reply_timeout = None  # type: ignore[union-attr]
+    try:
+        yield
+    finally:
+        raw.reply_timeout = deadline  # type: ignore[union-attr]
 
 
 @contextmanager
