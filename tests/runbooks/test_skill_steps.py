@@ -5,8 +5,12 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
+import pytest
+
 from openseal.runbooks.executor import run
 from tests.runbooks.support import plan_of
+from tests.runtime.slow_skill import lock_held
+from tests.runtime.support import eventually
 
 SKILLS = """
 skill "add" {
@@ -38,6 +42,18 @@ skill "flaky_write" {
   input       = object({ key = string, failures = number })
   adapter "python" {
     entry_point = "tests.skills.sample_skills:flaky"
+  }
+  idempotency {
+    key_header = "Idempotency-Key"
+  }
+}
+
+skill "stuck_write" {
+  description = "A write that holds a lock for `a` seconds."
+  effect      = "write"
+  input       = object({ a = number })
+  adapter "python" {
+    entry_point = "tests.skills.sample_skills:stuck"
   }
   idempotency {
     key_header = "Idempotency-Key"
@@ -121,3 +137,28 @@ def test_a_read_is_retried_but_an_effect_is_not(tmp_path: Path) -> None:
     assert write.error is not None and write.error.startswith(
         "outcome unknown: skill `flaky_write`"
     )
+
+
+def test_an_effect_past_its_timeout_is_stopped_not_left_running(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The step fails at its timeout, and the call's process is killed with what it started:
+    the lock they hold is soon free (it would be held for ten minutes otherwise)."""
+    lock = tmp_path / "lock"
+    monkeypatch.setenv("OPENSEAL_TEST_LOCK", str(lock))
+    plan = plan_of(
+        tmp_path,
+        _runbook("""
+  step "write" {
+    skill   = skill.stuck_write
+    args    = { a = 600 }
+    timeout = "1s"
+  }
+"""),
+        select="main",
+    )
+    result = run(plan, {})
+    write = result.steps["write"]
+    assert write.status == "failed"
+    assert write.error == "timed out after 1s"
+    eventually(lambda: not lock_held(lock), timeout=30)
