@@ -2,8 +2,9 @@
 
 An adapter turns one :class:`SkillCall` into one :class:`SkillResult`. It never
 touches the store: whatever must be persisted around a call (the action row,
-the recorded activity) is the caller's business. Adapters are synchronous;
-callers that need a timeout or concurrency run them on a worker thread.
+the recorded activity) is the caller's business. Adapters are synchronous and
+end a call at its ``timeout`` where they can (see :mod:`openseal.skills.bounded`);
+callers run them on a worker thread for concurrency and a bound of their own.
 
 >>> from openseal.skills import adapter_for                           # doctest: +SKIP
 >>> result = adapter_for(spec).call(SkillCall("lookup", spec, {"q": "x"}, 5.0))  # doctest: +SKIP

@@ -1,9 +1,12 @@
 """Every adapter call is bounded: a skill's ``timeout`` holds whatever the adapter does.
 
-Adapters are synchronous and a python skill has no timeout of its own, so the call runs on a
-daemon thread and the caller stops waiting at the bound. The thread cannot be stopped; when it
-finishes late, its result is handed to ``on_late`` — for an action that reply is evidence and
-is recorded (invariant 14), for a read it is simply dropped.
+The adapters end their own calls at the timeout where they can: an HTTP exchange is cut, a
+python skill with an effect runs in a child process that is killed (:mod:`openseal.skills.child`).
+What remains — a python read, which runs on the caller's side, or an adapter stuck where its
+own deadline does not reach (a name lookup) — is bounded here: the call runs on a daemon thread
+and the caller stops waiting at the bound. The thread cannot be stopped; when it finishes late,
+its result is handed to ``on_late`` — for an action that reply is evidence and is recorded
+(invariant 14), for a read it is simply dropped.
 """
 
 from __future__ import annotations

@@ -11,10 +11,12 @@ whose first reply trickles in for a minute."""
 from __future__ import annotations
 
 import signal
+import threading
 from pathlib import Path
 
 import pytest
 
+from openseal.errors import RuntimeFailure
 from openseal.runtime import service
 from openseal.runtime.engine.engine import Engine
 from openseal.runtime.providers import ScriptedProvider, fixed
@@ -260,3 +262,34 @@ def test_a_call_outlives_no_deadline_when_its_worker_is_killed(
     [entry] = _entries()
     [action] = service.list_actions(store, run_id=run_id)
     assert (action.status, action.result) == (ActionStatus.SUCCEEDED, entry)
+
+
+@pytest.mark.slow
+def test_the_operator_is_refused_while_a_call_runs_and_heard_as_soon_as_it_ended(
+    store: Store, tmp_path: Path
+) -> None:
+    """While the call runs, the action is being sent: ``resolve`` is refused with
+    ``action_in_flight``. The call would take ten minutes; at its 5 s timeout it is stopped,
+    the worker lets go of the run, and the same ``resolve`` is taken."""
+    deploy(store, tmp_path, python_skill("submit", retry=False, timeout="5s"))
+    run_id = start(store, 600)
+    worker = Engine(store, fixed(ScriptedProvider({})), worker_id="w")
+    working = threading.Thread(target=worker.run_until_idle)
+    working.start()
+    try:
+        eventually(starts, timeout=60)
+        [action] = service.list_actions(store, run_id=run_id)
+        resolution = service.Resolution(
+            action.id, "succeeded", "wrote the entry by hand", {"ref": "r-1", "entry": "E-1"}
+        )
+        with pytest.raises(RuntimeFailure) as refused:
+            service.resolve_action(store, resolution, service.CLI)
+        assert refused.value.code == "action_in_flight"
+    finally:
+        working.join(timeout=120)
+    assert not working.is_alive()
+    assert not lock_held(tmp_path / "ledger.lock")
+
+    assert service.resolve_action(store, resolution, service.CLI).status == ActionStatus.SUCCEEDED
+    worker.run_until_idle()
+    assert store.runs.get(run_id).status == RunStatus.COMPLETED
