@@ -12,10 +12,11 @@ assets); the web console is at ``/``.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from fastapi import Depends, FastAPI
+from fastapi.responses import RedirectResponse
 from starlette.concurrency import run_in_threadpool
 
 from openseal import __version__
@@ -95,4 +96,21 @@ def create_app(settings: ApiSettings, *, store: Store | None = None) -> FastAPI:
     docs_url = f"{PREFIX}/docs" if settings.docs else None
     console.install(app, prefix=PREFIX, docs_url=docs_url, dependencies=[Depends(caller)])
     app.include_router(health.router)
+    redirect_unversioned(app, {"/openapi.json": app.openapi_url, "/docs": docs_url})
     return app
+
+
+def redirect_unversioned(app: FastAPI, targets: dict[str, str | None]) -> None:
+    """``/docs`` and ``/openapi.json``, where a FastAPI server usually serves them, answer with
+    a redirect to the versioned ones (``/api/v1/...``) instead of a 404; one not served (the
+    docs page turned off) is not redirected to."""
+    for path, target in targets.items():
+        if target:
+            app.add_api_route(path, _redirect(target), methods=["GET"], include_in_schema=False)
+
+
+def _redirect(target: str) -> Callable[[], RedirectResponse]:
+    def redirect() -> RedirectResponse:
+        return RedirectResponse(target, status_code=307)
+
+    return redirect
