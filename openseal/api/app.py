@@ -22,6 +22,7 @@ from starlette.concurrency import run_in_threadpool
 from openseal import __version__
 from openseal.api import console, errors
 from openseal.api.auth import caller
+from openseal.api.http_metrics import HttpMetrics
 from openseal.api.limits import RequestLimits
 from openseal.api.routes import (
     actions,
@@ -91,6 +92,7 @@ def create_app(settings: ApiSettings, *, store: Store | None = None) -> FastAPI:
     )
     errors.install(app)
     app.add_middleware(RequestLimits, limits=settings.limits)
+    app.add_middleware(HttpMetrics)  # outermost: it counts what the limits refuse too
     for module in ROUTERS:
         app.include_router(module.router, prefix=PREFIX, dependencies=[Depends(caller)])
     docs_url = f"{PREFIX}/docs" if settings.docs else None

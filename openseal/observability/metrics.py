@@ -25,6 +25,7 @@ from prometheus_client import (
     Counter,
     Gauge,
     Histogram,
+    ProcessCollector,
     generate_latest,
     start_http_server,
 )
@@ -106,6 +107,24 @@ WORKER_SEEN = Gauge(
     ["worker"],
     registry=REGISTRY,
 )
+
+HTTP_REQUESTS = Counter(
+    "openseal_http_requests",
+    "HTTP requests this server answered, by route template (`/api/v1/runs/{run_id}`; "
+    "`unmatched` for a path no route serves), method and status.",
+    ["route", "method", "status"],
+    registry=REGISTRY,
+)
+HTTP_SECONDS = Histogram(
+    "openseal_http_request_duration_seconds",
+    "How long this server took to answer a request, by route template, method and status.",
+    ["route", "method", "status"],
+    buckets=LATENCY_BUCKETS,
+    registry=REGISTRY,
+)
+#: the process's CPU, memory, open files and start time (``process_*``), where the platform
+#: tells them (Linux's /proc; elsewhere it reports nothing)
+ProcessCollector(registry=REGISTRY)
 
 _seen_lock = threading.Lock()
 #: monotonic time each worker of this process was last seen (for readiness)
