@@ -34,6 +34,11 @@ TOKEN_ROLES = ("viewer", "operator", "approver", "author", "reviewer", "decider"
 #: in approver, reviewer and decider lists: ``role:approver`` names whoever holds that role
 ROLE_PREFIX = "role:"
 
+#: The most runs deep a run tree grows (a run started by no other run is 1 deep): a child run
+#: (a spawned child, a delegated request's run) that would be deeper is refused. A workflow's
+#: ``max_depth`` may lower it for the children its runs start, never raise it.
+MAX_RUN_DEPTH = 16
+
 
 @dataclass(frozen=True)
 class SchemaRef:

@@ -84,6 +84,7 @@ CODES: dict[str, str] = {
     "OS407": "unknown step or state",
     "OS408": "event not produced by this kind of state",
     "OS409": "delegate or action inside parallel or for_each",
+    "OS410": "workflows start each other in a cycle without a depth bound",
     # authority and policy
     "OS501": "skill not bound to the acting agent, team or role",
     "OS502": "action above the agent's risk ceiling",

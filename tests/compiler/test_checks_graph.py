@@ -11,6 +11,7 @@ from openseal.compiler.analysis.checks.graph import GRAPH_CHECKS, Check
 from openseal.compiler.analysis.ir import Analysis
 from openseal.compiler.diagnostics import Diagnostic
 from openseal.compiler.load import LoadResult, load_definitions
+from openseal.compiler.pipeline import compile_paths
 from openseal.compiler.output.render_diagnostics import render_human
 from tests.golden_helper import assert_golden
 
@@ -28,6 +29,8 @@ CASES: list[tuple[Check, str, str]] = [
     (checks.check_transition_targets, "OS407", "os407_transition_targets.hcl"),
     (checks.check_events_match_kind, "OS408", "os408_events_match_kind.hcl"),
     (checks.check_fanout_work, "OS409", "os409_fanout_work.hcl"),
+    (checks.check_workflow_cycles, "OS410", "os410_workflow_cycles.hcl"),
+    (checks.check_workflow_cycles, "OS410", "os410_workflow_cycles.yaml"),
     (checks.check_budget_covers_shortest_path, "OS507", "os507_budget_covers_shortest_path.hcl"),
 ]
 
@@ -49,7 +52,7 @@ def run_graph_checks(analysis: Analysis) -> list[Diagnostic]:
     return [d for check in GRAPH_CHECKS for d in check(analysis, graphs)]
 
 
-@pytest.mark.parametrize(("check", "code", "name"), CASES, ids=[c[1] for c in CASES])
+@pytest.mark.parametrize(("check", "code", "name"), CASES, ids=[c[2] for c in CASES])
 def test_golden_graph_check(check: Check, code: str, name: str) -> None:
     loaded, analysis = load(INPUTS / name)
     found = check(analysis, build(analysis))
@@ -58,7 +61,8 @@ def test_golden_graph_check(check: Check, code: str, name: str) -> None:
     # No other graph check piles on: each mistake is reported once, by its own check.
     assert sorted(run_graph_checks(analysis), key=str) == sorted(found, key=str)
     text = render_human(found, loaded.sources, color=False, file_count=1)
-    assert_golden(text, f"graph/{Path(name).with_suffix('.txt')}")
+    suffix = "_yaml.txt" if name.endswith(".yaml") and code == "OS410" else ".txt"
+    assert_golden(text, f"graph/{Path(name).stem}{suffix}")
 
 
 @pytest.mark.parametrize(
@@ -114,3 +118,48 @@ def test_yaml_points_at_the_state_key() -> None:
     [found] = checks.check_unreachable_states(analysis, build(analysis))
     assert (found.span.line, found.span.column) == (11, 7)
     assert found.span.end_column == 13
+
+
+def _bounded_only(path: Path, tmp_path: Path) -> Path:
+    """The input with the unbounded cycles taken out: the agent, `ask`, `w1` and `w2`."""
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".hcl":
+        text = text.replace('  workflow     = "ask"\n', "")
+        start, end = text.index("# w1 spawns w2"), text.index("# A cycle with a bound")
+        text = text[:start] + text[end:]
+    else:
+        text = text.replace(", workflow: ask}", "}")
+        start, end = text.index("  w1:\n"), text.index("  b1:\n")
+        text = text[:start] + text[end:]
+    out = tmp_path / path.suffix.lstrip(".") / path.name
+    out.parent.mkdir()
+    out.write_text(text, encoding="utf-8")
+    return out
+
+
+def test_a_bounded_cycle_compiles_to_one_digest_in_both_syntaxes(tmp_path: Path) -> None:
+    digests = []
+    for name in ("os410_workflow_cycles.hcl", "os410_workflow_cycles.yaml"):
+        result = compile_paths([_bounded_only(INPUTS / name, tmp_path)])
+        assert result.ok, result.diagnostics
+        b1, b2 = result.documents["workflow.b1"], result.documents["workflow.b2"]
+        assert b1.document["spec"]["max_depth"] == 4
+        assert "max_depth" not in b2.document["spec"]  # undeclared: not in the document
+        digests.append((b1.digest, b2.digest))
+    assert digests[0] == digests[1]
+
+
+@pytest.mark.parametrize("depth", ["1", "17", '"deep"'])
+def test_max_depth_outside_its_range_is_refused_where_it_is_written(
+    tmp_path: Path, depth: str
+) -> None:
+    text = (
+        (INPUTS / "os410_workflow_cycles.hcl")
+        .read_text()
+        .replace("max_depth = 4", f"max_depth = {depth}")
+    )
+    (tmp_path / "all.hcl").write_text(text)
+    result = compile_paths([tmp_path / "all.hcl"])
+    found = [d for d in result.diagnostics if "max_depth" in d.message]
+    assert [(d.code, d.span.line) for d in found] == [("OS104", 72)], result.diagnostics
+    assert found[0].message.startswith("`max_depth`")

@@ -25,6 +25,7 @@ from pydantic import (
     model_validator,
 )
 
+from openseal.contract import MAX_RUN_DEPTH
 from openseal.compiler.definitions.field_types import (
     Duration,
     Expression,
@@ -483,6 +484,14 @@ class WorkflowSpec(Spec):
     budget: Budget = Budget()
     on_budget_exhausted: Literal["needs_attention", "failed"] = "needs_attention"
     objective: ObjectivePolicy | None = None
+    max_depth: int | None = Field(
+        None,
+        ge=2,
+        le=MAX_RUN_DEPTH,
+        description="the most runs deep a run tree may be for a child its runs start "
+        "(`spawn`, `delegate`); a run started by no other run is 1 deep. Required on one "
+        "workflow of every cycle of workflows that start each other",
+    )
     state: dict[Identifier, State]
 
 

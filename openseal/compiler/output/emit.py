@@ -312,6 +312,8 @@ def build_document(
         if spec.objective is None:
             # Workflows without an objective policy keep the digests they had before it existed.
             del document["spec"]["objective"]
+        if spec.max_depth is None:
+            del document["spec"]["max_depth"]  # likewise for a run-tree depth bound
     elif isinstance(spec, RunbookSpec):
         document.update(_runbook_parts(definition.name, spec, analysis, graphs, digests))
     elif isinstance(spec, AgentSpec):

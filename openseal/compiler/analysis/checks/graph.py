@@ -25,10 +25,17 @@ from openseal.compiler.analysis.build import (
 )
 from openseal.compiler.analysis.ir import STATE_EVENTS, Analysis, RunbookGraph, WorkflowGraph
 from openseal.compiler.definitions.decode import Definition
-from openseal.compiler.definitions.specs import BranchWork, RunbookSpec, WorkflowSpec
+from openseal.compiler.definitions.specs import (
+    AgentSpec,
+    BranchWork,
+    RunbookSpec,
+    TeamSpec,
+    WorkflowSpec,
+)
 from openseal.compiler.diagnostics import Diagnostic, Related, did_you_mean, error
 from openseal.compiler.lang import expr as ex
 from openseal.compiler.syntax.spans import Span
+from openseal.contract import MAX_RUN_DEPTH
 
 Check = Callable[[Analysis, Graphs], list[Diagnostic]]
 
@@ -402,6 +409,83 @@ def _cycle_through(dag: nx.DiGraph, first: str) -> list[str]:
     return nodes
 
 
+# --------------------------------------------------------------------------- OS410
+
+
+def check_workflow_cycles(analysis: Analysis, graphs: Graphs) -> list[Diagnostic]:
+    """Workflows that start each other's runs (``spawn``, or ``delegate`` to an agent that
+    runs a workflow) in a cycle nest runs without end unless one of them bounds the depth
+    (``max_depth``); each such cycle is reported once, at its first start."""
+    starts = nx.DiGraph()
+    bounded = set()
+    for definition, spec, _ in _workflows(analysis, graphs):
+        if spec.max_depth is not None:
+            bounded.add(definition.name)
+        for target, span, how in _workflows_started(analysis, definition, spec):
+            if not starts.has_edge(definition.name, target):  # the first start is shown
+                starts.add_edge(definition.name, target, span=span, how=how)
+    starts.remove_nodes_from(bounded)  # a bounded workflow ends every cycle through it
+    out: list[Diagnostic] = []
+    for component in sorted(sorted(c) for c in nx.strongly_connected_components(starts)):
+        first = component[0]
+        if len(component) == 1 and not starts.has_edge(first, first):
+            continue
+        cycle = _cycle_through(starts, first)
+        steps = [starts.edges[a, b] for a, b in zip(cycle, [*cycle[1:], cycle[0]], strict=True)]
+        names = " → ".join([*cycle, cycle[0]])
+        who = f"workflow `{first}` starts runs of itself" if len(cycle) == 1 else (
+            "workflows start each other's runs in a cycle"
+        )  # fmt: skip
+        message = (
+            f"{who} ({names}: {steps[0]['how']}) and none of them bounds how deep those runs nest"
+        )
+        suggestion = (
+            f"declare `max_depth` (at most {MAX_RUN_DEPTH}) on one of them, the most runs "
+            "deep a run tree may be for a child its runs start, or break the cycle"
+        )
+        related = [Related(step["span"], str(step["how"])) for step in steps[1:]]
+        out.append(
+            error("OS410", message, steps[0]["span"], related=related, suggestion=suggestion)
+        )
+    return out
+
+
+def _workflows_started(
+    analysis: Analysis, definition: Definition, spec: WorkflowSpec
+) -> Iterator[tuple[str, Span, str]]:
+    """The workflows (by name) whose runs the runs of ``spec`` may start, where, and how."""
+    name = definition.name
+    for state_id, state in sorted(spec.state.items()):
+        if state.spawn is not None:
+            for label, child in sorted(state.spawn.child.items()):
+                path = ("state", state_id, "spawn", "child", label, "workflow")
+                span = definition.key_spans.get(path) or state_span(definition, state_id)
+                how = f"`{name}` spawns `{child.workflow}` as child `{label}` in `{state_id}`"
+                yield child.workflow, span, how
+        if state.delegate is not None:
+            callee = state.delegate.to
+            target = _delegated_workflow(analysis, callee)
+            if target is not None:
+                how = f"`{name}` delegates to `{callee.dotted}`, whose requests run `{target}`"
+                yield target, callee.span, how
+
+
+def _delegated_workflow(analysis: Analysis, callee: ex.Ref) -> str | None:
+    """The workflow a request to ``callee`` runs as, as the runtime picks the member: an
+    agent, a team role's agent, or a team's first role (by name)."""
+    agent: ex.Ref | None = callee
+    if callee.root == "team" and callee.path:
+        team = analysis.get(f"team.{callee.path[0]}")
+        roles = team.spec.role if team is not None and isinstance(team.spec, TeamSpec) else {}
+        role = str(callee.path[2]) if len(callee.path) == 3 else next(iter(sorted(roles)), None)
+        member = roles.get(role) if role is not None else None
+        agent = member.agent if member is not None else None
+    if agent is None or agent.root != "agent" or len(agent.path) != 1:
+        return None
+    found = analysis.get(f"agent.{agent.path[0]}")
+    return found.spec.workflow if found is not None and isinstance(found.spec, AgentSpec) else None
+
+
 # --------------------------------------------------------------------------- OS507
 
 
@@ -468,5 +552,6 @@ GRAPH_CHECKS: tuple[Check, ...] = (
     check_events_match_kind,
     check_fanout_work,
     check_runbook_cycles,
+    check_workflow_cycles,
     check_budget_covers_shortest_path,
 )
