@@ -11,8 +11,8 @@ from openseal.compiler.analysis.checks.graph import GRAPH_CHECKS, Check
 from openseal.compiler.analysis.ir import Analysis
 from openseal.compiler.diagnostics import Diagnostic
 from openseal.compiler.load import LoadResult, load_definitions
-from openseal.compiler.pipeline import compile_paths
 from openseal.compiler.output.render_diagnostics import render_human
+from openseal.compiler.pipeline import compile_paths
 from tests.golden_helper import assert_golden
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -25,7 +25,6 @@ from pydantic import (
     model_validator,
 )
 
-from openseal.contract import MAX_RUN_DEPTH
 from openseal.compiler.definitions.field_types import (
     Duration,
     Expression,
@@ -35,6 +34,7 @@ from openseal.compiler.definitions.field_types import (
     Text,
     TypeConstraint,
 )
+from openseal.contract import MAX_RUN_DEPTH
 
 Effect = Literal["read", "write", "external", "production", "destructive"]
 #: Effects in increasing order of risk; index = risk level.
