@@ -21,6 +21,7 @@ import jsonschema
 from openseal.contract import EndSettings, TurnSettings
 from openseal.errors import RuntimeFailure, UsageError
 from openseal.runtime.compiled import CompiledWorkflow
+from openseal.runtime.engine import run_depth
 from openseal.runtime.engine.catalog import WorkflowCatalog
 from openseal.runtime.store import (
     AgentRequest,
@@ -79,6 +80,9 @@ def start_child(
     the caller's row lock) and record it on the request, now ``accepted``; the child's id."""
     if workflow is None:
         workflow = WorkflowCatalog(store).workflow(caller.workflow_digest)
+    too_deep = run_depth.refusal(store, conn, caller, workflow.document)
+    if too_deep is not None:
+        raise DelegationFailed(too_deep)
     agent_key, agent_digest = callee_agent(workflow, request.callee)
     meta: dict[str, Any] = request.request if isinstance(request.request, dict) else {}
     agent = workflow.dependency(agent_key, _holder(workflow, request.callee))

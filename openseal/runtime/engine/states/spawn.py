@@ -11,8 +11,10 @@ expires an open group itself. The state leaves by the group's outcome (``done``,
 or an expiry, an operator must decide. Children the join no longer waits for are canceled
 then, unless the state lets them ``detach``.
 
-A child that cannot start (its workflow is not deployed, or its inputs do not fit the active
-version) starts none of them: the group is ``failed`` at once, with the reason.
+A child that cannot start (its workflow is not deployed, its inputs do not fit the active
+version, or it would be deeper than the run tree may grow: see
+:mod:`~openseal.runtime.engine.run_depth`) starts none of them: the group is ``failed`` at
+once, with the reason.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import jsonschema
 
 from openseal.contract import ChildSettings, DependencyWait, SpawnSettings
 from openseal.runtime.compiled import evaluate_json
+from openseal.runtime.engine import run_depth
 from openseal.runtime.engine.cascade import cancel_unless_ended
 from openseal.runtime.engine.states.base import Advance, Attention, Outcome, StepContext, Suspend
 from openseal.runtime.statuses import TERMINAL_RUN_STATUSES, RunStatus
@@ -55,7 +58,8 @@ def execute(ctx: StepContext) -> Outcome:
 
     def start(tx: FencedTx) -> None:
         conn = tx.conn
-        pinned, reason = _pin(tx.store, conn, children, inputs)
+        too_deep = run_depth.refusal(tx.store, conn, tx.run(), ctx.workflow.document)
+        pinned, reason = ([], too_deep) if too_deep else _pin(tx.store, conn, children, inputs)
         group = tx.store.dependencies.start_in(
             conn, tx.run(), state=ctx.state.name, visit=ctx.visit, join=join, needed=needed,
             detach=config["detach"], deadline=deadline, children=pinned,
