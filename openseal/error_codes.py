@@ -96,6 +96,18 @@ _ALL: list[ErrorCode] = [
         ("unauthorized", 401, FAILURE, "No bearer token, or one the server does not know."),
         ("forbidden", 403, FAILURE, "The caller may not use this endpoint."),
         (
+            "misdirected_request",
+            421,
+            FAILURE,
+            "The local operator's secret came addressed to a Host that is not loopback.",
+        ),
+        (
+            "foreign_origin",
+            403,
+            FAILURE,
+            "The local operator's secret came from a page whose Origin is not loopback.",
+        ),
+        (
             "cross_site_request",
             403,
             FAILURE,
@@ -239,7 +251,7 @@ _ALL: list[ErrorCode] = [
             "local_operator_refused",
             403,
             FAILURE,
-            "The local operator (user:local) may decide only through a loopback API.",
+            "The local operator (user:local) is served only to this machine, when enabled.",
         ),
         ("not_an_approver", 403, FAILURE, "The actor is not one of the approval's approvers."),
         ("reason_required", 422, FAILURE, "A rejection or a change request needs a reason."),

@@ -17,11 +17,13 @@ scope. The approval authority's own ``tokens`` are approvers (``viewer`` and ``a
 every scope. A plain token as a key is accepted but discouraged (the file then holds the
 secret itself).
 
-With tokens configured (a file, the authority's, or any token ever made in the store) every
-request must carry ``Authorization: Bearer <token>``; without them the caller is the local
-operator, ``user:local``, who must connect from this machine (see :mod:`openseal.api.local`).
-Presented tokens are hashed and compared in constant time against every file entry, looked up
-by hash in the store, and are never logged or echoed.
+Every request carries ``Authorization: Bearer <token>``: a token of the store, a file or the
+authority, or — on a server started with ``--local-operator`` — that start's secret, which
+makes the caller the local operator, ``user:local``, only from this machine (see
+:mod:`openseal.api.local`; the console presents it as a cookie). Without either nobody is
+served, unless ``--insecure-no-auth`` serves anonymous callers as ``user:local`` (never as a
+local connection). Presented tokens are hashed and compared in constant time against every
+file entry, looked up by hash in the store, and are never logged or echoed.
 """
 
 from __future__ import annotations
@@ -36,9 +38,11 @@ from typing import Annotated
 import yaml
 from fastapi import Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.requests import HTTPConnection
 
 from openseal.api.errors import ApiError
 from openseal.errors import UsageError
+from openseal.local_operator import cookie_name, secret_file
 from openseal.runtime.service import (
     FULL,
     LOCAL_OPERATOR,
@@ -86,7 +90,8 @@ class TokenTable:
 @dataclass(frozen=True)
 class Caller:
     """The principal a request acts as and what it may do; ``via_token`` is False for the local
-    operator; ``local``: the connection comes from this machine (a loopback peer, no proxy)."""
+    operator (and an anonymous ``--insecure-no-auth`` caller); ``local``: the local operator,
+    with this start's secret, from this machine (:mod:`openseal.api.local`)."""
 
     principal: str
     via_token: bool
@@ -184,39 +189,42 @@ def identify(
     authorization: str | None,
     *,
     store: Store | None = None,
-    local: bool = True,
     insecure: bool = False,
     stored: StoredTokens | None = None,
+    local_operator: str | None = None,
 ) -> Caller:
-    """The caller for an ``Authorization`` header value, or a 401 :class:`ApiError`.
+    """The caller for an ``Authorization`` header value that is not the local operator's
+    secret, or a 401 :class:`ApiError`.
 
-    ``local`` says the connection is the local operator's (:func:`openseal.api.local.
-    is_local_connection`); ``insecure`` (``--insecure-no-auth``) lets anyone act as the local
-    operator when no token is configured, though only a local connection counts as local.
+    ``insecure`` (``--insecure-no-auth``) serves a caller without a token as ``user:local``
+    when no token is configured, never as a local connection; ``local_operator`` says where
+    the local operator's secret is, when this server serves one (for the refusal's hint).
     """
     if stored is None and store is not None:
         stored = StoredTokens(store)
     configured = bool(tokens) or (stored is not None and stored.configured())
-    if not configured:
-        if authorization:
-            raise ApiError(401, "unauthorized", "this server has no tokens configured")
-        if not local and not insecure:
-            raise ApiError(
-                401,
-                "unauthorized",
-                "without tokens only the local operator may call, from this machine (a "
-                "loopback connection with no proxy in between); ask for a token",
-            )
-        return Caller(LOCAL_OPERATOR, False, FULL, local)
     scheme, _, token = (authorization or "").partition(" ")
+    if not token.strip() and not configured and insecure:
+        return Caller(LOCAL_OPERATOR, False, FULL, False)
     if scheme.lower() != "bearer" or not token.strip():
-        raise ApiError(401, "unauthorized", "a bearer token is required")
+        raise ApiError(401, "unauthorized", _without_token(configured, local_operator))
     found = tokens.lookup(token.strip())
     if store is not None:
         found = _stored(store, token.strip(), found)
     if found is None:
         raise ApiError(401, "unauthorized", "unknown token")
-    return Caller(found[0], True, found[1], local)
+    return Caller(found[0], True, found[1], False)
+
+
+def _without_token(configured: bool, local_operator: str | None) -> str:
+    if local_operator is not None:
+        return f"a bearer token is required (the local operator's: {local_operator})"
+    if configured:
+        return "a bearer token is required"
+    return (
+        "a bearer token is required: this server has none yet and serves no local operator; "
+        "create one (`openseal tokens create`), or start it with --local-operator"
+    )
 
 
 def _stored(store: Store, token: str, found: tuple[str, Grant] | None) -> tuple[str, Grant] | None:
@@ -237,8 +245,8 @@ def _stored(store: Store, token: str, found: tuple[str, Grant] | None) -> tuple[
 BEARER = HTTPBearer(
     scheme_name="bearer",
     auto_error=False,
-    description="A token from `openseal tokens create` (or a token file). Without tokens "
-    "configured, the local operator calls from this machine with none.",
+    description="A token from `openseal tokens create` (or a token file), or the local "
+    "operator's per-start secret on a server started with `--local-operator`.",
 )
 
 
@@ -247,16 +255,48 @@ def caller(
     _declared: Annotated[HTTPAuthorizationCredentials | None, Security(BEARER)] = None,
 ) -> Caller:
     """FastAPI dependency: the calling principal."""
-    from openseal.api.local import is_local_connection
     from openseal.api.state import state_of
 
+    local = local_operator_of(request)
+    if local is not None:
+        return local
     state = state_of(request)
     settings = state.settings
     return identify(
         state.tokens,
         request.headers.get("authorization"),
         store=state.store,
-        local=is_local_connection(request, settings.trusted_proxies),
         insecure=settings.insecure_no_auth,
         stored=state.stored_tokens,
+        local_operator=_secret_hint(request) if settings.local else None,
     )
+
+
+def local_operator_of(request: Request) -> Caller | None:
+    """The local operator, when the request presents this start's secret (as a bearer token,
+    else as the console's cookie) and may use it here (else the refusal); None otherwise."""
+    from openseal.api.local import refuse_unless_local
+    from openseal.api.state import state_of
+
+    settings = state_of(request).settings
+    operator = settings.local_operator
+    if operator is None or not settings.local:
+        return None
+    scheme, _, token = (request.headers.get("authorization") or "").partition(" ")
+    by_cookie = not (scheme.lower() == "bearer" and token.strip())
+    presented = request.cookies.get(cookie_name(server_port(request))) if by_cookie else token
+    if not operator.matches(presented):
+        return None
+    refuse_unless_local(request, settings.trusted_proxies, by_cookie=by_cookie)
+    return Caller(LOCAL_OPERATOR, False, FULL, True)
+
+
+def server_port(connection: HTTPConnection) -> int:
+    """The port this server listens on, as the connection was accepted."""
+    server = connection.scope.get("server")
+    return int(server[1]) if server and server[1] is not None else 0
+
+
+def _secret_hint(request: Request) -> str:
+    name = secret_file(Path("."), server_port(request)).name
+    return f"{name} in the server's home, or the console URL `openseal serve` printed"

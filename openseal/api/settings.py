@@ -9,6 +9,7 @@ from openseal.api.auth import TokenTable
 from openseal.api.limits import Limits
 from openseal.api.local import is_loopback
 from openseal.authoring import DEFAULT_TOKEN_BUDGET, AuthoringSetup, availability
+from openseal.local_operator import LocalOperator
 from openseal.runtime.service import ApprovalAuthority, CapabilityConfig
 from openseal.skills.credentials import RuntimeContext
 
@@ -17,8 +18,9 @@ from openseal.skills.credentials import RuntimeContext
 class ApiSettings:
     """Server configuration.
 
-    ``host`` is the listening address; the local operator is whoever connects from this
-    machine (:mod:`openseal.api.local`), and nobody when ``trusted_proxies`` are configured.
+    ``host`` is the listening address. ``local_operator``, this start's secret, serves the
+    local operator (``user:local``, :mod:`openseal.api.local`) — only when ``host`` is
+    loopback and no ``trusted_proxies`` are configured; without it there is none.
     ``workers`` in-process engine workers execute runs; ``external_workers`` declares that
     ``openseal worker`` processes share the store instead. Both make run creation available.
     ``tokens``, ``authority.tokens`` and the store's tokens identify callers.
@@ -50,14 +52,18 @@ class ApiSettings:
     #: proxies in front of the server (addresses or networks): forwarding headers are honoured
     #: from them only, and the local operator is off
     trusted_proxies: tuple[str, ...] = ()
-    #: without tokens, serve callers that are not this machine as the local operator anyway
+    #: without tokens, serve anonymous callers as user:local (never as a local connection)
     insecure_no_auth: bool = False
+    #: the local operator's secret of this start (``--local-operator``); None: no local operator
+    local_operator: LocalOperator | None = None
 
     @property
     def local(self) -> bool:
-        """Whether a request can come from this machine at all: the server listens on loopback
-        and is not behind a proxy (each request is then judged by its connection)."""
-        return is_loopback(self.host) and not self.trusted_proxies
+        """Whether the local operator is served: started for it, listening on loopback, not
+        behind a proxy (each request is then judged by its secret and connection)."""
+        return (
+            self.local_operator is not None and is_loopback(self.host) and not self.trusted_proxies
+        )
 
     def all_tokens(self) -> TokenTable:
         return self.tokens.merged(self.authority)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import click
 
@@ -28,8 +29,14 @@ class ServerUnavailable(OpenSealError):
     default=lambda: os.environ.get("OPENSEAL_TOKEN"),
     help="Bearer token, when the server requires one (default: $OPENSEAL_TOKEN).",
 )
+@click.option(
+    "--home", type=click.Path(path_type=Path, file_okay=False), default=Path(".openseal"),
+    show_default=True, envvar="OPENSEAL_HOME",
+    help="Without a token, the local operator's secret of a server on this machine started "
+    "over this home (`openseal serve --local-operator`) is used.",
+)  # fmt: skip
 @output_option()
-def capabilities(url: str, token: str | None, output: str) -> None:
+def capabilities(url: str, token: str | None, home: Path, output: str) -> None:
     """List each capability of a server with its version, operations and availability.
 
     An unavailable capability's operations are not served (HTTP 501); the reason says
@@ -42,6 +49,9 @@ def capabilities(url: str, token: str | None, output: str) -> None:
     """
     import httpx
 
+    from openseal.cli.client import local_operator_secret
+
+    token = token or local_operator_secret(url, home)
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     endpoint = url.rstrip("/") + "/api/v1/capabilities"
     try:

@@ -8,6 +8,8 @@ embedded path returns, so what a command prints is the same either way.
 
 The token comes from ``OPENSEAL_TOKEN``, or from ``--token-file`` (default
 ``~/.config/openseal/token`` when it exists), which must be readable by its owner only.
+Without one, a server on this machine started with ``--local-operator`` over the same
+``--home`` is called as the local operator, with the secret it wrote there.
 Before the first operation the client reads the server's capabilities, so an operation the
 server does not serve is explained (what is missing and why) instead of failing late.
 
@@ -283,7 +285,7 @@ def connected(
         with opened(home, create=create) as store:
             yield Connection(store=store)
         return
-    with _remote(server, token_file) as remote:
+    with _remote(server, token_file, home) as remote:
         yield Connection(remote=remote)
 
 
@@ -295,15 +297,15 @@ def reading(home: Path, server: str | None, token_file: Path | None) -> Iterator
         with opened_for_reading(home) as reads:
             yield Connection(store=reads)
         return
-    with _remote(server, token_file) as remote:
+    with _remote(server, token_file, home) as remote:
         yield Connection(remote=remote)
 
 
 @contextmanager
-def _remote(server: str, token_file: Path | None) -> Iterator[Remote]:
+def _remote(server: str, token_file: Path | None, home: Path) -> Iterator[Remote]:
     if not server.startswith(("http://", "https://")):
         raise UsageError(f"--server takes an http:// or https:// URL, got {server!r}")
-    remote = Remote(server, _token(token_file))
+    remote = Remote(server, _token(token_file) or local_operator_secret(server, home))
     try:
         yield remote
     finally:
@@ -330,6 +332,23 @@ def _token(token_file: Path | None) -> str | None:
     if not text:
         raise UsageError(f"the token file {token_file} is empty")
     return text
+
+
+def local_operator_secret(server: str, home: Path) -> str | None:
+    """The secret of a server on this machine started with ``--local-operator`` over ``home``
+    (``<home>/local-operator-<port>.token``), for a loopback ``server`` URL; else None."""
+    from urllib.parse import urlsplit
+
+    from openseal.local_operator import read_secret
+
+    parts = urlsplit(server)
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        raise UsageError(f"--server {server!r} has no valid port") from None
+    if parts.hostname not in ("127.0.0.1", "::1", "localhost"):
+        return None
+    return read_secret(home, port)
 
 
 #: a list's filters as the service names them → as the API's query names them

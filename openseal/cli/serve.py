@@ -19,6 +19,7 @@ import click
 from openseal.api.local import is_loopback
 from openseal.cli.output import output_option, render
 from openseal.errors import OpenSealError, UsageError
+from openseal.local_operator import LocalOperator, console_url, remove_secret, write_secret
 from openseal.runtime.service import AUTHORITY_ENV
 
 if TYPE_CHECKING:
@@ -51,6 +52,12 @@ if TYPE_CHECKING:
     envvar="OPENSEAL_TRUSTED_PROXIES",
     help="A proxy in front of the server (address or network; repeatable): its forwarding "
     "headers are honoured, and the local operator is off.",
+)  # fmt: skip
+@click.option(
+    "--local-operator", is_flag=True,
+    help="Serve the local operator (user:local) to this machine: a secret made at each start, "
+    "in <home>/local-operator-<port>.token (mode 0600) and in the console URL printed once. "
+    "Loopback only.",
 )  # fmt: skip
 @click.option(
     "--insecure-no-auth", is_flag=True,
@@ -117,6 +124,7 @@ def serve(
     authority: Path | None,
     tokens_path: Path | None,
     trusted_proxies: tuple[str, ...],
+    local_operator: bool,
     insecure_no_auth: bool,
     workers: int,
     external_workers: bool,
@@ -134,15 +142,17 @@ def serve(
 ) -> None:
     """Serve the HTTP API: deployments, objectives, runs, approvals, actions, events.
 
-    Callers identify with bearer tokens (`openseal tokens create`, --tokens FILE, the approval
-    authority's); without any, the only caller is the local operator (user:local) connecting
-    from this machine, and listening beyond loopback is refused unless --insecure-no-auth.
-    Behind a proxy (--trusted-proxy) the local operator is off. No TLS: use a proxy in front
-    of it for anything but loopback. Exits 1 at once when the port is taken.
+    No TLS: use a proxy in front of it (--trusted-proxy) for anything but loopback. Callers
+    identify with bearer tokens (`openseal tokens create`, --tokens FILE, the approval
+    authority's). With --local-operator the person at this machine is served too, as
+    user:local: the console URL printed at start carries this start's secret, and the CLI
+    reads it from the home's local-operator-PORT.token; a relay or a web page alone gets
+    nothing. Without tokens, listening beyond loopback is refused unless --insecure-no-auth.
+    Exits 1 at once when the port is taken.
 
     \b
     Examples:
-        openseal serve --workers 2
+        openseal serve --local-operator --workers 2
         openseal serve --port 8400 --authority approvals.yaml --tokens tokens.yaml
     """
     import uvicorn
@@ -176,7 +186,9 @@ def serve(
         authoring_definitions=authoring_definitions, authoring_profile=authoring_model,
         authoring_token_budget=authoring_token_budget,
         trusted_proxies=_proxies(trusted_proxies), insecure_no_auth=insecure_no_auth,
+        local_operator=LocalOperator.new() if local_operator else None,
     )  # fmt: skip
+    _check_local_operator(settings)
     _check_bind(host, port)
     # Opened here, not at the application's start-up, so a store that cannot be opened is one
     # line naming it (and exit 1), not a start-up traceback.
@@ -187,6 +199,7 @@ def serve(
         store.close()
         raise
     tracing.configure_from_env()
+    announced = Announced(settings, output)
     try:
         server = uvicorn.Server(
             uvicorn.Config(
@@ -203,13 +216,14 @@ def serve(
                 log_config=None if log_format == "json" else uvicorn.config.LOGGING_CONFIG,
             )
         )
-        announce = threading.Thread(target=_announce, args=(server, host, output), daemon=True)
+        announce = threading.Thread(target=announced.run, args=(server,), daemon=True)
         announce.start()
         freeze_start_up_heap()
         server.run()
     finally:
         tracing.shutdown()
         store.close()
+        announced.forget()
 
 
 def _proxies(values: tuple[str, ...]) -> tuple[str, ...]:
@@ -229,6 +243,12 @@ def _check_exposure(settings: ApiSettings, stored_tokens: bool) -> None:
     if settings.all_tokens() or stored_tokens:
         return
     if is_loopback(settings.host) and not settings.trusted_proxies:
+        if settings.local_operator is None and not settings.insecure_no_auth:
+            click.echo(
+                "note: no tokens and no --local-operator: every API request is refused until "
+                "a token exists (`openseal tokens create`)",
+                err=True,
+            )
         return
     where = f"on {settings.host}" if not is_loopback(settings.host) else "behind a proxy"
     if not settings.insecure_no_auth:
@@ -245,18 +265,53 @@ def _check_exposure(settings: ApiSettings, stored_tokens: bool) -> None:
     )
 
 
-def _announce(server: uvicorn.Server, host: str, output: str) -> None:
-    """Print the address once the server listens (so a script may call it right after)."""
-    while not server.started:
-        if server.should_exit:
+def _check_local_operator(settings: ApiSettings) -> None:
+    if settings.local_operator is None or settings.local:
+        return
+    raise UsageError(
+        "--local-operator serves only this machine: listen on a loopback address "
+        "(127.0.0.1, ::1, localhost) without --trusted-proxy"
+    )
+
+
+class Announced:
+    """Once the server listens: the local operator's secret written (before anything is said,
+    so a script that waits for the address finds it), then the address printed."""
+
+    def __init__(self, settings: ApiSettings, output: str) -> None:
+        self.settings = settings
+        self.output = output
+        self.secret: Path | None = None
+
+    def run(self, server: uvicorn.Server) -> None:
+        while not server.started:
+            if server.should_exit:
+                return
+            time.sleep(0.05)
+        sockets = server.servers[0].sockets if server.servers else ()
+        port = sockets[0].getsockname()[1] if sockets else server.config.port
+        host = self.settings.host
+        url = f"http://{host}:{port}/api/v1"
+        said: dict[str, object] = {"url": url, "tls": False}
+        operator = self.settings.local_operator
+        if operator is not None:
+            self.secret = write_secret(self.settings.home, port, operator.secret)
+            said["console"] = console_url(host, port, operator.secret)
+            said["local_operator_secret"] = str(self.secret)
+        if self.output != "text":
+            click.echo(render(said, self.output), nl=False)
             return
-        time.sleep(0.05)
-    port = server.servers[0].sockets[0].getsockname()[1] if server.servers else server.config.port
-    url = f"http://{host}:{port}/api/v1"
-    if output == "text":
         click.echo(f"openseal API on {url} (no TLS)", err=True)
-    else:
-        click.echo(render({"url": url, "tls": False}, output), nl=False)
+        if operator is not None:
+            click.echo(
+                f"local operator (user:local): open {said['console']} — this start's secret, "
+                f"also in {self.secret} for the CLI and scripts",
+                err=True,
+            )
+
+    def forget(self) -> None:
+        if self.secret is not None:
+            remove_secret(self.secret)
 
 
 class AddressInUse(OpenSealError):

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from openseal.api import ApiSettings
+from openseal.local_operator import LocalOperator
 from openseal.runtime.store import Store
 from tests.api.support import LiveServer, serving
 from tests.runtime.conftest import backend, pg_admin  # noqa: F401  (fixtures)
@@ -39,11 +40,14 @@ def store(backend: Backend, tmp_path: Path) -> Store:  # noqa: F811
 
 @pytest.fixture
 def serve(store: Store, tmp_path: Path) -> Iterator[Serve]:
-    """``serve(**settings)`` starts a server over ``store``; all are stopped afterwards."""
+    """``serve(**settings)`` starts a server over ``store``; all are stopped afterwards. It
+    serves the local operator (as ``openseal serve --local-operator``) unless told
+    ``local_operator=None``."""
     with ExitStack() as stack:
 
         def start(**options: Any) -> LiveServer:
             options.setdefault("home", tmp_path)
+            options.setdefault("local_operator", LocalOperator.new())
             options.setdefault("stream_poll_seconds", 0.05)
             return stack.enter_context(serving(ApiSettings(**options), store))
 

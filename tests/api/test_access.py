@@ -302,8 +302,8 @@ def test_forwarded_headers_never_make_a_local_operator(
     server = serve()
     with server.client() as client:
         assert client.get("/runs").status_code == 200  # loopback, no header: the local operator
-        error = assert_error(client.get("/runs", headers=header), 401, "unauthorized")
-        assert "local operator" in error["message"]
+        error = assert_error(client.get("/runs", headers=header), 403, "local_operator_refused")
+        assert "forwarding header" in error["message"]
 
 
 def test_behind_a_proxy_the_local_operator_is_off(serve: Serve) -> None:

@@ -47,7 +47,7 @@ def test_decisions_need_the_hash_and_name_the_token_holder(
     approval = pending(f.store)
     server = serve(authority=AUTHORITY)
     url = f"/approvals/{approval.id}/decision"
-    with server.client() as anonymous:
+    with server.anonymous() as anonymous:
         refused = anonymous.get("/approvals")
         assert_error(refused, 401, "unauthorized")
         assert refused.headers["www-authenticate"] == "Bearer"
@@ -117,8 +117,9 @@ def test_the_local_operator_is_refused_when_the_server_listens_beyond_loopback(
             service.Caller(None, local=settings.local),
         )
     assert refused.value.code == "local_operator_refused"
-    # the server reports decisions as not served, and refuses them with the reason
-    with serve(host="0.0.0.0", authority=LOCAL).client() as client:
+    # the server reports decisions as not served, and refuses them with the reason (reached as
+    # --insecure-no-auth serves anybody: user:local, never a local connection)
+    with serve(host="0.0.0.0", authority=LOCAL, insecure_no_auth=True).anonymous() as client:
         listed = {c["name"]: c for c in client.get("/capabilities").json()["capabilities"]}
         assert listed["approval_decisions"]["available"] is False
         assert "loopback" in listed["approval_decisions"]["reason"]
@@ -136,7 +137,7 @@ def test_the_local_operator_is_refused_when_the_server_listens_beyond_loopback(
         tokens={sha(ALICE_TOKEN): "user:alice"},
     )
     server = serve(host="0.0.0.0", authority=authority)
-    with server.client() as anonymous:
+    with server.anonymous() as anonymous:
         assert_error(anonymous.get("/capabilities"), 401, "unauthorized")
     with server.client(ALICE_TOKEN) as alice:
         decided = alice.post(

@@ -59,14 +59,15 @@ def test_an_unreadable_token_file_is_a_usage_error(tmp_path: Path) -> None:
 
 def test_identify_the_caller() -> None:
     empty = TokenTable()
-    assert identify(empty, None) == Caller("user:local", False, FULL, True)
-    assert identify(empty, None).decider is None  # the local operator's path
+    with pytest.raises(ApiError) as raised:  # no token, no local operator: nobody is served
+        identify(empty, None)
+    assert raised.value.code == "unauthorized" and "--local-operator" in raised.value.message
     with pytest.raises(ApiError) as raised:
         identify(empty, f"Bearer {ALICE_TOKEN}")
     assert raised.value.code == "unauthorized"
     table = parse_tokens({sha(ALICE_TOKEN): "user:alice"})
     alice = identify(table, f"Bearer {ALICE_TOKEN}")
-    assert alice == Caller("user:alice", True, FULL, True) and alice.decider == "user:alice"
+    assert alice == Caller("user:alice", True, FULL, False) and alice.decider == "user:alice"
     assert identify(table, f"bearer   {ALICE_TOKEN}  ").principal == "user:alice"
     for header in (None, "", "Basic abc", "Bearer ", f"Bearer {BOB_TOKEN}"):
         with pytest.raises(ApiError) as raised:
@@ -75,12 +76,10 @@ def test_identify_the_caller() -> None:
         assert ALICE_TOKEN not in raised.value.message and BOB_TOKEN not in raised.value.message
 
 
-def test_without_tokens_only_a_local_connection_is_the_local_operator() -> None:
-    with pytest.raises(ApiError) as raised:
-        identify(TokenTable(), None, local=False)
-    assert raised.value.status == 401 and "local operator" in raised.value.message
-    # --insecure-no-auth: served anyway, but not as a local connection
-    assert identify(TokenTable(), None, local=False, insecure=True).local is False
+def test_insecure_no_auth_serves_anonymous_callers_never_as_a_local_connection() -> None:
+    anonymous = identify(TokenTable(), None, insecure=True)
+    assert anonymous == Caller("user:local", False, FULL, False)
+    assert anonymous.decider is None and not anonymous.local
 
 
 def test_token_file_entries_may_name_roles_and_scopes() -> None:

@@ -74,7 +74,7 @@ def test_a_draft_is_filed_by_the_caller_and_never_activated(
 ) -> None:
     chat.reply(answer(("budget.hcl", WIDENING)))
     server = serve(**authoring(tmp_path, chat))
-    with server.client() as anonymous:
+    with server.anonymous() as anonymous:
         assert_error(anonymous.post(DRAFTS, json={"prompt": "x"}), 401, "unauthorized")
     with server.client(ALICE_TOKEN) as client:
         listed = {c["name"]: c for c in client.get("/capabilities").json()["capabilities"]}

@@ -12,13 +12,28 @@ from tests.api.conftest import Serve
 
 def test_lists_what_the_server_serves_and_why_not(serve: Serve) -> None:
     server = serve(external_workers=True)
-    result = CliRunner().invoke(cli, ["capabilities", "--url", server.url])
+    result = CliRunner().invoke(
+        cli, ["capabilities", "--url", server.url, "--home", str(server.settings.home)]
+    )
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert any(line.startswith("run_creation") and "available" in line for line in lines)
     assert any(line.startswith("approval_decisions") and "not served" in line for line in lines)
     payload = json.loads(
-        CliRunner().invoke(cli, ["capabilities", "--url", server.url, "--output", "json"]).output
+        CliRunner()
+        .invoke(
+            cli,
+            [
+                "capabilities",
+                "--url",
+                server.url,
+                "--home",
+                str(server.settings.home),
+                "--output",
+                "json",
+            ],
+        )
+        .output
     )
     by_name = {c["name"]: c for c in payload["capabilities"]}
     assert by_name["run_creation"]["available"] is True

@@ -27,7 +27,7 @@ def test_me_says_what_the_caller_may_do_and_why_not(serve: Serve) -> None:
         creation = me["operations"]["objectives.create"]
         assert creation["allowed"] is False and "no workers" in creation["reason"]
     tokens = serve(authority=AUTHORITY, external_workers=True)
-    with tokens.client() as anonymous:
+    with tokens.anonymous() as anonymous:
         assert_error(anonymous.get("/me"), 401, "unauthorized")
     with tokens.client(ALICE_TOKEN) as alice:
         me = alice.get("/me").json()

@@ -85,7 +85,8 @@ def test_readiness_names_what_is_not_ready(tmp_path: Path) -> None:
 
 def test_metrics_after_a_known_run(serve: Serve, store: Store, tmp_path: Path) -> None:
     server = serve(external_workers=True)
-    before = scrape(server.url)
+    local = server.operator.secret if server.operator else None
+    before = scrape(server.url, local)
     provider, _calls = scripted(tmp_path, PICK_7)
     worker = engine(store, provider)
     run = service.create_objective(
@@ -104,7 +105,7 @@ def test_metrics_after_a_known_run(serve: Serve, store: Store, tmp_path: Path) -
     service.pause_run(store, service.RunCommand(repaired.id, reason="look"), TESTER)
     service.intervene(store, service.Intervention(repaired.id, reason="retry it"), TESTER)
 
-    after = scrape(server.url)
+    after = scrape(server.url, local)
 
     def delta(name: str, **labels: str) -> float:
         return value(after, name, **labels) - value(before, name, **labels)

@@ -16,7 +16,7 @@ from openseal.api.auth import parse_tokens, token_sha256
 from openseal.runtime.actions.approvals import load_authority
 from openseal.runtime.store import Action, Approval
 from openseal.simulator.procurement import ProcurementSimulator
-from tests.api.support import LiveServer, serving
+from tests.api.support import LiveServer, operated, serving
 from tests.cli.test_approvals_cli import authority, pending, waiting  # noqa: F401  (fixture)
 from tests.cli.test_runtime_cli import Cli, cli  # noqa: F401  (fixture)
 from tests.runtime.action_support import Flow, simulator_fixture  # noqa: F401  (fixture)
@@ -26,12 +26,16 @@ TOKEN = "thin-client-token-0123456789abcdef"
 
 
 @pytest.fixture
-def server(waiting: tuple[Flow, str], tmp_path: Path) -> Iterator[LiveServer]:  # noqa: F811
-    """The API over the store the CLI opens, with an authority that lets the local operator
-    (a loopback caller without a token) decide."""
+def server(
+    cli: Cli,  # noqa: F811
+    waiting: tuple[Flow, str],  # noqa: F811
+    tmp_path: Path,
+) -> Iterator[LiveServer]:
+    """The API over the store the CLI opens, started for the local operator over the CLI's
+    home (which finds the secret there), with an authority that lets it decide."""
     path = tmp_path / "server-approvals.yaml"
     path.write_text("local_operator: true\n", encoding="utf-8")
-    settings = ApiSettings(authority=load_authority(path))
+    settings = operated(cli.home, authority=load_authority(path))
     with serving(settings, waiting[0].store) as live:
         yield live
 
@@ -95,7 +99,7 @@ def test_an_operation_the_server_does_not_serve_is_explained(
     waiting: tuple[Flow, str],  # noqa: F811
 ) -> None:
     approval = pending(waiting[0].store)
-    with serving(ApiSettings(), waiting[0].store) as live:  # no approval authority
+    with serving(operated(cli.home), waiting[0].store) as live:  # no approval authority
         code, _, err = cli(
             "approvals", "approve", approval.id, "--hash", approval.proposal_hash,
             "--server", live.url,

@@ -17,7 +17,7 @@ from openseal.runtime import service
 from openseal.runtime.store import Run, Store
 from openseal.wire import jsonable
 from tests.api.conftest import Serve, serve, store  # noqa: F401  (fixtures)
-from tests.api.support import LiveServer, serving
+from tests.api.support import LiveServer, operated, serving
 from tests.api.test_agent_requests_api import delegated  # noqa: F401  (fixture)
 from tests.cli.test_approvals_cli import pending, waiting  # noqa: F401  (fixture)
 from tests.cli.test_deploy_cli import BOB, CAROL, write_definitions
@@ -131,7 +131,7 @@ def test_objectives_are_created_through_a_server_that_runs_them(
     assert (code, out) == (1, "")
     assert f"the server at {server.url} does not serve objectives.create" in err
     assert err.count("\n") == 1
-    with serving(ApiSettings(external_workers=True), f.store) as running:
+    with serving(operated(cli.home, external_workers=True), f.store) as running:
         keyed = (*create, "--request-key", "order-7")
         code, out, err = cli(*keyed, "--server", running.url)
         assert code == 0 and " created run " in out, err
@@ -158,7 +158,7 @@ def test_requests_and_triggers_read_the_same_through_the_server(
     assert cli("db", "upgrade")[0] == 0
     opened = backend.open()
     deploy_triggers(opened, trigger_project(tmp_path, schedule() + EVENT_TRIGGER))
-    with serving(ApiSettings(), opened) as live:
+    with serving(operated(cli.home), opened) as live:
         assert "hourly   active  every 3600s      small" in both(cli, live.url, "triggers", "list")
         both(cli, live.url, "triggers", "list", "-o", "json")
         both(cli, live.url, "triggers", "show", "hourly", "--limit", "5")
@@ -186,7 +186,7 @@ def test_agent_requests_are_read_and_answered_the_same_through_the_server(
     serve: Serve,  # noqa: F811
 ) -> None:
     run, request_id = delegated
-    url = serve(external_workers=True).url
+    url = serve(external_workers=True, home=Path(cli.home)).url
     assert request_id in both(cli, url, "requests", "list", "--run", run.id)
     both(cli, url, "requests", "list", "--status", "accepted", "-o", "json")
     assert "callee     agent.finance" in both(cli, url, "requests", "show", request_id[:8])

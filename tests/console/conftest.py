@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
-from tests.console.support import Console, chromium_or_skip, serving
+from tests.console.support import REBOUND_HOST, Console, chromium_or_skip, serving
 
 
 @pytest.fixture(scope="package")
@@ -21,7 +21,10 @@ def browser() -> Iterator[Browser]:
     executable = chromium_or_skip()
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(
-            executable_path=str(executable), headless=True, args=["--no-sandbox"]
+            executable_path=str(executable),
+            headless=True,
+            # a made-up name that leads to this machine, as a rebound DNS name would
+            args=["--no-sandbox", f"--host-resolver-rules=MAP {REBOUND_HOST} 127.0.0.1"],
         )
         try:
             yield launched

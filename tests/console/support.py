@@ -23,6 +23,7 @@ import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
+from openseal.local_operator import console_url, read_secret
 from openseal.quickstart import REQUEST, WORKFLOW, compile_definitions
 from openseal.runtime import service
 from openseal.runtime.store import open_store
@@ -39,6 +40,8 @@ TOKEN_ENV = "OPENSEAL_CONSOLE_TEST_PROCUREMENT_TOKEN"
 ALICE = "alice-console-token-0123456789abcdef"
 BOB = "bob-console-token-0123456789abcdef"
 HANG_GUARD = 60.0
+#: a name the tests' browser resolves to 127.0.0.1 (a DNS rebinding page's, say)
+REBOUND_HOST = "rebound.example"
 
 
 def sha(token: str) -> str:
@@ -77,6 +80,12 @@ class Console:
     home: Path
     simulator: ProcurementSimulator
     process: subprocess.Popen[bytes]
+
+    def operator_url(self) -> str:
+        """The console URL `openseal serve --local-operator` printed (its secret's file)."""
+        port = int(self.url.rsplit(":", 1)[1])
+        secret = wait_for("the local operator's secret", lambda: read_secret(self.home, port))
+        return console_url("127.0.0.1", port, str(secret))
 
     def client(self, token: str) -> httpx.Client:
         return httpx.Client(
@@ -130,7 +139,11 @@ class Console:
 
 
 def _prepare_home(
-    home: Path, simulator: ProcurementSimulator, definitions: Path, credentials: dict[str, str]
+    home: Path,
+    simulator: ProcurementSimulator,
+    definitions: Path,
+    credentials: dict[str, str],
+    local_operator: bool,
 ) -> dict[str, Path]:
     store = open_store(home=home)
     try:
@@ -147,8 +160,8 @@ def _prepare_home(
     )
     authority = home / "authority.yaml"
     authority.write_text(
-        "local_operator: false\n"
-        "roles:\n  requester: [user:alice]\n"
+        f"local_operator: {str(local_operator).lower()}\n"
+        f"roles:\n  requester: [user:alice{', user:local' if local_operator else ''}]\n"
         f"tokens:\n  user:alice: {{sha256: {sha(ALICE)}}}\n  user:bob: {{sha256: {sha(BOB)}}}\n",
         encoding="utf-8",
     )
@@ -170,16 +183,18 @@ def serving(
     definitions: Path = DEFINITIONS,
     credentials: dict[str, str] | None = None,
     env: dict[str, str] | None = None,
+    local_operator: bool = False,
 ) -> Iterator[Console]:
     """``openseal serve`` with one worker over a fresh store in ``home``; stopped afterwards.
 
     ``credentials`` adds credential references (name → environment variable) to the runtime
-    context the server's workers get; ``env`` adds to the server's environment.
+    context the server's workers get; ``env`` adds to the server's environment;
+    ``local_operator`` starts it with ``--local-operator`` (user:local holds ``requester``).
     """
     simulator = ProcurementSimulator(credential=SIMULATOR_TOKEN).start()
     process: subprocess.Popen[bytes] | None = None
     try:
-        files = _prepare_home(home, simulator, definitions, credentials or {})
+        files = _prepare_home(home, simulator, definitions, credentials or {}, local_operator)
         port = free_port()
         program = Path(sys.executable).parent / "openseal"
         environment = {**os.environ, TOKEN_ENV: SIMULATOR_TOKEN, "NO_COLOR": "1", **(env or {})}
@@ -192,7 +207,7 @@ def serving(
                     "--home", str(home), "--workers", "1", "--authority", str(files["authority"]),
                     "--tokens", str(files["tokens"]),
                     "--context", str(files["context"]), "--scripted-responses", str(script),
-                    "--log-level", "warning",
+                    "--log-level", "warning", *(["--local-operator"] if local_operator else []),
                 ],
                 env=environment, stdout=log, stderr=subprocess.STDOUT,
             )  # fmt: skip

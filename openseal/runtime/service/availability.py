@@ -39,8 +39,8 @@ class CapabilityConfig:
 
     ``workers`` counts in-process engine workers; ``external_workers`` says the operator
     declared that ``openseal worker`` processes serve the same store. ``tokens`` says whether
-    callers can identify themselves; ``local`` says whether requests come from this machine
-    (the CLI, or an API that listens on loopback only: the local operator decides only then).
+    callers can identify themselves; ``local`` says whether the local operator is served
+    (the CLI; an API only when started for it on loopback: the local operator decides only then).
     """
 
     workers: int = 0
@@ -128,8 +128,8 @@ def _decisions_reason(config: CapabilityConfig) -> str | None:
         return "the approval authority enables no local operator and no tokens are configured"
     if not config.local:
         return (
-            "the local operator may only decide through a loopback address, and the server "
-            "does not listen on one; configure tokens (--tokens FILE)"
+            "the local operator decides only on a server started for it (--local-operator) "
+            "on a loopback address; configure tokens (--tokens FILE)"
         )
     return None
 

@@ -1,5 +1,7 @@
 // Talking to the API. The bearer token lives in this module's memory only: never in
 // storage, a cookie the page can read, or a URL. Reloading the page asks for it again.
+// The local operator's secret (the URL `openseal serve --local-operator` prints) is exchanged
+// once for an HttpOnly, SameSite=Strict cookie that this page cannot read either.
 
 let token = null;
 
@@ -25,7 +27,7 @@ function headers(extra) {
 
 export async function get(path, params) {
   const query = params ? `?${new URLSearchParams(Object.entries(params).filter(([, v]) => v))}` : "";
-  const response = await fetch(`/api/v1${path}${query}`, { headers: headers(), credentials: "omit" });
+  const response = await fetch(`/api/v1${path}${query}`, { headers: headers(), credentials: "same-origin" });
   return parse(response);
 }
 
@@ -34,9 +36,20 @@ export async function post(path, body) {
     method: "POST",
     headers: headers({ "Content-Type": "application/json" }),
     body: JSON.stringify(body || {}),
-    credentials: "omit",
+    credentials: "same-origin",
   });
   return parse(response);
+}
+
+/** Exchange the local operator's secret for the session cookie (the server checks it). */
+export async function openLocalSession(secret) {
+  const response = await fetch("/console/session", {
+    method: "POST",
+    headers: { Accept: "application/json", "Content-Type": "application/json" },
+    body: JSON.stringify({ secret }),
+    credentials: "same-origin",
+  });
+  if (!response.ok) await parse(response);
 }
 
 async function parse(response) {
@@ -56,7 +69,7 @@ export function follow(runId, after, onEvent, onEnd) {
   let stopped = false;
   async function once() {
     const response = await fetch(`/api/v1/runs/${encodeURIComponent(runId)}/events/stream?after=${last}`, {
-      headers: headers({ Accept: "text/event-stream" }), signal: controller.signal, credentials: "omit",
+      headers: headers({ Accept: "text/event-stream" }), signal: controller.signal, credentials: "same-origin",
     });
     if (!response.ok || !response.body) throw new ApiError(response.status, null);
     const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();

@@ -57,7 +57,8 @@ function showSignIn(message) {
     h("label", { for: "token" }, "API token"),
     input,
     h("p", { id: "token-help", class: "muted" },
-      "The bearer token the server's token file maps to you. It is kept in this page's memory only."),
+      "The bearer token the server's token file maps to you. It is kept in this page's memory only. "
+      + "At the machine running the server, open the URL `openseal serve --local-operator` printed instead."),
     h("button", { type: "submit" }, "Sign in"));
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
@@ -103,5 +104,25 @@ async function route() {
   replace(main, h("h1", {}, "Not found"), h("p", {}, h("a", { href: "#/runs" }, "Back to runs")));
 }
 
-window.addEventListener("hashchange", route);
-route();
+const LOCAL_OPERATOR = "#local-operator=";
+
+/** The console URL `openseal serve --local-operator` printed: its secret, out of the address
+ * bar and the history at once, exchanged for the session cookie. */
+async function start() {
+  if (location.hash.startsWith(LOCAL_OPERATOR)) {
+    const secret = decodeURIComponent(location.hash.slice(LOCAL_OPERATOR.length));
+    history.replaceState(null, "", `${location.pathname}#/runs`);
+    me = null;
+    try {
+      await api.openLocalSession(secret);
+    } catch (error) {
+      showSignIn(`The local operator's link was not accepted: ${error.message}`);
+      return;
+    }
+  }
+  await route();
+}
+
+// the link may also be pasted into an open console: a hash change, not a new page
+window.addEventListener("hashchange", start);
+start();
