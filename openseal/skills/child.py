@@ -60,13 +60,18 @@ def call_in_child(entry_point: str, args: Mapping[str, object], timeout: float) 
     process group is killed and reaped (``stopped``).
     """
     deadline = time.monotonic() + timeout
-    try:
-        child = _POOL.take()
-    except OSError as exc:
-        return ChildReply("not_sent", message=f"cannot start a process for the skill: {exc}")
-    reply = child.call(entry_point, args, deadline)
-    if reply.outcome in ("output", "raised", "not_called"):
-        _POOL.give_back(child)
+    # A kept child may have died while idle (killed from outside): the request then reaches
+    # no one, and a fresh child takes it.
+    for kept in (True, False):
+        try:
+            child = _POOL.take(kept=kept)
+        except OSError as exc:
+            return ChildReply("not_sent", message=f"cannot start a process for the skill: {exc}")
+        reply = child.call(entry_point, args, deadline)
+        if reply.outcome in ("output", "raised", "not_called"):
+            _POOL.give_back(child)
+        if reply.outcome != "not_sent" or child.fresh:
+            return reply
     return reply
 
 
@@ -76,6 +81,8 @@ class _Child:
 
     def __init__(self) -> None:
         self.settings = _settings()
+        #: not yet given a call (a kept child has served one)
+        self.fresh = True
         self.process = subprocess.Popen(
             [sys.executable, "-c", _LAUNCH, _HOST, json.dumps(sys.path)],
             stdin=subprocess.PIPE,
@@ -168,11 +175,13 @@ class _Pool:
         self._lock = threading.Lock()
         self._idle: list[_Child] = []
 
-    def take(self) -> _Child:
+    def take(self, *, kept: bool = True) -> _Child:
+        """An idle child started under the current settings, else (or when not ``kept``) a
+        new one."""
         settings = _settings()
         stale: list[_Child] = []
         with self._lock:
-            while self._idle:
+            while kept and self._idle:
                 child = self._idle.pop()
                 if child.settings == settings and child.process.poll() is None:
                     break
@@ -184,6 +193,7 @@ class _Pool:
         return child if child is not None else _Child()
 
     def give_back(self, child: _Child) -> None:
+        child.fresh = False
         with self._lock:
             if len(self._idle) < self.MAX_IDLE:
                 self._idle.append(child)

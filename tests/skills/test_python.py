@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -131,3 +132,19 @@ def test_how_a_call_in_a_child_ends(tmp_path: Path, entry: str, outcome: str, me
     assert result.outcome == outcome
     assert result.error is not None and message in result.error
     assert result.detail == ({"ended": True} if outcome == "unknown" else {})
+
+
+def test_a_kept_child_that_died_while_idle_is_replaced(tmp_path: Path) -> None:
+    s = spec(tmp_path, "tests.skills.sample_skills:where", effect="write")
+    first = PythonAdapter().call(call(s, a=1))
+    assert isinstance(first.output, dict)
+    os.kill(int(first.output["pid"]), signal.SIGKILL)
+
+    def dead() -> bool:
+        status = Path(f"/proc/{first.output['pid']}/status")  # type: ignore[index]
+        return not status.exists() or "State:\tZ" in status.read_text()
+
+    eventually(dead, timeout=30)
+    again = PythonAdapter().call(call(s, a=1))
+    assert again.ok, again
+    assert isinstance(again.output, dict) and again.output["pid"] != first.output["pid"]
