@@ -51,7 +51,6 @@ if TYPE_CHECKING:
     from openseal.compiler.definitions.specs import EFFECT_ORDER as EFFECT_ORDER
     from openseal.compiler.definitions.specs import KIND_MODELS as KIND_MODELS
     from openseal.compiler.definitions.specs import Input as Input
-    from openseal.compiler.definitions.specs import SkillSpec as SkillSpec
     from openseal.compiler.diagnostics import Diagnostic as Diagnostic
     from openseal.compiler.diagnostics import Related as Related
     from openseal.compiler.diagnostics import did_you_mean as did_you_mean

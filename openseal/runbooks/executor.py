@@ -23,7 +23,7 @@ import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Literal, Protocol
+from typing import Literal, Protocol, cast
 
 from openseal.compiler import (
     STEP_TYPES,
@@ -35,10 +35,11 @@ from openseal.compiler import (
     functions,
 )
 from openseal.compiler import types as ty
+from openseal.contract import SkillSettings
 from openseal.runbooks.inputs import check
 from openseal.runbooks.steps import HANDLERS, StepContext, StepFailure
 from openseal.runbooks.threads import in_thread
-from openseal.skills import ADAPTERS, SkillAdapter, SkillCall, adapter_kind
+from openseal.skills import ADAPTERS, Skill, SkillAdapter, SkillCall
 
 #: Plain-words statement of what a runbook is not; printed by ``openseal run`` and its help.
 BOUNDARY = (
@@ -148,6 +149,7 @@ class _Run:
         self.run_id = uuid.uuid4().hex[:12]
         self.t0 = time.monotonic()
         self.aborted: str | None = None
+        self.skills: dict[str, Skill] = {}
 
     def now(self) -> float:
         return time.monotonic() - self.t0
@@ -330,15 +332,23 @@ class _Run:
                 raise StepFailure(f"{exc.message} ({exc.span})") from None
         return await self._call_skill(step, args)
 
+    def _skill(self, key: str) -> Skill:
+        """The plan's skill ``key`` as the adapters call it, read once a run from the settings
+        it compiles to."""
+        if key not in self.skills:
+            settings = self.plan.skills[key].model_dump(mode="json")
+            self.skills[key] = Skill.from_settings(cast(SkillSettings, settings))
+        return self.skills[key]
+
     async def _call_skill(self, step: PlanStep, args: dict[str, object]) -> object:
         assert step.skill is not None
-        spec = self.plan.skills[step.skill]
+        spec = self._skill(step.skill)
         name = step.skill.removeprefix("skill.")
         if spec.adapter.runbook is not None:
-            return await self._call_runbook(spec.adapter.runbook.runbook.dotted, args)
-        adapter = self.options.adapters.get(adapter_kind(spec))
+            return await self._call_runbook(spec.adapter.runbook.runbook, args)
+        adapter = self.options.adapters.get(spec.adapter.kind)
         if adapter is None:
-            raise StepFailure(f"no `{adapter_kind(spec)}` adapter is available for `{step.skill}`")
+            raise StepFailure(f"no `{spec.adapter.kind}` adapter is available for `{step.skill}`")
         key = None if spec.effect == "read" else f"runbook:{self.run_id}:{step.id}"
         call = SkillCall(
             name, spec, args, min(step.timeout, spec.timeout), key, self.options.config

@@ -5,24 +5,17 @@ Adapters never touch the store; see :mod:`openseal.skills.base` for the interfac
 
 from __future__ import annotations
 
-from openseal.compiler import SkillSpec
 from openseal.skills.base import Outcome, SkillAdapter, SkillCall, SkillResult
 from openseal.skills.http import HttpAdapter
 from openseal.skills.python import PythonAdapter
+from openseal.skills.skill import Skill
 
 ADAPTERS: dict[str, SkillAdapter] = {"http": HttpAdapter(), "python": PythonAdapter()}
 
 
-def adapter_kind(spec: SkillSpec) -> str:
-    for kind in ("http", "python", "runbook"):
-        if getattr(spec.adapter, kind) is not None:
-            return kind
-    raise ValueError("a skill without an adapter")  # the model forbids this
-
-
-def adapter_for(spec: SkillSpec) -> SkillAdapter | None:
+def adapter_for(spec: Skill) -> SkillAdapter | None:
     """The adapter that calls ``spec``; ``None`` for kinds the caller handles (``runbook``)."""
-    return ADAPTERS.get(adapter_kind(spec))
+    return ADAPTERS.get(spec.adapter.kind)
 
 
 __all__ = [
@@ -30,9 +23,9 @@ __all__ = [
     "HttpAdapter",
     "Outcome",
     "PythonAdapter",
+    "Skill",
     "SkillAdapter",
     "SkillCall",
     "SkillResult",
     "adapter_for",
-    "adapter_kind",
 ]

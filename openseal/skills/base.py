@@ -7,7 +7,8 @@ end a call at its ``timeout`` where they can (see :mod:`openseal.skills.bounded`
 callers run them on a worker thread for concurrency and a bound of their own.
 
 >>> from openseal.skills import adapter_for                           # doctest: +SKIP
->>> result = adapter_for(spec).call(SkillCall("lookup", spec, {"q": "x"}, 5.0))  # doctest: +SKIP
+>>> skill = Skill.from_settings(document["spec"])                     # doctest: +SKIP
+>>> result = adapter_for(skill).call(SkillCall("lookup", skill, {"q": "x"}, 5.0))  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from openseal.compiler import SkillSpec
 from openseal.compiler import types as ty
 from openseal.skills.credentials import CredentialResolver
+from openseal.skills.skill import Skill
 
 #: ``unknown``: the call may or may not have taken effect (a timeout after the
 #: request was sent, an ambiguous status); the caller must reconcile, never resend blindly.
@@ -30,7 +31,7 @@ class SkillCall:
     """One call of one skill. Hook-point input: new fields get defaults."""
 
     skill: str
-    spec: SkillSpec
+    spec: Skill
     args: Mapping[str, object]
     timeout: float
     #: stable key for effects (sent in the skill's ``key_header``); ``None`` for reads

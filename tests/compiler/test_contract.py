@@ -21,7 +21,15 @@ from openseal.compiler.definitions import specs
 from openseal.compiler.pipeline import compile_paths
 from openseal.contract import (
     STATE_SETTINGS,
+    AdapterSettings,
+    ApprovalPolicySettings,
+    HttpSettings,
+    IdempotencySettings,
     ProposalStepSettings,
+    PythonSettings,
+    RetrySettings,
+    RunbookSettings,
+    SkillSettings,
     SpendSettings,
     WorkSettings,
 )
@@ -130,6 +138,14 @@ DUMPED_FROM: dict[Any, type[BaseModel]] = {
     ProposalStepSettings: specs.ProposalStep,
     SpendSettings: specs.Spend,
     WorkSettings: specs.BranchWork,
+    SkillSettings: specs.SkillSpec,
+    AdapterSettings: specs.Adapter,
+    HttpSettings: specs.HttpAdapter,
+    PythonSettings: specs.PythonAdapter,
+    RunbookSettings: specs.RunbookAdapter,
+    RetrySettings: specs.Retry,
+    IdempotencySettings: specs.Idempotency,
+    ApprovalPolicySettings: specs.ApprovalPolicy,
 }
 
 
@@ -142,3 +158,23 @@ def test_settings_name_exactly_the_fields_of_the_definition_model(shape: Any) ->
 
 def test_every_state_kind_has_settings() -> None:
     assert set(STATE_SETTINGS) == {*specs.STATE_KINDS, "end"}
+
+
+def test_every_compiled_skill_has_the_contract_s_shape(documents: list[dict[str, Any]]) -> None:
+    """What ``emit`` writes for a skill is what the runtime reads as ``SkillSettings``."""
+    skills = [d["spec"] for d in documents if d["kind"] == "skill"]
+    adapters = [s["adapter"] for s in skills] + [
+        s["idempotency"]["lookup"] for s in skills if (s["idempotency"] or {}).get("lookup")
+    ]
+    assert {"http", "python"} <= {kind for a in adapters for kind, v in a.items() if v}
+    for spec in skills:
+        assert set(spec) == _keys(SkillSettings)
+        assert set(spec["retry"]) == _keys(RetrySettings)
+        if spec["idempotency"] is not None:
+            assert set(spec["idempotency"]) == _keys(IdempotencySettings)
+    for adapter in adapters:
+        assert set(adapter) == _keys(AdapterSettings)
+        if adapter["http"] is not None:
+            assert set(adapter["http"]) == _keys(HttpSettings)
+        if adapter["python"] is not None:
+            assert set(adapter["python"]) == _keys(PythonSettings)

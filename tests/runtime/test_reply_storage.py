@@ -117,12 +117,12 @@ def test_every_reply_is_scrubbed_of_credential_values() -> None:
 
 
 def test_an_unfit_reply_keeps_fitting_declared_fields_and_a_capped_excerpt() -> None:
-    from openseal.compiler.definitions.specs import SkillSpec
+    from openseal.skills.skill import Adapter, Skill
 
     output = ty.ObjectType(
         (ty.Field("order_id", ty.Primitive("string")), ty.Field("total", ty.Primitive("number")))
     )
-    spec = SkillSpec.model_construct(output=output)
+    spec = Skill(effect="external", adapter=Adapter(), output=output)
     kept = unfit_reply(spec, {"order_id": 7, "total": 5.0, "debug": "x" * 5000})
     assert kept["admitted"] == {"total": 5.0}  # order_id is not a string: not admitted
     assert len(kept["excerpt"]) == EXCERPT_CHARS and kept["truncated"] is True

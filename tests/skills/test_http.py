@@ -7,19 +7,20 @@ import pytest
 from openseal.compiler.definitions.decode import Definition
 from openseal.compiler.definitions.specs import SkillSpec
 from openseal.compiler.load import load_definitions
-from openseal.skills import HttpAdapter, SkillCall, adapter_for
+from openseal.skills import HttpAdapter, Skill, SkillCall, adapter_for
 from tests.runtime.support import eventually
 from tests.skills.server import Server
 
 
-def skill(tmp_path, text: str) -> SkillSpec:  # type: ignore[no-untyped-def]
+def skill(tmp_path, text: str) -> Skill:  # type: ignore[no-untyped-def]
+    """The skill in ``text`` as the adapters get it: read from the settings it compiles to."""
     path = tmp_path / "skill.hcl"
     path.write_text(text)
     loaded = load_definitions([path])
     assert loaded.ok, [d.message for d in loaded.diagnostics]
     [definition] = loaded.definitions
     assert isinstance(definition, Definition) and isinstance(definition.spec, SkillSpec)
-    return definition.spec
+    return Skill.from_settings(definition.spec.model_dump(mode="json"))  # type: ignore[arg-type]
 
 
 ORDER = """
@@ -41,7 +42,7 @@ skill "submit_order" {{
 """
 
 
-def _call(spec: SkillSpec, server: Server, **args: object) -> SkillCall:
+def _call(spec: Skill, server: Server, **args: object) -> SkillCall:
     config = {"base_url": server.url, "credential.procurement_api": "env:TEST_PROCUREMENT_TOKEN"}
     return SkillCall("submit_order", spec, args, 5.0, "run-1:submit", config)
 

@@ -10,12 +10,12 @@ import pytest
 
 from openseal.compiler.definitions.specs import SkillSpec
 from openseal.compiler.load import load_definitions
-from openseal.skills import PythonAdapter, SkillCall, adapter_for
+from openseal.skills import PythonAdapter, Skill, SkillCall, adapter_for
 from tests.runtime.slow_skill import lock_held
 from tests.runtime.support import eventually
 
 
-def spec(tmp_path: Path, entry: str, *, effect: str = "read", output: str = "any") -> SkillSpec:
+def spec(tmp_path: Path, entry: str, *, effect: str = "read", output: str = "any") -> Skill:
     path = tmp_path / "skill.hcl"
     path.write_text(f'''
 skill "s" {{
@@ -32,10 +32,10 @@ skill "s" {{
     assert loaded.ok, [d.message for d in loaded.diagnostics]
     found = loaded.definitions[0].spec
     assert isinstance(found, SkillSpec)
-    return found
+    return Skill.from_settings(found.model_dump(mode="json"))  # type: ignore[arg-type]
 
 
-def call(s: SkillSpec, **args: object) -> SkillCall:
+def call(s: Skill, **args: object) -> SkillCall:
     return SkillCall("s", s, args, 5.0)
 
 

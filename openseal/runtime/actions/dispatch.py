@@ -1,7 +1,7 @@
 """Calling a skill for an action: its pinned spec, the adapter, the key, the context.
 
-The runtime holds compiled documents only, so the skill's :class:`SkillSpec` is rebuilt from
-its pinned compiled version (expressions and types come back from their JSON forms). The
+The runtime holds compiled documents only, so the skill's :class:`~openseal.skills.Skill` is
+read from its pinned compiled version (expressions and types come back from their JSON). The
 credential is never read here: the runtime context's resolver is handed to the adapter, which
 reads the value at call time (invariant 10).
 """
@@ -9,10 +9,9 @@ reads the value at call time (invariant 10).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from openseal.compiler import SkillSpec
 from openseal.compiler import types as ty
 from openseal.runtime import telemetry
 from openseal.runtime.actions.proposal_check import check_payload
@@ -20,7 +19,7 @@ from openseal.runtime.actions.replies import scrub, secrets_for
 from openseal.runtime.actions.skill_documents import skill_spec
 from openseal.runtime.compiled import CompiledWorkflow
 from openseal.runtime.store import Proposal
-from openseal.skills import adapter_for
+from openseal.skills import Skill, adapter_for
 from openseal.skills.base import SkillCall, SkillResult
 from openseal.skills.bounded import GRACE_SECONDS, call_bounded
 from openseal.skills.credentials import RuntimeContext
@@ -44,7 +43,7 @@ class Target:
     """Everything a dispatch or a lookup needs, fixed at admission."""
 
     skill: str
-    spec: SkillSpec
+    spec: Skill
     #: the proposal's document: what is sent is its ``args``, and it must hash to the approval
     document: Mapping[str, Any]
     proposal_hash: str
@@ -56,7 +55,7 @@ class Target:
     def args(self) -> dict[str, Any]:
         return dict(self.document.get("args") or {})
 
-    def call(self, spec: SkillSpec, context: RuntimeContext | None) -> SkillCall:
+    def call(self, spec: Skill, context: RuntimeContext | None) -> SkillCall:
         return SkillCall(
             skill=self.skill,
             spec=spec,
@@ -97,9 +96,7 @@ def lookup(target: Target, context: RuntimeContext | None) -> SkillResult | None
         return None
     # A lookup reads: an unclear answer is just "no answer", and its reply is the
     # destination's record, which need not match the skill's input or output type.
-    spec = target.spec.model_copy(
-        update={"adapter": idempotency.lookup, "effect": "read", "input": None, "output": None}
-    )
+    spec = replace(target.spec, adapter=idempotency.lookup, effect="read", input=None, output=None)
     return _run(target.call(spec, context), ambiguous=False)
 
 
@@ -162,7 +159,7 @@ def confirmed(result: SkillResult) -> bool:
 Fit = tuple[object, str | None]
 
 
-def output_of(spec: SkillSpec, output: object) -> Fit:
+def output_of(spec: Skill, output: object) -> Fit:
     """The confirmed reply narrowed to the skill's output fields, and any problem left.
 
     Destinations answer with more than a skill declares (the whole order, not just its id);

@@ -30,7 +30,6 @@ from typing import Any
 
 import tenacity
 
-from openseal.compiler import SkillSpec
 from openseal.observability import metrics
 from openseal.runtime.actions.dispatch import (
     Fit,
@@ -44,6 +43,7 @@ from openseal.runtime.actions.dispatch import (
 from openseal.runtime.actions.replies import unfit_reply
 from openseal.runtime.statuses import TERMINAL_RUN_STATUSES, ActionStatus, RunStatus
 from openseal.runtime.store import Action, Connection, EventSink, Store, transient
+from openseal.skills import Skill
 from openseal.skills.base import SkillResult
 from openseal.skills.credentials import RuntimeContext
 from openseal.skills.http import KEYED_AMBIGUOUS_STATUSES
@@ -69,7 +69,7 @@ SETTLED = (ActionStatus.SUCCEEDED, ActionStatus.FAILED)
 OPEN = (ActionStatus.DISPATCHED, ActionStatus.UNKNOWN, ActionStatus.NEEDS_ATTENTION)
 
 
-def attempt_deadline(action: Action, spec: SkillSpec) -> datetime | None:
+def attempt_deadline(action: Action, spec: Skill) -> datetime | None:
     """Until when the action's latest attempt may still be in flight; None when it is over.
 
     An attempt is over once the destination answered it — any status, except the "not now"

@@ -18,9 +18,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from openseal.compiler import SkillSpec
 from openseal.compiler import types as ty
 from openseal.errors import OpenSealError
+from openseal.skills import Skill
 from openseal.skills.base import SkillCall, SkillResult
 from openseal.skills.credentials import resolve_credential
 from openseal.skills.secrets import Secret, redact
@@ -71,7 +71,7 @@ def _redact(value: object, secrets: list[Secret]) -> Any:
     return value
 
 
-def unfit_reply(spec: SkillSpec, output: object) -> dict[str, Any]:
+def unfit_reply(spec: Skill, output: object) -> dict[str, Any]:
     """What is recorded of a confirmed reply that does not fit the output type.
 
     ``admitted``: the declared fields whose values fit their types (``{}`` when none do, or

@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import tenacity
 
-from openseal.compiler import SkillSpec
 from openseal.runtime import telemetry
 from openseal.runtime.actions.replies import scrub, secrets_for
 from openseal.runtime.actions.skill_documents import skill_spec
@@ -44,7 +43,7 @@ from openseal.runtime.engine.gateway import (
     check_run,
 )
 from openseal.runtime.store import FencedTx
-from openseal.skills import SkillCall, SkillResult, adapter_for
+from openseal.skills import Skill, SkillCall, SkillResult, adapter_for
 from openseal.skills.bounded import GRACE_SECONDS, call_bounded
 from openseal.skills.credentials import RuntimeContext
 
@@ -116,7 +115,7 @@ class GatewayTools:
 
     def __init__(self, context: RuntimeContext | None = None) -> None:
         self.context = context or RuntimeContext.empty()
-        self._specs: dict[str, SkillSpec] = {}
+        self._specs: dict[str, Skill] = {}
         self._lock = threading.Lock()
 
     def call(self, ctx: StepContext, invocation: ToolInvocation, suffix: str) -> dict[str, Any]:
@@ -202,7 +201,7 @@ class GatewayTools:
             raise LeaseLost(ctx.claim.run_id)
         return call_bounded(lambda: send(call), timeout + GRACE_SECONDS)
 
-    def _spec(self, ctx: StepContext, skill: str) -> SkillSpec:
+    def _spec(self, ctx: StepContext, skill: str) -> Skill:
         key = f"skill.{skill}"
         digest = str((ctx.workflow.document.get("dependencies") or {}).get(key))
         with self._lock:
