@@ -56,7 +56,7 @@ errors: $(STAMP)  ## regenerate the code tables of docs/errors.md from openseal/
 	$(BIN)/python -m openseal.error_codes docs/errors.md
 
 sql: $(STAMP)  ## regenerate the SQL the store reads without SQLAlchemy (openseal/runtime/store/tables/sqlite_sql.py)
-	$(BIN)/python -m openseal.runtime.store.repos.prepared_reads
+	$(BIN)/python -m openseal.runtime.store.tables.prepared_reads
 	$(BIN)/ruff format openseal/runtime/store/tables/sqlite_sql.py
 
 golden: $(STAMP)  ## regenerate tests/golden/ (review the diff before committing)

@@ -35,6 +35,11 @@ def canonical_bytes(document: Any) -> bytes:
         raise CompileError(f"value cannot be written as canonical JSON: {exc}") from exc
 
 
+def canonical_json(document: Any) -> str:
+    """RFC 8785 canonical JSON text: the stored form, byte-identical for equal documents."""
+    return rfc8785_bytes(document).decode("utf-8")
+
+
 def rfc8785_bytes(document: Any) -> bytes:
     """What ``rfc8785.dumps`` writes, raising what it raises, written by the standard
     library's encoder where the two agree (below): for the runtime's own hashes (objective

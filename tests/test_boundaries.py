@@ -415,6 +415,170 @@ def stray_runtime_modules(root: Path = PACKAGE) -> list[str]:
     )
 
 
+# -- the store's rooms ---------------------------------------------------------------------
+
+#: the store's rooms, lowest first: a room imports only itself and the rooms before it; the
+#: top of the store (its face, ``store.py`` that assembles the repositories, the reads without
+#: SQLAlchemy) may import them all, and no room imports the top
+STORE_ROOMS = ("db", "tables", "repos")
+#: modules of ``repos/`` that are no repository: what every repository may share
+REPOS_SHARED = frozenset({"repository", "run_rows", "events", "fenced", "carved_budgets"})
+#: what still crosses the rules below, each to be removed with the loop or cascade it keeps
+#: (the test fails once one is no longer needed, so the list only shrinks): repositories that
+#: still reach a sibling through the whole ``Store`` (``self._store.<sibling>``), and the
+#: import of ``Store`` that lets them
+STORE_DEBT: frozenset[str] = frozenset(
+    {
+        # the fenced transaction settles what a run's end decides (objective, request, join)
+        # and hands its callers the store (``tx.store``)
+        "repos.fenced imports top",
+        "repos.fenced calls objectives",
+        "repos.fenced calls agent_requests",
+        "repos.fenced calls dependencies",
+        "repos.leases imports top",  # it opens a FencedTx with the store
+        # starting an objective's run reads the active version and its trigger's queue; a
+        # trigger's firing and a join's children start objectives' runs
+        "repos.objectives calls definitions",
+        "repos.objectives calls triggers",
+        "repos.triggers calls objectives",
+        "repos.dependencies calls objectives",
+        # the base of the repositories above, and the versions' cache, hold the whole store
+        "repos.repository imports top",
+        "repos.definitions imports top",
+    }
+)
+
+
+def store_part(module: str) -> str:
+    """``openseal.runtime.store.repos.runs`` → ``repos.runs``; the top's modules → ``top``."""
+    rest = module.removeprefix(STORE).lstrip(".").split(".")
+    return ".".join(rest[:2]) if rest[0] in STORE_ROOMS else "top"
+
+
+def store_room_breaches(imports: list[Import], root: Path = PACKAGE) -> list[str]:
+    """Imports inside the store that go up a room (or to its top), or from one repository to
+    another; each as ``<importer part> imports <imported part>``."""
+    found = set()
+    repositories = repository_modules(root)
+    for item in imports:
+        if not (within(item.importer, STORE) and within(item.imported, STORE)):
+            continue
+        importer, imported = store_part(item.importer), store_part(item.imported)
+        if importer == "top" or importer == imported:
+            continue
+        room = STORE_ROOMS.index(importer.split(".")[0])
+        up = imported == "top" or STORE_ROOMS.index(imported.split(".")[0]) > room
+        sibling = importer in repositories and imported in repositories
+        if up or sibling:
+            found.add(f"{importer} imports {imported}")
+    return sorted(found)
+
+
+def repository_modules(root: Path = PACKAGE) -> frozenset[str]:
+    """``repos.<name>`` for each module of ``repos/`` but the shared ones."""
+    folder = root / "runtime" / "store" / "repos"
+    return frozenset(
+        f"repos.{path.stem}"
+        for path in folder.glob("*.py")
+        if path.stem != "__init__" and path.stem not in REPOS_SHARED
+    )
+
+
+def sibling_calls(root: Path = PACKAGE) -> list[str]:
+    """``self._store.<repository>`` (or ``self.store.<repository>``) in ``repos/``: one
+    repository reaching another through the store instead of its caller deciding."""
+    names = {"definitions", "objectives", "runs", "leases", "inbound_events", "agent_requests",
+             "dependencies", "proposals", "approvals", "actions", "change_proposals",
+             "idempotency", "tokens", "triggers", "health", "artifacts"}  # fmt: skip
+    found = set()
+    for path in sorted((root / "runtime" / "store" / "repos").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr in names
+                and isinstance(node.value, ast.Attribute)
+                and node.value.attr in ("_store", "store")
+                and isinstance(node.value.value, ast.Name)
+                and node.value.value.id == "self"
+            ):
+                found.add(f"repos.{path.stem} calls {node.attr}")
+    return sorted(found)
+
+
+def store_cycles(imports: list[Import], debt: frozenset[str] = STORE_DEBT) -> list[list[str]]:
+    """The import cycles among the store's modules (every import counts, lazy ones too), but
+    for the imports of its top listed in ``debt``."""
+    graph: dict[str, set[str]] = {}
+    for item in imports:
+        if within(item.importer, STORE) and within(item.imported, STORE):
+            listed = f"{store_part(item.importer)} imports {store_part(item.imported)}" in debt
+            if item.importer != item.imported and item.imported != STORE and not listed:
+                graph.setdefault(item.importer, set()).add(item.imported)
+    return sorted(sorted(c) for c in strongly_connected(graph) if len(c) > 1)
+
+
+def strongly_connected(graph: dict[str, set[str]]) -> list[set[str]]:
+    """Tarjan's strongly connected components of ``graph``."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[set[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for after in graph.get(node, ()):
+            if after not in index:
+                visit(after)
+                low[node] = min(low[node], low[after])
+            elif after in stack:
+                low[node] = min(low[node], index[after])
+        if low[node] == index[node]:
+            component = set()
+            while True:
+                top = stack.pop()
+                component.add(top)
+                if top == node:
+                    break
+            found.append(component)
+
+    for node in list(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+#: the longest a function of the store may be, in lines (its docstring included)
+STORE_FUNCTION_LINES = 60
+#: functions still longer, each to be split when next changed; the list only shrinks
+LONG_STORE_FUNCTIONS: frozenset[str] = frozenset(
+    {
+        "db.fastsql.internals_problems",
+        "repos.actions.move",
+        "repos.events.append_events",
+        "repos.fenced.update_run",
+        "repos.leases.claim_and_start",
+        "repos.leases.fenced",
+        "repos.objectives.insert_in",
+        "repos.objectives.steer",
+        "repos.triggers.deployments_in",
+    }
+)
+
+
+def long_store_functions(root: Path = PACKAGE) -> list[str]:
+    found = []
+    for path in sorted((root / "runtime" / "store").rglob("*.py")):
+        if "versions" in path.parts:  # Alembic's migration scripts are written once
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                if lines > STORE_FUNCTION_LINES:
+                    found.append(f"{store_part(module_name(path, root))}.{node.name}")
+    return found
+
+
 def test_no_forbidden_import() -> None:
     assert forbidden(behind_the_face(all_imports())) == []
 
@@ -724,4 +888,73 @@ def test_a_deep_compiler_import_and_a_loader_through_the_face_are_caught(tmp_pat
     ]
     assert forbidden(behind_the_face(imports, root)) == [
         "openseal.runtime.compiled:2 imports openseal.compiler.pipeline"
+    ]
+
+
+def test_store_rooms_import_only_the_rooms_below_and_no_repository_another() -> None:
+    """db/ imports nothing of tables/ or repos/, tables/ nothing of repos/, no room the store's
+    top, and no repository another repository (they share only :data:`REPOS_SHARED`)."""
+    breaches = store_room_breaches(all_imports())
+    assert [found for found in breaches if found not in STORE_DEBT] == []
+
+
+def test_no_repository_calls_another_through_the_store() -> None:
+    """A cascade over several repositories is decided above the store, which calls each with
+    one transaction (``openseal.runtime.engine.cascade``)."""
+    assert [found for found in sibling_calls() if found not in STORE_DEBT] == []
+
+
+def test_the_store_has_no_import_cycle() -> None:
+    assert store_cycles(all_imports()) == []
+
+
+def test_the_store_debt_only_shrinks() -> None:
+    """Each listed exception is still needed: one that is gone is taken off the list."""
+    found = set(store_room_breaches(all_imports())) | set(sibling_calls())
+    assert sorted(STORE_DEBT - found) == []
+
+
+def test_no_store_function_is_longer_than_the_limit() -> None:
+    long = long_store_functions()
+    assert [name for name in long if name not in LONG_STORE_FUNCTIONS] == []
+    assert sorted(LONG_STORE_FUNCTIONS - set(long)) == []  # split ones leave the list
+
+
+def test_store_room_breaches_sibling_calls_and_cycles_are_caught(tmp_path: Path) -> None:
+    root = _tree(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "runtime/__init__.py": "",
+            "runtime/store/__init__.py": "",
+            "runtime/store/store.py": "from openseal.runtime.store.repos import runs\n",
+            "runtime/store/db/__init__.py": "",
+            "runtime/store/db/base.py": "from openseal.runtime.store.tables import schema\n",
+            "runtime/store/tables/__init__.py": "",
+            "runtime/store/tables/schema.py": "from openseal.runtime.store.db import base\n",
+            "runtime/store/repos/__init__.py": "",
+            "runtime/store/repos/events.py": "",
+            "runtime/store/repos/runs.py": (
+                "from openseal.runtime.store.repos import events, actions\n"
+                "class Runs:\n"
+                "    def cancel(self):\n"
+                "        self._store.actions.cancel_for_run()\n"
+            ),
+            "runtime/store/repos/actions.py": "from openseal.runtime.store import store\n",
+        },
+    )
+    imports = all_imports(root)
+    assert store_room_breaches(imports, root) == [
+        "db.base imports tables.schema",
+        "repos.actions imports top",
+        "repos.runs imports repos.actions",
+    ]
+    assert sibling_calls(root) == ["repos.runs calls actions"]
+    assert store_cycles(imports, frozenset()) == [
+        ["openseal.runtime.store.db.base", "openseal.runtime.store.tables.schema"],
+        [
+            "openseal.runtime.store.repos.actions",
+            "openseal.runtime.store.repos.runs",
+            "openseal.runtime.store.store",
+        ],
     ]

@@ -9,11 +9,17 @@ from datetime import UTC, datetime
 import pytest
 
 from openseal.runtime.statuses import RunStatus
-from openseal.runtime.store.repos.actions import Action
-from openseal.runtime.store.repos.proposals import Proposal
-from openseal.runtime.store.repos.triggers import TriggerFiring
 from openseal.runtime.store.tables import records
-from openseal.runtime.store.tables.records import RowRecord, Run, Turn, evolve, run_status
+from openseal.runtime.store.tables.records import (
+    Action,
+    Proposal,
+    RowRecord,
+    Run,
+    TriggerFiring,
+    Turn,
+    evolve,
+    run_status,
+)
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 

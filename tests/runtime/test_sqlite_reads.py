@@ -13,8 +13,8 @@ import pytest
 import sqlalchemy as sa
 
 from openseal.runtime.store import ListQuery, NotFound, Store, open_reads, open_store
-from openseal.runtime.store.repos.prepared_reads import prepared
 from openseal.runtime.store.tables.listing import FILTERS
+from openseal.runtime.store.tables.prepared_reads import prepared
 from openseal.runtime.store.tables.sqlite_sql import COLUMNS, STATEMENTS
 from tests.runtime.support import DOCUMENT, WORKFLOW, deploy, digest_of
 

@@ -245,7 +245,7 @@ def decide(
         if closed is None:  # cannot happen under the run lock; keep the refusal honest anyway
             raise ApprovalError(f"approval {approval.id} changed meanwhile", code="already_decided")
         store.approvals.announce_decision(conn, run, closed, now, actor)
-        store.approvals.settle_action(conn, closed, now, actor)
+        store.actions.settle_for_approval(conn, closed, now, actor)
     return Decided(closed, True)
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import jsonschema
 
+from openseal.canonical import canonical_json
 from openseal.contract import EndSettings, TurnSettings
 from openseal.errors import RuntimeFailure, UsageError
 from openseal.runtime.compiled import CompiledWorkflow
@@ -29,7 +30,6 @@ from openseal.runtime.store import (
     Restart,
     Run,
     Store,
-    canonical_json,
     carved_child_budget,
     carved_limit,
 )

@@ -73,7 +73,6 @@ if TYPE_CHECKING:
     from openseal.runtime.store.repos.actions import (
         NOT_DISPATCHED,
         OPEN_OUTCOME,
-        Action,
         EventSink,
         NextMove,
         RowSink,
@@ -85,7 +84,6 @@ if TYPE_CHECKING:
         StopChild,
         caller_wakes,
     )
-    from openseal.runtime.store.repos.approvals import Approval
     from openseal.runtime.store.repos.approvals import summary as approval_summary
     from openseal.runtime.store.repos.artifacts import ArtifactStore
     from openseal.runtime.store.repos.carved_budgets import carved_limit
@@ -100,7 +98,6 @@ if TYPE_CHECKING:
         Target,
         Verdict,
     )
-    from openseal.runtime.store.repos.definitions import canonical_json
     from openseal.runtime.store.repos.dependencies import DependencyGroup, NewChild
     from openseal.runtime.store.repos.fenced import COMMIT_POINTS, FencedTx
     from openseal.runtime.store.repos.idempotency import StoredResponse
@@ -110,23 +107,23 @@ if TYPE_CHECKING:
         ReceiveHook,
         correlation_matches,
     )
-    from openseal.runtime.store.repos.proposals import Proposal, action_key
     from openseal.runtime.store.repos.runs import CancelSweep
     from openseal.runtime.store.repos.tokens import AccessToken
     from openseal.runtime.store.repos.triggers import (
         Occurrence,
         PrepareInputs,
         TriggerDeployment,
-        TriggerFiring,
     )
     from openseal.runtime.store.sqlite_reads import SQLiteReads, open_reads
     from openseal.runtime.store.store import PostgresStore, SQLiteStore, Store, open_store
     from openseal.runtime.store.tables.listing import ListQuery
     from openseal.runtime.store.tables.reads import Reads
     from openseal.runtime.store.tables.records import (
+        Action,
         Activation,
         Activity,
         AgentRequest,
+        Approval,
         ArtifactInfo,
         Claim,
         DefinitionVersion,
@@ -135,9 +132,12 @@ if TYPE_CHECKING:
         InboundEvent,
         NewObjective,
         Objective,
+        Proposal,
         Run,
+        TriggerFiring,
         Turn,
         UnwrittenRun,
+        action_key,
     )
     from openseal.runtime.store.tables.values import DEFAULT_SCOPE, store_key
 
@@ -220,7 +220,6 @@ __all__ = [
     "action_key",
     "approval_summary",
     "caller_wakes",
-    "canonical_json",
     "carved_child_budget",
     "carved_limit",
     "correlation_matches",

@@ -17,7 +17,7 @@ from openseal.runtime.actions import proposals
 from openseal.runtime.clock import iso
 from openseal.runtime.compiled import DefinitionError
 from openseal.runtime.engine.states.base import Advance, Attention, Outcome, StepContext, Suspend
-from openseal.runtime.statuses import ApprovalStatus, RunStatus
+from openseal.runtime.statuses import ActionStatus, ApprovalStatus, RunStatus
 from openseal.runtime.store import Approval, FencedTx, Store, approval_summary
 
 #: approval status → the event the state leaves by
@@ -52,6 +52,9 @@ def execute(ctx: StepContext) -> Outcome:
             proposal_name=name, state=ctx.state.name, approvers=approvers,
             on_timeout=on_timeout, expires_at=expires_at, now=tx.now, actor=tx.actor,
         )  # fmt: skip
+        ctx.store.actions.follow_approval(
+            tx.conn, approval, ActionStatus.WAITING_FOR_APPROVAL, tx.now, tx.actor
+        )
         _wait(tx, ctx.state.name, approval, now=False)
 
     return Suspend(ask, f"waiting for approval of {name} {proposal.hash[:12]}")
@@ -83,7 +86,7 @@ def _expire(ctx: StepContext, approval: Approval) -> Approval:
         if closed is None:  # a decision landed just before the expiry: it stands
             return ctx.store.approvals.get(tx.conn, approval.id)
         tx.append_event("approval.expired", approval_summary(closed), actor="system")
-        ctx.store.approvals.settle_action(tx.conn, closed, tx.now, "system")
+        ctx.store.actions.settle_for_approval(tx.conn, closed, tx.now, "system")
     return closed
 
 

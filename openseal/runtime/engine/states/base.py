@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final, NoReturn
 
+from openseal.canonical import canonical_json
 from openseal.contract import RetryWait
 from openseal.errors import ClaimLost
 from openseal.runtime.clock import iso
@@ -23,7 +24,7 @@ from openseal.runtime.engine import budgets
 from openseal.runtime.engine.tools import ToolRunner
 from openseal.runtime.faults import Hook
 from openseal.runtime.statuses import RunStatus
-from openseal.runtime.store import Claim, FencedTx, Run, Store, canonical_json
+from openseal.runtime.store import Claim, FencedTx, Run, Store
 from openseal.skills.credentials import RuntimeContext
 
 

@@ -19,12 +19,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import sqlalchemy as sa
 
 from openseal.runtime.clock import iso, new_id
-from openseal.runtime.statuses import ActionStatus
+from openseal.runtime.statuses import ActionStatus, ApprovalStatus
 from openseal.runtime.store.db import fastsql
 from openseal.runtime.store.db.errors import NotFound
 from openseal.runtime.store.repos.events import append_events
@@ -36,10 +36,7 @@ from openseal.runtime.store.tables.listing import (
     runs_in_scopes,
     runs_of_workflow,
 )
-from openseal.runtime.store.tables.records import Row, evolve
-
-if TYPE_CHECKING:
-    from openseal.runtime.store.repos.proposals import Proposal
+from openseal.runtime.store.tables.records import Action, Approval, Proposal, evolve
 
 actions = schema.actions
 reservations = schema.spend_reservations
@@ -54,37 +51,12 @@ NOT_DISPATCHED = (
 #: statuses whose effect may have happened and is not settled
 OPEN_OUTCOME = (ActionStatus.DISPATCHED, ActionStatus.UNKNOWN, ActionStatus.NEEDS_ATTENTION)
 
-
-@dataclass(frozen=True)
-class Action:
-    id: str
-    key: str
-    run_id: str
-    proposal_id: str
-    proposal_hash: str
-    proposal_name: str
-    skill: str
-    state: str | None
-    status: ActionStatus
-    approval_id: str | None
-    attempts: int
-    admitted_at: datetime | None
-    dispatched_at: datetime | None
-    finished_at: datetime | None
-    result: Any
-    error: str | None
-    history: list[dict[str, Any]]
-    resolution: dict[str, Any] | None
-    created_at: datetime
-    updated_at: datetime
-    revision: int
-
-    @classmethod
-    def from_row(cls, row: Row) -> Action:
-        values = {name: row[name] for name in cls.__dataclass_fields__}
-        values["status"] = ActionStatus(row["status"])
-        values["history"] = list(row["history"] or [])
-        return cls(**values)
+#: the action statuses that follow their approval (nothing admitted or sent yet)
+FOLLOWS_APPROVAL = (
+    ActionStatus.PROPOSED,
+    ActionStatus.WAITING_FOR_APPROVAL,
+    ActionStatus.DENIED,
+)
 
 
 INSERT_ACTION = sa.insert(actions)
@@ -380,6 +352,43 @@ class Actions(Repository):
             }
             for r in rows
         ]
+
+    def follow_approval(
+        self,
+        conn: sa.Connection,
+        approval: Approval,
+        status: ActionStatus,
+        now: datetime,
+        actor: str,
+    ) -> None:
+        """Move the approval's action (only one not yet admitted follows its approval's fate) to
+        ``status``, with its ``action.<status>`` event, in the caller's transaction: waiting
+        for it once it is opened, denied once it did not approve."""
+        row = conn.execute(
+            sa.select(actions).where(
+                actions.c.run_id == approval.run_id,
+                actions.c.proposal_hash == approval.proposal_hash,
+                actions.c.status.in_(FOLLOWS_APPROVAL),
+            )
+        ).mappings()
+        for found in row.all():
+            action = Action.from_row(found)
+            if action.status == status and action.approval_id == approval.id:
+                continue
+            note = f"approval {approval.id} {approval.status}"
+            self.move(
+                conn, action, status, now=now, actor=actor, expect=FOLLOWS_APPROVAL, note=note,
+                approval_id=approval.id,
+            )  # fmt: skip
+
+    def settle_for_approval(
+        self, conn: sa.Connection, closed: Approval, now: datetime, actor: str
+    ) -> None:
+        """After ``store.approvals.close``, in its transaction: an approval that did not approve
+        denies its action (when not admitted yet), with the action's event. Call it after the
+        approval's own event, so the run's events read in order."""
+        if closed.status != ApprovalStatus.APPROVED:
+            self.follow_approval(conn, closed, ActionStatus.DENIED, now, actor)
 
     def cancel_for_run(
         self, conn: sa.Connection, run_id: str, now: datetime, actor: str

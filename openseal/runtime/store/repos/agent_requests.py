@@ -27,6 +27,7 @@ from openseal.runtime.store.db.errors import InvalidStatus, NotFound
 from openseal.runtime.store.repos.carved_budgets import charge, child_spent, release
 from openseal.runtime.store.repos.events import change_run
 from openseal.runtime.store.repos.repository import Repository
+from openseal.runtime.store.repos.run_rows import load_run
 from openseal.runtime.store.tables import schema
 from openseal.runtime.store.tables.records import AgentRequest, Run
 
@@ -123,7 +124,7 @@ class AgentRequests(Repository):
             if caller_id is None:
                 raise NotFound(f"agent request {request_id} not found")
             # Lock the caller run before the request, the order cancel_run uses too.
-            caller = self._store.runs.load(conn, caller_id, lock=True)
+            caller = load_run(self._store, conn, caller_id, lock=True)
             stmt = sa.select(agent_requests).where(agent_requests.c.id == request_id)
             current = AgentRequest.from_row(
                 conn.execute(self._store.for_update(stmt)).mappings().one()
@@ -432,7 +433,7 @@ class AgentRequests(Repository):
         ).scalar_one_or_none()
         if request_id is None:
             return  # not a delegated run, or its request closed already
-        caller = self._store.runs.load(conn, str(child.parent_run_id), lock=True)
+        caller = load_run(self._store, conn, str(child.parent_run_id), lock=True)
         stmt = sa.select(agent_requests).where(agent_requests.c.id == request_id)
         current = AgentRequest.from_row(conn.execute(self._store.for_update(stmt)).mappings().one())
         if current.status != S.ACCEPTED or current.child_run_id != child.id:
@@ -457,7 +458,7 @@ class AgentRequests(Repository):
         request_id, spent = carved
         if not any(spent.values()):
             return  # it used nothing of it: the request's release gives it all back
-        caller = self._store.runs.load(conn, child.parent_run_id, lock=True)
+        caller = load_run(self._store, conn, child.parent_run_id, lock=True)
         change_run(
             conn, caller.id, event_type="budget.spent", actor=f"run:{child.id}",
             payload={"agent_request_id": request_id, "child_run_id": child.id, "spent": spent},

@@ -8,16 +8,15 @@ rows, in the caller's transaction, after the caller locked the run (the package'
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
 
 from openseal.runtime.clock import iso, new_id
-from openseal.runtime.statuses import ActionStatus, ApprovalStatus, RunStatus
+from openseal.runtime.statuses import ApprovalStatus, RunStatus
 from openseal.runtime.store.db.errors import NotFound
-from openseal.runtime.store.repos.actions import Action
 from openseal.runtime.store.repos.events import change_run
 from openseal.runtime.store.repos.repository import Repository
 from openseal.runtime.store.tables import schema
@@ -27,48 +26,9 @@ from openseal.runtime.store.tables.listing import (
     runs_in_scopes,
     runs_of_workflow,
 )
-from openseal.runtime.store.tables.records import Row, Run
+from openseal.runtime.store.tables.records import Approval, Run
 
 approvals = schema.approvals
-actions = schema.actions
-#: the action statuses that follow their approval (nothing admitted or sent yet)
-_FOLLOWS_APPROVAL = (
-    ActionStatus.PROPOSED,
-    ActionStatus.WAITING_FOR_APPROVAL,
-    ActionStatus.DENIED,
-)
-
-
-@dataclass(frozen=True)
-class Approval:
-    id: str
-    run_id: str
-    proposal_id: str
-    proposal_hash: str
-    proposal_name: str
-    state: str
-    approvers: list[str]
-    scope: str
-    status: ApprovalStatus
-    on_timeout: str
-    expires_at: datetime | None
-    decision: str | None
-    decided_by: str | None
-    decided_hash: str | None
-    reason: str | None
-    decided_at: datetime | None
-    created_at: datetime
-    revision: int
-
-    @classmethod
-    def from_row(cls, row: Row) -> Approval:
-        values = {name: row[name] for name in cls.__dataclass_fields__}
-        values["status"] = ApprovalStatus(row["status"])
-        values["approvers"] = list(row["approvers"] or [])
-        return cls(**values)
-
-    def expired_at(self, now: datetime) -> bool:
-        return self.expires_at is not None and now >= self.expires_at
 
 
 def summary(approval: Approval) -> dict[str, Any]:
@@ -128,7 +88,8 @@ class Approvals(Repository):
         now: datetime,
         actor: str = "system",
     ) -> Approval:
-        """Insert a pending approval for ``proposal_hash``; its action now waits for it."""
+        """Insert a pending approval for ``proposal_hash`` (its action then waits for it:
+        ``store.actions.follow_approval``)."""
         approval = Approval(
             id=new_id(),
             run_id=run_id,
@@ -150,35 +111,7 @@ class Approvals(Repository):
             revision=1,
         )
         conn.execute(sa.insert(approvals).values(**approval.__dict__))
-        self._set_action(conn, approval, ActionStatus.WAITING_FOR_APPROVAL, now, actor)
         return approval
-
-    def _set_action(
-        self,
-        conn: sa.Connection,
-        approval: Approval,
-        status: ActionStatus,
-        now: datetime,
-        actor: str,
-    ) -> None:
-        """Move the approval's action (only one not yet admitted follows its approval's fate) to
-        ``status``, with its ``action.<status>`` event, in the caller's transaction."""
-        row = conn.execute(
-            sa.select(actions).where(
-                actions.c.run_id == approval.run_id,
-                actions.c.proposal_hash == approval.proposal_hash,
-                actions.c.status.in_(_FOLLOWS_APPROVAL),
-            )
-        ).mappings()
-        for found in row.all():
-            action = Action.from_row(found)
-            if action.status == status and action.approval_id == approval.id:
-                continue
-            note = f"approval {approval.id} {approval.status}"
-            self._store.actions.move(
-                conn, action, status, now=now, actor=actor, expect=_FOLLOWS_APPROVAL, note=note,
-                approval_id=approval.id,
-            )  # fmt: skip
 
     def close(
         self,
@@ -193,7 +126,7 @@ class Approvals(Repository):
         seen_hash: str | None = None,
     ) -> Approval | None:
         """Move a pending approval to ``status``; None when it was no longer pending. Then call
-        :meth:`settle_action`."""
+        ``store.actions.settle_for_approval``."""
         result = conn.execute(
             sa.update(approvals)
             .where(approvals.c.id == approval.id, approvals.c.status == ApprovalStatus.PENDING)
@@ -220,15 +153,6 @@ class Approvals(Repository):
             revision=approval.revision + 1,
         )
         return closed
-
-    def settle_action(
-        self, conn: sa.Connection, closed: Approval, now: datetime, actor: str
-    ) -> None:
-        """After :meth:`close`, in its transaction: an approval that did not approve denies its
-        action (when not admitted yet), with the action's event. Call it after the approval's own
-        event, so the run's events read in order."""
-        if closed.status != ApprovalStatus.APPROVED:
-            self._set_action(conn, closed, ActionStatus.DENIED, now, actor)
 
     def cancel_for_run(
         self, conn: sa.Connection, run_id: str, now: datetime, actor: str

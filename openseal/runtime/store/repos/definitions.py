@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from openseal.canonical import rfc8785_bytes
+from openseal.canonical import canonical_json
 from openseal.errors import StoreError
 from openseal.runtime.clock import new_id
 from openseal.runtime.store.db import fastsql
@@ -17,6 +17,7 @@ from openseal.runtime.store.db.errors import IdempotencyConflict, NotFound
 from openseal.runtime.store.repos.repository import Repository
 from openseal.runtime.store.tables import schema
 from openseal.runtime.store.tables.records import Activation, DefinitionVersion, Deployment
+from openseal.runtime.store.tables.statements import ACTIVE_DIGEST, VERSION
 
 if TYPE_CHECKING:
     from openseal.runtime.store.store import Store
@@ -24,15 +25,6 @@ if TYPE_CHECKING:
 versions = schema.definition_versions
 deployments = schema.deployments
 activations = schema.deployment_activations
-ACTIVE_DIGEST = sa.select(deployments.c.active_digest).where(
-    deployments.c.name == sa.bindparam("p_name")
-)
-VERSION = sa.select(versions).where(versions.c.digest == sa.bindparam("p_digest"))
-
-
-def canonical_json(document: Any) -> str:
-    """RFC 8785 canonical JSON text: the stored form, byte-identical for equal documents."""
-    return rfc8785_bytes(document).decode("utf-8")
 
 
 class Definitions(Repository):

@@ -28,6 +28,7 @@ from openseal.runtime.statuses import LIVE_RUN_STATUSES, TERMINAL_RUN_STATUSES, 
 from openseal.runtime.store.db.errors import NotFound
 from openseal.runtime.store.repos.events import change_run
 from openseal.runtime.store.repos.repository import Repository
+from openseal.runtime.store.repos.run_rows import load_run
 from openseal.runtime.store.tables import schema
 from openseal.runtime.store.tables.records import Run
 
@@ -217,7 +218,7 @@ class Dependencies(Repository):
         ).mappings().first()  # fmt: skip
         if member is None or member["status"] is not None:
             return None  # not a spawned child, or settled already
-        parent = self._store.runs.load(conn, str(child.parent_run_id), lock=True)
+        parent = load_run(self._store, conn, str(child.parent_run_id), lock=True)
         group = self._locked_group(conn, member["group_id"])
         conn.execute(
             sa.update(members).where(members.c.run_id == child.id).values(status=str(status))
@@ -255,7 +256,7 @@ class Dependencies(Repository):
             parent_id = conn.execute(
                 sa.select(groups.c.parent_run_id).where(groups.c.id == group_id)
             ).scalar_one()
-            self._store.runs.load(conn, parent_id, lock=True)
+            load_run(self._store, conn, parent_id, lock=True)
             if self._locked_group(conn, group_id)["status"] == OPEN:
                 self._settle(conn, group_id, "expired", now)
 

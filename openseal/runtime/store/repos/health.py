@@ -17,9 +17,9 @@ import sqlalchemy as sa
 
 from openseal.runtime.statuses import ActionStatus, ApprovalStatus
 from openseal.runtime.store.db.base import StoreBase
-from openseal.runtime.store.repos.leases import runnable
 from openseal.runtime.store.repos.repository import Repository
 from openseal.runtime.store.tables import migrations, schema
+from openseal.runtime.store.tables.statements import runnable
 
 runs, actions, approvals = schema.runs, schema.actions, schema.approvals
 reservations, events = schema.spend_reservations, schema.events

@@ -33,9 +33,9 @@ from openseal.runtime.statuses import TERMINAL_RUN_STATUSES
 from openseal.runtime.store.db.errors import IdempotencyConflict
 from openseal.runtime.store.repos.events import change_run
 from openseal.runtime.store.repos.repository import Repository
-from openseal.runtime.store.repos.triggers import TriggerFiring
+from openseal.runtime.store.repos.run_rows import load_run
 from openseal.runtime.store.tables import schema
-from openseal.runtime.store.tables.records import InboundEvent, Run
+from openseal.runtime.store.tables.records import InboundEvent, Run, TriggerFiring
 
 inbound = schema.inbound_events
 runs = schema.runs
@@ -207,7 +207,7 @@ class InboundEvents(Repository):
         # is not committed yet; the re-check under it sees every committed waiter.
         candidate = self._find_waiter(conn, event)
         if candidate is not None:
-            self._store.runs.load(conn, candidate.id, lock=True)
+            load_run(self._store, conn, candidate.id, lock=True)
         self._store.lock_event_name(conn, event.name)
         if event.delivery_key is not None:
             # Under the name lock every earlier delivery of this name has committed.

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 import sqlalchemy as sa
 
 from openseal.runtime.clock import iso
-from openseal.runtime.statuses import WAITING_RUN_STATUSES, RunStatus
+from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store.db import fastsql
 from openseal.runtime.store.db.errors import StaleEpoch
 from openseal.runtime.store.db.json_text import compact_json
@@ -28,6 +28,7 @@ from openseal.runtime.store.repos.fenced import CommitHook, FencedTx
 from openseal.runtime.store.repos.repository import Repository
 from openseal.runtime.store.tables import schema
 from openseal.runtime.store.tables.records import Claim, Run, UnwrittenRun, evolve
+from openseal.runtime.store.tables.statements import runnable
 
 if TYPE_CHECKING:
     from openseal.runtime.store.store import Store
@@ -46,20 +47,6 @@ FENCE_COLUMNS: Final = (
 #: at most this many runs' last writes are kept (a claim given up without a last write, lost
 #: to a takeover say, leaves its entry behind until then)
 HELD_RUNS_KEPT: Final = 4096
-
-
-def runnable(now: datetime | sa.BindParameter[Any]) -> sa.ColumnElement[bool]:
-    """Runs a worker may claim now: queued, abandoned (lease expired) or due to wake."""
-    return sa.or_(
-        runs.c.status == RunStatus.QUEUED,
-        sa.and_(runs.c.status == RunStatus.RUNNING, runs.c.lease_expires_at < now),
-        # One bound literal per status rather than an expanding list, so the statement needs no
-        # rewriting at execution time (see :mod:`openseal.runtime.store.db.fastsql`).
-        sa.and_(
-            runs.c.status.in_([sa.literal(str(s)) for s in sorted(WAITING_RUN_STATUSES)]),
-            runs.c.wake_at <= now,
-        ),
-    )
 
 
 #: the earliest lease expiry after ``:p_now`` (the ``ix_runs_claim_lease`` index)

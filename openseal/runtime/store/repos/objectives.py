@@ -10,7 +10,6 @@ objective's), so a retry run is created exactly once with the end that caused it
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -29,18 +28,19 @@ from openseal.runtime.store.db.errors import (
     StaleRevision,
 )
 from openseal.runtime.store.db.work_signal import TRIGGERS
-from openseal.runtime.store.repos.definitions import ACTIVE_DIGEST, canonical_json
 from openseal.runtime.store.repos.events import append_events
 from openseal.runtime.store.repos.repository import Repository
 from openseal.runtime.store.tables import schema
 from openseal.runtime.store.tables.listing import ListQuery, newest_first
 from openseal.runtime.store.tables.records import (
+    TRIGGER_ACTOR,
     DefinitionVersion,
     NewObjective,
     Objective,
     Run,
     UnwrittenRun,
 )
+from openseal.runtime.store.tables.statements import ACTIVE_DIGEST, request_hash
 from openseal.runtime.store.tables.values import DEFAULT_SCOPE
 
 objectives = schema.objectives
@@ -57,26 +57,6 @@ DEPLOYED_AND_PROJECT = sa.select(
     .scalar_subquery()
     .label("project_id"),
 )
-
-
-def request_hash(
-    project: str,
-    workflow_name: str,
-    inputs: dict[str, Any],
-    goal: str | None = None,
-    priority: int | None = None,
-    draft: bool = False,
-) -> str:
-    """What an idempotency key promises: the same project, workflow, inputs, goal, priority
-    and draft (the last three only when given, so earlier keys keep their hashes)."""
-    document: dict[str, Any] = {"project": project, "workflow": workflow_name, "inputs": inputs}
-    if goal is not None:
-        document["goal"] = goal
-    if priority is not None:
-        document["priority"] = priority
-    if draft:
-        document["draft"] = True
-    return hashlib.sha256(canonical_json(document).encode("utf-8")).hexdigest()
 
 
 def objective_terms(version: DefinitionVersion) -> tuple[str | None, int, dict[str, Any] | None]:
@@ -141,8 +121,6 @@ STEERED: Final = {
     ObjectiveStatus.ACTIVE: "objective.resumed",
     ObjectiveStatus.RETIRED: "objective.retired",
 }
-#: who a trigger's objectives are created by: ``trigger:<its name>``
-TRIGGER_ACTOR: Final = "trigger:"
 #: what a run's end did to its objective, for the payload of the event that ends the run
 Settled = dict[str, Any] | None
 

@@ -7,7 +7,6 @@ returns the stored row.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -18,45 +17,12 @@ from openseal.runtime.store.db import combined, fastsql
 from openseal.runtime.store.db.errors import NotFound
 from openseal.runtime.store.repos.repository import Repository
 from openseal.runtime.store.tables import schema
-from openseal.runtime.store.tables.records import RowRecord
+from openseal.runtime.store.tables.records import Proposal
 
 proposals = schema.proposals
 BY_HASH = sa.select(proposals).where(
     proposals.c.run_id == sa.bindparam("p_run"), proposals.c.hash == sa.bindparam("p_hash")
 )
-
-
-@dataclass(frozen=True)
-class Proposal(RowRecord):
-    id: str
-    run_id: str
-    name: str
-    state: str
-    hash: str
-    artifact_digest: str
-    skill: str
-    skill_digest: str
-    actor: str
-    document: dict[str, Any]
-    created_at: datetime
-
-    @property
-    def args(self) -> dict[str, Any]:
-        return dict(self.document.get("args") or {})
-
-    @property
-    def spend(self) -> dict[str, Any] | None:
-        spend = self.document.get("spend")
-        return dict(spend) if spend else None
-
-    @property
-    def action_key(self) -> str:
-        return action_key(self.run_id, self.hash)
-
-
-def action_key(run_id: str, proposal_hash: str) -> str:
-    """The stable action key ``<run>:<proposal hash>``: one per exact proposal, never per try."""
-    return f"{run_id}:{proposal_hash}"
 
 
 class NewProposal(Protocol):

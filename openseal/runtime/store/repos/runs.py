@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -26,16 +26,15 @@ from openseal.runtime.statuses import (
     WAITING_RUN_STATUSES,
     RunStatus,
 )
-from openseal.runtime.store.db.errors import InvalidStatus, NotFound, StaleRevision
+from openseal.runtime.store.db.errors import InvalidStatus, StaleRevision
 from openseal.runtime.store.repos.carved_budgets import release_all
 from openseal.runtime.store.repos.events import change_run, lease_released
 from openseal.runtime.store.repos.repository import Repository
+from openseal.runtime.store.repos.run_rows import load_run
 from openseal.runtime.store.tables import schema
-from openseal.runtime.store.tables.listing import ListQuery, newest_first, workflow_digests
-from openseal.runtime.store.tables.records import Activity, Event, Run, Turn
-
-if TYPE_CHECKING:
-    from openseal.runtime.store.repos.actions import Action
+from openseal.runtime.store.tables.listing import ListQuery
+from openseal.runtime.store.tables.records import Action, Activity, Event, Run, Turn
+from openseal.runtime.store.tables.statements import newest_runs
 
 runs = schema.runs
 events = schema.events
@@ -56,19 +55,6 @@ class CancelSweep:
     actions: list[dict[str, Any]]
     objective: dict[str, Any] | None
     spawned: list[str]
-
-
-def newest_runs(query: ListQuery, *, objective_id: str | None = None) -> sa.Select[Any]:
-    """The page of runs ``query`` asks for, newest first (also read without SQLAlchemy on
-    SQLite: :mod:`.sqlite_reads`)."""
-    stmt = newest_first(sa.select(runs), runs, query)
-    if query.workflow is not None:
-        stmt = stmt.where(runs.c.workflow_digest.in_(workflow_digests(query.workflow)))
-    if query.scopes is not None:
-        stmt = stmt.where(runs.c.scope.in_(list(query.scopes)))
-    if objective_id is not None:
-        stmt = stmt.where(runs.c.objective_id == objective_id)
-    return stmt
 
 
 def _require(run: Run, allowed: frozenset[RunStatus], verb: str) -> None:
@@ -95,13 +81,7 @@ class Runs(Repository):
     def load(self, conn: sa.Connection, run_id: str, *, lock: bool = False) -> Run:
         """Run ``run_id`` read in the caller's transaction; ``lock`` takes its row lock first
         (the first lock of any writer that touches the run, see the package's lock order)."""
-        stmt = sa.select(runs).where(runs.c.id == run_id)
-        if lock:
-            stmt = self._store.for_update(stmt)
-        row = conn.execute(stmt).mappings().one_or_none()
-        if row is None:
-            raise NotFound(f"run {run_id} not found")
-        return Run.from_row(row)
+        return load_run(self._store, conn, run_id, lock=lock)
 
     def get(self, run_id: str) -> Run:
         with self._store.read() as conn:

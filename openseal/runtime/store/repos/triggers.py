@@ -26,10 +26,10 @@ from openseal.errors import OpenSealError
 from openseal.runtime.clock import new_id
 from openseal.runtime.statuses import ObjectiveStatus
 from openseal.runtime.store.db.errors import InvalidStatus, NotFound
-from openseal.runtime.store.repos.objectives import TRIGGER_ACTOR, request_hash
 from openseal.runtime.store.repos.repository import Repository
 from openseal.runtime.store.tables import schema
-from openseal.runtime.store.tables.records import DefinitionVersion, RowRecord
+from openseal.runtime.store.tables.records import TRIGGER_ACTOR, DefinitionVersion, TriggerFiring
+from openseal.runtime.store.tables.statements import request_hash
 from openseal.runtime.store.tables.values import DEFAULT_SCOPE
 
 states = schema.trigger_states
@@ -44,23 +44,6 @@ STATUSES = ("active", "paused", "retired")
 OPEN_OBJECTIVE = (ObjectiveStatus.ACTIVE, ObjectiveStatus.PAUSED)
 #: the project objectives started by triggers live in
 PROJECT = "default"
-
-
-@dataclass(frozen=True)
-class TriggerFiring(RowRecord):
-    id: str
-    trigger_name: str
-    trigger_digest: str
-    occurrence_key: str
-    source: str
-    occurred_at: datetime
-    inbound_event_id: str | None
-    outcome: str
-    objective_id: str | None
-    inputs: dict[str, Any] | None
-    detail: str | None
-    recorded_at: datetime
-    started_at: datetime | None
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,16 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Self, TypeVar
+from typing import Any, Final, Self, TypeVar
 
 from openseal.contract import RunContext, Waiting
-from openseal.runtime.statuses import AgentRequestStatus, ObjectiveStatus, RunStatus
+from openseal.runtime.statuses import (
+    ActionStatus,
+    AgentRequestStatus,
+    ApprovalStatus,
+    ObjectiveStatus,
+    RunStatus,
+)
 
 Row = Mapping[Any, Any]
 JSONValue = Any
@@ -341,3 +347,121 @@ class ArtifactInfo(RowRecord):
     size: int
     media_type: str
     created_at: datetime
+
+
+@dataclass(frozen=True)
+class Approval:
+    id: str
+    run_id: str
+    proposal_id: str
+    proposal_hash: str
+    proposal_name: str
+    state: str
+    approvers: list[str]
+    scope: str
+    status: ApprovalStatus
+    on_timeout: str
+    expires_at: datetime | None
+    decision: str | None
+    decided_by: str | None
+    decided_hash: str | None
+    reason: str | None
+    decided_at: datetime | None
+    created_at: datetime
+    revision: int
+
+    @classmethod
+    def from_row(cls, row: Row) -> Approval:
+        values = {name: row[name] for name in cls.__dataclass_fields__}
+        values["status"] = ApprovalStatus(row["status"])
+        values["approvers"] = list(row["approvers"] or [])
+        return cls(**values)
+
+    def expired_at(self, now: datetime) -> bool:
+        return self.expires_at is not None and now >= self.expires_at
+
+
+@dataclass(frozen=True)
+class Proposal(RowRecord):
+    id: str
+    run_id: str
+    name: str
+    state: str
+    hash: str
+    artifact_digest: str
+    skill: str
+    skill_digest: str
+    actor: str
+    document: dict[str, Any]
+    created_at: datetime
+
+    @property
+    def args(self) -> dict[str, Any]:
+        return dict(self.document.get("args") or {})
+
+    @property
+    def spend(self) -> dict[str, Any] | None:
+        spend = self.document.get("spend")
+        return dict(spend) if spend else None
+
+    @property
+    def action_key(self) -> str:
+        return action_key(self.run_id, self.hash)
+
+
+def action_key(run_id: str, proposal_hash: str) -> str:
+    """The stable action key ``<run>:<proposal hash>``: one per exact proposal, never per try."""
+    return f"{run_id}:{proposal_hash}"
+
+
+@dataclass(frozen=True)
+class TriggerFiring(RowRecord):
+    id: str
+    trigger_name: str
+    trigger_digest: str
+    occurrence_key: str
+    source: str
+    occurred_at: datetime
+    inbound_event_id: str | None
+    outcome: str
+    objective_id: str | None
+    inputs: dict[str, Any] | None
+    detail: str | None
+    recorded_at: datetime
+    started_at: datetime | None
+
+
+@dataclass(frozen=True)
+class Action:
+    id: str
+    key: str
+    run_id: str
+    proposal_id: str
+    proposal_hash: str
+    proposal_name: str
+    skill: str
+    state: str | None
+    status: ActionStatus
+    approval_id: str | None
+    attempts: int
+    admitted_at: datetime | None
+    dispatched_at: datetime | None
+    finished_at: datetime | None
+    result: Any
+    error: str | None
+    history: list[dict[str, Any]]
+    resolution: dict[str, Any] | None
+    created_at: datetime
+    updated_at: datetime
+    revision: int
+
+    @classmethod
+    def from_row(cls, row: Row) -> Action:
+        values = {name: row[name] for name in cls.__dataclass_fields__}
+        values["status"] = ActionStatus(row["status"])
+        values["history"] = list(row["history"] or [])
+        return cls(**values)
+
+
+#: who a trigger's objectives are created by: ``trigger:<its name>``
+TRIGGER_ACTOR: Final = "trigger:"

@@ -1,6 +1,6 @@
 """The statements :mod:`~openseal.runtime.store.sqlite_reads` runs without SQLAlchemy,
 and their SQL as SQLAlchemy compiles it for SQLite:
-``python -m openseal.runtime.store.repos.prepared_reads`` (``make sql``) writes
+``python -m openseal.runtime.store.tables.prepared_reads`` (``make sql``) writes
 :mod:`~openseal.runtime.store.tables.sqlite_sql`, and a test fails when that file differs from
 :func:`prepared`.
 
@@ -24,10 +24,9 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.sql.compiler import SQLCompiler
 
-from openseal.runtime.store.repos.definitions import VERSION
-from openseal.runtime.store.repos.runs import newest_runs
 from openseal.runtime.store.tables.listing import FILTERS, ListQuery
 from openseal.runtime.store.tables.schema import UtcTimestamp
+from openseal.runtime.store.tables.statements import VERSION, newest_runs
 from openseal.runtime.store.tables.values import epoch_seconds
 
 Parameter = tuple[str, str, Any]

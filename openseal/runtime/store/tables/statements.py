@@ -1,0 +1,76 @@
+"""Statements more than one part of the store runs: a deployment's active version, a version by
+digest, the runs a worker may claim, a page of the newest runs (also compiled ahead for the
+reads without SQLAlchemy, :mod:`openseal.runtime.store.tables.prepared_reads`), and the hash
+an objective's idempotency key promises. Built once, at import.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from openseal.canonical import canonical_json
+from openseal.runtime.statuses import WAITING_RUN_STATUSES, RunStatus
+from openseal.runtime.store.tables import schema
+from openseal.runtime.store.tables.listing import ListQuery, newest_first, workflow_digests
+
+runs = schema.runs
+versions = schema.definition_versions
+deployments = schema.deployments
+
+#: the active digest of deployment ``:p_name``
+ACTIVE_DIGEST = sa.select(deployments.c.active_digest).where(
+    deployments.c.name == sa.bindparam("p_name")
+)
+#: the version ``:p_digest``
+VERSION = sa.select(versions).where(versions.c.digest == sa.bindparam("p_digest"))
+
+
+def runnable(now: datetime | sa.BindParameter[Any]) -> sa.ColumnElement[bool]:
+    """Runs a worker may claim now: queued, abandoned (lease expired) or due to wake."""
+    return sa.or_(
+        runs.c.status == RunStatus.QUEUED,
+        sa.and_(runs.c.status == RunStatus.RUNNING, runs.c.lease_expires_at < now),
+        # One bound literal per status rather than an expanding list, so the statement needs no
+        # rewriting at execution time (see :mod:`openseal.runtime.store.db.fastsql`).
+        sa.and_(
+            runs.c.status.in_([sa.literal(str(s)) for s in sorted(WAITING_RUN_STATUSES)]),
+            runs.c.wake_at <= now,
+        ),
+    )
+
+
+def newest_runs(query: ListQuery, *, objective_id: str | None = None) -> sa.Select[Any]:
+    """The page of runs ``query`` asks for, newest first (also read without SQLAlchemy on
+    SQLite: :mod:`openseal.runtime.store.sqlite_reads`)."""
+    stmt = newest_first(sa.select(runs), runs, query)
+    if query.workflow is not None:
+        stmt = stmt.where(runs.c.workflow_digest.in_(workflow_digests(query.workflow)))
+    if query.scopes is not None:
+        stmt = stmt.where(runs.c.scope.in_(list(query.scopes)))
+    if objective_id is not None:
+        stmt = stmt.where(runs.c.objective_id == objective_id)
+    return stmt
+
+
+def request_hash(
+    project: str,
+    workflow_name: str,
+    inputs: dict[str, Any],
+    goal: str | None = None,
+    priority: int | None = None,
+    draft: bool = False,
+) -> str:
+    """What an idempotency key promises: the same project, workflow, inputs, goal, priority
+    and draft (the last three only when given, so earlier keys keep their hashes)."""
+    document: dict[str, Any] = {"project": project, "workflow": workflow_name, "inputs": inputs}
+    if goal is not None:
+        document["goal"] = goal
+    if priority is not None:
+        document["priority"] = priority
+    if draft:
+        document["draft"] = True
+    return hashlib.sha256(canonical_json(document).encode("utf-8")).hexdigest()
