@@ -60,14 +60,19 @@ def call_in_child(entry_point: str, args: Mapping[str, object], timeout: float) 
     process group is killed and reaped (``stopped``).
     """
     deadline = time.monotonic() + timeout
+    request = {"entry_point": entry_point, "args": dict(args), "deadline": deadline}
+    try:
+        line = json.dumps(request, separators=(",", ":")).encode() + b"\n"
+    except (TypeError, ValueError) as exc:
+        return ChildReply("not_sent", message=f"the arguments are not JSON ({exc})")
     # A kept child may have died while idle (killed from outside): the request then reaches
     # no one, and a fresh child takes it.
     for kept in (True, False):
         try:
             child = _POOL.take(kept=kept)
-        except OSError as exc:
+        except (OSError, subprocess.SubprocessError) as exc:
             return ChildReply("not_sent", message=f"cannot start a process for the skill: {exc}")
-        reply = child.call(entry_point, args, deadline)
+        reply = child.call(line, deadline)
         if reply.outcome in ("output", "raised", "not_called"):
             _POOL.give_back(child)
         if reply.outcome != "not_sent" or child.fresh:
@@ -90,9 +95,8 @@ class _Child:
             start_new_session=True,
         )
 
-    def call(self, entry_point: str, args: Mapping[str, object], deadline: float) -> ChildReply:
-        request = {"entry_point": entry_point, "args": dict(args), "deadline": deadline}
-        line = json.dumps(request, separators=(",", ":")).encode() + b"\n"
+    def call(self, line: bytes, deadline: float) -> ChildReply:
+        """Send one request line and read its reply by ``deadline``."""
         assert self.process.stdin is not None
         try:
             self.process.stdin.write(line)
@@ -163,7 +167,11 @@ _Settings = tuple[str, dict[str, str], list[str]]
 def _settings() -> _Settings:
     """What a child inherits from the worker when it starts: working directory, environment,
     import path. A child started under other settings is not reused."""
-    return os.getcwd(), dict(os.environ), list(sys.path)
+    try:
+        cwd = os.getcwd()
+    except OSError:  # a working directory removed under the worker: the child inherits it as is
+        cwd = ""
+    return cwd, dict(os.environ), list(sys.path)
 
 
 class _Pool:
