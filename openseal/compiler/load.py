@@ -274,9 +274,18 @@ def duplicate_names(
     definitions: Iterable[Definition], projects: dict[str, str]
 ) -> list[Diagnostic]:
     seen: dict[tuple[str, str], Definition] = {}
+    #: by kind and name in lower case, across projects: one bundle holds them all
+    folded: dict[tuple[str, str], Definition] = {}
     out: list[Diagnostic] = []
     for definition in definitions:
         project = projects.get(definition.span.file, "")
+        same_file = folded.setdefault((definition.kind, definition.name.lower()), definition)
+        if same_file.name != definition.name:
+            out.append(
+                case_collision(
+                    definition.key, definition.name_span, same_file.key, same_file.name_span
+                )
+            )
         first = seen.setdefault((project, definition.key), definition)
         if first is not definition:
             out.append(
@@ -288,3 +297,19 @@ def duplicate_names(
                 )
             )
     return out
+
+
+def case_collision(
+    key: str, span: Span, other: str, other_span: Span, *, where: str = ""
+) -> Diagnostic:
+    """``OS105`` for two names that differ only by case (``key`` at ``span``, ``other``
+    ``where`` it is): one file of a bundle on a file system that ignores case (macOS,
+    Windows), so one would silently replace the other."""
+    return error(
+        "OS105",
+        f"`{key}` differs from `{other}`{where} only by case; their files in a bundle would "
+        "be one file where case is ignored",
+        span,
+        related=[Related(other_span, f"`{other}` is defined here")],
+        suggestion="give one of them a name that differs by more than case",
+    )

@@ -29,6 +29,7 @@ from openseal.compiler.load import (
     LoadResult,
     SourceFile,
     add_file,
+    case_collision,
     discover,
     duplicate_names,
     load_file,
@@ -109,6 +110,7 @@ def compile_paths(
     loaded.load_later = lambda: [d for definitions in later for d in definitions()]
 
     result = CompileResult(loaded, list(loaded.diagnostics))
+    folded_keys: dict[str, str] = {}
     for name in sorted(compiled):
         outcome = compiled[name]
         if analysis and outcome.project is not None:
@@ -118,6 +120,14 @@ def compile_paths(
             existing = result.documents.setdefault(key, document)
             if existing.digest != document.digest:
                 result.diagnostics.append(_conflict(key, existing, document))
+            cased = folded_keys.setdefault(key.lower(), key)
+            if cased != key:  # across projects: within one, loading reports it
+                first = result.documents[cased]
+                result.diagnostics.append(
+                    case_collision(
+                        key, document.span, cased, first.span, where=" of another project"
+                    )
+                )
     result.diagnostics = sorted(set(result.diagnostics), key=sort_key)
     if not result.ok:
         result.documents = {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -139,3 +140,33 @@ def test_stale_files_it_owns_are_removed_others_kept(tmp_path: Path) -> None:
     assert (out / "notes.txt").read_text(encoding="utf-8") == "mine"
     assert "skill.lookup" not in manifest["definitions"]
     assert set(read_bundle(out).entries) == set(smaller)
+
+
+def _with_a_name_too_long(documents: dict[str, object]) -> dict[str, object]:
+    """The documents plus one whose file name the file system refuses (past 255 bytes), as
+    only a document made without the compiler (which refuses such names, OS110) can be."""
+    model = documents["model.m"]
+    long = dataclasses.replace(model, name="m" * 300)  # type: ignore[type-var]
+    return {**documents, "model." + "m" * 300: long}
+
+
+def test_a_failed_write_leaves_the_previous_bundle_untouched(tmp_path: Path) -> None:
+    out = tmp_path / "build"
+    _bundle(tmp_path, out)
+    before = _tree(out)
+    result = compile_texts(tmp_path / "next", {"all.hcl": project_text().replace("10s", "20s")})
+    with pytest.raises(BundleError, match="cannot write the bundle"):
+        write_bundle(_with_a_name_too_long(dict(result.documents)), out)  # type: ignore[arg-type]
+    assert _tree(out) == before  # not one new document, and no staging left behind
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        ["manifest.json", "model", "skill", "agent", "binding", "workflow"]
+    )
+    read_bundle(out)
+
+
+def test_a_failed_first_write_leaves_no_directory(tmp_path: Path) -> None:
+    result = compile_texts(tmp_path / "src", {"all.hcl": project_text()})
+    out = tmp_path / "build"
+    with pytest.raises(BundleError, match="cannot write the bundle"):
+        write_bundle(_with_a_name_too_long(dict(result.documents)), out)  # type: ignore[arg-type]
+    assert not out.exists()

@@ -62,7 +62,17 @@ def test_golden_generated_inputs(tmp_path: Path) -> None:
     (tmp_path / "special" / "model.hcl").write_text(
         'model "m" {\n  provider = "scripted"\n  model    = "small"\n}\n'
     )
+    (tmp_path / "long.hcl").write_text(
+        f'model "{"m" * 241}" {{\n  provider = "scripted"\n  model    = "small"\n}}\n'
+    )
+    (tmp_path / "cased").mkdir()
+    (tmp_path / "cased" / "one.hcl").write_text(agent.format("one"))
+    (tmp_path / "cased" / "two.yaml").write_text(
+        "agent:\n  A:\n    model: model.m\n    instructions: two\n"
+    )
     cases = {
+        "os110_name_too_long": [tmp_path / "long.hcl"],
+        "os105_case_only": [tmp_path / "cased"],
         "os012_skipped_file": [tmp_path / "special"],
         "os105_duplicate_definition": [tmp_path / "twice"],
         "os001_missing_file": [tmp_path / "missing.hcl"],

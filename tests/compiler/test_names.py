@@ -12,7 +12,7 @@ from openseal.compiler.definitions.specs import KIND_MODELS
 from openseal.compiler.load import load_definitions
 from openseal.compiler.output.bundle import BundleError, write_bundle
 from openseal.compiler.pipeline import compile_paths
-from tests.compiler.compile_support import compile_texts, project_text
+from tests.compiler.compile_support import MODEL, compile_texts, project_text
 
 BAD_NAMES = ["", "has space", "dotted.name", "../../victim", "a/b", "x²", "größe", "1st", "a\n"]
 
@@ -92,3 +92,34 @@ def test_the_bundle_writer_does_not_follow_a_symlinked_kind_directory(tmp_path: 
     with pytest.raises(BundleError):
         write_bundle(result.documents, out)
     assert list(elsewhere.iterdir()) == []
+
+
+def _project(root: Path, text: str) -> Path:
+    root.mkdir(parents=True)
+    (root / "openseal.project").write_text("", encoding="utf-8")
+    (root / "all.hcl").write_text(text, encoding="utf-8")
+    return root
+
+
+def test_names_differing_only_by_case_in_two_projects_are_refused(tmp_path: Path) -> None:
+    _project(tmp_path / "one", project_text())
+    _project(tmp_path / "two", MODEL.replace('"m"', '"M"'))
+    result = compile_paths([tmp_path])
+    found = [d for d in result.diagnostics if d.code == "OS105"]
+    assert len(found) == 1 and result.documents == {}, result.diagnostics
+    assert found[0].message.startswith("`model.M` differs from `model.m` of another project")
+    assert found[0].span.file.endswith("all.hcl") and found[0].span.line == 1
+
+
+def test_the_longest_name_compiles_and_one_more_character_is_os110(tmp_path: Path) -> None:
+    longest = "m" * 128
+    text = project_text().replace('"m"', f'"{longest}"').replace("model.m", f"model.{longest}")
+    result = compile_texts(tmp_path / "ok", {"all.hcl": text})
+    write_bundle(result.documents, tmp_path / "out")
+    assert (tmp_path / "out" / "model" / f"{longest}.json").is_file()
+    longer = text.replace(longest, longest + "m")
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "all.hcl").write_text(longer, encoding="utf-8")
+    found = [d for d in compile_paths([tmp_path / "bad"]).diagnostics if d.code == "OS110"]
+    assert [(d.span.line, d.span.column) for d in found] == [(1, 7)]
+    assert "129 characters long" in found[0].message and found[0].suggestion

@@ -14,7 +14,12 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from openseal.compiler.definitions.field_types import DecodeContext, is_name, name_suggestion
+from openseal.compiler.definitions.field_types import (
+    MAX_NAME_CHARS,
+    DecodeContext,
+    is_name,
+    name_suggestion,
+)
 from openseal.compiler.definitions.labels import unwrap
 from openseal.compiler.definitions.specs import KIND_MODELS, Spec
 from openseal.compiler.diagnostics import Diagnostic, did_you_mean, error
@@ -76,6 +81,9 @@ def decode(folded: Folded, file: str) -> tuple[list[Definition], list[Diagnostic
             if not is_name(str(name)):
                 diagnostics.append(_invalid_name(kind, str(name), name_span))
                 continue
+            if len(name) > MAX_NAME_CHARS:
+                diagnostics.append(_long_name(kind, str(name), name_span))
+                continue
             ctx = DecodeContext(fallback_span=span)
             try:
                 spec = model.model_validate(body, context=ctx)
@@ -117,6 +125,16 @@ def _invalid_name(kind: str, name: str, span: Span) -> Diagnostic:
         "and holds only ASCII letters, digits and `_`",
         span,
         suggestion=f"rename it, for example to `{fixed}`" if fixed else None,
+    )
+
+
+def _long_name(kind: str, name: str, span: Span) -> Diagnostic:
+    return error(
+        "OS110",
+        f"the {kind} name `{name[:24]}…` is {len(name)} characters long; a definition name "
+        f"holds at most {MAX_NAME_CHARS}, because it names the definition's file in a bundle",
+        span,
+        suggestion=f"shorten it to {MAX_NAME_CHARS} characters or fewer",
     )
 
 

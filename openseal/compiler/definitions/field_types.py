@@ -264,6 +264,9 @@ Text = Annotated[str, BeforeValidator(_validate_text)]
 #: states, steps, inputs, outputs, roles, branches. ASCII only, so a name is the
 #: same on every file system and in every reference, and never a path.
 NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
+#: The longest definition name: a definition is the file ``<kind>/<name>.json`` in a bundle,
+#: and file systems refuse names past 255 bytes.
+MAX_NAME_CHARS = 128
 _NAME = re.compile(NAME_PATTERN.strip("^$"))
 
 

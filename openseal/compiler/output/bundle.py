@@ -127,11 +127,15 @@ def write_bundle(
 
     Document files listed by a previous manifest in ``out_dir`` that are not
     part of this bundle are removed; nothing else in the directory is touched.
-    Every file is written to a temporary name and renamed, so a reader never
-    sees half a file.
+    Every file is written first into a staging directory inside ``out_dir`` and
+    moved into place only when all of them are written, the manifest last, so
+    a failure while writing (a full disk, a name the file system refuses)
+    leaves the previous bundle as it was, or no directory at all if there was
+    none, and a reader never sees half a file.
     """
     manifest = build_manifest(documents, sources or {})
     previous = _previous_paths(out_dir)
+    created = not out_dir.exists()
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         root = out_dir.resolve()
@@ -139,18 +143,26 @@ def write_bundle(
             key: _inside(root, out_dir, document_path(doc.kind, doc.name))
             for key, doc in documents.items()
         }
-        for key in sorted(documents):
-            _atomic_write(targets[key], pretty(documents[key].document))
-        current = {entry["path"] for entry in manifest["definitions"].values()}
-        for stale in sorted(previous - current):
-            try:
-                path = _inside(root, out_dir, stale)
-            except BundleError:
-                continue  # never remove anything outside the bundle
-            path.unlink(missing_ok=True)
-            _remove_if_empty(path.parent, out_dir)
-        _atomic_write(out_dir / MANIFEST, pretty(manifest))
+        with tempfile.TemporaryDirectory(prefix=".staging-", dir=out_dir) as staging:
+            staged = {key: Path(staging) / targets[key].relative_to(out_dir) for key in targets}
+            for key in sorted(documents):
+                _atomic_write(staged[key], pretty(documents[key].document))
+            _atomic_write(Path(staging) / MANIFEST, pretty(manifest))
+            for key in sorted(documents):
+                targets[key].parent.mkdir(exist_ok=True)
+                os.replace(staged[key], targets[key])
+            current = {entry["path"] for entry in manifest["definitions"].values()}
+            for stale in sorted(previous - current):
+                try:
+                    path = _inside(root, out_dir, stale)
+                except BundleError:
+                    continue  # never remove anything outside the bundle
+                path.unlink(missing_ok=True)
+                _remove_if_empty(path.parent, out_dir)
+            os.replace(Path(staging) / MANIFEST, out_dir / MANIFEST)
     except OSError as exc:
+        if created:
+            _remove_if_empty(out_dir, out_dir.parent)
         raise BundleError(f"cannot write the bundle to {out_dir}: {exc.strerror or exc}") from exc
     return manifest
 
