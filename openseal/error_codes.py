@@ -147,6 +147,12 @@ _ALL: list[ErrorCode] = [
             FAILURE,
             "The database URL is malformed or names a database openseal does not support.",
         ),
+        (
+            "store_damaged",
+            500,
+            FAILURE,
+            "The embedded SQLite store is damaged (left as it was); restore it from a backup.",
+        ),
         ("invalid_status", 409, FAILURE, "The entity's status does not allow the operation."),
         (
             "objective_draft",

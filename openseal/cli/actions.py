@@ -49,7 +49,7 @@ def list_actions(
         openseal actions list --status needs_attention
         openseal actions list --workflow procure_laptops --since 2h
     """
-    with connected(home, server, token_file) as at:
+    with connected(home, server, token_file, read_only=True) as at:
         run_id = None if run_id is None else at.id("run", run_id)
         found = listed(
             at, Action, "actions", service.list_actions, status=status, run_id=run_id,
@@ -108,7 +108,7 @@ def show(
     Examples:
         openseal actions show 01a22b
     """
-    with connected(home, server, token_file) as at:
+    with connected(home, server, token_file, read_only=True) as at:
         ref = at.id("action", action_id)
         action, document, spends = at.ask(
             lambda store: _shown(service.show_action(store, ref)),

@@ -55,7 +55,7 @@ def list_approvals(
         openseal approvals list --workflow procure_laptops --since 1d
         openseal approvals list --server https://openseal.example.com
     """
-    with connected(home, server, token_file) as at:
+    with connected(home, server, token_file, read_only=True) as at:
         run_id = None if run_id is None else at.id("run", run_id)
         found = listed(
             at, Approval, "approvals", service.list_approvals, status=status, run_id=run_id,
@@ -117,7 +117,7 @@ def show(home: Path, output: str, server: str | None, token_file: Path | None, r
     Examples:
         openseal approvals show 01a22b
     """
-    with connected(home, server, token_file) as at:
+    with connected(home, server, token_file, read_only=True) as at:
         shown = _show(at, ref)
     approval = shown.approval
     if output != "text":

@@ -277,12 +277,18 @@ class Connection(Generic[S]):
 
 @contextmanager
 def connected(
-    home: Path, server: str | None, token_file: Path | None, *, create: bool = False
+    home: Path,
+    server: str | None,
+    token_file: Path | None,
+    *,
+    create: bool = False,
+    read_only: bool = False,
 ) -> Iterator[Connection[Store]]:
     """A :class:`Connection` to ``server`` when one is named, else to the store under ``home``
-    (made there first when ``create`` says the command may set one up)."""
+    (made there first when ``create`` says the command may set one up; opened read-only for a
+    command that only reads, ``read_only``)."""
     if not server:
-        with opened(home, create=create) as store:
+        with opened(home, create=create, read_only=read_only) as store:
             yield Connection(store=store)
         return
     with _remote(server, token_file, home) as remote:

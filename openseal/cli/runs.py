@@ -163,7 +163,7 @@ def list_objectives(
         openseal objectives list --limit 10
         openseal objectives list --workflow procure_laptops --since 1d
     """
-    with connected(home, server, token_file) as at:
+    with connected(home, server, token_file, read_only=True) as at:
         found = listed(
             at, Objective, "objectives", service.list_objectives, status=status,
             workflow=workflow, since=since, limit=limit, after=after,
@@ -193,7 +193,7 @@ def show_objective(
     Examples:
         openseal objectives show 0191f0
     """
-    with connected(home, server, token_file) as at:
+    with connected(home, server, token_file, read_only=True) as at:
         objective_id = at.id("objective", objective_id)
         objective, runs = at.ask(
             lambda store: service.show_objective(store, objective_id),
@@ -307,7 +307,7 @@ def show(home: Path, output: str, server: str | None, token_file: Path | None, r
         openseal runs show 0191f0
         openseal runs show 0191f0 --output yaml
     """
-    with connected(home, server, token_file) as at:
+    with connected(home, server, token_file, read_only=True) as at:
         run_id = at.id("run", run_id)
         view = at.ask(
             lambda store: service.show_run(store, run_id),
@@ -384,7 +384,7 @@ def events(
         openseal runs events 0191f0 --follow --output json
     """
     width = shutil.get_terminal_size((100, 24)).columns
-    with connected(home, server, token_file) as at:
+    with connected(home, server, token_file, read_only=True) as at:
         run_id = at.id("run", run_id)
         for event in _events(at, run_id, after, None if follow else limit):
             if output == "text":
@@ -437,7 +437,7 @@ def turns(
         openseal runs turns 0191f0
         openseal runs turns 0191f0 --output json
     """
-    with connected(home, server, token_file) as at:
+    with connected(home, server, token_file, read_only=True) as at:
         run_id = at.id("run", run_id)
         found = at.ask(
             lambda store: service.run_turns(store, run_id),

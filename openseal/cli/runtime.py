@@ -128,22 +128,25 @@ def check_database_url() -> None:
 
 @contextmanager
 def opened(
-    home: Path, *, auto_migrate: bool | None = None, create: bool = False
+    home: Path, *, auto_migrate: bool | None = None, create: bool = False, read_only: bool = False
 ) -> Iterator[Store]:
     """The store under ``home`` (or at ``OPENSEAL_DATABASE_URL``).
 
     Only commands that set a store up (``create``) make a new one; any other names a missing
     store, so a mistyped ``--home`` is an error rather than an empty store.
     """
-    store = open_checked(home, auto_migrate=auto_migrate, create=create)
+    store = open_checked(home, auto_migrate=auto_migrate, create=create, read_only=read_only)
     try:
         yield store
     finally:
         store.close()
 
 
-def open_checked(home: Path, *, auto_migrate: bool | None = None, create: bool = False) -> Store:
-    """What :func:`opened` opens, to be closed by the caller."""
+def open_checked(
+    home: Path, *, auto_migrate: bool | None = None, create: bool = False, read_only: bool = False
+) -> Store:
+    """What :func:`opened` opens, to be closed by the caller; ``read_only``: for a command that
+    only reads (SQLite opened read-only, never migrated or checkpointed into)."""
     from openseal.runtime.store import open_store
 
     check_database_url()
@@ -153,20 +156,21 @@ def open_checked(home: Path, *, auto_migrate: bool | None = None, create: bool =
             f"no store at {home / 'openseal.db'}; create one with "
             f"`openseal db upgrade --home {home}` (or deploy to it), or set OPENSEAL_DATABASE_URL"
         )
-    return open_store(home=home, auto_migrate=auto_migrate)
+    return open_store(home=home, auto_migrate=auto_migrate, read_only=read_only)
 
 
 @contextmanager
 def opened_for_reading(home: Path) -> Iterator[Reads]:
     """What a list of runs reads: on the embedded SQLite store at the newest schema, reads
     without SQLAlchemy (:func:`openseal.runtime.store.open_reads`, a faster start); else the
-    store itself, as :func:`opened` opens it (migrating, refusing or explaining as it does)."""
+    store itself, as :func:`opened` opens it read-only (refusing or explaining as it does).
+    Either way a SQLite file is only read: never migrated, written or checkpointed into."""
     from openseal.runtime.store import open_reads
 
     check_database_url()
     reads = None if os.environ.get("OPENSEAL_DATABASE_URL") else open_reads(home)
     if reads is None:
-        with opened(home) as store:
+        with opened(home, read_only=True) as store:
             yield store
         return
     try:

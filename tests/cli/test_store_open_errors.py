@@ -47,3 +47,57 @@ def test_a_home_that_cannot_be_created(tmp_path: Path, command: list[str]) -> No
     blocker.write_text("not a folder", encoding="utf-8")
     home = blocker / "home"
     one_line_naming(openseal(*command, home=home), str(home / "openseal.db"))
+
+
+def _damaged_with_a_wal(tmp_path: Path) -> Path:
+    """A store whose newest writes are in its WAL (copied from a live store, as a crash leaves
+    it) and whose file has pages overwritten in the middle, where the WAL does not cover them."""
+    from openseal.runtime.store import open_store
+    from tests.runtime.support import new_run
+
+    live = tmp_path / "live"
+    store = open_store(home=live)
+    for n in range(300):
+        new_run(store, n=n)
+    store.close()  # checkpointed: the file holds those
+    store = open_store(home=live)
+    for n in range(3):
+        new_run(store, n=1000 + n)  # in the WAL only
+    home = tmp_path / "damaged"
+    home.mkdir()
+    for name in ("openseal.db", "openseal.db-wal"):
+        (home / name).write_bytes((live / name).read_bytes())
+    store.close()
+    data = bytearray((home / "openseal.db").read_bytes())
+    middle = len(data) // 4096 // 2
+    data[(middle - 5) * 4096 : (middle + 5) * 4096] = b"\x5a" * 4096 * 10
+    (home / "openseal.db").write_bytes(bytes(data))
+    return home
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["runs", "list"],
+        ["runs", "show", "01"],
+        ["objectives", "list"],
+        ["approvals", "list"],
+        ["actions", "list"],
+        ["serve", "--port", "0"],
+    ],
+)
+def test_a_damaged_store_with_a_wal_is_left_byte_for_byte_as_it_was(
+    tmp_path: Path, command: list[str]
+) -> None:
+    home = _damaged_with_a_wal(tmp_path)
+    before = {name: (home / name).read_bytes() for name in ("openseal.db", "openseal.db-wal")}
+    result = openseal(*command, home=home)
+    line = one_line_naming(result, str(home / "openseal.db"))
+    assert "is damaged (database disk image is malformed)" in line
+    after = {name: (home / name).read_bytes() for name in ("openseal.db", "openseal.db-wal")}
+    assert after == before  # never checkpointed into, never migrated
+    # only SQLite's shared-memory index of the WAL may have been made, to read it
+    assert {p.name for p in home.iterdir()} <= {"openseal.db", "openseal.db-wal", "openseal.db-shm"}
+    as_json = openseal(*command, "--output", "json", home=home)
+    if command[0] != "serve":
+        assert '"store_damaged"' in as_json.stdout + as_json.stderr

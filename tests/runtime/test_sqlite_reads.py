@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from openseal.errors import StoreError
 from openseal.runtime.store import ListQuery, NotFound, Store, open_reads, open_store
 from openseal.runtime.store.tables.listing import FILTERS
 from openseal.runtime.store.tables.prepared_reads import prepared
@@ -89,7 +90,9 @@ def test_only_a_store_at_the_packaged_head_is_read_without_sqlalchemy(tmp_path: 
         connection.execute("UPDATE alembic_version SET version_num = '0001'")
     assert open_reads(tmp_path) is None  # the store itself migrates or refuses
     (tmp_path / "openseal.db").write_bytes(b"not a database" * 100)
-    assert open_reads(tmp_path) is None  # the store itself explains
+    with pytest.raises(StoreError) as refused:  # never handed to a store that could write it
+        open_reads(tmp_path)
+    assert refused.value.code == "store_damaged"
 
 
 def test_a_database_fault_is_raised_as_the_store_raises_it(tmp_path: Path) -> None:

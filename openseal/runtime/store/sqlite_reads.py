@@ -10,8 +10,11 @@ reads the rows into the same records. A page it has no SQL for (one with scopes,
 objective) is read by the store itself, opened then.
 
 :func:`open_reads` serves only a store already at the packaged schema head (one query); for
-any other the store itself migrates, refuses or explains, as it always has. A database fault
-while reading is raised as SQLAlchemy's exception for it, as the store raises it.
+any other the store itself, opened read-only, refuses or explains, as it always has. A database
+fault while reading is raised as SQLAlchemy's exception for it, as the store raises it.
+
+Everything here reads the file read-only: a damaged store (with a WAL left over from a crash,
+say) is reported as ``store_damaged`` and left exactly as it was, never checkpointed into.
 """
 
 from __future__ import annotations
@@ -23,7 +26,13 @@ from typing import TYPE_CHECKING, Any
 
 from openseal.runtime.store.db.errors import NotFound
 from openseal.runtime.store.db.json_text import loads_json
-from openseal.runtime.store.db.sqlite_connections import BUSY_TIMEOUT_MS, SYNCHRONOUS, configure
+from openseal.runtime.store.db.sqlite_connections import (
+    BUSY_TIMEOUT_MS,
+    SYNCHRONOUS,
+    configure,
+    damaged,
+    read_only_uri,
+)
 from openseal.runtime.store.tables.migrations import packaged_head
 from openseal.runtime.store.tables.records import DefinitionVersion, Run
 from openseal.runtime.store.tables.sqlite_sql import COLUMNS, STATEMENTS
@@ -43,19 +52,26 @@ _PARAMETER_WRITERS: dict[str, Callable[[Any], Any]] = {"timestamp": epoch_second
 
 def open_reads(home: Path) -> SQLiteReads | None:
     """Reads of the SQLite store under ``home`` without SQLAlchemy, or None when it is missing,
-    cannot be read, or its schema is not at the packaged head: open the store itself then."""
+    cannot be read, or its schema is not at the packaged head: open the store itself then.
+    Raises ``store_damaged`` for a damaged file."""
     path = home / "openseal.db"
     if not path.is_file():
         return None
     try:
-        # mode=rw: never create a database here
-        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=rw", uri=True)
+        # read-only: never create, write or checkpoint a database here
+        connection = sqlite3.connect(read_only_uri(path), uri=True)
     except sqlite3.Error:
         return None
     try:
-        configure(connection, synchronous=SYNCHRONOUS, busy_timeout_ms=BUSY_TIMEOUT_MS)
+        configure(
+            connection, synchronous=SYNCHRONOUS, busy_timeout_ms=BUSY_TIMEOUT_MS, read_only=True
+        )
         found = connection.execute("SELECT version_num FROM alembic_version").fetchall()
-    except sqlite3.Error:
+    except sqlite3.Error as exc:
+        broken = damaged(exc, path)
+        if broken is not None:
+            connection.close()
+            raise broken from None
         found = []
     if found != [(packaged_head(),)]:
         connection.close()
@@ -79,7 +95,7 @@ class SQLiteReads:
         if self._store is None:
             from openseal.runtime.store.store import open_store
 
-            self._store = open_store(home=self.home)
+            self._store = open_store(home=self.home, read_only=True)
         return self._store
 
     def fetch(
@@ -104,6 +120,9 @@ class SQLiteReads:
             finally:
                 self._connection.execute("COMMIT")
         except sqlite3.Error as exc:
+            broken = damaged(exc, self.home / "openseal.db")
+            if broken is not None:
+                raise broken from None
             raise _database_failure(exc, sql) from exc
         return [
             {name: read(value) for name, read, value in zip(names, convert, row, strict=True)}

@@ -24,7 +24,7 @@ from openseal.runtime.store.db.dialects import (
     create_engine,
     where,
 )
-from openseal.runtime.store.db.sqlite_connections import BUSY_TIMEOUT_MS, SYNCHRONOUS
+from openseal.runtime.store.db.sqlite_connections import BUSY_TIMEOUT_MS, SYNCHRONOUS, damaged
 from openseal.runtime.store.repos.actions import Actions
 from openseal.runtime.store.repos.agent_requests import AgentRequests
 from openseal.runtime.store.repos.approvals import Approvals
@@ -108,6 +108,7 @@ def open_store(
     synchronous: str = SYNCHRONOUS,
     busy_timeout_ms: int = BUSY_TIMEOUT_MS,
     connect_args: dict[str, Any] | None = None,
+    read_only: bool = False,
 ) -> Store:
     """Open the store, migrating it when allowed.
 
@@ -115,7 +116,8 @@ def open_store(
     ``home/openseal.db``. The embedded SQLite default migrates itself unless
     ``auto_migrate=False``; PostgreSQL is refused when not at the head revision unless
     ``auto_migrate=True`` (run ``openseal db upgrade``). A database migrated by a newer openseal
-    is always refused.
+    is always refused. ``read_only`` opens SQLite read-only, for commands that only read: it
+    never writes the file (no migration, no checkpoint) and is refused when it is damaged.
     """
     engine = create_engine(
         url,
@@ -123,11 +125,12 @@ def open_store(
         synchronous=synchronous,
         busy_timeout_ms=busy_timeout_ms,
         connect_args=connect_args,
+        read_only=read_only,
     )
     store: Store
     if engine.dialect.name == "sqlite":
         store = SQLiteStore(engine, home=home)
-        migrate = auto_migrate is not False
+        migrate = auto_migrate is not False and not read_only
     else:
         store = PostgresStore(engine, home=home)
         migrate = auto_migrate is True
@@ -158,6 +161,9 @@ def _ensure_schema(store: Store, migrate: bool) -> None:
     except sa.exc.DBAPIError as exc:
         # Unreachable, not a database (a corrupt or foreign file), read-only, locked: one line
         # naming the database, never a traceback.
+        broken = damaged(exc.orig, Path(where(store.engine))) if exc.orig else None
+        if broken is not None:
+            raise broken from None
         reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
         raise StoreError(
             f"cannot open database {where(store.engine)}: {reason}", code="unavailable"

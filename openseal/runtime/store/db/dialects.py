@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import sqlite3
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -23,7 +24,11 @@ from openseal.runtime.store.db import combined, fastsql, liveness
 from openseal.runtime.store.db.base import StoreBase
 from openseal.runtime.store.db.json_text import compact_json, loads_json
 from openseal.runtime.store.db.listener import NotificationListener
-from openseal.runtime.store.db.sqlite_connections import configure
+from openseal.runtime.store.db.sqlite_connections import (
+    check_readable,
+    configure,
+    read_only_uri,
+)
 from openseal.runtime.store.db.transaction_modes import BEGIN_MODE
 from openseal.runtime.store.db.wakeups import WakeSockets
 from openseal.runtime.store.db.work_signal import Wake
@@ -140,16 +145,29 @@ class PostgresDatabase(StoreBase):
         super().close()
 
 
-def sqlite_engine(path: Path, *, synchronous: str, busy_timeout_ms: int) -> sa.Engine:
+def sqlite_engine(
+    path: Path, *, synchronous: str, busy_timeout_ms: int, read_only: bool = False
+) -> sa.Engine:
     # psycopg decodes JSON itself; SQLite's text is decoded by SQLAlchemy, with this.
     engine = sa.create_engine(
         f"sqlite:///{path}", json_serializer=compact_json, json_deserializer=loads_json
     )
+    if read_only:  # the same engine (its URL names the file), its connections opened read-only
+        uri = read_only_uri(path)
+
+        @event.listens_for(engine, "do_connect")
+        def _read_only(_dialect: Any, _record: Any, _cargs: Any, cparams: Any) -> Any:
+            return sqlite3.connect(uri, **{**cparams, "uri": True, "check_same_thread": False})
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         # Transaction control is taken away from the pysqlite driver so BEGIN is ours to emit.
-        configure(dbapi_connection, synchronous=synchronous, busy_timeout_ms=busy_timeout_ms)
+        configure(
+            dbapi_connection,
+            synchronous=synchronous,
+            busy_timeout_ms=busy_timeout_ms,
+            read_only=read_only,
+        )
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: sa.Connection) -> None:
@@ -168,10 +186,12 @@ def create_engine(
     synchronous: str,
     busy_timeout_ms: int,
     connect_args: dict[str, Any] | None = None,
+    read_only: bool = False,
 ) -> sa.Engine:
     """The engine of the database ``url`` (or ``OPENSEAL_DATABASE_URL``) names: PostgreSQL, or
-    SQLite at ``home/openseal.db`` when neither is given. A URL that is malformed, of another
-    database, or a SQLite directory that cannot be created is refused in one line."""
+    SQLite at ``home/openseal.db`` when neither is given (``read_only``: its connections
+    opened read-only). A URL that is malformed, of another database, or a SQLite directory
+    that cannot be created is refused in one line."""
     source = "" if url else f" ({DATABASE_URL_ENV})"
     url = url or os.environ.get(DATABASE_URL_ENV) or None
     if url is not None:
@@ -179,14 +199,19 @@ def create_engine(
     if url is None or url.startswith("sqlite"):
         path = home / "openseal.db" if url is None else Path(sa.make_url(url).database or "")
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            if not read_only:
+                path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             reason = exc.strerror or type(exc).__name__
             raise StoreError(
                 f"cannot open database {path}: cannot create {path.parent}: {reason}",
                 code="unavailable",
             ) from None
-        return sqlite_engine(path, synchronous=synchronous, busy_timeout_ms=busy_timeout_ms)
+        if not read_only and path.is_file():
+            check_readable(path)  # before a connection that could write opens
+        return sqlite_engine(
+            path, synchronous=synchronous, busy_timeout_ms=busy_timeout_ms, read_only=read_only
+        )
     if url.startswith("postgresql"):
         _check_deadlines(url, connect_args or {}, source)
         engine = sa.create_engine(
