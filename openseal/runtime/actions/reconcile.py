@@ -12,8 +12,9 @@ An ambiguous dispatch (timeout or reset after sending, a status the skill marks 
 outcome after a crash — it is never blindly re-sent (invariant 4). Reconciliation asks the
 destination through the skill's declared ``idempotency.lookup``: found → ``succeeded`` with
 that record; not found → re-sent with the same key when the skill declares ``same_key_retry``
-— but only once the last attempt can no longer be in flight (its deadline is its dispatch
-time plus the skill's timeout plus :data:`IN_FLIGHT_GRACE_SECONDS`); else ``needs_attention``.
+— but only once the last attempt can no longer be in flight (it ended where it ran, as a
+python skill's killed process does, or its deadline passed: its dispatch time plus the skill's
+timeout plus :data:`IN_FLIGHT_GRACE_SECONDS`); else ``needs_attention``.
 With neither a lookup nor same-key retry the action needs an operator (``openseal actions
 resolve``). A result (a purchase-order id) is recorded only from a reply of the destination.
 
