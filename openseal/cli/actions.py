@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -17,11 +17,11 @@ from openseal.cli.output import echo_data, echo_table, when
 from openseal.cli.runtime import complete_ids, list_options, more_hint, store_options
 from openseal.errors import UsageError
 from openseal.runtime import service
-from openseal.runtime.statuses import ActionStatus
-from openseal.runtime.store import Action
-from openseal.runtime.store import action_boundary as boundary
-from openseal.skills.credentials import RuntimeContext
+from openseal.runtime.service import ActionStatus
 from openseal.wire import jsonable
+
+if TYPE_CHECKING:
+    from openseal.runtime.store import Action
 
 
 @click.group()
@@ -49,6 +49,8 @@ def list_actions(
         openseal actions list --status needs_attention
         openseal actions list --workflow procure_laptops --since 2h
     """
+    from openseal.runtime.store import Action
+
     with connected(home, server, token_file, read_only=True) as at:
         run_id = None if run_id is None else at.id("run", run_id)
         found = listed(
@@ -108,6 +110,9 @@ def show(
     Examples:
         openseal actions show 01a22b
     """
+    from openseal.runtime.store import Action
+    from openseal.runtime.store import action_boundary as boundary
+
     with connected(home, server, token_file, read_only=True) as at:
         ref = at.id("action", action_id)
         action, document, spends = at.ask(
@@ -165,6 +170,9 @@ def reconcile(
     Examples:
         openseal actions reconcile 01a22b --context .openseal/context.yaml
     """
+    from openseal.runtime.store import Action
+    from openseal.skills.credentials import RuntimeContext
+
     with connected(home, server, token_file) as at:
         ref = at.id("action", action_id)
         action, pending = at.ask(
@@ -199,6 +207,8 @@ def resolve(
         openseal actions resolve 01a22b --outcome succeeded \\
         --evidence "PO-000001 is in the vendor portal" --result '{"order_id": "PO-000001"}'
     """
+    from openseal.runtime.store import Action
+
     result = None
     if result_json is not None:
         try:

@@ -13,7 +13,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -21,9 +21,10 @@ from openseal.cli.client import Connection, ServerError, connected, listed, reco
 from openseal.cli.output import echo_data, echo_table, when
 from openseal.cli.runtime import complete_ids, list_options, more_hint, store_options
 from openseal.runtime import service
-from openseal.runtime.service import AUTHORITY_ENV, ApprovalError, load_authority
-from openseal.runtime.statuses import ApprovalStatus
-from openseal.runtime.store import Approval, Store
+from openseal.runtime.service import AUTHORITY_ENV, ApprovalStatus
+
+if TYPE_CHECKING:
+    from openseal.runtime.store import Approval, Store
 from openseal.wire import jsonable
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -55,6 +56,8 @@ def list_approvals(
         openseal approvals list --workflow procure_laptops --since 1d
         openseal approvals list --server https://openseal.example.com
     """
+    from openseal.runtime.store import Approval
+
     with connected(home, server, token_file, read_only=True) as at:
         run_id = None if run_id is None else at.id("run", run_id)
         found = listed(
@@ -88,6 +91,8 @@ class _Shown:
 
 
 def _show(at: Connection[Store], ref: str) -> _Shown:
+    from openseal.runtime.store import Approval
+
     def shown(view: service.ApprovalView) -> _Shown:
         proposal = view.proposal
         return _Shown(view.approval, proposal.document, proposal.verified, proposal.problem)
@@ -178,7 +183,7 @@ def _decide(asked: Decision, decision: str, reason: str | None) -> None:
     with connected(asked.home, asked.server, asked.token_file) as at:
         try:
             approval, changed = _decided(at, asked, decision, reason)
-        except (ApprovalError, ServerError) as exc:
+        except (service.ApprovalError, ServerError) as exc:
             raise type(exc)(f"{exc.message} [{exc.code}]", code=exc.code) from None
     if asked.output != "text":
         echo_data({"approval": approval, "changed": changed}, asked.output)
@@ -190,9 +195,11 @@ def _decide(asked: Decision, decision: str, reason: str | None) -> None:
 def _decided(
     at: Connection[Store], asked: Decision, decision: str, reason: str | None
 ) -> tuple[Approval, bool]:
+    from openseal.runtime.store import Approval
+
     def local(store: Store) -> tuple[Approval, bool]:
         request = service.ApprovalDecision(ref, decision, asked.seen_hash, reason)
-        authority = load_authority(asked.authority, home=asked.home)
+        authority = service.load_authority(asked.authority, home=asked.home)
         decided = service.decide_approval(store, authority, request, service.CLI)
         return decided.approval, decided.changed
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -17,13 +17,14 @@ from openseal import __version__
 from openseal.cli.client import connected, one
 from openseal.cli.governance import filing, governed, short
 from openseal.cli.output import echo_data
-from openseal.compiler import Bundle, CompiledDocument
 from openseal.errors import OpenSealError, UsageError
 from openseal.runtime.service import OPEN_CHANGE_PROPOSAL_STATUSES as OPEN_STATUSES
 from openseal.runtime.service import ChangeProposalStatus as S
-from openseal.runtime.service import governance as gov
-from openseal.runtime.store import ChangeProposal
 from openseal.wire import jsonable
+
+if TYPE_CHECKING:
+    from openseal.compiler import Bundle, CompiledDocument
+    from openseal.runtime.service import governance as gov
 
 
 @click.command("deploy")
@@ -58,6 +59,9 @@ def deploy(
         openseal deploy definitions/procurement/hcl --message "cheaper vendor search"
         openseal deploy build/ --wait-for-activation --timeout 600
     """
+    from openseal.runtime.service import governance as gov
+    from openseal.runtime.store import ChangeProposal
+
     source = _load(path)
     with connected(home, server, token_file, create=True) as at:
         caller = at.acting(actor)
@@ -100,6 +104,8 @@ def deploy(
 
 def _documents(source: Mapping[str, CompiledDocument] | Bundle) -> list[dict[str, Any]]:
     """The compiled documents as the API takes them (the JSON ``openseal compile`` writes)."""
+    from openseal.compiler import Bundle
+
     if isinstance(source, Bundle):
         return [entry.document for entry in source.entries.values()]
     return [document.document for document in source.values()]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -27,12 +27,14 @@ from openseal.cli.client import (
 )
 from openseal.cli.output import echo_data, echo_table, when
 from openseal.cli.runtime import more_hint, status_option, store_options
-from openseal.compiler import Change, DiffReport, use_color
 from openseal.runtime import service
-from openseal.runtime.service import governance as gov
-from openseal.runtime.statuses import ChangeProposalStatus
-from openseal.runtime.store import Activation, ChangeProposal, ProposalEvent, Review, Store
+from openseal.runtime.service import ChangeProposalStatus
 from openseal.wire import jsonable
+
+if TYPE_CHECKING:
+    from openseal.compiler import DiffReport
+    from openseal.runtime.service import governance as gov
+    from openseal.runtime.store import ChangeProposal, ProposalEvent, Review, Store
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -71,6 +73,8 @@ def proposal_row(proposal: ChangeProposal) -> list[str]:
 
 def report_from_dict(diff: Mapping[str, Any]) -> DiffReport:
     """The stored diff (``DiffReport.to_dict()``) as a report again, for the shared renderer."""
+    from openseal.compiler import Change, DiffReport
+
     definitions = diff.get("definitions") or {}
     return DiffReport(
         changes=tuple(Change(**change) for change in diff.get("changes") or ()),
@@ -144,6 +148,8 @@ def proposal_change(
 ) -> ChangeProposal:  # fmt: skip
     """``change(store, request, actor)`` on the store, or ``POST /proposals/{id}/{step}`` with
     ``body`` on a server (as the token's principal)."""
+    from openseal.runtime.store import ChangeProposal
+
     caller = at.acting(actor)
     return at.ask(
         lambda store: change(store, request, caller), f"proposals.{step}", "proposals",
@@ -197,10 +203,12 @@ def list_command(
         openseal proposals list --status proposed --status in_review
         openseal proposals list --workflow procure_laptops --since 7d
     """
+    from openseal.runtime.store import ChangeProposal
+
     with connected(home, server, token_file) as at:
         found = listed(
-            at, ChangeProposal, "proposals", gov.list_proposals, statuses=list(statuses),
-            deployment=deployment, since=since, limit=limit, after=after,
+            at, ChangeProposal, "proposals", service.governance.list_proposals,
+            statuses=list(statuses), deployment=deployment, since=since, limit=limit, after=after,
         )  # fmt: skip
     if output != "text":
         echo_data(found, output)
@@ -228,11 +236,13 @@ def show_command(
     Examples:
         openseal proposals show 01a22bba --events
     """
+    from openseal.compiler import use_color
+    from openseal.runtime.store import ChangeProposal, ProposalEvent, Review
 
     def local(store: Store) -> tuple[ChangeProposal, tuple[Review, ...], tuple[ProposalEvent, ...]]:
-        proposal = gov.get_proposal(store, proposal_id)
-        return (proposal, gov.proposal_reviews(store, proposal.id),
-                gov.proposal_events(store, proposal.id))  # fmt: skip
+        proposal = service.governance.get_proposal(store, proposal_id)
+        return (proposal, service.governance.proposal_reviews(store, proposal.id),
+                service.governance.proposal_events(store, proposal.id))  # fmt: skip
 
     def read(answer: Any) -> tuple[ChangeProposal, tuple[Review, ...], tuple[ProposalEvent, ...]]:
         return (record(ChangeProposal, answer["proposal"]), records(Review, answer["reviews"]),
@@ -279,10 +289,12 @@ def review_command(
     """
     if verdict is None:
         raise click.UsageError("give --approve or --request-changes")
-    request = gov.ProposalReview(proposal_id, verdict, comment, expected_revision)
+    request = service.governance.ProposalReview(proposal_id, verdict, comment, expected_revision)
     body = {"verdict": verdict, "comment": comment, "expectedRevision": expected_revision}
     with connected(home, server, token_file) as at:
-        proposal = proposal_change(at, actor, "review", proposal_id, body, gov.review, request)
+        proposal = proposal_change(
+            at, actor, "review", proposal_id, body, service.governance.review, request
+        )
     echo_proposal_result(proposal, f"reviewed ({verdict.replace('_', ' ')})", output)
 
 
@@ -305,10 +317,12 @@ def decide_command(
     """
     if decision is None:
         raise click.UsageError("give --approve or --reject")
-    request = gov.ProposalDecision(proposal_id, decision, comment, expected_revision)
+    request = service.governance.ProposalDecision(proposal_id, decision, comment, expected_revision)
     body = {"decision": decision, "comment": comment, "expectedRevision": expected_revision}
     with connected(home, server, token_file) as at:
-        proposal = proposal_change(at, actor, "decide", proposal_id, body, gov.decide, request)
+        proposal = proposal_change(
+            at, actor, "decide", proposal_id, body, service.governance.decide, request
+        )
     verb = "approved (not active until `openseal proposals activate`)"
     echo_proposal_result(proposal, verb if decision == "approve" else "rejected", output)
 
@@ -327,10 +341,12 @@ def activate_command(
     Examples:
         openseal proposals activate 01a22bba --actor user:carol
     """
-    request = gov.ProposalCommand(proposal_id, expected_revision)
+    request = service.governance.ProposalCommand(proposal_id, expected_revision)
     body = {"expectedRevision": expected_revision}
     with connected(home, server, token_file) as at:
-        proposal = proposal_change(at, actor, "activate", proposal_id, body, gov.activate, request)
+        proposal = proposal_change(
+            at, actor, "activate", proposal_id, body, service.governance.activate, request
+        )
     echo_proposal_result(proposal, "activated", output)
 
 
@@ -348,15 +364,19 @@ def refresh_command(
     Examples:
         openseal proposals refresh 01a22bba
     """
-    request = gov.ProposalCommand(proposal_id, expected_revision)
+    from openseal.runtime.store import ChangeProposal
+
+    request = service.governance.ProposalCommand(proposal_id, expected_revision)
     with connected(home, server, token_file) as at:
         at.acting(actor)
         before = at.ask(
-            lambda store: gov.get_proposal(store, proposal_id),
+            lambda store: service.governance.get_proposal(store, proposal_id),
             "proposals.show", "proposals", proposal_id, read=one(ChangeProposal, "proposal"),
         )  # fmt: skip
         body = {"expectedRevision": expected_revision}
-        proposal = proposal_change(at, actor, "refresh", proposal_id, body, gov.refresh, request)
+        proposal = proposal_change(
+            at, actor, "refresh", proposal_id, body, service.governance.refresh, request
+        )
     if output != "text":
         echo_data(proposal, output)
     elif proposal.round != before.round:
@@ -392,8 +412,8 @@ def deployments_list(home: Path, output: str, server: str | None, token_file: Pa
     """
     with connected(home, server, token_file) as at:
         found = at.ask(
-            gov.list_deployments, "deployments.list", "deployments",
-            read=many(gov.DeploymentInfo, "deployments"),
+            service.governance.list_deployments, "deployments.list", "deployments",
+            read=many(service.governance.DeploymentInfo, "deployments"),
         )  # fmt: skip
     if output != "text":
         echo_data(found, output)
@@ -420,9 +440,11 @@ def deployments_history(
     Examples:
         openseal deployments history procure_laptops
     """
+    from openseal.runtime.store import Activation
+
     with connected(home, server, token_file) as at:
         history = at.ask(
-            lambda store: gov.deployment_history(store, name),
+            lambda store: service.governance.deployment_history(store, name),
             "deployments.history", "deployments", name, "history",
             read=many(Activation, "activations"),
         )  # fmt: skip
@@ -457,11 +479,11 @@ def deployments_rollback(
         openseal deployments rollback procure_laptops --message "vendor API broke"
         openseal deployments rollback procure_laptops --to 888401d4
     """
-    request = gov.Rollback(name, to, message)
+    request = service.governance.Rollback(name, to, message)
     with connected(home, server, token_file) as at:
         caller = at.acting(actor)
         result = at.ask(
-            lambda store: gov.rollback(store, request, caller),
+            lambda store: service.governance.rollback(store, request, caller),
             "deployments.rollback", "deployments", name, "rollback", method="POST",
             body={"to": to, "message": message}, read=filing,
         )  # fmt: skip
@@ -480,4 +502,4 @@ def deployments_rollback(
 
 def filing(answer: Any) -> gov.DeployResult:
     """A filed (or found, or unneeded) change proposal, as the server answered it."""
-    return record(gov.DeployResult, answer)
+    return record(service.governance.DeployResult, answer)

@@ -21,7 +21,7 @@ from openseal.cli.output import echo_data, echo_table, when
 from openseal.cli.runs import parse_value
 from openseal.cli.runtime import status_option, store_options
 from openseal.runtime import service
-from openseal.runtime.statuses import AgentRequestStatus
+from openseal.runtime.service import AgentRequestStatus
 from openseal.runtime.store import AgentRequest
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -29,8 +29,7 @@ from openseal.cli.runtime import complete_ids, list_options, more_hint, store_op
 from openseal.cli.steer import Steer, steer_by_id
 from openseal.errors import UsageError
 from openseal.runtime import service
-from openseal.runtime.service import format_cost, summarize
-from openseal.runtime.statuses import ObjectiveStatus, RunStatus
+from openseal.runtime.service import ObjectiveStatus, RunStatus, format_cost, summarize
 from openseal.runtime.store import Event, NewObjective, Objective, Run
 from openseal.wire import jsonable
 

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 
 import click
 
-from openseal.api.local import is_loopback
 from openseal.cli.output import output_option, render
 from openseal.errors import OpenSealError, UsageError
 from openseal.local_operator import LocalOperator, console_url, remove_secret, write_secret
@@ -240,6 +239,8 @@ def _proxies(values: tuple[str, ...]) -> tuple[str, ...]:
 
 def _check_exposure(settings: ApiSettings, stored_tokens: bool) -> None:
     """Refuse to serve anonymous callers beyond this machine, unless told to, loudly."""
+    from openseal.api.local import is_loopback
+
     if settings.all_tokens() or stored_tokens:
         return
     if is_loopback(settings.host) and not settings.trusted_proxies:

@@ -11,7 +11,7 @@ stored: the secret ``create`` prints cannot be shown again.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -20,7 +20,9 @@ from openseal.cli.output import echo_data, echo_table, when
 from openseal.cli.runtime import store_options
 from openseal.errors import UsageError
 from openseal.runtime import service
-from openseal.runtime.store import Store
+
+if TYPE_CHECKING:
+    from openseal.runtime.store import Store
 
 
 @click.group()

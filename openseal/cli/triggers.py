@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -20,7 +20,9 @@ from openseal.cli.client import connected, many, one, record, records, server_op
 from openseal.cli.output import echo_data, echo_table, when
 from openseal.cli.runtime import store_options
 from openseal.runtime import service
-from openseal.runtime.store import TriggerFiring
+
+if TYPE_CHECKING:
+    from openseal.runtime.store import TriggerFiring
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -83,6 +85,8 @@ def show(
     Examples:
         openseal triggers show weekday_restock --limit 5
     """
+    from openseal.runtime.store import TriggerFiring
+
     with connected(home, server, token_file) as at:
         view, firings = at.ask(
             lambda store: service.show_trigger(store, name, limit=limit),

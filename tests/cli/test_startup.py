@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import click
+import pytest
 
 from openseal.cli.main import COMMANDS, SUMMARIES, cli
 from openseal.runtime.store import open_store
@@ -86,3 +87,41 @@ def test_every_command_s_summary_is_its_own_help() -> None:
         for limit in (40, 60, 200):
             listed = click.Command(None, help=SUMMARIES[name]).get_short_help_str(limit)
             assert listed == command.get_short_help_str(limit), name
+
+
+def _helps() -> dict[str, list[list[str]]]:
+    """Each command → ``--help`` of it and of each of its subcommands (for a group)."""
+    ctx = click.Context(cli)
+    helps = {}
+    for name in sorted(COMMANDS):
+        command = cli.get_command(ctx, name)
+        helps[name] = [[name, "--help"]]
+        if isinstance(command, click.Group):
+            helps[name] += [[name, sub, "--help"] for sub in sorted(command.commands)]
+    return helps
+
+
+@pytest.mark.slow  # one interpreter per command
+def test_help_of_every_command_imports_no_server_database_or_model_client() -> None:
+    """``openseal serve --help`` (and every other command's and subcommand's) reads only the
+    command's own module: FastAPI, uvicorn, the OpenAI client, SQLAlchemy and Alembic wait
+    until a command runs. One interpreter per command, as a user's shell starts one."""
+    watched = (*HEAVY, "uvicorn", "starlette")
+    script = (
+        "import io, json, sys, contextlib\nfrom openseal.cli.main import main\n"
+        "for args in json.loads(sys.argv[1]):\n"
+        "    with contextlib.redirect_stdout(io.StringIO()):\n        main(args)\n"
+        f"print('MODULES', json.dumps(sorted(m for m in sys.modules if any("
+        f"m == w or m.startswith(w + '.') for w in {watched!r}))))"
+    )
+    heavy = {}
+    for name, helps in _helps().items():
+        done = subprocess.run(
+            [sys.executable, "-c", script, json.dumps(helps)], capture_output=True, text=True,
+            cwd=ROOT, timeout=120,
+        )  # fmt: skip
+        line = [x for x in done.stdout.splitlines() if x.startswith("MODULES ")][-1]
+        imported_now = json.loads(line.removeprefix("MODULES "))
+        if imported_now:
+            heavy[name] = sorted({m.split(".")[0] for m in imported_now})
+    assert heavy == {}

@@ -23,6 +23,7 @@ import yaml
 
 from openseal.errors import RuntimeFailure, UsageError
 from openseal.runtime.access import named
+from openseal.runtime.actions.authority_location import AUTHORITY_ENV, AUTHORITY_FILE
 from openseal.runtime.caller import LOCAL_OPERATOR, Caller
 from openseal.runtime.clock import iso
 from openseal.runtime.requests import ApprovalDecision
@@ -31,9 +32,6 @@ from openseal.runtime.statuses import (
     ApprovalStatus,
 )
 from openseal.runtime.store import Approval, Connection, NotFound, Store
-
-AUTHORITY_ENV = "OPENSEAL_APPROVAL_AUTHORITY"
-AUTHORITY_FILE = "approvals.yaml"
 
 #: decision verb → the approval status it leads to
 DECISIONS: dict[str, ApprovalStatus] = {

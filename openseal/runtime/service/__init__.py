@@ -40,13 +40,13 @@ if TYPE_CHECKING:
         roles_for,
     )
     from openseal.runtime.actions.approvals import (
-        AUTHORITY_ENV,
         ApprovalAuthority,
         ApprovalError,
         Decided,
         load_authority,
     )
     from openseal.runtime.actions.approvals import decide as decide_approval
+    from openseal.runtime.actions.authority_location import AUTHORITY_ENV
     from openseal.runtime.caller import CLI, LOCAL_OPERATOR, Caller
     from openseal.runtime.engine.objectives import create_objective
     from openseal.runtime.event_summary import summarize
@@ -127,7 +127,10 @@ if TYPE_CHECKING:
         OPEN_CHANGE_PROPOSAL_STATUSES,
         TERMINAL_RUN_STATUSES,
         ActionStatus,
+        AgentRequestStatus,
+        ApprovalStatus,
         ChangeProposalStatus,
+        ObjectiveStatus,
         RunStatus,
     )
 
@@ -153,10 +156,12 @@ __all__ = [
     "ActionStatus",
     "ActionView",
     "ActivateObjective",
+    "AgentRequestStatus",
     "AgentRequestStep",
     "ApprovalAuthority",
     "ApprovalDecision",
     "ApprovalError",
+    "ApprovalStatus",
     "ApprovalView",
     "Call",
     "Caller",
@@ -171,6 +176,7 @@ __all__ = [
     "Intervention",
     "NewToken",
     "ObjectiveCommand",
+    "ObjectiveStatus",
     "OpenAIProvider",
     "ProposalView",
     "Reconciliation",
