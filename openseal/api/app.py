@@ -77,6 +77,9 @@ def create_app(settings: ApiSettings, *, store: Store | None = None) -> FastAPI:
         finally:
             if workers is not None:
                 await run_in_threadpool(workers.stop)
+            # openseal.db alone a complete copy: uvicorn may end the process by the signal it
+            # caught once this returns, before the caller's own clean-up runs
+            await run_in_threadpool(opened.checkpoint)
             app.state.openseal = None
             if store is None:
                 opened.close()

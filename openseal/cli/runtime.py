@@ -369,6 +369,8 @@ def worker(
             if exposed is not None:
                 exposed.close()
             tracing.shutdown()
+        if not left:  # a turn left going may still write: the file is checkpointed next time
+            store.checkpoint()  # openseal.db alone is then a complete copy
         if left:
             log.message(
                 f"the drain did not end within {drain_seconds:g}s: {left} turn(s) left to "

@@ -91,6 +91,10 @@ class StoreBase:
         self.connections.close()
         self.engine.dispose()
 
+    def checkpoint(self) -> None:
+        """Make the database's own files a complete copy of every commit, for a process that
+        stops (``serve``, ``worker``): nothing to do but on SQLite."""
+
     # -- dialect hooks -------------------------------------------------------------------
 
     def unusable_connection(self, conn: sa.Connection, idle_seconds: float) -> str | None:

@@ -8,6 +8,7 @@ itself (:mod:`openseal.runtime.store.store`) puts its repositories over one of t
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import sqlite3
@@ -32,6 +33,8 @@ from openseal.runtime.store.db.sqlite_connections import (
 from openseal.runtime.store.db.transaction_modes import BEGIN_MODE
 from openseal.runtime.store.db.wakeups import WakeSockets
 from openseal.runtime.store.db.work_signal import Wake
+
+log = logging.getLogger("openseal.store")
 
 DATABASE_URL_ENV = "OPENSEAL_DATABASE_URL"
 WORK_CHANNEL = "openseal_runs"
@@ -73,6 +76,21 @@ class SQLiteDatabase(StoreBase):
     def close(self) -> None:
         self._wakeups.close()
         super().close()
+
+    def checkpoint(self) -> None:
+        # Copies every commit in the WAL into openseal.db and empties the WAL, even while other
+        # processes keep the file open (it waits, up to the busy timeout, for their readers to
+        # leave older snapshots): openseal.db alone is then a complete copy.
+        # Best effort: a file that cannot be checkpointed now keeps its WAL, which is read (and
+        # checkpointed) by the next process to open it.
+        try:
+            raw = self.engine.raw_connection()
+            try:
+                raw.driver_connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()  # type: ignore[union-attr]
+            finally:
+                raw.close()
+        except (sa.exc.DBAPIError, sqlite3.Error) as exc:
+            log.warning("could not checkpoint %s: %s", where(self.engine), exc)
 
 
 class PostgresDatabase(StoreBase):
