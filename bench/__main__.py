@@ -1,4 +1,7 @@
-"""``python -m bench [NAME ...] [--quick] [--full]``: run benchmarks, print tables, write JSON."""
+"""``python -m bench [NAME ...] [--quick] [--full]``: run benchmarks, print tables, write JSON.
+
+``python -m bench log`` then appends the results written to docs/performance-log.md.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench import BENCHMARKS
+from bench import BENCHMARKS, log
 from bench.harness import RESULTS_DIRECTORY, Options, Report, machine, render, write_report
 from bench.postgres import probe
 
@@ -33,7 +36,10 @@ def run_one(name: str, options: Options) -> Report:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["log"]:
+        return log.main(argv[1:])
+    args = parse(argv)
     if args.list:
         print("\n".join(BENCHMARKS))
         return 0

@@ -19,6 +19,7 @@ import platform
 import pstats
 import sqlite3
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -320,7 +321,27 @@ def machine(postgres_version: str | None = None) -> dict[str, Any]:
     }
     with contextlib.suppress(OSError):
         description["load_average"] = [round(x, 2) for x in os.getloadavg()]
+    description["commit"] = revision()
     return description
+
+
+def revision() -> str | None:
+    """The checkout's short commit, ``+changes`` when openseal/ or bench/ differ from it.
+
+    ``None`` outside a git checkout (an installed package, no git).
+    """
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", *args], cwd=Path(__file__).parent, capture_output=True, text=True, check=True
+        ).stdout.strip()
+
+    try:
+        commit = git("rev-parse", "--short", "HEAD")
+        changed = git("status", "--porcelain", "--untracked-files=no", ":/openseal", ":/bench")
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return f"{commit}+changes" if changed else commit
 
 
 @contextlib.contextmanager
