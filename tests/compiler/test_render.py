@@ -590,3 +590,35 @@ def test_github_output_is_capped_with_a_notice() -> None:
     lines = render_github(_flood(errors=5, warnings=0), limit=2).splitlines()
     assert [line.split(" ", 1)[0] for line in lines] == ["::error", "::error", "::notice"]
     assert lines[-1].endswith("::... 3 more diagnostics not shown (showing the first 2)")
+
+
+def _excerpt_of(source: str, span: Span) -> tuple[str, str]:
+    """The source line and the caret line a diagnostic at ``span`` renders, without gutters."""
+    d = error("OS104", "bad", span)
+    lines = render_human([d], {span.file: source}, color=False).splitlines()
+    return lines[1].split(" | ", 1)[1], lines[2].split(" | ", 1)[1]
+
+
+def test_a_long_line_is_shown_as_a_window_around_the_caret() -> None:
+    # Minified YAML: one line holding a whole definition, the mistake far along it.
+    pairs = ", ".join(f"k{i}: {i}" for i in range(200))
+    source = f"model: {{m: {{provider: scripted, {pairs}, model: 5}}}}\n"
+    column = source.index("model: 5") + len("model: ") + 1
+    shown, carets = _excerpt_of(source, Span("min.yaml", 1, column, 1, column + 1))
+    assert len(shown) <= 122 and shown.startswith("…") and not shown.endswith("…")
+    at = carets.index("^")
+    assert carets.strip() == "^" and shown[at] == "5"
+    assert shown[at - 7 : at] == "model: "  # what comes before the mistake is kept
+
+
+def test_a_long_span_in_a_long_line_is_underlined_up_to_the_cut() -> None:
+    source = "x = " + "a" * 300 + "\n"
+    shown, carets = _excerpt_of(source, Span("long.hcl", 1, 5, 1, 305))
+    assert not shown.startswith("…") and shown.endswith("…")
+    assert shown[carets.index("^")] == "a" and len(carets) == len(shown) - 1
+
+
+def test_a_short_line_is_shown_whole() -> None:
+    source = "a = " + "b" * 100 + "\n"
+    shown, carets = _excerpt_of(source, Span("short.hcl", 1, 5, 1, 6))
+    assert shown == source.rstrip("\n") and carets == "    ^"

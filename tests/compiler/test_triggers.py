@@ -112,7 +112,7 @@ def _errors(tmp_path: Path, trigger: str) -> list[tuple[str, int, int, str]]:
             '  schedule { every = "1h" }\n  input = { question = 42 }\n}\n',
             "OS301",
             4,
-            13,
+            24,  # the value, where it is written
             "input `question` expects string",
         ),
         (

@@ -7,10 +7,11 @@ the key or value they are about, with the allowed keys and a close match.
 
 from __future__ import annotations
 
+import dataclasses
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -23,6 +24,7 @@ from openseal.compiler.definitions.field_types import (
 from openseal.compiler.definitions.labels import unwrap
 from openseal.compiler.definitions.specs import KIND_MODELS, Spec
 from openseal.compiler.diagnostics import Diagnostic, did_you_mean, error
+from openseal.compiler.lang import expr as ex
 from openseal.compiler.syntax.fold import Folded, Path
 from openseal.compiler.syntax.spans import Span
 
@@ -92,10 +94,59 @@ def decode(folded: Folded, file: str) -> tuple[list[Definition], list[Diagnostic
                 diagnostics.extend(_translate(exc, model, body, path, folded))
                 continue
             diagnostics.extend(ctx.diagnostics)
+            spec = _placed(spec, path, folded.values, span)
             key_spans = spans_by_definition.get(path, {})
             definitions.append(Definition(kind, str(name), spec, span, name_span, key_spans))
     diagnostics.extend(_dropped_unknown_keys(folded))
     return definitions, diagnostics
+
+
+_T = TypeVar("_T")
+
+
+def _placed(value: _T, path: Path, spans: Mapping[Path, Span], unplaced: Span) -> _T:
+    """``value`` with each expression that was a plain value (a number, a bool, a list or map
+    of them) placed where it is written: decoding gives those the definition's own span
+    (``unplaced``), having none, so a type error about one would point at the definition."""
+    placed: object = value
+    if isinstance(value, ex.Literal | ex.ListExpr | ex.ObjectExpr):
+        placed = _placed_expression(value, path, spans, unplaced)
+    elif isinstance(value, BaseModel):
+        updates = {
+            name: new
+            for name in type(value).model_fields
+            if (new := _placed(old := getattr(value, name), (*path, name), spans, unplaced))
+            is not old
+        }
+        placed = value.model_copy(update=updates) if updates else value
+    elif isinstance(value, dict):
+        items = {k: _placed(v, (*path, k), spans, unplaced) for k, v in value.items()}
+        placed = items if any(items[k] is not value[k] for k in value) else value
+    elif isinstance(value, list):
+        entries = [_placed(v, (*path, i), spans, unplaced) for i, v in enumerate(value)]
+        placed = entries if any(a is not b for a, b in zip(entries, value, strict=True)) else value
+    return placed  # type: ignore[return-value]
+
+
+def _placed_expression(
+    expr: ex.Expression, path: Path, spans: Mapping[Path, Span], unplaced: Span
+) -> ex.Expression:
+    if expr.span != unplaced:
+        return expr  # written as an expression or a string: it has its own span
+    span = spans.get(path, unplaced)
+    if isinstance(expr, ex.ListExpr):
+        items = tuple(
+            _placed_expression(item, (*path, i), spans, unplaced)
+            for i, item in enumerate(expr.items)
+        )
+        return ex.ListExpr(items, span)
+    if isinstance(expr, ex.ObjectExpr):
+        pairs = tuple(
+            (key, _placed_expression(item, (*path, key), spans, unplaced))
+            for key, item in expr.items
+        )
+        return ex.ObjectExpr(pairs, span)
+    return dataclasses.replace(expr, span=span)
 
 
 def _dropped_unknown_keys(folded: Folded) -> list[Diagnostic]:

@@ -46,6 +46,10 @@ SARIF_SCHEMA = (
 
 #: Tabs in source lines are expanded to stops this far apart, so carets line up.
 TAB_WIDTH = 4
+#: The widest source excerpt shown (display columns); a longer line shows a window of it,
+#: :data:`EXCERPT_LEAD` columns of it before the caret.
+EXCERPT_WIDTH = 120
+EXCERPT_LEAD = 40
 
 
 def _sorted(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
@@ -177,20 +181,41 @@ class _Lines:
         return lines[span.line - 1].removesuffix("\r")
 
 
+def _excerpt(line: str, first: int, last: int) -> tuple[str, int, int]:
+    """``line`` as shown, with the display columns where characters ``first`` to ``last``
+    (exclusive) start and end. A line wider than :data:`EXCERPT_WIDTH` (minified YAML, a long
+    string) is cut to a window that starts :data:`EXCERPT_LEAD` columns before ``first``;
+    ``…`` marks each cut."""
+    shown, starts = _display(line)
+    if starts[-1] <= EXCERPT_WIDTH:
+        return shown, starts[first], starts[last]
+    begin = first
+    while begin > 0 and starts[first] - starts[begin - 1] <= EXCERPT_LEAD:
+        begin -= 1
+    stop = begin
+    while stop < len(line) and starts[stop + 1] - starts[begin] <= EXCERPT_WIDTH:
+        stop += 1
+    shown, starts = _display(line[begin:stop])
+    lead = "…" if begin else ""
+    trail = "…" if stop < len(line) else ""
+    end = starts[min(last, stop) - begin] if last > first else starts[first - begin]
+    return lead + shown + trail, len(lead) + starts[first - begin], len(lead) + end
+
+
 def _snippet(span: Span, lines: _Lines, gutter: int, caret_style: str, style: _Style) -> list[str]:
     """The source line and a caret underline, or nothing when the span does not fit the source."""
     line = lines.get(span)
     # A column one past the end is a real place (e.g. "missing `}` at end of line").
     if line is None or not 1 <= span.column <= len(line) + 1:
         return []
-    shown, starts = _display(line)
-    start = starts[span.column - 1]
+    first = span.column - 1
     if span.end_line > span.line:
-        end = starts[-1]  # multi-line span: underline to the end of its first line
+        last = len(line)  # multi-line span: underline to the end of its first line
     elif span.end_column > span.column:
-        end = starts[min(span.end_column, len(line) + 1) - 1]
+        last = min(span.end_column, len(line) + 1) - 1
     else:
-        end = start
+        last = first
+    shown, start, end = _excerpt(line, first, last)
     carets = "^" * max(1, end - start)
     bar = style("|", _GUTTER)
     number = style(str(span.line).rjust(gutter), _GUTTER)
