@@ -1,12 +1,13 @@
 """A package face whose public names are imported on first use.
 
-The face lists its names once, as imports under ``TYPE_CHECKING``: type checkers read them,
-and :func:`lazy_exports` resolves each name from them at run time, so importing the face
-imports none of the modules behind it. It imports nothing of openseal, so any package may use
-it. In the face::
+The face lists its names once, as imports under ``TYPE_CHECKING`` (``X as X``, so type
+checkers take each as exported, and under the name it has where it is defined: a face gives
+no second name): type checkers read them, and :func:`lazy_exports` resolves each name from
+them at run time, so importing the face imports none of the modules behind it. It imports
+nothing of openseal, so any package may use it. In the face::
 
     if TYPE_CHECKING:
-        from openseal.runtime.store.tables.records import Run
+        from openseal.runtime.store.tables.records import Run as Run
 
     __getattr__ = lazy_exports(__name__, __file__)
 """

@@ -43,12 +43,12 @@ import time
 from collections.abc import Callable, Collection
 from pathlib import Path
 
-from openseal.runtime.store import (
+from openseal.runtime.store import Claim
+from openseal.runtime.store.testing import (
     BATCH_POINTS,
     COMMIT_POINTS,
     RECEIVE_POINTS,
     BatchHook,
-    Claim,
     ReceiveHook,
 )
 

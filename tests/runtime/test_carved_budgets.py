@@ -15,7 +15,12 @@ from openseal.runtime.engine.engine import Engine
 from openseal.runtime.statuses import AgentRequestStatus as S
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import AgentRequest, InvalidStatus, Store
-from openseal.runtime.store.repos.carved_budgets import carve, charge, child_budget, release
+from openseal.runtime.store.repos.carved_budgets import (
+    carve,
+    carved_child_budget,
+    charge,
+    release_carved,
+)
 from openseal.runtime.store.tables.records import Run
 from tests.runtime.engine_support import DEFS, compile_files, engine, register, scripted
 
@@ -28,17 +33,17 @@ def test_a_hold_is_charged_what_the_child_used_and_released_once() -> None:
     used = carve({"model_calls": 1}, "r1", {"model_calls": 3, "tokens": 100})
     held = {"model_calls": 3, "tokens": 100}
     assert used == {"model_calls": 4, "tokens": 100, "delegated": {"r1": held}}
-    assert child_budget(used, "r1") == {
+    assert carved_child_budget(used, "r1") == {
         "carved": {"agent_request_id": "r1", "limit": {"model_calls": 3, "tokens": 100}}
     }
-    assert child_budget(used, "r2") == {}
+    assert carved_child_budget(used, "r2") == {}
     # a child used 2 calls and, its tokens known only afterwards, 130 tokens
     used = charge(used, "r1", {"model_calls": 2, "tokens": 130})
     assert used["delegated"] == {"r1": {"model_calls": 1, "tokens": 0}}
     assert (used["model_calls"], used["tokens"]) == (4, 130)
-    used, released = release(used, "r1")
+    used, released = release_carved(used, "r1")
     assert (used, released) == ({"model_calls": 3, "tokens": 130}, {"model_calls": 1})
-    assert release(used, "r1") == (used, None)  # nothing held any more
+    assert release_carved(used, "r1") == (used, None)  # nothing held any more
     # a child that ends after its request closed is charged in full
     assert charge(used, "r1", {"model_calls": 1}) == {"model_calls": 4, "tokens": 130}
 

@@ -16,8 +16,9 @@ import pytest
 from openseal.runtime import service
 from openseal.runtime.faults import DIR_ENV, POINT_ENV
 from openseal.runtime.statuses import ActionStatus, RunStatus
-from openseal.runtime.store import BATCH_POINTS, Claim, GroupCommit, StaleEpoch, Store
+from openseal.runtime.store import Claim, GroupCommit, StaleEpoch, Store
 from openseal.runtime.store.db import group_commit
+from openseal.runtime.store.testing import BATCH_POINTS
 from openseal.simulator.procurement import ProcurementSimulator
 from tests.runtime.action_support import simulator_fixture  # noqa: F401
 from tests.runtime.engine_support import DEFS, assert_gap_free, compile_files, event_types, register

@@ -24,13 +24,13 @@ from openseal.runtime import service
 from openseal.runtime.faults import DIR_ENV, POINT_ENV
 from openseal.runtime.statuses import TERMINAL_RUN_STATUSES, ObjectiveStatus, RunStatus
 from openseal.runtime.store import (
-    COMMIT_POINTS,
     DATABASE_URL_ENV,
     Event,
     NewObjective,
     Run,
     Store,
 )
+from openseal.runtime.store.testing import COMMIT_POINTS
 from tests.faultproxy import TcpProxy
 from tests.runtime.engine_support import DEFS, assert_gap_free, compile_files, register
 from tests.runtime.quickstart_support import kill, stop

@@ -2,13 +2,13 @@
 
 An ``approval`` state opens one approval request for the hash of the run's current proposal
 (approvers, scope, ``expires_at``) and the run waits in ``waiting_for_approval`` holding no
-lease. A decision (:func:`decide`) is made only through an :class:`ApprovalAuthority`: without
-one nothing is decided at all (``approvals_unavailable``, invariant 11), and model output has no
-path here. Each decision records who decided, when, and the hash the approver saw; a different
-hash is refused (``hash_mismatch``), the same decision again is a no-op, a conflicting one is
-refused (``already_decided``), and a proposal whose stored content cannot be verified against
-its hash is never approved (``proposal_unverified``). The decision wakes the run in the same
-transaction.
+lease. A decision (:func:`decide_approval`) is made only through an :class:`ApprovalAuthority`:
+without one nothing is decided at all (``approvals_unavailable``, invariant 11), and model
+output has no path here. Each decision records who decided, when, and the hash the approver
+saw; a different hash is refused (``hash_mismatch``), the same decision again is a no-op, a
+conflicting one is refused (``already_decided``), and a proposal whose stored content cannot be
+verified against its hash is never approved (``proposal_unverified``). The decision wakes the
+run in the same transaction.
 """
 
 from __future__ import annotations
@@ -179,7 +179,7 @@ class Decided:
     changed: bool
 
 
-def decide(
+def decide_approval(
     store: Store, authority: ApprovalAuthority | None, request: ApprovalDecision, caller: Caller
 ) -> Decided:
     """Decide an approval as the caller's principal (or the local operator, from this machine).

@@ -18,8 +18,9 @@ The store itself is opened with :func:`openseal.runtime.store.open_store`.
 
 The face is lazy: a name's module is imported when the name is first used, so a command that
 only reads (``openseal runs list``) never imports the engine, the model clients or the
-compiler behind it. The imports under ``TYPE_CHECKING`` below are the face's one list: type
-checkers read them, and :func:`__getattr__` resolves each name from them at run time.
+compiler behind it. The imports under ``TYPE_CHECKING`` below are the face's one list (each
+``X as X``, under the name it has where it is defined): type checkers read them, and
+:func:`__getattr__` resolves each name from them at run time.
 """
 
 from __future__ import annotations
@@ -29,213 +30,102 @@ from typing import TYPE_CHECKING
 from openseal.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
-    from openseal.runtime.access import (
-        ANY_SCOPE,
-        FULL,
-        PERMISSIONS,
-        ROLES,
-        Grant,
-        approver_grant,
-        is_principal,
-        roles_for,
-    )
-    from openseal.runtime.actions.approvals import (
-        ApprovalAuthority,
-        ApprovalError,
-        Decided,
-        load_authority,
-    )
-    from openseal.runtime.actions.approvals import decide as decide_approval
-    from openseal.runtime.actions.authority_location import AUTHORITY_ENV
-    from openseal.runtime.caller import CLI, LOCAL_OPERATOR, Caller
-    from openseal.runtime.engine.objectives import create_objective
-    from openseal.runtime.event_summary import summarize
-    from openseal.runtime.id_prefix import choose_id, complete_id, id_prefix
-    from openseal.runtime.pricing import format_cost
-    from openseal.runtime.providers import OpenAIProvider, check_profile
-    from openseal.runtime.requests import (
-        ActivateObjective,
-        AgentRequestStep,
-        ApprovalDecision,
-        EventDelivery,
-        Intervention,
-        NewToken,
-        ObjectiveCommand,
-        Reconciliation,
-        Resolution,
-        RunCommand,
-        StartObjective,
-        TriggerCommand,
-    )
-    from openseal.runtime.service import governance, tokens, workers
-    from openseal.runtime.service.actions import (
-        ActionView,
-        ApprovalView,
-        ProposalView,
-        list_actions,
-        list_approvals,
-        reconcile_action,
-        resolve_action,
-        show_action,
-        show_approval,
-    )
-    from openseal.runtime.service.agent_requests import (
-        list_agent_requests,
-        named_principal,
-        show_agent_request,
-        step_agent_request,
-    )
-    from openseal.runtime.service.availability import (
-        Capability,
-        CapabilityConfig,
-        capabilities,
-        capability_of,
-    )
-    from openseal.runtime.service.definitions import deploy_documents
-    from openseal.runtime.service.runs import (
-        LOCAL_ACTOR,
-        Canceled,
-        ChildRun,
-        Registered,
-        RunView,
-        activate_objective,
-        cancel_run,
-        cancellation,
-        follow_events,
-        intervene,
-        list_objectives,
-        list_runs,
-        pause_run,
-        receive_event,
-        register_documents,
-        resume_run,
-        run_events,
-        show_objective,
-        show_run,
-        steer_objective,
-        waiting_reason,
-    )
-    from openseal.runtime.service.triggers import (
-        TriggerView,
-        list_triggers,
-        set_trigger_status,
-        show_trigger,
-    )
-    from openseal.runtime.service.turns import Call, TurnView, run_turns
-    from openseal.runtime.service.versions import get_version
+    from openseal.runtime.access import ANY_SCOPE as ANY_SCOPE
+    from openseal.runtime.access import FULL as FULL
+    from openseal.runtime.access import PERMISSIONS as PERMISSIONS
+    from openseal.runtime.access import ROLES as ROLES
+    from openseal.runtime.access import Grant as Grant
+    from openseal.runtime.access import approver_grant as approver_grant
+    from openseal.runtime.access import is_principal as is_principal
+    from openseal.runtime.access import roles_for as roles_for
+    from openseal.runtime.actions.approvals import ApprovalAuthority as ApprovalAuthority
+    from openseal.runtime.actions.approvals import ApprovalError as ApprovalError
+    from openseal.runtime.actions.approvals import Decided as Decided
+    from openseal.runtime.actions.approvals import decide_approval as decide_approval
+    from openseal.runtime.actions.approvals import load_authority as load_authority
+    from openseal.runtime.actions.authority_location import AUTHORITY_ENV as AUTHORITY_ENV
+    from openseal.runtime.caller import CLI as CLI
+    from openseal.runtime.caller import LOCAL_OPERATOR as LOCAL_OPERATOR
+    from openseal.runtime.caller import Caller as Caller
+    from openseal.runtime.engine.objectives import create_objective as create_objective
+    from openseal.runtime.event_summary import summarize as summarize
+    from openseal.runtime.id_prefix import choose_id as choose_id
+    from openseal.runtime.id_prefix import complete_id as complete_id
+    from openseal.runtime.id_prefix import id_prefix as id_prefix
+    from openseal.runtime.pricing import format_cost as format_cost
+    from openseal.runtime.providers import OpenAIProvider as OpenAIProvider
+    from openseal.runtime.providers import check_profile as check_profile
+    from openseal.runtime.requests import ActivateObjective as ActivateObjective
+    from openseal.runtime.requests import AgentRequestStep as AgentRequestStep
+    from openseal.runtime.requests import ApprovalDecision as ApprovalDecision
+    from openseal.runtime.requests import EventDelivery as EventDelivery
+    from openseal.runtime.requests import Intervention as Intervention
+    from openseal.runtime.requests import NewToken as NewToken
+    from openseal.runtime.requests import ObjectiveCommand as ObjectiveCommand
+    from openseal.runtime.requests import Reconciliation as Reconciliation
+    from openseal.runtime.requests import Resolution as Resolution
+    from openseal.runtime.requests import RunCommand as RunCommand
+    from openseal.runtime.requests import StartObjective as StartObjective
+    from openseal.runtime.requests import TriggerCommand as TriggerCommand
+    from openseal.runtime.service import governance as governance
+    from openseal.runtime.service import tokens as tokens
+    from openseal.runtime.service import workers as workers
+    from openseal.runtime.service.actions import ActionView as ActionView
+    from openseal.runtime.service.actions import ApprovalView as ApprovalView
+    from openseal.runtime.service.actions import ProposalView as ProposalView
+    from openseal.runtime.service.actions import list_actions as list_actions
+    from openseal.runtime.service.actions import list_approvals as list_approvals
+    from openseal.runtime.service.actions import reconcile_action as reconcile_action
+    from openseal.runtime.service.actions import resolve_action as resolve_action
+    from openseal.runtime.service.actions import show_action as show_action
+    from openseal.runtime.service.actions import show_approval as show_approval
+    from openseal.runtime.service.agent_requests import list_agent_requests as list_agent_requests
+    from openseal.runtime.service.agent_requests import named_principal as named_principal
+    from openseal.runtime.service.agent_requests import show_agent_request as show_agent_request
+    from openseal.runtime.service.agent_requests import step_agent_request as step_agent_request
+    from openseal.runtime.service.availability import Capability as Capability
+    from openseal.runtime.service.availability import CapabilityConfig as CapabilityConfig
+    from openseal.runtime.service.availability import capabilities as capabilities
+    from openseal.runtime.service.availability import capability_of as capability_of
+    from openseal.runtime.service.definitions import deploy_documents as deploy_documents
+    from openseal.runtime.service.runs import LOCAL_ACTOR as LOCAL_ACTOR
+    from openseal.runtime.service.runs import Canceled as Canceled
+    from openseal.runtime.service.runs import ChildRun as ChildRun
+    from openseal.runtime.service.runs import Registered as Registered
+    from openseal.runtime.service.runs import RunView as RunView
+    from openseal.runtime.service.runs import activate_objective as activate_objective
+    from openseal.runtime.service.runs import cancel_run as cancel_run
+    from openseal.runtime.service.runs import cancellation as cancellation
+    from openseal.runtime.service.runs import follow_events as follow_events
+    from openseal.runtime.service.runs import intervene as intervene
+    from openseal.runtime.service.runs import list_objectives as list_objectives
+    from openseal.runtime.service.runs import list_runs as list_runs
+    from openseal.runtime.service.runs import pause_run as pause_run
+    from openseal.runtime.service.runs import receive_event as receive_event
+    from openseal.runtime.service.runs import register_documents as register_documents
+    from openseal.runtime.service.runs import resume_run as resume_run
+    from openseal.runtime.service.runs import run_events as run_events
+    from openseal.runtime.service.runs import show_objective as show_objective
+    from openseal.runtime.service.runs import show_run as show_run
+    from openseal.runtime.service.runs import steer_objective as steer_objective
+    from openseal.runtime.service.runs import waiting_reason as waiting_reason
+    from openseal.runtime.service.triggers import TriggerView as TriggerView
+    from openseal.runtime.service.triggers import list_triggers as list_triggers
+    from openseal.runtime.service.triggers import set_trigger_status as set_trigger_status
+    from openseal.runtime.service.triggers import show_trigger as show_trigger
+    from openseal.runtime.service.turns import Call as Call
+    from openseal.runtime.service.turns import TurnView as TurnView
+    from openseal.runtime.service.turns import run_turns as run_turns
+    from openseal.runtime.service.versions import get_version as get_version
     from openseal.runtime.statuses import (
-        OPEN_CHANGE_PROPOSAL_STATUSES,
-        TERMINAL_RUN_STATUSES,
-        ActionStatus,
-        AgentRequestStatus,
-        ApprovalStatus,
-        ChangeProposalStatus,
-        ObjectiveStatus,
-        RunStatus,
+        OPEN_CHANGE_PROPOSAL_STATUSES as OPEN_CHANGE_PROPOSAL_STATUSES,
     )
-
+    from openseal.runtime.statuses import TERMINAL_RUN_STATUSES as TERMINAL_RUN_STATUSES
+    from openseal.runtime.statuses import ActionStatus as ActionStatus
+    from openseal.runtime.statuses import AgentRequestStatus as AgentRequestStatus
+    from openseal.runtime.statuses import ApprovalStatus as ApprovalStatus
+    from openseal.runtime.statuses import ChangeProposalStatus as ChangeProposalStatus
+    from openseal.runtime.statuses import ObjectiveStatus as ObjectiveStatus
+    from openseal.runtime.statuses import RunStatus as RunStatus
 
 __getattr__ = lazy_exports(__name__, __file__)
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
-
-
-__all__ = [
-    "ANY_SCOPE",
-    "AUTHORITY_ENV",
-    "CLI",
-    "FULL",
-    "LOCAL_ACTOR",
-    "LOCAL_OPERATOR",
-    "OPEN_CHANGE_PROPOSAL_STATUSES",
-    "PERMISSIONS",
-    "ROLES",
-    "TERMINAL_RUN_STATUSES",
-    "ActionStatus",
-    "ActionView",
-    "ActivateObjective",
-    "AgentRequestStatus",
-    "AgentRequestStep",
-    "ApprovalAuthority",
-    "ApprovalDecision",
-    "ApprovalError",
-    "ApprovalStatus",
-    "ApprovalView",
-    "Call",
-    "Caller",
-    "Canceled",
-    "Capability",
-    "CapabilityConfig",
-    "ChangeProposalStatus",
-    "ChildRun",
-    "Decided",
-    "EventDelivery",
-    "Grant",
-    "Intervention",
-    "NewToken",
-    "ObjectiveCommand",
-    "ObjectiveStatus",
-    "OpenAIProvider",
-    "ProposalView",
-    "Reconciliation",
-    "Registered",
-    "Resolution",
-    "RunCommand",
-    "RunStatus",
-    "RunView",
-    "StartObjective",
-    "TriggerCommand",
-    "TriggerView",
-    "TurnView",
-    "activate_objective",
-    "approver_grant",
-    "cancel_run",
-    "cancellation",
-    "capabilities",
-    "capability_of",
-    "check_profile",
-    "choose_id",
-    "complete_id",
-    "create_objective",
-    "decide_approval",
-    "deploy_documents",
-    "follow_events",
-    "format_cost",
-    "get_version",
-    "governance",
-    "id_prefix",
-    "intervene",
-    "is_principal",
-    "list_actions",
-    "list_agent_requests",
-    "list_approvals",
-    "list_objectives",
-    "list_runs",
-    "list_triggers",
-    "load_authority",
-    "named_principal",
-    "pause_run",
-    "receive_event",
-    "reconcile_action",
-    "register_documents",
-    "resolve_action",
-    "resume_run",
-    "roles_for",
-    "run_events",
-    "run_turns",
-    "set_trigger_status",
-    "show_action",
-    "show_agent_request",
-    "show_approval",
-    "show_objective",
-    "show_run",
-    "show_trigger",
-    "steer_objective",
-    "step_agent_request",
-    "summarize",
-    "tokens",
-    "waiting_reason",
-    "workers",
-]

@@ -1,6 +1,6 @@
 """Approvals and actions as the API and the CLI show them, and an operator's reconciling and
 resolving of an action whose outcome is open. Deciding an approval is
-:func:`openseal.runtime.actions.approvals.decide` (``service.decide_approval``).
+:func:`openseal.runtime.actions.approvals.decide_approval` (``service.decide_approval``).
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """The store: every SQL statement openseal runs lives in this package.
 
-``open_store()`` returns a :class:`Store` that *has* one repository per table group; callers
+``open_store()`` returns a :class:`Store` that *has* one repository per aggregate; callers
 never see a table, a statement or SQLAlchemy:
 
 - ``store.definitions``: compiled versions and deployments (name → active version, history);
 - ``store.objectives``: objectives and the first run of each;
-- ``store.runs``: runs, their event pages, pause / resume / cancel / intervene;
+- ``store.runs``: runs, their event pages, pause / resume / intervene, a run's part of a cancel;
 - ``store.leases``: claims, heartbeats, releases and :class:`FencedTx` (invariant 3);
 - ``store.inbound_events``: events from outside and the runs waiting for them;
 - ``store.agent_requests``: work one run asks of an agent or team;
@@ -21,7 +21,9 @@ never see a table, a statement or SQLAlchemy:
 - ``store.health``: readiness and the numbers ``/metrics`` reads at every scrape.
 
 A repository method either opens its own transaction or, when it takes a ``conn``, works in
-the caller's (``with store.write() as conn: ...``), so one commit can span repositories.
+the caller's (``with store.write() as conn: ...``), so one commit can span repositories. A
+repository never calls another: what a change touches beyond its aggregate is decided above
+the store (canceling a run: :mod:`openseal.runtime.engine.cascade`).
 
 **The one lock order.** Every writer that touches a run locks the **run row first**
 (``store.runs.load(conn, run_id, lock=True)``, or it holds a claim's :class:`FencedTx`),
@@ -35,17 +37,18 @@ because of its parent (the parent's cancellation, a decline, an expiry, a settle
 so after its own commit, never holding the parent. On SQLite ``BEGIN IMMEDIATE`` serialises
 writers anyway; on PostgreSQL this order is what keeps two writers from deadlocking.
 
-Inside the package: :mod:`.schema` (tables), :mod:`.migrations` (Alembic), :mod:`.base`
-(engine, transactions, dialect hooks), :mod:`.dialects` (SQLite, PostgreSQL, ``open_store``),
-:mod:`.fastsql` (hot statements), :mod:`.records` (frozen rows), :mod:`.events` (the one way a
-run changes), :mod:`.fenced`, :mod:`.listener` (PostgreSQL ``LISTEN``), :mod:`.errors`, and the
-repository modules. Only the names in ``__all__`` are for use outside the package (a test
-in ``tests/test_boundaries.py`` holds every module to that).
+Inside the package, three rooms, each importing only those before it: :mod:`.db`
+(connections, dialects, statements on the cursor, group commit, the listener and wake-ups),
+:mod:`.tables` (schema, migrations, records, values, listing, shared statements) and
+:mod:`.repos` (the repositories, :mod:`.repos.events`, the one way a run changes, and
+:mod:`.repos.fenced`); :mod:`.store` assembles ``Store`` and ``open_store``. Only the names
+listed below are for use outside the package, and the crash tests' hooks on
+:mod:`.testing` (a test in ``tests/test_boundaries.py`` holds every module to that).
 
 The package is lazy: a name's module is imported when the name is first used, so a command that
 only reads records (``openseal runs list`` on SQLite, :mod:`.sqlite_reads`) imports neither
 SQLAlchemy nor the repositories. The imports under ``TYPE_CHECKING`` below are the package's
-one list of its names.
+one list of its names (each ``X as X``, so type checkers see it exported).
 """
 
 from __future__ import annotations
@@ -55,178 +58,86 @@ from typing import TYPE_CHECKING
 from openseal.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
-    from openseal.runtime.store.db.base import Connection
-    from openseal.runtime.store.db.dialects import DATABASE_URL_ENV
-    from openseal.runtime.store.db.errors import (
-        ArtifactCorrupt,
-        DatabaseFailure,
-        DriverFailure,
-        IdempotencyConflict,
-        InvalidStatus,
-        NotFound,
-        StaleEpoch,
-        StaleRevision,
-        describe_fault,
-        transient,
-    )
-    from openseal.runtime.store.db.group_commit import BATCH_POINTS, BatchHook, GroupCommit
-    from openseal.runtime.store.repos.actions import (
-        NOT_DISPATCHED,
-        OPEN_OUTCOME,
-        EventSink,
-        NextMove,
-        RowSink,
-    )
-    from openseal.runtime.store.repos.actions import boundary as action_boundary
+    from openseal.runtime.store.db.base import Connection as Connection
+    from openseal.runtime.store.db.dialects import DATABASE_URL_ENV as DATABASE_URL_ENV
+    from openseal.runtime.store.db.errors import ArtifactCorrupt as ArtifactCorrupt
+    from openseal.runtime.store.db.errors import DatabaseFailure as DatabaseFailure
+    from openseal.runtime.store.db.errors import DriverFailure as DriverFailure
+    from openseal.runtime.store.db.errors import IdempotencyConflict as IdempotencyConflict
+    from openseal.runtime.store.db.errors import InvalidStatus as InvalidStatus
+    from openseal.runtime.store.db.errors import NotFound as NotFound
+    from openseal.runtime.store.db.errors import StaleEpoch as StaleEpoch
+    from openseal.runtime.store.db.errors import StaleRevision as StaleRevision
+    from openseal.runtime.store.db.errors import describe_fault as describe_fault
+    from openseal.runtime.store.db.errors import transient as transient
+    from openseal.runtime.store.db.group_commit import GroupCommit as GroupCommit
+    from openseal.runtime.store.repos.actions import NOT_DISPATCHED as NOT_DISPATCHED
+    from openseal.runtime.store.repos.actions import OPEN_OUTCOME as OPEN_OUTCOME
+    from openseal.runtime.store.repos.actions import EventSink as EventSink
+    from openseal.runtime.store.repos.actions import NextMove as NextMove
+    from openseal.runtime.store.repos.actions import RowSink as RowSink
+    from openseal.runtime.store.repos.actions import action_boundary as action_boundary
     from openseal.runtime.store.repos.agent_requests import (
-        OPEN_AGENT_REQUESTS,
-        Restart,
-        StopChild,
-        caller_wakes,
+        OPEN_AGENT_REQUESTS as OPEN_AGENT_REQUESTS,
     )
-    from openseal.runtime.store.repos.approvals import summary as approval_summary
-    from openseal.runtime.store.repos.artifacts import ArtifactStore
-    from openseal.runtime.store.repos.carved_budgets import carved_limit
-    from openseal.runtime.store.repos.carved_budgets import child_budget as carved_child_budget
-    from openseal.runtime.store.repos.carved_budgets import release as release_carved
-    from openseal.runtime.store.repos.change_proposals import (
-        ChangeProposal,
-        Decision,
-        ProposalEvent,
-        ProposalKind,
-        Review,
-        Target,
-        Verdict,
+    from openseal.runtime.store.repos.agent_requests import Restart as Restart
+    from openseal.runtime.store.repos.agent_requests import StopChild as StopChild
+    from openseal.runtime.store.repos.agent_requests import caller_wakes as caller_wakes
+    from openseal.runtime.store.repos.approvals import approval_summary as approval_summary
+    from openseal.runtime.store.repos.artifacts import ArtifactStore as ArtifactStore
+    from openseal.runtime.store.repos.carved_budgets import (
+        carved_child_budget as carved_child_budget,
     )
-    from openseal.runtime.store.repos.dependencies import DependencyGroup, NewChild
-    from openseal.runtime.store.repos.fenced import COMMIT_POINTS, FencedTx
-    from openseal.runtime.store.repos.idempotency import StoredResponse
+    from openseal.runtime.store.repos.carved_budgets import carved_limit as carved_limit
+    from openseal.runtime.store.repos.carved_budgets import release_carved as release_carved
+    from openseal.runtime.store.repos.change_proposals import ChangeProposal as ChangeProposal
+    from openseal.runtime.store.repos.change_proposals import Decision as Decision
+    from openseal.runtime.store.repos.change_proposals import ProposalEvent as ProposalEvent
+    from openseal.runtime.store.repos.change_proposals import ProposalKind as ProposalKind
+    from openseal.runtime.store.repos.change_proposals import Review as Review
+    from openseal.runtime.store.repos.change_proposals import Target as Target
+    from openseal.runtime.store.repos.change_proposals import Verdict as Verdict
+    from openseal.runtime.store.repos.dependencies import DependencyGroup as DependencyGroup
+    from openseal.runtime.store.repos.dependencies import NewChild as NewChild
+    from openseal.runtime.store.repos.fenced import FencedTx as FencedTx
+    from openseal.runtime.store.repos.idempotency import StoredResponse as StoredResponse
+    from openseal.runtime.store.repos.inbound_events import Delivery as Delivery
     from openseal.runtime.store.repos.inbound_events import (
-        RECEIVE_POINTS,
-        Delivery,
-        ReceiveHook,
-        correlation_matches,
+        correlation_matches as correlation_matches,
     )
-    from openseal.runtime.store.repos.runs import CancelSweep
-    from openseal.runtime.store.repos.tokens import AccessToken
-    from openseal.runtime.store.repos.triggers import (
-        Occurrence,
-        PrepareInputs,
-        TriggerDeployment,
-    )
-    from openseal.runtime.store.sqlite_reads import SQLiteReads, open_reads
-    from openseal.runtime.store.store import PostgresStore, SQLiteStore, Store, open_store
-    from openseal.runtime.store.tables.listing import ListQuery
-    from openseal.runtime.store.tables.reads import Reads
-    from openseal.runtime.store.tables.records import (
-        Action,
-        Activation,
-        Activity,
-        AgentRequest,
-        Approval,
-        ArtifactInfo,
-        Claim,
-        DefinitionVersion,
-        Deployment,
-        Event,
-        InboundEvent,
-        NewObjective,
-        Objective,
-        Proposal,
-        Run,
-        TriggerFiring,
-        Turn,
-        UnwrittenRun,
-        action_key,
-    )
-    from openseal.runtime.store.tables.values import DEFAULT_SCOPE, store_key
+    from openseal.runtime.store.repos.runs import CancelSweep as CancelSweep
+    from openseal.runtime.store.repos.tokens import AccessToken as AccessToken
+    from openseal.runtime.store.repos.triggers import Occurrence as Occurrence
+    from openseal.runtime.store.repos.triggers import PrepareInputs as PrepareInputs
+    from openseal.runtime.store.repos.triggers import TriggerDeployment as TriggerDeployment
+    from openseal.runtime.store.sqlite_reads import SQLiteReads as SQLiteReads
+    from openseal.runtime.store.sqlite_reads import open_reads as open_reads
+    from openseal.runtime.store.store import PostgresStore as PostgresStore
+    from openseal.runtime.store.store import SQLiteStore as SQLiteStore
+    from openseal.runtime.store.store import Store as Store
+    from openseal.runtime.store.store import open_store as open_store
+    from openseal.runtime.store.tables.listing import ListQuery as ListQuery
+    from openseal.runtime.store.tables.reads import Reads as Reads
+    from openseal.runtime.store.tables.records import Action as Action
+    from openseal.runtime.store.tables.records import Activation as Activation
+    from openseal.runtime.store.tables.records import Activity as Activity
+    from openseal.runtime.store.tables.records import AgentRequest as AgentRequest
+    from openseal.runtime.store.tables.records import Approval as Approval
+    from openseal.runtime.store.tables.records import ArtifactInfo as ArtifactInfo
+    from openseal.runtime.store.tables.records import Claim as Claim
+    from openseal.runtime.store.tables.records import DefinitionVersion as DefinitionVersion
+    from openseal.runtime.store.tables.records import Deployment as Deployment
+    from openseal.runtime.store.tables.records import Event as Event
+    from openseal.runtime.store.tables.records import InboundEvent as InboundEvent
+    from openseal.runtime.store.tables.records import NewObjective as NewObjective
+    from openseal.runtime.store.tables.records import Objective as Objective
+    from openseal.runtime.store.tables.records import Proposal as Proposal
+    from openseal.runtime.store.tables.records import Run as Run
+    from openseal.runtime.store.tables.records import TriggerFiring as TriggerFiring
+    from openseal.runtime.store.tables.records import Turn as Turn
+    from openseal.runtime.store.tables.records import UnwrittenRun as UnwrittenRun
+    from openseal.runtime.store.tables.records import action_key as action_key
+    from openseal.runtime.store.tables.values import DEFAULT_SCOPE as DEFAULT_SCOPE
+    from openseal.runtime.store.tables.values import store_key as store_key
 
 __getattr__ = lazy_exports(__name__, __file__)
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
-
-
-__all__ = [
-    "BATCH_POINTS",
-    "COMMIT_POINTS",
-    "DATABASE_URL_ENV",
-    "DEFAULT_SCOPE",
-    "NOT_DISPATCHED",
-    "OPEN_AGENT_REQUESTS",
-    "OPEN_OUTCOME",
-    "RECEIVE_POINTS",
-    "AccessToken",
-    "Action",
-    "Activation",
-    "Activity",
-    "AgentRequest",
-    "Approval",
-    "ArtifactCorrupt",
-    "ArtifactInfo",
-    "ArtifactStore",
-    "BatchHook",
-    "CancelSweep",
-    "ChangeProposal",
-    "Claim",
-    "Connection",
-    "DatabaseFailure",
-    "Decision",
-    "DefinitionVersion",
-    "Delivery",
-    "DependencyGroup",
-    "Deployment",
-    "DriverFailure",
-    "Event",
-    "EventSink",
-    "FencedTx",
-    "GroupCommit",
-    "IdempotencyConflict",
-    "InboundEvent",
-    "InvalidStatus",
-    "ListQuery",
-    "NewChild",
-    "NewObjective",
-    "NextMove",
-    "NotFound",
-    "Objective",
-    "Occurrence",
-    "PostgresStore",
-    "PrepareInputs",
-    "Proposal",
-    "ProposalEvent",
-    "ProposalKind",
-    "Reads",
-    "ReceiveHook",
-    "Restart",
-    "Review",
-    "RowSink",
-    "Run",
-    "SQLiteReads",
-    "SQLiteStore",
-    "StaleEpoch",
-    "StaleRevision",
-    "StopChild",
-    "Store",
-    "StoredResponse",
-    "Target",
-    "TriggerDeployment",
-    "TriggerFiring",
-    "Turn",
-    "UnwrittenRun",
-    "Verdict",
-    "action_boundary",
-    "action_key",
-    "approval_summary",
-    "caller_wakes",
-    "carved_child_budget",
-    "carved_limit",
-    "correlation_matches",
-    "describe_fault",
-    "open_reads",
-    "open_store",
-    "release_carved",
-    "store_key",
-    "transient",
-]

@@ -119,7 +119,7 @@ SETTLE = (
 )
 
 
-def boundary(action: Action) -> dict[str, Any]:
+def action_boundary(action: Action) -> dict[str, Any]:
     """What may already have happened: "dispatched at …, outcome unknown/succeeded"."""
     outcome = {
         ActionStatus.DISPATCHED: "unknown",
@@ -418,7 +418,7 @@ class Actions(Repository):
                 report.append({"action_id": action.id, "key": action.key, "status": "canceled",
                                "was": str(action.status), "sent": False})  # fmt: skip
             elif action.status in (*OPEN_OUTCOME, ActionStatus.SUCCEEDED, ActionStatus.FAILED):
-                report.append(boundary(action))
+                report.append(action_boundary(action))
         return report
 
     def newest(self, query: ListQuery, *, run_id: str | None = None) -> list[Action]:

@@ -24,7 +24,7 @@ import sqlalchemy as sa
 from openseal.runtime.statuses import LIVE_RUN_STATUSES, TERMINAL_RUN_STATUSES, RunStatus
 from openseal.runtime.statuses import AgentRequestStatus as S
 from openseal.runtime.store.db.errors import InvalidStatus, NotFound
-from openseal.runtime.store.repos.carved_budgets import charge, child_spent, release
+from openseal.runtime.store.repos.carved_budgets import charge, child_spent, release_carved
 from openseal.runtime.store.repos.events import change_run
 from openseal.runtime.store.repos.repository import Repository
 from openseal.runtime.store.repos.run_rows import load_run
@@ -175,7 +175,7 @@ class AgentRequests(Repository):
         payload = {"agent_request_id": request.id, "status": str(request.status), **(detail or {})}
         values: dict[str, Any] = {"wake_at": now} if wake else {}
         if _closed_for_good(request):
-            used, released = release(caller.budget_used, request.id)
+            used, released = release_carved(caller.budget_used, request.id)
             if released is not None:
                 payload["budget_released"] = released
                 values["budget_used"] = used

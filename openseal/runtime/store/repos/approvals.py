@@ -31,7 +31,7 @@ from openseal.runtime.store.tables.records import Approval, Run
 approvals = schema.approvals
 
 
-def summary(approval: Approval) -> dict[str, Any]:
+def approval_summary(approval: Approval) -> dict[str, Any]:
     """The approval as a run event payload / state output."""
     return {
         "approval_id": approval.id,
@@ -194,8 +194,8 @@ class Approvals(Repository):
         if waits_for_it and run.status in (RunStatus.WAITING_FOR_APPROVAL, RunStatus.PAUSED):
             values["wake_at"] = now  # a paused run wakes once resumed
         change_run(
-            conn, run.id, event_type="approval.decided", actor=actor, payload=summary(approval),
-            now=now, values=values,
+            conn, run.id, event_type="approval.decided", actor=actor,
+            payload=approval_summary(approval), now=now, values=values,
         )  # fmt: skip
         if values:
             self._store.notify_work(conn, run.id)

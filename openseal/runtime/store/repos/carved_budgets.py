@@ -42,7 +42,7 @@ def held_for(used: Mapping[str, Any], request_id: str) -> dict[str, int] | None:
     return {str(k): int(v) for k, v in hold.items()} if isinstance(hold, Mapping) else None
 
 
-def child_budget(caller_used: Mapping[str, Any], request_id: str) -> dict[str, Any]:
+def carved_child_budget(caller_used: Mapping[str, Any], request_id: str) -> dict[str, Any]:
     """The ``budget_used`` a child run working on ``request_id`` starts with: no use yet, and
     what its caller still holds for the request as its limit (nothing when none is held)."""
     hold = held_for(caller_used, request_id)
@@ -84,7 +84,7 @@ def charge(used: Mapping[str, Any], request_id: str, spent: Mapping[str, int]) -
     return total
 
 
-def release(
+def release_carved(
     used: Mapping[str, Any], request_id: str
 ) -> tuple[dict[str, Any], dict[str, int] | None]:
     """The caller's ``used`` with what is left of ``request_id``'s hold given back, and that
@@ -111,7 +111,7 @@ def release_all(
     each gave back."""
     total, released = dict(used), {}
     for request_id in request_ids:
-        total, amount = release(total, request_id)
+        total, amount = release_carved(total, request_id)
         if amount is not None:
             released[request_id] = amount
     return total, released
