@@ -110,8 +110,7 @@ def show(
     Examples:
         openseal actions show 01a22b
     """
-    from openseal.runtime.store import Action
-    from openseal.runtime.store import action_boundary as boundary
+    from openseal.runtime.store import Action, action_boundary
 
     with connected(home, server, token_file, read_only=True) as at:
         ref = at.id("action", action_id)
@@ -130,7 +129,7 @@ def show(
     click.echo(f"  args       {json.dumps(document.get('args'), sort_keys=True)}")
     click.echo(f"  attempts   {action.attempts}")
     if action.dispatched_at is not None:
-        click.echo(f"  boundary   {boundary(action)['note']}")
+        click.echo(f"  boundary   {action_boundary(action)['note']}")
     if action.result is not None:
         click.echo(f"  result     {json.dumps(jsonable(action.result), sort_keys=True)}")
     if action.error:
