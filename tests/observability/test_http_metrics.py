@@ -24,14 +24,15 @@ def test_requests_are_counted_and_timed_by_route_template_method_and_status(
     serve: Serve,  # noqa: F811
 ) -> None:
     server = serve()
-    before = scrape(server.url)
+    local = server.operator.secret if server.operator else None
+    before = scrape(server.url, local)
     with server.client() as client:
         for run_id in ("0191f0aa", "0191f0bb", "0191f0cc"):  # three ids, one route
             assert client.get(f"/runs/{run_id}").status_code == 404
         assert client.get("/runs").status_code == 200
         assert client.get("/nothing/here").status_code == 404
         assert client.post("/runs/0191f0aa/cancel", content=b"{").status_code == 422
-    after = scrape(server.url)
+    after = scrape(server.url, local)
 
     def grew(route: str, method: str, status: str) -> float:
         return requests(after, route, method, status) - requests(before, route, method, status)
@@ -55,7 +56,8 @@ def test_requests_are_counted_and_timed_by_route_template_method_and_status(
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process numbers from /proc")
 def test_the_process_s_own_numbers_are_exposed(serve: Serve) -> None:  # noqa: F811
-    samples = scrape(serve().url)
+    server = serve()
+    samples = scrape(server.url, server.operator.secret if server.operator else None)
     assert value(samples, "process_cpu_seconds_total") > 0
     assert value(samples, "process_resident_memory_bytes") > 0
     assert value(samples, "process_open_fds") > 0
