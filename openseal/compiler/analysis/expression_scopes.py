@@ -95,13 +95,11 @@ class Site:
     argument: tuple[ex.Ref, str] | None = None
     #: ``(workflow reference, input name)`` when the expected type is that workflow input's
     workflow_input: tuple[ex.Ref, str] | None = None
-    #: where to report a mismatch when the expression has no span of its own (an HCL
-    #: object or number inside a map keeps only its enclosing block's)
-    key_span: Span | None = None
 
     @property
     def span(self) -> Span:
-        return self.key_span or self.expr.span
+        """Where a mismatch is reported: the expression (a plain value too, see decode)."""
+        return self.expr.span
 
 
 def _listing(names: list[str] | tuple[str, ...]) -> str:
@@ -257,11 +255,7 @@ def _trigger_sites(definition: Definition, spec: TriggerSpec) -> Iterator[Site]:
         yield Site(spec.event.filter, scope, "the filter", ty.BOOL)
     for key in sorted(spec.input):
         value = spec.input[key]
-        # A value without a span of its own carries the block's start: point at its key.
-        written = definition.key_spans.get(("input", key)) if _spanless(value, definition) else None
-        yield Site(
-            value, scope, f"input `{key}`", workflow_input=(spec.workflow, key), key_span=written
-        )
+        yield Site(value, scope, f"input `{key}`", workflow_input=(spec.workflow, key))
 
 
 def _adapter_sites(adapter: Adapter, scope: Scope) -> Iterator[Site]:
@@ -281,7 +275,7 @@ def _workflow_sites(definition: Definition, spec: WorkflowSpec) -> Iterator[Site
         yield Site(declared.value, scope, f"output `{output}`", declared.type)
     for state_name in sorted(spec.state):
         yield from state_sites(spec.state[state_name], scope)
-        yield from _spawn_sites(definition, state_name, spec.state[state_name], scope)
+        yield from _spawn_sites(spec.state[state_name], scope)
     if spec.objective is not None and spec.objective.success is not None:
         yield Site(
             spec.objective.success,
@@ -291,9 +285,7 @@ def _workflow_sites(definition: Definition, spec: WorkflowSpec) -> Iterator[Site
         )
 
 
-def _spawn_sites(
-    definition: Definition, state_name: str, state: State, scope: Scope
-) -> Iterator[Site]:
+def _spawn_sites(state: State, scope: Scope) -> Iterator[Site]:
     """A ``spawn`` state's child inputs, checked against the child's workflow when it is
     compiled alongside (else only in the parent's scope)."""
     if state.spawn is None:
@@ -302,15 +294,8 @@ def _spawn_sites(
         workflow = ex.Ref("workflow", (child.workflow,))
         for key in sorted(child.input):
             value = child.input[key]
-            path = ("state", state_name, "spawn", "child", label, "input", key)
-            written = definition.key_spans.get(path) if _spanless(value, definition) else None
             yield Site(value, scope, f"child `{label}` input `{key}`",
-                       workflow_input=(workflow, key), key_span=written)  # fmt: skip
-
-
-def _spanless(value: ex.Expression, definition: Definition) -> bool:
-    """Whether ``value`` carries its definition's start for want of a span of its own."""
-    return (value.span.line, value.span.column) == (definition.span.line, definition.span.column)
+                       workflow_input=(workflow, key))  # fmt: skip
 
 
 def state_sites(state: State, scope: Scope) -> Iterator[Site]:
