@@ -146,7 +146,7 @@ class Heartbeats:
                     return
             failed: list[str] = []
             fault = ""
-            for claim, lost in held:
+            for index, (claim, lost) in enumerate(held):
                 if lost.is_set():
                     continue
                 try:
@@ -154,6 +154,12 @@ class Heartbeats:
                 except Exception as exc:  # a transient database error: try again next beat
                     failed.append(claim.run_id)
                     fault = describe_fault(exc)
+                    if transient(exc):  # the database is away: each of the others would wait
+                        # out the same deadline in turn, and the beat would last that many
+                        failed.extend(
+                            c.run_id for c, gone in held[index + 1 :] if not gone.is_set()
+                        )
+                        break
                     continue
                 if not alive:
                     lost.set()
