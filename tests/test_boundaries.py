@@ -444,16 +444,16 @@ STORE_DEBT: frozenset[str] = frozenset(
         "repos.fenced calls objectives",
         "repos.fenced calls agent_requests",
         "repos.fenced calls dependencies",
-        "repos.leases imports top",  # it opens a FencedTx with the store
+        "repos.leases imports top",  # it opens each FencedTx with the store
         # starting an objective's run reads the active version and its trigger's queue; a
         # trigger's firing and a join's children start objectives' runs
+        "repos.objectives imports top",
         "repos.objectives calls definitions",
         "repos.objectives calls triggers",
+        "repos.triggers imports top",
         "repos.triggers calls objectives",
+        "repos.dependencies imports top",
         "repos.dependencies calls objectives",
-        # the base of the repositories above, and the versions' cache, hold the whole store
-        "repos.repository imports top",
-        "repos.definitions imports top",
     }
 )
 

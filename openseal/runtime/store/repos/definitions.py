@@ -20,7 +20,7 @@ from openseal.runtime.store.tables.records import Activation, DefinitionVersion,
 from openseal.runtime.store.tables.statements import ACTIVE_DIGEST, VERSION
 
 if TYPE_CHECKING:
-    from openseal.runtime.store.store import Store
+    from openseal.runtime.store.db.base import StoreBase
 
 versions = schema.definition_versions
 deployments = schema.deployments
@@ -30,7 +30,7 @@ activations = schema.deployment_activations
 class Definitions(Repository):
     """``store.definitions``: compiled versions and the deployments pointing at them."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: StoreBase) -> None:
         super().__init__(store)
         #: versions by digest, parsed once (versions are immutable)
         self._versions: dict[str, DefinitionVersion] = {}

@@ -59,6 +59,10 @@ NEXT_EXPIRY: Final = sa.select(sa.func.min(runs.c.lease_expires_at)).where(
 class Leases(Repository):
     """``store.leases``: claiming runs, heartbeats, giving runs back, fenced writes."""
 
+    #: the whole store: it still opens each FencedTx with it
+    #: (``STORE_DEBT`` in tests/test_boundaries.py)
+    _store: Store
+
     def __init__(self, store: Store) -> None:
         super().__init__(store)
         self._expiry_lock = threading.Lock()

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import sqlalchemy as sa
 
@@ -42,6 +42,9 @@ from openseal.runtime.store.tables.records import (
 )
 from openseal.runtime.store.tables.statements import ACTIVE_DIGEST, request_hash
 from openseal.runtime.store.tables.values import DEFAULT_SCOPE
+
+if TYPE_CHECKING:
+    from openseal.runtime.store.store import Store
 
 objectives = schema.objectives
 projects = schema.projects
@@ -141,6 +144,10 @@ class SettleByUpdate:
 
 class Objectives(Repository):
     """``store.objectives``: objectives and the first run of each."""
+
+    #: the whole store: it still reads versions and a trigger's queue through the store
+    #: (``STORE_DEBT`` in tests/test_boundaries.py)
+    _store: Store
 
     def create(
         self,

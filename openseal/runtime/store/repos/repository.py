@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from openseal.runtime.store.store import Store
+from openseal.runtime.store.db.base import StoreBase
 
 
 class Repository:
     """One aggregate's operations. A repository holds no state of its own beyond caches of
-    immutable rows; it opens transactions through the store, or works inside the caller's
-    (methods taking a ``conn``)."""
+    immutable rows; it opens transactions through the database it is given (the store's
+    transactions and dialect hooks, never its other repositories), or works inside the
+    caller's (methods taking a ``conn``)."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: StoreBase) -> None:
         self._store = store

@@ -18,7 +18,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
@@ -31,6 +31,9 @@ from openseal.runtime.store.tables import schema
 from openseal.runtime.store.tables.records import TRIGGER_ACTOR, DefinitionVersion, TriggerFiring
 from openseal.runtime.store.tables.statements import request_hash
 from openseal.runtime.store.tables.values import DEFAULT_SCOPE
+
+if TYPE_CHECKING:
+    from openseal.runtime.store.store import Store
 
 states = schema.trigger_states
 firings = schema.trigger_firings
@@ -93,6 +96,10 @@ PrepareInputs = Callable[[dict[str, Any], DefinitionVersion], dict[str, Any]]
 
 class Triggers(Repository):
     """``store.triggers``: trigger deployments, their status and their firings."""
+
+    #: the whole store: it still starts objectives through the store
+    #: (``STORE_DEBT`` in tests/test_boundaries.py)
+    _store: Store
 
     def deployments(self, names: Sequence[str] | None = None) -> list[TriggerDeployment]:
         """Every deployed trigger (or those of ``names``), by name."""
