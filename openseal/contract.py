@@ -111,6 +111,9 @@ class ApprovalSettings(TypedDict):
     approvers: list[str]
     expires_in: float | None
     on_timeout: Literal["expire", "reject"]
+    #: the run's creator may not approve (resolved by the compiler: never null); absent from
+    #: versions compiled before it existed, which do not separate
+    separation_of_duties: NotRequired[bool | None]
 
 
 class DecisionSettings(TypedDict):

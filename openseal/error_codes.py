@@ -260,6 +260,12 @@ _ALL: list[ErrorCode] = [
             "The local operator (user:local) is served only to this machine, when enabled.",
         ),
         ("not_an_approver", 403, FAILURE, "The actor is not one of the approval's approvers."),
+        (
+            "separation_of_duties",
+            403,
+            FAILURE,
+            "The run's creator may not approve its proposal (separation of duties).",
+        ),
         ("reason_required", 422, FAILURE, "A rejection or a change request needs a reason."),
         ("hash_mismatch", 409, FAILURE, "The decision names another proposal hash than shown."),
         ("proposal_unverified", 409, FAILURE, "The stored proposal does not match its hash."),

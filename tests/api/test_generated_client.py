@@ -60,7 +60,10 @@ def test_a_generated_client_lists_and_pauses_a_run(serve: Serve, generated: Path
     runs_list = importlib.import_module(f"{PACKAGE}.api.runs.runs_list")
     runs_pause = importlib.import_module(f"{PACKAGE}.api.runs.runs_pause")
     models = importlib.import_module(f"{PACKAGE}.models")
-    client = importlib.import_module(PACKAGE).Client(base_url=server.url)
+    assert server.operator is not None  # the local operator's secret, as any bearer token
+    client = importlib.import_module(PACKAGE).AuthenticatedClient(
+        base_url=server.url, token=server.operator.secret
+    )
 
     page = runs_list.sync(client=client, limit=10)
     assert isinstance(page, models.RunPage), page

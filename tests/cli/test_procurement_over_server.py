@@ -156,6 +156,7 @@ def test_the_procurement_flow_through_the_server_survives_a_restart_while_approv
 
         alice = issue("user:alice", "author", "operator", "approver")
         bob = issue("user:bob", "reviewer", "decider")
+        carol = issue("user:carol", "operator")  # starts the order alice approves
 
         filed = cli.as_(alice).json("deploy", str(DEFINITIONS), "--message", "procurement")
         proposal = filed["proposal"]["id"]
@@ -167,7 +168,9 @@ def test_the_procurement_flow_through_the_server_survives_a_restart_while_approv
         assert WORKFLOW in cli("deployments", "list")
 
         inputs = f"request={json.dumps(REQUEST['request'])}"
-        created = cli.json("objectives", "create", "--workflow", WORKFLOW, "--input", inputs)
+        created = cli.as_(carol).json(
+            "objectives", "create", "--workflow", WORKFLOW, "--input", inputs
+        )
         run_id = created["run"]["id"]
 
         def status() -> str:
@@ -184,7 +187,9 @@ def test_the_procurement_flow_through_the_server_survives_a_restart_while_approv
         shown = cli("approvals", "show", approval["id"][:10])
         assert "verified against its artefact" in shown
         assert f"decide with: --hash {approval['proposal_hash']}" in shown
-        decided = cli("approvals", "approve", approval["id"], "--hash", approval["proposal_hash"])
+        decided = cli.as_(alice)(
+            "approvals", "approve", approval["id"], "--hash", approval["proposal_hash"]
+        )
         assert decided == f"approval {approval['id']} approved by user:alice: recorded\n"
 
         wait_for("the run to complete", lambda: status() == "completed")

@@ -10,6 +10,7 @@ Regenerate the golden files after an intended change with::
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from openseal.canonical import canonical_bytes, pretty, sha256_digest
 from openseal.compiler.analysis.build import build
 from openseal.compiler.analysis.ir import Analysis
 from openseal.compiler.load import load_definitions
+from openseal.compiler.output.document import CompiledDocument
 from openseal.compiler.output.emit import API_VERSION, emit
 from openseal.compiler.pipeline import compile_paths
 from tests.compiler.compile_support import AGENT, BINDING, MODEL, SKILL, compile_texts
@@ -217,3 +219,28 @@ def test_a_model_without_a_price_keeps_its_document_free_of_one(tmp_path: Path) 
     result = compile_texts(tmp_path, {"m.hcl": 'model "plain" {\n  model = "m"\n}\n'})
     assert result.ok
     assert "price" not in result.documents["model.plain"].document["spec"]
+
+
+def _procurement_with(tmp_path: Path, syntax: str, old: str, new: str) -> CompiledDocument:
+    root = Path(__file__).resolve().parents[2] / "definitions" / "procurement"
+    shutil.copytree(root, tmp_path / "procurement")
+    (tmp_path / "procurement" / ".git").mkdir()  # a repository root: file("../prompts/...")
+    copy = tmp_path / "procurement" / syntax
+    workflow = copy / ("workflow.hcl" if syntax == "hcl" else "workflow.yaml")
+    text = workflow.read_text(encoding="utf-8")
+    assert old in text
+    workflow.write_text(text.replace(old, new), encoding="utf-8")
+    result = compile_paths([copy])
+    assert not [d for d in result.diagnostics if d.severity == "error"], result.diagnostics
+    return result.documents["workflow.procure_laptops"]
+
+
+def test_separation_of_duties_is_compiled_into_the_approval_state(tmp_path: Path) -> None:
+    """Written in HCL or YAML (one digest), else on because the order spends."""
+    hcl = ('expires_in = "72h"', 'expires_in = "72h"\n      separation_of_duties = false')
+    yml = ("expires_in: 72h", "expires_in: 72h\n          separation_of_duties: false")
+    off = [_procurement_with(tmp_path / s, s, *edit) for s, edit in (("hcl", hcl), ("yaml", yml))]
+    assert off[0].digest == off[1].digest
+    assert off[0].document["graph"]["states"]["review"]["config"]["separation_of_duties"] is False
+    default = _procurement_with(tmp_path / "default", "hcl", hcl[0], hcl[0])
+    assert default.document["graph"]["states"]["review"]["config"]["separation_of_duties"] is True

@@ -95,9 +95,10 @@ class Console:
         )
 
     def start_run(self) -> str:
-        """A new procurement run, waited for until it asks for approval of its order."""
-        with self.client(ALICE) as alice:
-            created = alice.post("/objectives", json={"workflow": WORKFLOW, "inputs": REQUEST})
+        """A new procurement run, waited for until it asks for approval of its order. Bob
+        starts it: with separation of duties (the order spends), alice may approve it."""
+        with self.client(BOB) as bob:
+            created = bob.post("/objectives", json={"workflow": WORKFLOW, "inputs": REQUEST})
             assert created.status_code == 201, created.text
             run_id = str(created.json()["run"]["id"])
             self.wait_status(run_id, "waiting_for_approval")

@@ -21,7 +21,13 @@ from openseal.runtime.statuses import ActionStatus, ApprovalStatus, RunStatus
 from openseal.runtime.store import Store
 from openseal.runtime.store.tables.records import Run
 from openseal.simulator.procurement import ProcurementSimulator
-from tests.runtime.action_support import LOCAL, Flow, flow, simulator_fixture  # noqa: F401
+from tests.runtime.action_support import (  # noqa: F401
+    LOCAL,
+    REQUEST,
+    Flow,
+    flow,
+    simulator_fixture,
+)
 from tests.runtime.engine_support import assert_gap_free, event_types
 
 
@@ -289,3 +295,36 @@ def test_runs_show_says_which_approval_the_run_waits_for(
     reason = service.show_run(store, run.id).reason
     assert reason is not None
     assert f"approval {approval_id} of proposal order {digest}" in reason
+
+
+def test_the_runs_creator_does_not_approve_what_it_spends(
+    store: Store, simulator: ProcurementSimulator, tmp_path: Path
+) -> None:
+    """The order spends and its skill is external: separation of duties is on by default."""
+    f = flow(store, simulator, tmp_path)
+    alice = service.Caller("user:alice", local=False)
+    start = service.StartObjective("procure_laptops", REQUEST)
+    run = service.create_objective(store, start, alice).run
+    assert run is not None
+    f.run_until_idle()
+    [approval] = service.list_approvals(store, run_id=run.id)
+    people = ApprovalAuthority(roles={"requester": frozenset({"user:alice", "user:bob"})})
+    approve = service.ApprovalDecision(approval.id, "approve", approval.proposal_hash)
+    error = refused(
+        "separation_of_duties", lambda: service.decide_approval(store, people, approve, alice)
+    )
+    assert f"user:alice created run {run.id}" in str(error)
+    assert service.list_approvals(store, run_id=run.id)[0].status == ApprovalStatus.PENDING
+    bob = service.Caller("user:bob", local=False)
+    assert service.decide_approval(store, people, approve, bob).approval.decided_by == "user:bob"
+
+
+def test_the_local_operator_approves_its_own_runs(
+    store: Store, simulator: ProcurementSimulator, tmp_path: Path
+) -> None:
+    """One person at one machine, holding the store: nothing it does can be separated."""
+    _, run, approval_id, digest = waiting(store, simulator, tmp_path)
+    assert store.objectives.get(run.objective_id).created_by == LOCAL_OPERATOR
+    decision = service.ApprovalDecision(approval_id, "approve", digest)
+    decided = service.decide_approval(store, LOCAL, decision, service.CLI)
+    assert decided.approval.decided_by == LOCAL_OPERATOR

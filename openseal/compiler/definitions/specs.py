@@ -265,6 +265,12 @@ class Approval(Spec):
     approvers: list[str] = Field(default_factory=list)
     expires_in: Duration | None = None
     on_timeout: Literal["expire", "reject"] = "expire"
+    separation_of_duties: bool | None = Field(
+        None,
+        description="the principal who created the run may not approve its proposal; "
+        "default: on when the proposal spends (`spend`) or its skill's effect is `external` "
+        "or riskier",
+    )
 
 
 class Decision(Spec):

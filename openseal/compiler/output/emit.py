@@ -386,9 +386,12 @@ def _workflow_parts(
         owner_budget = _budget(owner.spec.policy.budget)
     elif owner is not None and isinstance(owner.spec, AgentSpec):
         owner_budget = _budget(owner.spec.budget)
+    graph = workflow_graph(spec, graphs.workflows.get(name))
+    skills = _workflow_skills(spec, analysis, digests)
+    _separate_duties(spec, graph, skills)
     return {
-        "graph": workflow_graph(spec, graphs.workflows.get(name)),
-        "skills": _workflow_skills(spec, analysis, digests),
+        "graph": graph,
+        "skills": skills,
         "budgets": {
             "workflow": _budget(spec.budget),
             "owner": owner_budget,
@@ -397,6 +400,32 @@ def _workflow_parts(
         "inputs": _inputs_schema(spec.input),
         "outputs": _outputs_schema(spec.output),
     }
+
+
+#: effects whose approval separates duties by default (with a proposal that spends)
+SEPARATED_EFFECTS = frozenset({"external", "production", "destructive"})
+
+
+def _separate_duties(spec: WorkflowSpec, graph: WorkflowGraph, skills: Document) -> None:
+    """Each approval state's ``separation_of_duties``, resolved: as written, else on when its
+    proposal spends or its skill's effect is ``external`` or riskier."""
+    proposals = {
+        name: step for state in spec.state.values() for name, step in (state.proposal or {}).items()
+    }
+    for state_id, entry in graph["states"].items():
+        approval = spec.state[state_id].approval
+        if approval is None:
+            continue
+        config = cast(dict[str, Any], entry["config"])
+        separated = approval.separation_of_duties
+        if separated is None:
+            path = approval.proposal.path
+            step = proposals.get(str(path[-1])) if path else None
+            effect = None
+            if step is not None:
+                effect = (skills.get(step.skill.dotted.removeprefix("skill.")) or {}).get("effect")
+            separated = step is not None and (step.spend is not None or effect in SEPARATED_EFFECTS)
+        config["separation_of_duties"] = separated
 
 
 def workflow_graph(spec: WorkflowSpec, graph: BuiltGraph | None) -> WorkflowGraph:

@@ -6,9 +6,10 @@ lease. A decision (:func:`decide_approval`) is made only through an :class:`Appr
 without one nothing is decided at all (``approvals_unavailable``, invariant 11), and model
 output has no path here. Each decision records who decided, when, and the hash the approver
 saw; a different hash is refused (``hash_mismatch``), the same decision again is a no-op, a
-conflicting one is refused (``already_decided``), and a proposal whose stored content cannot be
-verified against its hash is never approved (``proposal_unverified``). The decision wakes the
-run in the same transaction.
+conflicting one is refused (``already_decided``), a proposal whose stored content cannot be
+verified against its hash is never approved (``proposal_unverified``), and with separation of
+duties the run's creator does not approve its proposal (``separation_of_duties``). The decision
+wakes the run in the same transaction.
 """
 
 from __future__ import annotations
@@ -198,6 +199,7 @@ def decide_approval(
         )
     wanted = DECISIONS[decision]
     seen = seen_hash.strip().removeprefix("sha256:").lower()
+    separated = _separated_creator(store, ref) if wanted == ApprovalStatus.APPROVED else None
     now = store.now()
     with store.write() as conn:
         found = store.approvals.find(conn, ref)
@@ -218,6 +220,12 @@ def decide_approval(
             names = ", ".join(approval.approvers)
             raise ApprovalError(
                 f"{actor} is not one of the approvers ({names})", code="not_an_approver"
+            )
+        if separated is not None and separated == actor:
+            raise ApprovalError(
+                f"{actor} created run {run.id}: with separation of duties another person "
+                f"approves its proposal (approval state {approval.state})",
+                code="separation_of_duties",
             )
         if approval.status == wanted:
             return Decided(approval, False)
@@ -245,6 +253,23 @@ def decide_approval(
         store.approvals.announce_decision(conn, run, closed, now, actor)
         store.actions.settle_for_approval(conn, closed, now, actor)
     return Decided(closed, True)
+
+
+def _separated_creator(store: Store, ref: str) -> str | None:
+    """Who may not approve ``ref`` under separation of duties (the approval state's
+    ``separation_of_duties``, compiled in): the principal who created its run; None when
+    duties are not separated. The local operator is one person at one machine, holding the
+    store itself: nothing it does can be separated, so its own runs are its to approve (a
+    single-person mode; name people with tokens to separate duties)."""
+    with store.read() as conn:
+        approval = store.approvals.find(conn, ref)
+        run = store.runs.load(conn, approval.run_id)
+    states = (store.definitions.get(run.workflow_digest).document.get("graph") or {}).get("states")
+    config = ((states or {}).get(approval.state) or {}).get("config") or {}
+    if config.get("separation_of_duties") is not True:
+        return None
+    creator = store.objectives.get(run.objective_id).created_by
+    return None if creator in (None, LOCAL_OPERATOR) else creator
 
 
 def _refuse_unverified(store: Store, conn: Connection, approval: Approval) -> None:
