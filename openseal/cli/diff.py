@@ -10,14 +10,16 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from openseal import __version__
 from openseal.cli.output import emit_diagnostics, output_option, render
-from openseal.compiler import Change, DiffReport, use_color
 from openseal.errors import OpenSealError, UsageError
+
+if TYPE_CHECKING:
+    from openseal.compiler import Change, DiffReport
 
 Documents = dict[str, dict[str, Any]]
 
@@ -65,6 +67,8 @@ def diff_command(old: str, new: str, defs_path: Path | None, output: str, exit_c
     if output != "text":
         click.echo(render(report.to_dict(), output), nl=False)
     else:
+        from openseal.compiler import use_color
+
         color = use_color(sys.stdout)
         # click strips ANSI codes unless told the colour was chosen on purpose.
         click.echo(render_report(report, color=color), nl=False, color=color)

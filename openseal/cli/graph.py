@@ -5,22 +5,16 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from openseal import __version__
 from openseal.cli.output import emit_diagnostics, output_option, render
-from openseal.compiler import (
-    CompileResult,
-    Drawable,
-    Stage,
-    compile_paths,
-    has_errors,
-    to_dot,
-    to_mermaid,
-    to_svg,
-)
 from openseal.errors import OpenSealError, UsageError
+
+if TYPE_CHECKING:
+    from openseal.compiler import CompileResult, Drawable
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +67,8 @@ def graph(
         openseal graph definitions/ --name release_note --format dot
         openseal graph definitions/procurement/yaml --format svg --out procure.svg
     """
+    from openseal.compiler import Stage, compile_paths, has_errors
+
     result = compile_paths(list(paths), through=Stage.CHECK, analysis=True)
     if has_errors(result.diagnostics):
         loaded = result.loaded
@@ -105,6 +101,8 @@ def _graphs(result: CompileResult) -> list[_Found]:
 def _choose(found: list[_Found], name: str | None) -> _Found:
     """The one graph to draw. The same name in two projects (e.g. HCL and YAML twins) is
     fine when both draw the same; otherwise the user must narrow the paths."""
+    from openseal.compiler import to_dot
+
     matches = [f for f in found if name is None or name in (f.graph.name, f.key)]
     distinct: dict[tuple[str, str], _Found] = {}
     for match in matches:
@@ -127,6 +125,8 @@ def _choose(found: list[_Found], name: str | None) -> _Found:
 
 
 def _draw(graph: Drawable, fmt: str) -> bytes:
+    from openseal.compiler import to_dot, to_mermaid, to_svg
+
     if fmt == "svg":
         return to_svg(graph)
     text = to_dot(graph) if fmt == "dot" else to_mermaid(graph)

@@ -13,13 +13,13 @@ import click
 
 from openseal import __version__
 from openseal.cli.output import emit_diagnostics, output_option, render
-from openseal.compiler import Plan, Prepared, prepare, project_root
-from openseal.runbooks.executor import BOUNDARY, RunOptions, RunResult, StepOutcome, run
-from openseal.runbooks.inputs import gather, parse_pairs, read_input_file
-from openseal.runbooks.render import plan_json, plan_text, summary
+from openseal.runbooks.boundary import BOUNDARY
 
 if TYPE_CHECKING:
     from rich.table import Table
+
+    from openseal.compiler import Plan, Prepared
+    from openseal.runbooks.executor import RunOptions, RunResult, StepOutcome
 
 _HELP = f"""Run a runbook in this process: compile FILE, then execute its steps as a DAG.
 
@@ -95,6 +95,11 @@ def run_command(
     name: str | None,
     config: tuple[str, ...],
 ) -> None:
+    from openseal.compiler import prepare
+    from openseal.runbooks.executor import RunOptions, run
+    from openseal.runbooks.inputs import gather, parse_pairs, read_input_file
+    from openseal.runbooks.render import plan_json, plan_text
+
     click.echo(BOUNDARY, err=True)
     prepared = prepare(file, name)
     _report(prepared, output)
@@ -135,6 +140,8 @@ def _report(prepared: Prepared, output: str) -> None:
 
 
 def _print_result(result: RunResult, output: str) -> None:
+    from openseal.runbooks.render import summary
+
     if output != "text":
         click.echo(render(result.to_json(), output, sort_keys=False), nl=False)
     else:
@@ -146,6 +153,8 @@ def _print_result(result: RunResult, output: str) -> None:
 @contextmanager
 def _importable(file: Path) -> Iterator[None]:
     """Let python skills import modules that sit in the runbook's project."""
+    from openseal.compiler import project_root
+
     root = project_root(file) or (file if file.is_dir() else file.parent).resolve()
     sys.path.insert(0, str(root))
     try:
@@ -174,6 +183,8 @@ def _progress(plan: Plan, options: RunOptions) -> Iterator[None]:
 
 class _ProgressView:
     def __init__(self, plan: Plan) -> None:
+        from openseal.runbooks.executor import StepOutcome
+
         self.plan = plan
         self.outcomes = {sid: StepOutcome(sid) for sid in plan.order()}
         self.live: object = None

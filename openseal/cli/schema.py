@@ -7,7 +7,6 @@ from pathlib import Path
 import click
 
 from openseal.cli.output import echo_data, output_option
-from openseal.compiler import write_schemas
 
 
 @click.command()
@@ -28,5 +27,7 @@ def schema(out_dir: Path, output: str) -> None:
     Examples:
         openseal schema --out schemas/
     """
+    from openseal.compiler import write_schemas
+
     written = [str(path) for path in write_schemas(out_dir)]
     echo_data({"written": written}, output, lambda: click.echo("\n".join(written)))

@@ -11,7 +11,6 @@ import click
 
 from openseal.cli.output import output_option, render
 from openseal.errors import UsageError
-from openseal.simulator import ProcurementSimulator
 
 
 @click.group()
@@ -42,6 +41,8 @@ def procurement(port: int, credential_env: str | None, output: str, quiet: bool)
         openseal simulator procurement --port 8765
         openseal simulator procurement --credential-env PROCUREMENT_TOKEN --output json
     """
+    from openseal.simulator import ProcurementSimulator
+
     credential = _credential(credential_env)
     log = None if quiet else _log
     with ProcurementSimulator(port=port, credential=credential, log=log) as sim:

@@ -12,7 +12,15 @@ views of a result. No persistence, approvals, event stream or recovery (see
 
 from __future__ import annotations
 
-from openseal.runbooks.executor import BOUNDARY, RunOptions, RunResult, StepOutcome, execute, run
+from typing import TYPE_CHECKING
+
+from openseal.lazy_exports import lazy_exports
+
+if TYPE_CHECKING:
+    from openseal.runbooks.boundary import BOUNDARY
+    from openseal.runbooks.executor import RunOptions, RunResult, StepOutcome, execute, run
+
+__getattr__ = lazy_exports(__name__, __file__)
 
 __all__ = [
     "BOUNDARY",

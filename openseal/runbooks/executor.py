@@ -36,16 +36,13 @@ from openseal.compiler import (
 )
 from openseal.compiler import types as ty
 from openseal.contract import SkillSettings
+from openseal.runbooks.boundary import BOUNDARY as BOUNDARY
 from openseal.runbooks.inputs import check
 from openseal.runbooks.steps import HANDLERS, StepContext, StepFailure
 from openseal.runbooks.threads import in_thread
 from openseal.skills import ADAPTERS, Skill, SkillAdapter, SkillCall
 
 #: Plain-words statement of what a runbook is not; printed by ``openseal run`` and its help.
-BOUNDARY = (
-    "runbook: in-process; no persistence, approvals, event stream or recovery"
-    " — use a workflow for those"
-)
 
 StepStatus = Literal["pending", "running", "succeeded", "failed", "skipped", "canceled"]
 TERMINAL: frozenset[str] = frozenset({"succeeded", "failed", "skipped", "canceled"})

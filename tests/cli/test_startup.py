@@ -104,9 +104,10 @@ def _helps() -> dict[str, list[list[str]]]:
 @pytest.mark.slow  # one interpreter per command
 def test_help_of_every_command_imports_no_server_database_or_model_client() -> None:
     """``openseal serve --help`` (and every other command's and subcommand's) reads only the
-    command's own module: FastAPI, uvicorn, the OpenAI client, SQLAlchemy and Alembic wait
-    until a command runs. One interpreter per command, as a user's shell starts one."""
-    watched = (*HEAVY, "uvicorn", "starlette")
+    command's own module: FastAPI, uvicorn, the OpenAI client, SQLAlchemy, Alembic and the
+    compiler's libraries wait until a command runs. One interpreter per command, as a user's
+    shell starts one."""
+    watched = (*HEAVY, "uvicorn", "starlette", "pydantic", "lark", "networkx", "httpx")
     script = (
         "import io, json, sys, contextlib\nfrom openseal.cli.main import main\n"
         "for args in json.loads(sys.argv[1]):\n"
