@@ -445,11 +445,7 @@ STORE_DEBT: frozenset[str] = frozenset(
         "repos.fenced calls agent_requests",
         "repos.fenced calls dependencies",
         "repos.leases imports top",  # it opens each FencedTx with the store
-        # starting an objective's run reads the active version and its trigger's queue; a
-        # trigger's firing and a join's children start objectives' runs
-        "repos.objectives imports top",
-        "repos.objectives calls definitions",
-        "repos.objectives calls triggers",
+        # a trigger's firing and a join's children start objectives' runs
         "repos.triggers imports top",
         "repos.triggers calls objectives",
         "repos.dependencies imports top",

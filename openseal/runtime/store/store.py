@@ -42,6 +42,7 @@ from openseal.runtime.store.repos.runs import Runs
 from openseal.runtime.store.repos.tokens import Tokens
 from openseal.runtime.store.repos.triggers import Triggers
 from openseal.runtime.store.tables import migrations, schema
+from openseal.runtime.store.tables.versions import Versions
 
 #: the kinds whose ids may be given by a unique prefix, and the column that holds each
 ID_COLUMNS = {
@@ -61,8 +62,9 @@ class Store(StoreBase):
 
     def __init__(self, engine: sa.Engine, **options: Any) -> None:
         super().__init__(engine, **options)
-        self.definitions = Definitions(self)
-        self.objectives = Objectives(self)
+        versions = Versions()  # parsed once per store, for both
+        self.definitions = Definitions(self, versions)
+        self.objectives = Objectives(self, versions)
         self.runs = Runs(self)
         self.leases = Leases(self)
         self.inbound_events = InboundEvents(self)

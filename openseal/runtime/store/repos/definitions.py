@@ -12,12 +12,11 @@ import sqlalchemy as sa
 from openseal.canonical import canonical_json
 from openseal.errors import StoreError
 from openseal.runtime.clock import new_id
-from openseal.runtime.store.db import fastsql
 from openseal.runtime.store.db.errors import IdempotencyConflict, NotFound
 from openseal.runtime.store.repos.repository import Repository
 from openseal.runtime.store.tables import schema
 from openseal.runtime.store.tables.records import Activation, DefinitionVersion, Deployment
-from openseal.runtime.store.tables.statements import ACTIVE_DIGEST, VERSION
+from openseal.runtime.store.tables.versions import Versions
 
 if TYPE_CHECKING:
     from openseal.runtime.store.db.base import StoreBase
@@ -30,10 +29,10 @@ activations = schema.deployment_activations
 class Definitions(Repository):
     """``store.definitions``: compiled versions and the deployments pointing at them."""
 
-    def __init__(self, store: StoreBase) -> None:
+    def __init__(self, store: StoreBase, versions: Versions) -> None:
         super().__init__(store)
-        #: versions by digest, parsed once (versions are immutable)
-        self._versions: dict[str, DefinitionVersion] = {}
+        #: versions by digest, parsed once (versions are immutable), shared with objectives
+        self._versions = versions
 
     def put(self, digest: str, kind: str, name: str, document: dict[str, Any]) -> DefinitionVersion:
         """Store a compiled definition under its digest. Idempotent; versions never change.
@@ -101,11 +100,11 @@ class Definitions(Repository):
         return stored
 
     def get(self, digest: str) -> DefinitionVersion:
-        cached = self._versions.get(digest)
+        cached = self._versions.cached(digest)
         if cached is not None:
             return cached
         with self._store.read() as conn:
-            return self._cached_version(conn, digest)
+            return self._versions.get(conn, digest)
 
     def activate(
         self,
@@ -184,7 +183,7 @@ class Definitions(Repository):
     def active_version(self, name: str) -> DefinitionVersion | None:
         """The version deployment ``name`` currently points at, or None if never activated."""
         with self._store.read() as conn:
-            return self._active_version(conn, name)
+            return self._versions.active(conn, name)
 
     def active_version_in(
         self, conn: sa.Connection, name: str, read: Mapping[str, str | None] | None = None
@@ -193,28 +192,8 @@ class Definitions(Repository):
         ``read``: active digests by deployment name that the transaction already read."""
         if read is not None and name in read:
             digest = read[name]
-            return None if digest is None else self._cached_version(conn, digest)
-        return self._active_version(conn, name)
-
-    def _active_version(self, conn: sa.Connection, name: str) -> DefinitionVersion | None:
-        found = fastsql.one_or_none(fastsql.execute(conn, ACTIVE_DIGEST, {"p_name": name}))
-        digest = None if found is None else found["active_digest"]
-        return None if digest is None else self._cached_version(conn, digest)
-
-    def version_in(self, conn: sa.Connection, digest: str) -> DefinitionVersion:
-        """Version ``digest`` (read in the caller's transaction the first time), for a caller
-        that looked up which one is active itself (with :data:`ACTIVE_DIGEST`)."""
-        return self._cached_version(conn, digest)
-
-    def _cached_version(self, conn: sa.Connection, digest: str) -> DefinitionVersion:
-        """Version ``digest``, parsed once per store: versions never change (invariant 12)."""
-        found = self._versions.get(digest)
-        if found is None:
-            row = conn.execute(VERSION, {"p_digest": digest}).mappings().one_or_none()
-            if row is None:
-                raise NotFound(f"definition version {digest} not found")
-            found = self._versions[digest] = DefinitionVersion.from_row(row)
-        return found
+            return None if digest is None else self._versions.get(conn, digest)
+        return self._versions.active(conn, name)
 
     def history(self, name: str) -> tuple[Activation, ...]:
         """Every activation of ``name``, oldest first."""

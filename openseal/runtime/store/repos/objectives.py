@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import sqlalchemy as sa
 
@@ -21,6 +21,7 @@ from openseal.errors import StoreError
 from openseal.runtime.clock import iso, new_id
 from openseal.runtime.statuses import TERMINAL_RUN_STATUSES, ObjectiveStatus, RunStatus
 from openseal.runtime.store.db import combined, fastsql
+from openseal.runtime.store.db.base import StoreBase
 from openseal.runtime.store.db.errors import (
     IdempotencyConflict,
     InvalidStatus,
@@ -40,11 +41,13 @@ from openseal.runtime.store.tables.records import (
     Run,
     UnwrittenRun,
 )
-from openseal.runtime.store.tables.statements import ACTIVE_DIGEST, request_hash
+from openseal.runtime.store.tables.statements import (
+    ACTIVE_DIGEST,
+    oldest_queued_firing,
+    request_hash,
+)
 from openseal.runtime.store.tables.values import DEFAULT_SCOPE
-
-if TYPE_CHECKING:
-    from openseal.runtime.store.store import Store
+from openseal.runtime.store.tables.versions import Versions
 
 objectives = schema.objectives
 projects = schema.projects
@@ -145,9 +148,10 @@ class SettleByUpdate:
 class Objectives(Repository):
     """``store.objectives``: objectives and the first run of each."""
 
-    #: the whole store: it still reads versions and a trigger's queue through the store
-    #: (``STORE_DEBT`` in tests/test_boundaries.py)
-    _store: Store
+    def __init__(self, store: StoreBase, versions: Versions) -> None:
+        super().__init__(store)
+        #: versions parsed once, shared with ``store.definitions``
+        self._versions = versions
 
     def create(
         self,
@@ -254,7 +258,7 @@ class Objectives(Repository):
         params = {"p_name": workflow_name, "p_project": project}
         (found,) = fastsql.execute(conn, DEPLOYED_AND_PROJECT, params)
         active = found["active_digest"]
-        version = None if active is None else self._store.definitions.version_in(conn, active)
+        version = None if active is None else self._versions.get(conn, active)
         if version is None or version.kind != "workflow":
             raise StoreError(f"no workflow {workflow_name!r} is deployed", code="not_deployed")
         if prepare is not None:
@@ -427,7 +431,7 @@ class Objectives(Repository):
             outcome = {"reason": "the run did not satisfy it", "unsatisfied": unsatisfied}
         retry = row["retry"] or {}
         if run.attempt < int(retry.get("max_attempts", 1)):
-            version = self._store.definitions.active_version_in(conn, row["workflow_name"])
+            version = self._versions.active(conn, row["workflow_name"])
             if version is not None and version.kind == "workflow":
                 next_run = self._retry(conn, run, row, version.digest, retry, outcome, now)
                 return {"status": row["status"], **outcome, "retry": next_run}
@@ -472,7 +476,8 @@ class Objectives(Repository):
         under the trigger's lock (``Triggers.start_queued``)."""
         if created_by is None or not created_by.startswith(TRIGGER_ACTOR):
             return
-        if self._store.triggers.queued_in(conn, created_by.removeprefix(TRIGGER_ACTOR)):
+        trigger = created_by.removeprefix(TRIGGER_ACTOR)
+        if conn.execute(oldest_queued_firing(trigger)).first() is not None:  # others wait
             self._store.notify_work(conn, TRIGGERS)
 
     def _retry(
@@ -513,7 +518,7 @@ class Objectives(Repository):
         prepare: Prepare | None,
     ) -> Objective:
         """Draft ``draft`` made active with its first run (see :meth:`activate`)."""
-        version = self._store.definitions.active_version_in(conn, draft.workflow_name)
+        version = self._versions.active(conn, draft.workflow_name)
         if version is None or version.kind != "workflow":
             raise StoreError(
                 f"no workflow {draft.workflow_name!r} is deployed", code="not_deployed"

@@ -29,7 +29,7 @@ from openseal.runtime.store.db.errors import InvalidStatus, NotFound
 from openseal.runtime.store.repos.repository import Repository
 from openseal.runtime.store.tables import schema
 from openseal.runtime.store.tables.records import TRIGGER_ACTOR, DefinitionVersion, TriggerFiring
-from openseal.runtime.store.tables.statements import request_hash
+from openseal.runtime.store.tables.statements import oldest_queued_firing, request_hash
 from openseal.runtime.store.tables.values import DEFAULT_SCOPE
 
 if TYPE_CHECKING:
@@ -311,18 +311,8 @@ class Triggers(Repository):
         )
         return conn.execute(stmt).first() is not None
 
-    def queued_in(self, conn: sa.Connection, name: str) -> bool:
-        """Whether firings of trigger ``name`` wait in its queue."""
-        return self._oldest_queued(conn, name) is not None
-
     def _oldest_queued(self, conn: sa.Connection, name: str) -> TriggerFiring | None:
-        stmt = (
-            sa.select(firings)
-            .where(firings.c.trigger_name == name, firings.c.outcome == "queued")
-            .order_by(firings.c.occurred_at, firings.c.id)
-            .limit(1)
-        )
-        row = conn.execute(stmt).mappings().first()
+        row = conn.execute(oldest_queued_firing(name)).mappings().first()
         return None if row is None else TriggerFiring.from_row(row)
 
     # -- reading and operating ---------------------------------------------------------

@@ -1,7 +1,8 @@
 """Statements more than one part of the store runs: a deployment's active version, a version by
-digest, the runs a worker may claim, a page of the newest runs (also compiled ahead for the
-reads without SQLAlchemy, :mod:`openseal.runtime.store.tables.prepared_reads`), and the hash
-an objective's idempotency key promises. Built once, at import.
+digest, a trigger's oldest queued firing, the runs a worker may claim, a page of the newest
+runs (also compiled ahead for the reads without SQLAlchemy,
+:mod:`openseal.runtime.store.tables.prepared_reads`), and the hash an objective's idempotency
+key promises.
 """
 
 from __future__ import annotations
@@ -27,6 +28,17 @@ ACTIVE_DIGEST = sa.select(deployments.c.active_digest).where(
 )
 #: the version ``:p_digest``
 VERSION = sa.select(versions).where(versions.c.digest == sa.bindparam("p_digest"))
+
+
+def oldest_queued_firing(trigger_name: str) -> sa.Select[Any]:
+    """The oldest firing of trigger ``trigger_name`` waiting in its queue (at most one row)."""
+    firings = schema.trigger_firings
+    return (
+        sa.select(firings)
+        .where(firings.c.trigger_name == trigger_name, firings.c.outcome == "queued")
+        .order_by(firings.c.occurred_at, firings.c.id)
+        .limit(1)
+    )
 
 
 def runnable(now: datetime | sa.BindParameter[Any]) -> sa.ColumnElement[bool]:
