@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import ipaddress
+import logging
 import socket
 import threading
 import time
@@ -245,10 +246,10 @@ def _check_exposure(settings: ApiSettings, stored_tokens: bool) -> None:
         return
     if is_loopback(settings.host) and not settings.trusted_proxies:
         if settings.local_operator is None and not settings.insecure_no_auth:
-            click.echo(
-                "note: no tokens and no --local-operator: every API request is refused until "
-                "a token exists (`openseal tokens create`)",
-                err=True,
+            # a log record, so that it is a JSON line with --log-format json
+            logging.getLogger("openseal.serve").warning(
+                "no tokens and no --local-operator: every API request is refused until a "
+                "token exists (`openseal tokens create`)"
             )
         return
     where = f"on {settings.host}" if not is_loopback(settings.host) else "behind a proxy"

@@ -51,10 +51,11 @@ HANG_GUARD = 60.0
 def serving(
     backend: Backend, tmp: Path, env: dict[str, str] | None = None
 ) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
-    """``openseal serve`` on a free loopback port over the backend's store, and its API URL."""
+    """``openseal serve`` on a free loopback port over the backend's store, and its API URL with
+    the local operator's secret (the event's sender here)."""
     command = [
         sys.executable, "-c", LAUNCH, "serve", "--home", str(backend.home), "--port", "0",
-        "--output", "json", "--log-level", "warning",
+        "--output", "json", "--log-level", "warning", "--local-operator",
     ]  # fmt: skip
     with (tmp / "serve.log").open("ab") as log:
         process = subprocess.Popen(
@@ -68,7 +69,8 @@ def serving(
             assert line, (tmp / "serve.log").read_text()  # the server stopped before its address
             printed += line
         address = json.loads(printed)
-        yield process, str(address["url"]).rstrip("/")
+        secret = Path(address["local_operator_secret"]).read_text(encoding="utf-8").strip()
+        yield process, f"{str(address['url']).rstrip('/')}#{secret}"
     finally:
         if process.poll() is None:
             process.kill()
@@ -76,7 +78,10 @@ def serving(
 
 
 def send(url: str) -> httpx.Response:
-    return httpx.post(f"{url}/events", json=EVENT, timeout=HANG_GUARD)
+    """``POST /events`` to ``url`` (``<api>#<secret>``, as :func:`serving` gives it)."""
+    api, _, secret = url.partition("#")
+    headers = {"Authorization": f"Bearer {secret}"}
+    return httpx.post(f"{api}/events", json=EVENT, headers=headers, timeout=HANG_GUARD)
 
 
 def firings(store: Store) -> list[TriggerFiring]:

@@ -12,7 +12,6 @@ from urllib.parse import quote
 import pytest
 import sqlalchemy as sa
 
-from openseal.api import ApiSettings
 from openseal.cli.main import main
 from openseal.compiler.lang import types as ty
 from openseal.runtime import service
@@ -23,7 +22,7 @@ from openseal.runtime.store.tables import schema
 from openseal.simulator.procurement import ProcurementSimulator
 from openseal.skills.base import SkillResult
 from openseal.skills.secrets import Secret
-from tests.api.support import serving
+from tests.api.support import operated, serving
 from tests.runtime.action_support import (  # noqa: F401
     LOCAL,
     TOKEN,
@@ -80,7 +79,7 @@ def test_an_echoed_credential_is_stored_nowhere_and_an_unfit_reply_only_in_part(
     assert action.result["truncated"] is False
     assert TOKEN not in everything_stored(store)
 
-    with serving(ApiSettings(home=tmp_path), store) as server, server.client() as client:
+    with serving(operated(tmp_path), store) as server, server.client() as client:
         shown = client.get(f"/actions/{action.id}")
         assert shown.status_code == 200, shown.text
         assert shown.json()["action"]["result"]["admitted"] == {"status": "received"}
