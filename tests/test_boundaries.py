@@ -565,8 +565,6 @@ LONG_STORE_FUNCTIONS: frozenset[str] = frozenset(
         "repos.leases.claim_and_start",
         "repos.leases.fenced",
         "repos.objectives.insert_in",
-        "repos.objectives.steer",
-        "repos.triggers.deployments_in",
     }
 )
 

@@ -10,7 +10,7 @@ objective's), so a retry run is created exactly once with the end that caused it
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final
@@ -143,6 +143,27 @@ class SettleByUpdate:
     outcome: dict[str, Any]
     #: to call, in the same transaction, with what the UPDATE returned
     then: Callable[[list[Any]], None]
+
+
+def _check_steering(
+    current: Objective,
+    status: ObjectiveStatus,
+    allowed: Collection[ObjectiveStatus],
+    *,
+    again: bool,
+) -> None:
+    """Refuse to set ``current`` to ``status``: resuming a draft (``objective_draft``), or a
+    change its status does not allow (``invalid_status``) unless it is retired ``again``."""
+    if current.status == ObjectiveStatus.DRAFT and status == ObjectiveStatus.ACTIVE:
+        raise InvalidStatus(
+            f"cannot resume objective {current.id}: it is a draft: activate it with "
+            f"`openseal objectives activate {current.id}`",
+            code="objective_draft",
+        )
+    if current.status not in allowed and not again:
+        raise InvalidStatus(
+            f"cannot set objective {current.id} to {status}: it is {current.status}"
+        )
 
 
 class Objectives(Repository):
@@ -580,16 +601,7 @@ class Objectives(Repository):
         with self._store.write() as conn:
             latest, current = self._lock_for_steering(conn, objective_id, expected_revision)
             again = status == ObjectiveStatus.RETIRED == current.status
-            if current.status == ObjectiveStatus.DRAFT and status == ObjectiveStatus.ACTIVE:
-                raise InvalidStatus(
-                    f"cannot resume objective {objective_id}: it is a draft: activate it with "
-                    f"`openseal objectives activate {objective_id}`",
-                    code="objective_draft",
-                )
-            if current.status not in allowed and not again:
-                raise InvalidStatus(
-                    f"cannot set objective {objective_id} to {status}: it is {current.status}"
-                )
+            _check_steering(current, status, allowed, again=again)
             if not again:
                 now = self._store.now()
                 conn.execute(

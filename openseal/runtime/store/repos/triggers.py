@@ -94,6 +94,27 @@ class Occurrence:
 PrepareInputs = Callable[[dict[str, Any], DefinitionVersion], dict[str, Any]]
 
 
+def _firing_figures(
+    conn: sa.Connection, wanted: list[str]
+) -> tuple[dict[str, object], dict[str, int]]:
+    """For each trigger of ``wanted``: its last scheduled occurrence, and its queued firings."""
+    last: dict[str, object] = dict(
+        conn.execute(
+            sa.select(firings.c.trigger_name, sa.func.max(firings.c.occurred_at))
+            .where(firings.c.trigger_name.in_(wanted), firings.c.source == "schedule")
+            .group_by(firings.c.trigger_name)
+        ).all()
+    )
+    queued: dict[str, int] = dict(
+        conn.execute(
+            sa.select(firings.c.trigger_name, sa.func.count())
+            .where(firings.c.trigger_name.in_(wanted), firings.c.outcome == "queued")
+            .group_by(firings.c.trigger_name)
+        ).all()
+    )
+    return last, queued
+
+
 class Triggers(Repository):
     """``store.triggers``: trigger deployments, their status and their firings."""
 
@@ -137,20 +158,7 @@ class Triggers(Repository):
                 .group_by(activations.c.name)
             )
         }
-        last: dict[str, object] = dict(
-            conn.execute(
-                sa.select(firings.c.trigger_name, sa.func.max(firings.c.occurred_at))
-                .where(firings.c.trigger_name.in_(wanted), firings.c.source == "schedule")
-                .group_by(firings.c.trigger_name)
-            ).all()
-        )
-        queued: dict[str, int] = dict(
-            conn.execute(
-                sa.select(firings.c.trigger_name, sa.func.count())
-                .where(firings.c.trigger_name.in_(wanted), firings.c.outcome == "queued")
-                .group_by(firings.c.trigger_name)
-            ).all()
-        )
+        last, queued = _firing_figures(conn, wanted)
         out = []
         for row in active:
             first, latest = spans.get(row.name, (None, None))
