@@ -81,6 +81,10 @@ def test_runs_are_steered_through_the_server(
     # the events say who: the server's caller (a loopback caller without a token)
     [canceled] = [e for e in f.store.runs.events(run_id) if e.type == "run.canceled"]
     assert canceled.actor == "user:local"
+    # canceling again changes nothing and says so the same either way
+    again = both(cli, server.url, "runs", "cancel", run_id)
+    assert again == f"run {run_id} was canceled already (nothing changed)\n"
+    assert both(cli, server.url, "runs", "cancel", run_id, "-o", "json")
     # a run that has ended: --follow prints what is there and stops, either way
     followed = both(cli, server.url, "runs", "events", run_id, "--follow", "-o", "json")
     assert json.loads(followed.splitlines()[-1])["type"] == "run.canceled"
