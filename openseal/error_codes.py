@@ -58,6 +58,7 @@ _AREAS: dict[str, str] = {
     "compiler": "Compiling and expressions",
     "runbooks": "Runbooks",
     "authoring": "Authoring from a prompt",
+    "asks": "Starting work from a prompt",
     "tools": "Tools around the runtime",
 }
 
@@ -343,6 +344,21 @@ _ALL: list[ErrorCode] = [
             "No complete model profile (base URL, model, credential reference) is configured.",
         ),
         ("draft_failed", 422, FAILURE, "The draft still does not compile; nothing was written."),
+    ),
+    *_codes(
+        "asks",
+        (
+            "no_fitting_workflow",
+            422,
+            FAILURE,
+            "The prompt fits no workflow the team or agent may start; nothing was started.",
+        ),
+        (
+            "ask_inputs_invalid",
+            422,
+            FAILURE,
+            "The inputs the model chose still do not fit the workflow; nothing was started.",
+        ),
     ),
     *_codes(
         "tools",

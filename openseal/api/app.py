@@ -28,6 +28,7 @@ from openseal.api.routes import (
     actions,
     agent_requests,
     approvals,
+    asks,
     authoring,
     definitions,
     deployments,
@@ -47,7 +48,7 @@ from openseal.runtime.store import Store, open_store
 PREFIX = "/api/v1"
 ROUTERS = (
     meta, definitions, deployments, objectives, runs, approvals, actions, events, triggers,
-    agent_requests, authoring,
+    agent_requests, authoring, asks,
     tokens,
 )  # fmt: skip
 

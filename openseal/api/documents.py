@@ -253,6 +253,18 @@ class Draft(Document):
     proposal: Filing | None  # type: ignore[valid-type]
 
 
+class AskPlanned(Document):
+    """What would start: nothing has yet."""
+
+    plan: Free
+
+
+class AskStarted(ObjectiveStarted):
+    """The confirmed plan, started: its objective (the prompt as its goal) and first run."""
+
+    plan: Free
+
+
 class Tokens(Document):
     tokens: list[TokenRecord]
 

@@ -167,6 +167,24 @@ class AuthoringDraftBody(Body):
     max_repairs: Annotated[int, Field(ge=0, le=10)] = 2
 
 
+class AskBody(Body):
+    """A prompt for a team or an agent (one of them): its model picks the workflow that fits
+    and fills its inputs. ``scope``: where the objective would live (omitted: the caller's)."""
+
+    prompt: Annotated[str, Field(min_length=1, max_length=8000)]
+    team: Name | None = None
+    agent: Name | None = None
+    project: Name = "default"
+    scope: Name | None = None
+
+
+class AskConfirmation(AskBody):
+    """The plan ``POST /asks`` answered, confirmed: start ``workflow`` with ``inputs``."""
+
+    workflow: Name
+    inputs: dict[str, Any] = Field(default_factory=dict)
+
+
 class AgentRequestDecline(Body):
     """The callee will not do the work: why."""
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from openseal.api.auth import TokenTable
 from openseal.api.limits import Limits
@@ -12,6 +13,9 @@ from openseal.authoring import DEFAULT_TOKEN_BUDGET, AuthoringSetup, availabilit
 from openseal.local_operator import LocalOperator
 from openseal.runtime.service import ApprovalAuthority, CapabilityConfig
 from openseal.skills.credentials import RuntimeContext
+
+if TYPE_CHECKING:
+    from openseal.runtime.providers import ProviderFactory
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,17 @@ class ApiSettings:
 
     def all_tokens(self) -> TokenTable:
         return self.tokens.merged(self.authority)
+
+    def provider_factory(self) -> ProviderFactory:
+        """The model providers of this server's turns and asks: scripted profiles from its
+        responses file, ``openai`` profiles with credentials from its runtime context."""
+        from openseal.runtime.service.workers import default_provider_factory
+
+        return default_provider_factory(
+            self.scripted_responses,
+            self.scripted_calls,
+            credentials=self.context.credentials if self.context else None,
+        )
 
     def authoring_setup(self) -> AuthoringSetup:
         context = self.context or RuntimeContext.empty()

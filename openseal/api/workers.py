@@ -11,7 +11,7 @@ import threading
 
 from openseal.api.settings import ApiSettings
 from openseal.observability import metrics
-from openseal.runtime.service.workers import Engine, default_provider_factory, default_worker_id
+from openseal.runtime.service.workers import Engine, default_worker_id
 from openseal.runtime.store import Store
 
 
@@ -20,11 +20,7 @@ class InProcessWorkers:
         self.count = settings.workers
         self.engine = Engine(
             store,
-            default_provider_factory(
-                settings.scripted_responses,
-                settings.scripted_calls,
-                credentials=settings.context.credentials if settings.context else None,
-            ),
+            settings.provider_factory(),
             worker_id=f"{default_worker_id()}:serve",
             context=settings.context,
         )

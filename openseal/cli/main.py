@@ -44,6 +44,7 @@ COMMANDS = {
     "serve": "openseal.cli.serve:serve",
     "completion": "openseal.cli.completion:completion",
     "author": "openseal.cli.author:author_command",
+    "ask": "openseal.cli.ask:ask_command",
     "models": "openseal.cli.models:models",
     "tokens": "openseal.cli.tokens:tokens",
     "triggers": "openseal.cli.triggers:triggers",
@@ -59,6 +60,7 @@ SUMMARIES = {
     "approvals": (
         "Approvals: see the exact proposal and its hash, then approve, reject or request changes."
     ),
+    "ask": "Start the deployed workflow that fits PROMPT, picked by a team's or an agent's model.",
     "author": "Draft definitions from PROMPT with a model; the compiler checks every draft.",
     "capabilities": (
         "List each capability of a server with its version, operations and availability."

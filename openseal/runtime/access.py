@@ -51,6 +51,8 @@ _READS = (
 PERMISSIONS: dict[str, frozenset[str]] = {
     **{operation: frozenset(ROLES) for operation in _READS},
     "objectives.create": frozenset({OPERATOR, ADMIN}),
+    "asks.plan": frozenset({OPERATOR, ADMIN}),
+    "asks.confirm": frozenset({OPERATOR, ADMIN}),
     "objectives.set_status": frozenset({OPERATOR, ADMIN}),
     "objectives.activate": frozenset({OPERATOR, ADMIN}),
     "runs.pause": frozenset({OPERATOR, ADMIN}),

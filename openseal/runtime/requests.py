@@ -146,6 +146,19 @@ class StartObjective:
 
 
 @dataclass(frozen=True)
+class Ask:
+    """Ask ``team`` or ``agent`` (one of them) to start the deployed workflow that fits
+    ``prompt``, with inputs taken from it; the objective lives in ``project`` and ``scope``."""
+
+    prompt: str
+    team: str | None = None
+    agent: str | None = None
+    project: str = "default"
+    #: where the objective would live (None: the caller's scope)
+    scope: str | None = None
+
+
+@dataclass(frozen=True)
 class ObjectiveCommand:
     """Pause (``paused``), resume (``active``) or retire (``retired``) an objective; its
     unfinished runs are paused, resumed or canceled with it."""

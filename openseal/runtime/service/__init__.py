@@ -7,6 +7,7 @@ plain arguments. Refusals are :class:`~openseal.errors.OpenSealError` subclasses
 codes (``openseal/error_codes.py``).
 
 - runs and objectives: :mod:`.runs`; a run's turns and their calls: :mod:`.turns`;
+- objectives started from a prompt, a model picking the workflow: :mod:`.asks`;
 - approvals and actions: :mod:`.actions` and ``decide_approval``;
 - definitions by digest and posted deployments: :mod:`.definitions`;
 - governance (change proposals, deployments): :mod:`.governance`;
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
     from openseal.runtime.requests import ActivateObjective as ActivateObjective
     from openseal.runtime.requests import AgentRequestStep as AgentRequestStep
     from openseal.runtime.requests import ApprovalDecision as ApprovalDecision
+    from openseal.runtime.requests import Ask as Ask
     from openseal.runtime.requests import EventDelivery as EventDelivery
     from openseal.runtime.requests import Intervention as Intervention
     from openseal.runtime.requests import NewToken as NewToken
@@ -83,6 +85,10 @@ if TYPE_CHECKING:
     from openseal.runtime.service.agent_requests import named_principal as named_principal
     from openseal.runtime.service.agent_requests import show_agent_request as show_agent_request
     from openseal.runtime.service.agent_requests import step_agent_request as step_agent_request
+    from openseal.runtime.service.asks import AskPlan as AskPlan
+    from openseal.runtime.service.asks import NoFittingWorkflow as NoFittingWorkflow
+    from openseal.runtime.service.asks import plan_ask as plan_ask
+    from openseal.runtime.service.asks import start_ask as start_ask
     from openseal.runtime.service.availability import Capability as Capability
     from openseal.runtime.service.availability import CapabilityConfig as CapabilityConfig
     from openseal.runtime.service.availability import capabilities as capabilities

@@ -64,7 +64,7 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
         "proposals.decide", "proposals.activate", "proposals.refresh",
     ),
     "objectives": ("objectives.list", "objectives.show", "objectives.set_status"),
-    "run_creation": ("objectives.create", "objectives.activate"),
+    "run_creation": ("objectives.create", "objectives.activate", "asks.plan", "asks.confirm"),
     "runs": ("runs.list", "runs.show", "runs.events", "runs.events_stream", "runs.turns"),
     "run_control": ("runs.pause", "runs.resume", "runs.cancel", "runs.intervene"),
     "approvals": ("approvals.list", "approvals.show"),
