@@ -15,7 +15,7 @@ from openseal.runtime.service import ApprovalAuthority, CapabilityConfig
 from openseal.skills.credentials import RuntimeContext
 
 if TYPE_CHECKING:
-    from openseal.runtime.providers import ProviderFactory
+    from openseal.runtime.service.workers import ProviderFactory
 
 
 @dataclass(frozen=True)

@@ -90,7 +90,7 @@ def ask_command(
 
 
 def _factory(context_path: Path | None) -> Any:
-    from openseal.runtime.providers import default_provider_factory
+    from openseal.runtime.service.workers import default_provider_factory
     from openseal.skills.credentials import RuntimeContext
 
     return default_provider_factory(credentials=RuntimeContext.load(context_path).credentials)

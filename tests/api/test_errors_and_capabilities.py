@@ -83,7 +83,9 @@ def test_capabilities_follow_the_configuration(serve: Serve) -> None:
         listed = {c["name"]: c for c in client.get("/capabilities").json()["capabilities"]}
     assert listed["run_creation"]["available"] is False
     assert "--workers" in listed["run_creation"]["reason"]
-    assert listed["run_creation"]["operations"] == ["objectives.create", "objectives.activate"]
+    assert listed["run_creation"]["operations"] == [
+        "objectives.create", "objectives.activate", "asks.plan", "asks.confirm",
+    ]  # fmt: skip
     assert listed["approval_decisions"]["available"] is False
     assert listed["authoring"]["available"] is False
     assert listed["runs"]["available"] is True and listed["runs"]["version"] == "v1"

@@ -94,6 +94,8 @@ CASES: dict[tuple[str, int], list[str]] = {
     ("models", 2): ["models", "check"],
     ("author", 1): ["author", "a workflow that orders laptops", "--definitions", PROCUREMENT],
     ("author", 2): ["author"],
+    ("ask", 1): ["ask", "order ten laptops", "--agent", "nobody", "--yes"],
+    ("ask", 2): ["ask", "order ten laptops"],
     ("completion", 0): ["completion", "bash"],
     ("completion", 2): ["completion", "tcsh"],
 }
@@ -107,6 +109,7 @@ ELSEWHERE = {
     ("capabilities", 0): "tests/api/test_capabilities_cli.py",
     ("models", 0): "tests/runtime/providers/test_models_check.py",
     ("author", 0): "tests/authoring/test_authoring_docs.py",
+    ("ask", 0): "tests/asks/test_ask_cli.py",
 }
 
 

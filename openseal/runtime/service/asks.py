@@ -24,7 +24,7 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from openseal.errors import InvalidInput, UsageError
+from openseal.errors import InvalidInput, OpenSealError, UsageError
 from openseal.runtime.access import Forbidden
 from openseal.runtime.caller import Caller
 from openseal.runtime.store import NotFound
@@ -50,13 +50,13 @@ PLAN_SCHEMA: dict[str, Any] = {
 NONE = "none"
 
 
-class NoFittingWorkflow(InvalidInput):
+class NoFittingWorkflow(OpenSealError):
     """The prompt fits no workflow the team or agent may start; nothing was started."""
 
     code = "no_fitting_workflow"
 
 
-class AskInputsInvalid(InvalidInput):
+class AskInputsInvalid(OpenSealError):
     """The model's inputs still do not fit the workflow after its repair; nothing started."""
 
     code = "ask_inputs_invalid"
