@@ -562,7 +562,6 @@ LONG_STORE_FUNCTIONS: frozenset[str] = frozenset(
         "repos.actions.move",
         "repos.events.append_events",
         "repos.fenced.update_run",
-        "repos.leases.claim_and_start",
         "repos.leases.fenced",
         "repos.objectives.insert_in",
     }

@@ -56,6 +56,18 @@ NEXT_EXPIRY: Final = sa.select(sa.func.min(runs.c.lease_expires_at)).where(
 )
 
 
+def _claimed(worker_id: str, epoch: int, before: Run) -> dict[str, Any]:
+    """The payload of ``lease.claimed``: who claims ``before`` at which epoch, from what."""
+    payload: dict[str, Any] = {
+        "worker": worker_id,
+        "epoch": epoch,
+        "claimed_from": str(before.status),
+    }
+    if before.lease_owner is not None:
+        payload["previous_owner"] = before.lease_owner
+    return payload
+
+
 class Leases(Repository):
     """``store.leases``: claiming runs, heartbeats, giving runs back, fenced writes."""
 
@@ -133,13 +145,7 @@ class Leases(Repository):
                 return None
             self._forget_held(before.id)  # a claim's writes start from what it reads
             epoch = before.epoch + 1
-            payload: dict[str, Any] = {
-                "worker": worker_id,
-                "epoch": epoch,
-                "claimed_from": str(before.status),
-            }
-            if before.lease_owner is not None:
-                payload["previous_owner"] = before.lease_owner
+            payload = _claimed(worker_id, epoch, before)
             claim = Claim(before.id, worker_id, epoch, expires, before.status, before)
             tx = FencedTx(self._store, conn, claim, now, before, held=False, unwritten=unwritten)
             # The row is locked (SKIP LOCKED on PostgreSQL, the write lock on SQLite), so the
