@@ -9,7 +9,9 @@
   ÷ ``python -c pass``. Target: well under 0.5 s.
 * ``compile one X MB file``: one HCL file of many small workflows (many definitions in
   one file), CPU seconds, ÷ ``hcl2.loads`` of it. Target ≤ 1.0× at 5 MB; and the
-  5 MB compile ÷ the 0.5 MB one, which is ≈ 10× when the cost is linear.
+  5 MB compile ÷ the 0.5 MB one, which is ≈ 10× when the cost is linear. Beside each, the
+  peak resident memory of that interpreter (``ru_maxrss``) against ``hcl2.loads``'s; target
+  ≤ 300 MiB at 5 MB.
 * ``validate the examples``: ``openseal validate definitions/`` as a subprocess, CPU
   seconds of the child, with the compile cache warm (target ≤ 0.5 s) and with a fresh
   ``OPENSEAL_CACHE_DIR`` each time; the parser tables built meanwhile must be none.
@@ -47,6 +49,8 @@ from openseal.compiler import cache
 ROOT = Path(__file__).resolve().parents[1]
 
 NAME = "compiler"
+#: the most the compile of one 5 MB file may hold resident, in MiB
+MEMORY_BOUND_MIB = 300
 
 
 def parse_once(path: Path) -> None:
@@ -156,8 +160,9 @@ def cpu_timed(fn: Callable[[], object], *, repeat: int, warmup: int = 1) -> Stat
 
 
 #: run in a fresh interpreter: warm up on a tiny file, then print the CPU seconds of one call
+#: and the process's peak resident memory in KiB (the warm-up and the interpreter included)
 _CHILD = """
-import sys, time
+import resource, sys, time
 from pathlib import Path
 from bench.compiler import parse_once
 from bench.generate import compile_once, write_large_file
@@ -166,50 +171,62 @@ call = parse_once if kind == "parse" else lambda p: compile_once(p.parent)
 call(write_large_file(scratch, 2_000))
 started = time.process_time()
 call(path)
-print(time.process_time() - started)
+print(time.process_time() - started, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """
 
 
-def cpu_in_child(kind: str, path: Path, scratch: Path, repeat: int) -> Stats:
-    """CPU seconds of one parse or compile of ``path``, each in a fresh interpreter.
+def cpu_in_child(kind: str, path: Path, scratch: Path, repeat: int) -> tuple[Stats, Stats]:
+    """CPU seconds of one parse or compile of ``path``, each in a fresh interpreter, and the
+    peak resident memory of that interpreter in MiB.
 
     Each measurement gets a process of its own, so what an earlier one left in the heap
     (``hcl2.loads`` of 5 MB leaves gigabytes of freed objects behind) cannot slow the next,
     and the growth from one size to another is the work's own.
     """
-    samples = []
+    samples, peaks = [], []
     for i in range(repeat):
         done = subprocess.run(
             [sys.executable, "-c", _CHILD, kind, str(path), str(scratch / f"{kind}-{i}")],
             capture_output=True, text=True, check=True, cwd=ROOT,
         )  # fmt: skip
-        samples.append(float(done.stdout.strip().splitlines()[-1]))
-    return summarize(samples)
+        seconds, peak_kib = done.stdout.strip().splitlines()[-1].split()
+        samples.append(float(seconds))
+        peaks.append(int(peak_kib) / 1024)
+    return summarize(samples), summarize(peaks)
 
 
 def measure_large(report: Report, options: Options) -> None:
     small_size, large_size = (20_000, 200_000) if options.quick else (500_000, 5_000_000)
-    compiled = {}
+    compiled, memory = {}, {}
     for size in (small_size, large_size):
         path = write_large_file(options.workdir / f"large-{size}", size)
         scratch = options.workdir / f"warm-{size}"
         label = f"{size / 1e6:g} MB"
         repeat = 1 if size >= 1_000_000 else options.repeat  # hcl2.loads of 5 MB takes minutes
-        baseline = report.add(
-            compare(
-                f"hcl2.loads, one {label} file",
-                "s",
-                cpu_in_child("parse", path, scratch, repeat),
-            )
-        )
+        parse_cpu, parse_peak = cpu_in_child("parse", path, scratch, repeat)
+        compile_cpu, compile_peak = cpu_in_child("compile", path, scratch, repeat)
+        baseline = report.add(compare(f"hcl2.loads, one {label} file", "s", parse_cpu))
         compiled[size] = report.add(
             compare(
                 f"compile one {label} file",
                 "s",
-                cpu_in_child("compile", path, scratch, repeat),
+                compile_cpu,
                 baseline,
                 Target(1.0) if size == large_size else None,
                 note="CPU seconds, each in a fresh interpreter; many small workflows in one file",
+            )
+        )
+        parse_memory = report.add(
+            compare(f"hcl2.loads, one {label} file, peak RSS", "MiB", parse_peak)
+        )
+        memory[size] = report.add(
+            compare(
+                f"compile one {label} file, peak RSS",
+                "MiB",
+                compile_peak,
+                parse_memory,
+                Target(MEMORY_BOUND_MIB, on="value") if size == large_size else None,
+                note="the process's peak resident memory, interpreter and warm-up included",
             )
         )
     large = compiled[large_size]
@@ -221,6 +238,17 @@ def measure_large(report: Report, options: Options) -> None:
             large.stats,
             compiled[small_size],
             note="10× the text; ≈ 10× when the cost is linear",
+        )
+    )
+    large_memory = memory[large_size]
+    assert large_memory.stats is not None
+    report.add(
+        compare(
+            f"compile peak RSS growth, {small_size / 1e6:g} → {large_size / 1e6:g} MB",
+            "MiB",
+            large_memory.stats,
+            memory[small_size],
+            note="includes the interpreter's own, so below 10× even when the cost is linear",
         )
     )
 
