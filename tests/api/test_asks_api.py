@@ -3,6 +3,7 @@ confirmed plan started) over real HTTP, the agent's model on a local chat server
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 import pytest
 
 from openseal.api.auth import TokenTable, parse_tokens
+from openseal.cli.main import main
 from openseal.runtime import service
 from openseal.runtime.store import Store
 from openseal.skills.credentials import RuntimeContext
@@ -93,3 +95,29 @@ def test_a_caller_without_the_scope_or_the_role_is_refused(
         assert_error(bob.post("/asks/confirm", json=confirm), 403, "forbidden")
     assert chat.requests == []
     assert service.list_objectives(store) == []
+
+
+def test_openseal_ask_with_server_plans_and_confirms_there(
+    serve: Serve,
+    settings: dict[str, Any],
+    store: Store,
+    chat: ChatServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    chat.reply(plan("release_note", FITTING, "a release note was asked for"))
+    server = serve(**settings)
+    monkeypatch.setenv("OPENSEAL_TOKEN", ALICE_TOKEN)
+    monkeypatch.setattr("sys.stdin", io.StringIO("yes\n"))
+    home = str(tmp_path / "elsewhere")  # no store here: the server plans and starts
+    code = main(
+        ["ask", PROMPT, "--agent", "release_writer", "--server", server.url, "--home", home]
+    )
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "agent.release_writer picked workflow release_note" in out
+    (objective,) = service.list_objectives(store)
+    assert f"objective {objective.id} created run" in out
+    assert (objective.goal, objective.created_by) == (PROMPT, "user:alice")
+    assert len(chat.requests) == 1

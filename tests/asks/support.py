@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from tests.runtime.providers.chat_server import ChatServer, Reply, completion
 
 ROOT = Path(__file__).resolve().parents[2]
 RELEASE_NOTE = ROOT / "definitions" / "release_note" / "hcl"
+PROCUREMENT = ROOT / "definitions" / "procurement"
 KEY = "sk-ask-Jq83ndPw2"
 KEY_VARIABLE = "OPENSEAL_TEST_ASK_KEY"
 PROMPT = "Write the release note for 2.4, covering what changed since 2.3"
@@ -29,12 +31,30 @@ def release_documents(tmp_path: Path, chat: ChatServer) -> list[CompiledDocument
     runtime context resolving its key to ``tmp_path / "context.yaml"``."""
     copy = tmp_path / "release_note"
     shutil.copytree(RELEASE_NOTE, copy)
-    source = copy / "release_note.hcl"
+    served_by(chat, copy / "release_note.hcl", "writer_default")
+    context(tmp_path)
+    return compile_files(copy)
+
+
+def procurement_documents(tmp_path: Path, chat: ChatServer) -> list[CompiledDocument]:
+    """The procurement definitions (the team owns ``procure_laptops``), its model served by
+    ``chat``; the runtime context as :func:`release_documents` writes it."""
+    copy = tmp_path / "procurement"
+    shutil.copytree(PROCUREMENT, copy)
+    # file() reads inside the git repository that holds the definitions
+    subprocess.run(["git", "init", "--quiet", str(copy)], check=True)
+    served_by(chat, copy / "hcl" / "models.hcl", "procurement_default")
+    context(tmp_path)
+    return compile_files(copy / "hcl")
+
+
+def served_by(chat: ChatServer, source: Path, profile: str) -> None:
+    """Point model profile ``profile`` in ``source`` at ``chat``, its key a reference."""
     text = re.sub(
-        r'model "writer_default" \{.*?\n\}',
-        'model "writer_default" {\n'
+        rf'model "{profile}" \{{.*?\n\}}',
+        f'model "{profile}" {{\n'
         f'  base_url   = "{chat.base_url}"\n'
-        '  model      = "writer-model-1"\n'
+        '  model      = "planner-model-1"\n'
         '  credential = "writer_key"\n'
         "}",
         source.read_text(encoding="utf-8"),
@@ -42,8 +62,6 @@ def release_documents(tmp_path: Path, chat: ChatServer) -> list[CompiledDocument
         flags=re.DOTALL,
     )
     source.write_text(text, encoding="utf-8")
-    context(tmp_path)
-    return compile_files(copy)
 
 
 def context(tmp_path: Path) -> Path:

@@ -12,7 +12,7 @@ from openseal.runtime import service
 from openseal.runtime.access import Forbidden, Grant
 from openseal.runtime.service.asks import AskInputsInvalid, NoFittingWorkflow
 from openseal.runtime.store import Store
-from tests.asks.support import FITTING, PROMPT, factory, plan, sent
+from tests.asks.support import FITTING, PROMPT, factory, plan, procurement_documents, sent
 from tests.runtime.providers.chat_server import ChatServer
 
 ASK = service.Ask(PROMPT, agent="release_writer")
@@ -80,6 +80,25 @@ def test_an_owner_with_no_workflow_is_answered_without_a_model_call(
     with pytest.raises(NoFittingWorkflow, match=r"team\.procurement may start"):
         service.plan_ask(store, service.Ask(PROMPT, team="procurement"), service.CLI)
     assert chat.requests == []
+
+
+def test_a_team_plans_with_its_first_roles_model(
+    store: Store, chat: ChatServer, tmp_path: Path
+) -> None:
+    service.register_documents(store, procurement_documents(tmp_path, chat), actor="user:test")
+    order = {"request": {"item": "laptop", "quantity": 10, "budget": 12000}}
+    chat.reply(plan("procure_laptops", order))
+    ask = service.Ask("Ten laptops, 12000 at most", team="procurement")
+    planned = service.plan_ask(store, ask, service.CLI, factory(tmp_path))
+    assert (planned.owner, planned.workflow, planned.candidates) == (
+        "team.procurement", "procure_laptops", ("procure_laptops",),
+    )  # fmt: skip
+    (request,) = chat.requests
+    assert request.body["model"] == "planner-model-1"
+    assert "release_note" not in sent(request)[0]["content"]  # the writer's, not the team's
+    created = service.start_ask(store, planned, service.CLI)
+    assert created.objective.workflow_name == "procure_laptops"
+    assert created.objective.goal == "Ten laptops, 12000 at most"
 
 
 def test_a_caller_without_the_scope_is_refused_before_the_model_is_asked(
