@@ -4,29 +4,22 @@ service functions of ``openseal ask``."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Header
+from fastapi import APIRouter
 
 from openseal.api import documents, idempotency
 from openseal.api.capabilities import requires
 from openseal.api.errors import responses
 from openseal.api.models import AskBody, AskConfirmation
 from openseal.api.routes.common import State, Who, runtime_caller
+from openseal.api.routes.objectives import Key, started
 from openseal.runtime import service
 from openseal.runtime.service.asks import owner_of
-from openseal.wire import jsonable
 
 router = APIRouter(tags=["asks"], route_class=documents.Documented)
 
 CONFIRM = "asks.confirm"
-Key = Annotated[
-    str | None,
-    Header(
-        alias=idempotency.HEADER,
-        description="Same key and body: the first response again; another body: 409.",
-    ),
-]
 
 
 def _request(body: AskBody) -> service.Ask:
@@ -70,13 +63,8 @@ def confirm(body: AskConfirmation, state: State, who: Who, key: Key = None) -> A
             body.project, body.scope,
         )  # fmt: skip
         created = service.start_ask(state.store, confirmed, runtime_caller(state, who), request_key)
-        document = {
-            "plan": confirmed.to_dict(),
-            "objective": jsonable(created.objective),
-            "run": jsonable(created.run),
-            "created": created.created,
-        }
-        return (201 if created.created else 200), document
+        status, document = started(created)
+        return status, {"plan": confirmed.to_dict(), **document}
 
     return idempotency.answered_once(
         state.store, key, CONFIRM, body.model_dump(mode="json"), who.principal, create

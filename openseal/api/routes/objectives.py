@@ -20,6 +20,7 @@ from openseal.api.routes.common import (
     scoped,
 )
 from openseal.runtime import service
+from openseal.runtime.store import NewObjective
 from openseal.wire import jsonable
 
 router = APIRouter(tags=["objectives"], route_class=documents.Documented)
@@ -50,17 +51,21 @@ def create_objective(body: ObjectiveCreate, state: State, who: Who, key: Key = N
             body.workflow, body.inputs, body.project, request_key, body.scope, body.goal,
             body.priority, body.draft,
         )  # fmt: skip
-        created = service.create_objective(state.store, request, runtime_caller(state, who))
-        document = {
-            "objective": jsonable(created.objective),
-            "run": jsonable(created.run),
-            "created": created.created,
-        }
-        return (201 if created.created else 200), document
+        return started(service.create_objective(state.store, request, runtime_caller(state, who)))
 
     return idempotency.answered_once(
         state.store, key, OPERATION, body.model_dump(mode="json"), who.principal, create
     )
+
+
+def started(created: NewObjective) -> tuple[int, dict[str, Any]]:
+    """A create's status and document: 201 when it created the objective, 200 on a replay."""
+    document = {
+        "objective": jsonable(created.objective),
+        "run": jsonable(created.run),
+        "created": created.created,
+    }
+    return (201 if created.created else 200), document
 
 
 @router.get(
