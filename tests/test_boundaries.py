@@ -563,7 +563,6 @@ LONG_STORE_FUNCTIONS: frozenset[str] = frozenset(
         "repos.events.append_events",
         "repos.fenced.update_run",
         "repos.leases.fenced",
-        "repos.objectives.insert_in",
     }
 )
 

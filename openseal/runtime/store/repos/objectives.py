@@ -276,12 +276,7 @@ class Objectives(Repository):
         """:meth:`create` in the caller's transaction, without the request-key replay (a
         trigger's firing row commits with the objective it starts). ``prepare`` and the
         check that the workflow is deployed run before anything is written."""
-        params = {"p_name": workflow_name, "p_project": project}
-        (found,) = fastsql.execute(conn, DEPLOYED_AND_PROJECT, params)
-        active = found["active_digest"]
-        version = None if active is None else self._versions.get(conn, active)
-        if version is None or version.kind != "workflow":
-            raise StoreError(f"no workflow {workflow_name!r} is deployed", code="not_deployed")
+        found, version = self._deployed(conn, workflow_name, project)
         if prepare is not None:
             inputs = prepare(version)
         owner, default_priority, retry = objective_terms(version)
@@ -319,6 +314,19 @@ class Objectives(Repository):
             return NewObjective(objective, first.run, True, unwritten=first)
         self._insert_run(conn, first, notify=True, before=[(objectives, row)])
         return NewObjective(objective, first.run, True)
+
+    def _deployed(
+        self, conn: sa.Connection, workflow_name: str, project: str
+    ) -> tuple[Any, DefinitionVersion]:
+        """The row naming the active digest of ``workflow_name`` and the id of ``project``, and
+        that version; refused with ``not_deployed`` when no workflow is active under the name."""
+        params = {"p_name": workflow_name, "p_project": project}
+        (found,) = fastsql.execute(conn, DEPLOYED_AND_PROJECT, params)
+        active = found["active_digest"]
+        version = None if active is None else self._versions.get(conn, active)
+        if version is None or version.kind != "workflow":
+            raise StoreError(f"no workflow {workflow_name!r} is deployed", code="not_deployed")
+        return found, version
 
     @staticmethod
     def _first_run(
