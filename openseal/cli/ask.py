@@ -66,8 +66,8 @@ def ask_command(
             "asks.plan", "asks", method="POST", body=body,
             read=lambda answer: service.AskPlan(**_plan_fields(answer["plan"])),
         )  # fmt: skip
-        if output == "text":
-            _show(plan)
+        if output == "text" or not yes:
+            _show(plan, err=output != "text")  # a -o json answer stays one document
         if not yes:
             _confirm()
         created = at.ask(
@@ -106,14 +106,14 @@ def _created(answer: dict[str, Any]) -> Any:
     return record(NewObjective, answer)
 
 
-def _show(plan: Any) -> None:
-    click.echo(f"{plan.owner} picked workflow {plan.workflow}")
+def _show(plan: Any, *, err: bool = False) -> None:
+    lines = [f"{plan.owner} picked workflow {plan.workflow}"]
     if plan.reason:
-        click.echo(f"  why: {plan.reason}")
-    click.echo("  inputs:")
-    for line in _json(plan.inputs).splitlines():
-        click.echo(f"    {line}")
-    click.echo(f"  goal: {plan.prompt}")
+        lines.append(f"  why: {plan.reason}")
+    lines.append("  inputs:")
+    lines += [f"    {line}" for line in _json(plan.inputs).splitlines()]
+    lines.append(f"  goal: {plan.prompt}")
+    click.echo("\n".join(lines), err=err)
 
 
 def _json(value: object) -> str:

@@ -59,8 +59,9 @@ def test_anything_but_yes_starts_nothing(ask: Ask, store: Store, chat: ChatServe
     chat.reply(plan("release_note", FITTING))
     code, _, err = ask(PROMPT, "--agent", "release_writer", typed="y\n")
     assert code == 1 and "not confirmed; nothing was started" in err
-    code, _, err = ask(PROMPT, "--agent", "release_writer")
+    code, out, err = ask(PROMPT, "--agent", "release_writer", "-o", "json")
     assert code == 1 and "not confirmed" in err  # the end of input decides nothing
+    assert out == "" and "picked workflow release_note" in err  # shown before it is asked
     assert service.list_objectives(store) == []
 
 
