@@ -20,7 +20,7 @@ from fastapi.responses import RedirectResponse
 from starlette.concurrency import run_in_threadpool
 
 from openseal import __version__
-from openseal.api import console, errors
+from openseal.api import console, errors, openapi
 from openseal.api.auth import caller
 from openseal.api.http_metrics import HttpMetrics
 from openseal.api.limits import RequestLimits
@@ -89,12 +89,14 @@ def create_app(settings: ApiSettings, *, store: Store | None = None) -> FastAPI:
         title="openseal",
         version=__version__,
         summary="Deploy governed definitions, start and steer durable runs, decide approvals.",
-        openapi_url=f"{PREFIX}/openapi.json",
+        openapi_url=None,  # served by openapi.install, as this server enforces it
         docs_url=None,  # served from bundled assets by the console
         redoc_url=None,
         lifespan=lifespan,
     )
     errors.install(app)
+    openapi_url = f"{PREFIX}/openapi.json"
+    openapi.install(app, openapi_url)
     app.add_middleware(RequestLimits, limits=settings.limits)
     app.add_middleware(HttpMetrics)  # outermost: it counts what the limits refuse too
     for module in ROUTERS:
@@ -102,7 +104,7 @@ def create_app(settings: ApiSettings, *, store: Store | None = None) -> FastAPI:
     docs_url = f"{PREFIX}/docs" if settings.docs else None
     console.install(app, prefix=PREFIX, docs_url=docs_url, dependencies=[Depends(caller)])
     app.include_router(health.router)
-    redirect_unversioned(app, {"/openapi.json": app.openapi_url, "/docs": docs_url})
+    redirect_unversioned(app, {"/openapi.json": openapi_url, "/docs": docs_url})
     return app
 
 

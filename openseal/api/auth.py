@@ -180,6 +180,12 @@ class StoredTokens:
         return self._seen
 
 
+def tokens_configured(tokens: TokenTable, stored: StoredTokens | None) -> bool:
+    """Whether tokens are configured (a file, the authority's, the store's): then even
+    ``--insecure-no-auth`` serves nobody without one."""
+    return bool(tokens) or (stored is not None and stored.configured())
+
+
 def token_sha256(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
@@ -202,7 +208,7 @@ def identify(
     """
     if stored is None and store is not None:
         stored = StoredTokens(store)
-    configured = bool(tokens) or (stored is not None and stored.configured())
+    configured = tokens_configured(tokens, stored)
     scheme, _, token = (authorization or "").partition(" ")
     if not token.strip() and not configured and insecure:
         return Caller(LOCAL_OPERATOR, False, FULL, False)

@@ -23,6 +23,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match, Mount
 
 from openseal.error_codes import http_status
 from openseal.errors import OpenSealError, UsageError
@@ -98,6 +99,25 @@ def _validation(exc: RequestValidationError) -> JSONResponse:
 _HTTP_CODES = {401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed"}
 
 
+#: the methods a 405's ``Allow`` may name, in the order it names them
+METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+def allowed_methods(request: Request, exc: StarletteHTTPException) -> str:
+    """``Allow`` for a 405: every method the application routes at the request's path. A path
+    served by several routes (``GET`` and ``POST /objectives``) lists them all, which the
+    refusing route's own header does not; files under a mount are read with GET and HEAD."""
+    routes = [route for route in request.app.router.routes if not isinstance(route, Mount)]
+    allowed = [
+        method
+        for method in METHODS
+        if any(
+            route.matches({**request.scope, "method": method})[0] is Match.FULL for route in routes
+        )
+    ]
+    return ", ".join(allowed) or (exc.headers or {}).get("Allow", "GET, HEAD")
+
+
 def install(app: FastAPI) -> None:
     """Register the handlers that give every error the one shape."""
 
@@ -114,7 +134,7 @@ def install(app: FastAPI) -> None:
         assert isinstance(exc, RequestValidationError)
         return _validation(exc)
 
-    async def http_error(_request: Request, exc: Exception) -> JSONResponse:
+    async def http_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
         code = _HTTP_CODES.get(exc.status_code, "invalid_request")
         message = {
@@ -123,7 +143,10 @@ def install(app: FastAPI) -> None:
         }.get(exc.status_code, str(exc.detail))
         if exc.status_code >= 500:
             code, message = "internal_error", "internal error"
-        return error_response(exc.status_code, code, message, headers=exc.headers)
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:
+            headers["Allow"] = allowed_methods(request, exc)
+        return error_response(exc.status_code, code, message, headers=headers)
 
     async def data_error(_request: Request, exc: Exception) -> JSONResponse:
         # The database refused a value (a NUL byte, a string longer than its column): the

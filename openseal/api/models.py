@@ -10,16 +10,21 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from openseal.api.parameters import WHOLE, ProposalHash
 from openseal.runtime.service import ROLES
 
 Name = Annotated[str, Field(min_length=1, max_length=200)]
 Text = Annotated[str, Field(max_length=4000)]
-Revision = Annotated[int | None, Field(ge=0, le=2**31 - 1)]
+#: at least one character that is not white space
+NOT_BLANK = r"\S"
+Revision = Annotated[int, Field(ge=0, le=2**31 - 1), WHOLE] | None
 
 
 class Body(BaseModel):
+    # strict: a value of another JSON type than declared is refused, never converted (false
+    # is not 0, "3" is not 3), as the document says
     model_config = ConfigDict(
-        extra="forbid", populate_by_name=True, alias_generator=to_camel, frozen=True
+        extra="forbid", populate_by_name=True, alias_generator=to_camel, frozen=True, strict=True
     )
 
 
@@ -34,7 +39,7 @@ class ObjectiveCreate(Body):
     #: what it is for, in the caller's words
     goal: Text | None = None
     #: its runs' claim order among ready runs, higher first; omitted: the workflow's
-    priority: Annotated[int, Field(ge=-1000, le=1000)] | None = None
+    priority: Annotated[int, Field(ge=-1000, le=1000), WHOLE] | None = None
     #: create it as a draft: no run starts until its status is set to ``active``
     draft: bool = False
 
@@ -76,10 +81,25 @@ class Intervention(Body):
 
 
 class ApprovalDecision(Body):
-    """A decision on the exact proposal whose ``hash`` the approver was shown."""
+    """A decision on the exact proposal whose ``hash`` the approver was shown (whole, or its
+    first 10 or more hex digits); ``reject`` and ``request_changes`` need a ``reason`` that is
+    not blank (422 ``reason_required``)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "if": {
+                "properties": {"decision": {"enum": ["reject", "request_changes"]}},
+                "required": ["decision"],
+            },
+            "then": {
+                "properties": {"reason": {"type": "string", "pattern": NOT_BLANK}},
+                "required": ["reason"],
+            },
+        }
+    )
 
     decision: Literal["approve", "reject", "request_changes"]
-    hash: Annotated[str, Field(min_length=1, max_length=80)]
+    hash: ProposalHash
     reason: Text | None = None
 
 
@@ -164,7 +184,7 @@ class AuthoringDraftBody(Body):
     prompt: Annotated[str, Field(min_length=1, max_length=8000)]
     syntax: Literal["hcl", "yaml"] = "hcl"
     propose: bool = False
-    max_repairs: Annotated[int, Field(ge=0, le=10)] = 2
+    max_repairs: Annotated[int, Field(ge=0, le=10), WHOLE] = 2
 
 
 class AskBody(Body):

@@ -20,6 +20,7 @@ import click
 from openseal.cli.client import Connection, ServerError, connected, listed, record, server_options
 from openseal.cli.output import echo_data, echo_table, when
 from openseal.cli.runtime import complete_ids, list_options, more_hint, store_options
+from openseal.errors import UsageError
 from openseal.runtime import service
 from openseal.runtime.service import AUTHORITY_ENV, ApprovalStatus
 
@@ -158,12 +159,21 @@ def decision_options(command: F) -> F:
         "with --server the server's authority applies).",
     )(command)  # fmt: skip
     command = click.option(
-        "--hash", "seen_hash", required=True,
-        help="The proposal hash you were shown (`openseal approvals show`).",
+        "--hash", "seen_hash", required=True, callback=_hash_prefix,
+        help="The proposal hash you were shown (`openseal approvals show`), or its first "
+        f"{service.MIN_HASH_PREFIX} or more hex digits (as `openseal approvals list` shows it).",
     )(command)  # fmt: skip
     return click.argument("ref", metavar="ID_OR_HASH", shell_complete=complete_ids("approval"))(
         command
     )
+
+
+def _hash_prefix(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
+    try:
+        service.seen_hash_prefix(value)
+    except UsageError as exc:
+        raise click.BadParameter(exc.message) from None
+    return value
 
 
 @dataclass(frozen=True)

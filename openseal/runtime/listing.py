@@ -14,6 +14,8 @@ from openseal.runtime.store import ListQuery
 
 _AGE = re.compile(r"(\d+)\s*([smhdw])")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+EARLIEST = datetime.min.replace(tzinfo=UTC)
+LATEST = datetime.max.replace(tzinfo=UTC)
 
 
 def parse_since(text: str, now: datetime | None = None) -> datetime:
@@ -27,17 +29,23 @@ def parse_since(text: str, now: datetime | None = None) -> datetime:
     value = text.strip()
     parts = _AGE.findall(value.lower())
     if parts and "".join(n + u for n, u in parts) == re.sub(r"\s+", "", value.lower()):
-        age = timedelta()
-        for number, unit in parts:
-            age += timedelta(**{_UNITS[unit]: int(number)})
-        return (now or utcnow()) - age
+        try:
+            age = sum((timedelta(**{_UNITS[u]: int(n)}) for n, u in parts), timedelta())
+            return (now or utcnow()) - age
+        except (OverflowError, ValueError):  # older than the calendar: everything
+            return EARLIEST
     try:
         moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         raise UsageError(
             f"since: expected an age (30m, 2h, 7d) or an ISO 8601 date or time, got {text!r}"
         ) from None
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:  # an offset past either end of the calendar
+        return EARLIEST if moment.year == datetime.min.year else LATEST
 
 
 def list_query(

@@ -67,10 +67,18 @@ def test_decisions_need_the_hash_and_name_the_token_holder(
         assert_error(alice.post(url, json={"decision": "approve"}), 422, "invalid_request")
         wrong = alice.post(url, json={"decision": "approve", "hash": "0" * 64})
         assert_error(wrong, 409, "hash_mismatch")
+        short = alice.post(url, json={"decision": "approve", "hash": approval.proposal_hash[:9]})
+        assert_error(short, 422, "invalid_request")  # fewer than 10 hex digits
+        other = "0" if approval.proposal_hash[9] != "0" else "1"
+        unlike = approval.proposal_hash[:9] + other
+        assert_error(
+            alice.post(url, json={"decision": "approve", "hash": unlike}), 409, "hash_mismatch"
+        )
         no_reason = alice.post(url, json={"decision": "reject", "hash": approval.proposal_hash})
         assert_error(no_reason, 422, "reason_required")
         assert pending(f.store).id == approval.id  # nothing was decided by the refusals
-        decided = alice.post(url, json={"decision": "approve", "hash": approval.proposal_hash})
+        prefix = approval.proposal_hash[:10]  # as `approvals list` shows it
+        decided = alice.post(url, json={"decision": "approve", "hash": prefix})
         assert decided.status_code == 200, decided.text
         assert decided.json()["changed"] is True
         assert decided.json()["approval"]["decided_by"] == "user:alice"

@@ -7,7 +7,11 @@ from __future__ import annotations
 import httpx
 from openapi_spec_validator import validate
 
+from openseal.runtime import service
+from openseal.runtime.statuses import RunStatus
+from openseal.runtime.store import Store
 from tests.api.conftest import Serve
+from tests.api.support import assert_error
 
 
 def test_the_served_document_is_valid_openapi(serve: Serve) -> None:
@@ -34,3 +38,58 @@ def test_the_unversioned_addresses_redirect_to_the_versioned_ones(serve: Serve) 
     with httpx.Client(base_url=quiet.url, timeout=30.0) as client:
         assert client.get("/docs").status_code == 404
         assert client.get("/openapi.json").status_code == 307
+
+
+def test_authorization_is_optional_only_where_the_local_operator_needs_none(
+    serve: Serve, store: Store
+) -> None:
+    with serve().client() as client:
+        local = client.get("/openapi.json").json()
+        assert client.get("/runs").status_code == 200  # as declared: no token needed
+    assert local["paths"]["/api/v1/runs"]["get"]["security"] == [{"bearer": []}, {}]
+    validate(local)
+    request = service.NewToken("user:alice", ("viewer",), ("default",))
+    secret = service.tokens.create_token(store, request, service.CLI).secret
+    with serve().client() as client:  # a token in the store: every request needs one
+        required = client.get("/openapi.json").json()
+        assert_error(client.get("/runs"), 401, "unauthorized")
+    with serve().client(secret) as client:
+        assert client.get("/runs").status_code == 200
+    assert required["paths"]["/api/v1/runs"]["get"]["security"] == [{"bearer": []}]
+
+
+def test_parameters_declare_what_is_enforced(serve: Serve) -> None:
+    with serve(external_workers=True).client() as client:
+        document = client.get("/openapi.json").json()
+        runs = {
+            p["name"]: p["schema"] for p in document["paths"]["/api/v1/runs"]["get"]["parameters"]
+        }
+        statuses = document["components"]["schemas"]["RunStatus"]["enum"]
+        assert set(statuses) == {str(s) for s in RunStatus}
+        assert {"$ref": "#/components/schemas/RunStatus"} in runs["status"]["anyOf"]
+        assert_error(client.get("/runs", params={"status": "bogus"}), 422, "invalid_request")
+        for since in ("2h", "1h30m", "2026-12-01", "2026-12-01T09:30:00Z", "99999999w"):
+            answer = client.get("/runs", params={"since": since})
+            assert answer.status_code == 200, (since, answer.text)
+        for since in ("0", "yesterday", "2026-13-01", "2026-12-01T09:30", "2 h"):
+            assert_error(client.get("/runs", params={"since": since}), 422, "invalid_request")
+        assert_error(client.get("/definitions/abc"), 422, "invalid_request")
+        unknown = client.get(f"/definitions/sha256:{'a' * 64}")
+        assert_error(unknown, 404, "not_found")
+        spaced = client.post(
+            "/objectives", json={"workflow": "small", "inputs": {"n": 1}},
+            headers={"Idempotency-Key": "two words"},
+        )  # fmt: skip
+        assert_error(spaced, 422, "invalid_request")
+        typed = client.post("/runs/x/pause", json={"expectedRevision": False})
+        assert_error(typed, 422, "invalid_request")  # strict: false is not 0
+
+
+def test_an_undeclared_method_answers_405_with_every_method_of_the_path(serve: Serve) -> None:
+    with serve().client() as client:
+        refused = client.delete("/objectives")
+        assert_error(refused, 405, "method_not_allowed")
+        assert refused.headers["allow"] == "GET, POST"
+        refused = client.put("/runs/x/pause")
+        assert_error(refused, 405, "method_not_allowed")
+        assert refused.headers["allow"] == "POST"

@@ -92,8 +92,12 @@ def test_deciding_needs_an_authority_and_the_hash(
     authority(tmp_path, monkeypatch)
     code, _, err = cli("approvals", "approve", approval.id, "--hash", "0" * 64)
     assert code == 1 and "[hash_mismatch]" in err
-    code, out, err = cli("approvals", "approve", approval.id, "--hash", approval.proposal_hash)
+    code, _, err = cli("approvals", "approve", approval.id, "--hash", approval.proposal_hash[:9])
+    assert code == 2 and "at least its first 10 hex digits" in err
+    code, out, err = cli("approvals", "approve", approval.id, "--hash", approval.proposal_hash[:10])
     assert code == 0, err
+    decided = service.show_approval(f.store, approval.id).approval
+    assert decided.decided_hash == approval.proposal_hash  # the hash decided on, whole
     assert "approved by user:local: recorded" in out
     code, out, err = cli("approvals", "approve", approval.id, "--hash", approval.proposal_hash)
     assert code == 0 and "nothing changed" in out

@@ -18,7 +18,7 @@ from openseal.api.auth import Caller
 from openseal.api.capabilities import requires
 from openseal.api.console.layout import lay_out
 from openseal.api.errors import responses
-from openseal.api.routes.common import Id, Limit, State, Status, Who, scoped
+from openseal.api.routes.common import Id, Limit, RunStatusQuery, State, Who, scoped
 from openseal.api.state import ApiState
 from openseal.compiler import EvaluationError, evaluate
 from openseal.compiler import expr as ex
@@ -96,7 +96,7 @@ def _decider_refusal(state: ApiState, who: Caller) -> str | None:
 def list_runs(
     state: State,
     who: Who,
-    status: Status = None,
+    status: RunStatusQuery = None,
     workflow: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
     limit: Limit = 100,
 ) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from openseal.api.capabilities import requires
 from openseal.api.errors import responses
 from openseal.api.models import ActionResolution
 from openseal.api.routes.common import (
+    ActionStatusQuery,
     Listed,
     OfRun,
     State,
@@ -36,11 +37,14 @@ def list_actions(
     state: State,
     who: Who,
     listing: Listed,
+    status: ActionStatusQuery = None,
     run: OfRun = None,
 ) -> dict[str, Any]:
     """Newest actions first, optionally of one status, run or workflow, created since a
     moment; the next page starts after ``next_after`` (null on the last page)."""
-    found = service.list_actions(state.store, run_id=run, caller=scoped(who), **listing.filters())
+    found = service.list_actions(
+        state.store, run_id=run, caller=scoped(who), **listing.filters(status)
+    )
     return listing.page("actions", found)
 
 

@@ -25,7 +25,15 @@ from openseal.api.models import (
     AgentRequestReview,
     Empty,
 )
-from openseal.api.routes.common import Limit, OfRun, State, Status, Who, runtime_caller, scoped
+from openseal.api.routes.common import (
+    AgentRequestStatusQuery,
+    Limit,
+    OfRun,
+    State,
+    Who,
+    runtime_caller,
+    scoped,
+)
 from openseal.api.state import state_of
 from openseal.runtime import service
 from openseal.wire import jsonable
@@ -75,14 +83,19 @@ def _step(state: Any, who: Caller, request_id: str, step: str, **fields: Any) ->
 def list_requests(
     state: State,
     who: Who,
-    status: Status = None,
+    status: AgentRequestStatusQuery = None,
     callee: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
     run: OfRun = None,
     limit: Limit = 100,
 ) -> dict[str, Any]:
     """Newest agent requests first, by status, callee (``agent.finance``) or caller run."""
     found = service.list_agent_requests(
-        state.store, status=status, callee=callee, run_id=run, limit=limit, caller=scoped(who)
+        state.store,
+        status=None if status is None else str(status),
+        callee=callee,
+        run_id=run,
+        limit=limit,
+        caller=scoped(who),
     )
     return {"agent_requests": jsonable(found)}
 

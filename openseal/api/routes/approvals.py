@@ -16,6 +16,7 @@ from openseal.api.capabilities import requires
 from openseal.api.errors import responses
 from openseal.api.models import ApprovalDecision
 from openseal.api.routes.common import (
+    ApprovalStatusQuery,
     Listed,
     OfRun,
     State,
@@ -41,11 +42,14 @@ def list_approvals(
     state: State,
     who: Who,
     listing: Listed,
+    status: ApprovalStatusQuery = None,
     run: OfRun = None,
 ) -> dict[str, Any]:
     """Newest approvals first, optionally of one status, run or workflow, created since a
     moment; the next page starts after ``next_after`` (null on the last page)."""
-    found = service.list_approvals(state.store, run_id=run, caller=scoped(who), **listing.filters())
+    found = service.list_approvals(
+        state.store, run_id=run, caller=scoped(who), **listing.filters(status)
+    )
     return listing.page("approvals", found)
 
 

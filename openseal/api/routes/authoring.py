@@ -24,6 +24,7 @@ Key = Annotated[
     str | None,
     Header(
         alias=idempotency.HEADER,
+        pattern=idempotency.KEY_PATTERN,
         description="Same key and body: the first answer again, without a model call.",
     ),
 ]

@@ -4,34 +4,47 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from enum import StrEnum
 from typing import Annotated, Any
 
 from fastapi import Depends, Path, Query, Request
 
 from openseal.api.auth import Caller, caller
+from openseal.api.parameters import SinceText
 from openseal.api.state import ApiState, state_of
 from openseal.runtime import service
 from openseal.wire import jsonable
 
 Id = Annotated[str, Path(min_length=1, max_length=200, description="An id (or a unique prefix)")]
 Limit = Annotated[int, Query(ge=1, le=1000, description="At most this many items")]
-Status = Annotated[str | None, Query(min_length=1, max_length=40, description="Only this status")]
 After = Annotated[
     str | None,
     Query(min_length=1, max_length=200, description="The next page: items older than this id"),
 ]
 Since = Annotated[
-    str | None,
+    SinceText | None,
     Query(
-        min_length=1, max_length=40,
-        description="Only items created since: an age (30m, 2h, 7d) or an ISO 8601 time",
+        description="Only items created since: an age (30m, 2h, 7d, combinable: 1h30m), "
+        "a date (2026-12-01) or an RFC 3339 time (2026-12-01T09:30:00Z)",
     ),
-]  # fmt: skip
+]
 Workflow = Annotated[
     str | None, Query(min_length=1, max_length=200, description="Only items of this workflow")
 ]
 OfRun = Annotated[
     str | None, Query(min_length=1, max_length=200, description="Only items of this run")
+]
+#: ``status`` of each kind of record, one of its statuses
+RunStatusQuery = Annotated[service.RunStatus | None, Query(description="Only this status")]
+ObjectiveStatusQuery = Annotated[
+    service.ObjectiveStatus | None, Query(description="Only this status")
+]
+ApprovalStatusQuery = Annotated[
+    service.ApprovalStatus | None, Query(description="Only this status")
+]
+ActionStatusQuery = Annotated[service.ActionStatus | None, Query(description="Only this status")]
+AgentRequestStatusQuery = Annotated[
+    service.AgentRequestStatus | None, Query(description="Only this status")
 ]
 Who = Annotated[Caller, Depends(caller)]
 
@@ -43,18 +56,17 @@ def next_after(found: Sequence[Any], limit: int) -> str | None:
 
 @dataclass(frozen=True)
 class Listing:
-    """What every list of runtime records is asked for: one status, one workflow, created
-    since a moment, and the page (``after`` a cursor, at most ``limit`` items)."""
+    """What every list of runtime records is asked for besides its status: one workflow,
+    created since a moment, and the page (``after`` a cursor, at most ``limit`` items)."""
 
-    status: str | None
     workflow: str | None
     since: str | None
     after: str | None
     limit: int
 
-    def filters(self) -> dict[str, Any]:
-        """As the service's list functions take them."""
-        return asdict(self)
+    def filters(self, status: StrEnum | None) -> dict[str, Any]:
+        """As the service's list functions take them, with the ``status`` asked for."""
+        return {"status": None if status is None else str(status), **asdict(self)}
 
     def page(self, name: str, found: Sequence[Any]) -> dict[str, Any]:
         """The answer: ``found`` under ``name``, and the cursor of the next page (``next_after``,
@@ -63,13 +75,12 @@ class Listing:
 
 
 def _listing(
-    status: Status = None,
     workflow: Workflow = None,
     since: Since = None,
     after: After = None,
     limit: Limit = 100,
 ) -> Listing:
-    return Listing(status, workflow, since, after, limit)
+    return Listing(workflow, since, after, limit)
 
 
 Listed = Annotated[Listing, Depends(_listing)]

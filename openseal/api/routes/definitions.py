@@ -9,13 +9,14 @@ from fastapi import APIRouter, Path
 from openseal.api import documents
 from openseal.api.capabilities import requires
 from openseal.api.errors import responses
+from openseal.api.parameters import DIGEST
 from openseal.api.routes.common import State
 from openseal.runtime import service
 from openseal.wire import jsonable
 
 router = APIRouter(tags=["definitions"], route_class=documents.Documented)
 
-Digest = Annotated[str, Path(min_length=1, max_length=80, description="sha256 (prefix optional)")]
+Digest = Annotated[str, Path(pattern=DIGEST, description="A sha256 digest (`sha256:` optional)")]
 
 
 @router.get(

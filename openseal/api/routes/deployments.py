@@ -83,7 +83,10 @@ def rollback(name: Name, body: Rollback, state: State, who: Who, response: Respo
 def list_proposals(
     state: State,
     who: Who,
-    status: Annotated[list[str] | None, Query()] = None,
+    status: Annotated[
+        list[service.ChangeProposalStatus] | None,
+        Query(max_length=len(service.ChangeProposalStatus), description="Only these statuses"),
+    ] = None,
     deployment: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
     workflow: Workflow = None,
     since: Since = None,
@@ -94,8 +97,8 @@ def list_proposals(
     ``workflow`` is another name for ``deployment``); the next page starts after
     ``next_after`` (null on the last page)."""
     found = gov.list_proposals(
-        state.store, statuses=status or (), deployment=deployment or workflow, since=since,
-        after=after, limit=limit, caller=scoped(who),
+        state.store, statuses=[str(s) for s in status or ()], deployment=deployment or workflow,
+        since=since, after=after, limit=limit, caller=scoped(who),
     )  # fmt: skip
     return {"proposals": jsonable(found), "next_after": next_after(found, limit)}
 

@@ -10,9 +10,10 @@ from fastapi.responses import JSONResponse
 
 from openseal.api import documents, idempotency
 from openseal.api.capabilities import requires
-from openseal.api.errors import ApiError, responses
+from openseal.api.errors import responses
 from openseal.api.models import InboundEventBody
 from openseal.api.routes.common import State, Who, runtime_caller
+from openseal.errors import InvalidInput
 from openseal.runtime import service
 from openseal.wire import jsonable
 
@@ -22,8 +23,10 @@ Key = Annotated[
     str | None,
     Header(
         alias=idempotency.HEADER,
-        description="The sender's id for this event (as `eventId`): a redelivery is "
-        "acknowledged with the first answer and not stored again.",
+        pattern=idempotency.KEY_PATTERN,
+        description="The sender's id for this event (as `eventId`; when both are sent they "
+        "must be equal): a redelivery is acknowledged with the first answer and not stored "
+        "again.",
     ),
 ]
 
@@ -44,14 +47,10 @@ def deliver(body: InboundEventBody, state: State, who: Who, key: Key = None) -> 
     is refused (409 ``idempotency_conflict``). Every active event trigger of ``name`` whose
     filter holds starts an objective, once per event: ``triggered`` lists what each recorded
     (a redelivery lists nothing new)."""
-    if key is not None:
-        key = idempotency.check_key(key)
-        if body.event_id is not None and body.event_id != key:
-            raise ApiError(
-                422,
-                "invalid_request",
-                f"{idempotency.HEADER} and eventId name different events; send one of them",
-            )
+    if key is not None and body.event_id is not None and body.event_id != key:
+        raise InvalidInput(
+            f"{idempotency.HEADER} and eventId name different events; send one of them"
+        )
     request = service.EventDelivery(
         body.name, body.payload, body.correlation, key if key is not None else body.event_id
     )

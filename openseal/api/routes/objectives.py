@@ -14,6 +14,7 @@ from openseal.api.models import ObjectiveActivation, ObjectiveCreate, ObjectiveS
 from openseal.api.routes.common import (
     Id,
     Listed,
+    ObjectiveStatusQuery,
     State,
     Who,
     runtime_caller,
@@ -30,6 +31,7 @@ Key = Annotated[
     str | None,
     Header(
         alias=idempotency.HEADER,
+        pattern=idempotency.KEY_PATTERN,
         description="Same key and body: the first response again; another body: 409.",
     ),
 ]
@@ -78,10 +80,11 @@ def list_objectives(
     state: State,
     who: Who,
     listing: Listed,
+    status: ObjectiveStatusQuery = None,
 ) -> dict[str, Any]:
     """Newest objectives first, optionally of one status or workflow, created since a
     moment; the next page starts after ``next_after`` (null on the last page)."""
-    found = service.list_objectives(state.store, caller=scoped(who), **listing.filters())
+    found = service.list_objectives(state.store, caller=scoped(who), **listing.filters(status))
     return listing.page("objectives", found)
 
 

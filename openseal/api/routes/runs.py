@@ -21,6 +21,7 @@ from openseal.api.routes.common import (
     Id,
     Limit,
     Listed,
+    RunStatusQuery,
     State,
     Who,
     runtime_caller,
@@ -47,12 +48,13 @@ def list_runs(
     state: State,
     who: Who,
     listing: Listed,
+    status: RunStatusQuery = None,
     objective: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
 ) -> dict[str, Any]:
     """Runs newest first, optionally of one status, objective or workflow, created since a
     moment; the next page starts after ``next_after`` (null on the last page)."""
     found = service.list_runs(
-        state.store, objective_id=objective, caller=scoped(who), **listing.filters()
+        state.store, objective_id=objective, caller=scoped(who), **listing.filters(status)
     )
     return listing.page("runs", found)
 

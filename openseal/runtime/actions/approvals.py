@@ -9,13 +9,16 @@ saw; a different hash is refused (``hash_mismatch``), the same decision again is
 conflicting one is refused (``already_decided``), a proposal whose stored content cannot be
 verified against its hash is never approved (``proposal_unverified``), and with separation of
 duties the run's creator does not approve its proposal (``separation_of_duties``). The decision
-wakes the run in the same transaction.
+wakes the run in the same transaction. The hash may be named by a prefix of at least
+:data:`MIN_HASH_PREFIX` hex digits (what ``openseal approvals list`` shows); it must be a
+prefix of the stored proposal's hash.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +36,11 @@ from openseal.runtime.statuses import (
     ApprovalStatus,
 )
 from openseal.runtime.store import Approval, Connection, NotFound, Store
+
+#: the fewest hex digits of a proposal hash a decision may name
+MIN_HASH_PREFIX = 10
+#: a proposal hash or a prefix of one, as a decision names it (``sha256:`` optional)
+HASH_PREFIX = re.compile(rf"(sha256:)?[0-9a-fA-F]{{{MIN_HASH_PREFIX},64}}")
 
 #: decision verb → the approval status it leads to
 DECISIONS: dict[str, ApprovalStatus] = {
@@ -198,7 +206,7 @@ def decide_approval(
             f"a reason is required to {decision.replace('_', ' ')}", code="reason_required"
         )
     wanted = DECISIONS[decision]
-    seen = seen_hash.strip().removeprefix("sha256:").lower()
+    seen = seen_hash_prefix(seen_hash)
     separated = _separated_creator(store, ref) if wanted == ApprovalStatus.APPROVED else None
     now = store.now()
     with store.write() as conn:
@@ -210,7 +218,7 @@ def decide_approval(
         # decision committed while this one waited for the lock is only visible now, and an
         # identical decision must see it to be the documented no-op.
         approval = store.approvals.get(conn, found.id)
-        if seen != approval.proposal_hash:
+        if not approval.proposal_hash.startswith(seen):
             raise ApprovalError(
                 f"approval {approval.id} is for proposal {approval.proposal_hash}, "
                 f"not {seen}: show it again and decide on what you see",
@@ -246,7 +254,7 @@ def decide_approval(
             _refuse_unverified(store, conn, approval)
         closed = store.approvals.close(
             conn, approval, wanted, now=now, actor=actor, reason=reason, decision=decision,
-            seen_hash=seen,
+            seen_hash=approval.proposal_hash,
         )  # fmt: skip
         if closed is None:  # cannot happen under the run lock; keep the refusal honest anyway
             raise ApprovalError(f"approval {approval.id} changed meanwhile", code="already_decided")
@@ -270,6 +278,18 @@ def _separated_creator(store: Store, ref: str) -> str | None:
         return None
     creator = store.objectives.get(run.objective_id).created_by
     return None if creator in (None, LOCAL_OPERATOR) else creator
+
+
+def seen_hash_prefix(text: str) -> str:
+    """The hash a decision names, lower-case without ``sha256:``; a :class:`UsageError` unless
+    it is a hash or a prefix of one with at least :data:`MIN_HASH_PREFIX` hex digits."""
+    value = text.strip()
+    if not HASH_PREFIX.fullmatch(value):
+        raise UsageError(
+            f"hash: name the proposal hash you were shown, or at least its first "
+            f"{MIN_HASH_PREFIX} hex digits (got {value[:80]!r})"
+        )
+    return value.lower().removeprefix("sha256:")
 
 
 def _refuse_unverified(store: Store, conn: Connection, approval: Approval) -> None:

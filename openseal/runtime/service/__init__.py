@@ -34,16 +34,21 @@ if TYPE_CHECKING:
     from openseal.runtime.access import ANY_SCOPE as ANY_SCOPE
     from openseal.runtime.access import FULL as FULL
     from openseal.runtime.access import PERMISSIONS as PERMISSIONS
+    from openseal.runtime.access import PRINCIPAL_PATTERN as PRINCIPAL_PATTERN
     from openseal.runtime.access import ROLES as ROLES
+    from openseal.runtime.access import SCOPE_PATTERN as SCOPE_PATTERN
     from openseal.runtime.access import Grant as Grant
     from openseal.runtime.access import approver_grant as approver_grant
     from openseal.runtime.access import is_principal as is_principal
     from openseal.runtime.access import roles_for as roles_for
+    from openseal.runtime.actions.approvals import HASH_PREFIX as HASH_PREFIX
+    from openseal.runtime.actions.approvals import MIN_HASH_PREFIX as MIN_HASH_PREFIX
     from openseal.runtime.actions.approvals import ApprovalAuthority as ApprovalAuthority
     from openseal.runtime.actions.approvals import ApprovalError as ApprovalError
     from openseal.runtime.actions.approvals import Decided as Decided
     from openseal.runtime.actions.approvals import decide_approval as decide_approval
     from openseal.runtime.actions.approvals import load_authority as load_authority
+    from openseal.runtime.actions.approvals import seen_hash_prefix as seen_hash_prefix
     from openseal.runtime.actions.authority_location import AUTHORITY_ENV as AUTHORITY_ENV
     from openseal.runtime.caller import CLI as CLI
     from openseal.runtime.caller import LOCAL_OPERATOR as LOCAL_OPERATOR
@@ -53,6 +58,8 @@ if TYPE_CHECKING:
     from openseal.runtime.id_prefix import choose_id as choose_id
     from openseal.runtime.id_prefix import complete_id as complete_id
     from openseal.runtime.id_prefix import id_prefix as id_prefix
+    from openseal.runtime.listing import API_AGE as API_AGE
+    from openseal.runtime.listing import since_for_api as since_for_api
     from openseal.runtime.pricing import format_cost as format_cost
     from openseal.runtime.providers import OpenAIProvider as OpenAIProvider
     from openseal.runtime.providers import check_profile as check_profile
