@@ -13,10 +13,9 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, Field, WithJsonSchema
 
+from openseal.runtime.service import API_AGE as AGE
 from openseal.runtime.service import HASH_PREFIX, MIN_HASH_PREFIX
 
-#: an age back from now: a number and a unit (s, m, h, d, w), combinable (``1h30m``)
-AGE = r"^([0-9]{1,9}[smhdw])+$"
 #: an RFC 3339 time: a date, ``T``, a time, an offset (``Z`` or ``+01:00``)
 _RFC3339 = re.compile(
     r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})"

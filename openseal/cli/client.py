@@ -366,7 +366,11 @@ def listed(
 ) -> Sequence[R]:
     """The ``plural`` list (``runs``, ``approvals``, ...) filtered by ``query``: ``local(store,
     **query)`` on the store, ``GET /{plural}`` with the same filters on a server."""
+    from openseal.runtime.service import since_for_api
+
     params = {_QUERY_NAMES.get(name, name): value for name, value in query.items()}
+    if params.get("since") is not None:  # a time without an offset is not one the API takes
+        params["since"] = since_for_api(params["since"])
     return at.ask(
         lambda store: local(store, **query), f"{plural}.list", plural, params=params,
         read=many(kind, plural),

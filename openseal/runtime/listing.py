@@ -14,6 +14,8 @@ from openseal.runtime.store import ListQuery
 
 _AGE = re.compile(r"(\d+)\s*([smhdw])")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+#: an age as the HTTP API takes it: no spaces, lower case, at most 9 digits a number
+API_AGE = r"^([0-9]{1,9}[smhdw])+$"
 EARLIEST = datetime.min.replace(tzinfo=UTC)
 LATEST = datetime.max.replace(tzinfo=UTC)
 
@@ -46,6 +48,19 @@ def parse_since(text: str, now: datetime | None = None) -> datetime:
         return moment.astimezone(UTC)
     except OverflowError:  # an offset past either end of the calendar
         return EARLIEST if moment.year == datetime.min.year else LATEST
+
+
+def since_for_api(text: str) -> str:
+    """``since`` as the HTTP API takes it (:data:`API_AGE`, or an RFC 3339 time): an age
+    unchanged, anything else as the UTC moment :func:`parse_since` reads in it.
+
+    >>> since_for_api("2h"), since_for_api("2026-12-01T09:30")
+    ('2h', '2026-12-01T09:30:00+00:00')
+    """
+    compact = re.sub(r"\s+", "", text.lower())
+    if re.fullmatch(API_AGE, compact):
+        return compact
+    return parse_since(text).isoformat()
 
 
 def list_query(

@@ -80,7 +80,8 @@ def test_a_decision_through_the_server_is_the_servers(
     server: LiveServer,
 ) -> None:
     approval = pending(waiting[0].store)
-    decide = ("approvals", "approve", approval.id, "--hash", approval.proposal_hash)
+    # the hash as `approvals list` shows it: its first 10 hex digits
+    decide = ("approvals", "approve", approval.id, "--hash", approval.proposal_hash[:10])
     stale = cli("approvals", "approve", approval.id, "--hash", "0" * 64, "--server", server.url)
     assert stale[0] == 1 and "[hash_mismatch]" in stale[2]
     # no authority on the CLI's side: the server's decides

@@ -39,6 +39,9 @@ def test_runs_and_objectives_read_the_same_through_the_server(
     objective_id = f.store.runs.get(run_id).objective_id
     assert run_id in both(cli, server.url, "runs", "list")
     both(cli, server.url, "runs", "list", "--status", "waiting_for_approval", "-o", "json")
+    # a time without an offset (UTC, as the store reads it) is sent as one the API takes
+    for since in ("1h", "2000-01-01T09:30", "2000-01-01"):
+        assert run_id in both(cli, server.url, "runs", "list", "--since", since)
     shown = both(cli, server.url, "runs", "show", run_id[:8])  # an id prefix
     assert "waiting" in shown
     both(cli, server.url, "runs", "show", run_id, "-o", "yaml")
