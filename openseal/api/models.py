@@ -11,7 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from openseal.api.parameters import WHOLE, ProposalHash
-from openseal.runtime.service import ROLES
+from openseal.contract import ROLE_PREFIX
+from openseal.runtime.service import LOCAL_OPERATOR, PRINCIPAL_PATTERN, ROLES, SCOPE_PATTERN
 
 Name = Annotated[str, Field(min_length=1, max_length=200)]
 Text = Annotated[str, Field(max_length=4000)]
@@ -130,13 +131,34 @@ class TriggerStatusChange(Body):
     reason: Text | None = None
 
 
-class TokenCreate(Body):
-    """A bearer token for ``principal`` with ``roles`` in ``scopes`` (``*``: every scope),
-    expiring ``expiresIn`` seconds from now (omitted: never)."""
+#: a principal a token may stand for (the service refuses the others: 422)
+TokenPrincipal = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=200,
+        json_schema_extra={
+            "pattern": PRINCIPAL_PATTERN,
+            "not": {"anyOf": [{"pattern": f"^{ROLE_PREFIX}"}, {"const": LOCAL_OPERATOR}]},
+        },
+    ),
+]
 
-    principal: Name
-    roles: Annotated[list[Name], Field(min_length=1, max_length=len(ROLES))]
-    scopes: Annotated[list[Name], Field(min_length=1, max_length=100)] = ["default"]
+
+class TokenCreate(Body):
+    """A bearer token for ``principal`` (``kind:name``, not the local operator) with ``roles``
+    in ``scopes`` (``*``: every scope), expiring ``expiresIn`` seconds from now (omitted:
+    never)."""
+
+    principal: TokenPrincipal
+    roles: Annotated[
+        list[Annotated[str, Field(json_schema_extra={"enum": list(ROLES)})]],
+        Field(min_length=1, max_length=len(ROLES)),
+    ]
+    scopes: Annotated[
+        list[Annotated[str, Field(json_schema_extra={"pattern": SCOPE_PATTERN})]],
+        Field(min_length=1, max_length=100),
+    ] = ["default"]
     expires_in: Annotated[float | None, Field(gt=0, le=100 * 366 * 86400, allow_inf_nan=False)] = (
         None
     )

@@ -152,8 +152,12 @@ def named(actor: str, roles: Iterable[str], names: Iterable[str]) -> bool:
     return any(name == actor or name in held for name in names)
 
 
-_PRINCIPAL = re.compile(r"^[a-z][a-z0-9_-]*:[^\s:][^\s]*$")
-_SCOPE = re.compile(r"^(\*|[a-z0-9][a-z0-9_.-]{0,99})$")
+#: ``kind:name`` (:func:`is_principal` also refuses ``role:`` names and more than 200 characters)
+PRINCIPAL_PATTERN = r"^[a-z][a-z0-9_-]*:[^\s:][^\s]*$"
+#: a scope name, or ``*`` (:func:`is_scope`)
+SCOPE_PATTERN = r"^(\*|[a-z0-9][a-z0-9_.-]{0,99})$"
+_PRINCIPAL = re.compile(PRINCIPAL_PATTERN)
+_SCOPE = re.compile(SCOPE_PATTERN)
 
 
 def is_principal(value: str) -> bool:

@@ -104,8 +104,7 @@ def test_every_operation_declares_a_closed_document_and_the_errors_it_may_answer
     for path, operations in document["paths"].items():
         for method, operation in operations.items():
             where = f"{method} {path}"
-            # no tokens here: the local operator calls with none, so the bearer is optional
-            assert operation["security"] == [{"bearer": []}, {}], where
+            assert operation["security"] == [{"bearer": []}], where
             answers = operation["responses"]
             for status in ("401", "403", "422", "500", "503"):
                 error = answers[status]["content"]["application/json"]["schema"]

@@ -40,22 +40,23 @@ def test_the_unversioned_addresses_redirect_to_the_versioned_ones(serve: Serve) 
         assert client.get("/openapi.json").status_code == 307
 
 
-def test_authorization_is_optional_only_where_the_local_operator_needs_none(
+def test_authorization_is_optional_only_where_a_caller_needs_none(
     serve: Serve, store: Store
 ) -> None:
-    with serve().client() as client:
-        local = client.get("/openapi.json").json()
-        assert client.get("/runs").status_code == 200  # as declared: no token needed
-    assert local["paths"]["/api/v1/runs"]["get"]["security"] == [{"bearer": []}, {}]
-    validate(local)
+    with serve().client() as client:  # the local operator presents its per-start secret
+        operated = client.get("/openapi.json").json()
+    assert operated["paths"]["/api/v1/runs"]["get"]["security"] == [{"bearer": []}]
+    with serve(local_operator=None, insecure_no_auth=True).anonymous() as anyone:
+        open_to_all = anyone.get("/openapi.json").json()
+        assert anyone.get("/runs").status_code == 200  # as declared: no token needed
+    assert open_to_all["paths"]["/api/v1/runs"]["get"]["security"] == [{"bearer": []}, {}]
+    validate(open_to_all)
     request = service.NewToken("user:alice", ("viewer",), ("default",))
-    secret = service.tokens.create_token(store, request, service.CLI).secret
-    with serve().client() as client:  # a token in the store: every request needs one
-        required = client.get("/openapi.json").json()
-        assert_error(client.get("/runs"), 401, "unauthorized")
-    with serve().client(secret) as client:
-        assert client.get("/runs").status_code == 200
-    assert required["paths"]["/api/v1/runs"]["get"]["security"] == [{"bearer": []}]
+    service.tokens.create_token(store, request, service.CLI)
+    with serve(local_operator=None, insecure_no_auth=True).anonymous() as anyone:
+        closed = anyone.get("/openapi.json").json()  # a token exists: nobody without one
+        assert_error(anyone.get("/runs"), 401, "unauthorized")
+    assert closed["paths"]["/api/v1/runs"]["get"]["security"] == [{"bearer": []}]
 
 
 def test_parameters_declare_what_is_enforced(serve: Serve) -> None:
