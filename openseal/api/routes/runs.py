@@ -35,7 +35,11 @@ from openseal.wire import jsonable
 
 router = APIRouter(tags=["runs"], route_class=documents.Documented)
 
-Sequence = Annotated[int, Query(ge=0, le=2**53, description="Only events after this sequence")]
+#: the largest event sequence a run can have (the column is a 32-bit integer)
+MAX_SEQUENCE = 2**31 - 1
+Sequence = Annotated[
+    int, Query(ge=0, le=MAX_SEQUENCE, description="Only events after this sequence")
+]
 
 
 @router.get(
@@ -184,7 +188,7 @@ async def stream(
     then new ones as they commit. Each has ``id`` = its sequence and ``event`` = its type; the
     stream sends ``event: end`` and closes once the run has ended and everything was sent."""
     if last_event_id is not None and last_event_id.strip().isdigit():
-        after = max(after, min(int(last_event_id.strip()), 2**53))
+        after = max(after, min(int(last_event_id.strip()), MAX_SEQUENCE))
     # 404 (unknown, or another scope's) before the stream starts
     await run_in_threadpool(service.show_run, state.store, run_id, scoped(who))
     return StreamingResponse(
