@@ -213,6 +213,16 @@ class AskBody(Body):
     """A prompt for a team or an agent (one of them): its model picks the workflow that fits
     and fills its inputs. ``scope``: where the objective would live (omitted: the caller's)."""
 
+    # exactly one of the two is named (both, or neither, is 422)
+    model_config = ConfigDict(
+        json_schema_extra={
+            "oneOf": [
+                {"required": ["team"], "properties": {"team": {"type": "string"}}},
+                {"required": ["agent"], "properties": {"agent": {"type": "string"}}},
+            ]
+        }
+    )
+
     prompt: Annotated[str, Field(min_length=1, max_length=8000)]
     team: Name | None = None
     agent: Name | None = None

@@ -34,9 +34,10 @@ EXAMPLES = 5
 
 
 #: refusals of well-formed data that the document cannot declare: a body checked against the
-#: deployed definitions (a workflow's input types, its states), compiled documents checked by the
-#: compiler, a draft the model could not make compile
-BEYOND_THE_DOCUMENT = {"invalid_input", "bundle_error", "draft_failed"}
+#: deployed definitions (a workflow's input types, its states, the workflows a team or an agent
+#: may start), compiled documents checked by the compiler, a draft the model could not make
+#: compile
+BEYOND_THE_DOCUMENT = {"invalid_input", "bundle_error", "draft_failed", "no_fitting_workflow"}
 
 
 def refusal(response: Any) -> str | None:
