@@ -205,7 +205,7 @@ def list_command(
     """
     from openseal.runtime.store import ChangeProposal
 
-    with connected(home, server, token_file) as at:
+    with connected(home, server, token_file, read_only=True) as at:
         found = listed(
             at, ChangeProposal, "proposals", service.governance.list_proposals,
             statuses=list(statuses), deployment=deployment, since=since, limit=limit, after=after,
@@ -248,7 +248,7 @@ def show_command(
         return (record(ChangeProposal, answer["proposal"]), records(Review, answer["reviews"]),
                 records(ProposalEvent, answer["events"]))  # fmt: skip
 
-    with connected(home, server, token_file) as at:
+    with connected(home, server, token_file, read_only=True) as at:
         proposal, reviews, events = at.ask(
             local, "proposals.show", "proposals", proposal_id, read=read
         )
@@ -410,7 +410,7 @@ def deployments_list(home: Path, output: str, server: str | None, token_file: Pa
     Examples:
         openseal deployments list --output json
     """
-    with connected(home, server, token_file) as at:
+    with connected(home, server, token_file, read_only=True) as at:
         found = at.ask(
             service.governance.list_deployments, "deployments.list", "deployments",
             read=many(service.governance.DeploymentInfo, "deployments"),
@@ -442,7 +442,7 @@ def deployments_history(
     """
     from openseal.runtime.store import Activation
 
-    with connected(home, server, token_file) as at:
+    with connected(home, server, token_file, read_only=True) as at:
         history = at.ask(
             lambda store: service.governance.deployment_history(store, name),
             "deployments.history", "deployments", name, "history",

@@ -97,7 +97,7 @@ def list_requests(
     Examples:
         openseal requests list --status clarification_requested
     """
-    with connected(home, server, token_file) as at:
+    with connected(home, server, token_file, read_only=True) as at:
         found = at.ask(
             lambda store: service.list_agent_requests(
                 store, status=status, callee=callee, run_id=run_id, limit=limit
@@ -127,7 +127,7 @@ def show(
     Examples:
         openseal requests show 01a2
     """
-    with connected(home, server, token_file) as at:
+    with connected(home, server, token_file, read_only=True) as at:
         found = at.ask(
             lambda store: service.show_agent_request(store, request_id),
             "agent_requests.show", "agent-requests", request_id,

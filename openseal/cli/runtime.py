@@ -87,7 +87,8 @@ def more_hint(found: Sequence[Any], limit: int) -> None:
 def complete_ids(kind: str) -> Callable[[click.Context, click.Parameter, str], list[str]]:
     """Shell completion for an id argument: the newest ids of ``kind`` in the store in use.
 
-    Completion never creates a store: without one (or on any error) it offers nothing.
+    Completion never creates or writes a store (it opens one read-only): without one (or on
+    any error) it offers nothing.
     """
 
     def complete(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
@@ -103,7 +104,7 @@ def complete_ids(kind: str) -> Callable[[click.Context, click.Parameter, str], l
             "action": lambda store: service.list_actions(store, limit=200),
         }
         try:
-            with opened(home) as store:
+            with opened(home, read_only=True) as store:
                 ids = [item.id for item in listers[kind](store)]
         except Exception:  # completion must never print a traceback into the shell
             return []

@@ -126,7 +126,7 @@ def list_tokens(
         found = service.tokens.list_tokens(store, service.CLI, principal=principal)
         return [service.tokens.token_view(store, token) for token in found]
 
-    with connected(home, server, token_file) as at:
+    with connected(home, server, token_file, read_only=True) as at:
         views = at.ask(
             local, "tokens.list", "tokens", params={"principal": principal},
             read=lambda answer: list(answer["tokens"]),

@@ -54,7 +54,7 @@ def list_triggers(home: Path, output: str, server: str | None, token_file: Path 
         openseal triggers list
         openseal triggers list --output json
     """
-    with connected(home, server, token_file) as at:
+    with connected(home, server, token_file, read_only=True) as at:
         views = at.ask(
             service.list_triggers, "triggers.list", "triggers",
             read=many(service.TriggerView, "triggers"),
@@ -87,7 +87,7 @@ def show(
     """
     from openseal.runtime.store import TriggerFiring
 
-    with connected(home, server, token_file) as at:
+    with connected(home, server, token_file, read_only=True) as at:
         view, firings = at.ask(
             lambda store: service.show_trigger(store, name, limit=limit),
             "triggers.show", "triggers", name, params={"limit": limit},

@@ -83,8 +83,14 @@ def _damaged_with_a_wal(tmp_path: Path) -> Path:
         ["objectives", "list"],
         ["approvals", "list"],
         ["actions", "list"],
+        ["requests", "show", "01"],
+        ["proposals", "list"],
+        ["triggers", "list"],
+        ["deployments", "history", "small"],
+        ["tokens", "list"],
         ["serve", "--port", "0"],
     ],
+    ids=" ".join,
 )
 def test_a_damaged_store_with_a_wal_is_left_byte_for_byte_as_it_was(
     tmp_path: Path, command: list[str]
