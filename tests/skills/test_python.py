@@ -118,6 +118,26 @@ def test_an_effect_past_its_timeout_is_killed_with_what_it_started(
     eventually(lambda: not lock_held(lock), timeout=30)
 
 
+def test_a_child_its_own_deadline_stopped_first_is_stopped_not_died(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a loaded host the child's own watchdog may kill it before this process looks at its
+    deadline: the call still ended by its timeout, and says so."""
+    from openseal.skills import child
+
+    late = child._Child._read_reply
+    # this process looks only after the child has ended (or five seconds past the deadline)
+    monkeypatch.setattr(
+        child._Child, "_read_reply", lambda self, deadline: late(self, deadline + 5)
+    )
+    lock = tmp_path / "lock"
+    monkeypatch.setenv("OPENSEAL_TEST_LOCK", str(lock))
+    s = spec(tmp_path, "tests.skills.sample_skills:stuck", effect="write")
+    result = PythonAdapter().call(SkillCall("s", s, {"a": 600}, 1.0))
+    assert result.outcome == "unknown"
+    assert result.error == "skill `s` gave no answer within 1s; its process was stopped"
+
+
 @pytest.mark.parametrize(
     ("entry", "outcome", "message"),
     [
