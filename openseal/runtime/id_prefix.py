@@ -8,6 +8,7 @@ kind names that id. Anything else is returned unchanged, so the caller's own loo
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -17,6 +18,10 @@ if TYPE_CHECKING:
     from openseal.runtime.store import Store
 
 MIN_PREFIX = 4
+#: the fewest hex digits of a proposal hash a decision may name
+MIN_HASH_PREFIX = 10
+#: a proposal hash or a prefix of one, as a decision names it (``sha256:`` optional)
+HASH_PREFIX = re.compile(rf"(sha256:)?[0-9a-fA-F]{{{MIN_HASH_PREFIX},64}}")
 _HEX = frozenset("0123456789abcdef")
 
 

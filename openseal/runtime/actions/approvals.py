@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,17 +29,13 @@ from openseal.runtime.access import named
 from openseal.runtime.actions.authority_location import AUTHORITY_ENV, AUTHORITY_FILE
 from openseal.runtime.caller import LOCAL_OPERATOR, Caller
 from openseal.runtime.clock import iso
+from openseal.runtime.id_prefix import HASH_PREFIX, MIN_HASH_PREFIX
 from openseal.runtime.requests import ApprovalDecision
 from openseal.runtime.statuses import (
     TERMINAL_RUN_STATUSES,
     ApprovalStatus,
 )
 from openseal.runtime.store import Approval, Connection, NotFound, Store
-
-#: the fewest hex digits of a proposal hash a decision may name
-MIN_HASH_PREFIX = 10
-#: a proposal hash or a prefix of one, as a decision names it (``sha256:`` optional)
-HASH_PREFIX = re.compile(rf"(sha256:)?[0-9a-fA-F]{{{MIN_HASH_PREFIX},64}}")
 
 #: decision verb → the approval status it leads to
 DECISIONS: dict[str, ApprovalStatus] = {

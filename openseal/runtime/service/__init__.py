@@ -41,8 +41,6 @@ if TYPE_CHECKING:
     from openseal.runtime.access import approver_grant as approver_grant
     from openseal.runtime.access import is_principal as is_principal
     from openseal.runtime.access import roles_for as roles_for
-    from openseal.runtime.actions.approvals import HASH_PREFIX as HASH_PREFIX
-    from openseal.runtime.actions.approvals import MIN_HASH_PREFIX as MIN_HASH_PREFIX
     from openseal.runtime.actions.approvals import ApprovalAuthority as ApprovalAuthority
     from openseal.runtime.actions.approvals import ApprovalError as ApprovalError
     from openseal.runtime.actions.approvals import Decided as Decided
@@ -55,6 +53,8 @@ if TYPE_CHECKING:
     from openseal.runtime.caller import Caller as Caller
     from openseal.runtime.engine.objectives import create_objective as create_objective
     from openseal.runtime.event_summary import summarize as summarize
+    from openseal.runtime.id_prefix import HASH_PREFIX as HASH_PREFIX
+    from openseal.runtime.id_prefix import MIN_HASH_PREFIX as MIN_HASH_PREFIX
     from openseal.runtime.id_prefix import choose_id as choose_id
     from openseal.runtime.id_prefix import complete_id as complete_id
     from openseal.runtime.id_prefix import id_prefix as id_prefix
