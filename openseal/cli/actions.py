@@ -14,7 +14,13 @@ import click
 
 from openseal.cli.client import connected, listed, one, record, server_options
 from openseal.cli.output import echo_data, echo_table, when
-from openseal.cli.runtime import complete_ids, list_options, more_hint, store_options
+from openseal.cli.runtime import (
+    complete_ids,
+    context_option,
+    list_options,
+    more_hint,
+    store_options,
+)
 from openseal.errors import UsageError
 from openseal.runtime import service
 from openseal.runtime.service import ActionStatus
@@ -154,11 +160,10 @@ def _shown(view: service.ActionView) -> tuple[Action, dict[str, Any], Sequence[d
 @store_options
 @server_options
 @click.argument("action_id", metavar="ID_OR_KEY", shell_complete=complete_ids("action"))
-@click.option(
-    "--context", "context_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
-    envvar="OPENSEAL_CONTEXT", help="Runtime context file (adapter config, credential sources; "
-    "with --server the server's context applies).",
-)  # fmt: skip
+@context_option(
+    "Runtime context file (adapter config, credential sources; "
+    "with --server the server's context applies)."
+)
 def reconcile(
     home: Path, output: str, server: str | None, token_file: Path | None, action_id: str,
     context_path: Path | None,

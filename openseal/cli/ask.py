@@ -13,7 +13,7 @@ import click
 
 from openseal.cli.client import connected, record, server_options
 from openseal.cli.output import echo_data
-from openseal.cli.runtime import store_options
+from openseal.cli.runtime import context_option, store_options
 
 
 @click.command("ask")
@@ -30,12 +30,10 @@ from openseal.cli.runtime import store_options
 @click.option(
     "--request-key", default=None, help="Idempotency key: the same key returns the same objective."
 )
-@click.option(
-    "--context", "context_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
-    envvar="OPENSEAL_CONTEXT",
-    help="Runtime context file that resolves the model profile's credential "
-    "(default .openseal/context.yaml; with --server the server's is used).",
-)  # fmt: skip
+@context_option(
+    "Runtime context file that resolves the model profile's credential "
+    "(default .openseal/context.yaml; with --server the server's is used)."
+)
 def ask_command(
     home: Path, output: str, server: str | None, token_file: Path | None, prompt: str,
     team: str | None, agent: str | None, yes: bool, project: str, scope: str | None,

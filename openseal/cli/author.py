@@ -16,7 +16,7 @@ import click
 from openseal import __version__
 from openseal.cli.governance import actor_option
 from openseal.cli.output import echo_data, echo_error
-from openseal.cli.runtime import store_options
+from openseal.cli.runtime import context_option, store_options
 from openseal.errors import UsageError
 from openseal.wire import jsonable
 
@@ -57,12 +57,9 @@ from openseal.wire import jsonable
     help="Tokens (sent and received, all calls) the session may use.",
 )  # fmt: skip
 @click.option("--force", is_flag=True, help="With --into: replace existing files.")
-@click.option(
-    "--context", "context_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
-    envvar="OPENSEAL_CONTEXT",
-    help="Runtime context file that resolves the profile's credential "
-    "(default .openseal/context.yaml).",
-)  # fmt: skip
+@context_option(
+    "Runtime context file that resolves the profile's credential (default .openseal/context.yaml)."
+)
 def author_command(
     home: Path,
     output: str,

@@ -39,6 +39,15 @@ def store_options(command: F) -> F:
     )(command)  # fmt: skip
 
 
+def context_option(help: str) -> Callable[[F], F]:
+    """``--context``: the runtime context file (``OPENSEAL_CONTEXT``); ``help`` says what this
+    command takes from it."""
+    return click.option(
+        "--context", "context_path", type=click.Path(path_type=Path, dir_okay=False),
+        default=None, envvar="OPENSEAL_CONTEXT", help=help,
+    )  # fmt: skip
+
+
 def status_option(
     statuses: type[StrEnum], records: str, *, multiple: bool = False
 ) -> Callable[[F], F]:
@@ -275,14 +284,9 @@ def upgrade(home: Path, output: str) -> None:
     envvar="OPENSEAL_SCRIPTED_CALLS",
     help="Append one line per scripted model call.",
 )
-@click.option(
-    "--context",
-    "context_path",
-    type=click.Path(path_type=Path, dir_okay=False),
-    default=None,
-    envvar="OPENSEAL_CONTEXT",
-    help="Runtime context file: adapter config and credential sources "
-    "(default .openseal/context.yaml if it exists).",
+@context_option(
+    "Runtime context file: adapter config and credential sources "
+    "(default .openseal/context.yaml if it exists)."
 )
 @click.option(
     "--metrics-port", type=click.IntRange(0, 65535), default=None,
