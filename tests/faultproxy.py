@@ -38,6 +38,9 @@ class TcpProxy:
         self.accepted = 0
         #: connections closed at once because the proxy was refusing
         self.refused = 0
+        #: bytes a client sent that were never forwarded (blackholed); a statement sent into
+        #: the blackhole makes this grow
+        self.dropped_up = 0
         self._thread = threading.Thread(target=self._accept, name="tcp-proxy", daemon=True)
         self._thread.start()
 
@@ -86,6 +89,10 @@ class TcpProxy:
         with self._lock:
             return not self._blackholed
 
+    def _drop_up(self, size: int) -> None:
+        with self._lock:
+            self.dropped_up += size
+
     def open_connections(self) -> int:
         with self._lock:
             return len(self._pairs)
@@ -127,7 +134,9 @@ class TcpProxy:
                 client.close()
                 continue
             if swallowing:
-                threading.Thread(target=_pump, args=(client, None, _never), daemon=True).start()
+                threading.Thread(
+                    target=_pump, args=(client, None, _never, self._drop_up), daemon=True
+                ).start()
                 continue
             try:
                 upstream = socket.create_connection(self.target, timeout=10)
@@ -138,18 +147,29 @@ class TcpProxy:
             with self._lock:
                 self._pairs.append((client, upstream))
                 self.accepted += 1
-            for source, sink, passes in (
-                (client, upstream, self._passes_up),
-                (upstream, client, self._passes),
+            for source, sink, passes, dropped in (
+                (client, upstream, self._passes_up, self._drop_up),
+                (upstream, client, self._passes, _ignore),
             ):
-                threading.Thread(target=_pump, args=(source, sink, passes), daemon=True).start()
+                threading.Thread(
+                    target=_pump, args=(source, sink, passes, dropped), daemon=True
+                ).start()
 
 
 def _never() -> bool:
     return False
 
 
-def _pump(source: socket.socket, sink: socket.socket | None, passes: Callable[[], bool]) -> None:
+def _ignore(_size: int) -> None:
+    pass
+
+
+def _pump(
+    source: socket.socket,
+    sink: socket.socket | None,
+    passes: Callable[[], bool],
+    dropped: Callable[[int], None],
+) -> None:
     try:
         while True:
             data = source.recv(65536)
@@ -157,6 +177,8 @@ def _pump(source: socket.socket, sink: socket.socket | None, passes: Callable[[]
                 break
             if sink is not None and passes():
                 sink.sendall(data)
+            else:
+                dropped(len(data))
     except OSError:
         pass
     finally:

@@ -154,8 +154,10 @@ def test_sigterm_ends_a_worker_within_its_drain_bound_while_the_database_never_a
         run = cluster.create(5)
         eventually(lambda: cluster.all_waiting([run]), timeout=GUARD)
         cluster.proxy.blackhole()
-        cluster.create(6)  # the workers' next statements go into the blackhole
-        eventually(lambda: cluster.proxy.accepted > 0, timeout=GUARD)
+        cluster.create(6)
+        # a worker's next statement (its poll) has gone into the blackhole: it now waits for
+        # a reply that never comes, and only the drain bound can end that wait
+        eventually(lambda: cluster.proxy.dropped_up > 0, timeout=GUARD)
         assert stop(worker) == 0
     finally:
         if worker.poll() is None:
