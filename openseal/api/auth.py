@@ -226,7 +226,10 @@ def _without_token(configured: bool, local_operator: str | None) -> str:
     if local_operator is not None:
         return f"a bearer token is required (the local operator's: {local_operator})"
     if configured:
-        return "a bearer token is required"
+        return (
+            "a bearer token is required: the CLI sends $OPENSEAL_TOKEN or the one in "
+            "--token-file; an administrator makes one with `openseal tokens create`"
+        )
     return (
         "a bearer token is required: this server has none yet and serves no local operator; "
         "create one (`openseal tokens create`), or start it with --local-operator"

@@ -216,6 +216,7 @@ def serve(
                 log_config=None if log_format == "json" else uvicorn.config.LOGGING_CONFIG,
             )
         )
+        logging.getLogger("uvicorn.error").addFilter(_quiet_lifecycle)
         announce = threading.Thread(target=announced.run, args=(server,), daemon=True)
         announce.start()
         freeze_start_up_heap()
@@ -224,6 +225,23 @@ def serve(
         tracing.shutdown()
         store.close()
         announced.forget()
+
+
+#: what the server library says at start and stop; the banner says what matters instead
+_LIFECYCLE = (
+    "Started server process",
+    "Waiting for application startup",
+    "Application startup complete",
+    "Uvicorn running on",
+    "Shutting down",
+    "Waiting for application shutdown",
+    "Application shutdown complete",
+    "Finished server process",
+)
+
+
+def _quiet_lifecycle(record: logging.LogRecord) -> bool:
+    return record.levelno > logging.INFO or not str(record.msg).startswith(_LIFECYCLE)
 
 
 def _proxies(values: tuple[str, ...]) -> tuple[str, ...]:

@@ -212,3 +212,8 @@ def test_serve_writes_the_secret_prints_the_console_url_and_forgets_it(tmp_path:
         process.send_signal(signal.SIGINT)
         process.wait(timeout=60)
     assert not secret_file(home, port).exists()
+    # one clean banner: the server library's start and stop chatter is not repeated around it
+    said = [line for line in log.read_text().splitlines() if '"GET ' not in line]
+    assert said[0] == f"openseal API on http://127.0.0.1:{port}/api/v1 (no TLS)", said
+    assert said[1].startswith("local operator (user:local): open "), said
+    assert not [line for line in said[2:] if line.startswith("INFO:")], said

@@ -131,6 +131,7 @@ def test_the_token_comes_from_a_private_file_or_the_environment(
         assert pending(waiting[0].store).id in out
         code, _, err = cli(*listed)  # no token at all
         assert code == 1 and "bearer token is required" in err
+        assert "OPENSEAL_TOKEN" in err and "--token-file" in err and "tokens create" in err
         monkeypatch.setenv("OPENSEAL_TOKEN", "not-the-token")
         code, _, err = cli(*listed)
         assert code == 1 and "unknown token" in err
