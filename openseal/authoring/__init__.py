@@ -21,6 +21,7 @@ from openseal.authoring.service import (
     active_governance,
     availability,
     draft,
+    outcome,
     propose,
     write,
 )
@@ -47,6 +48,7 @@ __all__ = [
     "active_governance",
     "availability",
     "draft",
+    "outcome",
     "propose",
     "write",
 ]

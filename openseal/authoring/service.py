@@ -156,6 +156,21 @@ def propose(
     return gov.deploy(store, request, caller or Caller(actor, local=True))
 
 
+def outcome(result: AuthoringResult, filed: DeployResult | None) -> dict[str, Any]:
+    """The one document the API answers and ``author -o json`` prints (the CLI adds the files
+    it ``written``): the ``draft``, and the change ``proposal`` filed from it (None when none
+    was) with ``created``, ``unchanged`` and ``note`` beside it, as ``deploy -o json`` prints a
+    filing."""
+    from openseal.wire import jsonable
+
+    filing: dict[str, Any] = (
+        {"proposal": None, "created": False, "unchanged": [], "note": None}
+        if filed is None
+        else jsonable(filed)
+    )
+    return {"draft": result.to_dict(), **filing}
+
+
 def active_governance(store: Store) -> dict[str, Mapping[str, Any]]:
     """The governance documents the store's deployments run: the policy a filed change is
     reviewed under (``governance.<name>`` → compiled document)."""

@@ -18,7 +18,6 @@ from openseal.cli.governance import actor_option
 from openseal.cli.output import echo_data, echo_error
 from openseal.cli.runtime import context_option, store_options
 from openseal.errors import UsageError
-from openseal.wire import jsonable
 
 
 @click.command("author")
@@ -123,12 +122,11 @@ def author_command(
 
 
 def authored_json(result: Any, written: list[Path], filed: Any) -> dict[str, Any]:
-    """The draft with what became of it, each at the top as ``deploy -o json`` prints it:
-    ``written`` (the files ``--into`` wrote) and ``proposal`` (the change proposal
-    ``--propose`` filed, or None) with ``created``, ``unchanged`` and ``note``."""
-    document: dict[str, Any] = {**result.to_dict(), "written": [str(p) for p in written]}
-    document.update({"proposal": None} if filed is None else jsonable(filed))
-    return document
+    """The API's answer (``draft``, ``proposal``, ``created``, ``unchanged``, ``note``) with
+    the files ``--into`` ``written``: one shape whether written or proposed, here or there."""
+    from openseal.authoring import outcome
+
+    return {**outcome(result, filed), "written": [str(p) for p in written]}
 
 
 def _draft(setup: Any, request: Any, store: Any, output: str) -> Any:

@@ -91,7 +91,8 @@ def test_a_draft_is_filed_by_the_caller_and_never_activated(
     assert [c["message"] for c in draft["widening"]] == [
         "grant added: skill.lookup_budget to team.procurement.role.researcher"
     ]
-    proposal = body["proposal"]["proposal"]
+    proposal = body["proposal"]
+    assert body["created"] is True
     assert proposal["author"] == "user:alice"
     assert proposal["risk_widening"] is True
     assert proposal["status"] == "proposed"

@@ -199,9 +199,9 @@ def test_json_output(
     )  # fmt: skip
     assert code == 0, err
     document = json.loads(out)
-    assert document["ok"] is True
-    assert document["files"] == [{"path": "auditor.hcl", "syntax": "hcl", "content": GOOD}]
-    [call] = document["calls"]
+    assert document["draft"]["ok"] is True
+    assert document["draft"]["files"] == [{"path": "auditor.hcl", "syntax": "hcl", "content": GOOD}]
+    [call] = document["draft"]["calls"]
     assert call["model"] == "draft-model-1"
     assert (call["input_tokens"], call["output_tokens"]) == (1200, 300)
     assert call["prompt_digest"].startswith("sha256:")
@@ -233,7 +233,11 @@ def test_json_output_has_one_shape_whether_written_or_proposed(
     assert proposed["proposal"]["status"] == "proposed" and proposed["created"] is True
     _, listed, _ = main_json(capsys, tmp_path, "proposals", "list")
     assert [p["id"] for p in json.loads(listed)] == [proposed["proposal"]["id"]]
-    assert set(written) <= set(proposed)
+    assert (
+        set(written)
+        == set(proposed)
+        == {"draft", "written", "proposal", "created", "unchanged", "note"}
+    )
 
 
 SUMMARY = """workflow "summarize_orders" {
@@ -302,7 +306,7 @@ def test_a_rate_limited_call_is_tried_again_and_recorded(
         "--model", PROFILE, "--output", "json",
     )  # fmt: skip
     assert code == 0, err
-    failed, answered = json.loads(out)["calls"]
+    failed, answered = json.loads(out)["draft"]["calls"]
     assert failed["error"] == "rate_limited" and failed["output_tokens"] == 0
     assert answered["error"] is None and answered["round"] == failed["round"] == 1
     assert len(server.requests) == 2
@@ -404,7 +408,7 @@ def test_every_model_call_is_logged_without_the_prompt(
             str(definitions), "--model", PROFILE, "-o", "json",
         )  # fmt: skip
     assert code == 0, err
-    calls = json.loads(out)["calls"]
+    calls = json.loads(out)["draft"]["calls"]
     logged = [r.getMessage() for r in caplog.records if r.name == "openseal.authoring"]
     assert len(logged) == len(calls) == 2
     for line, call in zip(logged, calls, strict=True):

@@ -13,8 +13,7 @@ from openseal.api.capabilities import requires
 from openseal.api.errors import ApiError, responses
 from openseal.api.models import AuthoringDraftBody
 from openseal.api.routes.common import State, Who, runtime_caller
-from openseal.authoring import AuthoringRequest, active_governance, draft, propose
-from openseal.wire import jsonable
+from openseal.authoring import AuthoringRequest, active_governance, draft, outcome, propose
 
 router = APIRouter(tags=["authoring"], route_class=documents.Documented)
 
@@ -61,14 +60,12 @@ def create_draft(body: AuthoringDraftBody, state: State, who: Who, key: Key = No
             raise ApiError(
                 422, "draft_failed", f"{result.reason}; nothing was filed", result.to_dict()
             )
-        answer: dict[str, Any] = {"draft": result.to_dict(), "proposal": None}
         if not body.propose:
-            return 200, answer
+            return 200, outcome(result, None)
         filed = propose(
             state.store, result, who.principal, body.prompt, caller=runtime_caller(state, who)
         )
-        answer["proposal"] = jsonable(filed)
-        return (201 if filed.created else 200), answer
+        return (201 if filed.created else 200), outcome(result, filed)
 
     return idempotency.answered_once(
         state.store, key, OPERATION, body.model_dump(mode="json"), who.principal, create
