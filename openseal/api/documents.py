@@ -336,6 +336,8 @@ class ConsoleApproval(ApprovalShown):
     skill: Free
     run: ConsoleRunSummary
     may_decide: bool
+    #: why the caller may not decide it (None when it may): the page shows it instead of buttons
+    why_not: str | None
 
 
 class Documented(APIRoute):

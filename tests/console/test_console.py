@@ -184,6 +184,23 @@ def test_someone_not_among_the_approvers_gets_no_approve_button_and_a_forged_req
     assert console.pending_approval(run_id)["id"] == approval["id"]
 
 
+def test_the_runs_creator_gets_no_approve_button_and_is_told_why(
+    console: Console, page: Page
+) -> None:
+    run_id = console.start_run(by=ALICE)  # alice approves orders, and created this one
+    approval = console.pending_approval(run_id)
+    sign_in(page, console, ALICE, f"#/approvals/{approval['id']}")
+    expect(page.locator("#proposal-hash")).to_have_text(approval["proposal_hash"])
+    expect(page.get_by_text(f"You (user:alice) created run {run_id}")).to_be_visible()
+    expect(page.get_by_role("button", name="Approve")).to_have_count(0)
+    with console.client(ALICE) as alice:
+        refused = alice.post(
+            f"/approvals/{approval['id']}/decision",
+            json={"decision": "approve", "hash": approval["proposal_hash"], "reason": "mine"},
+        )
+    assert refused.status_code == 403 and refused.json()["error"]["code"] == "separation_of_duties"
+
+
 def test_a_cross_site_state_change_is_refused(console: Console) -> None:
     refused = httpx.post(
         f"{console.url}/api/v1/runs/x/pause",

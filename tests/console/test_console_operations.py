@@ -49,11 +49,15 @@ def test_a_change_proposal_shows_what_widens_and_takes_reviews(
     page.get_by_role("button", name="Review: approve").click()
     expect(page.locator("#proposal-message")).to_contain_text("done")
     expect(page.get_by_text("user:bob: approve")).to_be_visible()
-    # The author may not review her own proposal: the API refuses, the page says so.
+    # The author may neither review her own proposal nor approve it (it widens risk): the page
+    # offers neither button and says why; rejecting it stays hers to do.
     page.get_by_role("button", name="Sign out").click()
     sign_in(page, console, ALICE, f"#/proposals/{proposal_id}")
-    page.get_by_role("button", name="Review: approve").click()
-    expect(page.locator("#proposal-message [role=alert]")).to_contain_text("self_review")
+    expect(page.locator("#proposal-withheld")).to_contain_text("another person reviews it")
+    expect(page.locator("#proposal-withheld")).to_contain_text("its author may reject it")
+    expect(page.get_by_role("button", name="Review: approve")).to_have_count(0)
+    expect(page.get_by_role("button", name="Decide: approve")).to_have_count(0)
+    expect(page.get_by_role("button", name="Decide: reject")).to_have_count(1)
 
 
 def test_an_order_whose_outcome_is_unknown_is_reconciled_then_resolved_from_the_page(

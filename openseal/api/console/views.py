@@ -187,17 +187,31 @@ def show_approval(ref: Ref, state: State, who: Who) -> dict[str, Any]:
         "unverified_reason": view.proposal.problem,
         "skill": _skill(state, str(workflow.get("version") or ""), skill, document),
         "run": {"id": run.id, "status": str(run.status), "budget_used": jsonable(run.budget_used)},
-        "may_decide": _may_decide(state, who, approval.approvers),
+        **_may_decide(state, who, view),
     }
 
 
-def _may_decide(state: ApiState, who: Caller, approvers: list[str]) -> bool:
+def _may_decide(state: ApiState, who: Caller, view: service.ApprovalView) -> dict[str, Any]:
+    """Whether this caller may decide the approval and, when not, why (the page offers no
+    button it would refuse, and says so)."""
     authority = state.settings.authority
     if not who.grant.may("approvals.decide") or authority is None:
-        return False
-    if _decider_refusal(state, who) is not None:
-        return False
-    return authority.may_decide(who.principal, approvers, who.grant.roles)
+        why = "your token does not grant deciding approvals" if authority else None
+        return {"may_decide": False, "why_not": why or "no approval authority is configured"}
+    refusal = _decider_refusal(state, who)
+    if refusal is not None:
+        return {"may_decide": False, "why_not": refusal}
+    approval = view.approval
+    if not authority.may_decide(who.principal, approval.approvers, who.grant.roles):
+        why = f"You ({who.principal}) are not among this approval's approvers."
+        return {"may_decide": False, "why_not": why}
+    if view.excluded == who.principal:
+        why = (
+            f"You ({who.principal}) created run {approval.run_id}: with separation of duties "
+            "another approver decides its proposal."
+        )
+        return {"may_decide": False, "why_not": why}
+    return {"may_decide": True, "why_not": None}
 
 
 def _skill(

@@ -202,7 +202,7 @@ def decide_approval(
         )
     wanted = DECISIONS[decision]
     seen = seen_hash_prefix(seen_hash)
-    separated = _separated_creator(store, ref) if wanted == ApprovalStatus.APPROVED else None
+    separated = separated_creator(store, ref) if wanted == ApprovalStatus.APPROVED else None
     now = store.now()
     with store.write() as conn:
         found = store.approvals.find(conn, ref)
@@ -258,7 +258,7 @@ def decide_approval(
     return Decided(closed, True)
 
 
-def _separated_creator(store: Store, ref: str) -> str | None:
+def separated_creator(store: Store, ref: str) -> str | None:
     """Who may not approve ``ref`` under separation of duties (the approval state's
     ``separation_of_duties``, compiled in): the principal who created its run; None when
     duties are not separated. The local operator is one person at one machine, holding the

@@ -11,6 +11,7 @@ from typing import Any, TypedDict, Unpack
 
 from openseal.errors import RuntimeFailure, UsageError
 from openseal.runtime.access import visible_run
+from openseal.runtime.actions.approvals import separated_creator
 from openseal.runtime.actions.dispatch import target_for
 from openseal.runtime.actions.proposal_check import verify_in
 from openseal.runtime.actions.reconcile import mark_unknown, reconcile, resend_unclaimed
@@ -50,6 +51,8 @@ class ProposalView:
 class ApprovalView:
     approval: Approval
     proposal: ProposalView
+    #: who may not approve it: its run's creator, when its state separates duties
+    excluded: str | None = None
 
 
 @dataclass(frozen=True)
@@ -94,9 +97,9 @@ def show_approval(store: Store, ref: str, caller: Caller = CLI) -> ApprovalView:
     with store.read() as conn:
         approval = store.approvals.find(conn, ref)
         proposal = store.proposals.get(conn, approval.proposal_id)
-        view = ApprovalView(approval, _proposal_view(store, conn, proposal))
+        shown = _proposal_view(store, conn, proposal)
     _in_scope(store, approval.run_id, f"approval {ref}", caller)
-    return view
+    return ApprovalView(approval, shown, separated_creator(store, approval.id))
 
 
 def _in_scope(store: Store, run_id: str, what: str, caller: Caller) -> None:

@@ -96,7 +96,7 @@ export async function page(main, me, ref) {
 function decisionForm(me, view, shownHash, outcome) {
   if (!me.may("approvals.decide") || !view.may_decide) {
     return notice("info", me.may("approvals.decide")
-      ? `You (${me.principal}) are not among this approval's approvers.`
+      ? view.why_not
       : `Decisions are not available to you here: ${me.why("approvals.decide")}`);
   }
   const reason = h("textarea", { id: "decision-reason", required: true, rows: 3, maxlength: 4000 });

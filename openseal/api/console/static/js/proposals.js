@@ -45,11 +45,18 @@ export async function page(main, me, id) {
         : `Refused (${error.code}): ${error.message}`));
     }
   } }, label);
+  // the buttons offered are the ones the API would accept from this viewer; the rest are
+  // explained, not shown (the author neither reviews nor approves a change that widens risk)
+  const own = p.author === me.principal;
+  const withheld = [];
   if (open && me.may("proposals.review")) {
-    actions.push(act("review", { verdict: "approve" }, "Review: approve"), act("review", { verdict: "request_changes" }, "Review: request changes"));
+    if (own) withheld.push(`You (${me.principal}) wrote this change: another person reviews it.`);
+    else actions.push(act("review", { verdict: "approve" }, "Review: approve"), act("review", { verdict: "request_changes" }, "Review: request changes"));
   }
   if (open && me.may("proposals.decide")) {
-    actions.push(act("decide", { decision: "approve" }, "Decide: approve"), act("decide", { decision: "reject" }, "Decide: reject"));
+    if (own && p.risk_widening) withheld.push("It widens risk: its author may reject it, not approve it.");
+    else actions.push(act("decide", { decision: "approve" }, "Decide: approve"));
+    actions.push(act("decide", { decision: "reject" }, "Decide: reject"));
   }
   if (p.status === "approved" && me.may("proposals.activate")) {
     actions.push(h("button", { type: "button", dataset: { op: "activate" }, onclick: async () => {
@@ -82,5 +89,6 @@ export async function page(main, me, id) {
       h("h2", { id: "proposal-actions-title" }, "Your part"),
       h("label", { for: "proposal-comment" }, "Comment"), comment,
       h("div", { class: "row" }, actions)) : h("p", { class: "muted" }, "Nothing for you to do on this proposal here."),
+    withheld.length ? h("ul", { id: "proposal-withheld", class: "muted" }, withheld.map((why) => h("li", {}, why))) : null,
     message);
 }
