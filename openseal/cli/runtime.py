@@ -199,14 +199,24 @@ def db() -> None:
 
 @db.command()
 @store_options
-def upgrade(home: Path, output: str) -> None:
+@click.option(
+    "--plan", "show_plan", is_flag=True,
+    help="Only say which migrations are pending, what each does and what it locks.",
+)  # fmt: skip
+def upgrade(home: Path, output: str, show_plan: bool) -> None:
     """Migrate the database to the schema this openseal needs.
 
     \b
     Examples:
         openseal db upgrade --home .openseal
+        openseal db upgrade --plan
         OPENSEAL_DATABASE_URL=postgresql+psycopg://openseal@db/openseal openseal db upgrade
     """
+    if show_plan:
+        from openseal.cli.db_upgrade_plan import show_plan as print_plan
+
+        print_plan(home, output)
+        return
     with opened(home, auto_migrate=True, create=True) as store:
         revision = store.schema_revision()
     echo_data(

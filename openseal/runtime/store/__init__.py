@@ -116,7 +116,12 @@ if TYPE_CHECKING:
     from openseal.runtime.store.store import SQLiteStore as SQLiteStore
     from openseal.runtime.store.store import Store as Store
     from openseal.runtime.store.store import open_store as open_store
+    from openseal.runtime.store.store import plan_upgrade as plan_upgrade
     from openseal.runtime.store.tables.listing import ListQuery as ListQuery
+    from openseal.runtime.store.tables.migrations.plan import (
+        PlannedMigration as PlannedMigration,
+    )
+    from openseal.runtime.store.tables.migrations.plan import UpgradePlan as UpgradePlan
     from openseal.runtime.store.tables.reads import Reads as Reads
     from openseal.runtime.store.tables.records import Action as Action
     from openseal.runtime.store.tables.records import Activation as Activation

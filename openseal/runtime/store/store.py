@@ -11,6 +11,7 @@ Example::
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ import sqlalchemy as sa
 from openseal.errors import StoreError
 from openseal.runtime.store.db.base import StoreBase
 from openseal.runtime.store.db.dialects import (
+    DATABASE_URL_ENV,
     PostgresDatabase,
     SQLiteDatabase,
     create_engine,
@@ -42,6 +44,7 @@ from openseal.runtime.store.repos.runs import Runs
 from openseal.runtime.store.repos.tokens import Tokens
 from openseal.runtime.store.repos.triggers import Triggers
 from openseal.runtime.store.tables import migrations, schema
+from openseal.runtime.store.tables.migrations.plan import UpgradePlan, plan
 from openseal.runtime.store.tables.versions import Versions
 
 #: the kinds whose ids may be given by a unique prefix, and the column that holds each
@@ -161,12 +164,31 @@ def _ensure_schema(store: Store, migrate: bool) -> None:
             )
         migrations.upgrade(store.engine)
     except sa.exc.DBAPIError as exc:
-        # Unreachable, not a database (a corrupt or foreign file), read-only, locked: one line
-        # naming the database, never a traceback.
-        broken = damaged(exc.orig, Path(where(store.engine))) if exc.orig else None
-        if broken is not None:
-            raise broken from None
-        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
-        raise StoreError(
-            f"cannot open database {where(store.engine)}: {reason}", code="unavailable"
-        ) from None
+        raise _cannot_open(store.engine, exc) from None
+
+
+def _cannot_open(engine: sa.Engine, exc: sa.exc.DBAPIError) -> StoreError:
+    """Unreachable, not a database (a corrupt or foreign file), read-only, locked: one line
+    naming the database, never a traceback."""
+    broken = damaged(exc.orig, Path(where(engine))) if exc.orig else None
+    if broken is not None:
+        return broken
+    reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
+    return StoreError(f"cannot open database {where(engine)}: {reason}", code="unavailable")
+
+
+def plan_upgrade(url: str | None = None, *, home: Path = Path(".openseal")) -> UpgradePlan:
+    """What ``openseal db upgrade`` would apply to the database ``url`` (or
+    ``OPENSEAL_DATABASE_URL``, or SQLite under ``home``) names, changing nothing: every
+    migration when there is no store yet."""
+    if not (url or os.environ.get(DATABASE_URL_ENV)) and not (home / "openseal.db").exists():
+        return plan(None)
+    engine = create_engine(
+        url, home=home, synchronous=SYNCHRONOUS, busy_timeout_ms=BUSY_TIMEOUT_MS, read_only=True
+    )
+    try:
+        return plan(engine)
+    except sa.exc.DBAPIError as exc:
+        raise _cannot_open(engine, exc) from None
+    finally:
+        engine.dispose()

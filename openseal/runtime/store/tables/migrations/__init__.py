@@ -99,13 +99,26 @@ def upgrade(engine: sa.Engine, revision: str = "head") -> str:
         engine.connect() as connection,
         _foreign_keys_deferred_on_sqlite(connection),
         _without_reply_deadline(connection),
-        connection.begin(),
+        _one_transaction_on_sqlite(connection),
     ):
         command.upgrade(_config(connection), revision)
         _check_foreign_keys(connection)
     reached = current_revision(engine)
     assert reached is not None
     return reached
+
+
+@contextmanager
+def _one_transaction_on_sqlite(connection: sa.Connection) -> Iterator[None]:
+    """SQLite: every pending migration in one transaction (all or none, the foreign keys
+    checked before it commits). PostgreSQL: one transaction per migration (env.py), so a
+    migration can leave it for work that must run outside any (``CREATE INDEX CONCURRENTLY``,
+    :mod:`.online`); a failed migration rolls back alone, the ones before it stay applied."""
+    if connection.dialect.name != "sqlite":
+        yield
+        return
+    with connection.begin():
+        yield
 
 
 @contextmanager

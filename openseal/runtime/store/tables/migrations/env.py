@@ -12,6 +12,13 @@ if connection is None:
         "openseal migrations run via openseal.runtime.store.tables.migrations.upgrade(engine)"
     )
 
-context.configure(connection=connection, target_metadata=metadata, render_as_batch=True)
+# PostgreSQL: one transaction per migration, which one may leave for work no transaction may
+# hold (migrations/online.py); SQLite: the caller's one transaction around them all.
+context.configure(
+    connection=connection,
+    target_metadata=metadata,
+    render_as_batch=True,
+    transaction_per_migration=connection.dialect.name == "postgresql",
+)
 with context.begin_transaction():
     context.run_migrations()

@@ -15,6 +15,9 @@ down_revision = None
 branch_labels = None
 depends_on = None
 
+SUMMARY = "create the runtime tables (runs, events, objectives, activities, ...)"
+LOCKS = "none"
+
 # Timestamps are epoch seconds in a double; openseal.runtime.store.tables.schema.UtcTimestamp
 # maps them to aware UTC datetimes. Spelled out here so later schema edits cannot change this
 # migration.

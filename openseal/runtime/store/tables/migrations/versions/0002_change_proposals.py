@@ -15,6 +15,9 @@ down_revision = "0001"
 branch_labels = None
 depends_on = None
 
+SUMMARY = "create the change-proposal tables and their indexes"
+LOCKS = "none"
+
 # Epoch seconds in a double, as in 0001 (openseal.runtime.store.tables.schema.UtcTimestamp).
 TIMESTAMP = sa.Float(precision=53)
 ID = sa.String(length=32)

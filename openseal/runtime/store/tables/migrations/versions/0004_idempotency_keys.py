@@ -15,6 +15,9 @@ down_revision = "0003"
 branch_labels = None
 depends_on = None
 
+SUMMARY = "create the table of remembered API responses (idempotency_keys)"
+LOCKS = "none"
+
 # Epoch seconds in a double, as in 0001 (openseal.runtime.store.tables.schema.UtcTimestamp).
 TIMESTAMP = sa.Float(precision=53)
 

@@ -20,6 +20,9 @@ down_revision = "0004"
 branch_labels = None
 depends_on = None
 
+SUMMARY = "SQLite: rebuild events as a WITHOUT ROWID table (PostgreSQL: nothing)"
+LOCKS = "none"
+
 COLUMNS = "run_id, seq, type, actor, payload, at"
 
 

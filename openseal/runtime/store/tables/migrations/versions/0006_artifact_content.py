@@ -20,6 +20,9 @@ down_revision = "0005"
 branch_labels = None
 depends_on = None
 
+SUMMARY = "add artifacts.content (nullable)"
+LOCKS = "brief"
+
 
 def upgrade() -> None:
     op.add_column("artifacts", sa.Column("content", sa.LargeBinary, nullable=True))

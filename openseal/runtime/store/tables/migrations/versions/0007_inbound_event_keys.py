@@ -20,6 +20,9 @@ down_revision = "0006"
 branch_labels = None
 depends_on = None
 
+SUMMARY = "add inbound_events.delivery_key and its unique index"
+LOCKS = "writes"
+
 
 def upgrade() -> None:
     op.add_column("inbound_events", sa.Column("delivery_key", sa.String(200), nullable=True))

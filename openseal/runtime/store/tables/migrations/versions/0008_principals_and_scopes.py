@@ -23,6 +23,9 @@ down_revision = "0007"
 branch_labels = None
 depends_on = None
 
+SUMMARY = "add principals and scopes: columns on objectives, runs and change proposals, indexes"
+LOCKS = "writes"
+
 TIMESTAMP = sa.Float(precision=53)
 SCOPE = sa.String(length=100)
 #: SQLite reflects 0001's unnamed unique constraint; this names it so it can be dropped

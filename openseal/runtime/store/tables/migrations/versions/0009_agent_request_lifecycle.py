@@ -20,6 +20,9 @@ down_revision = "0008"
 branch_labels = None
 depends_on = None
 
+SUMMARY = "add agent_requests.deadline, index child_run_id, rename two request statuses"
+LOCKS = "writes"
+
 # Spelled out as in 0001 (epoch seconds in a double), so later schema edits cannot change it.
 TIMESTAMP = sa.Float(precision=53)
 

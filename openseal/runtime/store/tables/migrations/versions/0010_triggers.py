@@ -19,6 +19,9 @@ down_revision = "0009"
 branch_labels = None
 depends_on = None
 
+SUMMARY = "create the trigger tables"
+LOCKS = "none"
+
 TIMESTAMP = sa.Float(precision=53)
 
 

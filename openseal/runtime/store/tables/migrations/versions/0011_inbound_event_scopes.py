@@ -18,6 +18,9 @@ down_revision = "0010"
 branch_labels = None
 depends_on = None
 
+SUMMARY = "add inbound_events.scopes (nullable)"
+LOCKS = "brief"
+
 
 def upgrade() -> None:
     with op.batch_alter_table("inbound_events") as batch:

@@ -15,6 +15,9 @@ down_revision = "0011"
 branch_labels = None
 depends_on = None
 
+SUMMARY = "create the dependency-group tables"
+LOCKS = "none"
+
 
 def upgrade() -> None:
     op.create_table(

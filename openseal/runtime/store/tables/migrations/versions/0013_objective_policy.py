@@ -22,6 +22,9 @@ down_revision = "0012"
 branch_labels = None
 depends_on = None
 
+SUMMARY = "add objective policy columns and runs.priority/attempt; index runs in claim order"
+LOCKS = "writes"
+
 
 def upgrade() -> None:
     with op.batch_alter_table("objectives") as batch:

@@ -5,6 +5,10 @@
   whose process stopped (openseal.runtime.engine.cascade) among the few child runs not ended,
   not among every waiting run.
 
+On PostgreSQL the index is built ``CONCURRENTLY`` (migrations/online.py): workers keep writing
+runs while it is built. (Databases that reached this revision before it was built that way
+already have the same index.)
+
 Revision ID: 0014
 Revises: 0013
 Create Date: 2026-12-03 00:00:00
@@ -12,23 +16,20 @@ Create Date: 2026-12-03 00:00:00
 
 from __future__ import annotations
 
-import sqlalchemy as sa
-from alembic import op
+from openseal.runtime.store.tables.migrations import online
 
 revision = "0014"
 down_revision = "0013"
 branch_labels = None
 depends_on = None
 
-HAS_PARENT = sa.text("parent_run_id IS NOT NULL")
+SUMMARY = "index the status of child runs (ix_runs_children), built concurrently"
+LOCKS = "none"
 
 
 def upgrade() -> None:
-    op.create_index(
-        "ix_runs_children", "runs", ["status"],
-        sqlite_where=HAS_PARENT, postgresql_where=HAS_PARENT,
-    )  # fmt: skip
+    online.create_index("ix_runs_children", "runs", ["status"], where="parent_run_id IS NOT NULL")
 
 
 def downgrade() -> None:
-    op.drop_index("ix_runs_children", table_name="runs")
+    online.drop_index("ix_runs_children", "runs")
