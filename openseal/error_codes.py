@@ -363,6 +363,12 @@ _ALL: list[ErrorCode] = [
     *_codes(
         "tools",
         ("simulator_error", 500, FAILURE, "The procurement simulator could not start or run."),
+        (
+            "archive_corrupt",
+            500,
+            FAILURE,
+            "An archive batch whose files do not match its manifest's row counts and sha256.",
+        ),
     ),
 ]
 

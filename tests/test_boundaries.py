@@ -156,7 +156,8 @@ ROOMS: dict[str, frozenset[str]] = {
     "actions": frozenset({"store"}),
     "providers": frozenset(),
     "engine": frozenset({"store", "actions", "providers"}),
-    "service": frozenset({"store", "actions", "engine", "governance", "providers"}),
+    "lifecycle": frozenset({"store"}),
+    "service": frozenset({"store", "actions", "engine", "governance", "lifecycle", "providers"}),
 }
 #: the rooms the shared modules may import: they sit under every room, and these two under them
 UNDER_TOP = frozenset({"store", "providers"})

@@ -298,14 +298,27 @@ def _name(at: Connection[Reads], digest: str) -> str:
 @store_options
 @server_options
 @click.argument("run_id", shell_complete=complete_ids("run"))
-def show(home: Path, output: str, server: str | None, token_file: Path | None, run_id: str) -> None:
+@click.option(
+    "--archive", type=click.Path(path_type=Path), default=None,
+    help="Read the run from this archive (openseal db archive) instead of the live store.",
+)  # fmt: skip
+def show(
+    home: Path, output: str, server: str | None, token_file: Path | None, run_id: str,
+    archive: Path | None,
+) -> None:  # fmt: skip
     """A run's status, what it waits for and where it is in its graph.
 
     \b
     Examples:
         openseal runs show 0191f0
         openseal runs show 0191f0 --output yaml
+        openseal runs show 0191f0c3... --archive .openseal/archive
     """
+    if archive is not None:
+        from openseal.cli.db_archive import show_archived
+
+        show_archived(archive, run_id, output)
+        return
     with connected(home, server, token_file, read_only=True) as at:
         run_id = at.id("run", run_id)
         view = at.ask(

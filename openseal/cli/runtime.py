@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from openseal.cli.lazy import LazyGroup
 from openseal.cli.output import echo_data, output_option
 from openseal.errors import OpenSealError, StoreError, UsageError
 
@@ -192,7 +193,13 @@ def opened_for_reading(home: Path) -> Iterator[Reads]:
 # -- db --------------------------------------------------------------------------------
 
 
-@click.group()
+@click.group(
+    cls=LazyGroup,
+    lazy_commands={
+        "archive": "openseal.cli.db_archive:archive",
+        "restore-archive": "openseal.cli.db_archive:restore_archive",
+    },
+)
 def db() -> None:
     """Manage the runtime database schema."""
 

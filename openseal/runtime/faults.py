@@ -30,6 +30,10 @@ Canceling a run (``openseal runs cancel``, the API) has ``run.canceled.committed
 canceled and committed; the children it no longer needs are not canceled yet); the file holds
 the run's id.
 
+Archiving ended runs (``openseal db archive``) has ``archive.written`` (a batch is written and
+verified, its rows still live) and ``archive.deleted`` (its rows deleted and committed, the
+batch not yet marked committed); the file holds the batch's name.
+
 A server receiving an inbound event has ``event.received`` (the event and what it fires are
 written, the commit not issued) and ``event.received.committed`` (committed, not answered);
 the file holds the event's id.
@@ -75,6 +79,8 @@ TRIGGER_POINT = "trigger.before_commit"
 #: a cancel committed, the children it stops not reached yet (tests/runtime/test_cascade.py
 #: kills the canceling process there)
 CANCEL_POINT = "run.canceled.committed"
+#: an archive batch written (rows still live), and its rows deleted (batch not yet marked)
+ARCHIVE_POINTS = ("archive.written", "archive.deleted")
 #: a join settled, a retry created: before the commit and after it
 #: (tests/runtime/test_orchestration_crash.py kills a worker at each)
 ORCHESTRATION_POINTS = tuple(
@@ -110,6 +116,11 @@ class BlockAt:
         """An inbound event's points: stored and fired, before its commit and after."""
         if point == self.point:
             self._block(event_id)
+
+    def archived(self, point: str, batch: str) -> None:
+        """An archive batch's points: written, then its rows deleted."""
+        if point == self.point:
+            self._block(batch)
 
     def canceled(self, run_id: str) -> None:
         """The cancel's point: the run canceled and committed, its children not yet."""
@@ -173,3 +184,9 @@ def cancel_hook_from_env() -> Callable[[str], None] | None:
     """A cancel's hook when ``OPENSEAL_FAULT_POINT`` is ``run.canceled.committed``."""
     hook = _armed((CANCEL_POINT,))
     return None if hook is None else hook.canceled
+
+
+def archive_hook_from_env() -> Callable[[str, str], None] | None:
+    """The archive's hook when ``OPENSEAL_FAULT_POINT`` is one of :data:`ARCHIVE_POINTS`."""
+    hook = _armed(ARCHIVE_POINTS)
+    return None if hook is None else hook.archived

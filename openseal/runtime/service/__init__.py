@@ -13,7 +13,8 @@ codes (``openseal/error_codes.py``).
 - governance (change proposals, deployments): :mod:`.governance`;
 - triggers (list, pause, resume, retire): :mod:`.triggers`;
 - capabilities: :mod:`.availability`;
-- engines, workers and model providers: :mod:`.workers`.
+- engines, workers and model providers: :mod:`.workers`;
+- retention, archiving ended runs and restoring them: :mod:`openseal.runtime.lifecycle`.
 
 The store itself is opened with :func:`openseal.runtime.store.open_store`.
 
@@ -58,7 +59,16 @@ if TYPE_CHECKING:
     from openseal.runtime.id_prefix import choose_id as choose_id
     from openseal.runtime.id_prefix import complete_id as complete_id
     from openseal.runtime.id_prefix import id_prefix as id_prefix
+    from openseal.runtime.lifecycle.archive import ArchiveReport as ArchiveReport
+    from openseal.runtime.lifecycle.archive import ArchiveRequest as ArchiveRequest
+    from openseal.runtime.lifecycle.archive import archive as archive
+    from openseal.runtime.lifecycle.restore import find_archived_run as find_archived_run
+    from openseal.runtime.lifecycle.restore import restore_archive as restore_archive
+    from openseal.runtime.lifecycle.retention import Retention as Retention
+    from openseal.runtime.lifecycle.retention import parse_period as parse_period
+    from openseal.runtime.lifecycle.retention import scope_periods as scope_periods
     from openseal.runtime.listing import API_AGE as API_AGE
+    from openseal.runtime.listing import parse_since as parse_since
     from openseal.runtime.listing import since_for_api as since_for_api
     from openseal.runtime.pricing import format_cost as format_cost
     from openseal.runtime.providers import OpenAIProvider as OpenAIProvider

@@ -18,6 +18,7 @@ never see a table, a statement or SQLAlchemy:
 - ``store.tokens``: principals' bearer tokens (their sha256), roles, scopes, expiry;
 - ``store.triggers``: trigger deployments, their status and one firing row per occurrence;
 - ``store.artifacts``: content-addressed artefacts, verified by digest on read;
+- ``store.archive``: the rows of ended run trees, out of and back into the live store;
 - ``store.health``: readiness and the numbers ``/metrics`` reads at every scrape.
 
 A repository method either opens its own transaction or, when it takes a ``conn``, works in
@@ -84,6 +85,7 @@ if TYPE_CHECKING:
     from openseal.runtime.store.repos.agent_requests import StopChild as StopChild
     from openseal.runtime.store.repos.agent_requests import caller_wakes as caller_wakes
     from openseal.runtime.store.repos.approvals import approval_summary as approval_summary
+    from openseal.runtime.store.repos.archive import EndedRun as EndedRun
     from openseal.runtime.store.repos.artifacts import ArtifactStore as ArtifactStore
     from openseal.runtime.store.repos.carved_budgets import (
         carved_child_budget as carved_child_budget,

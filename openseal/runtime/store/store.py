@@ -30,6 +30,7 @@ from openseal.runtime.store.db.sqlite_connections import BUSY_TIMEOUT_MS, SYNCHR
 from openseal.runtime.store.repos.actions import Actions
 from openseal.runtime.store.repos.agent_requests import AgentRequests
 from openseal.runtime.store.repos.approvals import Approvals
+from openseal.runtime.store.repos.archive import Archive
 from openseal.runtime.store.repos.artifacts import ArtifactStore
 from openseal.runtime.store.repos.change_proposals import ChangeProposals
 from openseal.runtime.store.repos.definitions import Definitions
@@ -81,6 +82,7 @@ class Store(StoreBase):
         self.tokens = Tokens(self)
         self.triggers = Triggers(self)
         self.health = Health(self)
+        self.archive = Archive(self)
         self.artifacts = ArtifactStore(self.home / "artifacts", self)
 
     def ids_starting_with(self, kind: str, prefix: str, *, limit: int) -> list[str]:
