@@ -299,6 +299,8 @@ def test_the_pages_fit_a_phone_width(console: Console, page: Page) -> None:
         ("#/runs", f'#runs tr[data-run="{run_id}"]'),
         (f"#/runs/{run_id}", "#graph svg"),
         (f"#/approvals/{approval['id']}", "#decision button[value=approve]"),
+        ("#/objectives", "#objectives tbody tr >> nth=0"),
+        ("#/deployments", "#deployments tbody tr >> nth=0"),
     ):
         page.goto(f"{console.url}/{route}")
         expect(page.locator(ready)).to_be_visible()

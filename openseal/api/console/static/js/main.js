@@ -6,6 +6,10 @@ import * as run from "./run.js";
 import * as approvals from "./approvals.js";
 import * as proposals from "./proposals.js";
 import * as actions from "./actions.js";
+import * as objectives from "./objectives.js";
+import * as triggers from "./triggers.js";
+import * as requests from "./requests.js";
+import * as deployments from "./deployments.js";
 
 const ROUTES = [
   [/^#\/runs$/, runs.list],
@@ -15,6 +19,14 @@ const ROUTES = [
   [/^#\/proposals$/, proposals.list],
   [/^#\/proposals\/([^/]+)$/, proposals.page],
   [/^#\/actions$/, actions.list],
+  [/^#\/objectives$/, objectives.list],
+  [/^#\/objectives\/([^/]+)$/, objectives.page],
+  [/^#\/triggers$/, triggers.list],
+  [/^#\/triggers\/([^/]+)$/, triggers.page],
+  [/^#\/requests$/, requests.list],
+  [/^#\/requests\/([^/]+)$/, requests.page],
+  [/^#\/deployments$/, deployments.list],
+  [/^#\/deployments\/([^/]+)$/, deployments.page],
 ];
 
 const main = document.getElementById("main");

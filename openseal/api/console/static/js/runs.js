@@ -20,7 +20,7 @@ export async function list(main) {
       found.workflows.map((name) => h("option", { value: name }, name)));
     workflow.value = chosen;
     replace(body, found.runs.map((run) => h("tr", { dataset: { run: run.id } },
-      h("td", {}, h("a", { href: `#/runs/${encodeURIComponent(run.id)}` }, h("code", {}, run.id))),
+      h("td", {}, h("a", { href: `#/runs/${encodeURIComponent(run.id)}` }, h("code", { class: "id" }, run.id))),
       h("td", {}, badge(run.status)),
       h("td", {}, run.reason || h("span", { class: "muted" }, "—")),
       h("td", {}, run.workflow, " ", short(run.version)),
