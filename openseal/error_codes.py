@@ -369,6 +369,12 @@ _ALL: list[ErrorCode] = [
             FAILURE,
             "An archive batch whose files do not match its manifest's row counts and sha256.",
         ),
+        (
+            "archive_busy",
+            409,
+            FAILURE,
+            "Another process is archiving into the same directory; try again when it is done.",
+        ),
     ),
 ]
 

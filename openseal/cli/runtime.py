@@ -20,10 +20,12 @@ import click
 
 from openseal.cli.lazy import LazyGroup
 from openseal.cli.output import echo_data, output_option
+from openseal.cli.retention_options import retention_from, retention_options
 from openseal.errors import OpenSealError, StoreError, UsageError
 
 if TYPE_CHECKING:
     from openseal.observability.metrics import MetricsServer
+    from openseal.runtime.service import ArchiveRequest
     from openseal.runtime.service.workers import TurnLog
     from openseal.runtime.store import Reads, Store
 
@@ -314,6 +316,16 @@ def upgrade(home: Path, output: str, show_plan: bool) -> None:
     "--metrics-host", default="127.0.0.1", show_default=True,
     help="Address the metrics port listens on.",
 )  # fmt: skip
+@click.option(
+    "--archive-every", default=None, metavar="PERIOD",
+    help="Also archive ended runs whose retention passed, at start and every PERIOD "
+    "(as `openseal db archive` does, with the retention options below).",
+)  # fmt: skip
+@click.option(
+    "--archive-to", type=click.Path(path_type=Path, file_okay=False), default=None,
+    help="The archive directory of --archive-every (default: HOME/archive).",
+)  # fmt: skip
+@retention_options
 def worker(
     home: Path,
     output: str,
@@ -331,6 +343,9 @@ def worker(
     context_path: Path | None,
     metrics_port: int | None,
     metrics_host: str,
+    archive_every: str | None,
+    archive_to: Path | None,
+    **policy: Any,
 ) -> None:
     """Execute runs: claim with a lease, run turns, drain on SIGTERM/SIGINT.
 
@@ -339,8 +354,10 @@ def worker(
         openseal worker --concurrency 4
         openseal worker --concurrency 8 --batch-size 8 --batch-window-ms 2
         openseal worker --until-idle --scripted-responses responses.yaml
+        openseal worker --archive-every 1h --keep-ended-runs 90d
     """
     from openseal.observability import logs, tracing
+    from openseal.runtime import service
     from openseal.runtime.service.workers import (
         Engine,
         TurnLog,
@@ -355,6 +372,7 @@ def worker(
     if log_format == "json":
         logs.configure("json", "info", filters=[scrub])
     context = RuntimeContext.load(context_path, log_filter=scrub)  # fail fast when malformed
+    archiving = _archive_request(home, archive_every, archive_to, policy)
     name = worker_id or default_worker_id()
     log = TurnLog(name, log_format)
     tracing.configure_from_env()
@@ -383,11 +401,17 @@ def worker(
         )  # fmt: skip
         runner.install_signal_handlers(log)
         exposed = _serve_metrics(store, metrics_host, metrics_port, log)
+        schedule = None
+        if archiving is not None:
+            schedule = service.ArchiveSchedule(store, archiving[0], archiving[1], log.message)
+            schedule.start()
         freeze_start_up_heap()
         log.message(f"started (concurrency {concurrency}, lease {lease_seconds}s)")
         try:
             left = runner.run()
         finally:
+            if schedule is not None:
+                schedule.stop(drain_seconds)
             if exposed is not None:
                 exposed.close()
             tracing.shutdown()
@@ -399,6 +423,21 @@ def worker(
                 "their leases"
             )
         log.message("stopped")
+
+
+def _archive_request(
+    home: Path, every: str | None, to: Path | None, policy: dict[str, Any]
+) -> tuple[ArchiveRequest, float] | None:
+    """What ``--archive-every`` asks for (checked before anything starts), and how often."""
+    from openseal.runtime import service
+
+    retention = retention_from(policy)
+    if every is None:
+        return None
+    seconds = service.parse_period(every, "--archive-every")
+    if seconds <= 0:
+        raise UsageError("--archive-every: give a period longer than 0s")
+    return service.ArchiveRequest(to=to or home / "archive", retention=retention), seconds
 
 
 def _open_when_reachable(home: Path, log: TurnLog) -> Store | None:

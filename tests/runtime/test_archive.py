@@ -30,7 +30,7 @@ from tests.runtime.action_support import (  # noqa: F401
     flow,
     simulator_fixture,
 )
-from tests.runtime.support import new_run
+from tests.runtime.support import DOCUMENT, deploy, new_run
 
 NOW_ONLY = Retention(keep_ended_runs=0.0)
 
@@ -232,3 +232,28 @@ def test_the_commands_archive_show_and_restore(
         assert store.runs.get(run.id).status == RunStatus.CANCELED
     finally:
         store.close()
+
+
+def test_a_workflow_and_a_scope_keep_their_ended_runs_the_longer_of_their_periods(
+    store: Store, tmp_path: Path
+) -> None:
+    document = {**DOCUMENT, "spec": {"retention": {"keep_ended_runs": 10 * DAY}}}
+    deploy(store, document)
+    run = new_run(store)
+    service.cancel_run(store, service.RunCommand(run.id, reason="ended"), service.CLI)
+    to = tmp_path / "archive"
+    later(store, 5)
+    assert archive(store, ArchiveRequest(to=to, retention=NOW_ONLY)).runs == 0
+    later(store, 11)
+    by_scope = Retention(keep_ended_runs=0.0, scopes={run.scope: 20 * DAY})
+    assert archive(store, ArchiveRequest(to=to, retention=by_scope)).runs == 0
+    assert archive(store, ArchiveRequest(to=to, retention=NOW_ONLY)).runs == 1
+
+
+def test_one_archive_writes_into_a_directory_at_a_time(store: Store, tmp_path: Path) -> None:
+    to = tmp_path / "archive"
+    busy_message = "another process is archiving"
+    with fmt.writing(to), pytest.raises(OpenSealError, match=busy_message) as busy:
+        archive(store, ArchiveRequest(to=to))
+    assert busy.value.code == "archive_busy"
+    assert archive(store, ArchiveRequest(to=to)).runs == 0

@@ -88,3 +88,31 @@ def test_a_killed_archive_loses_no_run_and_the_next_one_finishes_it(
     assert sorted(run for b in every for run in b.runs) == sorted(runs)  # each once
     assert sorted(restore_archive(store, to).runs) == sorted(runs)
     assert {store.runs.get(run).status for run in runs} == {RunStatus.CANCELED}
+
+
+def test_a_worker_archives_on_its_schedule_while_it_works(backend: Backend, tmp_path: Path) -> None:
+    store = backend.open()
+    runs = [new_run(store).id for _ in range(5)]
+    for run_id in runs:
+        service.cancel_run(store, service.RunCommand(run_id, reason="ended"), service.CLI)
+    to = tmp_path / "archive"
+    full = {k: v for k, v in os.environ.items() if not k.startswith("OPENSEAL_")}
+    if backend.url is not None:
+        options = quote(f"-csearch_path={backend.pg_schema}")
+        full["OPENSEAL_DATABASE_URL"] = f"{backend.url}?options={options}"
+    command = [
+        sys.executable, "-c", LAUNCH, "worker", "--home", str(backend.home), "--archive-every",
+        "1h", "--archive-to", str(to), "--keep-ended-runs", "0s", "--poll-interval", "0.2",
+    ]  # fmt: skip
+    log = tmp_path / "worker.log"
+    with log.open("wb") as err:
+        process = subprocess.Popen(command, env=full, stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        eventually(lambda: "archive: 5 run(s) in 1 batch(es)" in log.read_text(), timeout=300)
+        assert live(store, runs) == set()
+        assert sorted(r for b in fmt.batches(to) for r in b.runs) == sorted(runs)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=120) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()

@@ -481,6 +481,17 @@ class ObjectivePolicy(Spec):
     retry: ObjectiveRetry = ObjectiveRetry()
 
 
+class RetentionPolicy(Spec):
+    """How long a workflow's ended runs stay in the live store (``openseal db archive``)."""
+
+    keep_ended_runs: Duration = Field(
+        ...,
+        ge=3600,
+        description="how long an ended run stays live before an archive may move it (at "
+        "least `1h`); the longer of this and its scope's retention applies",
+    )
+
+
 class WorkflowSpec(Spec):
     description: str | None = None
     owner: Reference
@@ -490,6 +501,7 @@ class WorkflowSpec(Spec):
     budget: Budget = Budget()
     on_budget_exhausted: Literal["needs_attention", "failed"] = "needs_attention"
     objective: ObjectivePolicy | None = None
+    retention: RetentionPolicy | None = None
     max_depth: int | None = Field(
         None,
         ge=2,

@@ -314,6 +314,8 @@ def build_document(
             del document["spec"]["objective"]
         if spec.max_depth is None:
             del document["spec"]["max_depth"]  # likewise for a run-tree depth bound
+        if spec.retention is None:
+            del document["spec"]["retention"]  # and for a retention policy
     elif isinstance(spec, RunbookSpec):
         document.update(_runbook_parts(definition.name, spec, analysis, graphs, digests))
     elif isinstance(spec, AgentSpec):

@@ -81,14 +81,26 @@ def archive(
     store: Store, request: ArchiveRequest, *, stop: Callable[[], bool] = lambda: False
 ) -> ArchiveReport:
     """Archive every ended run tree whose retention passed (see the module docstring), then
-    forget expired keys. ``stop`` is asked between batches."""
+    forget expired keys. ``stop`` is asked between batches. One archive writes into a
+    directory at a time (another is refused, ``archive_busy``); a dry run writes nothing."""
     report = ArchiveReport(dry_run=request.dry_run)
-    hook = archive_hook_from_env()
-    now = store.now()
-    if not request.dry_run:
+    if request.dry_run:
+        _batches(store, request, report, None, stop)
+        return report
+    with fmt.writing(request.to):
+        hook = archive_hook_from_env()
         fmt.drop_partial(request.to)
-        if request.to.is_dir():
-            finish_written(store, request.to, report, hook)
+        finish_written(store, request.to, report, hook)
+        _batches(store, request, report, hook, stop)
+        _expire_keys(store, request.retention, store.now(), report)
+    return report
+
+
+def _batches(
+    store: Store, request: ArchiveRequest, report: ArchiveReport, hook: Hook | None,
+    stop: Callable[[], bool],
+) -> None:  # fmt: skip
+    now = store.now()
     before = now if request.ended_before is None else min(now, request.ended_before)
     cursor: tuple[datetime, str] | None = None
     while not stop():
@@ -100,9 +112,6 @@ def archive(
         due = [run.id for run in found if _retention_passed(store, request, run, now)]
         if due:
             _archive_batch(store, request, due, now, report, hook)
-    if not request.dry_run:
-        _expire_keys(store, request.retention, now, report)
-    return report
 
 
 def _retention_passed(store: Store, request: ArchiveRequest, run: EndedRun, now: datetime) -> bool:

@@ -17,12 +17,14 @@ store: its rows may be in both places, never in neither.
 
 from __future__ import annotations
 
+import fcntl
 import gzip
 import hashlib
 import json
 import os
 import shutil
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -35,6 +37,12 @@ VERSION = 1
 MANIFEST = "manifest.json"
 COMMITTED = "committed.json"
 PARTIAL = ".partial-"
+
+
+class ArchiveBusy(OpenSealError):
+    """Another process holds the archive directory's lock."""
+
+    code = "archive_busy"
 
 
 class ArchiveCorrupt(OpenSealError):
@@ -164,6 +172,22 @@ def mark_committed(batch: Batch, deleted: Mapping[str, int], kept: Sequence[str]
     temporary = batch.path / f".{COMMITTED}"
     _sync_write(temporary, body.encode())
     os.replace(temporary, batch.path / COMMITTED)
+
+
+@contextmanager
+def writing(root: Path) -> Iterator[None]:
+    """Hold the archive directory's lock (``.lock``, an advisory ``flock``): one archive
+    writes into a directory at a time."""
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / ".lock", "a+b") as handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ArchiveBusy(f"another process is archiving into {root}") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 def batches(root: Path) -> Iterator[Batch]:

@@ -67,6 +67,7 @@ if TYPE_CHECKING:
     from openseal.runtime.lifecycle.retention import Retention as Retention
     from openseal.runtime.lifecycle.retention import parse_period as parse_period
     from openseal.runtime.lifecycle.retention import scope_periods as scope_periods
+    from openseal.runtime.lifecycle.schedule import ArchiveSchedule as ArchiveSchedule
     from openseal.runtime.listing import API_AGE as API_AGE
     from openseal.runtime.listing import parse_since as parse_since
     from openseal.runtime.listing import since_for_api as since_for_api
