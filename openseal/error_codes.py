@@ -156,6 +156,20 @@ _ALL: list[ErrorCode] = [
         ),
         ("invalid_status", 409, FAILURE, "The entity's status does not allow the operation."),
         (
+            "recovery_mode",
+            409,
+            FAILURE,
+            "The store is in recovery mode after a restore: nothing is sent until its actions "
+            "are reconciled (`openseal db recovery status`).",
+        ),
+        (
+            "not_backed_up",
+            500,
+            FAILURE,
+            "A backup could not be made or checked (its destination exists, or the copy is "
+            "incomplete).",
+        ),
+        (
             "objective_draft",
             409,
             FAILURE,

@@ -156,7 +156,7 @@ ROOMS: dict[str, frozenset[str]] = {
     "actions": frozenset({"store"}),
     "providers": frozenset(),
     "engine": frozenset({"store", "actions", "providers"}),
-    "lifecycle": frozenset({"store"}),
+    "lifecycle": frozenset({"store", "actions", "engine"}),
     "service": frozenset({"store", "actions", "engine", "governance", "lifecycle", "providers"}),
 }
 #: the rooms the shared modules may import: they sit under every room, and these two under them
@@ -495,7 +495,7 @@ def sibling_calls(root: Path = PACKAGE) -> list[str]:
     repository reaching another through the store instead of its caller deciding."""
     names = {"definitions", "objectives", "runs", "leases", "inbound_events", "agent_requests",
              "dependencies", "proposals", "approvals", "actions", "change_proposals",
-             "idempotency", "tokens", "triggers", "health", "artifacts"}  # fmt: skip
+             "idempotency", "tokens", "triggers", "health", "artifacts", "recoveries"}  # fmt: skip
     found = set()
     for path in sorted((root / "runtime" / "store" / "repos").glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):

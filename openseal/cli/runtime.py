@@ -200,10 +200,13 @@ def opened_for_reading(home: Path) -> Iterator[Reads]:
     lazy_commands={
         "archive": "openseal.cli.db_archive:archive",
         "restore-archive": "openseal.cli.db_archive:restore_archive",
+        "backup": "openseal.cli.db_backup:backup",
+        "restore": "openseal.cli.db_backup:restore",
+        "recovery": "openseal.cli.db_backup:recovery",
     },
 )
 def db() -> None:
-    """Manage the runtime database schema."""
+    """Manage the runtime database: its schema, backups, restores and recovery mode."""
 
 
 @db.command()
@@ -394,6 +397,7 @@ def worker(
             batch_size=batch_size,
             batch_window=batch_window_ms / 1000,
         )
+        engine.notice = log.message
         runner = Worker(
             engine, concurrency=concurrency, poll_interval=poll_interval,
             mode=mode or "forever",  # type: ignore[arg-type]

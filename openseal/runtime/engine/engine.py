@@ -201,6 +201,10 @@ class Engine:
         self.max_turns_per_claim = max_turns_per_claim
         self.on_turn = on_turn
         self.stopping = threading.Event()
+        #: where the engine says what its loop waits for (recovery mode); a worker sets its log
+        self.notice: Callable[[str], None] = log.warning
+        self._notice_lock = threading.Lock()
+        self._recovery_said = False
         #: database faults of this engine's threads, written once per beat while they last
         self.outage = OutageLog(log, lease_seconds / 3)
         self.heartbeats = Heartbeats(store, lease_seconds, self.outage)
@@ -438,12 +442,16 @@ class Engine:
         worker took it), the thread sleeps on instead of searching (docs/decisions/0008)."""
         hint: str | None = None
         mark: int | None = None
+        recovery_checked = False
         while not self.stopping.is_set():
             metrics.worker_seen(self.worker_id)
             if mark is None:  # taken before looking: work committed after it ends the wait
                 mark = self.store.work_mark()
             run_id, hint = hint, None
             try:
+                if not recovery_checked and not self._recovered(poll_interval, idle_exit):
+                    return
+                recovery_checked = True
                 self.triggers.poll()
                 self.cascade.poll()
                 report = self.step(run_id)
@@ -486,6 +494,27 @@ class Engine:
                 continue
             # The next look (the named run, or any) counts wake-ups from the wake's mark on.
             hint, mark = wake.run_id, wake.mark
+            recovery_checked = False  # idle: a recovery started meanwhile is seen now
+
+    def _recovered(self, poll_interval: float, idle_exit: bool) -> bool:
+        """Wait while the store is in recovery mode (invariant 18: a restored store claims no
+        run before its actions are reconciled), saying so once; False when stopped meanwhile
+        (or at once with ``idle_exit``: nothing may be claimed)."""
+        while self.store.recoveries.active() is not None:
+            with self._notice_lock:
+                said, self._recovery_said = self._recovery_said, True
+            if not said:
+                self.notice(
+                    "the store is in recovery mode after a restore: claiming nothing until "
+                    "`openseal db recovery finish`"
+                )
+            if idle_exit or self.stopping.wait(max(poll_interval, 0.5)):
+                return False
+        with self._notice_lock:
+            said, self._recovery_said = self._recovery_said, False
+        if said:
+            self.notice("recovery mode has ended: claiming runs")
+        return True
 
     def _idle_wait(self, poll_interval: float) -> float:
         """How long an idle thread sleeps unless woken: until the earliest lease held now

@@ -14,7 +14,8 @@ codes (``openseal/error_codes.py``).
 - triggers (list, pause, resume, retire): :mod:`.triggers`;
 - capabilities: :mod:`.availability`;
 - engines, workers and model providers: :mod:`.workers`;
-- retention, archiving ended runs and restoring them: :mod:`openseal.runtime.lifecycle`.
+- retention, archiving ended runs and restoring them, backups, restores and recovery
+  mode: :mod:`openseal.runtime.lifecycle`.
 
 The store itself is opened with :func:`openseal.runtime.store.open_store`.
 
@@ -59,6 +60,8 @@ if TYPE_CHECKING:
     from openseal.runtime.id_prefix import choose_id as choose_id
     from openseal.runtime.id_prefix import complete_id as complete_id
     from openseal.runtime.id_prefix import id_prefix as id_prefix
+    from openseal.runtime.lifecycle import backup as backup
+    from openseal.runtime.lifecycle import recovery as recovery
     from openseal.runtime.lifecycle.archive import ArchiveReport as ArchiveReport
     from openseal.runtime.lifecycle.archive import ArchiveRequest as ArchiveRequest
     from openseal.runtime.lifecycle.archive import archive as archive

@@ -167,9 +167,9 @@ def reconcile_action(
         action = mark_unknown(store, action, "taken over by an operator's reconcile", actor)
     if action.status == ActionStatus.NEEDS_ATTENTION:
         action = _reopen(store, action, actor)
-    step = reconcile(
-        store, target, action, context, resend_unclaimed(store, target, context, actor), actor
-    )
+    # In recovery mode only a lookup may settle it: nothing is sent (invariant 18).
+    resend = None if store.recoveries.active() else resend_unclaimed(store, target, context, actor)
+    step = reconcile(store, target, action, context, resend, actor)
     settled = step.action
     if settled.status in (ActionStatus.SUCCEEDED, ActionStatus.FAILED):
         _requeue(store, settled, actor, "action.reconciled")

@@ -19,7 +19,8 @@ never see a table, a statement or SQLAlchemy:
 - ``store.triggers``: trigger deployments, their status and one firing row per occurrence;
 - ``store.artifacts``: content-addressed artefacts, verified by digest on read;
 - ``store.archive``: the rows of ended run trees, out of and back into the live store;
-- ``store.health``: readiness and the numbers ``/metrics`` reads at every scrape.
+- ``store.health``: readiness and the numbers ``/metrics`` reads at every scrape;
+- ``store.recoveries``: recovery mode after a restore, and what reconciling it found.
 
 A repository method either opens its own transaction or, when it takes a ``conn``, works in
 the caller's (``with store.write() as conn: ...``), so one commit can span repositories. A
@@ -107,6 +108,7 @@ if TYPE_CHECKING:
     from openseal.runtime.store.repos.inbound_events import (
         correlation_matches as correlation_matches,
     )
+    from openseal.runtime.store.repos.recoveries import Recovery as Recovery
     from openseal.runtime.store.repos.runs import CancelSweep as CancelSweep
     from openseal.runtime.store.repos.tokens import AccessToken as AccessToken
     from openseal.runtime.store.repos.triggers import Occurrence as Occurrence

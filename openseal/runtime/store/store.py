@@ -41,6 +41,7 @@ from openseal.runtime.store.repos.inbound_events import InboundEvents
 from openseal.runtime.store.repos.leases import Leases
 from openseal.runtime.store.repos.objectives import Objectives
 from openseal.runtime.store.repos.proposals import Proposals
+from openseal.runtime.store.repos.recoveries import Recoveries
 from openseal.runtime.store.repos.runs import Runs
 from openseal.runtime.store.repos.tokens import Tokens
 from openseal.runtime.store.repos.triggers import Triggers
@@ -83,6 +84,7 @@ class Store(StoreBase):
         self.triggers = Triggers(self)
         self.health = Health(self)
         self.archive = Archive(self)
+        self.recoveries = Recoveries(self)
         self.artifacts = ArtifactStore(self.home / "artifacts", self)
 
     def ids_starting_with(self, kind: str, prefix: str, *, limit: int) -> list[str]:

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
+from openseal.errors import StoreError
 from openseal.runtime.clock import utcnow
 from openseal.runtime.store.db import combined, fastsql, group_commit
 from openseal.runtime.store.db.idle_connections import IdleConnections
@@ -94,6 +95,25 @@ class StoreBase:
     def checkpoint(self) -> None:
         """Make the database's own files a complete copy of every commit, for a process that
         stops (``serve``, ``worker``): nothing to do but on SQLite."""
+
+    def one_file(self, path: Path) -> None:
+        """Fold the WAL of the SQLite copy at ``path`` (which nothing has open) into it, so
+        the copy is one file; nothing to do but on SQLite."""
+
+    def integrity_problems(self) -> list[str]:
+        """What the database's own check finds wrong with its files (SQLite's
+        ``integrity_check``); empty when nothing (always, on PostgreSQL)."""
+        return []
+
+    def backup_to(self, dest: Path) -> None:
+        """Copy the database, consistent as of one moment, into the new SQLite file ``dest``
+        while other processes keep working (SQLite only: PostgreSQL is backed up with its own
+        tools)."""
+        raise StoreError(
+            "a PostgreSQL store is backed up with pg_dump or a base backup with WAL archiving "
+            "(docs/operations.md#backups)",
+            code="not_backed_up",
+        )
 
     # -- dialect hooks -------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ import re
 import sqlite3
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import closing
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -91,6 +92,29 @@ class SQLiteDatabase(StoreBase):
                 raw.close()
         except (sa.exc.DBAPIError, sqlite3.Error) as exc:
             log.warning("could not checkpoint %s: %s", where(self.engine), exc)
+
+    def integrity_problems(self) -> list[str]:
+        with self.engine.connect() as conn:
+            found = [str(row[0]) for row in conn.exec_driver_sql("PRAGMA integrity_check")]
+        return [] if found == ["ok"] else found
+
+    def backup_to(self, dest: Path) -> None:
+        # SQLite's online backup API: it copies the database as one read transaction sees it,
+        # while writers go on (WAL mode: readers and the writer never wait for each other).
+        raw = self.engine.raw_connection()
+        try:
+            source = raw.driver_connection
+            assert isinstance(source, sqlite3.Connection)
+            with closing(sqlite3.connect(dest)) as copy:
+                source.backup(copy)
+        finally:
+            raw.close()
+
+    def one_file(self, path: Path) -> None:
+        # A copy nothing has open is kept as one file: its WAL folded in and removed, as a
+        # rollback-journal database (a store that opens it again switches it back to WAL).
+        with closing(sqlite3.connect(path)) as copy:
+            copy.execute("PRAGMA journal_mode=DELETE").fetchall()
 
 
 class PostgresDatabase(StoreBase):

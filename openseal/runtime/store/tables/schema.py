@@ -518,3 +518,21 @@ access_tokens = sa.Table(
     sa.Column("revoked_at", UtcTimestamp, nullable=True),
     sa.Column("revoked_by", sa.String(200), nullable=True),
 )
+
+#: Recovery mode of a store restored from a backup (invariant 18): while a row has no
+#: ``finished_at``, no run is claimed and no action sent. ``report`` is what the last
+#: reconciliation pass found, action by action.
+recoveries = sa.Table(
+    "recoveries",
+    metadata,
+    sa.Column("id", ID, primary_key=True),
+    sa.Column("reason", sa.String(32), nullable=False),
+    sa.Column("source", sa.Text, nullable=True),
+    sa.Column("backup_at", UtcTimestamp, nullable=True),
+    sa.Column("started_by", sa.String(200), nullable=False),
+    sa.Column("started_at", UtcTimestamp, nullable=False),
+    sa.Column("report", sa.JSON, nullable=True),
+    sa.Column("checked_at", UtcTimestamp, nullable=True),
+    sa.Column("finished_by", sa.String(200), nullable=True),
+    sa.Column("finished_at", UtcTimestamp, nullable=True),
+)

@@ -1,0 +1,166 @@
+"""``openseal db backup|restore|recovery``: a SQLite backup taken while runs are written, its
+check, a restore in recovery mode, and the refusals; PostgreSQL's recovery commands."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+from openseal.cli.main import main
+from openseal.runtime import service
+from openseal.runtime.store import Store, open_store
+from tests.cli.test_runtime_cli import Cli, cli, create, store  # noqa: F401  (fixtures)
+from tests.runtime.conftest import backend, pg_admin  # noqa: F401  (fixtures)
+from tests.runtime.support import Backend
+
+
+def recovery(cli: Cli, *args: str) -> tuple[int, str, str]:  # noqa: F811
+    """``openseal db recovery ARGS --home HOME`` (the shared helper places ``--home`` after
+    the group and its first word, which a group of groups does not take)."""
+    cli.capsys.readouterr()
+    code = main(["db", "recovery", *args[:1], "--home", cli.home, *args[1:]])
+    out, err = cli.capsys.readouterr()
+    return code, out, err
+
+
+def recovery_json(cli: Cli, *args: str) -> dict[str, object]:  # noqa: F811
+    code, out, err = recovery(cli, *args, "--output", "json")
+    assert code == 0, err
+    found = json.loads(out)
+    assert isinstance(found, dict)
+    return found
+
+
+def _sqlite_only(backend: Backend) -> None:  # noqa: F811
+    if backend.url is not None:
+        pytest.skip("a PostgreSQL store is backed up with pg_dump (test_backup_restore.py)")
+
+
+def test_a_backup_taken_while_runs_are_written_is_consistent_and_in_recovery_mode(
+    cli: Cli,  # noqa: F811
+    store: Store,  # noqa: F811
+    backend: Backend,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    _sqlite_only(backend)
+    stop = threading.Event()
+    written: list[str] = []
+
+    def write() -> None:
+        writer = open_store(home=backend.home)
+        try:
+            while not stop.is_set() or len(written) < 20:
+                request = service.StartObjective("small", {"n": 1})
+                written.append(service.create_objective(writer, request, service.CLI).run.id)
+        finally:
+            writer.close()
+
+    thread = threading.Thread(target=write)
+    thread.start()
+    try:
+        code, out, err = cli("db", "backup", str(tmp_path / "b"), "--output", "json")
+    finally:
+        stop.set()
+        thread.join(timeout=300)
+    assert code == 0, err
+    made = json.loads(out)
+    assert made["problems"] == [] and made["recovery_mode"] is True
+    copy = open_store(home=tmp_path / "b", read_only=True)
+    try:
+        copied = [run.id for run in copy.runs.query(limit=10_000)]
+        assert copy.recoveries.active() is not None
+    finally:
+        copy.close()
+    assert copied == written[: len(copied)]  # one moment of the live store, runs in order
+    assert sorted(p.name for p in (tmp_path / "b").iterdir()) == ["openseal.db"]
+
+    code, out, err = cli("db", "backup", "--check", str(tmp_path / "b"))
+    assert code == 0, err
+    assert "consistent, schema" in out and "restored, it starts in recovery mode" in out
+
+
+def test_a_restore_replaces_the_store_in_recovery_mode_and_workers_wait(
+    cli: Cli,  # noqa: F811
+    store: Store,  # noqa: F811
+    backend: Backend,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    _sqlite_only(backend)
+    before = create(cli)
+    assert cli("db", "backup", str(tmp_path / "b"))[0] == 0
+    after = create(cli)
+
+    code, _out, err = cli("db", "restore", str(tmp_path / "b"))
+    assert code == 2 and "restore with --replace" in err
+    code, out, err = cli("db", "restore", str(tmp_path / "b"), "--replace")
+    assert code == 0, err
+    assert "in recovery mode" in out
+    ids = [run["id"] for run in cli.json("runs", "list")]  # type: ignore[union-attr]
+    assert before in ids and after not in ids
+
+    status = recovery_json(cli, "status")
+    assert status["recovery_mode"] is True
+    code, _out, err = cli("worker", "--until-idle")
+    assert code == 0, err
+    assert "recovery mode" in err
+    [run] = cli.json("runs", "list")  # type: ignore[misc]
+    assert run["status"] == "queued"  # the worker claimed nothing
+
+    code, _out, err = recovery(cli, "finish")
+    assert code == 1 and "has not reconciled yet" in err
+    code, out, err = recovery(cli, "reconcile")
+    assert code == 0, err
+    assert "no action could have moved since the backup" in out
+    code, out, err = recovery(cli, "finish")
+    assert (code, out) == (0, "recovery finished: workers claim runs again\n"), err
+    assert recovery(cli, "status")[1] == "not in recovery mode\n"
+
+
+def test_the_backup_commands_refuse_what_they_cannot_do(
+    cli: Cli,  # noqa: F811
+    store: Store,  # noqa: F811
+    backend: Backend,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    if backend.url is not None:
+        code, _out, err = cli("db", "backup", str(tmp_path / "b"))
+        assert code == 1 and "pg_dump" in err
+        code, _out, err = cli("db", "restore", str(tmp_path))
+        assert code == 2 and "pg_restore" in err
+        code, _out, err = cli("db", "backup", "--check")
+        assert code == 1 and "not in recovery mode" in err
+        return
+    (tmp_path / "b").mkdir()
+    code, _out, err = cli("db", "backup", str(tmp_path / "b"))
+    assert code == 1 and "a backup is written to a new folder" in err
+    code, _out, err = cli("db", "backup", "--check", str(tmp_path / "b"))
+    assert code == 2 and "no backup at" in err
+    code, _out, err = cli("db", "backup")
+    assert code == 2 and "name DEST" in err
+    code, _out, err = recovery(cli, "finish")
+    assert code == 1 and "not in recovery mode" in err
+    code, _out, err = recovery(cli, "report")
+    assert code == 2 and "never been in recovery mode" in err
+
+
+def test_recovery_mode_is_started_by_hand_after_a_restore_with_other_tools(
+    cli: Cli,  # noqa: F811
+    store: Store,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    code, out, err = recovery(cli, "start", "--backup-at", "2026-12-07T05:00:00")
+    assert code == 0, err
+    assert "in recovery mode" in out
+    status = recovery_json(cli, "status")
+    assert status["recovery"] == {
+        **status["recovery"],
+        "reason": "operator",  # type: ignore[dict-item]
+        "backup_at": "2026-12-07T05:00:00+00:00",
+    }
+    assert recovery(cli, "reconcile")[0] == 0
+    report = recovery_json(cli, "report")
+    assert report["report"] == {**report["report"], "pending": 0}  # type: ignore[dict-item]
+    assert recovery(cli, "finish")[0] == 0

@@ -1,0 +1,181 @@
+"""Recovery mode on both backends: no claim, lookups by key, nothing ever re-sent.
+
+The store is put in recovery mode as a restore leaves it; what a newer timeline did at the
+destination (an order placed after the backup point) is done to the simulator directly, with
+the action's key and payload, so each case is exact. The seed test with real backups, restores
+and worker processes is ``test_backup_restore.py``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from openseal.errors import RuntimeFailure
+from openseal.runtime import service
+from openseal.runtime.lifecycle import recovery
+from openseal.runtime.statuses import ActionStatus, RunStatus
+from openseal.runtime.store import Store
+from openseal.simulator.procurement import ProcurementSimulator
+from tests.runtime.action_support import flow, simulator_fixture  # noqa: F401
+from tests.runtime.lifecycle.recovery_support import (
+    approve,
+    place_order,
+    posts,
+    waiting_for_approval,
+)
+from tests.runtime.support import Backend
+
+ACTOR = "user:test"
+
+
+def _context(f: object) -> object:
+    from openseal.skills.credentials import RuntimeContext
+    from tests.runtime.action_support import context_file
+
+    return RuntimeContext.load(context_file(f.tmp, f.sim))  # type: ignore[attr-defined]
+
+
+def test_a_store_in_recovery_mode_claims_nothing_until_it_is_finished(
+    backend: Backend, simulator: ProcurementSimulator, tmp_path: Path
+) -> None:
+    store: Store = backend.open()
+    f = flow(store, simulator, tmp_path)
+    run = f.start()
+    recovery.start(store, reason="operator", actor=ACTOR)
+    engine = f.engine()
+    said: list[str] = []
+    engine.notice = said.append
+    engine.run_forever(poll_interval=0.05, idle_exit=True)
+    assert store.runs.get(run.id).status == RunStatus.QUEUED
+    assert [e.type for e in store.runs.events(run.id)] == ["run.created"]
+    assert len(said) == 1 and "recovery mode" in said[0]
+
+    with pytest.raises(RuntimeFailure) as refused:
+        recovery.finish(store, ACTOR)  # nothing reconciled yet
+    assert refused.value.code == "recovery_mode"
+    recovery.reconcile(store, _context(f), ACTOR)  # type: ignore[arg-type]
+    recovery.finish(store, ACTOR)
+    engine.run_forever(poll_interval=0.05, idle_exit=True)
+    assert store.runs.get(run.id).status == RunStatus.WAITING_FOR_APPROVAL
+
+
+def test_an_order_placed_after_the_backup_is_found_and_its_approval_asked_again(
+    backend: Backend, simulator: ProcurementSimulator, tmp_path: Path
+) -> None:
+    store: Store = backend.open()
+    f = flow(store, simulator, tmp_path)
+    run, action = waiting_for_approval(f)
+    assert action.status == ActionStatus.WAITING_FOR_APPROVAL
+    order = place_order(store, simulator, action)  # approved and sent in the lost timeline
+    recovery.start(store, reason="operator", actor=ACTOR)
+
+    done = recovery.reconcile(store, _context(f), ACTOR)  # type: ignore[arg-type]
+    assert done.report is not None
+    [finding] = done.report["actions"]
+    assert (finding["before"], finding["after"], finding["outcome"]) == (
+        "waiting_for_approval", "succeeded", "found",
+    )  # fmt: skip
+    assert finding["result"]["order_id"] == order["order_id"]
+    [asked] = done.report["approvals"]
+    assert (asked["run_id"], asked["action"]) == (run.id, "found")
+    recovered = service.show_action(store, action.id).action
+    assert recovered.status == ActionStatus.SUCCEEDED
+    assert recovered.history[-1]["from"] == "waiting_for_approval"
+    recovery.finish(store, ACTOR)
+
+    approve(store, run)  # asked again
+    f.run_until_idle()
+    assert store.runs.get(run.id).status == RunStatus.COMPLETED
+    assert store.runs.get(run.id).context["outputs"] == {"order_id": order["order_id"]}
+    assert simulator.order_count() == 1
+    assert posts(simulator) == 1  # the one placed before the restore: never sent again
+
+
+def test_an_approved_action_found_at_the_destination_is_never_sent(
+    backend: Backend, simulator: ProcurementSimulator, tmp_path: Path
+) -> None:
+    store: Store = backend.open()
+    f = flow(store, simulator, tmp_path)
+    run, action = waiting_for_approval(f)
+    approve(store, run)  # before the backup; the worker admitted and sent it after
+    order = place_order(store, simulator, action)
+    recovery.start(store, reason="operator", actor=ACTOR)
+    recovery.reconcile(store, _context(f), ACTOR)  # type: ignore[arg-type]
+    recovery.finish(store, ACTOR)
+
+    f.run_until_idle()
+    assert store.runs.get(run.id).status == RunStatus.COMPLETED
+    assert store.runs.get(run.id).context["outputs"] == {"order_id": order["order_id"]}
+    assert posts(simulator) == 1
+
+
+def test_a_destination_that_does_not_answer_keeps_recovery_waiting(
+    backend: Backend, simulator: ProcurementSimulator, tmp_path: Path
+) -> None:
+    store: Store = backend.open()
+    f = flow(store, simulator, tmp_path)
+    run, action = waiting_for_approval(f)
+    approve(store, run)
+    recovery.start(store, reason="operator", actor=ACTOR)
+    simulator.set_fault(fail_with_status=503, fail_scope="all")
+    events = len(store.runs.events(run.id))
+
+    waiting = recovery.reconcile(store, _context(f), ACTOR)  # type: ignore[arg-type]
+    assert waiting.report is not None and waiting.report["pending"] == 1
+    with pytest.raises(RuntimeFailure) as refused:
+        recovery.finish(store, ACTOR)
+    assert refused.value.code == "recovery_mode"
+    f.engine().run_forever(poll_interval=0.05, idle_exit=True)
+    assert service.show_action(store, action.id).action.status == ActionStatus.WAITING_FOR_APPROVAL
+    assert len(store.runs.events(run.id)) == events  # never claimed
+    assert posts(simulator) == 0
+
+    simulator.set_fault(fail_with_status=None)
+    again = recovery.reconcile(store, _context(f), ACTOR)  # type: ignore[arg-type]
+    assert again.report is not None
+    assert [a["outcome"] for a in again.report["actions"]] == ["not_found"]
+    recovery.finish(store, ACTOR)
+    f.run_until_idle()
+    assert store.runs.get(run.id).status == RunStatus.COMPLETED
+    assert (simulator.order_count(), posts(simulator)) == (1, 1)
+
+
+def test_without_a_lookup_an_admitted_action_waits_for_an_operator(
+    backend: Backend, simulator: ProcurementSimulator, tmp_path: Path
+) -> None:
+    store: Store = backend.open()
+    f = flow(store, simulator, tmp_path, "no_lookup")
+    run, _action = waiting_for_approval(f)
+    approve(store, run)
+    recovery.start(store, reason="operator", actor=ACTOR)
+    done = recovery.reconcile(store, _context(f), ACTOR)  # type: ignore[arg-type]
+    assert done.report is not None
+    [finding] = done.report["actions"]
+    assert (finding["outcome"], finding["after"]) == ("no_lookup", "needs_attention")
+    recovery.finish(store, ACTOR)
+    f.run_until_idle()
+    assert store.runs.get(run.id).status == RunStatus.NEEDS_ATTENTION
+    assert posts(simulator) == 0
+
+
+def test_an_operators_reconcile_never_sends_in_recovery_mode(
+    backend: Backend, simulator: ProcurementSimulator, tmp_path: Path
+) -> None:
+    store: Store = backend.open()
+    f = flow(store, simulator, tmp_path, "retry_only")
+    run, action = waiting_for_approval(f)
+    approve(store, run)
+    with store.write() as conn:
+        store.runs.load(conn, run.id, lock=True)
+        current = store.actions.get(conn, action.id)
+        store.actions.move(
+            conn, current, ActionStatus.UNKNOWN, now=store.now(), actor=ACTOR, note="test"
+        )
+    recovery.start(store, reason="operator", actor=ACTOR)
+    request = service.Reconciliation(action.id)
+    settled, pending = service.reconcile_action(store, request, service.CLI, context=_context(f))  # type: ignore[arg-type]
+    assert settled.status == ActionStatus.UNKNOWN
+    assert pending is not None and "not allowed" in pending
+    assert posts(simulator) == 0
