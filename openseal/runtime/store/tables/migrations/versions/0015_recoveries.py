@@ -18,6 +18,9 @@ down_revision = "0014"
 branch_labels = None
 depends_on = None
 
+SUMMARY = "add the recoveries table: recovery mode of a store restored from a backup"
+LOCKS = "none"
+
 TIMESTAMP = sa.Float(precision=53)
 
 
