@@ -311,7 +311,14 @@ class ConsoleRunRow(Document):
 
 class ConsoleRuns(Document):
     runs: list[ConsoleRunRow]
+    next_after: Cursor
+    #: the deployed workflows, to filter on
     workflows: list[str]
+
+
+class ConsoleApprovals(ApprovalPage):
+    #: each approval's skill, spend, plain arguments and whether its proposal is verified
+    glance: dict[str, Free]
 
 
 class ConsoleRun(Document):
@@ -323,6 +330,9 @@ class ConsoleRun(Document):
     actions: list[Action]
     #: the workflow's graph laid out for drawing
     graph: Free
+    #: what the run leads to: objective, parent run, pending approvals, agent requests, child
+    #: runs and the event it waits for
+    related: Free
 
 
 class ConsoleRunSummary(Document):

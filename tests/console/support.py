@@ -186,8 +186,13 @@ def serving(
     credentials: dict[str, str] | None = None,
     env: dict[str, str] | None = None,
     local_operator: bool = False,
+    workers: int = 1,
+    before: Callable[[Path], None] | None = None,
 ) -> Iterator[Console]:
     """``openseal serve`` with one worker over a fresh store in ``home``; stopped afterwards.
+
+    ``workers=0`` starts it with no worker (runs stay queued); ``before`` is called with the
+    home once the definitions are registered, before the server starts (to fill the store).
 
     ``credentials`` adds credential references (name → environment variable) to the runtime
     context the server's workers get; ``env`` adds to the server's environment;
@@ -197,6 +202,8 @@ def serving(
     process: subprocess.Popen[bytes] | None = None
     try:
         files = _prepare_home(home, simulator, definitions, credentials or {}, local_operator)
+        if before is not None:
+            before(home)
         port = free_port()
         program = Path(sys.executable).parent / "openseal"
         environment = {**os.environ, TOKEN_ENV: SIMULATOR_TOKEN, "NO_COLOR": "1", **(env or {})}
@@ -206,7 +213,8 @@ def serving(
             process = subprocess.Popen(
                 [
                     str(program), "serve", "--host", "127.0.0.1", "--port", str(port),
-                    "--home", str(home), "--workers", "1", "--authority", str(files["authority"]),
+                    "--home", str(home), "--authority", str(files["authority"]),
+                    *(["--workers", str(workers)] if workers else ["--external-workers"]),
                     "--tokens", str(files["tokens"]),
                     "--context", str(files["context"]), "--scripted-responses", str(script),
                     "--log-level", "warning", *(["--local-operator"] if local_operator else []),

@@ -13,8 +13,9 @@ from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Page, expect
 
 from openseal.quickstart import REQUEST, WORKFLOW
+from openseal.runtime import service
 from openseal.runtime.store import open_store
-from tests.console.support import ALICE, BOB, Console, sign_in
+from tests.console.support import ALICE, BOB, Console, serving, sign_in
 from tests.console.test_console import serious
 from tests.runtime.trigger_support import deploy_triggers, schedule, trigger_project
 
@@ -123,3 +124,60 @@ def test_the_record_pages_have_no_serious_accessibility_violations(
         page.goto(f"{console.url}/{route}")
         expect(page.locator(ready)).to_be_visible()
         assert serious(axe.run(page)) == [], route
+
+
+def test_a_waiting_run_leads_to_its_approval_and_the_inbox_shows_what_it_asks(
+    console: Console, page: Page
+) -> None:
+    run_id = console.start_run()
+    approval = console.pending_approval(run_id)
+    sign_in(page, console, ALICE, "#/approvals")
+    row = page.locator(f'#approvals tr[data-approval="{approval["id"]}"]')
+    expect(row).to_contain_text("submit_purchase_order")
+    expect(row).to_contain_text("11490")
+    expect(row).to_contain_text("vendor=northwind")
+    page.goto(f"{console.url}/#/runs/{run_id}")
+    expect(page.locator("#run-status")).to_have_text("waiting_for_approval")
+    page.locator("#run-approvals").get_by_role("link", name=approval["id"]).click()
+    expect(page.locator("#proposal-hash")).to_have_text(approval["proposal_hash"])
+
+
+def ten_thousand_runs(home: Path) -> None:
+    store = open_store(home=home)
+    try:
+        for _ in range(10_000):
+            service.create_objective(store, service.StartObjective(WORKFLOW, REQUEST), service.CLI)
+    finally:
+        store.close()
+
+
+def test_ten_thousand_runs_are_paged_found_by_id_and_a_refresh_keeps_the_position(
+    page: Page, tmp_path: Path
+) -> None:
+    with serving(tmp_path / "home", workers=0, before=ten_thousand_runs) as console:
+        with console.client(ALICE) as alice:
+            oldest = alice.get("/runs", params={"limit": 1000}).json()["runs"][-1]["id"]
+        sign_in(page, console, ALICE, "#/runs")
+        rows = page.locator("#runs tbody tr")
+        expect(rows).to_have_count(100)
+        page.get_by_role("button", name="Show more").click()
+        expect(rows).to_have_count(200)
+        page.get_by_role("button", name="Show more").click()
+        expect(rows).to_have_count(300)
+        page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
+        scrolled = page.evaluate("window.scrollY")
+        page.evaluate("window.dispatchEvent(new Event('focus'))")  # refreshes now
+        expect(page.locator("#runs + p, p[aria-live]").first).to_contain_text("300 run(s)")
+        expect(rows).to_have_count(300)
+        assert page.evaluate("window.scrollY") == scrolled
+        page.get_by_label("Find").fill(oldest)
+        page.get_by_label("Find").press("Enter")
+        expect(rows).to_have_count(1)
+        expect(rows.first).to_have_attribute("data-run", oldest)
+        page.get_by_label("Find").fill(oldest[:10])  # ten thousand runs made in seconds share it
+        page.get_by_label("Find").press("Enter")
+        expect(page.locator("#runs-message [role=alert]")).to_contain_text("ambiguous")
+        page.get_by_label("Find").fill("")
+        page.get_by_label("Find").press("Enter")
+        page.get_by_label("Status").select_option("completed")
+        expect(page.get_by_text("0 run(s)")).to_be_visible()

@@ -8,7 +8,7 @@ follow ``GET /me``, and the API refuses an operation anyway when the caller may 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query
@@ -18,13 +18,22 @@ from openseal.api.auth import Caller
 from openseal.api.capabilities import requires
 from openseal.api.console.layout import lay_out
 from openseal.api.errors import responses
-from openseal.api.routes.common import Id, Limit, RunStatusQuery, State, Who, scoped
+from openseal.api.routes.common import (
+    ApprovalStatusQuery,
+    Id,
+    Listed,
+    RunStatusQuery,
+    State,
+    Who,
+    next_after,
+    scoped,
+)
 from openseal.api.state import ApiState
 from openseal.compiler import EvaluationError, evaluate
 from openseal.compiler import expr as ex
 from openseal.errors import OpenSealError
 from openseal.runtime import service
-from openseal.runtime.store import DefinitionVersion, Run
+from openseal.runtime.store import DefinitionVersion, NotFound, Run
 from openseal.wire import jsonable
 
 router = APIRouter(tags=["console"], route_class=documents.Documented)
@@ -96,20 +105,54 @@ def _decider_refusal(state: ApiState, who: Caller) -> str | None:
 def list_runs(
     state: State,
     who: Who,
+    listing: Listed,
     status: RunStatusQuery = None,
-    workflow: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
-    limit: Limit = 100,
+    search: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
 ) -> dict[str, Any]:
     """Runs, newest first, with their workflow, version, current state and what each waits
-    for; optionally of one status and one workflow."""
+    for; of one status, workflow, or created since a moment, a page at a time (``after``
+    ``next_after``); ``search`` finds the one run an id (or a unique prefix) names. The
+    workflows that can be filtered on are the deployed ones."""
     versions: dict[str, DefinitionVersion] = {}
-    rows = []
-    found = service.list_runs(
-        state.store, status=status, workflow=workflow, limit=limit, caller=scoped(who)
-    )
-    for run in found:
-        rows.append(_row(run, _version(state, run, versions)))
-    return {"runs": rows, "workflows": sorted({v.name for v in versions.values()})}
+    if search is not None:
+        found: Sequence[Run] = _searched(state, who, search.strip())
+    else:
+        found = service.list_runs(state.store, caller=scoped(who), **listing.filters(status))
+    rows = [_row(run, _version(state, run, versions)) for run in found]
+    deployed = service.governance.list_deployments(state.store)
+    return {
+        "runs": rows,
+        "next_after": None if search is not None else next_after(found, listing.limit),
+        "workflows": sorted(d.name for d in deployed if d.kind == "workflow"),
+    }
+
+
+def _searched(state: ApiState, who: Caller, text: str) -> list[Run]:
+    """The run ``text`` names (an id or a unique prefix; an ambiguous one is refused with the
+    candidates), or none."""
+    try:
+        run_id = service.complete_id(state.store, "run", text)
+        return [service.show_run(state.store, run_id, scoped(who)).run]
+    except NotFound:
+        return []
+
+
+@router.get(
+    "/console/approvals",
+    operation_id="console.approvals",
+    dependencies=requires("approvals.list"),
+    responses=responses(422, ok=documents.ConsoleApprovals),
+)
+def list_approvals(
+    state: State, who: Who, listing: Listed, status: ApprovalStatusQuery = None
+) -> dict[str, Any]:
+    """The approvals inbox: newest first, a page at a time, each with what it asks for at a
+    glance (skill, spend, plain arguments) from its verified proposal."""
+    found = service.list_approvals(state.store, caller=scoped(who), **listing.filters(status))
+    return {
+        **listing.page("approvals", found),
+        "glance": service.approval_glances(state.store, found),
+    }
 
 
 def _version(state: ApiState, run: Run, seen: dict[str, DefinitionVersion]) -> DefinitionVersion:
@@ -155,6 +198,36 @@ def show_run(run_id: Id, state: State, who: Who) -> dict[str, Any]:
         "outputs": _outputs(view.run.context),
         "actions": jsonable(actions),
         "graph": lay_out(version.document.get("graph") or {}).to_dict(),
+        "related": _related(state, who, view.run),
+    }
+
+
+def _related(state: ApiState, who: Caller, run: Run) -> dict[str, Any]:
+    """The records a person follows from a run: the objective, the run that started it, its
+    pending approvals, its requests to other agents, the runs it started, and the event it
+    waits for."""
+    caller = scoped(who)
+    waiting: Mapping[str, Any] = run.waiting or {}
+    approvals = service.list_approvals(state.store, run_id=run.id, status="pending", caller=caller)
+    requests = service.list_agent_requests(state.store, run_id=run.id, limit=100, caller=caller)
+    return {
+        "objective_id": run.objective_id,
+        "parent_run_id": run.parent_run_id,
+        "approvals": [{"id": a.id, "status": str(a.status)} for a in approvals],
+        "agent_requests": [
+            {
+                "id": r.id,
+                "callee": r.callee,
+                "status": str(r.status),
+                "child_run_id": r.child_run_id,
+            }
+            for r in requests
+        ],
+        "child_runs": [
+            {"id": child.id, "status": str(child.status)}
+            for child in service.child_runs(state.store, run.id, caller)
+        ],
+        "event": waiting.get("name") if waiting.get("kind") == "event" else None,
     }
 
 

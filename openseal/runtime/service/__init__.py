@@ -96,6 +96,7 @@ if TYPE_CHECKING:
     from openseal.runtime.service.actions import ActionView as ActionView
     from openseal.runtime.service.actions import ApprovalView as ApprovalView
     from openseal.runtime.service.actions import ProposalView as ProposalView
+    from openseal.runtime.service.actions import approval_glances as approval_glances
     from openseal.runtime.service.actions import list_actions as list_actions
     from openseal.runtime.service.actions import list_approvals as list_approvals
     from openseal.runtime.service.actions import reconcile_action as reconcile_action
@@ -123,6 +124,7 @@ if TYPE_CHECKING:
     from openseal.runtime.service.runs import activate_objective as activate_objective
     from openseal.runtime.service.runs import cancel_run as cancel_run
     from openseal.runtime.service.runs import cancellation as cancellation
+    from openseal.runtime.service.runs import child_runs as child_runs
     from openseal.runtime.service.runs import follow_events as follow_events
     from openseal.runtime.service.runs import intervene as intervene
     from openseal.runtime.service.runs import list_objectives as list_objectives

@@ -5,6 +5,7 @@ resolving of an action whose outcome is open. Deciding an approval is
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, TypedDict, Unpack
@@ -245,6 +246,27 @@ def _requeue(store: Store, action: Action, actor: str, event: str) -> None:
 
 
 # -- helpers ---------------------------------------------------------------------------
+
+
+def approval_glances(store: Store, approvals: Sequence[Approval]) -> dict[str, dict[str, Any]]:
+    """What each approval asks for, at a glance: the skill, what it spends, its plain
+    arguments (``vendor``, ``to``…), and whether the stored proposal matches its hash — read
+    from the verified proposal, keyed by approval id."""
+    glances: dict[str, dict[str, Any]] = {}
+    with store.read() as conn:
+        for approval in approvals:
+            proposal = store.proposals.get(conn, approval.proposal_id)
+            checked = verify_in(conn, store.artifacts, proposal)
+            document = checked.document if isinstance(checked.document, dict) else {}
+            found = document.get("args")
+            args: dict[str, Any] = found if isinstance(found, dict) else {}
+            glances[approval.id] = {
+                "skill": (document.get("skill") or {}).get("name"),
+                "spend": document.get("spend"),
+                "args": {k: v for k, v in args.items() if isinstance(v, str | int | float)},
+                "verified": checked.verified,
+            }
+    return glances
 
 
 def _proposal_view(store: Store, conn: Connection, proposal: Proposal) -> ProposalView:

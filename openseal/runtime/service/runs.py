@@ -283,6 +283,12 @@ def run_tree(store: Store, run_id: str, depth: int = TREE_DEPTH) -> tuple[ChildR
     )
 
 
+def child_runs(store: Store, run_id: str, caller: Caller = CLI) -> list[Run]:
+    """The runs ``run_id`` started for its dependency groups, oldest first (those in the
+    caller's scopes)."""
+    return [run for run in store.dependencies.children_of(run_id) if caller.grant.sees(run.scope)]
+
+
 def waiting_reason(run: Run) -> str | None:
     """One line saying what the run waits for, or why it stopped."""
     waiting = run.waiting

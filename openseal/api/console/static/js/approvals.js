@@ -10,6 +10,30 @@ function mine(me, approval) {
     name === me.principal || me.approver_roles.includes(name));
 }
 
+/** What an approval asks for, at a glance: the skill, the amount, the plain arguments. */
+function asks(glance) {
+  const spend = glance.spend ? `${glance.spend.amount}${glance.spend.currency ? ` ${glance.spend.currency}` : ""}` : null;
+  // words before numbers (a vendor says more than a quantity), minus what the spend shows
+  const spent = glance.spend ? [glance.spend.amount, glance.spend.currency] : [];
+  const args = Object.entries(glance.args || {}).filter(([, value]) => !spent.includes(value))
+    .sort(([, a], [, b]) => (typeof a === "string" ? 0 : 1) - (typeof b === "string" ? 0 : 1))
+    .slice(0, 4).map(([key, value]) => `${key}=${value}`).join(", ");
+  return [glance.skill ? h("strong", {}, glance.skill) : null, spend ? [" ", h("span", { class: "amount" }, spend)] : null,
+    args ? [h("br", {}), h("span", { class: "muted" }, args)] : null,
+    glance.verified === false ? [h("br", {}), h("strong", {}, "proposal does not match its hash")] : null];
+}
+
+function glanceRow(approval, glance) {
+  return h("tr", { dataset: { approval: approval.id } },
+    h("td", {}, h("a", { href: `#/approvals/${encodeURIComponent(approval.id)}` }, approval.proposal_name, " ", h("code", { class: "id" }, approval.id))),
+    h("td", {}, asks(glance)),
+    h("td", {}, h("a", { href: `#/runs/${encodeURIComponent(approval.run_id)}` }, h("code", { class: "id" }, approval.run_id))),
+    h("td", {}, (approval.approvers || []).join(", ") || "anyone the authority knows"),
+    h("td", {}, badge(approval.status)),
+    h("td", {}, age(approval.created_at)),
+    h("td", {}, time(approval.expires_at)));
+}
+
 export async function inbox(main, me) {
   const only = h("input", { id: "only-mine", type: "checkbox", checked: true });
   const status = h("select", { id: "approval-status" },
@@ -17,15 +41,10 @@ export async function inbox(main, me) {
       .map((value) => h("option", { value }, value)));
   const body = h("tbody", {});
   async function load() {
-    const found = (await api.get("/approvals", { status: status.value })).approvals
-      .filter((approval) => !only.checked || mine(me, approval));
-    replace(body, found.length ? found.map((approval) => h("tr", { dataset: { approval: approval.id } },
-      h("td", {}, h("a", { href: `#/approvals/${encodeURIComponent(approval.id)}` }, approval.proposal_name, " ", h("code", {}, approval.id))),
-      h("td", {}, h("a", { href: `#/runs/${encodeURIComponent(approval.run_id)}` }, h("code", {}, approval.run_id))),
-      h("td", {}, (approval.approvers || []).join(", ") || "anyone the authority knows"),
-      h("td", {}, badge(approval.status)),
-      h("td", {}, age(approval.created_at)),
-      h("td", {}, time(approval.expires_at)))) : h("tr", {}, h("td", { colspan: 6, class: "muted" }, "Nothing here.")));
+    const page = await api.get("/console/approvals", { status: status.value });
+    const found = page.approvals.filter((approval) => !only.checked || mine(me, approval));
+    replace(body, found.length ? found.map((approval) => glanceRow(approval, page.glance[approval.id] || {}))
+      : h("tr", {}, h("td", { colspan: 7, class: "muted" }, "Nothing here.")));
   }
   only.addEventListener("change", load);
   status.addEventListener("change", load);
@@ -35,7 +54,7 @@ export async function inbox(main, me) {
       h("label", { for: "approval-status" }, "Status"), status,
       only, h("label", { for: "only-mine" }, "Only those I may decide")),
     h("div", { class: "scroll" }, h("table", { id: "approvals" },
-      h("thead", {}, h("tr", {}, ["Proposal", "Run", "Approvers", "Status", "Age", "Expires"].map((l) => h("th", { scope: "col" }, l)))),
+      h("thead", {}, h("tr", {}, ["Proposal", "Asks for", "Run", "Approvers", "Status", "Age", "Expires"].map((l) => h("th", { scope: "col" }, l)))),
       body)));
   await load();
 }

@@ -21,6 +21,24 @@ function eventLine(event) {
     bits.length ? ` ${bits.join(" ")}` : "");
 }
 
+const link = (route, id, text) => h("a", { href: `#/${route}/${encodeURIComponent(id)}` }, text || h("code", { class: "id" }, id));
+
+/** Field rows leading to the records this run is tied to (only those it has). */
+function related(r) {
+  if (!r) return [];
+  const list = (items, route, label) => h("ul", { class: "inline" }, items.map((item) =>
+    h("li", {}, link(route, item.id), " ", label(item))));
+  return [
+    ["Objective", link("objectives", r.objective_id)],
+    r.parent_run_id ? ["Started by run", link("runs", r.parent_run_id)] : null,
+    r.approvals.length ? ["Approval", h("span", { id: "run-approvals" }, list(r.approvals, "approvals", (a) => badge(a.status)))] : null,
+    r.agent_requests.length ? ["Agent requests", list(r.agent_requests, "requests", (q) => [q.callee, " ", badge(q.status),
+      q.child_run_id ? [" — run ", link("runs", q.child_run_id)] : ""])] : null,
+    r.child_runs.length ? ["Child runs", list(r.child_runs, "runs", (c) => badge(c.status))] : null,
+    r.event ? ["Waits for event", h("code", {}, r.event)] : null,
+  ].filter(Boolean);
+}
+
 export async function page(main, me, runId) {
   const header = h("div", {});
   const controls = h("section", { "aria-labelledby": "commands-title" });
@@ -45,6 +63,7 @@ export async function page(main, me, runId) {
         ["Revision", h("span", { id: "revision" }, String(run.revision))],
         ["Started", time(run.created_at)],
         ["Budget used", jsonView(view.budget_used)],
+        ...related(view.related),
       ]));
     renderCommands(run);
     replace(picture, h("h2", { id: "graph-heading" }, "Graph"),
