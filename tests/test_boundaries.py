@@ -157,7 +157,10 @@ ROOMS: dict[str, frozenset[str]] = {
     "providers": frozenset(),
     "engine": frozenset({"store", "actions", "providers"}),
     "lifecycle": frozenset({"store", "actions", "engine"}),
-    "service": frozenset({"store", "actions", "engine", "governance", "lifecycle", "providers"}),
+    "replay": frozenset({"store", "actions", "engine", "governance"}),
+    "service": frozenset(
+        {"store", "actions", "engine", "governance", "lifecycle", "providers", "replay"}
+    ),
 }
 #: the rooms the shared modules may import: they sit under every room, and these two under them
 UNDER_TOP = frozenset({"store", "providers"})

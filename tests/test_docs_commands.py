@@ -18,7 +18,7 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 #: pages whose sessions a test of their own runs, against servers it scripts
 RUN_ELSEWHERE = {"authoring.md": "tests/authoring/test_authoring_docs.py"}
 #: pages that need minutes; run with `-m slow`
-SLOW = {"governance.md", "identity.md", "orchestration.md", "runtime.md"}
+SLOW = {"governance.md", "identity.md", "orchestration.md", "runtime.md", "versions.md"}
 
 
 def _runnable() -> list[pytest.param]:  # type: ignore[valid-type]

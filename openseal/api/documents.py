@@ -114,6 +114,56 @@ class ProposalPage(Document):
     next_after: Cursor
 
 
+class ReplayedRun(Document):
+    """One run's verdict: ``same``, ``diverges``, ``needs_input`` or ``unsupported``; where
+    (``state``) and why, unless ``same``."""
+
+    run: str
+    workflow: str
+    version: str
+    status: str
+    verdict: str
+    state: str | None
+    why: str | None
+
+
+class ReplayReason(Document):
+    why: str
+    runs: int
+
+
+class ReplayGroup(Document):
+    """The runs that share a verdict and a first differing state."""
+
+    verdict: str
+    state: str
+    runs: int
+    run_ids: list[str]
+    reasons: list[ReplayReason]
+    #: the proposal's risk-widening diff lines that bear on the state
+    risk_widening: list[str]
+
+
+class ReplaySummary(Document):
+    runs: int
+    same: int
+    diverges: int
+    needs_input: int
+    unsupported: int
+    groups: list[ReplayGroup]
+    risk_widening: list[str]
+
+
+class ReplayReport(Document):
+    """Recorded runs re-driven through a proposed version: the summary, then each run."""
+
+    subject: str
+    #: workflow name → the version replayed
+    versions: dict[str, str]
+    summary: ReplaySummary
+    runs: list[ReplayedRun]
+
+
 class ProposalShown(Document):
     proposal: ChangeProposal
     reviews: list[Review]

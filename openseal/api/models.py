@@ -190,6 +190,21 @@ class ProposalChange(Body):
     expected_revision: Revision = None
 
 
+class ProposalReplay(Body):
+    """Which recorded runs to replay: the ``runs`` newest of each workflow the proposal
+    changes (default 100), those started ``since`` (an age such as ``1d`` or an RFC 3339
+    time), or the runs named in ``run``; one of them at most."""
+
+    runs: Annotated[int, Field(ge=1, le=10_000)] | None = None
+    since: Annotated[str, Field(min_length=1, max_length=64)] | None = None
+    run: (
+        Annotated[
+            list[Annotated[str, Field(min_length=1, max_length=200)]], Field(max_length=10_000)
+        ]
+        | None
+    ) = None
+
+
 class Rollback(Body):
     """Re-activate an earlier version (``to``: a digest or prefix; default the previous one)."""
 

@@ -26,6 +26,7 @@ from openseal.cli.client import (
     server_options,
 )
 from openseal.cli.output import echo_data, echo_table, when
+from openseal.cli.replay import proposals_replay
 from openseal.cli.runtime import more_hint, status_option, store_options
 from openseal.runtime import service
 from openseal.runtime.service import ChangeProposalStatus
@@ -172,6 +173,9 @@ def proposals() -> None:
     Without --server they act on the store under --home as --actor (default the local
     operator); with --server (or OPENSEAL_SERVER) they ask that server as the token's principal.
     """
+
+
+proposals.add_command(proposals_replay)
 
 
 @proposals.command("list")

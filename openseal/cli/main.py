@@ -36,6 +36,7 @@ COMMANDS = {
     "runs": "openseal.cli.runs:runs",
     "deploy": "openseal.cli.deploy:deploy",
     "proposals": "openseal.cli.governance:proposals",
+    "replay": "openseal.cli.replay:replay",
     "deployments": "openseal.cli.governance:deployments",
     "approvals": "openseal.cli.approvals:approvals",
     "actions": "openseal.cli.actions:actions",
@@ -75,6 +76,7 @@ SUMMARIES = {
     "models": "Model profiles: check that an endpoint works before a run needs it.",
     "objectives": "Create and inspect objectives (each starts a run of a deployed workflow).",
     "proposals": "Review, decide and activate change proposals filed by `openseal deploy`.",
+    "replay": "Re-drive recorded runs through their own pinned versions and compare.",
     "quickstart": (
         "Run the procurement example end to end on this machine, with nothing to configure."
     ),

@@ -14,6 +14,7 @@ from openseal.api.models import (
     ProposalChange,
     ProposalDecision,
     ProposalFiling,
+    ProposalReplay,
     ProposalReview,
     Rollback,
 )
@@ -188,6 +189,23 @@ def refresh(proposal_id: Id, body: ProposalChange, state: State, who: Who) -> di
     request = gov.ProposalCommand(proposal_id, body.expected_revision)
     proposal = gov.refresh(state.store, request, runtime_caller(state, who))
     return {"proposal": jsonable(proposal)}
+
+
+@router.post(
+    "/proposals/{proposal_id}/replay",
+    operation_id="proposals.replay",
+    dependencies=requires("proposals.replay"),
+    responses=responses(404, ok=documents.ReplayReport),
+)
+def replay(proposal_id: Id, body: ProposalReplay, state: State, who: Who) -> dict[str, Any]:
+    """Re-drive recorded runs of each workflow the proposal changes through the proposed
+    version — no model call, no tool call, no effect — and say per run whether it goes the
+    same way. Reads only; deterministic for the same proposal and runs."""
+    selection = service.replay.selection(
+        runs=body.runs, since=body.since, run_ids=tuple(body.run or ())
+    )
+    report = service.replay.replay_proposal(state.store, proposal_id, selection, scoped(who))
+    return report.to_json()
 
 
 def _filed(result: gov.DeployResult, response: Response) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from openseal.compiler import EvaluationError
 from openseal.contract import ApprovalSettings
@@ -93,7 +93,7 @@ def admit(
         return current
     active = active_grants(conn, store, workflow, proposal, active_digests)
     approval, reason = _approval(conn, store, workflow, proposal, active)
-    reason = _binding(workflow, proposal) or _active_binding(active, proposal) or reason
+    reason = binding_refusal(workflow, proposal) or _active_binding(active, proposal) or reason
     # What will be sent is this proposal's document: it must still be the approved content.
     problem = problem_in(conn, store.artifacts, proposal, stored, encoded_from)
     if problem is not None:
@@ -128,7 +128,25 @@ def admit(
 # -- binding ---------------------------------------------------------------------------
 
 
-def _binding(workflow: CompiledWorkflow, proposal: Proposal) -> str | None:
+class Content(Protocol):
+    """What admission reads of a proposal's content: a stored :class:`Proposal` or a draft
+    that replay evaluated and did not store."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def skill(self) -> str: ...
+    @property
+    def skill_digest(self) -> str: ...
+    @property
+    def actor(self) -> str: ...
+    @property
+    def document(self) -> dict[str, Any]: ...
+
+
+def binding_refusal(workflow: CompiledWorkflow, proposal: Content) -> str | None:
+    """Why the pinned version ``workflow`` does not grant ``proposal`` (skill, digest, actor,
+    constraints on its arguments), or None when it does."""
     entry = (workflow.document.get("skills") or {}).get(proposal.skill)
     if entry is None:
         return f"skill {proposal.skill} is not granted in the pinned workflow version"
@@ -140,7 +158,8 @@ def _binding(workflow: CompiledWorkflow, proposal: Proposal) -> str | None:
     grants = [g for g in entry.get("grants") or () if g.get("actor") == proposal.actor]
     if not grants:
         return f"no binding grants skill {proposal.skill} to {proposal.actor}"
-    problems = [p for g in grants if (p := _constraints(g, proposal.args)) is not None]
+    args = dict(proposal.document.get("args") or {})
+    problems = [p for g in grants if (p := _constraints(g, args)) is not None]
     if len(problems) == len(grants):
         return problems[0]
     return None
@@ -227,7 +246,7 @@ def _constraints(grant: dict[str, Any], args: dict[str, Any]) -> str | None:
 # -- approval --------------------------------------------------------------------------
 
 
-def approval_required(workflow: CompiledWorkflow, proposal: Proposal) -> bool:
+def approval_required(workflow: CompiledWorkflow, proposal: Content) -> bool:
     """An approval state binds this proposal, or the skill's or a grant's policy asks for one."""
     for state in workflow.states.values():
         if state.kind != "approval":

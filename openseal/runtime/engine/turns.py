@@ -125,6 +125,39 @@ def _turn_cost(workflow: CompiledWorkflow, state: str, context: RunContext) -> d
     return {"turns": 1}
 
 
+@dataclass(frozen=True)
+class Moved:
+    """Where an :class:`Advance` leads: the ``target`` state (None: nowhere, ``problem`` says
+    why) and the run's context, entered into ``target`` (or with the output kept, when none)."""
+
+    target: str | None
+    context: RunContext
+    problem: str = ""
+
+
+def advanced(
+    workflow: CompiledWorkflow, context: RunContext, source: str, outcome: Advance
+) -> Moved:
+    """The transition ``outcome`` takes out of ``source``: the state's output joins the
+    context, the workflow's guards pick the target, and the target is entered.
+
+    Pure: the executor applies it in its fenced transaction, and replay
+    (:mod:`openseal.runtime.replay`) re-drives recorded runs with it."""
+    context = context.copy()
+    states = dict(context["states"])
+    if outcome.output is not None:
+        states[source] = outcome.output
+    context["states"] = states
+    scope = state_scope(context["inputs"], states)
+    try:
+        target = workflow.choose(source, outcome.event, scope)
+    except EvaluationError as exc:
+        return Moved(None, context, f"guard of {source} failed: {exc}")
+    if target is None:
+        return Moved(None, context, f"no transition from {source} for event {outcome.event!r}")
+    return Moved(target, enter(context, target, source))
+
+
 def activity_prefix(state: str, position: Position) -> str:
     attempt = position.get("attempt", 0)
     return f"{state}:{position['visit']}" + (f"r{attempt}" if attempt else "")
@@ -415,26 +448,16 @@ class TurnExecutor:
             problem = f"the outcome in {source} was settled otherwise meanwhile; state re-read"
             tx.record_turn(ctx.turn_id, status="failed", error=problem)
             return problem
-        context = tx.run().context.copy()
-        states = dict(context["states"])
-        if outcome.output is not None:
-            states[source] = outcome.output
-        context["states"] = states
-        scope = state_scope(context["inputs"], states)
-        try:
-            target = ctx.workflow.choose(source, outcome.event, scope)
-        except EvaluationError as exc:
-            target, problem = None, f"guard of {source} failed: {exc}"
-        else:
-            problem = f"no transition from {source} for event {outcome.event!r}"
-        if target is None:
-            tx.record_turn(ctx.turn_id, status="failed", error=problem)
-            self._needs_attention(tx, context, source, problem)
-            return problem
+        moved = advanced(ctx.workflow, tx.run().context, source, outcome)
+        if moved.target is None:
+            tx.record_turn(ctx.turn_id, status="failed", error=moved.problem)
+            self._needs_attention(tx, moved.context, source, moved.problem)
+            return moved.problem
+        target = moved.target
         tx.record_turn(ctx.turn_id, phase="advanced", status="completed", event=False)
         tx.update_run(
             current_state=target,
-            context=enter(context, target, source),
+            context=moved.context,
             waiting=None,
             event="state.advanced",
             payload={"from": source, "to": target, "event": outcome.event},

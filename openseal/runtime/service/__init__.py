@@ -11,6 +11,7 @@ codes (``openseal/error_codes.py``).
 - approvals and actions: :mod:`.actions` and ``decide_approval``;
 - definitions by digest and posted deployments: :mod:`.definitions`;
 - governance (change proposals, deployments): :mod:`.governance`;
+- replay of recorded runs (a change proposal's, or each run's own version): :mod:`.replay`;
 - triggers (list, pause, resume, retire): :mod:`.triggers`;
 - capabilities: :mod:`.availability`;
 - engines, workers and model providers: :mod:`.workers`;
@@ -91,6 +92,7 @@ if TYPE_CHECKING:
     from openseal.runtime.requests import StartObjective as StartObjective
     from openseal.runtime.requests import TriggerCommand as TriggerCommand
     from openseal.runtime.service import governance as governance
+    from openseal.runtime.service import replay as replay
     from openseal.runtime.service import tokens as tokens
     from openseal.runtime.service import workers as workers
     from openseal.runtime.service.actions import ActionView as ActionView

@@ -98,7 +98,7 @@ def execute(ctx: StepContext) -> Outcome:
                 return Attention(f"action {action.id} outcome unknown: {step.pending}")
             action = step.action
         else:
-            return _leave(action)
+            return leave(action)
     return Attention(f"action {action.id} did not settle (status {action.status})")
 
 
@@ -356,7 +356,8 @@ def _leave_with(
     return Advance(leaving.event, leaving.output, Settle(within, alone))
 
 
-def _leave(action: Action) -> Outcome:
+def leave(action: Action) -> Outcome:
+    """How the state leaves with ``action`` settled (or why it cannot)."""
     if action.status == ActionStatus.SUCCEEDED:
         return Advance("done", action.result)
     if action.status == ActionStatus.FAILED:

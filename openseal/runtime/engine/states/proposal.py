@@ -21,10 +21,18 @@ from openseal.runtime.store import Action, FencedTx, Proposal, Store
 
 def execute(ctx: StepContext) -> Outcome:
     output: dict[str, Any] = {}
-    for name, config in sorted(ctx.state.settings(ProposalSettings).items()):
-        drafted = proposals.draft(ctx.workflow, ctx.run.id, ctx.state.name, name, config, ctx.scope)
+    for name, drafted in drafts(ctx):
         output[name] = proposals.output_of(store_draft(ctx, drafted))
     return Advance("done", output)
+
+
+def drafts(ctx: StepContext) -> list[tuple[str, Draft]]:
+    """The state's proposals evaluated into their exact payloads, by name; nothing stored
+    (replay compares them with the recorded ones)."""
+    return [
+        (name, proposals.draft(ctx.workflow, ctx.run.id, ctx.state.name, name, config, ctx.scope))
+        for name, config in sorted(ctx.state.settings(ProposalSettings).items())
+    ]
 
 
 def store_draft(ctx: StepContext, drafted: Draft, tx: FencedTx | None = None) -> Proposal:

@@ -1,0 +1,160 @@
+"""The replay room: re-drive recorded runs through a compiled version, with no model call, no
+tool call and no effect (invariant 17), and say per run whether it would go the same way.
+
+``history`` (a run's record, read once, and its path as marks), ``drive`` (the re-drive, by
+the engine's own state logic), ``outside`` (approvals, actions and waits from the record),
+``verdict`` (recorded path against re-driven path) and ``report`` (the summary and verdicts).
+
+Two entry points::
+
+    report = replay_proposal(store, "01a4c9", Selection(runs=100))   # a change, before review
+    report = check_runs(store, Selection(workflow="procure_laptops"))  # each run's own version
+
+Both read the store and write nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from openseal.runtime.compiled import CompiledWorkflow, version_key
+from openseal.runtime.engine.catalog import WorkflowCatalog
+from openseal.runtime.governance.queries import get_proposal
+from openseal.runtime.replay.drive import redrive
+from openseal.runtime.replay.history import load_history, recorded_marks
+from openseal.runtime.replay.report import DiffLine, ReplayReport, RunVerdict
+from openseal.runtime.replay.verdict import Verdict, judge
+from openseal.runtime.store import ListQuery, NotFound, Run, Store
+
+#: runs replayed per workflow when a selection names no number
+DEFAULT_RUNS = 100
+#: runs read per page while selecting
+_PAGE = 500
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which recorded runs to replay: the ``runs`` newest (per workflow), those created at or
+    after ``since``, or the runs named in ``run_ids``; ``workflow`` narrows ``check_runs``."""
+
+    runs: int | None = None
+    since: datetime | None = None
+    run_ids: tuple[str, ...] = ()
+    workflow: str | None = None
+    #: only runs in these scopes (None: every scope); a named run elsewhere is not found
+    scopes: tuple[str, ...] | None = None
+
+
+def replay_run(
+    store: Store, workflow: CompiledWorkflow, run: Run, catalog: WorkflowCatalog | None = None
+) -> Verdict:
+    """The verdict on ``run`` re-driven through ``workflow`` (reads only); ``catalog``: where
+    the run's pinned version is read (a replay of many runs shares one)."""
+    pinned = (catalog or WorkflowCatalog(store)).workflow(run.workflow_digest)
+    kinds = {name: spec.kind for name, spec in pinned.states.items()}
+    history = load_history(store, run, kinds)
+    trace = redrive(store, workflow, history)
+    return judge(recorded_marks(history), trace, workflow)
+
+
+def replay_proposal(store: Store, proposal_id: str, selection: Selection) -> ReplayReport:
+    """Replay the selected runs of each workflow a change proposal changes through the
+    version it proposes. ``proposal_id`` may be a unique prefix."""
+    proposal = get_proposal(store, proposal_id)
+    catalog = WorkflowCatalog(store)
+    versions: dict[str, str] = {}
+    verdicts: list[RunVerdict] = []
+    for target in sorted(proposal.targets, key=lambda t: t.name):
+        if target.kind != "workflow":
+            continue
+        proposed = catalog.workflow(target.digest)
+        versions[target.name] = version_key(target.digest)
+        for run in _selected(store, selection, target.name):
+            verdicts.append(_verdict(store, proposed, run, catalog))
+    diff = tuple(
+        DiffLine(
+            str(c.get("definition")), str(c.get("path")), str(c.get("message")),
+            bool(c.get("widening")),
+        )
+        for c in proposal.diff.get("changes") or ()
+    )  # fmt: skip
+    runs = tuple(sorted(verdicts, key=lambda v: v.run_id))
+    return ReplayReport(proposal.id, versions, runs, diff)
+
+
+def check_runs(store: Store, selection: Selection) -> ReplayReport:
+    """Replay the selected runs through their own pinned versions: a release that
+    reinterprets a recorded history shows as a divergence."""
+    catalog = WorkflowCatalog(store)
+    verdicts = [
+        _verdict(store, catalog.workflow(run.workflow_digest), run, catalog)
+        for run in _selected(store, selection, selection.workflow)
+    ]
+    return ReplayReport("pinned", {}, tuple(sorted(verdicts, key=lambda v: v.run_id)))
+
+
+def _verdict(
+    store: Store, workflow: CompiledWorkflow, run: Run, catalog: WorkflowCatalog
+) -> RunVerdict:
+    return RunVerdict(
+        run.id, workflow.name, version_key(run.workflow_digest), str(run.status),
+        replay_run(store, workflow, run, catalog),
+    )  # fmt: skip
+
+
+def _selected(store: Store, selection: Selection, workflow: str | None) -> list[Run]:
+    """The runs ``selection`` names, of ``workflow`` (None: any), oldest first."""
+    if selection.run_ids:
+        named = [
+            _named(store, run_id, selection.scopes) for run_id in dict.fromkeys(selection.run_ids)
+        ]
+        found = [r for r in named if workflow is None or _workflow_of(store, r) == workflow]
+        return sorted(found, key=lambda r: r.id)
+    limit = selection.runs
+    if limit is None and selection.since is None:
+        limit = DEFAULT_RUNS
+    picked = list(
+        _newest(
+            store,
+            ListQuery(since=selection.since, workflow=workflow, scopes=selection.scopes),
+            limit,
+        )
+    )
+    return sorted(picked, key=lambda r: r.id)
+
+
+def _newest(store: Store, query: ListQuery, limit: int | None) -> Iterator[Run]:
+    after: str | None = None
+    taken = 0
+    while limit is None or taken < limit:
+        size = _PAGE if limit is None else min(_PAGE, limit - taken)
+        page = store.runs.newest(replace(query, limit=size, after=after))
+        yield from page
+        taken += len(page)
+        if len(page) < size:
+            return
+        after = page[-1].id
+
+
+def _named(store: Store, run_id: str, scopes: tuple[str, ...] | None) -> Run:
+    run = store.runs.get(run_id)
+    if scopes is not None and run.scope not in scopes:
+        raise NotFound(f"run {run_id} not found")
+    return run
+
+
+def _workflow_of(store: Store, run: Run) -> str:
+    return WorkflowCatalog(store).workflow(run.workflow_digest).name
+
+
+__all__ = [
+    "ReplayReport",
+    "RunVerdict",
+    "Selection",
+    "Verdict",
+    "check_runs",
+    "replay_proposal",
+    "replay_run",
+]
