@@ -18,7 +18,7 @@ from typing import Any
 
 import click
 
-from openseal.cli.output import echo_data, echo_table
+from openseal.cli.output import echo_data
 from openseal.cli.runtime import check_database_url, context_option, opened, store_options
 from openseal.errors import OpenSealError, UsageError
 from openseal.runtime.service import CLI
@@ -281,10 +281,14 @@ def _echo_report(marker: Any, output: str) -> None:
     def text() -> None:
         state = "finished" if marker.finished_at else "in progress"
         click.echo(f"recovery {state}; reconciled {report['checked_at'] or 'never'}")
-        rows = [[a["action_id"], a["skill"], f"{a['before']} -> {a['after']}", a["outcome"],
-                 _result(a)] for a in report["actions"]]  # fmt: skip
-        echo_table(["action", "skill", "status", "found", "detail"], rows, shrink=["detail"],
-                   empty="no action could have moved since the backup")  # fmt: skip
+        if not report["actions"]:
+            click.echo("no action could have moved since the backup")
+        for found in report["actions"]:
+            click.echo(f"action {found['action_id']} ({found['skill']}, run {found['run_id']}): "
+                       f"{found['before']} -> {found['after']}; {found['outcome']}: "
+                       f"{found['detail']}")  # fmt: skip
+            if found.get("result"):
+                click.echo(f"  recorded {_result(found['result'])}")
         for approval in report["approvals"]:
             click.echo(f"approval {approval['approval_id']} of run {approval['run_id']} "
                        f"({approval['proposal']}) is asked again")  # fmt: skip
@@ -296,8 +300,9 @@ def _echo_report(marker: Any, output: str) -> None:
     echo_data(_recovery_data(marker), output, text)
 
 
-def _result(finding: dict[str, Any]) -> str:
-    result = finding.get("result")
-    if isinstance(result, dict) and result:
-        return " ".join(f"{k}={v}" for k, v in sorted(result.items()))
-    return str(finding["detail"])
+def _result(result: Any) -> str:
+    """The destination's record in a line, ids first."""
+    if not isinstance(result, dict):
+        return str(result)
+    keys = sorted(result, key=lambda k: (not (k == "id" or k.endswith("_id")), k))
+    return " ".join(f"{k}={result[k]}" for k in keys)
