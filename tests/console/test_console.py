@@ -23,7 +23,7 @@ def test_every_page_carries_a_strict_policy_and_the_api_reference_needs_no_inter
     console: Console, page: Page
 ) -> None:
     for path in ("/", "/console/static/js/main.js", "/api/v1/docs"):
-        response = httpx.get(f"{console.url}{path}")
+        response = httpx.get(f"{console.url}{path}", timeout=30)
         assert response.status_code == 200, path
         policy = response.headers["content-security-policy"]
         assert "script-src 'self'" in policy and "unsafe-eval" not in policy
@@ -32,7 +32,7 @@ def test_every_page_carries_a_strict_policy_and_the_api_reference_needs_no_inter
             and "'unsafe-inline'" not in policy.split("script-src")[1].split(";")[0]
         )
         assert response.headers["x-content-type-options"] == "nosniff"
-    index = httpx.get(f"{console.url}/").text
+    index = httpx.get(f"{console.url}/", timeout=30).text
     assert "<script>" not in index and "http://" not in index and "https://" not in index
     outside: list[str] = []
     page.on(

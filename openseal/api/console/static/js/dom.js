@@ -78,14 +78,15 @@ export function fields(pairs) {
 
 /** Any JSON value as nested text: objects as field lists, scalars as code. */
 export function jsonView(value) {
-  if (value === null || value === undefined) return h("code", { class: "muted" }, "null");
+  // nothing is shown as a word a person reads, never as JSON's null, {} or []
+  if (value === null || value === undefined) return h("span", { class: "muted" }, "—");
   if (Array.isArray(value)) {
-    if (value.length === 0) return h("code", {}, "[]");
+    if (value.length === 0) return h("span", { class: "muted" }, "none");
     return h("ol", { class: "json" }, value.map((item) => h("li", {}, jsonView(item))));
   }
   if (typeof value === "object") {
     const keys = Object.keys(value).sort();
-    if (keys.length === 0) return h("code", {}, "{}");
+    if (keys.length === 0) return h("span", { class: "muted" }, "none");
     return fields(keys.map((key) => [key, jsonView(value[key])]));
   }
   return h("code", { class: `json-${typeof value}` }, typeof value === "string" ? value : JSON.stringify(value));
