@@ -183,3 +183,22 @@ def test_a_process_stays_ready_when_a_newer_openseal_migrates_under_it(backend: 
     ready = store.health.readiness()
     assert not ready.ok
     assert ready.checks["migrations"] == f"at 0013, need {migrations.head_revision()}"
+
+
+def test_the_connection_that_built_an_index_concurrently_is_not_pooled(backend: Backend) -> None:
+    """Alembic's autocommit block leaves the driver's connection out of autocommit, the mode
+    every store connection on PostgreSQL keeps (it sends its own BEGIN): the migrating
+    connection is closed rather than handed to a later transaction."""
+    if backend.url is None:
+        pytest.skip("SQLite builds the index in the migration's transaction")
+    from openseal.runtime.store.db.dialects import create_engine
+
+    url = _url(backend)
+    engine = create_engine(url, home=backend.home, synchronous="NORMAL", busy_timeout_ms=1000)
+    try:
+        migrations.upgrade(engine, "0013")
+        migrations.upgrade(engine)
+        with engine.connect() as conn:
+            assert conn.connection.dbapi_connection.autocommit  # type: ignore[union-attr]
+    finally:
+        engine.dispose()

@@ -22,7 +22,7 @@ import sqlalchemy as sa
 from sqlalchemy import event
 
 from openseal.errors import StoreError
-from openseal.runtime.store.db import combined, fastsql, liveness
+from openseal.runtime.store.db import combined, fastsql, liveness, multihost
 from openseal.runtime.store.db.base import StoreBase
 from openseal.runtime.store.db.json_text import compact_json, loads_json
 from openseal.runtime.store.db.listener import NotificationListener
@@ -237,6 +237,7 @@ def create_engine(
     source = "" if url else f" ({DATABASE_URL_ENV})"
     url = url or os.environ.get(DATABASE_URL_ENV) or None
     if url is not None:
+        url = multihost.hosts_as_query(url)
         check_url(url, source)
     if url is None or url.startswith("sqlite"):
         path = home / "openseal.db" if url is None else Path(sa.make_url(url).database or "")

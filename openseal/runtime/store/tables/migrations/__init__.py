@@ -103,6 +103,10 @@ def upgrade(engine: sa.Engine, revision: str = "head") -> str:
     ):
         command.upgrade(_config(connection), revision)
         _check_foreign_keys(connection)
+        if connection.dialect.name == "postgresql":
+            # An autocommit block (online.py) hands the driver's connection back out of the
+            # autocommit mode the store's connections keep (db/pg_begin.py): closed, not pooled.
+            connection.invalidate()
     reached = current_revision(engine)
     assert reached is not None
     return reached
