@@ -258,6 +258,14 @@ _ALL: list[ErrorCode] = [
         ("no_previous_version", 409, FAILURE, "There is no earlier version to roll back to."),
         ("unknown_version", 409, FAILURE, "The version was never deployed under this name."),
         ("nothing_to_roll_back", 409, FAILURE, "The requested version is already active."),
+        (
+            "migration_invalid",
+            422,
+            FAILURE,
+            "A workflow's migrate block does not check against the earlier version it names.",
+        ),
+        ("no_migration", 409, FAILURE, "The change proposal carries no migration of runs."),
+        ("migration_refused", 409, FAILURE, "A run could not be migrated (the reason says why)."),
     ),
     *_codes(
         "approvals",

@@ -152,7 +152,8 @@ RUNTIME_TOP = frozenset(
 #: room → the runtime rooms it may import (besides itself and :data:`RUNTIME_TOP`)
 ROOMS: dict[str, frozenset[str]] = {
     "store": frozenset(),  # narrower still: STORE_MAY_IMPORT
-    "governance": frozenset({"store"}),
+    # a migration drafts the proposals the moved runs' approvals are asked for
+    "governance": frozenset({"store", "actions"}),
     "actions": frozenset({"store"}),
     "providers": frozenset(),
     "engine": frozenset({"store", "actions", "providers"}),

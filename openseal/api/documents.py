@@ -22,7 +22,7 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, create_model
 
 from openseal.runtime.service import Capability, RunView, TriggerView, TurnView
-from openseal.runtime.service.governance import DeploymentInfo, DeployResult
+from openseal.runtime.service.governance import DeploymentInfo, DeployResult, MigrationReport
 from openseal.runtime.store import (
     Action,
     Activation,
@@ -172,6 +172,13 @@ class ProposalShown(Document):
 
 class ProposalChanged(Document):
     proposal: ChangeProposal
+
+
+class MigrationDone(Document):
+    #: each run considered: ``migrated``, ``would_move`` (a dry run), ``blocked``, ``stays``
+    migration: MigrationReport
+    #: runs by outcome
+    counts: dict[str, int]
 
 
 class ObjectiveStarted(Document):

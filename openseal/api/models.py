@@ -205,6 +205,16 @@ class ProposalReplay(Body):
     ) = None
 
 
+class Migration(Body):
+    """Move the waiting runs an activated proposal migrates, or with ``dryRun`` show which
+    would move where; optionally only those of a workflow, an earlier version or a state."""
+
+    dry_run: bool = False
+    workflow: Annotated[str, Field(min_length=1, max_length=200)] | None = None
+    version: Annotated[str, Field(pattern=r"^(sha256:)?[0-9a-f]{6,64}$")] | None = None
+    state: Annotated[str, Field(min_length=1, max_length=200)] | None = None
+
+
 class Rollback(Body):
     """Re-activate an earlier version (``to``: a digest or prefix; default the previous one)."""
 

@@ -82,7 +82,7 @@ SUMMARIES = {
     ),
     "requests": "Agent requests: list and show them, accept, decline, clarify, complete, review.",
     "run": "Run a runbook in this process: compile FILE, then execute its steps as a DAG.",
-    "runs": "Watch and steer runs: show, events, pause, resume, cancel, intervene.",
+    "runs": "Watch and steer runs: show, events, pause, resume, cancel, intervene, migrate.",
     "schema": (
         "Write JSON Schemas for every definition kind, whole definition files, compiled documents"
         " and the bundle manifest to OUT."

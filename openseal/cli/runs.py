@@ -244,7 +244,7 @@ def _run_note(run: Run) -> str:
 
 @click.group()
 def runs() -> None:
-    """Watch and steer runs: show, events, pause, resume, cancel, intervene.
+    """Watch and steer runs: show, events, pause, resume, cancel, intervene, migrate.
 
     Without --server they act on the store under --home as the local operator; with --server
     URL (or OPENSEAL_SERVER) they ask that server, as the token's principal.
@@ -730,3 +730,12 @@ def intervene(steer: Steer, state: str | None, value: str | None) -> None:
             ),
         )  # fmt: skip
     _changed(run, steer.output, "changed")
+
+
+def _attach_migrate() -> None:
+    from openseal.cli.migrate import migrate_command
+
+    runs.add_command(migrate_command)
+
+
+_attach_migrate()

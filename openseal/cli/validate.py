@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -28,8 +30,22 @@ from openseal.cli.output import emit_diagnostics, max_diagnostics_option, output
     help="Only read and decode the files (syntax, keys, values); skip references, "
     "types, graph and policy checks.",
 )
+@click.option(
+    "--against",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="A bundle (from `openseal compile --out`) holding earlier versions: check each "
+    "workflow's `migrate` blocks against the version they name (OS6xx).",
+)
 @max_diagnostics_option
-def validate(paths: tuple[Path, ...], fmt: str, output: str, syntax_only: bool, limit: int) -> None:
+def validate(
+    paths: tuple[Path, ...],
+    fmt: str,
+    output: str,
+    syntax_only: bool,
+    against: Path | None,
+    limit: int,
+) -> None:
     """Check definition files (HCL or YAML) and report every problem with its location.
 
     Runs every check `openseal compile` runs and writes nothing: it exits 1
@@ -42,6 +58,7 @@ def validate(paths: tuple[Path, ...], fmt: str, output: str, syntax_only: bool, 
         openseal validate definitions/
         openseal validate definitions/procurement/hcl --format github
         openseal validate definitions/ --output json
+        openseal validate definitions/procurement/hcl --against build/
     """
     from openseal.compiler import Stage, compile_paths
 
@@ -49,8 +66,27 @@ def validate(paths: tuple[Path, ...], fmt: str, output: str, syntax_only: bool, 
         fmt = output
     # Through emit: a name defined differently in two projects shows only in the
     # documents' digests. Nothing is written.
-    result = compile_paths(list(paths), through=Stage.LOAD if syntax_only else Stage.EMIT)
+    through = Stage.LOAD if syntax_only else Stage.EMIT
+    result = compile_paths(list(paths), through=through, earlier=_earlier(against))
     loaded = result.loaded
     emit_diagnostics(result.diagnostics, loaded.sources, len(loaded.files), fmt, __version__, limit)
     if not result.ok:
         sys.exit(1)
+
+
+def _earlier(bundle: Path | None) -> Callable[[str], Mapping[str, Any]] | None:
+    """The workflows of ``bundle`` by name, then digest: the versions ``migrate`` may name."""
+    if bundle is None:
+        return None
+    from openseal.compiler import is_bundle, read_bundle
+    from openseal.errors import UsageError
+
+    if not is_bundle(bundle):
+        raise UsageError(
+            f"--against {bundle}: not a bundle (write one with `openseal compile --out`)"
+        )
+    by_name: dict[str, dict[str, Any]] = {}
+    for entry in read_bundle(bundle).entries.values():
+        if entry.kind == "workflow":
+            by_name.setdefault(entry.name, {})[entry.digest] = entry.document
+    return lambda name: by_name.get(name, {})

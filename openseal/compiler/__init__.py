@@ -26,6 +26,8 @@ below (``from openseal.compiler import compile_paths, write_bundle``), never a s
 - compiling: :func:`compile_paths` (as far as a :class:`Stage`), :func:`write_bundle`,
   :func:`read_bundle`; a runbook file to its plan: :func:`prepare`;
 - diagnostics and their renderings (human, JSON, SARIF, GitHub);
+- migrations of waiting runs: :func:`check_migrations` (a workflow's ``migrate`` blocks
+  against the compiled earlier versions), :func:`find_earlier`;
 - comparing and drawing: :func:`diff_documents`, :func:`to_mermaid`, :func:`to_dot`,
   :func:`to_svg`; the JSON Schemas;
 - the expression and type language the runtime and the runbook executor evaluate compiled
@@ -45,6 +47,8 @@ from openseal.lazy_exports import lazy_exports
 if TYPE_CHECKING:
     from openseal.compiler.analysis.builtin_steps import STEP_TYPES as STEP_TYPES
     from openseal.compiler.analysis.checks.policy import looks_secret as looks_secret
+    from openseal.compiler.analysis.migration import check_migrations as check_migrations
+    from openseal.compiler.analysis.migration import find_earlier as find_earlier
     from openseal.compiler.analysis.runbook_plan import Plan as Plan
     from openseal.compiler.analysis.runbook_plan import PlanStep as PlanStep
     from openseal.compiler.definitions.field_types import parse_duration as parse_duration

@@ -9,7 +9,8 @@ Codes are stable. They are grouped by the stage that reports them:
 * ``OS2xx`` names and references;
 * ``OS3xx`` expression and argument types;
 * ``OS4xx`` graph checks (states, transitions, runbook cycles);
-* ``OS5xx`` authority and policy checks (bindings, risk, approvals, secrets, budgets).
+* ``OS5xx`` authority and policy checks (bindings, risk, approvals, secrets, budgets);
+* ``OS6xx`` migrations of waiting runs (a ``migrate`` block against the earlier version).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ CODE_GROUPS: dict[str, str] = {
     "3": "types",
     "4": "graph checks",
     "5": "authority and policy checks",
+    "6": "migrations of waiting runs",
 }
 
 #: Every code openseal emits, with a short title (used in docs and SARIF rules).
@@ -98,6 +100,13 @@ CODES: dict[str, str] = {
     "OS510": "retry on an effect where nothing applies it",
     "OS511": "unknown token role in an approver, reviewer or decider list",
     "OS512": "delegate carves more of a budget than its caller has",
+    # migrations of waiting runs
+    "OS601": "unknown earlier version",
+    "OS602": "waiting state neither mapped nor left behind",
+    "OS603": "unknown state in a migration",
+    "OS604": "carried value of the wrong type",
+    "OS605": "migration moves runs past an effect",
+    "OS606": "runs of this kind of state cannot move there",
 }
 
 

@@ -62,6 +62,7 @@ def compile_paths(
     through: Stage = Stage.EMIT,
     analysis: bool = False,
     overlay: Mapping[Path, bytes] | None = None,
+    earlier: EarlierVersions | None = None,
 ) -> CompileResult:
     """Compile every definition file under ``paths`` as far as ``through``; never raises
     for bad input.
@@ -77,6 +78,10 @@ def compile_paths(
     ``overlay`` maps files under ``paths`` to contents that stand in for them, or add to
     them when they do not exist: a draft compiled together with the definitions it joins,
     with nothing written. The project cache is then not used.
+
+    ``earlier`` gives, by workflow name, the compiled documents of its earlier versions
+    (digest → document): each emitted workflow's ``migrate`` blocks are then checked against
+    the version they name (``OS6xx``, at the block). Without it they are checked when deployed.
     """
     files, found = discover(paths)
     if overlay:
@@ -128,10 +133,28 @@ def compile_paths(
                         key, document.span, cased, first.span, where=" of another project"
                     )
                 )
+    if earlier is not None and result.ok:
+        result.diagnostics += _migration_diagnostics(result, earlier)
     result.diagnostics = sorted(set(result.diagnostics), key=sort_key)
     if not result.ok:
         result.documents = {}
     return result
+
+
+#: a workflow's name → its earlier versions' compiled documents, by digest
+EarlierVersions = Callable[[str], Mapping[str, Mapping[str, Any]]]
+
+
+def _migration_diagnostics(result: CompileResult, earlier: EarlierVersions) -> list[Diagnostic]:
+    from openseal.compiler.analysis.migration import check_migrations
+
+    written = {d.key: d for d in result.loaded.definitions}
+    found: list[Diagnostic] = []
+    for key, document in sorted(result.documents.items()):
+        if document.kind == "workflow" and document.document["spec"].get("migrate"):
+            versions = earlier(document.name)
+            found += check_migrations(document.document, versions, written.get(key))
+    return found
 
 
 def write_bundle(result: CompileResult, out_dir: Path, root: Path | None = None) -> dict[str, Any]:

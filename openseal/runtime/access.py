@@ -75,6 +75,8 @@ PERMISSIONS: dict[str, frozenset[str]] = {
     "proposals.file": frozenset({AUTHOR, ADMIN}),
     "proposals.refresh": frozenset({AUTHOR, ADMIN}),
     "proposals.activate": frozenset({AUTHOR, ADMIN}),
+    # a dry run is the review's view; moving runs is for the policy's deciders only
+    "proposals.migrate": frozenset({AUTHOR, REVIEWER, DECIDER, ADMIN}),
     "deployments.rollback": frozenset({AUTHOR, ADMIN}),
     "authoring.draft": frozenset({AUTHOR, ADMIN}),
     # governance's policy still decides which reviewers and deciders count

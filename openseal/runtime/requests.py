@@ -107,6 +107,19 @@ class ProposalCommand:
 
 
 @dataclass(frozen=True)
+class RunMigration:
+    """Move (or with ``dry_run`` plan to move) the waiting runs change proposal
+    ``proposal_id`` migrates, narrowed to a ``workflow``, an earlier ``version`` (a digest
+    prefix) and a ``state`` of it."""
+
+    proposal_id: str
+    dry_run: bool = False
+    workflow: str | None = None
+    version: str | None = None
+    state: str | None = None
+
+
+@dataclass(frozen=True)
 class EventDelivery:
     """An event from outside: ``name``, ``payload``, the ``correlation`` a waiting run matches,
     and the sender's ``key`` for this delivery (a redelivery with it changes nothing)."""

@@ -11,6 +11,7 @@ from openseal.api import documents
 from openseal.api.capabilities import requires
 from openseal.api.errors import responses
 from openseal.api.models import (
+    Migration,
     ProposalChange,
     ProposalDecision,
     ProposalFiling,
@@ -206,6 +207,21 @@ def replay(proposal_id: Id, body: ProposalReplay, state: State, who: Who) -> dic
     )
     report = service.replay.replay_proposal(state.store, proposal_id, selection, scoped(who))
     return report.to_json()
+
+
+@router.post(
+    "/proposals/{proposal_id}/migrate",
+    operation_id="proposals.migrate",
+    dependencies=requires("proposals.migrate"),
+    responses=responses(403, 404, 409, 422, ok=documents.MigrationDone),
+)
+def migrate(proposal_id: Id, body: Migration, state: State, who: Who) -> dict[str, Any]:
+    """Move the waiting runs an activated proposal's migration covers, each in its own
+    transaction with one ``run.migrated`` event (``dryRun``: which would move where, nothing
+    changed). A run with an unsettled action stays and is reported ``blocked``."""
+    request = gov.RunMigration(proposal_id, body.dry_run, body.workflow, body.version, body.state)
+    report = gov.migrate_runs(state.store, request, runtime_caller(state, who))
+    return {"migration": jsonable(report), "counts": report.counts}
 
 
 def _filed(result: gov.DeployResult, response: Response) -> dict[str, Any]:

@@ -492,6 +492,34 @@ class RetentionPolicy(Spec):
     )
 
 
+class MigrateState(Spec):
+    """Where the runs waiting in one state of the earlier version go."""
+
+    to: Reference = Field(description="the state of this version the runs move to")
+    carry: dict[Identifier, Expression] = Field(
+        default_factory=dict,
+        description="outputs of this version's states, computed from the moved run: "
+        "`state.<name>.output` and `input.<name>` are the run's, as the earlier version "
+        "recorded them",
+    )
+
+
+class Migrate(Spec):
+    """How runs of an earlier version of the workflow move to this one (under governance)."""
+
+    version: str = Field(
+        pattern=r"^(sha256:)?[0-9a-f]{6,64}$",
+        description="the earlier version: its digest, or a prefix of at least 6 hex digits",
+    )
+    state: dict[Identifier, MigrateState] = Field(
+        default_factory=dict, description="each waiting state of the earlier version, mapped"
+    )
+    leave: list[Identifier] = Field(
+        default_factory=list,
+        description="waiting states of the earlier version whose runs stay on it",
+    )
+
+
 class WorkflowSpec(Spec):
     description: str | None = None
     owner: Reference
@@ -511,6 +539,11 @@ class WorkflowSpec(Spec):
         "workflow of every cycle of workflows that start each other",
     )
     state: dict[Identifier, State]
+    migrate: Annotated[list[Migrate], BeforeValidator(_one_or_many)] = Field(
+        default_factory=list,
+        description="maps of earlier versions' waiting states to this version's, one per "
+        "earlier version; applied only by an activated change proposal",
+    )
 
 
 # --------------------------------------------------------------------------- runbooks

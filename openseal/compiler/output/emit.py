@@ -316,6 +316,8 @@ def build_document(
             del document["spec"]["max_depth"]  # likewise for a run-tree depth bound
         if spec.retention is None:
             del document["spec"]["retention"]  # and for a retention policy
+        if not spec.migrate:
+            del document["spec"]["migrate"]  # and for a workflow that migrates no runs
     elif isinstance(spec, RunbookSpec):
         document.update(_runbook_parts(definition.name, spec, analysis, graphs, digests))
     elif isinstance(spec, AgentSpec):

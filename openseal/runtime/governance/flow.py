@@ -33,7 +33,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from openseal.canonical import canonical_bytes, sha256_digest
-from openseal.compiler import Bundle, CompiledDocument
+from openseal.compiler import Bundle, CompiledDocument, check_migrations
 from openseal.errors import UsageError
 from openseal.runtime.clock import iso
 from openseal.runtime.governance.change_proposals import (
@@ -152,6 +152,7 @@ def deploy(
     """
     _check_actor(actor)
     entries = _entries(source)
+    _check_migrations(store, entries)
     for entry in entries:
         store.definitions.put(entry.digest, entry.kind, entry.name, entry.document)
     deployable = sorted((e for e in entries if e.kind in DEPLOYABLE_KINDS), key=lambda e: e.name)
@@ -292,6 +293,36 @@ def _entries(source: Mapping[str, CompiledDocument] | Bundle) -> list[_Entry]:
     else:
         items = [(d.kind, d.name, d.digest, d.document) for d in source.values()]
     return [_Entry(kind, name, store_key(digest), doc) for kind, name, digest, doc in items]
+
+
+def migrates_runs(store: Store, conn: Connection, proposal: ChangeProposal) -> bool:
+    """Whether a target of ``proposal`` is a workflow version with a ``migrate`` block."""
+    for target in proposal.targets:
+        if target.kind != "workflow":
+            continue
+        found = store.definitions.document(conn, target.digest)
+        if found is not None and found[1].get("spec", {}).get("migrate"):
+            return True
+    return False
+
+
+def _check_migrations(store: Store, entries: list[_Entry]) -> None:
+    """Refuse a workflow whose ``migrate`` blocks do not check against the stored earlier
+    versions they name (``migration_invalid``, with the compiler's diagnostics)."""
+    found = []
+    for entry in entries:
+        if entry.kind == "workflow" and entry.document.get("spec", {}).get("migrate"):
+            with store.read() as conn:
+                earlier = store.definitions.versions_named(conn, "workflow", entry.name)
+            earlier.pop(entry.digest, None)
+            found += check_migrations(entry.document, earlier)
+    errors = [d for d in found if d.is_error]
+    if errors:
+        lines = "\n".join(f"  {d.span}: {d.code} {d.message}" for d in errors)
+        raise GovernanceError(
+            f"the migration does not check against the earlier version; nothing deployed:\n{lines}",
+            code="migration_invalid",
+        )
 
 
 def _check_kinds(deployable: list[_Entry], active: Mapping[str, tuple[str, str]]) -> None:
@@ -449,8 +480,10 @@ def activate(
 
     The proposal must be ``approved`` and fresh: if any active version or the active governance
     changed since it was diffed, it is refused with ``stale_proposal`` until :func:`refresh`.
-    New runs use the new versions; runs already started keep theirs. Older open proposals for
-    the same deployments become ``superseded``.
+    New runs use the new versions; runs already started keep theirs, except the waiting runs
+    a workflow version's ``migrate`` block moves, each in its own transaction once the
+    activation committed (:mod:`.moves`). Older open proposals for the same deployments become
+    ``superseded``.
     """
     with _mutation(store, proposal_id, actor, expected_revision) as (conn, proposal, now):
         if proposal.status is not S.APPROVED:
@@ -487,7 +520,10 @@ def activate(
             values={"status": S.ACTIVATED, "activated_at": now},
         )
         _supersede_older(store, conn, updated, actor, now)
-    return updated
+    # Runs move after the versions switched, each in its own transaction (invariant 17).
+    from openseal.runtime.governance.moves import after_activation
+
+    return after_activation(store, updated, actor)
 
 
 def _reason(proposal: ChangeProposal) -> str:
@@ -599,6 +635,8 @@ def _auto_approve(
     policy = Policy.from_dict(proposal.policy)
     if proposal.risk_widening or not policy.auto_approve_narrowing:
         return proposal
+    if migrates_runs(store, conn, proposal):
+        return proposal  # moving runs is never approved by the policy alone
     decision = {
         "decision": "approved",
         "by": POLICY_ACTOR,

@@ -62,6 +62,7 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
         "deployments.list", "deployments.history", "deployments.rollback",
         "proposals.list", "proposals.show", "proposals.file", "proposals.review",
         "proposals.decide", "proposals.activate", "proposals.refresh", "proposals.replay",
+        "proposals.migrate",
     ),
     "objectives": ("objectives.list", "objectives.show", "objectives.set_status"),
     "run_creation": ("objectives.create", "objectives.activate", "asks.plan", "asks.confirm"),

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from openseal.runtime.access import check_scope
 from openseal.runtime.caller import CLI, Caller
 from openseal.runtime.governance import flow as gov
+from openseal.runtime.governance import moves
 from openseal.runtime.governance.flow import (
     ChangeProposal,
     Conflict,
@@ -28,12 +29,14 @@ from openseal.runtime.governance.flow import (
     store_key,
     wait_for_activation,
 )
+from openseal.runtime.governance.migration import MigrationReport, RunMove, Selection
 from openseal.runtime.requests import (
     Deployment,
     ProposalCommand,
     ProposalDecision,
     ProposalReview,
     Rollback,
+    RunMigration,
 )
 from openseal.runtime.store import Store
 
@@ -45,11 +48,14 @@ __all__ = [
     "Deployment",
     "DeploymentInfo",
     "GovernanceError",
+    "MigrationReport",
     "NotAllowed",
     "ProposalCommand",
     "ProposalDecision",
     "ProposalReview",
     "Rollback",
+    "RunMigration",
+    "RunMove",
     "StaleProposal",
     "Verdict",
     "activate",
@@ -59,6 +65,7 @@ __all__ = [
     "get_proposal",
     "list_deployments",
     "list_proposals",
+    "migrate_runs",
     "proposal_events",
     "proposal_reviews",
     "refresh",
@@ -145,3 +152,14 @@ def refresh(store: Store, request: ProposalCommand, caller: Caller) -> ChangePro
     return gov.refresh(
         store, request.proposal_id, caller.actor, expected_revision=request.expected_revision
     )
+
+
+def migrate_runs(store: Store, request: RunMigration, caller: Caller) -> MigrationReport:
+    """Move the waiting runs an activated proposal migrates (each in its own transaction), or
+    with ``dry_run`` show which would move where; only a decider under its policy moves them."""
+    get_proposal(store, request.proposal_id, caller)
+    selection = Selection(request.workflow, request.version, request.state)
+    return moves.migrate(
+        store, request.proposal_id, caller.actor, dry_run=request.dry_run,
+        selection=selection, roles=caller.grant.roles,
+    )  # fmt: skip

@@ -51,6 +51,9 @@ NOT_DISPATCHED = (
 #: statuses whose effect may have happened and is not settled
 OPEN_OUTCOME = (ActionStatus.DISPATCHED, ActionStatus.UNKNOWN, ActionStatus.NEEDS_ATTENTION)
 
+#: statuses that block a run's migration until the action settles (invariant 17)
+UNSETTLED = (ActionStatus.ADMITTED, *OPEN_OUTCOME)
+
 #: the action statuses that follow their approval (nothing admitted or sent yet)
 FOLLOWS_APPROVAL = (
     ActionStatus.PROPOSED,
@@ -420,6 +423,16 @@ class Actions(Repository):
             elif action.status in (*OPEN_OUTCOME, ActionStatus.SUCCEEDED, ActionStatus.FAILED):
                 report.append(action_boundary(action))
         return report
+
+    def unsettled(self, conn: sa.Connection, run_id: str) -> list[Action]:
+        """The run's actions that may have had an effect and are not settled (admitted,
+        dispatched, unknown or needing attention): a migration does not move the run past them."""
+        rows = conn.execute(
+            sa.select(actions)
+            .where(actions.c.run_id == run_id, actions.c.status.in_([str(s) for s in UNSETTLED]))
+            .order_by(actions.c.id)
+        ).mappings()
+        return [Action.from_row(row) for row in rows]
 
     def newest(self, query: ListQuery, *, run_id: str | None = None) -> list[Action]:
         """One page of actions, newest first (see :class:`ListQuery`), optionally of one run."""

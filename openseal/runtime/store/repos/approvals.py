@@ -154,6 +154,23 @@ class Approvals(Repository):
         )
         return closed
 
+    def withdraw(
+        self, conn: sa.Connection, approval: Approval, *, reason: str, now: datetime, actor: str
+    ) -> Approval | None:
+        """Cancel pending ``approval`` because what it was asked for changed, with its
+        ``approval.withdrawn`` event on the (locked) run; None when it was no longer pending.
+        Then call ``store.actions.follow_approval``."""
+        closed = self.close(
+            conn, approval, ApprovalStatus.CANCELED, now=now, actor=actor, reason=reason,
+            decision="withdrawn",
+        )  # fmt: skip
+        if closed is not None:
+            change_run(
+                conn, approval.run_id, event_type="approval.withdrawn", actor=actor,
+                payload=approval_summary(closed), now=now,
+            )  # fmt: skip
+        return closed
+
     def cancel_for_run(
         self, conn: sa.Connection, run_id: str, now: datetime, actor: str
     ) -> list[str]:

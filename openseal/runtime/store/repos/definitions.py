@@ -222,6 +222,16 @@ class Definitions(Repository):
             return None
         return f"{row.kind}.{row.name}", json.loads(row.document)
 
+    def versions_named(self, conn: sa.Connection, kind: str, name: str) -> dict[str, Any]:
+        """Digest → document of every stored version of ``kind.name`` (a migration's earlier
+        versions)."""
+        rows = conn.execute(
+            sa.select(versions.c.digest, versions.c.document).where(
+                versions.c.kind == kind, versions.c.name == name
+            )
+        )
+        return {r.digest: json.loads(r.document) for r in rows}
+
     def kind_of(self, conn: sa.Connection, digest: str) -> str:
         """The kind of stored version ``digest``."""
         found = conn.execute(sa.select(versions.c.kind).where(versions.c.digest == digest))

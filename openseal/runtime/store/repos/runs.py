@@ -329,6 +329,40 @@ class Runs(Repository):
             self._store.notify_work(conn, run_id)
         return changed
 
+    def ids_on_version(
+        self, conn: sa.Connection, digest: str, *, after: str | None = None, limit: int = 500
+    ) -> list[str]:
+        """Ids of the live runs pinned to version ``digest``, in id order, ``limit`` at a time
+        after ``after`` (a migration's candidates)."""
+        stmt = (
+            sa.select(runs.c.id)
+            .where(runs.c.workflow_digest == digest, runs.c.status.in_(sorted(LIVE_RUN_STATUSES)))
+            .order_by(runs.c.id)
+            .limit(limit)
+        )
+        if after is not None:
+            stmt = stmt.where(runs.c.id > after)
+        return list(conn.execute(stmt).scalars())
+
+    def migrate(
+        self,
+        conn: sa.Connection,
+        run: Run,
+        *,
+        values: dict[str, Any],
+        payload: dict[str, Any],
+        actor: str,
+        now: datetime,
+    ) -> Run:
+        """Move ``run`` (read under its row lock) to another version with its one
+        ``run.migrated`` event: ``values`` (version, context, state, wait) and the epoch bumped,
+        so a worker that read it before the move can write nothing after it (invariant 17)."""
+        moved, _ = change_run(
+            conn, run.id, event_type="run.migrated", actor=actor, payload=payload, now=now,
+            values={**values, "epoch": runs.c.epoch + 1},
+        )  # fmt: skip
+        return moved
+
     def wake_for_action(
         self, conn: sa.Connection, action: Action, actor: str, event: str, now: datetime
     ) -> None:
