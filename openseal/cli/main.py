@@ -68,7 +68,7 @@ SUMMARIES = {
     ),
     "compile": "Compile definition files (HCL or YAML) into a bundle of versioned JSON documents.",
     "completion": "Print the completion script for SHELL: commands, options and their choices.",
-    "db": "Manage the runtime database schema.",
+    "db": "Manage the runtime database: its schema, backups, restores and recovery mode.",
     "deploy": "Store the definitions at PATH and file a change proposal for what changed.",
     "deployments": "Deployments: which version each workflow, runbook and governance name runs.",
     "diff": "Show the semantic changes from OLD to NEW and flag the ones that widen authority.",

@@ -501,6 +501,7 @@ class Engine:
         run before its actions are reconciled), saying so once; False when stopped meanwhile
         (or at once with ``idle_exit``: nothing may be claimed)."""
         while self.store.recoveries.active() is not None:
+            metrics.worker_seen(self.worker_id)  # alive, and waiting on purpose
             with self._notice_lock:
                 said, self._recovery_said = self._recovery_said, True
             if not said:
