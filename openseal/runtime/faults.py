@@ -34,6 +34,11 @@ Archiving ended runs (``openseal db archive``) has ``archive.written`` (a batch 
 verified, its rows still live) and ``archive.deleted`` (its rows deleted and committed, the
 batch not yet marked committed); the file holds the batch's name.
 
+A migration (activating a change proposal that moves waiting runs, or ``openseal runs
+migrate``) has ``run.migrated`` (a run's move is written, the commit not issued); the file
+holds the run's id. ``OPENSEAL_FAULT_SKIP=<n>`` lets the first ``n`` runs through, so a test
+can stop a bulk migration halfway.
+
 A server receiving an inbound event has ``event.received`` (the event and what it fires are
 written, the commit not issued) and ``event.received.committed`` (committed, not answered);
 the file holds the event's id.
@@ -79,6 +84,10 @@ TRIGGER_POINT = "trigger.before_commit"
 #: a cancel committed, the children it stops not reached yet (tests/runtime/test_cascade.py
 #: kills the canceling process there)
 CANCEL_POINT = "run.canceled.committed"
+#: a run's move to another version written, not committed (tests/runtime/test_migration_crash.py
+#: kills the migrating process there, halfway through 500 runs)
+MIGRATION_POINT = "run.migrated"
+SKIP_ENV = "OPENSEAL_FAULT_SKIP"
 #: an archive batch written (rows still live), and its rows deleted (batch not yet marked)
 ARCHIVE_POINTS = ("archive.written", "archive.deleted")
 #: a join settled, a retry created: before the commit and after it
@@ -91,10 +100,13 @@ ORCHESTRATION_POINTS = tuple(
 class BlockAt:
     """Block the first thread reaching ``point`` until the release file appears."""
 
-    def __init__(self, point: str, directory: Path, *, poll: float = 0.05) -> None:
+    def __init__(self, point: str, directory: Path, *, poll: float = 0.05, skip: int = 0) -> None:
         self.point = point
         self.directory = directory
         self.poll = poll
+        #: how many times the point is passed before it blocks (the migration's point)
+        self.skip = skip
+        self._passed = 0
         self._fired = threading.Event()
         self._lock = threading.Lock()
 
@@ -127,6 +139,16 @@ class BlockAt:
         if self.point == CANCEL_POINT:
             self._block(run_id)
 
+    def migrated(self, run_id: str) -> None:
+        """A migration's point: a run's move written, not committed (after ``skip`` runs)."""
+        if self.point != MIGRATION_POINT:
+            return
+        with self._lock:
+            self._passed += 1
+            if self._passed <= self.skip:
+                return
+        self._block(run_id)
+
     def _block(self, content: str) -> None:
         with self._lock:
             if self._fired.is_set():
@@ -147,7 +169,7 @@ def hook_from_env() -> BlockAt | None:
     directory = os.environ.get(DIR_ENV)
     if not point or not directory:
         return None
-    return BlockAt(point, Path(directory))
+    return BlockAt(point, Path(directory), skip=int(os.environ.get(SKIP_ENV) or 0))
 
 
 def _armed(points: Collection[str]) -> BlockAt | None:

@@ -34,6 +34,7 @@ from openseal.errors import RuntimeFailure
 from openseal.runtime.actions import proposals
 from openseal.runtime.clock import iso
 from openseal.runtime.compiled import CompiledWorkflow, DefinitionError, evaluate_json
+from openseal.runtime.faults import BlockAt, hook_from_env
 from openseal.runtime.statuses import ActionStatus, ApprovalStatus, RunStatus
 from openseal.runtime.store import Connection, Run, Store
 
@@ -197,6 +198,7 @@ class _Mover:
     migration: Migration
     proposal_id: str
     actor: str
+    crash: BlockAt | None = field(default_factory=hook_from_env)
 
     def move(self, run_id: str, *, dry_run: bool, state: str | None) -> RunMove:
         if dry_run:
@@ -246,6 +248,8 @@ class _Mover:
         if not write:
             return report("would_move", approval=approval.outcome if approval else None)
         self._write(conn, run, mapping, approval.context if approval else context, approval)
+        if self.crash is not None:  # a crash test stops here: the move written, not committed
+            self.crash.migrated(run.id)
         return report(
             "migrated",
             approval=approval.outcome if approval else None,
