@@ -2,7 +2,7 @@
 
 A migration moves runs waiting in a state of an earlier version to a state of this one. It is
 checked over the two compiled documents, because the earlier version exists only as one (it
-was compiled, deployed and run long ago; see docs/decisions/0017):
+was compiled, deployed and run long ago; see docs/decisions/0018):
 
 * ``OS601`` the earlier version it names is not a stored version of this workflow (or the
   prefix names several);
