@@ -17,4 +17,5 @@ BENCHMARKS: dict[str, str] = {
     "scale": "bench.scale",
     "scale_pg": "bench.scale_pg",
     "workers": "bench.workers",
+    "archive": "bench.archive",
 }
