@@ -35,7 +35,7 @@ from openseal.runtime.actions.reconcile import run_locked, settle_evidence
 from openseal.runtime.clock import iso
 from openseal.runtime.engine.catalog import WorkflowCatalog
 from openseal.runtime.statuses import ActionStatus, ApprovalStatus
-from openseal.runtime.store import Action, ListQuery, Recovery, Store
+from openseal.runtime.store import Action, Approval, ListQuery, Recovery, Store
 from openseal.skills.base import SkillResult
 from openseal.skills.credentials import RuntimeContext
 
@@ -50,8 +50,8 @@ TO_RECONCILE = (
 )
 #: of those, the ones that follow an approval: nothing was sent from the backup's point of view
 NOT_SENT = (ActionStatus.PROPOSED, ActionStatus.WAITING_FOR_APPROVAL, ActionStatus.ADMITTED)
-#: the most actions (and approvals) one pass reads
-PASS_LIMIT = 10_000
+#: how many actions (or approvals) one read of a pass takes; a pass reads every page
+PAGE = 500
 
 
 @dataclass(frozen=True)
@@ -163,10 +163,16 @@ def _active(store: Store) -> Recovery:
 
 
 def _actions(store: Store) -> list[Action]:
+    """Every action in a status that could have moved, oldest first, read page by page."""
     found: list[Action] = []
     for status in TO_RECONCILE:
-        page = store.actions.newest(ListQuery(limit=PASS_LIMIT, status=str(status)))
-        found.extend(reversed(page))
+        after: str | None = None
+        while True:
+            page = store.actions.newest(ListQuery(limit=PAGE, status=str(status), after=after))
+            found.extend(page)
+            if len(page) < PAGE:
+                break
+            after = page[-1].id
     return sorted(found, key=lambda action: action.id)
 
 
@@ -274,10 +280,24 @@ def _unverifiable(store: Store, action: Action, actor: str) -> Finding:
 
 
 def _approval_pending(store: Store, action: Action) -> bool:
-    pending = store.approvals.newest(
-        ListQuery(limit=PASS_LIMIT, status=str(ApprovalStatus.PENDING)), run_id=action.run_id
+    return any(
+        approval.proposal_hash == action.proposal_hash
+        for approval in _pending_approvals(store, action.run_id)
     )
-    return any(approval.proposal_hash == action.proposal_hash for approval in pending)
+
+
+def _pending_approvals(store: Store, run_id: str | None = None) -> list[Approval]:
+    """Every pending approval (of ``run_id`` only, when given), oldest first."""
+    found: list[Approval] = []
+    after: str | None = None
+    while True:
+        query = ListQuery(limit=PAGE, status=str(ApprovalStatus.PENDING), after=after)
+        page = store.approvals.newest(query, run_id=run_id)
+        found.extend(page)
+        if len(page) < PAGE:
+            break
+        after = page[-1].id
+    return sorted(found, key=lambda approval: approval.id)
 
 
 def _asked_again(store: Store, findings: list[Finding]) -> list[dict[str, Any]]:
@@ -286,11 +306,8 @@ def _asked_again(store: Store, findings: list[Finding]) -> list[dict[str, Any]]:
     by_run: dict[str, Finding] = {}
     for found in findings:
         by_run.setdefault(found.run_id, found)
-    pending = store.approvals.newest(
-        ListQuery(limit=PASS_LIMIT, status=str(ApprovalStatus.PENDING))
-    )
     asked = []
-    for approval in reversed(pending):
+    for approval in _pending_approvals(store):
         finding = by_run.get(approval.run_id)
         asked.append({
             "approval_id": approval.id,

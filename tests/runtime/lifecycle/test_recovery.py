@@ -179,3 +179,25 @@ def test_an_operators_reconcile_never_sends_in_recovery_mode(
     assert settled.status == ActionStatus.UNKNOWN
     assert pending is not None and "not allowed" in pending
     assert posts(simulator) == 0
+
+
+def test_a_pass_reads_every_page_of_actions_and_approvals(
+    backend: Backend,
+    simulator: ProcurementSimulator,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(recovery, "PAGE", 1)
+    store: Store = backend.open()
+    f = flow(store, simulator, tmp_path)
+    first, _ = waiting_for_approval(f)
+    second, action = waiting_for_approval(f)
+    order = place_order(store, simulator, action)
+    recovery.start(store, reason="operator", actor=ACTOR)
+    done = recovery.reconcile(store, _context(f), ACTOR)  # type: ignore[arg-type]
+    assert done.report is not None
+    found = {a["run_id"]: (a["outcome"], a["result"]) for a in done.report["actions"]}
+    assert found[first.id] == ("not_found", None)
+    assert found[second.id][0] == "found"
+    assert found[second.id][1]["order_id"] == order["order_id"]
+    assert [a["run_id"] for a in done.report["approvals"]] == [first.id, second.id]
