@@ -428,6 +428,25 @@ class ObjectiveRetryWait(TypedDict):
     retry_at: str
 
 
+class CapacityLimit(TypedDict):
+    """A flow-control limit a run waits for: its ``kind`` (``concurrency``; ``paused``: an
+    operator paused the agent or team), its key (``workflow:<name>``, ``agent:<name>``,
+    ``team:<name>``, ``scope:<name>``) and, for a cap, its size and the slots in use then."""
+
+    kind: str
+    limit: str
+    max: NotRequired[int]
+    in_use: NotRequired[int]
+
+
+class CapacityWait(TypedDict):
+    """``waiting_for_capacity``: the run's next turn waits for a limit (``waits_for``) to
+    free; a freed slot makes it ``queued`` again, higher priority first."""
+
+    kind: Literal["capacity"]
+    waits_for: CapacityLimit
+
+
 #: ``run.waiting``: what a run that is not running waits for, tagged by ``kind``
 Waiting = (
     TimerWait
@@ -439,6 +458,7 @@ Waiting = (
     | RetryWait
     | AttentionWait
     | ObjectiveRetryWait
+    | CapacityWait
 )
 
 

@@ -27,6 +27,9 @@ class RunStatus(StrEnum):
     WAITING_FOR_AGENT = "waiting_for_agent"
     WAITING_FOR_APPROVAL = "waiting_for_approval"
     WAITING_FOR_EVENT = "waiting_for_event"
+    #: over a concurrency cap (or another flow-control limit): holds no lease and no worker;
+    #: ``waiting`` says which limit (``waits_for``); woken when it frees, higher priority first
+    WAITING_FOR_CAPACITY = "waiting_for_capacity"
     PAUSED = "paused"
     COMPLETED = "completed"
     FAILED = "failed"
@@ -92,6 +95,10 @@ WAITING_RUN_STATUSES: frozenset[RunStatus] = frozenset(
         RunStatus.WAITING_FOR_EVENT,
     }
 )
+
+#: a run waiting for a flow-control limit: it has no timer (``wake_at``); a freed slot wakes it
+#: (``openseal.runtime.engine.capacity``), and a resumed or retried one is simply queued again
+CAPACITY_WAIT_STATUSES: frozenset[RunStatus] = frozenset({RunStatus.WAITING_FOR_CAPACITY})
 
 TERMINAL_RUN_STATUSES: frozenset[RunStatus] = frozenset(
     {RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELED}

@@ -328,3 +328,22 @@ def test_a_trigger_in_another_time_zone_fires_as_often() -> None:
     report = diff_documents(_trigger(old), _trigger(new))
     assert not report.risk_widening
     assert [c.path for c in report.changes] == ["spec.schedule.time_zone"]
+
+
+def test_raising_or_removing_a_concurrency_cap_widens_lowering_narrows(tmp_path: Path) -> None:
+    items = ["concurrency = 3", *WORKFLOW_ITEMS]
+    base = "\n".join([MODEL, SKILL, AGENT, BINDING])
+    capped = base + workflow_text(items)
+    lower = base + workflow_text([i.replace("= 3", "= 2") for i in items])
+    down = _diff(tmp_path, capped, lower)
+    change = _only(down, "concurrency_lowered")
+    assert (change.before, change.after, change.widening) == (3, 2, False)
+    assert not down.risk_widening
+    assert _only(_diff(tmp_path, lower, capped), "concurrency_raised").widening
+    removed = _only(
+        _diff(tmp_path, capped, base + workflow_text(WORKFLOW_ITEMS)), "concurrency_raised"
+    )
+    assert (removed.before, removed.after, removed.widening) == (3, None, True)
+    agent_capped = capped.replace(AGENT, AGENT.rstrip().rstrip("}") + "  concurrency = 4\n}\n")
+    assert agent_capped != capped
+    assert _only(_diff(tmp_path, agent_capped, capped), "concurrency_raised").widening

@@ -170,6 +170,14 @@ class AgentSpec(Spec):
         description="the workflow (by name, as deployed) a request delegated to this agent "
         "runs as; without it, a delegated request is one turn of this agent with the goal",
     )
+    concurrency: int | None = Field(
+        None,
+        ge=1,
+        le=1_000_000,
+        description="the most turns of this agent (its own and its workflows' runs) "
+        "in flight at once, "
+        "across every worker; a turn over it waits (`waiting_for_capacity`) until one ends",
+    )
 
 
 class Role(Spec):
@@ -188,6 +196,14 @@ class TeamSpec(Spec):
     description: str | None = None
     role: dict[Identifier, Role]
     policy: TeamPolicy = TeamPolicy()
+    concurrency: int | None = Field(
+        None,
+        ge=1,
+        le=1_000_000,
+        description="the most turns of this team (its roles' and its workflows' runs) "
+        "in flight at once, "
+        "across every worker; a turn over it waits (`waiting_for_capacity`) until one ends",
+    )
 
 
 class BindingSpec(Spec):
@@ -537,6 +553,13 @@ class WorkflowSpec(Spec):
         description="the most runs deep a run tree may be for a child its runs start "
         "(`spawn`, `delegate`); a run started by no other run is 1 deep. Required on one "
         "workflow of every cycle of workflows that start each other",
+    )
+    concurrency: int | None = Field(
+        None,
+        ge=1,
+        le=1_000_000,
+        description="the most turns of this workflow's runs in flight at once, "
+        "across every worker; a turn over it waits (`waiting_for_capacity`) until one ends",
     )
     state: dict[Identifier, State]
     migrate: Annotated[list[Migrate], BeforeValidator(_one_or_many)] = Field(

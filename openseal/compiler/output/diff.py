@@ -382,6 +382,18 @@ class _Differ:
                 )
         self.leaves(f"{path}.currency", before.get("currency"), after.get("currency"))
 
+    def concurrency(self, old: Doc, new: Doc) -> None:
+        """A concurrency cap raised or removed lets more run at once: widening."""
+        b, a = old.get("concurrency"), new.get("concurrency")
+        if _limit(a) > _limit(b):
+            shown = a if a is not None else "unlimited"
+            self.add("concurrency_raised", "spec.concurrency", b, a, True,
+                     f"concurrency cap raised: {b} → {shown}")  # fmt: skip
+        elif _limit(a) < _limit(b):
+            shown = b if b is not None else "unlimited"
+            self.add("concurrency_lowered", "spec.concurrency", b, a, False,
+                     f"concurrency cap lowered: {shown} → {a}")  # fmt: skip
+
     # ---- per kind
 
     def skill(self, old: Doc, new: Doc) -> set[str]:
@@ -435,7 +447,8 @@ class _Differ:
             "spec.max_risk", old.get("max_risk"), new.get("max_risk"), "agent risk ceiling"
         )
         self.budget("spec.budget", old.get("budget"), new.get("budget"))
-        return {"max_risk", "budget"}
+        self.concurrency(old, new)
+        return {"max_risk", "budget", "concurrency"}
 
     def team(self, old: Doc, new: Doc) -> set[str]:
         old_roles, new_roles = old.get("role") or {}, new.get("role") or {}
@@ -483,7 +496,8 @@ class _Differ:
                 f"approval now required from {a} (was {b})",
             )
         self.budget("spec.policy.budget", old_policy.get("budget"), new_policy.get("budget"))
-        return {"role", "policy"}
+        self.concurrency(old, new)
+        return {"role", "policy", "concurrency"}
 
     def workflow(self, old: Doc, new: Doc) -> set[str]:
         old_graph, new_graph = old.get("graph") or {}, new.get("graph") or {}
@@ -491,7 +505,8 @@ class _Differ:
             self.add(*change)
         self.grants(old.get("skills") or {}, new.get("skills") or {})
         self.budget("spec.budget", old["spec"].get("budget"), new["spec"].get("budget"))
-        return {"state", "start", "budget"}
+        self.concurrency(old["spec"], new["spec"])
+        return {"state", "start", "budget", "concurrency"}
 
     def grants(self, old: Doc, new: Doc) -> None:
         def flat(skills: Doc) -> set[tuple[str, str, str]]:

@@ -318,6 +318,7 @@ def build_document(
             del document["spec"]["retention"]  # and for a retention policy
         if not spec.migrate:
             del document["spec"]["migrate"]  # and for a workflow that migrates no runs
+        _drop_unset_concurrency(document)
     elif isinstance(spec, RunbookSpec):
         document.update(_runbook_parts(definition.name, spec, analysis, graphs, digests))
     elif isinstance(spec, AgentSpec):
@@ -325,9 +326,18 @@ def build_document(
         if spec.workflow is None:
             # Agents that name no workflow keep the digests they had before it existed.
             del document["spec"]["workflow"]
+        _drop_unset_concurrency(document)
     elif isinstance(spec, TeamSpec):
         document["budgets"] = {"team": _budget(spec.policy.budget)}
+        _drop_unset_concurrency(document)
     return document
+
+
+def _drop_unset_concurrency(document: Document) -> None:
+    """A workflow, agent or team without a concurrency cap keeps the digest it had before
+    caps existed."""
+    if document["spec"].get("concurrency", 0) is None:
+        del document["spec"]["concurrency"]
 
 
 def _carved_budgets(node: object) -> None:

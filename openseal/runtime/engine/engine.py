@@ -27,6 +27,7 @@ from openseal.errors import ClaimLost, OpenSealError
 from openseal.observability import metrics
 from openseal.runtime import telemetry
 from openseal.runtime.caller import Caller
+from openseal.runtime.engine.capacity import CapacityPoll, wake_free
 from openseal.runtime.engine.cascade import Cascade
 from openseal.runtime.engine.catalog import WorkflowCatalog
 from openseal.runtime.engine.objectives import create_objective
@@ -223,6 +224,8 @@ class Engine:
         self.triggers = Scheduler(store, before_commit=trigger_hook_from_env())
         #: cancels child runs that a cancel decided on and its process did not reach
         self.cascade = Cascade(store)
+        #: wakes runs waiting for capacity that no claim's end woke, reads operators' settings
+        self.capacity = CapacityPoll(store)
         self.executor = TurnExecutor(
             store,
             WorkflowCatalog(store),
@@ -326,7 +329,19 @@ class Engine:
             self._work(claim, lost, report, begun, ended)
         finally:
             self.heartbeats.release(claim)
+            self._give_back(claim)
         return report
+
+    def _give_back(self, claim: Claim) -> None:
+        """The claim has ended, and its slots with it: wake the runs waiting for them (a
+        failure here is left to the workers' periodic look, :class:`CapacityPoll`)."""
+        keys = self.executor.admission.release(claim.run_id, claim.epoch)
+        if not keys:
+            return
+        try:
+            wake_free(self.store, keys)
+        except Exception as exc:
+            log.info("run %s: waking runs waiting for capacity failed: %s", claim.run_id, exc)
 
     def _more(self, turns: int, lost: threading.Event | None = None) -> bool:
         """Whether a claim that has ended ``turns`` turns works on one more (and saves it with
@@ -454,6 +469,7 @@ class Engine:
                 recovery_checked = True
                 self.triggers.poll()
                 self.cascade.poll()
+                self.capacity.poll()
                 report = self.step(run_id)
             except OpenSealError as exc:  # e.g. the database is unreachable for a while
                 self.outage.fault(f"worker {self.worker_id}: {exc}; retrying")

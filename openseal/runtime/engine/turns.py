@@ -27,6 +27,7 @@ from openseal.errors import InvalidInput
 from openseal.runtime import telemetry
 from openseal.runtime.compiled import CompiledWorkflow, DefinitionError
 from openseal.runtime.engine import budgets
+from openseal.runtime.engine.capacity import Admission
 from openseal.runtime.engine.catalog import WorkflowCatalog
 from openseal.runtime.engine.objectives import fit_inputs
 from openseal.runtime.engine.states import handler_for, is_pure, preparer_for
@@ -208,6 +209,8 @@ class TurnExecutor:
         self.tools = tools
         self.hook = hook
         self.max_repairs = max_repairs
+        #: takes the concurrency slots each turn needs in the transaction that saves it
+        self.admission = Admission(store)
 
     def begin(
         self,
@@ -299,6 +302,10 @@ class TurnExecutor:
             state, context, supplied = _prepared(run, workflow)
         except DefinitionError as exc:
             return self._attention_now(tx, run, str(exc), since)
+        if not self.admission.admit(tx, run, workflow, state):
+            # over a limit: the run waits for it (invariant 20) and no turn starts
+            waits = dict(tx.run().waiting or {}).get("waits_for")
+            return self._report(run.id, state, None, "capacity", tx, since, str(waits))
         if first and tx.claim.epoch == 1:
             seq = 1  # the first claim of a run: no turn before it, none left open
         elif first:

@@ -309,6 +309,16 @@ def waiting_reason(run: Run) -> str | None:
         return f"agent request {waiting['agent_request_id']} to {waiting['callee']}"
     if waiting["kind"] == "dependency":
         return f"child runs of dependency group {waiting['group_id']}"
+    if waiting["kind"] == "capacity":
+        limit = waiting["waits_for"]
+        if limit["kind"] == "paused":
+            return f"capacity: {limit['limit']} is paused"
+        if "max" in limit:
+            return (
+                f"capacity: {limit['limit']} ({limit['kind']}, {limit.get('in_use', '?')} of "
+                f"{limit['max']} in use)"
+            )
+        return f"capacity: {limit['limit']} ({limit['kind']})"
     if waiting["kind"] == "approval":
         return (
             f"approval {waiting['approval_id']} of proposal {waiting['proposal']} "

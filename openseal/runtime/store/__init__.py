@@ -19,6 +19,7 @@ never see a table, a statement or SQLAlchemy:
 - ``store.triggers``: trigger deployments, their status and one firing row per occurrence;
 - ``store.artifacts``: content-addressed artefacts, verified by digest on read;
 - ``store.archive``: the rows of ended run trees, out of and back into the live store;
+- ``store.capacity``: concurrency slots, runs waiting for capacity, operators' settings;
 - ``store.health``: readiness and the numbers ``/metrics`` reads at every scrape;
 - ``store.recoveries``: recovery mode after a restore, and what reconciling it found.
 
@@ -88,6 +89,9 @@ if TYPE_CHECKING:
     from openseal.runtime.store.repos.approvals import approval_summary as approval_summary
     from openseal.runtime.store.repos.archive import EndedRun as EndedRun
     from openseal.runtime.store.repos.artifacts import ArtifactStore as ArtifactStore
+    from openseal.runtime.store.repos.capacity import Full as Full
+    from openseal.runtime.store.repos.capacity import Setting as Setting
+    from openseal.runtime.store.repos.capacity import Slot as Slot
     from openseal.runtime.store.repos.carved_budgets import (
         carved_child_budget as carved_child_budget,
     )

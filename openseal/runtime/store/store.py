@@ -32,6 +32,7 @@ from openseal.runtime.store.repos.agent_requests import AgentRequests
 from openseal.runtime.store.repos.approvals import Approvals
 from openseal.runtime.store.repos.archive import Archive
 from openseal.runtime.store.repos.artifacts import ArtifactStore
+from openseal.runtime.store.repos.capacity import Capacity
 from openseal.runtime.store.repos.change_proposals import ChangeProposals
 from openseal.runtime.store.repos.definitions import Definitions
 from openseal.runtime.store.repos.dependencies import Dependencies
@@ -85,6 +86,7 @@ class Store(StoreBase):
         self.health = Health(self)
         self.archive = Archive(self)
         self.recoveries = Recoveries(self)
+        self.capacity = Capacity(self)
         self.artifacts = ArtifactStore(self.home / "artifacts", self)
 
     def ids_starting_with(self, kind: str, prefix: str, *, limit: int) -> list[str]:

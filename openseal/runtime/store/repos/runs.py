@@ -39,7 +39,9 @@ from openseal.runtime.store.tables.statements import newest_runs
 runs = schema.runs
 events = schema.events
 
-PAUSABLE = frozenset({RunStatus.QUEUED, RunStatus.RUNNING} | WAITING_RUN_STATUSES)
+PAUSABLE = frozenset(
+    {RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.WAITING_FOR_CAPACITY} | WAITING_RUN_STATUSES
+)
 CANCELABLE = frozenset(LIVE_RUN_STATUSES)
 INTERVENABLE = frozenset({RunStatus.PAUSED, RunStatus.NEEDS_ATTENTION})
 

@@ -536,3 +536,53 @@ recoveries = sa.Table(
     sa.Column("finished_by", sa.String(200), nullable=True),
     sa.Column("finished_at", UtcTimestamp, nullable=True),
 )
+
+#: Operator settings of flow control, by limit key (``scope:<name>``, ``agent:<name>``,
+#: ``team:<name>``): a scope's concurrency cap, and whether an agent or a team is paused.
+#: Definition-declared caps live in the definitions; only what has no definition is here.
+capacity_settings = sa.Table(
+    "capacity_settings",
+    metadata,
+    sa.Column("key", sa.String(300), primary_key=True),
+    sa.Column("max_slots", sa.Integer, nullable=True),
+    sa.Column("paused", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("updated_by", sa.String(200), nullable=False),
+    sa.Column("updated_at", UtcTimestamp, nullable=False),
+)
+
+#: One row per limit key a concurrency cap has been checked for: the row a slot's taker
+#: locks, so two claims never count the same free slot (invariant 20).
+capacity_limits = sa.Table(
+    "capacity_limits",
+    metadata,
+    sa.Column("key", sa.String(300), primary_key=True),
+    # the cap its last taker counted against (what a waker counts free slots against)
+    sa.Column("max_slots", sa.Integer, nullable=True),
+)
+
+#: Concurrency slots: run ``run_id`` holds a slot of ``key`` while it is ``running`` at
+#: ``epoch`` (the claim that took it). The slot is given back by whatever ends that claim —
+#: the status leaving ``running`` or a takeover raising the epoch — in that transaction; a row
+#: left behind counts for nothing and is removed by the next taker of the key. No foreign key
+#: to ``runs``: an archived run's row may leave one behind, and it counts for nothing either.
+capacity_slots = sa.Table(
+    "capacity_slots",
+    metadata,
+    sa.Column("key", sa.String(300), primary_key=True),
+    sa.Column("run_id", ID, primary_key=True),
+    sa.Column("epoch", sa.Integer, nullable=False),
+    sa.Column("taken_at", UtcTimestamp, nullable=False),
+    sa.Index("ix_capacity_slots_run", "run_id"),
+)
+
+#: Runs waiting for capacity (status ``waiting_for_capacity``), by the limit they wait for,
+#: woken in priority order when it frees.
+capacity_waits = sa.Table(
+    "capacity_waits",
+    metadata,
+    sa.Column("run_id", ID, primary_key=True),
+    sa.Column("key", sa.String(300), nullable=False),
+    sa.Column("priority", sa.Integer, nullable=False),
+    sa.Column("since", UtcTimestamp, nullable=False),
+    sa.Index("ix_capacity_waits_key", "key", "priority", "since"),
+)

@@ -4,7 +4,7 @@ import * as api from "./api.js";
 import { h, replace, badge, short, age, notice } from "./dom.js";
 
 const STATUSES = ["queued", "running", "sleeping", "waiting_for_dependency", "waiting_for_agent",
-  "waiting_for_approval", "waiting_for_event", "paused", "completed", "failed", "canceled",
+  "waiting_for_approval", "waiting_for_event", "waiting_for_capacity", "paused", "completed", "failed", "canceled",
   "needs_attention"];
 const PAGE = 100;
 const REFRESH_MS = 10000;

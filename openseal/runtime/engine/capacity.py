@@ -1,0 +1,253 @@
+"""Flow control's decisions: which limits a turn needs, a run waiting for capacity, waking it.
+
+A turn needs a slot of each concurrency cap that applies to it (invariant 20):
+
+- ``workflow:<name>`` — the run's workflow declares ``concurrency``;
+- ``agent:<name>``, ``team:<name>`` — the agent or team acting in the turn's state (the state's
+  ``agent`` or ``actor``, else the workflow's owner; a team role's turn is both its team's and
+  its agent's) declares ``concurrency``, or an operator paused it (a cap of 0);
+- ``scope:<name>`` — an operator set a cap on the run's scope (``openseal scopes limit``).
+
+The slots are taken in the transaction that claims the turn (``store.capacity.take``, after
+the run's row: invariant 15) and count while that claim holds the run; whatever ends the claim
+gives them back in its own transaction. A turn over a limit moves its run to
+``waiting_for_capacity`` instead, holding no lease, with what it waits for (:class:`WaitsFor`,
+the shape every flow-control wait shares) in ``runs.waiting``. It is made ``queued`` again
+when a slot of that key frees (:func:`wake_free`, called by the worker whose claim ended, and
+by every worker's periodic :meth:`CapacityPoll.poll`, which also catches slots freed by a
+takeover, an operator's cancel or a resume), higher priority first.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Final
+
+from openseal.contract import CapacityLimit, CapacityWait
+from openseal.runtime.compiled import CompiledWorkflow, DefinitionError
+from openseal.runtime.statuses import RunStatus
+from openseal.runtime.store import Connection, FencedTx, Run, Store
+
+#: how many waiters one look wakes for a key with no cap (a paused agent resumed)
+WAKE_BATCH: Final = 200
+#: how often a worker looks for waiters it can wake, and reads the operators' settings
+POLL_SECONDS: Final = 1.0
+#: claims whose slots a process remembers (a claim's later turns need not take them again)
+HELD_KEPT: Final = 4096
+
+
+@dataclass(frozen=True)
+class WaitsFor:
+    """What a run in ``waiting_for_capacity`` waits for: the limit's ``kind``
+    (``concurrency``, ``paused``; other flow-control limits add theirs), its key
+    (``limit``), and what is known of it (``detail``: the cap and the slots in use)."""
+
+    kind: str
+    limit: str
+    detail: Mapping[str, Any] = field(default_factory=dict)
+
+    def waiting(self) -> CapacityWait:
+        """The run's ``waiting`` record."""
+        limit: CapacityLimit = {"kind": self.kind, "limit": self.limit}
+        if "max" in self.detail:
+            limit["max"] = int(self.detail["max"])
+        if "in_use" in self.detail:
+            limit["in_use"] = int(self.detail["in_use"])
+        return {"kind": "capacity", "waits_for": limit}
+
+    def describe(self) -> str:
+        if self.kind == "paused":
+            return f"{self.limit} is paused"
+        cap, in_use = self.detail.get("max"), self.detail.get("in_use")
+        return f"{self.limit}: {in_use} of {cap} slots in use"
+
+
+def wait_for_capacity(tx: FencedTx, waits_for: WaitsFor) -> Run:
+    """Move the claimed run of ``tx`` to ``waiting_for_capacity`` (releasing its lease and any
+    slot it holds) and register it as a waiter of ``waits_for.limit``, in ``tx``."""
+    run = tx.run()
+    # a run this transaction creates is written first: the wait refers to its row
+    conn = tx.row_conn if tx.row_stored else tx.conn
+    tx.store.capacity.wait(conn, run.id, waits_for.limit, run.priority, tx.now)
+    return tx.update_run(
+        status=RunStatus.WAITING_FOR_CAPACITY,
+        waiting=waits_for.waiting(),
+        wake_at=None,
+        event="capacity.waiting",
+    )
+
+
+def _actor_keys(workflow: CompiledWorkflow, state: str) -> list[tuple[str, str, str]]:
+    """``(key, document kind, name)`` of the agents and teams acting in ``state``."""
+    config = workflow.state(state).config
+    raw = config.get("agent") or config.get("actor")
+    ref = str(raw or (workflow.document.get("spec") or {}).get("owner") or "")
+    parts = ref.split(".")
+    found: list[tuple[str, str, str]] = []
+    if parts[0] == "team" and len(parts) >= 2:
+        found.append((f"team:{parts[1]}", "team", parts[1]))
+        if len(parts) == 4:
+            team = workflow.dependency(f"team.{parts[1]}")
+            role = ((team.get("spec") or {}).get("role") or {}).get(parts[3]) or {}
+            agent = str(role.get("agent") or "")
+            if agent.startswith("agent."):
+                found.append((f"agent:{agent[6:]}", "agent", agent[6:]))
+    elif parts[0] == "agent" and len(parts) == 2:
+        found.append((f"agent:{parts[1]}", "agent", parts[1]))
+    return found
+
+
+def declared_caps(workflow: CompiledWorkflow, state: str) -> dict[str, int | None]:
+    """The limit keys a turn in ``state`` counts against, each with the cap its definition
+    declares (None: none declared, but an operator may pause it)."""
+    caps: dict[str, int | None] = {}
+    own = (workflow.document.get("spec") or {}).get("concurrency")
+    if own is not None:
+        caps[f"workflow:{workflow.name}"] = int(own)
+    for key, kind, name in _actor_keys(workflow, state):
+        try:
+            document = workflow.dependency(f"{kind}.{name}")
+        except DefinitionError:
+            document = {}
+        cap = (document.get("spec") or {}).get("concurrency")
+        caps[key] = None if cap is None else int(cap)
+    return caps
+
+
+class Admission:
+    """Takes the slots a turn needs, in the transaction that claims it (one per engine)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._lock = threading.Lock()
+        #: by workflow digest and state: :func:`declared_caps` (documents never change)
+        self._declared: dict[tuple[str, str], dict[str, int | None]] = {}
+        #: by (run, epoch): the keys that claim took
+        self._held: dict[tuple[str, int], frozenset[str]] = {}
+
+    def caps(self, workflow: CompiledWorkflow, state: str, scope: str) -> dict[str, int]:
+        """The caps a turn in ``state`` of a run in ``scope`` needs a slot of now."""
+        known = self._declared.get((workflow.digest, state))
+        if known is None:
+            known = declared_caps(workflow, state)
+            with self._lock:
+                self._declared[(workflow.digest, state)] = known
+        settings = self.store.capacity.settings(max_age=float("inf"))
+        caps: dict[str, int] = {}
+        for key, cap in known.items():
+            setting = settings.get(key)
+            if setting is not None and setting.paused:
+                caps[key] = 0
+            elif cap is not None:
+                caps[key] = cap
+        scope_setting = settings.get(f"scope:{scope}")
+        if scope_setting is not None and scope_setting.max_slots is not None:
+            caps[f"scope:{scope}"] = scope_setting.max_slots
+        return caps
+
+    def admit(self, tx: FencedTx, run: Run, workflow: CompiledWorkflow, state: str) -> bool:
+        """Take the slots a turn of ``run`` in ``state`` needs (those its claim holds already
+        are not taken again); False when a limit is full: the run then waits for it (moved in
+        ``tx``) and the turn does not start."""
+        caps = self.caps(workflow, state, run.scope)
+        if not caps:
+            return True
+        claim = tx.claim
+        held = self._held.get((claim.run_id, claim.epoch), frozenset())
+        missing = {key: cap for key, cap in caps.items() if key not in held}
+        if not missing:
+            return True
+        conn = tx.row_conn if tx.row_stored else tx.conn  # a slot refers to the run's row
+        full = self.store.capacity.take(conn, claim.run_id, claim.epoch, missing, self.store.now())
+        if full is not None:
+            kind = "paused" if full.max_slots == 0 else "concurrency"
+            detail = {} if kind == "paused" else {"max": full.max_slots, "in_use": full.in_use}
+            wait_for_capacity(tx, WaitsFor(kind, full.key, detail))
+            return False
+        tx.append_event(
+            "capacity.slot_taken",
+            # when the slots were counted: after the keys' locks, so after the end of any
+            # claim whose slot this one may reuse (what a check of the events relies on)
+            {"limits": sorted(missing), "epoch": claim.epoch, "taken_at": time.time()},
+        )
+        with self._lock:
+            if len(self._held) >= HELD_KEPT:
+                del self._held[next(iter(self._held))]
+            self._held[(claim.run_id, claim.epoch)] = held | frozenset(missing)
+        return True
+
+    def release(self, run_id: str, epoch: int) -> frozenset[str]:
+        """Forget the keys claim ``(run_id, epoch)`` took (it has ended); returns them."""
+        with self._lock:
+            return self._held.pop((run_id, epoch), frozenset())
+
+
+def effective_cap(store: Store, key: str, recorded: Mapping[str, int]) -> int | None:
+    """A key's cap as a waker counts it: 0 while paused, an operator's cap, else the cap its
+    last taker recorded; None: no cap (wake a batch)."""
+    setting = store.capacity.settings(max_age=float("inf")).get(key)
+    if setting is not None and setting.paused:
+        return 0
+    if setting is not None and setting.max_slots is not None:
+        return setting.max_slots
+    cap = recorded.get(key)
+    return cap or None  # 0: its last taker found it paused, and it is not paused now
+
+
+def wake_free(store: Store, keys: Iterable[str]) -> int:
+    """Wake, for each key, as many of its waiters as it has free slots, higher priority first;
+    returns how many runs were woken. A woken run is ``queued``: its claim takes the slot (or
+    waits again if another claim took it first)."""
+    wanted = sorted(set(keys))
+    if not wanted:
+        return 0
+    woken = 0
+    now = store.now()
+    with store.write() as conn:
+        recorded = store.capacity.caps(conn, wanted)
+        in_use = store.capacity.in_use(conn, wanted)
+        for key in wanted:
+            cap = effective_cap(store, key, recorded)
+            free = WAKE_BATCH if cap is None else cap - in_use[key]
+            if free <= 0:
+                continue
+            woken += _wake_some(store, conn, key, free, now)
+    return woken
+
+
+def _wake_some(store: Store, conn: Connection, key: str, free: int, now: datetime) -> int:
+    """Wake up to ``free`` waiters of ``key``, in order; a waiter that no longer waits (it was
+    canceled or paused meanwhile) loses its place and takes no slot."""
+    woken = 0
+    while woken < free:
+        found = store.capacity.waiters(conn, key, free - woken)
+        if not found:
+            break
+        for run_id in found:
+            woken += store.capacity.wake(conn, run_id, key, now)
+    return woken
+
+
+class CapacityPoll:
+    """Every :data:`POLL_SECONDS`, one of an engine's threads reads the operators' settings
+    afresh and wakes waiters whose limits have free slots (what no claim's end announced)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._lock = threading.Lock()
+        self._next = 0.0
+
+    def poll(self) -> int:
+        now = time.monotonic()
+        with self._lock:
+            if now < self._next:
+                return 0
+            self._next = now + POLL_SECONDS
+        self.store.capacity.settings(max_age=0)
+        with self.store.read() as conn:
+            keys = self.store.capacity.waiting_keys(conn)
+        return wake_free(self.store, keys)

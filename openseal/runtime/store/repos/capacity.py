@@ -1,0 +1,240 @@
+"""The capacity repository: concurrency slots, runs waiting for capacity, operator settings.
+
+A slot of limit key ``k`` is a row ``(k, run, epoch)`` that counts while the run is
+``running`` at that epoch (invariant 20). It is taken in the claim's transaction, under the
+lock of ``k``'s row in ``capacity_limits`` (taken after the run's row: invariant 15), and is
+given back by whatever ends that claim in the same transaction — the run's status leaving
+``running`` or a takeover raising its epoch — with no statement of its own: a row that no
+longer counts is removed by the next taker of ``k``. A dead worker's run stays ``running``
+until its lease is taken over, so its slot comes back then, never earlier.
+
+Which keys a run needs and what their caps are is decided above, by
+:mod:`openseal.runtime.engine.capacity`; this module only counts, takes and waits.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from openseal.runtime.statuses import RunStatus
+from openseal.runtime.store.repos.events import change_run
+from openseal.runtime.store.repos.repository import Repository
+from openseal.runtime.store.tables import schema
+
+settings_table = schema.capacity_settings
+limits = schema.capacity_limits
+slots = schema.capacity_slots
+waits = schema.capacity_waits
+runs = schema.runs
+
+#: a slot counts while its run is running at the slot's epoch
+_COUNTS = sa.exists().where(
+    runs.c.id == slots.c.run_id,
+    runs.c.epoch == slots.c.epoch,
+    runs.c.status == RunStatus.RUNNING,
+)
+
+
+@dataclass(frozen=True)
+class Setting:
+    """An operator's setting of one limit key: a cap (None: none) and whether it is paused."""
+
+    key: str
+    max_slots: int | None
+    paused: bool
+    updated_by: str
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class Full:
+    """A key whose slots are all taken (``max_slots`` 0: paused)."""
+
+    key: str
+    max_slots: int
+    in_use: int
+
+
+@dataclass(frozen=True)
+class Slot:
+    key: str
+    run_id: str
+    epoch: int
+    taken_at: datetime
+
+
+class Capacity(Repository):
+    """``store.capacity``: slots, waits and settings of flow control."""
+
+    def __init__(self, store: Any) -> None:
+        super().__init__(store)
+        self._lock = threading.Lock()
+        #: (``time.monotonic()`` when read, the settings by key)
+        self._settings: tuple[float, dict[str, Setting]] | None = None
+
+    # -- settings --------------------------------------------------------------------
+
+    def settings(self, *, max_age: float | None = None) -> dict[str, Setting]:
+        """Every setting by key; with ``max_age``, an answer read up to that many seconds ago
+        by this store may be given (the table is small and read on every claim's path)."""
+        with self._lock:
+            cached = self._settings
+        if max_age is not None and cached is not None and time.monotonic() - cached[0] < max_age:
+            return cached[1]
+        with self._store.read() as conn:
+            rows = conn.execute(sa.select(settings_table)).mappings().all()
+        found = {row["key"]: Setting(**row) for row in rows}
+        with self._lock:
+            self._settings = (time.monotonic(), found)
+        return found
+
+    def set(
+        self, key: str, *, by: str, max_slots: int | None = None, paused: bool | None = None,
+        clear_max: bool = False,
+    ) -> Setting:  # fmt: skip
+        """Change ``key``'s setting (``max_slots`` set, or removed with ``clear_max``; ``paused``
+        set) and return it. Read by every store within the settings' cache age."""
+        now = self._store.now()
+        with self._store.write() as conn:
+            row = conn.execute(
+                self._store.for_update(
+                    sa.select(settings_table).where(settings_table.c.key == key)
+                )
+            ).mappings().one_or_none()  # fmt: skip
+            current = Setting(**row) if row is not None else Setting(key, None, False, by, now)
+            new_max = None if clear_max else (current.max_slots if max_slots is None else max_slots)
+            new_paused = current.paused if paused is None else paused
+            values = {"max_slots": new_max, "paused": new_paused, "updated_by": by,
+                      "updated_at": now}  # fmt: skip
+            if row is None:
+                conn.execute(sa.insert(settings_table).values(key=key, **values))
+            else:
+                conn.execute(
+                    sa.update(settings_table).where(settings_table.c.key == key).values(**values)
+                )
+        with self._lock:
+            self._settings = None
+        return Setting(key, new_max, new_paused, by, now)
+
+    # -- slots -----------------------------------------------------------------------
+
+    def take(
+        self,
+        conn: sa.Connection,
+        run_id: str,
+        epoch: int,
+        caps: Mapping[str, int],
+        now: datetime,
+    ) -> Full | None:
+        """Take a slot of each key of ``caps`` (its cap) for ``run_id`` at ``epoch``, keys in
+        sorted order (one lock order among the keys); the first key that is full, or None
+        when every slot was taken. Slots taken before a full key stay written but count for
+        nothing once the caller moves the run out of ``running`` in this transaction.
+
+        The run's row must be locked by this transaction (invariant 15: the run first)."""
+        for key in sorted(caps):
+            cap = caps[key]
+            self._lock_key(conn, key, cap)
+            conn.execute(sa.delete(slots).where(slots.c.key == key, ~_COUNTS))
+            in_use = conn.execute(
+                sa.select(sa.func.count())
+                .select_from(slots)
+                .where(slots.c.key == key, slots.c.run_id != run_id)
+            ).scalar_one()
+            if in_use >= cap:
+                return Full(key, cap, int(in_use))
+            mine = {"key": key, "run_id": run_id}
+            updated = conn.execute(
+                sa.update(slots)
+                .where(slots.c.key == key, slots.c.run_id == run_id)
+                .values(epoch=epoch, taken_at=now)
+            )
+            if updated.rowcount == 0:
+                conn.execute(sa.insert(slots).values(**mine, epoch=epoch, taken_at=now))
+        return None
+
+    def _lock_key(self, conn: sa.Connection, key: str, cap: int) -> None:
+        """Lock ``key``'s row (creating it), recording ``cap`` as its current cap."""
+        fastsql_insert = self._store.insert_new(limits, "key")
+        conn.execute(fastsql_insert, {"key": key, "max_slots": cap})
+        row = conn.execute(
+            self._store.for_update(sa.select(limits.c.max_slots).where(limits.c.key == key))
+        ).one()
+        if row.max_slots != cap:
+            conn.execute(sa.update(limits).where(limits.c.key == key).values(max_slots=cap))
+
+    def in_use(self, conn: sa.Connection, keys: Iterable[str]) -> dict[str, int]:
+        """How many slots of each key count now."""
+        wanted = list(keys)
+        found = conn.execute(
+            sa.select(slots.c.key, sa.func.count())
+            .where(slots.c.key.in_(wanted), _COUNTS)
+            .group_by(slots.c.key)
+        ).all()
+        counted = {str(key): int(n) for key, n in found}
+        return {key: counted.get(key, 0) for key in wanted}
+
+    def caps(self, conn: sa.Connection, keys: Iterable[str]) -> dict[str, int]:
+        """The cap each key's last taker recorded."""
+        wanted = list(keys)
+        rows = conn.execute(
+            sa.select(limits.c.key, limits.c.max_slots).where(limits.c.key.in_(wanted))
+        ).all()
+        return {str(key): int(cap) for key, cap in rows if cap is not None}
+
+    def held(self, conn: sa.Connection, run_ids: Sequence[str] | None = None) -> list[Slot]:
+        """The slots that count now (of ``run_ids`` only, when given), by key and run."""
+        stmt = sa.select(slots).where(_COUNTS).order_by(slots.c.key, slots.c.run_id)
+        if run_ids is not None:
+            stmt = stmt.where(slots.c.run_id.in_(list(run_ids)))
+        return [Slot(**row) for row in conn.execute(stmt).mappings()]
+
+    # -- waits -----------------------------------------------------------------------
+
+    def wait(
+        self, conn: sa.Connection, run_id: str, key: str, priority: int, now: datetime
+    ) -> None:
+        """Record that ``run_id`` waits for ``key`` (it is moving to ``waiting_for_capacity``
+        in this transaction)."""
+        conn.execute(sa.delete(waits).where(waits.c.run_id == run_id))
+        conn.execute(sa.insert(waits).values(run_id=run_id, key=key, priority=priority, since=now))
+
+    def waiting_keys(self, conn: sa.Connection) -> list[str]:
+        """The keys some run waits for."""
+        rows = conn.execute(sa.select(waits.c.key).distinct().order_by(waits.c.key)).all()
+        return [str(row.key) for row in rows]
+
+    def waiters(self, conn: sa.Connection, key: str, limit: int) -> list[str]:
+        """The first ``limit`` runs waiting for ``key``: higher priority first, then longest
+        waiting."""
+        rows = conn.execute(
+            sa.select(waits.c.run_id)
+            .where(waits.c.key == key)
+            .order_by(waits.c.priority.desc(), waits.c.since, waits.c.run_id)
+            .limit(limit)
+        ).all()
+        return [str(row.run_id) for row in rows]
+
+    def wake(self, conn: sa.Connection, run_id: str, key: str, now: datetime) -> bool:
+        """Make ``run_id`` runnable again (``queued``) if it still waits for capacity, with
+        ``capacity.woken``; its wait is removed either way. Locks the run's row."""
+        status = conn.execute(
+            self._store.for_update(sa.select(runs.c.status).where(runs.c.id == run_id))
+        ).scalar_one_or_none()
+        conn.execute(sa.delete(waits).where(waits.c.run_id == run_id))
+        if status != RunStatus.WAITING_FOR_CAPACITY:
+            return False
+        change_run(
+            conn, run_id, event_type="capacity.woken", actor="openseal",
+            payload={"limit": key}, now=now,
+            values={"status": RunStatus.QUEUED, "waiting": None, "wake_at": None},
+        )  # fmt: skip
+        self._store.notify_work(conn, run_id)
+        return True

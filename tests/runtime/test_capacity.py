@@ -1,0 +1,142 @@
+"""Concurrency caps (invariant 20): a claim takes a slot in its transaction, a run over the cap
+waits in ``waiting_for_capacity`` holding no lease, a claim's end frees its slot and wakes the
+waiter of the highest priority, a dead worker's slot comes back only when its lease is taken
+over, and a paused agent's runs wait while others go on. Both backends."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from openseal.runtime import service
+from openseal.runtime.engine.capacity import wake_free
+from openseal.runtime.engine.engine import Engine
+from openseal.runtime.statuses import RunStatus
+from openseal.runtime.store import Run, Store
+from tests.runtime.engine_support import DEFS, compile_files, engine, event_types, register
+from tests.runtime.engine_support import scripted as scripted_provider
+
+DONE = {"output": {"done": True}}
+
+
+@pytest.fixture
+def capped(store: Store) -> Store:
+    register(store, compile_files(DEFS / "capacity.hcl"))
+    return store
+
+
+def start(store: Store, workflow: str, priority: int | None = None) -> Run:
+    request = service.StartObjective(workflow, {}, priority=priority)
+    created = service.create_objective(store, request, service.CLI)
+    assert created.run is not None
+    return created.run
+
+
+def worker(store: Store, tmp_path: Path, name: str = "w1") -> Engine:
+    script = {"work": [DONE] * 50}
+    return engine(store, scripted_provider(tmp_path, script)[0], worker_id=name)
+
+
+def status(store: Store, run: Run) -> RunStatus:
+    return store.runs.get(run.id).status
+
+
+def claim(worker: Engine, run: Run) -> Any:
+    """Claim ``run``'s first turn without executing it (the claim holds its slots)."""
+    found = worker._claim(run.id)
+    assert found is not None
+    return found
+
+
+def test_a_run_over_the_cap_waits_and_is_woken_by_priority(capped: Store, tmp_path: Path) -> None:
+    w = worker(capped, tmp_path)
+    first, second = start(capped, "capped"), start(capped, "capped")
+    low, high = start(capped, "capped", priority=-1), start(capped, "capped", priority=3)
+    held = [claim(w, first), claim(w, second)]
+    assert [status(capped, r) for r in (first, second)] == [RunStatus.RUNNING] * 2
+
+    for run in (high, low):  # each claimed, each refused a slot
+        claim(w, run)
+        waiting = capped.runs.get(run.id)
+        assert waiting.status == RunStatus.WAITING_FOR_CAPACITY
+        assert waiting.lease_owner is None
+        assert waiting.waiting == {
+            "kind": "capacity",
+            "waits_for": {"kind": "concurrency", "limit": "workflow:capped", "max": 2,
+                          "in_use": 2},
+        }  # fmt: skip
+        assert event_types(capped, run)[-1] == "capacity.waiting"
+    assert capped.leases.claim("other") is None  # nothing else is runnable
+
+    w._run_claim(*held[0])  # the first run ends: its slot frees, the higher priority wakes
+    assert status(capped, first) == RunStatus.COMPLETED
+    assert status(capped, high) == RunStatus.QUEUED
+    assert status(capped, low) == RunStatus.WAITING_FOR_CAPACITY
+    assert "capacity.woken" in event_types(capped, high)
+
+    w._run_claim(*held[1])
+    assert status(capped, low) == RunStatus.QUEUED
+    w.run_until_idle()
+    assert [status(capped, r) for r in (first, second, low, high)] == [RunStatus.COMPLETED] * 4
+    with capped.read() as conn:
+        assert capped.capacity.held(conn) == []
+        assert capped.capacity.waiting_keys(conn) == []
+
+
+def test_a_dead_workers_slot_comes_back_with_its_lease(capped: Store, tmp_path: Path) -> None:
+    dead, alive = worker(capped, tmp_path, "dead"), worker(capped, tmp_path, "alive")
+    one, two, three = (start(capped, "capped") for _ in range(3))
+    claim(dead, one)
+    claim(dead, two)  # the dead worker holds both slots and never ends its turns
+    claim(alive, three)
+    assert status(capped, three) == RunStatus.WAITING_FOR_CAPACITY
+    # the leases have not expired: a look for waiters to wake finds no free slot
+    assert wake_free(capped, ["workflow:capped"]) == 0
+
+    later = capped.now() + timedelta(seconds=alive.lease_seconds + 1)
+    capped.clock = lambda: later
+    assert wake_free(capped, ["workflow:capped"]) == 0  # expired, not yet taken over
+    taken = alive._claim(one.id)  # the takeover moves the slot to the new claim
+    assert taken is not None and status(capped, one) == RunStatus.RUNNING
+    assert capped.runs.get(one.id).lease_owner == "alive"
+    assert wake_free(capped, ["workflow:capped"]) == 0
+    alive._run_claim(*taken)
+    assert status(capped, one) == RunStatus.COMPLETED
+    assert status(capped, three) == RunStatus.QUEUED
+
+
+def test_an_agents_cap_and_its_pause(capped: Store, tmp_path: Path) -> None:
+    w = worker(capped, tmp_path)
+    a, b = start(capped, "carried"), start(capped, "carried")
+    held = claim(w, a)
+    claim(w, b)  # agent.porter declares concurrency = 1
+    assert capped.runs.get(b.id).waiting == {
+        "kind": "capacity",
+        "waits_for": {"kind": "concurrency", "limit": "agent:porter", "max": 1, "in_use": 1},
+    }
+    w._run_claim(*held)
+    w.run_until_idle()
+    assert status(capped, b) == RunStatus.COMPLETED
+
+    capped.capacity.set("agent:clerk", by="user:test", paused=True)
+    paused, free = start(capped, "capped"), start(capped, "carried")
+    w.run_until_idle()
+    assert status(capped, free) == RunStatus.COMPLETED  # other work goes on
+    assert capped.runs.get(paused.id).waiting == {
+        "kind": "capacity",
+        "waits_for": {"kind": "paused", "limit": "agent:clerk"},
+    }
+    capped.capacity.set("agent:clerk", by="user:test", paused=False)
+    assert wake_free(capped, ["agent:clerk"]) == 1
+    w.run_until_idle()
+    assert status(capped, paused) == RunStatus.COMPLETED
+
+
+def test_runs_without_caps_take_no_slot(capped: Store, tmp_path: Path) -> None:
+    run = start(capped, "free")
+    worker(capped, tmp_path).run_until_idle()
+    assert status(capped, run) == RunStatus.COMPLETED
+    assert "capacity.slot_taken" not in event_types(capped, run)
