@@ -252,6 +252,8 @@ def test_deploy_and_proposals_go_through_the_server_as_each_token(
     shown = both(cli, live.url, "proposals", "show", proposal["id"][:12], "--events")
     assert "change_proposal.filed" in shown and "[risk-widening]" in shown
     both(cli, live.url, "proposals", "show", proposal["id"], "-o", "yaml")
+    replayed = both(cli, live.url, "proposals", "replay", proposal["id"][:12], "--runs", "5")
+    assert replayed.startswith(f"0 run(s) replayed against {proposal['id']}: 0 same"), replayed
     # the author may not review (the server's roles), nor claim to be someone else
     code, _, err = cli("proposals", "review", proposal["id"], "--approve", *at)
     assert code == 1 and "may not use proposals.review" in err

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from openseal.compiler.pipeline import compile_paths
 from openseal.runtime import service
+from openseal.runtime.engine.engine import Engine
 from openseal.runtime.governance import flow as gov
 from openseal.runtime.store import ChangeProposal, Run, Store
 from openseal.simulator.procurement import ProcurementSimulator
@@ -57,12 +59,16 @@ def decide(store: Store, run_id: str, verb: str) -> None:
     )  # fmt: skip
 
 
-def changed_example(tmp: Path, name: str, replacements: dict[str, tuple[str, str]]) -> Path:
-    """A copy of the procurement example with ``replacements`` (file → (old, new)) made."""
+def changed_example(
+    tmp: Path, name: str, replacements: dict[str, tuple[str, str]], *, team_spend: int = 250000
+) -> Path:
+    """A copy of the procurement example with ``replacements`` (file → (old, new)) made, and
+    the team's spend budget ``team_spend`` (as the recorded runs had it)."""
     root = tmp / f"changed_{name}"
     shutil.copytree(EXAMPLE, root)
     (root / ".git").mkdir()
-    for file, (old, new) in replacements.items():
+    spend = ("team.hcl", "spend    = 250000", f"spend    = {team_spend}")
+    for file, old, new in [*((f, o, n) for f, (o, n) in replacements.items()), spend]:
         path = root / "hcl" / file
         text = path.read_text(encoding="utf-8")
         assert old in text, (file, old)
@@ -86,3 +92,43 @@ def verdicts(report: Any, runs: dict[str, Run]) -> dict[str, tuple[str, str, str
         name: (by_id[run.id]["verdict"], by_id[run.id]["state"] or "", by_id[run.id]["why"] or "")
         for name, run in runs.items()
     }
+
+
+#: the team's spend budget for many recorded orders: never the reason one is refused
+MANY_SPEND = 1_000_000_000
+#: how the requester decides, by run index modulo 4 (None: the run is left waiting)
+MANY_DECISIONS = ("approve", "reject", None, "approve")
+
+
+def many_quantity(index: int) -> int:
+    """3 to 17 laptops: up to 13 (14937 EUR) fit the request's budget of 15000."""
+    return 3 + index % 15
+
+
+def record_many(store: Store, sim: ProcurementSimulator, tmp: Path, count: int) -> list[Run]:
+    """``count`` recorded runs, their quantities and decisions by index (see above)."""
+    f = flow(store, sim, tmp, team_spend=MANY_SPEND)
+    runs = []
+    for index in range(count):
+        request = {
+            "request": {"item": "laptop", "quantity": many_quantity(index), "budget": BUDGET}
+        }
+        runs.append(f.start(request))
+    engine = f.engine()
+    until_idle(engine, count)
+    for index, run in enumerate(runs):
+        decision = MANY_DECISIONS[index % 4]
+        if decision is not None and many_quantity(index) * 1149 <= BUDGET:
+            decide(store, run.id, decision)
+    until_idle(engine, count)
+    return runs
+
+
+def until_idle(engine: Engine, count: int, threads: int = 4) -> None:
+    """Work on the runs with ``threads`` threads sharing the engine (and its commits), as a
+    worker does, until none is runnable."""
+    with ThreadPoolExecutor(threads) as pool:
+        for done in [
+            pool.submit(engine.run_until_idle, max_steps=count * 10) for _ in range(threads)
+        ]:
+            done.result()

@@ -16,10 +16,15 @@ from openseal.runtime.store.tables import schema
 from openseal.simulator.procurement import ProcurementSimulator
 from tests.runtime.action_support import simulator_fixture  # noqa: F401
 from tests.runtime.replay_support import (
+    BUDGET,
     CONSTRAINT,
+    MANY_DECISIONS,
+    MANY_SPEND,
     Recorded,
     changed_example,
     file_change,
+    many_quantity,
+    record_many,
     record_runs,
     verdicts,
 )
@@ -141,3 +146,40 @@ def test_a_selection_narrows_the_runs(recorded: Recorded, tmp_path: Path) -> Non
     assert [r.run_id for r in named.runs] == [large]
     newest = replay_proposal(recorded.store, proposal.id, Selection(runs=2))
     assert [r.run_id for r in newest.runs] == sorted(r.id for r in recorded.runs.values())[-2:]
+
+
+@pytest.mark.slow
+def test_a_thousand_recorded_runs_against_a_tighter_constraint(
+    store: Store, simulator: ProcurementSimulator, tmp_path: Path
+) -> None:
+    runs = record_many(store, simulator, tmp_path, 1000)
+    folder = changed_example(
+        tmp_path, "tighter", {"team.hcl": (CONSTRAINT, TIGHTER)}, team_spend=MANY_SPEND
+    )
+    proposal = file_change(store, folder)
+
+    report = replay_proposal(store, proposal.id, Selection(runs=1000))
+
+    denied = (
+        "the action of order would be denied: "
+        "binding buyer_submits_orders: constraint 1 does not hold"
+    )
+    expected = {}
+    for index, run in enumerate(runs):
+        total = many_quantity(index) * 1149
+        admitted = MANY_DECISIONS[index % 4] == "approve" and total <= BUDGET
+        # written out: an order admitted under the old limit and over the new one diverges
+        over_new_limit = total > 10000
+        verdict = (
+            ("diverges", "submit", denied) if admitted and over_new_limit else ("same", "", "")
+        )
+        expected[run.id] = verdict
+    got = {r.run_id: (r.verdict.verdict, r.verdict.state, r.verdict.why) for r in report.runs}
+    assert got == expected
+    counts = report.counts()
+    # 9 to 13 laptops (5 of the 15 quantities) approved (2 of the 4 decisions): 10 runs in
+    # each 60, 166 of the first 1000
+    assert (counts["same"], counts["diverges"]) == (834, 166), counts
+    assert [(g["state"], g["runs"]) for g in report.groups()] == [("submit", 166)]
+    # and each run's own version replays it the same
+    assert check_runs(store, Selection(runs=1000)).counts()["same"] == 1000

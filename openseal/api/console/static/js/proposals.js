@@ -1,5 +1,6 @@
 // Change proposals: the semantic diff with risk-widening lines marked, the policy, reviews,
-// and the review / decide / activate buttons the caller may use.
+// the review / decide / activate buttons the caller may use, and a replay of recorded runs
+// through the proposed version.
 import * as api from "./api.js";
 import { h, replace, badge, time, fields, jsonView, notice, age } from "./dom.js";
 
@@ -25,6 +26,58 @@ function diffView(diff) {
     { class: change.widening ? "widening" : null, dataset: { widening: String(Boolean(change.widening)) } },
     change.widening ? h("strong", {}, "⚠ widens risk: ") : null,
     h("code", {}, change.definition), " ", h("code", {}, change.path), " — ", change.message)));
+}
+
+const VERDICTS = { same: "same", diverges: "diverges", needs_input: "needs new input", unsupported: "not replayed" };
+
+function verdictLine(run) {
+  if (run.verdict === "same") return "same";
+  return `${VERDICTS[run.verdict] || run.verdict} at ${run.state}: ${run.why}`;
+}
+
+function replayReport(report) {
+  const s = report.summary;
+  const counts = [`${s.same} same`, `${s.diverges} diverge`, `${s.needs_input} need new input`];
+  if (s.unsupported) counts.push(`${s.unsupported} not replayed`);
+  return h("div", {},
+    h("p", { id: "replay-summary" }, `${s.runs} run(s) replayed: ${counts.join(", ")}.`),
+    s.groups.length ? h("ul", { id: "replay-groups" }, s.groups.map((g) => h("li",
+      { dataset: { verdict: g.verdict, state: g.state } },
+      h("strong", {}, `${VERDICTS[g.verdict] || g.verdict} at ${g.state}`), `: ${g.runs} run(s)`,
+      h("ul", {},
+        g.reasons.map((r) => h("li", {}, `${r.why} (${r.runs})`)),
+        g.risk_widening.map((line) => h("li", { class: "widening" }, h("strong", {}, "⚠ widens risk: "), line))))))
+      : null,
+    report.runs.length ? h("div", { class: "scroll" }, h("table", { id: "replay-runs" },
+      h("thead", {}, h("tr", {}, ["Run", "Status", "Verdict"].map((l) => h("th", { scope: "col" }, l)))),
+      h("tbody", {}, report.runs.map((run) => h("tr", { dataset: { verdict: run.verdict } },
+        h("td", {}, h("a", { href: `#/runs/${encodeURIComponent(run.run)}` }, h("code", {}, run.run))),
+        h("td", {}, badge(run.status)),
+        h("td", {}, verdictLine(run)))))))
+      : h("p", { class: "muted" }, "No recorded runs of these workflows were selected."));
+}
+
+function replaySection(p) {
+  const out = h("div", { id: "replay-report", "aria-live": "polite" });
+  const choice = h("select", { id: "replay-selection" },
+    h("option", { value: "since=1d" }, "the last day's runs"),
+    h("option", { value: "since=7d" }, "the last week's runs"),
+    h("option", { value: "runs=100" }, "the newest 100 runs"));
+  const start = h("button", { type: "button", id: "replay-start", onclick: async () => {
+    const [key, value] = choice.value.split("=");
+    replace(out, h("p", { class: "muted" }, "Replaying…"));
+    try {
+      const body = { [key]: key === "runs" ? Number(value) : value };
+      replace(out, replayReport(await api.post(`/proposals/${encodeURIComponent(p.id)}/replay`, body)));
+    } catch (error) {
+      replace(out, notice("error", `Refused (${error.code}): ${error.message}`));
+    }
+  } }, "Replay");
+  return h("section", { "aria-labelledby": "replay-title" },
+    h("h2", { id: "replay-title" }, "Replay against recorded runs"),
+    h("p", { class: "muted" }, "Recorded runs re-driven through the proposed version, with their recorded model and tool results, decisions and events: no model call, no tool call, no effect."),
+    h("div", { class: "row" }, h("label", { for: "replay-selection" }, "Which runs"), choice, start),
+    out);
 }
 
 export async function page(main, me, id) {
@@ -81,6 +134,7 @@ export async function page(main, me, id) {
     ]),
     h("section", { "aria-labelledby": "diff-title" }, h("h2", { id: "diff-title" }, "Semantic diff"), diffView(p.diff || {})),
     h("section", { "aria-labelledby": "policy-title" }, h("h2", { id: "policy-title" }, "Policy"), jsonView(p.policy)),
+    me.may("proposals.replay") ? replaySection(p) : null,
     h("section", { "aria-labelledby": "reviews-title" }, h("h2", { id: "reviews-title" }, "Reviews"),
       view.reviews.length ? h("ul", {}, view.reviews.map((r) => h("li", {},
         `${r.reviewer || r.actor}: ${r.verdict}`, r.comment ? ` — ${r.comment}` : "", " ", time(r.created_at || r.at))))
