@@ -15,8 +15,6 @@ import os
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -41,6 +39,7 @@ from tests.runtime.action_support import (
 from tests.runtime.engine_support import PROCUREMENT, compile_files, register
 from tests.runtime.pg_cluster import PgPair, pg_pair
 from tests.runtime.quickstart_support import SCRIPT
+from tests.runtime.serve_process import serve_process
 from tests.runtime.support import eventually
 from tests.runtime.test_worker_process import LAUNCH
 
@@ -78,27 +77,6 @@ class Deployment:
     def logs(self) -> str:
         return "".join(f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}"
                        for p in sorted(self.tmp.glob("*.log")))  # fmt: skip
-
-
-@contextmanager
-def serving(d: Deployment) -> Iterator[subprocess.Popen[bytes]]:
-    server = d.spawn("serve", "--home", str(d.tmp / "home"), "--port", "0", "--output", "json",
-                     "--log-level", "warning", "--local-operator", "--external-workers",
-                     log="serve")  # fmt: skip
-    try:
-        assert server.stdout is not None
-        printed = b""
-        while not printed.startswith(b"{") or not printed.rstrip().endswith(b"}"):
-            line = server.stdout.readline()
-            assert line, d.logs()  # the server stopped before printing its address
-            printed += line
-        address = json.loads(printed)
-        d.api = str(address["url"]).rstrip("/")
-        d.secret = Path(address["local_operator_secret"]).read_text(encoding="utf-8").strip()
-        yield server
-    finally:
-        server.kill()
-        server.wait(timeout=GUARD)
 
 
 def approve_through_the_api(d: Deployment) -> int:
@@ -154,8 +132,9 @@ def test_workers_and_the_server_carry_on_after_the_primary_dies_and_the_standby_
         try:
             d = Deployment(pair, store, env, tmp_path)
             register(store, compile_files(*sorted(PROCUREMENT.glob("*.hcl"))))
-            with serving(d) as server:
-                _ride_out_the_failover(d, server, simulator)
+            with serve_process(d.spawn, home, d.logs) as served:
+                d.api, d.secret = served.api, served.secret
+                _ride_out_the_failover(d, served.process, simulator)
         finally:
             store.close()
 

@@ -15,6 +15,7 @@ for the whole table and no row stays locked longer than one batch.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 import sqlalchemy as sa
@@ -22,6 +23,8 @@ from alembic import op
 
 #: rows one batch of a backfill updates
 BATCH_ROWS = 5000
+#: seconds a backfill waits when every row it has left is held by writers
+SKIPPED_ROWS_WAIT = 0.05
 
 
 def create_index(
@@ -67,21 +70,31 @@ def _drop_if_invalid(name: str) -> None:
         op.execute(sa.text(f'DROP INDEX CONCURRENTLY IF EXISTS "{name}"'))
 
 
-def update_in_batches(table: str, assignment: str, where: str, *, key: str = "id") -> int:
-    """``UPDATE table SET assignment WHERE where`` over every matching row, ``BATCH_ROWS`` rows
-    (by ``key``) at a time, each batch committed on its own on PostgreSQL; ``where`` must stop
-    matching a row once it is updated. Returns the rows updated."""
-    batch = sa.text(
-        f"UPDATE {table} SET {assignment} WHERE {key} IN "
-        f"(SELECT {key} FROM {table} WHERE {where} LIMIT {BATCH_ROWS})"
-    )
-    if op.get_bind().dialect.name != "postgresql":
+def update_in_batches(
+    table: str, assignment: str, where: str, *, key: str = "id", batch_rows: int = BATCH_ROWS
+) -> int:
+    """``UPDATE table SET assignment WHERE where`` over every matching row, ``batch_rows`` at a
+    time, each batch committed on its own on PostgreSQL; ``where`` must stop matching a row
+    once it is updated. Returns the rows updated.
+
+    A batch skips rows a writer holds (``FOR UPDATE SKIP LOCKED``) and takes them in a later
+    batch: it never waits for a writer's lock while holding its own, so it cannot deadlock
+    with one, and writers wait for it one batch at most."""
+    bind = op.get_bind()
+    if bind.dialect.name != "postgresql":
         whole = sa.text(f"UPDATE {table} SET {assignment} WHERE {where}")
-        return int(op.get_bind().execute(whole).rowcount)
+        return int(bind.execute(whole).rowcount)
+    batch = sa.text(
+        f"UPDATE {table} SET {assignment} WHERE {key} IN (SELECT {key} FROM {table} "
+        f"WHERE {where} ORDER BY {key} LIMIT {int(batch_rows)} FOR UPDATE SKIP LOCKED)"
+    )
+    left = sa.text(f"SELECT 1 FROM {table} WHERE {where} LIMIT 1")
     total = 0
     with op.get_context().autocommit_block():
         while True:  # in autocommit, each batch's statement commits on its own
             done = int(op.get_bind().execute(batch).rowcount)
             total += done
-            if done < BATCH_ROWS:
-                return total
+            if done == 0:
+                if op.get_bind().execute(left).first() is None:
+                    return total
+                time.sleep(SKIPPED_ROWS_WAIT)  # every row left is a writer's for now
