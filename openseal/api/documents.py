@@ -22,7 +22,13 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, create_model
 
 from openseal.runtime.service import Capability, RunView, TriggerView, TurnView
-from openseal.runtime.service.governance import DeploymentInfo, DeployResult, MigrationReport
+from openseal.runtime.service.governance import (
+    CapabilityInUse,
+    DeploymentInfo,
+    DeployResult,
+    MigrationReport,
+    VersionRuns,
+)
 from openseal.runtime.store import (
     Action,
     Activation,
@@ -99,6 +105,14 @@ class Deployments(Document):
     deployments: list[DeploymentInfo]
 
 
+class DeploymentShown(Document):
+    deployment: DeploymentInfo
+    #: the versions with live (not ended) runs, most runs first, and how many each
+    live: list[VersionRuns]
+    #: live runs of every version together
+    live_runs: int
+
+
 class DeploymentHistory(Document):
     name: str
     activations: list[Activation]
@@ -168,6 +182,8 @@ class ProposalShown(Document):
     proposal: ChangeProposal
     reviews: list[Review]
     events: list[ProposalEvent]
+    #: what the change removes that live runs of older versions still pin, counted now
+    in_use: list[CapabilityInUse]
 
 
 class ProposalChanged(Document):

@@ -15,7 +15,7 @@ import click
 
 from openseal import __version__
 from openseal.cli.client import connected, one
-from openseal.cli.governance import filing, governed, short
+from openseal.cli.governance import filing, governed, in_use_lines, short
 from openseal.cli.output import echo_data
 from openseal.errors import OpenSealError, UsageError
 from openseal.runtime.service import OPEN_CHANGE_PROPOSAL_STATUSES as OPEN_STATUSES
@@ -148,6 +148,8 @@ def print_filed(result: gov.DeployResult) -> None:
     if result.unchanged:
         click.echo(f"  unchanged: {', '.join(result.unchanged)}")
     click.echo(f"  risk widening: {risk}")
+    for line in in_use_lines(result.in_use):
+        click.echo(f"  in use: {line}")
     click.echo(f"next: openseal proposals show {proposal.id}")
 
 

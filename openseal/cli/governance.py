@@ -1,4 +1,5 @@
-"""``openseal proposals ...`` and ``openseal deployments ...``: governed definition changes.
+"""``openseal proposals ...``: governed definition changes (and what ``openseal deploy`` and
+``openseal deployments`` share with them).
 
 A change proposal is reviewed, decided and then — a separate step — activated; see
 ``docs/governance.md``. Every command takes the store options of the other runtime commands
@@ -9,7 +10,7 @@ default ``user:local``) on the store, and as the token's principal on a server.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -19,7 +20,6 @@ from openseal.cli.client import (
     Connection,
     connected,
     listed,
-    many,
     one,
     record,
     records,
@@ -38,6 +38,13 @@ if TYPE_CHECKING:
     from openseal.runtime.store import ChangeProposal, ProposalEvent, Review, Store
 
 F = TypeVar("F", bound=Callable[..., Any])
+#: what ``proposals show`` reads: the proposal, its reviews, its events, what live runs still use
+Shown = tuple[
+    "ChangeProposal",
+    tuple["Review", ...],
+    tuple["ProposalEvent", ...],
+    tuple["gov.CapabilityInUse", ...],
+]
 
 LOCAL_ACTOR = "user:local"
 
@@ -86,7 +93,13 @@ def report_from_dict(diff: Mapping[str, Any]) -> DiffReport:
     )
 
 
-def render_proposal(proposal: ChangeProposal, reviews: tuple[Review, ...], *, color: bool) -> str:
+def render_proposal(
+    proposal: ChangeProposal,
+    reviews: tuple[Review, ...],
+    *,
+    color: bool,
+    in_use: tuple[gov.CapabilityInUse, ...] = (),
+) -> str:
     from openseal.cli.diff import render_report
 
     def paint(text: str, code: str) -> str:
@@ -108,6 +121,8 @@ def render_proposal(proposal: ChangeProposal, reviews: tuple[Review, ...], *, co
         base = proposal.base.get(target.name)
         lines.append(f"    {target.name} ({target.kind}): {short(base)} -> {short(target.digest)}")
     lines.append(f"  policy       {policy_summary(proposal.policy)}")
+    for line in in_use_lines(in_use):
+        lines.append(f"  in use       {line}")
     current = [r for r in reviews if r.round == proposal.round]
     for review in current:
         comment = f": {review.comment}" if review.comment else ""
@@ -122,6 +137,20 @@ def render_proposal(proposal: ChangeProposal, reviews: tuple[Review, ...], *, co
     lines.append("")
     lines.append(render_report(report_from_dict(proposal.diff), color=color).rstrip("\n"))
     return "\n".join(lines) + "\n"
+
+
+def in_use_lines(found: Iterable[gov.CapabilityInUse]) -> list[str]:
+    """One line per capability a change removes that live runs still pin, with how many runs
+    of which version."""
+    lines = []
+    for item in found:
+        per = ", ".join(f"{short(v.digest)}: {v.runs}" for v in item.versions)
+        runs = "run" if item.runs == 1 else "runs"
+        lines.append(
+            f"{item.workflow}: removes {item.capability}, still pinned by {item.runs} live "
+            f"{runs} ({per})"
+        )
+    return lines
 
 
 def policy_summary(policy: Mapping[str, Any]) -> str:
@@ -243,17 +272,21 @@ def show_command(
     from openseal.compiler import use_color
     from openseal.runtime.store import ChangeProposal, ProposalEvent, Review
 
-    def local(store: Store) -> tuple[ChangeProposal, tuple[Review, ...], tuple[ProposalEvent, ...]]:
-        proposal = service.governance.get_proposal(store, proposal_id)
-        return (proposal, service.governance.proposal_reviews(store, proposal.id),
-                service.governance.proposal_events(store, proposal.id))  # fmt: skip
+    gov = service.governance
 
-    def read(answer: Any) -> tuple[ChangeProposal, tuple[Review, ...], tuple[ProposalEvent, ...]]:
+    def local(store: Store) -> Shown:
+        proposal = gov.get_proposal(store, proposal_id)
+        return (proposal, gov.proposal_reviews(store, proposal.id),
+                gov.proposal_events(store, proposal.id),
+                gov.proposal_in_use(store, proposal.id))  # fmt: skip
+
+    def read(answer: Any) -> Shown:
         return (record(ChangeProposal, answer["proposal"]), records(Review, answer["reviews"]),
-                records(ProposalEvent, answer["events"]))  # fmt: skip
+                records(ProposalEvent, answer["events"]),
+                records(gov.CapabilityInUse, answer["in_use"]))  # fmt: skip
 
     with connected(home, server, token_file, read_only=True) as at:
-        proposal, reviews, events = at.ask(
+        proposal, reviews, events, in_use = at.ask(
             local, "proposals.show", "proposals", proposal_id, read=read
         )
     events = events if with_events else ()
@@ -262,6 +295,7 @@ def show_command(
             {
                 **jsonable(proposal),
                 "reviews": reviews,
+                "in_use": in_use,
                 **({"events": events} if with_events else {}),
             },
             output,
@@ -269,7 +303,8 @@ def show_command(
         return
     color = use_color(sys.stdout)
     # click strips ANSI codes from non-terminals unless told; use_color already decided.
-    click.echo(render_proposal(proposal, reviews, color=color), nl=False, color=color)
+    text = render_proposal(proposal, reviews, color=color, in_use=in_use)
+    click.echo(text, nl=False, color=color)
     for event in events:
         click.echo(f"{event.seq:>4}  {when(event.at)}  {event.type:<28} {event.actor}")
 
@@ -390,118 +425,6 @@ def refresh_command(
         )
     else:
         click.echo(f"change proposal {proposal.id} refreshed; status {proposal.status}")
-
-
-# --------------------------------------------------------------------------- deployments
-
-
-@click.group()
-def deployments() -> None:
-    """Deployments: which version each workflow, runbook and governance name runs.
-
-    Without --server they act on the store under --home; with --server (or OPENSEAL_SERVER)
-    they ask that server as the token's principal.
-    """
-
-
-@deployments.command("list")
-@store_options
-@server_options
-def deployments_list(home: Path, output: str, server: str | None, token_file: Path | None) -> None:
-    """List deployments and their active versions.
-
-    \b
-    Examples:
-        openseal deployments list --output json
-    """
-    with connected(home, server, token_file, read_only=True) as at:
-        found = at.ask(
-            service.governance.list_deployments, "deployments.list", "deployments",
-            read=many(service.governance.DeploymentInfo, "deployments"),
-        )  # fmt: skip
-    if output != "text":
-        echo_data(found, output)
-        return
-    rows = [
-        [item.name, str(item.kind), short(item.active_digest), str(item.revision),
-         when(item.activated_at), item.activated_by or "-", item.change_proposal_id or "-"]
-        for item in found
-    ]  # fmt: skip
-    headers = ["name", "kind", "version", "revision", "activated", "by", "proposal"]
-    echo_table(headers, rows, empty="no deployments")
-
-
-@deployments.command("history")
-@store_options
-@server_options
-@click.argument("name")
-def deployments_history(
-    home: Path, output: str, server: str | None, token_file: Path | None, name: str
-) -> None:
-    """Every activation of a deployment, oldest first: who, when, from which proposal.
-
-    \b
-    Examples:
-        openseal deployments history procure_laptops
-    """
-    from openseal.runtime.store import Activation
-
-    with connected(home, server, token_file, read_only=True) as at:
-        history = at.ask(
-            lambda store: service.governance.deployment_history(store, name),
-            "deployments.history", "deployments", name, "history",
-            read=many(Activation, "activations"),
-        )  # fmt: skip
-    if output != "text":
-        echo_data(history, output)
-        return
-    rows = [
-        [when(item.at), short(item.previous_digest), short(item.digest), item.actor,
-         item.change_proposal_id or "-"]
-        for item in history
-    ]  # fmt: skip
-    headers = ["activated", "from", "to", "by", "proposal"]
-    echo_table(headers, rows, empty=f"no activations of {name}")
-
-
-@deployments.command("rollback")
-@governed
-@click.argument("name")
-@click.option("--to", "to", default=None, help="Digest (or prefix) of an earlier version.")
-@click.option("--message", default=None, help="Why; recorded with the proposal.")
-def deployments_rollback(
-    home: Path, output: str, server: str | None, token_file: Path | None, actor: str, name: str,
-    to: str | None, message: str | None,
-) -> None:  # fmt: skip
-    """File a rollback proposal re-activating an earlier version of NAME.
-
-    Without --to, the version active before the current one. The proposal is reviewed,
-    decided and activated like any other change.
-
-    \b
-    Examples:
-        openseal deployments rollback procure_laptops --message "vendor API broke"
-        openseal deployments rollback procure_laptops --to 888401d4
-    """
-    request = service.governance.Rollback(name, to, message)
-    with connected(home, server, token_file) as at:
-        caller = at.acting(actor)
-        result = at.ask(
-            lambda store: service.governance.rollback(store, request, caller),
-            "deployments.rollback", "deployments", name, "rollback", method="POST",
-            body={"to": to, "message": message}, read=filing,
-        )  # fmt: skip
-    proposal = result.proposal
-    assert proposal is not None
-    if output != "text":
-        echo_data({"proposal": proposal, "created": result.created}, output)
-        return
-    verb = "filed" if result.created else "already open"
-    target = proposal.targets[0]
-    click.echo(
-        f"rollback proposal {proposal.id} {verb}: {name} -> {short(target.digest)}; "
-        f"status {proposal.status}"
-    )
 
 
 def filing(answer: Any) -> gov.DeployResult:

@@ -37,7 +37,7 @@ COMMANDS = {
     "deploy": "openseal.cli.deploy:deploy",
     "proposals": "openseal.cli.governance:proposals",
     "replay": "openseal.cli.replay:replay",
-    "deployments": "openseal.cli.governance:deployments",
+    "deployments": "openseal.cli.deployments:deployments",
     "approvals": "openseal.cli.approvals:approvals",
     "actions": "openseal.cli.actions:actions",
     "requests": "openseal.cli.requests:requests",

@@ -40,9 +40,9 @@ ANY_SCOPE = "*"
 
 
 _READS = (
-    "definitions.get", "deployments.list", "deployments.history", "proposals.list",
-    "proposals.show", "proposals.replay", "objectives.list", "objectives.show", "runs.list",
-    "runs.show",
+    "definitions.get", "deployments.list", "deployments.show", "deployments.history",
+    "proposals.list", "proposals.show", "proposals.replay", "objectives.list", "objectives.show",
+    "runs.list", "runs.show",
     "runs.events", "runs.events_stream", "runs.turns", "approvals.list", "approvals.show",
     "actions.list", "actions.show", "agent_requests.list", "agent_requests.show", "triggers.list",
     "triggers.show",

@@ -32,7 +32,8 @@ from tests.runtime.trigger_support import EVENT_TRIGGER, deploy_triggers, trigge
 
 #: deployments and definition versions are the catalogue every scope shares
 SHARED = {
-    "definitions.get", "deployments.list", "deployments.history", "deployments.rollback",
+    "definitions.get", "deployments.list", "deployments.show", "deployments.history",
+    "deployments.rollback",
     "triggers.list", "triggers.show",
 }  # fmt: skip
 #: reach records of every scope (a caller limited to some is refused with 403)

@@ -71,6 +71,7 @@ def test_real_answers_validate_against_the_declared_documents(serve: Serve, stor
         deployments = check("get", "/deployments", client.get("/deployments"))
         digest = deployments["deployments"][0]["active_digest"]
         check("get", "/definitions/{digest}", client.get(f"/definitions/{digest}"))
+        check("get", "/deployments/{name}", client.get("/deployments/small"))
         check("get", "/deployments/{name}/history", client.get("/deployments/small/history"))
         check("get", "/proposals", client.get("/proposals"))
         # errors have the one shape, under the statuses each operation declares

@@ -3,12 +3,16 @@ decide, activate (with expected revisions), deployments and their history, defin
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from openseal.api.auth import TokenTable, parse_tokens
+from openseal.runtime import service
+from openseal.runtime.store import Store
 from tests.api.conftest import ALICE_TOKEN, BOB_TOKEN, CAROL_TOKEN, Serve, sha
 from tests.api.support import assert_error
-from tests.runtime.engine_support import PROCUREMENT, compile_files
+from tests.runtime.engine_support import PROCUREMENT, compile_files, register
+from tests.runtime.governance_support import WORKFLOW, compile_set, key, without_lookup
 
 TOKENS: TokenTable = parse_tokens(
     {sha(ALICE_TOKEN): "user:alice", sha(BOB_TOKEN): "user:bob", sha(CAROL_TOKEN): "user:carol"}
@@ -95,3 +99,34 @@ def test_posted_documents_are_checked_before_anything_is_stored(serve: Serve) ->
         assert_error(unknown, 422, "bundle_error")
         assert_error(client.post("/proposals", json={"documents": []}), 422, "invalid_request")
         assert client.get("/proposals").json()["proposals"] == []
+
+
+def test_a_change_says_what_live_runs_still_pin_and_a_deployment_its_live_versions(
+    serve: Serve, store: Store, tmp_path: Path
+) -> None:
+    v1 = compile_set(tmp_path / "v1")
+    register(store, list(v1.values()))
+    request = service.StartObjective(WORKFLOW, {"question": "why"})
+    for _ in range(2):
+        service.create_objective(store, request, service.CLI)
+    pinned = key(v1, f"workflow.{WORKFLOW}")
+    posted = [d.document for d in without_lookup(tmp_path / "v2").values()]
+    with serve().client() as client:
+        shown = client.get(f"/deployments/{WORKFLOW}")
+        assert shown.status_code == 200, shown.text
+        assert shown.json()["deployment"]["active_digest"] == pinned
+        assert shown.json()["live"] == [{"digest": pinned, "runs": 2}]
+        assert shown.json()["live_runs"] == 2
+        assert_error(client.get("/deployments/nothing"), 404, "not_found")
+
+        filed = client.post("/proposals", json={"documents": posted})
+        assert filed.status_code == 201, filed.text
+        in_use = {item["capability"]: item for item in filed.json()["in_use"]}
+        assert set(in_use) == {"skill.lookup", "binding.helper_looks_up", "model.m"}
+        assert in_use["skill.lookup"] == {
+            "workflow": WORKFLOW, "capability": "skill.lookup", "kind": "skill", "runs": 2,
+            "versions": [{"digest": pinned, "runs": 2}],
+        }  # fmt: skip
+        pid = filed.json()["proposal"]["id"]
+        again = client.get(f"/proposals/{pid}").json()["in_use"]
+        assert sorted(item["capability"] for item in again) == sorted(in_use)

@@ -305,3 +305,43 @@ def test_wait_for_activation_fails_on_rejection(
     code, _, err = cli("deploy", "defs", "--wait-for-activation", "--timeout", "120")
     helper.join(timeout=60)
     assert code == 1 and "is rejected; it will not be activated" in err
+
+
+def test_deploy_and_show_say_what_live_runs_still_pin(
+    cli: Cli,
+    backend: Backend,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    from openseal.runtime import service
+    from tests.runtime.engine_support import register
+    from tests.runtime.governance_support import WORKFLOW, compile_set, key, without_lookup
+
+    store = backend.open()
+    v1 = compile_set(tmp_path / "v1")
+    register(store, list(v1.values()))
+    request = service.StartObjective(WORKFLOW, {"question": "why"})
+    for _ in range(3):
+        service.create_objective(store, request, service.CLI)
+    pinned = key(v1, f"workflow.{WORKFLOW}")
+    without_lookup(tmp_path / "v2")
+
+    code, out, err = cli("deploy", str(tmp_path / "v2"), "--actor", "user:alice")
+    assert code == 0, err
+    line = f"{WORKFLOW}: removes skill.lookup, still pinned by 3 live runs ({pinned[:12]}: 3)"
+    assert f"  in use: {line}" in out.splitlines()
+    [proposal] = cli.json("proposals", "list")
+    code, out, err = cli("proposals", "show", proposal["id"])
+    assert code == 0, err
+    assert f"  in use       {line}" in out.splitlines()
+    shown = cli.json("proposals", "show", proposal["id"])
+    assert {item["capability"] for item in shown["in_use"]} == {
+        "skill.lookup", "binding.helper_looks_up", "model.m",
+    }  # fmt: skip
+
+    code, out, err = cli("deployments", "show", WORKFLOW)
+    assert code == 0, err
+    assert "  live runs    3 runs on 1 version(s)" in out
+    assert [pinned[:12], "3", "active"] == out.splitlines()[-1].split()
+    assert cli.json("deployments", "show", WORKFLOW)["live"] == [{"digest": pinned, "runs": 3}]
+    code, _, err = cli("deployments", "show", "nothing")
+    assert code == 1 and "deployment nothing not found" in err

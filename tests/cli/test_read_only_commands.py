@@ -34,6 +34,7 @@ READS = [
     ["triggers", "list"],
     ["triggers", "show", "hourly"],
     ["deployments", "list"],
+    ["deployments", "show", "small"],
     ["deployments", "history", "small"],
     ["tokens", "list"],
 ]

@@ -269,6 +269,8 @@ def test_deploy_and_proposals_go_through_the_server_as_each_token(
     assert (code, out) == (0, f"change proposal {proposal['id']} activated; status activated\n")
     assert "answer" in both(cli, live.url, "deployments", "list")
     both(cli, live.url, "deployments", "list", "-o", "json")
+    assert "active" in both(cli, live.url, "deployments", "show", "answer")
+    both(cli, live.url, "deployments", "show", "answer", "-o", "json")
     history = both(cli, live.url, "deployments", "history", "answer")
     assert CAROL in history and proposal["id"] in history
     code, _, err = cli("deployments", "rollback", "answer", *at)

@@ -104,3 +104,19 @@ def compile_set(
 def key(documents: dict[str, CompiledDocument], ref: str) -> str:
     """The store key (bare hex digest) of ``ref`` (``kind.name``) in a compile result."""
     return documents[ref].digest.removeprefix("sha256:")
+
+
+def without_lookup(directory: Path) -> dict[str, CompiledDocument]:
+    """The test workflow without its skill, its binding and its model (another one instead)."""
+    text = DEFINITIONS % {"max_risk": "write", "instructions": "Answer."}
+    skill_start = text.index('skill "lookup"')
+    text = text[:skill_start] + text[text.index('agent "helper"') :]
+    binding_start = text.index('binding "helper_looks_up"')
+    text = text[:binding_start] + text[text.index('workflow "answer"') :]
+    text = text.replace("skills = [skill.lookup]", "skills = []")
+    text = text.replace('model "m" {', 'model "m2" {').replace("model.m\n", "model.m2\n")
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "defs.hcl").write_text(text, encoding="utf-8")
+    result = compile_paths([directory])
+    assert result.ok, [str(d) for d in result.diagnostics]
+    return result.documents

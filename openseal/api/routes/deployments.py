@@ -52,6 +52,19 @@ def list_deployments(state: State) -> dict[str, Any]:
 
 
 @router.get(
+    "/deployments/{name}",
+    operation_id="deployments.show",
+    dependencies=requires("deployments.show"),
+    responses=responses(404, ok=documents.DeploymentShown),
+)
+def show_deployment(name: Name, state: State) -> dict[str, Any]:
+    """The deployment with the versions its live (not ended) runs are pinned to, and how
+    many runs each: an old version is still in use while it has any."""
+    shown: dict[str, Any] = jsonable(gov.deployment_versions(state.store, name))
+    return shown
+
+
+@router.get(
     "/deployments/{name}/history",
     operation_id="deployments.history",
     dependencies=requires("deployments.history"),
@@ -137,6 +150,7 @@ def show_proposal(proposal_id: Id, state: State, who: Who) -> dict[str, Any]:
         "proposal": jsonable(proposal),
         "reviews": jsonable(gov.proposal_reviews(state.store, proposal.id)),
         "events": jsonable(gov.proposal_events(state.store, proposal.id)),
+        "in_use": jsonable(gov.proposal_in_use(state.store, proposal.id, scoped(who))),
     }
 
 

@@ -23,6 +23,7 @@ from openseal.skills import Skill, adapter_for
 from openseal.skills.base import SkillCall, SkillResult
 from openseal.skills.bounded import GRACE_SECONDS, call_bounded
 from openseal.skills.credentials import RuntimeContext
+from openseal.skills.readiness import missing
 
 
 def adapter_config(context: RuntimeContext | None) -> dict[str, str]:
@@ -67,6 +68,17 @@ class Target:
             # where each credential lives; the adapter reads the value at call time
             credentials=context.credentials if context is not None else None,
         )
+
+
+def unavailable(target: Target, context: RuntimeContext | None) -> str | None:
+    """Why this worker cannot call ``target``'s skill at all (its runtime context lacks the
+    credential or a ``config`` value the skill uses, or the entry point's module is not
+    installed), or None. Such an action is not sent: sending it could only fail here, and a
+    failure would read as the destination's answer."""
+    problem = missing(target.call(target.spec, context))
+    if problem is None:
+        return None
+    return f"this worker cannot call skill {target.skill}: {problem}"
 
 
 def dispatch(

@@ -45,6 +45,7 @@ from openseal.runtime.governance.change_proposals import (
     current_verdicts,
     resolve_id,
 )
+from openseal.runtime.governance.in_use import CapabilityInUse
 from openseal.runtime.governance.plan import (
     Lookup,
     Plan,
@@ -122,6 +123,9 @@ class DeployResult:
     created: bool
     unchanged: tuple[str, ...] = ()
     note: str | None = None
+    #: what the change removes that live runs of older versions still pin (filled in by the
+    #: service face, which reads it at filing: :mod:`~openseal.runtime.governance.in_use`)
+    in_use: tuple[CapabilityInUse, ...] = ()
 
 
 @dataclass(frozen=True)

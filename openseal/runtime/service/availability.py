@@ -59,7 +59,7 @@ class CapabilityConfig:
 OPERATIONS: dict[str, tuple[str, ...]] = {
     "definitions": ("definitions.get",),
     "deployments": (
-        "deployments.list", "deployments.history", "deployments.rollback",
+        "deployments.list", "deployments.show", "deployments.history", "deployments.rollback",
         "proposals.list", "proposals.show", "proposals.file", "proposals.review",
         "proposals.decide", "proposals.activate", "proposals.refresh", "proposals.replay",
         "proposals.migrate",

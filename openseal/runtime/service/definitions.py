@@ -20,6 +20,7 @@ from openseal.errors import OpenSealError, UsageError
 from openseal.runtime.caller import Caller
 from openseal.runtime.governance import flow as gov
 from openseal.runtime.requests import Deployment
+from openseal.runtime.service.governance import with_in_use
 from openseal.runtime.store import Store, store_key
 
 #: compiled-document validators by kind, built once
@@ -45,7 +46,8 @@ def deploy_documents(store: Store, request: Deployment, caller: Caller) -> gov.D
     _check_dependencies(store, entries)
     bundle = Bundle(Path("<posted>"), {"definitions": sorted(entries)}, entries)
     scope = caller.grant.home() or "default"
-    return gov.deploy(store, bundle, caller.actor, message=request.message, scope=scope)
+    result = gov.deploy(store, bundle, caller.actor, message=request.message, scope=scope)
+    return with_in_use(store, result)
 
 
 def _entry(index: int, document: object) -> BundleEntry:

@@ -7,6 +7,7 @@ the catalogue every caller shares."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
 from openseal.runtime.access import check_scope
 from openseal.runtime.caller import CLI, Caller
@@ -29,6 +30,13 @@ from openseal.runtime.governance.flow import (
     store_key,
     wait_for_activation,
 )
+from openseal.runtime.governance.in_use import (
+    CapabilityInUse,
+    DeploymentVersions,
+    VersionRuns,
+    deployment_versions,
+    removed_in_use,
+)
 from openseal.runtime.governance.migration import MigrationReport, RunMove, Selection
 from openseal.runtime.requests import (
     Deployment,
@@ -41,12 +49,14 @@ from openseal.runtime.requests import (
 from openseal.runtime.store import Store
 
 __all__ = [
+    "CapabilityInUse",
     "ChangeProposal",
     "Conflict",
     "Decision",
     "DeployResult",
     "Deployment",
     "DeploymentInfo",
+    "DeploymentVersions",
     "GovernanceError",
     "MigrationReport",
     "NotAllowed",
@@ -58,21 +68,25 @@ __all__ = [
     "RunMove",
     "StaleProposal",
     "Verdict",
+    "VersionRuns",
     "activate",
     "decide",
     "deploy",
     "deployment_history",
+    "deployment_versions",
     "get_proposal",
     "list_deployments",
     "list_proposals",
     "migrate_runs",
     "proposal_events",
+    "proposal_in_use",
     "proposal_reviews",
     "refresh",
     "review",
     "rollback",
     "store_key",
     "wait_for_activation",
+    "with_in_use",
 ]
 
 
@@ -101,19 +115,37 @@ def get_proposal(store: Store, proposal_id: str, caller: Caller = CLI) -> Change
     return proposal
 
 
+def proposal_in_use(
+    store: Store, proposal_id: str, caller: Caller = CLI
+) -> tuple[CapabilityInUse, ...]:
+    """What the proposal removes that live runs still pin, counted now (another scope's
+    proposal is not found)."""
+    return removed_in_use(store, get_proposal(store, proposal_id, caller))
+
+
+def with_in_use(store: Store, result: DeployResult) -> DeployResult:
+    """``result`` with what its proposal removes that live runs still pin."""
+    if result.proposal is None:
+        return result
+    return replace(result, in_use=removed_in_use(store, result.proposal))
+
+
 def deploy(store: Store, request: Deployment, caller: Caller) -> DeployResult:
-    """Store every version and file a change proposal for what changed; nothing is activated."""
-    return gov.deploy(
+    """Store every version and file a change proposal for what changed; nothing is activated.
+    The result says what the change removes that live runs still pin."""
+    result = gov.deploy(
         store, request.source, caller.actor, message=request.message, scope=_home(caller)
     )
+    return with_in_use(store, result)
 
 
 def rollback(store: Store, request: Rollback, caller: Caller) -> DeployResult:
     """File a rollback proposal; it is reviewed, decided and activated like any change."""
-    return gov.rollback(
+    result = gov.rollback(
         store, request.name, caller.actor, to=request.to, message=request.message,
         scope=_home(caller),
     )  # fmt: skip
+    return with_in_use(store, result)
 
 
 def _home(caller: Caller) -> str:

@@ -32,6 +32,7 @@ from openseal.runtime.actions.dispatch import (
     dispatch,
     output_of,
     target_for,
+    unavailable,
 )
 from openseal.runtime.actions.proposals import Draft
 from openseal.runtime.actions.reconcile import Step, mark_unknown, reconcile, record, record_in
@@ -77,6 +78,9 @@ def execute(ctx: StepContext) -> Outcome:
         action = record(ctx.store, sent, result, target, actor)
     for _ in range(MAX_STEPS):
         status = action.status
+        held = _held_back(ctx, target, proposal, action)
+        if held is not None:
+            return Attention(held)
         if status in admission.ADMISSIBLE:
             admitted = _admit(ctx, proposal, action)
             if isinstance(admitted, str):
@@ -217,6 +221,9 @@ def _prepare_in(
         raise DefinitionError(f"action {proposal.action_key} was never proposed")
     action, sent, admitted = found, None, False
     target = target_for(ctx.workflow, proposal)
+    held = _held_back(ctx, target, proposal, action)
+    if held is not None:
+        return held
     if action.status in admission.ADMISSIBLE:
         # Read in this transaction; its events join the transaction's held-back batch.
         # Admitted, it is marked dispatched by the same UPDATE.
@@ -238,6 +245,22 @@ def _prepare_in(
         sent = _mark_dispatched(tx, action)
         action = sent or tx.store.actions.get(tx.conn, action.id)
     return Prepared(target, proposal, action, sent, admitted)
+
+
+def _held_back(ctx: StepContext, target: Target, proposal: Proposal, action: Action) -> str | None:
+    """Why an action about to be admitted or sent is held back, or None: this worker lacks
+    what its skill needs (the run then waits in ``needs_attention`` with the reason; the
+    action keeps its status and approval, and is sent once a worker has it)."""
+    if action.status not in admission.ADMISSIBLE and action.status != ActionStatus.ADMITTED:
+        return None
+    problem = unavailable(target, ctx.context)
+    if problem is None:
+        return None
+    return (
+        f"the action of proposal {proposal.name} was not sent: {problem}; once the workers' "
+        f"runtime context has it, continue with `openseal runs intervene {ctx.run.id} "
+        f"--reason ...`"
+    )
 
 
 def _stored_proposal(ctx: StepContext, tx: FencedTx, reference: str) -> Proposal:

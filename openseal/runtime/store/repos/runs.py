@@ -118,6 +118,22 @@ class Runs(Repository):
         with self._store.read() as conn:
             return tuple(Run.from_row(row) for row in conn.execute(stmt).mappings())
 
+    def live_by_version(self, workflow: str) -> tuple[tuple[str, int], ...]:
+        """How many runs of ``workflow`` (a deployment name) have not ended, per pinned version:
+        ``(digest, count)`` pairs, most runs first (then by digest). Runs of every scope count:
+        deployments are the catalogue every caller shares."""
+        versions = schema.definition_versions
+        count = sa.func.count().label("runs")
+        stmt = (
+            sa.select(runs.c.workflow_digest, count)
+            .join(versions, versions.c.digest == runs.c.workflow_digest)
+            .where(versions.c.name == workflow, runs.c.status.in_(LIVE_RUN_STATUSES))
+            .group_by(runs.c.workflow_digest)
+            .order_by(count.desc(), runs.c.workflow_digest)
+        )
+        with self._store.read() as conn:
+            return tuple((str(row[0]), int(row[1])) for row in conn.execute(stmt))
+
     def events(self, run_id: str, after: int = 0, limit: int = 100) -> tuple[Event, ...]:
         """One page of the run's events with ``seq > after``, in sequence order."""
         stmt = (
