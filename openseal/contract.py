@@ -276,6 +276,9 @@ class IdempotencySettings(TypedDict):
     key_header: str | None
     same_key_retry: bool
     lookup: AdapterSettings | None
+    #: seconds the destination remembers a key; absent when the skill does not say (a skill
+    #: without it keeps the digest it had before it existed)
+    window: NotRequired[float | None]
 
 
 class ApprovalPolicySettings(TypedDict):

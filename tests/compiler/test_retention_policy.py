@@ -3,8 +3,10 @@ located diagnostic; a workflow without one keeps the digest it had before the bl
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
+from openseal.compiler.pipeline import compile_paths
 from tests.compiler.test_objective_policy import HCL, YAML, compile_text
 
 SUCCESS = "output.total <= input.budget"
@@ -42,3 +44,29 @@ def test_a_retention_under_an_hour_is_refused_where_it_is_written(tmp_path: Path
     line = [i for i, text in enumerate(hcl("30m").splitlines(), 1) if "keep_ended_runs" in text]
     assert found.span is not None and [found.span.line] == line
     assert "3600" in found.message
+
+
+def test_a_skill_declares_its_destination_s_idempotency_window_in_both_syntaxes(
+    tmp_path: Path,
+) -> None:
+    example = Path(__file__).resolve().parents[2] / "definitions" / "procurement"
+    before = compile_paths([example / "hcl"]).documents["skill.submit_purchase_order"]
+    assert "window" not in before.document["spec"]["idempotency"]  # its digest is kept
+    copy = tmp_path / "procurement"
+    shutil.copytree(example, copy)
+    (copy / ".git").mkdir()  # a repository root: file("../prompts/...") reads under it
+    hcl_file, yaml_file = copy / "hcl" / "skills.hcl", copy / "yaml" / "skills.yaml"
+    hcl_file.write_text(
+        hcl_file.read_text().replace(
+            "same_key_retry = true", 'same_key_retry = true\n    window         = "30d"', 1
+        )
+    )
+    yaml_file.write_text(
+        yaml_file.read_text().replace(
+            "      same_key_retry: true", "      same_key_retry: true\n      window: 30d", 1
+        )
+    )
+    from_hcl = compile_paths([copy / "hcl"]).documents["skill.submit_purchase_order"]
+    from_yaml = compile_paths([copy / "yaml"]).documents["skill.submit_purchase_order"]
+    assert from_hcl.digest == from_yaml.digest != before.digest
+    assert from_hcl.document["spec"]["idempotency"]["window"] == 30 * 86400

@@ -121,6 +121,11 @@ class Idempotency(Spec):
     key_header: str | None = Field(None, description="header that carries the stable action key")
     same_key_retry: bool = Field(False, description="re-sending with the same key is safe")
     lookup: Adapter | None = Field(None, description="operation that finds an action by its key")
+    window: Duration | None = Field(
+        None,
+        description="how long the destination remembers an action key (its idempotency "
+        "window): a settled action's run stays in the live store at least this long",
+    )
 
 
 class ApprovalPolicy(Spec):

@@ -305,6 +305,9 @@ def build_document(
                     del state[kind]
         _carved_budgets(document["spec"]["state"])
     if isinstance(spec, SkillSpec):
+        if spec.idempotency is not None and spec.idempotency.window is None:
+            # A skill without an idempotency window keeps the digest it had before it existed.
+            del document["spec"]["idempotency"]["window"]
         document["inputs"] = _type_schema(spec.input)
         document["outputs"] = _type_schema(spec.output)
     elif isinstance(spec, WorkflowSpec):

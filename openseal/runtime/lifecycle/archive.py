@@ -30,7 +30,7 @@ from typing import Any
 from openseal.runtime.faults import archive_hook_from_env
 from openseal.runtime.lifecycle import archive_format as fmt
 from openseal.runtime.lifecycle.retention import Retention, workflow_keep
-from openseal.runtime.store import EndedRun, Store
+from openseal.runtime.store import EndedRun, NotFound, Store
 
 #: the column of each table's rows naming the run a row belongs to
 RUN_FIELD = {
@@ -129,7 +129,8 @@ def _archive_batch(
         rows = store.archive.rows(conn, [run.id for run in tree])
     parent = {run.id: run.parent_run_id for run in tree}
     periods = _owner_periods(store, rows["runs"])
-    why = _reasons_to_keep(rows, parent, periods, now, request.retention.action_window)
+    windows = _action_windows(store, rows["proposals"], request.retention.action_window)
+    why = _reasons_to_keep(rows, parent, periods, windows, now)
     for reason in why.values():
         report.kept[reason] = report.kept.get(reason, 0) + 1
     if why:
@@ -168,14 +169,34 @@ def _owner_periods(store: Store, runs: Sequence[Mapping[str, Any]]) -> dict[str,
     return periods
 
 
+def _action_windows(
+    store: Store, proposals: Sequence[Mapping[str, Any]], default: float
+) -> dict[str, float]:
+    """Proposal id → how long after its action settled the destination may still act on a
+    retry of its key: the longer of the skill's declared ``idempotency.window`` (the version
+    the proposal was drafted for) and the deployment's ``default``."""
+    windows: dict[str, float] = {}
+    for proposal in proposals:
+        declared = None
+        try:
+            digest = str(proposal["skill_digest"]).removeprefix("sha256:")
+            spec = store.definitions.get(digest).document.get("spec")
+        except NotFound:
+            spec = None
+        idempotency = spec.get("idempotency") if isinstance(spec, Mapping) else None
+        if isinstance(idempotency, Mapping):
+            declared = idempotency.get("window")
+        windows[proposal["id"]] = max(default, float(declared or 0))
+    return windows
+
+
 def _reasons_to_keep(
     rows: Rows, parent: Mapping[str, str | None], periods: Mapping[str, float | None],
-    now: datetime, action_window: float,
+    windows: Mapping[str, float], now: datetime,
 ) -> dict[str, str]:  # fmt: skip
     """Root run id → why its tree stays live (evidence the live store still needs; the first
     reason found)."""
     why: dict[str, str] = {}
-    settled_by = now - timedelta(seconds=action_window)
     for run in rows["runs"]:
         if run["status"] not in ("completed", "failed", "canceled"):
             why.setdefault(_root(parent, run["id"]), "a run below it has not ended")
@@ -183,7 +204,9 @@ def _reasons_to_keep(
         settled_at = action["finished_at"] or action["updated_at"]
         if action["status"] not in SETTLED:
             why.setdefault(_root(parent, action["run_id"]), "an action is not settled")
-        elif datetime.fromisoformat(settled_at) > settled_by:
+        elif datetime.fromisoformat(settled_at) > now - timedelta(
+            seconds=windows.get(action["proposal_id"], 0.0)
+        ):
             why.setdefault(
                 _root(parent, action["run_id"]), "an action settled within the action window"
             )

@@ -26,10 +26,13 @@ from openseal.runtime.store.tables.records import Run
 from openseal.simulator.procurement import ProcurementSimulator
 from tests.runtime.action_support import (  # noqa: F401
     LOCAL,
+    PICK,
     Flow,
+    definitions,
     flow,
     simulator_fixture,
 )
+from tests.runtime.engine_support import compile_files, register
 from tests.runtime.support import DOCUMENT, deploy, new_run
 
 NOW_ONLY = Retention(keep_ended_runs=0.0)
@@ -257,3 +260,26 @@ def test_one_archive_writes_into_a_directory_at_a_time(store: Store, tmp_path: P
         archive(store, ArchiveRequest(to=to))
     assert busy.value.code == "archive_busy"
     assert archive(store, ArchiveRequest(to=to)).runs == 0
+
+
+def test_a_destination_s_declared_idempotency_window_keeps_its_runs_longer(
+    store: Store, simulator: ProcurementSimulator, tmp_path: Path
+) -> None:
+    folder = definitions(tmp_path)
+    skills = folder / "skills.hcl"
+    skills.write_text(
+        skills.read_text().replace(
+            "same_key_retry = true", 'same_key_retry = true\n    window         = "40d"', 1
+        )
+    )
+    register(store, compile_files(*sorted(folder.glob("*.hcl"))))
+    f = Flow(store, simulator, tmp_path, [PICK])
+    done = ordered(f)
+    to = tmp_path / "archive"
+    later(store, 35)  # past the 7d default window and the team's 30d spend period
+    report = archive(store, ArchiveRequest(to=to, retention=NOW_ONLY))
+    assert report.kept == {"an action settled within the action window": 1}
+    later(store, 41)
+    assert archive(store, ArchiveRequest(to=to, retention=NOW_ONLY)).runs == 1
+    with pytest.raises(NotFound):
+        store.runs.get(done.id)
