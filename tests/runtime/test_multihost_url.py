@@ -64,3 +64,17 @@ def test_the_store_connects_to_the_first_server_that_takes_writes(backend: Backe
             assert raw.reply_timeout == 30.0  # type: ignore[union-attr]
     finally:
         store.close()
+
+
+def test_a_list_of_servers_reads_plainly_in_messages(tmp_path: object) -> None:
+    from openseal.errors import StoreError
+    from openseal.runtime.store import open_store
+
+    closed = [_closed_port(), _closed_port()]
+    url = f"postgresql+psycopg://u:secret@127.0.0.1:{closed[0]},127.0.0.1:{closed[1]}/db"
+    with pytest.raises(StoreError) as raised:
+        open_store(f"{url}?connect_timeout=2")
+    message = str(raised.value)
+    assert raised.value.code == "unavailable"
+    assert f"host=127.0.0.1:{closed[0]}&host=127.0.0.1:{closed[1]}" in message
+    assert "secret" not in message

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from contextlib import closing
 from pathlib import Path
 from typing import Any, ClassVar
+from urllib.parse import unquote
 
 import sqlalchemy as sa
 from sqlalchemy import event
@@ -309,4 +310,5 @@ def where(engine: sa.Engine) -> str:
     """The database for people: the SQLite file's path, or the URL without its password."""
     if engine.dialect.name == "sqlite":
         return str(engine.url.database)
-    return engine.url.render_as_string(hide_password=True)
+    # unquoted for reading: a list of servers reads host=db1:5432, not host=db1%3A5432
+    return unquote(engine.url.render_as_string(hide_password=True))
