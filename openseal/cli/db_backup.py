@@ -276,7 +276,9 @@ def _recovery_data(marker: Any) -> dict[str, Any] | None:
 
 
 def _echo_report(marker: Any, output: str) -> None:
-    report = marker.report or {"actions": [], "approvals": [], "pending": 0, "checked_at": None}
+    report = marker.report or {
+        "actions": [], "approvals": [], "runs": [], "pending": 0, "checked_at": None,
+    }  # fmt: skip
 
     def text() -> None:
         state = "finished" if marker.finished_at else "in progress"
@@ -292,6 +294,9 @@ def _echo_report(marker: Any, output: str) -> None:
         for approval in report["approvals"]:
             click.echo(f"approval {approval['approval_id']} of run {approval['run_id']} "
                        f"({approval['proposal']}) is asked again")  # fmt: skip
+        for run in report.get("runs", []):
+            click.echo(f"run {run['run_id']} ({run['status']}) had no action "
+                       "to look up: watch what it does next")  # fmt: skip
         if report["pending"]:
             click.echo(
                 f"{report['pending']} pending: reconcile again once their destination answers"

@@ -34,7 +34,7 @@ from openseal.runtime.actions.dispatch import Target, lookup, output_of, read_lo
 from openseal.runtime.actions.reconcile import run_locked, settle_evidence
 from openseal.runtime.clock import iso
 from openseal.runtime.engine.catalog import WorkflowCatalog
-from openseal.runtime.statuses import ActionStatus, ApprovalStatus
+from openseal.runtime.statuses import ActionStatus, ApprovalStatus, RunStatus
 from openseal.runtime.store import Action, Approval, ListQuery, Recovery, Store
 from openseal.skills.base import SkillResult
 from openseal.skills.credentials import RuntimeContext
@@ -50,6 +50,8 @@ TO_RECONCILE = (
 )
 #: of those, the ones that follow an approval: nothing was sent from the backup's point of view
 NOT_SENT = (ActionStatus.PROPOSED, ActionStatus.WAITING_FOR_APPROVAL, ActionStatus.ADMITTED)
+#: runs that may have gone on working after the backup point
+WORKING = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.SLEEPING)
 #: how many actions (or approvals) one read of a pass takes; a pass reads every page
 PAGE = 500
 
@@ -112,6 +114,7 @@ def reconcile(store: Store, context: RuntimeContext | None, actor: str) -> Recov
         "checked_at": iso(now),
         "actions": [asdict(finding) for finding in findings],
         "approvals": _asked_again(store, findings),
+        "runs": _working_without_action(store, findings),
         "pending": sum(finding.outcome == "pending" for finding in findings),
     }
     with store.write() as conn:
@@ -316,6 +319,27 @@ def _asked_again(store: Store, findings: list[Finding]) -> list[dict[str, Any]]:
             "action": None if finding is None else finding.outcome,
         })  # fmt: skip
     return asked
+
+
+def _working_without_action(store: Store, findings: list[Finding]) -> list[dict[str, str]]:
+    """Runs that were working at the backup point with no action to look up: one that drafts
+    an action next may be redoing what it did after the backup point (the same proposal gets
+    the same key; another one is a new action), so the report lists them to watch."""
+    looked_up = {finding.run_id for finding in findings}
+    found: list[dict[str, str]] = []
+    for status in WORKING:
+        after: str | None = None
+        while True:
+            page = store.runs.query(status, limit=PAGE, after=after)
+            found.extend(
+                {"run_id": run.id, "status": str(run.status)}
+                for run in page
+                if run.id not in looked_up
+            )
+            if len(page) < PAGE:
+                break
+            after = page[-1].id
+    return sorted(found, key=lambda run: run["run_id"])
 
 
 def _status_of(result: SkillResult) -> dict[str, Any]:

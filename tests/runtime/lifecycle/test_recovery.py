@@ -55,7 +55,9 @@ def test_a_store_in_recovery_mode_claims_nothing_until_it_is_finished(
     with pytest.raises(RuntimeFailure) as refused:
         recovery.finish(store, ACTOR)  # nothing reconciled yet
     assert refused.value.code == "recovery_mode"
-    recovery.reconcile(store, _context(f), ACTOR)  # type: ignore[arg-type]
+    listed = recovery.reconcile(store, _context(f), ACTOR).report  # type: ignore[arg-type]
+    assert listed is not None
+    assert listed["runs"] == [{"run_id": run.id, "status": "queued"}]  # no action to look up
     recovery.finish(store, ACTOR)
     engine.run_forever(poll_interval=0.05, idle_exit=True)
     assert store.runs.get(run.id).status == RunStatus.WAITING_FOR_APPROVAL
