@@ -27,16 +27,18 @@ from openseal.compiler.syntax.spans import Span
 
 
 class Positions:
-    """Offsets to 1-based lines and columns for one text."""
+    """Offsets to 1-based lines and columns for one text; ``first_line`` is the line of its
+    first character in the file (a chunk of a file starts at the start of a line)."""
 
-    def __init__(self, file: str, text: str) -> None:
+    def __init__(self, file: str, text: str, first_line: int = 1) -> None:
         self.file = file
         self.text = text
         self._starts = [0, *(m.end() for m in re.finditer("\n", text))]
+        self._lines_before = first_line - 1
 
     def point(self, offset: int) -> tuple[int, int]:
         line = bisect.bisect_right(self._starts, offset)
-        return line, offset - self._starts[line - 1] + 1
+        return line + self._lines_before, offset - self._starts[line - 1] + 1
 
     def span(self, start: int, end: int) -> Span:
         line, column = self.point(start)

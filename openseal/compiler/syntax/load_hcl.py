@@ -46,6 +46,7 @@ from openseal.compiler.syntax.document_tree import (
 from openseal.compiler.syntax.file_text import read_source
 from openseal.compiler.syntax.fold import underflow
 from openseal.compiler.syntax.gc_pause import gc_paused
+from openseal.compiler.syntax.hcl_chunks import CHUNK_SIZE, chunk_starts
 from openseal.compiler.syntax.hcl_parser import (
     UNCLOSED_STRING,
     Positions,
@@ -83,8 +84,15 @@ def load_hcl(text: str, file: str) -> tuple[Document | None, list[Diagnostic]]:
         return _load(text, file)
 
 
-def _load(text: str, file: str) -> tuple[Document | None, list[Diagnostic]]:
+def _load(
+    text: str, file: str, chunk_size: int = CHUNK_SIZE
+) -> tuple[Document | None, list[Diagnostic]]:
     source = prepare(text)
+    starts = chunk_starts(source, chunk_size) if len(source) > chunk_size else None
+    if starts is not None and len(starts) > 1:
+        loaded = _load_chunks(text, file, source, starts)
+        if loaded is not None:
+            return loaded
     try:
         tree = parse(source)
     except UnexpectedInput as exc:
@@ -96,12 +104,74 @@ def _load(text: str, file: str) -> tuple[Document | None, list[Diagnostic]]:
         message = f"the HCL parser failed: {exc.__class__.__name__}"
         return None, [error("OS004", message, Span.whole_file(file))]
     try:
-        return _Loader(file, source, text).load(tree)
+        return _Loader(file, source, len(text)).load(tree, text)
     except RecursionError:
         return None, [_too_deep(Span.whole_file(file))]
     except Exception as exc:  # a loader bug must still not reach the user as a traceback
         message = f"internal error while loading HCL ({exc.__class__.__name__}); please report it"
         return None, [error("OS004", message, Span.whole_file(file))]
+
+
+def _load_chunks(
+    text: str, file: str, source: str, starts: list[int]
+) -> tuple[Document, list[Diagnostic]] | None:
+    """``source`` loaded a chunk of whole top-level items at a time (:mod:`.hcl_chunks`), each
+    chunk's tree dropped once its items are converted; None when any chunk does not load
+    cleanly (a syntax error, nesting too deep, a loader failure), for the whole file's parse
+    to report it exactly as it would without chunks."""
+    items: list[Attribute | Block] = []
+    diagnostics: list[Diagnostic] = []
+    line = 1
+    for start, end in itertools.pairwise([*starts, len(source)]):
+        chunk = source[start:end]
+        final = end == len(source)
+        length = len(chunk) - (len(source) - len(text)) if final else len(chunk)
+        loader = _Loader(file, chunk, length, line)
+        try:
+            found = loader.top_level(parse(chunk))
+        except Exception:  # a syntax error or any failure: the whole parse says what it is
+            return None
+        if isinstance(found, Diagnostic):
+            return None
+        items.extend(found)
+        diagnostics.extend(loader.diagnostics)
+        line += chunk.count("\n")
+    body = _assemble(items, _whole_text(file, text), diagnostics)
+    diagnostics.sort(key=lambda d: (d.span.line, d.span.column, d.code))
+    return Document(file, "hcl", body, text), diagnostics
+
+
+def _whole_text(file: str, text: str) -> Span:
+    """The span of all of ``text``, as :class:`Positions` gives it."""
+    last_line_start = text.rfind("\n") + 1
+    return Span(file, 1, 1, text.count("\n") + 1, len(text) - last_line_start + 1)
+
+
+def _assemble(items: list[Attribute | Block], span: Span, diagnostics: list[Diagnostic]) -> Body:
+    """A body of converted ``items``; an attribute set twice is reported (``OS006``) and its
+    second setting left out."""
+    attributes: list[Attribute] = []
+    blocks: list[Block] = []
+    seen: dict[str, Attribute] = {}
+    for item in items:
+        if isinstance(item, Block):
+            blocks.append(item)
+            continue
+        first = seen.get(item.name)
+        if first is not None:
+            diagnostics.append(
+                error(
+                    "OS006",
+                    f"attribute `{item.name}` is already set in this block",
+                    item.name_span,
+                    related=[Related(first.name_span, "first set here")],
+                    suggestion="remove one of them",
+                )
+            )
+            continue
+        seen[item.name] = item
+        attributes.append(item)
+    return Body(tuple(attributes), tuple(blocks), span)
 
 
 def _checks_before(first: Diagnostic, file: str, source: str, text: str) -> list[Diagnostic]:
@@ -115,7 +185,7 @@ def _checks_before(first: Diagnostic, file: str, source: str, text: str) -> list
     tree = parse_prefix(source, line_start) if line_start else None
     if tree is None:
         return []
-    loader = _Loader(file, source, text)
+    loader = _Loader(file, source, len(text))
     try:
         if loader._check(tree) is not None:
             return []
@@ -320,28 +390,37 @@ _WALK_KINDS = _NESTING | _NEWLINES_IGNORED | _NEWLINES_MATTER | _CHECKED_KINDS |
 
 
 class _Loader:
-    def __init__(self, file: str, source: str, text: str) -> None:
+    """Converts one parsed text — a whole file, or a chunk of one starting at ``first_line`` —
+    with ``text_length`` the length of the text before :func:`prepare` added a newline."""
+
+    def __init__(self, file: str, source: str, text_length: int, first_line: int = 1) -> None:
         self.file = file
         self.source = source
-        self.text = text
-        self.text_length = len(text)
-        self.pos = Positions(file, source)
+        self.text_length = text_length
+        self.pos = Positions(file, source, first_line)
         self.diagnostics: list[Diagnostic] = []
 
     # -- entry ---------------------------------------------------------------
 
-    def load(self, tree: Tree[Token]) -> tuple[Document | None, list[Diagnostic]]:
+    def load(self, tree: Tree[Token], text: str) -> tuple[Document | None, list[Diagnostic]]:
+        found = self.top_level(tree)
+        if isinstance(found, Diagnostic):
+            return None, [found]
+        body = _assemble(found, self.pos.span(0, self.text_length), self.diagnostics)
+        document = Document(self.file, "hcl", body, text)
+        self.diagnostics.sort(key=lambda d: (d.span.line, d.span.column, d.code))
+        return document, self.diagnostics
+
+    def top_level(self, tree: Tree[Token]) -> list[Attribute | Block] | Diagnostic:
+        """The checks on the whole tree, then its top-level items converted; the ``OS007``
+        diagnostic instead when it nests too deeply."""
         too_deep = self._check(tree)
         if too_deep is not None:
             start = _start(too_deep)
-            return None, [_too_deep(self.pos.span(start, start + 1))]
-        if not self.text.endswith("\n"):
+            return _too_deep(self.pos.span(start, start + 1))
+        if self.text_length < len(self.source):  # prepare() added the final newline
             self._check_final_heredoc(tree)
-        body_tree = _subtrees(tree)[0]
-        body = self.body(body_tree, self.pos.span(0, self.text_length))
-        document = Document(self.file, "hcl", body, self.text)
-        self.diagnostics.sort(key=lambda d: (d.span.line, d.span.column, d.code))
-        return document, self.diagnostics
+        return self.items(_subtrees(tree)[0])
 
     # -- helpers -------------------------------------------------------------
 
@@ -574,27 +653,15 @@ class _Loader:
     # -- conversion ----------------------------------------------------------
 
     def body(self, tree: Tree[Token], span: Span) -> Body:
-        attributes: list[Attribute] = []
-        blocks: list[Block] = []
-        seen: dict[str, Attribute] = {}
-        for child in _subtrees(tree):
-            if child.data == "attribute":
-                attribute = self.attribute(child)
-                first = seen.get(attribute.name)
-                if first is not None:
-                    self.report(
-                        "OS006",
-                        f"attribute `{attribute.name}` is already set in this block",
-                        attribute.name_span,
-                        related=[Related(first.name_span, "first set here")],
-                        suggestion="remove one of them",
-                    )
-                    continue
-                seen[attribute.name] = attribute
-                attributes.append(attribute)
-            elif child.data == "block":
-                blocks.append(self.block(child))
-        return Body(tuple(attributes), tuple(blocks), span)
+        return _assemble(self.items(tree), span, self.diagnostics)
+
+    def items(self, tree: Tree[Token]) -> list[Attribute | Block]:
+        """A body's attributes and blocks, converted, in order."""
+        return [
+            self.attribute(child) if child.data == "attribute" else self.block(child)
+            for child in _subtrees(tree)
+            if child.data in ("attribute", "block")
+        ]
 
     def attribute(self, tree: Tree[Token]) -> Attribute:
         name_tree, value_tree = _subtrees(tree)
