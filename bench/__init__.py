@@ -18,4 +18,5 @@ BENCHMARKS: dict[str, str] = {
     "scale_pg": "bench.scale_pg",
     "workers": "bench.workers",
     "archive": "bench.archive",
+    "replay": "bench.replay",
 }

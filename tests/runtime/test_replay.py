@@ -8,13 +8,18 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from openseal.runtime import service
 from openseal.runtime.engine import states
+from openseal.runtime.engine.engine import Engine
 from openseal.runtime.engine.states.base import Advance
+from openseal.runtime.providers import ScriptedProvider, fixed
 from openseal.runtime.replay import Selection, check_runs, replay_proposal
+from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
 from openseal.runtime.store.tables import schema
 from openseal.simulator.procurement import ProcurementSimulator
 from tests.runtime.action_support import simulator_fixture  # noqa: F401
+from tests.runtime.engine_support import compile_files, register
 from tests.runtime.replay_support import (
     BUDGET,
     CONSTRAINT,
@@ -28,6 +33,7 @@ from tests.runtime.replay_support import (
     record_runs,
     verdicts,
 )
+from tests.runtime.support import eventually
 
 TIGHTER = "args.total <= 10000"
 
@@ -183,3 +189,53 @@ def test_a_thousand_recorded_runs_against_a_tighter_constraint(
     assert [(g["state"], g["runs"]) for g in report.groups()] == [("submit", 166)]
     # and each run's own version replays it the same
     assert check_runs(store, Selection(runs=1000)).counts()["same"] == 1000
+
+
+SHIPPING = Path(__file__).parent / "replay_defs" / "shipping.hcl"
+
+
+def test_waits_replay_from_their_recorded_wake_ups_and_deliveries(
+    store: Store, tmp_path: Path
+) -> None:
+    register(store, compile_files(SHIPPING))
+    runs = {
+        name: service.create_objective(
+            store, service.StartObjective("shipping", {"order": order, "urgent": urgent}),
+            service.CLI,
+        ).run
+        for name, order, urgent in (
+            ("urgent", "o-1", True), ("napped", "o-2", False), ("waiting", "o-3", True),
+        )
+    }  # fmt: skip
+    engine = Engine(store, fixed(ScriptedProvider({})), worker_id="test-worker")
+    engine.run_until_idle()
+    store.inbound_events.deliver("shipment", {"order": "o-1"}, {"complete": True})
+
+    def napped_and_waiting() -> bool:
+        engine.run_until_idle()
+        return store.runs.get(runs["napped"].id).status == RunStatus.WAITING_FOR_EVENT
+
+    eventually(napped_and_waiting)
+    store.inbound_events.deliver("shipment", {"order": "o-2"}, {"complete": False})
+    engine.run_until_idle()
+    statuses = {name: store.runs.get(run.id).status for name, run in runs.items()}
+    assert statuses == {
+        "urgent": RunStatus.COMPLETED,
+        "napped": RunStatus.FAILED,
+        "waiting": RunStatus.WAITING_FOR_EVENT,
+    }
+    assert check_runs(store, Selection()).counts()["same"] == 3
+
+    # a version that reads the delivered payload the other way round
+    changed = tmp_path / "shipping.hcl"
+    text = SHIPPING.read_text(encoding="utf-8")
+    when = "when = state.await.output.complete\n"
+    changed.write_text(text.replace(when, "when = !state.await.output.complete\n"), "utf-8")
+    proposal = file_change(store, changed.parent)
+    report = replay_proposal(store, proposal.id, Selection()).to_json()
+    branch = "the decision's expressions choose {} (recorded: {})"
+    assert verdicts(report, runs) == {
+        "urgent": ("diverges", "check", branch.format("partial", "done")),
+        "napped": ("diverges", "check", branch.format("done", "partial")),
+        "waiting": ("same", "", ""),
+    }
