@@ -4,6 +4,7 @@ writers running on PostgreSQL."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 from pathlib import Path
 from urllib.parse import quote
@@ -200,5 +201,45 @@ def test_the_connection_that_built_an_index_concurrently_is_not_pooled(backend: 
         migrations.upgrade(engine)
         with engine.connect() as conn:
             assert conn.connection.dbapi_connection.autocommit  # type: ignore[union-attr]
+    finally:
+        engine.dispose()
+
+
+#: statements that hold up writers of a table that exists already, and the lock level that
+#: must be declared for each (PostgreSQL)
+_HOLDS_WRITERS = [
+    (re.compile(r"^CREATE (?:UNIQUE )?INDEX (?!CONCURRENTLY)(?:IF NOT EXISTS )?\S+ ON (\S+)"),
+     "writes"),
+    (re.compile(r"^(?:UPDATE|DELETE FROM) (\S+)(?!.*SKIP LOCKED)", re.DOTALL), "writes"),
+    (re.compile(r"^DROP TABLE (\S+)"), "writes"),
+    (re.compile(r"^ALTER TABLE (\S+)"), "brief"),
+]  # fmt: skip
+_ORDER = {level: i for i, level in enumerate(plan.LOCK_LEVELS)}
+
+
+def test_what_each_migration_declares_it_locks_covers_what_it_runs(backend: Backend) -> None:
+    """Each migration is run on PostgreSQL with its statements recorded: one that builds an
+    index in its transaction, updates or drops a table that existed before it declares
+    ``writes``; one that alters such a table at least ``brief``."""
+    if backend.url is None:
+        pytest.skip("the declarations are about PostgreSQL")
+    engine = _engine(backend)
+    sent: list[str] = []
+    sa.event.listen(engine, "before_cursor_execute", lambda *a: sent.append(a[2]))
+    try:
+        for migration in plan.every_migration():
+            with engine.connect() as conn:
+                existing = set(sa.inspect(conn).get_table_names()) - {"alembic_version"}
+            sent.clear()
+            migrations.upgrade(engine, migration.revision)
+            for sql in sent:
+                statement = " ".join(sql.split())
+                for pattern, needed in _HOLDS_WRITERS:
+                    found = pattern.match(statement.upper())
+                    if found and found[1].strip('"').lower() in existing:
+                        assert _ORDER[migration.locks] >= _ORDER[needed], (
+                            f"{migration.revision} declares {migration.locks!r} but runs: "
+                            f"{statement[:120]}"
+                        )
     finally:
         engine.dispose()
