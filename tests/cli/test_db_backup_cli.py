@@ -4,6 +4,7 @@ check, a restore in recovery mode, and the refusals; PostgreSQL's recovery comma
 from __future__ import annotations
 
 import json
+import os
 import threading
 from pathlib import Path
 
@@ -164,3 +165,27 @@ def test_recovery_mode_is_started_by_hand_after_a_restore_with_other_tools(
     report = recovery_json(cli, "report")
     assert report["report"] == {**report["report"], "pending": 0}  # type: ignore[dict-item]
     assert recovery(cli, "finish")[0] == 0
+
+
+def test_a_large_artefact_kept_as_a_file_is_backed_up_and_restored(
+    cli: Cli,  # noqa: F811
+    store: Store,  # noqa: F811
+    backend: Backend,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    _sqlite_only(backend)
+    from openseal.runtime.store.repos.artifacts import INLINE_MAX_BYTES
+
+    large = os.urandom(INLINE_MAX_BYTES + 1)
+    digest = store.artifacts.put(large).digest
+    assert store.artifacts.path(digest).is_file()  # kept as a file, not in its row
+    code, out, err = cli("db", "backup", str(tmp_path / "b"))
+    assert code == 0, err
+    assert "1 artefact file(s)" in out
+    store.artifacts.path(digest).unlink()  # lost with the disk the store was on
+    assert cli("db", "restore", str(tmp_path / "b"), "--replace")[0] == 0
+    restored = open_store(home=backend.home, read_only=True)
+    try:
+        assert restored.artifacts.read(digest) == large  # verified by its sha256
+    finally:
+        restored.close()
