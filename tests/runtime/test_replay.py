@@ -10,10 +10,14 @@ import sqlalchemy as sa
 
 from openseal.runtime import service
 from openseal.runtime.engine import states
+from openseal.runtime.engine.catalog import WorkflowCatalog
 from openseal.runtime.engine.engine import Engine
 from openseal.runtime.engine.states.base import Advance
 from openseal.runtime.providers import ScriptedProvider, fixed
 from openseal.runtime.replay import Selection, check_runs, replay_proposal
+from openseal.runtime.replay.drive import Trace
+from openseal.runtime.replay.history import Mark
+from openseal.runtime.replay.verdict import judge
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
 from openseal.runtime.store.tables import schema
@@ -101,6 +105,46 @@ def test_a_tighter_constraint_diverges_where_an_order_over_it_was_admitted(
     # replay reads only: no run moved, no event was appended
     after = {run.id: (run.revision, run.last_event_seq) for run in map(store.runs.get, before)}
     assert after == before
+
+
+def test_a_changed_payload_diverges_where_it_is_drafted(recorded: Recorded, tmp_path: Path) -> None:
+    destination = 'destination = "O4"'
+    folder = changed_example(
+        tmp_path, "payload", {"workflow.hcl": (destination, 'destination = "O5"')}
+    )
+    proposal = file_change(recorded.store, folder)
+
+    report = replay_proposal(recorded.store, proposal.id, Selection()).to_json()
+
+    drafted = {name: verdict for name, verdict in verdicts(report, recorded.runs).items()}
+    assert drafted.pop("over") == ("same", "", "")  # over budget: never drafted an order
+    assert {v[:2] for v in drafted.values()} == {("diverges", "draft")}
+    assert all(v[2].startswith("the payload of order changes: ") for v in drafted.values())
+
+
+def test_a_different_target_says_when_an_approval_or_action_comes_or_goes(
+    recorded: Recorded,
+) -> None:
+    workflow = WorkflowCatalog(recorded.store).workflow(recorded.runs["large"].workflow_digest)
+    kinds = {name: spec.kind for name, spec in workflow.states.items()}
+
+    def why(state: str, recorded_to: str, replayed_to: str) -> str:
+        before = Mark.of(state, "advanced", event="done", to=recorded_to)
+        after = Mark.of(state, "advanced", event="done", to=replayed_to)
+        return judge([before], Trace([after]), workflow, kinds).why
+
+    assert why("draft", "submit", "review") == (
+        "an approval is newly asked: the transition leads to review (recorded: submit)"
+    )
+    assert why("draft", "review", "submit") == (
+        "the approval is no longer asked: the transition leads to submit (recorded: review)"
+    )
+    assert why("check_budget", "over_budget", "draft") == (
+        "the decision's expressions choose draft (recorded: over_budget)"
+    )
+    assert why("review", "rejected", "submit") == (
+        "an action is added: the transition leads to submit (recorded: rejected)"
+    )
 
 
 def test_a_changed_prompt_needs_new_model_input(recorded: Recorded, tmp_path: Path) -> None:

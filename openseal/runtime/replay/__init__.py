@@ -56,7 +56,7 @@ def replay_run(
     kinds = {name: spec.kind for name, spec in pinned.states.items()}
     history = load_history(store, run, kinds)
     trace = redrive(store, workflow, history)
-    return judge(recorded_marks(history), trace, workflow)
+    return judge(recorded_marks(history), trace, workflow, kinds)
 
 
 def replay_proposal(store: Store, proposal_id: str, selection: Selection) -> ReplayReport:

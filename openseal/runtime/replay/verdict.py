@@ -8,6 +8,7 @@ where the re-drive asks for something that was never recorded, with what it woul
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,14 +40,21 @@ class Verdict:
         return {"verdict": self.verdict, "state": self.state or None, "why": self.why or None}
 
 
-def judge(recorded: list[Mark], trace: Trace, workflow: CompiledWorkflow) -> Verdict:
-    """The verdict on a re-drive ``trace`` of a run recorded as ``recorded``."""
+def judge(
+    recorded: list[Mark],
+    trace: Trace,
+    workflow: CompiledWorkflow,
+    kinds: Mapping[str, str] | None = None,
+) -> Verdict:
+    """The verdict on a re-drive ``trace`` through ``workflow`` of a run recorded as
+    ``recorded``; ``kinds``: the kind of each state in the version the run is pinned to."""
     replayed = trace.marks
     for index, mark in enumerate(replayed):
         before = recorded[index] if index < len(recorded) else None
         if before != mark:
             state = before.state if before is not None else mark.state
-            return Verdict(DIVERGES, state, why_different(before, mark, workflow))
+            why = why_different(before, mark, workflow, kinds or {})
+            return Verdict(DIVERGES, state, why)
     if trace.stop == "needs_input":
         return Verdict(NEEDS_INPUT, trace.state, f"would ask for {trace.why}")
     if trace.stop == "unsupported":
@@ -61,15 +69,20 @@ def judge(recorded: list[Mark], trace: Trace, workflow: CompiledWorkflow) -> Ver
     return Verdict(SAME)
 
 
-def why_different(before: Mark | None, after: Mark, workflow: CompiledWorkflow) -> str:
-    """Why the replayed ``after`` differs from the recorded ``before`` (None: nothing was
-    recorded there)."""
+def why_different(
+    before: Mark | None,
+    after: Mark,
+    workflow: CompiledWorkflow,
+    kinds: Mapping[str, str] | None = None,
+) -> str:
+    """Why the replayed ``after`` (through ``workflow``) differs from the recorded ``before``
+    (None: nothing was recorded there); ``kinds``: the recorded states' kinds."""
     if before is None:
         return f"goes on where the recorded run stopped: {describe(after)}"
     if after.what == "budget_exhausted":
         return f"budget exceeded: {after.why}"
     if before.what == after.what == "advanced":
-        return _transition(before, after, workflow)
+        return _transition(before, after, workflow, kinds or {})
     if before.what == after.what == "drafted":
         return (
             f"the payload of {after.get('name')} changes: "
@@ -92,14 +105,33 @@ def why_different(before: Mark | None, after: Mark, workflow: CompiledWorkflow) 
     return f"{describe(after)} (recorded: {describe(before)})"
 
 
-def _transition(before: Mark, after: Mark, workflow: CompiledWorkflow) -> str:
-    state = after.state
-    kind = workflow.states[state].kind if state in workflow.states else ""
+def _transition(
+    before: Mark, after: Mark, workflow: CompiledWorkflow, kinds: Mapping[str, str]
+) -> str:
     if before.get("event") != after.get("event"):
         return f"leaves by {after.get('event')} (recorded: {before.get('event')})"
-    if kind == "decision":
-        return f"the decision's expressions choose {after.get('to')} (recorded: {before.get('to')})"
-    return f"the transition leads to {after.get('to')} (recorded: {before.get('to')})"
+    target, recorded = after.get("to"), before.get("to")
+    what = _what_changes(_kind(workflow, target), kinds.get(recorded, ""))
+    if _kind(workflow, after.state) == "decision":
+        return f"{what}the decision's expressions choose {target} (recorded: {recorded})"
+    return f"{what}the transition leads to {target} (recorded: {recorded})"
+
+
+def _kind(workflow: CompiledWorkflow, state: str) -> str:
+    return workflow.states[state].kind if state in workflow.states else ""
+
+
+def _what_changes(kind: str, recorded: str) -> str:
+    """What a different target means when it asks for an approval or an action."""
+    for asked, added, dropped in (
+        ("approval", "an approval is newly asked: ", "the approval is no longer asked: "),
+        ("action", "an action is added: ", "an action is dropped: "),
+    ):
+        if kind == asked and recorded != asked:
+            return added
+        if recorded == asked and kind != asked:
+            return dropped
+    return ""
 
 
 def describe(mark: Mark) -> str:
