@@ -27,6 +27,7 @@ from openseal.runtime.service.governance import (
     DeploymentInfo,
     DeployResult,
     MigrationReport,
+    RunMove,
     VersionRuns,
 )
 from openseal.runtime.store import (
@@ -176,6 +177,8 @@ class ReplayReport(Document):
     versions: dict[str, str]
     summary: ReplaySummary
     runs: list[ReplayedRun]
+    #: only for a proposal that migrates waiting runs: where each would move (a dry run)
+    migration: list[RunMove] | None = None
 
 
 class ProposalShown(Document):

@@ -166,6 +166,22 @@ def test_runs_move_only_once_activated_and_only_those_selected(
     assert store.runs.get(run_id).workflow_digest == v1
 
 
+def test_the_replay_of_a_migrating_proposal_shows_where_each_waiting_run_would_move(
+    store: Store, simulator: ProcurementSimulator, tmp_path: Path
+) -> None:
+    _, run_id, v1 = _waiting_run(store, simulator, tmp_path)
+    folder = version_two(definitions(tmp_path), tmp_path, v1, constraint="args.total <= 12000")
+    proposal = approve_and_activate_filed(store, compiled(folder))
+    report = service.replay.replay_proposal(store, proposal, service.replay.selection(runs=10))
+    [move] = report.to_json()["migration"]
+    assert (move["run_id"], move["from_state"], move["to_state"]) == (run_id, "review", "review")
+    assert (move["outcome"], move["approval"]) == ("would_move", "withdrawn")
+    assert f"{run_id}  review -> " in report.render()
+    again = service.replay.replay_proposal(store, proposal, service.replay.selection(runs=10))
+    assert again.dumps() == report.dumps()  # deterministic, like the rest of the report
+    assert store.runs.get(run_id).workflow_digest == v1  # the review moved nothing
+
+
 # -- filing and activating in two steps -----------------------------------------------------
 
 _FILED: dict[int, str] = {}

@@ -322,9 +322,9 @@ def _check_migrations(store: Store, entries: list[_Entry]) -> None:
             found += check_migrations(entry.document, earlier)
     errors = [d for d in found if d.is_error]
     if errors:
-        lines = "\n".join(f"  {d.span}: {d.code} {d.message}" for d in errors)
+        said = "; ".join(f"{d.span}: {d.code} {d.message}" for d in errors)
         raise GovernanceError(
-            f"the migration does not check against the earlier version; nothing deployed:\n{lines}",
+            f"the migration does not check against the earlier version; nothing deployed: {said}",
             code="migration_invalid",
         )
 

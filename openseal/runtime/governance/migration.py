@@ -90,6 +90,8 @@ class Selection:
     workflow: str | None = None
     version: str | None = None
     state: str | None = None
+    #: only runs in these scopes (None: every scope)
+    scopes: tuple[str, ...] | None = None
 
     def admits(self, migration: Migration) -> bool:
         if self.workflow is not None and migration.workflow != self.workflow:
@@ -174,10 +176,12 @@ def migrate_runs(
     for migration in migrations:
         if not selection.admits(migration):
             continue
-        mover = _Mover(store, catalog, migration, proposal_id, actor)
+        mover = _Mover(store, catalog, migration, proposal_id, actor, selection.scopes)
         for run_id in _candidates(store, migration.old):
-            moves.append(mover.move(run_id, dry_run=dry_run, state=selection.state))
-    return MigrationReport(proposal_id, dry_run, tuple(m for m in moves if m is not None))
+            move = mover.move(run_id, dry_run=dry_run, state=selection.state)
+            if move is not None:
+                moves.append(move)
+    return MigrationReport(proposal_id, dry_run, tuple(moves))
 
 
 def _candidates(store: Store, digest: str) -> Iterator[str]:
@@ -198,9 +202,14 @@ class _Mover:
     migration: Migration
     proposal_id: str
     actor: str
+    scopes: tuple[str, ...] | None = None
     crash: BlockAt | None = field(default_factory=hook_from_env)
 
-    def move(self, run_id: str, *, dry_run: bool, state: str | None) -> RunMove:
+    def move(self, run_id: str, *, dry_run: bool, state: str | None) -> RunMove | None:
+        if self.scopes is not None:
+            with self.store.read() as conn:
+                if self.store.runs.load(conn, run_id).scope not in self.scopes:
+                    return None  # another scope's run: not the caller's to see or move
         if dry_run:
             with self.store.read() as conn:
                 return self._decide(conn, run_id, state, write=False)

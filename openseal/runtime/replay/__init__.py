@@ -18,15 +18,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import Any
 
 from openseal.runtime.compiled import CompiledWorkflow, version_key
 from openseal.runtime.engine.catalog import WorkflowCatalog
+from openseal.runtime.governance import migration
 from openseal.runtime.governance.queries import get_proposal
 from openseal.runtime.replay.drive import redrive
 from openseal.runtime.replay.history import load_history, recorded_marks
 from openseal.runtime.replay.report import DiffLine, ReplayReport, RunVerdict
 from openseal.runtime.replay.verdict import Verdict, judge
-from openseal.runtime.store import ListQuery, NotFound, Run, Store
+from openseal.runtime.store import ChangeProposal, ListQuery, NotFound, Run, Store
+from openseal.wire import jsonable
 
 #: runs replayed per workflow when a selection names no number
 DEFAULT_RUNS = 100
@@ -81,7 +84,20 @@ def replay_proposal(store: Store, proposal_id: str, selection: Selection) -> Rep
         for c in proposal.diff.get("changes") or ()
     )  # fmt: skip
     runs = tuple(sorted(verdicts, key=lambda v: v.run_id))
-    return ReplayReport(proposal.id, versions, runs, diff)
+    return ReplayReport(proposal.id, versions, runs, diff, _moves(store, proposal, selection))
+
+
+def _moves(store: Store, proposal: ChangeProposal, selection: Selection) -> tuple[Any, ...]:
+    """Where the waiting runs a proposal migrates would move, by its dry run (reads only)."""
+    with store.read() as conn:
+        migrations = migration.migrations_of(store, conn, proposal.targets)
+    if not migrations:
+        return ()
+    plan = migration.migrate_runs(
+        store, migrations, proposal.id, "system:replay", dry_run=True,
+        selection=migration.Selection(scopes=selection.scopes),
+    )  # fmt: skip
+    return tuple(jsonable(move) for move in plan.moves)
 
 
 def check_runs(store: Store, selection: Selection) -> ReplayReport:

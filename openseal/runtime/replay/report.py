@@ -59,6 +59,9 @@ class ReplayReport:
     versions: dict[str, str]
     runs: tuple[RunVerdict, ...]
     diff: tuple[DiffLine, ...] = ()
+    #: when the proposal migrates waiting runs: where each would move (its dry run), in the
+    #: order the migration takes them; empty otherwise
+    migration: tuple[Mapping[str, Any], ...] = ()
 
     def counts(self) -> dict[str, int]:
         found = Counter(r.verdict.verdict for r in self.runs)
@@ -109,6 +112,8 @@ class ReplayReport:
                 "risk_widening": [d.text() for d in self.diff if d.widening],
             },
             "runs": [r.to_json() for r in self.runs],
+            # only a proposal that migrates runs has it: other reports keep their bytes
+            **({"migration": [dict(m) for m in self.migration]} if self.migration else {}),
         }
 
     def dumps(self) -> str:
@@ -140,7 +145,18 @@ def render(report: Mapping[str, Any]) -> str:
         lines.append("")
     for run in report["runs"]:
         lines.append(f"{run['run']}  {run['status']:<20} {_line(run)}")
+    if report.get("migration"):
+        lines.extend(["", "waiting runs the migration would move (at activation):"])
+        lines.extend(_move_line(move) for move in report["migration"])
     return "\n".join(lines) + "\n"
+
+
+def _move_line(move: Mapping[str, Any]) -> str:
+    where = f"{move['from_state']} -> {move['to_version'][:12]}:{move['to_state'] or '-'}"
+    outcome = str(move["outcome"]) + (f", approval {move['approval']}" if move["approval"] else "")
+    return f"{move['run_id']}  {where}  {outcome}" + (
+        f": {move['reason']}" if move["reason"] else ""
+    )
 
 
 def _line(run: Mapping[str, Any]) -> str:

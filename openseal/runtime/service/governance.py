@@ -190,7 +190,9 @@ def migrate_runs(store: Store, request: RunMigration, caller: Caller) -> Migrati
     """Move the waiting runs an activated proposal migrates (each in its own transaction), or
     with ``dry_run`` show which would move where; only a decider under its policy moves them."""
     get_proposal(store, request.proposal_id, caller)
-    selection = Selection(request.workflow, request.version, request.state)
+    selection = Selection(
+        request.workflow, request.version, request.state, scopes=caller.grant.visible()
+    )
     return moves.migrate(
         store, request.proposal_id, caller.actor, dry_run=request.dry_run,
         selection=selection, roles=caller.grant.roles,
