@@ -254,7 +254,7 @@ _ALL: list[ErrorCode] = [
         ("changes_requested", 409, FAILURE, "A reviewer asked for changes; it cannot be approved."),
         ("reviews_required", 409, FAILURE, "Too few approving reviews for the decision."),
         ("kind_mismatch", 409, FAILURE, "The proposal is of another kind than the operation."),
-        ("ambiguous_id", 400, FAILURE, "An id prefix names more than one entity; give more."),
+        ("ambiguous_id", 400, FAILURE, "A handle or id prefix names more than one record."),
         ("no_previous_version", 409, FAILURE, "There is no earlier version to roll back to."),
         ("unknown_version", 409, FAILURE, "The version was never deployed under this name."),
         ("nothing_to_roll_back", 409, FAILURE, "The requested version is already active."),

@@ -407,12 +407,11 @@ def _adapter(kind: Any) -> Any:
 def complete_remote_id(remote: Remote, kind: str, reference: str) -> str:
     """``reference`` completed as :func:`openseal.runtime.service.complete_id` does, among the
     newest ``kind`` records the caller may see on the server."""
-    from openseal.runtime.service import choose_id, id_prefix
+    from openseal.runtime.service import choose_id, handle_suffix, id_prefix, matching
 
-    prefix = id_prefix(reference)
-    if prefix is None:
+    if id_prefix(reference) is None and handle_suffix(reference) is None:
         return reference
     plural = f"{kind}s"
     listed = remote.call("GET", (plural,), operation=f"{plural}.list", params={"limit": 1000})
     ids = [str(item["id"]) for item in listed.get(plural, [])]
-    return choose_id(kind, reference, [i for i in ids if i.startswith(prefix)][:3])
+    return choose_id(kind, reference, matching(ids, reference)[:3])

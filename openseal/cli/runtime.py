@@ -97,7 +97,9 @@ def more_hint(found: Sequence[Any], limit: int) -> None:
 
 
 def complete_ids(kind: str) -> Callable[[click.Context, click.Parameter, str], list[str]]:
-    """Shell completion for an id argument: the newest ids of ``kind`` in the store in use.
+    """Shell completion for an id argument: the handles of the newest ``kind`` records in the
+    store in use (what a person types), and their full ids once what is typed is the start of
+    one.
 
     Completion never creates or writes a store (it opens one read-only): without one (or on
     any error) it offers nothing.
@@ -120,7 +122,9 @@ def complete_ids(kind: str) -> Callable[[click.Context, click.Parameter, str], l
                 ids = [item.id for item in listers[kind](store)]
         except Exception:  # completion must never print a traceback into the shell
             return []
-        return [i for i in ids if i.startswith(incomplete)]
+        typed = incomplete.lower()
+        handles = [h for h in map(service.handle, ids) if h.startswith(typed)]
+        return handles + [i for i in ids if typed and i.startswith(typed)]
 
     return complete
 

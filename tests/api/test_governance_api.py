@@ -130,3 +130,33 @@ def test_a_change_says_what_live_runs_still_pin_and_a_deployment_its_live_versio
         pid = filed.json()["proposal"]["id"]
         again = client.get(f"/proposals/{pid}").json()["in_use"]
         assert sorted(item["capability"] for item in again) == sorted(in_use)
+
+
+def test_the_api_takes_a_handle_wherever_it_takes_an_id(
+    serve: Serve, store: Store, tmp_path: Path
+) -> None:
+    register(store, list(compile_set(tmp_path / "v1").values()))
+    request = service.StartObjective(WORKFLOW, {"question": "why"})
+    run = service.create_objective(store, request, service.CLI).run
+    assert run is not None
+    filed = gov_deploy(store, tmp_path)
+    with serve().client() as client:
+        shown = client.get(f"/runs/{service.handle(run.id)}")
+        assert shown.status_code == 200, shown.text
+        assert shown.json()["run"]["id"] == run.id  # JSON keeps the full id
+        objective = client.get(f"/objectives/{service.handle(run.objective_id)}")
+        assert objective.json()["objective"]["id"] == run.objective_id
+        paused = client.post(f"/runs/{service.handle(run.id).upper()}/pause", json={})
+        assert paused.json()["run"]["status"] == "paused", paused.text
+        proposal = client.get(f"/proposals/{service.handle(filed)}")
+        assert proposal.json()["proposal"]["id"] == filed
+        assert_error(client.get("/runs/zzzzzzzz"), 404, "not_found")
+
+
+def gov_deploy(store: Store, tmp_path: Path) -> str:
+    """File a change (the workflow without its skill); the proposal's id."""
+    from openseal.runtime.service import governance as gov
+
+    result = gov.deploy(store, gov.Deployment(without_lookup(tmp_path / "v2"), None), service.CLI)
+    assert result.proposal is not None
+    return result.proposal.id

@@ -345,3 +345,33 @@ def test_deploy_and_show_say_what_live_runs_still_pin(
     assert cli.json("deployments", "show", WORKFLOW)["live"] == [{"digest": pinned, "runs": 3}]
     code, _, err = cli("deployments", "show", "nothing")
     assert code == 1 and "deployment nothing not found" in err
+
+
+def test_commands_take_handles(
+    cli: Cli,
+    backend: Backend,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    from openseal.runtime import service
+    from tests.runtime.engine_support import register
+    from tests.runtime.governance_support import WORKFLOW, compile_set, without_lookup
+
+    store = backend.open()
+    register(store, list(compile_set(tmp_path / "v1").values()))
+    request = service.StartObjective(WORKFLOW, {"question": "why"})
+    run = service.create_objective(store, request, service.CLI).run
+    assert run is not None
+    code, out, err = cli("runs", "show", service.handle(run.id))
+    assert code == 0 and out.startswith(f"run {run.id}"), err
+    assert cli.json("objectives", "show", service.handle(run.objective_id))["objective"]["id"] == (
+        run.objective_id
+    )
+    code, out, err = cli("runs", "pause", service.handle(run.id), "--reason", "a look")
+    assert code == 0 and "paused" in out, err
+    without_lookup(tmp_path / "v2")
+    assert cli("deploy", str(tmp_path / "v2"))[0] == 0
+    [proposal] = cli.json("proposals", "list")
+    shown = cli.json("proposals", "show", service.handle(proposal["id"]))
+    assert shown["id"] == proposal["id"]
+    code, _, err = cli("runs", "show", "zzzzzzzz")
+    assert code == 1 and "zzzzzzzz" in err

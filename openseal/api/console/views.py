@@ -128,8 +128,8 @@ def list_runs(
 
 
 def _searched(state: ApiState, who: Caller, text: str) -> list[Run]:
-    """The run ``text`` names (an id or a unique prefix; an ambiguous one is refused with the
-    candidates), or none."""
+    """The run ``text`` names (an id, its handle or a unique prefix; an ambiguous one is
+    refused with the candidates), or none."""
     try:
         run_id = service.complete_id(state.store, "run", text)
         return [service.show_run(state.store, run_id, scoped(who)).run]

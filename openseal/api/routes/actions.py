@@ -56,6 +56,7 @@ def list_actions(
 )
 def show_action(ref: Ref, state: State, who: Who) -> dict[str, Any]:
     """The action, its exact proposal and its spend reservations."""
+    ref = service.complete_id(state.store, "action", ref)
     view = service.show_action(state.store, ref, scoped(who))
     return {
         "action": jsonable(view.action),
@@ -73,6 +74,7 @@ def show_action(ref: Ref, state: State, who: Who) -> dict[str, Any]:
 def reconcile(ref: Ref, state: State, who: Who) -> dict[str, Any]:
     """Ask the destination about an action whose outcome is open (lookup or same-key retry).
     ``pending`` says why it is still open, if it is."""
+    ref = service.complete_id(state.store, "action", ref)
     action, pending = service.reconcile_action(
         state.store, service.Reconciliation(ref), runtime_caller(state, who),
         context=state.settings.context,
@@ -88,6 +90,7 @@ def reconcile(ref: Ref, state: State, who: Who) -> dict[str, Any]:
 )
 def resolve(ref: Ref, body: ActionResolution, state: State, who: Who) -> dict[str, Any]:
     """Settle an action by hand after checking the destination; the run then continues."""
+    ref = service.complete_id(state.store, "action", ref)
     request = service.Resolution(ref, body.outcome, body.evidence, body.result)
     action = service.resolve_action(state.store, request, runtime_caller(state, who))
     return {"action": jsonable(action)}

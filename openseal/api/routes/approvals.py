@@ -61,6 +61,7 @@ def list_approvals(
 )
 def show_approval(ref: Ref, state: State, who: Who) -> dict[str, Any]:
     """The approval, every field of the exact proposal, and the hash to decide on."""
+    ref = service.complete_id(state.store, "approval", ref)
     view = service.show_approval(state.store, ref, scoped(who))
     return {
         "approval": jsonable(view.approval),
@@ -83,6 +84,7 @@ def decide(ref: Ref, body: ApprovalDecision, state: State, who: Who) -> dict[str
     The same decision again changes nothing (``changed`` is false); another hash is refused
     (409 ``hash_mismatch``); reject and request_changes need a ``reason``.
     """
+    ref = service.complete_id(state.store, "approval", ref)
     request = service.ApprovalDecision(ref, body.decision, body.hash, body.reason)
     caller = runtime_caller(state, who)
     decided = service.decide_approval(state.store, state.settings.authority, request, caller)

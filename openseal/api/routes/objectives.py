@@ -96,6 +96,7 @@ def list_objectives(
 )
 def show_objective(objective_id: Id, state: State, who: Who) -> dict[str, Any]:
     """An objective and its runs."""
+    objective_id = service.complete_id(state.store, "objective", objective_id)
     objective, runs = service.show_objective(state.store, objective_id, scoped(who))
     return {"objective": jsonable(objective), "runs": jsonable(runs)}
 
@@ -113,6 +114,7 @@ def set_status(
     unfinished runs are paused, resumed or canceled with it. A draft is not resumed (409
     ``objective_draft``): ``POST /objectives/{id}/activate`` starts it. Answers the objective
     and its runs."""
+    objective_id = service.complete_id(state.store, "objective", objective_id)
     request = service.ObjectiveCommand(
         objective_id, body.status, body.reason, body.expected_revision
     )
@@ -132,6 +134,7 @@ def activate(objective_id: Id, body: ObjectiveActivation, state: State, who: Who
     """Activate a draft objective: it becomes ``active`` and its first run starts in the same
     transaction, on the workflow's active version, with its inputs checked against it. Any
     other status is refused (409 ``invalid_status``). Answers the objective and its runs."""
+    objective_id = service.complete_id(state.store, "objective", objective_id)
     request = service.ActivateObjective(objective_id, body.reason, body.expected_revision)
     caller = runtime_caller(state, who)
     service.activate_objective(state.store, request, caller)

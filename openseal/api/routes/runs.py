@@ -71,6 +71,7 @@ def list_runs(
 )
 def show_run(run_id: Id, state: State, who: Who) -> dict[str, Any]:
     """The run, what it waits for (``reason``) and its position: previous → current → next."""
+    run_id = service.complete_id(state.store, "run", run_id)
     view = service.show_run(state.store, run_id, scoped(who))
     document: dict[str, Any] = jsonable(view)
     document["position"] = {
@@ -87,6 +88,7 @@ def show_run(run_id: Id, state: State, who: Who) -> dict[str, Any]:
 )
 def pause(run_id: Id, body: RunCommand, state: State, who: Who) -> dict[str, Any]:
     """Stop the run where it is; an in-flight worker is fenced off at its next write."""
+    run_id = service.complete_id(state.store, "run", run_id)
     request = service.RunCommand(run_id, body.reason, body.expected_revision)
     run = service.pause_run(state.store, request, runtime_caller(state, who))
     return {"run": jsonable(run)}
@@ -100,6 +102,7 @@ def pause(run_id: Id, body: RunCommand, state: State, who: Who) -> dict[str, Any
 )
 def resume(run_id: Id, body: RunCommand, state: State, who: Who) -> dict[str, Any]:
     """Undo a pause."""
+    run_id = service.complete_id(state.store, "run", run_id)
     request = service.RunCommand(run_id, body.reason, body.expected_revision)
     run = service.resume_run(state.store, request, runtime_caller(state, who))
     return {"run": jsonable(run)}
@@ -115,6 +118,7 @@ def cancel(run_id: Id, body: RunCommand, state: State, who: Who) -> dict[str, An
     """Cancel durably; ``report`` (the ``run.canceled`` event's payload) says what the
     cancellation prevented and what may already have happened. Canceling a canceled run
     changes nothing (``changed`` false) and answers the first cancellation's report."""
+    run_id = service.complete_id(state.store, "run", run_id)
     request = service.RunCommand(run_id, body.reason, body.expected_revision)
     canceled = service.cancel_run(state.store, request, runtime_caller(state, who))
     return {"run": jsonable(canceled.run), "report": canceled.report, "changed": canceled.changed}
@@ -128,6 +132,7 @@ def cancel(run_id: Id, body: RunCommand, state: State, who: Who) -> dict[str, An
 )
 def intervene(run_id: Id, body: Intervention, state: State, who: Who) -> dict[str, Any]:
     """Repair a paused run or one that needs attention."""
+    run_id = service.complete_id(state.store, "run", run_id)
     request = service.Intervention(
         run_id, body.reason, body.state,
         body.value if "value" in body.model_fields_set else None, body.expected_revision,
@@ -147,6 +152,7 @@ def events(
 ) -> dict[str, Any]:
     """One page of the run's events with ``seq > after``, in order (sequences have no gaps).
     The next page starts after ``next_after``."""
+    run_id = service.complete_id(state.store, "run", run_id)
     page = service.run_events(state.store, run_id, after=after, limit=limit, caller=scoped(who))
     return {
         "events": jsonable(page),
@@ -163,6 +169,7 @@ def events(
 def run_turns(run_id: Id, state: State, who: Who) -> dict[str, Any]:
     """The run's turns in order: state, started and ended, outcome, tokens, and each model call
     (the model that answered, its tokens, the tools it asked for) and tool call."""
+    run_id = service.complete_id(state.store, "run", run_id)
     found = service.run_turns(state.store, run_id, scoped(who))
     return {"turns": [{**jsonable(t), "tokens": t.tokens} for t in found]}
 

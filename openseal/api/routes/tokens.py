@@ -65,5 +65,6 @@ def create_token(body: TokenCreate, state: State, who: Who) -> dict[str, Any]:
 def revoke_token(token_id: Id, state: State, who: Who) -> dict[str, Any]:
     """Revoke a token by id (or unique prefix): it stops working at once. Revoking a revoked
     token changes nothing."""
+    token_id = service.complete_id(state.store, "token", token_id)
     token = service.tokens.revoke_token(state.store, token_id, runtime_caller(state, who))
     return {"token": service.tokens.token_view(state.store, token)}

@@ -5,6 +5,7 @@ prefix, and reading the reviewers' verdicts. The rows are the store's
 from __future__ import annotations
 
 from openseal.errors import RuntimeFailure
+from openseal.runtime.id_prefix import handle_suffix
 from openseal.runtime.store import Connection, NotFound, Review, StaleRevision, Store, Verdict
 
 #: The actor of decisions the policy makes by itself (auto-approval of narrowing changes).
@@ -40,13 +41,18 @@ class NotAllowed(GovernanceError):
 
 
 def resolve_id(store: Store, conn: Connection, reference: str) -> str:
-    """A full proposal id from an id or a unique prefix of at least six characters."""
+    """A full proposal id from an id, its handle (:mod:`openseal.runtime.id_prefix`) or a
+    unique prefix of at least six characters."""
     matches = store.change_proposals.matching_ids(conn, reference)
+    suffix = handle_suffix(reference)
+    if suffix is not None:
+        ending = store.change_proposals.ids_ending_with(conn, suffix)
+        matches = list(dict.fromkeys([*ending, *matches]))
     if len(matches) == 1:
         return matches[0]
     if len(matches) > 1:
         raise GovernanceError(
-            f"change proposal id prefix {reference!r} is ambiguous; give more characters",
+            f"change proposal handle or id prefix {reference!r} is ambiguous; give the id",
             code="ambiguous_id",
         )
     raise NotFound(f"change proposal {reference} not found")

@@ -60,7 +60,10 @@ if TYPE_CHECKING:
     from openseal.runtime.id_prefix import MIN_HASH_PREFIX as MIN_HASH_PREFIX
     from openseal.runtime.id_prefix import choose_id as choose_id
     from openseal.runtime.id_prefix import complete_id as complete_id
+    from openseal.runtime.id_prefix import handle as handle
+    from openseal.runtime.id_prefix import handle_suffix as handle_suffix
     from openseal.runtime.id_prefix import id_prefix as id_prefix
+    from openseal.runtime.id_prefix import matching as matching
     from openseal.runtime.lifecycle import backup as backup
     from openseal.runtime.lifecycle import recovery as recovery
     from openseal.runtime.lifecycle.archive import ArchiveReport as ArchiveReport

@@ -58,6 +58,7 @@ ID_COLUMNS = {
     "action": schema.actions.c.id,
     "token": schema.access_tokens.c.id,
     "agent request": schema.agent_requests.c.id,
+    "change proposal": schema.change_proposals.c.id,
 }
 
 
@@ -96,6 +97,17 @@ class Store(StoreBase):
         with self.read() as conn:
             found = conn.execute(
                 sa.select(column).where(column.startswith(prefix)).order_by(column).limit(limit)
+            ).scalars()
+            return [str(value) for value in found]
+
+    def ids_ending_with(self, kind: str, suffix: str, *, limit: int) -> list[str]:
+        """Up to ``limit`` ids of ``kind`` that end with ``suffix``, in order: what finding an
+        id by its handle needs (openseal.runtime.id_prefix). The id index is scanned, not
+        searched: a handle is the random end of the id."""
+        column = ID_COLUMNS[kind]
+        with self.read() as conn:
+            found = conn.execute(
+                sa.select(column).where(column.endswith(suffix)).order_by(column).limit(limit)
             ).scalars()
             return [str(value) for value in found]
 

@@ -242,6 +242,13 @@ class ChangeProposals(Repository):
             return [str(m) for m in found]
         return []
 
+    def ids_ending_with(self, conn: sa.Connection, suffix: str) -> list[str]:
+        """The ids ending with ``suffix`` (two at most): what finding one by handle needs."""
+        found = conn.execute(
+            sa.select(proposals.c.id).where(proposals.c.id.endswith(suffix)).limit(2)
+        ).scalars()
+        return [str(m) for m in found]
+
     def open_with_key(
         self, conn: sa.Connection, content_key: str, scope: str
     ) -> ChangeProposal | None:
