@@ -189,3 +189,28 @@ def test_a_version_is_named_by_a_unique_prefix_of_six_digits() -> None:
     assert find_earlier("sha256:ABCDEF02", versions) == ("abcdef02", "")
     assert find_earlier("abcdef", versions)[0] is None
     assert "at least 6" in find_earlier("abc", versions)[1]
+
+
+def test_validate_against_a_bundle_reports_at_the_block_and_exits_1(
+    earlier: tuple[Path, dict[str, Mapping[str, Any]]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from openseal.cli.main import main
+
+    root, versions = earlier
+    bundle = tmp_path / "bundle"
+    assert main(["compile", str(root / "hcl"), "--out", str(bundle)]) == 0
+    block = MAPPED % {"version": _digest(versions)[:8]}
+    path = _write(root, block.replace('    leave = ["submit"]\n', ""))
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as ended:
+        main(["validate", str(root / "hcl"), "--against", str(bundle)])
+    assert ended.value.code == 1
+    said = "".join(capsys.readouterr())
+    assert "error[OS602]" in said
+    line = next(ln for ln in said.splitlines() if "error[OS602]" in ln)
+    assert line.split(":")[0].endswith(str(path.relative_to(root.parent))), line
+    # without --against nothing is compared here: deploy checks it against the store
+    assert main(["validate", str(root / "hcl")]) == 0
+    assert main(["validate", str(root / "hcl"), "--against", str(root)]) == 2

@@ -42,6 +42,8 @@ from openseal.runtime.store import Connection, Run, Store
 MOVABLE_STATUSES = frozenset(
     {RunStatus.WAITING_FOR_APPROVAL, RunStatus.WAITING_FOR_EVENT, RunStatus.SLEEPING}
 )
+#: what a movable run waits for: its approval, its timer, its event (not a retry or an action)
+MOVABLE_WAITS = frozenset({"approval", "timer", "event"})
 PAGE = 200
 
 
@@ -244,6 +246,9 @@ class _Mover:
             return report("stays", f"{why} ({run.current_state})")
         if run.status not in MOVABLE_STATUSES:
             return report("stays", f"it is {run.status}, not waiting")
+        kind = run.waiting["kind"] if run.waiting is not None else None
+        if kind not in MOVABLE_WAITS:  # a retry's backoff, an action's reconciliation
+            return report("stays", f"it waits for {kind or 'nothing'}, not in its state")
         unsettled = self.store.actions.unsettled(conn, run.id)
         if unsettled:
             a = unsettled[0]
