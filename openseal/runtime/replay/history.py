@@ -11,7 +11,7 @@ by one.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,14 +21,11 @@ from openseal.runtime.store import (
     Activity,
     Approval,
     Event,
-    ListQuery,
     Proposal,
     Run,
     Store,
 )
 
-#: events read per page
-PAGE = 500
 #: ``run.<outcome>`` events of an end state (they name it as ``end_state``)
 ENDINGS = ("run.completed", "run.failed", "run.canceled")
 
@@ -144,16 +141,14 @@ class History:
 
 
 def load_history(store: Store, run: Run, kinds: Mapping[str, str]) -> History:
-    """Everything ``run`` recorded (reads only); ``kinds``: the kind of each state of the
-    version it is pinned to."""
-    events = tuple(_all_events(store, run.id))
-    _, activities = store.runs.turns(run.id)
-    drafted = [str(e.payload["proposal_id"]) for e in events if e.type == "proposal.drafted"]
+    """Everything ``run`` recorded, read in one transaction (reads only); ``kinds``: the kind
+    of each state of the version it is pinned to."""
     with store.read() as conn:
+        events, activities = store.runs.history_in(conn, run.id)
+        drafted = [str(e.payload["proposal_id"]) for e in events if e.type == "proposal.drafted"]
         proposals = {pid: store.proposals.get(conn, pid) for pid in dict.fromkeys(drafted)}
-    every = ListQuery(limit=10_000)
-    approvals = sorted(store.approvals.newest(every, run_id=run.id), key=lambda a: a.id)
-    actions = {a.key: a for a in store.actions.newest(every, run_id=run.id)}
+        approvals = store.approvals.of_run(conn, run.id)
+        actions = {a.key: a for a in store.actions.of_run(conn, run.id)}
     deliveries: dict[str, Any] = {}
     for event in events:
         if event.type == "wait.event_delivered":
@@ -170,16 +165,6 @@ def load_history(store: Store, run: Run, kinds: Mapping[str, str]) -> History:
         deliveries=deliveries,
         kinds=kinds,
     )
-
-
-def _all_events(store: Store, run_id: str) -> Iterable[Event]:
-    after = 0
-    while True:
-        page = store.runs.events(run_id, after, limit=PAGE)
-        yield from page
-        if len(page) < PAGE:
-            return
-        after = page[-1].seq
 
 
 def recorded_marks(history: History) -> list[Mark]:

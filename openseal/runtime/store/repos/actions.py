@@ -446,6 +446,13 @@ class Actions(Repository):
         with self._store.read() as conn:
             return [Action.from_row(row) for row in conn.execute(stmt).mappings()]
 
+    def of_run(self, conn: sa.Connection, run_id: str) -> list[Action]:
+        """Every action of the run, oldest first, in the caller's transaction."""
+        rows = conn.execute(
+            sa.select(actions).where(actions.c.run_id == run_id).order_by(actions.c.id)
+        ).mappings()
+        return [Action.from_row(row) for row in rows]
+
     def lock_budget(self, conn: sa.Connection, scope: str) -> None:
         """Serialise reservations on one budget (a PostgreSQL advisory lock; SQLite's write
         lock already does) so two runs cannot both fit into the last of a shared budget."""

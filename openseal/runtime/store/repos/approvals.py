@@ -229,6 +229,13 @@ class Approvals(Repository):
         with self._store.read() as conn:
             return [Approval.from_row(row) for row in conn.execute(stmt).mappings()]
 
+    def of_run(self, conn: sa.Connection, run_id: str) -> list[Approval]:
+        """Every approval of the run, oldest first, in the caller's transaction."""
+        rows = conn.execute(
+            sa.select(approvals).where(approvals.c.run_id == run_id).order_by(approvals.c.id)
+        ).mappings()
+        return [Approval.from_row(row) for row in rows]
+
     def approved(self, conn: sa.Connection, run_id: str, proposal_hash: str) -> list[Approval]:
         """The run's approvals of ``proposal_hash`` that approved it, newest first."""
         rows = conn.execute(

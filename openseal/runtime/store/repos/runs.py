@@ -145,6 +145,22 @@ class Runs(Repository):
         with self._store.read() as conn:
             return tuple(Event.from_row(row) for row in conn.execute(stmt).mappings())
 
+    def history_in(
+        self, conn: sa.Connection, run_id: str
+    ) -> tuple[tuple[Event, ...], tuple[Activity, ...]]:
+        """All the run's events in sequence order and its recorded activities in the order
+        they were recorded, in the caller's transaction (replay reads a run's record in one)."""
+        found = conn.execute(
+            sa.select(events).where(events.c.run_id == run_id).order_by(events.c.seq)
+        ).mappings()
+        every = tuple(Event.from_row(row) for row in found)
+        recorded = conn.execute(
+            sa.select(schema.activities)
+            .where(schema.activities.c.run_id == run_id)
+            .order_by(schema.activities.c.created_at)
+        ).mappings()
+        return every, tuple(Activity.from_row(row) for row in recorded)
+
     def turns(self, run_id: str) -> tuple[tuple[Turn, ...], tuple[Activity, ...]]:
         """The run's turns in order, and its recorded activities (model and tool calls) in
         the order they were recorded."""
