@@ -33,6 +33,7 @@ from openseal.api.routes import (
     definitions,
     deployments,
     events,
+    flow,
     health,
     meta,
     objectives,
@@ -48,7 +49,7 @@ from openseal.runtime.store import Store, open_store
 PREFIX = "/api/v1"
 ROUTERS = (
     meta, definitions, deployments, objectives, runs, approvals, actions, events, triggers,
-    agent_requests, authoring, asks,
+    agent_requests, authoring, asks, flow,
     tokens,
 )  # fmt: skip
 

@@ -21,7 +21,14 @@ from fastapi.datastructures import DefaultPlaceholder
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, create_model
 
-from openseal.runtime.service import Capability, RunView, TriggerView, TurnView
+from openseal.runtime.service import (
+    ActorView,
+    Capability,
+    RunView,
+    ScopeLimit,
+    TriggerView,
+    TurnView,
+)
 from openseal.runtime.service.governance import (
     CapabilityInUse,
     DeploymentInfo,
@@ -301,6 +308,22 @@ class EventDelivered(Document):
 
 class Triggers(Document):
     triggers: list[TriggerView]
+
+
+class AgentShown(Document):
+    agent: ActorView
+
+
+class TeamShown(Document):
+    team: ActorView
+
+
+class ScopeLimits(Document):
+    limits: list[ScopeLimit]
+
+
+class ScopeLimitSet(Document):
+    limit: ScopeLimit
 
 
 class TriggerShown(Document):

@@ -131,6 +131,12 @@ class TriggerStatusChange(Body):
     reason: Text | None = None
 
 
+class ScopeLimitChange(Body):
+    """A scope's concurrency cap: at most ``max`` turns of its runs in flight (null: no cap)."""
+
+    max: int | None = Field(ge=0, le=1_000_000)
+
+
 #: a principal a token may stand for (the service refuses the others: 422)
 TokenPrincipal = Annotated[
     str,

@@ -49,12 +49,24 @@ COMMANDS = {
     "models": "openseal.cli.models:models",
     "tokens": "openseal.cli.tokens:tokens",
     "triggers": "openseal.cli.triggers:triggers",
+    "agents": "openseal.cli.flow:agents",
+    "teams": "openseal.cli.flow:teams",
+    "scopes": "openseal.cli.flow:scopes",
 }
 
 
 #: each command's first help paragraph, for `openseal --help` without importing the commands
 #: (a test holds each to the command's own help)
 SUMMARIES = {
+    "agents": (
+        "Agents: pause and resume one, and show what it is doing now (runs, requests, "
+        "concurrency slots)."
+    ),
+    "teams": (
+        "Teams: pause and resume one, and show what it is doing now (runs, requests, "
+        "concurrency slots)."
+    ),
+    "scopes": "Scopes' concurrency caps: at most N turns of a scope's runs in flight at once.",
     "actions": (
         "Governed actions: their status, key, result, and what to do when the outcome is unknown."
     ),

@@ -45,7 +45,7 @@ _READS = (
     "runs.list", "runs.show",
     "runs.events", "runs.events_stream", "runs.turns", "approvals.list", "approvals.show",
     "actions.list", "actions.show", "agent_requests.list", "agent_requests.show", "triggers.list",
-    "triggers.show",
+    "triggers.show", "agents.show", "teams.show", "scopes.limits",
 )  # fmt: skip
 
 #: operation (the API's operation id) → the roles that may use it; ``admin`` may use all
@@ -70,6 +70,14 @@ PERMISSIONS: dict[str, frozenset[str]] = {
         for step in ("accept", "decline", "ask", "clarify", "complete", "review")
     },
     "triggers.set_status": frozenset({OPERATOR, ADMIN}),
+    # pausing reaches every scope's runs (a token for scope ``*``); raising or removing a
+    # scope's cap widens it and is an admin's (the service checks)
+    **{
+        f"{what}.{step}": frozenset({OPERATOR, ADMIN})
+        for what in ("agents", "teams")
+        for step in ("pause", "resume")
+    },
+    "scopes.set_limit": frozenset({OPERATOR, ADMIN}),
     # the authority still decides which approvals an approver is named for
     "approvals.decide": frozenset({APPROVER, ADMIN}),
     "proposals.file": frozenset({AUTHOR, ADMIN}),

@@ -34,10 +34,13 @@ from tests.runtime.trigger_support import EVENT_TRIGGER, deploy_triggers, trigge
 SHARED = {
     "definitions.get", "deployments.list", "deployments.show", "deployments.history",
     "deployments.rollback",
-    "triggers.list", "triggers.show",
+    "triggers.list", "triggers.show", "agents.show", "teams.show",
 }  # fmt: skip
 #: reach records of every scope (a caller limited to some is refused with 403)
-EVERY_SCOPE = {"triggers.set_status", "tokens.list", "tokens.create", "tokens.revoke"}
+EVERY_SCOPE = {
+    "triggers.set_status", "tokens.list", "tokens.create", "tokens.revoke", "agents.pause",
+    "agents.resume", "teams.pause", "teams.resume",
+}  # fmt: skip
 
 
 def token(store: Store, principal: str, roles: tuple[str, ...], scopes: tuple[str, ...]) -> str:
@@ -68,6 +71,9 @@ class Records:
             "digest": run.workflow_digest,
             "trigger": "restock",  # tests.runtime.trigger_support.EVENT_TRIGGER
             "token_id": issued.token.id,
+            "agent": "buyer",
+            "team": "procurement",
+            "scope": "default",
         }
 
     def path(self, operation: str, template: str) -> str:
@@ -130,6 +136,8 @@ BODIES: dict[str, dict[str, Any]] = {
     "agent_requests.complete": {"response": {}},
     "agent_requests.review": {"verdict": "accept"},
     "tokens.create": {"principal": "user:made", "roles": ["viewer"]},
+    # lowering: an operator's to do
+    "scopes.set_limit": {"max": 100},
 }
 
 

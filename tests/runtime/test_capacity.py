@@ -140,3 +140,18 @@ def test_runs_without_caps_take_no_slot(capped: Store, tmp_path: Path) -> None:
     worker(capped, tmp_path).run_until_idle()
     assert status(capped, run) == RunStatus.COMPLETED
     assert "capacity.slot_taken" not in event_types(capped, run)
+
+
+def test_a_scopes_cap_set_by_an_operator(capped: Store, tmp_path: Path) -> None:
+    w = worker(capped, tmp_path)
+    capped.capacity.set("scope:default", by="user:test", max_slots=1)
+    one, two = start(capped, "free"), start(capped, "free")
+    held = claim(w, one)
+    claim(w, two)
+    assert capped.runs.get(two.id).waiting == {
+        "kind": "capacity",
+        "waits_for": {"kind": "concurrency", "limit": "scope:default", "max": 1, "in_use": 1},
+    }
+    w._run_claim(*held)
+    w.run_until_idle()
+    assert status(capped, two) == RunStatus.COMPLETED

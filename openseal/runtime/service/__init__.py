@@ -13,6 +13,8 @@ codes (``openseal/error_codes.py``).
 - governance (change proposals, deployments): :mod:`.governance`;
 - replay of recorded runs (a change proposal's, or each run's own version): :mod:`.replay`;
 - triggers (list, pause, resume, retire): :mod:`.triggers`;
+- flow control (pause and resume agents and teams, what they do now, scopes' caps):
+  :mod:`.capacity`;
 - capabilities: :mod:`.availability`;
 - engines, workers and model providers: :mod:`.workers`;
 - retention, archiving ended runs and restoring them, backups, restores and recovery
@@ -120,6 +122,13 @@ if TYPE_CHECKING:
     from openseal.runtime.service.availability import CapabilityConfig as CapabilityConfig
     from openseal.runtime.service.availability import capabilities as capabilities
     from openseal.runtime.service.availability import capability_of as capability_of
+    from openseal.runtime.service.capacity import ActorView as ActorView
+    from openseal.runtime.service.capacity import RunNow as RunNow
+    from openseal.runtime.service.capacity import ScopeLimit as ScopeLimit
+    from openseal.runtime.service.capacity import scope_limits as scope_limits
+    from openseal.runtime.service.capacity import set_actor_paused as set_actor_paused
+    from openseal.runtime.service.capacity import set_scope_limit as set_scope_limit
+    from openseal.runtime.service.capacity import show_actor as show_actor
     from openseal.runtime.service.definitions import deploy_documents as deploy_documents
     from openseal.runtime.service.runs import LOCAL_ACTOR as LOCAL_ACTOR
     from openseal.runtime.service.runs import Canceled as Canceled

@@ -78,6 +78,10 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
         "agent_requests.complete", "agent_requests.review",
     ),
     "triggers": ("triggers.list", "triggers.show", "triggers.set_status"),
+    "flow_control": (
+        "agents.show", "agents.pause", "agents.resume", "teams.show", "teams.pause",
+        "teams.resume", "scopes.limits", "scopes.set_limit",
+    ),
     "authoring": ("authoring.draft",),
     "tokens": ("tokens.list", "tokens.create", "tokens.revoke"),
 }  # fmt: skip

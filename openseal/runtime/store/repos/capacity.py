@@ -23,10 +23,11 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from openseal.runtime.statuses import RunStatus
+from openseal.runtime.statuses import LIVE_RUN_STATUSES, RunStatus
 from openseal.runtime.store.repos.events import change_run
 from openseal.runtime.store.repos.repository import Repository
 from openseal.runtime.store.tables import schema
+from openseal.runtime.store.tables.records import Run
 
 settings_table = schema.capacity_settings
 limits = schema.capacity_limits
@@ -195,6 +196,23 @@ class Capacity(Repository):
         if run_ids is not None:
             stmt = stmt.where(slots.c.run_id.in_(list(run_ids)))
         return [Slot(**row) for row in conn.execute(stmt).mappings()]
+
+    def live_runs_of(self, conn: sa.Connection, owner: str, limit: int) -> list[Run]:
+        """The runs not ended whose objective ``owner`` (``agent.x``, ``team.t``) owns, the
+        most recently changed first."""
+        objectives = schema.objectives
+        stmt = (
+            sa.select(runs)
+            .join(objectives, objectives.c.id == runs.c.objective_id)
+            .where(objectives.c.owner == owner, runs.c.status.in_(list(LIVE_RUN_STATUSES)))
+            .order_by(runs.c.updated_at.desc(), runs.c.id)
+            .limit(limit)
+        )
+        return [Run.from_row(row) for row in conn.execute(stmt).mappings()]
+
+    def waiting_for(self, conn: sa.Connection, key: str, limit: int) -> list[str]:
+        """The runs waiting for ``key``, in the order they will be woken."""
+        return self.waiters(conn, key, limit)
 
     # -- waits -----------------------------------------------------------------------
 

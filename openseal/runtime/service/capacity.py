@@ -1,0 +1,168 @@
+"""Flow control for the CLI and the API: pause and resume an agent or a team, show what one is
+doing now, and set a scope's concurrency cap.
+
+Pausing an agent (a team) makes its cap 0: turns it would act in wait in
+``waiting_for_capacity`` (what they wait for: the agent, ``paused``), turns under way finish,
+and other work goes on. Resuming wakes the waiting runs, higher priority first. Pausing reaches
+runs in every scope, so it needs a token for scope ``*``.
+
+A scope's cap is an operator setting, not a definition: scopes are the runtime's (tokens grant
+them), not a project's. It is governed the way widening is elsewhere: an operator of the scope
+may lower or set a cap (narrowing), and only an admin may raise or remove one (widening).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from openseal.runtime.access import ADMIN, Forbidden, check_everywhere, check_scope
+from openseal.runtime.caller import CLI, Caller
+from openseal.runtime.engine.capacity import wake_free
+from openseal.runtime.store import NotFound, Run, Setting, Slot, Store
+
+ActorKind = Literal["agent", "team"]
+#: runs listed at most by ``agents show`` and ``teams show``
+SHOWN_RUNS = 100
+
+
+@dataclass(frozen=True)
+class RunNow:
+    """A run an agent or team is doing now: its status, state, and what it waits for."""
+
+    run_id: str
+    workflow_digest: str
+    status: str
+    current_state: str | None
+    scope: str
+    waiting: str | None
+
+
+@dataclass(frozen=True)
+class ActorView:
+    """An agent or a team now: paused or not, its runs not ended, its open agent requests, the
+    concurrency slots its key holds and the runs waiting for one."""
+
+    kind: str
+    name: str
+    paused: bool
+    paused_by: str | None
+    paused_at: datetime | None
+    runs: list[RunNow]
+    requests: list[str]
+    slots: list[Slot]
+    waiting_for_capacity: list[str]
+
+
+@dataclass(frozen=True)
+class ScopeLimit:
+    scope: str
+    max_slots: int | None
+    in_use: int
+    updated_by: str
+    updated_at: datetime
+
+
+def _known(store: Store, kind: ActorKind, name: str) -> None:
+    with store.read() as conn:
+        if not store.definitions.versions_named(conn, kind, name):
+            raise NotFound(f"no {kind} {name!r} is stored (deploy its definition first)")
+
+
+def show_actor(store: Store, kind: ActorKind, name: str, caller: Caller = CLI) -> ActorView:
+    """What agent (team) ``name`` is doing now, in the caller's scopes."""
+    from openseal.runtime.service.runs import waiting_reason
+
+    _known(store, kind, name)
+    key = f"{kind}:{name}"
+    setting = store.capacity.settings(max_age=0).get(key)
+    with store.read() as conn:
+        runs = [
+            r
+            for r in store.capacity.live_runs_of(conn, f"{kind}.{name}", SHOWN_RUNS)
+            if caller.grant.sees(r.scope)
+        ]
+        slots = [s for s in store.capacity.held(conn) if s.key == key]
+        waiters = store.capacity.waiting_for(conn, key, SHOWN_RUNS)
+    requests = store.agent_requests.newest(callee=f"{kind}.{name}", limit=SHOWN_RUNS)
+    return ActorView(
+        kind=kind,
+        name=name,
+        paused=bool(setting and setting.paused),
+        paused_by=setting.updated_by if setting and setting.paused else None,
+        paused_at=setting.updated_at if setting and setting.paused else None,
+        runs=[_now(r, waiting_reason(r)) for r in runs],
+        requests=[r.id for r in requests if r.status not in _ENDED_REQUESTS],
+        slots=slots,
+        waiting_for_capacity=waiters,
+    )
+
+
+_ENDED_REQUESTS = frozenset(
+    {"completed", "completion_reviewed", "declined", "failed", "expired", "canceled"}
+)
+
+
+def _now(run: Run, waiting: str | None) -> RunNow:
+    return RunNow(
+        run.id, run.workflow_digest, str(run.status), run.current_state, run.scope, waiting
+    )
+
+
+def set_actor_paused(
+    store: Store, kind: ActorKind, name: str, paused: bool, caller: Caller = CLI
+) -> ActorView:
+    """Pause or resume agent (team) ``name``; resuming wakes the runs waiting for it."""
+    check_everywhere(caller.grant, f"{'pausing' if paused else 'resuming'} {kind} {name}")
+    _known(store, kind, name)
+    key = f"{kind}:{name}"
+    store.capacity.set(key, by=caller.actor, paused=paused)
+    if not paused:
+        wake_free(store, [key])
+    return show_actor(store, kind, name, caller)
+
+
+def scope_limits(store: Store, caller: Caller = CLI) -> list[ScopeLimit]:
+    """Every scope's cap the caller sees, with the slots in use now."""
+    settings = [
+        s
+        for s in store.capacity.settings(max_age=0).values()
+        if s.key.startswith("scope:") and s.max_slots is not None
+    ]
+    with store.read() as conn:
+        in_use = store.capacity.in_use(conn, [s.key for s in settings])
+    return [
+        _limit(s, in_use[s.key])
+        for s in sorted(settings, key=lambda s: s.key)
+        if caller.grant.sees(s.key.removeprefix("scope:"))
+    ]
+
+
+def _limit(setting: Setting, in_use: int) -> ScopeLimit:
+    scope = setting.key.removeprefix("scope:")
+    return ScopeLimit(scope, setting.max_slots, in_use, setting.updated_by, setting.updated_at)
+
+
+def set_scope_limit(
+    store: Store, scope: str, max_slots: int | None, caller: Caller = CLI
+) -> ScopeLimit:
+    """Set (``max_slots``) or remove (None) scope ``scope``'s concurrency cap. Lowering or
+    setting one narrows and an operator of the scope may; raising or removing one widens and
+    needs an admin."""
+    check_scope(caller.grant, scope, "limit")
+    key = f"scope:{scope}"
+    current = store.capacity.settings(max_age=0).get(key)
+    before = current.max_slots if current is not None else None
+    widening = max_slots is None and before is not None
+    widening = widening or (max_slots is not None and before is not None and max_slots > before)
+    if widening and ADMIN not in caller.grant.roles:
+        raise Forbidden(
+            f"raising or removing scope {scope}'s concurrency cap widens it: it needs an admin"
+        )
+    setting = store.capacity.set(key, by=caller.actor, max_slots=max_slots,
+                                 clear_max=max_slots is None)  # fmt: skip
+    wake_free(store, [key])
+    with store.read() as conn:
+        in_use = store.capacity.in_use(conn, [key])[key]
+    return _limit(setting, in_use)
