@@ -142,6 +142,17 @@ def test_a_bulk_migration_killed_halfway_moves_each_run_once_or_not_at_all(
     for run_id in run_ids:  # on the new version exactly when its one event says so
         assert (store.runs.get(run_id).workflow_digest == v2.digest) == (run_id in moved)
 
+    plan = [
+        sys.executable, "-c", LAUNCH, "runs", "migrate", "--proposal", filed.proposal.id,
+        "--dry-run", "--home", str(backend.home),
+    ]  # fmt: skip
+    planned = subprocess.run(plan, env=store_env(backend), capture_output=True, timeout=300)
+    assert planned.returncode == 0, planned.stderr.decode()
+    text = planned.stdout.decode()
+    assert f"{RUNS - HALF} would_move (would move)" in text
+    rows = [line for line in text.splitlines() if line.split()[-1:] == ["would_move"]]
+    assert len(rows) == RUNS - HALF, text  # one row per run still to move
+
     finish = [
         sys.executable, "-c", LAUNCH, "runs", "migrate", "--proposal", filed.proposal.id,
         "--actor", "user:carol", "--home", str(backend.home), "--output", "json",
