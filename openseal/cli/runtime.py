@@ -379,7 +379,7 @@ def worker(
     if log_format == "json":
         logs.configure("json", "info", filters=[scrub])
     context = RuntimeContext.load(context_path, log_filter=scrub)  # fail fast when malformed
-    archiving = _archive_request(home, archive_every, archive_to, policy)
+    archiving = archive_request(home, archive_every, archive_to, policy)
     name = worker_id or default_worker_id()
     log = TurnLog(name, log_format)
     tracing.configure_from_env()
@@ -433,10 +433,11 @@ def worker(
         log.message("stopped")
 
 
-def _archive_request(
+def archive_request(
     home: Path, every: str | None, to: Path | None, policy: dict[str, Any]
 ) -> tuple[ArchiveRequest, float] | None:
-    """What ``--archive-every`` asks for (checked before anything starts), and how often."""
+    """What ``--archive-every`` asks for (checked before anything starts), and how often
+    (``worker`` and ``serve``)."""
     from openseal.runtime import service
 
     retention = retention_from(policy)

@@ -13,11 +13,12 @@ import socket
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from openseal.cli.output import output_option, render
+from openseal.cli.retention_options import retention_options
 from openseal.errors import OpenSealError, UsageError
 from openseal.local_operator import LocalOperator, console_url, remove_secret, write_secret
 from openseal.runtime.service import AUTHORITY_ENV
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
     import uvicorn
 
     from openseal.api import ApiSettings
+    from openseal.runtime.service import ArchiveRequest, ArchiveSchedule
+    from openseal.runtime.store import Store
 
 
 @click.command("serve")
@@ -117,6 +120,16 @@ if TYPE_CHECKING:
     "--log-level", type=click.Choice(["critical", "error", "warning", "info", "debug"]),
     default="info", show_default=True,
 )  # fmt: skip
+@click.option(
+    "--archive-every", default=None, metavar="PERIOD",
+    help="Also archive ended runs whose retention passed, at start and every PERIOD "
+    "(as `openseal db archive` does, with the retention options below).",
+)  # fmt: skip
+@click.option(
+    "--archive-to", type=click.Path(path_type=Path, file_okay=False), default=None,
+    help="The archive directory of --archive-every (default: HOME/archive).",
+)  # fmt: skip
+@retention_options
 def serve(
     host: str,
     port: int,
@@ -139,6 +152,9 @@ def serve(
     output: str,
     log_format: str,
     log_level: str,
+    archive_every: str | None,
+    archive_to: Path | None,
+    **policy: Any,
 ) -> None:
     """Serve the HTTP API: deployments, objectives, runs, approvals, actions, events.
 
@@ -154,13 +170,14 @@ def serve(
     Examples:
         openseal serve --local-operator --workers 2
         openseal serve --port 8400 --authority approvals.yaml --tokens tokens.yaml
+        openseal serve --workers 2 --archive-every 1h --keep-ended-runs 90d
     """
     import uvicorn
 
     from openseal.api import ApiSettings, create_app
     from openseal.api.auth import TokenTable, load_tokens
     from openseal.api.limits import Limits
-    from openseal.cli.runtime import check_database_url, freeze_start_up_heap
+    from openseal.cli.runtime import archive_request, check_database_url, freeze_start_up_heap
     from openseal.observability import logs, tracing
     from openseal.runtime.service import load_authority
     from openseal.runtime.store import open_store
@@ -172,6 +189,7 @@ def serve(
         logs.configure("json", log_level, filters=[scrub])
 
     check_database_url()
+    archiving = archive_request(home, archive_every, archive_to, policy)
     loaded_authority = load_authority(authority, home=home)
     tokens = load_tokens(tokens_path) if tokens_path is not None else TokenTable()
     settings = ApiSettings(
@@ -200,6 +218,7 @@ def serve(
         raise
     tracing.configure_from_env()
     announced = Announced(settings, output)
+    schedule = _start_archiving(store, archiving, log_format)
     try:
         server = uvicorn.Server(
             uvicorn.Config(
@@ -222,9 +241,31 @@ def serve(
         freeze_start_up_heap()
         server.run()
     finally:
+        if schedule is not None:
+            schedule.stop()
         tracing.shutdown()
         store.close()
         announced.forget()
+
+
+def _start_archiving(
+    store: Store, archiving: tuple[ArchiveRequest, float] | None, log_format: str
+) -> ArchiveSchedule | None:
+    """``--archive-every``: archive in a thread of the server's, one line per pass on stderr
+    (a log record with ``--log-format json``)."""
+    if archiving is None:
+        return None
+    from openseal.runtime.service import ArchiveSchedule
+
+    def log(message: str) -> None:
+        if log_format == "json":
+            logging.getLogger("openseal.archive").warning(message)
+        else:
+            click.echo(message, err=True)
+
+    schedule = ArchiveSchedule(store, archiving[0], archiving[1], log)
+    schedule.start()
+    return schedule
 
 
 #: what the server library says at start and stop; the banner says what matters instead

@@ -116,3 +116,33 @@ def test_a_worker_archives_on_its_schedule_while_it_works(backend: Backend, tmp_
     finally:
         if process.poll() is None:
             process.kill()
+
+
+def test_a_server_archives_on_its_schedule(backend: Backend, tmp_path: Path) -> None:
+    store = backend.open()
+    runs = [new_run(store).id for _ in range(3)]
+    for run_id in runs:
+        service.cancel_run(store, service.RunCommand(run_id, reason="ended"), service.CLI)
+    to = tmp_path / "archive"
+    full = {k: v for k, v in os.environ.items() if not k.startswith("OPENSEAL_")}
+    if backend.url is not None:
+        options = quote(f"-csearch_path={backend.pg_schema}")
+        full["OPENSEAL_DATABASE_URL"] = f"{backend.url}?options={options}"
+    command = [
+        sys.executable, "-c", LAUNCH, "serve", "--home", str(backend.home), "--port", "0",
+        "--archive-every", "1h", "--archive-to", str(to), "--keep-ended-runs", "0s",
+    ]  # fmt: skip
+    log, out = tmp_path / "serve.log", tmp_path / "serve.out"
+    with log.open("wb") as err, out.open("wb") as printed:
+        process = subprocess.Popen(command, env=full, stdout=printed, stderr=err)
+    try:
+        eventually(lambda: "archive: 3 run(s) in 1 batch(es)" in log.read_text(), timeout=300)
+        eventually(lambda: "openseal API on" in log.read_text(), timeout=300)  # serving
+        assert live(store, runs) == set()
+        assert sorted(r for b in fmt.batches(to) for r in b.runs) == sorted(runs)
+        process.send_signal(signal.SIGTERM)
+        # it stops (the server's library ends by the signal it stopped for)
+        assert process.wait(timeout=120) in (0, -signal.SIGTERM)
+    finally:
+        if process.poll() is None:
+            process.kill()
