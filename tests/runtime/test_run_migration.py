@@ -199,3 +199,28 @@ def approve_and_activate_filed(store: Store, documents: dict[str, object]) -> st
 
 def activate_filed(store: Store) -> gov.ChangeProposal:
     return gov.activate(store, _FILED[id(store)], CAROL)
+
+
+def test_a_narrowing_change_that_migrates_runs_is_never_auto_approved(
+    store: Store, tmp_path: Path
+) -> None:
+    from tests.runtime.governance_support import compile_set, governance_yaml, key
+
+    policy = governance_yaml(auto_approve_narrowing=True)
+    v1 = compile_set(tmp_path / "v1", max_risk="write", governance=policy)
+    first = gov.deploy(store, v1, ALICE).proposal
+    assert first is not None
+    gov.review(store, first.id, BOB, "approve")
+    gov.decide(store, first.id, "user:carol", "approve")
+    gov.activate(store, first.id, "user:carol")
+    narrowing = compile_set(tmp_path / "v2", max_risk="read", governance=policy)
+    assert gov.deploy(store, narrowing, ALICE).proposal.status.value == "approved"  # type: ignore[union-attr]
+    # the same narrowing, carrying a migration (the answer workflow has no waiting state)
+    folder = tmp_path / "v3"
+    compile_set(folder, max_risk="read", governance=policy)
+    text = (folder / "defs.hcl").read_text("utf-8")
+    block = f'  migrate {{\n    version = "{key(v1, "workflow.answer")[:12]}"\n  }}\n'
+    (folder / "defs.hcl").write_text(text.replace('  state "done" {', block + '  state "done" {'))
+    migrating = gov.deploy(store, compiled(folder), ALICE).proposal
+    assert migrating is not None and not migrating.risk_widening
+    assert migrating.status.value == "proposed" and migrating.decision is None
