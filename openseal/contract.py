@@ -301,6 +301,17 @@ class SkillSettings(TypedDict):
     retry: RetrySettings
     idempotency: IdempotencySettings | None
     approval: ApprovalPolicySettings | None
+    #: absent from skills compiled without one (their digests are unchanged)
+    rate_limit: NotRequired[RateLimitSettings | None]
+
+
+class RateLimitSettings(TypedDict):
+    """A skill's ``rate_limit`` (``per`` in seconds); a model profile's adds ``tokens`` and
+    may leave ``requests`` out."""
+
+    requests: int | None
+    per: float
+    burst: int | None
 
 
 # --------------------------------------------------------------------------- the graph

@@ -311,6 +311,13 @@ _ALL: list[ErrorCode] = [
         ("model_unreachable", 503, FAILURE, "The model endpoint cannot be reached; retried."),
         ("reply_lost", 502, FAILURE, "The model's reply was lost after sending; retried."),
         ("rate_limited", 503, FAILURE, "The model endpoint is rate limiting (429); retried."),
+        (
+            "over_rate_limit",
+            503,
+            FAILURE,
+            "The model profile's shared rate limit has no room within a turn's wait; the run "
+            "sleeps until it has.",
+        ),
         ("model_unauthorized", 502, FAILURE, "The model endpoint refused the credential."),
         ("model_rejected", 502, FAILURE, "The model endpoint rejected the request (4xx)."),
         ("malformed_response", 502, FAILURE, "The model's answer is not a chat completion."),

@@ -15,7 +15,12 @@ from dataclasses import dataclass
 from typing import Literal
 
 from openseal.compiler import expr, types
-from openseal.contract import AdapterSettings, IdempotencySettings, SkillSettings
+from openseal.contract import (
+    AdapterSettings,
+    IdempotencySettings,
+    RateLimitSettings,
+    SkillSettings,
+)
 
 Effect = Literal["read", "write", "external", "production", "destructive"]
 AdapterKind = Literal["http", "python", "runbook"]
@@ -73,6 +78,15 @@ class Idempotency:
 
 
 @dataclass(frozen=True, slots=True)
+class RateLimit:
+    """``requests`` calls per ``per`` seconds, ``burst`` at once, shared by every worker."""
+
+    requests: int
+    per: float
+    burst: int
+
+
+@dataclass(frozen=True, slots=True)
 class Skill:
     """What a call of a skill needs: its effect, its input and output types, its adapter, its
     credential reference, its timeout in seconds, retries and idempotency."""
@@ -85,6 +99,7 @@ class Skill:
     timeout: float = 30.0
     retry: Retry = Retry()
     idempotency: Idempotency | None = None
+    rate_limit: RateLimit | None = None
 
     @classmethod
     def from_settings(cls, settings: SkillSettings) -> Skill:
@@ -101,7 +116,15 @@ class Skill:
             timeout=float(settings["timeout"]),
             retry=Retry(int(retry["attempts"]), float(retry["backoff"])),
             idempotency=_idempotency(settings["idempotency"]),
+            rate_limit=_rate_limit(settings.get("rate_limit")),
         )
+
+
+def _rate_limit(settings: RateLimitSettings | None) -> RateLimit | None:
+    if not settings or settings["requests"] is None:
+        return None
+    requests = int(settings["requests"])
+    return RateLimit(requests, float(settings["per"]), int(settings["burst"] or requests))
 
 
 def _type(data: object) -> types.TypeExpr | None:

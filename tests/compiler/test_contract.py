@@ -27,6 +27,7 @@ from openseal.contract import (
     IdempotencySettings,
     ProposalStepSettings,
     PythonSettings,
+    RateLimitSettings,
     RetrySettings,
     RunbookSettings,
     SkillSettings,
@@ -144,6 +145,7 @@ DUMPED_FROM: dict[Any, type[BaseModel]] = {
     PythonSettings: specs.PythonAdapter,
     RunbookSettings: specs.RunbookAdapter,
     RetrySettings: specs.Retry,
+    RateLimitSettings: specs.RateLimit,
     IdempotencySettings: specs.Idempotency,
     ApprovalPolicySettings: specs.ApprovalPolicy,
 }
@@ -168,7 +170,7 @@ def test_every_compiled_skill_has_the_contract_s_shape(documents: list[dict[str,
     ]
     assert {"http", "python"} <= {kind for a in adapters for kind, v in a.items() if v}
     for spec in skills:
-        assert set(spec) == _keys(SkillSettings)
+        assert set(spec) | {"rate_limit"} == _keys(SkillSettings)  # absent when not declared
         assert set(spec["retry"]) == _keys(RetrySettings)
         if spec["idempotency"] is not None:
             # ``window`` is written only where a skill declares one

@@ -22,7 +22,14 @@ from openseal.compiler.load import load_definitions
 from openseal.compiler.output.document import CompiledDocument
 from openseal.compiler.output.emit import API_VERSION, emit
 from openseal.compiler.pipeline import compile_paths
-from tests.compiler.compile_support import AGENT, BINDING, MODEL, SKILL, compile_texts
+from tests.compiler.compile_support import (
+    AGENT,
+    BINDING,
+    MODEL,
+    SKILL,
+    compile_texts,
+    write_project,
+)
 from tests.golden_helper import GOLDEN, assert_golden
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "definitions"
@@ -244,3 +251,75 @@ def test_separation_of_duties_is_compiled_into_the_approval_state(tmp_path: Path
     assert off[0].document["graph"]["states"]["review"]["config"]["separation_of_duties"] is False
     default = _procurement_with(tmp_path / "default", "hcl", hcl[0], hcl[0])
     assert default.document["graph"]["states"]["review"]["config"]["separation_of_duties"] is True
+
+
+def test_rate_limits_are_emitted_the_same_from_both_syntaxes(tmp_path: Path) -> None:
+    hcl = """
+model "limited" {
+  model = "m"
+  rate_limit {
+    requests = 60
+    tokens   = 90000
+    per      = "1m"
+    burst    = 5
+  }
+}
+"""
+    yaml = """
+model:
+  limited:
+    model: m
+    rate_limit: {requests: 60, tokens: 90000, per: 1m, burst: 5}
+"""
+    from_hcl = compile_texts(tmp_path / "h", {"m.hcl": hcl})
+    from_yaml = compile_texts(tmp_path / "y", {"m.yaml": yaml})
+    assert from_hcl.ok and from_yaml.ok
+    doc = from_hcl.documents["model.limited"]
+    assert doc.document["spec"]["rate_limit"] == {
+        "requests": 60,
+        "tokens": 90000,
+        "per": 60.0,
+        "burst": 5,
+    }
+    assert doc.digest == from_yaml.documents["model.limited"].digest
+
+
+@pytest.mark.parametrize(
+    ("block", "message"),
+    [
+        ('rate_limit {\n    per = "1m"\n  }', "limits `requests`, `tokens` or both"),
+        ('rate_limit {\n    requests = 5\n    per = "0s"\n  }', "positive duration"),
+        ('rate_limit {\n    tokens = 5\n    per = "1m"\n    burst = 2\n  }', "set `requests`"),
+    ],
+)
+def test_a_model_rate_limit_that_limits_nothing_is_a_diagnostic(
+    tmp_path: Path, block: str, message: str
+) -> None:
+    text = f'model "m" {{\n  model = "m"\n  {block}\n}}\n'
+    result = compile_paths([write_project(tmp_path, {"m.hcl": text})])
+    assert [d.code for d in result.diagnostics] == ["OS104"]
+    assert message in result.diagnostics[0].message
+
+
+def test_a_skill_rate_limit_counts_calls_not_tokens(tmp_path: Path) -> None:
+    skill = """
+skill "lookup" {
+  description = "d"
+  effect      = "read"
+  adapter {
+    python { entry_point = "m:f" }
+  }
+  rate_limit {
+    requests = 10
+    per      = "1s"
+    tokens   = 5
+  }
+}
+"""
+    result = compile_paths([write_project(tmp_path, {"s.hcl": skill})])
+    assert [d.code for d in result.diagnostics] == ["OS101"]
+    assert "unknown key `tokens`" in result.diagnostics[0].message
+    fine = compile_texts(tmp_path / "ok", {"s.hcl": skill.replace("    tokens   = 5\n", "")})
+    assert fine.ok
+    spec = fine.documents["skill.lookup"].document["spec"]
+    assert spec["rate_limit"] == {"requests": 10, "per": 1.0, "burst": None}

@@ -65,6 +65,46 @@ class Price(Spec):
     output_per_million: float = Field(ge=0, allow_inf_nan=False)
 
 
+class RateLimit(Spec):
+    """How often a skill may be called, shared by every worker: ``requests`` per ``per``,
+    with bursts of up to ``burst`` requests (without it, one interval's worth)."""
+
+    requests: int = Field(ge=1, description="requests allowed per interval")
+    per: Duration = Field(description="the interval, e.g. `1m`")
+    burst: int | None = Field(
+        None, ge=1, description="requests that may go at once; default: `requests`"
+    )
+
+    @model_validator(mode="after")
+    def _positive_interval(self) -> RateLimit:
+        if self.per <= 0:
+            raise ValueError("`per` must be a positive duration")
+        return self
+
+
+class ModelRateLimit(Spec):
+    """A model endpoint's limit, shared by every worker: ``requests`` and ``tokens`` (prompt
+    and output) per ``per``; a call takes its prompt's estimate and its most output before it
+    is sent, corrected by what the endpoint reports after."""
+
+    requests: int | None = Field(None, ge=1, description="requests allowed per interval")
+    tokens: int | None = Field(None, ge=1, description="tokens (prompt and output) per interval")
+    per: Duration = Field(description="the interval, e.g. `1m`")
+    burst: int | None = Field(
+        None, ge=1, description="requests that may go at once; default: `requests`"
+    )
+
+    @model_validator(mode="after")
+    def _something_limited(self) -> ModelRateLimit:
+        if self.per <= 0:
+            raise ValueError("`per` must be a positive duration")
+        if self.requests is None and self.tokens is None:
+            raise ValueError("a model's `rate_limit` limits `requests`, `tokens` or both")
+        if self.burst is not None and self.requests is None:
+            raise ValueError("`burst` counts requests: set `requests` too")
+        return self
+
+
 class ModelProfile(Spec):
     """An OpenAI-compatible endpoint. One endpoint per profile; nothing routes silently."""
 
@@ -75,6 +115,9 @@ class ModelProfile(Spec):
     script: str | None = Field(None, description="scripted provider: responses file")
     parameters: dict[str, JSONValue] = Field(default_factory=dict)
     price: Price | None = Field(None, description="prices per million tokens, for run costs")
+    rate_limit: ModelRateLimit | None = Field(
+        None, description="requests and tokens per interval, shared by every worker"
+    )
 
 
 # --------------------------------------------------------------------------- skill
@@ -145,6 +188,9 @@ class SkillSpec(Spec):
     retry: Retry = Retry()
     idempotency: Idempotency | None = None
     approval: ApprovalPolicy | None = None
+    rate_limit: RateLimit | None = Field(
+        None, description="calls per interval, shared by every worker"
+    )
 
 
 # --------------------------------------------------------------------------- agents and teams

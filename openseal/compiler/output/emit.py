@@ -297,6 +297,8 @@ def build_document(
         # A profile without prices keeps the document (and digest) it had before prices
         # existed, so upgrading openseal does not make every model a new version.
         del document["spec"]["price"]
+    if isinstance(spec, ModelProfile | SkillSpec) and spec.rate_limit is None:
+        del document["spec"]["rate_limit"]  # likewise for rate limits
     if isinstance(spec, WorkflowSpec):
         # Likewise a state kind added later is left out where it is absent.
         for state in document["spec"]["state"].values():

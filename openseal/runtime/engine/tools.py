@@ -33,7 +33,7 @@ import tenacity
 from openseal.runtime import telemetry
 from openseal.runtime.actions.replies import scrub, secrets_for
 from openseal.runtime.actions.skill_documents import skill_spec
-from openseal.runtime.engine import budgets
+from openseal.runtime.engine import budgets, rate_limits
 from openseal.runtime.engine.gateway import (
     TOOL_CALL_COST,
     GatewayDecision,
@@ -42,7 +42,7 @@ from openseal.runtime.engine.gateway import (
     check_call,
     check_run,
 )
-from openseal.runtime.store import FencedTx
+from openseal.runtime.store import Bucket, FencedTx
 from openseal.skills import Skill, SkillCall, SkillResult, adapter_for
 from openseal.skills.bounded import GRACE_SECONDS, call_bounded
 from openseal.skills.credentials import RuntimeContext
@@ -178,7 +178,8 @@ class GatewayTools:
             sleep=_pause(ctx),
             retry_error_callback=lambda state: state.outcome.result() if state.outcome else None,
         )
-        result = attempts(self._attempt, ctx, adapter.call, call, spec.timeout)
+        bucket = rate_limits.skill_bucket(invocation.skill, spec)
+        result = attempts(self._attempt, ctx, adapter.call, call, bucket)
         tried = attempts.statistics.get("attempt_number", 1)
         again = f" ({tried} attempts)" if tried > 1 else ""
         if result is None:
@@ -193,13 +194,18 @@ class GatewayTools:
 
     @staticmethod
     def _attempt(
-        ctx: StepContext, send: Callable[[SkillCall], SkillResult], call: SkillCall, timeout: float
+        ctx: StepContext,
+        send: Callable[[SkillCall], SkillResult],
+        call: SkillCall,
+        bucket: Bucket | None,
     ) -> SkillResult | None:
         from openseal.runtime.engine.states.base import LeaseLost
 
+        # each attempt is a call: it waits for its turn in the skill's shared limit
+        rate_limits.before_skill_call(ctx.store, bucket, ctx.lost)
         if ctx.lost.is_set():  # the run was taken over during the pause: stop trying
             raise LeaseLost(ctx.claim.run_id)
-        return call_bounded(lambda: send(call), timeout + GRACE_SECONDS)
+        return call_bounded(lambda: send(call), call.timeout + GRACE_SECONDS)
 
     def _spec(self, ctx: StepContext, skill: str) -> Skill:
         key = f"skill.{skill}"

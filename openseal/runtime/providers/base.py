@@ -139,6 +139,9 @@ class ModelResponse:
     usage: Usage = field(default_factory=Usage)
     #: the model (and version) that answered, as the endpoint named it; None if it did not
     model: str | None = None
+    #: seconds the endpoint said it has no room left for (its ``x-ratelimit-remaining-*``
+    #: headers at 0 until their reset); not recorded
+    hold_back: float | None = field(default=None, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         usage: dict[str, Any] = {"input_tokens": self.usage.input_tokens,

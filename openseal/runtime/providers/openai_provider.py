@@ -198,7 +198,7 @@ class OpenAIProvider:
         """One attempt; :class:`ModelUnavailable` when it failed for a reason that passes."""
         secret = self._secret()
         try:
-            document = self._exchange(request, secret)
+            document, hold = self._exchange(request, secret)
         except _StreamCut as cut:
             raise ModelUnavailable(
                 redact(cut.message(self.endpoint), [secret]),
@@ -214,6 +214,7 @@ class OpenAIProvider:
             response = parse_document(
                 document, structured=request.output_schema is not None, call=request.call
             )
+            response = replace(response, hold_back=hold)
         except ModelError as exc:
             # The model ran and answered: the attempt was billed even though it is unusable.
             exc.spent = _usage(document.get("usage")) or self._lost(request, json.dumps(document))
@@ -237,8 +238,11 @@ class OpenAIProvider:
                 f"model profile {self.endpoint.name!r}: {exc}", code="credential_unavailable"
             ) from None
 
-    def _exchange(self, request: ModelRequest, secret: Secret) -> dict[str, Any]:
-        """Send the request, stepping down the output modes on ``400``; the answer's JSON."""
+    def _exchange(
+        self, request: ModelRequest, secret: Secret
+    ) -> tuple[dict[str, Any], float | None]:
+        """Send the request, stepping down the output modes on ``400``; the answer's JSON and
+        how long the endpoint says it has no room left (:func:`used_up_for`)."""
         e = self.endpoint
         # A keyed copy per call: the key lives exactly as long as the request that needs it,
         # while the connections and the TLS context (tens of milliseconds to build) are the
@@ -249,7 +253,7 @@ class OpenAIProvider:
         while True:
             mode = _OUTPUT_MODES[index]
             try:
-                document = self._send(client, chat_arguments(request, e, mode))
+                sent = self._send(client, chat_arguments(request, e, mode))
             except openai.BadRequestError:
                 if request.output_schema is None or mode == "text":
                     raise
@@ -259,7 +263,7 @@ class OpenAIProvider:
             # context too long) fails in every mode and must not weaken later calls.
             if request.output_schema is not None:
                 self._mode = index
-            return document
+            return sent
 
     def _connections(self) -> openai.OpenAI:
         """The endpoint's client without a key, made on first use. Its own retries are off:
@@ -272,13 +276,16 @@ class OpenAIProvider:
                 )
             return self._keyless
 
-    def _send(self, client: openai.OpenAI, arguments: dict[str, Any]) -> dict[str, Any]:
+    def _send(
+        self, client: openai.OpenAI, arguments: dict[str, Any]
+    ) -> tuple[dict[str, Any], float | None]:
         if not self.endpoint.stream:
             raw = client.chat.completions.with_raw_response.create(**arguments)
-            return _decode(raw.text)
+            return _decode(raw.text), used_up_for(raw.headers)
         stream = client.chat.completions.create(
             **arguments, stream=True, stream_options={"include_usage": True}
         )
+        hold = used_up_for(stream.response.headers)
         assembled = StreamedReply()
         try:
             assembled.read(chunk.model_dump() for chunk in stream)
@@ -291,7 +298,7 @@ class OpenAIProvider:
             stream.close()
         if assembled.finish_reason is None:
             raise _StreamCut(assembled.received(), "it ended without a finish reason")
-        return assembled.document()
+        return assembled.document(), hold
 
     def _estimate(self, request: ModelRequest, received: str) -> Usage:
         return Usage(request.estimated_tokens(), estimate_tokens(received), estimated=True)
@@ -668,10 +675,51 @@ def _broken_stream() -> tuple[type[BaseException], ...]:
 
 
 def _retry_after(exc: openai.OpenAIError) -> float | None:
-    """The wait the endpoint asked for (``retry-after-ms``, ``Retry-After`` seconds or date)."""
+    """The wait the endpoint asked for (``retry-after-ms``, ``Retry-After`` seconds or date,
+    else the reset of a limit its ``x-ratelimit-*`` headers say is used up)."""
     if not isinstance(exc, openai.APIStatusError):
         return None
     headers = exc.response.headers
+    asked = _asked_wait(headers)
+    return asked if asked is not None else used_up_for(headers)
+
+
+#: ``x-ratelimit-reset-*`` values: ``1s``, ``6m0s``, ``20ms``, ``1h2m3.5s``
+_RESET = re.compile(r"^(?:(?P<h>\d+(?:\.\d+)?)h)?(?:(?P<m>\d+(?:\.\d+)?)m(?!s))?"
+                    r"(?:(?P<s>\d+(?:\.\d+)?)s)?(?:(?P<ms>\d+(?:\.\d+)?)ms)?$")  # fmt: skip
+
+
+def used_up_for(headers: Mapping[str, str]) -> float | None:
+    """Seconds until the endpoint has room again when its rate-limit headers (as OpenAI and
+    compatible servers send them) say a limit is used up: ``x-ratelimit-remaining-requests``
+    or ``-tokens`` at 0, until its ``x-ratelimit-reset-*``. None when there is room."""
+    waits = []
+    for kind in ("requests", "tokens"):
+        if (headers.get(f"x-ratelimit-remaining-{kind}") or "").strip() != "0":
+            continue
+        wait = reset_seconds(headers.get(f"x-ratelimit-reset-{kind}") or "")
+        waits.append(1.0 if wait is None else wait)
+    return max(waits) if waits else None
+
+
+def reset_seconds(value: str) -> float | None:
+    """An ``x-ratelimit-reset-*`` value in seconds (``6m0s`` → 360); a bare number is seconds;
+    None when it cannot be read."""
+    text = value.strip()
+    try:
+        return max(float(text), 0.0)
+    except ValueError:
+        pass
+    found = _RESET.match(text)
+    if not text or found is None:
+        return None
+    parts = {k: float(v) for k, v in found.groupdict().items() if v is not None}
+    return (parts.get("h", 0) * 3600 + parts.get("m", 0) * 60 + parts.get("s", 0)
+            + parts.get("ms", 0) / 1000)  # fmt: skip
+
+
+def _asked_wait(headers: Mapping[str, str]) -> float | None:
+    """``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date), in seconds."""
     try:
         if headers.get("retry-after-ms"):
             return max(float(headers["retry-after-ms"]) / 1000, 0.0)

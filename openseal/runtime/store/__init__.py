@@ -20,6 +20,7 @@ never see a table, a statement or SQLAlchemy:
 - ``store.artifacts``: content-addressed artefacts, verified by digest on read;
 - ``store.archive``: the rows of ended run trees, out of and back into the live store;
 - ``store.capacity``: concurrency slots, runs waiting for capacity, operators' settings;
+- ``store.rate_limits``: the token buckets every worker shares (model endpoints, skills);
 - ``store.health``: readiness and the numbers ``/metrics`` reads at every scrape;
 - ``store.recoveries``: recovery mode after a restore, and what reconciling it found.
 
@@ -112,6 +113,8 @@ if TYPE_CHECKING:
     from openseal.runtime.store.repos.inbound_events import (
         correlation_matches as correlation_matches,
     )
+    from openseal.runtime.store.repos.rate_limits import Bucket as Bucket
+    from openseal.runtime.store.repos.rate_limits import Taken as Taken
     from openseal.runtime.store.repos.recoveries import Recovery as Recovery
     from openseal.runtime.store.repos.runs import CancelSweep as CancelSweep
     from openseal.runtime.store.repos.tokens import AccessToken as AccessToken

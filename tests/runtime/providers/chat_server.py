@@ -20,6 +20,7 @@ import contextlib
 import json
 import socket
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -79,6 +80,8 @@ class Received:
     path: str
     headers: dict[str, str]
     body: Any
+    #: when it arrived (``time.monotonic()``), for tests that count calls over time
+    at: float = field(default_factory=time.monotonic)
 
     def header(self, name: str) -> str | None:
         wanted = name.lower()

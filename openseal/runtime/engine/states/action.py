@@ -38,6 +38,7 @@ from openseal.runtime.actions.proposals import Draft
 from openseal.runtime.actions.reconcile import Step, mark_unknown, reconcile, record, record_in
 from openseal.runtime.clock import iso
 from openseal.runtime.compiled import DefinitionError
+from openseal.runtime.engine import rate_limits
 from openseal.runtime.engine.states.base import (
     Advance,
     Attention,
@@ -335,6 +336,11 @@ def _dispatch(ctx: StepContext, target: Target, sent: Action) -> SkillResult:
     def late(reply: SkillResult) -> None:  # evidence, whenever it comes (invariant 14)
         record(ctx.store, sent, reply, target, actor)
 
+    # its turn in the skill's shared limit: marked dispatched, it cannot give its place back
+    rate_limits.before_skill_call(ctx.store, rate_limits.skill_bucket(target.skill, target.spec),
+                                  ctx.lost)  # fmt: skip
+    if ctx.lost.is_set():
+        raise LeaseLost(ctx.claim.run_id)  # not sent, as above
     result = dispatch(target, ctx.context, late)
     ctx.hook("action.before_record", ctx.claim)
     return result

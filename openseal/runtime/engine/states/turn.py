@@ -18,6 +18,8 @@ import jsonschema
 from openseal.contract import TurnSettings
 from openseal.observability import metrics
 from openseal.runtime.compiled import AgentProfile, evaluate_json
+from openseal.runtime.engine import rate_limits
+from openseal.runtime.engine.rate_limits import ModelLimits
 from openseal.runtime.engine.states.base import (
     Advance,
     Attention,
@@ -31,7 +33,14 @@ from openseal.runtime.engine.states.base import (
 from openseal.runtime.engine.tools import ToolInvocation
 from openseal.runtime.pricing import Price
 from openseal.runtime.providers import retry
-from openseal.runtime.providers.base import ModelError, ModelRequest, ModelResponse, Tool
+from openseal.runtime.providers.base import (
+    ModelError,
+    ModelProvider,
+    ModelRequest,
+    ModelResponse,
+    ModelUnavailable,
+    Tool,
+)
 
 REPAIR_PROMPT = (
     "Your output does not match the required JSON Schema: {problems}. "
@@ -110,10 +119,11 @@ def _model_call(
     that, or when the endpoint asks for a long wait, the run sleeps (:class:`RetryLater`).
     """
     cost = _Cost(Price.of(agent.model), agent, ctx.workflow.name)
+    limits = rate_limits.ModelLimits.of(agent.model)
 
     def compute() -> dict[str, Any]:
         provider = ctx.providers(agent)
-        response: ModelResponse = provider.complete(request)
+        response = _limited_call(ctx, provider, request, limits)
         cost.observe(response.usage.input_tokens, response.usage.output_tokens)
         # Each recorded answer names the model that gave it: the endpoint's own name for it
         # (with its version) when it says, else the profile's configured model.
@@ -143,6 +153,38 @@ def _model_call(
             continue
         return ModelResponse.from_json(result)
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _limited_call(
+    ctx: StepContext, provider: ModelProvider, request: ModelRequest, limits: ModelLimits
+) -> ModelResponse:
+    """One call within the profile's shared rate limit (:mod:`..rate_limits`): its request
+    and tokens taken before it is sent, the tokens corrected after, and an endpoint's ``429``
+    (or its word that it has no room left) holding every worker back."""
+    tokens = request.estimated_tokens() + _most_output(request.model)
+    rate_limits.before_model_call(ctx.store, limits, tokens, ctx.lost)
+    if ctx.lost.is_set():
+        raise LeaseLost(ctx.claim.run_id)
+    try:
+        response: ModelResponse = provider.complete(request)
+    except ModelUnavailable as exc:
+        if exc.code == "rate_limited":
+            rate_limits.hold_back(ctx.store, limits, exc.retry_after)
+        raise
+    rate_limits.after_model_call(ctx.store, limits, tokens, response.usage.total)
+    if response.hold_back is not None:
+        rate_limits.hold_back(ctx.store, limits, response.hold_back)
+    return response
+
+
+def _most_output(model: dict[str, Any]) -> int:
+    """The most output tokens the profile lets one answer have (0: it sets no limit)."""
+    parameters = model.get("parameters") or {}
+    for name in ("max_completion_tokens", "max_tokens"):
+        value = parameters.get(name)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return 0
 
 
 class _Cost:

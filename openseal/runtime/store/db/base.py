@@ -80,6 +80,14 @@ class StoreBase:
             self.wake_local_workers(woke)
 
     @contextmanager
+    def write_alone(self) -> Iterator[sa.Connection]:
+        """A short write transaction of its own even for a thread that writes through a group
+        (:meth:`write`): what it locks is let go at its commit, not the batch's (a shared rate
+        limit's row, taken before a call by every worker)."""
+        with self.connections.transaction(WRITING) as conn:
+            yield conn
+
+    @contextmanager
     def read(self) -> Iterator[sa.Connection]:
         """One read transaction (a consistent snapshot on SQLite, read committed on PG)."""
         with self.connections.transaction(READING) as conn:

@@ -482,6 +482,22 @@ spend_reservations = sa.Table(
     sa.Column("updated_at", UtcTimestamp, nullable=False),
 )
 
+# -- flow control ----------------------------------------------------------------------
+
+#: One row per shared rate limit (``model:<profile>``, ``model:<profile>:tokens``,
+#: ``skill:<name>``), read and moved in one short transaction by every worker that calls the
+#: endpoint. ``due`` is the limit's virtual clock (epoch seconds): each unit taken moves it one
+#: interval on, and a unit may go once ``due`` is no more than ``burst`` intervals ahead of
+#: now. An endpoint's ``429`` sets ``held_until`` (epoch seconds): nothing goes before it.
+rate_limits = sa.Table(
+    "rate_limits",
+    metadata,
+    sa.Column("key", sa.String(300), primary_key=True),
+    sa.Column("due", sa.Float(precision=53), nullable=False),
+    sa.Column("held_until", sa.Float(precision=53), nullable=False),
+    sa.Column("updated_at", UtcTimestamp, nullable=False),
+)
+
 # -- the HTTP API ----------------------------------------------------------------------
 
 #: Responses to creates made with an ``Idempotency-Key``: the same key and body replay the

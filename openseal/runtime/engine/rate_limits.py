@@ -1,0 +1,133 @@
+"""Rate limits shared by every worker: a model profile's requests and tokens, a skill's calls.
+
+The limits are declared where the endpoint is (a model profile's or a skill's ``rate_limit``)
+and kept in the store's buckets (:mod:`openseal.runtime.store.repos.rate_limits`), so every
+worker process on every host draws on the same ones. A call takes its units just before it is
+sent, and only then: a recorded answer that is replayed takes nothing.
+
+A model call waits for its turn inside the turn when that comes within
+:data:`~openseal.runtime.providers.retry.IN_TURN_WAIT`; otherwise it takes nothing and fails
+as :class:`~openseal.runtime.providers.base.ModelUnavailable` (``over_rate_limit``), which the
+turn turns into a sleeping run, holding no worker, until the limit has room. An endpoint that
+answers ``429`` (or says with ``x-ratelimit-remaining-*: 0`` that it has no room left) holds
+the profile's bucket back for every worker until the wait it asked for has passed.
+
+A skill call (a read in a turn, an action's dispatch) waits for its turn in the worker: an
+action is already marked dispatched when it is sent, so it cannot give its place back.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from openseal.runtime.providers import retry
+from openseal.runtime.providers.base import ModelUnavailable
+from openseal.runtime.store import Bucket, Store
+from openseal.skills import Skill
+
+#: how long an endpoint that answered ``429`` without saying how long to wait is left alone
+DEFAULT_HOLD_BACK = 1.0
+
+
+@dataclass(frozen=True)
+class ModelLimits:
+    """The buckets of one model profile: its requests (always: it holds a ``429`` back even
+    when no rate is declared) and, when declared, its tokens."""
+
+    name: str
+    requests: Bucket
+    tokens: Bucket | None
+
+    @classmethod
+    def of(cls, model: Mapping[str, Any]) -> ModelLimits:
+        """The limits of a compiled model profile (``{"name", ..., "rate_limit"}``)."""
+        name = str(model.get("name") or model.get("model") or "model")
+        limit = model.get("rate_limit") or {}
+        per = float(limit.get("per") or 0)
+        requests, tokens = limit.get("requests"), limit.get("tokens")
+        key = f"model:{name}"
+        request_bucket = (
+            Bucket(key, per / requests, float(limit.get("burst") or requests))
+            if requests
+            else Bucket(key)
+        )
+        token_bucket = Bucket(f"{key}:tokens", per / tokens, float(tokens)) if tokens else None
+        return cls(name, request_bucket, token_bucket)
+
+
+def skill_bucket(name: str, spec: Skill) -> Bucket | None:
+    """The bucket of a skill that declares a ``rate_limit``; None otherwise."""
+    limit = spec.rate_limit
+    if limit is None:
+        return None
+    return Bucket(f"skill:{name}", limit.per / limit.requests, float(limit.burst))
+
+
+class OverRateLimit(ModelUnavailable):
+    """A model call that the profile's shared limit lets go only after more than a turn may
+    wait: nothing was sent (nor taken)."""
+
+
+def before_model_call(
+    store: Store, limits: ModelLimits, tokens: int, lost: threading.Event
+) -> None:
+    """Take one request and ``tokens`` of ``limits``, waiting (cut short when the claim is
+    ``lost``) for their turn; :class:`OverRateLimit` when that is further off than a turn
+    waits.
+
+    A call that waited for its place looks again before it goes: when another worker's
+    ``429`` held the endpoint back meanwhile, the place is void (it was given before the
+    endpoint spoke) and the call takes a new one, behind the hold.
+    """
+    while not lost.is_set():
+        wait = _take(store, limits, tokens)
+        if wait <= 0:
+            return
+        lost.wait(wait)
+        if store.rate_limits.held_back(limits.requests.key) <= 0:
+            return
+
+
+def _take(store: Store, limits: ModelLimits, tokens: int) -> float:
+    """Take a request and ``tokens``; the wait for their turn."""
+    taken = store.rate_limits.take(limits.requests, within=retry.IN_TURN_WAIT)
+    wait = taken.wait
+    if taken.taken and limits.tokens is not None:
+        by_tokens = store.rate_limits.take(limits.tokens, tokens, within=retry.IN_TURN_WAIT)
+        if not by_tokens.taken:
+            store.rate_limits.give_back(limits.requests, 1)
+        taken, wait = by_tokens, max(wait, by_tokens.wait)
+    if not taken.taken:
+        raise OverRateLimit(
+            f"model profile {limits.name!r} is at its rate limit: the next call may go in "
+            f"{taken.wait:.1f}s",
+            code="over_rate_limit",
+            retry_after=taken.wait,
+        )
+    return wait
+
+
+def after_model_call(store: Store, limits: ModelLimits, taken: int, used: int | None) -> None:
+    """Correct the tokens taken before the call by what it ``used`` (None: unknown, keep)."""
+    if limits.tokens is not None and used is not None and used != taken:
+        store.rate_limits.give_back(limits.tokens, taken - used)
+
+
+def hold_back(store: Store, limits: ModelLimits, seconds: float | None) -> None:
+    """The endpoint asked every caller to wait ``seconds`` (its ``Retry-After``, or the reset
+    of a limit it reports used up)."""
+    wait = DEFAULT_HOLD_BACK if seconds is None else min(seconds, retry.MAX_RETRY_AFTER)
+    store.rate_limits.hold_back(limits.requests, wait)
+
+
+def before_skill_call(store: Store, bucket: Bucket | None, lost: threading.Event) -> None:
+    """Take one call of a skill's shared limit and wait for its turn (cut short when the
+    claim is ``lost``)."""
+    if bucket is None:
+        return
+    taken = store.rate_limits.take(bucket, within=float("inf"))
+    if taken.wait > 0:
+        lost.wait(taken.wait)

@@ -1,0 +1,133 @@
+"""The rate-limits repository: token buckets every worker shares, one row per limit.
+
+A limit lets ``burst`` units go at once and one more each ``interval`` seconds. Its row holds
+the limit's virtual clock, ``due``: taking ``n`` units moves it ``n`` intervals on (from now,
+when it lags behind), and the units may go once ``due`` is no more than ``burst`` intervals
+ahead of now. So in any window of ``w`` seconds at most ``burst + w / interval`` units go,
+whichever process took them: each take reads and moves the row in one short transaction of
+its own (SQLite's write lock; the row's lock on PostgreSQL), never inside another one, so it
+holds nothing else (no lock order to keep, invariant 15). A taker is told how long to wait for
+its turn; a unit taken is spent even if its taker never goes (the limit errs on the side of
+sending less, never more).
+
+An endpoint that answered ``429`` holds its limit back (:meth:`RateLimits.hold_back`): the
+row's ``held_until`` says when it said to come back, every take waits until then, and a worker
+that took its place before the ``429`` looks again before it sends (:meth:`RateLimits.held_back`).
+A limit with no rate (``interval`` 0) only holds back: :meth:`RateLimits.take` only reads it.
+
+Times are the store's clock (``store.now()``), as leases are: hosts sharing one PostgreSQL are
+expected to keep their clocks in step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+import sqlalchemy as sa
+
+from openseal.runtime.store.db.base import Connection
+from openseal.runtime.store.repos.repository import Repository
+from openseal.runtime.store.tables import schema
+from openseal.runtime.store.tables.values import epoch_seconds
+
+table = schema.rate_limits
+
+
+@dataclass(frozen=True)
+class Bucket:
+    """One limit: ``burst`` units at once, one more each ``interval`` seconds (0: no rate,
+    the row only holds back after a ``429``)."""
+
+    key: str
+    interval: float = 0.0
+    burst: float = 0.0
+
+
+@dataclass(frozen=True)
+class Taken:
+    """The answer to a take: ``taken`` (go after ``wait`` seconds) or not (the units could
+    not go within the time allowed; ``wait`` says how long they would have waited)."""
+
+    taken: bool
+    wait: float
+
+
+class RateLimits(Repository):
+    """``store.rate_limits``: shared token buckets (:class:`Bucket`), by key."""
+
+    def take(self, bucket: Bucket, units: float = 1.0, *, within: float) -> Taken:
+        """Take ``units`` of ``bucket`` if they may go within ``within`` seconds."""
+        if bucket.interval <= 0:
+            wait = self.held_back(bucket.key)
+            return Taken(wait <= within, wait)
+        with self._store.write_alone() as conn:
+            moment = self._store.now()
+            now = _seconds(moment)
+            due, held = self._row(conn, bucket.key, moment)
+            moved = max(due, now) + units * bucket.interval
+            wait = max(0.0, moved - bucket.burst * bucket.interval - now, held - now)
+            if wait > within:
+                return Taken(False, wait)
+            self._set(conn, bucket.key, moment, due=moved)
+        return Taken(True, wait)
+
+    def give_back(self, bucket: Bucket, units: float) -> None:
+        """Correct a take by ``units`` (negative: more were used than taken). A unit given back
+        never lets more than ``burst`` go at once: the clock is not moved behind now."""
+        if bucket.interval <= 0 or units == 0:
+            return
+        with self._store.write_alone() as conn:
+            moment = self._store.now()
+            due, _ = self._row(conn, bucket.key, moment)
+            moved = max(due - units * bucket.interval, _seconds(moment))
+            self._set(conn, bucket.key, moment, due=moved)
+
+    def hold_back(self, bucket: Bucket, seconds: float) -> None:
+        """Let nothing of ``bucket`` go for ``seconds`` (an endpoint's ``Retry-After``), then
+        one unit an interval: the burst is used up."""
+        with self._store.write_alone() as conn:
+            moment = self._store.now()
+            due, held = self._row(conn, bucket.key, moment)
+            until = _seconds(moment) + seconds
+            if until > held:
+                drained = until + max(bucket.burst - 1, 0) * bucket.interval
+                self._set(conn, bucket.key, moment, due=max(due, drained), held_until=until)
+
+    def held_back(self, key: str) -> float:
+        """Seconds until ``key`` is no longer held back by an endpoint (0: it is not)."""
+        return self._ahead(key, table.c.held_until)
+
+    def due_in(self, key: str) -> float:
+        """Seconds ``key``'s clock is ahead of now: what was taken and is not yet refilled."""
+        return self._ahead(key, table.c.due)
+
+    def _ahead(self, key: str, column: sa.Column[float]) -> float:
+        with self._store.read() as conn:
+            value = conn.execute(sa.select(column).where(table.c.key == key)).scalar()
+        if value is None:
+            return 0.0
+        return max(0.0, float(value) - _seconds(self._store.now()))
+
+    def _row(self, conn: Connection, key: str, moment: datetime) -> tuple[float, float]:
+        """The row's clock and hold, locked for this transaction; a new row starts at
+        ``moment``, held back by nothing."""
+        stmt = self._store.for_update(
+            sa.select(table.c.due, table.c.held_until).where(table.c.key == key)
+        )
+        row = conn.execute(stmt).one_or_none()
+        if row is None:
+            now = _seconds(moment)
+            values = {"key": key, "due": now, "held_until": now, "updated_at": moment}
+            conn.execute(self._store.insert_new(table, "key"), values)
+            row = conn.execute(stmt).one()
+        return float(row.due), float(row.held_until)
+
+    def _set(self, conn: Connection, key: str, moment: datetime, **values: float) -> None:
+        conn.execute(sa.update(table).where(table.c.key == key).values(updated_at=moment, **values))
+
+
+def _seconds(moment: datetime) -> float:
+    seconds = epoch_seconds(moment)
+    assert seconds is not None
+    return seconds
