@@ -560,16 +560,6 @@ def strongly_connected(graph: dict[str, set[str]]) -> list[set[str]]:
 
 #: the longest a function of the store may be, in lines (its docstring included)
 STORE_FUNCTION_LINES = 60
-#: functions still longer, each to be split when next changed; the list only shrinks
-LONG_STORE_FUNCTIONS: frozenset[str] = frozenset(
-    {
-        "db.fastsql.internals_problems",
-        "repos.actions.move",
-        "repos.events.append_events",
-        "repos.fenced.update_run",
-        "repos.leases.fenced",
-    }
-)
 
 
 def long_store_functions(root: Path = PACKAGE) -> list[str]:
@@ -922,9 +912,7 @@ def test_the_store_debt_only_shrinks() -> None:
 
 
 def test_no_store_function_is_longer_than_the_limit() -> None:
-    long = long_store_functions()
-    assert [name for name in long if name not in LONG_STORE_FUNCTIONS] == []
-    assert sorted(LONG_STORE_FUNCTIONS - set(long)) == []  # split ones leave the list
+    assert long_store_functions() == []
 
 
 def test_store_room_breaches_sibling_calls_and_cycles_are_caught(tmp_path: Path) -> None:

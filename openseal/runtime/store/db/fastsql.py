@@ -394,6 +394,23 @@ def internals_problems(dialects: Sequence[Dialect] | None = None) -> list[str]:
         psycopg_dialect: Callable[[], Dialect] = postgresql.psycopg.dialect
         dialects = [sqlite.dialect(), psycopg_dialect()]
     problems: list[str] = []
+    for dialect in dialects:
+        problems += _compiler_problems(dialect)
+    expected = ["self", "e", "statement", "parameters", "cursor", "context"]
+    handler = getattr(sa.Connection, "_handle_dbapi_exception", None)
+    if handler is None or list(inspect.signature(handler).parameters)[:6] != expected:
+        problems.append("Connection._handle_dbapi_exception(e, statement, parameters, ...)")
+    engine = sa.create_engine("sqlite://")
+    try:
+        problems += _connection_problems(engine)
+        problems += _listener_problems(engine)
+    finally:
+        engine.dispose()
+    return problems
+
+
+def _compiler_problems(dialect: Dialect) -> list[str]:
+    """What the compiler's bookkeeping on one probe statement lacks for ``dialect``."""
     table = sa.Table("probe", sa.MetaData(), sa.Column("id", sa.String), sa.Column("doc", sa.JSON))
     stmt = (
         sa.update(table)
@@ -401,57 +418,57 @@ def internals_problems(dialects: Sequence[Dialect] | None = None) -> list[str]:
         .values(doc=sa.bindparam("v_doc", type_=table.c.doc.type))
         .returning(table.c.id, table.c.doc)
     )
-    for dialect in dialects:
-        try:
-            compiled = stmt.compile(dialect=dialect, column_keys=["p_id", "v_doc"])
-            prepared = _from_compiled(compiled)
-            if prepared is None:
-                problems.append(f"{dialect.name}: a plain statement is no longer prepared")
-            elif [name for name, _d, _p in prepared.binds] != ["v_doc", "p_id"]:
-                problems.append(f"{dialect.name}: bind order {prepared.binds!r}")
-            elif prepared.binds[0][2] is None or [k for k, _t in prepared.columns] != [
-                "id",
-                "doc",
-            ]:
-                problems.append(f"{dialect.name}: JSON bind processor or result columns")
-            elif (prepared.names is None) != compiled.positional:
-                problems.append(f"{dialect.name}: paramstyle")
-            else:
-                sa.JSON()._cached_result_processor(dialect, None)
-        except (AttributeError, TypeError, KeyError, ValueError) as exc:
-            problems.append(f"{dialect.name} compiler: {exc.__class__.__name__}: {exc}")
-    expected = ["self", "e", "statement", "parameters", "cursor", "context"]
-    handler = getattr(sa.Connection, "_handle_dbapi_exception", None)
-    if handler is None or list(inspect.signature(handler).parameters)[:6] != expected:
-        problems.append("Connection._handle_dbapi_exception(e, statement, parameters, ...)")
-    engine = sa.create_engine("sqlite://")
     try:
-        with engine.connect() as conn:
-            if not isinstance(getattr(conn, "_echo", None), bool):
-                problems.append("Connection._echo")
-            for owner in (conn, conn.engine, conn.dialect):
-                if not isinstance(getattr(owner, "_has_events", None), bool):
-                    problems.append(f"{type(owner).__name__}._has_events")
+        compiled = stmt.compile(dialect=dialect, column_keys=["p_id", "v_doc"])
+        prepared = _from_compiled(compiled)
+        if prepared is None:
+            return [f"{dialect.name}: a plain statement is no longer prepared"]
+        if [name for name, _d, _p in prepared.binds] != ["v_doc", "p_id"]:
+            return [f"{dialect.name}: bind order {prepared.binds!r}"]
+        if prepared.binds[0][2] is None or [k for k, _t in prepared.columns] != ["id", "doc"]:
+            return [f"{dialect.name}: JSON bind processor or result columns"]
+        if (prepared.names is None) != compiled.positional:
+            return [f"{dialect.name}: paramstyle"]
+        sa.JSON()._cached_result_processor(dialect, None)
+    except (AttributeError, TypeError, KeyError, ValueError) as exc:
+        return [f"{dialect.name} compiler: {exc.__class__.__name__}: {exc}"]
+    return []
 
-        def unchanged(*_args: Any) -> None:
-            return None
 
-        try:
-            # as the collections themselves tell, before and after one listens on this
-            # engine (a listener on every engine, such as an instrumentation's, may be there)
-            agrees = _unheard(engine.dispatch) == _unheard_as_told(engine.dispatch)
-            sa.event.listen(engine, "before_cursor_execute", unchanged)
-            if not agrees or _unheard(engine.dispatch):
-                problems.append("an engine's statement listeners are not told by its lists")
-        except AttributeError as exc:
-            problems.append(f"an engine's statement listeners: {exc}")
-        with engine.connect() as conn:
-            listeners = list(conn.dispatch.before_cursor_execute)
-            returned = listeners[0](conn, None, "SELECT 1", (), None, False) if listeners else None
-            if returned != ("SELECT 1", ()):
-                problems.append("before_cursor_execute listeners no longer return the statement")
-    finally:
-        engine.dispose()
+def _connection_problems(engine: sa.Engine) -> list[str]:
+    """What a connection of ``engine`` lacks: its echo flag and its owners' event flags."""
+    problems = []
+    with engine.connect() as conn:
+        if not isinstance(getattr(conn, "_echo", None), bool):
+            problems.append("Connection._echo")
+        for owner in (conn, conn.engine, conn.dialect):
+            if not isinstance(getattr(owner, "_has_events", None), bool):
+                problems.append(f"{type(owner).__name__}._has_events")
+    return problems
+
+
+def _listener_problems(engine: sa.Engine) -> list[str]:
+    """Whether ``engine``'s statement listeners are told by its lists, and are wrapped so that
+    each can be called alone (listens on ``engine``: a probe's own)."""
+
+    def unchanged(*_args: Any) -> None:
+        return None
+
+    problems = []
+    try:
+        # as the collections themselves tell, before and after one listens on this
+        # engine (a listener on every engine, such as an instrumentation's, may be there)
+        agrees = _unheard(engine.dispatch) == _unheard_as_told(engine.dispatch)
+        sa.event.listen(engine, "before_cursor_execute", unchanged)
+        if not agrees or _unheard(engine.dispatch):
+            problems.append("an engine's statement listeners are not told by its lists")
+    except AttributeError as exc:
+        problems.append(f"an engine's statement listeners: {exc}")
+    with engine.connect() as conn:
+        listeners = list(conn.dispatch.before_cursor_execute)
+        returned = listeners[0](conn, None, "SELECT 1", (), None, False) if listeners else None
+        if returned != ("SELECT 1", ()):
+            problems.append("before_cursor_execute listeners no longer return the statement")
     return problems
 
 

@@ -122,6 +122,71 @@ SETTLE = (
 )
 
 
+# One step of a move: from, to, its history entry, its run event's extra payload.
+_Move = tuple[ActionStatus, ActionStatus, dict[str, Any], dict[str, Any]]
+
+
+def _first_move(
+    action: Action,
+    to: ActionStatus,
+    *,
+    now: datetime,
+    actor: str,
+    note: str | None,
+    event: dict[str, Any] | None,
+    entry: dict[str, Any] | None,
+) -> list[_Move]:
+    """The first step of a move from ``action``'s status to ``to``."""
+    first = {"at": iso(now), "from": str(action.status), "to": str(to), "actor": actor}
+    first.update(entry or {})
+    if note:
+        first["note"] = note
+    return [(action.status, to, first, {**({"note": note} if note else {}), **(event or {})})]
+
+
+def _update_moved(
+    conn: sa.Connection,
+    action: Action,
+    moved: Action,
+    allowed: list[ActionStatus],
+    values: dict[str, Any],
+) -> bool:
+    """The conditional UPDATE from ``action`` (at its revision, in an ``allowed`` status) to
+    ``moved``; False when it matched no row."""
+    params = {f"v_{k}": v for k, v in values.items()}
+    params.update({f"p_allowed_{i}": str(status) for i, status in enumerate(allowed)})
+    params.update(
+        p_id=action.id, p_revision=action.revision, v_status=moved.status,
+        v_history=moved.history, v_updated_at=moved.updated_at, v_revision=moved.revision,
+    )  # fmt: skip
+    stmt = _move_statement(tuple(sorted(values)), len(allowed))
+    return fastsql.execute_count(conn, stmt, params) == 1
+
+
+def _write_move_events(
+    conn: sa.Connection,
+    action: Action,
+    moves: list[_Move],
+    *,
+    now: datetime,
+    actor: str,
+    events: EventSink | None,
+) -> None:
+    """The run events ``action.<to>`` of ``moves``: through ``events`` when given, else at once."""
+    written = tuple(
+        (f"action.{moved_to}", actor, {
+            "action_id": action.id, "key": action.key, "proposal": action.proposal_name,
+            "hash": action.proposal_hash, "from": str(moved_from), **extra,
+        })
+        for moved_from, moved_to, _, extra in moves
+    )  # fmt: skip
+    if events is not None:
+        for name, by, payload in written:
+            events(name, payload, by)
+    elif append_events(conn, action.run_id, written, now=now) is None:
+        raise NotFound(f"run {action.run_id} not found")
+
+
 def action_boundary(action: Action) -> dict[str, Any]:
     """What may already have happened: "dispatched at …, outcome unknown/succeeded"."""
     outcome = {
@@ -225,11 +290,7 @@ class Actions(Repository):
         ``rows`` when given (held back with the run's events).
         """
         allowed = list(expect) if expect is not None else [action.status]
-        first = {"at": iso(now), "from": str(action.status), "to": str(to), "actor": actor}
-        first.update(entry or {})
-        if note:
-            first["note"] = note
-        moves = [(action.status, to, first, {**({"note": note} if note else {}), **(event or {})})]
+        moves = _first_move(action, to, now=now, actor=actor, note=note, event=event, entry=entry)
         if then is not None:
             second = {"at": iso(now), "from": str(to), "to": str(then.to), "actor": actor}
             moves.append((to, then.to, second, then.event or {}))
@@ -243,28 +304,9 @@ class Actions(Repository):
             rows(actions, dict(moved.__dict__))
         elif insert:
             fastsql.execute(conn, INSERT_ACTION, moved.__dict__)
-        else:
-            params = {f"v_{k}": v for k, v in values.items()}
-            params.update({f"p_allowed_{i}": str(status) for i, status in enumerate(allowed)})
-            params.update(
-                p_id=action.id, p_revision=action.revision,
-                v_status=status, v_history=history, v_updated_at=now, v_revision=revision,
-            )  # fmt: skip
-            stmt = _move_statement(tuple(sorted(values)), len(allowed))
-            if fastsql.execute_count(conn, stmt, params) != 1:
-                return None
-        written = tuple(
-            (f"action.{moved_to}", actor, {
-                "action_id": action.id, "key": action.key, "proposal": action.proposal_name,
-                "hash": action.proposal_hash, "from": str(moved_from), **extra,
-            })
-            for moved_from, moved_to, _, extra in moves
-        )  # fmt: skip
-        if events is not None:
-            for name, by, payload in written:
-                events(name, payload, by)
-        elif append_events(conn, action.run_id, written, now=now) is None:
-            raise NotFound(f"run {action.run_id} not found")
+        elif not _update_moved(conn, action, moved, allowed, values):
+            return None
+        _write_move_events(conn, action, moves, now=now, actor=actor, events=events)
         # Inserted so, or the conditional UPDATE matched the revision read: the row is this now.
         return moved
 

@@ -186,27 +186,69 @@ def append_events(
     plain = values or {}
     alternatives = alternatives or {}
     if events and not whole_row and conn.dialect.name == "postgresql":
-        # One round trip: the UPDATE in a WITH, the events inserted from what it returns.
-        together = _run_write_with_events(
-            tuple(sorted(plain)), fence is not None, insert_run, len(events),
-            combined.shape_of(inserts), tuple(stmt for stmt, _params in updates),
-            tuple(sorted((i, u) for i, (u, _payload) in alternatives.items())),
+        return _append_in_one_statement(
+            conn, run_id, events, now=now, values=plain, fence=fence, inserts=inserts,
+            updates=updates, alternatives=alternatives, insert_run=insert_run,
         )  # fmt: skip
-        params = _run_parameters(run_id, plain, len(events), now, fence)
-        params.update(combined.parameters(inserts))
-        params.update(combined.update_parameters(updates))
-        for i, (kind, actor, payload) in enumerate(events):
-            params.update({f"e_type_{i}": kind, f"e_actor_{i}": actor, f"e_payload_{i}": payload})
-        params.update({f"e_payload_if_{i}": payload for i, (_u, payload) in alternatives.items()})
-        written = fastsql.execute(conn, together, params)
-        if not written:
-            return None
-        conn.info[EVENT_WRITES] = conn.info.get(EVENT_WRITES, 0) + 1
-        return {
-            "last_event_seq": max(int(r["seq"]) for r in written),
-            "updated": combined.updated_values(written[0], len(updates)),
-        }
-    combined.insert_each(conn, [(runs, plain), *inserts] if insert_run else inserts)
+    return _append_in_steps(
+        conn, run_id, events, now=now, values=plain, fence=fence, whole_row=whole_row,
+        inserts=inserts, updates=updates, alternatives=alternatives, insert_run=insert_run,
+    )  # fmt: skip
+
+
+def _append_in_one_statement(
+    conn: sa.Connection,
+    run_id: str,
+    events: Sequence[tuple[str, str, dict[str, Any]]],
+    *,
+    now: datetime,
+    values: dict[str, Any],
+    fence: Fence | None,
+    inserts: Sequence[tuple[sa.Table, Mapping[str, Any]]],
+    updates: Sequence[combined.HeldUpdate],
+    alternatives: Mapping[int, tuple[int, dict[str, Any]]],
+    insert_run: bool,
+) -> Mapping[str, Any] | None:
+    """:func:`append_events` on PostgreSQL in one round trip: the UPDATE in a WITH, the events
+    inserted from what it returns."""
+    together = _run_write_with_events(
+        tuple(sorted(values)), fence is not None, insert_run, len(events),
+        combined.shape_of(inserts), tuple(stmt for stmt, _params in updates),
+        tuple(sorted((i, u) for i, (u, _payload) in alternatives.items())),
+    )  # fmt: skip
+    params = _run_parameters(run_id, values, len(events), now, fence)
+    params.update(combined.parameters(inserts))
+    params.update(combined.update_parameters(updates))
+    for i, (kind, actor, payload) in enumerate(events):
+        params.update({f"e_type_{i}": kind, f"e_actor_{i}": actor, f"e_payload_{i}": payload})
+    params.update({f"e_payload_if_{i}": payload for i, (_u, payload) in alternatives.items()})
+    written = fastsql.execute(conn, together, params)
+    if not written:
+        return None
+    conn.info[EVENT_WRITES] = conn.info.get(EVENT_WRITES, 0) + 1
+    return {
+        "last_event_seq": max(int(r["seq"]) for r in written),
+        "updated": combined.updated_values(written[0], len(updates)),
+    }
+
+
+def _append_in_steps(
+    conn: sa.Connection,
+    run_id: str,
+    events: Sequence[tuple[str, str, dict[str, Any]]],
+    *,
+    now: datetime,
+    values: dict[str, Any],
+    fence: Fence | None,
+    whole_row: bool,
+    inserts: Sequence[tuple[sa.Table, Mapping[str, Any]]],
+    updates: Sequence[combined.HeldUpdate],
+    alternatives: Mapping[int, tuple[int, dict[str, Any]]],
+    insert_run: bool,
+) -> Mapping[str, Any] | None:
+    """:func:`append_events` statement by statement: the rows and updates, the run's UPDATE
+    (or its INSERT's sequence), then one multi-row INSERT of the events."""
+    combined.insert_each(conn, [(runs, values), *inserts] if insert_run else inserts)
     updated = combined.update_each(conn, updates)
     for i, (u, payload) in alternatives.items():
         if updated[u]:
@@ -214,18 +256,17 @@ def append_events(
             events = [*events[:i], (kind, actor, payload), *events[i + 1 :]]
     row: dict[str, Any] | None
     if insert_run:
-        row = {"last_event_seq": plain["last_event_seq"]}
+        row = {"last_event_seq": values["last_event_seq"]}
     else:
-        stmt = _run_update(tuple(sorted(plain)), fence is not None, whole_row)
-        params = _run_parameters(run_id, plain, len(events), now, fence)
+        stmt = _run_update(tuple(sorted(values)), fence is not None, whole_row)
+        params = _run_parameters(run_id, values, len(events), now, fence)
         row = fastsql.one_or_none(fastsql.execute(conn, stmt, params))
         if row is None:
             return None
     row["updated"] = updated
     conn.info[EVENT_WRITES] = conn.info.get(EVENT_WRITES, 0) + 1
-    last = int(row["last_event_seq"])
-    first = last - len(events) + 1
     if events:
+        first = int(row["last_event_seq"]) - len(events) + 1
         fastsql.execute(
             conn,
             INSERT_EVENTS,

@@ -376,58 +376,16 @@ class FencedTx:
         """
         if status == RunStatus.WAITING_FOR_EVENT:
             raise StoreError("use register_event_wait to wait for an event", code="usage_error")
-        values: dict[str, Any] = {}
-        for key, value in (
-            ("status", status),
-            ("current_state", current_state),
-            ("context", context),
-            ("waiting", waiting),
-            ("wake_at", wake_at),
-            ("budget_used", budget_used),
-        ):
-            if not isinstance(value, _Unset):
-                values[key] = value
-        if "waiting" in values:
-            values["wait_name"] = None
+        values = _changed_values(
+            status=status, current_state=current_state, context=context, waiting=waiting,
+            wake_at=wake_at, budget_used=budget_used,
+        )  # fmt: skip
         settled: dict[str, Any] | None = None
         by_update = None
         if "status" in values and values["status"] != RunStatus.RUNNING:
             values.update(lease_released())
-            end = RunStatus(values["status"])
-            by_update = self.store.objectives.settle_by_update(
-                self._conn, self._run, end, self.now, unsatisfied=unsatisfied
-            )
-            if by_update is not None:
-                # written with the run's end: the objective's UPDATE, and the end's event
-                # saying what it did only if it matched
-                self.update_with_flush(*by_update.update, by_update.then)
-            else:
-                settled = self.store.objectives.settle(
-                    self._conn, self._run, end, self.now, unsatisfied=unsatisfied
-                )
-            if settled is not None and "retry" in settled:
-                self.commit_points.append(RETRY_CREATED)
-            if self._run.parent_run_id is not None:
-                # ``conn`` writes what is held back first: settling appends to the caller run,
-                # and this run's sequence is read again after that
-                ending = self.run()  # with what it used, for a budget carved for it
-                if "budget_used" in values:
-                    ending = evolve(ending, budget_used=values["budget_used"])
-                self.store.agent_requests.settle_child(
-                    self.conn, ending, RunStatus(values["status"]),
-                    values.get("context", ending.context), self.now,
-                )  # fmt: skip
-                if self.store.dependencies.settle_member(
-                    self.conn, self._run, RunStatus(values["status"]), self.now
-                ):
-                    self.commit_points.append(JOIN_SETTLED)
-        described: dict[str, Any] = {}
-        if describe:
-            described = {k: v for k, v in values.items() if k in ("status", "current_state")}
-            if "wake_at" in values:
-                described["wake_at"] = iso(values["wake_at"])
-            if values.get("waiting") is not None:
-                described["waiting"] = values["waiting"]
+            settled, by_update = self._settle_end(values, unsatisfied)
+        described = _described(values) if describe else {}
         if settled is not None:
             described["objective"] = settled
         said = {**(payload or {}), **described}
@@ -436,6 +394,47 @@ class FencedTx:
         return self._change(
             event, said, if_updated={**said, "objective": by_update.outcome}, **values
         )
+
+    def _settle_end(
+        self, values: dict[str, Any], unsatisfied: str | None
+    ) -> tuple[dict[str, Any] | None, Any]:
+        """Settle what the run's end (``values["status"]``) decides: its objective (the
+        outcome, or the objective's held-back UPDATE when it is written with the run's end),
+        then, for a child run, its agent request and its join."""
+        settled: dict[str, Any] | None = None
+        end = RunStatus(values["status"])
+        by_update = self.store.objectives.settle_by_update(
+            self._conn, self._run, end, self.now, unsatisfied=unsatisfied
+        )
+        if by_update is not None:
+            # written with the run's end: the objective's UPDATE, and the end's event
+            # saying what it did only if it matched
+            self.update_with_flush(*by_update.update, by_update.then)
+        else:
+            settled = self.store.objectives.settle(
+                self._conn, self._run, end, self.now, unsatisfied=unsatisfied
+            )
+        if settled is not None and "retry" in settled:
+            self.commit_points.append(RETRY_CREATED)
+        if self._run.parent_run_id is not None:
+            self._settle_as_child(values)
+        return settled, by_update
+
+    def _settle_as_child(self, values: dict[str, Any]) -> None:
+        """A child run's end settles the agent request that started it and its join."""
+        # ``conn`` writes what is held back first: settling appends to the caller run,
+        # and this run's sequence is read again after that
+        ending = self.run()  # with what it used, for a budget carved for it
+        if "budget_used" in values:
+            ending = evolve(ending, budget_used=values["budget_used"])
+        self.store.agent_requests.settle_child(
+            self.conn, ending, RunStatus(values["status"]),
+            values.get("context", ending.context), self.now,
+        )  # fmt: skip
+        if self.store.dependencies.settle_member(
+            self.conn, self._run, RunStatus(values["status"]), self.now
+        ):
+            self.commit_points.append(JOIN_SETTLED)
 
     def repin(self, digest: str) -> Run:
         """Pin a retry run that has not started yet to version ``digest`` (the one active
@@ -665,3 +664,21 @@ class FencedTx:
             values["budget_used"] = carve(self.run().budget_used, agent_request.id, budget)
         self._change("agent_request.requested", payload, **values)
         return agent_request
+
+
+def _changed_values(**given: Any) -> dict[str, Any]:
+    """The run's columns ``given`` a value (not ``UNSET``); a new wait clears its name."""
+    values = {key: value for key, value in given.items() if not isinstance(value, _Unset)}
+    if "waiting" in values:
+        values["wait_name"] = None
+    return values
+
+
+def _described(values: dict[str, Any]) -> dict[str, Any]:
+    """What a run change's event says of it: the new status, state, wake-up time and wait."""
+    described = {k: v for k, v in values.items() if k in ("status", "current_state")}
+    if "wake_at" in values:
+        described["wake_at"] = iso(values["wake_at"])
+    if values.get("waiting") is not None:
+        described["waiting"] = values["waiting"]
+    return described

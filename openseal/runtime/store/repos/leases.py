@@ -342,28 +342,8 @@ class Leases(Repository):
         tx: FencedTx | None = None
         known = self._take_held(claim)
         with self._store.write() as conn:
-            if deployment is None:
-                params = {"p_id": claim.run_id}
-            else:
-                params = {"p_id": claim.run_id, "p_deployment": deployment}
-            stmt = self._select_run_locked(
-                with_deployment=deployment is not None, whole_row=known is None
-            )
-            (row,) = fastsql.execute(conn, stmt, params)
-            holds = (
-                row["epoch"] == claim.epoch
-                and row["lease_owner"] == claim.worker_id
-                and row["status"] == RunStatus.RUNNING
-            )
-            if holds:
-                if known is None:
-                    run = Run.from_row(row)
-                elif row["last_event_seq"] == known.last_event_seq:
-                    run = evolve(known, lease_expires_at=row["lease_expires_at"])
-                else:
-                    whole_row = self._select_run_locked()
-                    (whole,) = fastsql.execute(conn, whole_row, {"p_id": claim.run_id})
-                    run = Run.from_row(whole)
+            row, run = self._locked_run(conn, claim, deployment, known)
+            if run is not None:
                 tx = FencedTx(self._store, conn, claim, now, run)
                 if deployment is not None:
                     tx.active_digests[deployment] = row[ACTIVE_DIGEST_LABEL]
@@ -388,6 +368,35 @@ class Leases(Repository):
             claim_epoch=claim.epoch,
             run_epoch=row["epoch"],
         )
+
+    def _locked_run(
+        self, conn: sa.Connection, claim: Claim, deployment: str | None, known: Run | None
+    ) -> tuple[dict[str, Any], Run | None]:
+        """Lock the run's row and check ``claim`` against it: the row read, and the run the
+        transaction starts from (None when the claim no longer holds it). ``known`` (the run
+        this store's last write left) stands for the row while its event sequence is the
+        row's; otherwise the whole row is read."""
+        if deployment is None:
+            params = {"p_id": claim.run_id}
+        else:
+            params = {"p_id": claim.run_id, "p_deployment": deployment}
+        stmt = self._select_run_locked(
+            with_deployment=deployment is not None, whole_row=known is None
+        )
+        (row,) = fastsql.execute(conn, stmt, params)
+        holds = (
+            row["epoch"] == claim.epoch
+            and row["lease_owner"] == claim.worker_id
+            and row["status"] == RunStatus.RUNNING
+        )
+        if not holds:
+            return row, None
+        if known is None:
+            return row, Run.from_row(row)
+        if row["last_event_seq"] == known.last_event_seq:
+            return row, evolve(known, lease_expires_at=row["lease_expires_at"])
+        (whole,) = fastsql.execute(conn, self._select_run_locked(), {"p_id": claim.run_id})
+        return row, Run.from_row(whole)
 
     def _take_held(self, claim: Claim) -> Run | None:
         """The run as ``claim``'s last committed write left it, if this store made that write;
