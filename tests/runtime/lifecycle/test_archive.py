@@ -283,3 +283,34 @@ def test_a_destination_s_declared_idempotency_window_keeps_its_runs_longer(
     assert archive(store, ArchiveRequest(to=to, retention=NOW_ONLY)).runs == 1
     with pytest.raises(NotFound):
         store.runs.get(done.id)
+
+
+def test_a_run_tree_moves_whole_however_its_runs_fall_into_statements(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sqlalchemy as sa
+
+    from openseal.runtime.store.repos import archive as archive_repo
+    from openseal.runtime.store.tables.schema import runs as runs_table
+
+    root, child, grandchild = (new_run(store) for _ in range(3))
+    with store.engine.begin() as conn:  # a tree: root → child → grandchild
+        for run, parent in ((child, root), (grandchild, child)):
+            conn.execute(
+                sa.update(runs_table)
+                .where(runs_table.c.id == run.id)
+                .values(parent_run_id=parent.id)
+            )
+    for run in (grandchild, child, root):
+        service.cancel_run(store, service.RunCommand(run.id, reason="ended"), service.CLI)
+    monkeypatch.setattr(archive_repo, "CHUNK", 1)  # one run per statement
+    to = tmp_path / "archive"
+    report = archive(store, ArchiveRequest(to=to, retention=NOW_ONLY))
+    assert report.runs == 3 and len(report.batches) == 1
+    for run in (root, child, grandchild):
+        with pytest.raises(NotFound):
+            store.runs.get(run.id)
+    assert sorted(restore_archive(store, to, grandchild.id).runs) == sorted(
+        [root.id, child.id, grandchild.id]
+    )
+    assert store.runs.get(grandchild.id).parent_run_id == child.id

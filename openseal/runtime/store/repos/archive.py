@@ -193,6 +193,8 @@ class Archive(Repository):
                 .where(consumed.in_(chunk))
                 .values(consumed_by_run_id=None)
             )
+        for chunk in _chunks(run_ids):  # a child may be in a later chunk than its parent
+            conn.execute(sa.update(s.runs).where(s.runs.c.id.in_(chunk)).values(parent_run_id=None))
         for table in reversed(RUN_TABLES):
             if table.name in RUN_COLUMN and table.name != "inbound_events":
                 counts[table.name] = sum(
