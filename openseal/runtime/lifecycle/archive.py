@@ -131,6 +131,13 @@ def _archive_batch(
     periods = _owner_periods(store, rows["runs"])
     windows = _action_windows(store, rows["proposals"], request.retention.action_window)
     why = _reasons_to_keep(rows, parent, periods, windows, now)
+    for run in rows["runs"]:  # a child may have ended after its root (one that detached)
+        ended = EndedRun(
+            run["id"], run["scope"], run["workflow_digest"],
+            datetime.fromisoformat(run["updated_at"]),
+        )  # fmt: skip
+        if run["parent_run_id"] is not None and not _retention_passed(store, request, ended, now):
+            why.setdefault(_root(parent, run["id"]), "a run below it ended within its retention")
     for reason in why.values():
         report.kept[reason] = report.kept.get(reason, 0) + 1
     if why:

@@ -314,3 +314,27 @@ def test_a_run_tree_moves_whole_however_its_runs_fall_into_statements(
         [root.id, child.id, grandchild.id]
     )
     assert store.runs.get(grandchild.id).parent_run_id == child.id
+
+
+def test_a_child_that_ended_after_its_root_keeps_the_tree_for_its_own_retention(
+    store: Store, tmp_path: Path
+) -> None:
+    import sqlalchemy as sa
+
+    from openseal.runtime.store.tables.schema import runs as runs_table
+
+    root, child = new_run(store), new_run(store)
+    with store.engine.begin() as conn:
+        conn.execute(
+            sa.update(runs_table).where(runs_table.c.id == child.id).values(parent_run_id=root.id)
+        )
+    service.cancel_run(store, service.RunCommand(root.id, reason="ended"), service.CLI)
+    later(store, 20)  # the child (one that detached) ends 20 days after its root
+    service.cancel_run(store, service.RunCommand(child.id, reason="ended"), service.CLI)
+    to = tmp_path / "archive"
+    later(store, 35)  # the root ended 35 days ago, the child 15
+    report = archive(store, ArchiveRequest(to=to, retention=Retention()))
+    assert report.runs == 0
+    assert report.kept == {"a run below it ended within its retention": 1}
+    later(store, 51)
+    assert archive(store, ArchiveRequest(to=to, retention=Retention())).runs == 2
