@@ -19,4 +19,5 @@ BENCHMARKS: dict[str, str] = {
     "workers": "bench.workers",
     "archive": "bench.archive",
     "replay": "bench.replay",
+    "capacity": "bench.capacity",
 }

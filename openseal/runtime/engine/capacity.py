@@ -161,9 +161,9 @@ class Admission:
         missing = {key: cap for key, cap in caps.items() if key not in held}
         if not missing:
             return True
-        conn = tx.row_conn if tx.row_stored else tx.conn  # a slot refers to the run's row
+        conn = tx.row_conn if tx.row_stored else tx.conn  # a run created here: written first
         full = self.store.capacity.take(conn, claim.run_id, claim.epoch, missing, self.store.now())
-        if full is not None:
+        if not isinstance(full, bool):
             kind = "paused" if full.max_slots == 0 else "concurrency"
             detail = {} if kind == "paused" else {"max": full.max_slots, "in_use": full.in_use}
             wait_for_capacity(tx, WaitsFor(kind, full.key, detail))

@@ -339,7 +339,8 @@ class Engine:
         if not keys:
             return
         try:
-            wake_free(self.store, keys)
+            if self.store.capacity.any_waiting(keys):
+                wake_free(self.store, keys)
         except Exception as exc:
             log.info("run %s: waking runs waiting for capacity failed: %s", claim.run_id, exc)
 

@@ -22,8 +22,10 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
 
 from openseal.runtime.statuses import LIVE_RUN_STATUSES, RunStatus
+from openseal.runtime.store.db import fastsql
 from openseal.runtime.store.repos.events import change_run
 from openseal.runtime.store.repos.repository import Repository
 from openseal.runtime.store.tables import schema
@@ -35,12 +37,18 @@ slots = schema.capacity_slots
 waits = schema.capacity_waits
 runs = schema.runs
 
-#: a slot counts while its run is running at the slot's epoch
+#: a slot counts while its run is running at the slot's epoch — or while the claim that took
+#: it has not written the run's row yet, which only the transaction taking it can see (another
+#: claim sharing its commit): a row whose run is one epoch behind it is that claim's
 _COUNTS = sa.exists().where(
     runs.c.id == slots.c.run_id,
-    runs.c.epoch == slots.c.epoch,
-    runs.c.status == RunStatus.RUNNING,
+    sa.or_(
+        sa.and_(runs.c.epoch == slots.c.epoch, runs.c.status == RunStatus.RUNNING),
+        runs.c.epoch + 1 == slots.c.epoch,
+    ),
 )
+#: how many takes of a store sweep once the key's rows that no longer count
+SWEEP_EVERY = 16
 
 
 @dataclass(frozen=True)
@@ -79,6 +87,8 @@ class Capacity(Repository):
         self._lock = threading.Lock()
         #: (``time.monotonic()`` when read, the settings by key)
         self._settings: tuple[float, dict[str, Setting]] | None = None
+        #: slots this store has taken (every :data:`SWEEP_EVERY`-th sweeps its key)
+        self._takes = 0
 
     # -- settings --------------------------------------------------------------------
 
@@ -133,43 +143,63 @@ class Capacity(Repository):
         epoch: int,
         caps: Mapping[str, int],
         now: datetime,
-    ) -> Full | None:
+    ) -> Full | bool:
         """Take a slot of each key of ``caps`` (its cap) for ``run_id`` at ``epoch``, keys in
-        sorted order (one lock order among the keys); the first key that is full, or None
-        when every slot was taken. Slots taken before a full key stay written but count for
-        nothing once the caller moves the run out of ``running`` in this transaction.
+        sorted order (one lock order among the keys); the first key that is full, or, when
+        every slot was taken, whether one of the keys is full now. Slots taken before a full
+        key stay written but count for nothing once the caller moves the run out of
+        ``running`` in this transaction.
 
-        The run's row must be locked by this transaction (invariant 15: the run first)."""
+        The run's row must be locked by this transaction (invariant 15: the run first). Three
+        statements a key, built once: lock the key's row (an upsert recording the cap), count
+        the others' slots, write this one; and every :data:`SWEEP_EVERY` takes, remove the
+        rows that no longer count."""
+        lock, count, write, sweep = self._statements()
+        filled = False
         for key in sorted(caps):
             cap = caps[key]
-            self._lock_key(conn, key, cap)
-            conn.execute(sa.delete(slots).where(slots.c.key == key, ~_COUNTS))
-            in_use = conn.execute(
-                sa.select(sa.func.count())
-                .select_from(slots)
-                .where(slots.c.key == key, slots.c.run_id != run_id)
-            ).scalar_one()
+            fastsql.execute(conn, lock, {"p_key": key, "p_max": cap})
+            self._takes += 1
+            if self._takes % SWEEP_EVERY == 0:
+                fastsql.execute_count(conn, sweep, {"p_key": key})
+            (row,) = fastsql.execute(conn, count, {"p_key": key, "p_run": run_id})
+            in_use = int(next(iter(row.values())))
             if in_use >= cap:
-                return Full(key, cap, int(in_use))
-            mine = {"key": key, "run_id": run_id}
-            updated = conn.execute(
-                sa.update(slots)
-                .where(slots.c.key == key, slots.c.run_id == run_id)
-                .values(epoch=epoch, taken_at=now)
-            )
-            if updated.rowcount == 0:
-                conn.execute(sa.insert(slots).values(**mine, epoch=epoch, taken_at=now))
-        return None
+                return Full(key, cap, in_use)
+            params = {"p_key": key, "p_run": run_id, "p_epoch": epoch, "p_now": now}
+            fastsql.execute(conn, write, params)
+            filled = filled or in_use + 1 >= cap
+        return filled
 
-    def _lock_key(self, conn: sa.Connection, key: str, cap: int) -> None:
-        """Lock ``key``'s row (creating it), recording ``cap`` as its current cap."""
-        fastsql_insert = self._store.insert_new(limits, "key")
-        conn.execute(fastsql_insert, {"key": key, "max_slots": cap})
-        row = conn.execute(
-            self._store.for_update(sa.select(limits.c.max_slots).where(limits.c.key == key))
-        ).one()
-        if row.max_slots != cap:
-            conn.execute(sa.update(limits).where(limits.c.key == key).values(max_slots=cap))
+    def _statements(self) -> tuple[Any, Any, Any, Any]:
+        """The statements :meth:`take` sends, built once for the store's dialect."""
+        built: tuple[Any, Any, Any, Any] | None = getattr(self, "_built", None)
+        if built is not None:
+            return built
+        insert = postgresql.insert if self._store.dialect == "postgresql" else sqlite.insert
+        key = sa.bindparam("p_key", type_=limits.c.key.type)
+        cap = sa.bindparam("p_max", type_=sa.Integer)
+        # an upsert locks the key's row on PostgreSQL (SQLite's write lock covers it)
+        stmt = insert(limits).values(key=key, max_slots=cap)
+        lock = stmt.on_conflict_do_update(
+            index_elements=[limits.c.key], set_={"max_slots": stmt.excluded.max_slots}
+        ).returning(limits.c.key)
+        count = (
+            sa.select(sa.func.count())
+            .select_from(slots)
+            .where(slots.c.key == key, slots.c.run_id != sa.bindparam("p_run"), _COUNTS)
+        )
+        mine = insert(slots).values(
+            key=key, run_id=sa.bindparam("p_run"), epoch=sa.bindparam("p_epoch"),
+            taken_at=sa.bindparam("p_now", type_=slots.c.taken_at.type),
+        )  # fmt: skip
+        write = mine.on_conflict_do_update(
+            index_elements=[slots.c.key, slots.c.run_id],
+            set_={"epoch": mine.excluded.epoch, "taken_at": mine.excluded.taken_at},
+        ).returning(slots.c.key)
+        sweep = sa.delete(slots).where(slots.c.key == key, ~_COUNTS)
+        self._built = (lock, count, write, sweep)
+        return self._built
 
     def in_use(self, conn: sa.Connection, keys: Iterable[str]) -> dict[str, int]:
         """How many slots of each key count now."""
@@ -223,6 +253,15 @@ class Capacity(Repository):
         in this transaction)."""
         conn.execute(sa.delete(waits).where(waits.c.run_id == run_id))
         conn.execute(sa.insert(waits).values(run_id=run_id, key=key, priority=priority, since=now))
+
+    def any_waiting(self, keys: Iterable[str]) -> bool:
+        """Whether some run waits for one of ``keys`` (a read: most ends have none to wake)."""
+        wanted = list(keys)
+        with self._store.read() as conn:
+            found = conn.execute(
+                sa.select(waits.c.run_id).where(waits.c.key.in_(wanted)).limit(1)
+            ).first()
+        return found is not None
 
     def waiting_keys(self, conn: sa.Connection) -> list[str]:
         """The keys some run waits for."""

@@ -1,0 +1,94 @@
+"""capacity: what concurrency caps cost a claim when no cap binds.
+
+The benchmark's transform workflow (pure states, so one claim runs a run to its end in one
+commit) is run twice on fresh SQLite stores (and PostgreSQL, when a server is configured):
+without a cap, and with ``concurrency = 100000`` on the workflow and an operator's cap as large
+on the default scope — two caps every claim takes a slot of and none ever binds. N objectives
+are queued, then one engine thread works them off (``run_until_idle``):
+
+* runs/s without caps, and with caps (its ratio to the first: the target is at least 0.9, at
+  most 10 % overhead);
+* claim cost: the milliseconds one claim (with its run's whole work) takes, both ways.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from bench.harness import Options, Report, Target, compare, summarize, unavailable
+from bench.runtime_support import TRANSFORM_WORKFLOW, compiled, engine_problem, loaded_store
+
+NAME = "capacity"
+CAP = 100_000
+
+
+def capped_workflow() -> str:
+    """The transform workflow with a cap no run reaches on it and on its owner."""
+    text = TRANSFORM_WORKFLOW.replace(
+        'workflow "three_steps" {', f'workflow "three_steps" {{\n  concurrency = {CAP}'
+    )
+    return text
+
+
+def _rounds(
+    options: Options, workdir: Path, workflow: str, runs: int, url: str | None
+) -> list[float]:
+    """Seconds per run of each round: ``runs`` objectives queued, then worked off."""
+    from openseal.runtime import service
+    from openseal.runtime.engine.engine import Engine
+
+    seconds = []
+    for round_ in range(options.repeat):
+        home = workdir / f"round{round_}"
+        documents = compiled(workdir / f"project{round_}", workflow)
+        with loaded_store(home, documents, url) as store:
+            if workflow is not TRANSFORM_WORKFLOW:
+                # the scope gets a cap too: two keys per claim
+                store.capacity.set("scope:default", by="bench", max_slots=CAP)
+            for n in range(runs):
+                request = service.StartObjective("three_steps", {"n": n})
+                service.create_objective(store, request, service.CLI)
+            engine = Engine(store, worker_id="bench", batch_size=1)
+            engine.run_until_idle(max_steps=1)  # warm: the catalog and statements
+            started = time.perf_counter()
+            done = engine.run_until_idle(max_steps=runs + 10)
+            elapsed = time.perf_counter() - started
+            seconds.append(elapsed / max(1, len(done)))
+    return seconds
+
+
+def run(options: Options) -> Report:
+    report = Report(NAME)
+    runs = options.pick(quick=50, default=1_000, full=5_000)
+    report.parameters.update(runs=runs, cap=CAP, threads=1)
+    problem = engine_problem()
+    if problem is not None:
+        report.add(unavailable("runs/s without caps", problem, "runs/s"))
+        return report
+    backends: list[tuple[str, str | None]] = [("sqlite", None)]
+    if options.postgres_url is not None:
+        backends.append(("postgresql", options.postgres_url))
+    for backend, url in backends:
+        workdir = options.workdir / backend
+        off = _rounds(options, workdir / "off", TRANSFORM_WORKFLOW, runs, url)
+        on = _rounds(options, workdir / "on", capped_workflow(), runs, url)
+        base = report.add(
+            compare(f"{backend}: runs/s without caps", "runs/s", summarize([1 / s for s in off]))
+        )
+        report.add(
+            compare(
+                f"{backend}: runs/s with caps that do not bind", "runs/s",
+                summarize([1 / s for s in on]), base, Target(0.9, upper=False),
+                note="two caps per claim (workflow, scope), each far from full",
+            )
+        )  # fmt: skip
+        cost = report.add(
+            compare(f"{backend}: claim cost without caps", "ms", summarize([s * 1e3 for s in off]))
+        )
+        report.add(
+            compare(
+                f"{backend}: claim cost with caps", "ms", summarize([s * 1e3 for s in on]), cost
+            )
+        )
+    return report
