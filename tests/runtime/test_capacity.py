@@ -5,11 +5,13 @@ over, and a paused agent's runs wait while others go on. Both backends."""
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 
 from openseal.runtime import service
 from openseal.runtime.engine.capacity import wake_free
@@ -18,6 +20,7 @@ from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Run, Store
 from tests.runtime.engine_support import DEFS, compile_files, engine, event_types, register
 from tests.runtime.engine_support import scripted as scripted_provider
+from tests.runtime.support import eventually
 
 DONE = {"output": {"done": True}}
 
@@ -155,3 +158,45 @@ def test_a_scopes_cap_set_by_an_operator(capped: Store, tmp_path: Path) -> None:
     w._run_claim(*held)
     w.run_until_idle()
     assert status(capped, two) == RunStatus.COMPLETED
+
+
+def test_a_waker_locks_the_run_before_its_wait(capped: Store, tmp_path: Path) -> None:
+    """One lock order (invariant 15): waking a run locks its row first, then its wait, and
+    holds no key's row meanwhile, so a claim (the run, then the keys) never waits for it in a
+    cycle."""
+    if capped.dialect != "postgresql":
+        pytest.skip("SQLite takes one database-wide write lock: there is no row lock order")
+    capped.capacity.set("agent:clerk", by="user:test", paused=True)
+    run = start(capped, "capped")
+    worker(capped, tmp_path).run_until_idle()
+    assert status(capped, run) == RunStatus.WAITING_FOR_CAPACITY
+    capped.capacity.set("agent:clerk", by="user:test", paused=False)
+
+    def waiting_locks() -> int:
+        with capped.engine.connect() as conn:
+            query = sa.text("SELECT count(*) FROM pg_locks WHERE NOT granted")
+            return int(conn.execute(query).one()[0])
+
+    blocker = capped.engine.connect()
+    tx = blocker.begin()
+    blocker.execute(sa.text("SELECT id FROM runs WHERE id = :id FOR UPDATE"), {"id": run.id})
+    before = waiting_locks()
+    thread = threading.Thread(target=wake_free, args=(capped, ["agent:clerk"]))
+    thread.start()
+    try:
+        eventually(lambda: waiting_locks() > before)  # the waker waits for the run
+        with capped.engine.connect() as other, other.begin():
+            other.execute(sa.text("SET LOCAL lock_timeout = '100ms'"))
+            for table, column, value in (
+                ("capacity_waits", "run_id", run.id),
+                ("capacity_limits", "key", "agent:clerk"),
+            ):
+                other.execute(
+                    sa.text(f"SELECT 1 FROM {table} WHERE {column} = :v FOR UPDATE"), {"v": value}
+                )
+    finally:
+        tx.rollback()
+        blocker.close()
+        thread.join(timeout=60)
+    assert not thread.is_alive()
+    assert status(capped, run) == RunStatus.QUEUED

@@ -24,13 +24,12 @@ import threading
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, Final
 
 from openseal.contract import CapacityLimit, CapacityWait
 from openseal.runtime.compiled import CompiledWorkflow, DefinitionError
 from openseal.runtime.statuses import RunStatus
-from openseal.runtime.store import Connection, FencedTx, Run, Store
+from openseal.runtime.store import FencedTx, Run, Store
 
 #: how many waiters one look wakes for a key with no cap (a paused agent resumed)
 WAKE_BATCH: Final = 200
@@ -201,34 +200,35 @@ def effective_cap(store: Store, key: str, recorded: Mapping[str, int]) -> int | 
 def wake_free(store: Store, keys: Iterable[str]) -> int:
     """Wake, for each key, as many of its waiters as it has free slots, higher priority first;
     returns how many runs were woken. A woken run is ``queued``: its claim takes the slot (or
-    waits again if another claim took it first)."""
+    waits again if another claim took it first). Each run is woken in a transaction of its
+    own, so no two runs are ever locked together here (invariant 15)."""
     wanted = sorted(set(keys))
     if not wanted:
         return 0
-    woken = 0
-    now = store.now()
-    with store.write() as conn:
+    with store.read() as conn:
         recorded = store.capacity.caps(conn, wanted)
         in_use = store.capacity.in_use(conn, wanted)
-        for key in wanted:
-            cap = effective_cap(store, key, recorded)
-            free = WAKE_BATCH if cap is None else cap - in_use[key]
-            if free <= 0:
-                continue
-            woken += _wake_some(store, conn, key, free, now)
+    woken = 0
+    for key in wanted:
+        cap = effective_cap(store, key, recorded)
+        free = WAKE_BATCH if cap is None else cap - in_use[key]
+        if free > 0:
+            woken += _wake_some(store, key, free)
     return woken
 
 
-def _wake_some(store: Store, conn: Connection, key: str, free: int, now: datetime) -> int:
+def _wake_some(store: Store, key: str, free: int) -> int:
     """Wake up to ``free`` waiters of ``key``, in order; a waiter that no longer waits (it was
     canceled or paused meanwhile) loses its place and takes no slot."""
     woken = 0
     while woken < free:
-        found = store.capacity.waiters(conn, key, free - woken)
+        with store.read() as conn:
+            found = store.capacity.waiters(conn, key, free - woken)
         if not found:
             break
         for run_id in found:
-            woken += store.capacity.wake(conn, run_id, key, now)
+            with store.write() as conn:
+                woken += store.capacity.wake(conn, run_id, key, store.now())
     return woken
 
 

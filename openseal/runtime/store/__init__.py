@@ -32,9 +32,11 @@ the store (canceling a run: :mod:`openseal.runtime.engine.cascade`).
 **The one lock order.** Every writer that touches a run locks the **run row first**
 (``store.runs.load(conn, run_id, lock=True)``, or it holds a claim's :class:`FencedTx`),
 then what belongs to the run: its actions, approvals, agent requests, proposals and inbound
-events; after those, a delivery takes its event name's lock and a spend reservation its
-budget's lock. Governance writers take the governance lock
-(``store.change_proposals.lock_governance``), then the change proposal's row, then
+events; after those, a delivery takes its event name's lock, a spend reservation its
+budget's lock, and a claim taking concurrency slots its keys' rows (in key order); a waker of
+runs waiting for capacity locks each run before its wait and holds no key's row. Governance
+writers take the governance lock (``store.change_proposals.lock_governance``), then the
+change proposal's row, then
 deployments. Two runs are locked together only when a child run (a delegated request's
 work, or a spawned child) ends: the child's row, then its parent's; whatever stops a child
 because of its parent (the parent's cancellation, a decline, an expiry, a settled join) does
