@@ -39,19 +39,24 @@ from openseal.errors import OpenSealError
 from openseal.runtime.clock import iso
 from openseal.runtime.engine.objectives import prepare_inputs
 from openseal.runtime.store import (
+    DEFAULT_SCOPE,
     Connection,
     DefinitionVersion,
     InboundEvent,
     Occurrence,
+    StartObjective,
     Store,
     TriggerDeployment,
     TriggerFiring,
+    request_hash,
 )
 
 log = logging.getLogger(__name__)
 
 #: seconds between the scheduler's reads of the store when nothing is due
 DEFAULT_REFRESH = 5.0
+#: the project objectives started by triggers live in
+PROJECT = "default"
 
 
 @dataclass(frozen=True)
@@ -193,11 +198,22 @@ class TriggerPlan:
         return Occurrence(key, "event", event.received_at, inputs, outcome, detail, event.id)
 
 
-def _prepare(workflow: str) -> Any:
-    def prepare(inputs: dict[str, Any], version: DefinitionVersion) -> dict[str, Any]:
-        return prepare_inputs(workflow, inputs, version)
+def _starter(store: Store, workflow: str) -> StartObjective:
+    """How a firing of a trigger starting ``workflow`` starts its objective: in the project
+    triggers' objectives live in, in the default scope, with the inputs prepared for the
+    version it pins (a refusal raises, and nothing of the objective is written)."""
 
-    return prepare
+    def start(conn: Connection, inputs: dict[str, Any], actor: str) -> str:
+        def prepare(version: DefinitionVersion) -> dict[str, Any]:
+            return prepare_inputs(workflow, inputs, version)
+
+        created = store.objectives.insert_in(
+            conn, PROJECT, workflow, inputs, None, request_hash(PROJECT, workflow, inputs),
+            actor, DEFAULT_SCOPE, prepare,
+        )  # fmt: skip
+        return created.objective.id
+
+    return start
 
 
 def record(
@@ -208,8 +224,8 @@ def record(
     before_commit: Callable[[list[str]], None] | None = None,
 ) -> list[TriggerFiring]:
     return store.triggers.record(
-        trigger, occurrences, workflow=plan.workflow, overlap=plan.overlap,
-        prepare=_prepare(plan.workflow), before_commit=before_commit,
+        trigger, occurrences, overlap=plan.overlap, start=_starter(store, plan.workflow),
+        before_commit=before_commit,
     )  # fmt: skip
 
 
@@ -224,8 +240,8 @@ def fire_event(store: Store, conn: Connection, event: InboundEvent) -> list[Trig
         occurrence = plan.event_occurrence(event)
         if occurrence is not None:
             fired += store.triggers.record_in(
-                conn, trigger, [occurrence], workflow=plan.workflow, overlap=plan.overlap,
-                prepare=_prepare(plan.workflow),
+                conn, trigger, [occurrence], overlap=plan.overlap,
+                start=_starter(store, plan.workflow),
             )  # fmt: skip
     return fired
 
@@ -304,7 +320,7 @@ class Scheduler:
         fired: list[TriggerFiring] = []
         if trigger.queued:
             started = self.store.triggers.start_queued(
-                trigger, workflow=plan.workflow, prepare=_prepare(plan.workflow)
+                trigger, start=_starter(self.store, plan.workflow)
             )
             fired += [started] if started is not None else []
         if known.next_due is not None and known.next_due <= now:

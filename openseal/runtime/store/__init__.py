@@ -121,7 +121,7 @@ if TYPE_CHECKING:
     from openseal.runtime.store.repos.runs import CancelSweep as CancelSweep
     from openseal.runtime.store.repos.tokens import AccessToken as AccessToken
     from openseal.runtime.store.repos.triggers import Occurrence as Occurrence
-    from openseal.runtime.store.repos.triggers import PrepareInputs as PrepareInputs
+    from openseal.runtime.store.repos.triggers import StartObjective as StartObjective
     from openseal.runtime.store.repos.triggers import TriggerDeployment as TriggerDeployment
     from openseal.runtime.store.sqlite_reads import SQLiteReads as SQLiteReads
     from openseal.runtime.store.sqlite_reads import open_reads as open_reads
@@ -155,6 +155,7 @@ if TYPE_CHECKING:
     from openseal.runtime.store.tables.records import Turn as Turn
     from openseal.runtime.store.tables.records import UnwrittenRun as UnwrittenRun
     from openseal.runtime.store.tables.records import action_key as action_key
+    from openseal.runtime.store.tables.statements import request_hash as request_hash
     from openseal.runtime.store.tables.values import DEFAULT_SCOPE as DEFAULT_SCOPE
     from openseal.runtime.store.tables.values import store_key as store_key
 

@@ -35,6 +35,7 @@ from openseal.runtime.store import (
     DependencyGroup,
     FencedTx,
     NewChild,
+    Run,
     Store,
 )
 
@@ -60,11 +61,13 @@ def execute(ctx: StepContext) -> Outcome:
         conn = tx.conn
         too_deep = run_depth.refusal(tx.store, conn, tx.run(), ctx.workflow.document)
         pinned, reason = ([], too_deep) if too_deep else _pin(tx.store, conn, children, inputs)
-        group = tx.store.dependencies.start_in(
+        group_id = tx.store.dependencies.open_in(
             conn, tx.run(), state=ctx.state.name, visit=ctx.visit, join=join, needed=needed,
-            detach=config["detach"], deadline=deadline, children=pinned,
-            reason=reason,
+            detach=config["detach"], deadline=deadline, reason=reason,
         )  # fmt: skip
+        if reason is None:
+            _start_children(tx.store, conn, tx.run(), group_id, pinned)
+        group = tx.store.dependencies.get_in(conn, group_id)
         tx.append_event(
             "dependency.started",
             {"dependency_group_id": group.id, "join": join, "needed": needed,
@@ -74,6 +77,20 @@ def execute(ctx: StepContext) -> Outcome:
         _wait(tx, waiting, wake_at=tx.now if reason is not None else deadline)
 
     return Suspend(start, f"waiting for {needed} of {len(children)} children ({join})")
+
+
+def _start_children(
+    store: Store, conn: Connection, parent: Run, group_id: str, children: list[NewChild]
+) -> None:
+    """Start an objective's run for each child of the group, in the parent's fenced
+    transaction (``conn``), each recorded as a member as it starts."""
+    for child in children:
+        run = store.objectives.start_child_run(
+            conn, parent, child.digest, child.inputs, actor=f"run:{parent.id}",
+            payload={"dependency_group_id": group_id, "child": child.label,
+                     "workflow": child.workflow},
+        )  # fmt: skip
+        store.dependencies.add_member_in(conn, group_id, run.id, child)
 
 
 def _pin(

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -31,9 +31,6 @@ from openseal.runtime.store.repos.repository import Repository
 from openseal.runtime.store.repos.run_rows import load_run
 from openseal.runtime.store.tables import schema
 from openseal.runtime.store.tables.records import Run
-
-if TYPE_CHECKING:
-    from openseal.runtime.store.store import Store
 
 groups = schema.dependency_groups
 members = schema.dependency_members
@@ -119,10 +116,6 @@ def outcome(needed: int, statuses: list[str | None]) -> str | None:
 class Dependencies(Repository):
     """``store.dependencies``: dependency groups of child runs and their join."""
 
-    #: the whole store: it still starts a join's children through the store
-    #: (``STORE_DEBT`` in tests/test_boundaries.py)
-    _store: Store
-
     def get(self, group_id: str) -> DependencyGroup:
         with self._store.read() as conn:
             return self.get_in(conn, group_id)
@@ -170,7 +163,7 @@ class Dependencies(Repository):
 
     # -- inside other transactions ---------------------------------------------------------
 
-    def start_in(
+    def open_in(
         self,
         conn: sa.Connection,
         parent: Run,
@@ -181,12 +174,12 @@ class Dependencies(Repository):
         needed: int,
         detach: bool,
         deadline: datetime | None,
-        children: list[NewChild],
         reason: str | None = None,
-    ) -> DependencyGroup:
-        """Make the group and start its children, in the parent's fenced transaction (which
-        holds the parent's row lock). With ``reason`` the group is ``failed`` at once and
-        starts nothing (a child could not be started)."""
+    ) -> str:
+        """Make a group of ``parent``'s, in the parent's fenced transaction (which holds the
+        parent's row lock); its id. With ``reason`` the group is ``failed`` at once (a child
+        could not be started). Its children are started by the caller, each recorded with
+        :meth:`add_member_in`."""
         now = self._store.now()
         group_id = new_id()
         conn.execute(
@@ -197,20 +190,18 @@ class Dependencies(Repository):
                 deadline=deadline, created_at=now, settled_at=None if reason is None else now,
             )
         )  # fmt: skip
-        if reason is None:
-            for child in children:
-                run = self._store.objectives.start_child_run(
-                    conn, parent, child.digest, child.inputs, actor=f"run:{parent.id}",
-                    payload={"dependency_group_id": group_id, "child": child.label,
-                             "workflow": child.workflow},
-                )  # fmt: skip
-                conn.execute(
-                    sa.insert(members).values(
-                        run_id=run.id, group_id=group_id, label=child.label,
-                        workflow=child.workflow, status=None,
-                    )
-                )  # fmt: skip
-        return self.get_in(conn, group_id)
+        return group_id
+
+    def add_member_in(
+        self, conn: sa.Connection, group_id: str, run_id: str, child: NewChild
+    ) -> None:
+        """Record ``run_id``, started for ``child``, as a member of the group."""
+        conn.execute(
+            sa.insert(members).values(
+                run_id=run_id, group_id=group_id, label=child.label,
+                workflow=child.workflow, status=None,
+            )
+        )  # fmt: skip
 
     def settle_member(
         self, conn: sa.Connection, child: Run, status: RunStatus, now: datetime

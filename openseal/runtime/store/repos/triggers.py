@@ -18,7 +18,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -28,12 +28,8 @@ from openseal.runtime.statuses import ObjectiveStatus
 from openseal.runtime.store.db.errors import InvalidStatus, NotFound
 from openseal.runtime.store.repos.repository import Repository
 from openseal.runtime.store.tables import schema
-from openseal.runtime.store.tables.records import TRIGGER_ACTOR, DefinitionVersion, TriggerFiring
-from openseal.runtime.store.tables.statements import oldest_queued_firing, request_hash
-from openseal.runtime.store.tables.values import DEFAULT_SCOPE
-
-if TYPE_CHECKING:
-    from openseal.runtime.store.store import Store
+from openseal.runtime.store.tables.records import TRIGGER_ACTOR, TriggerFiring
+from openseal.runtime.store.tables.statements import oldest_queued_firing
 
 states = schema.trigger_states
 firings = schema.trigger_firings
@@ -45,8 +41,6 @@ activations = schema.deployment_activations
 TRIGGER_KIND = "trigger"
 STATUSES = ("active", "paused", "retired")
 OPEN_OBJECTIVE = (ObjectiveStatus.ACTIVE, ObjectiveStatus.PAUSED)
-#: the project objectives started by triggers live in
-PROJECT = "default"
 
 
 @dataclass(frozen=True)
@@ -90,8 +84,11 @@ class Occurrence:
     inbound_event_id: str | None = None
 
 
-#: turns a firing's inputs into the run's for the version being pinned (or raises to refuse)
-PrepareInputs = Callable[[dict[str, Any], DefinitionVersion], dict[str, Any]]
+#: starts the objective of a firing, in the transaction ``conn`` that records it, with the
+#: firing's inputs and actor; returns the objective's id, or raises :class:`OpenSealError`
+#: having written nothing (the firing is then ``failed``, and says why). The caller decides
+#: what a firing starts (the engine's triggers, through ``store.objectives``).
+StartObjective = Callable[[sa.Connection, dict[str, Any], str], str]
 
 
 def _firing_figures(
@@ -117,10 +114,6 @@ def _firing_figures(
 
 class Triggers(Repository):
     """``store.triggers``: trigger deployments, their status and their firings."""
-
-    #: the whole store: it still starts objectives through the store
-    #: (``STORE_DEBT`` in tests/test_boundaries.py)
-    _store: Store
 
     def deployments(self, names: Sequence[str] | None = None) -> list[TriggerDeployment]:
         """Every deployed trigger (or those of ``names``), by name."""
@@ -185,24 +178,21 @@ class Triggers(Repository):
         trigger: TriggerDeployment,
         occurrences: Sequence[Occurrence],
         *,
-        workflow: str,
         overlap: str,
-        prepare: PrepareInputs,
+        start: StartObjective,
         before_commit: Callable[[list[str]], None] | None = None,
     ) -> list[TriggerFiring]:
         """Record ``occurrences`` (oldest first) of ``trigger``; return the rows this call wrote.
 
         Under the trigger's lock, in one transaction: an occurrence already recorded (by
         another worker, or an event delivered again) is left alone; the others start an
-        objective of ``workflow`` with their inputs, or — while an objective this trigger
+        objective with their inputs (``start``), or — while an objective this trigger
         started is open — are ``skipped`` or ``queued`` as ``overlap`` says (``allow``
         starts one anyway). Nothing is written if the trigger stopped being active.
         ``before_commit`` (a crash test's hook) gets the written occurrences' keys.
         """
         with self._store.write() as conn:
-            written = self.record_in(
-                conn, trigger, occurrences, workflow=workflow, overlap=overlap, prepare=prepare
-            )
+            written = self.record_in(conn, trigger, occurrences, overlap=overlap, start=start)
             if before_commit is not None and written:
                 before_commit([f.occurrence_key for f in written])
             return written
@@ -213,9 +203,8 @@ class Triggers(Repository):
         trigger: TriggerDeployment,
         occurrences: Sequence[Occurrence],
         *,
-        workflow: str,
         overlap: str,
-        prepare: PrepareInputs,
+        start: StartObjective,
     ) -> list[TriggerFiring]:
         """:meth:`record` in the caller's transaction (an inbound event's: its firings commit
         with the stored event, or not at all)."""
@@ -237,12 +226,12 @@ class Triggers(Repository):
                     outcome = "queued" if overlap == "queue" else "skipped"
             firing = self._insert(conn, trigger.name, digest, occurrence, outcome)
             if outcome is None:
-                firing = self._start(conn, firing, workflow, prepare)
+                firing = self._start(conn, firing, start)
             written.append(firing)
         return written
 
     def start_queued(
-        self, trigger: TriggerDeployment, *, workflow: str, prepare: PrepareInputs
+        self, trigger: TriggerDeployment, *, start: StartObjective
     ) -> TriggerFiring | None:
         """Start the oldest queued firing of ``trigger`` once no objective it started is open."""
         with self._store.write() as conn:
@@ -253,26 +242,23 @@ class Triggers(Repository):
             queued = self._oldest_queued(conn, trigger.name)
             if queued is None:
                 return None
-            return self._start(conn, queued, workflow, prepare)
+            return self._start(conn, queued, start)
 
     def _start(
-        self, conn: sa.Connection, firing: TriggerFiring, workflow: str, prepare: PrepareInputs
+        self, conn: sa.Connection, firing: TriggerFiring, start: StartObjective
     ) -> TriggerFiring:
         inputs = dict(firing.inputs or {})
         actor = f"{TRIGGER_ACTOR}{firing.trigger_name}"
         values: dict[str, Any]
         try:
-            created = self._store.objectives.insert_in(
-                conn, PROJECT, workflow, inputs, None, request_hash(PROJECT, workflow, inputs),
-                actor, DEFAULT_SCOPE, lambda version: prepare(inputs, version),
-            )  # fmt: skip
+            objective_id = start(conn, inputs, actor)
         except OpenSealError as exc:
             # Nothing was written for the objective: the occurrence is spent, and says why.
             values = {"outcome": "failed", "detail": str(exc)}
         else:
             values = {
                 "outcome": "started",
-                "objective_id": created.objective.id,
+                "objective_id": objective_id,
                 "started_at": self._store.now(),
             }
         conn.execute(sa.update(firings).where(firings.c.id == firing.id).values(**values))
