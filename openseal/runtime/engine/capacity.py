@@ -213,13 +213,15 @@ def wake_free(store: Store, keys: Iterable[str]) -> int:
         cap = effective_cap(store, key, recorded)
         free = WAKE_BATCH if cap is None else cap - in_use[key]
         if free > 0:
-            woken += _wake_some(store, key, free)
+            woken += wake_waiters(store, key, free)
     return woken
 
 
-def _wake_some(store: Store, key: str, free: int) -> int:
+def wake_waiters(store: Store, key: str, free: int) -> int:
     """Wake up to ``free`` waiters of ``key``, in order; a waiter that no longer waits (it was
-    canceled or paused meanwhile) loses its place and takes no slot."""
+    canceled or paused meanwhile) loses its place and takes no slot. For any flow-control
+    limit whose waiters :func:`wait_for_capacity` registered under ``key`` (a quota, a rate):
+    its owner decides how many may go on."""
     woken = 0
     while woken < free:
         with store.read() as conn:
