@@ -37,6 +37,10 @@ WAKE_BATCH: Final = 200
 POLL_SECONDS: Final = 1.0
 #: claims whose slots a process remembers (a claim's later turns need not take them again)
 HELD_KEPT: Final = 4096
+#: how long after a process last knew of a waiting run its claims' ends look for runs to wake
+#: (a claim refused here, or a periodic look that found some); past it, no run waited
+#: anywhere at the last look, and a new waiter of another process is woken by its look
+WAITERS_SEEN_FOR: Final = 3 * POLL_SECONDS
 
 
 @dataclass(frozen=True)
@@ -127,6 +131,8 @@ class Admission:
         self._declared: dict[tuple[str, str], dict[str, int | None]] = {}
         #: by (run, epoch): the keys that claim took
         self._held: dict[tuple[str, int], frozenset[str]] = {}
+        #: ``time.monotonic()`` when this process last knew that some run waited for capacity
+        self.waiters_seen = float("-inf")
 
     def caps(self, workflow: CompiledWorkflow, state: str, scope: str) -> dict[str, int]:
         """The caps a turn in ``state`` of a run in ``scope`` needs a slot of now."""
@@ -166,6 +172,7 @@ class Admission:
             kind = "paused" if full.max_slots == 0 else "concurrency"
             detail = {} if kind == "paused" else {"max": full.max_slots, "in_use": full.in_use}
             wait_for_capacity(tx, WaitsFor(kind, full.key, detail))
+            self.waiters_seen = time.monotonic()
             return False
         tx.append_event(
             "capacity.slot_taken",
@@ -180,9 +187,13 @@ class Admission:
         return True
 
     def release(self, run_id: str, epoch: int) -> frozenset[str]:
-        """Forget the keys claim ``(run_id, epoch)`` took (it has ended); returns them."""
+        """Forget the keys claim ``(run_id, epoch)`` took (it has ended); returns them when runs
+        may wait for them (:data:`WAITERS_SEEN_FOR`), else none."""
         with self._lock:
-            return self._held.pop((run_id, epoch), frozenset())
+            keys = self._held.pop((run_id, epoch), frozenset())
+        if time.monotonic() - self.waiters_seen > WAITERS_SEEN_FOR:
+            return frozenset()
+        return keys
 
 
 def effective_cap(store: Store, key: str, recorded: Mapping[str, int]) -> int | None:
@@ -238,8 +249,9 @@ class CapacityPoll:
     """Every :data:`POLL_SECONDS`, one of an engine's threads reads the operators' settings
     afresh and wakes waiters whose limits have free slots (what no claim's end announced)."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, admission: Admission) -> None:
         self.store = store
+        self.admission = admission
         self._lock = threading.Lock()
         self._next = 0.0
 
@@ -252,4 +264,6 @@ class CapacityPoll:
         self.store.capacity.settings(max_age=0)
         with self.store.read() as conn:
             keys = self.store.capacity.waiting_keys(conn)
+        if keys:
+            self.admission.waiters_seen = time.monotonic()
         return wake_free(self.store, keys)

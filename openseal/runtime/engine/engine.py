@@ -224,8 +224,6 @@ class Engine:
         self.triggers = Scheduler(store, before_commit=trigger_hook_from_env())
         #: cancels child runs that a cancel decided on and its process did not reach
         self.cascade = Cascade(store)
-        #: wakes runs waiting for capacity that no claim's end woke, reads operators' settings
-        self.capacity = CapacityPoll(store)
         self.executor = TurnExecutor(
             store,
             WorkflowCatalog(store),
@@ -238,6 +236,8 @@ class Engine:
             max_repairs=max_repairs,
             context=context,
         )
+        #: wakes runs waiting for capacity that no claim's end woke, reads operators' settings
+        self.capacity = CapacityPoll(store, self.executor.admission)
 
     def step(self, run_id: str | None = None) -> StepReport | None:
         """Claim one runnable run (``run_id`` only, when given) and work on it; None when
