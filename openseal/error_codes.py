@@ -117,6 +117,13 @@ _ALL: list[ErrorCode] = [
         ("not_found", 404, FAILURE, "No such endpoint or entity."),
         ("method_not_allowed", 405, USAGE, "The endpoint does not take this HTTP method."),
         ("not_served", 501, FAILURE, "The operation's capability is not configured here."),
+        (
+            "queue_full",
+            429,
+            FAILURE,
+            "The workflow's ready queue is at its `max_queued`: nothing was created; send "
+            "again after `Retry-After`.",
+        ),
         ("unavailable", 503, FAILURE, "The server or its database cannot be reached; retry."),
         ("body_too_large", 413, USAGE, "The request body is larger than the server accepts."),
         (

@@ -76,8 +76,13 @@ def error_response(
 def from_openseal(exc: OpenSealError) -> JSONResponse:
     """A service refusal: its stable code, its one-line message, the status for that code."""
     code = "invalid_request" if isinstance(exc, UsageError) else exc.code
-    details = {"reason": exc.code} if code != exc.code else {}
-    return error_response(http_status(code), code, exc.message, details)
+    details: dict[str, Any] = {"reason": exc.code} if code != exc.code else {}
+    # a refusal that passes (a full queue) says when to send again
+    retry_after = getattr(exc, "retry_after", None)
+    headers = {"Retry-After": str(int(retry_after))} if isinstance(retry_after, int) else None
+    if headers is not None:
+        details["retry_after"] = retry_after
+    return error_response(http_status(code), code, exc.message, details, headers)
 
 
 def _validation(exc: RequestValidationError) -> JSONResponse:
@@ -185,6 +190,7 @@ ERROR_STATUSES: dict[int, str] = {
     409: "Conflict: stale revision, idempotency key reuse, or a state that forbids it",
     413: "The request body is larger than the server accepts",
     422: "Invalid request",
+    429: "Too many: the workflow's ready queue is full; send again after `Retry-After`",
     500: "Internal error (the message carries a reference to the server's log)",
     501: "Not served: the capability is not configured on this server",
     502: "An upstream endpoint (the model) failed",

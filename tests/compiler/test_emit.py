@@ -323,3 +323,16 @@ skill "lookup" {
     assert fine.ok
     spec = fine.documents["skill.lookup"].document["spec"]
     assert spec["rate_limit"] == {"requests": 10, "per": 1.0, "burst": None}
+
+
+def test_a_workflow_queue_bound_is_emitted_only_when_declared(tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parents[1] / "runtime" / "engine_defs" / "small.hcl.in"
+    text = root.read_text(encoding="utf-8").replace("FACTOR", "1").replace("MODEL_CALLS", "5")
+    text = text.replace("ON_EXHAUSTED", "needs_attention")
+    plain = compile_texts(tmp_path / "plain", {"small.hcl": text})
+    assert "max_queued" not in plain.documents["workflow.small"].document["spec"]
+    bounded = text.replace("  start = state.ask\n", "  start = state.ask\n  max_queued = 50\n")
+    with_bound = compile_texts(tmp_path / "bounded", {"small.hcl": bounded})
+    document = with_bound.documents["workflow.small"]
+    assert document.document["spec"]["max_queued"] == 50
+    assert document.digest != plain.documents["workflow.small"].digest

@@ -35,7 +35,7 @@ Key = Annotated[
     "/events",
     operation_id="events.deliver",
     dependencies=requires("events.deliver"),
-    responses=responses(409, ok=documents.EventDelivered, ok_statuses=(202,)),
+    responses=responses(409, 429, ok=documents.EventDelivered, ok_statuses=(202,)),
     status_code=202,
 )
 def deliver(body: InboundEventBody, state: State, who: Who, key: Key = None) -> JSONResponse:

@@ -41,7 +41,7 @@ Key = Annotated[
     "/objectives",
     operation_id=OPERATION,
     dependencies=requires(OPERATION),
-    responses=responses(404, 409, 501, ok=documents.ObjectiveStarted, ok_statuses=(201, 200)),
+    responses=responses(404, 409, 429, 501, ok=documents.ObjectiveStarted, ok_statuses=(201, 200)),
     status_code=201,
 )
 def create_objective(body: ObjectiveCreate, state: State, who: Who, key: Key = None) -> Any:

@@ -612,6 +612,14 @@ class WorkflowSpec(Spec):
         description="the most turns of this workflow's runs in flight at once, "
         "across every worker; a turn over it waits (`waiting_for_capacity`) until one ends",
     )
+    max_queued: int | None = Field(
+        None,
+        ge=1,
+        le=10_000_000,
+        description="the most of its runs that may wait for a worker (`queued`); while that "
+        "many wait, a new objective or an event that would start one is refused with `429 "
+        "queue_full` and `Retry-After`, and a trigger's firing waits",
+    )
     state: dict[Identifier, State]
     migrate: Annotated[list[Migrate], BeforeValidator(_one_or_many)] = Field(
         default_factory=list,

@@ -323,6 +323,8 @@ def build_document(
             del document["spec"]["retention"]  # and for a retention policy
         if not spec.migrate:
             del document["spec"]["migrate"]  # and for a workflow that migrates no runs
+        if spec.max_queued is None:
+            del document["spec"]["max_queued"]  # and for a ready queue without a bound
         _drop_unset_concurrency(document)
     elif isinstance(spec, RunbookSpec):
         document.update(_runbook_parts(definition.name, spec, analysis, graphs, digests))

@@ -15,6 +15,7 @@ import jsonschema
 from openseal.errors import InvalidInput
 from openseal.runtime.access import Forbidden
 from openseal.runtime.caller import Caller
+from openseal.runtime.engine import door
 from openseal.runtime.requests import StartObjective
 from openseal.runtime.store import DefinitionVersion, NewObjective, Store
 
@@ -115,6 +116,8 @@ def create_objective(
     scope = caller.grant.home(request.scope)
     if scope is None:
         raise Forbidden(f"you may not create objectives in scope {request.scope!r}")
+    if not request.draft:  # a draft starts no run until it is activated
+        door.check(store, [workflow])
 
     def prepare(version: DefinitionVersion) -> dict[str, Any]:
         return prepare_inputs(workflow, request.inputs, version)

@@ -37,6 +37,7 @@ from openseal.compiler import evaluate
 from openseal.compiler import expr as ex
 from openseal.errors import OpenSealError
 from openseal.runtime.clock import iso
+from openseal.runtime.engine import door
 from openseal.runtime.engine.objectives import prepare_inputs
 from openseal.runtime.store import (
     DEFAULT_SCOPE,
@@ -223,10 +224,23 @@ def record(
     occurrences: list[Occurrence],
     before_commit: Callable[[list[str]], None] | None = None,
 ) -> list[TriggerFiring]:
+    """Record due ``occurrences``; while the workflow's ready queue is full
+    (:mod:`~openseal.runtime.engine.door`) they are queued and wait for room."""
     return store.triggers.record(
         trigger, occurrences, overlap=plan.overlap, start=_starter(store, plan.workflow),
-        before_commit=before_commit,
+        before_commit=before_commit, room=door.has_room(store, plan.workflow),
     )  # fmt: skip
+
+
+def event_workflows(store: Store, name: str) -> list[str]:
+    """The workflows the active event triggers of ``name`` start (whose queues an event of
+    that name must find room in)."""
+    found = []
+    for trigger in store.triggers.deployments():
+        plan = TriggerPlan.from_document(trigger.document)
+        if trigger.status == "active" and plan.event == name:
+            found.append(plan.workflow)
+    return sorted(set(found))
 
 
 def fire_event(store: Store, conn: Connection, event: InboundEvent) -> list[TriggerFiring]:
@@ -241,7 +255,7 @@ def fire_event(store: Store, conn: Connection, event: InboundEvent) -> list[Trig
         if occurrence is not None:
             fired += store.triggers.record_in(
                 conn, trigger, [occurrence], overlap=plan.overlap,
-                start=_starter(store, plan.workflow),
+                start=_starter(store, plan.workflow), room=door.has_room(store, plan.workflow),
             )  # fmt: skip
     return fired
 
@@ -318,7 +332,7 @@ class Scheduler:
         if trigger.status != "active":
             return []
         fired: list[TriggerFiring] = []
-        if trigger.queued:
+        if trigger.queued and door.has_room(self.store, plan.workflow):
             started = self.store.triggers.start_queued(
                 trigger, start=_starter(self.store, plan.workflow)
             )

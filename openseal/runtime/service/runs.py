@@ -438,8 +438,11 @@ def receive_event(store: Store, request: EventDelivery, caller: Caller) -> Deliv
     (a caller reaching every scope: any run), and fires triggers only when it reaches the
     ``default`` scope, where triggers start their objectives. The firings commit with the
     stored event, so none is lost to a crash after it and a redelivery has none to add."""
-    from openseal.runtime.engine.triggers import fire_event
+    from openseal.runtime.engine import door
+    from openseal.runtime.engine.triggers import event_workflows, fire_event
     from openseal.runtime.faults import event_hook_from_env
+
+    door.check(store, event_workflows(store, request.name))  # 429 when a queue is full
 
     def fire(conn: Connection, event: InboundEvent) -> list[TriggerFiring]:
         return fire_event(store, conn, event) if event.reaches(DEFAULT_SCOPE) else []

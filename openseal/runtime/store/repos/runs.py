@@ -89,6 +89,20 @@ class Runs(Repository):
         with self._store.read() as conn:
             return self.load(conn, run_id)
 
+    def queued(self, workflow: str, *, up_to: int) -> int:
+        """How many runs of ``workflow`` (any of its versions) wait for a worker
+        (``queued``), counted up to ``up_to``: a full ready queue is not counted to its end."""
+        versions = schema.definition_versions
+        waiting = (
+            sa.select(runs.c.id)
+            .join(versions, versions.c.digest == runs.c.workflow_digest)
+            .where(runs.c.status == RunStatus.QUEUED, versions.c.name == workflow)
+            .limit(up_to)
+            .subquery()
+        )
+        with self._store.read() as conn:
+            return int(conn.execute(sa.select(sa.func.count()).select_from(waiting)).scalar_one())
+
     def query(
         self,
         status: RunStatus | None = None,

@@ -181,6 +181,7 @@ class Triggers(Repository):
         overlap: str,
         start: StartObjective,
         before_commit: Callable[[list[str]], None] | None = None,
+        room: bool = True,
     ) -> list[TriggerFiring]:
         """Record ``occurrences`` (oldest first) of ``trigger``; return the rows this call wrote.
 
@@ -189,10 +190,13 @@ class Triggers(Repository):
         objective with their inputs (``start``), or — while an objective this trigger
         started is open — are ``skipped`` or ``queued`` as ``overlap`` says (``allow``
         starts one anyway). Nothing is written if the trigger stopped being active.
-        ``before_commit`` (a crash test's hook) gets the written occurrences' keys.
+        ``before_commit`` (a crash test's hook) gets the written occurrences' keys. Without
+        ``room`` (the workflow's ready queue is full) every occurrence is ``queued``.
         """
         with self._store.write() as conn:
-            written = self.record_in(conn, trigger, occurrences, overlap=overlap, start=start)
+            written = self.record_in(
+                conn, trigger, occurrences, overlap=overlap, start=start, room=room
+            )
             if before_commit is not None and written:
                 before_commit([f.occurrence_key for f in written])
             return written
@@ -205,6 +209,7 @@ class Triggers(Repository):
         *,
         overlap: str,
         start: StartObjective,
+        room: bool = True,
     ) -> list[TriggerFiring]:
         """:meth:`record` in the caller's transaction (an inbound event's: its firings commit
         with the stored event, or not at all)."""
@@ -218,7 +223,9 @@ class Triggers(Repository):
             if self._recorded(conn, trigger.name, occurrence.key):
                 continue
             outcome = occurrence.outcome
-            if outcome is None and overlap != "allow":
+            if outcome is None and not room:
+                outcome = "queued"  # it waits for the ready queue to have room
+            elif outcome is None and overlap != "allow":
                 busy = self._open(conn, trigger.name) or (
                     overlap == "queue" and self._oldest_queued(conn, trigger.name) is not None
                 )
