@@ -348,8 +348,14 @@ class Draft(Document):
     every round of the draft–compile–repair loop."""
 
     draft: Free
-    #: with ``propose``: the change proposal filed (or found)
-    proposal: Filing | None  # type: ignore[valid-type]
+    #: with ``propose``: the change proposal filed (or the identical open one found); None
+    #: without ``propose``, or when the draft changes nothing
+    proposal: ChangeProposal | None
+    #: whether ``proposal`` was filed by this request
+    created: bool
+    #: deployments the draft leaves at their active version
+    unchanged: list[str]
+    note: str | None
 
 
 class AskPlanned(Document):

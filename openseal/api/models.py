@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 from pydantic.alias_generators import to_camel
 
-from openseal.api.parameters import WHOLE, ProposalHash
+from openseal.api.parameters import WHOLE, ProposalHash, SinceText
 from openseal.contract import ROLE_PREFIX
 from openseal.runtime.service import LOCAL_OPERATOR, PRINCIPAL_PATTERN, ROLES, SCOPE_PATTERN
 
@@ -134,7 +134,7 @@ class TriggerStatusChange(Body):
 class ScopeLimitChange(Body):
     """A scope's concurrency cap: at most ``max`` turns of its runs in flight (null: no cap)."""
 
-    max: int | None = Field(ge=0, le=1_000_000)
+    max: Annotated[int, Field(ge=0, le=1_000_000), WHOLE] | None
 
 
 #: a principal a token may stand for (the service refuses the others: 422)
@@ -196,19 +196,41 @@ class ProposalChange(Body):
     expected_revision: Revision = None
 
 
+#: a replay's selections given together (each set: not null, and ``run`` not empty)
+_GIVEN: dict[str, JsonValue] = {
+    "runs": {"type": "integer"},
+    "since": {"type": "string"},
+    "run": {"minItems": 1},
+}
+_AT_MOST_ONE: list[JsonValue] = [
+    {"required": [a, b], "properties": {a: _GIVEN[a], b: _GIVEN[b]}}
+    for a, b in (("runs", "since"), ("runs", "run"), ("since", "run"))
+]
+
+
 class ProposalReplay(Body):
     """Which recorded runs to replay: the ``runs`` newest of each workflow the proposal
     changes (default 100), those started ``since`` (an age such as ``1d`` or an RFC 3339
     time), or the runs named in ``run``; one of them at most."""
 
-    runs: Annotated[int, Field(ge=1, le=10_000)] | None = None
-    since: Annotated[str, Field(min_length=1, max_length=64)] | None = None
+    # the document says "one of them at most" too, so a client (and a fuzzer) knows it
+    model_config = ConfigDict(json_schema_extra={"not": {"anyOf": _AT_MOST_ONE}})
+
+    runs: Annotated[int, Field(ge=1, le=10_000), WHOLE] | None = None
+    since: SinceText | None = None
     run: (
         Annotated[
             list[Annotated[str, Field(min_length=1, max_length=200)]], Field(max_length=10_000)
         ]
         | None
     ) = None
+
+    @model_validator(mode="after")
+    def _one_way(self) -> ProposalReplay:
+        given = [name for name in ("runs", "since", "run") if getattr(self, name)]
+        if len(given) > 1:
+            raise ValueError(f"choose the runs one way: {' or '.join(given)}, not both")
+        return self
 
 
 class Migration(Body):
