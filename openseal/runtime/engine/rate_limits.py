@@ -82,12 +82,16 @@ def before_model_call(
     ``429`` held the endpoint back meanwhile, the place is void (it was given before the
     endpoint spoke) and the call takes a new one, behind the hold.
     """
+    key = limits.requests.key
     while not lost.is_set():
+        hold = store.rate_limits.held_until(key)
         wait = _take(store, limits, tokens)
         if wait <= 0:
             return
         lost.wait(wait)
-        if store.rate_limits.held_back(limits.requests.key) <= 0:
+        # the place stands unless an endpoint held the key back again meanwhile (compared as
+        # the hold's end, not as time left: the store's clock need not be this one)
+        if store.rate_limits.held_until(key) == hold:
             return
 
 

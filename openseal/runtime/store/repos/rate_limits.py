@@ -98,6 +98,13 @@ class RateLimits(Repository):
         """Seconds until ``key`` is no longer held back by an endpoint (0: it is not)."""
         return self._ahead(key, table.c.held_until)
 
+    def held_until(self, key: str) -> float | None:
+        """When ``key``'s hold by an endpoint ends, in the store clock's seconds (None: never
+        held): a hold another worker sets moves it."""
+        with self._store.read() as conn:
+            value = conn.execute(sa.select(table.c.held_until).where(table.c.key == key)).scalar()
+        return None if value is None else float(value)
+
     def due_in(self, key: str) -> float:
         """Seconds ``key``'s clock is ahead of now: what was taken and is not yet refilled."""
         return self._ahead(key, table.c.due)
