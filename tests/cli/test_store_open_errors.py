@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -49,9 +51,17 @@ def test_a_home_that_cannot_be_created(tmp_path: Path, command: list[str]) -> No
     one_line_naming(openseal(*command, home=home), str(home / "openseal.db"))
 
 
+def _schema_pages(database: Path) -> set[int]:
+    """The pages of SQLite's own schema table in ``database`` (page 1 and any it grew into)."""
+    with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True)) as conn:
+        rows = conn.execute("SELECT pageno FROM dbstat WHERE name = 'sqlite_schema'").fetchall()
+    return {1, *(int(row[0]) for row in rows)}
+
+
 def _damaged_with_a_wal(tmp_path: Path) -> Path:
     """A store whose newest writes are in its WAL (copied from a live store, as a crash leaves
-    it) and whose file has pages overwritten in the middle, where the WAL does not cover them."""
+    it) and whose every page but the schema's is overwritten, where the WAL does not cover
+    it: opening reads the schema, and the first read of any table finds the damage."""
     from openseal.runtime.store import open_store
     from tests.runtime.support import new_run
 
@@ -60,6 +70,7 @@ def _damaged_with_a_wal(tmp_path: Path) -> Path:
     for n in range(300):
         new_run(store, n=n)
     store.close()  # checkpointed: the file holds those
+    kept = _schema_pages(live / "openseal.db")
     store = open_store(home=live)
     for n in range(3):
         new_run(store, n=1000 + n)  # in the WAL only
@@ -69,10 +80,14 @@ def _damaged_with_a_wal(tmp_path: Path) -> Path:
         (home / name).write_bytes((live / name).read_bytes())
     store.close()
     data = bytearray((home / "openseal.db").read_bytes())
-    middle = len(data) // 4096 // 2
-    data[(middle - 5) * 4096 : (middle + 5) * 4096] = b"\x5a" * 4096 * 10
+    for page in range(1, len(data) // PAGE + 1):
+        if page not in kept:
+            data[(page - 1) * PAGE : page * PAGE] = b"\x5a" * PAGE
     (home / "openseal.db").write_bytes(bytes(data))
     return home
+
+
+PAGE = 4096
 
 
 @pytest.mark.parametrize(

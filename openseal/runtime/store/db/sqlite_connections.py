@@ -39,7 +39,8 @@ def damaged(exc: BaseException, path: Path) -> StoreError | None:
 
 def check_readable(path: Path) -> None:
     """Refuse (``store_damaged``) a SQLite file at ``path`` that is damaged where opening the
-    store reads (its header, its schema, its revision), reading it read-only first: a writable
+    store reads (its header, its schema, the first page of each table), reading it read-only
+    first: a writable
     connection that fails on it is closed by the driver, and the last connection to close
     checkpoints the WAL into the file. A missing or unreadable file passes: opening says why."""
     try:
@@ -47,7 +48,11 @@ def check_readable(path: Path) -> None:
     except sqlite3.Error:
         return
     try:
-        connection.execute("SELECT count(*) FROM sqlite_master").fetchall()
+        tables = connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        for (name,) in tables.fetchall():
+            # each table's first page: what opening reads (the revision, the recovery marker,
+            # the tokens) is among them, and a table whose root is damaged is found here
+            connection.execute(f'SELECT 1 FROM "{name}" LIMIT 1').fetchall()
     except sqlite3.Error as exc:
         broken = damaged(exc, path)
         if broken is not None:
