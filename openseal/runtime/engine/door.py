@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from openseal.errors import RuntimeFailure
-from openseal.runtime.store import Store
+from openseal.runtime.store import DefinitionVersion, Store
 
 #: what a refused caller is asked to wait before it sends again, in seconds
 RETRY_AFTER = 5
@@ -43,10 +43,22 @@ def max_queued(store: Store, workflow: str) -> int | None:
     """The active version's ``max_queued``; None when it declares none (or is not deployed:
     the create itself says so)."""
     version = store.definitions.active_version(workflow)
-    if version is None:
-        return None
+    return None if version is None else declared(version)
+
+
+def declared(version: DefinitionVersion) -> int | None:
+    """The ``max_queued`` a workflow version declares (None: none)."""
     value = (version.document.get("spec") or {}).get("max_queued")
     return value if isinstance(value, int) else None
+
+
+def check_version(store: Store, workflow: str, version: DefinitionVersion) -> None:
+    """Refuse (:class:`QueueFull`) a new run of ``version`` when its ready queue is full; free
+    for a version that declares no ``max_queued`` (creating an objective checks the version
+    it pins, read in its own transaction)."""
+    depth = declared(version)
+    if depth is not None and store.runs.queued(workflow, up_to=depth) >= depth:
+        raise QueueFull(workflow, depth)
 
 
 def check(store: Store, workflows: Iterable[str]) -> None:

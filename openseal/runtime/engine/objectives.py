@@ -116,10 +116,10 @@ def create_objective(
     scope = caller.grant.home(request.scope)
     if scope is None:
         raise Forbidden(f"you may not create objectives in scope {request.scope!r}")
-    if not request.draft:  # a draft starts no run until it is activated
-        door.check(store, [workflow])
 
     def prepare(version: DefinitionVersion) -> dict[str, Any]:
+        if not request.draft:  # a draft starts no run until it is activated
+            door.check_version(store, workflow, version)
         return prepare_inputs(workflow, request.inputs, version)
 
     return store.objectives.create(
