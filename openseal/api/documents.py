@@ -356,6 +356,8 @@ class Draft(Document):
     #: deployments the draft leaves at their active version
     unchanged: list[str]
     note: str | None
+    #: what the change removes that live runs of older versions still pin
+    in_use: list[CapabilityInUse]
 
 
 class AskPlanned(Document):

@@ -161,13 +161,10 @@ def outcome(result: AuthoringResult, filed: DeployResult | None) -> dict[str, An
     it ``written``): the ``draft``, and the change ``proposal`` filed from it (None when none
     was) with ``created``, ``unchanged`` and ``note`` beside it, as ``deploy -o json`` prints a
     filing."""
+    from openseal.runtime.service.governance import DeployResult
     from openseal.wire import jsonable
 
-    filing: dict[str, Any] = (
-        {"proposal": None, "created": False, "unchanged": [], "note": None}
-        if filed is None
-        else jsonable(filed)
-    )
+    filing: dict[str, Any] = jsonable(DeployResult(None, False) if filed is None else filed)
     return {"draft": result.to_dict(), **filing}
 
 

@@ -236,7 +236,7 @@ def test_json_output_has_one_shape_whether_written_or_proposed(
     assert (
         set(written)
         == set(proposed)
-        == {"draft", "written", "proposal", "created", "unchanged", "note"}
+        == {"draft", "written", "proposal", "created", "unchanged", "note", "in_use"}
     )
 
 

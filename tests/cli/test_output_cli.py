@@ -34,11 +34,16 @@ def _leaves() -> Iterator[tuple[str, click.Command]]:
     for name in COMMANDS:
         command = root.get_command(ctx, name)
         assert command is not None
-        if isinstance(command, click.Group):
-            for sub in command.commands.values():
-                yield f"{name} {sub.name}", sub
-        else:
-            yield name, command
+        yield from _within(name, command)
+
+
+def _within(path: str, command: click.Command) -> Iterator[tuple[str, click.Command]]:
+    """The commands a person runs under ``command``, however deep its groups go."""
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            yield from _within(f"{path} {sub.name}", sub)
+    else:
+        yield path, command
 
 
 def test_every_command_takes_the_same_output_option() -> None:
