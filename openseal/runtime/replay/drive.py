@@ -40,16 +40,16 @@ from openseal.runtime.engine.states.base import (
 )
 from openseal.runtime.engine.tools import ToolInvocation, refusal
 from openseal.runtime.engine.turns import activity_prefix, advanced, enter
-from openseal.runtime.replay.history import History, Mark
+from openseal.runtime.replay.history import History, Intervention, Mark
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Claim, Store
 
 #: bound on the states one re-drive visits (a loop the record never ended)
 MAX_VISITS = 1_000
-#: kinds whose steps come from the record rather than from their handler
-OUTSIDE_KINDS = ("proposal", "approval", "action", "wait")
-#: kinds replay does not re-drive: their work is child runs, replayed on their own
-UNSUPPORTED_KINDS = ("delegate", "parallel", "for_each", "spawn")
+#: kinds whose steps come from the record rather than from their handler (a ``delegate``'s
+#: and a ``spawn``'s from the recorded requests and child runs; ``parallel`` and ``for_each``
+#: run their handlers, their branches' and items' activities coming from the record)
+OUTSIDE_KINDS = ("proposal", "approval", "action", "wait", "delegate", "spawn")
 
 
 class NeedsInput(Exception):
@@ -60,6 +60,11 @@ class NeedsInput(Exception):
         self.state = state
         self.asks = asks
         self.unsupported = unsupported
+
+
+class RecordedFailure(Exception):
+    """An activity that failed when it was recorded, with nothing recorded since: the state
+    stops as the engine stopped it (the run needed attention)."""
 
 
 class Waiting(Exception):
@@ -114,6 +119,9 @@ class ReplayContext(StepContext):
     def retry_attempts(self) -> int:
         return 0
 
+    def units_at_once(self, wanted: int) -> int:
+        return 1
+
     def activity(
         self,
         suffix: str,
@@ -131,6 +139,10 @@ class ReplayContext(StepContext):
         assert self.history is not None and self.replayed is not None
         activity_id = f"{self.prefix}:{suffix}"
         found = self.history.activities.get(activity_id)
+        if found is None and (failed := self.history.failure(activity_id)) is not None:
+            if self.history.retrying(self.state.name):
+                raise Waiting(self.state.name, f"the run retries {kind} call {activity_id}")
+            raise RecordedFailure(f"{kind} call {activity_id} failed: {failed}")
         if found is None or found.input_hash != input_hash(request):
             what = "no record" if found is None else "a recorded request that differs"
             raise NeedsInput(self.state.name, f"{kind} call {activity_id} ({what})")
@@ -198,34 +210,101 @@ def redrive(store: Store, workflow: CompiledWorkflow, history: History) -> Trace
     context: RunContext = {"inputs": history.inputs, "states": {}}
     state = workflow.initial
     context = enter(context, state, None)
+    repairs = list(history.interventions)
+    charge = True
     for _ in range(MAX_VISITS):
+        repaired = _repaired(repairs, trace, state, context)
+        if repaired is not None:
+            # a state run again is charged again only after it needed attention
+            charge = trace.stop == "attention" or repaired[0] != state
+            _stopped(trace, "ended", "", "")  # it goes on
+            state, context, supplied = repaired
+            if supplied:  # the operator gave the state's output: it leaves with it
+                moved = _outcome(workflow, context, state, Advance("done", supplied[0]), trace)
+                if moved is None:
+                    return trace
+                state, context = moved
+                continue
         spec = workflow.state(state)
-        cost = {} if spec.kind == "end" else {"turns": 1}
+        cost = {} if spec.kind == "end" or not charge else {"turns": 1}
+        charge = True
         reason = budgets.exceeded(replayed.limits, replayed.used, cost)
         if reason is not None:
             trace.marks.append(Mark.of(state, "budget_exhausted", why=reason))
-            return _stopped(trace, "budget", state, reason)
+            _stopped(trace, "budget", state, reason)
+            if _repairable(repairs, trace, state):
+                continue
+            return trace
         replayed.used = budgets.add(replayed.used, cost)
         ctx = _context(store, workflow, history, replayed, state, context, trace.marks)
         try:
-            if spec.kind in UNSUPPORTED_KINDS:
-                raise NeedsInput(state, f"a {spec.kind} state's child runs", unsupported=True)
             step = outside.STEPS.get(spec.kind)
             outcome = step(ctx) if step is not None else handler_for(spec.kind)(ctx)
         except NeedsInput as need:
+            if _canceled_in(history, need.state):  # the record ends here: nothing to compare
+                return _stopped(trace, "waiting", need.state, "the run was canceled here")
             kind = "unsupported" if need.unsupported else "needs_input"
             return _stopped(trace, kind, need.state, need.asks)
         except Waiting as waiting:
-            return _stopped(trace, "waiting", waiting.state, waiting.why)
+            _stopped(trace, "waiting", waiting.state, waiting.why)
+            if _repairable(repairs, trace, state):
+                continue
+            return trace
         except TurnStopped as stopped:
-            return _stopped(trace, "budget", state, str(stopped))
+            _stopped(trace, "budget", state, str(stopped))
+            if _repairable(repairs, trace, state):
+                continue
+            return trace
+        except RecordedFailure as failure:
+            outcome = Attention(str(failure))
         except (EvaluationError, DefinitionError) as exc:
             outcome = Attention(f"{type(exc).__name__}: {exc}")
         moved = _outcome(workflow, context, state, outcome, trace)
         if moved is None:
+            if _repairable(repairs, trace, state):
+                continue
             return trace
         state, context = moved
     return _stopped(trace, "attention", state, f"more than {MAX_VISITS} states visited")
+
+
+def _canceled_in(history: History, state: str) -> bool:
+    """Whether the recorded run was canceled in ``state`` (or before it entered a state)."""
+    run = history.run
+    return run.status == RunStatus.CANCELED and run.current_state in (None, state)
+
+
+def _repairable(repairs: list[Intervention], trace: Trace, state: str) -> bool:
+    """Whether the recorded run was repaired by an operator where the re-drive stopped (in
+    ``state``, after as many marks): the re-drive then goes on as the run did."""
+    return bool(repairs) and repairs[0].at == len(trace.marks) and repairs[0].from_state == state
+
+
+def _repaired(
+    repairs: list[Intervention], trace: Trace, state: str, context: RunContext
+) -> tuple[str, RunContext, tuple[Any, ...]] | None:
+    """The state and context after the operator's next repair, when the recorded run had it
+    here (after as many marks as the re-drive made, in ``state``), with the output the
+    operator supplied (empty: none); None when there is none here.
+
+    A repair is a recorded input like an approval's decision: ``value`` becomes the state's
+    output, ``to_state`` the state the run goes on from; with neither, a run that needed
+    attention runs its state again with fresh activity ids (a retry)."""
+    if not _repairable(repairs, trace, state):
+        return None
+    repair = repairs.pop(0)
+    stopped = trace.stop
+    context = context.copy()
+    if repair.value is not None:
+        context["states"] = {**context["states"], state: repair.value}
+    if repair.to_state != state:
+        return repair.to_state, enter(context, repair.to_state, state), ()
+    if repair.value is not None:
+        return state, context, (repair.value,)
+    if stopped == "attention":
+        position = context["position"]
+        context["position"] = {**position, "attempt": position.get("attempt", 0) + 1}
+    return state, context, ()
 
 
 def _outcome(

@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from openseal.canonical import canonical_bytes
 from openseal.runtime.store import (
     Action,
     Activity,
+    AgentRequest,
     Approval,
+    DependencyGroup,
     Event,
     Proposal,
     Run,
@@ -93,6 +95,15 @@ class History:
     deliveries: Mapping[str, Any]
     #: state → its kind, in the version the run is pinned to (how its events are read)
     kinds: Mapping[str, str] = field(default_factory=dict)
+    #: state → the agent requests its visits made, in the order they were made
+    requests: Mapping[str, tuple[AgentRequest, ...]] = field(default_factory=dict)
+    #: (state, visit) → the dependency group that visit of a ``spawn`` state started
+    groups: Mapping[tuple[str, int], DependencyGroup] = field(default_factory=dict)
+    #: child run id → its inputs, for the children of the groups
+    child_inputs: Mapping[str, Any] = field(default_factory=dict)
+    #: the operator's repairs, in order: ``(at, from_state, to_state, value)``, ``at`` being
+    #: how many marks of the recorded path come before it
+    interventions: tuple[Intervention, ...] = ()
 
     @property
     def inputs(self) -> dict[str, Any]:
@@ -128,6 +139,19 @@ class History:
             if e.type == "state.advanced" and e.payload.get("from") == state
         ]
 
+    def failure(self, activity_id: str) -> str | None:
+        """Why activity ``activity_id`` failed when it was tried, if it did (its last try)."""
+        found = None
+        for event in self.events:
+            if event.type == "activity.failed" and event.payload.get("activity_id") == activity_id:
+                found = str(event.payload.get("message") or event.payload.get("code") or "")
+        return found
+
+    def retrying(self, state: str) -> bool:
+        """Whether the run sleeps now to try ``state``'s work again (a transient failure)."""
+        waiting: Mapping[str, Any] = self.run.waiting or {}
+        return waiting.get("kind") == "retry" and waiting.get("state") == state
+
     def delivered(self, state: str) -> list[Any]:
         """The payloads of the inbound events delivered to ``state``'s waits, in order."""
         found: list[Any] = []
@@ -140,6 +164,18 @@ class History:
         return found
 
 
+@dataclass(frozen=True)
+class Intervention:
+    """An operator's repair of the run (``runs intervene``): after ``at`` marks of the
+    recorded path, in ``from_state``, the state's output set to ``value`` (None: kept) and
+    the run moved to ``to_state`` (the same state: it runs again, a retry)."""
+
+    at: int
+    from_state: str
+    to_state: str
+    value: Any
+
+
 def load_history(store: Store, run: Run, kinds: Mapping[str, str]) -> History:
     """Everything ``run`` recorded, read in one transaction (reads only); ``kinds``: the kind
     of each state of the version it is pinned to."""
@@ -149,13 +185,27 @@ def load_history(store: Store, run: Run, kinds: Mapping[str, str]) -> History:
         proposals = {pid: store.proposals.get(conn, pid) for pid in dict.fromkeys(drafted)}
         approvals = store.approvals.of_run(conn, run.id)
         actions = {a.key: a for a in store.actions.of_run(conn, run.id)}
+        requests = _requests(store, conn, events)
+        groups = {
+            (g.state, g.visit): g
+            for g in (
+                store.dependencies.get_in(conn, str(e.payload["dependency_group_id"]))
+                for e in events
+                if e.type == "dependency.started"
+            )
+        }
+        child_inputs = {
+            m.run_id: store.runs.load(conn, m.run_id).context.get("inputs")
+            for g in groups.values()
+            for m in g.members
+        }
     deliveries: dict[str, Any] = {}
     for event in events:
         if event.type == "wait.event_delivered":
             inbound = store.inbound_events.get(str(event.payload.get("inbound_event_id")))
             if inbound is not None:
                 deliveries[inbound.id] = inbound.payload
-    return History(
+    history = History(
         run=run,
         events=events,
         activities={a.activity_id: a for a in activities},
@@ -164,22 +214,55 @@ def load_history(store: Store, run: Run, kinds: Mapping[str, str]) -> History:
         actions=actions,
         deliveries=deliveries,
         kinds=kinds,
+        requests=requests,
+        groups=groups,
+        child_inputs=child_inputs,
     )
+    return replace(history, interventions=tuple(_path(history)[1]))
+
+
+def _requests(store: Store, conn: Any, events: tuple[Event, ...]) -> dict[str, tuple[Any, ...]]:
+    """State → the agent requests its visits made, oldest first (from the events that
+    recorded each request being made)."""
+    found: dict[str, dict[str, None]] = {}
+    state = ""
+    for event in events:
+        if event.type == "turn.started":
+            state = str(event.payload.get("state"))
+        elif event.type in ("agent_request.accepted", "agent_request.failed"):
+            request_id = event.payload.get("agent_request_id")
+            if request_id and event.payload.get("status") is not None:
+                found.setdefault(state, {})[str(request_id)] = None
+    return {
+        state: tuple(store.agent_requests.get_in(conn, rid) for rid in ids)
+        for state, ids in found.items()
+    }
 
 
 def recorded_marks(history: History) -> list[Mark]:
     """The run's path as it was recorded, from its events."""
+    return _path(history)[0]
+
+
+def _path(history: History) -> tuple[list[Mark], list[Intervention]]:
+    """The recorded path, and the operator's repairs placed in it."""
     marks: list[Mark] = []
+    repairs: list[Intervention] = []
     state = ""
     asked: set[str] = set()
     for event in history.events:
         payload = event.payload
         if event.type == "turn.started":
             state = str(payload.get("state"))
+        if event.type == "run.intervened":
+            source = str(payload.get("from_state") or "")
+            target = str(payload.get("to_state") or source)
+            repairs.append(Intervention(len(marks), source, target, payload.get("value")))
+            continue
         mark = _mark_of(history, event.type, payload, state, asked)
         if mark is not None:
             marks.append(mark)
-    return marks
+    return marks, repairs
 
 
 def _mark_of(

@@ -14,17 +14,32 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from openseal.contract import ActionSettings, ApprovalSettings, WaitSettings
+from openseal.contract import (
+    ActionSettings,
+    ApprovalSettings,
+    DelegateSettings,
+    SpawnSettings,
+    WaitSettings,
+)
 from openseal.runtime.actions import admission, proposals
 from openseal.runtime.actions.proposals import Draft
+from openseal.runtime.compiled import evaluate_json
+from openseal.runtime.engine.states import delegate as delegation
 from openseal.runtime.engine.states import proposal as proposal_state
 from openseal.runtime.engine.states.action import leave
 from openseal.runtime.engine.states.approval import LEAVE_BY
 from openseal.runtime.engine.states.base import Advance, Attention, Outcome, StepContext
+from openseal.runtime.engine.states.turn import schema_problems
 from openseal.runtime.replay.drive import NeedsInput, ReplayContext, Waiting
 from openseal.runtime.replay.history import Mark, content_hash
-from openseal.runtime.statuses import ActionStatus, ApprovalStatus
-from openseal.runtime.store import approval_summary
+from openseal.runtime.statuses import TERMINAL_RUN_STATUSES, ActionStatus, ApprovalStatus, RunStatus
+from openseal.runtime.statuses import AgentRequestStatus as AgentStatus
+from openseal.runtime.store import (
+    DependencyGroup,
+    approval_summary,
+    caller_wakes,
+    join_outcome,
+)
 
 
 def _replay(ctx: StepContext) -> ReplayContext:
@@ -171,10 +186,121 @@ def wait(ctx: StepContext) -> Outcome:
     return Advance(event)
 
 
+#: what a delegation asks of its callee, compared with the recorded request: the same
+#: callee asked the same gives the recorded answer
+_ASKED = ("goal", "input", "output_type", "review", "budget")
+
+
+def delegate(ctx: StepContext) -> Outcome:
+    """The request this visit would make, answered as the recorded request of the same visit
+    was (completed, declined, failed, expired), when it asks the same callee the same."""
+    replay = _replay(ctx)
+    assert replay.history is not None
+    config = ctx.state.settings(DelegateSettings)
+    callee = config["to"]
+    asked = delegation.request_of(ctx, config)
+    made = replay.history.requests.get(ctx.state.name, ())
+    if len(made) < ctx.visit:
+        raise NeedsInput(ctx.state.name, f"an answer from {callee} to: {asked['goal']}")
+    recorded = made[ctx.visit - 1]
+    before = recorded.request if isinstance(recorded.request, dict) else {}
+    changed = [k for k in _ASKED if before.get(k) != asked.get(k)]
+    if recorded.callee != callee:
+        changed.insert(0, "callee")
+    if changed:
+        raise NeedsInput(
+            ctx.state.name,
+            f"an answer from {callee} to another request (its {', '.join(changed)} "
+            f"differs from request {recorded.id})",
+        )
+    if recorded.status in (AgentStatus.COMPLETED, AgentStatus.COMPLETION_REVIEWED) and (
+        caller_wakes(recorded)
+    ):
+        problems = schema_problems(recorded.response, ctx.state.output_schema)
+        if not problems:
+            return Advance("done", recorded.response)
+        reason = f"the completion does not match the output type: {problems[0]}"
+        if ctx.workflow.outgoing(ctx.state.name, "failed"):
+            return Advance("failed", {"error": reason})
+        return Attention(f"agent request {recorded.id}: {reason}")
+    if recorded.status in delegation.LEAVES:
+        return delegation.leave_by(ctx, recorded)
+    raise Waiting(ctx.state.name, f"agent request {recorded.id} is {recorded.status}")
+
+
+def spawn(ctx: StepContext) -> Outcome:
+    """The children this visit would start, joined as the recorded group of the same visit
+    was, when they are the same children with the same inputs."""
+    replay = _replay(ctx)
+    assert replay.history is not None
+    config = ctx.state.settings(SpawnSettings)
+    children = config["child"]
+    group = replay.history.groups.get((ctx.state.name, ctx.visit))
+    if group is None:
+        labels = ", ".join(sorted(children))
+        raise NeedsInput(ctx.state.name, f"the outcome of child runs {labels}")
+    members = {m.label: m for m in group.members}
+    for label, child in sorted(children.items()):
+        inputs = {k: evaluate_json(v, ctx.scope) for k, v in sorted(child["input"].items())}
+        member = members.get(label)
+        if member is None or member.workflow != child["workflow"]:
+            raise NeedsInput(
+                ctx.state.name, f"the outcome of child {label} ({child['workflow']}), not started"
+            )
+        if replay.history.child_inputs.get(member.run_id) != inputs:
+            raise NeedsInput(
+                ctx.state.name,
+                f"the outcome of child {label} with other inputs (run {member.run_id} had "
+                f"{replay.history.child_inputs.get(member.run_id)})",
+            )
+    if set(members) - set(children):
+        dropped = ", ".join(sorted(set(members) - set(children)))
+        raise NeedsInput(ctx.state.name, f"how the children join without {dropped}")
+    status = _join(ctx, config, group)
+    if status is None:
+        raise Waiting(ctx.state.name, f"dependency group {group.id} is {group.status}")
+    output = group.summary()
+    if status == "done":
+        return Advance("done", output)
+    if status in ("failed", "expired") and ctx.workflow.outgoing(ctx.state.name, status):
+        return Advance(status, output)
+    return Attention(f"dependency group {group.id} {status}: {group.reason or output}")
+
+
+def _join(ctx: StepContext, config: SpawnSettings, group: DependencyGroup) -> str | None:
+    """How the group ends under this version's join: as recorded when the join is the same;
+    otherwise counted again from how each child ended (None: still open). A child the
+    recorded join canceled has no ending to count: replay asks for it."""
+    needed = {"all": len(config["child"]), "any": 1}.get(config["join"]) or int(
+        config["quorum"] or 0
+    )
+    if (config["join"], needed) == (group.join, group.needed) or group.reason is not None:
+        return None if group.status == "open" else group.status
+    left = f"dependency group {group.id}"
+    statuses: list[str | None] = []
+    for member in group.members:
+        if member.status == RunStatus.CANCELED and group.status != "canceled":
+            statuses.append(None)  # canceled by the recorded join: its ending is unknown
+        elif RunStatus(member.status) in TERMINAL_RUN_STATUSES:
+            statuses.append(member.status)
+        else:
+            statuses.append(None)
+    ended = join_outcome(needed, statuses)
+    if ended is None and group.status != "open":
+        unknown = [m.label for m, s in zip(group.members, statuses, strict=True) if s is None]
+        raise NeedsInput(
+            ctx.state.name,
+            f"how child {', '.join(unknown)} would end (canceled by the recorded join of {left})",
+        )
+    return ended
+
+
 #: the state kinds whose step replay takes from the record, by kind
 STEPS: dict[str, Callable[[StepContext], Outcome]] = {
     "proposal": proposal,
     "approval": approval,
     "action": action,
     "wait": wait,
+    "delegate": delegate,
+    "spawn": spawn,
 }

@@ -109,6 +109,7 @@ if TYPE_CHECKING:
     from openseal.runtime.store.repos.change_proposals import Verdict as Verdict
     from openseal.runtime.store.repos.dependencies import DependencyGroup as DependencyGroup
     from openseal.runtime.store.repos.dependencies import NewChild as NewChild
+    from openseal.runtime.store.repos.dependencies import join_outcome as join_outcome
     from openseal.runtime.store.repos.fenced import FencedTx as FencedTx
     from openseal.runtime.store.repos.idempotency import StoredResponse as StoredResponse
     from openseal.runtime.store.repos.inbound_events import Delivery as Delivery

@@ -166,6 +166,11 @@ class StepContext:
     def now(self) -> datetime:
         return self.store.now()
 
+    def units_at_once(self, wanted: int) -> int:
+        """How many branches or items of a fan-out run at once (replay takes them one by one,
+        so what it reports does not depend on which thread finished first)."""
+        return wanted
+
     def activity(
         self,
         suffix: str,

@@ -39,7 +39,7 @@ from openseal.runtime.store import (
 )
 
 #: how the caller leaves for each closed request status (``rejected``: the older name)
-_LEAVES = {S.DECLINED: ("declined", "rejected"), S.FAILED: ("failed",), S.EXPIRED: ("expired",)}
+LEAVES = {S.DECLINED: ("declined", "rejected"), S.FAILED: ("failed",), S.EXPIRED: ("expired",)}
 
 
 def execute(ctx: StepContext) -> Outcome:
@@ -48,21 +48,11 @@ def execute(ctx: StepContext) -> Outcome:
         return _answered(ctx, waiting)
     config = ctx.state.settings(DelegateSettings)
     callee = config["to"]
-    request = {
-        "goal": evaluate_json(config["goal"], ctx.scope),
-        "input": {k: evaluate_json(v, ctx.scope) for k, v in sorted(config["input"].items())},
-        "output_type": config["output"],
-        "output_schema": ctx.state.output_schema,
-        "review": config["review"],
-        "workflow": ctx.workflow.name,
-        "state": ctx.state.name,
-        "caller": str((ctx.workflow.document.get("spec") or {}).get("owner") or ""),
-    }
+    request = request_of(ctx, config)
     expires_in = config["expires_in"]
     deadline = ctx.now() + timedelta(seconds=float(expires_in)) if expires_in else None
     budget = config.get("budget") or {}
     if budget:
-        request["budget"] = budget
         with ctx.store.leases.fenced(ctx.claim) as tx:
             reason = _unaffordable(ctx, tx, budget)
         if reason is not None:
@@ -98,6 +88,24 @@ def execute(ctx: StepContext) -> Outcome:
     return Suspend(ask, f"waiting for {callee}")
 
 
+def request_of(ctx: StepContext, config: DelegateSettings) -> dict[str, Any]:
+    """The request this visit makes of its callee (replay compares it with the recorded one)."""
+    request = {
+        "goal": evaluate_json(config["goal"], ctx.scope),
+        "input": {k: evaluate_json(v, ctx.scope) for k, v in sorted(config["input"].items())},
+        "output_type": config["output"],
+        "output_schema": ctx.state.output_schema,
+        "review": config["review"],
+        "workflow": ctx.workflow.name,
+        "state": ctx.state.name,
+        "caller": str((ctx.workflow.document.get("spec") or {}).get("owner") or ""),
+    }
+    budget = config.get("budget") or {}
+    if budget:
+        request["budget"] = budget
+    return request
+
+
 def _unaffordable(ctx: StepContext, tx: FencedTx, budget: dict[str, int]) -> str | None:
     """Why the run cannot carve ``budget`` out of what is left of its own, if it cannot."""
     reason = budgets.refusal(ctx.workflow.budget_limits(), tx.run().budget_used, budget)
@@ -118,8 +126,8 @@ def _answered(ctx: StepContext, waiting: AgentWait) -> Outcome:
             )
         except InvalidStatus:
             return _answered(ctx, waiting)  # reviewed or reopened meanwhile: look again
-    if request.status in _LEAVES:
-        return _leave(ctx, request)
+    if request.status in LEAVES:
+        return leave_by(ctx, request)
     if request.status == S.CANCELED:
         return Attention(f"agent request {request.id} was canceled")
     if request.status in OPEN_AGENT_REQUESTS and _past(ctx, request):
@@ -133,8 +141,9 @@ def _answered(ctx: StepContext, waiting: AgentWait) -> Outcome:
     return Suspend(wait_again, f"waiting for {waiting['callee']}")
 
 
-def _leave(ctx: StepContext, request: AgentRequest) -> Outcome:
-    for event in _LEAVES[request.status]:
+def leave_by(ctx: StepContext, request: AgentRequest) -> Outcome:
+    """How the caller leaves a declined, failed or expired request."""
+    for event in LEAVES[request.status]:
         if ctx.workflow.outgoing(ctx.state.name, event):
             return Advance(event, request.response)
     return Attention(f"agent request {request.id} {request.status}: {request.response}")

@@ -64,7 +64,7 @@ def _parallel(ctx: StepContext) -> Outcome:
             reasons.append(f"{name}: {getattr(outcome, 'reason', outcome)}")
         return _failed(ctx, "no branch succeeded (" + "; ".join(reasons) + ")")
     units = [partial(run_work, ctx, work, f"branch:{name}:") for name, work in branches]
-    results = _map(units, concurrency=len(branches) or 1)
+    results = _map(units, concurrency=ctx.units_at_once(len(branches) or 1))
     return _joined(ctx, [name for name, _ in branches], results, as_list=False)
 
 
@@ -82,7 +82,7 @@ def _for_each(ctx: StepContext) -> Outcome:
         partial(run_work, replace(ctx, scope={**ctx.scope, name: value}), work, f"item:{index}:")
         for index, value in enumerate(items)
     ]
-    results = _map(units, concurrency=config["concurrency"])
+    results = _map(units, concurrency=ctx.units_at_once(config["concurrency"]))
     return _joined(ctx, [str(i) for i in range(len(items))], results, as_list=True)
 
 
