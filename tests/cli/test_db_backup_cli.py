@@ -161,6 +161,10 @@ def test_recovery_mode_is_started_by_hand_after_a_restore_with_other_tools(
         "reason": "operator",  # type: ignore[dict-item]
         "backup_at": "2026-12-07T05:00:00+00:00",
     }
+    queued = create(cli)
+    code, _out, err = cli("worker", "--once")
+    assert code == 1 and "error: the store is in recovery mode" in err
+    assert store.runs.get(queued).status == "queued"
     assert recovery(cli, "reconcile")[0] == 0
     report = recovery_json(cli, "report")
     assert report["report"] == {**report["report"], "pending": 0}  # type: ignore[dict-item]

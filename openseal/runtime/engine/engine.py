@@ -23,7 +23,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from openseal.errors import ClaimLost, OpenSealError
+from openseal.errors import ClaimLost, OpenSealError, RuntimeFailure
 from openseal.observability import metrics
 from openseal.runtime import telemetry
 from openseal.runtime.caller import Caller
@@ -32,6 +32,7 @@ from openseal.runtime.engine.cascade import Cascade
 from openseal.runtime.engine.catalog import WorkflowCatalog
 from openseal.runtime.engine.objectives import create_objective
 from openseal.runtime.engine.outage import OutageLog
+from openseal.runtime.engine.states.base import HeldForRecovery
 from openseal.runtime.engine.tools import GatewayTools, ToolRunner
 from openseal.runtime.engine.triggers import Scheduler
 from openseal.runtime.engine.turns import Begun, TurnExecutor, TurnReport
@@ -97,7 +98,9 @@ class StepReport:
     turns: list[TurnReport] = field(default_factory=list)
     status: RunStatus | None = None
     #: ``done`` (the run left running), ``released``, ``lost`` (fenced off or lease lost),
-    #: ``retrying`` (an ordinary fault dropped the turn; the run sleeps until its retry)
+    #: ``retrying`` (an ordinary fault dropped the turn; the run sleeps until its retry),
+    #: ``recovery`` (the store entered recovery mode before an action was sent: the run was
+    #: given back, nothing sent)
     ending: str = "done"
 
 
@@ -241,11 +244,25 @@ class Engine:
 
     def step(self, run_id: str | None = None) -> StepReport | None:
         """Claim one runnable run (``run_id`` only, when given) and work on it; None when
-        nothing is runnable."""
+        nothing is runnable. Refused (``recovery_mode``) while the store is in recovery mode:
+        a restored store claims nothing before its actions are reconciled (invariant 18)."""
+        self._refuse_in_recovery("claiming a run")
+        return self._stepped(run_id)
+
+    def _stepped(self, run_id: str | None) -> StepReport | None:
+        """:meth:`step` for a caller that has looked at recovery mode itself."""
         if self.group is None:
             return self._step(run_id)
         with self.group.member():
             return self._step(run_id)
+
+    def _refuse_in_recovery(self, what: str) -> None:
+        if self.store.recoveries.active() is not None:
+            raise RuntimeFailure(
+                f"the store is in recovery mode after a restore: {what} could send an action "
+                "before it is reconciled; see `openseal db recovery status`",
+                code="recovery_mode",
+            )
 
     def submit(
         self, request: StartObjective, caller: Caller
@@ -256,7 +273,9 @@ class Engine:
         states after it) share one commit, which writes the run once, claimed; the turns after
         it are worked on as :meth:`step` does. The report is None when the run was not runnable
         (an idempotent request that returned an existing objective whose run is elsewhere) or
-        there is none (a draft)."""
+        there is none (a draft). Refused (``recovery_mode``), with nothing created, while the
+        store is in recovery mode."""
+        self._refuse_in_recovery("starting and working on an objective")
         if self.group is None:
             created = create_objective(self.store, request, caller)
             claimed = self._claim(created.run.id) if created.run else None
@@ -380,6 +399,12 @@ class Engine:
                 with telemetry.turn(claim) as span:
                     turn, begun = self.executor.execute(claim, lost, begun, chain=more, done=ended)
                     telemetry.turn_done(span, turn)
+            except HeldForRecovery:
+                # Recovery mode began while this claim worked: the action was not sent. The run
+                # goes back to the queue; recovery looks its action up before anyone sends it.
+                log.warning("run %s: the store is in recovery mode; given back", claim.run_id)
+                report.ending = "recovery" if self.store.leases.release(claim) else "lost"
+                return
             except ClaimLost as exc:  # StaleEpoch or LeaseLost
                 # Another worker (or an operator) owns the run now; drop this turn.
                 metrics.CLAIMS_LOST.labels(reason=exc.code).inc()
@@ -442,13 +467,16 @@ class Engine:
     def run_until_idle(self, *, max_steps: int = 10_000) -> list[StepReport]:
         """Step until no run is runnable now (sleeping runs due later are not waited for)."""
         reports: list[StepReport] = []
+        self._refuse_in_recovery("claiming a run")
         for _ in range(max_steps):
             if self.stopping.is_set():
                 break
-            report = self.step()
+            report = self._stepped(None)
             if report is None:
                 break
             reports.append(report)
+            if report.ending == "recovery":
+                break
         return reports
 
     def run_forever(self, *, poll_interval: float = 1.0, idle_exit: bool = False) -> None:
@@ -471,7 +499,7 @@ class Engine:
                 self.triggers.poll()
                 self.cascade.poll()
                 self.capacity.poll()
-                report = self.step(run_id)
+                report = self._stepped(run_id)
             except OpenSealError as exc:  # e.g. the database is unreachable for a while
                 self.outage.fault(f"worker {self.worker_id}: {exc}; retrying")
                 mark = None
@@ -499,6 +527,8 @@ class Engine:
             self.outage.recovered()
             if report is not None:
                 mark = None  # look again, from a fresh mark
+                if report.ending == "recovery":  # wait for it before claiming again
+                    recovery_checked = False
                 continue
             if idle_exit:
                 return

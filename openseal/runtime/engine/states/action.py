@@ -35,13 +35,21 @@ from openseal.runtime.actions.dispatch import (
     unavailable,
 )
 from openseal.runtime.actions.proposals import Draft
-from openseal.runtime.actions.reconcile import Step, mark_unknown, reconcile, record, record_in
+from openseal.runtime.actions.reconcile import (
+    Step,
+    mark_unknown,
+    reconcile,
+    record,
+    record_in,
+    run_locked,
+)
 from openseal.runtime.clock import iso
 from openseal.runtime.compiled import DefinitionError
 from openseal.runtime.engine import rate_limits
 from openseal.runtime.engine.states.base import (
     Advance,
     Attention,
+    HeldForRecovery,
     LeaseLost,
     Outcome,
     Settle,
@@ -341,9 +349,25 @@ def _dispatch(ctx: StepContext, target: Target, sent: Action) -> SkillResult:
                                   ctx.lost)  # fmt: skip
     if ctx.lost.is_set():
         raise LeaseLost(ctx.claim.run_id)  # not sent, as above
+    if ctx.store.recoveries.active() is not None:
+        # Recovery began while this claim worked: not sent. The attempt is marked over, so
+        # once recovery has looked it up (not found) it is sent again at once, with its key.
+        _not_sent(ctx, sent, actor)
+        raise HeldForRecovery(ctx.claim.run_id)
     result = dispatch(target, ctx.context, late)
     ctx.hook("action.before_record", ctx.claim)
     return result
+
+
+def _not_sent(ctx: StepContext, sent: Action, actor: str) -> None:
+    """Note on a ``dispatched`` action that its attempt ended before it was sent (the store is
+    in recovery mode): ``action.not_sent``."""
+    entry = {"ended": sent.attempts, "reply": "not_sent", "note": "recovery mode: not sent"}
+    with run_locked(ctx.store, sent.run_id) as conn:
+        ctx.store.actions.note(
+            conn, sent, entry, now=ctx.store.now(), actor=actor, event="action.not_sent",
+            payload=entry,
+        )  # fmt: skip
 
 
 def _leave_with(

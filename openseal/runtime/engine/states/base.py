@@ -91,6 +91,18 @@ class LeaseLost(ClaimLost):
         self.run_id = run_id
 
 
+class HeldForRecovery(ClaimLost):
+    """The store entered recovery mode before an action was sent (invariant 18): the action,
+    saved as ``dispatched``, is not sent; the engine gives the run back and waits, and recovery
+    looks the action up by its key."""
+
+    code = "recovery_mode"
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(f"run {run_id}: the store is in recovery mode; nothing is sent")
+        self.run_id = run_id
+
+
 class BudgetSpent(Exception):
     """A budget does not allow the next model or tool call; the run has not been moved yet.
 
