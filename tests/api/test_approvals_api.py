@@ -198,7 +198,7 @@ def test_no_secret_value_reaches_any_response(
 def test_an_unverifiable_proposal_is_shown_with_the_reason_and_not_approved(
     serve: Serve, waiting: tuple[Flow, str], simulator: ProcurementSimulator
 ) -> None:
-    from tests.runtime.test_artefact_hosts import change_row
+    from tests.runtime.actions.test_artefact_hosts import change_row
 
     f, _ = waiting
     approval = pending(f.store)

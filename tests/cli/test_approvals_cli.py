@@ -155,7 +155,7 @@ def test_an_unverifiable_proposal_is_shown_with_the_reason_and_not_approved(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from tests.runtime.test_artefact_hosts import change_row
+    from tests.runtime.actions.test_artefact_hosts import change_row
 
     f, _ = waiting
     approval = pending(f.store)

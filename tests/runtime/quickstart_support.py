@@ -19,9 +19,9 @@ from openseal.runtime.store.tables import schema
 from openseal.runtime.store.tables.records import Run
 from openseal.simulator.procurement import ProcurementSimulator
 from tests.runtime.action_support import REQUEST, TOKEN, TOKEN_ENV, context_file
+from tests.runtime.engine.test_worker_process import finish, spawn
 from tests.runtime.engine_support import PROCUREMENT, REPO, compile_files, register
 from tests.runtime.support import Backend, eventually
-from tests.runtime.test_worker_process import finish, spawn
 
 SCRIPT = REPO / "definitions" / "procurement" / "scripts" / "procurement.json"
 LOCAL = ApprovalAuthority(local_operator=True)

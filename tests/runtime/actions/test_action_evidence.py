@@ -30,9 +30,9 @@ from tests.runtime.action_support import (  # noqa: F401
     definitions,
     simulator_fixture,
 )
+from tests.runtime.engine.test_worker_process import spawn
 from tests.runtime.engine_support import compile_files, register
 from tests.runtime.support import Backend, eventually
-from tests.runtime.test_worker_process import spawn
 
 #: the engine's logic, end to end: its PostgreSQL half runs with the slow set (the
 #: store's own tests cover both backends in make test)

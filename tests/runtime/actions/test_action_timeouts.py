@@ -22,10 +22,10 @@ from openseal.runtime.engine.engine import Engine
 from openseal.runtime.providers import ScriptedProvider, fixed
 from openseal.runtime.statuses import ActionStatus, RunStatus
 from openseal.runtime.store import Store
+from tests.runtime.engine.test_worker_process import spawn
 from tests.runtime.engine_support import compile_files, register, write_script
 from tests.runtime.slow_skill import LEDGER_ENV, _entries, lock_held, starts
 from tests.runtime.support import Backend, eventually
-from tests.runtime.test_worker_process import spawn
 from tests.skills.server import serve
 
 #: the engine's logic, end to end: its PostgreSQL half runs with the slow set (the

@@ -26,8 +26,8 @@ from tests.runtime.action_support import (  # noqa: F401
     flow,
     simulator_fixture,
 )
+from tests.runtime.engine.test_worker_process import spawn
 from tests.runtime.support import Backend, eventually
-from tests.runtime.test_worker_process import spawn
 
 pytestmark = pytest.mark.slow
 

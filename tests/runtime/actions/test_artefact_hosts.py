@@ -33,8 +33,8 @@ from tests.runtime.action_support import (  # noqa: F401
     flow,
     simulator_fixture,
 )
+from tests.runtime.store.repos.test_artifacts import corrupt
 from tests.runtime.support import Backend
-from tests.runtime.test_artifacts import corrupt
 
 
 def other_host(backend: Backend, tmp: Path) -> Store:

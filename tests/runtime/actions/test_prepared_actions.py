@@ -17,9 +17,9 @@ from openseal.runtime.engine.engine import Engine
 from openseal.runtime.statuses import ActionStatus, RunStatus
 from openseal.runtime.store import Claim, Store
 from openseal.runtime.store.tables import schema
+from tests.runtime.engine.test_pure_states import WriteCommits
 from tests.runtime.engine_support import assert_gap_free, event_types
 from tests.runtime.support import new_run
-from tests.runtime.test_pure_states import WriteCommits
 
 
 def actions_of(store: Store, run_id: str) -> list[tuple[str, str]]:

@@ -134,7 +134,7 @@ def test_an_unchanged_grant_in_a_new_active_version_still_admits(
 
 # -- a stricter approval requirement ---------------------------------------------------
 
-NOTES = Path(__file__).parent / "revocation_defs"
+NOTES = Path(__file__).parents[1] / "revocation_defs"
 #: the file the ``record`` skill appends each note to (a write skill runs in a process of its
 #: own, so the test reads what it did from a file)
 RECORDED_ENV = "OPENSEAL_TEST_NOTES"

@@ -21,7 +21,7 @@ from openseal.runtime.store import open_store
 
 pytestmark = pytest.mark.slow
 
-DEFINITIONS = Path(__file__).resolve().parents[2] / "definitions" / "procurement" / "hcl"
+DEFINITIONS = Path(__file__).resolve().parents[3] / "definitions" / "procurement" / "hcl"
 CANARY = "canary-5f0c1e9a-must-never-be-stored"
 
 

@@ -5,7 +5,7 @@ The run's version pins its skills, bindings, agents and models by digest, but wh
 needs to use them lives outside the version: the runtime context's credentials and
 configuration, the python modules a skill's entry point names. When one is gone, the action is
 held back (not sent, not marked failed, its approval kept) until a worker has it again.
-A revoked binding is held to at admission (tests/runtime/test_revocation.py).
+A revoked binding is held to at admission (tests/runtime/actions/test_revocation.py).
 """
 
 from __future__ import annotations

@@ -18,9 +18,9 @@ from openseal.runtime.faults import DIR_ENV, POINT_ENV, SKIP_ENV
 from openseal.runtime.statuses import TERMINAL_RUN_STATUSES, RunStatus
 from openseal.runtime.store import Event, Store
 from openseal.runtime.store.tables import schema
+from tests.runtime.engine.test_worker_process import finish, spawn
 from tests.runtime.engine_support import DEFS, compile_files, register
 from tests.runtime.support import Backend, eventually
-from tests.runtime.test_worker_process import finish, spawn
 
 pytestmark = pytest.mark.slow
 

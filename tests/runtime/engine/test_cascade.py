@@ -22,10 +22,8 @@ from openseal.runtime.statuses import AgentRequestStatus as S
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
 from openseal.runtime.store.tables.records import Run
-from tests.runtime.engine_support import assert_gap_free, engine, scripted
-from tests.runtime.quickstart_support import kill
-from tests.runtime.support import Backend, eventually
-from tests.runtime.test_delegation import (
+from tests.runtime.engine.states.test_spawn import _children, _deploy, _start, _worker
+from tests.runtime.engine.test_delegation import (
     CHECK,
     PICK,
     REQUEST,
@@ -34,8 +32,10 @@ from tests.runtime.test_delegation import (
     budget,
     kinds,
 )
-from tests.runtime.test_spawn import _children, _deploy, _start, _worker
-from tests.runtime.test_worker_process import LAUNCH, finish, spawn, store_env
+from tests.runtime.engine.test_worker_process import LAUNCH, finish, spawn, store_env
+from tests.runtime.engine_support import assert_gap_free, engine, scripted
+from tests.runtime.quickstart_support import kill
+from tests.runtime.support import Backend, eventually
 
 pytestmark = pytest.mark.slow_on_postgresql
 

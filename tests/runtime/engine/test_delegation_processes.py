@@ -15,9 +15,9 @@ from openseal.runtime.providers import read_calls
 from openseal.runtime.statuses import AgentRequestStatus as S
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
+from tests.runtime.engine.test_worker_process import finish, spawn
 from tests.runtime.engine_support import REPO, compile_files, engine, register, scripted
 from tests.runtime.support import Backend, eventually
-from tests.runtime.test_worker_process import finish, spawn
 
 pytestmark = pytest.mark.slow
 

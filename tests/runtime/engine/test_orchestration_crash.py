@@ -32,10 +32,10 @@ from openseal.runtime.store import (
 )
 from openseal.runtime.store.testing import COMMIT_POINTS
 from tests.faultproxy import TcpProxy
+from tests.runtime.engine.test_worker_process import spawn
 from tests.runtime.engine_support import DEFS, assert_gap_free, compile_files, register
 from tests.runtime.quickstart_support import kill, stop
 from tests.runtime.support import Backend, eventually
-from tests.runtime.test_worker_process import spawn
 
 pytestmark = pytest.mark.slow
 

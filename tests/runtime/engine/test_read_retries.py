@@ -14,9 +14,9 @@ from openseal.runtime import service
 from openseal.runtime.providers import ScriptedProvider
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
+from tests.runtime.engine.test_tool_calls import call, engine
 from tests.runtime.engine_support import compile_files, register
 from tests.runtime.gateway_support import DEFS, activities
-from tests.runtime.test_tool_calls import call, engine
 
 #: the engine's logic, end to end: its PostgreSQL half runs with the slow set (the
 #: store's own tests cover both backends in make test)

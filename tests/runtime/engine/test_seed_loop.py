@@ -16,6 +16,7 @@ from openseal.runtime import service
 from openseal.runtime.statuses import ActionStatus, ApprovalStatus, RunStatus
 from openseal.simulator.procurement import ProcurementSimulator
 from tests.runtime.action_support import simulator_fixture  # noqa: F401
+from tests.runtime.engine.test_worker_process import finish
 from tests.runtime.engine_support import assert_gap_free
 from tests.runtime.quickstart_support import (
     approve_pending,
@@ -26,7 +27,6 @@ from tests.runtime.quickstart_support import (
     until,
 )
 from tests.runtime.support import Backend
-from tests.runtime.test_worker_process import finish
 
 pytestmark = pytest.mark.slow
 

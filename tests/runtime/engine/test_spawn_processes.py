@@ -11,9 +11,9 @@ import pytest
 from openseal.runtime import service
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
+from tests.runtime.engine.test_worker_process import finish, spawn
 from tests.runtime.engine_support import DEFS, assert_gap_free, compile_files, register
 from tests.runtime.support import Backend
-from tests.runtime.test_worker_process import finish, spawn
 
 pytestmark = pytest.mark.slow
 

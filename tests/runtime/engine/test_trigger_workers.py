@@ -18,8 +18,8 @@ from openseal.runtime.clock import utcnow
 from openseal.runtime.faults import DIR_ENV, POINT_ENV
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store, TriggerFiring
+from tests.runtime.engine.test_worker_process import finish, spawn
 from tests.runtime.support import Backend, eventually
-from tests.runtime.test_worker_process import finish, spawn
 from tests.runtime.trigger_support import deploy_triggers, objectives, trigger_project
 
 pytestmark = pytest.mark.slow

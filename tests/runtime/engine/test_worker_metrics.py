@@ -13,8 +13,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from openseal.runtime import service
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
+from tests.runtime.engine.test_worker_process import finish, small, spawn  # noqa: F401  (fixture)
 from tests.runtime.support import Backend, eventually
-from tests.runtime.test_worker_process import finish, small, spawn  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.slow
 

@@ -29,9 +29,9 @@ from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Run, Store, open_store
 from tests.faultproxy import TcpProxy
 from tests.runtime.conftest import postgres_url
+from tests.runtime.engine.test_worker_process import LAUNCH
 from tests.runtime.engine_support import PICK_7, register, small_workflow, write_script
 from tests.runtime.support import eventually
-from tests.runtime.test_worker_process import LAUNCH
 
 pytestmark = pytest.mark.slow
 

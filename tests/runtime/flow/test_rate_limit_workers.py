@@ -21,10 +21,10 @@ import pytest
 from openseal.runtime import service
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
+from tests.runtime.engine.test_worker_process import spawn
 from tests.runtime.engine_support import compile_files, register
 from tests.runtime.providers.chat_server import ChatServer, Reply, completion
 from tests.runtime.support import Backend, eventually
-from tests.runtime.test_worker_process import spawn
 
 pytestmark = pytest.mark.slow
 

@@ -21,8 +21,8 @@ from openseal.runtime.governance import flow as gov
 from openseal.runtime.providers import ScriptedProvider, fixed
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
+from tests.runtime.engine.test_worker_process import LAUNCH, store_env
 from tests.runtime.support import Backend, eventually
-from tests.runtime.test_worker_process import LAUNCH, store_env
 
 RUNS = 500
 HALF = 250

@@ -39,9 +39,9 @@ from tests.runtime.action_support import (  # noqa: F401
     flow,
     simulator_fixture,
 )
+from tests.runtime.engine.test_worker_process import LAUNCH, spawn, store_env
 from tests.runtime.lifecycle.recovery_support import approve, posts, waiting_for_approval
 from tests.runtime.support import Backend, eventually
-from tests.runtime.test_worker_process import LAUNCH, spawn, store_env
 
 pytestmark = pytest.mark.slow
 

@@ -24,11 +24,11 @@ from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
 from openseal.skills.credentials import CredentialResolver, CredentialSource, RuntimeContext
 from tests.runtime import gateway_skills
+from tests.runtime.engine.test_worker_process import finish, spawn
 from tests.runtime.engine_support import register
 from tests.runtime.gateway_support import activities, tools_workflow
 from tests.runtime.providers.chat_server import ChatServer, Reply, completion
 from tests.runtime.support import Backend
-from tests.runtime.test_worker_process import finish, spawn
 
 #: the engine's logic, end to end: its PostgreSQL half runs with the slow set (the
 #: store's own tests cover both backends in make test)

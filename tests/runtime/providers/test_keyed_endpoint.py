@@ -27,10 +27,10 @@ from tests.runtime.action_support import (  # noqa: F401  (fixture)
     definitions,
     simulator_fixture,
 )
+from tests.runtime.engine.test_worker_process import LAUNCH, finish, spawn
 from tests.runtime.engine_support import compile_files, register
 from tests.runtime.providers.chat_server import ChatServer, Reply, completion
 from tests.runtime.support import Backend
-from tests.runtime.test_worker_process import LAUNCH, finish, spawn
 
 pytestmark = pytest.mark.slow
 

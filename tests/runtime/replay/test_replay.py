@@ -235,7 +235,7 @@ def test_a_thousand_recorded_runs_against_a_tighter_constraint(
     assert check_runs(store, Selection(runs=1000)).counts()["same"] == 1000
 
 
-SHIPPING = Path(__file__).parent / "replay_defs" / "shipping.hcl"
+SHIPPING = Path(__file__).parents[1] / "replay_defs" / "shipping.hcl"
 
 
 def test_waits_replay_from_their_recorded_wake_ups_and_deliveries(

@@ -19,7 +19,7 @@ skill "record" {
   output      = object({ answer = string })
 
   adapter "python" {
-    entry_point = "tests.runtime.test_revocation:record"
+    entry_point = "tests.runtime.actions.test_revocation:record"
   }
 
   idempotency {

@@ -86,7 +86,7 @@ class DeadlineConnection(psycopg.Connection[Any]):
 
     It overrides ``Connection.wait`` (every statement, commit and rollback goes through it)
     and catches psycopg's internal ``_WaitTimeout`` (psycopg 3.3; pinned in pyproject.toml):
-    tests/runtime/test_pg_partitions.py fails loudly if either moves."""
+    tests/runtime/store/db/test_pg_partitions.py fails loudly if either moves."""
 
     reply_timeout: float | None = None
 

@@ -9,8 +9,8 @@ from urllib.parse import quote
 import pytest
 import sqlalchemy as sa
 
+from tests.runtime.engine.test_worker_process import LAUNCH, store_env
 from tests.runtime.support import Backend, new_run
-from tests.runtime.test_worker_process import LAUNCH, store_env
 
 
 def test_a_lock_timeout_in_a_run_command_is_one_line_and_changes_nothing(

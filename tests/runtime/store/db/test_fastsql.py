@@ -167,7 +167,7 @@ def test_a_listener_on_every_engine_does_not_turn_the_cursor_path_off() -> None:
 
 
 def test_the_installed_sqlalchemy_is_within_the_pinned_range() -> None:
-    project = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    project = tomllib.loads((Path(__file__).parents[4] / "pyproject.toml").read_text())
     pins = [Requirement(d) for d in project["project"]["dependencies"]]
     (pin,) = [r for r in pins if r.name.lower() == "sqlalchemy"]
     assert pin.specifier.contains(metadata.version("SQLAlchemy"))

@@ -21,6 +21,7 @@ from openseal.runtime.store.db import group_commit
 from openseal.runtime.store.testing import BATCH_POINTS
 from openseal.simulator.procurement import ProcurementSimulator
 from tests.runtime.action_support import simulator_fixture  # noqa: F401
+from tests.runtime.engine.test_pure_states import WriteCommits
 from tests.runtime.engine_support import DEFS, assert_gap_free, compile_files, event_types, register
 from tests.runtime.quickstart_support import (
     approve_pending,
@@ -31,7 +32,6 @@ from tests.runtime.quickstart_support import (
     stop,
 )
 from tests.runtime.support import Backend, eventually
-from tests.runtime.test_pure_states import WriteCommits
 
 #: generous hang guard for threads that wait on each other
 GUARD = 60.0

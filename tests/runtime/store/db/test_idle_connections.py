@@ -17,8 +17,8 @@ from sqlalchemy import event
 
 from openseal.runtime.store import GroupCommit, Store
 from openseal.runtime.store.db import liveness
+from tests.runtime.store.db.test_group_commit import GUARD
 from tests.runtime.support import Backend, eventually, new_run
-from tests.runtime.test_group_commit import GUARD
 
 
 class Checkouts:

@@ -22,8 +22,8 @@ from openseal.runtime.store import GroupCommit, Store, open_store, transient
 from openseal.runtime.store.db import liveness
 from tests.faultproxy import TcpProxy
 from tests.runtime.conftest import postgres_url
+from tests.runtime.store.db.test_group_commit import GUARD, together
 from tests.runtime.support import eventually, new_run
-from tests.runtime.test_group_commit import GUARD, together
 
 
 @pytest.fixture

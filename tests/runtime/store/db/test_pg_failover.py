@@ -36,12 +36,12 @@ from tests.runtime.action_support import (
     context_file,
     simulator_fixture,  # noqa: F401
 )
+from tests.runtime.engine.test_worker_process import LAUNCH
 from tests.runtime.engine_support import PROCUREMENT, compile_files, register
 from tests.runtime.pg_cluster import PgPair, pg_pair
 from tests.runtime.quickstart_support import SCRIPT
 from tests.runtime.serve_process import serve_process
 from tests.runtime.support import eventually
-from tests.runtime.test_worker_process import LAUNCH
 
 pytestmark = pytest.mark.slow
 

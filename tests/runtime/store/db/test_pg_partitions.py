@@ -24,8 +24,8 @@ from openseal.runtime.store import Claim, GroupCommit, Store, open_store, transi
 from openseal.runtime.store.db import listener
 from tests.faultproxy import TcpProxy
 from tests.runtime.conftest import postgres_url
+from tests.runtime.store.db.test_group_commit import together
 from tests.runtime.support import eventually, new_run
-from tests.runtime.test_group_commit import together
 
 #: what the stores under test are opened with: short deadlines, so a partition shows in seconds
 SHORT = "openseal_reply_timeout=1&connect_timeout=2"

@@ -17,9 +17,9 @@ import pytest
 from openseal.runtime import service
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store, open_store
+from tests.runtime.engine.test_worker_process import LAUNCH, finish
 from tests.runtime.engine_support import PICK_7, register, small_workflow, write_script
 from tests.runtime.support import eventually
-from tests.runtime.test_worker_process import LAUNCH, finish
 
 pytestmark = pytest.mark.slow
 

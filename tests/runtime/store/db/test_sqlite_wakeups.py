@@ -13,9 +13,9 @@ from openseal.runtime import service
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import open_store
 from openseal.runtime.store.db.wakeups import WakeSockets
+from tests.runtime.engine.test_worker_process import finish, spawn
 from tests.runtime.engine_support import PICK_7, register, small_workflow, write_script
 from tests.runtime.support import Backend, eventually
-from tests.runtime.test_worker_process import finish, spawn
 
 HANG_GUARD = 60.0
 

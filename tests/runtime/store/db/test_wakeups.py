@@ -11,6 +11,7 @@ from openseal.runtime import service
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
 from openseal.runtime.store.db.work_signal import Wake
+from tests.runtime.engine.test_worker_process import finish, spawn
 from tests.runtime.engine_support import (
     PICK_7,
     engine,
@@ -20,7 +21,6 @@ from tests.runtime.engine_support import (
     write_script,
 )
 from tests.runtime.support import Backend, deploy, eventually, new_run
-from tests.runtime.test_worker_process import finish, spawn
 
 HANG_GUARD = 120.0  # far below any poll here, far above a wake-up
 

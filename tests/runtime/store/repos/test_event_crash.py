@@ -20,8 +20,8 @@ import pytest
 
 from openseal.runtime.faults import DIR_ENV, POINT_ENV
 from openseal.runtime.store import Store, TriggerFiring
+from tests.runtime.engine.test_worker_process import LAUNCH, store_env
 from tests.runtime.support import Backend, eventually
-from tests.runtime.test_worker_process import LAUNCH, store_env
 from tests.runtime.trigger_support import (
     EVENT_TRIGGER,
     deploy_triggers,

@@ -34,10 +34,10 @@ from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store, open_store
 from openseal.runtime.store.tables import migrations
 from tests.runtime.conftest import postgres_url
+from tests.runtime.engine.test_worker_process import LAUNCH
 from tests.runtime.engine_support import PICK_7, register, small_workflow, write_script
 from tests.runtime.serve_process import serve_process
 from tests.runtime.support import eventually
-from tests.runtime.test_worker_process import LAUNCH
 
 pytestmark = pytest.mark.slow
 
