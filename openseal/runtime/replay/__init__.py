@@ -15,17 +15,19 @@ Both read the store and write nothing.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
+from openseal.runtime.actions.admission import Budget, spend_budgets
 from openseal.runtime.compiled import CompiledWorkflow, version_key
 from openseal.runtime.engine.catalog import WorkflowCatalog
 from openseal.runtime.governance import migration
 from openseal.runtime.governance.queries import get_proposal
-from openseal.runtime.replay.drive import redrive
+from openseal.runtime.replay.drive import Spend, Trace, redrive
 from openseal.runtime.replay.history import load_history, recorded_marks
+from openseal.runtime.replay.outside import exceeded
 from openseal.runtime.replay.report import DiffLine, ReplayReport, RunVerdict
 from openseal.runtime.replay.verdict import Verdict, judge
 from openseal.runtime.store import ChangeProposal, ListQuery, NotFound, Run, Store
@@ -51,15 +53,30 @@ class Selection:
 
 
 def replay_run(
-    store: Store, workflow: CompiledWorkflow, run: Run, catalog: WorkflowCatalog | None = None
+    store: Store,
+    workflow: CompiledWorkflow,
+    run: Run,
+    catalog: WorkflowCatalog | None = None,
+    refusals: Mapping[str, str] | None = None,
 ) -> Verdict:
     """The verdict on ``run`` re-driven through ``workflow`` (reads only); ``catalog``: where
-    the run's pinned version is read (a replay of many runs shares one)."""
+    the run's pinned version is read (a replay of many runs shares one); ``refusals``: the
+    payloads a shared spend budget refuses (:func:`_recount`)."""
+    return _replayed(store, workflow, run, catalog, refusals)[0]
+
+
+def _replayed(
+    store: Store,
+    workflow: CompiledWorkflow,
+    run: Run,
+    catalog: WorkflowCatalog | None,
+    refusals: Mapping[str, str] | None = None,
+) -> tuple[Verdict, Trace]:
     pinned = (catalog or WorkflowCatalog(store)).workflow(run.workflow_digest)
     kinds = {name: spec.kind for name, spec in pinned.states.items()}
     history = load_history(store, run, kinds)
-    trace = redrive(store, workflow, history)
-    return judge(recorded_marks(history), trace, workflow, kinds)
+    trace = redrive(store, workflow, history, refusals)
+    return judge(recorded_marks(history), trace, workflow, kinds), trace
 
 
 def replay_proposal(store: Store, proposal_id: str, selection: Selection) -> ReplayReport:
@@ -68,14 +85,23 @@ def replay_proposal(store: Store, proposal_id: str, selection: Selection) -> Rep
     proposal = get_proposal(store, proposal_id)
     catalog = WorkflowCatalog(store)
     versions: dict[str, str] = {}
-    verdicts: list[RunVerdict] = []
+    replayed: list[tuple[CompiledWorkflow, Run, Verdict, Trace]] = []
     for target in sorted(proposal.targets, key=lambda t: t.name):
         if target.kind != "workflow":
             continue
         proposed = catalog.workflow(target.digest)
         versions[target.name] = version_key(target.digest)
         for run in _selected(store, selection, target.name):
-            verdicts.append(_verdict(store, proposed, run, catalog))
+            replayed.append((proposed, run, *_replayed(store, proposed, run, catalog)))
+    refusals = _recount(store, [(w, r, trace) for w, r, _, trace in replayed])
+    verdicts = [
+        _verdict(
+            workflow, run,
+            replay_run(store, workflow, run, catalog, refusals[run.id])
+            if run.id in refusals else verdict,
+        )
+        for workflow, run, verdict, _ in replayed
+    ]  # fmt: skip
     diff = tuple(
         DiffLine(
             str(c.get("definition")), str(c.get("path")), str(c.get("message")),
@@ -104,20 +130,62 @@ def check_runs(store: Store, selection: Selection) -> ReplayReport:
     """Replay the selected runs through their own pinned versions: a release that
     reinterprets a recorded history shows as a divergence."""
     catalog = WorkflowCatalog(store)
-    verdicts = [
-        _verdict(store, catalog.workflow(run.workflow_digest), run, catalog)
-        for run in _selected(store, selection, selection.workflow)
-    ]
+    verdicts = []
+    for run in _selected(store, selection, selection.workflow):
+        workflow = catalog.workflow(run.workflow_digest)
+        verdicts.append(_verdict(workflow, run, replay_run(store, workflow, run, catalog)))
     return ReplayReport("pinned", {}, tuple(sorted(verdicts, key=lambda v: v.run_id)))
 
 
-def _verdict(
-    store: Store, workflow: CompiledWorkflow, run: Run, catalog: WorkflowCatalog
-) -> RunVerdict:
+def _verdict(workflow: CompiledWorkflow, run: Run, verdict: Verdict) -> RunVerdict:
     return RunVerdict(
-        run.id, workflow.name, version_key(run.workflow_digest), str(run.status),
-        replay_run(store, workflow, run, catalog),
-    )  # fmt: skip
+        run.id, workflow.name, version_key(run.workflow_digest), str(run.status), verdict
+    )
+
+
+def _recount(
+    store: Store, replayed: list[tuple[CompiledWorkflow, Run, Trace]]
+) -> dict[str, dict[str, str]]:
+    """Count the spend budgets the replayed runs share (an owner's: a team's or an agent's)
+    again, under the limits of the versions replayed: every spend a re-drive admitted, in
+    the order the recorded actions were admitted, on top of what runs not replayed hold on
+    the same budget. Run id → the payloads (content hash) a budget would refuse, and why;
+    a run refused once stops there, so its later spends are not counted."""
+    spends: dict[str, list[tuple[datetime, str, Spend, Budget]]] = {}
+    for workflow, run, trace in replayed:
+        for budget in spend_budgets(workflow, run.id):
+            if budget.scope == f"run:{run.id}":
+                continue  # the run's own budget: counted in its re-drive
+            spends.setdefault(budget.scope, []).extend(
+                (spend.at, run.id, spend, budget) for spend in trace.spends
+            )
+    if not spends:
+        return {}
+    ids = {run.id for _, run, _ in replayed}
+    with store.read() as conn:
+        on = {scope: store.actions.reservations_on(conn, scope) for scope in spends}
+    held = {
+        scope: [(at, amount, unit) for run_id, _, amount, unit, at in rows if run_id not in ids]
+        for scope, rows in on.items()
+    }
+    refusals: dict[str, dict[str, str]] = {}
+    for scope, found in sorted(spends.items()):
+        counted = list(held[scope])
+        for at, run_id, spend, budget in sorted(found, key=lambda s: (s[0], s[1], s[2].content)):
+            if run_id in refusals:
+                continue
+            since = at - timedelta(seconds=budget.period) if budget.period else None
+            currency = budget.currency or spend.currency
+            used = sum(
+                amount for when, amount, unit in counted
+                if when <= at and (since is None or when >= since) and unit == currency
+            )  # fmt: skip
+            if used + spend.amount > budget.limit + 1e-9:
+                why = exceeded(budget, used + spend.amount, spend.currency)
+                refusals[run_id] = {spend.content: why}
+                continue
+            counted.append((at, spend.amount, currency))
+    return refusals
 
 
 def _selected(store: Store, selection: Selection, workflow: str | None) -> list[Run]:

@@ -76,6 +76,20 @@ class Waiting(Exception):
         self.why = why
 
 
+@dataclass(frozen=True)
+class Spend:
+    """An action the re-drive admitted that spends: the recorded action's admission time
+    places it among the other spends of a shared budget (see ``replay._recount``)."""
+
+    state: str
+    name: str
+    #: the payload's content hash
+    content: str
+    amount: float
+    currency: str
+    at: datetime
+
+
 @dataclass
 class Trace:
     """What a re-drive did: its marks, and how it stopped (``ended``, ``waiting``,
@@ -85,6 +99,8 @@ class Trace:
     stop: str = "ended"
     state: str = ""
     why: str = ""
+    #: the spending actions it admitted, in order
+    spends: list[Spend] = field(default_factory=list)
 
 
 @dataclass
@@ -95,6 +111,11 @@ class Replayed:
     used: dict[str, Any]
     limits: Mapping[str, int]
     drafts: dict[str, Any] = field(default_factory=dict)
+    #: the spending actions admitted so far (the trace's list)
+    spends: list[Spend] = field(default_factory=list)
+    #: payload content hash → why a shared spend budget, counted again over the runs
+    #: replayed, refuses it
+    refusals: Mapping[str, str] = field(default_factory=dict)
 
 
 def _no_provider(agent: Any) -> Any:
@@ -196,9 +217,15 @@ def _was_refused(history: History, activity_id: str) -> bool:
     )
 
 
-def redrive(store: Store, workflow: CompiledWorkflow, history: History) -> Trace:
+def redrive(
+    store: Store,
+    workflow: CompiledWorkflow,
+    history: History,
+    refusals: Mapping[str, str] | None = None,
+) -> Trace:
     """Re-drive ``history`` through ``workflow`` (reads only); the marks it made and where
-    and why it stopped."""
+    and why it stopped. ``refusals``: the payloads (by content hash) a shared spend budget
+    refuses, and why."""
     from openseal.runtime.replay import outside
 
     trace = Trace()
@@ -206,7 +233,9 @@ def redrive(store: Store, workflow: CompiledWorkflow, history: History) -> Trace
         return _stopped(trace, "attention", "", f"workflow {workflow.name} has no initial state")
     used = {k: v for k, v in history.run.budget_used.items() if k not in budgets.COUNTED}
     used.pop(budgets.IN_FLIGHT, None)
-    replayed = Replayed(used, workflow.budget_limits())
+    replayed = Replayed(
+        used, workflow.budget_limits(), spends=trace.spends, refusals=dict(refusals or {})
+    )
     context: RunContext = {"inputs": history.inputs, "states": {}}
     state = workflow.initial
     context = enter(context, state, None)

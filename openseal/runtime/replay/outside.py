@@ -30,7 +30,7 @@ from openseal.runtime.engine.states.action import leave
 from openseal.runtime.engine.states.approval import LEAVE_BY
 from openseal.runtime.engine.states.base import Advance, Attention, Outcome, StepContext
 from openseal.runtime.engine.states.turn import schema_problems
-from openseal.runtime.replay.drive import NeedsInput, ReplayContext, Waiting
+from openseal.runtime.replay.drive import NeedsInput, ReplayContext, Spend, Waiting
 from openseal.runtime.replay.history import Mark, content_hash
 from openseal.runtime.statuses import TERMINAL_RUN_STATUSES, ActionStatus, ApprovalStatus, RunStatus
 from openseal.runtime.statuses import AgentRequestStatus as AgentStatus
@@ -148,16 +148,29 @@ def action(ctx: StepContext) -> Outcome:
         replay.marks.append(Mark.of(ctx.state.name, "denied", why, name=name, payload=content))
         return Attention(f"the action of {name} was not admitted: {why}")
     replay.marks.append(Mark.of(ctx.state.name, "admitted", name=name, payload=content))
+    _spent(replay, drafted, name, content, recorded)
     if recorded.status in (ActionStatus.SUCCEEDED, ActionStatus.FAILED):
         return leave(recorded)
     raise Waiting(ctx.state.name, f"action {recorded.id} is {recorded.status}")
 
 
+def _spent(ctx: ReplayContext, drafted: Draft, name: str, content: str, recorded: Any) -> None:
+    """Note an admitted action's spend, at the time the recorded action was admitted."""
+    assert ctx.replayed is not None
+    spend = drafted.document.get("spend")
+    if not spend or recorded.admitted_at is None:
+        return
+    ctx.replayed.spends.append(
+        Spend(ctx.state.name, name, content, float(spend["amount"]),
+              str(spend.get("currency") or ""), recorded.admitted_at)
+    )  # fmt: skip
+
+
 def _admission(ctx: ReplayContext, drafted: Draft, content: str) -> str | None:
-    """Why the version replayed would not admit ``drafted``, as far as the version alone
-    decides it (binding, constraints, an approval it requires); the spend budgets it shares
-    with other runs are left to the record."""
-    assert ctx.history is not None
+    """Why the version replayed would not admit ``drafted``: its binding, constraints, an
+    approval it requires, the run's own spend budget, or a budget it shares with other runs
+    (counted again over the runs replayed, :attr:`Replayed.refusals`)."""
+    assert ctx.history is not None and ctx.replayed is not None
     refused = admission.binding_refusal(ctx.workflow, drafted)
     if refused is not None:
         return refused
@@ -165,7 +178,29 @@ def _admission(ctx: ReplayContext, drafted: Draft, content: str) -> str | None:
         decided = [a for a in ctx.history.approvals_of(content) if a.status == "approved"]
         if not decided:
             return f"proposal {drafted.name} (payload {content[:12]}) has no approval"
+    return _run_budget(ctx, drafted) or ctx.replayed.refusals.get(content)
+
+
+def _run_budget(ctx: ReplayContext, drafted: Draft) -> str | None:
+    """Why the run's own spend budget (the workflow's, per run) would refuse ``drafted``."""
+    assert ctx.replayed is not None
+    spend = drafted.document.get("spend")
+    if not spend:
+        return None
+    for budget in admission.spend_budgets(ctx.workflow, ctx.run.id):
+        if budget.scope != f"run:{ctx.run.id}":
+            continue
+        reached = sum(s.amount for s in ctx.replayed.spends) + float(spend["amount"])
+        if reached > budget.limit + 1e-9:
+            return exceeded(budget, reached, str(spend.get("currency") or ""))
     return None
+
+
+def exceeded(budget: admission.Budget, reached: float, currency: str) -> str:
+    """The refusal of a spend that would take ``budget`` to ``reached``, as admission says it."""
+    unit = f" {budget.currency or currency or ''}".rstrip()
+    limit = f"{budget.limit:.2f}{unit}"
+    return f"spend budget exceeded: {budget.scope} would reach {reached:.2f} of {limit}"
 
 
 def wait(ctx: StepContext) -> Outcome:

@@ -283,3 +283,50 @@ def test_waits_replay_from_their_recorded_wake_ups_and_deliveries(
         "napped": ("diverges", "check", branch.format("done", "partial")),
         "waiting": ("same", "", ""),
     }
+
+
+def test_a_smaller_team_budget_is_counted_again_over_the_runs_replayed(
+    recorded: Recorded, tmp_path: Path
+) -> None:
+    """The team's 30-day spend budget cut to 15000 EUR: the small order (5745 EUR, admitted
+    first) still fits; the large one (11490 EUR) would take the team to 17235 EUR."""
+    store = recorded.store
+    folder = changed_example(tmp_path, "team_budget", {}, team_spend=15000)
+    proposal = file_change(store, folder)
+
+    report = replay_proposal(store, proposal.id, Selection()).to_json()
+
+    denied = (
+        "the action of order would be denied: spend budget exceeded: team.procurement "
+        "would reach 17235.00 of 15000.00 EUR"
+    )
+    assert verdicts(report, recorded.runs) == {
+        "small": ("same", "", ""),
+        "large": ("diverges", "submit", denied),
+        "waiting": ("same", "", ""),
+        "rejected": ("same", "", ""),
+        "over": ("same", "", ""),
+    }
+    # replayed alone, the large run still meets the small run's recorded spend
+    alone = replay_proposal(store, proposal.id, Selection(run_ids=(recorded.runs["large"].id,)))
+    assert [r.verdict.why for r in alone.runs] == [denied]
+    # and a budget the runs fit replays them the same
+    roomy = file_change(store, changed_example(tmp_path, "roomy", {}, team_spend=17235))
+    assert replay_proposal(store, roomy.id, Selection()).clean
+
+
+def test_a_run_spend_budget_refuses_the_order_over_it(recorded: Recorded, tmp_path: Path) -> None:
+    limits = "    tool_calls  = 20\n  }"
+    per_run = '    tool_calls  = 20\n    spend       = 10000\n    currency    = "EUR"\n  }'
+    folder = changed_example(tmp_path, "run_budget", {"workflow.hcl": (limits, per_run)})
+    proposal = file_change(recorded.store, folder)
+
+    report = replay_proposal(recorded.store, proposal.id, Selection()).to_json()
+
+    large = recorded.runs["large"].id
+    denied = (
+        "the action of order would be denied: spend budget exceeded: "
+        f"run:{large} would reach 11490.00 of 10000.00 EUR"
+    )
+    assert verdicts(report, recorded.runs)["large"] == ("diverges", "submit", denied)
+    assert report["summary"]["diverges"] == 1

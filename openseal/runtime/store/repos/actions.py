@@ -323,6 +323,22 @@ class Actions(Repository):
             stmt = stmt.where(reservations.c.created_at >= since)
         return float(conn.execute(stmt).scalar_one())
 
+    def reservations_on(
+        self, conn: sa.Connection, scope: str
+    ) -> list[tuple[str, str, float, str, datetime]]:
+        """The spend held on ``scope`` (reserved or committed), oldest first: ``(run_id,
+        action_id, amount, currency, created_at)`` (replay counts a shared budget again)."""
+        stmt = (
+            sa.select(reservations.c.run_id, reservations.c.action_id, reservations.c.amount,
+                      reservations.c.currency, reservations.c.created_at)
+            .where(reservations.c.scope == scope,
+                   reservations.c.status.in_(["reserved", "committed"]))
+            .order_by(reservations.c.created_at, reservations.c.id)
+        )  # fmt: skip
+        return [
+            (str(r[0]), str(r[1]), float(r[2]), str(r[3]), r[4]) for r in conn.execute(stmt).all()
+        ]
+
     def reserve(
         self,
         conn: sa.Connection,
