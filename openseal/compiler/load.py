@@ -228,10 +228,14 @@ def _load_text(source: SourceFile) -> LoadedFile:
         return LoadedFile((), tuple(diagnostics), text.text, cacheable=cacheable)
     folded, found = fold(document.body, block_labels)
     diagnostics += found
+    # The folded data is all decoding reads: the tree is let go before the definitions
+    # are built, so a large file never holds both at once.
+    file, source_text = document.file, document.text
+    del document
     reads: list[tuple[Path, str | None]] = []
     token = FILE_READS.set(reads)
     try:
-        definitions, found = decode(folded, document.file)
+        definitions, found = decode(folded, file)
     finally:
         FILE_READS.reset(token)
     diagnostics += found
@@ -239,7 +243,7 @@ def _load_text(source: SourceFile) -> LoadedFile:
     return LoadedFile(
         tuple(definitions),
         tuple(diagnostics),
-        document.text,
+        source_text,
         tuple(cache.Read.of(path, read) for path, read in reads if read is not None),
         cacheable=cacheable and all(read is not None for _, read in reads),
         broken=tuple(sorted(broken)),

@@ -13,7 +13,6 @@ file and skips every stage.
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -222,11 +221,9 @@ class _Stored:
     span: Span
 
     def document(self) -> CompiledDocument:
-        # The document is by definition what its canonical bytes read back as;
-        # json.loads rebuilds it many times faster than unpickling the dicts.
-        return CompiledDocument(
-            self.kind, self.name, json.loads(self.canonical), self.canonical, self.digest, self.span
-        )
+        # The document is by definition what its canonical bytes read back as; it is read
+        # back when first asked for (json.loads is many times faster than unpickling dicts).
+        return CompiledDocument(self.kind, self.name, self.canonical, self.digest, self.span)
 
 
 @dataclass(frozen=True, slots=True)

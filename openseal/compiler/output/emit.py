@@ -19,7 +19,6 @@ that uses it; documents are therefore built in dependency order.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeGuard, cast
@@ -99,9 +98,6 @@ def _compiled(definition: Definition, document: Document) -> CompiledDocument:
     return CompiledDocument(
         kind=definition.kind,
         name=definition.name,
-        # What the canonical bytes read back as (see canonical.normalise), without
-        # canonicalising a second time.
-        document=json.loads(canonical),
         canonical=canonical,
         digest=sha256_digest(canonical),
         span=definition.span,

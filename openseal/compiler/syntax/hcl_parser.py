@@ -34,11 +34,13 @@ class Positions:
         self.file = file
         self.text = text
         self._starts = [0, *(m.end() for m in re.finditer("\n", text))]
-        self._lines_before = first_line - 1
+        # One int per line, shared by every span on it: a large file's spans would
+        # otherwise hold two fresh ints each.
+        self._numbers = list(range(first_line - 1, first_line + len(self._starts)))
 
     def point(self, offset: int) -> tuple[int, int]:
         line = bisect.bisect_right(self._starts, offset)
-        return line + self._lines_before, offset - self._starts[line - 1] + 1
+        return self._numbers[line], offset - self._starts[line - 1] + 1
 
     def span(self, start: int, end: int) -> Span:
         line, column = self.point(start)

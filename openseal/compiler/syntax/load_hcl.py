@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -668,7 +669,10 @@ class _Loader:
         name = _name_token(name_tree)
         value = self.value(value_tree)
         return Attribute(
-            name.value, self.node_span(name), value, self.pos.span(_start(tree), _end(tree))
+            sys.intern(name.value),
+            self.node_span(name),
+            value,
+            self.pos.span(_start(tree), _end(tree)),
         )
 
     def block(self, tree: Tree[Token]) -> Block:
@@ -678,7 +682,7 @@ class _Loader:
         lbrace, body_tree, rbrace = _block_body(tree)
         body_span = self.pos.span(int(lbrace.start_pos or 0), int(rbrace.end_pos or 0))
         return Block(
-            type_token.value,
+            sys.intern(type_token.value),
             self.node_span(type_token),
             labels,
             self.body(body_tree, body_span),
