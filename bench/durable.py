@@ -28,17 +28,22 @@ and reports the worker's CPU per run (process time, so a loaded machine shows in
 rather than there).
 
 Peers (in ``bench/.venv-peers``, installed by ``bench/peers/install.sh``): DBOS Transact 3.x
-on SQLite (one workflow of three steps) and LangGraph with ``SqliteSaver`` (three nodes,
-``durability="sync"``). Targets: openseal runs/s ≥ 3× DBOS and ≥ 2× LangGraph, taking the
-faster of the two batched configurations (the comparison's note names it; concurrency 1 is
-compared too, without a target); commits per run ≤ 2 with a Worker's batches of 8. The
-create-then-work batches also run on PostgreSQL when a server is reachable (reported, no
-target).
+(one workflow of three steps) and LangGraph (three nodes, ``durability="sync"``), each at
+concurrency 1 and in the ways of running many workflows at once that it offers: from 8
+threads, and DBOS's queue and asyncio API, LangGraph's ``batch`` and ``ainvoke`` (see
+:data:`PEER_CONFIGURATIONS`). On SQLite (DBOS's system database in a file, ``SqliteSaver``) and
+on PostgreSQL (DBOS's system database and ``PostgresSaver`` each in a scratch database on the
+server openseal's PostgreSQL batches use, dropped afterwards). Each peer's best is its
+configuration with the most runs/s; the figure that counts is openseal's best (its fastest
+configuration) ÷ the peer's best, with both at concurrency 1 in its note. Targets: on SQLite
+≥ 3× each peer's best and ≥ 2× LangGraph at concurrency 1; on PostgreSQL ≥ 2× each peer's
+best; commits per run ≤ 2 with a Worker's batches of 8. The report's notes list each target,
+met or missed, and for a missed one the profile to read and the next step.
 
 The ``Engine.submit`` figure and the peers' are measured in alternation: after one untimed
 batch of openseal's, each repetition is one timed batch of ``Engine.submit``, then one of each
-peer (its script run with ``--repeat 1`` in a process of its own, in a fresh directory, its
-warm-up untimed), so openseal, DBOS, LangGraph, openseal, DBOS, LangGraph … (the order is kept
+peer (its script run with ``--repeat 1`` in a process of its own, in a fresh directory, each
+configuration after an untimed warm-up), so openseal, DBOS, LangGraph, openseal, DBOS, LangGraph … (the order is kept
 in the report's ``interleaved`` parameter). On a shared machine the conditions drift over
 minutes and move the two sides apart: ``Engine.submit`` is bound by the CPU, LangGraph by its
 fsyncs, so repetitions measured minutes apart compare a fast CPU with a slow disk or the
@@ -66,7 +71,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from tempfile import mkdtemp
 from typing import Any
@@ -110,10 +115,39 @@ CONCURRENCY, BATCH_SIZE = 8, 8
 #: the batched configurations, as the peer comparison names them
 WORKER_SETTING = f"a Worker of {CONCURRENCY} threads, batches of {BATCH_SIZE}"
 SUBMIT_SETTING = f"Engine.submit from {CONCURRENCY} threads, batches of {BATCH_SIZE}"
-#: openseal runs/s (the fastest batched configuration) at least this many times each peer's
-PEER_TARGETS = {"DBOS": 3.0, "LangGraph": 2.0}
+#: on SQLite, openseal's best runs/s (its fastest configuration) at least this many times
+#: each peer's best
+PEER_TARGETS = {"DBOS": 3.0, "LangGraph": 3.0}
+#: on SQLite, openseal at concurrency 1 at least this many times the peer at concurrency 1
+ALONE_TARGETS = {"LangGraph": 2.0}
+#: on PostgreSQL, openseal's best at least this many times each peer's best
+POSTGRES_PEER_TARGET = 2.0
 #: each peer and the script that drives it (in ``bench/.venv-peers``), in the order they run
 PEER_SCRIPTS = {"DBOS": "dbos_peer.py", "LangGraph": "langgraph_peer.py"}
+#: the configurations each peer runs in (its script's names), concurrency 1 first: threads,
+#: and what its documentation offers for running many workflows at once
+PEER_CONFIGURATIONS = {
+    "DBOS": ("c1", "threads", "queue", "async"),
+    "LangGraph": ("c1", "threads", "batch", "async"),
+}
+#: how the report names each configuration
+PEER_SETTINGS = {
+    "c1": "concurrency 1",
+    "threads": f"{CONCURRENCY} threads",
+    "queue": f"its queue (worker_concurrency {CONCURRENCY})",
+    "batch": f"batch() with max_concurrency {CONCURRENCY}",
+    "async": f"its asyncio API, {CONCURRENCY} at once",
+}
+#: the cProfile a missed PostgreSQL target points to
+POSTGRES_PROFILE = "PostgreSQL: openseal runs/s"
+#: what to do next when a peer target is missed, by database
+NEXT_STEPS = {
+    "sqlite": "CPU per run is the limit (cpu_ms_per_run in the parameters): fewer objects, "
+    "calls and statements per turn, the profile's top entries first",
+    "postgres": "each statement is a round trip (statements_per_run in the postgres_* "
+    "parameters): fewer statements per run and more runs per commit, then the profile's "
+    "top entries",
+}
 #: what a baseline revision's batch runs: read as text and run in that revision's tree
 BASELINE_DRIVER = Path(__file__).with_name("durable_baseline.py")
 
@@ -457,26 +491,51 @@ def measure_submit(
 
 
 def fastest(batched: list[Configured]) -> tuple[Stats, str] | None:
-    """The runs/s of the batched configuration with the most, and that configuration (None
-    when none was measured)."""
+    """The runs/s of the configuration with the most, and that configuration (None when none
+    was measured)."""
     measured = [(figure.stats, setting) for figure, setting in batched if figure.stats]
     return max(measured, key=lambda item: item[0].median, default=None)
 
 
 def batch_runs(options: Options) -> int:
-    """The runs of a SQLite batch, openseal's and each peer's."""
+    """The runs of a SQLite batch of openseal's."""
     return options.pick(quick=20, default=1000)
 
 
-def peer_command(script: str, directory: Path, runs: int) -> list[str]:
-    """One repetition of a peer (after its untimed warm-up), its databases in ``directory``."""
-    return [
+def peer_runs(options: Options) -> int:
+    """The runs of each configuration of a peer's repetition (fewer than openseal's: a peer
+    runs four configurations per repetition, and its slowest does 10–50 runs/s here)."""
+    return options.pick(quick=10, default=200)
+
+
+def peer_command(
+    script: str,
+    directory: Path,
+    runs: int,
+    configurations: tuple[str, ...],
+    postgres: str | None = None,
+) -> list[str]:
+    """One repetition of a peer's ``configurations`` (each after its untimed warm-up), its
+    databases in ``directory``, or with ``postgres`` a scratch database on that server."""
+    command = [
         str(PEERS_VENV / "bin" / "python"),
         str(PEERS_DIRECTORY / script),
         "--runs", str(runs),
         "--repeat", "1",
         "--dir", str(directory),
+        "--configurations", ",".join(configurations),
     ]  # fmt: skip
+    if postgres is not None:
+        command += ["--postgres", postgres]
+    return command
+
+
+def libpq_url(url: str) -> str:
+    """A SQLAlchemy PostgreSQL URL as libpq (and so the peers) spell it."""
+    import sqlalchemy as sa
+
+    parsed = sa.make_url(url).set(drivername="postgresql")
+    return parsed.render_as_string(hide_password=False)
 
 
 def ensure_peers(options: Options) -> str | None:
@@ -501,14 +560,17 @@ class PeerFailed(RuntimeError):
     """A peer's repetition did not run; the message says why."""
 
 
-def measure_peer(script: str, options: Options, runs: int, repetition: int) -> dict[str, Any]:
-    """One repetition of a peer, in a process of its own and a fresh directory: what its
-    script printed (``seconds`` holds the one timed batch, beside its versions and pragmas)."""
-    directory = options.workdir / "peers" / f"{Path(script).stem}-{repetition}"
+def measure_peer(
+    peer: Peer, options: Options, runs: int, repetition: int, postgres: str | None
+) -> dict[str, Any]:
+    """One repetition of ``peer``'s configurations, in a process of its own and a fresh
+    directory: what its script printed (``seconds`` holds one timed batch per configuration,
+    beside its versions and pragmas)."""
+    where = "postgres" if postgres else "sqlite"
+    directory = options.workdir / "peers" / f"{Path(peer.script).stem}-{where}-{repetition}"
     directory.mkdir(parents=True)
-    completed = subprocess.run(
-        peer_command(script, directory, runs), capture_output=True, check=False, timeout=1800
-    )
+    command = peer_command(peer.script, directory, runs, peer.configurations, postgres)
+    completed = subprocess.run(command, capture_output=True, check=False, timeout=1800)
     if completed.returncode != 0:
         lines = completed.stderr.decode(errors="replace").strip().splitlines()
         raise PeerFailed(lines[-1] if lines else f"exit status {completed.returncode}")
@@ -518,34 +580,76 @@ def measure_peer(script: str, options: Options, runs: int, repetition: int) -> d
 
 @dataclass
 class Peer:
-    """A peer's repetitions so far: seconds per batch of runs, and what its last one printed
-    beside them; or why it does not run (not installed, or a repetition that failed)."""
+    """A peer's repetitions so far, on SQLite or (``postgres``: the server's URL) PostgreSQL:
+    seconds per batch of runs by configuration, and what its last one printed beside them; or
+    why it does not run (not installed, or a repetition that failed)."""
 
     name: str
     script: str
     problem: str | None = None
-    seconds: list[float] = field(default_factory=list)
+    postgres: str | None = None
+    seconds: dict[str, list[float]] = field(default_factory=dict)
     data: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def configurations(self) -> tuple[str, ...]:
+        return PEER_CONFIGURATIONS[self.name]
+
+    @property
+    def repetitions(self) -> int:
+        return min((len(found) for found in self.seconds.values()), default=0)
 
     def repetition(self, options: Options, runs: int) -> bool:
         """One more repetition unless one has failed already; whether it ran."""
         if self.problem is not None:
             return False
         try:
-            self.data = measure_peer(self.script, options, runs, len(self.seconds))
+            self.data = measure_peer(self, options, runs, self.repetitions, self.postgres)
         except PeerFailed as failed:
             self.problem = f"peer failed: {failed}"
             return False
-        self.seconds.append(self.data["seconds"][0])
+        for configuration, seconds in self.data["seconds"].items():
+            self.seconds.setdefault(configuration, []).extend(seconds)
         return True
 
-    def figure(self, runs: int) -> Figure:
-        """Its runs/s, or not available with the reason."""
-        name = f"{self.name} runs/s"
-        if self.problem is not None:
-            return unavailable(name, self.problem, "runs/s")
-        described = f"{self.name} {self.data.get('version')}, SQLite {self.data.get('sqlite')}"
-        return compare(name, "runs/s", rates(runs, summarize(self.seconds)), note=described)
+    def described(self) -> str:
+        database = (
+            f"PostgreSQL {self.data.get('postgresql')}"
+            if self.postgres
+            else f"SQLite {self.data.get('sqlite')}"
+        )
+        checkpointer = self.data.get("checkpointer")
+        saver = f", checkpointer {checkpointer}" if checkpointer else ""
+        return f"{self.name} {self.data.get('version')}{saver}, {database}"
+
+    def figures(self, runs: int, prefix: str = "") -> tuple[Figure, Figure]:
+        """Its figure at concurrency 1 and its best (the configuration with the most runs/s,
+        each configuration tried listed in the note), or both not available with the reason;
+        every configuration's figure is returned by :meth:`tried`."""
+        alone = f"{prefix}{self.name} runs/s, concurrency 1"
+        best = f"{prefix}{self.name} runs/s, its best"
+        if self.problem is not None or not self.seconds:
+            reason = self.problem or "not measured"
+            return unavailable(alone, reason, "runs/s"), unavailable(best, reason, "runs/s")
+        measured = {c: rates(runs, summarize(s)) for c, s in self.seconds.items() if s}
+        top = max(measured, key=lambda c: measured[c].median)
+        tried = "; ".join(
+            f"{PEER_SETTINGS[c]} {measured[c].median:.1f}" for c in self.configurations
+            if c in measured
+        )  # fmt: skip
+        note = f"{self.described()}; {runs} runs per configuration; runs/s tried: {tried}"
+        return (
+            compare(alone, "runs/s", measured["c1"], note=self.described()),
+            compare(best, "runs/s", measured[top], note=f"{PEER_SETTINGS[top]}: {note}"),
+        )
+
+    def best_setting(self) -> str | None:
+        """The configuration of its best figure (the fewest seconds per batch), as the report
+        names it."""
+        measured = {c: summarize(s).median for c, s in self.seconds.items() if s}
+        if self.problem is not None or not measured:
+            return None
+        return PEER_SETTINGS[min(measured, key=lambda c: measured[c])]
 
 
 def interleave(
@@ -553,13 +657,14 @@ def interleave(
     options: Options,
     submitting: Callable[[], Sample] | None,
     peers: list[Peer],
+    key: str = "interleaved",
 ) -> list[Sample]:
     """``options.repeat`` samples of ``submitting`` (after one untimed), each followed by one
-    repetition of each peer: openseal, DBOS, LangGraph, openseal … so that each pair compared
-    is measured under the same conditions (the CPU and the disk of a shared machine drift
-    over minutes, each side bound by one of them). The order they ran in is kept in the
-    report's ``interleaved`` parameter; ``submitting`` None runs the peers alone."""
-    runs = batch_runs(options)
+    repetition of each peer (all its configurations): openseal, DBOS, LangGraph, openseal …
+    so that each pair compared is measured under the same conditions (the CPU and the disk of
+    a shared machine drift over minutes, each side bound by one of them). The order they ran
+    in is kept in the report's ``key`` parameter; ``submitting`` None runs the peers alone."""
+    runs = peer_runs(options)
     if submitting is not None:
         submitting()  # warm-up: imports, compiled-workflow cache, first connections
     samples: list[Sample] = []
@@ -569,17 +674,24 @@ def interleave(
             samples.append(submitting())
             order.append("openseal")
         order.extend(peer.name for peer in peers if peer.repetition(options, runs))
-    report.parameters["interleaved"] = order
+    report.parameters[key] = order
     return samples
 
 
-def measure_postgres(report: Report, options: Options, baseline: Baseline | None) -> None:
-    """The same batches on PostgreSQL (a scratch schema per repetition); no target but the
-    ratio to a baseline revision's at concurrency 1."""
+def measure_postgres(
+    report: Report,
+    options: Options,
+    baseline: Baseline | None,
+    peers: list[Peer],
+) -> list[Configured]:
+    """The same batches on PostgreSQL (a scratch schema per repetition) — one thread alone, a
+    Worker, and ``Engine.submit`` from threads whose repetitions alternate with the
+    ``peers``' on the same server — each with its configuration; the ratio to a baseline
+    revision's at concurrency 1."""
     name = "PostgreSQL: openseal runs/s"
     if options.postgres_url is None:
         report.add(unavailable(name, "no PostgreSQL server reachable", "runs/s"))
-        return
+        return []
     with scratch_schema(options.postgres_url) as connect_args:
         store = open_store(
             options.postgres_url, home=options.workdir / "pg-floor", auto_migrate=True,
@@ -592,19 +704,22 @@ def measure_postgres(report: Report, options: Options, baseline: Baseline | None
     documents = compiled(options.workdir / "project", ACTION_WORKFLOW)
     runs = options.pick(quick=20, default=500)
     report.parameters["postgres_runs"] = runs
+    configured: list[Configured] = []
     for concurrency in (1, CONCURRENCY):
         batch = Batch(options, documents, runs, options.postgres_url, concurrency=concurrency)
         samples, old = repetitions(batch, options, baseline)
         setting = configuration(concurrency, BATCH_SIZE)
         figures = per_run(report, f"postgres_concurrency_{concurrency}", samples[-1], runs)
         commits = figures["write_commits_per_run"]
+        described = "one thread alone" if concurrency == 1 else WORKER_SETTING
         ours = report.add(
             compare(
                 f"{name}, {setting}", "runs/s",
                 rates(runs, summarize([s.seconds for s in samples])),
-                note=f"{runs} runs, one in-process worker: {per_run_note(figures)}",
+                note=f"{runs} runs, {described}: {per_run_note(figures)}",
             )
         )  # fmt: skip
+        configured.append((ours, "concurrency 1" if concurrency == 1 else WORKER_SETTING))
         # the throughput target: twice the runs/s of the revision before that work
         target = Target(2, upper=False) if concurrency == 1 else None
         versus_baseline(report, ours, batch, old, baseline, target)
@@ -615,6 +730,138 @@ def measure_postgres(report: Report, options: Options, baseline: Baseline | None
                 scaled(floor.stats, 1 / commits),
             )
         )  # fmt: skip
+    submitting = Batch(
+        options, documents, runs, options.postgres_url, concurrency=CONCURRENCY, submit=True,
+        counted=False,
+    )  # fmt: skip
+    samples = interleave(report, options, submitting, peers, key="postgres_interleaved")
+    counted = Batch(
+        options, documents, runs, options.postgres_url, concurrency=CONCURRENCY, submit=True
+    )()
+    figures = per_run(report, "postgres_submit", samples[-1], runs, counted)
+    submitted = report.add(
+        compare(
+            f"{name}, Engine.submit from {CONCURRENCY} threads", "runs/s",
+            rates(runs, summarize([s.seconds for s in samples])),
+            note=f"{runs} runs, batches of {BATCH_SIZE}: {per_run_note(figures)}",
+        )
+    )  # fmt: skip
+    configured.append((submitted, SUBMIT_SETTING))
+    if not options.quick:
+        # the profile a missed PostgreSQL target points to: one thread alone, as cProfile sees
+        small = Batch(options, documents, max(50, runs // 10), options.postgres_url)
+        report.profiles[POSTGRES_PROFILE] = profile_text(small, top=25)
+    return configured
+
+
+def versus_peer(
+    name: str,
+    peer: Figure,
+    best: tuple[Stats, str] | None,
+    alone: tuple[Figure | None, Figure] | None = None,
+    *,
+    target: float | None = None,
+    prefix: str = "",
+) -> Figure:
+    """openseal's best runs/s (``best``, with its configuration) against the peer's best,
+    with the target, and both figures at concurrency 1 (``alone``: openseal's, the peer's)
+    and their ratio in the note; not available, with the reason, when either was not
+    measured."""
+    versus = f"{prefix}openseal's best ÷ {name}'s best"
+    bound = Target(PEER_TARGETS[name] if target is None else target, upper=False)
+    if best is None:
+        reason = engine_problem() or "openseal not measured"
+        return unavailable(versus, reason, "runs/s", bound)
+    if peer.stats is None:  # the peer's figure says why, already as "not available: ..."
+        return unavailable(versus, peer.note.removeprefix("not available: "), "runs/s", bound)
+    rate, setting = best
+    note = f"openseal: {setting}; {name}: {peer.note.split(':', 1)[0]}"
+    if alone is not None and alone[0] is not None and alone[0].stats and alone[1].stats:
+        ours, theirs = alone[0].stats.median, alone[1].stats.median
+        note += (
+            f"; at concurrency 1: openseal {ours:.1f}, {name} {theirs:.1f} runs/s "
+            f"({ours / theirs:.2f}×)"
+        )
+    return compare(versus, "runs/s", rate, peer, bound, note=note)
+
+
+def compare_peers(
+    report: Report,
+    options: Options,
+    peers: list[Peer],
+    best: tuple[Stats, str] | None,
+    alone: Figure | None,
+    *,
+    postgres: bool = False,
+    submitted: Figure | None = None,
+) -> None:
+    """Each peer's figures (concurrency 1, its best) and openseal's best ÷ its best, with the
+    targets (and ``submitted`` ÷ the peer's best repetition by repetition: they alternated);
+    on SQLite also openseal ÷ the peer at concurrency 1."""
+    prefix = "PostgreSQL: " if postgres else ""
+    for measured in peers:
+        name = measured.name
+        peer_alone, peer_best = measured.figures(peer_runs(options), prefix)
+        report.add(peer_alone)
+        report.add(peer_best)
+        if measured.problem is None and measured.data:
+            described = {k: v for k, v in measured.data.items() if k != "seconds"}
+            report.parameters[f"{'postgres_' if postgres else ''}peer_{name.lower()}"] = {
+                **described,
+                "best": measured.best_setting(),
+                "runs_per_s": {
+                    c: [peer_runs(options) / s for s in found]
+                    for c, found in measured.seconds.items()
+                },
+            }
+        target = POSTGRES_PEER_TARGET if postgres else None
+        versus = versus_peer(
+            name, peer_best, best, (alone, peer_alone), target=target, prefix=prefix
+        )
+        paired = paired_ratios(submitted, peer_best)
+        if paired:
+            listed = ", ".join(f"{ratio:.2f}×" for ratio in paired)
+            versus = replace(
+                versus,
+                note=f"{versus.note}; Engine.submit ÷ {name}'s best, repetition by repetition "
+                f"(they alternated): {listed}",
+            )
+        report.add(versus)
+        if not postgres and alone is not None and alone.stats is not None and peer_alone.stats:
+            bound = ALONE_TARGETS.get(name)
+            report.add(
+                compare(
+                    f"openseal ÷ {name}, both at concurrency 1", "runs/s", alone.stats,
+                    peer_alone, Target(bound, upper=False) if bound else None,
+                )
+            )  # fmt: skip
+
+
+def summarize_targets(report: Report) -> None:
+    """One note per peer target — met or missed, the ratio — and for a missed one the profile
+    to read and the next step."""
+    for figure in report.figures:
+        if (
+            figure.target is None
+            or figure.target.upper
+            or not figure.name.endswith(("'s best", "both at concurrency 1"))
+        ):
+            continue
+        bound = figure.target.describe(figure.unit)
+        if figure.met is None:
+            report.notes.append(f"target {figure.name} {bound}: not measured ({figure.note})")
+            continue
+        ratio = f"{figure.ratio:.2f}×" if figure.ratio is not None else "?"
+        if figure.met:
+            report.notes.append(f"target {figure.name} {bound}: met, {ratio}")
+            continue
+        postgres = figure.name.startswith("PostgreSQL")
+        profile = POSTGRES_PROFILE if postgres else "openseal runs/s"
+        step = NEXT_STEPS["postgres" if postgres else "sqlite"]
+        report.notes.append(
+            f"target {figure.name} {bound}: MISSED, {ratio}; profile: profiles[{profile!r}] in "
+            f"bench/results/durable.json; next step: {step}"
+        )
 
 
 def paired_ratios(ours: Figure | None, peer: Figure) -> list[float]:
@@ -627,27 +874,6 @@ def paired_ratios(ours: Figure | None, peer: Figure) -> list[float]:
     return [a / b for a, b in zip(ours.stats.samples, peer.stats.samples, strict=True)]
 
 
-def versus_peer(
-    name: str, peer: Figure, best: tuple[Stats, str] | None, paired: list[float] | None = None
-) -> Figure:
-    """openseal's fastest batched runs/s (``best``) against the peer's, with the target, and
-    the ``paired`` ratios (``Engine.submit`` ÷ the peer, repetition by repetition) in the
-    note; not available, with the reason, when either was not measured."""
-    versus = f"openseal runs/s vs {name}"
-    target = Target(PEER_TARGETS[name], upper=False)
-    if best is None:
-        reason = engine_problem() or "openseal not measured"
-        return unavailable(versus, reason, "runs/s", target)
-    if peer.stats is None:  # the peer's figure says why, already as "not available: ..."
-        return unavailable(versus, peer.note.removeprefix("not available: "), "runs/s", target)
-    rate, setting = best
-    note = f"openseal's fastest batched configuration: {setting}"
-    if paired:
-        listed = ", ".join(f"{ratio:.2f}×" for ratio in paired)
-        note += f"; Engine.submit ÷ {name}, repetition by repetition: {listed}"
-    return compare(versus, "runs/s", rate, peer, target, note=note)
-
-
 def run(options: Options) -> Report:
     report = Report(NAME)
     floor = report.add(measure_floor(options))
@@ -655,21 +881,27 @@ def run(options: Options) -> Report:
     problem = ensure_peers(options)
     peers = [Peer(name, script, problem) for name, script in PEER_SCRIPTS.items()]
     batched, alone = measure_openseal(report, options, floor, baseline, peers)
-    best = fastest(batched)
+    candidates = batched + ([(alone, "concurrency 1")] if alone is not None else [])
+    best = fastest(candidates)
     if best is not None:
         report.parameters["peer_comparison"] = best[1]
     submitted = next((figure for figure, setting in batched if setting == SUBMIT_SETTING), None)
-    for measured in peers:
-        name = measured.name
-        peer = report.add(measured.figure(batch_runs(options)))
-        paired = paired_ratios(submitted, peer)
-        if measured.problem is None:
-            described = {k: v for k, v in measured.data.items() if k != "seconds"}
-            report.parameters[f"peer_{name.lower()}"] = {**described, "submit_ratios": paired}
-        report.add(versus_peer(name, peer, best, paired))
-        if alone is not None and alone.stats is not None and peer.stats is not None:
-            versus = f"openseal runs/s vs {name}, concurrency 1"
-            report.add(compare(versus, "runs/s", alone.stats, peer))
+    compare_peers(report, options, peers, best, alone, submitted=submitted)
     if engine_problem() is None:
-        measure_postgres(report, options, baseline)
+        server = libpq_url(options.postgres_url) if options.postgres_url else None
+        on_postgres = [
+            Peer(name, script, problem or (None if server else "no PostgreSQL server"), server)
+            for name, script in PEER_SCRIPTS.items()
+        ]
+        configured = measure_postgres(report, options, baseline, on_postgres)
+        if configured:
+            best_postgres = fastest(configured)
+            if best_postgres is not None:
+                report.parameters["postgres_peer_comparison"] = best_postgres[1]
+            alone_postgres, submitted_postgres = configured[0][0], configured[-1][0]
+            compare_peers(
+                report, options, on_postgres, best_postgres, alone_postgres, postgres=True,
+                submitted=submitted_postgres,
+            )  # fmt: skip
+    summarize_targets(report)
     return report

@@ -16,9 +16,13 @@ fi
 : >"$log"
 status=0
 "$venv/bin/pip" install --quiet --upgrade pip >>"$log" 2>&1 || true
-# DBOS Transact 3.x keeps its system database on SQLite when given a sqlite:// URL.
-"$venv/bin/pip" install --quiet 'dbos>=3,<4' >>"$log" 2>&1 || { echo "dbos: install failed" >>"$log"; status=1; }
-"$venv/bin/pip" install --quiet 'langgraph>=1,<2' 'langgraph-checkpoint-sqlite' >>"$log" 2>&1 \
+# DBOS Transact 3.x keeps its system database on SQLite when given a sqlite:// URL, on
+# PostgreSQL when given a postgresql:// one (through psycopg).
+"$venv/bin/pip" install --quiet 'dbos>=3,<4' 'psycopg[binary]>=3.2' >>"$log" 2>&1 \
+  || { echo "dbos: install failed" >>"$log"; status=1; }
+# LangGraph with its SQLite and its PostgreSQL checkpointers.
+"$venv/bin/pip" install --quiet 'langgraph>=1,<2' 'langgraph-checkpoint-sqlite' \
+  'langgraph-checkpoint-postgres' 'aiosqlite' >>"$log" 2>&1 \
   || { echo "langgraph: install failed" >>"$log"; status=1; }
 "$venv/bin/pip" freeze >"$venv/versions.txt" 2>>"$log" || true
 exit $status
