@@ -1,6 +1,8 @@
 """``python -m bench.counted_worker ARGS``: ``openseal ARGS`` in a process that counts the SQL
 statements it sends (each a round trip to the server) and writes the count, at exit, to the
-file named by ``OPENSEAL_BENCH_STATEMENTS``; it stops if the store's cursor path turns itself
+file named by ``OPENSEAL_BENCH_STATEMENTS``; with ``OPENSEAL_BENCH_CLAIMS`` it also times each
+claim that took a run (the claim's transaction, with the first turn it saves) and writes the
+seconds, one a line, to that file at exit. It stops if the store's cursor path turns itself
 off. Whichever ``openseal`` package comes first on the path is run, so a benchmark can run an
 earlier version of it the same way."""
 
@@ -9,6 +11,7 @@ from __future__ import annotations
 import atexit
 import os
 import sys
+import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -17,7 +20,10 @@ import sqlalchemy as sa
 from sqlalchemy import event
 
 STATEMENTS_ENV = "OPENSEAL_BENCH_STATEMENTS"
+CLAIMS_ENV = "OPENSEAL_BENCH_CLAIMS"
 _sent = [0]
+#: seconds of each claim that took a run
+_claims: list[float] = []
 
 
 def _count(*_args: Any) -> None:
@@ -26,6 +32,26 @@ def _count(*_args: Any) -> None:
 
 def _write() -> None:
     Path(os.environ[STATEMENTS_ENV]).write_text(str(_sent[0]), encoding="utf-8")
+
+
+def time_claims(leases: Any) -> None:
+    """Time every call of ``leases.claim_and_start`` (a class) that took a run into
+    :data:`_claims` (threads append; a list's append is atomic)."""
+    claim = leases.claim_and_start
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        found = claim(*args, **kwargs)
+        if found is not None:
+            _claims.append(time.perf_counter() - started)
+        return found
+
+    leases.claim_and_start = timed
+
+
+def _write_claims() -> None:
+    text = "".join(f"{seconds:.6f}\n" for seconds in _claims)
+    Path(os.environ[CLAIMS_ENV]).write_text(text, encoding="utf-8")
 
 
 #: the start of the warning the store gives when its cursor path turns itself off
@@ -43,6 +69,11 @@ def main() -> int:
     stop_on_fallback()
     if os.environ.get(STATEMENTS_ENV):
         atexit.register(_write)
+    if os.environ.get(CLAIMS_ENV):
+        from openseal.runtime.store.repos.leases import Leases
+
+        time_claims(Leases)
+        atexit.register(_write_claims)
     from openseal.cli.main import main as openseal
 
     return int(openseal(sys.argv[1:]) or 0)

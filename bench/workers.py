@@ -1,4 +1,4 @@
-"""workers: PostgreSQL throughput with 1, 2 and 4 worker processes, and no double execution.
+"""workers: PostgreSQL throughput with 1, 2, 4 and 8 worker processes, and no double execution.
 
 The way to scale past one machine is many ``openseal worker`` processes sharing one
 PostgreSQL (claims with ``FOR UPDATE SKIP LOCKED``, wake-ups by ``LISTEN/NOTIFY``). Each
@@ -7,7 +7,11 @@ and idle before N objectives of an I/O-bound workflow are created: transform →
 ``bench.skills:slow`` (a ``write`` skill that waits 20 ms, as a remote call would) → end. The
 time runs from the first objective created to the last run completed.
 
-* runs/s for each K, and the ratio of K = 2 and K = 4 to one worker. Target at 4: ≥ 3.5×.
+* runs/s for each K, and the ratio of each K to one worker. Target at 4: ≥ 3.5×. Where the
+  runs/s stop growing — the first K whose runs/s are less than :data:`GROWTH` times the K
+  before it — is noted with the load average while the batches ran.
+* claim p95 for each K: the wall time of each claim that took a run (its transaction, with the
+  first turn it saves), timed in the worker processes (:mod:`bench.counted_worker`).
 * worker CPU per run: user + system time of the worker processes during the batch ÷ N; on
   a machine with fewer cores than workers (plus the database server) this is what caps K = 4.
 * statements per run: the SQL statements all worker processes sent during the batch ÷ N (on
@@ -29,6 +33,7 @@ grows from 1 to 4 workers. The revision must share the current schema.
 from __future__ import annotations
 
 import collections
+import itertools
 import os
 import signal
 import subprocess
@@ -39,8 +44,17 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from bench.baseline import BASELINE_ENV, REPOSITORY, checkout
-from bench.counted_worker import STATEMENTS_ENV
-from bench.harness import Figure, Options, Report, Target, compare, summarize, unavailable
+from bench.counted_worker import CLAIMS_ENV, STATEMENTS_ENV
+from bench.harness import (
+    Figure,
+    Options,
+    Report,
+    Target,
+    compare,
+    percentile,
+    summarize,
+    unavailable,
+)
 from bench.postgres import scratch_schema
 from bench.runtime_support import action_workflow, compiled, engine_problem
 from bench.scale import cpu_seconds
@@ -50,7 +64,9 @@ from openseal.runtime.store.tables import schema
 
 NAME = "workers"
 WORKFLOW = "slow_steps"
-WORKER_COUNTS = (1, 2, 4)
+WORKER_COUNTS = (1, 2, 4, 8)
+#: doubling the worker processes must add at least this factor for the runs/s to be "growing"
+GROWTH = 1.2
 #: idle workers: processes and threads each, woken for runs that arrive one at a time
 IDLE = (2, 4)
 #: each worker process's log, by pid (quoted when a worker exits early)
@@ -60,9 +76,29 @@ LOGS: dict[int, Path] = {}
 class Batch:
     """What one batch measured."""
 
-    def __init__(self, seconds: float, doubled: int, cpu_ms: float, statements: float) -> None:
+    def __init__(
+        self,
+        seconds: float,
+        doubled: int,
+        cpu_ms: float,
+        statements: float,
+        claims: list[float] | None = None,
+        load: float | None = None,
+    ) -> None:
         self.seconds, self.doubled = seconds, doubled
         self.cpu_ms, self.statements = cpu_ms, statements
+        #: seconds of each claim that took a run; the 1-minute load average when it ended
+        self.claims, self.load = claims or [], load
+
+
+def stops_growing(rates: dict[int, float]) -> int | None:
+    """The first worker count whose runs/s are less than :data:`GROWTH` times those of the
+    count before it (None: they grew all the way)."""
+    counts = sorted(rates)
+    for before, count in itertools.pairwise(counts):
+        if rates[count] < GROWTH * rates[before]:
+            return count
+    return None
 
 
 def run(options: Options) -> Report:
@@ -129,6 +165,18 @@ def run(options: Options) -> Report:
             report.add(
                 compare(f"{count} worker(s){label}: statements per run", "", summarize(sent))
             )
+        for count in WORKER_COUNTS:
+            found = batches[(version, count)]
+            p95 = [1000 * percentile(b.claims, 0.95) for b in found if b.claims]
+            name = f"{count} worker(s){label}: claim p95"
+            if not p95:
+                report.add(unavailable(name, "no claim timed (an earlier revision)", "ms"))
+                continue
+            note = "wall time of each claim that took a run, with the first turn it saves"
+            report.add(compare(name, "ms", summarize(p95), note=note))
+        if not version:
+            growth(report, {c: [runs / b.seconds for b in batches[("", c)]] for c in WORKER_COUNTS},
+                   {c: [b.load for b in batches[("", c)]] for c in WORKER_COUNTS})  # fmt: skip
     idle_name = f"{IDLE[0]} processes of {IDLE[1]} threads, runs one at a time"
     for version in versions:
         label = f" ({version})" if version else ""
@@ -154,6 +202,30 @@ def run(options: Options) -> Report:
         )
     )  # fmt: skip
     return report
+
+
+def growth(
+    report: Report, rates: dict[int, list[float]], loads: dict[int, list[float | None]]
+) -> None:
+    """Note where the median runs/s stop growing with the worker count, and the load average
+    each count ran under (the machine's cores are shared with the server and other work)."""
+    medians = {count: summarize(found).median for count, found in rates.items()}
+    stopped = stops_growing(medians)
+    load = "; ".join(
+        f"{count}: {', '.join(f'{x:.1f}' for x in found if x is not None)}"
+        for count, found in loads.items()
+    )
+    report.parameters["load_average_by_workers"] = loads
+    report.parameters["stops_growing_at"] = stopped
+    ratios = ", ".join(f"{count}: {medians[count]:.1f}" for count in medians)
+    where = (
+        f"the runs/s stop growing at {stopped} worker processes (less than {GROWTH:g}× the "
+        f"count before)" if stopped else "the runs/s grew at every count"
+    )  # fmt: skip
+    report.notes.append(
+        f"{where}: runs/s by worker processes {ratios}, on {os.cpu_count()} CPUs shared with "
+        f"the PostgreSQL server; 1-minute load average after each batch, by count: {load}"
+    )
 
 
 def measure(
@@ -225,10 +297,17 @@ def measure(
                     process.wait()
             store.close()
     sent = sum(int(statements_file(p).read_text() or 0) for p in workers)
+    claims = [
+        float(line)
+        for p in workers
+        if (timed := LOGS[p.pid].with_suffix(".claims")).exists()
+        for line in timed.read_text().split()
+    ]
     calls = collections.Counter(executions.read_text().split())
     if len(calls) != runs:
         raise RuntimeError(f"{len(calls)} distinct runs executed their action, not {runs}")
-    return Batch(seconds, sum(n - 1 for n in calls.values()), cpu_ms, sent / runs)
+    doubled = sum(n - 1 for n in calls.values())
+    return Batch(seconds, doubled, cpu_ms, sent / runs, claims, os.getloadavg()[0])
 
 
 def statements_file(process: subprocess.Popen[bytes]) -> Path:
@@ -244,6 +323,7 @@ def start_worker(
         "OPENSEAL_DATABASE_URL": url,
         EXECUTIONS_ENV: str(executions),
         STATEMENTS_ENV: str(log.with_suffix(".statements")),
+        CLAIMS_ENV: str(log.with_suffix(".claims")),
         "PYTHONPATH": path,
     }
     command = [

@@ -106,3 +106,43 @@ def test_a_report_records_the_commit_it_measured() -> None:
     ).stdout.strip()
     commit = machine()["commit"]
     assert head and commit in (head, f"{head}+changes")
+
+
+def test_the_log_is_the_same_whatever_order_the_files_are_found_in(tmp_path: Path) -> None:
+    """Generation is deterministic: the same results give the same page, byte for byte,
+    whichever order the files were written (and so listed) in."""
+    recorded = [
+        ("compiler", "2026-12-07T03:00:00+00:00"),
+        ("durable", "2026-12-07T03:00:00+00:00"),
+        ("cache", "2026-12-07T02:00:00+00:00"),
+    ]
+    pages = []
+    for name, order in (("a", recorded), ("b", recorded[::-1])):
+        (tmp_path / name).mkdir()
+        results, page = tmp_path / name / "results", log_page(tmp_path / name)
+        for benchmark, when in order:
+            result(results, benchmark, when, 3.0)
+        append_results(results, page)
+        pages.append(page.read_text())
+    assert pages[0] == pages[1]
+    # oldest first; two recorded at the same moment by benchmark name
+    assert pages[0].index("### cache") < pages[0].index("### compiler")
+    assert pages[0].index("### compiler") < pages[0].index("### durable")
+
+
+def test_the_log_lists_every_results_file_but_smoke_runs(tmp_path: Path) -> None:
+    results, page = tmp_path / "results", log_page(tmp_path)
+    names = ["archive", "cache", "compiler", "durable", "latency", "workers"]
+    written = [
+        result(results, name, f"2026-12-07T0{i}:00:00+00:00", 2.0) for i, name in enumerate(names)
+    ]
+    result(results, "startup", "2026-12-07T09:00:00+00:00", 2.0, quick=True)
+
+    append_results(results, page)
+
+    text = page.read_text()
+    files = sorted(p.stem for p in results.glob("*.json"))
+    assert files == sorted([*names, "startup"])
+    for data in written:
+        assert text.count(marker(data)) == 1
+    assert "### startup" not in text
