@@ -43,8 +43,9 @@ met or missed, and for a missed one the profile to read and the next step.
 The ``Engine.submit`` figure and the peers' are measured in alternation: after one untimed
 batch of openseal's, each repetition is one timed batch of ``Engine.submit``, then one of each
 peer (its script run with ``--repeat 1`` in a process of its own, in a fresh directory, each
-configuration after an untimed warm-up), so openseal, DBOS, LangGraph, openseal, DBOS, LangGraph … (the order is kept
-in the report's ``interleaved`` parameter). On a shared machine the conditions drift over
+configuration after an untimed warm-up), so openseal, DBOS, LangGraph, openseal, DBOS,
+LangGraph … (the order is kept in the report's ``interleaved`` parameter; on PostgreSQL, in
+``postgres_interleaved``). On a shared machine the conditions drift over
 minutes and move the two sides apart: ``Engine.submit`` is bound by the CPU, LangGraph by its
 fsyncs, so repetitions measured minutes apart compare a fast CPU with a slow disk or the
 reverse. Each comparison's note lists the ratio of every pair of repetitions (``Engine.submit``
