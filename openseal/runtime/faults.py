@@ -81,11 +81,12 @@ POINTS = (
 #: a schedule trigger's firings and objectives are written, not committed (no run's turn
 #: passes here: tests/runtime/engine/test_trigger_workers.py kills a worker at it)
 TRIGGER_POINT = "trigger.before_commit"
-#: a cancel committed, the children it stops not reached yet (tests/runtime/engine/test_cascade.py
-#: kills the canceling process there)
+#: a cancel committed, the children it stops not reached yet
+#: (tests/runtime/engine/test_cascade.py kills the canceling process there)
 CANCEL_POINT = "run.canceled.committed"
-#: a run's move to another version written, not committed (tests/runtime/governance/test_migration_crash.py
-#: kills the migrating process there, halfway through 500 runs)
+#: a run's move to another version written, not committed
+#: (tests/runtime/governance/test_migration_crash.py kills the migrating process there, halfway
+#: through 500 runs)
 MIGRATION_POINT = "run.migrated"
 SKIP_ENV = "OPENSEAL_FAULT_SKIP"
 #: an archive batch written (rows still live), and its rows deleted (batch not yet marked)
