@@ -34,26 +34,44 @@ from openseal.compiler import render_json
     help="How to print diagnostics.",
 )
 @output_option("`json` or `yaml`: one document (diagnostics, digests, bundle) on stdout.")
+@click.option(
+    "--against",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="A bundle (from an earlier `openseal compile --out`) holding earlier versions: "
+    "check each workflow's `migrate` blocks against the version they name (OS6xx).",
+)
 @max_diagnostics_option
 def compile_command(
-    paths: tuple[Path, ...], out_dir: Path, check: bool, fmt: str, output: str, limit: int
+    paths: tuple[Path, ...],
+    out_dir: Path,
+    check: bool,
+    fmt: str,
+    output: str,
+    against: Path | None,
+    limit: int,
 ) -> None:
     """Compile definition files (HCL or YAML) into a bundle of versioned JSON documents.
 
     PATHS are files or directories (searched recursively). Each definition
     becomes OUT/<kind>/<name>.json, named in OUT/manifest.json by the sha256
     digest of its canonical JSON. The same inputs always give the same bytes.
-    With --check nothing is written. Exits 0 when compiled, 1 on any error
-    diagnostic, 2 on usage errors.
+    With --check nothing is written. With --against, `migrate` blocks are
+    checked against the earlier versions in that bundle, located at the block
+    as written. Exits 0 when compiled, 1 on any error diagnostic, 2 on usage
+    errors.
 
     \b
     Examples:
         openseal compile definitions/procurement/hcl --out build/
         openseal compile definitions/ --check --format sarif > openseal.sarif
+        openseal compile definitions/procurement/hcl --against build/ --out build-next/
     """
+    from openseal.cli.validate import earlier_versions
     from openseal.compiler import compile_paths, write_bundle
 
-    result = compile_paths(list(paths))
+    # the earlier versions are read before anything is written (--out may be the same bundle)
+    result = compile_paths(list(paths), earlier=earlier_versions(against))
     loaded = result.loaded
     written: Path | None = None
     if result.ok and not check:

@@ -67,14 +67,14 @@ def validate(
     # Through emit: a name defined differently in two projects shows only in the
     # documents' digests. Nothing is written.
     through = Stage.LOAD if syntax_only else Stage.EMIT
-    result = compile_paths(list(paths), through=through, earlier=_earlier(against))
+    result = compile_paths(list(paths), through=through, earlier=earlier_versions(against))
     loaded = result.loaded
     emit_diagnostics(result.diagnostics, loaded.sources, len(loaded.files), fmt, __version__, limit)
     if not result.ok:
         sys.exit(1)
 
 
-def _earlier(bundle: Path | None) -> Callable[[str], Mapping[str, Any]] | None:
+def earlier_versions(bundle: Path | None) -> Callable[[str], Mapping[str, Any]] | None:
     """The workflows of ``bundle`` by name, then digest: the versions ``migrate`` may name."""
     if bundle is None:
         return None

@@ -214,3 +214,33 @@ def test_validate_against_a_bundle_reports_at_the_block_and_exits_1(
     # without --against nothing is compared here: deploy checks it against the store
     assert main(["validate", str(root / "hcl")]) == 0
     assert main(["validate", str(root / "hcl"), "--against", str(root)]) == 2
+
+
+def test_compile_against_a_bundle_writes_only_a_migration_that_checks(
+    earlier: tuple[Path, dict[str, Mapping[str, Any]]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from openseal.cli.main import main
+
+    root, versions = earlier
+    bundle, nxt = tmp_path / "bundle", tmp_path / "next"
+    assert main(["compile", str(root / "hcl"), "--out", str(bundle)]) == 0
+    path = _write(root, (MAPPED % {"version": _digest(versions)[:8]}).replace(
+        '    leave = ["submit"]\n', ""))  # fmt: skip
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as ended:
+        main(["compile", str(root / "hcl"), "--against", str(bundle), "--out", str(nxt)])
+    assert ended.value.code == 1
+    said = "".join(capsys.readouterr())
+    line = next(ln for ln in said.splitlines() if "error[OS602]" in ln)
+    where = line.split(": error")[0]
+    assert where.rsplit(":", 2)[0].endswith(str(path.relative_to(root.parent))), line
+    assert len(where.rsplit(":", 2)) == 3  # file:line:col
+    assert not nxt.exists()  # nothing written
+    # the block that leaves `submit` behind checks, and the next bundle is written; against
+    # itself (--out the same bundle) too, read before it is overwritten
+    _write(root, "", replace=("  migrate {\n", '  migrate {\n    leave = ["submit"]\n'))
+    assert main(["compile", str(root / "hcl"), "--against", str(bundle), "--out", str(nxt)]) == 0
+    assert (nxt / "manifest.json").exists()
+    assert main(["compile", str(root / "hcl"), "--against", str(root), "--check"]) == 2
