@@ -60,5 +60,63 @@ def test_a_proposal_is_replayed_against_recorded_runs_from_its_page(
     expect(rows).to_have_count(2)
     expect(page.locator('#replay-runs tr[data-verdict="diverges"]')).to_contain_text(ordered)
     expect(page.locator('#replay-runs tr[data-verdict="same"]')).to_contain_text(waiting)
+    page.get_by_role("button", name="Show the move plan").click()
+    expect(page.locator("#move-plan")).to_have_text(
+        "This change carries no migration: waiting runs stay on their versions."
+    )
     page.get_by_role("link", name=ordered).click()
     expect(page).to_have_url(f"{console.url}/#/runs/{ordered}")
+
+
+def file_migrating_proposal(console: Console, tmp_path: Path) -> str:
+    """The order limit lowered to 10000 EUR, with a ``migrate`` block taking the runs waiting
+    for approval on the active version along; filed as alice."""
+    active = {d.name: d.digest for d in compile_definitions(DEFINITIONS)}["procure_laptops"]
+    shutil.copytree(DEFINITIONS.parent, tmp_path / "migrating")
+    subprocess.run(["git", "init", "-q", str(tmp_path / "migrating")], check=True)
+    folder = tmp_path / "migrating" / "hcl"
+    team = folder / "team.hcl"
+    team.write_text(
+        team.read_text("utf-8").replace("args.total <= 20000", "args.total <= 10000"), "utf-8"
+    )
+    workflow = folder / "workflow.hcl"
+    block = (
+        f'  migrate {{\n    version = "{active.removeprefix("sha256:")[:12]}"\n'
+        '    state "review" {\n      to = state.review\n    }\n    leave = ["submit"]\n  }\n\n'
+        '  state "done" {'
+    )
+    workflow.write_text(workflow.read_text("utf-8").replace('  state "done" {', block), "utf-8")
+    documents = [d.document for d in compile_definitions(folder)]
+    with console.client(ALICE) as alice:
+        filed = alice.post("/proposals", json={"documents": documents, "message": "re-ask"})
+        assert filed.status_code == 201, filed.text
+        return str(filed.json()["proposal"]["id"])
+
+
+def test_a_migrating_proposal_shows_its_move_plan(
+    console: Console, page: Page, tmp_path: Path
+) -> None:
+    """The waiting run's approval is asked again under the lower limit: the page's dry run
+    and its replay both say so, and the section has no serious accessibility violation."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    from tests.console.test_console import serious
+
+    waiting = console.start_run()  # 11490 EUR, waiting for its approval
+    proposal_id = file_migrating_proposal(console, tmp_path)
+
+    sign_in(page, console, BOB, f"#/proposals/{proposal_id}")
+    page.get_by_role("button", name="Show the move plan").click()
+    row = page.locator(f'#move-plan-runs tr[data-run="{waiting}"]')
+    expect(row).to_have_attribute("data-outcome", "would_move")
+    expect(row).to_contain_text(":review")
+    expect(row).to_contain_text("asked again")
+    page.get_by_label("Which runs").select_option("runs=100")
+    page.get_by_role("button", name="Replay").click()
+    moved = page.locator(f'#replay-moves tr[data-run="{waiting}"]')
+    expect(moved).to_contain_text("would move")
+    expect(moved).to_contain_text("asked again")
+    assert serious(Axe().run(page)) == []
+    with console.client(ALICE) as alice:  # a dry run: the run has not moved
+        run = alice.get(f"/runs/{waiting}").json()["run"]
+        assert run["status"] == "waiting_for_approval"

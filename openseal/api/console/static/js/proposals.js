@@ -35,6 +35,24 @@ function verdictLine(run) {
   return `${VERDICTS[run.verdict] || run.verdict} at ${run.state}: ${run.why}`;
 }
 
+const MOVES = { would_move: "would move", migrated: "moved", blocked: "blocked", stays: "stays" };
+
+// The waiting runs a migration moves (or, in a dry run, would move): from which state to which
+// version and state, whether the run's approval stands or is asked again, and why a run stays.
+function movePlan(moves, id) {
+  if (!moves.length) return h("p", { id, class: "muted" }, "No waiting run of the earlier versions is covered.");
+  return h("div", { class: "scroll" }, h("table", { id },
+    h("caption", {}, "Waiting runs the migration moves at activation"),
+    h("thead", {}, h("tr", {}, ["Run", "From", "To", "Outcome", "Approval", "Why"].map((l) => h("th", { scope: "col" }, l)))),
+    h("tbody", {}, moves.map((m) => h("tr", { dataset: { run: m.run_id, outcome: m.outcome } },
+      h("td", {}, h("a", { href: `#/runs/${encodeURIComponent(m.run_id)}` }, h("code", {}, m.run_id))),
+      h("td", {}, h("code", {}, `${m.from_version.slice(0, 12)}:${m.from_state || "—"}`)),
+      h("td", {}, h("code", {}, `${m.to_version.slice(0, 12)}:${m.to_state || "—"}`)),
+      h("td", {}, MOVES[m.outcome] || m.outcome),
+      h("td", {}, m.approval === "withdrawn" ? "asked again" : m.approval === "kept" ? "stands" : "—"),
+      h("td", {}, m.reason || "—"))))));
+}
+
 function replayReport(report) {
   const s = report.summary;
   const counts = [`${s.same} same`, `${s.diverges} diverge`, `${s.needs_input} need new input`];
@@ -54,7 +72,30 @@ function replayReport(report) {
         h("td", {}, h("a", { href: `#/runs/${encodeURIComponent(run.run)}` }, h("code", {}, run.run))),
         h("td", {}, badge(run.status)),
         h("td", {}, verdictLine(run)))))))
-      : h("p", { class: "muted" }, "No recorded runs of these workflows were selected."));
+      : h("p", { class: "muted" }, "No recorded runs of these workflows were selected."),
+    report.migration ? h("section", { "aria-labelledby": "replay-moves-title" },
+      h("h3", { id: "replay-moves-title" }, "Move plan"), movePlan(report.migration, "replay-moves")) : null);
+}
+
+// The migration's dry run: which waiting runs would move where, changing nothing.
+function moveSection(p) {
+  const out = h("div", { id: "move-plan", "aria-live": "polite" });
+  const start = h("button", { type: "button", id: "move-plan-start", onclick: async () => {
+    replace(out, h("p", { class: "muted" }, "Reading the waiting runs…"));
+    try {
+      const done = await api.post(`/proposals/${encodeURIComponent(p.id)}/migrate`, { dryRun: true });
+      replace(out, movePlan(done.migration.moves, "move-plan-runs"));
+    } catch (error) {
+      replace(out, error.code === "no_migration"
+        ? h("p", { class: "muted" }, "This change carries no migration: waiting runs stay on their versions.")
+        : notice("error", `Refused (${error.code}): ${error.message}`));
+    }
+  } }, "Show the move plan");
+  return h("section", { "aria-labelledby": "move-plan-title" },
+    h("h2", { id: "move-plan-title" }, "Migration of waiting runs"),
+    h("p", { class: "muted" }, "A dry run of the migration this change carries: nothing moves until it is approved and activated."),
+    h("div", { class: "row" }, start),
+    out);
 }
 
 function replaySection(p) {
@@ -135,6 +176,7 @@ export async function page(main, me, id) {
     h("section", { "aria-labelledby": "diff-title" }, h("h2", { id: "diff-title" }, "Semantic diff"), diffView(p.diff || {})),
     h("section", { "aria-labelledby": "policy-title" }, h("h2", { id: "policy-title" }, "Policy"), jsonView(p.policy)),
     me.may("proposals.replay") ? replaySection(p) : null,
+    p.targets.some((t) => t.kind === "workflow") && me.may("proposals.migrate") ? moveSection(p) : null,
     h("section", { "aria-labelledby": "reviews-title" }, h("h2", { id: "reviews-title" }, "Reviews"),
       view.reviews.length ? h("ul", {}, view.reviews.map((r) => h("li", {},
         `${r.reviewer || r.actor}: ${r.verdict}`, r.comment ? ` — ${r.comment}` : "", " ", time(r.created_at || r.at))))
