@@ -444,13 +444,18 @@ class ObjectiveRetryWait(TypedDict):
 
 class CapacityLimit(TypedDict):
     """A flow-control limit a run waits for: its ``kind`` (``concurrency``; ``paused``: an
-    operator paused the agent or team), its key (``workflow:<name>``, ``agent:<name>``,
-    ``team:<name>``, ``scope:<name>``) and, for a cap, its size and the slots in use then."""
+    operator paused the agent or team; ``quota``: a scope's quota is used up), its key
+    (``workflow:<name>``, ``agent:<name>``, ``team:<name>``, ``scope:<name>``,
+    ``quota:<scope>:<measure>:<period>``) and, for a cap, its size and the slots in use then."""
 
     kind: str
     limit: str
     max: NotRequired[int]
     in_use: NotRequired[int]
+    #: a quota's (kind ``quota``, key ``quota:<scope>:<measure>:<period>``): what its window
+    #: used then, and when the window resets
+    used: NotRequired[int]
+    resets_at: NotRequired[str]
 
 
 class CapacityWait(TypedDict):

@@ -121,8 +121,15 @@ _ALL: list[ErrorCode] = [
             "queue_full",
             429,
             FAILURE,
-            "The workflow's ready queue is at its `max_queued`: nothing was created; send "
-            "again after `Retry-After`.",
+            "The ready queue of the workflow (its `max_queued`) or of the scope (`openseal "
+            "scopes queue`) is full: nothing was created; send again after `Retry-After`.",
+        ),
+        (
+            "quota_exceeded",
+            429,
+            FAILURE,
+            "A quota of the scope whose policy is `refuse` is used up for its day or month: "
+            "nothing was created; send again after `Retry-After` (when the window resets).",
         ),
         ("unavailable", 503, FAILURE, "The server or its database cannot be reached; retry."),
         ("body_too_large", 413, USAGE, "The request body is larger than the server accepts."),

@@ -26,6 +26,8 @@ from openseal.runtime.service import (
     Capability,
     RunView,
     ScopeLimit,
+    ScopeQueue,
+    ScopeQuota,
     TriggerView,
     TurnView,
 )
@@ -324,6 +326,19 @@ class ScopeLimits(Document):
 
 class ScopeLimitSet(Document):
     limit: ScopeLimit
+
+
+class ScopeQuotas(Document):
+    quotas: list[ScopeQuota]
+
+
+class ScopeQuotaSet(Document):
+    #: null when the quota was removed
+    quota: ScopeQuota | None
+
+
+class ScopeQueueSet(Document):
+    queue: ScopeQueue
 
 
 class TriggerShown(Document):

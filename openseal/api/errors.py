@@ -190,7 +190,10 @@ ERROR_STATUSES: dict[int, str] = {
     409: "Conflict: stale revision, idempotency key reuse, or a state that forbids it",
     413: "The request body is larger than the server accepts",
     422: "Invalid request",
-    429: "Too many: the workflow's ready queue is full; send again after `Retry-After`",
+    429: (
+        "Too many: the ready queue of the workflow or scope is full, or a quota of the scope "
+        "is used up; send again after `Retry-After`"
+    ),
     500: "Internal error (the message carries a reference to the server's log)",
     501: "Not served: the capability is not configured on this server",
     502: "An upstream endpoint (the model) failed",

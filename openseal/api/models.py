@@ -137,6 +137,22 @@ class ScopeLimitChange(Body):
     max: Annotated[int, Field(ge=0, le=1_000_000), WHOLE] | None
 
 
+class ScopeQuotaChange(Body):
+    """A scope's quota: at most ``max`` of the measure per period (null: no quota; money in
+    its currency, the rest whole numbers), and whether work over it waits (``wait``, the
+    default) or is refused with ``429 quota_exceeded`` (``refuse``)."""
+
+    max: Annotated[float, Field(ge=0, le=1e15)] | None
+    when_over: Literal["wait", "refuse"] | None = None
+
+
+class ScopeQueueChange(Body):
+    """A scope's ready-queue depth: at most ``max_queued`` of its runs waiting for a worker
+    (null: no bound); over it, new work is refused with ``429 queue_full``."""
+
+    max_queued: Annotated[int, Field(ge=0, le=10_000_000), WHOLE] | None
+
+
 #: a principal a token may stand for (the service refuses the others: 422)
 TokenPrincipal = Annotated[
     str,

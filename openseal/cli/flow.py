@@ -1,4 +1,5 @@
-"""``openseal agents|teams show|pause|resume NAME`` and ``openseal scopes limits|limit``.
+"""``openseal agents|teams show|pause|resume NAME`` and ``openseal scopes
+limits|limit|quotas|quota|queue``.
 
 Pausing an agent or a team makes the turns it would act in wait (``waiting_for_capacity``)
 while other work goes on; resuming wakes them, higher priority first. ``show`` lists what it
@@ -15,7 +16,7 @@ from typing import Literal
 
 import click
 
-from openseal.cli.client import connected, many, one, server_options
+from openseal.cli.client import connected, many, one, record, server_options
 from openseal.cli.output import echo_data, echo_table, when
 from openseal.cli.runtime import store_options
 from openseal.runtime import service
@@ -117,7 +118,7 @@ teams = _group("team")
 
 @click.group()
 def scopes() -> None:
-    """Scopes' concurrency caps: at most N turns of a scope's runs in flight at once."""
+    """Scopes' flow control: concurrency caps, quotas per day or month, ready-queue depths."""
 
 
 @scopes.command("limits")
@@ -180,3 +181,127 @@ def limit(home: Path, output: str, server: str | None, token_file: Path | None, 
         return
     shown = "no cap" if set_to.max_slots is None else f"at most {set_to.max_slots}"
     click.echo(f"scope {scope}: {shown} in flight ({set_to.in_use} in use now)")
+
+
+def _amount(value: float) -> str:
+    return f"{value:g}"
+
+
+@scopes.command("quotas")
+@store_options
+@server_options
+def quotas(home: Path, output: str, server: str | None, token_file: Path | None) -> None:
+    """Every scope's quota you can see, with what its day or month used so far.
+
+    \b
+    Examples:
+        openseal scopes quotas
+    """
+    with connected(home, server, token_file, read_only=True) as at:
+        found = at.ask(
+            lambda store: service.scope_quotas(store, service.CLI),
+            "scopes.quotas", "scopes", "quotas", read=many(service.ScopeQuota, "quotas"),
+        )  # fmt: skip
+    if output != "text":
+        echo_data({"quotas": found}, output)
+        return
+    rows = [
+        [q.scope, q.measure, q.per, _amount(q.max), _amount(q.used), q.when_over,
+         when(q.resets_at)]
+        for q in found
+    ]  # fmt: skip
+    headers = ["scope", "measure", "per", "max", "used", "when_over", "resets_at"]
+    echo_table(headers, rows, empty="no scope has a quota")
+
+
+@scopes.command("quota")
+@store_options
+@server_options
+@click.argument("scope")
+@click.argument("measure")
+@click.option(
+    "--per", type=click.Choice(["day", "month"]), required=True,
+    help="The quota's window: a day or a month (UTC, by the store's clock).",
+)  # fmt: skip
+@click.option(
+    "--max", "amount", type=click.FloatRange(0, 1e15), default=None,
+    help="At most this much of MEASURE per window (money in its currency).",
+)  # fmt: skip
+@click.option(
+    "--when-over", type=click.Choice(["wait", "refuse"]), default=None,
+    help="Over the quota, new objectives wait (the default) or are refused with 429.",
+)  # fmt: skip
+@click.option("--none", "remove", is_flag=True, help="Remove the quota (widening).")
+def quota(home: Path, output: str, server: str | None, token_file: Path | None, scope: str,
+          measure: str, per: str, amount: float | None, when_over: str | None,
+          remove: bool) -> None:  # fmt: skip
+    """Set SCOPE's quota of MEASURE (runs, tokens, tool_calls, money.<CURRENCY>) per day or
+    month (--max N) or remove it (--none). Over it, the scope's new objectives wait in
+    waiting_for_capacity, or are refused with 429 quota_exceeded (--when-over refuse), until
+    the window resets. Setting or lowering a quota is an operator's to do; raising or
+    removing one widens it and needs an admin.
+
+    \b
+    Examples:
+        openseal scopes quota acme runs --per day --max 1000
+        openseal scopes quota acme money.USD --per month --max 250 --when-over refuse
+        openseal scopes quota acme runs --per day --none
+    """
+    if (amount is None) == (not remove):
+        raise click.UsageError("give exactly one of --max N and --none")
+    with connected(home, server, token_file) as at:
+        set_to = at.ask(
+            lambda store: service.set_scope_quota(
+                store, scope, measure, per, amount, when_over, service.CLI
+            ),
+            "scopes.set_quota", "scopes", scope, "quotas", measure, per, method="PUT",
+            body={"max": amount, "when_over": when_over},
+            read=lambda answer: None if answer["quota"] is None
+            else record(service.ScopeQuota, answer["quota"]),
+        )  # fmt: skip
+    if output != "text":
+        echo_data({"quota": set_to}, output)
+        return
+    if set_to is None:
+        click.echo(f"scope {scope}: no quota of {measure} per {per}")
+        return
+    click.echo(
+        f"scope {scope}: at most {_amount(set_to.max)} {measure} per {per}, over it new "
+        f"objectives {'are refused' if set_to.when_over == 'refuse' else 'wait'} "
+        f"({_amount(set_to.used)} used; resets at {when(set_to.resets_at)})"
+    )
+
+
+@scopes.command("queue")
+@store_options
+@server_options
+@click.argument("scope")
+@click.option(
+    "--max", "max_queued", type=click.IntRange(0, 10_000_000), default=None,
+    help="At most this many of the scope's runs waiting for a worker.",
+)  # fmt: skip
+@click.option("--none", "remove", is_flag=True, help="Remove the bound (widening).")
+def queue(home: Path, output: str, server: str | None, token_file: Path | None, scope: str,
+          max_queued: int | None, remove: bool) -> None:  # fmt: skip
+    """Bound SCOPE's ready queue (--max N) or remove the bound (--none): while N of its runs
+    wait for a worker, new objectives in it and events that would start one are refused with
+    429 queue_full. Lowering is an operator's to do; raising or removing needs an admin.
+
+    \b
+    Examples:
+        openseal scopes queue acme --max 500
+        openseal scopes queue acme --none
+    """
+    if (max_queued is None) == (not remove):
+        raise click.UsageError("give exactly one of --max N and --none")
+    with connected(home, server, token_file) as at:
+        set_to = at.ask(
+            lambda store: service.set_scope_queue(store, scope, max_queued, service.CLI),
+            "scopes.set_queue", "scopes", scope, "queue", method="PUT",
+            body={"max_queued": max_queued}, read=one(service.ScopeQueue, "queue"),
+        )  # fmt: skip
+    if output != "text":
+        echo_data({"queue": set_to}, output)
+        return
+    shown = "no bound" if set_to.max_queued is None else f"at most {set_to.max_queued}"
+    click.echo(f"scope {scope}: {shown} waiting for a worker ({set_to.queued} now)")

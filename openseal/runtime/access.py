@@ -45,7 +45,7 @@ _READS = (
     "runs.list", "runs.show",
     "runs.events", "runs.events_stream", "runs.turns", "approvals.list", "approvals.show",
     "actions.list", "actions.show", "agent_requests.list", "agent_requests.show", "triggers.list",
-    "triggers.show", "agents.show", "teams.show", "scopes.limits",
+    "triggers.show", "agents.show", "teams.show", "scopes.limits", "scopes.quotas",
 )  # fmt: skip
 
 #: operation (the API's operation id) → the roles that may use it; ``admin`` may use all
@@ -78,6 +78,8 @@ PERMISSIONS: dict[str, frozenset[str]] = {
         for step in ("pause", "resume")
     },
     "scopes.set_limit": frozenset({OPERATOR, ADMIN}),
+    "scopes.set_quota": frozenset({OPERATOR, ADMIN}),
+    "scopes.set_queue": frozenset({OPERATOR, ADMIN}),
     # the authority still decides which approvals an approver is named for
     "approvals.decide": frozenset({APPROVER, ADMIN}),
     "proposals.file": frozenset({AUTHOR, ADMIN}),

@@ -74,6 +74,8 @@ class Records:
             "agent": "buyer",
             "team": "procurement",
             "scope": "default",
+            "measure": "runs",
+            "per": "day",
         }
 
     def path(self, operation: str, template: str) -> str:
@@ -138,6 +140,8 @@ BODIES: dict[str, dict[str, Any]] = {
     "tokens.create": {"principal": "user:made", "roles": ["viewer"]},
     # lowering: an operator's to do
     "scopes.set_limit": {"max": 100},
+    "scopes.set_quota": {"max": 100},
+    "scopes.set_queue": {"max_queued": 100},
 }
 
 

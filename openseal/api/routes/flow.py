@@ -1,5 +1,6 @@
 """Flow control: pause and resume an agent or a team, show what one is doing now, and scopes'
-concurrency caps — the same service functions as ``openseal agents|teams|scopes``."""
+concurrency caps, quotas and ready-queue depths — the same service functions as ``openseal
+agents|teams|scopes``."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from fastapi import APIRouter, Path
 from openseal.api import documents
 from openseal.api.capabilities import requires
 from openseal.api.errors import responses
-from openseal.api.models import ScopeLimitChange
+from openseal.api.models import ScopeLimitChange, ScopeQueueChange, ScopeQuotaChange
 from openseal.api.routes.common import State, Who, runtime_caller
 from openseal.runtime import service
 from openseal.wire import jsonable
@@ -20,6 +21,14 @@ router = APIRouter(tags=["flow control"], route_class=documents.Documented)
 Agent = Annotated[str, Path(min_length=1, max_length=200, description="An agent's name")]
 Team = Annotated[str, Path(min_length=1, max_length=200, description="A team's name")]
 Scope = Annotated[str, Path(min_length=1, max_length=100, description="A scope")]
+Measure = Annotated[
+    str,
+    Path(
+        min_length=1, max_length=20,
+        description="What a quota counts: runs, tokens, tool_calls, money.<CURRENCY>",
+    ),
+]  # fmt: skip
+Period = Annotated[str, Path(min_length=1, max_length=10, description="day or month (UTC)")]
 
 
 @router.get(
@@ -119,3 +128,48 @@ def set_scope_limit(scope: Scope, body: ScopeLimitChange, state: State, who: Who
     setting a cap is an operator's; raising or removing one widens it and needs an admin."""
     caller = runtime_caller(state, who)
     return {"limit": jsonable(service.set_scope_limit(state.store, scope, body.max, caller))}
+
+
+@router.get(
+    "/scopes/quotas",
+    operation_id="scopes.quotas",
+    dependencies=requires("scopes.quotas"),
+    responses=responses(ok=documents.ScopeQuotas),
+)
+def scope_quotas(state: State, who: Who) -> dict[str, Any]:
+    """Every scope's quota the caller sees, with what its window used so far and when it
+    resets."""
+    return {"quotas": jsonable(service.scope_quotas(state.store, runtime_caller(state, who)))}
+
+
+@router.put(
+    "/scopes/{scope}/quotas/{measure}/{per}",
+    operation_id="scopes.set_quota",
+    dependencies=requires("scopes.set_quota"),
+    responses=responses(403, 404, 422, ok=documents.ScopeQuotaSet),
+)
+def set_scope_quota(
+    scope: Scope, measure: Measure, per: Period, body: ScopeQuotaChange, state: State, who: Who
+) -> dict[str, Any]:
+    """Set the scope's quota of ``measure`` per ``per`` (``max``) or remove it (``max`` null),
+    and whether work over it waits or is refused (``when_over``). Setting or lowering a quota
+    is an operator's; raising or removing one widens it and needs an admin."""
+    caller = runtime_caller(state, who)
+    quota = service.set_scope_quota(
+        state.store, scope, measure, per, body.max, body.when_over, caller
+    )
+    return {"quota": jsonable(quota)}
+
+
+@router.put(
+    "/scopes/{scope}/queue",
+    operation_id="scopes.set_queue",
+    dependencies=requires("scopes.set_queue"),
+    responses=responses(403, 404, ok=documents.ScopeQueueSet),
+)
+def set_scope_queue(scope: Scope, body: ScopeQueueChange, state: State, who: Who) -> dict[str, Any]:
+    """Set the scope's ready-queue depth (``max_queued``) or remove it (null): over it, new
+    objectives in the scope and events that would start one are refused with ``429
+    queue_full``. Lowering is an operator's; raising or removing needs an admin."""
+    caller = runtime_caller(state, who)
+    return {"queue": jsonable(service.set_scope_queue(state.store, scope, body.max_queued, caller))}

@@ -28,6 +28,7 @@ from typing import Any, Final
 
 from openseal.contract import CapacityLimit, CapacityWait
 from openseal.runtime.compiled import CompiledWorkflow, DefinitionError
+from openseal.runtime.engine import quotas
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import FencedTx, Run, Store
 
@@ -60,11 +61,18 @@ class WaitsFor:
             limit["max"] = int(self.detail["max"])
         if "in_use" in self.detail:
             limit["in_use"] = int(self.detail["in_use"])
+        if "used" in self.detail:
+            limit["used"] = int(self.detail["used"])
+        if "resets_at" in self.detail:
+            limit["resets_at"] = str(self.detail["resets_at"])
         return {"kind": "capacity", "waits_for": limit}
 
     def describe(self) -> str:
         if self.kind == "paused":
             return f"{self.limit} is paused"
+        if self.kind == "quota":
+            used, cap = self.detail.get("used"), self.detail.get("max")
+            return f"{self.limit}: {used} of {cap} used, resets at {self.detail.get('resets_at')}"
         cap, in_use = self.detail.get("max"), self.detail.get("in_use")
         return f"{self.limit}: {in_use} of {cap} slots in use"
 
@@ -159,21 +167,27 @@ class Admission:
         are not taken again); False when a limit is full: the run then waits for it (moved in
         ``tx``) and the turn does not start."""
         caps = self.caps(workflow, state, run.scope)
-        if not caps:
-            return True
         claim = tx.claim
         held = self._held.get((claim.run_id, claim.epoch), frozenset())
         missing = {key: cap for key, cap in caps.items() if key not in held}
+        if missing:
+            conn = tx.row_conn if tx.row_stored else tx.conn  # a run created here: written first
+            now = self.store.now()
+            full = self.store.capacity.take(conn, claim.run_id, claim.epoch, missing, now)
+            if not isinstance(full, bool):
+                kind = "paused" if full.max_slots == 0 else "concurrency"
+                detail = {} if kind == "paused" else {"max": full.max_slots, "in_use": full.in_use}
+                wait_for_capacity(tx, WaitsFor(kind, full.key, detail))
+                self.waiters_seen = time.monotonic()
+                return False
+        if run.current_state is None and quotas.of_scope(self.store, run.scope):
+            over = quotas.admit(self.store, tx, run, self.store.now())
+            if over is not None:  # the slots just taken count for nothing once it waits
+                wait_for_capacity(tx, WaitsFor("quota", over.quota.key, over.detail()))
+                self.waiters_seen = time.monotonic()
+                return False
         if not missing:
             return True
-        conn = tx.row_conn if tx.row_stored else tx.conn  # a run created here: written first
-        full = self.store.capacity.take(conn, claim.run_id, claim.epoch, missing, self.store.now())
-        if not isinstance(full, bool):
-            kind = "paused" if full.max_slots == 0 else "concurrency"
-            detail = {} if kind == "paused" else {"max": full.max_slots, "in_use": full.in_use}
-            wait_for_capacity(tx, WaitsFor(kind, full.key, detail))
-            self.waiters_seen = time.monotonic()
-            return False
         tx.append_event(
             "capacity.slot_taken",
             # when the slots were counted: after the keys' locks, so after the end of any
@@ -216,10 +230,17 @@ def wake_free(store: Store, keys: Iterable[str]) -> int:
     wanted = sorted(set(keys))
     if not wanted:
         return 0
+    woken = 0
+    for key in [k for k in wanted if k.startswith("quota:")]:
+        left = quotas.room(store, key, store.now())
+        if left != 0:
+            woken += wake_waiters(store, key, WAKE_BATCH if left < 0 else left)
+    wanted = [k for k in wanted if not k.startswith("quota:")]
+    if not wanted:
+        return woken
     with store.read() as conn:
         recorded = store.capacity.caps(conn, wanted)
         in_use = store.capacity.in_use(conn, wanted)
-    woken = 0
     for key in wanted:
         cap = effective_cap(store, key, recorded)
         free = WAKE_BATCH if cap is None else cap - in_use[key]

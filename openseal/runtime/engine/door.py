@@ -8,6 +8,9 @@ again later, and nothing is created or stored. The depth is read when the reques
 in the transaction that creates the run, so requests that arrive together may each pass one
 short of the depth: the queue may exceed it by the number of requests in flight.
 
+An operator may bound a scope's ready queue the same way (``openseal scopes queue``): its
+runs waiting for a worker, whichever workflow they are of.
+
 A trigger's scheduled firing is not refused (nobody could send it again): it is recorded and
 waits, as a firing that overlaps a running objective waits (``overlap``), until the queue has
 room.
@@ -18,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from openseal.errors import RuntimeFailure
-from openseal.runtime.store import DefinitionVersion, Store
+from openseal.runtime.store import DEFAULT_SCOPE, DefinitionVersion, Store
 
 #: what a refused caller is asked to wait before it sends again, in seconds
 RETRY_AFTER = 5
@@ -29,9 +32,9 @@ class QueueFull(RuntimeFailure):
 
     code = "queue_full"
 
-    def __init__(self, workflow: str, depth: int) -> None:
+    def __init__(self, workflow: str, depth: int, *, kind: str = "workflow") -> None:
         super().__init__(
-            f"the ready queue of workflow {workflow!r} is full ({depth} runs waiting for a "
+            f"the ready queue of {kind} {workflow!r} is full ({depth} runs waiting for a "
             f"worker, its `max_queued`): try again in {RETRY_AFTER}s",
             code="queue_full",
         )
@@ -69,7 +72,30 @@ def check(store: Store, workflows: Iterable[str]) -> None:
             raise QueueFull(workflow, depth)
 
 
-def has_room(store: Store, workflow: str) -> bool:
-    """Whether a new run of ``workflow`` would fit its ready queue."""
+def has_room(store: Store, workflow: str, scope: str = DEFAULT_SCOPE) -> bool:
+    """Whether a new run of ``workflow`` in ``scope`` would fit its ready queues (the
+    workflow's, the scope's)."""
     depth = max_queued(store, workflow)
-    return depth is None or store.runs.queued(workflow, up_to=depth) < depth
+    if depth is not None and store.runs.queued(workflow, up_to=depth) >= depth:
+        return False
+    return scope_has_room(store, scope)
+
+
+def scope_max_queued(store: Store, scope: str) -> int | None:
+    """The ready-queue depth an operator set on ``scope`` (None: none), from the settings
+    this process read last (every worker reads them once a second)."""
+    setting = store.capacity.settings(max_age=float("inf")).get(f"scope:{scope}")
+    return None if setting is None else setting.max_queued
+
+
+def scope_has_room(store: Store, scope: str) -> bool:
+    depth = scope_max_queued(store, scope)
+    return depth is None or store.runs.queued_in_scope(scope, up_to=depth) < depth
+
+
+def check_scope(store: Store, scope: str) -> None:
+    """Refuse (:class:`QueueFull`) a new run in ``scope`` when the scope's ready queue is
+    full; free for a scope with no ``max_queued``."""
+    depth = scope_max_queued(store, scope)
+    if depth is not None and store.runs.queued_in_scope(scope, up_to=depth) >= depth:
+        raise QueueFull(scope, depth, kind="scope")

@@ -15,7 +15,7 @@ import jsonschema
 from openseal.errors import InvalidInput
 from openseal.runtime.access import Forbidden
 from openseal.runtime.caller import Caller
-from openseal.runtime.engine import door
+from openseal.runtime.engine import door, quotas
 from openseal.runtime.requests import StartObjective
 from openseal.runtime.store import DefinitionVersion, NewObjective, Store
 
@@ -120,6 +120,7 @@ def create_objective(
     def prepare(version: DefinitionVersion) -> dict[str, Any]:
         if not request.draft:  # a draft starts no run until it is activated
             door.check_version(store, workflow, version)
+            quotas.check_door(store, scope)
         return prepare_inputs(workflow, request.inputs, version)
 
     return store.objectives.create(

@@ -33,7 +33,7 @@ import tenacity
 from openseal.runtime import telemetry
 from openseal.runtime.actions.replies import scrub, secrets_for
 from openseal.runtime.actions.skill_documents import skill_spec
-from openseal.runtime.engine import budgets, rate_limits
+from openseal.runtime.engine import budgets, quotas, rate_limits
 from openseal.runtime.engine.gateway import (
     TOOL_CALL_COST,
     GatewayDecision,
@@ -241,8 +241,9 @@ def _reserve(tx: FencedTx, activity_id: str) -> None:
     from openseal.runtime.engine.states.base import close_abandoned
 
     used = close_abandoned(tx, {})
-    tx.update_run(
-        budget_used=budgets.reserve(used, activity_id, TOOL_CALL_COST, epoch=tx.claim.epoch),
+    quotas.update_budget(
+        tx,
+        budgets.reserve(used, activity_id, TOOL_CALL_COST, epoch=tx.claim.epoch),
         event="budget.reserved",
         payload={"activity_id": activity_id, "reserved": dict(TOOL_CALL_COST)},
     )
@@ -253,8 +254,9 @@ def _record(tx: FencedTx, activity_id: str, digest: str, result: dict[str, Any])
     reserved), in the caller's transaction."""
     recorded = tx.record_activity(activity_id, "tool", digest, result)
     used = budgets.settle(tx.run().budget_used, activity_id, TOOL_CALL_COST)
-    tx.update_run(
-        budget_used=used,
+    quotas.update_budget(
+        tx,
+        used,
         event="budget.spent",
         payload={"activity_id": activity_id, "spent": dict(TOOL_CALL_COST)},
     )

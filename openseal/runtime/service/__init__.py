@@ -125,9 +125,14 @@ if TYPE_CHECKING:
     from openseal.runtime.service.capacity import ActorView as ActorView
     from openseal.runtime.service.capacity import RunNow as RunNow
     from openseal.runtime.service.capacity import ScopeLimit as ScopeLimit
+    from openseal.runtime.service.capacity import ScopeQueue as ScopeQueue
+    from openseal.runtime.service.capacity import ScopeQuota as ScopeQuota
     from openseal.runtime.service.capacity import scope_limits as scope_limits
+    from openseal.runtime.service.capacity import scope_quotas as scope_quotas
     from openseal.runtime.service.capacity import set_actor_paused as set_actor_paused
     from openseal.runtime.service.capacity import set_scope_limit as set_scope_limit
+    from openseal.runtime.service.capacity import set_scope_queue as set_scope_queue
+    from openseal.runtime.service.capacity import set_scope_quota as set_scope_quota
     from openseal.runtime.service.capacity import show_actor as show_actor
     from openseal.runtime.service.definitions import deploy_documents as deploy_documents
     from openseal.runtime.service.runs import LOCAL_ACTOR as LOCAL_ACTOR

@@ -80,7 +80,8 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
     "triggers": ("triggers.list", "triggers.show", "triggers.set_status"),
     "flow_control": (
         "agents.show", "agents.pause", "agents.resume", "teams.show", "teams.pause",
-        "teams.resume", "scopes.limits", "scopes.set_limit",
+        "teams.resume", "scopes.limits", "scopes.set_limit", "scopes.quotas",
+        "scopes.set_quota", "scopes.set_queue",
     ),
     "authoring": ("authoring.draft",),
     "tokens": ("tokens.list", "tokens.create", "tokens.revoke"),

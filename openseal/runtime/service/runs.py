@@ -313,6 +313,11 @@ def waiting_reason(run: Run) -> str | None:
         limit = waiting["waits_for"]
         if limit["kind"] == "paused":
             return f"capacity: {limit['limit']} is paused"
+        if limit["kind"] == "quota":
+            return (
+                f"capacity: {limit['limit']} (quota, {limit.get('used', '?')} of "
+                f"{limit.get('max', '?')} used; resets at {limit.get('resets_at', '?')})"
+            )
         if "max" in limit:
             return (
                 f"capacity: {limit['limit']} ({limit['kind']}, {limit.get('in_use', '?')} of "
@@ -438,11 +443,14 @@ def receive_event(store: Store, request: EventDelivery, caller: Caller) -> Deliv
     (a caller reaching every scope: any run), and fires triggers only when it reaches the
     ``default`` scope, where triggers start their objectives. The firings commit with the
     stored event, so none is lost to a crash after it and a redelivery has none to add."""
-    from openseal.runtime.engine import door
+    from openseal.runtime.engine import door, quotas
     from openseal.runtime.engine.triggers import event_workflows, fire_event
     from openseal.runtime.faults import event_hook_from_env
 
-    door.check(store, event_workflows(store, request.name))  # 429 when a queue is full
+    fired = event_workflows(store, request.name)
+    door.check(store, fired)  # 429 when a queue is full
+    if fired:  # triggers start their objectives in the default scope
+        quotas.check_door(store, DEFAULT_SCOPE)
 
     def fire(conn: Connection, event: InboundEvent) -> list[TriggerFiring]:
         return fire_event(store, conn, event) if event.reaches(DEFAULT_SCOPE) else []

@@ -21,6 +21,7 @@ never see a table, a statement or SQLAlchemy:
 - ``store.archive``: the rows of ended run trees, out of and back into the live store;
 - ``store.capacity``: concurrency slots, runs waiting for capacity, operators' settings;
 - ``store.rate_limits``: the token buckets every worker shares (model endpoints, skills);
+- ``store.quotas``: what each scope used of its quotas, day by day or month by month;
 - ``store.health``: readiness and the numbers ``/metrics`` reads at every scrape;
 - ``store.recoveries``: recovery mode after a restore, and what reconciling it found.
 
@@ -33,7 +34,9 @@ the store (canceling a run: :mod:`openseal.runtime.engine.cascade`).
 (``store.runs.load(conn, run_id, lock=True)``, or it holds a claim's :class:`FencedTx`),
 then what belongs to the run: its actions, approvals, agent requests, proposals and inbound
 events; after those, a delivery takes its event name's lock, a spend reservation its
-budget's lock, and a claim taking concurrency slots its keys' rows (in key order); a waker of
+budget's lock, and a claim taking concurrency slots its keys' rows (in key order), then
+the rows of its scope's quotas it counts (in key order; a model or tool call's counting too);
+a waker of
 runs waiting for capacity locks each run before its wait and holds no key's row. Governance
 writers take the governance lock (``store.change_proposals.lock_governance``), then the
 change proposal's row, then

@@ -42,6 +42,7 @@ from openseal.runtime.store.repos.inbound_events import InboundEvents
 from openseal.runtime.store.repos.leases import Leases
 from openseal.runtime.store.repos.objectives import Objectives
 from openseal.runtime.store.repos.proposals import Proposals
+from openseal.runtime.store.repos.quotas import Quotas
 from openseal.runtime.store.repos.rate_limits import RateLimits
 from openseal.runtime.store.repos.recoveries import Recoveries
 from openseal.runtime.store.repos.runs import Runs
@@ -90,6 +91,7 @@ class Store(StoreBase):
         self.recoveries = Recoveries(self)
         self.capacity = Capacity(self)
         self.rate_limits = RateLimits(self)
+        self.quotas = Quotas(self)
         self.artifacts = ArtifactStore(self.home / "artifacts", self)
 
     def ids_starting_with(self, kind: str, prefix: str, *, limit: int) -> list[str]:

@@ -20,7 +20,7 @@ from openseal.contract import RetryWait
 from openseal.errors import ClaimLost
 from openseal.runtime.clock import iso
 from openseal.runtime.compiled import CompiledWorkflow, StateSpec
-from openseal.runtime.engine import budgets
+from openseal.runtime.engine import budgets, quotas
 from openseal.runtime.engine.tools import ToolRunner
 from openseal.runtime.faults import Hook
 from openseal.runtime.statuses import RunStatus
@@ -220,8 +220,9 @@ class StepContext:
             used = close_abandoned(tx, {activity_id: if_unknown or {}})
             reason = budgets.refusal(limits, used, cost)
             if reason is None:
-                tx.update_run(
-                    budget_used=budgets.reserve(used, activity_id, cost, epoch=tx.claim.epoch),
+                quotas.update_budget(
+                    tx,
+                    budgets.reserve(used, activity_id, cost, epoch=tx.claim.epoch),
                     event="budget.reserved",
                     payload={"activity_id": activity_id, "reserved": dict(cost)},
                 )
@@ -242,8 +243,9 @@ class StepContext:
             if cost_of_result is not None:
                 spent.update(cost_of_result(recorded.result))
             used = budgets.settle(tx.run().budget_used, activity_id, spent)
-            tx.update_run(
-                budget_used=used,
+            quotas.update_budget(
+                tx,
+                used,
                 event="budget.spent",
                 payload={"activity_id": activity_id, "spent": spent},
             )
@@ -256,8 +258,9 @@ class StepContext:
     def _failed(self, activity_id: str, kind: str, failed: Lost) -> None:
         with self.store.leases.fenced(self.claim) as tx:
             used = budgets.settle(tx.run().budget_used, activity_id, failed.spent)
-            tx.update_run(
-                budget_used=used,
+            quotas.update_budget(
+                tx,
+                used,
                 event="activity.failed",
                 payload={
                     **failed.detail,
@@ -310,8 +313,9 @@ def close_abandoned(tx: FencedTx, extra: Mapping[str, Mapping[str, int]]) -> dic
     for activity_id in budgets.abandoned(used, tx.claim.epoch):
         spent = budgets.add(budgets.held(used, activity_id) or {}, extra.get(activity_id, {}))
         used = budgets.settle(used, activity_id, spent)
-        tx.update_run(
-            budget_used=used,
+        quotas.update_budget(
+            tx,
+            used,
             event="activity.lost",
             payload={"activity_id": activity_id, "spent": spent},
         )

@@ -53,13 +53,19 @@ SWEEP_EVERY = 16
 
 @dataclass(frozen=True)
 class Setting:
-    """An operator's setting of one limit key: a cap (None: none) and whether it is paused."""
+    """An operator's setting of one limit key: a cap (None: none), whether it is paused, a
+    quota and a ready-queue depth."""
 
     key: str
     max_slots: int | None
     paused: bool
     updated_by: str
     updated_at: datetime
+    #: a quota's size (``quota:`` keys), and what work over it does: ``wait`` or ``refuse``
+    quota: int | None = None
+    when_over: str | None = None
+    #: a scope's ready-queue depth (``scope:`` keys)
+    max_queued: int | None = None
 
 
 @dataclass(frozen=True)
@@ -108,10 +114,11 @@ class Capacity(Repository):
 
     def set(
         self, key: str, *, by: str, max_slots: int | None = None, paused: bool | None = None,
-        clear_max: bool = False,
+        clear_max: bool = False, **others: Any,
     ) -> Setting:  # fmt: skip
         """Change ``key``'s setting (``max_slots`` set, or removed with ``clear_max``; ``paused``
-        set) and return it. Read by every store within the settings' cache age."""
+        set; any of ``quota``, ``when_over``, ``max_queued`` given in ``others`` set to it, None
+        removing it) and return it. Read by every store within the settings' cache age."""
         now = self._store.now()
         with self._store.write() as conn:
             row = conn.execute(
@@ -122,8 +129,13 @@ class Capacity(Repository):
             current = Setting(**row) if row is not None else Setting(key, None, False, by, now)
             new_max = None if clear_max else (current.max_slots if max_slots is None else max_slots)
             new_paused = current.paused if paused is None else paused
-            values = {"max_slots": new_max, "paused": new_paused, "updated_by": by,
-                      "updated_at": now}  # fmt: skip
+            values: dict[str, Any] = {"max_slots": new_max, "paused": new_paused, "updated_by": by,
+                      "updated_at": now, "quota": current.quota,
+                      "when_over": current.when_over, "max_queued": current.max_queued}  # fmt: skip
+            unknown = set(others) - {"quota", "when_over", "max_queued"}
+            if unknown:
+                raise TypeError(f"no such setting: {sorted(unknown)}")
+            values.update(others)
             if row is None:
                 conn.execute(sa.insert(settings_table).values(key=key, **values))
             else:
@@ -132,7 +144,7 @@ class Capacity(Repository):
                 )
         with self._lock:
             self._settings = None
-        return Setting(key, new_max, new_paused, by, now)
+        return Setting(key=key, **values)
 
     # -- slots -----------------------------------------------------------------------
 

@@ -103,6 +103,17 @@ class Runs(Repository):
         with self._store.read() as conn:
             return int(conn.execute(sa.select(sa.func.count()).select_from(waiting)).scalar_one())
 
+    def queued_in_scope(self, scope: str, *, up_to: int) -> int:
+        """How many runs of ``scope`` wait for a worker (``queued``), counted up to ``up_to``."""
+        waiting = (
+            sa.select(runs.c.id)
+            .where(runs.c.scope == scope, runs.c.status == RunStatus.QUEUED)
+            .limit(up_to)
+            .subquery()
+        )
+        with self._store.read() as conn:
+            return int(conn.execute(sa.select(sa.func.count()).select_from(waiting)).scalar_one())
+
     def query(
         self,
         status: RunStatus | None = None,

@@ -164,6 +164,8 @@ runs = sa.Table(
     sa.Index("ix_runs_claim_wake", "status", "wake_at"),
     # queued runs in claim order: higher priority first, then least recently changed
     sa.Index("ix_runs_claim_queued", "status", "priority", "updated_at"),
+    # a scope's runs by status: its ready queue, counted at the door
+    sa.Index("ix_runs_scope_status", "scope", "status"),
     # the statuses of child runs only (runs started by another's spawn or agent request):
     # a worker's look for children left running reads the few not ended, not every waiting
     # run (openseal.runtime.engine.cascade)
@@ -554,8 +556,10 @@ recoveries = sa.Table(
 )
 
 #: Operator settings of flow control, by limit key (``scope:<name>``, ``agent:<name>``,
-#: ``team:<name>``): a scope's concurrency cap, and whether an agent or a team is paused.
-#: Definition-declared caps live in the definitions; only what has no definition is here.
+#: ``team:<name>``, ``quota:<scope>:<measure>:<period>``): a scope's concurrency cap and
+#: ready-queue depth, whether an agent or a team is paused, a scope's quota and what happens
+#: to work over it. Definition-declared caps live in the definitions; only what has no
+#: definition is here.
 capacity_settings = sa.Table(
     "capacity_settings",
     metadata,
@@ -564,6 +568,20 @@ capacity_settings = sa.Table(
     sa.Column("paused", sa.Boolean, nullable=False, server_default=sa.false()),
     sa.Column("updated_by", sa.String(200), nullable=False),
     sa.Column("updated_at", UtcTimestamp, nullable=False),
+    sa.Column("quota", sa.BigInteger, nullable=True),
+    sa.Column("when_over", sa.String(16), nullable=True),
+    sa.Column("max_queued", sa.Integer, nullable=True),
+)
+
+#: What a scope used of one quota (``quota:<scope>:<measure>:<period>``) in one window (a
+#: day ``2026-12-07``, a month ``2026-12``, by the store's clock in UTC), added to in the
+#: transactions that consume it; a new window starts from nothing.
+quota_usage = sa.Table(
+    "quota_usage",
+    metadata,
+    sa.Column("key", sa.String(300), primary_key=True),
+    sa.Column("window", sa.String(16), primary_key=True),
+    sa.Column("used", sa.BigInteger, nullable=False),
 )
 
 #: One row per limit key a concurrency cap has been checked for: the row a slot's taker
