@@ -15,10 +15,14 @@ from typing import Any
 import sqlalchemy as sa
 
 from openseal.runtime.clock import new_id
+from openseal.runtime.store.db import fastsql
 from openseal.runtime.store.repos.repository import Repository
 from openseal.runtime.store.tables import schema
 
 table = schema.recoveries
+#: the recovery in progress (at most one): asked before every claim and every action sent,
+#: so built once and run below SQLAlchemy's per-statement work (``fastsql``)
+ACTIVE = sa.select(table).where(table.c.finished_at.is_(None)).order_by(table.c.id).limit(1)
 
 
 @dataclass(frozen=True)
@@ -51,13 +55,12 @@ class Recoveries(Repository):
 
     def active(self, conn: sa.Connection | None = None) -> Recovery | None:
         """The recovery in progress, or None when the store is not in recovery mode."""
-        stmt = sa.select(table).where(table.c.finished_at.is_(None)).order_by(table.c.id)
         if conn is not None:
-            row = conn.execute(stmt.limit(1)).mappings().first()
+            rows = fastsql.execute(conn, ACTIVE, {})
         else:
             with self._store.read() as reading:
-                row = reading.execute(stmt.limit(1)).mappings().first()
-        return None if row is None else Recovery.from_row(row)
+                rows = fastsql.execute(reading, ACTIVE, {})
+        return Recovery.from_row(rows[0]) if rows else None
 
     def latest(self) -> Recovery | None:
         """The newest recovery, in progress or finished; None when there never was one."""
