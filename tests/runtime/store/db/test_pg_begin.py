@@ -105,3 +105,19 @@ def test_a_connection_asked_for_autocommit_opens_no_block(pg: Store, tmp_path: P
     assert [m for m in sent if m in ("Sync", "Query")] == ["Sync", "Query"], sent
     with pg.read() as conn:
         assert conn.execute(COUNT).scalar() == 2
+
+
+def test_a_statement_of_many_parameters_is_parsed_once(pg: Store) -> None:
+    # The statement writing a run with its first turn and events has about 80 parameters;
+    # psycopg would parse such a statement's placeholders again on every execution.
+    names = [f"p{i}" for i in range(120)]
+    wide = sa.text(f"SELECT {' + '.join(f'CAST(:{n} AS integer)' for n in names)}")
+    values = dict.fromkeys(names, 1)
+    parsed = psycopg._queries._query2pg  # the cached parse
+    with pg.read() as conn:
+        assert conn.execute(wide, values).scalar() == len(names)
+        before = parsed.cache_info()
+        assert conn.execute(wide, values).scalar() == len(names)
+        after = parsed.cache_info()
+    assert after.hits == before.hits + 1
+    assert after.misses == before.misses
