@@ -28,6 +28,7 @@ from openseal.runtime.service import (
     ScopeLimit,
     ScopeQueue,
     ScopeQuota,
+    ScopeRetention,
     TriggerView,
     TurnView,
 )
@@ -339,6 +340,14 @@ class ScopeQuotaSet(Document):
 
 class ScopeQueueSet(Document):
     queue: ScopeQueue
+
+
+class ScopeRetentions(Document):
+    retention: list[ScopeRetention]
+
+
+class ScopeRetentionSet(Document):
+    retention: ScopeRetention
 
 
 class TriggerShown(Document):

@@ -153,6 +153,13 @@ class ScopeQueueChange(Body):
     max_queued: Annotated[int, Field(ge=0, le=10_000_000), WHOLE] | None
 
 
+class ScopeRetentionChange(Body):
+    """A scope's retention: its ended runs stay live ``keep_ended_runs`` (a period such as
+    ``90d``, at least ``1h``; null: remove the setting)."""
+
+    keep_ended_runs: Annotated[str, Field(min_length=2, max_length=40)] | None
+
+
 #: a principal a token may stand for (the service refuses the others: 422)
 TokenPrincipal = Annotated[
     str,

@@ -305,3 +305,69 @@ def queue(home: Path, output: str, server: str | None, token_file: Path | None, 
         return
     shown = "no bound" if set_to.max_queued is None else f"at most {set_to.max_queued}"
     click.echo(f"scope {scope}: {shown} waiting for a worker ({set_to.queued} now)")
+
+
+@scopes.command("retention")
+@store_options
+@server_options
+def retention(home: Path, output: str, server: str | None, token_file: Path | None) -> None:
+    """Every scope's retention you can see: how long its ended runs stay in the live store
+    before `openseal db archive` may take them (a workflow's own retention still applies: the
+    longer wins).
+
+    \b
+    Examples:
+        openseal scopes retention
+    """
+    with connected(home, server, token_file, read_only=True) as at:
+        found = at.ask(
+            lambda store: service.scope_retentions(store, service.CLI),
+            "scopes.retention", "scopes", "retention",
+            read=many(service.ScopeRetention, "retention"),
+        )  # fmt: skip
+    if output != "text":
+        echo_data({"retention": found}, output)
+        return
+    rows = [[s.scope, str(s.keep_ended_runs), s.updated_by, when(s.updated_at)] for s in found]
+    headers = ["scope", "keep_ended_runs", "set_by", "set_at"]
+    echo_table(headers, rows, empty="no scope has a retention setting")
+
+
+@scopes.command("set-retention")
+@store_options
+@server_options
+@click.argument("scope")
+@click.option(
+    "--keep-ended-runs",
+    "period",
+    default=None,
+    metavar="PERIOD",
+    help="Keep the scope's ended runs live this long (30d, 12h, 1w; at least 1h).",
+)
+@click.option("--none", "remove", is_flag=True, help="Remove the scope's setting (an admin's).")
+def set_retention(home: Path, output: str, server: str | None, token_file: Path | None,
+                  scope: str, period: str | None, remove: bool) -> None:  # fmt: skip
+    """Keep SCOPE's ended runs in the live store for PERIOD (--keep-ended-runs) or remove the
+    setting (--none). Setting or lengthening it is an operator's; shortening or removing it
+    lets runs leave the live store sooner and needs an admin.
+
+    \b
+    Examples:
+        openseal scopes set-retention procurement --keep-ended-runs 400d
+        openseal scopes set-retention procurement --none
+    """
+    if (period is None) == (not remove):
+        raise click.UsageError("give exactly one of --keep-ended-runs PERIOD and --none")
+    with connected(home, server, token_file) as at:
+        set_to = at.ask(
+            lambda store: service.set_scope_retention(store, scope, period, service.CLI),
+            "scopes.set_retention", "scopes", scope, "retention", method="PUT",
+            body={"keep_ended_runs": period}, read=one(service.ScopeRetention, "retention"),
+        )  # fmt: skip
+    if output != "text":
+        echo_data({"retention": set_to}, output)
+        return
+    if set_to.keep_ended_runs is None:
+        click.echo(f"scope {scope}: no retention setting (the deployment's default applies)")
+    else:
+        click.echo(f"scope {scope}: ended runs stay live {set_to.keep_ended_runs}")

@@ -46,6 +46,7 @@ _READS = (
     "runs.events", "runs.events_stream", "runs.turns", "approvals.list", "approvals.show",
     "actions.list", "actions.show", "agent_requests.list", "agent_requests.show", "triggers.list",
     "triggers.show", "agents.show", "teams.show", "scopes.limits", "scopes.quotas",
+    "scopes.retention",
 )  # fmt: skip
 
 #: operation (the API's operation id) → the roles that may use it; ``admin`` may use all
@@ -80,6 +81,9 @@ PERMISSIONS: dict[str, frozenset[str]] = {
     "scopes.set_limit": frozenset({OPERATOR, ADMIN}),
     "scopes.set_quota": frozenset({OPERATOR, ADMIN}),
     "scopes.set_queue": frozenset({OPERATOR, ADMIN}),
+    # shortening or removing a scope's retention lets runs leave sooner: an admin's (the
+    # service checks)
+    "scopes.set_retention": frozenset({OPERATOR, ADMIN}),
     # the authority still decides which approvals an approver is named for
     "approvals.decide": frozenset({APPROVER, ADMIN}),
     "proposals.file": frozenset({AUTHOR, ADMIN}),

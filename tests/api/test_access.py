@@ -142,6 +142,8 @@ BODIES: dict[str, dict[str, Any]] = {
     "scopes.set_limit": {"max": 100},
     "scopes.set_quota": {"max": 100},
     "scopes.set_queue": {"max_queued": 100},
+    # setting (lengthening): an operator's to do
+    "scopes.set_retention": {"keep_ended_runs": "400d"},
 }
 
 

@@ -11,7 +11,12 @@ from fastapi import APIRouter, Path
 from openseal.api import documents
 from openseal.api.capabilities import requires
 from openseal.api.errors import responses
-from openseal.api.models import ScopeLimitChange, ScopeQueueChange, ScopeQuotaChange
+from openseal.api.models import (
+    ScopeLimitChange,
+    ScopeQueueChange,
+    ScopeQuotaChange,
+    ScopeRetentionChange,
+)
 from openseal.api.routes.common import State, Who, runtime_caller
 from openseal.runtime import service
 from openseal.wire import jsonable
@@ -173,3 +178,32 @@ def set_scope_queue(scope: Scope, body: ScopeQueueChange, state: State, who: Who
     queue_full``. Lowering is an operator's; raising or removing needs an admin."""
     caller = runtime_caller(state, who)
     return {"queue": jsonable(service.set_scope_queue(state.store, scope, body.max_queued, caller))}
+
+
+@router.get(
+    "/scopes/retention",
+    operation_id="scopes.retention",
+    dependencies=requires("scopes.retention"),
+    responses=responses(ok=documents.ScopeRetentions),
+)
+def scope_retentions(state: State, who: Who) -> dict[str, Any]:
+    """Every scope's retention setting the caller sees: how long its ended runs stay live."""
+    caller = runtime_caller(state, who)
+    return {"retention": jsonable(service.scope_retentions(state.store, caller))}
+
+
+@router.put(
+    "/scopes/{scope}/retention",
+    operation_id="scopes.set_retention",
+    dependencies=requires("scopes.set_retention"),
+    responses=responses(403, 404, 422, ok=documents.ScopeRetentionSet),
+)
+def set_scope_retention(
+    scope: Scope, body: ScopeRetentionChange, state: State, who: Who
+) -> dict[str, Any]:
+    """Keep the scope's ended runs live ``keep_ended_runs`` (e.g. ``90d``) before an archive may
+    take them, or remove the setting (null). Setting or lengthening it is an operator's;
+    shortening or removing it lets runs leave sooner and needs an admin."""
+    caller = runtime_caller(state, who)
+    found = service.set_scope_retention(state.store, scope, body.keep_ended_runs, caller)
+    return {"retention": jsonable(found)}

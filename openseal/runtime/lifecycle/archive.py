@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -80,10 +80,14 @@ class ArchiveReport:
 def archive(
     store: Store, request: ArchiveRequest, *, stop: Callable[[], bool] = lambda: False
 ) -> ArchiveReport:
-    """Archive every ended run tree whose retention passed (see the module docstring), then
-    forget expired keys. ``stop`` is asked between batches. One archive writes into a
-    directory at a time (another is refused, ``archive_busy``); a dry run writes nothing."""
+    """Archive every ended run tree whose retention passed (the scopes' stored settings count
+    with the request's; see the module docstring), then forget expired keys. ``stop`` is asked
+    between batches. One archive writes into a directory at a time (another is refused,
+    ``archive_busy``); a dry run writes nothing."""
     report = ArchiveReport(dry_run=request.dry_run)
+    with store.read() as conn:
+        stored = {s.scope: s.keep_ended_runs for s in store.retention.all(conn).values()}
+    request = replace(request, retention=request.retention.with_scopes(stored))
     if request.dry_run:
         _batches(store, request, report, None, stop)
         return report

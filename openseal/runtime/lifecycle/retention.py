@@ -4,8 +4,9 @@ action's destination may still see a retry of its key.
 
 An ended run stays live for the longest of the periods that apply to it — its workflow's
 ``retention { keep_ended_runs = … }`` (part of the definition, so changed only by a governed
-deployment) and its scope's (``--keep-ended-runs-in SCOPE=PERIOD``) — or, where neither
-says, the store-wide period (``--keep-ended-runs``). Keys are store-wide: each is remembered
+deployment) and its scope's (an operator's setting kept in the store, ``openseal scopes
+set-retention``, or ``--keep-ended-runs-in SCOPE=PERIOD``) — or, where none says, the
+store-wide period (``--keep-ended-runs``). Keys are store-wide: each is remembered
 at least :data:`KEY_RETRY_WINDOW`, the window docs/api.md promises clients to retry in.
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from openseal.errors import UsageError
@@ -21,6 +22,8 @@ from openseal.errors import UsageError
 DAY = 86400.0
 #: the retry window the API documents for an ``Idempotency-Key`` or an event's delivery key
 KEY_RETRY_WINDOW = DAY
+#: the shortest retention a workflow or a scope may declare
+MIN_KEEP_ENDED_RUNS = 3600.0
 _PERIOD = re.compile(r"(\d+)([smhdw])")
 _UNIT = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": DAY, "w": 7 * DAY}
 
@@ -67,6 +70,14 @@ class Retention:
                     "clients are promised to retry in; give at least "
                     f"{describe(KEY_RETRY_WINDOW)}"
                 )
+
+    def with_scopes(self, stored: Mapping[str, float]) -> Retention:
+        """These settings with the scopes' stored periods (``openseal scopes set-retention``):
+        where both this and the store speak for a scope, the longer wins."""
+        scopes = dict(self.scopes)
+        for scope, period in stored.items():
+            scopes[scope] = max(scopes.get(scope, period), period)
+        return replace(self, scopes=scopes)
 
     def keep_for(self, scope: str, workflow_keep: float | None) -> float:
         """How long an ended run of ``scope`` whose workflow says ``workflow_keep`` stays

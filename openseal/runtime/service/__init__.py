@@ -135,6 +135,9 @@ if TYPE_CHECKING:
     from openseal.runtime.service.capacity import set_scope_quota as set_scope_quota
     from openseal.runtime.service.capacity import show_actor as show_actor
     from openseal.runtime.service.definitions import deploy_documents as deploy_documents
+    from openseal.runtime.service.retention import ScopeRetention as ScopeRetention
+    from openseal.runtime.service.retention import scope_retentions as scope_retentions
+    from openseal.runtime.service.retention import set_scope_retention as set_scope_retention
     from openseal.runtime.service.runs import LOCAL_ACTOR as LOCAL_ACTOR
     from openseal.runtime.service.runs import Canceled as Canceled
     from openseal.runtime.service.runs import ChildRun as ChildRun

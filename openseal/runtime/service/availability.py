@@ -83,6 +83,7 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
         "teams.resume", "scopes.limits", "scopes.set_limit", "scopes.quotas",
         "scopes.set_quota", "scopes.set_queue",
     ),
+    "retention": ("scopes.retention", "scopes.set_retention"),
     "authoring": ("authoring.draft",),
     "tokens": ("tokens.list", "tokens.create", "tokens.revoke"),
 }  # fmt: skip

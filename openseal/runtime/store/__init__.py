@@ -23,7 +23,8 @@ never see a table, a statement or SQLAlchemy:
 - ``store.rate_limits``: the token buckets every worker shares (model endpoints, skills);
 - ``store.quotas``: what each scope used of its quotas, day by day or month by month;
 - ``store.health``: readiness and the numbers ``/metrics`` reads at every scrape;
-- ``store.recoveries``: recovery mode after a restore, and what reconciling it found.
+- ``store.recoveries``: recovery mode after a restore, and what reconciling it found;
+- ``store.retention``: how long each scope's ended runs stay live, as operators set it.
 
 A repository method either opens its own transaction or, when it takes a ``conn``, works in
 the caller's (``with store.write() as conn: ...``), so one commit can span repositories. A
@@ -122,6 +123,7 @@ if TYPE_CHECKING:
     from openseal.runtime.store.repos.rate_limits import Bucket as Bucket
     from openseal.runtime.store.repos.rate_limits import Taken as Taken
     from openseal.runtime.store.repos.recoveries import Recovery as Recovery
+    from openseal.runtime.store.repos.retention import RetentionSetting as RetentionSetting
     from openseal.runtime.store.repos.runs import CancelSweep as CancelSweep
     from openseal.runtime.store.repos.tokens import AccessToken as AccessToken
     from openseal.runtime.store.repos.triggers import Occurrence as Occurrence

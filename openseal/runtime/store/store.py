@@ -45,6 +45,7 @@ from openseal.runtime.store.repos.proposals import Proposals
 from openseal.runtime.store.repos.quotas import Quotas
 from openseal.runtime.store.repos.rate_limits import RateLimits
 from openseal.runtime.store.repos.recoveries import Recoveries
+from openseal.runtime.store.repos.retention import RetentionSettings
 from openseal.runtime.store.repos.runs import Runs
 from openseal.runtime.store.repos.tokens import Tokens
 from openseal.runtime.store.repos.triggers import Triggers
@@ -89,6 +90,7 @@ class Store(StoreBase):
         self.health = Health(self)
         self.archive = Archive(self)
         self.recoveries = Recoveries(self)
+        self.retention = RetentionSettings(self)
         self.capacity = Capacity(self)
         self.rate_limits = RateLimits(self)
         self.quotas = Quotas(self)

@@ -620,3 +620,15 @@ capacity_waits = sa.Table(
     sa.Column("since", UtcTimestamp, nullable=False),
     sa.Index("ix_capacity_waits_key", "key", "priority", "since"),
 )
+
+#: Operator settings of retention, by scope: how long the scope's ended runs stay in the live
+#: store before an archive may take them (seconds). A workflow's own period is in its
+#: definition; the longest that applies wins (openseal.runtime.lifecycle.retention).
+retention_settings = sa.Table(
+    "retention_settings",
+    metadata,
+    sa.Column("scope", SCOPE, primary_key=True),
+    sa.Column("keep_ended_runs", sa.Float(precision=53), nullable=False),
+    sa.Column("updated_by", sa.String(200), nullable=False),
+    sa.Column("updated_at", UtcTimestamp, nullable=False),
+)
