@@ -250,7 +250,40 @@ def evaluate_json(node: Any, scope: Mapping[str, object]) -> object:
     return evaluate(_expressions(node), scope)
 
 
+#: what a delegation asks of its callee: the same callee asked the same may answer with the
+#: request it already has (replay takes its recorded answer; a migration keeps it)
+DELEGATION_ASKS = ("goal", "input", "output_type", "review", "budget")
+
+
+def delegation_request(
+    workflow: CompiledWorkflow, state: StateSpec, scope: Mapping[str, object]
+) -> dict[str, Any]:
+    """The request a visit of ``delegate`` state ``state`` makes of its callee in ``scope``."""
+    config: Any = state.config
+    request: dict[str, Any] = {
+        "goal": evaluate_json(config["goal"], scope),
+        "input": {k: evaluate_json(v, scope) for k, v in sorted(config["input"].items())},
+        "output_type": config["output"],
+        "output_schema": state.output_schema,
+        "review": config["review"],
+        "workflow": workflow.name,
+        "state": state.name,
+        "caller": str((workflow.document.get("spec") or {}).get("owner") or ""),
+    }
+    budget = config.get("budget") or {}
+    if budget:
+        request["budget"] = budget
+    return request
+
+
+def same_request(before: Any, after: Mapping[str, Any]) -> list[str]:
+    """What of :data:`DELEGATION_ASKS` request ``after`` asks differently from ``before``."""
+    asked = before if isinstance(before, Mapping) else {}
+    return [key for key in DELEGATION_ASKS if asked.get(key) != after.get(key)]
+
+
 __all__ = [
+    "DELEGATION_ASKS",
     "AgentProfile",
     "ByIdentity",
     "CompiledWorkflow",
@@ -259,6 +292,8 @@ __all__ = [
     "EvaluationError",
     "StateSpec",
     "Transition",
+    "delegation_request",
     "evaluate_json",
+    "same_request",
     "version_key",
 ]

@@ -244,3 +244,22 @@ def test_compile_against_a_bundle_writes_only_a_migration_that_checks(
     assert main(["compile", str(root / "hcl"), "--against", str(bundle), "--out", str(nxt)]) == 0
     assert (nxt / "manifest.json").exists()
     assert main(["compile", str(root / "hcl"), "--against", str(root), "--check"]) == 2
+
+
+def test_a_state_where_runs_wait_only_for_capacity_maps_to_one_of_its_kind(
+    earlier: tuple[Path, dict[str, Mapping[str, Any]]],
+) -> None:
+    root, versions = earlier
+    research = '    state "research" {\n      to = state.research\n    }\n'
+    block = MAPPED % {"version": _digest(versions)}
+    block = block.replace("    leave =", research + "    leave =")
+    path = _write(root, block)
+    assert _codes(_compile(root, versions)) == []
+    text = path.read_text("utf-8")
+    path.write_text(text.replace("to = state.research", "to = state.check_budget"), "utf-8")
+    [found] = _compile(root, versions).diagnostics
+    assert (found.code, found.message) == (
+        "OS606",
+        "runs waiting in `research` (turn) can only move to a turn state; "
+        "`check_budget` is a decision state",
+    )

@@ -13,7 +13,8 @@ was compiled, deployed and run long ago; see docs/decisions/0018):
   output kept by name changed type;
 * ``OS605`` runs would be moved past an effect: an action this version performs before the
   target state that the earlier version had not performed before the source state;
-* ``OS606`` runs waiting in a state of this kind cannot move, or not to a state of that kind.
+* ``OS606`` runs waiting in a state of this kind cannot move (their wait is shared with child
+  runs or may hold an effect), or not to a state of that kind.
 
 Diagnostics point at the ``migrate`` block in the source when the definition is given, else at
 the compiled workflow (``workflow <name> (compiled)``).
@@ -46,8 +47,12 @@ WAITING_KINDS: dict[str, str] = {
     "for_each": "waiting_for_dependency",
     "action": "sleeping until its action is reconciled",
 }
-#: kinds whose waiting runs can move: their wait is the run's alone (no child run, no effect)
-MOVABLE_KINDS = frozenset({"approval", "wait"})
+#: kinds whose waiting runs can move: their wait is the run's alone (no child run, no effect),
+#: or, for a ``delegate``, a request the new state would make the same (the runtime checks it)
+MOVABLE_KINDS = frozenset({"approval", "wait", "delegate"})
+#: kinds where a run waits only for capacity, before its visit begins: it may move to a state
+#: of the same kind, which it then begins instead (a visit begun stays)
+CAPACITY_KINDS = frozenset({"turn", "decision", "transform", "proposal"})
 MIN_PREFIX = 6
 
 
@@ -168,11 +173,14 @@ def _kinds(
     where: _Where,
 ) -> Iterator[Diagnostic]:
     kind, to_kind = str(old_states[name].get("kind")), str(new_states[target].get("kind"))
-    if kind not in MOVABLE_KINDS:
+    if kind not in MOVABLE_KINDS | CAPACITY_KINDS:
         why = "its wait is not the run's alone" if kind != "action" else "it may hold an effect"
+        if kind == "end":
+            why = "its runs have ended"
         message = (
-            f"runs waiting in state `{name}` ({kind}) cannot move: {why}; only runs waiting "
-            "for an approval or in a wait state move"
+            f"runs waiting in state `{name}` ({kind}) cannot move: {why}; runs move from "
+            "approval, wait and delegate states, and from turn, decision, transform and "
+            "proposal states while they wait for capacity"
         )
         yield error("OS606", message, where.key("state", name), suggestion=f'leave = ["{name}"]')
     elif to_kind != kind:

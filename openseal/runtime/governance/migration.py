@@ -29,21 +29,41 @@ from datetime import timedelta
 from typing import Any
 
 from openseal.compiler import EvaluationError, find_earlier
-from openseal.contract import ApprovalSettings, ApprovalWait, ProposalSettings, RunContext
+from openseal.contract import (
+    ApprovalSettings,
+    ApprovalWait,
+    DelegateSettings,
+    ProposalSettings,
+    RunContext,
+)
 from openseal.errors import RuntimeFailure
 from openseal.runtime.actions import proposals
 from openseal.runtime.clock import iso
-from openseal.runtime.compiled import CompiledWorkflow, DefinitionError, evaluate_json
+from openseal.runtime.compiled import (
+    CompiledWorkflow,
+    DefinitionError,
+    delegation_request,
+    evaluate_json,
+    same_request,
+)
 from openseal.runtime.faults import BlockAt, hook_from_env
 from openseal.runtime.statuses import ActionStatus, ApprovalStatus, RunStatus
 from openseal.runtime.store import Connection, Run, Store
 
 #: statuses of runs that wait holding no worker, whose wait a migration can carry over
 MOVABLE_STATUSES = frozenset(
-    {RunStatus.WAITING_FOR_APPROVAL, RunStatus.WAITING_FOR_EVENT, RunStatus.SLEEPING}
+    {
+        RunStatus.WAITING_FOR_APPROVAL,
+        RunStatus.WAITING_FOR_EVENT,
+        RunStatus.SLEEPING,
+        RunStatus.WAITING_FOR_AGENT,
+        RunStatus.WAITING_FOR_CAPACITY,
+    }
 )
-#: what a movable run waits for: its approval, its timer, its event (not a retry or an action)
-MOVABLE_WAITS = frozenset({"approval", "timer", "event"})
+#: what a movable run waits for: its approval, its timer, its event, its agent request (when
+#: the new state would ask the same), a slot (before its visit began); not a retry's backoff,
+#: an action's reconciliation or child runs
+MOVABLE_WAITS = frozenset({"approval", "timer", "event", "agent", "capacity"})
 PAGE = 200
 
 
@@ -139,6 +159,10 @@ class MigrationError(RuntimeFailure):
     """A migration could not be applied; ``code`` says why."""
 
     code = "migration_refused"
+
+
+class RequestChanged(MigrationError):
+    """The state a run waiting for its agent request would move to asks another request."""
 
 
 def migrations_of(store: Store, conn: Connection, targets: Any) -> list[Migration]:
@@ -249,6 +273,8 @@ class _Mover:
         kind = run.waiting["kind"] if run.waiting is not None else None
         if kind not in MOVABLE_WAITS:  # a retry's backoff, an action's reconciliation
             return report("stays", f"it waits for {kind or 'nothing'}, not in its state")
+        if kind == "capacity" and not _visit_not_begun(run):
+            return report("stays", f"its visit of {run.current_state} has begun")
         unsettled = self.store.actions.unsettled(conn, run.id)
         if unsettled:
             a = unsettled[0]
@@ -257,6 +283,9 @@ class _Mover:
         try:
             context = self._context(run, mapping)
             approval = self._approval(conn, run, mapping, context)
+            self._same_request(conn, run, mapping, context)
+        except RequestChanged as exc:
+            return report("stays", str(exc))
         except (EvaluationError, DefinitionError, MigrationError) as exc:
             return report("stays", f"a carried value cannot be computed: {exc}")
         if not write:
@@ -285,6 +314,29 @@ class _Mover:
         context: RunContext = {**old_context, "states": states, "visits": visits}
         context["position"] = {"state": target, "visit": visits[target]}
         return context
+
+    def _same_request(
+        self, conn: Connection, run: Run, mapping: Mapping[str, Any], context: RunContext
+    ) -> None:
+        """A run waiting for its agent request moves only to a state that would make the same
+        request of the same callee: the request, its child run and its carved budget go on."""
+        waiting: Mapping[str, Any] = run.waiting or {}
+        if waiting.get("kind") != "agent":
+            return
+        new = self.catalog.workflow(self.migration.new)
+        target = new.state(str(mapping["to"]).removeprefix("state."))
+        scope = state_scope(context.get("inputs") or {}, context.get("states") or {})
+        asked = delegation_request(new, target, scope)
+        request = self.store.agent_requests.get_in(conn, str(waiting.get("agent_request_id")))
+        changed = same_request(request.request, asked)
+        callee = target.settings(DelegateSettings)["to"]
+        if request.callee != callee:
+            changed.insert(0, "callee")
+        if changed:
+            raise RequestChanged(
+                f"{target.name} would ask {callee} another request than {request.id} "
+                f"(its {', '.join(changed)} differs)"
+            )
 
     def _approval(
         self,
@@ -356,6 +408,11 @@ class _Mover:
             **({"approval": approval.summary()} if approval else {}),
         }
         values.update(workflow_digest=m.new, context=context, current_state=target, waiting=waiting)
+        if run.status is RunStatus.WAITING_FOR_CAPACITY:
+            # it begins the new state, counted against that state's limits
+            self.store.capacity.forget(conn, run.id)
+            values.update(status=RunStatus.QUEUED, waiting=None, wake_at=None)
+            self.store.notify_work(conn, run.id)
         self.store.runs.migrate(
             conn, run, values=values, payload=payload, actor=self.actor, now=now
         )
@@ -421,6 +478,17 @@ class _ApprovalMove:
             "new_approval_id": self.new_id,
             "hash": self.draft.hash if self.outcome == "withdrawn" else None,
         }
+
+
+def _visit_not_begun(run: Run) -> bool:
+    """Whether the run, waiting for capacity, has not yet begun its current state's visit:
+    nothing of the visit happened, so it may begin another state instead."""
+    position: Mapping[str, Any] = run.context.get("position") or {}
+    return (
+        position.get("state") == run.current_state
+        and not position.get("charged")
+        and not position.get("attempt")
+    )
 
 
 def _same_action(

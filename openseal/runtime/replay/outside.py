@@ -23,7 +23,7 @@ from openseal.contract import (
 )
 from openseal.runtime.actions import admission, proposals
 from openseal.runtime.actions.proposals import Draft
-from openseal.runtime.compiled import evaluate_json
+from openseal.runtime.compiled import evaluate_json, same_request
 from openseal.runtime.engine.states import delegate as delegation
 from openseal.runtime.engine.states import proposal as proposal_state
 from openseal.runtime.engine.states.action import leave
@@ -221,11 +221,6 @@ def wait(ctx: StepContext) -> Outcome:
     return Advance(event)
 
 
-#: what a delegation asks of its callee, compared with the recorded request: the same
-#: callee asked the same gives the recorded answer
-_ASKED = ("goal", "input", "output_type", "review", "budget")
-
-
 def delegate(ctx: StepContext) -> Outcome:
     """The request this visit would make, answered as the recorded request of the same visit
     was (completed, declined, failed, expired), when it asks the same callee the same."""
@@ -238,8 +233,7 @@ def delegate(ctx: StepContext) -> Outcome:
     if len(made) < ctx.visit:
         raise NeedsInput(ctx.state.name, f"an answer from {callee} to: {asked['goal']}")
     recorded = made[ctx.visit - 1]
-    before = recorded.request if isinstance(recorded.request, dict) else {}
-    changed = [k for k in _ASKED if before.get(k) != asked.get(k)]
+    changed = same_request(recorded.request, asked)
     if recorded.callee != callee:
         changed.insert(0, "callee")
     if changed:

@@ -21,7 +21,7 @@ from datetime import timedelta
 from typing import Any
 
 from openseal.contract import AgentWait, DelegateSettings
-from openseal.runtime.compiled import evaluate_json
+from openseal.runtime.compiled import delegation_request
 from openseal.runtime.engine import budgets
 from openseal.runtime.engine.cascade import stop_child
 from openseal.runtime.engine.delegation import DelegationFailed, start_child
@@ -90,20 +90,7 @@ def execute(ctx: StepContext) -> Outcome:
 
 def request_of(ctx: StepContext, config: DelegateSettings) -> dict[str, Any]:
     """The request this visit makes of its callee (replay compares it with the recorded one)."""
-    request = {
-        "goal": evaluate_json(config["goal"], ctx.scope),
-        "input": {k: evaluate_json(v, ctx.scope) for k, v in sorted(config["input"].items())},
-        "output_type": config["output"],
-        "output_schema": ctx.state.output_schema,
-        "review": config["review"],
-        "workflow": ctx.workflow.name,
-        "state": ctx.state.name,
-        "caller": str((ctx.workflow.document.get("spec") or {}).get("owner") or ""),
-    }
-    budget = config.get("budget") or {}
-    if budget:
-        request["budget"] = budget
-    return request
+    return delegation_request(ctx.workflow, ctx.state, ctx.scope)
 
 
 def _unaffordable(ctx: StepContext, tx: FencedTx, budget: dict[str, int]) -> str | None:

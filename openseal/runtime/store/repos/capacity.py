@@ -266,6 +266,11 @@ class Capacity(Repository):
         conn.execute(sa.delete(waits).where(waits.c.run_id == run_id))
         conn.execute(sa.insert(waits).values(run_id=run_id, key=key, priority=priority, since=now))
 
+    def forget(self, conn: sa.Connection, run_id: str) -> None:
+        """``run_id`` no longer waits for capacity (a migration made it ``queued`` again, to
+        count against the limits of the state it moved to)."""
+        conn.execute(sa.delete(waits).where(waits.c.run_id == run_id))
+
     def any_waiting(self, keys: Iterable[str]) -> bool:
         """Whether some run waits for one of ``keys`` (a read: most ends have none to wake)."""
         wanted = list(keys)
