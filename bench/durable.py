@@ -505,8 +505,9 @@ def batch_runs(options: Options) -> int:
 
 def peer_runs(options: Options) -> int:
     """The runs of each configuration of a peer's repetition (fewer than openseal's: a peer
-    runs four configurations per repetition, and its slowest does 10–50 runs/s here)."""
-    return options.pick(quick=10, default=200)
+    runs four configurations per repetition, and its slowest does 3–50 runs/s on a busy
+    2-core machine). The figures compared are rates, each after an untimed warm-up."""
+    return options.pick(quick=10, default=100)
 
 
 def peer_command(
