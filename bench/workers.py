@@ -65,6 +65,8 @@ from openseal.runtime.store.tables import schema
 NAME = "workers"
 WORKFLOW = "slow_steps"
 WORKER_COUNTS = (1, 2, 4, 8)
+#: how long a worker process may take to start (a hang guard, not a figure)
+STARTUP_SECONDS = 600
 #: doubling the worker processes must add at least this factor for the runs/s to be "growing"
 GROWTH = 1.2
 #: idle workers: processes and threads each, woken for runs that arrive one at a time
@@ -271,8 +273,9 @@ def measure(
                 for i in range(count)
             ]
             for i, process in enumerate(workers):
+                # 8 processes importing at once on a busy 2-core machine take minutes
                 wait_for(lambda i=i: b"started" in (work / f"worker-{i}.log").read_bytes(),
-                         60, process)  # fmt: skip
+                         STARTUP_SECONDS, process)  # fmt: skip
             cpu = sum(cpu_seconds(p.pid) for p in workers)
             started = time.perf_counter()
             for i in range(runs):
