@@ -174,7 +174,7 @@ class Admission:
             conn = tx.row_conn if tx.row_stored else tx.conn  # a run created here: written first
             now = self.store.now()
             full = self.store.capacity.take(conn, claim.run_id, claim.epoch, missing, now)
-            if not isinstance(full, bool):
+            if full is not None:
                 kind = "paused" if full.max_slots == 0 else "concurrency"
                 detail = {} if kind == "paused" else {"max": full.max_slots, "in_use": full.in_use}
                 wait_for_capacity(tx, WaitsFor(kind, full.key, detail))

@@ -200,3 +200,51 @@ def test_a_waker_locks_the_run_before_its_wait(capped: Store, tmp_path: Path) ->
         thread.join(timeout=60)
     assert not thread.is_alive()
     assert status(capped, run) == RunStatus.QUEUED
+
+
+def test_a_take_that_waited_for_a_keys_lock_counts_what_its_holder_took(
+    capped: Store, tmp_path: Path
+) -> None:
+    """A take counts the slots in a statement of its own, after it holds the keys' locks:
+    under READ COMMITTED that statement's snapshot is taken once the lock's holder has
+    committed, so it sees the slot the holder took (one statement locking and counting
+    would count from a snapshot taken before it waited, and let both in)."""
+    if capped.dialect != "postgresql":
+        pytest.skip("SQLite takes one database-wide write lock: nothing waits for a key's row")
+    first, second = start(capped, "free"), start(capped, "free")
+    with capped.engine.begin() as conn:
+        conn.execute(
+            sa.text("UPDATE runs SET status = 'running', epoch = 1 WHERE id IN (:a, :b)"),
+            {"a": first.id, "b": second.id},
+        )
+
+    def waiting_locks() -> int:
+        with capped.engine.connect() as conn:
+            query = sa.text("SELECT count(*) FROM pg_locks WHERE NOT granted")
+            return int(conn.execute(query).one()[0])
+
+    capped.capacity.set("scope:warm", by="user:test", max_slots=1)  # the key's row exists
+    with capped.engine.begin() as conn:
+        assert capped.capacity.take(conn, first.id, 1, {"key:k": 1}, capped.now()) is None
+        conn.execute(sa.text("DELETE FROM capacity_slots"))  # the row stays, no slot counts
+    found: list[Any] = []
+    holder = capped.engine.connect()
+    tx = holder.begin()
+    assert capped.capacity.take(holder, first.id, 1, {"key:k": 1}, capped.now()) is None
+    before = waiting_locks()
+
+    def second_take() -> None:
+        with capped.engine.begin() as conn:
+            found.append(capped.capacity.take(conn, second.id, 1, {"key:k": 1}, capped.now()))
+
+    thread = threading.Thread(target=second_take)
+    thread.start()
+    try:
+        eventually(lambda: waiting_locks() > before)  # the second take waits for the key
+    finally:
+        tx.commit()
+        holder.close()
+        thread.join(timeout=60)
+    assert not thread.is_alive()
+    assert len(found) == 1 and found[0] is not None
+    assert (found[0].key, found[0].max_slots, found[0].in_use) == ("key:k", 1, 1)

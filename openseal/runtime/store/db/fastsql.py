@@ -179,6 +179,59 @@ def execute(
     return _run(conn, stmt, params)[0]
 
 
+def execute_together(
+    conn: sa.Connection, statements: Sequence[tuple[sa.Executable, Mapping[str, Any]]]
+) -> list[list[dict[str, Any]]]:
+    """Run ``statements`` (each with one mapping of parameters) one after the other in
+    ``conn``'s transaction; the rows each returns. On PostgreSQL (psycopg) they go to the
+    server in one pipeline, one round trip: the server still runs them one at a time, each
+    with the snapshot of its own start under READ COMMITTED, so a statement sees what
+    committed while an earlier one waited for a lock. Elsewhere, or when a statement needs
+    ``Connection.execute``, each is run as :func:`execute` runs it."""
+    dispatch: Any = _fast(conn) if conn.in_transaction() else None
+    dbapi: Any = conn.connection.dbapi_connection
+    pipeline: Any = getattr(dbapi, "pipeline", None)
+    prepared = []
+    if dispatch is not None and pipeline is not None and len(statements) > 1:
+        for stmt, params in statements:
+            found = _prepare(stmt, conn.dialect, frozenset(params))  # type: ignore[arg-type]
+            if found is None:
+                break
+            prepared.append((found, params))
+    if len(prepared) != len(statements) or len(statements) < 2:
+        return [_run(conn, stmt, params)[0] for stmt, params in statements]
+    assert dbapi is not None
+    sent: list[tuple[Any, _Prepared, str, Any]] = []
+    heard = dispatch is not _UNHEARD
+    sql, arguments, cursor = "", None, None
+    try:
+        with pipeline():
+            for one, params in prepared:
+                sql, arguments = one.sql, one.arguments(params)
+                cursor = dbapi.cursor()
+                if heard:
+                    for listener in dispatch.before_cursor_execute:
+                        sql, arguments = listener(conn, cursor, sql, arguments, None, False)
+                cursor.execute(sql, arguments)
+                if heard:
+                    dispatch.after_cursor_execute(conn, cursor, sql, arguments, None, False)
+                sent.append((cursor, one, sql, arguments))
+        results: list[list[dict[str, Any]]] = []
+        for sent_cursor, one, sent_sql, sent_arguments in sent:
+            cursor, sql, arguments = sent_cursor, sent_sql, sent_arguments
+            description = cursor.description
+            fetched = cursor.fetchall() if one.columns and description is not None else ()
+            if not one.columns or description is None:
+                results.append([])
+            else:
+                results.append(_rows(conn.dialect, one, description, fetched))
+            cursor.close()
+    except BaseException as exc:
+        dbapi_error = isinstance(exc, conn.dialect.loaded_dbapi.Error)
+        conn._handle_dbapi_exception(exc, sql if dbapi_error else None, arguments, cursor, None)
+    return results
+
+
 def execute_count(conn: sa.Connection, stmt: sa.Executable, params: Mapping[str, Any]) -> int:
     """Run an UPDATE or DELETE without RETURNING; the number of rows it matched."""
     return _run(conn, stmt, params)[1]

@@ -37,16 +37,21 @@ slots = schema.capacity_slots
 waits = schema.capacity_waits
 runs = schema.runs
 
+
 #: a slot counts while its run is running at the slot's epoch — or while the claim that took
 #: it has not written the run's row yet, which only the transaction taking it can see (another
 #: claim sharing its commit): a row whose run is one epoch behind it is that claim's
-_COUNTS = sa.exists().where(
-    runs.c.id == slots.c.run_id,
-    sa.or_(
-        sa.and_(runs.c.epoch == slots.c.epoch, runs.c.status == RunStatus.RUNNING),
-        runs.c.epoch + 1 == slots.c.epoch,
-    ),
-)
+def _counts(table: Any) -> sa.Exists:
+    return sa.exists().where(
+        runs.c.id == table.c.run_id,
+        sa.or_(
+            sa.and_(runs.c.epoch == table.c.epoch, runs.c.status == RunStatus.RUNNING),
+            runs.c.epoch + 1 == table.c.epoch,
+        ),
+    )
+
+
+_COUNTS = _counts(slots)
 #: how many takes of a store sweep once the key's rows that no longer count
 SWEEP_EVERY = 16
 
@@ -155,72 +160,106 @@ class Capacity(Repository):
         epoch: int,
         caps: Mapping[str, int],
         now: datetime,
-    ) -> Full | bool:
-        """Take a slot of each key of ``caps`` (its cap) for ``run_id`` at ``epoch``, keys in
-        sorted order (one lock order among the keys); the first key that is full, or, when
-        every slot was taken, whether one of the keys is full now. Slots taken before a full
-        key stay written but count for nothing once the caller moves the run out of
+    ) -> Full | None:
+        """Take a slot of each key of ``caps`` (its cap) for ``run_id`` at ``epoch``; the first
+        key (in sorted order) that is full, else None. Slots taken of the other keys when one is
+        full stay written but count for nothing once the caller moves the run out of
         ``running`` in this transaction.
 
-        The run's row must be locked by this transaction (invariant 15: the run first). Three
-        statements a key, built once: lock the key's row (an upsert recording the cap), count
-        the others' slots, write this one; and every :data:`SWEEP_EVERY` takes, remove the
-        rows that no longer count."""
-        lock, count, write, sweep = self._statements()
-        filled = False
-        for key in sorted(caps):
-            cap = caps[key]
-            fastsql.execute(conn, lock, {"p_key": key, "p_max": cap})
-            self._takes += 1
-            if self._takes % SWEEP_EVERY == 0:
-                fastsql.execute_count(conn, sweep, {"p_key": key})
-            (row,) = fastsql.execute(conn, count, {"p_key": key, "p_run": run_id})
-            in_use = int(next(iter(row.values())))
-            if in_use >= cap:
-                return Full(key, cap, in_use)
-            params = {"p_key": key, "p_run": run_id, "p_epoch": epoch, "p_now": now}
-            fastsql.execute(conn, write, params)
-            filled = filled or in_use + 1 >= cap
-        return filled
+        The run's row must be locked by this transaction (invariant 15: the run first). Two
+        statements whatever the number of keys, sent in one round trip on PostgreSQL: lock the
+        keys' rows in sorted order (one lock order among the keys; an upsert recording each
+        cap, which writes nothing when the cap is the one recorded), then count each key's
+        slots and write this run's where there is room. The second statement is a statement
+        of its own so that its snapshot (READ COMMITTED takes one per statement) is taken once
+        the locks are held: it sees every slot a claim that held a lock before it committed.
+        Every :data:`SWEEP_EVERY` takes, the keys' rows that no longer count are removed
+        (between the two)."""
+        keys = sorted(caps)
+        lock, write = self._statements(len(keys))
+        params: dict[str, Any] = {"p_run": run_id, "p_epoch": epoch, "p_now": now}
+        for i, key in enumerate(keys):
+            params[f"p_key{i}"] = key
+            params[f"p_max{i}"] = caps[key]
+        statements: list[tuple[Any, Mapping[str, Any]]] = [(lock, params)]
+        self._takes += 1
+        if self._takes % SWEEP_EVERY == 0:
+            statements.append((self._sweep(len(keys)), params))
+        statements.append((write, params))
+        written = fastsql.execute_together(conn, statements)[-1]
+        taken = {str(row["key"]) for row in written}
+        for key in keys:
+            if key not in taken:
+                in_use = self.in_use(conn, [key], besides=run_id)[key]
+                return Full(key, caps[key], in_use)
+        return None
 
-    def _statements(self) -> tuple[Any, Any, Any, Any]:
-        """The statements :meth:`take` sends, built once for the store's dialect."""
-        built: tuple[Any, Any, Any, Any] | None = getattr(self, "_built", None)
-        if built is not None:
-            return built
+    def _statements(self, n: int) -> tuple[Any, Any]:
+        """The statements :meth:`take` sends for ``n`` keys, built once each."""
+        built: dict[int, tuple[Any, Any]] = self.__dict__.setdefault("_built", {})
+        found = built.get(n)
+        if found is not None:
+            return found
         insert = postgresql.insert if self._store.dialect == "postgresql" else sqlite.insert
-        key = sa.bindparam("p_key", type_=limits.c.key.type)
-        cap = sa.bindparam("p_max", type_=sa.Integer)
-        # an upsert locks the key's row on PostgreSQL (SQLite's write lock covers it)
-        stmt = insert(limits).values(key=key, max_slots=cap)
+        pairs = [
+            (
+                sa.bindparam(f"p_key{i}", type_=limits.c.key.type),
+                sa.bindparam(f"p_max{i}", type_=sa.Integer),
+            )
+            for i in range(n)
+        ]
+        # an upsert locks each key's row on PostgreSQL, in the order given, even where its
+        # condition leaves the row as it is (SQLite's write lock covers them all)
+        stmt = insert(limits).values([{"key": k, "max_slots": m} for k, m in pairs])
         lock = stmt.on_conflict_do_update(
-            index_elements=[limits.c.key], set_={"max_slots": stmt.excluded.max_slots}
-        ).returning(limits.c.key)
-        count = (
-            sa.select(sa.func.count())
-            .select_from(slots)
-            .where(slots.c.key == key, slots.c.run_id != sa.bindparam("p_run"), _COUNTS)
+            index_elements=[limits.c.key],
+            set_={"max_slots": stmt.excluded.max_slots},
+            where=limits.c.max_slots.is_distinct_from(stmt.excluded.max_slots),
         )
-        mine = insert(slots).values(
-            key=key, run_id=sa.bindparam("p_run"), epoch=sa.bindparam("p_epoch"),
-            taken_at=sa.bindparam("p_now", type_=slots.c.taken_at.type),
-        )  # fmt: skip
+        selects = [sa.select(k.label("key"), m.label("cap")) for k, m in pairs]
+        wanted = (sa.union_all(*selects) if n > 1 else selects[0]).subquery("wanted")
+        others = slots.alias("others")
+        in_use = (
+            sa.select(sa.func.count())
+            .select_from(others)
+            .where(
+                others.c.key == wanted.c.key,
+                others.c.run_id != sa.bindparam("p_run"),
+                _counts(others),
+            )
+            .scalar_subquery()
+        )
+        rows = sa.select(
+            wanted.c.key,
+            sa.bindparam("p_run", type_=slots.c.run_id.type),
+            sa.bindparam("p_epoch", type_=sa.Integer),
+            sa.bindparam("p_now", type_=slots.c.taken_at.type),
+        ).where(in_use < wanted.c.cap)
+        mine = insert(slots).from_select(["key", "run_id", "epoch", "taken_at"], rows)
         write = mine.on_conflict_do_update(
             index_elements=[slots.c.key, slots.c.run_id],
             set_={"epoch": mine.excluded.epoch, "taken_at": mine.excluded.taken_at},
         ).returning(slots.c.key)
-        sweep = sa.delete(slots).where(slots.c.key == key, ~_COUNTS)
-        self._built = (lock, count, write, sweep)
-        return self._built
+        built[n] = (lock, write)
+        return lock, write
 
-    def in_use(self, conn: sa.Connection, keys: Iterable[str]) -> dict[str, int]:
-        """How many slots of each key count now."""
+    def _sweep(self, n: int) -> Any:
+        """Remove the rows of ``n`` keys that no longer count."""
+        built: dict[int, Any] = self.__dict__.setdefault("_sweeps", {})
+        if n not in built:
+            keys = [sa.bindparam(f"p_key{i}", type_=limits.c.key.type) for i in range(n)]
+            built[n] = sa.delete(slots).where(slots.c.key.in_(keys), ~_COUNTS)
+        return built[n]
+
+    def in_use(
+        self, conn: sa.Connection, keys: Iterable[str], *, besides: str | None = None
+    ) -> dict[str, int]:
+        """How many slots of each key count now (those of run ``besides`` left out)."""
         wanted = list(keys)
-        found = conn.execute(
-            sa.select(slots.c.key, sa.func.count())
-            .where(slots.c.key.in_(wanted), _COUNTS)
-            .group_by(slots.c.key)
-        ).all()
+        stmt = sa.select(slots.c.key, sa.func.count()).where(slots.c.key.in_(wanted), _COUNTS)
+        if besides is not None:
+            stmt = stmt.where(slots.c.run_id != besides)
+        found = conn.execute(stmt.group_by(slots.c.key)).all()
         counted = {str(key): int(n) for key, n in found}
         return {key: counted.get(key, 0) for key in wanted}
 

@@ -70,6 +70,32 @@ def test_updates_report_matched_rows(backend: Backend) -> None:
         assert fastsql.execute_count(conn, CONSUME, {"p_name": "a", "v_at": AT}) == 0
 
 
+def test_statements_sent_together_each_see_the_ones_before(backend: Backend) -> None:
+    store = backend.open()
+    with store.write() as conn:
+        found = fastsql.execute_together(
+            conn,
+            [
+                (INSERT, row("e1", "a", 1)),
+                (CONSUME, {"p_name": "a", "v_at": AT}),
+                (BY_NAME, {"p_name": "a"}),
+            ],
+        )
+        assert found[:2] == [[], []]
+        assert [(r["id"], r["consumed_at"]) for r in found[2]] == [("e1", AT)]
+
+
+def test_a_failure_among_statements_sent_together_rolls_back(backend: Backend) -> None:
+    store = backend.open()
+    with pytest.raises(sa.exc.IntegrityError), store.write() as conn:
+        fastsql.execute_together(
+            conn,
+            [(INSERT, row("e1", "a", 1)), (INSERT, row("e1", "a", 2)), (BY_NAME, {"p_name": "a"})],
+        )
+    with store.read() as conn:
+        assert fastsql.execute(conn, BY_NAME, {"p_name": "a"}) == []
+
+
 def test_expanding_parameters_fall_back_to_sqlalchemy(backend: Backend) -> None:
     store = backend.open()
     with store.write() as conn:
