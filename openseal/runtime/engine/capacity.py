@@ -268,7 +268,8 @@ def wake_waiters(store: Store, key: str, free: int) -> int:
 
 class CapacityPoll:
     """Every :data:`POLL_SECONDS`, one of an engine's threads reads the operators' settings
-    afresh and wakes waiters whose limits have free slots (what no claim's end announced)."""
+    afresh, wakes waiters whose limits have free slots (what no claim's end announced), and
+    writes the rate limits' corrections its process owes (``store.rate_limits.settle``)."""
 
     def __init__(self, store: Store, admission: Admission) -> None:
         self.store = store
@@ -283,6 +284,7 @@ class CapacityPoll:
                 return 0
             self._next = now + POLL_SECONDS
         self.store.capacity.settings(max_age=0)
+        self.store.rate_limits.settle()
         with self.store.read() as conn:
             keys = self.store.capacity.waiting_keys(conn)
         if keys:

@@ -477,6 +477,7 @@ class Engine:
             reports.append(report)
             if report.ending == "recovery":
                 break
+        self.store.rate_limits.settle()  # idle: what the calls owe their limits is written
         return reports
 
     def run_forever(self, *, poll_interval: float = 1.0, idle_exit: bool = False) -> None:

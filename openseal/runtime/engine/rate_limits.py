@@ -83,41 +83,33 @@ def before_model_call(
     endpoint spoke) and the call takes a new one, behind the hold.
     """
     key = limits.requests.key
+    wanted = [(limits.requests, 1.0)]
+    if limits.tokens is not None:
+        wanted.append((limits.tokens, float(tokens)))
     while not lost.is_set():
-        hold = store.rate_limits.held_until(key)
-        wait = _take(store, limits, tokens)
-        if wait <= 0:
+        taken = store.rate_limits.take_all(wanted, within=retry.IN_TURN_WAIT)
+        if not taken.taken:
+            raise OverRateLimit(
+                f"model profile {limits.name!r} is at its rate limit: the next call may go in "
+                f"{taken.wait:.1f}s",
+                code="over_rate_limit",
+                retry_after=taken.wait,
+            )
+        if taken.wait <= 0:
             return
-        lost.wait(wait)
+        lost.wait(taken.wait)
         # the place stands unless an endpoint held the key back again meanwhile (compared as
         # the hold's end, not as time left: the store's clock need not be this one)
-        if store.rate_limits.held_until(key) == hold:
+        if store.rate_limits.held_until(key) == taken.held_until:
             return
-
-
-def _take(store: Store, limits: ModelLimits, tokens: int) -> float:
-    """Take a request and ``tokens``; the wait for their turn."""
-    taken = store.rate_limits.take(limits.requests, within=retry.IN_TURN_WAIT)
-    wait = taken.wait
-    if taken.taken and limits.tokens is not None:
-        by_tokens = store.rate_limits.take(limits.tokens, tokens, within=retry.IN_TURN_WAIT)
-        if not by_tokens.taken:
-            store.rate_limits.give_back(limits.requests, 1)
-        taken, wait = by_tokens, max(wait, by_tokens.wait)
-    if not taken.taken:
-        raise OverRateLimit(
-            f"model profile {limits.name!r} is at its rate limit: the next call may go in "
-            f"{taken.wait:.1f}s",
-            code="over_rate_limit",
-            retry_after=taken.wait,
-        )
-    return wait
 
 
 def after_model_call(store: Store, limits: ModelLimits, taken: int, used: int | None) -> None:
-    """Correct the tokens taken before the call by what it ``used`` (None: unknown, keep)."""
+    """Correct the tokens taken before the call by what it ``used`` (None: unknown, keep): with
+    the profile's next take in this process, or within a second (``store.rate_limits.settle``,
+    called by the worker's loop)."""
     if limits.tokens is not None and used is not None and used != taken:
-        store.rate_limits.give_back(limits.tokens, taken - used)
+        store.rate_limits.give_back_later(limits.tokens, taken - used)
 
 
 def hold_back(store: Store, limits: ModelLimits, seconds: float | None) -> None:

@@ -7,7 +7,10 @@ from __future__ import annotations
 import threading
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from openseal.runtime.store import Bucket, Store
+from openseal.runtime.store.repos.rate_limits import Taken
 from tests.runtime.support import Backend
 
 NOW = datetime(2026, 12, 7, 6, 0, tzinfo=UTC)
@@ -102,3 +105,45 @@ def test_takers_in_many_stores_and_threads_never_take_more_than_the_limit(
         thread.join(timeout=300)
     # 4 at once, then one a second for 10 seconds: 14 of the 54 tries, each at its own time
     assert sorted(taken) == [0.0] * 4 + [float(n) for n in range(1, 11)]
+
+
+def test_a_call_takes_its_request_and_tokens_together_or_neither(store: Store) -> None:
+    _frozen(store)
+    requests = Bucket("model:m", interval=1.0, burst=2)
+    tokens = Bucket("model:m:tokens", interval=0.01, burst=1000)
+    first = store.rate_limits.take_all([(requests, 1), (tokens, 900)], within=0)
+    assert (first.taken, first.wait) == (True, 0.0)
+    # the tokens would wait 8 s: neither the request nor the tokens are taken
+    refused = store.rate_limits.take_all([(requests, 1), (tokens, 900)], within=5)
+    assert (refused.taken, refused.wait) == (False, pytest.approx(8.0))
+    assert store.rate_limits.due_in("model:m") == 1.0
+    assert store.rate_limits.due_in("model:m:tokens") == pytest.approx(9.0)
+
+
+def test_a_correction_owed_is_written_with_the_next_take_or_when_settled(
+    backend: Backend,
+) -> None:
+    one, other = backend.open(), backend.open()
+    _frozen(one)
+    _frozen(other)
+    tokens = Bucket("model:m:tokens", interval=0.01, burst=1000)
+    requests = Bucket("model:m", interval=1.0, burst=5)
+    assert one.rate_limits.take_all([(requests, 1), (tokens, 800)], within=0).taken
+    one.rate_limits.give_back_later(tokens, 700)  # the call used 100
+    assert other.rate_limits.due_in("model:m:tokens") == pytest.approx(8.0)  # not written yet
+    # the next take writes it: 100 + 800 taken, 9 s of 10 s of burst
+    assert one.rate_limits.take_all([(requests, 1), (tokens, 800)], within=0).taken
+    assert other.rate_limits.due_in("model:m:tokens") == pytest.approx(9.0)
+    one.rate_limits.give_back_later(tokens, 750)
+    assert one.rate_limits.settle() == 1
+    assert one.rate_limits.settle() == 0
+    assert other.rate_limits.due_in("model:m:tokens") == pytest.approx(1.5)
+
+
+def test_a_profile_without_a_rate_is_only_read(store: Store) -> None:
+    _frozen(store)
+    plain = Bucket("model:plain")
+    assert store.rate_limits.take_all([(plain, 1)], within=0) == Taken(True, 0.0, None)
+    store.rate_limits.hold_back(plain, 30)
+    held = store.rate_limits.take_all([(plain, 1)], within=10)
+    assert (held.taken, held.wait) == (False, 30.0)

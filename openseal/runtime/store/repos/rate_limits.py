@@ -21,8 +21,11 @@ expected to keep their clocks in step.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -51,10 +54,96 @@ class Taken:
 
     taken: bool
     wait: float
+    #: the first bucket's hold by an endpoint when the take read it (store clock's seconds)
+    held_until: float | None = None
 
 
 class RateLimits(Repository):
     """``store.rate_limits``: shared token buckets (:class:`Bucket`), by key."""
+
+    def __init__(self, store: Any) -> None:
+        super().__init__(store)
+        self._lock = threading.Lock()
+        #: corrections not written yet (:meth:`give_back_later`), by key
+        self._owed: dict[str, tuple[Bucket, float]] = {}
+
+    def take_all(self, wanted: Sequence[tuple[Bucket, float]], *, within: float) -> Taken:
+        """Take ``units`` of each ``(bucket, units)`` if all may go within ``within`` seconds,
+        in one transaction (the rows locked in the keys' order), with the corrections owed to
+        those buckets; the answer's wait is the longest, its ``held_until`` the first bucket's
+        hold. Buckets with no rate are only read: when none has one, nothing is written."""
+        if all(bucket.interval <= 0 for bucket, _ in wanted):
+            return self._holds(wanted, within)
+        with self._store.write_alone() as conn:
+            moment = self._store.now()
+            now = _seconds(moment)
+            owed = self._owed_to([bucket.key for bucket, _ in wanted])
+            found: dict[str, tuple[float, float]] = {}
+            for bucket, _ in sorted(wanted, key=lambda pair: pair[0].key):
+                due, held = self._row(conn, bucket.key, moment)
+                if bucket.key in owed:
+                    due = max(due - owed[bucket.key] * bucket.interval, now)
+                found[bucket.key] = (due, held)
+            wait, moved = 0.0, {}
+            for bucket, units in wanted:
+                due, held = found[bucket.key]
+                if bucket.interval <= 0:
+                    wait = max(wait, held - now)
+                    continue
+                moved[bucket.key] = max(due, now) + units * bucket.interval
+                wait = max(wait, moved[bucket.key] - bucket.burst * bucket.interval - now,
+                           held - now)  # fmt: skip
+            first = found[wanted[0][0].key][1]
+            if wait > within:
+                moved = {key: found[key][0] for key in owed}
+            for key, due in moved.items():
+                self._set(conn, key, moment, due=due)
+        return Taken(wait <= within, wait, first)
+
+    def _holds(self, wanted: Sequence[tuple[Bucket, float]], within: float) -> Taken:
+        keys = [bucket.key for bucket, _ in wanted]
+        with self._store.read() as conn:
+            rows = dict(
+                conn.execute(
+                    sa.select(table.c.key, table.c.held_until).where(table.c.key.in_(keys))
+                ).all()
+            )
+        now = _seconds(self._store.now())
+        wait = max([0.0] + [float(rows[key]) - now for key in keys if key in rows])
+        first = rows.get(keys[0])
+        return Taken(wait <= within, wait, None if first is None else float(first))
+
+    def give_back_later(self, bucket: Bucket, units: float) -> None:
+        """Owe ``bucket`` a correction of ``units`` (as :meth:`give_back`), written with the
+        next take of it by this store (:meth:`take_all`) or by :meth:`settle`, whichever comes
+        first: a call's correction costs no transaction of its own."""
+        if bucket.interval <= 0 or units == 0:
+            return
+        with self._lock:
+            _, owed = self._owed.get(bucket.key, (bucket, 0.0))
+            self._owed[bucket.key] = (bucket, owed + units)
+
+    def settle(self) -> int:
+        """Write every correction owed (one transaction); how many buckets it corrected."""
+        with self._lock:
+            if not self._owed:
+                return 0
+            owed, self._owed = self._owed, {}
+        with self._store.write_alone() as conn:
+            moment = self._store.now()
+            for key in sorted(owed):
+                bucket, units = owed[key]
+                due, _ = self._row(conn, key, moment)
+                self._set(conn, key, moment,
+                          due=max(due - units * bucket.interval, _seconds(moment)))  # fmt: skip
+        return len(owed)
+
+    def _owed_to(self, keys: Sequence[str]) -> dict[str, float]:
+        """The corrections owed to ``keys``, taken off the books (the caller writes them)."""
+        with self._lock:
+            if not self._owed:
+                return {}
+            return {key: self._owed.pop(key)[1] for key in keys if key in self._owed}
 
     def take(self, bucket: Bucket, units: float = 1.0, *, within: float) -> Taken:
         """Take ``units`` of ``bucket`` if they may go within ``within`` seconds."""
