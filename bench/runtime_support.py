@@ -240,10 +240,10 @@ def action_supported() -> bool:
     return handler_for("action") is not simple.not_supported
 
 
-def compiled(directory: Path, workflow: str) -> list[Any]:
+def compiled(directory: Path, workflow: str, preamble: str = PREAMBLE_HCL) -> list[Any]:
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "project.hcl").write_text(
-        PREAMBLE_HCL + "\n" + RUNTIME_PREAMBLE + "\n" + workflow, encoding="utf-8"
+        preamble + "\n" + RUNTIME_PREAMBLE + "\n" + workflow, encoding="utf-8"
     )
     result = compile_paths([directory])
     if not result.ok:
