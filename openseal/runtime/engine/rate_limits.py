@@ -12,8 +12,10 @@ turn turns into a sleeping run, holding no worker, until the limit has room. An 
 answers ``429`` (or says with ``x-ratelimit-remaining-*: 0`` that it has no room left) holds
 the profile's bucket back for every worker until the wait it asked for has passed.
 
-A skill call (a read in a turn, an action's dispatch) waits for its turn in the worker: an
-action is already marked dispatched when it is sent, so it cannot give its place back.
+A skill call (a read in a turn, an action's dispatch) takes its place the same way: within a
+turn's wait it waits in the worker, further off it takes nothing and its run sleeps
+(:class:`SkillOverRateLimit`). An action of a limited skill takes its place before it is
+marked dispatched, so a run that sleeps for it leaves the action admitted, not sent.
 """
 
 from __future__ import annotations
@@ -119,11 +121,27 @@ def hold_back(store: Store, limits: ModelLimits, seconds: float | None) -> None:
     store.rate_limits.hold_back(limits.requests, wait)
 
 
+class SkillOverRateLimit(Exception):
+    """A skill call that the skill's shared limit lets go only after more than a turn may
+    wait: nothing was sent (nor taken). The caller puts its run to sleep for ``wait``."""
+
+    def __init__(self, skill: str, wait: float) -> None:
+        super().__init__(
+            f"skill {skill!r} is at its rate limit: the next call may go in {wait:.1f}s"
+        )
+        self.wait = wait
+
+
 def before_skill_call(store: Store, bucket: Bucket | None, lost: threading.Event) -> None:
     """Take one call of a skill's shared limit and wait for its turn (cut short when the
-    claim is ``lost``)."""
+    claim is ``lost``) when that comes within a turn's wait
+    (:data:`~openseal.runtime.providers.retry.IN_TURN_WAIT`);
+    :class:`SkillOverRateLimit` when it is further off: nothing is taken, and the run sleeps
+    rather than hold its worker."""
     if bucket is None:
         return
-    taken = store.rate_limits.take(bucket, within=float("inf"))
+    taken = store.rate_limits.take(bucket, within=retry.IN_TURN_WAIT)
+    if not taken.taken:
+        raise SkillOverRateLimit(bucket.key.removeprefix("skill:"), taken.wait)
     if taken.wait > 0:
         lost.wait(taken.wait)

@@ -120,7 +120,12 @@ class GatewayTools:
 
     def call(self, ctx: StepContext, invocation: ToolInvocation, suffix: str) -> dict[str, Any]:
         # Imported here: states.base imports this module for the ToolRunner type.
-        from openseal.runtime.engine.states.base import BudgetSpent, LeaseLost, input_hash
+        from openseal.runtime.engine.states.base import (
+            BudgetSpent,
+            LeaseLost,
+            RetryLater,
+            input_hash,
+        )
 
         activity_id = f"{ctx.prefix}:{suffix}"
         digest = input_hash(invocation.to_json())
@@ -145,9 +150,13 @@ class GatewayTools:
             return refused
         if ctx.lost.is_set():
             raise LeaseLost(ctx.claim.run_id)
-        result = telemetry.tool_call(
-            ctx.run.id, invocation.skill, lambda: self._execute(ctx, invocation)
-        )
+        try:
+            result = telemetry.tool_call(
+                ctx.run.id, invocation.skill, lambda: self._execute(ctx, invocation)
+            )
+        except rate_limits.SkillOverRateLimit as over:
+            _not_sent(ctx, activity_id, str(over))
+            raise RetryLater(str(over), delay=over.wait, code="over_rate_limit") from None
         with ctx.store.leases.fenced(ctx.claim) as tx:
             recorded = _record(tx, activity_id, digest, result)
         ctx.hook("activity.recorded", ctx.claim)
@@ -201,7 +210,8 @@ class GatewayTools:
     ) -> SkillResult | None:
         from openseal.runtime.engine.states.base import LeaseLost
 
-        # each attempt is a call: it waits for its turn in the skill's shared limit
+        # each attempt is a call: it waits for its turn in the skill's shared limit, or its
+        # run sleeps when that is further off than a turn waits (SkillOverRateLimit)
         rate_limits.before_skill_call(ctx.store, bucket, ctx.lost)
         if ctx.lost.is_set():  # the run was taken over during the pause: stop trying
             raise LeaseLost(ctx.claim.run_id)
@@ -247,6 +257,19 @@ def _reserve(tx: FencedTx, activity_id: str) -> None:
         event="budget.reserved",
         payload={"activity_id": activity_id, "reserved": dict(TOOL_CALL_COST)},
     )
+
+
+def _not_sent(ctx: StepContext, activity_id: str, reason: str) -> None:
+    """A call its skill's rate limit held back was not sent: its hold of the budget is given
+    back (``activity.failed``, nothing spent) and the run sleeps."""
+    with ctx.store.leases.fenced(ctx.claim) as tx:
+        quotas.update_budget(
+            tx,
+            budgets.settle(tx.run().budget_used, activity_id, {}),
+            event="activity.failed",
+            payload={"activity_id": activity_id, "kind": "tool", "spent": {},
+                     "code": "over_rate_limit", "error": reason},
+        )  # fmt: skip
 
 
 def _record(tx: FencedTx, activity_id: str, digest: str, result: dict[str, Any]) -> dict[str, Any]:

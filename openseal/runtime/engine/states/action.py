@@ -52,9 +52,11 @@ from openseal.runtime.engine.states.base import (
     HeldForRecovery,
     LeaseLost,
     Outcome,
+    RetryLater,
     Settle,
     StepContext,
     Suspend,
+    guarded,
 )
 from openseal.runtime.engine.states.proposal import store_draft_in
 from openseal.runtime.statuses import ActionStatus, RunStatus
@@ -66,6 +68,11 @@ MAX_STEPS = 12
 
 
 def execute(ctx: StepContext) -> Outcome:
+    """The action state; a skill over its rate limit puts the run to sleep (:func:`guarded`)."""
+    return guarded(ctx, lambda: _execute(ctx))
+
+
+def _execute(ctx: StepContext) -> Outcome:
     # prepared with the turn's save, or (None) now
     prepared = ctx.prepared if ctx.prepared is not None else _prepare(ctx)
     if isinstance(prepared, str):
@@ -233,6 +240,8 @@ def _prepare_in(
     held = _held_back(ctx, target, proposal, action)
     if held is not None:
         return held
+    # a skill with a rate limit takes its place before it is marked dispatched (:func:`_send`)
+    limited = rate_limits.skill_bucket(target.skill, target.spec) is not None
     if action.status in admission.ADMISSIBLE:
         # Read in this transaction; its events join the transaction's held-back batch.
         # Admitted, it is marked dispatched by the same UPDATE.
@@ -241,7 +250,7 @@ def _prepare_in(
             now=tx.now, actor=tx.actor, events=tx.append_event, fresh=True,
             stored=drafted.data if drafted is not None else None,
             encoded_from=drafted.document if drafted is not None else None,
-            then=_dispatching(action, tx.now), unsaved=not stored,
+            then=None if limited else _dispatching(action, tx.now), unsaved=not stored,
             active_digests=tx.active_digests, rows=tx.insert_with_flush,
         )  # fmt: skip
         if isinstance(verdict, str):
@@ -250,7 +259,7 @@ def _prepare_in(
         if _marked_here(verdict, found, tx):
             sent = verdict
         action, admitted = verdict, True
-    if action.status == ActionStatus.ADMITTED:
+    if action.status == ActionStatus.ADMITTED and not limited:
         sent = _mark_dispatched(tx, action)
         action = sent or tx.store.actions.get(tx.conn, action.id)
     return Prepared(target, proposal, action, sent, admitted)
@@ -319,7 +328,17 @@ def _mark_dispatched(tx: FencedTx, action: Action) -> Action | None:
 
 
 def _send(ctx: StepContext, target: Target, action: Action) -> Action:
-    """Persist ``dispatched`` (fenced), then call the skill once, then record the outcome."""
+    """Take the call's place in the skill's shared limit (a place further off than a turn's
+    wait puts the run to sleep, the action still admitted), persist ``dispatched`` (fenced),
+    then call the skill once, then record the outcome."""
+    try:
+        rate_limits.before_skill_call(
+            ctx.store, rate_limits.skill_bucket(target.skill, target.spec), ctx.lost
+        )
+    except rate_limits.SkillOverRateLimit as over:
+        raise RetryLater(str(over), delay=over.wait, code="over_rate_limit") from None
+    if ctx.lost.is_set():
+        raise LeaseLost(ctx.claim.run_id)
     with ctx.store.leases.fenced(ctx.claim) as tx:
         sent = _mark_dispatched(tx, action)
         if sent is None:
@@ -344,11 +363,6 @@ def _dispatch(ctx: StepContext, target: Target, sent: Action) -> SkillResult:
     def late(reply: SkillResult) -> None:  # evidence, whenever it comes (invariant 14)
         record(ctx.store, sent, reply, target, actor)
 
-    # its turn in the skill's shared limit: marked dispatched, it cannot give its place back
-    rate_limits.before_skill_call(ctx.store, rate_limits.skill_bucket(target.skill, target.spec),
-                                  ctx.lost)  # fmt: skip
-    if ctx.lost.is_set():
-        raise LeaseLost(ctx.claim.run_id)  # not sent, as above
     if ctx.store.recoveries.active() is not None:
         # Recovery began while this claim worked: not sent. The attempt is marked over, so
         # once recovery has looked it up (not found) it is sent again at once, with its key.
