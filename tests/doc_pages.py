@@ -26,6 +26,7 @@ The conventions (also in docs/cli.md, "Commands in these pages are tested"):
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -139,17 +140,87 @@ def normalise(text: str, scratch: Path | None = None) -> str:
     return "\n".join(line.rstrip() for line in text.splitlines())
 
 
+#: a handle as a page shows one (`k7q9x2ad`; docs/decisions/0019-handles.md): eight of
+#: Crockford's base32 characters, a digit and a letter among them. The record it names was made
+#: when the page ran, so it stands for the handle the command printed in its place
+_HANDLE = re.compile(
+    r"(?<![0-9a-z])(?=[0-9a-z]{0,7}[0-9])(?=[0-9a-z]{0,7}[a-z])[0-9a-hjkmnp-tv-z]{8}(?![0-9a-z])"
+)
+#: a hash prefix a page shows and a later command types (`--hash bf85238147`)
+_HEX_RUN = re.compile(r"(?<![0-9a-z])[0-9a-f]{10,64}(?![0-9a-z])")
+_MARKER = re.compile(r"@@(\d+)@@")
+
+
 def matches(shown: list[str], actual: str) -> bool:
     """Whether ``actual`` (normalised) is what ``shown`` (normalised) shows."""
+    return capture(shown, actual) is not None
+
+
+def capture(
+    shown: list[str],
+    actual: str,
+    known: dict[str, str] | None = None,
+    typed: set[str] = frozenset(),
+) -> dict[str, str] | None:
+    """Whether ``actual`` (normalised) is what ``shown`` (normalised) shows, and if so what
+    stood in ``actual`` where ``shown`` has a handle, or a hex run a later command types
+    (``typed``): {shown: printed}. Values ``known`` from earlier steps are compared as printed."""
+    text = "\n".join(shown)
+    for value, printed in (known or {}).items():
+        text = re.sub(rf"(?<![0-9a-z]){re.escape(value)}(?![0-9a-z])", printed, text)
+    tokens: list[str] = []
+
+    printed_before = set((known or {}).values())
+
+    def mark(found: re.Match[str]) -> str:
+        if found[0] in printed_before:
+            return found[0]
+        if found[0] not in tokens:
+            tokens.append(found[0])
+        return f"@@{tokens.index(found[0])}@@"
+
+    hex_typed = [token for token in typed if _HEX_RUN.fullmatch(token)]
+    if hex_typed:
+        words = "|".join(map(re.escape, hex_typed))
+        text = re.sub(rf"(?<![0-9a-z])(?:{words})(?![0-9a-z])", mark, text)
+    text = _HANDLE.sub(mark, _ABBREVIATED.sub("…", text))
+    seen: set[int] = set()
+
+    def group(found: re.Match[str]) -> str:
+        index = int(found[1])
+        if index in seen:
+            return f"(?P=t{index})"
+        seen.add(index)
+        token = tokens[index]
+        shape = "[0-9a-f]" if token in hex_typed else "[0-9a-hjkmnp-tv-z]"
+        return f"(?P<t{index}>{shape}{{{len(token)}}})"
+
     pattern = ""
-    for line in normalise(_ABBREVIATED.sub("…", "\n".join(shown))).splitlines():
+    for line in normalise(text).splitlines():
         if line.strip() in ("...", "…"):
             pattern += r"(?:[^\n]*\n)*?"
         else:
             parts = _WILDCARD.split(line)
             pattern += r"[^\n]*".join(re.escape(part) for part in parts) + r"\n"
+    pattern = _MARKER.sub(group, pattern)
     text = "\n".join(line for line in actual.splitlines()) + "\n"
-    return re.fullmatch(pattern, text if actual.strip() else "") is not None
+    found = re.fullmatch(pattern, text if actual.strip() else "")
+    if found is None:
+        return None
+    return {token: found[f"t{index}"] for index, token in enumerate(tokens)}
+
+
+def typed_later(page: Page) -> list[set[str]]:
+    """For each step, the handles and hex runs its shown output holds that a later command on
+    the page types: what the page's run must substitute with what was printed."""
+    words = [set(re.findall(r"[0-9a-z]+", step.command)) for step in page.steps]
+    found: list[set[str]] = []
+    for index, step in enumerate(page.steps):
+        later = set().union(*words[index + 1 :])
+        shown = "\n".join(step.shown or [])
+        candidates = set(_HANDLE.findall(shown)) | set(_HEX_RUN.findall(shown))
+        found.append(candidates & later)
+    return found
 
 
 # -- running a page ----------------------------------------------------------------------
@@ -189,6 +260,7 @@ def run_page(page: Page, base: Path, *, timeout: float = 600) -> list[Result]:
         "trap 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null' EXIT",
         f"cd {_quote(str(work))}",
     ]
+    typed = typed_later(page)
     for index, step in enumerate(page.steps):
         script.append(f"printf '\\n@@step {index}@@\\n'")
         if step.file is not None:
@@ -209,8 +281,32 @@ def run_page(page: Page, base: Path, *, timeout: float = 600) -> list[Result]:
             )
             script.append(f"cat {log}; printf '@@exit 0@@\\n'")
             continue
-        script.append(f"{{ {command}\n}} 2>&1 </dev/null")
-        script.append("printf '\\n@@exit %d@@\\n' $?")
+        for value in sorted(set().union(*typed[:index]), key=len, reverse=True):
+            command = re.sub(
+                rf"(?<![0-9a-z]){value}(?![0-9a-z])", f"${{{_variable(value)}}}", command
+            )
+        if not typed[index]:
+            script.append(f"{{ {command}\n}} 2>&1 </dev/null")
+            script.append("printf '\\n@@exit %d@@\\n' $?")
+            continue
+        # what this step prints in place of values later commands type is read back into the
+        # shell: `python -m tests.doc_pages` prints one `export` a value
+        spec, out = f".docs-step-{index}.json", f".docs-step-{index}.out"
+        (work / spec).write_text(
+            json.dumps(
+                {
+                    "shown": step.shown,
+                    "typed": sorted(typed[index]),
+                    "ports": ports,
+                    "work": str(work),
+                }
+            )
+        )
+        script.append(f"{{ {command}\n}} > {out} 2>&1 </dev/null; code=$?; cat {out}")
+        script.append(
+            f'eval "$(PYTHONPATH={_quote(str(ROOT))} python -m tests.doc_pages {spec} {out})"'
+        )
+        script.append("printf '\\n@@exit %d@@\\n' $code")
     env = _environment(base)
     done = subprocess.run(
         ["bash", "-c", "\n".join(script)],
@@ -266,3 +362,30 @@ def _first_fixed_text(shown: str) -> str:
 
 def _quote(text: str) -> str:
     return "'" + text.replace("'", "'\"'\"'") + "'"
+
+
+def _variable(value: str) -> str:
+    return f"DOCS_PRINTED_{value}"
+
+
+def _export_printed(spec_file: str, output_file: str) -> None:
+    """Print ``export`` lines for what a step printed where its page shows values a later
+    command types (run by the page's shell after the step, see :func:`run_page`)."""
+    spec = json.loads(Path(spec_file).read_text(encoding="utf-8"))
+    known = {
+        name[len("DOCS_PRINTED_") :]: value
+        for name, value in os.environ.items()
+        if name.startswith("DOCS_PRINTED_")
+    }
+    output = Path(output_file).read_text(encoding="utf-8")
+    for old, new in spec["ports"].items():
+        output = output.replace(new, old)
+    output = normalise(output, Path(spec["work"]))
+    found = capture(spec["shown"], output, known, set(spec["typed"])) or {}
+    for value in spec["typed"]:
+        if value in found:
+            print(f"export {_variable(value)}={_quote(found[value])}")
+
+
+if __name__ == "__main__":
+    _export_printed(sys.argv[1], sys.argv[2])

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from openseal.cli.client import connected, listed, one, record, server_options
-from openseal.cli.output import echo_data, echo_table, when
+from openseal.cli.output import echo_data, echo_table, handle, when
 from openseal.cli.runtime import (
     complete_ids,
     context_option,
@@ -43,7 +43,13 @@ def actions() -> None:
 @store_options
 @server_options
 @list_options(ActionStatus, "actions")
-@click.option("--run", "run_id", default=None, help="Only actions of this run.")
+@click.option(
+    "--run",
+    "run_id",
+    default=None,
+    help="Only actions of this run.",
+    shell_complete=complete_ids("run"),
+)
 def list_actions(
     home: Path, output: str, server: str | None, token_file: Path | None, status: str | None,
     workflow: str | None, since: str | None, limit: int, after: str | None, run_id: str | None,
@@ -66,9 +72,12 @@ def list_actions(
     if output != "text":
         echo_data(found, output)
         return
-    rows = [[a.id, str(a.status), a.skill, a.run_id, when(a.created_at), outcome(a)] for a in found]
+    rows = [
+        [handle(a.id), str(a.status), a.skill, handle(a.run_id), when(a.created_at), outcome(a)]
+        for a in found
+    ]
     echo_table(
-        ["id", "status", "skill", "run", "created", "outcome"],
+        ["handle", "status", "skill", "run", "created", "outcome"],
         rows,
         shrink=["outcome"],
         empty="no actions",

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from openseal.cli.client import Connection, ServerError, connected, listed, record, server_options
-from openseal.cli.output import echo_data, echo_table, when
+from openseal.cli.output import echo_data, echo_table, handle, when
 from openseal.cli.runtime import complete_ids, list_options, more_hint, store_options
 from openseal.errors import UsageError
 from openseal.runtime import service
@@ -44,7 +44,13 @@ def approvals() -> None:
 @store_options
 @server_options
 @list_options(ApprovalStatus, "approvals")
-@click.option("--run", "run_id", default=None, help="Only approvals of this run.")
+@click.option(
+    "--run",
+    "run_id",
+    default=None,
+    help="Only approvals of this run.",
+    shell_complete=complete_ids("run"),
+)
 def list_approvals(
     home: Path, output: str, server: str | None, token_file: Path | None, status: str | None,
     workflow: str | None, since: str | None, limit: int, after: str | None, run_id: str | None,
@@ -69,11 +75,18 @@ def list_approvals(
         echo_data(found, output)
         return
     rows = [
-        [a.id, str(a.status), a.proposal_name, a.run_id, when(a.expires_at), a.proposal_hash]
+        [
+            handle(a.id),
+            str(a.status),
+            a.proposal_name,
+            handle(a.run_id),
+            when(a.expires_at),
+            a.proposal_hash,
+        ]
         for a in found
     ]
     echo_table(
-        ["id", "status", "proposal", "run", "expires", "hash"],
+        ["handle", "status", "proposal", "run", "expires", "hash"],
         rows,
         shrink=["hash"],
         empty="no approvals",

@@ -10,7 +10,7 @@ import click
 
 from openseal.cli.client import connected, many, record, server_options
 from openseal.cli.governance import filing, governed, short
-from openseal.cli.output import echo_data, echo_table, when
+from openseal.cli.output import echo_data, echo_table, handle, when
 from openseal.cli.runtime import store_options
 from openseal.runtime import service
 
@@ -44,7 +44,7 @@ def deployments_list(home: Path, output: str, server: str | None, token_file: Pa
         return
     rows = [
         [item.name, str(item.kind), short(item.active_digest), str(item.revision),
-         when(item.activated_at), item.activated_by or "-", item.change_proposal_id or "-"]
+         when(item.activated_at), item.activated_by or "-", handle(item.change_proposal_id)]
         for item in found
     ]  # fmt: skip
     headers = ["name", "kind", "version", "revision", "activated", "by", "proposal"]
@@ -116,7 +116,7 @@ def deployments_history(
         return
     rows = [
         [when(item.at), short(item.previous_digest), short(item.digest), item.actor,
-         item.change_proposal_id or "-"]
+         handle(item.change_proposal_id)]
         for item in history
     ]  # fmt: skip
     headers = ["activated", "from", "to", "by", "proposal"]

@@ -25,9 +25,9 @@ from openseal.cli.client import (
     records,
     server_options,
 )
-from openseal.cli.output import echo_data, echo_table, when
+from openseal.cli.output import echo_data, echo_table, handle, when
 from openseal.cli.replay import proposals_replay
-from openseal.cli.runtime import more_hint, status_option, store_options
+from openseal.cli.runtime import complete_ids, more_hint, status_option, store_options
 from openseal.runtime import service
 from openseal.runtime.service import ChangeProposalStatus
 from openseal.wire import jsonable
@@ -74,7 +74,7 @@ def proposal_row(proposal: ChangeProposal) -> list[str]:
     """A proposal's cells in ``proposals list``."""
     risk = "widening" if proposal.risk_widening else "-"
     return [
-        proposal.id, str(proposal.status), str(proposal.kind), risk, proposal.author,
+        handle(proposal.id), str(proposal.status), str(proposal.kind), risk, proposal.author,
         when(proposal.created_at), ",".join(proposal.deployments),
     ]  # fmt: skip
 
@@ -247,7 +247,7 @@ def list_command(
         echo_data(found, output)
         return
     rows = [proposal_row(p) for p in found]
-    headers = ["id", "status", "kind", "risk", "author", "created", "deployments"]
+    headers = ["handle", "status", "kind", "risk", "author", "created", "deployments"]
     echo_table(headers, rows, shrink=["deployments"], empty="no change proposals")
     more_hint(found, limit)
 
@@ -255,7 +255,7 @@ def list_command(
 @proposals.command("show")
 @store_options
 @server_options
-@click.argument("proposal_id")
+@click.argument("proposal_id", shell_complete=complete_ids("change proposal"))
 @click.option("--events", "with_events", is_flag=True, help="Also print the proposal's events.")
 def show_command(
     home: Path, output: str, server: str | None, token_file: Path | None, proposal_id: str,
@@ -312,7 +312,7 @@ def show_command(
 @proposals.command("review")
 @governed
 @revision_option
-@click.argument("proposal_id")
+@click.argument("proposal_id", shell_complete=complete_ids("change proposal"))
 @click.option("--approve", "verdict", flag_value="approve", help="Approve the change.")
 @click.option("--request-changes", "verdict", flag_value="request_changes", help="Ask for changes.")
 @click.option("--comment", default=None, help="Why.")
@@ -340,7 +340,7 @@ def review_command(
 @proposals.command("decide")
 @governed
 @revision_option
-@click.argument("proposal_id")
+@click.argument("proposal_id", shell_complete=complete_ids("change proposal"))
 @click.option("--approve", "decision", flag_value="approve", help="Approve the change.")
 @click.option("--reject", "decision", flag_value="reject", help="Reject the change.")
 @click.option("--comment", default=None, help="Why.")
@@ -369,7 +369,7 @@ def decide_command(
 @proposals.command("activate")
 @governed
 @revision_option
-@click.argument("proposal_id")
+@click.argument("proposal_id", shell_complete=complete_ids("change proposal"))
 def activate_command(
     home: Path, output: str, server: str | None, token_file: Path | None, actor: str,
     expected_revision: int | None, proposal_id: str,
@@ -392,7 +392,7 @@ def activate_command(
 @proposals.command("refresh")
 @governed
 @revision_option
-@click.argument("proposal_id")
+@click.argument("proposal_id", shell_complete=complete_ids("change proposal"))
 def refresh_command(
     home: Path, output: str, server: str | None, token_file: Path | None, actor: str,
     expected_revision: int | None, proposal_id: str,

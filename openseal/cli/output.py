@@ -190,6 +190,14 @@ def echo_table(
         click.echo(line.rstrip())
 
 
+def handle(record_id: str | None) -> str:
+    """How a list prints an id: its handle (docs/decisions/0019-handles.md), which every
+    command takes in its place; ``-`` for none. JSON keeps the whole id."""
+    from openseal.runtime.id_prefix import handle as handle_of
+
+    return "-" if not record_id else handle_of(record_id)
+
+
 def when(moment: datetime | str | None, *, milliseconds: bool = False) -> str:
     """A time as every list and show prints it: ISO 8601 in UTC, to the second, ending in
     ``Z`` (``2026-03-02T14:05:09Z``); with ``milliseconds`` (event and turn timings) to the

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from openseal import __version__
-from openseal.cli.output import output_option, render
+from openseal.cli.output import handle, output_option, render
 from openseal.errors import UsageError
 
 if TYPE_CHECKING:  # imported when the command runs, so `openseal --help` stays quick
@@ -212,7 +212,7 @@ def render_outcome(outcome: Outcome) -> str:
         offset = f"+{entry.offset:.3f}s"
         lines.append(f"  {entry.seq:>4}  {offset:>8}  {entry.type:<18}  {entry.summary}")
     home = shlex.quote(str(outcome.home))
-    run = outcome.run_id
+    run = handle(outcome.run_id)  # what a person types next
     lines += [
         "",
         f"next: openseal runs show {run} --home {home}  ·  openseal runs events {run} --home "

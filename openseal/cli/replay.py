@@ -16,7 +16,7 @@ import click
 
 from openseal.cli.client import connected, server_options
 from openseal.cli.output import echo_data
-from openseal.cli.runtime import store_options
+from openseal.cli.runtime import complete_ids, store_options
 from openseal.runtime import service
 
 #: the most runs one replay re-drives
@@ -30,7 +30,7 @@ def _render(report: dict[str, Any], output: str) -> None:
 @click.command("replay")
 @store_options
 @server_options
-@click.argument("proposal_id")
+@click.argument("proposal_id", shell_complete=complete_ids("change proposal"))
 @click.option(
     "--runs", type=click.IntRange(1, MAX_RUNS), default=None,
     help="The N newest runs of each workflow the proposal changes (default 100).",

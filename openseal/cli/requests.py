@@ -17,9 +17,9 @@ from typing import Any, TypeVar
 import click
 
 from openseal.cli.client import connected, many, one, server_options
-from openseal.cli.output import echo_data, echo_table, when
+from openseal.cli.output import echo_data, echo_table, handle, when
 from openseal.cli.runs import parse_value
-from openseal.cli.runtime import status_option, store_options
+from openseal.cli.runtime import complete_ids, status_option, store_options
 from openseal.runtime import service
 from openseal.runtime.service import AgentRequestStatus
 from openseal.runtime.store import AgentRequest
@@ -44,7 +44,7 @@ def requests() -> None:
 
 def _row(request: AgentRequest) -> list[str]:
     meta = request.request if isinstance(request.request, dict) else {}
-    return [request.id, str(request.status), request.callee, request.caller_run_id,
+    return [handle(request.id), str(request.status), request.callee, handle(request.caller_run_id),
             str(meta.get("goal") or "-")]  # fmt: skip
 
 
@@ -85,7 +85,13 @@ def _show(request: AgentRequest) -> None:
 @server_options
 @status_option(AgentRequestStatus, "requests")
 @click.option("--callee", default=None, help="Only requests to this agent or team.")
-@click.option("--run", "run_id", default=None, help="Only requests this run made.")
+@click.option(
+    "--run",
+    "run_id",
+    default=None,
+    help="Only requests this run made.",
+    shell_complete=complete_ids("run"),
+)
 @click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True)
 def list_requests(
     home: Path, output: str, server: str | None, token_file: Path | None, status: str | None,
@@ -107,7 +113,7 @@ def list_requests(
         )  # fmt: skip
 
     def text() -> None:
-        headers = ["id", "status", "callee", "run", "goal"]
+        headers = ["handle", "status", "callee", "run", "goal"]
         rows = [_row(request) for request in found]
         echo_table(headers, rows, shrink=["goal"], empty="no agent requests")
 
@@ -117,7 +123,7 @@ def list_requests(
 @requests.command("show")
 @store_options
 @server_options
-@click.argument("request_id")
+@click.argument("request_id", shell_complete=complete_ids("agent request"))
 def show(
     home: Path, output: str, server: str | None, token_file: Path | None, request_id: str
 ) -> None:
@@ -172,7 +178,7 @@ class Step:
 
 def step_options(command: F) -> F:
     """The store or a server, who acts on the store, and the request's id."""
-    command = click.argument("request_id")(command)
+    command = click.argument("request_id", shell_complete=complete_ids("agent request"))(command)
     return store_options(server_options(actor_option(command)))
 
 

@@ -24,7 +24,7 @@ from openseal.cli.client import (
     records,
     server_options,
 )
-from openseal.cli.output import echo_data, echo_item, echo_table, when
+from openseal.cli.output import echo_data, echo_item, echo_table, handle, when
 from openseal.cli.runtime import complete_ids, list_options, more_hint, store_options
 from openseal.cli.steer import Steer, steer_by_id
 from openseal.errors import UsageError
@@ -171,10 +171,17 @@ def list_objectives(
         echo_data(found, output)
         return
     rows = [
-        [o.id, str(o.status), str(o.priority), o.workflow_name, when(o.created_at), o.goal or "-"]
+        [
+            handle(o.id),
+            str(o.status),
+            str(o.priority),
+            o.workflow_name,
+            when(o.created_at),
+            o.goal or "-",
+        ]
         for o in found
     ]
-    headers = ["id", "status", "priority", "workflow", "created", "goal"]
+    headers = ["handle", "status", "priority", "workflow", "created", "goal"]
     echo_table(headers, rows, shrink=["goal"], empty="no objectives")
     more_hint(found, limit)
 
@@ -220,7 +227,7 @@ def _show_objective(objective: Objective, runs: tuple[Run, ...]) -> None:
     click.echo(f"  version   {objective.workflow_digest}")
     click.echo(f"  inputs    {json.dumps(objective.inputs, sort_keys=True)}")
     rows = [
-        [str(r.attempt), r.id, str(r.status), when(r.created_at), _run_note(r)]
+        [str(r.attempt), handle(r.id), str(r.status), when(r.created_at), _run_note(r)]
         for r in sorted(runs, key=lambda r: (r.attempt, r.id))
         if r.parent_run_id is None
     ]
@@ -277,11 +284,20 @@ def list_runs(
         echo_data(found, output)
         return
     rows = [
-        [r.id, str(r.status), names[r.workflow_digest], r.current_state or "-", when(r.created_at)]
+        [
+            handle(r.id),
+            str(r.status),
+            names[r.workflow_digest],
+            r.current_state or "-",
+            when(r.created_at),
+        ]
         for r in found
     ]
     echo_table(
-        ["id", "status", "workflow", "state", "created"], rows, shrink=["state"], empty="no runs"
+        ["handle", "status", "workflow", "state", "created"],
+        rows,
+        shrink=["state"],
+        empty="no runs",
     )
     more_hint(found, limit)
 

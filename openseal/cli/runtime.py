@@ -116,6 +116,9 @@ def complete_ids(kind: str) -> Callable[[click.Context, click.Parameter, str], l
             "objective": lambda store: service.list_objectives(store, limit=200),
             "approval": lambda store: service.list_approvals(store, limit=200),
             "action": lambda store: service.list_actions(store, limit=200),
+            "agent request": lambda store: service.list_agent_requests(store, limit=200),
+            "change proposal": lambda store: service.governance.list_proposals(store, limit=200),
+            "token": lambda store: service.tokens.list_tokens(store, service.CLI)[-200:],
         }
         try:
             with opened(home, read_only=True) as store:

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from openseal.cli.client import Connection, connected, server_options
-from openseal.cli.output import echo_data, echo_table, when
-from openseal.cli.runtime import store_options
+from openseal.cli.output import echo_data, echo_table, handle, when
+from openseal.cli.runtime import complete_ids, store_options
 from openseal.errors import UsageError
 from openseal.runtime import service
 
@@ -135,11 +135,11 @@ def list_tokens(
         echo_data({"tokens": views}, output)
         return
     rows = [
-        [view["id"], view["state"], view["principal"], ",".join(view["roles"]),
+        [handle(view["id"]), view["state"], view["principal"], ",".join(view["roles"]),
          ",".join(view["scopes"]), _expiry(view)]
         for view in views
     ]  # fmt: skip
-    headers = ["id", "state", "principal", "roles", "scopes", "expires"]
+    headers = ["handle", "state", "principal", "roles", "scopes", "expires"]
     echo_table(headers, rows, shrink=["scopes"], empty="no tokens")
 
 
@@ -150,7 +150,7 @@ def _expiry(view: dict[str, Any]) -> str:
 @tokens.command("revoke")
 @store_options
 @server_options
-@click.argument("token_id", metavar="ID")
+@click.argument("token_id", metavar="ID", shell_complete=complete_ids("token"))
 def revoke(
     home: Path, output: str, server: str | None, token_id: str, token_file: Path | None
 ) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from openseal.cli.output import handle
 from openseal.runtime import service
 from openseal.runtime.actions.approvals import AUTHORITY_ENV
 from openseal.runtime.statuses import RunStatus
@@ -57,8 +58,8 @@ def test_show_prints_every_field_of_the_proposal_and_its_hash(
     monkeypatch.setenv("COLUMNS", "100")
     code, out, err = cli("approvals", "list")
     assert code == 0, err
-    # a narrow terminal cuts the hash (`show` prints it whole), never the ids
-    assert approval.id in out and run_id in out and "pending" in out
+    # a narrow terminal cuts the hash (`show` prints it whole), never the handles
+    assert handle(approval.id) in out and handle(run_id) in out and "pending" in out
     assert approval.proposal_hash[:7] in out and approval.proposal_hash not in out
     monkeypatch.setenv("COLUMNS", "200")
     code, out, err = cli("approvals", "list")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from openseal.cli.output import when
+from openseal.cli.output import handle, when
 from openseal.runtime.engine.engine import Engine
 from openseal.runtime.providers import ScriptedProvider, fixed
 from openseal.runtime.statuses import RunStatus
@@ -43,30 +43,34 @@ def test_lists_have_headers_newest_first_and_a_cursor(
     code, out, err = cli("runs", "list", "--limit", "2")
     assert code == 0, err
     header, *listed = rows(out)
-    assert header == ["ID", "STATUS", "WORKFLOW", "STATE", "CREATED"]
-    assert [r[0] for r in listed] == [made[2], made[1]]
+    assert header == ["HANDLE", "STATUS", "WORKFLOW", "STATE", "CREATED"]
+    assert [r[0] for r in listed] == [handle(made[2]), handle(made[1])]
     assert listed[0][1:3] == ["queued", "small"]
     assert f"the next page: --after {made[1]}" in err
     code, out, err = cli("runs", "list", "--after", made[1])
-    assert [r[0] for r in rows(out)[1:]] == [made[0]] and "next page" not in err
+    assert [r[0] for r in rows(out)[1:]] == [handle(made[0])] and "next page" not in err
+    # what a list shows is what a command takes
+    assert cli.json("runs", "show", listed[1][0])["run"]["id"] == made[1]  # type: ignore[index]
     assert cli("runs", "list", "--workflow", "nothing")[1] == "no runs\n"
     assert len(rows(cli("runs", "list", "--since", "10m")[1])) == 4
     later = (datetime.now(UTC) + timedelta(minutes=5)).isoformat()
     assert cli("runs", "list", "--since", later)[1] == "no runs\n"
     code, out, err = cli("objectives", "list", "--workflow", "small", "--status", "active")
     header, *listed = rows(out)
-    assert header == ["ID", "STATUS", "PRIORITY", "WORKFLOW", "CREATED", "GOAL"]
+    assert header == ["HANDLE", "STATUS", "PRIORITY", "WORKFLOW", "CREATED", "GOAL"]
     assert len(listed) == 3 and listed[0][2:4] == ["0", "small"] and listed[0][5:] == ["-"]
     code, _, err = cli("runs", "list", "--since", "last tuesday")
     assert code == 2 and err.startswith("error: since: expected an age (30m, 2h, 7d)")
 
 
-def test_columns_fit_the_terminal_and_ids_are_never_cut(
+def test_columns_fit_the_terminal_and_handles_are_never_cut(
     cli: Cli,  # noqa: F811
     waiting: tuple[Flow, str],  # noqa: F811
+    tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     _, run_id = waiting
+    authority(tmp_path, monkeypatch)
     monkeypatch.setenv("COLUMNS", "200")
     wide = cli("approvals", "list")[1]
     assert max(len(line) for line in wide.splitlines()) > 120
@@ -74,9 +78,13 @@ def test_columns_fit_the_terminal_and_ids_are_never_cut(
     code, out, _ = cli("approvals", "list")
     assert code == 0
     assert all(len(line) <= 120 for line in out.splitlines())
-    assert run_id in out and "…" in out  # the hash is cut, the ids are whole
-    header = out.splitlines()[0].split()
-    assert header == ["ID", "STATUS", "PROPOSAL", "RUN", "EXPIRES", "HASH"]
+    header, row = rows(out)
+    assert header == ["HANDLE", "STATUS", "PROPOSAL", "RUN", "EXPIRES", "HASH"]
+    assert row[3] == handle(run_id) and row[5].endswith("…")  # the hash is cut, handles whole
+    # the handle and the hash prefix a 120-column list shows are what a decision takes
+    assert len(row[5]) - 1 >= 10
+    approved = cli.json("approvals", "approve", row[0], "--hash", row[5][:-1])
+    assert approved["approval"]["status"] == "approved", approved  # type: ignore[index]
 
 
 @pytest.fixture
@@ -166,7 +174,8 @@ def test_every_list_has_a_header_and_says_when_it_is_empty(
     assert cli("tokens", "create", "user:vera", "--role", "viewer")[0] == 0
     code, out, _ = cli("tokens", "list")
     header, [_id, state, principal, roles, scopes, expires] = rows(out)
-    assert header == ["ID", "STATE", "PRINCIPAL", "ROLES", "SCOPES", "EXPIRES"]
+    assert header == ["HANDLE", "STATE", "PRINCIPAL", "ROLES", "SCOPES", "EXPIRES"]
+    assert len(_id) == 8
     assert (state, principal, roles, scopes, expires) == (
         "active", "user:vera", "viewer", "default", "never",
     )  # fmt: skip
@@ -223,8 +232,8 @@ def test_actions_list_shows_what_the_destination_confirmed(
     code, out, err = cli("actions", "list")
     assert code == 0, err
     header, listed = out.splitlines()
-    assert header.split() == ["ID", "STATUS", "SKILL", "RUN", "CREATED", "OUTCOME"]
+    assert header.split() == ["HANDLE", "STATUS", "SKILL", "RUN", "CREATED", "OUTCOME"]
     # the purchase-order id comes first, not a JSON document cut in its middle
-    outcome = listed.split(run_id, 1)[1].split(None, 1)[1]
+    outcome = listed.split(handle(run_id), 1)[1].split(None, 1)[1]
     assert outcome.startswith("order_id=PO-000001"), outcome
     assert "{" not in listed

@@ -10,6 +10,7 @@ from urllib.parse import quote
 import pytest
 
 from openseal.cli.main import main
+from openseal.cli.output import handle
 from openseal.runtime.engine.engine import Engine
 from openseal.runtime.providers import ScriptedProvider, fixed
 from openseal.runtime.statuses import RunStatus
@@ -118,8 +119,8 @@ def test_objectives_create_list_show_and_idempotency(cli: Cli, store: Store) -> 
     assert [o["id"] for o in listed] == [first["objective"]["id"]]  # type: ignore[union-attr]
     code, out, _ = cli("objectives", "show", first["objective"]["id"])
     assert code == 0
-    [row] = [line for line in out.splitlines() if first["run"]["id"] in line]
-    assert row.split()[:3] == ["1", first["run"]["id"], "queued"]
+    [row] = [line for line in out.splitlines() if handle(first["run"]["id"]) in line]
+    assert row.split()[:3] == ["1", handle(first["run"]["id"]), "queued"]
     assert '"n": 5' in out
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from openseal.api import ApiSettings
 from openseal.api.auth import parse_tokens, token_sha256
+from openseal.cli.output import handle
 from openseal.runtime.actions.approvals import load_authority
 from openseal.runtime.store import Action, Approval
 from openseal.simulator.procurement import ProcurementSimulator
@@ -64,7 +65,7 @@ def test_approvals_read_the_same_from_the_store_and_through_the_server(
     server: LiveServer,
 ) -> None:
     approval = pending(waiting[0].store)
-    assert approval.id in both(cli, server.url, "approvals", "list")
+    assert handle(approval.id) in both(cli, server.url, "approvals", "list")
     both(cli, server.url, "approvals", "list", "--status", "pending", "-o", "json")
     shown = both(cli, server.url, "approvals", "show", approval.id[:8])  # an id prefix
     assert f"decide with: --hash {approval.proposal_hash}" in shown
@@ -128,7 +129,7 @@ def test_the_token_comes_from_a_private_file_or_the_environment(
         token_file.chmod(0o600)
         code, out, err = cli(*listed, "--token-file", str(token_file))
         assert code == 0, err
-        assert pending(waiting[0].store).id in out
+        assert handle(pending(waiting[0].store).id) in out
         code, _, err = cli(*listed)  # no token at all
         assert code == 1 and "bearer token is required" in err
         assert "OPENSEAL_TOKEN" in err and "--token-file" in err and "tokens create" in err
@@ -167,7 +168,7 @@ def test_actions_read_and_resolve_the_same_through_the_server(
     simulator.set_fault(fail_with_status=503, fail_times=2, fail_scope="all")
     f.run_until_idle()  # the order's outcome is unknown: the destination answered 503
     [action] = [a for a in _actions(f) if a.status == "unknown"]
-    assert action.id in both(cli, server.url, "actions", "list", "--status", "unknown")
+    assert handle(action.id) in both(cli, server.url, "actions", "list", "--status", "unknown")
     both(cli, server.url, "actions", "list", "-o", "json")
     shown = both(cli, server.url, "actions", "show", action.id[:8])
     assert "outcome unknown" in shown

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from openseal.api import ApiSettings
+from openseal.cli.output import handle
 from openseal.runtime import service
 from openseal.runtime.store import Run, Store
 from openseal.wire import jsonable
@@ -37,11 +38,11 @@ def test_runs_and_objectives_read_the_same_through_the_server(
 ) -> None:
     f, run_id = waiting
     objective_id = f.store.runs.get(run_id).objective_id
-    assert run_id in both(cli, server.url, "runs", "list")
+    assert handle(run_id) in both(cli, server.url, "runs", "list")
     both(cli, server.url, "runs", "list", "--status", "waiting_for_approval", "-o", "json")
     # a time without an offset (UTC, as the store reads it) is sent as one the API takes
     for since in ("1h", "2000-01-01T09:30", "2000-01-01"):
-        assert run_id in both(cli, server.url, "runs", "list", "--since", since)
+        assert handle(run_id) in both(cli, server.url, "runs", "list", "--since", since)
     shown = both(cli, server.url, "runs", "show", run_id[:8])  # an id prefix
     assert "waiting" in shown
     both(cli, server.url, "runs", "show", run_id, "-o", "yaml")
@@ -50,9 +51,9 @@ def test_runs_and_objectives_read_the_same_through_the_server(
     both(cli, server.url, "runs", "events", run_id, "--after", "2", "--limit", "3", "-o", "json")
     assert "model" in both(cli, server.url, "runs", "turns", run_id)
     both(cli, server.url, "runs", "turns", run_id, "-o", "json")
-    assert objective_id in both(cli, server.url, "objectives", "list")
+    assert handle(objective_id) in both(cli, server.url, "objectives", "list")
     both(cli, server.url, "objectives", "list", "-o", "yaml")
-    assert run_id in both(cli, server.url, "objectives", "show", objective_id[:10])
+    assert handle(run_id) in both(cli, server.url, "objectives", "show", objective_id[:10])
     both(cli, server.url, "objectives", "show", objective_id, "-o", "json")
     assert "attempts  1 of 1" in both(cli, server.url, "objectives", "show", objective_id)
     # not found is the same refusal either way, whatever characters the reference holds: each
@@ -194,7 +195,7 @@ def test_agent_requests_are_read_and_answered_the_same_through_the_server(
 ) -> None:
     run, request_id = delegated
     url = serve(external_workers=True, home=Path(cli.home)).url
-    assert request_id in both(cli, url, "requests", "list", "--run", run.id)
+    assert handle(request_id) in both(cli, url, "requests", "list", "--run", run.id)
     both(cli, url, "requests", "list", "--status", "accepted", "-o", "json")
     assert "callee     agent.finance" in both(cli, url, "requests", "show", request_id[:8])
     both(cli, url, "requests", "show", request_id, "-o", "yaml")
@@ -247,7 +248,7 @@ def test_deploy_and_proposals_go_through_the_server_as_each_token(
     code, out, err = cli("deploy", str(defs), "--wait-for-activation", "--timeout", "0", *at)
     assert code == 1 and out.endswith(f"change proposal {proposal['id']} is proposed\n")
     assert err.endswith("is still proposed after waiting 0 s for activation\n"), err
-    assert proposal["id"] in both(cli, live.url, "proposals", "list")
+    assert handle(proposal["id"]) in both(cli, live.url, "proposals", "list")
     both(cli, live.url, "proposals", "list", "--status", "proposed", "-o", "json")
     shown = both(cli, live.url, "proposals", "show", proposal["id"][:12], "--events")
     assert "change_proposal.filed" in shown and "[risk-widening]" in shown
@@ -272,7 +273,7 @@ def test_deploy_and_proposals_go_through_the_server_as_each_token(
     assert "active" in both(cli, live.url, "deployments", "show", "answer")
     both(cli, live.url, "deployments", "show", "answer", "-o", "json")
     history = both(cli, live.url, "deployments", "history", "answer")
-    assert CAROL in history and proposal["id"] in history
+    assert CAROL in history and handle(proposal["id"]) in history
     code, _, err = cli("deployments", "rollback", "answer", *at)
     assert code == 1 and err.startswith("error: ") and err.count("\n") == 1, err
 
