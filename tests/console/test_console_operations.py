@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
+from openseal.cli.output import handle
 from openseal.quickstart import compile_definitions
 from tests.console.support import ALICE, BOB, DEFINITIONS, Console, sign_in
 
@@ -40,7 +41,7 @@ def test_a_change_proposal_shows_what_widens_and_takes_reviews(
 ) -> None:
     proposal_id = file_widening_proposal(console, tmp_path)
     sign_in(page, console, BOB, "#/proposals")
-    page.get_by_role("link", name=proposal_id).click()
+    page.get_by_role("link", name=handle(proposal_id)).click()
     widening = page.locator('#diff li[data-widening="true"]')
     expect(widening.first).to_contain_text("widens risk")
     expect(widening.first).to_contain_text("buyer_submits_orders")

@@ -1,7 +1,7 @@
 // The approvals inbox and the approval page: every field of the exact proposal and its hash,
 // decided with the hash the page displayed, so a proposal changed since is refused visibly.
 import * as api from "./api.js";
-import { h, replace, badge, short, time, fields, jsonView, notice, age } from "./dom.js";
+import { h, replace, badge, short, time, fields, jsonView, notice, age, idCode } from "./dom.js";
 
 function mine(me, approval) {
   if (!me.via_token) return true;
@@ -25,7 +25,7 @@ function asks(glance) {
 
 function glanceRow(approval, glance) {
   return h("tr", { dataset: { approval: approval.id } },
-    h("td", {}, h("a", { href: `#/approvals/${encodeURIComponent(approval.id)}` }, approval.proposal_name, " ", h("code", { class: "id" }, approval.id))),
+    h("td", {}, h("a", { href: `#/approvals/${encodeURIComponent(approval.id)}` }, approval.proposal_name, " ", idCode(approval.id))),
     h("td", {}, asks(glance)),
     h("td", {}, h("a", { href: `#/runs/${encodeURIComponent(approval.run_id)}` }, h("code", { class: "id" }, approval.run_id))),
     h("td", {}, (approval.approvers || []).join(", ") || "anyone the authority knows"),

@@ -65,6 +65,25 @@ export function badge(status) {
   return h("span", { class: `badge status-${String(status).replace(/[^a-z_]/g, "")}` }, status);
 }
 
+const CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz";
+
+/** A record's handle: its id's last ten hex digits in eight characters of Crockford's base32,
+ * what every command and route takes in its place (docs/decisions/0019-handles.md). */
+export function handle(id) {
+  let value = parseInt(String(id).slice(-10), 16);
+  let text = "";
+  for (let i = 0; i < 8; i += 1) {
+    text = CROCKFORD[value % 32] + text;
+    value = Math.floor(value / 32);
+  }
+  return text;
+}
+
+/** An id as lists show it: the handle, the whole id on hover. */
+export function idCode(id) {
+  return h("code", { class: "id handle", title: id }, handle(id));
+}
+
 export function short(digest) {
   const text = String(digest || "").replace(/^sha256:/, "");
   return h("code", { title: String(digest || "") }, text.slice(0, 12));

@@ -1,7 +1,7 @@
 // Objectives: what each is for, its priority and status, its runs by attempt; create one,
 // pause, resume or retire it, and activate a draft.
 import * as api from "./api.js";
-import { h, replace, badge, time, fields, jsonView, notice, age } from "./dom.js";
+import { h, replace, badge, time, fields, jsonView, notice, age, idCode } from "./dom.js";
 import { command, field } from "./commands.js";
 import { pager } from "./paging.js";
 
@@ -13,7 +13,7 @@ export async function list(main, me) {
   const rows = h("tbody", {});
   const more = pager("/objectives", "objectives", () => ({ status: status.value }), (found, append) => {
     const made = found.map((o) => h("tr", { dataset: { objective: o.id } },
-      h("td", {}, h("a", { href: `#/objectives/${encodeURIComponent(o.id)}` }, h("code", { class: "id" }, o.id))),
+      h("td", {}, h("a", { href: `#/objectives/${encodeURIComponent(o.id)}` }, idCode(o.id))),
       h("td", {}, o.goal || h("span", { class: "muted" }, "—")),
       h("td", {}, o.workflow_name),
       h("td", {}, badge(o.status)),
@@ -103,7 +103,7 @@ export async function page(main, me, id) {
         h("thead", {}, h("tr", {}, ["Attempt", "Run", "Status", "State", "Started"].map((l) => h("th", { scope: "col" }, l)))),
         h("tbody", {}, view.runs.map((r, index) => h("tr", {},
           h("td", { class: "number" }, String(r.attempt || index + 1)),
-          h("td", {}, h("a", { href: `#/runs/${encodeURIComponent(r.id)}` }, h("code", { class: "id" }, r.id))),
+          h("td", {}, h("a", { href: `#/runs/${encodeURIComponent(r.id)}` }, idCode(r.id))),
           h("td", {}, badge(r.status)),
           h("td", {}, r.current_state || "—"),
           h("td", {}, time(r.created_at)))))))

@@ -2,7 +2,7 @@
 // the review / decide / activate buttons the caller may use, and a replay of recorded runs
 // through the proposed version.
 import * as api from "./api.js";
-import { h, replace, badge, time, fields, jsonView, notice, age } from "./dom.js";
+import { h, replace, badge, time, fields, jsonView, notice, age, idCode } from "./dom.js";
 
 export async function list(main) {
   const found = (await api.get("/proposals")).proposals;
@@ -10,7 +10,7 @@ export async function list(main) {
     found.length ? h("div", { class: "scroll" }, h("table", { id: "proposals" },
       h("thead", {}, h("tr", {}, ["Proposal", "Deployments", "Status", "Risk", "Author", "Age"].map((l) => h("th", { scope: "col" }, l)))),
       h("tbody", {}, found.map((p) => h("tr", {},
-        h("td", {}, h("a", { href: `#/proposals/${encodeURIComponent(p.id)}` }, h("code", {}, p.id)), p.message ? ` ${p.message}` : ""),
+        h("td", {}, h("a", { href: `#/proposals/${encodeURIComponent(p.id)}` }, idCode(p.id)), p.message ? ` ${p.message}` : ""),
         h("td", {}, p.targets.map((t) => `${t.kind}.${t.name}`).join(", ")),
         h("td", {}, badge(p.status)),
         h("td", {}, p.risk_widening ? h("span", { class: "widening" }, "widens risk") : "—"),

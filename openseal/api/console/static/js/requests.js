@@ -1,7 +1,7 @@
 // Agent requests: one agent's request of another — accept, decline, clarify, complete,
 // review — each offered only at the step where the request is.
 import * as api from "./api.js";
-import { h, replace, badge, time, fields, jsonView, notice, age } from "./dom.js";
+import { h, replace, badge, time, fields, jsonView, notice, age, idCode } from "./dom.js";
 import { command } from "./commands.js";
 
 const STATUSES = ["pending", "clarification_requested", "accepted", "completed", "rejected", "canceled"];
@@ -15,7 +15,7 @@ export async function list(main) {
     const found = (await api.get("/agent-requests", { status: status.value })).agent_requests;
     empty.hidden = found.length > 0;
     replace(rows, found.map((r) => h("tr", { dataset: { request: r.id } },
-      h("td", {}, h("a", { href: `#/requests/${encodeURIComponent(r.id)}` }, h("code", { class: "id" }, r.id))),
+      h("td", {}, h("a", { href: `#/requests/${encodeURIComponent(r.id)}` }, idCode(r.id))),
       h("td", {}, r.callee),
       h("td", {}, badge(r.status)),
       h("td", {}, h("a", { href: `#/runs/${encodeURIComponent(r.caller_run_id)}` }, h("code", { class: "id" }, r.caller_run_id))),

@@ -1,7 +1,7 @@
 // One run: commands with the revision shown, the graph with the current state, turns,
 // actions, and the live event timeline.
 import * as api from "./api.js";
-import { h, replace, badge, short, time, fields, jsonView, notice } from "./dom.js";
+import { h, replace, badge, short, time, fields, jsonView, notice, idCode } from "./dom.js";
 import { draw } from "./graph.js";
 
 const COMMANDS = [
@@ -21,7 +21,7 @@ function eventLine(event) {
     bits.length ? ` ${bits.join(" ")}` : "");
 }
 
-const link = (route, id, text) => h("a", { href: `#/${route}/${encodeURIComponent(id)}` }, text || h("code", { class: "id" }, id));
+const link = (route, id, text) => h("a", { href: `#/${route}/${encodeURIComponent(id)}` }, text || idCode(id));
 
 /** Field rows leading to the records this run is tied to (only those it has). */
 function related(r) {

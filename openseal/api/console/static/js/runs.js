@@ -1,7 +1,7 @@
 // The runs list: status, what each waits for, workflow and version, age; filters, a search
 // by id, a page at a time, and a refresh every few seconds that keeps what is shown.
 import * as api from "./api.js";
-import { h, replace, badge, short, age, notice } from "./dom.js";
+import { h, replace, badge, short, age, notice, idCode } from "./dom.js";
 
 const STATUSES = ["queued", "running", "sleeping", "waiting_for_dependency", "waiting_for_agent",
   "waiting_for_approval", "waiting_for_event", "waiting_for_capacity", "paused", "completed", "failed", "canceled",
@@ -12,7 +12,7 @@ const SINCE = [["", "any time"], ["3600", "the last hour"], ["86400", "the last 
 
 function row(run) {
   return h("tr", { dataset: { run: run.id } },
-    h("td", {}, h("a", { href: `#/runs/${encodeURIComponent(run.id)}` }, h("code", { class: "id" }, run.id))),
+    h("td", {}, h("a", { href: `#/runs/${encodeURIComponent(run.id)}` }, idCode(run.id))),
     h("td", {}, badge(run.status)),
     h("td", {}, run.reason || h("span", { class: "muted" }, "—")),
     h("td", {}, run.workflow, " ", short(run.version)),
