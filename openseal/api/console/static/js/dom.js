@@ -115,3 +115,10 @@ export function jsonView(value) {
 export function notice(kind, text) {
   return h("p", { class: `notice notice-${kind}`, role: kind === "error" ? "alert" : "status" }, text);
 }
+
+/** "agent.finance" or "team.procurement" as a link to what that agent or team is doing now. */
+export function actorLink(name) {
+  const [kind, ...rest] = String(name || "").split(".");
+  if ((kind !== "agent" && kind !== "team") || !rest.length) return name || h("span", { class: "muted" }, "—");
+  return h("a", { href: `#/${kind}s/${encodeURIComponent(rest.join("."))}` }, name);
+}

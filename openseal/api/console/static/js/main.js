@@ -10,6 +10,8 @@ import * as objectives from "./objectives.js";
 import * as triggers from "./triggers.js";
 import * as requests from "./requests.js";
 import * as deployments from "./deployments.js";
+import * as ask from "./ask.js";
+import * as actors from "./actors.js";
 
 const ROUTES = [
   [/^#\/runs$/, runs.list],
@@ -27,6 +29,9 @@ const ROUTES = [
   [/^#\/requests\/([^/]+)$/, requests.page],
   [/^#\/deployments$/, deployments.list],
   [/^#\/deployments\/([^/]+)$/, deployments.page],
+  [/^#\/ask$/, ask.page],
+  [/^#\/agents\/([^/]+)$/, actors.page("agent")],
+  [/^#\/teams\/([^/]+)$/, actors.page("team")],
 ];
 
 const main = document.getElementById("main");

@@ -1,10 +1,11 @@
 // Agent requests: one agent's request of another — accept, decline, clarify, complete,
 // review — each offered only at the step where the request is.
 import * as api from "./api.js";
-import { h, replace, badge, time, fields, jsonView, notice, age, idCode } from "./dom.js";
+import { h, replace, badge, time, fields, jsonView, notice, age, idCode, actorLink } from "./dom.js";
 import { command } from "./commands.js";
 
-const STATUSES = ["pending", "clarification_requested", "accepted", "completed", "rejected", "canceled"];
+const STATUSES = ["requested", "accepted", "clarification_requested", "completed", "completion_reviewed", "declined",
+  "failed", "expired", "canceled"];
 
 export async function list(main) {
   const status = h("select", { id: "filter-request-status" }, h("option", { value: "" }, "any"),
@@ -16,7 +17,7 @@ export async function list(main) {
     empty.hidden = found.length > 0;
     replace(rows, found.map((r) => h("tr", { dataset: { request: r.id } },
       h("td", {}, h("a", { href: `#/requests/${encodeURIComponent(r.id)}` }, idCode(r.id))),
-      h("td", {}, r.callee),
+      h("td", {}, actorLink(r.callee)),
       h("td", {}, badge(r.status)),
       h("td", {}, h("a", { href: `#/runs/${encodeURIComponent(r.caller_run_id)}` }, h("code", { class: "id" }, r.caller_run_id))),
       h("td", {}, age(r.created_at)))));
@@ -48,7 +49,7 @@ function parsed(text) {
 }
 
 function stepsFor(r) {
-  if (r.status === "pending") return ["accept", "decline", "ask"];
+  if (r.status === "requested") return ["accept", "decline", "ask"];
   if (r.status === "clarification_requested") return ["clarify"];
   if (r.status === "accepted") return r.child_run_id ? [] : ["complete", "ask"];
   if (r.status === "completed" && r.request && r.request.review && !(r.review || []).some((v) => v.verdict === "accept")) {
@@ -61,6 +62,8 @@ export async function page(main, me, id) {
   const r = (await api.get(`/agent-requests/${encodeURIComponent(id)}`)).agent_request;
   const message = h("div", { id: "request-message" });
   const text = h("textarea", { id: "request-text", rows: 3, maxlength: 4000 });
+  const withheld = stepsFor(r).filter((name) => !me.may(`agent_requests.${STEPS[name].step || name}`))
+    .map((name) => `${STEPS[name].label}: ${me.why(`agent_requests.${STEPS[name].step || name}`)}`);
   const buttons = stepsFor(r).filter((name) => me.may(`agent_requests.${STEPS[name].step || name}`))
     .map((name) => {
       const step = STEPS[name];
@@ -75,7 +78,7 @@ export async function page(main, me, id) {
   replace(main, h("h1", {}, "Agent request ", h("code", { class: "id" }, r.id)),
     fields([
       ["Status", h("span", { id: "request-status" }, badge(r.status))],
-      ["Asks", r.callee],
+      ["Asks", actorLink(r.callee)],
       ["From run", h("a", { href: `#/runs/${encodeURIComponent(r.caller_run_id)}` }, h("code", { class: "id" }, r.caller_run_id))],
       ["Child run", r.child_run_id ? h("a", { href: `#/runs/${encodeURIComponent(r.child_run_id)}` }, h("code", { class: "id" }, r.child_run_id)) : "—"],
       ["Request", jsonView(r.request)],
@@ -90,5 +93,6 @@ export async function page(main, me, id) {
       h("h2", { id: "request-steps-title" }, "Your part"),
       h("label", { for: "request-text" }, "Text (reason, question, answer or result)"), text,
       h("div", { class: "row" }, buttons)) : h("p", { class: "muted" }, "Nothing for you to do on this request now."),
+    withheld.length ? h("ul", { id: "request-withheld", class: "muted" }, withheld.map((why) => h("li", {}, why))) : null,
     message);
 }
