@@ -24,11 +24,11 @@ import pytest
 from openseal.cli.main import main
 from openseal.simulator import ModelSimulator, load_answers
 from tests.authoring.support import PROCUREMENT, ROOT
+from tests.doc_pages import capture, normalise
 
 PAGE = ROOT / "docs" / "authoring.md"
 _FENCE = re.compile(r"^```(?P<lang>\w*)\n(?P<body>.*?)^```[ \t]*$", re.DOTALL | re.MULTILINE)
 _MARK = re.compile(r"<!--\s*(?P<what>not run|file):\s*(?P<value>.*?)\s*-->\s*$")
-_SHAPES = ((re.compile(r"\b[0-9a-f]{32}\b"), "<id>"), (re.compile(r"\b[0-9a-f]{12}\b"), "<digest>"))
 
 
 def free_port() -> int:
@@ -51,14 +51,9 @@ def blocks(text: str) -> list[tuple[str | None, str | None, str, str]]:
 
 
 def shown_matches(shown: str, printed: list[str]) -> bool:
-    def shape(line: str) -> str:
-        for pattern, placeholder in _SHAPES:
-            line = pattern.sub(placeholder, line)
-        return line.rstrip()
-
-    parts = [re.escape(part) for part in re.split(r"\.\.\.|…", shape(shown))]
-    pattern = re.compile(".*".join(parts) + "$")
-    return any(pattern.match(shape(line)) for line in printed)
+    """Whether a printed line is the one shown (the conventions of tests/doc_pages.py: ids,
+    times, handles and ``…`` stand for what was printed)."""
+    return any(capture([shown], normalise(line)) is not None for line in printed)
 
 
 def test_the_page_runs_as_printed(

@@ -44,6 +44,9 @@ def main(out: Path) -> None:
                 page.goto(f"{console.url}/#/approvals/{approval['id']}")
                 expect(page.locator("#proposal-hash")).to_be_visible()
                 shoot(page, f"approval{suffix}", out)
+                page.goto(f"{console.url}/#/teams/procurement")
+                expect(page.locator(f'#actor-runs tr[data-run="{waiting}"]')).to_be_visible()
+                shoot(page, f"team{suffix}", out)
                 page.close()
             browser.close()
 

@@ -6,6 +6,7 @@ security headers."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -271,23 +272,40 @@ def serious(results: Any) -> list[str]:
     ]
 
 
-def test_the_main_pages_have_no_serious_accessibility_violations(
-    console: Console, page: Page
+def test_every_page_has_no_serious_accessibility_violations(
+    console: Console, page: Page, tmp_path: Path
 ) -> None:
+    from tests.console.test_console_operations import file_widening_proposal
+
     run_id = console.start_run()
     approval = console.pending_approval(run_id)
+    proposal = file_widening_proposal(console, tmp_path)
+    objective = console.run(run_id)["run"]["objective_id"]
     axe = Axe()
     sign_in(page, console, ALICE)
-    expect(page.locator(f'#runs tr[data-run="{run_id}"]')).to_be_visible()
-    assert serious(axe.run(page)) == []
-    page.goto(f"{console.url}/#/runs/{run_id}")
-    expect(page.locator('#graph g.node[aria-current="step"]')).to_have_count(1)
-    assert serious(axe.run(page)) == []
-    page.goto(f"{console.url}/#/approvals/{approval['id']}")
-    expect(page.locator("#proposal-hash")).to_be_visible()
-    assert serious(axe.run(page)) == []
-    page.emulate_media(color_scheme="dark")  # the dark scheme keeps its contrast too
-    assert serious(axe.run(page)) == []
+    pages = (
+        ("#/runs", f'#runs tr[data-run="{run_id}"]'),
+        (f"#/runs/{run_id}", '#graph g.node[aria-current="step"]'),
+        ("#/approvals", f'a[href="#/approvals/{approval["id"]}"]'),
+        (f"#/approvals/{approval['id']}", "#proposal-hash"),
+        ("#/objectives", "#objective-create"),
+        (f"#/objectives/{objective}", "h1 code"),
+        ("#/requests", "#requests-empty"),
+        ("#/triggers", "h1"),
+        ("#/proposals", "#proposals"),
+        (f"#/proposals/{proposal}", "#diff"),
+        ("#/deployments", "#deployments"),
+        ("#/deployments/procure_laptops", "#activations"),
+        ("#/actions", "h1"),
+        ("#/ask", "#ask"),
+        ("#/teams/procurement", "#actor-runs"),
+    )
+    for scheme in ("light", "dark"):  # the dark scheme keeps its contrast too
+        page.emulate_media(color_scheme=scheme)
+        for route, ready in pages:
+            page.goto(f"{console.url}/{route}")
+            expect(page.locator(ready).first).to_be_visible()
+            assert serious(axe.run(page)) == [], (scheme, route)
 
 
 def test_the_pages_fit_a_phone_width(console: Console, page: Page) -> None:
