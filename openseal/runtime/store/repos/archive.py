@@ -114,18 +114,27 @@ class Archive(Repository):
         """Up to ``limit`` ended runs started by no other run, ended before ``before``, oldest
         first after the cursor ``after`` (the last one's end and id)."""
         r = s.runs
+        source: Any = r
+        columns: tuple[sa.ColumnElement[Any], ...] = (r.c.id, r.c.scope, r.c.workflow_digest)
+        ended: sa.ColumnElement[Any] = r.c.updated_at
+        if self._store.dialect == "sqlite":
+            # read from ix_runs_ended_roots: SQLite's planner, without statistics, would take an
+            # index on status and sort every ended run instead
+            source = sa.text("runs INDEXED BY ix_runs_ended_roots")
+            columns = tuple(
+                sa.literal_column(c, r.c[c].type) for c in ("id", "scope", "workflow_digest")
+            )
+            ended = sa.literal_column("updated_at", r.c.updated_at.type)
         stmt = (
-            sa.select(r.c.id, r.c.scope, r.c.workflow_digest, r.c.updated_at)
-            .where(r.c.status.in_(ENDED), r.c.parent_run_id.is_(None), r.c.updated_at < before)
-            .order_by(r.c.updated_at, r.c.id)
+            sa.select(*columns, ended)
+            .select_from(source)
+            .where(sa.text(s.ENDED_ROOTS), ended < before)
+            .order_by(ended, columns[0])
             .limit(limit)
         )
         if after is not None:
             stmt = stmt.where(
-                sa.or_(
-                    r.c.updated_at > after[0],
-                    sa.and_(r.c.updated_at == after[0], r.c.id > after[1]),
-                )
+                sa.or_(ended > after[0], sa.and_(ended == after[0], columns[0] > after[1]))
             )
         return [EndedRun(row[0], row[1], row[2], row[3]) for row in conn.execute(stmt)]
 

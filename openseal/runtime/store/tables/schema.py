@@ -54,6 +54,9 @@ NAME = sa.String(200)
 DIGEST = sa.String(64)
 STATUS = sa.String(32)
 SCOPE = sa.String(100)
+#: the runs an archive may take, as ``ix_runs_ended_roots`` and its query spell them (literal
+#: statuses: a partial index is used only for a query whose terms match it as written)
+ENDED_ROOTS = "parent_run_id IS NULL AND status IN ('completed', 'failed', 'canceled')"
 
 metadata = sa.MetaData()
 
@@ -174,6 +177,15 @@ runs = sa.Table(
         "status",
         sqlite_where=sa.text("parent_run_id IS NOT NULL"),
         postgresql_where=sa.text("parent_run_id IS NOT NULL"),
+    ),
+    # ended root runs in the order an archive takes them (oldest end first): its look for
+    # candidates reads them, not every run (openseal.runtime.store.repos.archive)
+    sa.Index(
+        "ix_runs_ended_roots",
+        "updated_at",
+        "id",
+        sqlite_where=sa.text(ENDED_ROOTS),
+        postgresql_where=sa.text(ENDED_ROOTS),
     ),
 )
 
