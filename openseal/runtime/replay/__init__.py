@@ -15,7 +15,7 @@ Both read the store and write nothing.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -71,12 +71,31 @@ def _replayed(
     run: Run,
     catalog: WorkflowCatalog | None,
     refusals: Mapping[str, str] | None = None,
+    proposed: Mapping[str, CompiledWorkflow] | None = None,
 ) -> tuple[Verdict, Trace]:
-    pinned = (catalog or WorkflowCatalog(store)).workflow(run.workflow_digest)
+    catalog = catalog or WorkflowCatalog(store)
+    pinned = catalog.workflow(run.workflow_digest)
     kinds = {name: spec.kind for name, spec in pinned.states.items()}
     history = load_history(store, run, kinds)
-    trace = redrive(store, workflow, history, refusals)
+    trace = redrive(store, workflow, history, refusals, _children(store, catalog, proposed))
     return judge(recorded_marks(history), trace, workflow, kinds), trace
+
+
+def _children(
+    store: Store, catalog: WorkflowCatalog, proposed: Mapping[str, CompiledWorkflow] | None
+) -> Callable[[str, str], Verdict | None] | None:
+    """A spawned child's verdict through the proposed version of its workflow (None when the
+    proposal does not change that workflow)."""
+    if not proposed:
+        return None
+
+    def child(run_id: str, workflow: str) -> Verdict | None:
+        version = proposed.get(workflow)
+        if version is None:
+            return None
+        return _replayed(store, version, store.runs.get(run_id), catalog, None, proposed)[0]
+
+    return child
 
 
 def replay_proposal(store: Store, proposal_id: str, selection: Selection) -> ReplayReport:
@@ -85,20 +104,29 @@ def replay_proposal(store: Store, proposal_id: str, selection: Selection) -> Rep
     proposal = get_proposal(store, proposal_id)
     catalog = WorkflowCatalog(store)
     versions: dict[str, str] = {}
-    replayed: list[tuple[CompiledWorkflow, Run, Verdict, Trace]] = []
+    proposed: dict[str, CompiledWorkflow] = {}
     for target in sorted(proposal.targets, key=lambda t: t.name):
-        if target.kind != "workflow":
-            continue
-        proposed = catalog.workflow(target.digest)
-        versions[target.name] = version_key(target.digest)
-        for run in _selected(store, selection, target.name):
-            replayed.append((proposed, run, *_replayed(store, proposed, run, catalog)))
-    refusals = _recount(store, [(w, r, trace) for w, r, _, trace in replayed])
+        if target.kind == "workflow":
+            proposed[target.name] = catalog.workflow(target.digest)
+            versions[target.name] = version_key(target.digest)
+    replayed: list[tuple[CompiledWorkflow | None, Run, Verdict, Trace]] = []
+    for name, version in sorted(proposed.items()):
+        for run in _selected(store, selection, name):
+            replayed.append(
+                (version, run, *_replayed(store, version, run, catalog, None, proposed))
+            )
+    for name in _spawning(store, proposed):
+        # a workflow the change leaves alone whose runs spawn one it changes: its runs are
+        # replayed through their own versions, their children through the proposed ones
+        for run in _selected(store, selection, name):
+            own = catalog.workflow(run.workflow_digest)
+            replayed.append((None, run, *_replayed(store, own, run, catalog, None, proposed)))
+    refusals = _recount(store, [(w, r, trace) for w, r, _, trace in replayed if w is not None])
     verdicts = [
         _verdict(
-            workflow, run,
-            replay_run(store, workflow, run, catalog, refusals[run.id])
-            if run.id in refusals else verdict,
+            workflow or catalog.workflow(run.workflow_digest), run,
+            _replayed(store, workflow, run, catalog, refusals[run.id], proposed)[0]
+            if workflow is not None and run.id in refusals else verdict,
         )
         for workflow, run, verdict, _ in replayed
     ]  # fmt: skip
@@ -111,6 +139,26 @@ def replay_proposal(store: Store, proposal_id: str, selection: Selection) -> Rep
     )  # fmt: skip
     runs = tuple(sorted(verdicts, key=lambda v: v.run_id))
     return ReplayReport(proposal.id, versions, runs, diff, _moves(store, proposal, selection))
+
+
+def _spawning(store: Store, proposed: Mapping[str, CompiledWorkflow]) -> list[str]:
+    """The deployed workflows the change leaves alone whose ``spawn`` states start a workflow
+    it changes, by name."""
+    with store.read() as conn:
+        active = store.definitions.active_documents(conn, "workflow")
+    found = set()
+    for _, document in active:
+        name = str(document.get("name"))
+        states = (document.get("graph") or {}).get("states") or {}
+        for state in states.values():
+            children = (
+                (state.get("config") or {}).get("child") if state.get("kind") == "spawn" else None
+            )
+            if name not in proposed and any(
+                str(child.get("workflow")) in proposed for child in (children or {}).values()
+            ):
+                found.add(name)
+    return sorted(found)
 
 
 def _moves(store: Store, proposal: ChangeProposal, selection: Selection) -> tuple[Any, ...]:

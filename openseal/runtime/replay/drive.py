@@ -116,6 +116,9 @@ class Replayed:
     #: payload content hash → why a shared spend budget, counted again over the runs
     #: replayed, refuses it
     refusals: Mapping[str, str] = field(default_factory=dict)
+    #: a spawned child's verdict re-driven through the proposed version of its workflow
+    #: (child run id, workflow name → the verdict, None when the proposal leaves it alone)
+    children: Callable[[str, str], Any] | None = None
 
 
 def _no_provider(agent: Any) -> Any:
@@ -222,10 +225,12 @@ def redrive(
     workflow: CompiledWorkflow,
     history: History,
     refusals: Mapping[str, str] | None = None,
+    children: Callable[[str, str], Any] | None = None,
 ) -> Trace:
     """Re-drive ``history`` through ``workflow`` (reads only); the marks it made and where
     and why it stopped. ``refusals``: the payloads (by content hash) a shared spend budget
-    refuses, and why."""
+    refuses, and why; ``children``: a spawned child's verdict under a proposed version of
+    its workflow."""
     from openseal.runtime.replay import outside
 
     trace = Trace()
@@ -234,8 +239,9 @@ def redrive(
     used = {k: v for k, v in history.run.budget_used.items() if k not in budgets.COUNTED}
     used.pop(budgets.IN_FLIGHT, None)
     replayed = Replayed(
-        used, workflow.budget_limits(), spends=trace.spends, refusals=dict(refusals or {})
-    )
+        used, workflow.budget_limits(), spends=trace.spends, refusals=dict(refusals or {}),
+        children=children,
+    )  # fmt: skip
     context: RunContext = {"inputs": history.inputs, "states": {}}
     state = workflow.initial
     context = enter(context, state, None)

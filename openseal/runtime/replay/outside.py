@@ -285,6 +285,7 @@ def spawn(ctx: StepContext) -> Outcome:
     if set(members) - set(children):
         dropped = ", ".join(sorted(set(members) - set(children)))
         raise NeedsInput(ctx.state.name, f"how the children join without {dropped}")
+    _children_replayed(replay, group)
     status = _join(ctx, config, group)
     if status is None:
         raise Waiting(ctx.state.name, f"dependency group {group.id} is {group.status}")
@@ -294,6 +295,22 @@ def spawn(ctx: StepContext) -> Outcome:
     if status in ("failed", "expired") and ctx.workflow.outgoing(ctx.state.name, status):
         return Advance(status, output)
     return Attention(f"dependency group {group.id} {status}: {group.reason or output}")
+
+
+def _children_replayed(ctx: ReplayContext, group: DependencyGroup) -> None:
+    """When the change replayed changes a child's workflow, the child run is re-driven through
+    it too: a child that would not go as recorded leaves the join unknown."""
+    assert ctx.replayed is not None
+    if ctx.replayed.children is None:
+        return
+    for member in group.members:
+        verdict = ctx.replayed.children(member.run_id, member.workflow)
+        if verdict is not None and verdict.verdict != "same":
+            raise NeedsInput(
+                ctx.state.name,
+                f"how child {member.label} would end under the proposed {member.workflow}: "
+                f"run {member.run_id} {verdict.line()}",
+            )
 
 
 def _join(ctx: StepContext, config: SpawnSettings, group: DependencyGroup) -> str | None:

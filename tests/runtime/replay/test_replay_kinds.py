@@ -148,6 +148,22 @@ def test_spawned_children_replay_from_their_recorded_runs(kinds: Store, tmp_path
     }  # fmt: skip
     assert got["quorum"][2].startswith("would ask for the outcome of child a with other inputs")
 
+    # a change to the children's workflow: the parents (whose workflow it leaves alone) are
+    # replayed through their own version, each child through the proposed one; a child that
+    # failed would now complete, so how the quorum's join ends is not known
+    lenient = _replayed(kinds, tmp_path, "lenient", ('input.mode == "fail"', 'input.mode == "x"'))
+    got = verdicts(lenient, runs)
+    assert got["all_done"] == ("same", "", "")
+    (group,) = kinds.dependencies.of_run(runs["quorum"].id)
+    failed = {m.label: m.run_id for m in group.members}["b"]
+    assert got["quorum"] == (
+        "needs_input", "fan",
+        f"would ask for how child b would end under the proposed job: run {failed} diverges "
+        "at route: the decision's expressions choose finished (recorded: broken)",
+    )  # fmt: skip
+    by_run = {r["run"]: r for r in lenient["runs"]}
+    assert (by_run[failed]["workflow"], by_run[failed]["verdict"]) == ("job", "diverges")
+
 
 def test_an_operators_retry_and_supplied_output_replay_as_recorded(
     kinds: Store, tmp_path: Path
