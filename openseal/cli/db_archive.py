@@ -76,6 +76,11 @@ def _echo_report(report: Any) -> None:
             f"forgot {report.idempotency_keys_expired} idempotency key(s) and "
             f"{report.delivery_keys_expired} delivery key(s)"
         )
+    if report.inbound_events_removed:
+        click.echo(
+            f"removed {report.inbound_events_removed} inbound event(s) of archived runs whose "
+            "delivery key expired (their batches hold them)"
+        )
 
 
 @click.command("restore-archive")

@@ -71,6 +71,9 @@ class ArchiveReport:
     resumed: list[str] = field(default_factory=list)
     idempotency_keys_expired: int = 0
     delivery_keys_expired: int = 0
+    #: inbound events consumed by archived runs, removed from the live store once their
+    #: delivery key expired (their runs' batches hold them)
+    inbound_events_removed: int = 0
 
     def count(self, rows: Mapping[str, Sequence[Any]]) -> None:
         for table, found in rows.items():
@@ -275,10 +278,11 @@ def finish_written(store: Store, root: Path, report: ArchiveReport, hook: Hook |
 
 def _expire_keys(store: Store, retention: Retention, now: datetime, report: ArchiveReport) -> None:
     with store.write() as conn:
-        keys, deliveries = store.archive.expire_keys(
+        keys, deliveries, removed = store.archive.expire_keys(
             conn,
             now - timedelta(seconds=retention.idempotency_keys),
             now - timedelta(seconds=retention.delivery_keys),
         )
     report.idempotency_keys_expired += keys
     report.delivery_keys_expired += deliveries
+    report.inbound_events_removed += removed

@@ -146,6 +146,46 @@ def test_keys_are_forgotten_after_their_period_and_never_sooner_than_a_day(
         Retention(delivery_keys=3600)
 
 
+def test_an_inbound_event_of_an_archived_run_leaves_the_live_store_once_its_key_expires(
+    store: Store, tmp_path: Path
+) -> None:
+    import sqlalchemy as sa
+
+    from openseal.runtime.store.tables import schema
+
+    deploy(store)
+    archived, live = new_run(store), new_run(store)
+    events = {}
+    for name, run in (("archived", archived), ("live", live), ("waiting", None)):
+        event = store.inbound_events.receive(name, {}, {}, key=f"d-{name}").event
+        events[name] = event.id
+        if run is not None:  # consumed by the run, as a delivery to its wait leaves it
+            with store.write() as conn:
+                conn.execute(
+                    sa.update(schema.inbound_events)
+                    .where(schema.inbound_events.c.id == event.id)
+                    .values(consumed_by_run_id=run.id, consumed_at=store.now())
+                )
+    service.cancel_run(store, service.RunCommand(archived.id, reason="ended"), service.CLI)
+    to = tmp_path / "archive"
+    report = archive(store, ArchiveRequest(to=to, retention=NOW_ONLY))
+    assert (report.runs, report.inbound_events_removed) == (1, 0)
+    kept = store.inbound_events.get(events["archived"])
+    assert kept is not None and kept.consumed_by_run_id is None  # its key still refuses
+    assert store.inbound_events.receive("archived", {}, {}, key="d-archived").duplicate
+    [batch] = fmt.batches(to)
+    assert [row["id"] for row in fmt.read_batch(batch)["inbound_events"]] == [events["archived"]]
+
+    later(store, 8)  # the delivery keys' 7 days are over
+    report = archive(store, ArchiveRequest(to=to, retention=Retention()))
+    assert (report.delivery_keys_expired, report.inbound_events_removed) == (3, 1)
+    assert store.inbound_events.get(events["archived"]) is None  # its batch holds it
+    assert store.inbound_events.get(events["live"]) is not None  # its run is live
+    assert store.inbound_events.get(events["waiting"]) is not None  # not consumed yet
+    found = find_archived_run(to, archived.id)
+    assert [row["id"] for row in found["inbound_events"]] == [events["archived"]]
+
+
 def test_a_batch_written_but_not_deleted_is_finished_by_the_next_archive(
     store: Store, simulator: ProcurementSimulator, tmp_path: Path
 ) -> None:

@@ -8,8 +8,9 @@ in the caller's transaction (``with store.write() as conn``).
 A run's rows: its events, turns, activities, proposals, approvals, actions with their spend
 reservations, its agent requests and dependency groups and members, and the inbound events it
 consumed (those stay live as consumed, only no longer naming the run, so a redelivery of their
-key is still refused). Its objective and the artefacts its proposals name are copied too, and
-deleted only when nothing live still names them.
+key is still refused, until the key expires: then the live row goes too). Its objective and
+the artefacts its proposals name are copied too, and deleted only when nothing live still
+names them.
 """
 
 from __future__ import annotations
@@ -256,10 +257,12 @@ class Archive(Repository):
 
     def expire_keys(
         self, conn: sa.Connection, idempotency_before: datetime, delivery_before: datetime
-    ) -> tuple[int, int]:
+    ) -> tuple[int, int, int]:
         """Forget the API's idempotency keys stored before ``idempotency_before`` and the
-        delivery keys of inbound events received before ``delivery_before`` (the events stay);
-        how many of each."""
+        delivery keys of inbound events received before ``delivery_before``; then remove the
+        inbound events received before it whose consuming run was archived (its batch holds
+        them: the live row only kept their key). Events not consumed, or consumed by a live run,
+        stay. How many keys of each kind, and events removed."""
         i, e = s.idempotency_keys, s.inbound_events
         keys = conn.execute(sa.delete(i).where(i.c.created_at < idempotency_before)).rowcount
         deliveries = conn.execute(
@@ -267,7 +270,14 @@ class Archive(Repository):
             .where(e.c.received_at < delivery_before, e.c.delivery_key.is_not(None))
             .values(delivery_key=None)
         ).rowcount
-        return keys, deliveries
+        archived = conn.execute(
+            sa.delete(e).where(
+                e.c.received_at < delivery_before,
+                e.c.consumed_at.is_not(None),
+                e.c.consumed_by_run_id.is_(None),
+            )
+        ).rowcount
+        return keys, deliveries, archived
 
 
 def _parents_first(table: sa.Table, rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
