@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from openseal.contract import CapacityLimit, CapacityWait
-from openseal.runtime.compiled import CompiledWorkflow, DefinitionError
+from openseal.runtime.compiled import CompiledWorkflow, DefinitionError, version_key
 from openseal.runtime.engine import quotas
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import FencedTx, Run, Store
@@ -129,8 +129,54 @@ def declared_caps(workflow: CompiledWorkflow, state: str) -> dict[str, int | Non
     return caps
 
 
+#: an active version that declares no cap on its key (the key then has none)
+_UNCAPPED: Final = -1
+
+
+def active_caps(store: Store, documents: dict[str, dict[str, Any]]) -> dict[str, int]:
+    """The caps the active versions declare, by key: each deployed workflow's own
+    (``workflow:<name>``) and those of the agents and teams its active version depends on
+    (:data:`_UNCAPPED` where the active version declares none). Where two active workflows
+    depend on different versions of one agent or team (a rollout under way), the smaller cap
+    holds. ``documents``: documents by digest already read (versions never change)."""
+    found: dict[str, int] = {}
+
+    def document(conn: Any, digest: str) -> dict[str, Any]:
+        if digest not in documents:
+            stored = store.definitions.document(conn, digest)
+            documents[digest] = {} if stored is None else stored[1]
+        return documents[digest]
+
+    def declare(key: str, cap: Any) -> None:
+        value = _UNCAPPED if cap is None else int(cap)
+        if key not in found or (
+            value != _UNCAPPED and (found[key] == _UNCAPPED or value < found[key])
+        ):
+            found[key] = value
+
+    with store.read() as conn:
+        for deployment, kind in store.definitions.deployments_in(conn):
+            if kind != "workflow" or deployment.active_digest is None:
+                continue
+            workflow = document(conn, deployment.active_digest)
+            spec = workflow.get("spec") or {}
+            declare(f"workflow:{deployment.name}", spec.get("concurrency"))
+            for dependency, pinned in (workflow.get("dependencies") or {}).items():
+                kind, _, dependency_name = str(dependency).partition(".")
+                if kind in ("agent", "team") and pinned:
+                    spec = document(conn, version_key(str(pinned))).get("spec") or {}
+                    declare(f"{kind}:{dependency_name}", spec.get("concurrency"))
+    return found
+
+
 class Admission:
-    """Takes the slots a turn needs, in the transaction that claims it (one per engine)."""
+    """Takes the slots a turn needs, in the transaction that claims it (one per engine).
+
+    A definition's cap is a cap on the workflow, agent or team as a resource, not on one of
+    its versions: a run counts against the cap its key's *active* version declares
+    (:func:`active_caps`, read again every :data:`POLL_SECONDS`), so a cap lowered by a new
+    version holds for the runs pinned to older ones too; a key no active version names keeps
+    the cap of the version the run is pinned to."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
@@ -141,6 +187,19 @@ class Admission:
         self._held: dict[tuple[str, int], frozenset[str]] = {}
         #: ``time.monotonic()`` when this process last knew that some run waited for capacity
         self.waiters_seen = float("-inf")
+        #: :func:`active_caps`, as last read (None: not yet)
+        self._active: dict[str, int] | None = None
+        self._documents: dict[str, dict[str, Any]] = {}
+
+    def active(self) -> dict[str, int]:
+        """:func:`active_caps` as last read (read now if never)."""
+        return self._active if self._active is not None else self.refresh()
+
+    def refresh(self) -> dict[str, int]:
+        """Read the caps of the active versions afresh."""
+        found = active_caps(self.store, self._documents)
+        self._active = found
+        return found
 
     def caps(self, workflow: CompiledWorkflow, state: str, scope: str) -> dict[str, int]:
         """The caps a turn in ``state`` of a run in ``scope`` needs a slot of now."""
@@ -149,9 +208,16 @@ class Admission:
             known = declared_caps(workflow, state)
             with self._lock:
                 self._declared[(workflow.digest, state)] = known
+        active = self.active()
         settings = self.store.capacity.settings(max_age=float("inf"))
         caps: dict[str, int] = {}
-        for key, cap in known.items():
+        own = f"workflow:{workflow.name}"
+        if own in active and own not in known:
+            known = {own: None, **known}
+        for key, declared in known.items():
+            cap = declared
+            if key in active:
+                cap = None if active[key] == _UNCAPPED else active[key]
             setting = settings.get(key)
             if setting is not None and setting.paused:
                 caps[key] = 0
@@ -210,19 +276,24 @@ class Admission:
         return keys
 
 
-def effective_cap(store: Store, key: str, recorded: Mapping[str, int]) -> int | None:
-    """A key's cap as a waker counts it: 0 while paused, an operator's cap, else the cap its
-    last taker recorded; None: no cap (wake a batch)."""
+def effective_cap(
+    store: Store, key: str, recorded: Mapping[str, int], active: Mapping[str, int] | None = None
+) -> int | None:
+    """A key's cap as a waker counts it: 0 while paused, an operator's cap, the cap its active
+    version declares (``active``: :func:`active_caps`), else the cap its last taker recorded;
+    None: no cap (wake a batch)."""
     setting = store.capacity.settings(max_age=float("inf")).get(key)
     if setting is not None and setting.paused:
         return 0
     if setting is not None and setting.max_slots is not None:
         return setting.max_slots
+    if active is not None and key in active:
+        return None if active[key] == _UNCAPPED else active[key]
     cap = recorded.get(key)
     return cap or None  # 0: its last taker found it paused, and it is not paused now
 
 
-def wake_free(store: Store, keys: Iterable[str]) -> int:
+def wake_free(store: Store, keys: Iterable[str], active: Mapping[str, int] | None = None) -> int:
     """Wake, for each key, as many of its waiters as it has free slots, higher priority first;
     returns how many runs were woken. A woken run is ``queued``: its claim takes the slot (or
     waits again if another claim took it first). Each run is woken in a transaction of its
@@ -242,7 +313,7 @@ def wake_free(store: Store, keys: Iterable[str]) -> int:
         recorded = store.capacity.caps(conn, wanted)
         in_use = store.capacity.in_use(conn, wanted)
     for key in wanted:
-        cap = effective_cap(store, key, recorded)
+        cap = effective_cap(store, key, recorded, active)
         free = WAKE_BATCH if cap is None else cap - in_use[key]
         if free > 0:
             woken += wake_waiters(store, key, free)
@@ -284,9 +355,10 @@ class CapacityPoll:
                 return 0
             self._next = now + POLL_SECONDS
         self.store.capacity.settings(max_age=0)
+        self.admission.refresh()
         self.store.rate_limits.settle()
         with self.store.read() as conn:
             keys = self.store.capacity.waiting_keys(conn)
         if keys:
             self.admission.waiters_seen = time.monotonic()
-        return wake_free(self.store, keys)
+        return wake_free(self.store, keys, self.admission.active())

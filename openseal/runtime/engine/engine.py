@@ -359,7 +359,7 @@ class Engine:
             return
         try:
             if self.store.capacity.any_waiting(keys):
-                wake_free(self.store, keys)
+                wake_free(self.store, keys, self.executor.admission.active())
         except Exception as exc:
             log.info("run %s: waking runs waiting for capacity failed: %s", claim.run_id, exc)
 

@@ -248,3 +248,38 @@ def test_a_take_that_waited_for_a_keys_lock_counts_what_its_holder_took(
     assert not thread.is_alive()
     assert len(found) == 1 and found[0] is not None
     assert (found[0].key, found[0].max_slots, found[0].in_use) == ("key:k", 1, 1)
+
+
+def test_a_cap_changed_by_a_new_version_holds_for_runs_pinned_to_older_ones(
+    capped: Store, tmp_path: Path
+) -> None:
+    """A cap is the workflow's as a resource: runs pinned to the version that declared 2 count
+    against the 1 the active version declares, and against 2 again once a later version
+    raises it (read by every worker's periodic look)."""
+    first, second = start(capped, "capped"), start(capped, "capped")
+    text = (DEFS / "capacity.hcl").read_text(encoding="utf-8")
+
+    def deploy(cap: int) -> None:
+        folder = tmp_path / f"cap{cap}"
+        folder.mkdir()
+        changed = text.replace("  concurrency = 2\n", f"  concurrency = {cap}\n")
+        assert changed != text or cap == 2
+        (folder / "capacity.hcl").write_text(changed + f"# version {cap}\n", encoding="utf-8")
+        register(capped, compile_files(folder / "capacity.hcl"))
+
+    deploy(1)
+    active = capped.definitions.active_version("capped")
+    assert active is not None and active.digest != first.workflow_digest
+    w = worker(capped, tmp_path)
+    claim(w, first)
+    claim(w, second)
+    assert status(capped, second) == RunStatus.WAITING_FOR_CAPACITY
+    assert capped.runs.get(second.id).waiting == {
+        "kind": "capacity",
+        "waits_for": {"kind": "concurrency", "limit": "workflow:capped", "max": 1, "in_use": 1},
+    }
+    deploy(3)
+    w.capacity._next = 0.0  # the worker's next periodic look, now
+    assert w.capacity.poll() == 1  # a slot of 3 is free: the waiting run is woken
+    claim(w, second)
+    assert capped.runs.get(second.id).status == RunStatus.RUNNING
