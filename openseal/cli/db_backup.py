@@ -45,7 +45,13 @@ def _on_postgres() -> bool:
     help="Check DEST (a backup folder) instead of writing one; with OPENSEAL_DATABASE_URL, "
     "check that database (restored with pg_restore) and name no DEST.",
 )  # fmt: skip
-def backup(home: Path, output: str, dest: Path | None, check_only: bool) -> None:
+@click.option(
+    "--check-archiving", "check_archiving", is_flag=True,
+    help="PostgreSQL: check that the server archives its WAL (wal_level, archive_mode, an "
+    "archive command or library, the last attempt not a failure).",
+)  # fmt: skip
+def backup(home: Path, output: str, dest: Path | None, check_only: bool,
+           check_archiving: bool) -> None:  # fmt: skip
     """Back the store up into the new folder DEST, while workers keep running.
 
     The copy is in recovery mode: once restored it sends nothing until its actions are
@@ -57,10 +63,20 @@ def backup(home: Path, output: str, dest: Path | None, check_only: bool) -> None
         openseal db backup backups/2026-12-07
         openseal db backup --check backups/2026-12-07
         OPENSEAL_DATABASE_URL=postgresql+psycopg://openseal@db/restored openseal db backup --check
+        openseal db backup --check-archiving        # with OPENSEAL_DATABASE_URL set
     """
     from openseal.runtime.service import backup as backups
 
     on_postgres = _on_postgres()
+    if check_archiving:
+        if dest is not None or check_only:
+            raise UsageError("--check-archiving checks the server: name no DEST, no --check")
+        with opened(home) as store:
+            found = backups.check_archiving(store)
+        _echo_archiving(found, output)
+        if found.problems:
+            raise NotBackedUp(f"WAL archiving is not ready: {found.problems[0]}")
+        return
     if check_only:
         if on_postgres and dest is not None:
             raise UsageError(
@@ -311,3 +327,21 @@ def _result(result: Any) -> str:
         return str(result)
     keys = sorted(result, key=lambda k: (not (k == "id" or k.endswith("_id")), k))
     return " ".join(f"{k}={result[k]}" for k in keys)
+
+
+def _echo_archiving(found: Any, output: str) -> None:
+    data = {**{k: _iso(v) if isinstance(v, datetime) else v for k, v in found.settings.items()},
+            "problems": list(found.problems)}  # fmt: skip
+
+    def text() -> None:
+        state = "archiving" if not found.problems else "NOT archiving"
+        last = data["last_archived_time"] or "never"
+        click.echo(
+            f"WAL {state}: wal_level {data['wal_level']}, archive_mode {data['archive_mode']}, "
+            f"{data['archived_count']} segment(s) archived (last {last}), "
+            f"{data['failed_count']} failure(s)"
+        )
+        for problem in found.problems:
+            click.echo(f"  problem: {problem}")
+
+    echo_data(data, output, text)

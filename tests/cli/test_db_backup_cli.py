@@ -9,6 +9,7 @@ import threading
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 
 from openseal.cli.main import main
 from openseal.runtime import service
@@ -35,18 +36,18 @@ def recovery_json(cli: Cli, *args: str) -> dict[str, object]:  # noqa: F811
     return found
 
 
-def _sqlite_only(backend: Backend) -> None:  # noqa: F811
-    if backend.url is not None:
-        pytest.skip("a PostgreSQL store is backed up with pg_dump (test_backup_restore.py)")
+#: the SQLite backup's own tests: a PostgreSQL store is backed up with PostgreSQL's tools
+#: (``test_backup_restore.py`` runs pg_dump and pg_restore; ``--check-archiving`` is below)
+SQLITE_ONLY = pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 
 
+@SQLITE_ONLY
 def test_a_backup_taken_while_runs_are_written_is_consistent_and_in_recovery_mode(
     cli: Cli,  # noqa: F811
     store: Store,  # noqa: F811
     backend: Backend,  # noqa: F811
     tmp_path: Path,
 ) -> None:
-    _sqlite_only(backend)
     stop = threading.Event()
     written: list[str] = []
 
@@ -83,13 +84,13 @@ def test_a_backup_taken_while_runs_are_written_is_consistent_and_in_recovery_mod
     assert "consistent, schema" in out and "restored, it starts in recovery mode" in out
 
 
+@SQLITE_ONLY
 def test_a_restore_replaces_the_store_in_recovery_mode_and_workers_wait(
     cli: Cli,  # noqa: F811
     store: Store,  # noqa: F811
     backend: Backend,  # noqa: F811
     tmp_path: Path,
 ) -> None:
-    _sqlite_only(backend)
     before = create(cli)
     assert cli("db", "backup", str(tmp_path / "b"))[0] == 0
     after = create(cli)
@@ -171,13 +172,13 @@ def test_recovery_mode_is_started_by_hand_after_a_restore_with_other_tools(
     assert recovery(cli, "finish")[0] == 0
 
 
+@SQLITE_ONLY
 def test_a_large_artefact_kept_as_a_file_is_backed_up_and_restored(
     cli: Cli,  # noqa: F811
     store: Store,  # noqa: F811
     backend: Backend,  # noqa: F811
     tmp_path: Path,
 ) -> None:
-    _sqlite_only(backend)
     from openseal.runtime.store.repos.artifacts import INLINE_MAX_BYTES
 
     large = os.urandom(INLINE_MAX_BYTES + 1)
@@ -193,3 +194,56 @@ def test_a_large_artefact_kept_as_a_file_is_backed_up_and_restored(
         assert restored.artifacts.read(digest) == large  # verified by its sha256
     finally:
         restored.close()
+
+
+@pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
+def test_check_archiving_reports_the_servers_wal_archiving(
+    cli: Cli,  # noqa: F811
+    store: Store,  # noqa: F811
+    pg_admin: sa.Engine,  # noqa: F811
+) -> None:
+    with pg_admin.connect() as conn:
+        mode = conn.execute(sa.text("SHOW archive_mode")).scalar_one()
+        level = conn.execute(sa.text("SHOW wal_level")).scalar_one()
+    code, out, _err = cli("db", "backup", "--check-archiving", "--output", "json")
+    found, _end = json.JSONDecoder().raw_decode(out)  # (then the error's document, if any)
+    assert (found["archive_mode"], found["wal_level"]) == (mode, level)
+    assert code == (1 if found["problems"] else 0)
+    if mode == "off":  # the test server's default: reported, and refused
+        assert "archive_mode is off: set it to on" in found["problems"]
+        code, out, err = cli("db", "backup", "--check-archiving")
+        assert code == 1 and "error: WAL archiving is not ready: archive_mode is off" in err
+        assert out.startswith(f"WAL NOT archiving: wal_level {level}, archive_mode off")
+    code, _out, err = cli("db", "backup", "--check-archiving", "somewhere")
+    assert code == 2 and "name no DEST" in err
+
+
+def test_archiving_is_ready_only_with_every_setting_and_no_failure_since_a_success() -> None:
+    from datetime import UTC, datetime
+
+    from openseal.runtime.lifecycle import backup
+
+    class Server:
+        def __init__(self, **settings: object) -> None:
+            self.settings = {
+                "wal_level": "replica", "archive_mode": "on", "archive_command": "cp %p /a/%f",
+                "archive_library": "", "archived_count": 3, "failed_count": 0,
+                "last_archived_time": datetime(2026, 12, 7, 9, tzinfo=UTC),
+                "last_failed_time": None, **settings,
+            }  # fmt: skip
+
+        def wal_archiving(self) -> dict[str, object]:
+            return self.settings
+
+    def problems(**settings: object) -> tuple[str, ...]:
+        return backup.check_archiving(Server(**settings)).problems  # type: ignore[arg-type]
+
+    assert problems() == ()
+    assert problems(archive_command="", archive_library="pgbackrest") == ()
+    assert problems(archive_command="(disabled)") == (
+        "neither archive_command nor archive_library is set",
+    )
+    assert problems(wal_level="minimal")[0] == "wal_level is minimal: set it to replica"
+    failed = problems(failed_count=1, last_failed_time=datetime(2026, 12, 7, 10, tzinfo=UTC))
+    assert failed and "could not be archived (1 failure(s)" in failed[0]
+    assert problems(failed_count=1, last_failed_time=datetime(2026, 12, 7, 8, tzinfo=UTC)) == ()

@@ -8,7 +8,8 @@ born in recovery mode (:mod:`.recovery`): whichever way it is put back, by
 reconciled.
 
 PostgreSQL is backed up with its own tools (``pg_dump``, base backups with WAL archiving);
-:func:`check` verifies a database restored from one.
+:func:`check_archiving` verifies that the server archives its WAL, :func:`check` a database
+restored from a backup.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from openseal.errors import StoreError, UsageError
 from openseal.runtime.lifecycle import recovery
@@ -118,3 +120,36 @@ def restore(source: Path, home: Path, *, replace: bool, actor: str) -> Recovery:
         )  # fmt: skip
     finally:
         store.close()
+
+
+@dataclass(frozen=True)
+class Archiving:
+    """What :func:`check_archiving` found on a PostgreSQL server: its WAL archiving settings
+    and counters, and problems (none: a base backup with this archive can be restored to any
+    moment since)."""
+
+    settings: dict[str, Any]
+    problems: tuple[str, ...]
+
+
+def check_archiving(store: Store) -> Archiving:
+    """Whether the PostgreSQL server under ``store`` archives its WAL: ``wal_level`` at least
+    ``replica``, ``archive_mode`` on, an ``archive_command`` or ``archive_library`` set, and
+    the last archiving attempt not a failure. A managed service that keeps its own
+    point-in-time recovery hides these: check its backup settings instead."""
+    found = store.wal_archiving()
+    problems: list[str] = []
+    if found["wal_level"] not in ("replica", "logical"):
+        problems.append(f"wal_level is {found['wal_level']}: set it to replica")
+    if found["archive_mode"] not in ("on", "always"):
+        problems.append(f"archive_mode is {found['archive_mode']}: set it to on")
+    command = (found["archive_command"] or "").strip()
+    if command in ("", "(disabled)") and not (found["archive_library"] or "").strip():
+        problems.append("neither archive_command nor archive_library is set")
+    failed, archived = found["last_failed_time"], found["last_archived_time"]
+    if failed is not None and (archived is None or failed > archived):
+        problems.append(
+            f"the last WAL segment could not be archived ({found['failed_count']} failure(s), "
+            "the last after the last success): see the server's log"
+        )
+    return Archiving(found, tuple(problems))

@@ -123,6 +123,16 @@ class StoreBase:
             code="not_backed_up",
         )
 
+    def wal_archiving(self) -> dict[str, Any]:
+        """PostgreSQL's settings and counters of WAL archiving (``wal_level``, ``archive_mode``,
+        ``archive_command``, ``archive_library``, ``archived_count``, ``last_archived_time``,
+        ``failed_count``, ``last_failed_time``); refused on SQLite, which has none."""
+        raise StoreError(
+            "WAL archiving is PostgreSQL's; a SQLite store is backed up with `openseal db "
+            "backup DEST`",
+            code="not_backed_up",
+        )
+
     # -- dialect hooks -------------------------------------------------------------------
 
     def unusable_connection(self, conn: sa.Connection, idle_seconds: float) -> str | None:

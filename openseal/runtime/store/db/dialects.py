@@ -129,6 +129,25 @@ class PostgresDatabase(StoreBase):
         # became runnable and wakes one idle thread for it; a new session wakes them all.
         self._listener = NotificationListener(engine, WORK_CHANNEL, self._notified)
 
+    def wal_archiving(self) -> dict[str, Any]:
+        names = ("wal_level", "archive_mode", "archive_command", "archive_library")
+        with self.engine.connect() as conn:
+            query = sa.text("SELECT name, setting FROM pg_settings WHERE name IN :names")
+            query = query.bindparams(sa.bindparam("names", expanding=True))
+            rows = conn.execute(query, {"names": list(names)}).all()
+            settings: dict[str, Any] = {str(row[0]): row[1] for row in rows}
+            stats = (
+                conn.execute(
+                    sa.text(
+                        "SELECT archived_count, last_archived_time, failed_count, last_failed_time "
+                        "FROM pg_stat_archiver"
+                    )
+                )
+                .mappings()
+                .one()
+            )
+        return {**{name: settings.get(name) for name in names}, **dict(stats)}
+
     def unusable_connection(self, conn: sa.Connection, idle_seconds: float) -> str | None:
         return liveness.unusable(self.engine, conn.connection.dbapi_connection, idle_seconds)
 
