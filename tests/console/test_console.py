@@ -44,7 +44,9 @@ def test_every_page_carries_a_strict_policy_and_the_api_reference_needs_no_inter
     )
     page.goto(f"{console.url}/api/v1/docs")
     operation = page.locator(".opblock-summary-path", has_text="/api/v1/approvals/{ref}/decision")
-    expect(operation.first).to_be_visible()
+    # a hang guard: the server builds the OpenAPI document on its first request (seconds on
+    # a loaded machine), and Swagger UI renders seventy paths
+    expect(operation.first).to_be_visible(timeout=60_000)
     assert outside == []
 
 
