@@ -12,6 +12,7 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Page, expect
 
+from openseal.cli.output import handle
 from openseal.quickstart import REQUEST, WORKFLOW
 from openseal.runtime import service
 from openseal.runtime.store import open_store
@@ -138,7 +139,7 @@ def test_a_waiting_run_leads_to_its_approval_and_the_inbox_shows_what_it_asks(
     expect(row).to_contain_text("vendor=northwind")
     page.goto(f"{console.url}/#/runs/{run_id}")
     expect(page.locator("#run-status")).to_have_text("waiting_for_approval")
-    page.locator("#run-approvals").get_by_role("link", name=approval["id"]).click()
+    page.locator("#run-approvals").get_by_role("link", name=handle(approval["id"])).click()
     expect(page.locator("#proposal-hash")).to_have_text(approval["proposal_hash"])
 
 
