@@ -34,7 +34,6 @@ export function page(kind) {
         ["Status", view.paused
           ? [badge("paused"), " by ", view.paused_by, " ", time(view.paused_at)]
           : badge("active")],
-        ["Deployment", h("a", { href: `#/deployments/${encodeURIComponent(name)}` }, name)],
       ]),
       h("p", { id: "actor-controls" }, button),
       withheld.length ? h("ul", { id: "actor-withheld", class: "muted" }, withheld.map((why) => h("li", {}, why))) : null,
