@@ -64,9 +64,7 @@ def _starts(store: Store) -> dict[str, tuple[str, float, float]]:
     )
     with store.read() as conn:
         rows = conn.execute(stmt).all()
-    return {
-        str(r.id): (str(r.scope), r.created_at.timestamp(), r.at.timestamp()) for r in rows
-    }
+    return {str(r.id): (str(r.scope), r.created_at.timestamp(), r.at.timestamp()) for r in rows}
 
 
 def _p95(values: list[float]) -> float:
