@@ -44,6 +44,7 @@ from openseal.compiler.definitions.specs import (
 from openseal.compiler.diagnostics import Diagnostic, did_you_mean
 from openseal.compiler.lang import expr as ex
 from openseal.compiler.lang import types as ty
+from openseal.compiler.syntax.gc_pause import let_go
 
 
 def typecheck(analysis: Analysis) -> list[Diagnostic]:
@@ -245,6 +246,7 @@ class _Roots:
                 outputs[name] = (
                     ty.ANY if cyclic else self._state_output(spec, spec.state[name], scope)
                 )
+        let_go(graph, condensed)
 
     def _state_output(self, spec: WorkflowSpec, state: State, scope: Scope) -> ty.TypeExpr:
         if state.parallel is not None:

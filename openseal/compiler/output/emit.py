@@ -51,6 +51,7 @@ from openseal.compiler.definitions.specs import (
 from openseal.compiler.lang import expr as ex
 from openseal.compiler.lang import types as ty
 from openseal.compiler.output.document import CompiledDocument, Document
+from openseal.compiler.syntax.gc_pause import let_go
 from openseal.contract import StateEntry, StateSettings, TransitionEntry, WorkflowGraph
 from openseal.errors import CompileError
 
@@ -121,7 +122,9 @@ def _dependency_order(dependencies: Mapping[str, set[str]]) -> list[list[str]]:
     condensed = nx.condensation(graph)
     members = {node: sorted(condensed.nodes[node]["members"]) for node in condensed.nodes}
     order = nx.lexicographical_topological_sort(condensed, key=lambda node: members[node][0])
-    return [members[node] for node in order]
+    groups = [members[node] for node in order]
+    let_go(graph, condensed)
+    return groups
 
 
 # --------------------------------------------------------------------------- dependencies

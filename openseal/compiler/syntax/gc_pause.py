@@ -23,3 +23,15 @@ def gc_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+def let_go(*objects: object) -> None:
+    """Free ``objects`` (networkx graphs, done with) now rather than at a collection.
+
+    networkx caches views on a graph (its nodes, edges, degrees) that refer back to it,
+    so a graph whose views were used is a reference cycle: with the collector paused, every
+    such graph a compile drops would be held to its end. Emptying each one's attributes
+    breaks the cycle; the objects must not be used afterwards.
+    """
+    for thing in objects:
+        vars(thing).clear()
