@@ -437,21 +437,6 @@ def stray_runtime_modules(root: Path = PACKAGE) -> list[str]:
 STORE_ROOMS = ("db", "tables", "repos")
 #: modules of ``repos/`` that are no repository: what every repository may share
 REPOS_SHARED = frozenset({"repository", "run_rows", "events", "fenced", "carved_budgets"})
-#: what still crosses the rules below, each to be removed with the loop or cascade it keeps
-#: (the test fails once one is no longer needed, so the list only shrinks): repositories that
-#: still reach a sibling through the whole ``Store`` (``self._store.<sibling>``), and the
-#: import of ``Store`` that lets them
-STORE_DEBT: frozenset[str] = frozenset(
-    {
-        # the fenced transaction settles what a run's end decides (objective, request, join)
-        # and hands its callers the store (``tx.store``)
-        "repos.fenced imports top",
-        "repos.fenced calls objectives",
-        "repos.fenced calls agent_requests",
-        "repos.fenced calls dependencies",
-        "repos.leases imports top",  # it opens each FencedTx with the store
-    }
-)
 
 
 def store_part(module: str) -> str:
@@ -525,15 +510,13 @@ def sibling_calls(root: Path = PACKAGE) -> list[str]:
     return sorted(found)
 
 
-def store_cycles(imports: list[Import], debt: frozenset[str] = STORE_DEBT) -> list[list[str]]:
-    """The import cycles among the store's modules (every import counts, lazy ones too), but
-    for the imports of its top listed in ``debt``."""
+def store_cycles(imports: list[Import]) -> list[list[str]]:
+    """The import cycles among the store's modules (every import counts, lazy ones too)."""
     graph: dict[str, set[str]] = {}
     for item in imports:
-        if within(item.importer, STORE) and within(item.imported, STORE):
-            listed = f"{store_part(item.importer)} imports {store_part(item.imported)}" in debt
-            if item.importer != item.imported and item.imported != STORE and not listed:
-                graph.setdefault(item.importer, set()).add(item.imported)
+        inside = within(item.importer, STORE) and within(item.imported, STORE)
+        if inside and item.importer != item.imported and item.imported != STORE:
+            graph.setdefault(item.importer, set()).add(item.imported)
     return sorted(sorted(c) for c in strongly_connected(graph) if len(c) > 1)
 
 
@@ -901,24 +884,17 @@ def test_a_deep_compiler_import_and_a_loader_through_the_face_are_caught(tmp_pat
 def test_store_rooms_import_only_the_rooms_below_and_no_repository_another() -> None:
     """db/ imports nothing of tables/ or repos/, tables/ nothing of repos/, no room the store's
     top, and no repository another repository (they share only :data:`REPOS_SHARED`)."""
-    breaches = store_room_breaches(all_imports())
-    assert [found for found in breaches if found not in STORE_DEBT] == []
+    assert store_room_breaches(all_imports()) == []
 
 
 def test_no_repository_calls_another_through_the_store() -> None:
     """A cascade over several repositories is decided above the store, which calls each with
     one transaction (``openseal.runtime.engine.cascade``)."""
-    assert [found for found in sibling_calls() if found not in STORE_DEBT] == []
+    assert sibling_calls() == []
 
 
 def test_the_store_has_no_import_cycle() -> None:
     assert store_cycles(all_imports()) == []
-
-
-def test_the_store_debt_only_shrinks() -> None:
-    """Each listed exception is still needed: one that is gone is taken off the list."""
-    found = set(store_room_breaches(all_imports())) | set(sibling_calls())
-    assert sorted(STORE_DEBT - found) == []
 
 
 def test_no_store_function_is_longer_than_the_limit() -> None:
@@ -961,7 +937,7 @@ def test_store_room_breaches_sibling_calls_and_cycles_are_caught(tmp_path: Path)
         "repos.runs imports repos.actions",
     ]
     assert sibling_calls(root) == ["repos.runs calls actions"]
-    assert store_cycles(imports, frozenset()) == [
+    assert store_cycles(imports) == [
         ["openseal.runtime.store.db.base", "openseal.runtime.store.tables.schema"],
         [
             "openseal.runtime.store.repos.actions",

@@ -18,6 +18,7 @@ from playwright.sync_api import Page, expect
 from openseal.cli.output import handle
 from openseal.quickstart import REQUEST, WORKFLOW
 from openseal.runtime import service
+from openseal.runtime.engine.delegation import request_work
 from openseal.runtime.store import Store, open_store
 from tests.asks.support import FITTING, KEY, KEY_VARIABLE, PROMPT, RELEASE_NOTE, plan, served_by
 from tests.console.support import ALICE, Console, serving, sha, sign_in
@@ -118,8 +119,8 @@ def requested(store: Store, *, review: bool) -> tuple[str, str]:
     held = store.leases.claim("console-test")
     assert held is not None and held.run_id == run.id
     with store.leases.fenced(held) as tx:
-        request = tx.create_agent_request(
-            "team.procurement", {"goal": "compare two vendors", "review": review}
+        request = request_work(
+            store, tx, "team.procurement", {"goal": "compare two vendors", "review": review}
         )
         waiting = {"kind": "agent", "agent_request_id": request.id, "callee": request.callee}
         tx.update_run(status="waiting_for_agent", waiting=waiting)

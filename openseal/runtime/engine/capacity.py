@@ -77,13 +77,13 @@ class WaitsFor:
         return f"{self.limit}: {in_use} of {cap} slots in use"
 
 
-def wait_for_capacity(tx: FencedTx, waits_for: WaitsFor) -> Run:
+def wait_for_capacity(store: Store, tx: FencedTx, waits_for: WaitsFor) -> Run:
     """Move the claimed run of ``tx`` to ``waiting_for_capacity`` (releasing its lease and any
     slot it holds) and register it as a waiter of ``waits_for.limit``, in ``tx``."""
     run = tx.run()
     # a run this transaction creates is written first: the wait refers to its row
     conn = tx.row_conn if tx.row_stored else tx.conn
-    tx.store.capacity.wait(conn, run.id, waits_for.limit, run.priority, tx.now)
+    store.capacity.wait(conn, run.id, waits_for.limit, run.priority, tx.now)
     return tx.update_run(
         status=RunStatus.WAITING_FOR_CAPACITY,
         waiting=waits_for.waiting(),
@@ -243,13 +243,13 @@ class Admission:
             if full is not None:
                 kind = "paused" if full.max_slots == 0 else "concurrency"
                 detail = {} if kind == "paused" else {"max": full.max_slots, "in_use": full.in_use}
-                wait_for_capacity(tx, WaitsFor(kind, full.key, detail))
+                wait_for_capacity(self.store, tx, WaitsFor(kind, full.key, detail))
                 self.waiters_seen = time.monotonic()
                 return False
         if run.current_state is None and quotas.of_scope(self.store, run.scope):
             over = quotas.admit(self.store, tx, run, self.store.now())
             if over is not None:  # the slots just taken count for nothing once it waits
-                wait_for_capacity(tx, WaitsFor("quota", over.quota.key, over.detail()))
+                wait_for_capacity(self.store, tx, WaitsFor("quota", over.quota.key, over.detail()))
                 self.waiters_seen = time.monotonic()
                 return False
         if not missing:

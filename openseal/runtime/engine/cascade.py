@@ -30,6 +30,7 @@ from contextlib import suppress
 from datetime import datetime
 from functools import partial
 
+from openseal.runtime.engine.endings import settle_child
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import (
     CancelSweep,
@@ -132,8 +133,7 @@ def _sweep(store: Store, conn: Connection, run: Run, actor: str, now: datetime) 
     actions = store.actions.cancel_for_run(conn, run.id, now, actor)
     objective = store.objectives.settle(conn, run, RunStatus.CANCELED, now)
     if run.parent_run_id is not None:
-        store.agent_requests.settle_child(conn, run, RunStatus.CANCELED, run.context, now)
-        store.dependencies.settle_member(conn, run, RunStatus.CANCELED, now)
+        settle_child(store, conn, run, RunStatus.CANCELED, run.context, now)
     spawned = store.dependencies.cancel_for_run(conn, run.id, now)
     return CancelSweep(requests, approvals, actions, objective, spawned)
 

@@ -1,19 +1,22 @@
-"""The callee side of an agent request: a child run doing the requested work.
+"""An agent request: the caller's ask, and the callee side, a child run doing the work.
 
 The callee is resolved through the caller's pinned versions: ``agent.x``, a team role (its
 agent), or a team (its policy picks the member: the first role by name). If the agent's
 definition names a ``workflow``, the child runs the version of it active now, with the
 request's inputs; otherwise the child is one turn of the agent with the goal, a workflow
 document made here from the request (stored by its digest like any version, so the child is
-pinned like any run). The child's output completes the request (the store settles it when the
-child ends); the caller checks it against the expected output type. A budget the caller carved
-for the request is the child's limit: what the caller still holds for it.
+pinned like any run). The child's output completes the request (settled when the child ends,
+:mod:`openseal.runtime.engine.endings`); the caller checks it against the expected output
+type. A budget the caller carved for the request is the child's limit: what the caller still
+holds for it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 import jsonschema
@@ -21,15 +24,19 @@ import jsonschema
 from openseal.canonical import canonical_json
 from openseal.contract import EndSettings, TurnSettings
 from openseal.errors import RuntimeFailure, UsageError
+from openseal.runtime.clock import new_id
 from openseal.runtime.compiled import CompiledWorkflow
 from openseal.runtime.engine import run_depth
 from openseal.runtime.engine.catalog import WorkflowCatalog
+from openseal.runtime.statuses import AgentRequestStatus
 from openseal.runtime.store import (
     AgentRequest,
     Connection,
+    FencedTx,
     Restart,
     Run,
     Store,
+    carve,
     carved_child_budget,
     carved_limit,
 )
@@ -66,6 +73,45 @@ def callee_agent(workflow: CompiledWorkflow, callee: str) -> tuple[str, str]:
     if digest is None:
         raise DelegationFailed(f"workflow {workflow.name} does not pin a version of {agent_key}")
     return str(agent_key), str(digest)
+
+
+def request_work(
+    store: Store,
+    tx: FencedTx,
+    callee: str,
+    request: Any,
+    *,
+    deadline: datetime | None = None,
+    budget: Mapping[str, int] | None = None,
+) -> AgentRequest:
+    """Ask agent or team ``callee`` for work, in the caller's fenced transaction ``tx``: the
+    request is stored and ``agent_request.requested`` appended to the caller run; the caller
+    then waits (``FencedTx.update_run``). ``budget`` is carved out of the caller's and held for
+    the request (the caller checked that it fits)."""
+    now = tx.now
+    created = AgentRequest(
+        id=new_id(),
+        caller_run_id=tx.claim.run_id,
+        callee=callee,
+        child_run_id=None,
+        status=AgentRequestStatus.REQUESTED,
+        request=request,
+        response=None,
+        clarification=None,
+        review=None,
+        created_at=now,
+        updated_at=now,
+        deadline=deadline,
+    )
+    store.agent_requests.insert(tx.conn, created)
+    payload: dict[str, Any] = {"agent_request_id": created.id, "callee": callee}
+    if not budget:
+        tx.update_run(event="agent_request.requested", payload=payload)
+        return created
+    payload["budget"] = dict(budget)
+    used = carve(tx.run().budget_used, created.id, budget)
+    tx.update_run(budget_used=used, event="agent_request.requested", payload=payload)
+    return created
 
 
 def start_child(

@@ -214,10 +214,10 @@ def admit(store: Store, tx: FencedTx, run: Run, now: datetime) -> Over | None:
     return None
 
 
-def update_budget(tx: FencedTx, used: Mapping[str, Any], **change: Any) -> None:
+def update_budget(store: Store, tx: FencedTx, used: Mapping[str, Any], **change: Any) -> None:
     """``tx.update_run(budget_used=used, **change)``, adding what the run's budget counters
     moved by to its scope's quotas of tokens, tool calls and money in the same transaction."""
-    count_spend(tx.store, tx, tx.run().budget_used, used)
+    count_spend(store, tx, tx.run().budget_used, used)
     tx.update_run(budget_used=dict(used), **change)
 
 

@@ -42,7 +42,7 @@ from openseal.runtime.engine.gateway import (
     check_call,
     check_run,
 )
-from openseal.runtime.store import Bucket, FencedTx
+from openseal.runtime.store import Bucket, FencedTx, Store
 from openseal.skills import Skill, SkillCall, SkillResult, adapter_for
 from openseal.skills.bounded import GRACE_SECONDS, call_bounded
 from openseal.skills.credentials import RuntimeContext
@@ -138,10 +138,10 @@ class GatewayTools:
             if verdict.reason_code == "budget_exhausted":
                 _refused_event(tx, activity_id, invocation, verdict)
             elif not verdict.allowed:
-                refused = _record(tx, activity_id, digest, refusal(verdict))
+                refused = _record(ctx.store, tx, activity_id, digest, refusal(verdict))
                 _refused_event(tx, activity_id, invocation, verdict)
             else:
-                _reserve(tx, activity_id)
+                _reserve(ctx.store, tx, activity_id)
         if verdict.reason_code == "budget_exhausted":
             raise BudgetSpent(verdict.reason)
         if not verdict.allowed:
@@ -158,7 +158,7 @@ class GatewayTools:
             _not_sent(ctx, activity_id, str(over))
             raise RetryLater(str(over), delay=over.wait, code="over_rate_limit") from None
         with ctx.store.leases.fenced(ctx.claim) as tx:
-            recorded = _record(tx, activity_id, digest, result)
+            recorded = _record(ctx.store, tx, activity_id, digest, result)
         ctx.hook("activity.recorded", ctx.claim)
         return recorded
 
@@ -244,14 +244,15 @@ def _admit(tx: FencedTx, ctx: StepContext, decision: GatewayDecision) -> Gateway
     return decision
 
 
-def _reserve(tx: FencedTx, activity_id: str) -> None:
+def _reserve(store: Store, tx: FencedTx, activity_id: str) -> None:
     """Hold one tool call of the budget for ``activity_id`` before the skill runs, so branches
     of a fan-out cannot all pass the check for the last call. Holds an earlier claim left
     open (their reads may have run) are closed as spent first."""
     from openseal.runtime.engine.states.base import close_abandoned
 
-    used = close_abandoned(tx, {})
+    used = close_abandoned(store, tx, {})
     quotas.update_budget(
+        store,
         tx,
         budgets.reserve(used, activity_id, TOOL_CALL_COST, epoch=tx.claim.epoch),
         event="budget.reserved",
@@ -264,6 +265,7 @@ def _not_sent(ctx: StepContext, activity_id: str, reason: str) -> None:
     back (``activity.failed``, nothing spent) and the run sleeps."""
     with ctx.store.leases.fenced(ctx.claim) as tx:
         quotas.update_budget(
+            ctx.store,
             tx,
             budgets.settle(tx.run().budget_used, activity_id, {}),
             event="activity.failed",
@@ -272,12 +274,15 @@ def _not_sent(ctx: StepContext, activity_id: str, reason: str) -> None:
         )  # fmt: skip
 
 
-def _record(tx: FencedTx, activity_id: str, digest: str, result: dict[str, Any]) -> dict[str, Any]:
+def _record(
+    store: Store, tx: FencedTx, activity_id: str, digest: str, result: dict[str, Any]
+) -> dict[str, Any]:
     """Record the call's result with its budget spend (settling the call's hold, if it was
     reserved), in the caller's transaction."""
     recorded = tx.record_activity(activity_id, "tool", digest, result)
     used = budgets.settle(tx.run().budget_used, activity_id, TOOL_CALL_COST)
     quotas.update_budget(
+        store,
         tx,
         used,
         event="budget.spent",

@@ -29,6 +29,7 @@ from openseal.runtime.compiled import CompiledWorkflow, DefinitionError
 from openseal.runtime.engine import budgets
 from openseal.runtime.engine.capacity import Admission
 from openseal.runtime.engine.catalog import WorkflowCatalog
+from openseal.runtime.engine.endings import end_run
 from openseal.runtime.engine.objectives import fit_inputs
 from openseal.runtime.engine.states import handler_for, is_pure, preparer_for
 from openseal.runtime.engine.states.base import (
@@ -480,8 +481,10 @@ class TurnExecutor:
         if unsatisfied is not None:
             context["unsatisfied"] = unsatisfied  # the run shows why it did not count
         tx.record_turn(ctx.turn_id, phase="ended", status="completed", event=False)
-        tx.update_run(
-            status=RunStatus(outcome.outcome),
+        end_run(
+            self.store,
+            tx,
+            RunStatus(outcome.outcome),
             context=context,
             waiting=None,
             event=f"run.{outcome.outcome}",

@@ -29,7 +29,8 @@ never see a table, a statement or SQLAlchemy:
 A repository method either opens its own transaction or, when it takes a ``conn``, works in
 the caller's (``with store.write() as conn: ...``), so one commit can span repositories. A
 repository never calls another: what a change touches beyond its aggregate is decided above
-the store (canceling a run: :mod:`openseal.runtime.engine.cascade`).
+the store (canceling a run: :mod:`openseal.runtime.engine.cascade`; what a run's end settles:
+:mod:`openseal.runtime.engine.endings`).
 
 **The one lock order.** Every writer that touches a run locks the **run row first**
 (``store.runs.load(conn, run_id, lock=True)``, or it holds a claim's :class:`FencedTx`),
@@ -99,6 +100,7 @@ if TYPE_CHECKING:
     from openseal.runtime.store.repos.capacity import Full as Full
     from openseal.runtime.store.repos.capacity import Setting as Setting
     from openseal.runtime.store.repos.capacity import Slot as Slot
+    from openseal.runtime.store.repos.carved_budgets import carve as carve
     from openseal.runtime.store.repos.carved_budgets import (
         carved_child_budget as carved_child_budget,
     )
@@ -115,6 +117,7 @@ if TYPE_CHECKING:
     from openseal.runtime.store.repos.dependencies import NewChild as NewChild
     from openseal.runtime.store.repos.dependencies import join_outcome as join_outcome
     from openseal.runtime.store.repos.fenced import FencedTx as FencedTx
+    from openseal.runtime.store.repos.fenced import RunEnd as RunEnd
     from openseal.runtime.store.repos.idempotency import StoredResponse as StoredResponse
     from openseal.runtime.store.repos.inbound_events import Delivery as Delivery
     from openseal.runtime.store.repos.inbound_events import (

@@ -60,7 +60,7 @@ from openseal.runtime.engine.states.base import (
 )
 from openseal.runtime.engine.states.proposal import store_draft_in
 from openseal.runtime.statuses import ActionStatus, RunStatus
-from openseal.runtime.store import Action, FencedTx, NextMove, Proposal
+from openseal.runtime.store import Action, FencedTx, NextMove, Proposal, Store
 from openseal.skills.base import SkillResult
 
 #: bound on status changes in one turn (admission, dispatches, reconciliation)
@@ -232,7 +232,7 @@ def _prepare_in(
     else:
         reference = str(ctx.state.settings(ActionSettings)["proposal"])
         proposal = _stored_proposal(ctx, tx, reference)
-        found = tx.store.actions.by_key(tx.conn, proposal.action_key)
+        found = ctx.store.actions.by_key(tx.conn, proposal.action_key)
     if found is None:
         raise DefinitionError(f"action {proposal.action_key} was never proposed")
     action, sent, admitted = found, None, False
@@ -260,8 +260,8 @@ def _prepare_in(
             sent = verdict
         action, admitted = verdict, True
     if action.status == ActionStatus.ADMITTED and not limited:
-        sent = _mark_dispatched(tx, action)
-        action = sent or tx.store.actions.get(tx.conn, action.id)
+        sent = _mark_dispatched(ctx.store, tx, action)
+        action = sent or ctx.store.actions.get(tx.conn, action.id)
     return Prepared(target, proposal, action, sent, admitted)
 
 
@@ -283,7 +283,7 @@ def _held_back(ctx: StepContext, target: Target, proposal: Proposal, action: Act
 
 def _stored_proposal(ctx: StepContext, tx: FencedTx, reference: str) -> Proposal:
     _, digest = proposals.current_hash(ctx.workflow, ctx.run.context["states"], reference)
-    found = tx.store.proposals.by_hash(tx.conn, ctx.run.id, digest)
+    found = ctx.store.proposals.by_hash(tx.conn, ctx.run.id, digest)
     if found is None:
         raise DefinitionError(f"proposal {digest} is not stored for run {ctx.run.id}")
     return found
@@ -317,10 +317,10 @@ def _marked_here(action: Action, read: Action, tx: FencedTx) -> bool:
     )
 
 
-def _mark_dispatched(tx: FencedTx, action: Action) -> Action | None:
+def _mark_dispatched(store: Store, tx: FencedTx, action: Action) -> Action | None:
     """Persist ``dispatched`` (in a fenced transaction: a cancel since admission stops it)."""
     move = _dispatching(action, tx.now)
-    return tx.store.actions.move(
+    return store.actions.move(
         tx.row_conn, action, move.to, now=tx.now, actor=tx.actor,
         expect=(ActionStatus.ADMITTED, ActionStatus.UNKNOWN), event=move.event,
         events=tx.append_event, **move.values,
@@ -340,9 +340,9 @@ def _send(ctx: StepContext, target: Target, action: Action) -> Action:
     if ctx.lost.is_set():
         raise LeaseLost(ctx.claim.run_id)
     with ctx.store.leases.fenced(ctx.claim) as tx:
-        sent = _mark_dispatched(tx, action)
+        sent = _mark_dispatched(ctx.store, tx, action)
         if sent is None:
-            return tx.store.actions.get(tx.conn, action.id)
+            return ctx.store.actions.get(tx.conn, action.id)
     return _call(ctx, target, sent)
 
 
@@ -411,7 +411,7 @@ def _leave_with(
 
     def within(tx: FencedTx) -> bool:
         recorded = record_in(
-            tx.store, tx.row_conn, sent, result, target, actor, tx.now, tx.append_event, fit=fit
+            ctx.store, tx.row_conn, sent, result, target, actor, tx.now, tx.append_event, fit=fit
         )
         # Another reply may have settled the action otherwise meanwhile (a confirmation of an
         # earlier attempt): then the state is executed again and leaves by what is recorded.

@@ -21,6 +21,7 @@ from openseal.errors import ClaimLost
 from openseal.runtime.clock import iso
 from openseal.runtime.compiled import CompiledWorkflow, StateSpec
 from openseal.runtime.engine import budgets, quotas
+from openseal.runtime.engine.endings import end_run
 from openseal.runtime.engine.tools import ToolRunner
 from openseal.runtime.faults import Hook
 from openseal.runtime.statuses import RunStatus
@@ -217,10 +218,11 @@ class StepContext:
             found = tx.replayed(activity_id, digest)
             if found is not None:
                 return found.result
-            used = close_abandoned(tx, {activity_id: if_unknown or {}})
+            used = close_abandoned(self.store, tx, {activity_id: if_unknown or {}})
             reason = budgets.refusal(limits, used, cost)
             if reason is None:
                 quotas.update_budget(
+                    self.store,
                     tx,
                     budgets.reserve(used, activity_id, cost, epoch=tx.claim.epoch),
                     event="budget.reserved",
@@ -244,6 +246,7 @@ class StepContext:
                 spent.update(cost_of_result(recorded.result))
             used = budgets.settle(tx.run().budget_used, activity_id, spent)
             quotas.update_budget(
+                self.store,
                 tx,
                 used,
                 event="budget.spent",
@@ -259,6 +262,7 @@ class StepContext:
         with self.store.leases.fenced(self.claim) as tx:
             used = budgets.settle(tx.run().budget_used, activity_id, failed.spent)
             quotas.update_budget(
+                self.store,
                 tx,
                 used,
                 event="activity.failed",
@@ -288,8 +292,10 @@ class StepContext:
         """Stop the run for an exhausted budget, per the workflow's ``on_budget_exhausted``."""
         failed = self.workflow.on_budget_exhausted() == "failed"
         tx.record_turn(self.turn_id, status="failed", error=reason)
-        tx.update_run(
-            status=RunStatus.FAILED if failed else RunStatus.NEEDS_ATTENTION,
+        end_run(
+            self.store,
+            tx,
+            RunStatus.FAILED if failed else RunStatus.NEEDS_ATTENTION,
             waiting={"kind": "attention", "reason": reason, "state": self.state.name},
             event="run.budget_exhausted",
             payload={"reason": reason},
@@ -302,7 +308,9 @@ Handler = Callable[[StepContext], Outcome]
 Preparer = Callable[[StepContext, FencedTx], Any]
 
 
-def close_abandoned(tx: FencedTx, extra: Mapping[str, Mapping[str, int]]) -> dict[str, Any]:
+def close_abandoned(
+    store: Store, tx: FencedTx, extra: Mapping[str, Mapping[str, int]]
+) -> dict[str, Any]:
     """Close the budget reservations an earlier claim left open, in ``tx``; the budgets after.
 
     Their calls may have been made and paid for, so each stays counted (plus ``extra`` of its
@@ -314,6 +322,7 @@ def close_abandoned(tx: FencedTx, extra: Mapping[str, Mapping[str, int]]) -> dic
         spent = budgets.add(budgets.held(used, activity_id) or {}, extra.get(activity_id, {}))
         used = budgets.settle(used, activity_id, spent)
         quotas.update_budget(
+            store,
             tx,
             used,
             event="activity.lost",

@@ -24,7 +24,7 @@ from openseal.contract import AgentWait, DelegateSettings
 from openseal.runtime.compiled import delegation_request
 from openseal.runtime.engine import budgets
 from openseal.runtime.engine.cascade import stop_child
-from openseal.runtime.engine.delegation import DelegationFailed, start_child
+from openseal.runtime.engine.delegation import DelegationFailed, request_work, start_child
 from openseal.runtime.engine.states.base import Advance, Attention, Outcome, StepContext, Suspend
 from openseal.runtime.engine.states.turn import schema_problems
 from openseal.runtime.statuses import AgentRequestStatus as S
@@ -34,6 +34,7 @@ from openseal.runtime.store import (
     AgentRequest,
     FencedTx,
     InvalidStatus,
+    Store,
     caller_wakes,
     release_carved,
 )
@@ -63,12 +64,12 @@ def execute(ctx: StepContext) -> Outcome:
         if reason is not None:  # spent meanwhile by a child of an earlier request
             ctx.exhaust(tx, reason)
             return
-        created = tx.create_agent_request(callee, request, deadline=deadline, budget=budget)
+        created = request_work(ctx.store, tx, callee, request, deadline=deadline, budget=budget)
         waiting: AgentWait = {"kind": "agent", "agent_request_id": created.id, "callee": callee}
         try:
-            start_child(tx.store, tx.conn, tx.run(), created, workflow=ctx.workflow)
+            start_child(ctx.store, tx.conn, tx.run(), created, workflow=ctx.workflow)
         except DelegationFailed as exc:
-            tx.store.agent_requests.fail_in(tx.conn, created.id, str(exc), tx.now)
+            ctx.store.agent_requests.fail_in(tx.conn, created.id, str(exc), tx.now)
             used, released = release_carved(tx.run().budget_used, created.id)
             payload = {"agent_request_id": created.id, "status": "failed", "reason": str(exc)}
             if released is not None:
@@ -123,7 +124,7 @@ def _answered(ctx: StepContext, waiting: AgentWait) -> Outcome:
         return _answered(ctx, waiting)
 
     def wait_again(tx: FencedTx) -> None:
-        _wait(tx, waiting, wake_at=tx.now if _changed(tx, request) else request.deadline)
+        _wait(tx, waiting, wake_at=tx.now if _changed(ctx.store, tx, request) else request.deadline)
 
     return Suspend(wait_again, f"waiting for {waiting['callee']}")
 
@@ -140,12 +141,12 @@ def _past(ctx: StepContext, request: AgentRequest) -> bool:
     return request.deadline is not None and ctx.now() >= request.deadline
 
 
-def _changed(tx: FencedTx, seen: AgentRequest) -> bool:
+def _changed(store: Store, tx: FencedTx, seen: AgentRequest) -> bool:
     # Read inside the fenced transaction: a step that committed after this turn read the
     # request did not wake the run (it was not waiting then), so wake ourselves instead of
     # waiting for a wake-up that will never come. Unchanged, there is nothing to do until the
     # next step (a question waits for its answer).
-    now = tx.store.agent_requests.get_in(tx.conn, seen.id)
+    now = store.agent_requests.get_in(tx.conn, seen.id)
     return now.updated_at != seen.updated_at and caller_wakes(now)
 
 

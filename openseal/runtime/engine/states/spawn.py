@@ -59,15 +59,15 @@ def execute(ctx: StepContext) -> Outcome:
 
     def start(tx: FencedTx) -> None:
         conn = tx.conn
-        too_deep = run_depth.refusal(tx.store, conn, tx.run(), ctx.workflow.document)
-        pinned, reason = ([], too_deep) if too_deep else _pin(tx.store, conn, children, inputs)
-        group_id = tx.store.dependencies.open_in(
+        too_deep = run_depth.refusal(ctx.store, conn, tx.run(), ctx.workflow.document)
+        pinned, reason = ([], too_deep) if too_deep else _pin(ctx.store, conn, children, inputs)
+        group_id = ctx.store.dependencies.open_in(
             conn, tx.run(), state=ctx.state.name, visit=ctx.visit, join=join, needed=needed,
             detach=config["detach"], deadline=deadline, reason=reason,
         )  # fmt: skip
         if reason is None:
-            _start_children(tx.store, conn, tx.run(), group_id, pinned)
-        group = tx.store.dependencies.get_in(conn, group_id)
+            _start_children(ctx.store, conn, tx.run(), group_id, pinned)
+        group = ctx.store.dependencies.get_in(conn, group_id)
         tx.append_event(
             "dependency.started",
             {"dependency_group_id": group.id, "join": join, "needed": needed,
@@ -124,7 +124,7 @@ def _joined(ctx: StepContext, group_id: str) -> Outcome:
         def wait_again(tx: FencedTx) -> None:
             # Settled after this turn read it (the run was not waiting then, so nothing woke
             # it): look again at once instead of waiting for a wake-up that will not come.
-            settled = tx.store.dependencies.status_in(tx.row_conn, group_id) != "open"
+            settled = ctx.store.dependencies.status_in(tx.row_conn, group_id) != "open"
             waiting: DependencyWait = {"kind": WAIT_KIND, "state": ctx.state.name,
                                        "group_id": group_id}  # fmt: skip
             _wait(tx, waiting, wake_at=tx.now if settled else group.deadline)

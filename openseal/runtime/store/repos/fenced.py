@@ -16,6 +16,12 @@ back before then (:meth:`FencedTx.insert_with_flush`: the action an admission in
 UPDATEs whose outcome nothing needs before then (:meth:`FencedTx.update_with_flush`: a turn
 ended without an event of its own). On PostgreSQL all of it is one statement.
 
+A run that ends (``completed``, ``failed``, ``canceled``) settles what its end decides — its
+objective, and for a child run its agent request and its parent's join — in this transaction,
+before the change that ends it; the engine decides that and calls each repository with this
+transaction (:mod:`openseal.runtime.engine.endings`), then passes what it settled
+(:class:`RunEnd`) to :meth:`FencedTx.update_run`, which refuses an end without it.
+
 A claim of a run its transaction created and has not written (``Leases.claim_and_start``,
 ``unwritten``) starts from that run with its ``run.created`` held back: the first flush inserts
 the row as the transaction has changed it, instead of updating it, and writes ``run.created``
@@ -26,27 +32,27 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeVar
+from typing import Any, Final, NoReturn, TypeVar
 
 import sqlalchemy as sa
 
 from openseal.contract import EventWait, RunContext, Waiting
 from openseal.errors import StoreError
 from openseal.runtime.clock import iso, new_id
-from openseal.runtime.statuses import AgentRequestStatus, RunStatus
+from openseal.runtime.statuses import TERMINAL_RUN_STATUSES, RunStatus
 from openseal.runtime.store.db import combined, fastsql
+from openseal.runtime.store.db.base import StoreBase
 from openseal.runtime.store.db.errors import IdempotencyConflict, NotFound, transient
 from openseal.runtime.store.db.fastsql import execute_driver_sql
 from openseal.runtime.store.db.group_commit import open_savepoint
 from openseal.runtime.store.db.json_text import compact_json, loads_json
-from openseal.runtime.store.repos.carved_budgets import carve
 from openseal.runtime.store.repos.events import EVENT_WRITES, Fence, append_events, lease_released
 from openseal.runtime.store.repos.inbound_events import consume, first_unconsumed_match
 from openseal.runtime.store.tables import schema
 from openseal.runtime.store.tables.records import (
     Activity,
-    AgentRequest,
     Claim,
     Event,
     InboundEvent,
@@ -56,10 +62,6 @@ from openseal.runtime.store.tables.records import (
     evolve,
     run_status,
 )
-
-if TYPE_CHECKING:
-    from openseal.runtime.store.store import Store
-
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -106,11 +108,11 @@ def _turn_update(keys: tuple[str, ...], whole_row: bool = True) -> sa.Update:
     return stmt
 
 
-#: named commit points of fenced transactions that settle what a run's end decides, where a
-#: crash test can stop a worker (``store.leases.commit_hook``, :mod:`openseal.runtime.faults`): a
-#: child's end settled its parent's join (and woke the parent); a run's end created its
-#: objective's next run. The hook gets the point before the commit and ``<point>.committed``
-#: after it.
+#: named commit points of fenced transactions that settle what a run's end decides (what
+#: :class:`RunEnd` says it settled), where a crash test can stop a worker
+#: (``store.leases.commit_hook``, :mod:`openseal.runtime.faults`): a child's end settled its
+#: parent's join (and woke the parent); a run's end created its objective's next run. The hook
+#: gets the point before the commit and ``<point>.committed`` after it.
 JOIN_SETTLED, RETRY_CREATED = "dependency.settle", "objective.retry"
 COMMIT_POINTS: Final = (JOIN_SETTLED, RETRY_CREATED)
 #: a crash test's hook at those commit points, called with the point's name and the claim
@@ -121,12 +123,26 @@ SELECT_COUNTERS: Final = sa.select(runs.c.last_event_seq, runs.c.revision).where
 )
 
 
+@dataclass(frozen=True)
+class RunEnd:
+    """What a run's end settled in its transaction before the change that ends it
+    (:meth:`FencedTx.update_run`): the ending event says it, and the commit points follow it."""
+
+    #: what the end did to the run's objective (the ending event's ``objective``), or None
+    objective: dict[str, Any] | None = None
+    #: the ``objective`` the ending event says instead if the UPDATE last held back
+    #: (:meth:`FencedTx.update_with_flush`: the objective settled with the end) changes a row
+    if_updated: dict[str, Any] | None = None
+    #: a child run's end settled its parent's join
+    join_settled: bool = False
+
+
 class FencedTx:
     """One fenced write transaction of a claim holder; see the module docstring."""
 
     def __init__(
         self,
-        store: Store,
+        db: StoreBase,
         conn: sa.Connection,
         claim: Claim,
         now: datetime,
@@ -135,8 +151,8 @@ class FencedTx:
         held: bool = True,
         unwritten: UnwrittenRun | None = None,
     ) -> None:
-        #: the store, for repository calls in this transaction (``tx.store.actions.move(...)``)
-        self.store = store
+        #: the database's hooks (an event name's lock, wake-ups), never a repository
+        self._db = db
         self._conn = conn
         self.claim = claim
         self.now = now
@@ -362,14 +378,14 @@ class FencedTx:
         event: str = "run.updated",
         payload: dict[str, Any] | None = None,
         describe: bool = True,
-        unsatisfied: str | None = None,
+        end: RunEnd | None = None,
     ) -> Run:
         """Change the run and append ``event`` describing it, in this transaction.
 
         Any status other than ``running`` releases the lease: the claim is finished and any
-        later write with it is rejected. A run that ends settles its objective here too
-        (``unsatisfied``: why a completed run did not satisfy it), and ``event`` says what
-        that did (``objective``). Waiting for an inbound event goes through
+        later write with it is rejected. A status that ends the run needs ``end``, what the
+        end settled before this change (see the module docstring), and ``event`` says what
+        that did to the objective (``objective``). Waiting for an inbound event goes through
         :meth:`register_event_wait` instead, so early events are matched. The new status,
         state, wake-up time and (non-empty) wait are added to ``payload`` unless ``describe``
         is False (the caller's payload says it already).
@@ -380,60 +396,29 @@ class FencedTx:
             status=status, current_state=current_state, context=context, waiting=waiting,
             wake_at=wake_at, budget_used=budget_used,
         )  # fmt: skip
-        settled: dict[str, Any] | None = None
-        by_update = None
         if "status" in values and values["status"] != RunStatus.RUNNING:
             values.update(lease_released())
-            settled, by_update = self._settle_end(values, unsatisfied)
+        if values.get("status") in TERMINAL_RUN_STATUSES:
+            if end is None:
+                raise StoreError(
+                    f"run {self.claim.run_id} ends without what its end settled (end=)",
+                    code="usage_error",
+                )
+            self._passes(end)
         described = _described(values) if describe else {}
-        if settled is not None:
-            described["objective"] = settled
+        if end is not None and end.objective is not None:
+            described["objective"] = end.objective
         said = {**(payload or {}), **described}
-        if by_update is None:
+        if end is None or end.if_updated is None:
             return self._change(event, said, **values)
-        return self._change(
-            event, said, if_updated={**said, "objective": by_update.outcome}, **values
-        )
+        return self._change(event, said, if_updated={**said, "objective": end.if_updated}, **values)
 
-    def _settle_end(
-        self, values: dict[str, Any], unsatisfied: str | None
-    ) -> tuple[dict[str, Any] | None, Any]:
-        """Settle what the run's end (``values["status"]``) decides: its objective (the
-        outcome, or the objective's held-back UPDATE when it is written with the run's end),
-        then, for a child run, its agent request and its join."""
-        settled: dict[str, Any] | None = None
-        end = RunStatus(values["status"])
-        by_update = self.store.objectives.settle_by_update(
-            self._conn, self._run, end, self.now, unsatisfied=unsatisfied
-        )
-        if by_update is not None:
-            # written with the run's end: the objective's UPDATE, and the end's event
-            # saying what it did only if it matched
-            self.update_with_flush(*by_update.update, by_update.then)
-        else:
-            settled = self.store.objectives.settle(
-                self._conn, self._run, end, self.now, unsatisfied=unsatisfied
-            )
-        if settled is not None and "retry" in settled:
+    def _passes(self, end: RunEnd) -> None:
+        """The commit points a run's end passes: its objective's retry created, its parent's
+        join settled."""
+        if end.objective is not None and "retry" in end.objective:
             self.commit_points.append(RETRY_CREATED)
-        if self._run.parent_run_id is not None:
-            self._settle_as_child(values)
-        return settled, by_update
-
-    def _settle_as_child(self, values: dict[str, Any]) -> None:
-        """A child run's end settles the agent request that started it and its join."""
-        # ``conn`` writes what is held back first: settling appends to the caller run,
-        # and this run's sequence is read again after that
-        ending = self.run()  # with what it used, for a budget carved for it
-        if "budget_used" in values:
-            ending = evolve(ending, budget_used=values["budget_used"])
-        self.store.agent_requests.settle_child(
-            self.conn, ending, RunStatus(values["status"]),
-            values.get("context", ending.context), self.now,
-        )  # fmt: skip
-        if self.store.dependencies.settle_member(
-            self.conn, self._run, RunStatus(values["status"]), self.now
-        ):
+        if end.join_settled:
             self.commit_points.append(JOIN_SETTLED)
 
     def repin(self, digest: str) -> Run:
@@ -605,7 +590,7 @@ class FencedTx:
         once (returned here; the next claim sees it in ``run.waiting["delivered"]``).
         ``timeout_at`` makes the run runnable at that time without a delivery.
         """
-        self.store.lock_event_name(self.conn, name)
+        self._db.lock_event_name(self.conn, name)
         waiting: EventWait = {
             "kind": "event",
             "name": name,
@@ -625,45 +610,8 @@ class FencedTx:
         if early is not None:
             self._run = consume(self.conn, early, run, self.now, self.actor)
             self._writes_seen = self._info.get(EVENT_WRITES, 0)  # consume's is the last
-            self.store.notify_work(self._conn, run.id)
+            self._db.notify_work(self._conn, run.id)
         return early
-
-    # -- agent requests ----------------------------------------------------------------
-
-    def create_agent_request(
-        self,
-        callee: str,
-        request: Any,
-        *,
-        deadline: datetime | None = None,
-        budget: Mapping[str, int] | None = None,
-    ) -> AgentRequest:
-        """Ask agent or team ``callee`` for work; the engine then waits with ``update_run``.
-        ``budget`` is carved out of this run's and held for the request
-        (:mod:`~openseal.runtime.store.repos.carved_budgets`); the caller checked that it fits."""
-        now = self.now
-        agent_request = AgentRequest(
-            id=new_id(),
-            caller_run_id=self.claim.run_id,
-            callee=callee,
-            child_run_id=None,
-            status=AgentRequestStatus.REQUESTED,
-            request=request,
-            response=None,
-            clarification=None,
-            review=None,
-            created_at=now,
-            updated_at=now,
-            deadline=deadline,
-        )
-        self.store.agent_requests.insert(self.conn, agent_request)
-        payload: dict[str, Any] = {"agent_request_id": agent_request.id, "callee": callee}
-        values: dict[str, Any] = {}
-        if budget:
-            payload["budget"] = dict(budget)
-            values["budget_used"] = carve(self.run().budget_used, agent_request.id, budget)
-        self._change("agent_request.requested", payload, **values)
-        return agent_request
 
 
 def _changed_values(**given: Any) -> dict[str, Any]:

@@ -15,13 +15,14 @@ from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import Any, Final, TypeVar
 
 import sqlalchemy as sa
 
 from openseal.runtime.clock import iso
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store.db import fastsql
+from openseal.runtime.store.db.base import StoreBase
 from openseal.runtime.store.db.errors import StaleEpoch
 from openseal.runtime.store.db.json_text import compact_json
 from openseal.runtime.store.repos.events import change_run, lease_released
@@ -30,9 +31,6 @@ from openseal.runtime.store.repos.repository import Repository
 from openseal.runtime.store.tables import schema
 from openseal.runtime.store.tables.records import Claim, Run, UnwrittenRun, evolve
 from openseal.runtime.store.tables.statements import runnable
-
-if TYPE_CHECKING:
-    from openseal.runtime.store.store import Store
 
 runs = schema.runs
 T = TypeVar("T")
@@ -116,11 +114,7 @@ class FairClaims:
 class Leases(Repository):
     """``store.leases``: claiming runs, heartbeats, giving runs back, fenced writes."""
 
-    #: the whole store: it still opens each FencedTx with it
-    #: (``STORE_DEBT`` in tests/test_boundaries.py)
-    _store: Store
-
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: StoreBase) -> None:
         super().__init__(store)
         self._expiry_lock = threading.Lock()
         #: (``time.monotonic()`` when read, the earliest expiry then), shared by the threads

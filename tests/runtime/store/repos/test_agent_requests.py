@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from openseal.runtime.engine.cascade import cancel_run, stop_child
+from openseal.runtime.engine.delegation import request_work
 from openseal.runtime.statuses import AgentRequestStatus as S
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
@@ -19,8 +20,8 @@ def _request(store: Store, *, review: bool = False) -> AgentRequest:
     held = store.leases.claim("w1")
     assert held is not None
     with store.leases.fenced(held) as tx:
-        request = tx.create_agent_request(
-            "team.procurement", {"goal": "compare vendors", "review": review}
+        request = request_work(
+            store, tx, "team.procurement", {"goal": "compare vendors", "review": review}
         )
         tx.update_run(status=RunStatus.WAITING_FOR_AGENT, waiting={"kind": "agent"})
     assert request.caller_run_id == run.id

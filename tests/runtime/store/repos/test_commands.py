@@ -4,6 +4,7 @@ import pytest
 
 from openseal.errors import StoreError
 from openseal.runtime.engine.cascade import cancel_run
+from openseal.runtime.engine.endings import end_run
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
 from openseal.runtime.store.db.errors import StaleEpoch
@@ -29,7 +30,7 @@ def _run_in(store: Store, status: RunStatus) -> Run:
         return cancel_run(store, run.id, "user:op")
     if status != RunStatus.RUNNING:
         with store.leases.fenced(held) as tx:
-            tx.update_run(status=status, current_state="research")
+            end_run(store, tx, status, current_state="research")
     return store.runs.get(run.id)
 
 
@@ -90,7 +91,7 @@ def test_cancel_is_durable_and_says_what_the_run_was_doing(store: Store) -> None
     assert event.payload["current_state"] == "submit"
     assert event.payload["in_flight_worker"] == "w1"
     with pytest.raises(StaleEpoch), store.leases.fenced(held) as tx:
-        tx.update_run(status=RunStatus.COMPLETED)
+        end_run(store, tx, RunStatus.COMPLETED)
     assert store.runs.get(run.id).status == RunStatus.CANCELED
     assert store.leases.claim("w2") is None
 

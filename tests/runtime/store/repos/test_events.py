@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from openseal.runtime.engine.endings import end_run
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store, open_store
 from openseal.runtime.store.tables.records import Claim
@@ -111,7 +112,7 @@ def test_follow_events_yields_new_events_until_the_run_ends(backend: Backend) ->
     eventually(lambda: "lease.claimed" in seen)
     with store.leases.fenced(held) as tx:
         tx.append_event("step", {})
-        tx.update_run(status=RunStatus.COMPLETED, event="run.completed")
+        end_run(store, tx, RunStatus.COMPLETED, event="run.completed")
     thread.join(timeout=60)
     assert not thread.is_alive()
     assert seen == ["run.created", "lease.claimed", "step", "run.completed"]

@@ -7,10 +7,16 @@ from datetime import timedelta
 import pytest
 import sqlalchemy as sa
 
-from openseal.errors import ClaimLost
+from openseal.errors import ClaimLost, StoreError
 from openseal.runtime.clock import new_id
+from openseal.runtime.engine.endings import end_run
 from openseal.runtime.engine.states.base import LeaseLost
-from openseal.runtime.statuses import WAITING_RUN_STATUSES, ObjectiveStatus, RunStatus
+from openseal.runtime.statuses import (
+    TERMINAL_RUN_STATUSES,
+    WAITING_RUN_STATUSES,
+    ObjectiveStatus,
+    RunStatus,
+)
 from openseal.runtime.store import Store
 from openseal.runtime.store.db.errors import IdempotencyConflict, NotFound, StaleEpoch
 from openseal.runtime.store.repos.events import change_run
@@ -291,6 +297,27 @@ def test_a_turn_ended_without_its_own_event_is_updated_with_the_transactions_eve
     assert store.runs.get(run.id).last_event_seq == before.last_event_seq
 
 
+@pytest.mark.parametrize("status", sorted(TERMINAL_RUN_STATUSES))
+def test_an_end_without_what_it_settled_is_refused_and_writes_nothing(
+    store: Store, status: RunStatus
+) -> None:
+    """What a run's end settles is decided above the store; a fenced transaction refuses an
+    end it was not told about, rather than leave the objective, request or join unsettled."""
+    run = new_run(store)
+    held = claim(store)
+    before = store.runs.get(run.id)
+    with pytest.raises(StoreError) as raised, store.leases.fenced(held) as tx:
+        tx.append_event("test.before", {})
+        tx.update_run(status=status)
+    assert raised.value.code == "usage_error"
+    after = store.runs.get(run.id)
+    assert (after.status, after.last_event_seq) == (RunStatus.RUNNING, before.last_event_seq)
+    assert store.objectives.get(run.objective_id).status == ObjectiveStatus.ACTIVE
+    with store.leases.fenced(held) as tx:
+        end_run(store, tx, status)
+    assert store.runs.get(run.id).status == status
+
+
 @pytest.mark.parametrize("still_open", [True, False])
 def test_a_run_ends_and_settles_its_objective_in_the_statement_of_its_end(
     store: Store, still_open: bool
@@ -308,7 +335,7 @@ def test_a_run_ends_and_settles_its_objective_in_the_statement_of_its_end(
                 .values(status=ObjectiveStatus.FAILED)
             )
     with statements_sent(store) as sent, store.leases.fenced(held) as tx:
-        tx.update_run(status=RunStatus.COMPLETED, event="run.completed")
+        end_run(store, tx, RunStatus.COMPLETED, event="run.completed")
     ended = store.runs.events(run.id)[-1]
     assert ended.type == "run.completed"
     objective = store.objectives.get(run.objective_id)
@@ -417,7 +444,7 @@ def test_entering_a_waiting_status_releases_the_lease(store: Store, status: RunS
 def test_leaving_running_releases_the_lease(store: Store, status: RunStatus) -> None:
     run = new_run(store)
     with store.leases.fenced(claim(store)) as tx:
-        tx.update_run(status=status)
+        end_run(store, tx, status)
     assert store.runs.get(run.id).lease_owner is None
 
 
