@@ -4,7 +4,8 @@ agents|teams|scopes``."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path
 
@@ -23,8 +24,6 @@ from openseal.wire import jsonable
 
 router = APIRouter(tags=["flow control"], route_class=documents.Documented)
 
-Agent = Annotated[str, Path(min_length=1, max_length=200, description="An agent's name")]
-Team = Annotated[str, Path(min_length=1, max_length=200, description="A team's name")]
 Scope = Annotated[str, Path(min_length=1, max_length=100, description="A scope")]
 Measure = Annotated[
     str,
@@ -36,79 +35,69 @@ Measure = Annotated[
 Period = Annotated[str, Path(min_length=1, max_length=10, description="day or month (UTC)")]
 
 
-@router.get(
-    "/agents/{agent}",
-    operation_id="agents.show",
-    dependencies=requires("agents.show"),
-    responses=responses(404, ok=documents.AgentShown),
+def _actor_routes(
+    kind: Literal["agent", "team"], shown: type, named: str, said: dict[str, str]
+) -> None:
+    """``GET /agents/{agent}``, ``POST /agents/{agent}/pause`` and ``…/resume`` (or the same
+    for teams): one service function each for both kinds; each route keeps its own operation
+    id, answer shape and description (``said``, by verb)."""
+    plural = f"{kind}s"
+    Name = Annotated[str, Path(alias=kind, min_length=1, max_length=200, description=named)]
+
+    def show(name: Name, state: State, who: Who) -> dict[str, Any]:
+        view = service.show_actor(state.store, kind, name, runtime_caller(state, who))
+        return {kind: jsonable(view)}
+
+    def paused(pause: bool) -> Callable[[str, State, Who], dict[str, Any]]:
+        def change(name: Name, state: State, who: Who) -> dict[str, Any]:
+            caller = runtime_caller(state, who)
+            changed = service.set_actor_paused(state.store, kind, name, pause, caller)
+            return {kind: jsonable(changed)}
+
+        return change
+
+    for verb, endpoint, method, errors in (
+        ("show", show, "GET", (404,)),
+        ("pause", paused(True), "POST", (403, 404)),
+        ("resume", paused(False), "POST", (403, 404)),
+    ):
+        endpoint.__name__ = f"{verb}_{kind}"
+        endpoint.__doc__ = said[verb]
+        # an object, not the string the module's annotations are: ``Name`` is this call's
+        endpoint.__annotations__["name"] = Name
+        router.add_api_route(
+            f"/{plural}/{{{kind}}}" + ("" if verb == "show" else f"/{verb}"),
+            endpoint,
+            methods=[method],
+            operation_id=f"{plural}.{verb}",
+            dependencies=requires(f"{plural}.{verb}"),
+            responses=responses(*errors, ok=shown),
+        )
+
+
+_actor_routes(
+    "agent",
+    documents.AgentShown,
+    "An agent's name",
+    {
+        "show": "What the agent is doing now: its runs not ended (in the caller's scopes), its "
+        "open requests, the concurrency slots it holds and the runs waiting for one; whether "
+        "paused.",
+        "pause": "Pause the agent: the turns it acts in wait (``waiting_for_capacity``) until it "
+        "is resumed; turns under way finish; other work goes on. Needs a token for scope ``*``.",
+        "resume": "Resume the agent: the runs waiting for it are woken, higher priority first.",
+    },
 )
-def show_agent(agent: Agent, state: State, who: Who) -> dict[str, Any]:
-    """What the agent is doing now: its runs not ended (in the caller's scopes), its open
-    requests, the concurrency slots it holds and the runs waiting for one; whether paused."""
-    view = service.show_actor(state.store, "agent", agent, runtime_caller(state, who))
-    return {"agent": jsonable(view)}
-
-
-@router.post(
-    "/agents/{agent}/pause",
-    operation_id="agents.pause",
-    dependencies=requires("agents.pause"),
-    responses=responses(403, 404, ok=documents.AgentShown),
+_actor_routes(
+    "team",
+    documents.TeamShown,
+    "A team's name",
+    {
+        "show": "What the team is doing now, as for an agent.",
+        "pause": "Pause the team: the turns of its roles and of the workflows it owns wait.",
+        "resume": "Resume the team: the runs waiting for it are woken, higher priority first.",
+    },
 )
-def pause_agent(agent: Agent, state: State, who: Who) -> dict[str, Any]:
-    """Pause the agent: the turns it acts in wait (``waiting_for_capacity``) until it is
-    resumed; turns under way finish; other work goes on. Needs a token for scope ``*``."""
-    caller = runtime_caller(state, who)
-    return {"agent": jsonable(service.set_actor_paused(state.store, "agent", agent, True, caller))}
-
-
-@router.post(
-    "/agents/{agent}/resume",
-    operation_id="agents.resume",
-    dependencies=requires("agents.resume"),
-    responses=responses(403, 404, ok=documents.AgentShown),
-)
-def resume_agent(agent: Agent, state: State, who: Who) -> dict[str, Any]:
-    """Resume the agent: the runs waiting for it are woken, higher priority first."""
-    caller = runtime_caller(state, who)
-    return {"agent": jsonable(service.set_actor_paused(state.store, "agent", agent, False, caller))}
-
-
-@router.get(
-    "/teams/{team}",
-    operation_id="teams.show",
-    dependencies=requires("teams.show"),
-    responses=responses(404, ok=documents.TeamShown),
-)
-def show_team(team: Team, state: State, who: Who) -> dict[str, Any]:
-    """What the team is doing now, as for an agent."""
-    return {
-        "team": jsonable(service.show_actor(state.store, "team", team, runtime_caller(state, who)))
-    }
-
-
-@router.post(
-    "/teams/{team}/pause",
-    operation_id="teams.pause",
-    dependencies=requires("teams.pause"),
-    responses=responses(403, 404, ok=documents.TeamShown),
-)
-def pause_team(team: Team, state: State, who: Who) -> dict[str, Any]:
-    """Pause the team: the turns of its roles and of the workflows it owns wait."""
-    caller = runtime_caller(state, who)
-    return {"team": jsonable(service.set_actor_paused(state.store, "team", team, True, caller))}
-
-
-@router.post(
-    "/teams/{team}/resume",
-    operation_id="teams.resume",
-    dependencies=requires("teams.resume"),
-    responses=responses(403, 404, ok=documents.TeamShown),
-)
-def resume_team(team: Team, state: State, who: Who) -> dict[str, Any]:
-    """Resume the team: the runs waiting for it are woken, higher priority first."""
-    caller = runtime_caller(state, who)
-    return {"team": jsonable(service.set_actor_paused(state.store, "team", team, False, caller))}
 
 
 @router.get(
