@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Any
 
 from openseal.compiler import EvaluationError
 from openseal.contract import ApprovalSettings
@@ -34,6 +34,7 @@ from openseal.runtime.store import (
     EventSink,
     NextMove,
     Proposal,
+    ProposalContent,
     RowSink,
     Store,
 )
@@ -128,23 +129,7 @@ def admit(
 # -- binding ---------------------------------------------------------------------------
 
 
-class Content(Protocol):
-    """What admission reads of a proposal's content: a stored :class:`Proposal` or a draft
-    that replay evaluated and did not store."""
-
-    @property
-    def name(self) -> str: ...
-    @property
-    def skill(self) -> str: ...
-    @property
-    def skill_digest(self) -> str: ...
-    @property
-    def actor(self) -> str: ...
-    @property
-    def document(self) -> dict[str, Any]: ...
-
-
-def binding_refusal(workflow: CompiledWorkflow, proposal: Content) -> str | None:
+def binding_refusal(workflow: CompiledWorkflow, proposal: ProposalContent) -> str | None:
     """Why the pinned version ``workflow`` does not grant ``proposal`` (skill, digest, actor,
     constraints on its arguments), or None when it does."""
     entry = (workflow.document.get("skills") or {}).get(proposal.skill)
@@ -246,7 +231,7 @@ def _constraints(grant: dict[str, Any], args: dict[str, Any]) -> str | None:
 # -- approval --------------------------------------------------------------------------
 
 
-def approval_required(workflow: CompiledWorkflow, proposal: Content) -> bool:
+def approval_required(workflow: CompiledWorkflow, proposal: ProposalContent) -> bool:
     """An approval state binds this proposal, or the skill's or a grant's policy asks for one."""
     for state in workflow.states.values():
         if state.kind != "approval":

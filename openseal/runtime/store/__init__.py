@@ -123,6 +123,7 @@ if TYPE_CHECKING:
     from openseal.runtime.store.repos.inbound_events import (
         correlation_matches as correlation_matches,
     )
+    from openseal.runtime.store.repos.proposals import ProposalContent as ProposalContent
     from openseal.runtime.store.repos.rate_limits import Bucket as Bucket
     from openseal.runtime.store.repos.rate_limits import Taken as Taken
     from openseal.runtime.store.repos.recoveries import Recovery as Recovery

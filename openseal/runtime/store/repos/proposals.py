@@ -25,15 +25,12 @@ BY_HASH = sa.select(proposals).where(
 )
 
 
-class NewProposal(Protocol):
-    """What a drafted proposal tells the store (the runtime's ``Draft``)."""
+class ProposalContent(Protocol):
+    """What a proposal asks, stored (a :class:`Proposal`) or drafted (the runtime's ``Draft``,
+    which replay evaluates without storing it): what admission reads of it."""
 
     @property
     def name(self) -> str: ...
-    @property
-    def state(self) -> str: ...
-    @property
-    def hash(self) -> str: ...
     @property
     def skill(self) -> str: ...
     @property
@@ -42,6 +39,16 @@ class NewProposal(Protocol):
     def actor(self) -> str: ...
     @property
     def document(self) -> dict[str, Any]: ...
+
+
+class NewProposal(ProposalContent, Protocol):
+    """What a drafted proposal tells the store (the runtime's ``Draft``): its content, the
+    state that drafted it and its hash."""
+
+    @property
+    def state(self) -> str: ...
+    @property
+    def hash(self) -> str: ...
 
 
 class Proposals(Repository):
