@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from openseal.cli.main import main
 from openseal.runtime import service
 from openseal.runtime.store import Store, open_store
 from tests.cli.test_runtime_cli import Cli, cli, create, store  # noqa: F401  (fixtures)
@@ -20,18 +19,12 @@ from tests.runtime.support import Backend
 
 
 def recovery(cli: Cli, *args: str) -> tuple[int, str, str]:  # noqa: F811
-    """``openseal db recovery ARGS --home HOME`` (the shared helper places ``--home`` after
-    the group and its first word, which a group of groups does not take)."""
-    cli.capsys.readouterr()
-    code = main(["db", "recovery", *args[:1], "--home", cli.home, *args[1:]])
-    out, err = cli.capsys.readouterr()
-    return code, out, err
+    """``openseal db recovery ARGS``."""
+    return cli("db", "recovery", *args, words=3)
 
 
 def recovery_json(cli: Cli, *args: str) -> dict[str, object]:  # noqa: F811
-    code, out, err = recovery(cli, *args, "--output", "json")
-    assert code == 0, err
-    found = json.loads(out)
+    found = cli.json("db", "recovery", *args, words=3)
     assert isinstance(found, dict)
     return found
 

@@ -25,19 +25,20 @@ class Cli:
         self.home = str(opened.home)
         self.capsys = capsys
 
-    def __call__(self, *args: str) -> tuple[int, str, str]:
+    def __call__(self, *args: str, words: int = 2) -> tuple[int, str, str]:
+        """``openseal ARGS`` in-process, ``--home`` placed after the command's words: the
+        group and its command, or ``words`` of them for a group of groups (3: ``db recovery
+        status``), as many as ``ARGS`` starts with."""
         self.capsys.readouterr()
-        group, *rest = args
-        if rest and not rest[0].startswith("-"):
-            argv = [group, rest[0], "--home", self.home, *rest[1:]]
-        else:
-            argv = [group, "--home", self.home, *rest]
-        code = main(argv)
+        named = 1
+        while named < min(words, len(args)) and not args[named].startswith("-"):
+            named += 1
+        code = main([*args[:named], "--home", self.home, *args[named:]])
         out, err = self.capsys.readouterr()
         return code, out, err
 
-    def json(self, *args: str) -> object:
-        code, out, err = self(*args, "--output", "json")
+    def json(self, *args: str, words: int = 2) -> object:
+        code, out, err = self(*args, "--output", "json", words=words)
         assert code == 0, err
         return json.loads(out)
 

@@ -112,12 +112,15 @@ class Flow:
     tmp: Path
     picks: list[dict[str, Any]]
 
+    def context(self) -> RuntimeContext:
+        """The credentials and configuration the engine (and an operator's reconcile) use."""
+        return RuntimeContext.load(context_file(self.tmp, self.sim))
+
     def engine(self, **options: Any) -> Engine:
         script = {f"research#{i + 1}": [{"output": pick}] for i, pick in enumerate(self.picks)}
         provider = ScriptedProvider(script)
-        context = RuntimeContext.load(context_file(self.tmp, self.sim))
         options.setdefault("worker_id", "test-worker")
-        return Engine(self.store, fixed(provider), context=context, **options)
+        return Engine(self.store, fixed(provider), context=self.context(), **options)
 
     def start(self, inputs: dict[str, Any] | None = None) -> Run:
         return service.create_objective(

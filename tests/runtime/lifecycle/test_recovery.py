@@ -20,21 +20,16 @@ from openseal.runtime.store import Store
 from openseal.simulator.procurement import ProcurementSimulator
 from tests.runtime.action_support import flow, simulator_fixture  # noqa: F401
 from tests.runtime.lifecycle.recovery_support import (
+    ACTOR,
     approve,
+    approved,
+    begin,
     place_order,
     posts,
+    reconcile,
     waiting_for_approval,
 )
 from tests.runtime.support import Backend
-
-ACTOR = "user:test"
-
-
-def _context(f: object) -> object:
-    from openseal.skills.credentials import RuntimeContext
-    from tests.runtime.action_support import context_file
-
-    return RuntimeContext.load(context_file(f.tmp, f.sim))  # type: ignore[attr-defined]
 
 
 def test_a_store_in_recovery_mode_claims_nothing_until_it_is_finished(
@@ -43,7 +38,7 @@ def test_a_store_in_recovery_mode_claims_nothing_until_it_is_finished(
     store: Store = backend.open()
     f = flow(store, simulator, tmp_path)
     run = f.start()
-    recovery.start(store, reason="operator", actor=ACTOR)
+    begin(store)
     engine = f.engine()
     said: list[str] = []
     engine.notice = said.append
@@ -55,7 +50,7 @@ def test_a_store_in_recovery_mode_claims_nothing_until_it_is_finished(
     with pytest.raises(RuntimeFailure) as refused:
         recovery.finish(store, ACTOR)  # nothing reconciled yet
     assert refused.value.code == "recovery_mode"
-    listed = recovery.reconcile(store, _context(f), ACTOR).report  # type: ignore[arg-type]
+    listed = reconcile(f).report
     assert listed is not None
     assert listed["runs"] == [{"run_id": run.id, "status": "queued"}]  # no action to look up
     recovery.finish(store, ACTOR)
@@ -71,9 +66,9 @@ def test_an_order_placed_after_the_backup_is_found_and_its_approval_asked_again(
     run, action = waiting_for_approval(f)
     assert action.status == ActionStatus.WAITING_FOR_APPROVAL
     order = place_order(store, simulator, action)  # approved and sent in the lost timeline
-    recovery.start(store, reason="operator", actor=ACTOR)
+    begin(store)
 
-    done = recovery.reconcile(store, _context(f), ACTOR)  # type: ignore[arg-type]
+    done = reconcile(f)
     assert done.report is not None
     [finding] = done.report["actions"]
     assert (finding["before"], finding["after"], finding["outcome"]) == (
@@ -100,11 +95,10 @@ def test_an_approved_action_found_at_the_destination_is_never_sent(
 ) -> None:
     store: Store = backend.open()
     f = flow(store, simulator, tmp_path)
-    run, action = waiting_for_approval(f)
-    approve(store, run)  # before the backup; the worker admitted and sent it after
+    run, action = approved(f)  # before the backup; the worker admitted and sent it after
     order = place_order(store, simulator, action)
-    recovery.start(store, reason="operator", actor=ACTOR)
-    recovery.reconcile(store, _context(f), ACTOR)  # type: ignore[arg-type]
+    begin(store)
+    reconcile(f)
     recovery.finish(store, ACTOR)
 
     f.run_until_idle()
@@ -118,13 +112,12 @@ def test_a_destination_that_does_not_answer_keeps_recovery_waiting(
 ) -> None:
     store: Store = backend.open()
     f = flow(store, simulator, tmp_path)
-    run, action = waiting_for_approval(f)
-    approve(store, run)
-    recovery.start(store, reason="operator", actor=ACTOR)
+    run, action = approved(f)
+    begin(store)
     simulator.set_fault(fail_with_status=503, fail_scope="all")
     events = len(store.runs.events(run.id))
 
-    waiting = recovery.reconcile(store, _context(f), ACTOR)  # type: ignore[arg-type]
+    waiting = reconcile(f)
     assert waiting.report is not None and waiting.report["pending"] == 1
     with pytest.raises(RuntimeFailure) as refused:
         recovery.finish(store, ACTOR)
@@ -135,7 +128,7 @@ def test_a_destination_that_does_not_answer_keeps_recovery_waiting(
     assert posts(simulator) == 0
 
     simulator.set_fault(fail_with_status=None)
-    again = recovery.reconcile(store, _context(f), ACTOR)  # type: ignore[arg-type]
+    again = reconcile(f)
     assert again.report is not None
     assert [a["outcome"] for a in again.report["actions"]] == ["not_found"]
     recovery.finish(store, ACTOR)
@@ -149,10 +142,9 @@ def test_without_a_lookup_an_admitted_action_waits_for_an_operator(
 ) -> None:
     store: Store = backend.open()
     f = flow(store, simulator, tmp_path, "no_lookup")
-    run, _action = waiting_for_approval(f)
-    approve(store, run)
-    recovery.start(store, reason="operator", actor=ACTOR)
-    done = recovery.reconcile(store, _context(f), ACTOR)  # type: ignore[arg-type]
+    run, _action = approved(f)
+    begin(store)
+    done = reconcile(f)
     assert done.report is not None
     [finding] = done.report["actions"]
     assert (finding["outcome"], finding["after"]) == ("no_lookup", "needs_attention")
@@ -167,17 +159,16 @@ def test_an_operators_reconcile_never_sends_in_recovery_mode(
 ) -> None:
     store: Store = backend.open()
     f = flow(store, simulator, tmp_path, "retry_only")
-    run, action = waiting_for_approval(f)
-    approve(store, run)
+    run, action = approved(f)
     with store.write() as conn:
         store.runs.load(conn, run.id, lock=True)
         current = store.actions.get(conn, action.id)
         store.actions.move(
             conn, current, ActionStatus.UNKNOWN, now=store.now(), actor=ACTOR, note="test"
         )
-    recovery.start(store, reason="operator", actor=ACTOR)
+    begin(store)
     request = service.Reconciliation(action.id)
-    settled, pending = service.reconcile_action(store, request, service.CLI, context=_context(f))  # type: ignore[arg-type]
+    settled, pending = service.reconcile_action(store, request, service.CLI, context=f.context())
     assert settled.status == ActionStatus.UNKNOWN
     assert pending is not None and "not allowed" in pending
     assert posts(simulator) == 0
@@ -195,8 +186,8 @@ def test_a_pass_reads_every_page_of_actions_and_approvals(
     first, _ = waiting_for_approval(f)
     second, action = waiting_for_approval(f)
     order = place_order(store, simulator, action)
-    recovery.start(store, reason="operator", actor=ACTOR)
-    done = recovery.reconcile(store, _context(f), ACTOR)  # type: ignore[arg-type]
+    begin(store)
+    done = reconcile(f)
     assert done.report is not None
     found = {a["run_id"]: (a["outcome"], a["result"]) for a in done.report["actions"]}
     assert found[first.id] == ("not_found", None)
