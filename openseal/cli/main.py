@@ -66,7 +66,7 @@ SUMMARIES = {
         "Teams: pause and resume one, and show what it is doing now (runs, requests, "
         "concurrency slots)."
     ),
-    "scopes": "Scopes' concurrency caps: at most N turns of a scope's runs in flight at once.",
+    "scopes": "Scopes' flow control: concurrency caps, quotas per day or month, ready-queue depths.",
     "actions": (
         "Governed actions: their status, key, result, and what to do when the outcome is unknown."
     ),

@@ -193,7 +193,7 @@ def echo_table(
 def handle(record_id: str | None) -> str:
     """How a list prints an id: its handle (docs/decisions/0019-handles.md), which every
     command takes in its place; ``-`` for none. JSON keeps the whole id."""
-    from openseal.runtime.id_prefix import handle as handle_of
+    from openseal.runtime.service import handle as handle_of
 
     return "-" if not record_id else handle_of(record_id)
 
