@@ -66,7 +66,9 @@ SUMMARIES = {
         "Teams: pause and resume one, and show what it is doing now (runs, requests, "
         "concurrency slots)."
     ),
-    "scopes": "Scopes' flow control: concurrency caps, quotas per day or month, ready-queue depths.",
+    "scopes": (
+        "Scopes' flow control: concurrency caps, quotas per day or month, ready-queue depths."
+    ),
     "actions": (
         "Governed actions: their status, key, result, and what to do when the outcome is unknown."
     ),

@@ -116,6 +116,7 @@ def outcome(needed: int, statuses: list[str | None]) -> str | None:
 #: the join's outcome, by its name outside the store (replay counts a join again)
 join_outcome = outcome
 
+
 class Dependencies(Repository):
     """``store.dependencies``: dependency groups of child runs and their join."""
 
