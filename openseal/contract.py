@@ -464,6 +464,10 @@ class CapacityWait(TypedDict):
 
     kind: Literal["capacity"]
     waits_for: CapacityLimit
+    #: the ``waiting`` record the run had when the limit stopped its turn — what woke it (a
+    #: delivered event, a decided approval, a timer due, a finished agent request or child
+    #: runs) — given back to the run when it is woken, so the turn that starts reads it
+    resumes: NotRequired[dict[str, Any]]
 
 
 #: ``run.waiting``: what a run that is not running waits for, tagged by ``kind``

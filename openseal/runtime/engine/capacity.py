@@ -77,16 +77,35 @@ class WaitsFor:
         return f"{self.limit}: {in_use} of {cap} slots in use"
 
 
+def resumed(waiting: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """What the turn a run is about to start must read as its ``waiting`` record: the record
+    itself, or, when it is a capacity wait, the record that wait keeps (``resumes``)."""
+    if waiting is None:
+        return None
+    if waiting.get("kind") == "capacity":
+        kept = waiting.get("resumes")
+        return None if kept is None else dict(kept)
+    return dict(waiting)
+
+
 def wait_for_capacity(store: Store, tx: FencedTx, waits_for: WaitsFor) -> Run:
     """Move the claimed run of ``tx`` to ``waiting_for_capacity`` (releasing its lease and any
-    slot it holds) and register it as a waiter of ``waits_for.limit``, in ``tx``."""
+    slot it holds) and register it as a waiter of ``waits_for.limit``, in ``tx``.
+
+    The run's ``waiting`` record says what woke it (a delivered event, a decided approval, a
+    timer due...); the turn it could not start is the one that reads it, so the capacity wait
+    keeps it (``resumes``) and the wake-up gives it back (``store.capacity.wake``)."""
     run = tx.run()
     # a run this transaction creates is written first: the wait refers to its row
     conn = tx.row_conn if tx.row_stored else tx.conn
     store.capacity.wait(conn, run.id, waits_for.limit, run.priority, tx.now)
+    document = waits_for.waiting()
+    kept = resumed(run.waiting)
+    if kept is not None:
+        document["resumes"] = kept
     return tx.update_run(
         status=RunStatus.WAITING_FOR_CAPACITY,
-        waiting=waits_for.waiting(),
+        waiting=document,
         wake_at=None,
         event="capacity.waiting",
     )

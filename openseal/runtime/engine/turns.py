@@ -27,7 +27,7 @@ from openseal.errors import InvalidInput
 from openseal.runtime import telemetry
 from openseal.runtime.compiled import CompiledWorkflow, DefinitionError
 from openseal.runtime.engine import budgets
-from openseal.runtime.engine.capacity import Admission
+from openseal.runtime.engine.capacity import Admission, resumed
 from openseal.runtime.engine.catalog import WorkflowCatalog
 from openseal.runtime.engine.endings import end_run
 from openseal.runtime.engine.objectives import fit_inputs
@@ -318,11 +318,14 @@ class TurnExecutor:
             ctx = self._context(tx.claim, run, workflow, state, context, turn.id, threading.Event())
             ctx.exhaust(tx, reason)
             return self._report(run.id, state, turn.seq, "budget_exhausted", tx, since, reason)
-        entered = {
+        entered: dict[str, Any] = {
             "current_state": state,
             "context": context,
             "budget_used": budgets.add(run.budget_used, cost),
         }
+        if run.waiting is not None and run.waiting["kind"] == "capacity":
+            # queued again without its wake-up (a pause ended): the turn reads what woke it
+            entered["waiting"] = resumed(run.waiting)
         turn = tx.start_turn(state, seq=seq, values=entered)
         return Started(tx.run(), state, context, supplied, turn, since)
 

@@ -337,17 +337,24 @@ class Capacity(Repository):
 
     def wake(self, conn: sa.Connection, run_id: str, key: str, now: datetime) -> bool:
         """Make ``run_id`` runnable again (``queued``) if it still waits for capacity, with
-        ``capacity.woken``; its wait is removed either way. Locks the run's row."""
-        status = conn.execute(
-            self._store.for_update(sa.select(runs.c.status).where(runs.c.id == run_id))
-        ).scalar_one_or_none()
+        ``capacity.woken``; its wait is removed either way. Locks the run's row.
+
+        The run gets back the ``waiting`` record its capacity wait kept (``resumes``: what
+        woke it before the limit held it, a delivered event's payload, an approval's
+        decision...), which the turn it starts reads and its outcome clears."""
+        row = conn.execute(
+            self._store.for_update(
+                sa.select(runs.c.status, runs.c.waiting).where(runs.c.id == run_id)
+            )
+        ).first()
         conn.execute(sa.delete(waits).where(waits.c.run_id == run_id))
-        if status != RunStatus.WAITING_FOR_CAPACITY:
+        if row is None or row.status != RunStatus.WAITING_FOR_CAPACITY:
             return False
+        kept = (row.waiting or {}).get("resumes")
         change_run(
             conn, run_id, event_type="capacity.woken", actor="openseal",
             payload={"limit": key}, now=now,
-            values={"status": RunStatus.QUEUED, "waiting": None, "wake_at": None},
+            values={"status": RunStatus.QUEUED, "waiting": kept, "wake_at": None},
         )  # fmt: skip
         self._store.notify_work(conn, run_id)
         return True

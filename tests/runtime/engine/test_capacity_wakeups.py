@@ -1,0 +1,122 @@
+"""A run woken by what it waited for — a delivered event, its timer, its child runs — that then
+finds its workflow's cap full waits in ``waiting_for_capacity`` keeping what woke it: when a
+slot frees, the turn it starts reads that wake-up, as it would have without the wait. The
+event is consumed once, the timer does not start over, the children are not spawned again.
+Both backends."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from openseal.runtime import service
+from openseal.runtime.engine.engine import Engine
+from openseal.runtime.statuses import RunStatus
+from openseal.runtime.store import Run, Store
+from tests.runtime.engine_support import DEFS, compile_files, engine, event_types, register
+from tests.runtime.engine_support import scripted as scripted_provider
+
+DONE = {"output": {"done": True}}
+
+
+@pytest.fixture
+def awaited(store: Store) -> Store:
+    register(store, compile_files(DEFS / "capacity_wakeups.hcl"))
+    return store
+
+
+def start(store: Store, workflow: str, inputs: dict[str, Any]) -> Run:
+    created = service.create_objective(store, service.StartObjective(workflow, inputs), service.CLI)
+    assert created.run is not None
+    return created.run
+
+
+def worker(store: Store, tmp_path: Path) -> Engine:
+    return engine(store, scripted_provider(tmp_path, {"work": [DONE] * 10})[0])
+
+
+def claim(worker: Engine, run: Run) -> Any:
+    """Claim ``run``'s next turn without executing it (the claim holds its slots)."""
+    found = worker._claim(run.id)
+    assert found is not None
+    return found
+
+
+def status(store: Store, run: Run) -> RunStatus:
+    return store.runs.get(run.id).status
+
+
+def test_a_delivered_event_survives_a_wait_for_capacity(awaited: Store, tmp_path: Path) -> None:
+    w = worker(awaited, tmp_path)
+    b = start(awaited, "awaited", {"mode": "event", "key": "b"})
+    w.run_until_idle()
+    assert status(awaited, b) == RunStatus.WAITING_FOR_EVENT
+
+    a = start(awaited, "awaited", {"mode": "work"})
+    held = claim(w, a)  # a's turn holds the workflow's one slot
+    event = awaited.inbound_events.deliver("go", {"key": "b"}, {"answer": 42})
+    assert event.consumed_by_run_id == b.id
+    claim(w, b)  # woken by the event, b is claimed to continue: the cap is full
+    assert status(awaited, b) == RunStatus.WAITING_FOR_CAPACITY
+    assert service.show_run(awaited, b.id).reason.startswith("capacity: workflow:awaited")
+
+    w._run_claim(*held)  # a ends: its slot frees and b is woken
+    assert status(awaited, a) == RunStatus.COMPLETED
+    assert status(awaited, b) == RunStatus.QUEUED
+    w.run_until_idle()
+    done = awaited.runs.get(b.id)
+    assert done.status == RunStatus.COMPLETED, done.waiting
+    assert done.context["states"]["listen"] == {"answer": 42}
+    types = event_types(awaited, b)
+    assert types.count("wait.event_delivered") == 1
+    assert types.count("capacity.waiting") == 1
+    consumed = awaited.inbound_events.get(event.id)
+    assert consumed is not None and consumed.consumed_by_run_id == b.id
+
+
+def test_a_run_paused_while_waiting_for_capacity_keeps_its_event(
+    awaited: Store, tmp_path: Path
+) -> None:
+    """A pause ends the capacity wait without a wake-up: the run is queued again on resume,
+    and the turn it starts still reads the event that woke it."""
+    w = worker(awaited, tmp_path)
+    b = start(awaited, "awaited", {"mode": "event", "key": "b"})
+    w.run_until_idle()
+    a = start(awaited, "awaited", {"mode": "work"})
+    held = claim(w, a)
+    awaited.inbound_events.deliver("go", {"key": "b"}, {"answer": 7})
+    claim(w, b)
+    assert status(awaited, b) == RunStatus.WAITING_FOR_CAPACITY
+    awaited.runs.pause(b.id, "user:test")
+    w._run_claim(*held)  # the slot frees while b is paused: nothing to wake
+    awaited.runs.resume(b.id, "user:test")
+    assert status(awaited, b) == RunStatus.QUEUED
+    w.run_until_idle()
+    done = awaited.runs.get(b.id)
+    assert done.status == RunStatus.COMPLETED, done.waiting
+    assert done.context["states"]["listen"] == {"answer": 7}
+
+
+def test_a_timer_due_does_not_start_over_after_a_wait_for_capacity(
+    awaited: Store, tmp_path: Path
+) -> None:
+    w = worker(awaited, tmp_path)
+    b = start(awaited, "awaited", {"mode": "timer"})
+    w.run_until_idle()
+    assert status(awaited, b) == RunStatus.SLEEPING
+
+    real_clock = awaited.clock
+    awaited.clock = lambda: real_clock() + timedelta(hours=1, seconds=1)  # b's timer is due
+    a = start(awaited, "awaited", {"mode": "work"})
+    held = claim(w, a)
+    claim(w, b)
+    assert status(awaited, b) == RunStatus.WAITING_FOR_CAPACITY
+    w._run_claim(*held)
+    w.run_until_idle()
+    done = awaited.runs.get(b.id)
+    assert done.status == RunStatus.COMPLETED, done.waiting
+    assert done.context["states"]["nap"] == {"waited_seconds": 3600.0}
+    assert event_types(awaited, b).count("wait.sleeping") == 1
