@@ -120,3 +120,35 @@ def test_a_timer_due_does_not_start_over_after_a_wait_for_capacity(
     assert done.status == RunStatus.COMPLETED, done.waiting
     assert done.context["states"]["nap"] == {"waited_seconds": 3600.0}
     assert event_types(awaited, b).count("wait.sleeping") == 1
+
+
+def test_children_that_completed_are_not_spawned_again_after_a_wait_for_capacity(
+    store: Store, tmp_path: Path
+) -> None:
+    text = (DEFS / "kinds.hcl").read_text(encoding="utf-8")
+    capped = text.replace(
+        'workflow "gather" {\n  owner = agent.clerk\n',
+        'workflow "gather" {\n  owner = agent.clerk\n  concurrency = 1\n',
+    ).replace('join       = "quorum"\n      quorum     = 2', 'join       = "all"')
+    assert capped.count("concurrency = 1") == 1
+    path = tmp_path / "kinds.hcl"
+    path.write_text(capped, encoding="utf-8")
+    register(store, compile_files(path))
+    w = worker(store, tmp_path)
+    modes = {"modes": ["done", "done", "done"]}
+
+    parent = start(store, "gather", modes)
+    w._run_claim(*claim(w, parent))  # it spawns its children and waits for them
+    assert status(store, parent) == RunStatus.WAITING_FOR_DEPENDENCY
+    other = start(store, "gather", modes)
+    held = claim(w, other)  # the other parent's turn holds the one slot
+    w.run_until_idle()  # the children complete and wake the parent: the cap is full
+    assert status(store, parent) == RunStatus.WAITING_FOR_CAPACITY
+
+    w._run_claim(*held)
+    w.run_until_idle()
+    done = store.runs.get(parent.id)
+    assert done.status == RunStatus.COMPLETED, done.waiting
+    assert done.context["states"]["fan"]["completed"] == 3
+    (group,) = store.dependencies.of_run(parent.id)  # one group: spawned once
+    assert len(group.members) == 3
