@@ -152,3 +152,38 @@ def test_children_that_completed_are_not_spawned_again_after_a_wait_for_capacity
     assert done.context["states"]["fan"]["completed"] == 3
     (group,) = store.dependencies.of_run(parent.id)  # one group: spawned once
     assert len(group.members) == 3
+
+
+def test_an_agent_requests_answer_survives_a_wait_for_capacity(
+    store: Store, tmp_path: Path
+) -> None:
+    text = (DEFS / "kinds.hcl").read_text(encoding="utf-8")
+    capped = text.replace(
+        'workflow "ask_reviewed" {\n  owner = agent.clerk\n',
+        'workflow "ask_reviewed" {\n  owner = agent.clerk\n  concurrency = 1\n',
+    )
+    assert capped.count("concurrency = 1") == 1
+    path = tmp_path / "kinds.hcl"
+    path.write_text(capped, encoding="utf-8")
+    register(store, compile_files(path))
+    provider = scripted_provider(tmp_path, {"helper": [{"output": {"count": 9}}] * 4})[0]
+    w = engine(store, provider)
+
+    caller = start(store, "ask_reviewed", {})
+    w.run_until_idle()  # the helper answered; the caller waits for the review
+    (request,) = store.agent_requests.newest(caller_run_id=caller.id)
+    assert status(store, caller) == RunStatus.WAITING_FOR_AGENT
+    other = start(store, "ask_reviewed", {})
+    held = claim(w, other)  # the other caller's turn holds the one slot
+    who = service.Caller("user:ann", local=True)
+    step = service.AgentRequestStep(request.id, "review", verdict="accept")
+    service.step_agent_request(store, step, who)  # the answer is accepted: the caller wakes
+    claim(w, caller)
+    assert status(store, caller) == RunStatus.WAITING_FOR_CAPACITY
+
+    w._run_claim(*held)
+    w.run_until_idle()
+    done = store.runs.get(caller.id)
+    assert done.status == RunStatus.COMPLETED, done.waiting
+    assert done.context["states"]["delegate"] == {"count": 9}
+    assert len(store.agent_requests.newest(caller_run_id=caller.id)) == 1  # asked once
