@@ -16,6 +16,14 @@ from openseal.runtime import service
 from openseal.runtime.engine.engine import Engine
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Run, Store
+from openseal.simulator.procurement import ProcurementSimulator
+from tests.runtime.action_support import (  # noqa: F401
+    LOCAL,
+    PICK,
+    Flow,
+    definitions,
+    simulator_fixture,
+)
 from tests.runtime.engine_support import DEFS, compile_files, engine, event_types, register
 from tests.runtime.engine_support import scripted as scripted_provider
 
@@ -187,3 +195,37 @@ def test_an_agent_requests_answer_survives_a_wait_for_capacity(
     assert done.status == RunStatus.COMPLETED, done.waiting
     assert done.context["states"]["delegate"] == {"count": 9}
     assert len(store.agent_requests.newest(caller_run_id=caller.id)) == 1  # asked once
+
+
+def test_an_approval_decided_survives_a_wait_for_capacity(
+    store: Store, simulator: ProcurementSimulator, tmp_path: Path
+) -> None:
+    folder = definitions(tmp_path)
+    workflow = folder / "workflow.hcl"
+    text = workflow.read_text(encoding="utf-8")
+    capped = text.replace(
+        "  start       = state.research\n", "  start       = state.research\n  concurrency = 1\n", 1
+    )
+    assert capped != text
+    workflow.write_text(capped, encoding="utf-8")
+    register(store, compile_files(*sorted(folder.glob("*.hcl"))))
+    f = Flow(store, simulator, tmp_path, [PICK, PICK])
+    w = f.engine()
+
+    run = f.start()
+    w.run_until_idle()
+    assert f.status(run) == RunStatus.WAITING_FOR_APPROVAL
+    [approval] = service.list_approvals(store, run_id=run.id)
+    other = f.start()
+    held = claim(w, other)  # the other run's turn holds the one slot
+    decision = service.ApprovalDecision(approval.id, "approve", approval.proposal_hash)
+    service.decide_approval(store, LOCAL, decision, service.CLI)
+    claim(w, run)  # woken by the decision: the cap is full
+    assert f.status(run) == RunStatus.WAITING_FOR_CAPACITY
+
+    w._run_claim(*held)
+    w.run_until_idle()
+    done = store.runs.get(run.id)
+    assert done.status == RunStatus.COMPLETED, done.waiting
+    assert simulator.order_count() == 1  # the order of the approved run, placed once
+    assert len(service.list_approvals(store, run_id=run.id)) == 1  # asked once
