@@ -1,7 +1,8 @@
-"""A run woken by what it waited for — a delivered event, its timer, its child runs — that then
-finds its workflow's cap full waits in ``waiting_for_capacity`` keeping what woke it: when a
-slot frees, the turn it starts reads that wake-up, as it would have without the wait. The
-event is consumed once, the timer does not start over, the children are not spawned again.
+"""A run woken by what it waited for — a delivered event, its timer, its child runs, its agent
+request's answer, an approval's decision — that then finds its workflow's cap full waits in
+``waiting_for_capacity`` keeping what woke it: when a slot frees, the turn it starts reads that
+wake-up, as it would have without the wait. The event is consumed once, the timer does not
+start over, the children are not spawned again, the agent and the approver are not asked again.
 Both backends."""
 
 from __future__ import annotations
@@ -24,7 +25,14 @@ from tests.runtime.action_support import (  # noqa: F401
     definitions,
     simulator_fixture,
 )
-from tests.runtime.engine_support import DEFS, compile_files, engine, event_types, register
+from tests.runtime.engine_support import (
+    DEFS,
+    assert_conforms,
+    compile_files,
+    engine,
+    event_types,
+    register,
+)
 from tests.runtime.engine_support import scripted as scripted_provider
 
 DONE = {"output": {"done": True}}
@@ -68,7 +76,8 @@ def test_a_delivered_event_survives_a_wait_for_capacity(awaited: Store, tmp_path
     event = awaited.inbound_events.deliver("go", {"key": "b"}, {"answer": 42})
     assert event.consumed_by_run_id == b.id
     claim(w, b)  # woken by the event, b is claimed to continue: the cap is full
-    assert status(awaited, b) == RunStatus.WAITING_FOR_CAPACITY
+    held_back = assert_conforms(awaited.runs.get(b.id))
+    assert held_back.status == RunStatus.WAITING_FOR_CAPACITY
     assert service.show_run(awaited, b.id).reason.startswith("capacity: workflow:awaited")
 
     w._run_claim(*held)  # a ends: its slot frees and b is woken
