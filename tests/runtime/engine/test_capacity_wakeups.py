@@ -36,6 +36,7 @@ from tests.runtime.engine_support import (
 from tests.runtime.engine_support import scripted as scripted_provider
 
 DONE = {"output": {"done": True}}
+QUORUM = 'join       = "quorum"\n      quorum     = 2'
 
 
 @pytest.fixture
@@ -63,6 +64,27 @@ def claim(worker: Engine, run: Run) -> Any:
 
 def status(store: Store, run: Run) -> RunStatus:
     return store.runs.get(run.id).status
+
+
+def capped_kinds(store: Store, tmp_path: Path, workflow: str) -> None:
+    """Deploy the engine tests' kinds with a cap of 1 on ``workflow``."""
+    head = f'workflow "{workflow}" {{\n  owner = agent.clerk\n'
+    text = (DEFS / "kinds.hcl").read_text(encoding="utf-8").replace(QUORUM, 'join       = "all"')
+    assert head in text
+    path = tmp_path / "kinds.hcl"
+    path.write_text(text.replace(head, f"{head}  concurrency = 1\n"), encoding="utf-8")
+    register(store, compile_files(path))
+
+
+def freed(store: Store, w: Engine, run: Run, held: Any) -> Run:
+    """``run`` waits for the slot ``held`` holds; the holder's turn ends, a worker runs what is
+    runnable, and ``run`` completed: the run as it ended."""
+    assert status(store, run) == RunStatus.WAITING_FOR_CAPACITY
+    w._run_claim(*held)
+    w.run_until_idle()
+    done = store.runs.get(run.id)
+    assert done.status == RunStatus.COMPLETED, done.waiting
+    return done
 
 
 def test_a_delivered_event_survives_a_wait_for_capacity(awaited: Store, tmp_path: Path) -> None:
@@ -130,11 +152,7 @@ def test_a_timer_due_does_not_start_over_after_a_wait_for_capacity(
     a = start(awaited, "awaited", {"mode": "work"})
     held = claim(w, a)
     claim(w, b)
-    assert status(awaited, b) == RunStatus.WAITING_FOR_CAPACITY
-    w._run_claim(*held)
-    w.run_until_idle()
-    done = awaited.runs.get(b.id)
-    assert done.status == RunStatus.COMPLETED, done.waiting
+    done = freed(awaited, w, b, held)
     assert done.context["states"]["nap"] == {"waited_seconds": 3600.0}
     assert event_types(awaited, b).count("wait.sleeping") == 1
 
@@ -142,15 +160,7 @@ def test_a_timer_due_does_not_start_over_after_a_wait_for_capacity(
 def test_children_that_completed_are_not_spawned_again_after_a_wait_for_capacity(
     store: Store, tmp_path: Path
 ) -> None:
-    text = (DEFS / "kinds.hcl").read_text(encoding="utf-8")
-    capped = text.replace(
-        'workflow "gather" {\n  owner = agent.clerk\n',
-        'workflow "gather" {\n  owner = agent.clerk\n  concurrency = 1\n',
-    ).replace('join       = "quorum"\n      quorum     = 2', 'join       = "all"')
-    assert capped.count("concurrency = 1") == 1
-    path = tmp_path / "kinds.hcl"
-    path.write_text(capped, encoding="utf-8")
-    register(store, compile_files(path))
+    capped_kinds(store, tmp_path, "gather")
     w = worker(store, tmp_path)
     modes = {"modes": ["done", "done", "done"]}
 
@@ -160,12 +170,7 @@ def test_children_that_completed_are_not_spawned_again_after_a_wait_for_capacity
     other = start(store, "gather", modes)
     held = claim(w, other)  # the other parent's turn holds the one slot
     w.run_until_idle()  # the children complete and wake the parent: the cap is full
-    assert status(store, parent) == RunStatus.WAITING_FOR_CAPACITY
-
-    w._run_claim(*held)
-    w.run_until_idle()
-    done = store.runs.get(parent.id)
-    assert done.status == RunStatus.COMPLETED, done.waiting
+    done = freed(store, w, parent, held)
     assert done.context["states"]["fan"]["completed"] == 3
     (group,) = store.dependencies.of_run(parent.id)  # one group: spawned once
     assert len(group.members) == 3
@@ -174,15 +179,7 @@ def test_children_that_completed_are_not_spawned_again_after_a_wait_for_capacity
 def test_an_agent_requests_answer_survives_a_wait_for_capacity(
     store: Store, tmp_path: Path
 ) -> None:
-    text = (DEFS / "kinds.hcl").read_text(encoding="utf-8")
-    capped = text.replace(
-        'workflow "ask_reviewed" {\n  owner = agent.clerk\n',
-        'workflow "ask_reviewed" {\n  owner = agent.clerk\n  concurrency = 1\n',
-    )
-    assert capped.count("concurrency = 1") == 1
-    path = tmp_path / "kinds.hcl"
-    path.write_text(capped, encoding="utf-8")
-    register(store, compile_files(path))
+    capped_kinds(store, tmp_path, "ask_reviewed")
     provider = scripted_provider(tmp_path, {"helper": [{"output": {"count": 9}}] * 4})[0]
     w = engine(store, provider)
 
@@ -196,12 +193,7 @@ def test_an_agent_requests_answer_survives_a_wait_for_capacity(
     step = service.AgentRequestStep(request.id, "review", verdict="accept")
     service.step_agent_request(store, step, who)  # the answer is accepted: the caller wakes
     claim(w, caller)
-    assert status(store, caller) == RunStatus.WAITING_FOR_CAPACITY
-
-    w._run_claim(*held)
-    w.run_until_idle()
-    done = store.runs.get(caller.id)
-    assert done.status == RunStatus.COMPLETED, done.waiting
+    done = freed(store, w, caller, held)
     assert done.context["states"]["delegate"] == {"count": 9}
     assert len(store.agent_requests.newest(caller_run_id=caller.id)) == 1  # asked once
 
@@ -230,11 +222,6 @@ def test_an_approval_decided_survives_a_wait_for_capacity(
     decision = service.ApprovalDecision(approval.id, "approve", approval.proposal_hash)
     service.decide_approval(store, LOCAL, decision, service.CLI)
     claim(w, run)  # woken by the decision: the cap is full
-    assert f.status(run) == RunStatus.WAITING_FOR_CAPACITY
-
-    w._run_claim(*held)
-    w.run_until_idle()
-    done = store.runs.get(run.id)
-    assert done.status == RunStatus.COMPLETED, done.waiting
+    freed(store, w, run, held)
     assert simulator.order_count() == 1  # the order of the approved run, placed once
     assert len(service.list_approvals(store, run_id=run.id)) == 1  # asked once
