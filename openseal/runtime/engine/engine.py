@@ -52,6 +52,7 @@ from openseal.runtime.store import (
     DriverFailure,
     FencedTx,
     GroupCommit,
+    InRecoveryMode,
     NewObjective,
     Store,
     UnwrittenRun,
@@ -84,6 +85,15 @@ def backoff(n: int) -> float:
 
 def default_worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+def _in_recovery(what: str) -> RuntimeFailure:
+    """The refusal of work while the store is in recovery mode (invariant 18)."""
+    return RuntimeFailure(
+        f"the store is in recovery mode after a restore: {what} could send an action "
+        "before it is reconciled; see `openseal db recovery status`",
+        code="recovery_mode",
+    )
 
 
 def _no_hook(point: str, claim: Claim) -> None:
@@ -245,24 +255,24 @@ class Engine:
     def step(self, run_id: str | None = None) -> StepReport | None:
         """Claim one runnable run (``run_id`` only, when given) and work on it; None when
         nothing is runnable. Refused (``recovery_mode``) while the store is in recovery mode:
-        a restored store claims nothing before its actions are reconciled (invariant 18)."""
-        self._refuse_in_recovery("claiming a run")
-        return self._stepped(run_id)
+        a restored store claims nothing before its actions are reconciled (invariant 18). The
+        statement that looks for the run reads the marker too."""
+        return self._stepped(run_id, refuse=True)
 
-    def _stepped(self, run_id: str | None) -> StepReport | None:
-        """:meth:`step` for a caller that has looked at recovery mode itself."""
-        if self.group is None:
-            return self._step(run_id)
-        with self.group.member():
-            return self._step(run_id)
+    def _stepped(self, run_id: str | None, *, refuse: bool = False) -> StepReport | None:
+        """:meth:`step`; with ``refuse``, refused in recovery mode, else for a caller that has
+        looked at recovery mode itself."""
+        try:
+            if self.group is None:
+                return self._step(run_id, refuse)
+            with self.group.member():
+                return self._step(run_id, refuse)
+        except InRecoveryMode:
+            raise _in_recovery("claiming a run") from None
 
     def _refuse_in_recovery(self, what: str) -> None:
         if self.store.recoveries.active() is not None:
-            raise RuntimeFailure(
-                f"the store is in recovery mode after a restore: {what} could send an action "
-                "before it is reconciled; see `openseal db recovery status`",
-                code="recovery_mode",
-            )
+            raise _in_recovery(what)
 
     def submit(
         self, request: StartObjective, caller: Caller
@@ -274,26 +284,47 @@ class Engine:
         it are worked on as :meth:`step` does. The report is None when the run was not runnable
         (an idempotent request that returned an existing objective whose run is elsewhere) or
         there is none (a draft). Refused (``recovery_mode``), with nothing created, while the
-        store is in recovery mode."""
-        self._refuse_in_recovery("starting and working on an objective")
-        if self.group is None:
-            created = create_objective(self.store, request, caller)
-            claimed = self._claim(created.run.id) if created.run else None
-            return created, None if claimed is None else self._run_claim(*claimed)
-        with self.group.member():
-            with self.group.together():
-                # a run created here is written by its claim, in the same transaction
-                created = create_objective(self.store, request, caller, write_run=False)
-                unwritten = created.unwritten
-                # the version the creation found active, in this transaction: for an admission
-                # in the claim's (docs/decisions/0013), as a fence would read it
-                objective = created.objective
-                active = {objective.workflow_name: objective.workflow_digest} if unwritten else {}
-                claimed = self._claim(created.run.id, unwritten, active) if created.run else None
-            return created, None if claimed is None else self._run_claim(*claimed)
+        store is in recovery mode: the statement that looks the workflow up reads the marker
+        too, so the check costs no statement of its own."""
+        what = "starting and working on an objective"
+        try:
+            if self.group is None:
+                created = self._create(request, caller, what)
+                claimed = self._claim(created.run.id) if created.run else None
+                return created, None if claimed is None else self._run_claim(*claimed)
+            with self.group.member():
+                with self.group.together():
+                    # a run created here is written by its claim, in the same transaction
+                    created = self._create(request, caller, what, write_run=False)
+                    unwritten = created.unwritten
+                    # the version the creation found active and that the store is not in
+                    # recovery mode, read in this transaction: for an admission and the mark
+                    # of a dispatch in the claim's (docs/decisions/0013), as a fence reads them
+                    objective = created.objective
+                    active = {objective.workflow_name: objective.workflow_digest}
+                    claimed = (
+                        self._claim(created.run.id, unwritten, active if unwritten else None)
+                        if created.run
+                        else None
+                    )
+                return created, None if claimed is None else self._run_claim(*claimed)
+        except InRecoveryMode:
+            raise _in_recovery(what) from None
 
-    def _step(self, run_id: str | None) -> StepReport | None:
-        claimed = self._claim(run_id)
+    def _create(
+        self, request: StartObjective, caller: Caller, what: str, *, write_run: bool = True
+    ) -> NewObjective:
+        """Create the objective :meth:`submit` works on; refused in recovery mode, and so is
+        an earlier request's objective returned again (its run would be claimed)."""
+        created = create_objective(
+            self.store, request, caller, write_run=write_run, refuse_in_recovery=True
+        )
+        if not created.created and created.run is not None:
+            self._refuse_in_recovery(what)  # a replay read no marker: one read, not per run
+        return created
+
+    def _step(self, run_id: str | None, refuse: bool = False) -> StepReport | None:
+        claimed = self._claim(run_id, refuse=refuse)
         return None if claimed is None else self._run_claim(*claimed)
 
     def _claim(
@@ -301,17 +332,23 @@ class Engine:
         run_id: str | None = None,
         unwritten: UnwrittenRun | None = None,
         active: Mapping[str, str] | None = None,
+        *,
+        refuse: bool = False,
     ) -> tuple[Claim, Begun | None, list[TurnReport]] | None:
         """Claim a runnable run (``run_id``, or the one that changed longest ago) with its first
         turn saved; the turns that ended in that commit (pure states) come with it.
         ``unwritten``: the run, created and not written by the transaction the claim joins,
         which the claim writes (see ``Leases.claim_and_start``); ``active``: deployments'
-        active digests that transaction read (``FencedTx.active_digests``)."""
+        active digests that transaction read (``FencedTx.active_digests``), with the marker
+        of recovery mode, which it found absent; ``refuse``: nothing is claimed in recovery mode
+        (``InRecoveryMode``, read by the claim's statement)."""
         ended: list[TurnReport] = []
 
         def start(tx: FencedTx) -> Begun | None:
             ended.clear()
-            tx.active_digests.update(active or {})
+            if active is not None:  # read with the creation this claim joins
+                tx.active_digests.update(active)
+                tx.in_recovery = False
             return self.executor.begin(tx, chain=lambda: self._more(len(ended)), done=ended)
 
         try:
@@ -322,9 +359,10 @@ class Engine:
                 lease_seconds=self.lease_seconds,
                 run_id=run_id,
                 unwritten=unwritten,
+                refuse_in_recovery=refuse,
             )
-        except DriverFailure:
-            raise  # the database is unreachable or busy: the caller retries
+        except (DriverFailure, InRecoveryMode):
+            raise  # the database is unreachable or busy (the caller retries), or recovering
         except Exception as exc:
             # Beginning the turn failed unexpectedly (and took the claim with it, and the run's
             # row when the claim was to write it): claim alone, so the failure is met again in
@@ -467,11 +505,11 @@ class Engine:
     def run_until_idle(self, *, max_steps: int = 10_000) -> list[StepReport]:
         """Step until no run is runnable now (sleeping runs due later are not waited for)."""
         reports: list[StepReport] = []
-        self._refuse_in_recovery("claiming a run")
-        for _ in range(max_steps):
+        for n in range(max_steps):
             if self.stopping.is_set():
                 break
-            report = self._stepped(None)
+            # the first claim's statement reads the marker of recovery mode: refused then
+            report = self._stepped(None, refuse=n == 0)
             if report is None:
                 break
             reports.append(report)

@@ -102,7 +102,12 @@ def _plainly_fit(inputs: dict[str, Any], input_schema: dict[str, Any]) -> bool:
 
 
 def create_objective(
-    store: Store, request: StartObjective, caller: Caller, *, write_run: bool = True
+    store: Store,
+    request: StartObjective,
+    caller: Caller,
+    *,
+    write_run: bool = True,
+    refuse_in_recovery: bool = False,
 ) -> NewObjective:
     """Start a workflow (its active version) with inputs checked against its input types.
 
@@ -111,7 +116,8 @@ def create_objective(
     ``request_key`` from the same principal again returns the objective it created. The
     objective records who asked for it, and lives in ``request.scope`` (a scope the caller may
     act in) or the caller's own. ``write_run`` False leaves a new objective's first run for
-    the caller's claim to write (``store.objectives.create``)."""
+    the caller's claim to write, and ``refuse_in_recovery`` creates nothing while the store is
+    in recovery mode (``store.objectives.create``)."""
     workflow = request.workflow
     scope = caller.grant.home(request.scope)
     if scope is None:
@@ -127,4 +133,5 @@ def create_objective(
         request.project, workflow, request.inputs, request_key=request.request_key,
         actor=caller.actor, scope=scope, prepare=prepare, goal=request.goal,
         priority=request.priority, draft=request.draft, write_run=write_run,
+        refuse_in_recovery=refuse_in_recovery,
     )  # fmt: skip

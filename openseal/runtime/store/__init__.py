@@ -75,6 +75,7 @@ if TYPE_CHECKING:
     from openseal.runtime.store.db.errors import DatabaseFailure as DatabaseFailure
     from openseal.runtime.store.db.errors import DriverFailure as DriverFailure
     from openseal.runtime.store.db.errors import IdempotencyConflict as IdempotencyConflict
+    from openseal.runtime.store.db.errors import InRecoveryMode as InRecoveryMode
     from openseal.runtime.store.db.errors import InvalidStatus as InvalidStatus
     from openseal.runtime.store.db.errors import NotFound as NotFound
     from openseal.runtime.store.db.errors import StaleEpoch as StaleEpoch

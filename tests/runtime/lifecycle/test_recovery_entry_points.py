@@ -70,38 +70,80 @@ def test_submit_creates_nothing_in_recovery_mode(
 
 
 @pytest.mark.parametrize("batch_size", [1, 4], ids=["alone", "group-commit"])
-def test_a_worker_busy_when_recovery_begins_sends_nothing(
+def test_a_worker_busy_when_recovery_begins_sends_nothing_it_marks_after(
     backend: Backend, simulator: ProcurementSimulator, tmp_path: Path, batch_size: int
 ) -> None:
+    """A worker that is busy does not look at recovery mode between claims: the transaction
+    that claims the next run and marks its action dispatched reads the marker in a statement
+    it sends anyway, and the action is not sent."""
     store: Store = backend.open()
-    f = flow(store, simulator, tmp_path)
+    f = flow(store, simulator, tmp_path, team_spend=50000)  # room for both orders
+    first, _ = waiting_for_approval(f)
+    second, _ = waiting_for_approval(f)
+    approve(store, first)
+    approve(store, second)
+    began: list[str] = []
+
+    def restore_now(point: str, claim: Claim) -> None:
+        # the moment a restore lands under a running worker: one run's order is sent, the
+        # other run is not claimed yet
+        if point == "action.before_record" and not began:
+            began.append(claim.run_id)
+            recovery.start(store, reason="operator", actor=ACTOR)
+
+    engine = f.engine(hook=restore_now, batch_size=batch_size)
+    engine.run_forever(poll_interval=0.05, idle_exit=True)  # busy: claims the next run at once
+    assert posts(simulator) == 1  # sent before recovery began
+    [sent_run] = began
+    held_run = second if sent_run == first.id else first
+    assert store.runs.get(held_run.id).status == RunStatus.QUEUED  # given back, not held
+    [held] = service.list_actions(store, run_id=held_run.id)
+    held = service.show_action(store, held.id).action
+    assert held.status == ActionStatus.DISPATCHED
+    assert held.history[-1]["reply"] == "not_sent"  # its attempt is over: nothing in flight
+    engine.run_forever(poll_interval=0.05, idle_exit=True)  # waits: claims nothing
+    assert posts(simulator) == 1
+
+    found = recovery.reconcile(store, f.engine().context, ACTOR).report
+    assert found is not None
+    looked_up = [(a["action_id"], a["before"], a["after"]) for a in found["actions"]]
+    assert looked_up == [(held.id, "dispatched", "unknown")]
+    recovery.finish(store, ACTOR)
+    f.run_until_idle()
+    assert store.runs.get(held_run.id).status == RunStatus.COMPLETED
+    assert (simulator.order_count(), posts(simulator)) == (2, 2)
+
+
+@pytest.mark.parametrize("batch_size", [1, 4], ids=["alone", "group-commit"])
+def test_a_retry_marked_once_recovery_has_begun_is_not_sent(
+    backend: Backend, simulator: ProcurementSimulator, tmp_path: Path, batch_size: int
+) -> None:
+    """An action sent again by a transaction of its own (a retry of an open outcome) reads the
+    marker with the fence of that transaction: recovery begun after the claim, before the
+    retry, sends nothing."""
+    store: Store = backend.open()
+    f = flow(store, simulator, tmp_path, "retry_only")
     run, action = waiting_for_approval(f)
     approve(store, run)
+    with store.write() as conn:  # an action whose outcome is open, that a retry would send
+        store.runs.load(conn, run.id, lock=True)
+        current = store.actions.get(conn, action.id)
+        store.actions.move(
+            conn, current, ActionStatus.UNKNOWN, now=store.now(), actor=ACTOR, note="test"
+        )
 
     def restore_now(point: str, _claim: Claim) -> None:
-        # the moment a restore lands under a running worker: the action is saved
-        # dispatched, not yet sent
-        if point == "action.dispatched":
+        if point == "turn.started":  # claimed and its turn saved; the retry is not marked yet
             recovery.start(store, reason="operator", actor=ACTOR)
 
     engine = f.engine(hook=restore_now, batch_size=batch_size)
     [report] = engine.run_until_idle()
     assert report.ending == "recovery"
     assert posts(simulator) == 0
-    assert store.runs.get(run.id).status == RunStatus.QUEUED  # given back, not held
+    assert store.runs.get(run.id).status == RunStatus.QUEUED
     held = service.show_action(store, action.id).action
     assert held.status == ActionStatus.DISPATCHED
-    assert held.history[-1]["reply"] == "not_sent"  # its attempt is over: nothing in flight
-    engine.run_forever(poll_interval=0.05, idle_exit=True)  # waits: claims nothing
-    assert posts(simulator) == 0
-
-    found = recovery.reconcile(store, f.engine().context, ACTOR).report
-    assert found is not None
-    assert [(a["before"], a["after"]) for a in found["actions"]] == [("dispatched", "unknown")]
-    recovery.finish(store, ACTOR)
-    f.run_until_idle()
-    assert store.runs.get(run.id).status == RunStatus.COMPLETED
-    assert (simulator.order_count(), posts(simulator)) == (1, 1)
+    assert held.history[-1]["reply"] == "not_sent"
 
 
 def test_a_server_in_recovery_mode_sends_nothing_from_its_workers_or_its_api(

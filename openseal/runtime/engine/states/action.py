@@ -87,7 +87,7 @@ def _execute(ctx: StepContext) -> Outcome:
     )
     actor = f"worker:{ctx.claim.worker_id}"
     if sent is not None:
-        result = _dispatch(ctx, target, sent)
+        result = _dispatch(ctx, target, sent, prepared.held)
         leaving = _leave_with(ctx, target, sent, result)
         if leaving is not None:
             return leaving
@@ -171,6 +171,8 @@ class Prepared:
     sent: Action | None
     #: this preparation admitted the action
     admitted: bool
+    #: the store was in recovery mode when the transaction marked ``sent``: not to be sent
+    held: bool = False
 
 
 def _prepare(ctx: StepContext) -> Prepared | str:
@@ -242,6 +244,13 @@ def _prepare_in(
         return held
     # a skill with a rate limit takes its place before it is marked dispatched (:func:`_send`)
     limited = rate_limits.skill_bucket(target.skill, target.spec) is not None
+    if action.status in admission.ADMISSIBLE or (
+        action.status == ActionStatus.ADMITTED and not limited
+    ):
+        # Whether a dispatch marked here may be sent is read in this transaction, with the
+        # active version the admission holds the grants to: by the statement that reads that
+        # version, or the one the transaction read it with (invariant 18, no statement more).
+        tx.look_up(ctx.workflow.name)
     if action.status in admission.ADMISSIBLE:
         # Read in this transaction; its events join the transaction's held-back batch.
         # Admitted, it is marked dispatched by the same UPDATE.
@@ -262,7 +271,7 @@ def _prepare_in(
     if action.status == ActionStatus.ADMITTED and not limited:
         sent = _mark_dispatched(ctx.store, tx, action)
         action = sent or ctx.store.actions.get(tx.conn, action.id)
-    return Prepared(target, proposal, action, sent, admitted)
+    return Prepared(target, proposal, action, sent, admitted, held=bool(tx.in_recovery))
 
 
 def _held_back(ctx: StepContext, target: Target, proposal: Proposal, action: Action) -> str | None:
@@ -339,21 +348,24 @@ def _send(ctx: StepContext, target: Target, action: Action) -> Action:
         raise RetryLater(str(over), delay=over.wait, code="over_rate_limit") from None
     if ctx.lost.is_set():
         raise LeaseLost(ctx.claim.run_id)
-    with ctx.store.leases.fenced(ctx.claim) as tx:
+    # the statement that checks the claim reads whether the store is in recovery mode
+    with ctx.store.leases.fenced(ctx.claim, recovery=True) as tx:
         sent = _mark_dispatched(ctx.store, tx, action)
         if sent is None:
             return ctx.store.actions.get(tx.conn, action.id)
-    return _call(ctx, target, sent)
+        held = bool(tx.in_recovery)
+    return _call(ctx, target, sent, held)
 
 
-def _call(ctx: StepContext, target: Target, sent: Action) -> Action:
+def _call(ctx: StepContext, target: Target, sent: Action, held: bool) -> Action:
     """Call the skill once for an action saved as ``dispatched``, then record the outcome."""
-    result = _dispatch(ctx, target, sent)
+    result = _dispatch(ctx, target, sent, held)
     return record(ctx.store, sent, result, target, f"worker:{ctx.claim.worker_id}")
 
 
-def _dispatch(ctx: StepContext, target: Target, sent: Action) -> SkillResult:
-    """Call the skill once for an action saved as ``dispatched``."""
+def _dispatch(ctx: StepContext, target: Target, sent: Action, held: bool) -> SkillResult:
+    """Call the skill once for an action saved as ``dispatched``, unless ``held``: the
+    transaction that marked it found the store in recovery mode."""
     ctx.hook("action.dispatched", ctx.claim)
     if ctx.lost.is_set():
         # Not sent: the next claim finds it dispatched, looks it up, and only then re-sends.
@@ -363,7 +375,7 @@ def _dispatch(ctx: StepContext, target: Target, sent: Action) -> SkillResult:
     def late(reply: SkillResult) -> None:  # evidence, whenever it comes (invariant 14)
         record(ctx.store, sent, reply, target, actor)
 
-    if ctx.store.recoveries.active() is not None:
+    if held:
         # Recovery began while this claim worked: not sent. The attempt is marked over, so
         # once recovery has looked it up (not found) it is sent again at once, with its key.
         _not_sent(ctx, sent, actor)

@@ -31,6 +31,13 @@ class IdempotencyConflict(StoreError):
     code = "idempotency_conflict"
 
 
+class InRecoveryMode(StoreError):
+    """The store is in recovery mode after a restore (invariant 18), read by the statement that
+    would have started work: nothing was written."""
+
+    code = "recovery_mode"
+
+
 class StaleRevision(StoreError):
     """A mutation named an ``expected_revision`` the entity is no longer at."""
 
@@ -65,6 +72,7 @@ __all__ = [
     "DatabaseFailure",
     "DriverFailure",
     "IdempotencyConflict",
+    "InRecoveryMode",
     "InvalidStatus",
     "NotFound",
     "StaleEpoch",

@@ -62,6 +62,7 @@ from openseal.runtime.store.tables.records import (
     evolve,
     run_status,
 )
+from openseal.runtime.store.tables.statements import ACTIVE_DIGEST, ACTIVE_RECOVERY
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -120,6 +121,12 @@ CommitHook = Callable[[str, Claim], None]
 
 SELECT_COUNTERS: Final = sa.select(runs.c.last_event_seq, runs.c.revision).where(
     runs.c.id == sa.bindparam("p_id")
+)
+#: the active digest of deployment ``:p_name`` and the id of the recovery in progress (None:
+#: the store is not in recovery mode), in one statement
+DEPLOYED_AND_RECOVERY: Final = sa.select(
+    ACTIVE_DIGEST.scalar_subquery().label("active_digest"),
+    ACTIVE_RECOVERY.scalar_subquery().label("recovery_id"),
 )
 
 
@@ -190,6 +197,19 @@ class FencedTx:
         #: deployments' active digests (None: never activated) read in this transaction with
         #: the fence, for an admission in it (``Leases.fenced(deployment=...)``)
         self.active_digests: dict[str, str | None] = {}
+        #: whether the store is in recovery mode, as read in this transaction (None: not read;
+        #: see :meth:`look_up`): a dispatch marked here is not sent when it is (invariant 18)
+        self.in_recovery: bool | None = None
+
+    def look_up(self, deployment: str) -> bool:
+        """Whether the store is in recovery mode, with the active digest of ``deployment`` in
+        :attr:`active_digests`, both as read in this transaction: by one statement, unless the
+        transaction read them already (with its fence or the creation it joins)."""
+        if self.in_recovery is None or deployment not in self.active_digests:
+            (row,) = fastsql.execute(self._conn, DEPLOYED_AND_RECOVERY, {"p_name": deployment})
+            self.active_digests[deployment] = row["active_digest"]
+            self.in_recovery = row["recovery_id"] is not None
+        return self.in_recovery
 
     @property
     def conn(self) -> sa.Connection:

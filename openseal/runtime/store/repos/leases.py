@@ -23,19 +23,20 @@ from openseal.runtime.clock import iso
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store.db import fastsql
 from openseal.runtime.store.db.base import StoreBase
-from openseal.runtime.store.db.errors import StaleEpoch
+from openseal.runtime.store.db.errors import InRecoveryMode, StaleEpoch
 from openseal.runtime.store.db.json_text import compact_json
 from openseal.runtime.store.repos.events import change_run, lease_released
 from openseal.runtime.store.repos.fenced import CommitHook, FencedTx
 from openseal.runtime.store.repos.repository import Repository
 from openseal.runtime.store.tables import schema
 from openseal.runtime.store.tables.records import Claim, Run, UnwrittenRun, evolve
-from openseal.runtime.store.tables.statements import runnable
+from openseal.runtime.store.tables.statements import ACTIVE_RECOVERY, runnable
 
 runs = schema.runs
 T = TypeVar("T")
 #: the column of a fence's SELECT that holds a deployment's active digest
 ACTIVE_DIGEST_LABEL: Final = "deployment_active_digest"
+RECOVERY_LABEL: Final = "active_recovery_id"
 #: what a fence reads when it knows the run its claim's last write left (:meth:`Leases.fenced`):
 #: the claim's check, the event sequence every other change of the row moves, and the lease
 #: expiry a heartbeat moves without an event
@@ -53,6 +54,13 @@ NEXT_EXPIRY: Final = sa.select(sa.func.min(runs.c.lease_expires_at)).where(
     runs.c.status == sa.bindparam("p_running"),
     runs.c.lease_expires_at > sa.bindparam("p_now", type_=runs.c.lease_expires_at.type),
 )
+
+
+def _marked(table: sa.Table, marked: bool) -> tuple[Any, ...]:
+    """The columns of ``table``, with the id of the recovery in progress when ``marked``."""
+    if not marked:
+        return (table,)
+    return (table, ACTIVE_RECOVERY.scalar_subquery().label(RECOVERY_LABEL))
 
 
 def _claimed(worker_id: str, epoch: int, before: Run) -> dict[str, Any]:
@@ -161,6 +169,7 @@ class Leases(Repository):
         now: datetime | None = None,
         run_id: str | None = None,
         unwritten: UnwrittenRun | None = None,
+        refuse_in_recovery: bool = False,
     ) -> tuple[Claim, T | None] | None:
         """Claim a run like :meth:`claim`, then call ``start`` in the same transaction.
 
@@ -176,12 +185,17 @@ class Leases(Repository):
         its ``run.created`` with the claim's events (one INSERT), all at the run's creation
         time. If ``start`` raises nothing of the run is written: claim it alone then, with
         ``unwritten`` again. A run already stored under its id is refused (a duplicate key).
+
+        With ``refuse_in_recovery`` nothing is claimed while the store is in recovery mode
+        (``InRecoveryMode``, invariant 18): the statement that looks for the run reads the
+        marker too (a statement of its own only when there is no run to claim). For the first
+        claim of ``Engine.step`` and ``run_until_idle``: a check per call, not per claim.
         """
         if now is None:  # a run written here: its creation's moment, for all its first events
             now = self._store.now() if unwritten is None else unwritten.run.created_at
         expires = now + timedelta(seconds=lease_seconds)
         with self._store.write() as conn:
-            before = self._claimable(conn, now, run_id, unwritten)
+            before = self._claimable(conn, now, run_id, unwritten, refuse_in_recovery)
             if before is None:
                 return None
             self._forget_held(before.id)  # a claim's writes start from what it reads
@@ -218,33 +232,53 @@ class Leases(Repository):
         now: datetime,
         run_id: str | None,
         unwritten: UnwrittenRun | None,
+        refuse_in_recovery: bool = False,
     ) -> Run | None:
-        """The run to claim (see :meth:`claim_and_start`), locked, or None."""
+        """The run to claim (see :meth:`claim_and_start`), locked, or None; with
+        ``refuse_in_recovery``, ``InRecoveryMode`` while the store is in recovery mode."""
         if unwritten is not None:
             # as a read would return it: its JSON decoded afresh, not the caller's objects
             run = unwritten.run
             return evolve(run, context=json.loads(compact_json(run.context)))
+        marked = refuse_in_recovery
         if run_id is None:
             busy = self._fair.busy()
             if busy is not None:  # first, the oldest run of any other scope
                 params = {"p_now": now, "p_busy1": busy[0], "p_busy2": busy[-1]}
-                row = fastsql.one_or_none(fastsql.execute(conn, self._select_other(), params))
+                found = fastsql.execute(conn, self._select_other(marked), params)
+                row = self._unless_recovering(conn, fastsql.one_or_none(found), marked)
                 if row is not None:
                     return self._fair.claimed(Run.from_row(row))
                 self._fair.none_other()
-            found = fastsql.execute(conn, self._select_claimable(), {"p_now": now})
-            row = fastsql.one_or_none(found)
+                marked = False  # read: the store is not in recovery mode
+            found = fastsql.execute(conn, self._select_claimable(marked=marked), {"p_now": now})
+            row = self._unless_recovering(conn, fastsql.one_or_none(found), marked)
             return None if row is None else self._fair.claimed(Run.from_row(row))
-        else:
-            params = {"p_now": now, "p_id": run_id}
-            found = fastsql.execute(conn, self._select_claimable(one=True), params)
-        row = fastsql.one_or_none(found)
+        params = {"p_now": now, "p_id": run_id}
+        found = fastsql.execute(conn, self._select_claimable(one=True, marked=marked), params)
+        row = self._unless_recovering(conn, fastsql.one_or_none(found), marked)
         return None if row is None else Run.from_row(row)
 
-    def _select_claimable(self, *, one: bool = False) -> sa.Select[Any]:
+    @staticmethod
+    def _unless_recovering(conn: sa.Connection, row: Any, marked: bool) -> Any:
+        """``row``, read with the marker of recovery mode when ``marked``: ``InRecoveryMode``
+        when the store is in recovery mode (read by a statement of its own when no row came,
+        since nothing else says so then)."""
+        if not marked:
+            return row
+        if row is not None:
+            recovering = row[RECOVERY_LABEL]
+        else:
+            recovering = fastsql.one_or_none(fastsql.execute(conn, ACTIVE_RECOVERY, {}))
+        if recovering is not None:
+            raise InRecoveryMode("the store is in recovery mode after a restore")
+        return row
+
+    def _select_claimable(self, *, one: bool = False, marked: bool = False) -> sa.Select[Any]:
         """The run a worker may claim at ``:p_now`` that changed longest ago (``one``: run
-        ``:p_id`` if it may be claimed), locked for the claim; built once each."""
-        name = "_claimable_one_stmt" if one else "_claimable_stmt"
+        ``:p_id`` if it may be claimed), locked for the claim (``marked``: with the id of the
+        recovery in progress); built once each."""
+        name = f"_claimable_stmt_{one}_{marked}"
         stmt: sa.Select[Any] | None = getattr(self, name, None)
         if stmt is None:
             condition = runnable(sa.bindparam("p_now", type_=runs.c.wake_at.type))
@@ -254,7 +288,7 @@ class Leases(Repository):
             # changed first: a run given back after its turns (or a retry) goes behind the
             # runs that waited meanwhile, so one busy run cannot starve the others.
             ordered = (
-                sa.select(runs)
+                sa.select(*_marked(runs, marked))
                 .where(condition)
                 .order_by(runs.c.priority.desc(), runs.c.updated_at, runs.c.id)
             )
@@ -262,10 +296,11 @@ class Leases(Repository):
             setattr(self, name, stmt)
         return stmt
 
-    def _select_other(self) -> sa.Select[Any]:
+    def _select_other(self, marked: bool = False) -> sa.Select[Any]:
         """:meth:`_select_claimable` among the runs of scopes other than ``:p_busy1`` and
-        ``:p_busy2`` (see :class:`FairClaims`); built once."""
-        stmt: sa.Select[Any] | None = getattr(self, "_other_stmt", None)
+        ``:p_busy2`` (see :class:`FairClaims`); built once each."""
+        name = f"_other_stmt_{marked}"
+        stmt: sa.Select[Any] | None = getattr(self, name, None)
         if stmt is None:
             condition = sa.and_(
                 runnable(sa.bindparam("p_now", type_=runs.c.wake_at.type)),
@@ -273,12 +308,12 @@ class Leases(Repository):
                 runs.c.scope != sa.bindparam("p_busy2"),
             )
             ordered = (
-                sa.select(runs)
+                sa.select(*_marked(runs, marked))
                 .where(condition)
                 .order_by(runs.c.priority.desc(), runs.c.updated_at, runs.c.id)
             )
             stmt = self._store.for_claim(ordered.limit(1))
-            self._other_stmt = stmt
+            setattr(self, name, stmt)
         return stmt
 
     def next_expiry(self, *, now: datetime | None = None, max_age: float = 1.0) -> datetime | None:
@@ -383,7 +418,9 @@ class Leases(Repository):
         )
 
     @contextmanager
-    def fenced(self, claim: Claim, *, deployment: str | None = None) -> Iterator[FencedTx]:
+    def fenced(
+        self, claim: Claim, *, deployment: str | None = None, recovery: bool = False
+    ) -> Iterator[FencedTx]:
         """A write transaction that only proceeds while ``claim`` still holds the run.
 
         Raises :class:`StaleEpoch` (after recording ``write.rejected_stale_epoch`` and counting
@@ -399,7 +436,9 @@ class Leases(Repository):
 
         With ``deployment`` (an admission follows), the statement that checks the claim also
         reads which version that deployment has active, in this transaction
-        (:attr:`FencedTx.active_digests`), rather than a statement of its own.
+        (:attr:`FencedTx.active_digests`), rather than a statement of its own, and so it reads
+        whether the store is in recovery mode (:attr:`FencedTx.in_recovery`), as it does with
+        ``recovery`` (a dispatch is marked in the transaction: invariant 18).
 
         Example::
 
@@ -411,11 +450,13 @@ class Leases(Repository):
         tx: FencedTx | None = None
         known = self._take_held(claim)
         with self._store.write() as conn:
-            row, run = self._locked_run(conn, claim, deployment, known)
+            row, run = self._locked_run(conn, claim, deployment, known, recovery)
             if run is not None:
                 tx = FencedTx(self._store, conn, claim, now, run)
                 if deployment is not None:
                     tx.active_digests[deployment] = row[ACTIVE_DIGEST_LABEL]
+                if deployment is not None or recovery:
+                    tx.in_recovery = row[RECOVERY_LABEL] is not None
                 yield tx
                 tx.flush()
                 self._passing(tx)
@@ -439,7 +480,12 @@ class Leases(Repository):
         )
 
     def _locked_run(
-        self, conn: sa.Connection, claim: Claim, deployment: str | None, known: Run | None
+        self,
+        conn: sa.Connection,
+        claim: Claim,
+        deployment: str | None,
+        known: Run | None,
+        recovery: bool = False,
     ) -> tuple[dict[str, Any], Run | None]:
         """Lock the run's row and check ``claim`` against it: the row read, and the run the
         transaction starts from (None when the claim no longer holds it). ``known`` (the run
@@ -450,7 +496,9 @@ class Leases(Repository):
         else:
             params = {"p_id": claim.run_id, "p_deployment": deployment}
         stmt = self._select_run_locked(
-            with_deployment=deployment is not None, whole_row=known is None
+            with_deployment=deployment is not None,
+            whole_row=known is None,
+            with_recovery=recovery or deployment is not None,
         )
         (row,) = fastsql.execute(conn, stmt, params)
         holds = (
@@ -501,12 +549,13 @@ class Leases(Repository):
             hook(f"{point}.committed" if committed else point, tx.claim)
 
     def _select_run_locked(
-        self, *, with_deployment: bool = False, whole_row: bool = True
+        self, *, with_deployment: bool = False, whole_row: bool = True, with_recovery: bool = False
     ) -> sa.Select[Any]:
         """``SELECT runs.* WHERE id = :p_id`` (not ``whole_row``: :data:`FENCE_COLUMNS`) with
         the dialect's row lock (``with_deployment``: and the active digest of deployment
-        ``:p_deployment``, which is not locked), built once each."""
-        name = f"_run_locked_{with_deployment}_{whole_row}"
+        ``:p_deployment``, which is not locked; ``with_recovery``: and the id of the recovery
+        in progress), built once each."""
+        name = f"_run_locked_{with_deployment}_{whole_row}_{with_recovery}"
         stmt: sa.Select[Any] | None = getattr(self, name, None)
         if stmt is None:
             columns = (runs,) if whole_row else FENCE_COLUMNS
@@ -517,6 +566,8 @@ class Leases(Repository):
                     deployments.c.name == sa.bindparam("p_deployment")
                 )
                 stmt = stmt.add_columns(digest.scalar_subquery().label(ACTIVE_DIGEST_LABEL))
+            if with_recovery:
+                stmt = stmt.add_columns(ACTIVE_RECOVERY.scalar_subquery().label(RECOVERY_LABEL))
             stmt = self._store.for_update(stmt)
             setattr(self, name, stmt)
         return stmt

@@ -24,6 +24,7 @@ from openseal.runtime.store.db import combined, fastsql
 from openseal.runtime.store.db.base import StoreBase
 from openseal.runtime.store.db.errors import (
     IdempotencyConflict,
+    InRecoveryMode,
     InvalidStatus,
     NotFound,
     StaleRevision,
@@ -43,6 +44,7 @@ from openseal.runtime.store.tables.records import (
 )
 from openseal.runtime.store.tables.statements import (
     ACTIVE_DIGEST,
+    ACTIVE_RECOVERY,
     oldest_queued_firing,
     request_hash,
 )
@@ -54,14 +56,16 @@ projects = schema.projects
 runs = schema.runs
 events = schema.events
 INSERT_OBJECTIVE = sa.insert(objectives)
-#: the digest active for workflow ``:p_name`` and the id of project ``:p_project`` (each None
-#: when there is none): what creating an objective looks up, in one statement
+#: the digest active for workflow ``:p_name``, the id of project ``:p_project`` and the id of
+#: the recovery in progress (each None when there is none): what creating an objective looks
+#: up, in one statement
 DEPLOYED_AND_PROJECT = sa.select(
     ACTIVE_DIGEST.scalar_subquery().label("active_digest"),
     sa.select(projects.c.id)
     .where(projects.c.name == sa.bindparam("p_project"))
     .scalar_subquery()
     .label("project_id"),
+    ACTIVE_RECOVERY.scalar_subquery().label("recovery_id"),
 )
 
 
@@ -188,6 +192,7 @@ class Objectives(Repository):
         priority: int | None = None,
         draft: bool = False,
         write_run: bool = True,
+        refuse_in_recovery: bool = False,
     ) -> NewObjective:
         """Create an objective on the active version of ``workflow_name`` and its first run
         (with ``draft``: no run, until :meth:`steer` activates it).
@@ -211,6 +216,10 @@ class Objectives(Repository):
         (``Leases.claim_and_start(unwritten=...)`` inserts it, claimed), and nobody is told
         that it is runnable. Only for a caller whose claim shares this write's commit
         (``Engine.submit``'s ``together()`` block): committed alone, the objective has no run.
+
+        With ``refuse_in_recovery`` nothing is created while the store is in recovery mode
+        (``InRecoveryMode``), read by the statement that looks the workflow up; an objective an
+        earlier request created is returned as always.
         """
         digest = request_hash(project, workflow_name, inputs, goal, priority, draft)
         for attempt in range(2):
@@ -223,6 +232,7 @@ class Objectives(Repository):
                     return self.insert_in(
                         conn, project, workflow_name, inputs, request_key, digest, actor, scope,
                         prepare, goal=goal, priority=priority, draft=draft, write_run=write_run,
+                        refuse_in_recovery=refuse_in_recovery,
                     )  # fmt: skip
             except sa.exc.IntegrityError:
                 # A concurrent create won the request key or the project name; look again.
@@ -272,11 +282,15 @@ class Objectives(Repository):
         priority: int | None = None,
         draft: bool = False,
         write_run: bool = True,
+        refuse_in_recovery: bool = False,
     ) -> NewObjective:
         """:meth:`create` in the caller's transaction, without the request-key replay (a
         trigger's firing row commits with the objective it starts). ``prepare`` and the
-        check that the workflow is deployed run before anything is written."""
+        checks that the workflow is deployed (and, with ``refuse_in_recovery``, that the store
+        is not in recovery mode) run before anything is written."""
         found, version = self._deployed(conn, workflow_name, project)
+        if refuse_in_recovery and found["recovery_id"] is not None:
+            raise InRecoveryMode(f"the store is in recovery mode ({found['recovery_id']})")
         if prepare is not None:
             inputs = prepare(version)
         owner, default_priority, retry = objective_terms(version)

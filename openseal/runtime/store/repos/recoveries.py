@@ -20,8 +20,9 @@ from openseal.runtime.store.repos.repository import Repository
 from openseal.runtime.store.tables import schema
 
 table = schema.recoveries
-#: the recovery in progress (at most one): asked before every claim and every action sent,
-#: so built once and run below SQLAlchemy's per-statement work (``fastsql``)
+#: the recovery in progress (at most one): asked by an idle worker before it claims, so built
+#: once and run below SQLAlchemy's per-statement work (``fastsql``); on a run's way the marker
+#: is a column of a statement sent anyway (``tables.statements.ACTIVE_RECOVERY``)
 ACTIVE = sa.select(table).where(table.c.finished_at.is_(None)).order_by(table.c.id).limit(1)
 
 

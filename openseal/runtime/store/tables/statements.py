@@ -26,6 +26,14 @@ deployments = schema.deployments
 ACTIVE_DIGEST = sa.select(deployments.c.active_digest).where(
     deployments.c.name == sa.bindparam("p_name")
 )
+#: the id of the recovery in progress (none: the store is not in recovery mode), for a statement
+#: that reads it with what it reads anyway (invariant 18: nothing is claimed or sent then)
+ACTIVE_RECOVERY = (
+    sa.select(schema.recoveries.c.id)
+    .where(schema.recoveries.c.finished_at.is_(None))
+    .order_by(schema.recoveries.c.id)
+    .limit(1)
+)
 #: the version ``:p_digest``
 VERSION = sa.select(versions).where(versions.c.digest == sa.bindparam("p_digest"))
 
