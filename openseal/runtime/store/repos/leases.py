@@ -185,11 +185,7 @@ class Leases(Repository):
         its ``run.created`` with the claim's events (one INSERT), all at the run's creation
         time. If ``start`` raises nothing of the run is written: claim it alone then, with
         ``unwritten`` again. A run already stored under its id is refused (a duplicate key).
-
-        With ``refuse_in_recovery`` nothing is claimed while the store is in recovery mode
-        (``InRecoveryMode``, invariant 18): the statement that looks for the run reads the
-        marker too (a statement of its own only when there is no run to claim). For the first
-        claim of ``Engine.step`` and ``run_until_idle``: a check per call, not per claim.
+        ``refuse_in_recovery``: nothing is claimed in recovery mode (:meth:`_claimable`).
         """
         if now is None:  # a run written here: its creation's moment, for all its first events
             now = self._store.now() if unwritten is None else unwritten.run.created_at
@@ -205,17 +201,11 @@ class Leases(Repository):
             tx = FencedTx(self._store, conn, claim, now, before, held=False, unwritten=unwritten)
             # The row is locked (SKIP LOCKED on PostgreSQL, the write lock on SQLite), so the
             # new epoch can be computed here rather than in SQL.
+            # A run woken by a timeout no longer takes deliveries for its old wait.
             after = tx._change(
-                "lease.claimed",
-                payload,
-                status=RunStatus.RUNNING,
-                lease_owner=worker_id,
-                lease_expires_at=expires,
-                epoch=epoch,
-                wake_at=None,
-                # A run woken by a timeout no longer takes deliveries for its old wait.
-                wait_name=None,
-            )
+                "lease.claimed", payload, status=RunStatus.RUNNING, lease_owner=worker_id,
+                lease_expires_at=expires, epoch=epoch, wake_at=None, wait_name=None,
+            )  # fmt: skip
             claim = evolve(claim, run=after)
             tx.claim = claim
             started = start(tx) if start is not None else None
@@ -234,8 +224,12 @@ class Leases(Repository):
         unwritten: UnwrittenRun | None,
         refuse_in_recovery: bool = False,
     ) -> Run | None:
-        """The run to claim (see :meth:`claim_and_start`), locked, or None; with
-        ``refuse_in_recovery``, ``InRecoveryMode`` while the store is in recovery mode."""
+        """The run to claim (see :meth:`claim_and_start`), locked, or None.
+
+        With ``refuse_in_recovery`` nothing is claimed while the store is in recovery mode
+        (``InRecoveryMode``, invariant 18): the statement that looks for the run reads the
+        marker too (a statement of its own only when there is no run to claim). For the first
+        claim of ``Engine.step`` and ``run_until_idle``: a check per call, not per claim."""
         if unwritten is not None:
             # as a read would return it: its JSON decoded afresh, not the caller's objects
             run = unwritten.run

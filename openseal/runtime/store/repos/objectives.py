@@ -216,10 +216,7 @@ class Objectives(Repository):
         (``Leases.claim_and_start(unwritten=...)`` inserts it, claimed), and nobody is told
         that it is runnable. Only for a caller whose claim shares this write's commit
         (``Engine.submit``'s ``together()`` block): committed alone, the objective has no run.
-
-        With ``refuse_in_recovery`` nothing is created while the store is in recovery mode
-        (``InRecoveryMode``), read by the statement that looks the workflow up; an objective an
-        earlier request created is returned as always.
+        ``refuse_in_recovery``: nothing is created in recovery mode (see :meth:`insert_in`).
         """
         digest = request_hash(project, workflow_name, inputs, goal, priority, draft)
         for attempt in range(2):
@@ -286,11 +283,9 @@ class Objectives(Repository):
     ) -> NewObjective:
         """:meth:`create` in the caller's transaction, without the request-key replay (a
         trigger's firing row commits with the objective it starts). ``prepare`` and the
-        checks that the workflow is deployed (and, with ``refuse_in_recovery``, that the store
-        is not in recovery mode) run before anything is written."""
-        found, version = self._deployed(conn, workflow_name, project)
-        if refuse_in_recovery and found["recovery_id"] is not None:
-            raise InRecoveryMode(f"the store is in recovery mode ({found['recovery_id']})")
+        checks that the workflow is deployed and (``refuse_in_recovery``) that the store is not
+        in recovery mode (``InRecoveryMode``, read with the workflow) precede any write."""
+        found, version = self._deployed(conn, workflow_name, project, refuse_in_recovery)
         if prepare is not None:
             inputs = prepare(version)
         owner, default_priority, retry = objective_terms(version)
@@ -330,12 +325,15 @@ class Objectives(Repository):
         return NewObjective(objective, first.run, True)
 
     def _deployed(
-        self, conn: sa.Connection, workflow_name: str, project: str
+        self, conn: sa.Connection, workflow_name: str, project: str, refuse_in_recovery: bool
     ) -> tuple[Any, DefinitionVersion]:
         """The row naming the active digest of ``workflow_name`` and the id of ``project``, and
-        that version; refused with ``not_deployed`` when no workflow is active under the name."""
+        that version; refused with ``not_deployed`` when no workflow is active under the name,
+        and with ``refuse_in_recovery``, ``InRecoveryMode`` while the store is in recovery mode."""
         params = {"p_name": workflow_name, "p_project": project}
         (found,) = fastsql.execute(conn, DEPLOYED_AND_PROJECT, params)
+        if refuse_in_recovery and found["recovery_id"] is not None:
+            raise InRecoveryMode(f"the store is in recovery mode ({found['recovery_id']})")
         active = found["active_digest"]
         version = None if active is None else self._versions.get(conn, active)
         if version is None or version.kind != "workflow":
