@@ -5,12 +5,12 @@ claim. The flood itself is measured with worker processes in ``tests/runtime/flo
 
 from __future__ import annotations
 
+import time
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from openseal.runtime.store.repos import leases
 from openseal.runtime.store.repos.leases import FAIR_IDLE_SECONDS, FAIR_SHARE, FairClaims
 
 
@@ -25,7 +25,7 @@ class Clock:
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     ticking = Clock()
-    monkeypatch.setattr(leases.time, "monotonic", ticking)
+    monkeypatch.setattr(time, "monotonic", ticking)
     return ticking
 
 
