@@ -354,7 +354,7 @@ def test_the_tokens_cli_shows_a_secret_once(
     assert secret.startswith("oseal_") and shown["state"] == "active" and shown["expires_at"]
     assert main(["tokens", "list", *home]) == 0
     listed = capsys.readouterr().out
-    assert shown["id"] in listed and "service:ci" in listed and secret not in listed
+    assert service.handle(shown["id"]) in listed and "service:ci" in listed and secret not in listed
     assert main(["tokens", "revoke", shown["id"][:8], *home, "-o", "yaml"]) == 0
     assert "revoked_at:" in capsys.readouterr().out
     assert main(["tokens", "list", *home, "-o", "json"]) == 0
