@@ -1,4 +1,7 @@
-"""The runtime's tests are laid out as the runtime is, so a test is found where its code is.
+"""The runtime's and the compiler's tests are laid out as their code is, so a test is found where
+its code is. The rules below are the runtime's; the compiler's are the same, with its stages
+(``syntax``, ``definitions``, ``lang``, ``analysis``, ``output``) in place of rooms and
+:data:`COMPILER_OTHER_FOLDERS` in place of :data:`OTHER_FOLDERS`.
 
 - ``tests/runtime/`` itself holds no test file, only what its tests share (fixtures, support
   modules, definitions);
@@ -29,6 +32,13 @@ OTHER_FOLDERS: dict[str, str] = {
     SHARED: "the tests of the runtime's shared top-level modules",
     "flow": "flow control, which spans the engine, the store and the providers",
 }
+COMPILER_CODE = ROOT / "openseal" / "compiler"
+COMPILER_TESTS = ROOT / "tests" / "compiler"
+#: the compiler's test folders that mirror none of its stages
+COMPILER_OTHER_FOLDERS: dict[str, str] = {
+    SHARED: "the tests of the compiler's top-level modules (driver, cache, pipeline, its face)",
+    "language": "a feature of the definition language, compiled end to end through every stage",
+}
 
 
 def runtime_tests(tests: Path) -> list[Path]:
@@ -55,7 +65,9 @@ def homes(code: Path) -> dict[str, set[str]]:
     return found
 
 
-def misplaced(code: Path = CODE, tests: Path = TESTS) -> list[str]:
+def misplaced(
+    code: Path = CODE, tests: Path = TESTS, others: dict[str, str] = OTHER_FOLDERS
+) -> list[str]:
     """Test files of ``tests`` that break the rules above, each with the reason."""
     places = homes(code)
     wrong = []
@@ -66,8 +78,8 @@ def misplaced(code: Path = CODE, tests: Path = TESTS) -> list[str]:
             wrong.append(f"{name}: at the top, in no room's folder")
             continue
         mirrors = (code / folder / "__init__.py").is_file()
-        if not mirrors and folder.parts[0] not in OTHER_FOLDERS:
-            wrong.append(f"{name}: {folder.as_posix()} mirrors no package of the runtime")
+        if not mirrors and folder.parts[0] not in others:
+            wrong.append(f"{name}: {folder.as_posix()} mirrors no package of {code.name}")
             continue
         subject = path.stem.removeprefix("test_")
         if subject in places and folder.as_posix() not in places[subject]:
@@ -79,9 +91,15 @@ def test_the_runtime_tests_mirror_the_runtime() -> None:
     assert misplaced() == []
 
 
+def test_the_compiler_tests_mirror_the_compiler() -> None:
+    assert misplaced(COMPILER_CODE, COMPILER_TESTS, COMPILER_OTHER_FOLDERS) == []
+
+
 def test_every_other_folder_still_holds_tests() -> None:
     """A listed folder that no longer exists is removed from the list, so the list stays true."""
     assert [name for name in OTHER_FOLDERS if not runtime_tests(TESTS / name)] == []
+    listed = COMPILER_OTHER_FOLDERS
+    assert [name for name in listed if not runtime_tests(COMPILER_TESTS / name)] == []
 
 
 def _tree(root: Path, files: list[str]) -> None:
@@ -128,7 +146,7 @@ def test_a_misplaced_runtime_test_is_caught(tmp_path: Path) -> None:
     )
     assert misplaced(code, tests) == [
         "engine/test_clock.py: belongs in shared",
-        "misc/test_things.py: misc mirrors no package of the runtime",
+        "misc/test_things.py: misc mirrors no package of runtime",
         "store/test_leases.py: belongs in store/repos",
         "store/test_migrations.py: belongs in store/tables or store/tables/migrations",
         "test_loose.py: at the top, in no room's folder",

@@ -9,7 +9,7 @@ same nodes with the very same spans as :mod:`openseal.compiler.lang.expr_parse`.
 It only ever answers for input it fully understands. Anything else (a syntax
 error, a backslash escape, a duplicate object key, very deep nesting, a number
 the builder would refuse) makes it give up with ``None``, and the lark parser
-takes over and reports the diagnostics. ``tests/compiler/test_expr_fast_parse.py``
+takes over and reports the diagnostics. ``tests/compiler/lang/test_expr_fast_parse.py``
 checks, on generated expressions, that every tree it returns equals lark's,
 spans included.
 """

@@ -18,7 +18,7 @@ from openseal.compiler.load import LoadResult, load_definitions
 from openseal.compiler.output.render_diagnostics import render_human
 from tests.golden_helper import assert_golden
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 INPUTS = Path("tests/golden/policy/inputs")
 EXAMPLES = Path("definitions")
 

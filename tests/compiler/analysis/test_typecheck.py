@@ -19,7 +19,7 @@ from openseal.compiler.output.render_diagnostics import render_human
 from openseal.compiler.syntax.spans import Span
 from tests.golden_helper import assert_golden
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 INPUTS = Path("tests/golden/typecheck/inputs")
 SPAN = Span.point("<test>")
 

@@ -39,7 +39,7 @@ from tests.compiler.compile_support import (
     workflow_text,
 )
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "definitions"
+EXAMPLES = Path(__file__).resolve().parents[3] / "definitions"
 
 
 # --------------------------------------------------------------------------- canonical JSON

@@ -9,7 +9,7 @@ import pytest
 from openseal.compiler.definitions.specs import SkillSpec, WorkflowSpec
 from openseal.compiler.load import load_definitions
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = ROOT / "definitions"
 
 

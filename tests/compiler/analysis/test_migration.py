@@ -12,7 +12,7 @@ import pytest
 
 from openseal.compiler import CompileResult, check_migrations, compile_paths, find_earlier
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 EXAMPLE = REPO / "definitions" / "procurement"
 WORKFLOW = "workflow.procure_laptops"
 

@@ -14,7 +14,7 @@ from openseal.compiler.output.draw import DrawError, GraphvizNotFound, to_dot, t
 from openseal.errors import OpenSealError
 from tests.golden_helper import assert_golden
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 PROCUREMENT = ROOT / "definitions/procurement"
 ALL_KINDS = ROOT / "tests/golden/draw/inputs/all_kinds.hcl"
 RUNBOOK = ROOT / "tests/golden/graph/inputs/valid_runbook.yaml"

@@ -31,7 +31,7 @@ from openseal.compiler.output.render_diagnostics import (
 )
 from openseal.compiler.syntax.spans import Span
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 ANSI = re.compile(r"\x1b\[")
 
 FILE = "definitions/procurement.hcl"

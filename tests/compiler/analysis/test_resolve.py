@@ -23,7 +23,7 @@ from openseal.compiler.pipeline import compile_paths
 from openseal.compiler.syntax.spans import Span
 from tests.golden_helper import assert_golden
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 INPUTS = Path("tests/golden/resolve/inputs")
 
 PREAMBLE = """

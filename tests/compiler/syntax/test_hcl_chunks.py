@@ -13,7 +13,7 @@ from openseal.compiler.syntax import load_hcl as loading
 from openseal.compiler.syntax.hcl_chunks import chunk_starts
 from openseal.compiler.syntax.hcl_parser import prepare
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 FILES = sorted(
     path
     for folder in ("tests/corpus/hcl", "tests/golden", "definitions", "tests/runtime")

@@ -9,7 +9,7 @@ from openseal.compiler.analysis.ir import Analysis
 from openseal.compiler.lang import expr as ex
 from openseal.compiler.load import load_definitions
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 INPUTS = ROOT / "tests/golden/graph/inputs"
 
 

@@ -35,7 +35,7 @@ from openseal.contract import (
     WorkSettings,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SCHEMAS = ROOT / "schemas"
 #: compiled examples: the shipped definitions and the runtime tests' fixtures
 SOURCES = [

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 from openseal.compiler.pipeline import compile_paths
-from tests.compiler.test_objective_policy import HCL, YAML, compile_text
+from tests.compiler.language.test_objective_policy import HCL, YAML, compile_text
 
 SUCCESS = "output.total <= input.budget"
 RETENTION_HCL = '  retention {\n    keep_ended_runs = "PERIOD"\n  }\n  objective {'
@@ -49,7 +49,7 @@ def test_a_retention_under_an_hour_is_refused_where_it_is_written(tmp_path: Path
 def test_a_skill_declares_its_destination_s_idempotency_window_in_both_syntaxes(
     tmp_path: Path,
 ) -> None:
-    example = Path(__file__).resolve().parents[2] / "definitions" / "procurement"
+    example = Path(__file__).resolve().parents[3] / "definitions" / "procurement"
     before = compile_paths([example / "hcl"]).documents["skill.submit_purchase_order"]
     assert "window" not in before.document["spec"]["idempotency"]  # its digest is kept
     copy = tmp_path / "procurement"

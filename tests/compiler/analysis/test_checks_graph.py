@@ -15,7 +15,7 @@ from openseal.compiler.output.render_diagnostics import render_human
 from openseal.compiler.pipeline import compile_paths
 from tests.golden_helper import assert_golden
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 INPUTS = Path("tests/golden/graph/inputs")
 
 #: (check, its code, input file); the golden is the same name with ``.txt``

@@ -2,7 +2,7 @@
 
 Regenerate the golden files after an intended change with::
 
-    OPENSEAL_UPDATE_GOLDEN=1 .venv/bin/pytest tests/compiler/test_emit.py
+    OPENSEAL_UPDATE_GOLDEN=1 .venv/bin/pytest tests/compiler/output/test_emit.py
 
 (or ``make golden``) and review the diff before committing.
 """
@@ -32,7 +32,7 @@ from tests.compiler.compile_support import (
 )
 from tests.golden_helper import GOLDEN, assert_golden
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "definitions"
+EXAMPLES = Path(__file__).resolve().parents[3] / "definitions"
 CASES = [
     (example, syntax)
     for example in sorted(p.name for p in EXAMPLES.iterdir() if p.is_dir())
@@ -229,7 +229,7 @@ def test_a_model_without_a_price_keeps_its_document_free_of_one(tmp_path: Path) 
 
 
 def _procurement_with(tmp_path: Path, syntax: str, old: str, new: str) -> CompiledDocument:
-    root = Path(__file__).resolve().parents[2] / "definitions" / "procurement"
+    root = Path(__file__).resolve().parents[3] / "definitions" / "procurement"
     shutil.copytree(root, tmp_path / "procurement")
     (tmp_path / "procurement" / ".git").mkdir()  # a repository root: file("../prompts/...")
     copy = tmp_path / "procurement" / syntax
@@ -326,7 +326,7 @@ skill "lookup" {
 
 
 def test_a_workflow_queue_bound_is_emitted_only_when_declared(tmp_path: Path) -> None:
-    root = Path(__file__).resolve().parents[1] / "runtime" / "engine_defs" / "small.hcl.in"
+    root = Path(__file__).resolve().parents[2] / "runtime" / "engine_defs" / "small.hcl.in"
     text = root.read_text(encoding="utf-8").replace("FACTOR", "1").replace("MODEL_CALLS", "5")
     text = text.replace("ON_EXHAUSTED", "needs_attention")
     plain = compile_texts(tmp_path / "plain", {"small.hcl": text})

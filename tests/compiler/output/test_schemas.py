@@ -17,7 +17,7 @@ from openseal.compiler.output.schemas import (
 )
 from openseal.compiler.pipeline import compile_paths
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SCHEMAS = ROOT / "schemas"
 FIX = "run `openseal schema --out schemas/` (or `make schemas`) and commit the result"
 

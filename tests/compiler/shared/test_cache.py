@@ -424,7 +424,7 @@ def test_projects_are_cached_separately(
 def test_the_example_definitions_compile_the_same_warm(
     tmp_path: Path, counted: dict[str, int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    examples = Path(__file__).parents[2] / "definitions"
+    examples = Path(__file__).parents[3] / "definitions"
     paths = [examples / "procurement" / "hcl", examples / "release_note" / "yaml"]
     cold = _cold(paths, monkeypatch, counted)
     compile_paths(paths)
