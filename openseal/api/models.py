@@ -153,11 +153,16 @@ class ScopeQueueChange(Body):
     max_queued: Annotated[int, Field(ge=0, le=10_000_000), WHOLE] | None
 
 
-class ScopeRetentionChange(Body):
-    """A scope's retention: its ended runs stay live ``keep_ended_runs`` (a period such as
-    ``90d``, at least ``1h``; null: remove the setting)."""
+#: a retention period over the API: whole hours, days or weeks, at least ``1h`` (the CLI also
+#: takes compound periods such as ``1w2d``, checked by the service)
+RETENTION_PERIOD = r"^[1-9][0-9]{0,3}[hdw]$"
 
-    keep_ended_runs: Annotated[str, Field(min_length=2, max_length=40)] | None
+
+class ScopeRetentionChange(Body):
+    """A scope's retention: its ended runs stay live ``keep_ended_runs`` (whole hours, days or
+    weeks, such as ``90d``; at least ``1h``; null: remove the setting)."""
+
+    keep_ended_runs: Annotated[str, Field(pattern=RETENTION_PERIOD)] | None
 
 
 #: a principal a token may stand for (the service refuses the others: 422)
