@@ -13,16 +13,15 @@ from openseal.runtime.actions.approvals import AUTHORITY_ENV
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Approval, Store
 from openseal.simulator.procurement import ProcurementSimulator
-from tests.cli.test_runtime_cli import Cli, cli  # noqa: F401  (fixture)
+from tests.cli.support import Cli
 from tests.runtime.action_support import Flow, flow, simulator_fixture  # noqa: F401
-from tests.runtime.conftest import backend, pg_admin  # noqa: F401  (fixtures)
 from tests.runtime.support import Backend
 
 
 @pytest.fixture
 def waiting(
-    cli: Cli,  # noqa: F811
-    backend: Backend,  # noqa: F811
+    cli: Cli,
+    backend: Backend,
     simulator: ProcurementSimulator,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -49,7 +48,7 @@ def pending(store: Store) -> Approval:
 
 
 def test_show_prints_every_field_of_the_proposal_and_its_hash(
-    cli: Cli,  # noqa: F811
+    cli: Cli,
     waiting: tuple[Flow, str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -78,7 +77,7 @@ def test_show_prints_every_field_of_the_proposal_and_its_hash(
 
 
 def test_deciding_needs_an_authority_and_the_hash(
-    cli: Cli,  # noqa: F811
+    cli: Cli,
     waiting: tuple[Flow, str],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -111,7 +110,7 @@ def test_deciding_needs_an_authority_and_the_hash(
 
 
 def test_actions_list_show_and_resolve(
-    cli: Cli,  # noqa: F811
+    cli: Cli,
     waiting: tuple[Flow, str],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -151,7 +150,7 @@ def test_actions_list_show_and_resolve(
 
 
 def test_an_unverifiable_proposal_is_shown_with_the_reason_and_not_approved(
-    cli: Cli,  # noqa: F811
+    cli: Cli,
     waiting: tuple[Flow, str],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,

@@ -13,17 +13,16 @@ import sqlalchemy as sa
 
 from openseal.runtime import service
 from openseal.runtime.store import Store, open_store
-from tests.cli.test_runtime_cli import Cli, cli, create, store  # noqa: F401  (fixtures)
-from tests.runtime.conftest import backend, pg_admin  # noqa: F401  (fixtures)
+from tests.cli.support import Cli, create
 from tests.runtime.support import Backend
 
 
-def recovery(cli: Cli, *args: str) -> tuple[int, str, str]:  # noqa: F811
+def recovery(cli: Cli, *args: str) -> tuple[int, str, str]:
     """``openseal db recovery ARGS``."""
     return cli("db", "recovery", *args, words=3)
 
 
-def recovery_json(cli: Cli, *args: str) -> dict[str, object]:  # noqa: F811
+def recovery_json(cli: Cli, *args: str) -> dict[str, object]:
     found = cli.json("db", "recovery", *args, words=3)
     assert isinstance(found, dict)
     return found
@@ -36,9 +35,9 @@ SQLITE_ONLY = pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 
 @SQLITE_ONLY
 def test_a_backup_taken_while_runs_are_written_is_consistent_and_in_recovery_mode(
-    cli: Cli,  # noqa: F811
-    store: Store,  # noqa: F811
-    backend: Backend,  # noqa: F811
+    cli: Cli,
+    store: Store,
+    backend: Backend,
     tmp_path: Path,
 ) -> None:
     stop = threading.Event()
@@ -79,9 +78,9 @@ def test_a_backup_taken_while_runs_are_written_is_consistent_and_in_recovery_mod
 
 @SQLITE_ONLY
 def test_a_restore_replaces_the_store_in_recovery_mode_and_workers_wait(
-    cli: Cli,  # noqa: F811
-    store: Store,  # noqa: F811
-    backend: Backend,  # noqa: F811
+    cli: Cli,
+    store: Store,
+    backend: Backend,
     tmp_path: Path,
 ) -> None:
     before = create(cli)
@@ -115,9 +114,9 @@ def test_a_restore_replaces_the_store_in_recovery_mode_and_workers_wait(
 
 
 def test_the_backup_commands_refuse_what_they_cannot_do(
-    cli: Cli,  # noqa: F811
-    store: Store,  # noqa: F811
-    backend: Backend,  # noqa: F811
+    cli: Cli,
+    store: Store,
+    backend: Backend,
     tmp_path: Path,
 ) -> None:
     if backend.url is not None:
@@ -142,8 +141,8 @@ def test_the_backup_commands_refuse_what_they_cannot_do(
 
 
 def test_recovery_mode_is_started_by_hand_after_a_restore_with_other_tools(
-    cli: Cli,  # noqa: F811
-    store: Store,  # noqa: F811
+    cli: Cli,
+    store: Store,
     tmp_path: Path,
 ) -> None:
     code, out, err = recovery(cli, "start", "--backup-at", "2026-12-07T05:00:00")
@@ -167,9 +166,9 @@ def test_recovery_mode_is_started_by_hand_after_a_restore_with_other_tools(
 
 @SQLITE_ONLY
 def test_a_large_artefact_kept_as_a_file_is_backed_up_and_restored(
-    cli: Cli,  # noqa: F811
-    store: Store,  # noqa: F811
-    backend: Backend,  # noqa: F811
+    cli: Cli,
+    store: Store,
+    backend: Backend,
     tmp_path: Path,
 ) -> None:
     from openseal.runtime.store.repos.artifacts import INLINE_MAX_BYTES
@@ -191,9 +190,9 @@ def test_a_large_artefact_kept_as_a_file_is_backed_up_and_restored(
 
 @pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
 def test_check_archiving_reports_the_servers_wal_archiving(
-    cli: Cli,  # noqa: F811
-    store: Store,  # noqa: F811
-    pg_admin: sa.Engine,  # noqa: F811
+    cli: Cli,
+    store: Store,
+    pg_admin: sa.Engine,
 ) -> None:
     with pg_admin.connect() as conn:
         mode = conn.execute(sa.text("SHOW archive_mode")).scalar_one()

@@ -14,7 +14,6 @@ import pytest
 from openseal.cli.main import main
 from openseal.runtime.governance import flow as gov
 from openseal.runtime.statuses import ChangeProposalStatus as S
-from tests.runtime.conftest import backend, pg_admin  # noqa: F401  (fixtures)
 from tests.runtime.governance_support import DEFINITIONS, governance_yaml
 from tests.runtime.support import Backend, eventually
 
@@ -43,7 +42,7 @@ class Cli:
 
 @pytest.fixture
 def cli(
-    backend: Backend,  # noqa: F811
+    backend: Backend,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> Cli:
@@ -270,7 +269,7 @@ def test_wait_for_activation_times_out_with_exit_1(cli: Cli, repo: Path) -> None
 def test_wait_for_activation_returns_once_activated(
     cli: Cli,
     repo: Path,
-    backend: Backend,  # noqa: F811
+    backend: Backend,
 ) -> None:
     store = backend.open()
 
@@ -292,7 +291,7 @@ def test_wait_for_activation_returns_once_activated(
 def test_wait_for_activation_fails_on_rejection(
     cli: Cli,
     repo: Path,
-    backend: Backend,  # noqa: F811
+    backend: Backend,
 ) -> None:
     store = backend.open()
 
@@ -309,7 +308,7 @@ def test_wait_for_activation_fails_on_rejection(
 
 def test_deploy_and_show_say_what_live_runs_still_pin(
     cli: Cli,
-    backend: Backend,  # noqa: F811
+    backend: Backend,
     tmp_path: Path,
 ) -> None:
     from openseal.runtime import service
@@ -349,7 +348,7 @@ def test_deploy_and_show_say_what_live_runs_still_pin(
 
 def test_commands_take_handles(
     cli: Cli,
-    backend: Backend,  # noqa: F811
+    backend: Backend,
     tmp_path: Path,
 ) -> None:
     from openseal.runtime import service

@@ -16,8 +16,8 @@ from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
 from openseal.simulator.procurement import ProcurementSimulator
 from openseal.skills.credentials import RuntimeContext
+from tests.cli.support import Cli, create
 from tests.cli.test_approvals_cli import authority, pending, waiting  # noqa: F401  (fixture)
-from tests.cli.test_runtime_cli import Cli, cli, create, store  # noqa: F401  (fixtures)
 from tests.runtime.action_support import (  # noqa: F401
     PICK,
     Flow,
@@ -25,7 +25,6 @@ from tests.runtime.action_support import (  # noqa: F401
     flow,
     simulator_fixture,
 )
-from tests.runtime.conftest import backend, pg_admin  # noqa: F401  (fixtures)
 from tests.runtime.support import Backend
 
 
@@ -34,8 +33,8 @@ def rows(out: str) -> list[list[str]]:
 
 
 def test_lists_have_headers_newest_first_and_a_cursor(
-    cli: Cli,  # noqa: F811
-    store: Store,  # noqa: F811
+    cli: Cli,
+    store: Store,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("COLUMNS", "120")
@@ -64,7 +63,7 @@ def test_lists_have_headers_newest_first_and_a_cursor(
 
 
 def test_columns_fit_the_terminal_and_handles_are_never_cut(
-    cli: Cli,  # noqa: F811
+    cli: Cli,
     waiting: tuple[Flow, str],  # noqa: F811
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -89,8 +88,8 @@ def test_columns_fit_the_terminal_and_handles_are_never_cut(
 
 @pytest.fixture
 def researched(
-    cli: Cli,  # noqa: F811
-    backend: Backend,  # noqa: F811
+    cli: Cli,
+    backend: Backend,
     simulator: ProcurementSimulator,
     tmp_path: Path,
 ) -> str:
@@ -110,7 +109,7 @@ def researched(
 
 
 def test_runs_turns_shows_each_turn_with_its_calls_model_and_tokens(
-    cli: Cli,  # noqa: F811
+    cli: Cli,
     researched: str,
 ) -> None:
     run_id = researched
@@ -137,7 +136,7 @@ def test_runs_turns_shows_each_turn_with_its_calls_model_and_tokens(
 
 
 def test_cancel_says_what_it_prevented_and_what_may_have_happened(
-    cli: Cli,  # noqa: F811
+    cli: Cli,
     waiting: tuple[Flow, str],  # noqa: F811
 ) -> None:
     _, run_id = waiting
@@ -162,8 +161,8 @@ def test_cancel_says_what_it_prevented_and_what_may_have_happened(
 
 
 def test_every_list_has_a_header_and_says_when_it_is_empty(
-    cli: Cli,  # noqa: F811
-    store: Store,  # noqa: F811
+    cli: Cli,
+    store: Store,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("COLUMNS", "200")
@@ -195,7 +194,7 @@ TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
 
 
 def test_times_are_printed_one_way_in_lists_and_shows(
-    cli: Cli,  # noqa: F811
+    cli: Cli,
     waiting: tuple[Flow, str],  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -218,7 +217,7 @@ def test_times_are_printed_one_way_in_lists_and_shows(
 
 
 def test_actions_list_shows_what_the_destination_confirmed(
-    cli: Cli,  # noqa: F811
+    cli: Cli,
     waiting: tuple[Flow, str],  # noqa: F811
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,

@@ -19,8 +19,7 @@ from openseal.cli.main import COMMANDS, main
 from openseal.cli.main import cli as root
 from openseal.cli.output import OutputFormat
 from openseal.runtime.store import Store
-from tests.cli.test_runtime_cli import Cli, cli, create, store  # noqa: F401  (fixtures)
-from tests.runtime.conftest import backend, pg_admin  # noqa: F401  (fixtures)
+from tests.cli.support import Cli, create
 
 ROOT = Path(__file__).resolve().parents[2]
 PROCUREMENT = ROOT / "definitions" / "procurement" / "hcl"
@@ -129,7 +128,7 @@ def test_serve_on_a_busy_port_says_so_in_one_line(tmp_path: Path) -> None:
     ]
 
 
-def test_show_commands_take_a_unique_id_prefix(cli: Cli, store: Store) -> None:  # noqa: F811
+def test_show_commands_take_a_unique_id_prefix(cli: Cli, store: Store) -> None:
     first, second = create(cli), create(cli, "6")
     code, out, err = cli("runs", "show", first[:12])
     assert code == 0, err
@@ -145,8 +144,8 @@ def test_show_commands_take_a_unique_id_prefix(cli: Cli, store: Store) -> None: 
 
 
 def test_completion_scripts_and_ids_from_the_store(
-    cli: Cli,  # noqa: F811
-    store: Store,  # noqa: F811
+    cli: Cli,
+    store: Store,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:

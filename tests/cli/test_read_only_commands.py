@@ -14,8 +14,7 @@ import sqlalchemy as sa
 from openseal.cli.main import main
 from openseal.cli.runtime import complete_ids
 from openseal.runtime.store.tables import migrations
-from tests.cli.test_runtime_cli import Cli, cli  # noqa: F401  (fixture)
-from tests.runtime.conftest import backend, pg_admin  # noqa: F401  (fixtures)
+from tests.cli.support import Cli
 from tests.runtime.support import Backend
 from tests.runtime.trigger_support import EVENT_TRIGGER, deploy_triggers, schedule, trigger_project
 
@@ -50,8 +49,8 @@ OLDER = "0013"
 
 
 def test_each_read_command_works_on_a_healthy_store(
-    cli: Cli,  # noqa: F811
-    backend: Backend,  # noqa: F811
+    cli: Cli,
+    backend: Backend,
     tmp_path: Path,
 ) -> None:
     assert cli("db", "upgrade")[0] == 0

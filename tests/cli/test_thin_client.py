@@ -18,17 +18,16 @@ from openseal.runtime.actions.approvals import load_authority
 from openseal.runtime.store import Action, Approval
 from openseal.simulator.procurement import ProcurementSimulator
 from tests.api.support import LiveServer, operated, serving
+from tests.cli.support import Cli
 from tests.cli.test_approvals_cli import authority, pending, waiting  # noqa: F401  (fixture)
-from tests.cli.test_runtime_cli import Cli, cli  # noqa: F401  (fixture)
 from tests.runtime.action_support import Flow, simulator_fixture  # noqa: F401  (fixture)
-from tests.runtime.conftest import backend, pg_admin  # noqa: F401  (fixtures)
 
 TOKEN = "thin-client-token-0123456789abcdef"
 
 
 @pytest.fixture
 def server(
-    cli: Cli,  # noqa: F811
+    cli: Cli,
     waiting: tuple[Flow, str],  # noqa: F811
     tmp_path: Path,
 ) -> Iterator[LiveServer]:
@@ -41,7 +40,7 @@ def server(
         yield live
 
 
-def both(cli: Cli, url: str, *args: str) -> str:  # noqa: F811
+def both(cli: Cli, url: str, *args: str) -> str:
     """What ``args`` print on the store and through the server; they must be the same."""
     local = cli(*args)
     remote = cli(*args, "--server", url)
@@ -60,7 +59,7 @@ def closed_url() -> str:
 
 
 def test_approvals_read_the_same_from_the_store_and_through_the_server(
-    cli: Cli,  # noqa: F811
+    cli: Cli,
     waiting: tuple[Flow, str],  # noqa: F811
     server: LiveServer,
 ) -> None:
@@ -76,7 +75,7 @@ def test_approvals_read_the_same_from_the_store_and_through_the_server(
 
 
 def test_a_decision_through_the_server_is_the_servers(
-    cli: Cli,  # noqa: F811
+    cli: Cli,
     waiting: tuple[Flow, str],  # noqa: F811
     server: LiveServer,
 ) -> None:
@@ -97,7 +96,7 @@ def test_a_decision_through_the_server_is_the_servers(
 
 
 def test_an_operation_the_server_does_not_serve_is_explained(
-    cli: Cli,  # noqa: F811
+    cli: Cli,
     waiting: tuple[Flow, str],  # noqa: F811
 ) -> None:
     approval = pending(waiting[0].store)
@@ -113,7 +112,7 @@ def test_an_operation_the_server_does_not_serve_is_explained(
 
 
 def test_the_token_comes_from_a_private_file_or_the_environment(
-    cli: Cli,  # noqa: F811
+    cli: Cli,
     waiting: tuple[Flow, str],  # noqa: F811
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -138,7 +137,7 @@ def test_the_token_comes_from_a_private_file_or_the_environment(
         assert code == 1 and "unknown token" in err
 
 
-def test_an_unreachable_server_is_one_line(cli: Cli) -> None:  # noqa: F811
+def test_an_unreachable_server_is_one_line(cli: Cli) -> None:
     url = closed_url()
     code, out, err = cli("approvals", "list", "--server", url)
     assert code == 1 and out == ""
@@ -154,7 +153,7 @@ def _approvals(waiting: tuple[Flow, str]) -> list[Approval]:  # noqa: F811
 
 
 def test_actions_read_and_resolve_the_same_through_the_server(
-    cli: Cli,  # noqa: F811
+    cli: Cli,
     waiting: tuple[Flow, str],  # noqa: F811
     server: LiveServer,
     tmp_path: Path,

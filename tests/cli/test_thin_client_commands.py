@@ -20,19 +20,18 @@ from openseal.wire import jsonable
 from tests.api.conftest import Serve, serve, store  # noqa: F401  (fixtures)
 from tests.api.support import LiveServer, operated, serving
 from tests.api.test_agent_requests_api import delegated  # noqa: F401  (fixture)
+from tests.cli.support import Cli
 from tests.cli.test_approvals_cli import pending, waiting  # noqa: F401  (fixture)
 from tests.cli.test_deploy_cli import BOB, CAROL, write_definitions
-from tests.cli.test_runtime_cli import Cli, cli  # noqa: F401  (fixture)
 from tests.cli.test_thin_client import both, server  # noqa: F401  (fixture)
 from tests.cli.test_tokens_client import token
 from tests.runtime.action_support import Flow, simulator_fixture  # noqa: F401  (fixture)
-from tests.runtime.conftest import backend, pg_admin  # noqa: F401  (fixtures)
 from tests.runtime.support import Backend
 from tests.runtime.trigger_support import EVENT_TRIGGER, deploy_triggers, schedule, trigger_project
 
 
 def test_runs_and_objectives_read_the_same_through_the_server(
-    cli: Cli,  # noqa: F811
+    cli: Cli,
     waiting: tuple[Flow, str],  # noqa: F811
     server: LiveServer,  # noqa: F811
 ) -> None:
@@ -66,7 +65,7 @@ def test_runs_and_objectives_read_the_same_through_the_server(
 
 
 def test_runs_are_steered_through_the_server(
-    cli: Cli,  # noqa: F811
+    cli: Cli,
     waiting: tuple[Flow, str],  # noqa: F811
     server: LiveServer,  # noqa: F811
 ) -> None:
@@ -102,7 +101,7 @@ def pending_id(f: Flow) -> str:
 
 
 def test_objectives_are_steered_through_the_server(
-    cli: Cli,  # noqa: F811
+    cli: Cli,
     waiting: tuple[Flow, str],  # noqa: F811
     server: LiveServer,  # noqa: F811
 ) -> None:
@@ -127,7 +126,7 @@ def test_objectives_are_steered_through_the_server(
 
 
 def test_objectives_are_created_through_a_server_that_runs_them(
-    cli: Cli,  # noqa: F811
+    cli: Cli,
     waiting: tuple[Flow, str],  # noqa: F811
     server: LiveServer,  # noqa: F811
 ) -> None:
@@ -159,8 +158,8 @@ def test_objectives_are_created_through_a_server_that_runs_them(
 
 
 def test_requests_and_triggers_read_the_same_through_the_server(
-    cli: Cli,  # noqa: F811
-    backend: Backend,  # noqa: F811
+    cli: Cli,
+    backend: Backend,
     tmp_path: Path,
 ) -> None:
     assert cli("db", "upgrade")[0] == 0
@@ -188,7 +187,7 @@ def test_requests_and_triggers_read_the_same_through_the_server(
 
 
 def test_agent_requests_are_read_and_answered_the_same_through_the_server(
-    cli: Cli,  # noqa: F811
+    cli: Cli,
     store: Store,  # noqa: F811
     delegated: tuple[Run, str],  # noqa: F811
     serve: Serve,  # noqa: F811
@@ -217,8 +216,8 @@ def test_agent_requests_are_read_and_answered_the_same_through_the_server(
 
 @pytest.fixture
 def governed(
-    cli: Cli,  # noqa: F811
-    backend: Backend,  # noqa: F811
+    cli: Cli,
+    backend: Backend,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> Iterator[tuple[Store, LiveServer, Path]]:
@@ -232,7 +231,7 @@ def governed(
 
 
 def test_deploy_and_proposals_go_through_the_server_as_each_token(
-    cli: Cli,  # noqa: F811
+    cli: Cli,
     governed: tuple[Store, LiveServer, Path],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -14,9 +14,8 @@ from openseal.api import ApiSettings
 from openseal.runtime import service
 from openseal.runtime.store import Store
 from tests.api.support import LiveServer, serving
-from tests.cli.test_runtime_cli import Cli, cli  # noqa: F401  (fixture)
+from tests.cli.support import Cli
 from tests.cli.test_thin_client import both
-from tests.runtime.conftest import backend, pg_admin  # noqa: F401  (fixtures)
 from tests.runtime.support import Backend
 
 
@@ -26,7 +25,7 @@ def token(store: Store, principal: str, roles: tuple[str, ...], scopes: tuple[st
 
 
 @pytest.fixture
-def store(cli: Cli, backend: Backend) -> Store:  # noqa: F811
+def store(cli: Cli, backend: Backend) -> Store:
     assert cli("db", "upgrade")[0] == 0
     return backend.open()
 
@@ -40,7 +39,7 @@ def server(store: Store, monkeypatch: pytest.MonkeyPatch) -> Iterator[LiveServer
 
 
 def test_tokens_list_and_revoke_the_same_from_the_store_and_through_the_server(
-    cli: Cli,  # noqa: F811
+    cli: Cli,
     store: Store,
     server: LiveServer,
 ) -> None:
@@ -68,7 +67,7 @@ def test_tokens_list_and_revoke_the_same_from_the_store_and_through_the_server(
 
 
 def test_tokens_create_prints_the_same_and_the_secret_only_once(
-    cli: Cli,  # noqa: F811
+    cli: Cli,
     store: Store,
     server: LiveServer,
     caplog: pytest.LogCaptureFixture,
@@ -114,7 +113,7 @@ def test_tokens_create_prints_the_same_and_the_secret_only_once(
 
 
 def test_the_server_decides_who_administers_tokens(
-    cli: Cli,  # noqa: F811
+    cli: Cli,
     store: Store,
     server: LiveServer,
     monkeypatch: pytest.MonkeyPatch,

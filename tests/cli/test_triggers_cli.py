@@ -7,21 +7,20 @@ from pathlib import Path
 import pytest
 
 from openseal.runtime.store import Store
-from tests.cli.test_runtime_cli import Cli, cli  # noqa: F401  (fixture)
-from tests.runtime.conftest import backend, pg_admin  # noqa: F401  (fixtures)
+from tests.cli.support import Cli
 from tests.runtime.support import Backend
 from tests.runtime.trigger_support import EVENT_TRIGGER, deploy_triggers, schedule, trigger_project
 
 
 @pytest.fixture
-def store(cli: Cli, backend: Backend, tmp_path: Path) -> Store:  # noqa: F811
+def store(cli: Cli, backend: Backend, tmp_path: Path) -> Store:
     assert cli("db", "upgrade")[0] == 0
     opened = backend.open()
     deploy_triggers(opened, trigger_project(tmp_path, schedule() + EVENT_TRIGGER))
     return opened
 
 
-def test_list_shows_status_next_occurrence_and_last_firing(cli: Cli, store: Store) -> None:  # noqa: F811
+def test_list_shows_status_next_occurrence_and_last_firing(cli: Cli, store: Store) -> None:
     listed = cli.json("triggers", "list")
     assert isinstance(listed, dict)
     by_name = {t["name"]: t for t in listed["triggers"]}
@@ -37,7 +36,7 @@ def test_list_shows_status_next_occurrence_and_last_firing(cli: Cli, store: Stor
     assert hourly[:5] == ["hourly", "active", "every", "3600s", "small"]
 
 
-def test_pause_resume_retire(cli: Cli, store: Store) -> None:  # noqa: F811
+def test_pause_resume_retire(cli: Cli, store: Store) -> None:
     code, out, _ = cli("triggers", "pause", "hourly", "--reason", "maintenance")
     assert (code, out) == (0, "trigger hourly is paused; next -\n")
     assert cli.json("triggers", "show", "hourly")["trigger"]["status"] == "paused"  # type: ignore[index]

@@ -15,7 +15,7 @@ from openseal.runtime.lifecycle.archive import ArchiveRequest, archive
 from openseal.runtime.lifecycle.retention import DAY, Retention
 from openseal.runtime.store import NotFound, Store
 from tests.api.support import assert_error, operated, serving
-from tests.cli.test_runtime_cli import Cli, cli  # noqa: F401  (fixtures)
+from tests.cli.support import Cli, cli  # noqa: F401  (fixtures)
 from tests.runtime.lifecycle.test_archive import NOW_ONLY, later
 from tests.runtime.support import deploy, new_run
 
