@@ -303,6 +303,8 @@ class SkillSettings(TypedDict):
     approval: ApprovalPolicySettings | None
     #: absent from skills compiled without one (their digests are unchanged)
     rate_limit: NotRequired[RateLimitSettings | None]
+    #: the most calls in flight to the skill's destination; absent when none is declared
+    concurrency: NotRequired[int]
 
 
 class RateLimitSettings(TypedDict):

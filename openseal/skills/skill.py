@@ -100,6 +100,8 @@ class Skill:
     retry: Retry = Retry()
     idempotency: Idempotency | None = None
     rate_limit: RateLimit | None = None
+    #: the most calls in flight to the skill's destination at once, across every worker
+    concurrency: int | None = None
 
     @classmethod
     def from_settings(cls, settings: SkillSettings) -> Skill:
@@ -117,6 +119,7 @@ class Skill:
             retry=Retry(int(retry["attempts"]), float(retry["backoff"])),
             idempotency=_idempotency(settings["idempotency"]),
             rate_limit=_rate_limit(settings.get("rate_limit")),
+            concurrency=settings.get("concurrency"),
         )
 
 

@@ -249,12 +249,29 @@ def _translate(
             out.append(_bad_choice(err, path, folded))
         elif kind.endswith("_type") or kind in ("model_attributes_type", "dict_type", "list_type"):
             span = folded.span_for(path) or Span.point(str(base[0]))
-            out.append(error("OS103", f"`{_dotted(loc)}`: {_message(err)}", span))
+            hint = _value_hint(base, loc)
+            out.append(error("OS103", f"`{_dotted(loc)}`: {_message(err)}", span, suggestion=hint))
         else:
             span = folded.span_for(path) or Span.point(str(base[0]))
             where = f"`{_dotted(loc)}`: " if loc else ""
-            out.append(error("OS104", f"{where}{_message(err)}", span))
+            out.append(error("OS104", f"{where}{_message(err)}", span, suggestion=_value_hint(base, loc)))
     return out
+
+
+#: what a definition's own key takes, for a value it refuses: by (kind, key)
+_VALUE_HINTS: typing.Final = {
+    (kind, "concurrency"): "a cap is a whole number of at least 1, e.g. `concurrency = 2`; "
+    "leave the key out for no cap"
+    for kind in ("workflow", "agent", "team", "skill")
+}
+
+
+def _value_hint(base: Path, loc: Path) -> str | None:
+    """The hint for a refused value of a definition's own key ``loc`` (``base``: its kind and
+    name), if that key has one."""
+    if len(loc) != 1 or not base:
+        return None
+    return _VALUE_HINTS.get((str(base[0]), str(loc[0])))
 
 
 def _message(err: Any) -> str:

@@ -191,6 +191,14 @@ class SkillSpec(Spec):
     rate_limit: RateLimit | None = Field(
         None, description="calls per interval, shared by every worker"
     )
+    concurrency: int | None = Field(
+        None,
+        ge=1,
+        le=1_000_000,
+        description="the most calls of this skill in flight to its destination at once, across "
+        "every worker: an action holds one from `dispatched` until it is settled (through "
+        "`unknown`); a call over it waits (`waiting_for_capacity`) until one is settled",
+    )
 
 
 # --------------------------------------------------------------------------- agents and teams

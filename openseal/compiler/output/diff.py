@@ -399,7 +399,8 @@ class _Differ:
     def skill(self, old: Doc, new: Doc) -> set[str]:
         self.ceiling("spec.effect", old.get("effect"), new.get("effect"), "effect")
         self.approval("spec.approval", old.get("approval"), new.get("approval"))
-        return {"effect", "approval"}
+        self.concurrency(old, new)
+        return {"effect", "approval", "concurrency"}
 
     def binding(self, old: Doc, new: Doc) -> set[str]:
         for field in ("skill", "to"):

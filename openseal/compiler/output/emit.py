@@ -309,6 +309,7 @@ def build_document(
         if spec.idempotency is not None and spec.idempotency.window is None:
             # A skill without an idempotency window keeps the digest it had before it existed.
             del document["spec"]["idempotency"]["window"]
+        _drop_unset_concurrency(document)
         document["inputs"] = _type_schema(spec.input)
         document["outputs"] = _type_schema(spec.output)
     elif isinstance(spec, WorkflowSpec):
@@ -340,8 +341,8 @@ def build_document(
 
 
 def _drop_unset_concurrency(document: Document) -> None:
-    """A workflow, agent or team without a concurrency cap keeps the digest it had before
-    caps existed."""
+    """A workflow, agent, team or skill without a concurrency cap keeps the digest it had
+    before caps existed."""
     if document["spec"].get("concurrency", 0) is None:
         del document["spec"]["concurrency"]
 

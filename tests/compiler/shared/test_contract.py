@@ -170,7 +170,8 @@ def test_every_compiled_skill_has_the_contract_s_shape(documents: list[dict[str,
     ]
     assert {"http", "python"} <= {kind for a in adapters for kind, v in a.items() if v}
     for spec in skills:
-        assert set(spec) | {"rate_limit"} == _keys(SkillSettings)  # absent when not declared
+        # absent when not declared
+        assert set(spec) | {"rate_limit", "concurrency"} == _keys(SkillSettings)
         assert set(spec["retry"]) == _keys(RetrySettings)
         if spec["idempotency"] is not None:
             # ``window`` is written only where a skill declares one
