@@ -31,6 +31,7 @@ from openseal.runtime.compiled import CompiledWorkflow, DefinitionError, version
 from openseal.runtime.engine import quotas
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import FencedTx, Run, Store
+from openseal.skills import Skill
 
 #: how many waiters one look wakes for a key with no cap (a paused agent resumed)
 WAKE_BATCH: Final = 200
@@ -154,7 +155,7 @@ _UNCAPPED: Final = -1
 
 def active_caps(store: Store, documents: dict[str, dict[str, Any]]) -> dict[str, int]:
     """The caps the active versions declare, by key: each deployed workflow's own
-    (``workflow:<name>``) and those of the agents and teams its active version depends on
+    (``workflow:<name>``) and those of the agents, teams and skills its active version depends on
     (:data:`_UNCAPPED` where the active version declares none). Where two active workflows
     depend on different versions of one agent or team (a rollout under way), the smaller cap
     holds. ``documents``: documents by digest already read (versions never change)."""
@@ -182,7 +183,7 @@ def active_caps(store: Store, documents: dict[str, dict[str, Any]]) -> dict[str,
             declare(f"workflow:{deployment.name}", spec.get("concurrency"))
             for dependency, pinned in (workflow.get("dependencies") or {}).items():
                 kind, _, dependency_name = str(dependency).partition(".")
-                if kind in ("agent", "team") and pinned:
+                if kind in ("agent", "team", "skill") and pinned:
                     spec = document(conn, version_key(str(pinned))).get("spec") or {}
                     declare(f"{kind}:{dependency_name}", spec.get("concurrency"))
     return found
@@ -283,6 +284,55 @@ class Admission:
             if len(self._held) >= HELD_KEPT:
                 del self._held[next(iter(self._held))]
             self._held[(claim.run_id, claim.epoch)] = held | frozenset(missing)
+        return True
+
+    def skill_cap(self, skill: str, declared: int | None) -> int | None:
+        """The cap on calls in flight to ``skill`` now: its active version's, else
+        ``declared`` (the version a run pinned); None: none."""
+        active = self.active().get(f"skill:{skill}")
+        if active is None:
+            return declared
+        return None if active == _UNCAPPED else active
+
+    def caps_skill(self, skill: str, spec: Skill) -> bool:
+        """Whether a call of ``skill`` (``spec``: the version a run pinned) takes a slot."""
+        return self.skill_cap(skill, spec.concurrency) is not None
+
+    def take_call(self, tx: FencedTx, skill: str, declared: int | None, action_id: str) -> bool:
+        """Take a slot of skill ``skill``'s cap for ``action_id``, in ``tx``, the transaction
+        about to mark it ``dispatched``; False when the cap is full: the run then waits for it
+        (moved in ``tx``) and the action stays ``admitted``. ``declared``: the cap of the
+        version the run pinned, which the skill's active version's overrides (as for the
+        other caps, see :class:`Admission`); a skill with neither takes nothing.
+
+        The slot is the action's, not the claim's: it is given back by whatever settles the
+        action (``store.capacity.take_call``). The claim remembers the key so that its end
+        wakes runs waiting for the skill (its action has settled by then, or will be
+        announced by the periodic look)."""
+        key = f"skill:{skill}"
+        cap = self.skill_cap(skill, declared)
+        if cap is None:
+            return True
+        claim = tx.claim
+        conn = tx.row_conn if tx.row_stored else tx.conn
+        full = self.store.capacity.take_call(
+            conn, key, cap, action_id=action_id, run_id=claim.run_id, now=self.store.now()
+        )
+        if full is not None:
+            detail = {"max": full.max_slots, "in_use": full.in_use}
+            wait_for_capacity(self.store, tx, WaitsFor("concurrency", key, detail))
+            self.waiters_seen = time.monotonic()
+            return False
+        tx.append_event(
+            "capacity.slot_taken",
+            {"limits": [key], "action_id": action_id, "epoch": claim.epoch,
+             "taken_at": time.time()},
+        )  # fmt: skip
+        with self._lock:
+            held = self._held.get((claim.run_id, claim.epoch), frozenset())
+            if len(self._held) >= HELD_KEPT and (claim.run_id, claim.epoch) not in self._held:
+                del self._held[next(iter(self._held))]
+            self._held[(claim.run_id, claim.epoch)] = held | {key}
         return True
 
     def release(self, run_id: str, epoch: int) -> frozenset[str]:

@@ -433,6 +433,7 @@ class TurnExecutor:
             turn_id=turn_id,
             max_repairs=self.max_repairs,
             context=self.context,
+            admission=self.admission,
         )
 
     # -- applying outcomes ---------------------------------------------------------------

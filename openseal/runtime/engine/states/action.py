@@ -56,6 +56,7 @@ from openseal.runtime.engine.states.base import (
     Settle,
     StepContext,
     Suspend,
+    TurnStopped,
     guarded,
 )
 from openseal.runtime.engine.states.proposal import store_draft_in
@@ -242,8 +243,9 @@ def _prepare_in(
     held = _held_back(ctx, target, proposal, action)
     if held is not None:
         return held
-    # a skill with a rate limit takes its place before it is marked dispatched (:func:`_send`)
-    limited = rate_limits.skill_bucket(target.skill, target.spec) is not None
+    # a skill with a rate limit takes its place, and one with a concurrency cap its slot,
+    # before it is marked dispatched (:func:`_send`)
+    limited = _limited(ctx, target)
     if action.status in admission.ADMISSIBLE or (
         action.status == ActionStatus.ADMITTED and not limited
     ):
@@ -336,10 +338,20 @@ def _mark_dispatched(store: Store, tx: FencedTx, action: Action) -> Action | Non
     )  # fmt: skip
 
 
+def _limited(ctx: StepContext, target: Target) -> bool:
+    """Whether the call takes something of a shared limit before it is marked dispatched: a
+    place in its skill's rate limit, a slot of its skill's concurrency cap."""
+    if rate_limits.skill_bucket(target.skill, target.spec) is not None:
+        return True
+    return ctx.admission is not None and ctx.admission.caps_skill(target.skill, target.spec)
+
+
 def _send(ctx: StepContext, target: Target, action: Action) -> Action:
     """Take the call's place in the skill's shared limit (a place further off than a turn's
-    wait puts the run to sleep, the action still admitted), persist ``dispatched`` (fenced),
-    then call the skill once, then record the outcome."""
+    wait puts the run to sleep, the action still admitted), persist ``dispatched`` (fenced)
+    with a slot of the skill's concurrency cap taken in the same transaction (a full cap moves
+    the run to ``waiting_for_capacity`` instead, the action still admitted), then call the
+    skill once, then record the outcome."""
     try:
         rate_limits.before_skill_call(
             ctx.store, rate_limits.skill_bucket(target.skill, target.spec), ctx.lost
@@ -348,12 +360,21 @@ def _send(ctx: StepContext, target: Target, action: Action) -> Action:
         raise RetryLater(str(over), delay=over.wait, code="over_rate_limit") from None
     if ctx.lost.is_set():
         raise LeaseLost(ctx.claim.run_id)
+    admission = ctx.admission
     # the statement that checks the claim reads whether the store is in recovery mode
     with ctx.store.leases.fenced(ctx.claim, recovery=True) as tx:
-        sent = _mark_dispatched(ctx.store, tx, action)
-        if sent is None:
-            return ctx.store.actions.get(tx.conn, action.id)
+        if admission is not None and not admission.take_call(
+            tx, target.skill, target.spec.concurrency, action.id
+        ):
+            ctx.wait_in(tx)
+            sent = None
+        else:
+            sent = _mark_dispatched(ctx.store, tx, action)
+            if sent is None:
+                return ctx.store.actions.get(tx.conn, action.id)
         held = bool(tx.in_recovery)
+    if sent is None:
+        raise TurnStopped(f"action {action.id}: skill {target.skill} is at its concurrency cap")
     return _call(ctx, target, sent, held)
 
 

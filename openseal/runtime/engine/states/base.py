@@ -21,6 +21,7 @@ from openseal.errors import ClaimLost
 from openseal.runtime.clock import iso
 from openseal.runtime.compiled import CompiledWorkflow, StateSpec
 from openseal.runtime.engine import budgets, quotas
+from openseal.runtime.engine.capacity import Admission
 from openseal.runtime.engine.endings import end_run
 from openseal.runtime.engine.tools import ToolRunner
 from openseal.runtime.faults import Hook
@@ -175,6 +176,8 @@ class StepContext:
     #: what the state's preparer did in the transaction that saved the turn (see
     #: ``states.preparer_for``); None when the handler prepares the turn itself
     prepared: Any = None
+    #: the engine's flow control: an action takes its skill's slot through it
+    admission: Admission | None = None
 
     def now(self) -> datetime:
         return self.store.now()
@@ -273,6 +276,12 @@ class StepContext:
                     "spent": dict(failed.spent),
                 },
             )
+
+    def wait_in(self, tx: FencedTx) -> None:
+        """Close the turn in ``tx`` as one that ended waiting: the run was moved to a wait in
+        ``tx`` (for capacity), and the handler raises :class:`TurnStopped` once ``tx`` has
+        committed."""
+        tx.record_turn(self.turn_id, phase="waiting", status="completed", event=False)
 
     def stop(self, reason: str) -> NoReturn:
         """Stop the run for an exhausted budget (in its own transaction); raises

@@ -8,6 +8,13 @@ given back by whatever ends that claim in the same transaction — the run's sta
 longer counts is removed by the next taker of ``k``. A dead worker's run stays ``running``
 until its lease is taken over, so its slot comes back then, never earlier.
 
+A slot of a skill's key (``skill:<name>``: calls in flight to its destination) is held by an
+action instead, a row ``(k, action)`` of ``capacity_calls`` taken in the transaction that marks
+the action dispatched (:meth:`Capacity.take_call`). It counts while the action's outcome is
+open — ``dispatched``, ``unknown``, ``needs_attention``: the call may still be in flight, and
+reconciling sends its lookups and same-key retries under the same slot — so the transaction
+that settles the action gives it back, whichever writer that is.
+
 Which keys a run needs and what their caps are is decided above, by
 :mod:`openseal.runtime.engine.capacity`; this module only counts, takes and waits.
 """
@@ -26,6 +33,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from openseal.runtime.statuses import LIVE_RUN_STATUSES, RunStatus
 from openseal.runtime.store.db import fastsql
+from openseal.runtime.store.repos.actions import OPEN_OUTCOME
 from openseal.runtime.store.repos.events import change_run
 from openseal.runtime.store.repos.repository import Repository
 from openseal.runtime.store.tables import schema
@@ -34,8 +42,10 @@ from openseal.runtime.store.tables.records import Run
 settings_table = schema.capacity_settings
 limits = schema.capacity_limits
 slots = schema.capacity_slots
+calls = schema.capacity_calls
 waits = schema.capacity_waits
 runs = schema.runs
+actions = schema.actions
 
 
 #: a slot counts while its run is running at the slot's epoch — or while the claim that took
@@ -52,8 +62,14 @@ def _counts(table: Any) -> sa.Exists:
 
 
 _COUNTS = _counts(slots)
+#: a call's slot counts while its action's outcome is open
+_CALL_COUNTS = sa.exists().where(
+    actions.c.id == calls.c.action_id, actions.c.status.in_([str(s) for s in OPEN_OUTCOME])
+)
 #: how many takes of a store sweep once the key's rows that no longer count
 SWEEP_EVERY = 16
+#: the keys of skills' caps, whose slots are held by calls in flight, not by claims
+SKILL_PREFIX = "skill:"
 
 
 @dataclass(frozen=True)
@@ -254,14 +270,66 @@ class Capacity(Repository):
     def in_use(
         self, conn: sa.Connection, keys: Iterable[str], *, besides: str | None = None
     ) -> dict[str, int]:
-        """How many slots of each key count now (those of run ``besides`` left out)."""
+        """How many slots of each key count now (those of run ``besides`` left out): a
+        skill's key counts its calls in flight, any other its claims."""
         wanted = list(keys)
-        stmt = sa.select(slots.c.key, sa.func.count()).where(slots.c.key.in_(wanted), _COUNTS)
-        if besides is not None:
-            stmt = stmt.where(slots.c.run_id != besides)
-        found = conn.execute(stmt.group_by(slots.c.key)).all()
-        counted = {str(key): int(n) for key, n in found}
+        counted: dict[str, int] = {}
+        claims = [key for key in wanted if not key.startswith(SKILL_PREFIX)]
+        if claims:
+            stmt = sa.select(slots.c.key, sa.func.count()).where(slots.c.key.in_(claims), _COUNTS)
+            if besides is not None:
+                stmt = stmt.where(slots.c.run_id != besides)
+            counted.update((str(k), int(n)) for k, n in conn.execute(stmt.group_by(slots.c.key)))
+        skills = [key for key in wanted if key.startswith(SKILL_PREFIX)]
+        if skills:
+            stmt = sa.select(calls.c.key, sa.func.count()).where(
+                calls.c.key.in_(skills), _CALL_COUNTS
+            )
+            counted.update((str(k), int(n)) for k, n in conn.execute(stmt.group_by(calls.c.key)))
         return {key: counted.get(key, 0) for key in wanted}
+
+    def take_call(
+        self,
+        conn: sa.Connection,
+        key: str,
+        cap: int,
+        *,
+        action_id: str,
+        run_id: str,
+        now: datetime,
+    ) -> Full | None:
+        """Take a slot of skill key ``key`` (its cap: ``cap``) for ``action_id``, about to be
+        marked ``dispatched`` by this transaction; the key, full, when ``cap`` calls other than
+        this action's are in flight (nothing is taken then). An action that holds one already
+        (its outcome open: a same-key retry) keeps it, unless the cap was lowered below it.
+
+        The run's row must be locked by this transaction (invariant 15). The key's row is
+        locked first (so takers of one key count one after another) and the count is a
+        statement of its own after it, as in :meth:`take`; the key's rows that no longer count
+        (their actions settled) are removed on the way."""
+        lock, _ = self._statements(1)
+        conn.execute(lock, {"p_key0": key, "p_max0": cap})
+        conn.execute(sa.delete(calls).where(calls.c.key == key, ~_CALL_COUNTS))
+        in_use = conn.execute(
+            sa.select(sa.func.count()).where(
+                calls.c.key == key, calls.c.action_id != action_id, _CALL_COUNTS
+            )
+        ).scalar_one()
+        if in_use >= cap:
+            return Full(key, cap, int(in_use))
+        insert = postgresql.insert if self._store.dialect == "postgresql" else sqlite.insert
+        row = insert(calls).values(key=key, action_id=action_id, run_id=run_id, taken_at=now)
+        conn.execute(row.on_conflict_do_nothing(index_elements=[calls.c.key, calls.c.action_id]))
+        return None
+
+    def calls_in_flight(self, conn: sa.Connection, key: str) -> list[tuple[str, str]]:
+        """The ``(action, run)`` pairs holding a slot of skill key ``key`` now."""
+        stmt = (
+            sa.select(calls.c.action_id, calls.c.run_id)
+            .where(calls.c.key == key, _CALL_COUNTS)
+            .order_by(calls.c.taken_at, calls.c.action_id)
+        )
+        return [(str(a), str(r)) for a, r in conn.execute(stmt).all()]
 
     def caps(self, conn: sa.Connection, keys: Iterable[str]) -> dict[str, int]:
         """The cap each key's last taker recorded."""

@@ -621,6 +621,20 @@ capacity_slots = sa.Table(
     sa.Index("ix_capacity_slots_run", "run_id"),
 )
 
+#: Calls in flight to a skill's destination (``skill:<name>`` keys), one row per action that
+#: took a slot in the transaction marking it ``dispatched``. A row counts while its action's
+#: outcome is open (``dispatched``, ``unknown``, ``needs_attention``), so the transaction that
+#: settles the action gives the slot back with no statement of its own; a row that no longer
+#: counts is removed by the next taker of its key. No foreign key to ``actions``, as above.
+capacity_calls = sa.Table(
+    "capacity_calls",
+    metadata,
+    sa.Column("key", sa.String(300), primary_key=True),
+    sa.Column("action_id", ID, primary_key=True),
+    sa.Column("run_id", ID, nullable=False),
+    sa.Column("taken_at", UtcTimestamp, nullable=False),
+)
+
 #: Runs waiting for capacity (status ``waiting_for_capacity``), by the limit they wait for,
 #: woken in priority order when it frees.
 capacity_waits = sa.Table(
