@@ -254,7 +254,8 @@ def _translate(
         else:
             span = folded.span_for(path) or Span.point(str(base[0]))
             where = f"`{_dotted(loc)}`: " if loc else ""
-            out.append(error("OS104", f"{where}{_message(err)}", span, suggestion=_value_hint(base, loc)))
+            hint = _value_hint(base, loc)
+            out.append(error("OS104", f"{where}{_message(err)}", span, suggestion=hint))
     return out
 
 
