@@ -104,10 +104,20 @@ def test_a_skill_cap_of_2_across_4_workers_with_one_killed_mid_call(
         if any(e.type == "capacity.waiting" for e in capped.runs.events(i, 0, 10_000))
     ]  # fmt: skip
     assert waited
-    # the destination saw each order once, and never more than the cap at once
+    # the destination saw every order, never more than the cap at once, and a second time
+    # only an order the killed worker had sent (its other thread's call, whose reply died with
+    # it) or was about to send, again with its key once that attempt could no longer be in flight
     begun = [c["q"] for c in capacity_skills.calls(destination) if c["event"] == "begin"]
-    assert sorted(begun) == sorted(f"order-{n}" for n in range(RUNS))
+    assert set(begun) == {f"order-{n}" for n in range(RUNS)}
     assert capacity_skills.most_at_once(destination) <= CAP
+    with capped.read() as conn:
+        attempts = {
+            a.key: a.attempts for i in ids for a in capped.actions.of_run(conn, i)
+        }  # fmt: skip
+    # sent again: the killed worker's actions only (one per thread), each once more at most
+    assert sorted(attempts.values())[: RUNS - 2] == [1] * (RUNS - 2)
+    assert max(attempts.values()) == 2
+    assert RUNS <= len(begun) < sum(attempts.values())  # the blocked attempt was never sent
 
     # the killed worker's call: taken over, unknown, sent again with its key, settled — one
     # slot from its first dispatch to that settlement (its interval above)
