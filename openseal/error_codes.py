@@ -416,7 +416,22 @@ _ALL: list[ErrorCode] = [
             "archive_busy",
             409,
             FAILURE,
-            "Another process is archiving into the same directory; try again when it is done.",
+            "Another process is archiving into the same directory or URL; try again when it is "
+            "done.",
+        ),
+        (
+            "archive_url_invalid",
+            400,
+            USAGE,
+            "An archive URL openseal cannot use: malformed, of a protocol no filesystem speaks, "
+            "or of one whose package is not installed (the message names it).",
+        ),
+        (
+            "archive_unavailable",
+            503,
+            FAILURE,
+            "The object store behind an archive URL refused or did not answer; nothing was "
+            "lost: rows leave the live store only after their batch is written and verified.",
         ),
     ),
 ]

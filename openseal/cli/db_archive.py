@@ -16,14 +16,13 @@ import click
 from openseal.cli.output import echo_data
 from openseal.cli.retention_options import retention_from, retention_options
 from openseal.cli.runtime import opened, store_options
-from openseal.errors import UsageError
 
 
 @click.command("archive")
 @store_options
 @click.option(
-    "--to", "to", type=click.Path(path_type=Path, file_okay=False), default=None,
-    help="The archive directory (default: HOME/archive).",
+    "--to", "to", default=None, metavar="PATH|URL",
+    help="The archive: a directory, or a URL such as s3://BUCKET/PREFIX (default: HOME/archive).",
 )  # fmt: skip
 @click.option(
     "--ended-before", default=None, metavar="WHEN",
@@ -33,26 +32,29 @@ from openseal.errors import UsageError
 @click.option("--dry-run", is_flag=True, help="Count what would be archived; change nothing.")
 @retention_options
 def archive(
-    home: Path, output: str, to: Path | None, ended_before: str | None, batch_size: int,
+    home: Path, output: str, to: str | None, ended_before: str | None, batch_size: int,
     dry_run: bool, **policy: Any,
 ) -> None:  # fmt: skip
     """Move ended runs whose retention passed into an archive, in batches; forget expired keys.
 
     Each batch is written (gzip JSON Lines per table, a manifest with sha256 checksums), read
     back and verified, then deleted from the live store. A crash leaves rows live, archived,
-    or both; the next archive into the same directory finishes what it left.
+    or both; the next archive into the same place finishes what it left. Refused while the
+    store is in recovery mode after a restore.
 
     \b
     Examples:
         openseal db archive --dry-run
         openseal db archive --ended-before 90d --to /var/lib/openseal/archive
+        openseal db archive --to s3://example-bucket/openseal-archive
         openseal db archive --keep-ended-runs 14d --keep-ended-runs-in finance=400d
     """
     from openseal.runtime import service
 
     retention = retention_from(policy)
     request = service.ArchiveRequest(
-        to=to or home / "archive", retention=retention, batch_size=batch_size, dry_run=dry_run,
+        to=service.locate_archive(to or home / "archive"), retention=retention,
+        batch_size=batch_size, dry_run=dry_run,
         ended_before=service.parse_since(ended_before) if ended_before else None,
     )  # fmt: skip
     with opened(home) as store:
@@ -85,20 +87,22 @@ def _echo_report(report: Any) -> None:
 
 @click.command("restore-archive")
 @store_options
-@click.argument("path", type=click.Path(path_type=Path, exists=True, file_okay=False))
+@click.argument("path", metavar="PATH|URL")
 @click.option("--run", "run_id", default=None, help="Only this run (with its whole run tree).")
-def restore_archive(home: Path, output: str, path: Path, run_id: str | None) -> None:
-    """Bring archived runs back into the live store: every run at PATH (an archive or one
+def restore_archive(home: Path, output: str, path: str, run_id: str | None) -> None:
+    """Bring archived runs back into the live store: every run at PATH|URL (an archive or one
     batch), or one run's tree. Rows already live are left as they are, so it can be run again.
 
     \b
     Examples:
         openseal db restore-archive .openseal/archive --run 0191f0c3...
+        openseal db restore-archive s3://example-bucket/openseal-archive --run 0191f0c3...
     """
     from openseal.runtime import service
 
+    location = service.locate_archive(path, "PATH")
     with opened(home) as store:
-        report = service.restore_archive(store, path, run_id)
+        report = service.restore_archive(store, location, run_id)
     echo_data(
         report, output,
         lambda: click.echo(
@@ -107,13 +111,11 @@ def restore_archive(home: Path, output: str, path: Path, run_id: str | None) -> 
     )  # fmt: skip
 
 
-def show_archived(path: Path, run_id: str, output: str) -> None:
-    """``runs show ID --archive PATH``: the run as the archive holds it."""
+def show_archived(path: str, run_id: str, output: str) -> None:
+    """``runs show ID --archive PATH|URL``: the run as the archive holds it."""
     from openseal.runtime import service
 
-    if not path.is_dir():
-        raise UsageError(f"--archive {path}: not a directory")
-    record = service.find_archived_run(path, run_id)
+    record = service.find_archived_run(service.locate_archive(path, "--archive"), run_id)
     if output != "text":
         echo_data(record, output)
         return

@@ -315,12 +315,13 @@ def _name(at: Connection[Reads], digest: str) -> str:
 @server_options
 @click.argument("run_id", shell_complete=complete_ids("run"))
 @click.option(
-    "--archive", type=click.Path(path_type=Path), default=None,
-    help="Read the run from this archive (openseal db archive) instead of the live store.",
+    "--archive", default=None, metavar="PATH|URL",
+    help="Read the run from this archive (openseal db archive: a directory or a URL) instead "
+    "of the live store.",
 )  # fmt: skip
 def show(
     home: Path, output: str, server: str | None, token_file: Path | None, run_id: str,
-    archive: Path | None,
+    archive: str | None,
 ) -> None:  # fmt: skip
     """A run's status, what it waits for and where it is in its graph.
 

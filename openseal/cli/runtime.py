@@ -332,8 +332,9 @@ def upgrade(home: Path, output: str, show_plan: bool) -> None:
     "(as `openseal db archive` does, with the retention options below).",
 )  # fmt: skip
 @click.option(
-    "--archive-to", type=click.Path(path_type=Path, file_okay=False), default=None,
-    help="The archive directory of --archive-every (default: HOME/archive).",
+    "--archive-to", default=None, metavar="PATH|URL",
+    help="Where --archive-every archives: a directory, or a URL such as s3://BUCKET/PREFIX "
+    "(default: HOME/archive).",
 )  # fmt: skip
 @retention_options
 def worker(
@@ -354,7 +355,7 @@ def worker(
     metrics_port: int | None,
     metrics_host: str,
     archive_every: str | None,
-    archive_to: Path | None,
+    archive_to: str | None,
     **policy: Any,
 ) -> None:
     """Execute runs: claim with a lease, run turns, drain on SIGTERM/SIGINT.
@@ -437,7 +438,7 @@ def worker(
 
 
 def archive_request(
-    home: Path, every: str | None, to: Path | None, policy: dict[str, Any]
+    home: Path, every: str | None, to: str | None, policy: dict[str, Any]
 ) -> tuple[ArchiveRequest, float] | None:
     """What ``--archive-every`` asks for (checked before anything starts), and how often
     (``worker`` and ``serve``)."""
@@ -449,7 +450,8 @@ def archive_request(
     seconds = service.parse_period(every, "--archive-every")
     if seconds <= 0:
         raise UsageError("--archive-every: give a period longer than 0s")
-    return service.ArchiveRequest(to=to or home / "archive", retention=retention), seconds
+    location = service.locate_archive(to or home / "archive", "--archive-to")
+    return service.ArchiveRequest(to=location, retention=retention), seconds
 
 
 def _open_when_reachable(home: Path, log: TurnLog) -> Store | None:

@@ -126,8 +126,9 @@ if TYPE_CHECKING:
     "(as `openseal db archive` does, with the retention options below).",
 )  # fmt: skip
 @click.option(
-    "--archive-to", type=click.Path(path_type=Path, file_okay=False), default=None,
-    help="The archive directory of --archive-every (default: HOME/archive).",
+    "--archive-to", default=None, metavar="PATH|URL",
+    help="Where --archive-every archives: a directory, or a URL such as s3://BUCKET/PREFIX "
+    "(default: HOME/archive).",
 )  # fmt: skip
 @retention_options
 def serve(
@@ -153,7 +154,7 @@ def serve(
     log_format: str,
     log_level: str,
     archive_every: str | None,
-    archive_to: Path | None,
+    archive_to: str | None,
     **policy: Any,
 ) -> None:
     """Serve the HTTP API: deployments, objectives, runs, approvals, actions, events.

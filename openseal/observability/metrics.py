@@ -97,6 +97,13 @@ DUPLICATE_GUARD = Counter(
     ["guard"],
     registry=REGISTRY,
 )
+ARCHIVE_PASSES = Counter(
+    "openseal_archive_passes",
+    "Passes of the scheduled archive (--archive-every), by outcome: archived (it ran, whether "
+    "or not runs were due), skipped_recovery (the store is in recovery mode) or failed.",
+    ["outcome"],
+    registry=REGISTRY,
+)
 HEARTBEATS = Counter(
     "openseal_worker_heartbeats", "Lease heartbeats sent by this process's workers.",
     ["worker"], registry=REGISTRY,

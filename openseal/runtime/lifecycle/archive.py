@@ -1,4 +1,5 @@
-"""Archiving ended runs: out of the live store into an archive directory, in batches.
+"""Archiving ended runs: out of the live store into an archive (a directory or an object-store
+URL, :mod:`.archive_location`), in batches.
 
 Each batch is one pass of three steps, in this order, so that a crash anywhere leaves every
 row live, or in a verified archive, or both — never in neither:
@@ -7,15 +8,20 @@ row live, or in a verified archive, or both — never in neither:
    no other, with every run below it; :mod:`.retention`), keeping back any tree with an action
    that is not settled or settled within the action window, or with spend an owner's budget
    still counts (one without a period counts it for ever);
-2. **write** the batch (:mod:`.archive_format`) and **verify** it: every file read back
-   against the manifest's sha256 and row count;
+2. **write** the batch (:mod:`.archive_format`; its manifest last, so it is visible only once
+   whole) and **verify** it: every file read back against the manifest's sha256 and row count
+   (a batch that fails is removed again, its rows still live);
 3. **delete** the batch's rows in one transaction, the runs' rows locked first; a run that
    changed since it was read keeps the whole batch live. Then mark the batch committed.
 
 A batch written but not marked committed (the process died between 2 and 3) is finished
-first by the next archive into the same directory: verified again, then deleted — deleting
+first by the next archive into the same place: verified again, then deleted — deleting
 rows already gone deletes nothing. Workers are not stopped: a batch's delete is one short
 transaction, and ended runs are never claimed.
+
+Nothing is archived while the store is in recovery mode (after a restore, invariant 18):
+until its actions are reconciled, the evidence recovery reads must stay where it looks, and
+the keys that refuse a duplicate must not be forgotten (:class:`InRecovery`).
 """
 
 from __future__ import annotations
@@ -27,8 +33,10 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from openseal.errors import RuntimeFailure
 from openseal.runtime.faults import archive_hook_from_env
 from openseal.runtime.lifecycle import archive_format as fmt
+from openseal.runtime.lifecycle.archive_location import Location, locate_archive
 from openseal.runtime.lifecycle.retention import Retention, workflow_keep
 from openseal.runtime.store import EndedRun, NotFound, Store
 
@@ -48,10 +56,11 @@ Hook = Callable[[str, str], None]
 
 @dataclass(frozen=True)
 class ArchiveRequest:
-    """What ``openseal db archive`` asks: the archive directory, an optional upper bound on
-    when the runs ended, the retention policy, the batch size, and whether to only count."""
+    """What ``openseal db archive`` asks: where the archive is (a directory's path, or a URL),
+    an optional upper bound on when the runs ended, the retention policy, the batch size, and
+    whether to only count."""
 
-    to: Path
+    to: str | Path | Location
     retention: Retention = field(default_factory=Retention)
     ended_before: datetime | None = None
     batch_size: int = 100
@@ -85,8 +94,10 @@ def archive(
 ) -> ArchiveReport:
     """Archive every ended run tree whose retention passed (the scopes' stored settings count
     with the request's; see the module docstring), then forget expired keys. ``stop`` is asked
-    between batches. One archive writes into a directory at a time (another is refused,
-    ``archive_busy``); a dry run writes nothing."""
+    between batches. One archive writes into a place at a time (another is refused,
+    ``archive_busy``); a dry run writes nothing. Refused in recovery mode (:class:`InRecovery`),
+    dry or not."""
+    refuse_in_recovery(store)
     report = ArchiveReport(dry_run=request.dry_run)
     with store.read() as conn:
         stored = {s.scope: s.keep_ended_runs for s in store.retention.all(conn).values()}
@@ -94,13 +105,35 @@ def archive(
     if request.dry_run:
         _batches(store, request, report, None, stop)
         return report
-    with fmt.writing(request.to):
+    to = locate_archive(request.to)
+    request = replace(request, to=to)
+    with fmt.writing(to):
         hook = archive_hook_from_env()
-        fmt.drop_partial(request.to)
-        finish_written(store, request.to, report, hook)
+        fmt.drop_partial(to)
+        finish_written(store, to, report, hook)
         _batches(store, request, report, hook, stop)
         _expire_keys(store, request.retention, store.now(), report)
     return report
+
+
+class InRecovery(RuntimeFailure):
+    """The store is in recovery mode: nothing is archived until recovery is finished."""
+
+    code = "recovery_mode"
+
+
+def in_recovery(store: Store) -> bool:
+    return store.recoveries.active() is not None
+
+
+def refuse_in_recovery(store: Store) -> None:
+    """:class:`InRecovery` while the store is in recovery mode (after a restore)."""
+    if in_recovery(store):
+        raise InRecovery(
+            "the store is in recovery mode after a restore: nothing is archived until its "
+            "actions are reconciled and recovery is finished (`openseal db recovery status`, "
+            "then `openseal db recovery reconcile` and `openseal db recovery finish`)"
+        )
 
 
 def _batches(
@@ -158,7 +191,11 @@ def _archive_batch(
         return
     name = f"batch-{now:%Y%m%dT%H%M%SZ}-{secrets.token_hex(4)}"
     batch = fmt.write_batch(request.to, name, [r["id"] for r in rows["runs"]], rows, now)
-    rows = fmt.read_batch(batch)  # read back: verified before anything goes
+    try:
+        rows = fmt.read_batch(batch)  # read back: verified before anything goes
+    except fmt.ArchiveCorrupt:
+        fmt.discard(batch)
+        raise
     if hook is not None:
         hook("archive.written", batch.name)
     _delete(store, batch, rows, hook)
@@ -253,9 +290,13 @@ def only(rows: Rows, run_ids: set[str]) -> Rows:
 
 def _delete(store: Store, batch: fmt.Batch, rows: Rows, hook: Hook | None) -> None:
     """Delete a verified batch's rows from the live store (all of them, or none when a run
-    changed since it was read), then mark the batch committed."""
+    changed since it was read), then mark the batch committed. Nothing in recovery mode."""
     revisions = {row["id"]: int(row["revision"]) for row in rows["runs"]}
     with store.write() as conn:
+        # read in the transaction that deletes: recovery begun since the pass started (an
+        # operator's `db recovery start`) leaves the batch written, finished after recovery
+        if store.recoveries.active(conn) is not None:
+            refuse_in_recovery(store)
         changed = store.archive.changed(conn, revisions)
         deleted: dict[str, int] = {}
         if not changed:
@@ -268,7 +309,7 @@ def _delete(store: Store, batch: fmt.Batch, rows: Rows, hook: Hook | None) -> No
     fmt.mark_committed(batch, deleted, sorted(revisions) if changed else [])
 
 
-def finish_written(store: Store, root: Path, report: ArchiveReport, hook: Hook | None) -> None:
+def finish_written(store: Store, root: Location, report: ArchiveReport, hook: Hook | None) -> None:
     """Finish the batches a crash left written but not deleted from the live store."""
     for batch in fmt.batches(root):
         if not batch.committed:
@@ -278,6 +319,8 @@ def finish_written(store: Store, root: Path, report: ArchiveReport, hook: Hook |
 
 def _expire_keys(store: Store, retention: Retention, now: datetime, report: ArchiveReport) -> None:
     with store.write() as conn:
+        if store.recoveries.active(conn) is not None:  # the keys refuse duplicates: kept
+            refuse_in_recovery(store)
         keys, deliveries, removed = store.archive.expire_keys(
             conn,
             now - timedelta(seconds=retention.idempotency_keys),

@@ -1,7 +1,8 @@
-"""The archive on disk: an open format anyone can read with ``gzip`` and a JSON parser.
+"""The archive's format: an open one anyone can read with ``gzip`` and a JSON parser.
 
-An archive is a directory of batches, one directory each, named so they sort in the order
-they were written (``batch-20261207T061500Z-3f9a1c2e``)::
+An archive is a directory (or an object-store prefix, :mod:`.archive_location`) of batches, one
+directory each, named so they sort in the order they were written
+(``batch-20261207T061500Z-3f9a1c2e``)::
 
     manifest.json          what the batch holds: its runs, and per table a file, its row
                            count and the sha256 of the file's bytes
@@ -9,20 +10,18 @@ they were written (``batch-20261207T061500Z-3f9a1c2e``)::
     events.jsonl.gz        ... one file per table (docs/archive-format.md lists them)
     committed.json         written once the batch's rows left the live store
 
-A batch is written in a hidden directory (``.partial-…``) and renamed into place once every
-file and the manifest are on disk, so a ``batch-*`` directory is always whole. A batch with a
-manifest but no ``committed.json`` was written but perhaps not yet deleted from the live
-store: its rows may be in both places, never in neither.
+A batch is whole once its manifest is there: the manifest is written after every other file
+(in a directory, the whole batch is then renamed into place). A ``batch-*`` without a manifest
+is a batch a process did not finish writing: readers skip it, the next archive removes it. A
+batch with a manifest but no ``committed.json`` was written but perhaps not yet deleted from
+the live store: its rows may be in both places, never in neither.
 """
 
 from __future__ import annotations
 
-import fcntl
 import gzip
 import hashlib
 import json
-import os
-import shutil
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -31,18 +30,14 @@ from pathlib import Path
 from typing import Any
 
 from openseal.errors import OpenSealError, UsageError
+from openseal.runtime.lifecycle.archive_location import MANIFEST as MANIFEST
+from openseal.runtime.lifecycle.archive_location import PARTIAL as PARTIAL
+from openseal.runtime.lifecycle.archive_location import ArchiveBusy as ArchiveBusy
+from openseal.runtime.lifecycle.archive_location import Location, UrlLocation, locate_archive
 
 FORMAT = "openseal-archive"
 VERSION = 1
-MANIFEST = "manifest.json"
 COMMITTED = "committed.json"
-PARTIAL = ".partial-"
-
-
-class ArchiveBusy(OpenSealError):
-    """Another process holds the archive directory's lock."""
-
-    code = "archive_busy"
 
 
 class ArchiveCorrupt(OpenSealError):
@@ -53,37 +48,25 @@ class ArchiveCorrupt(OpenSealError):
 
 @dataclass(frozen=True)
 class Batch:
-    """One batch directory and its manifest."""
+    """One batch: where it is, its name (its directory's), its manifest, and whether its rows
+    had left the live store when it was read."""
 
-    path: Path
+    location: Location
+    name: str
     manifest: dict[str, Any]
-
-    @property
-    def name(self) -> str:
-        return self.path.name
+    committed: bool = False
 
     @property
     def runs(self) -> list[str]:
         return list(self.manifest["runs"])
 
     @property
-    def committed(self) -> bool:
-        return (self.path / COMMITTED).exists()
+    def where(self) -> str:
+        """The batch's path or URL, for messages."""
+        return f"{self.location.label}/{self.name}"
 
-
-def _sync_write(path: Path, data: bytes) -> None:
-    with open(path, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-
-
-def _sync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    def key(self, file: str) -> str:
+        return self.location.key(self.name, file)
 
 
 def encode_lines(rows: Sequence[Mapping[str, Any]]) -> bytes:
@@ -97,19 +80,17 @@ def encode_lines(rows: Sequence[Mapping[str, Any]]) -> bytes:
 
 
 def write_batch(
-    root: Path, name: str, runs: Sequence[str], tables: Mapping[str, Sequence[Mapping[str, Any]]],
-    created_at: datetime,
+    root: Location | str | Path, name: str, runs: Sequence[str],
+    tables: Mapping[str, Sequence[Mapping[str, Any]]], created_at: datetime,
 ) -> Batch:  # fmt: skip
     """Write a batch under ``root`` and make it appear whole (see the module's docstring)."""
-    root.mkdir(parents=True, exist_ok=True)
-    partial = root / f"{PARTIAL}{name}"
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir()
+    location = locate_archive(root)
+    files: dict[str, bytes] = {}
     entries: dict[str, dict[str, Any]] = {}
     for table, rows in tables.items():
         data = encode_lines(rows)
         file = f"{table}.jsonl.gz"
-        _sync_write(partial / file, data)
+        files[file] = data
         entries[table] = {
             "file": file,
             "rows": len(rows),
@@ -119,27 +100,29 @@ def write_batch(
         "format": FORMAT, "version": VERSION, "batch": name,
         "created_at": created_at.isoformat(), "runs": list(runs), "tables": entries,
     }  # fmt: skip
-    _sync_write(partial / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True).encode())
-    _sync_dir(partial)
-    final = root / name
-    os.replace(partial, final)
-    _sync_dir(root)
-    return Batch(final, manifest)
+    files[MANIFEST] = json.dumps(manifest, indent=2, sort_keys=True).encode()
+    location.write_batch(name, files)
+    return Batch(location, name, manifest)
 
 
-def load_manifest(path: Path) -> Batch:
+def load_manifest(root: Location | str | Path, name: str, committed: bool | None = None) -> Batch:
+    """The batch ``name`` under ``root`` (``committed``: already known from a listing)."""
+    location = locate_archive(root)
+    where = f"{location.label}/{name}"
     try:
-        manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
+        manifest = json.loads(location.read(location.key(name, MANIFEST)).decode("utf-8"))
     except (OSError, ValueError) as exc:
-        raise ArchiveCorrupt(f"{path}: no readable {MANIFEST} ({exc})") from None
+        raise ArchiveCorrupt(f"{where}: no readable {MANIFEST} ({exc})") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise ArchiveCorrupt(f"{path / MANIFEST} is not an openseal archive manifest")
+        raise ArchiveCorrupt(f"{where}/{MANIFEST} is not an openseal archive manifest")
     if manifest.get("version") != VERSION:
         raise ArchiveCorrupt(
-            f"{path / MANIFEST}: archive format version {manifest.get('version')!r}; "
+            f"{where}/{MANIFEST}: archive format version {manifest.get('version')!r}; "
             f"this openseal reads version {VERSION}"
         )
-    return Batch(path, manifest)
+    if committed is None:
+        committed = location.is_file(location.key(name, COMMITTED))
+    return Batch(location, name, manifest, committed)
 
 
 def read_table(batch: Batch, table: str) -> list[dict[str, Any]]:
@@ -147,16 +130,16 @@ def read_table(batch: Batch, table: str) -> list[dict[str, Any]]:
     entry = batch.manifest["tables"].get(table)
     if entry is None:
         return []
-    path = batch.path / entry["file"]
+    where = f"{batch.where}/{entry['file']}"
     try:
-        data = path.read_bytes()
+        data = batch.location.read(batch.key(entry["file"]))
     except OSError as exc:
-        raise ArchiveCorrupt(f"{path}: {exc.strerror}") from None
+        raise ArchiveCorrupt(f"{where}: {exc.strerror or 'not found'}") from None
     if hashlib.sha256(data).hexdigest() != entry["sha256"]:
-        raise ArchiveCorrupt(f"{path}: its sha256 is not the one {MANIFEST} records")
+        raise ArchiveCorrupt(f"{where}: its sha256 is not the one {MANIFEST} records")
     rows = [json.loads(line) for line in gzip.decompress(data).decode("utf-8").splitlines()]
     if len(rows) != entry["rows"]:
-        raise ArchiveCorrupt(f"{path}: {len(rows)} rows, {MANIFEST} records {entry['rows']}")
+        raise ArchiveCorrupt(f"{where}: {len(rows)} rows, {MANIFEST} records {entry['rows']}")
     return rows
 
 
@@ -169,41 +152,36 @@ def mark_committed(batch: Batch, deleted: Mapping[str, int], kept: Sequence[str]
     """Record that the batch's rows left the live store (``kept``: runs that changed since
     they were read, left live)."""
     body = json.dumps({"deleted": dict(deleted), "kept": list(kept)}, indent=2, sort_keys=True)
-    temporary = batch.path / f".{COMMITTED}"
-    _sync_write(temporary, body.encode())
-    os.replace(temporary, batch.path / COMMITTED)
+    batch.location.put(batch.key(COMMITTED), body.encode())
+
+
+def discard(batch: Batch) -> None:
+    """Remove a batch that failed its own read-back: its rows are still live, and a batch
+    left behind that does not match its manifest would stop every later archive."""
+    batch.location.remove(batch.name)
 
 
 @contextmanager
-def writing(root: Path) -> Iterator[None]:
-    """Hold the archive directory's lock (``.lock``, an advisory ``flock``): one archive
-    writes into a directory at a time."""
-    root.mkdir(parents=True, exist_ok=True)
-    with open(root / ".lock", "a+b") as handle:
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise ArchiveBusy(f"another process is archiving into {root}") from None
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+def writing(root: Location | str | Path) -> Iterator[None]:
+    """Hold the archive's lock (``.lock``: an advisory ``flock`` in a directory, a lease on an
+    object store): one archive writes into it at a time."""
+    with locate_archive(root).lock():
+        yield
 
 
-def batches(root: Path) -> Iterator[Batch]:
-    """The whole batches under ``root``, oldest first."""
-    if not root.is_dir():
-        raise UsageError(f"no archive at {root}: not a directory")
-    for path in sorted(root.iterdir()):
-        if path.is_dir() and path.name.startswith("batch-"):
-            yield load_manifest(path)
+def batches(root: Location | str | Path) -> Iterator[Batch]:
+    """The whole batches under ``root``, oldest first (a ``batch-*`` without a manifest is
+    not whole yet: skipped)."""
+    location = locate_archive(root)
+    if not location.exists():
+        raise UsageError(f"no archive at {location.label}: nothing is stored there")
+    for entry in location.entries():
+        if MANIFEST in entry.files:
+            yield load_manifest(location, entry.name, committed=COMMITTED in entry.files)
+        elif not isinstance(location, UrlLocation):  # renamed in whole: a directory's is
+            raise ArchiveCorrupt(f"{location.label}/{entry.name}: no {MANIFEST}")
 
 
-def drop_partial(root: Path) -> list[str]:
+def drop_partial(root: Location | str | Path) -> list[str]:
     """Remove batches a crash left half-written; their names."""
-    if not root.is_dir():
-        return []
-    gone = [p for p in root.iterdir() if p.is_dir() and p.name.startswith(PARTIAL)]
-    for path in gone:
-        shutil.rmtree(path)
-    return [p.name for p in gone]
+    return locate_archive(root).drop_partial()

@@ -1,8 +1,9 @@
 """Reading runs back out of an archive: one run's record (``runs show --archive``) and runs
 put back into the live store (``db restore-archive``).
 
-``PATH`` is an archive directory (every batch in it) or one batch's directory. A run archived,
-restored and archived again is in two batches; the newest copy is the one read.
+``PATH`` is an archive (every batch in it) or one batch, as a directory's path or a URL
+(:mod:`.archive_location`). A run archived, restored and archived again is in two batches; the
+newest copy is the one read. Every file is checked against its batch's manifest as it is read.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 from openseal.errors import OpenSealError
 from openseal.runtime.lifecycle import archive_format as fmt
 from openseal.runtime.lifecycle.archive import Rows, only
+from openseal.runtime.lifecycle.archive_location import Location, locate_archive
 from openseal.runtime.store import Store
 
 
@@ -21,11 +23,15 @@ class NotInArchive(OpenSealError):
     code = "not_found"
 
 
-def batches_at(path: Path) -> list[fmt.Batch]:
+Where = str | Path | Location
+
+
+def batches_at(path: Where) -> list[fmt.Batch]:
     """The batches at ``path`` (an archive or one batch), newest first."""
-    if (path / fmt.MANIFEST).is_file():
-        return [fmt.load_manifest(path)]
-    return list(reversed(list(fmt.batches(path))))
+    location = locate_archive(path, "PATH")
+    if location.is_file(fmt.MANIFEST):
+        return [fmt.load_manifest(location.parent(), location.basename)]
+    return list(reversed(list(fmt.batches(location))))
 
 
 def _tree_of(rows: Rows, run_id: str) -> set[str]:
@@ -41,7 +47,7 @@ def _tree_of(rows: Rows, run_id: str) -> set[str]:
     return tree
 
 
-def find_archived_run(path: Path, run_id: str) -> dict[str, Any]:
+def find_archived_run(path: Where, run_id: str) -> dict[str, Any]:
     """The archived record of ``run_id``: its run row and, per table, the rows that are its
     own (events, turns, activities, proposals, approvals, actions ...) plus its objective."""
     for batch in batches_at(path):
@@ -60,7 +66,7 @@ class RestoreReport:
     batches: list[str] = field(default_factory=list)
 
 
-def restore_archive(store: Store, path: Path, run_id: str | None = None) -> RestoreReport:
+def restore_archive(store: Store, path: Where, run_id: str | None = None) -> RestoreReport:
     """Put archived runs back into the live store: every run at ``path``, or ``run_id``'s
     tree. Each batch in one transaction; a row already live is left as it is, so restoring
     twice restores once."""

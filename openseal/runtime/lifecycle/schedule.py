@@ -1,6 +1,10 @@
 """The scheduled archive: ``openseal worker --archive-every PERIOD`` archives in a thread of
 its own while the worker's threads go on with their runs (a batch's delete is one short
-transaction on ended runs, which no worker claims)."""
+transaction on ended runs, which no worker claims).
+
+A pass while the store is in recovery mode is skipped, with one line saying so and the
+``openseal_archive_passes_total{outcome="skipped_recovery"}`` counter: the archive begins again
+at the first pass after recovery is finished."""
 
 from __future__ import annotations
 
@@ -8,7 +12,13 @@ import threading
 from collections.abc import Callable
 
 from openseal.errors import OpenSealError
-from openseal.runtime.lifecycle.archive import ArchiveReport, ArchiveRequest, archive
+from openseal.observability import metrics
+from openseal.runtime.lifecycle.archive import (
+    ArchiveReport,
+    ArchiveRequest,
+    InRecovery,
+    archive,
+)
 from openseal.runtime.store import Store, describe_fault, transient
 
 
@@ -43,14 +53,29 @@ class ArchiveSchedule:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            try:
-                report = archive(self.store, self.request, stop=self._stop.is_set)
-                self.log(summary(report))
-            except (OpenSealError, OSError) as exc:
-                self.log(f"archive failed: {exc}; trying again in {self.every:g}s")
-            except Exception as exc:
-                if not transient(exc):
-                    raise
-                self.log(f"archive: {describe_fault(exc)}; trying again in {self.every:g}s")
+            outcome = self._pass()
+            metrics.ARCHIVE_PASSES.labels(outcome=outcome).inc()
             self.passes += 1
             self._stop.wait(self.every)
+
+    def _pass(self) -> str:
+        """One pass; its outcome: ``archived``, ``skipped_recovery`` or ``failed``."""
+        again = f"trying again in {self.every:g}s"
+        try:
+            report = archive(self.store, self.request, stop=self._stop.is_set)
+        except InRecovery:
+            self.log(
+                "archive: skipped: the store is in recovery mode after a restore; nothing is "
+                f"archived until `openseal db recovery finish` ({again})"
+            )
+            return "skipped_recovery"
+        except (OpenSealError, OSError) as exc:
+            self.log(f"archive failed: {exc}; {again}")
+            return "failed"
+        except Exception as exc:
+            if not transient(exc):
+                raise
+            self.log(f"archive: {describe_fault(exc)}; {again}")
+            return "failed"
+        self.log(summary(report))
+        return "archived"

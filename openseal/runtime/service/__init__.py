@@ -71,6 +71,7 @@ if TYPE_CHECKING:
     from openseal.runtime.lifecycle.archive import ArchiveReport as ArchiveReport
     from openseal.runtime.lifecycle.archive import ArchiveRequest as ArchiveRequest
     from openseal.runtime.lifecycle.archive import archive as archive
+    from openseal.runtime.lifecycle.archive_location import locate_archive as locate_archive
     from openseal.runtime.lifecycle.restore import find_archived_run as find_archived_run
     from openseal.runtime.lifecycle.restore import restore_archive as restore_archive
     from openseal.runtime.lifecycle.retention import Retention as Retention

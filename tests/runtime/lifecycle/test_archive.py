@@ -205,7 +205,7 @@ def test_a_batch_written_but_not_deleted_is_finished_by_the_next_archive(
     assert not (to / ".partial-batch-20261207T000001Z-00000001").exists()
     with pytest.raises(NotFound):
         store.runs.get(done.id)
-    assert fmt.load_manifest(batch.path).committed
+    assert fmt.load_manifest(to, batch.name).committed
     assert [b.name for b in fmt.batches(to)] == [batch.name]  # archived once
     # a run changed since its batch was read keeps the whole batch live
     restore_archive(store, to)
@@ -215,7 +215,7 @@ def test_a_batch_written_but_not_deleted_is_finished_by_the_next_archive(
     stale = fmt.write_batch(to, "batch-20261207T000002Z-00000002", [done.id], again, utcnow())
     archive(store, ArchiveRequest(to=to, retention=Retention(keep_ended_runs=400 * DAY)))
     assert store.runs.get(done.id).status == RunStatus.COMPLETED
-    committed = json.loads((stale.path / fmt.COMMITTED).read_text())
+    committed = json.loads((to / stale.name / fmt.COMMITTED).read_text())
     assert committed == {"deleted": {}, "kept": [done.id]}
 
 
