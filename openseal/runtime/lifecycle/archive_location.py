@@ -394,10 +394,10 @@ def locate_archive(target: str | Path | Location, option: str = "--to") -> Locat
             f"installed ({exc}): {hint}"
         ) from None
     except ValueError as exc:
-        known = "a directory, or a URL such as s3://BUCKET/PREFIX, gs://…, file://… or memory://…"
         detail = "no filesystem speaks it" if "Protocol not known" in str(exc) else str(exc)
         raise ArchiveUrlInvalid(
-            f"{option} {target}: {protocol}:// is not an archive location ({detail}); give {known}"
+            f"{option} {target}: {protocol}:// is not an archive location ({detail}); give a "
+            "directory, or a URL such as s3://BUCKET/PREFIX, gs://BUCKET/PREFIX or file:///PATH"
         ) from None
     except Exception as exc:  # a library's own complaint about the URL, as one line
         detail = " ".join(str(exc).split()) or type(exc).__name__

@@ -7,7 +7,6 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -33,6 +32,7 @@ from tests.runtime.action_support import (  # noqa: F401
     simulator_fixture,
 )
 from tests.runtime.engine_support import compile_files, register
+from tests.runtime.lifecycle.archive_support import later
 from tests.runtime.support import DOCUMENT, deploy, new_run
 
 NOW_ONLY = Retention(keep_ended_runs=0.0)
@@ -50,11 +50,6 @@ def ordered(f: Flow) -> Run:
     f.run_until_idle()
     assert f.status(run) == RunStatus.COMPLETED
     return run
-
-
-def later(store: Store, days: float) -> None:
-    """The store's clock ``days`` ahead: what archiving sees as now."""
-    store.clock = lambda: utcnow() + timedelta(days=days)
 
 
 def read_without_openseal(batch_dir: Path) -> dict[str, list[dict[str, object]]]:
