@@ -249,3 +249,38 @@ def test_a_second_archive_into_a_url_waits_for_the_first_s_lease(url: str) -> No
     with fmt.writing(url):
         assert json.loads(MEMORY.cat_file(lock))["holder"] != "h:1:x"
     assert not MEMORY.exists(lock)
+
+
+def test_a_batch_that_fails_its_read_back_is_removed_and_its_rows_stay_live(
+    store: Store, url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runs = ended_runs(store, 2)
+    real = MEMORY.cat_file
+
+    def garbled(path: str, *args: Any, **kwargs: Any) -> Any:
+        data = real(path, *args, **kwargs)
+        return data[:-1] + bytes([data[-1] ^ 0xFF]) if path.endswith("runs.jsonl.gz") else data
+
+    monkeypatch.setattr(MEMORY, "cat_file", garbled)
+    with pytest.raises(OpenSealError, match="sha256") as refused:
+        archive(store, ArchiveRequest(to=url, retention=NOW_ONLY))
+    assert refused.value.code == "archive_corrupt"
+    monkeypatch.undo()
+    assert live(store, runs) == set(runs)
+    assert not any(o.startswith("batch-") for o in objects(url))  # not left to stop the next
+    assert archive(store, ArchiveRequest(to=url, retention=NOW_ONLY)).runs == 2
+
+
+def test_the_lease_is_renewed_while_the_archive_writes(url: str) -> None:
+    location = locate_archive(url)
+    assert isinstance(location, UrlLocation)
+    lock = f"{url.removeprefix('memory://')}/.lock"
+    with location.lock():
+        first = json.loads(MEMORY.cat_file(lock))
+        location.put("batch-x/runs.jsonl.gz", b"")  # within a third of the lease: kept
+        assert json.loads(MEMORY.cat_file(lock)) == first
+        location._renew_at = 0.0  # a third of the lease has passed
+        location.put("batch-x/events.jsonl.gz", b"")
+        renewed = json.loads(MEMORY.cat_file(lock))
+        assert renewed["holder"] == first["holder"]
+        assert renewed["expires_at"] > first["expires_at"]
