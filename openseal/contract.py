@@ -458,6 +458,9 @@ class CapacityLimit(TypedDict):
     #: used then, and when the window resets
     used: NotRequired[int]
     resets_at: NotRequired[str]
+    #: an action's spend over a money quota: what it needs of the quota (millionths, as
+    #: ``max`` and ``used``); it goes on once the quota has that much left
+    needs: NotRequired[int]
 
 
 class CapacityWait(TypedDict):

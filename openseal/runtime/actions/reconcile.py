@@ -32,6 +32,7 @@ from typing import Any
 import tenacity
 
 from openseal.observability import metrics
+from openseal.runtime.actions import spend
 from openseal.runtime.actions.dispatch import (
     Fit,
     Target,
@@ -237,7 +238,7 @@ def _settle_spend(
     """Settle the action's spend reservations; a proposal without ``spend`` has none (admission
     reserves only a proposal's spend), so there is nothing to update."""
     if target.document.get("spend"):
-        store.actions.settle(conn, action_id, status, now)
+        spend.settle(store, conn, action_id, status, now)
 
 
 def _status_of(result: SkillResult) -> dict[str, Any]:

@@ -66,14 +66,28 @@ class WaitsFor:
             limit["used"] = int(self.detail["used"])
         if "resets_at" in self.detail:
             limit["resets_at"] = str(self.detail["resets_at"])
+        if "needs" in self.detail:
+            limit["needs"] = int(self.detail["needs"])
         return {"kind": "capacity", "waits_for": limit}
+
+    @property
+    def waiter_key(self) -> str:
+        """The key the run waits under: the limit's, or for an action's spend over a quota,
+        one per amount (:func:`~openseal.runtime.engine.quotas.waiter_key`)."""
+        needs = self.detail.get("needs")
+        return self.limit if needs is None else quotas.waiter_key(self.limit, int(needs))
 
     def describe(self) -> str:
         if self.kind == "paused":
             return f"{self.limit} is paused"
         if self.kind == "quota":
             used, cap = self.detail.get("used"), self.detail.get("max")
-            return f"{self.limit}: {used} of {cap} used, resets at {self.detail.get('resets_at')}"
+            needs = self.detail.get("needs")
+            wants = "" if needs is None else f", {needs} more needed"
+            return (
+                f"{self.limit}: {used} of {cap} used{wants}, "
+                f"resets at {self.detail.get('resets_at')}"
+            )
         cap, in_use = self.detail.get("max"), self.detail.get("in_use")
         return f"{self.limit}: {in_use} of {cap} slots in use"
 
@@ -99,7 +113,7 @@ def wait_for_capacity(store: Store, tx: FencedTx, waits_for: WaitsFor) -> Run:
     run = tx.run()
     # a run this transaction creates is written first: the wait refers to its row
     conn = tx.row_conn if tx.row_stored else tx.conn
-    store.capacity.wait(conn, run.id, waits_for.limit, run.priority, tx.now)
+    store.capacity.wait(conn, run.id, waits_for.waiter_key, run.priority, tx.now)
     document = waits_for.waiting()
     kept = resumed(run.waiting)
     if kept is not None:

@@ -30,6 +30,7 @@ from contextlib import suppress
 from datetime import datetime
 from functools import partial
 
+from openseal.runtime.actions import spend
 from openseal.runtime.engine.endings import settle_child
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import (
@@ -131,6 +132,9 @@ def _sweep(store: Store, conn: Connection, run: Run, actor: str, now: datetime) 
     # dispatched is reported as it stands, since it may already have happened.
     approvals = store.approvals.cancel_for_run(conn, run.id, now, actor)
     actions = store.actions.cancel_for_run(conn, run.id, now, actor)
+    for canceled in actions:
+        if not canceled["sent"]:  # never sent: what admission reserved is given back
+            spend.settle(store, conn, canceled["action_id"], "released", now)
     objective = store.objectives.settle(conn, run, RunStatus.CANCELED, now)
     if run.parent_run_id is not None:
         settle_child(store, conn, run, RunStatus.CANCELED, run.context, now)

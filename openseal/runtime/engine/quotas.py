@@ -14,13 +14,18 @@ transactions that consume —
 - ``tokens``, ``tool_calls``, ``money.<CURRENCY>``: the transactions that reserve and settle a
   model or tool call's budget (:mod:`.budgets`; money is what model calls cost by their
   profile's prices) add the change to the run's counters, so a reservation counts at once
-  and a settlement corrects it to what the call really used.
+  and a settlement corrects it to what the call really used;
+- ``money.<CURRENCY>`` again: the transaction that admits an action counts its spend
+  (:func:`take_spend`), kept with the action's reservations and settled with them
+  (:mod:`openseal.runtime.actions.spend`): given back when it certainly had no effect.
 
 A quota is checked when work is admitted — when a run starts (the claim of its first turn):
 it needs a place in its scope's ``runs`` quotas and its scope's other quotas not to be used
 up. A run that has started goes on: a quota of tokens, tool calls or money may be passed by
-what the runs under way spend (a run's own budgets bound that). Only quotas that are set are
-counted. Windows are the store's clock in UTC; a run
+what the runs under way spend on models (a run's own budgets bound that), but never by an
+action's spend: an action that would pass a money quota is not admitted, and its run waits
+for the quota (the amount it needs named) whatever the quota's policy. Only quotas that are
+set are counted. Windows are the store's clock in UTC; a run
 waiting for a quota is woken by every worker's periodic look once its window has rolled over
 (or the quota was raised or removed).
 """
@@ -146,9 +151,15 @@ class Over:
     quota: Quota
     used: int
     resets_at: datetime
+    #: what the work over it needs of the quota (an action's spend, in millionths); None: any
+    #: room at all (a run starting)
+    needs: int | None = None
 
     def detail(self) -> dict[str, Any]:
-        return {"max": self.quota.max, "used": self.used, "resets_at": iso(self.resets_at)}
+        found = {"max": self.quota.max, "used": self.used, "resets_at": iso(self.resets_at)}
+        if self.needs is not None:
+            found["needs"] = self.needs
+        return found
 
 
 def _shown(quota: Quota, amount: int) -> str:
@@ -256,7 +267,10 @@ def check_door(store: Store, scope: str) -> None:
 
 def room(store: Store, key: str, now: datetime) -> int:
     """How many runs waiting for quota ``key`` may go on now: 0 while its window's usage is
-    at its size; for a ``runs`` quota the places left, else ``-1`` (any number)."""
+    at its size; for a ``runs`` quota the places left, for the waiters of an action's spend
+    (:func:`waiter_key`) as many as the amount they need fits into what is left, else ``-1``
+    (any number)."""
+    key, _, needs = key.partition(NEEDS)
     scope, measure, period = parse_key(key)
     quota = next((q for q in of_scope(store, scope) if q.key == key), None)
     if quota is None:
@@ -265,6 +279,63 @@ def room(store: Store, key: str, now: datetime) -> int:
     with store.read() as conn:
         used = store.quotas.used(conn, [(key, name)])[key]
     left = quota.max - used
+    if needs:
+        return left // int(needs)
     if left <= 0:
         return 0
     return left if measure == "runs" else -1
+
+
+#: separates a quota's key from the amount its waiters need, in the key they wait under
+NEEDS: Final = "@"
+
+
+def waiter_key(key: str, needs: int | None) -> str:
+    """The key a run waits under for quota ``key``: the quota's own, or, for an action that
+    needs ``needs`` of it, one per amount (``quota:acme:money.USD:day@2500000000``), so a look
+    wakes such a run only when its amount fits, not each time the quota has any room left."""
+    return key if needs is None else f"{key}{NEEDS}{needs}"
+
+
+# -- an action's spend -------------------------------------------------------------------
+
+
+def micros(amount: float) -> int:
+    """``amount`` of a currency in millionths, as money quotas count it."""
+    return round(amount * MICROS)
+
+
+def hold_of(key: str, window_name: str) -> str:
+    """What an action's reservation is kept under when its spend was counted against quota
+    ``key`` in window ``window_name``: ``quota:acme:money.EUR:month:2026-12``, so settling it
+    finds the window it was counted in (:mod:`openseal.runtime.actions.spend`)."""
+    return f"{key}:{window_name}"
+
+
+def take_spend(
+    store: Store, conn: Any, scope: str, amount: float, currency: str, now: datetime
+) -> Over | list[str]:
+    """Count an action's spend against ``scope``'s quotas of money in ``currency``, in ``conn``
+    (the transaction that admits it): the holds counted (:func:`hold_of`; their rows locked
+    until ``conn`` commits), or the first quota it would pass (nothing counted then)."""
+    needed = micros(amount)
+    measure = f"money.{currency}"
+    found = [q for q in of_scope(store, scope) if q.measure == measure]
+    if needed <= 0 or not found:
+        return []
+    counted: list[str] = []
+    for quota in found:  # in key order, as every writer of quota rows
+        name, resets = window(quota.period, now)
+        used = store.quotas.add(conn, quota.key, name, needed)
+        counted.append(hold_of(quota.key, name))
+        if used > quota.max:
+            give_back(store, conn, counted, needed)
+            return Over(quota, used - needed, resets, needs=needed)
+    return counted
+
+
+def give_back(store: Store, conn: Any, holds: list[str], amount: int) -> None:
+    """Take ``amount`` (millionths) off the quota windows ``holds`` counted it in."""
+    for hold in holds:
+        key, name = hold.rsplit(":", 1)
+        store.quotas.add(conn, key, name, -amount)

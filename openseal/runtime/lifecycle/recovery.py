@@ -30,6 +30,7 @@ from datetime import datetime
 from typing import Any
 
 from openseal.errors import RuntimeFailure
+from openseal.runtime.actions import spend
 from openseal.runtime.actions.dispatch import Target, lookup, output_of, read_lookup, target_for
 from openseal.runtime.actions.reconcile import run_locked, settle_evidence
 from openseal.runtime.clock import iso
@@ -230,7 +231,7 @@ def _found(
             )  # fmt: skip
             admitted = current.status == ActionStatus.ADMITTED
             if moved is not None and admitted and target.document.get("spend"):
-                store.actions.settle(conn, current.id, "committed", now)  # admission reserved it
+                spend.settle(store, conn, current.id, "committed", now)  # admission reserved it
         else:
             moved = settle_evidence(
                 store, conn, current, found, target, latest=True, now=now, actor=actor,

@@ -12,6 +12,7 @@ from typing import Any, TypedDict, Unpack
 
 from openseal.errors import RuntimeFailure, UsageError
 from openseal.runtime.access import visible_run
+from openseal.runtime.actions import spend
 from openseal.runtime.actions.approvals import separated_creator
 from openseal.runtime.actions.dispatch import target_for
 from openseal.runtime.actions.proposal_check import verify_in
@@ -233,8 +234,8 @@ def resolve_action(store: Store, request: Resolution, caller: Caller) -> Action:
             raise RuntimeFailure(
                 f"action {action.id} changed meanwhile; look again", code="conflict"
             )
-        store.actions.settle(
-            conn, action.id, "committed" if outcome == "succeeded" else "released", now
+        spend.settle(
+            store, conn, action.id, "committed" if outcome == "succeeded" else "released", now
         )
         store.runs.wake_for_action(conn, moved, actor, "action.resolved", now)
     return moved

@@ -271,7 +271,9 @@ def set_scope_quota(
     setting = store.capacity.set(
         key, by=caller.actor, quota=stored, when_over=None if stored is None else policy
     )
-    wake_free(store, [key])
+    with store.read() as conn:  # its waiters: runs starting, and actions' spend by amount
+        waiting = store.capacity.waiting_keys(conn)
+    wake_free(store, [key, *(k for k in waiting if k.partition(quotas.NEEDS)[0] == key)])
     quota = quotas.of_setting(setting)
     return None if quota is None else _quota_view(store, quota, setting)
 

@@ -314,9 +314,10 @@ def waiting_reason(run: Run) -> str | None:
         if limit["kind"] == "paused":
             return f"capacity: {limit['limit']} is paused"
         if limit["kind"] == "quota":
+            needs = f", {limit['needs']} more needed" if "needs" in limit else ""
             return (
                 f"capacity: {limit['limit']} (quota, {limit.get('used', '?')} of "
-                f"{limit.get('max', '?')} used; resets at {limit.get('resets_at', '?')})"
+                f"{limit.get('max', '?')} used{needs}; resets at {limit.get('resets_at', '?')})"
             )
         if "max" in limit:
             return (

@@ -20,6 +20,7 @@ then drafted here (named after the state) exactly as a proposal state would.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -45,7 +46,8 @@ from openseal.runtime.actions.reconcile import (
 )
 from openseal.runtime.clock import iso
 from openseal.runtime.compiled import DefinitionError
-from openseal.runtime.engine import rate_limits
+from openseal.runtime.engine import quotas, rate_limits
+from openseal.runtime.engine.capacity import WaitsFor, wait_for_capacity
 from openseal.runtime.engine.states.base import (
     Advance,
     Attention,
@@ -61,7 +63,15 @@ from openseal.runtime.engine.states.base import (
 )
 from openseal.runtime.engine.states.proposal import store_draft_in
 from openseal.runtime.statuses import ActionStatus, RunStatus
-from openseal.runtime.store import Action, FencedTx, NextMove, Proposal, Store
+from openseal.runtime.store import (
+    Action,
+    Connection,
+    FencedTx,
+    NextMove,
+    Proposal,
+    RowSink,
+    Store,
+)
 from openseal.skills.base import SkillResult
 
 #: bound on status changes in one turn (admission, dispatches, reconciliation)
@@ -78,6 +88,8 @@ def _execute(ctx: StepContext) -> Outcome:
     prepared = ctx.prepared if ctx.prepared is not None else _prepare(ctx)
     if isinstance(prepared, str):
         return Attention(prepared)
+    if isinstance(prepared, quotas.Over):
+        return over_quota(ctx, prepared)
     if prepared.admitted:
         ctx.hook("action.admitted", ctx.claim)
     target, proposal, action, sent = (
@@ -102,6 +114,8 @@ def _execute(ctx: StepContext) -> Outcome:
             admitted = _admit(ctx, proposal, action)
             if isinstance(admitted, str):
                 return Attention(f"action {action.id} was not admitted: {admitted}")
+            if isinstance(admitted, quotas.Over):
+                return over_quota(ctx, admitted)
             action = admitted
         elif status == ActionStatus.ADMITTED:
             action = _send(ctx, target, action)
@@ -176,7 +190,20 @@ class Prepared:
     held: bool = False
 
 
-def _prepare(ctx: StepContext) -> Prepared | str:
+def over_quota(ctx: StepContext, over: quotas.Over) -> Suspend:
+    """The action's spend would pass a quota of its run's scope: it is not admitted (it keeps
+    its status and its approval) and the run waits in ``waiting_for_capacity``, the quota
+    named, holding no worker, until the quota has room for the amount (a new window, a raised
+    or removed quota, spend given back); its next turn admits the action afresh."""
+    waits_for = WaitsFor("quota", over.quota.key, over.detail())
+
+    def wait(tx: FencedTx) -> None:
+        wait_for_capacity(ctx.store, tx, waits_for)
+
+    return Suspend(wait, f"the action's spend waits for {waits_for.describe()}")
+
+
+def _prepare(ctx: StepContext) -> Prepared | str | quotas.Over:
     """In one fenced transaction of its own: record the draft (direct form), admit, mark
     dispatched (see :func:`_prepare_in`)."""
     drafted = _drafted(ctx)
@@ -203,7 +230,9 @@ def prepare_in(ctx: StepContext, tx: FencedTx) -> Prepared | str | None:
     if drafted is not None and not ctx.store.artifacts.inline(len(drafted.data)):
         return None
     digest = ctx.store.artifacts.write_file(drafted.data) if drafted is not None else ""
-    return tx.attempt(lambda: _prepare_in(ctx, tx, drafted, digest))
+    prepared = tx.attempt(lambda: _prepare_in(ctx, tx, drafted, digest))
+    # over a quota: nothing was counted; the turn meets it again and waits
+    return None if isinstance(prepared, quotas.Over) else prepared
 
 
 def _drafted(ctx: StepContext) -> Draft | None:
@@ -218,7 +247,7 @@ def _drafted(ctx: StepContext) -> Draft | None:
 
 def _prepare_in(
     ctx: StepContext, tx: FencedTx, drafted: Draft | None, digest: str
-) -> Prepared | str:
+) -> Prepared | str | quotas.Over:
     """In ``tx``: record the draft (direct form), admit, mark dispatched.
 
     Doing these together costs one commit instead of three and moves nothing earlier: the
@@ -256,16 +285,23 @@ def _prepare_in(
     if action.status in admission.ADMISSIBLE:
         # Read in this transaction; its events join the transaction's held-back batch.
         # Admitted, it is marked dispatched by the same UPDATE.
-        verdict = admission.admit(
-            tx.row_conn, ctx.store, ctx.workflow, proposal, action, state=ctx.state.name,
-            now=tx.now, actor=tx.actor, events=tx.append_event, fresh=True,
-            stored=drafted.data if drafted is not None else None,
-            encoded_from=drafted.document if drafted is not None else None,
-            then=None if limited else _dispatching(action, tx.now), unsaved=not stored,
-            active_digests=tx.active_digests, rows=tx.insert_with_flush,
-        )  # fmt: skip
+        def admit() -> Action | str:
+            return admission.admit(
+                tx.row_conn, ctx.store, ctx.workflow, proposal, action, state=ctx.state.name,
+                now=tx.now, actor=tx.actor, events=tx.append_event, fresh=True,
+                stored=drafted.data if drafted is not None else None,
+                encoded_from=drafted.document if drafted is not None else None,
+                then=None if limited else _dispatching(action, tx.now), unsaved=not stored,
+                active_digests=tx.active_digests, rows=tx.insert_with_flush,
+            )  # fmt: skip
+
+        verdict = within_quotas(
+            ctx, tx.row_conn, tx.now, proposal, action, admit, rows=tx.insert_with_flush
+        )
         if isinstance(verdict, str):
             return f"action {action.id} was not admitted: {verdict}"
+        if isinstance(verdict, quotas.Over):
+            return verdict
         # Sent only if this UPDATE marked it (not found so when re-read after a conflict).
         if _marked_here(verdict, found, tx):
             sent = verdict
@@ -300,15 +336,68 @@ def _stored_proposal(ctx: StepContext, tx: FencedTx, reference: str) -> Proposal
     return found
 
 
-def _admit(ctx: StepContext, proposal: Proposal, action: Action) -> Action | str:
+def _admit(ctx: StepContext, proposal: Proposal, action: Action) -> Action | str | quotas.Over:
     with ctx.store.leases.fenced(ctx.claim) as tx:
-        verdict = admission.admit(
-            tx.conn, ctx.store, ctx.workflow, proposal, action, state=ctx.state.name,
-            now=tx.now, actor=tx.actor,
-        )  # fmt: skip
-    if not isinstance(verdict, str):
+        # read again under the run's lock: admitted here only if it is admissible now
+        current = ctx.store.actions.get(tx.conn, action.id)
+
+        def admit() -> Action | str:
+            return admission.admit(
+                tx.conn, ctx.store, ctx.workflow, proposal, current, state=ctx.state.name,
+                now=tx.now, actor=tx.actor, fresh=True,
+            )  # fmt: skip
+
+        verdict = within_quotas(ctx, tx.conn, tx.now, proposal, current, admit)
+    if isinstance(verdict, Action):
         ctx.hook("action.admitted", ctx.claim)
     return verdict
+
+
+def within_quotas(
+    ctx: StepContext,
+    conn: Connection,
+    now: datetime,
+    proposal: Proposal,
+    action: Action,
+    admit: Callable[[], Action | str],
+    *,
+    rows: RowSink | None = None,
+) -> Action | str | quotas.Over:
+    """``admit()`` ``action`` (read in this transaction) with its spend counted
+    against its run's scope's quotas of money, in the same transaction: over one, it is not
+    admitted and nothing is counted (the quota is returned: the run waits for it); refused or
+    not admitted for another reason, what was counted is given back; admitted, what each quota
+    counted is kept as a reservation of the action, settled with its others
+    (:mod:`openseal.runtime.actions.spend`)."""
+    spend = proposal.spend
+    if (
+        spend is None
+        or action.status not in admission.ADMISSIBLE
+        or not quotas.of_scope(ctx.store, ctx.run.scope)
+    ):
+        return admit()
+    amount, currency = float(spend["amount"]), _currency(ctx, spend)
+    holds = quotas.take_spend(ctx.store, conn, ctx.run.scope, amount, currency, now)
+    if isinstance(holds, quotas.Over):
+        return holds
+    verdict = admit()
+    admitted = isinstance(verdict, Action) and verdict.status in (
+        ActionStatus.ADMITTED,
+        ActionStatus.DISPATCHED,
+    )
+    if not admitted:
+        quotas.give_back(ctx.store, conn, holds, quotas.micros(amount))
+        return verdict
+    assert isinstance(verdict, Action)
+    for hold in holds:
+        ctx.store.actions.reserve(conn, verdict, hold, amount, currency, now, rows)
+    return verdict
+
+
+def _currency(ctx: StepContext, spend: dict[str, object]) -> str:
+    """The spend's currency: its own, else its budgets' (as admission reserves it)."""
+    budgets = admission.spend_budgets(ctx.workflow, ctx.run.id)
+    return str(spend.get("currency") or next((b.currency for b in budgets if b.currency), ""))
 
 
 def _dispatching(action: Action, now: datetime) -> NextMove:

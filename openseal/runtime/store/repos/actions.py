@@ -360,6 +360,17 @@ class Actions(Repository):
         else:
             conn.execute(sa.insert(reservations).values(**row))
 
+    def quota_holds(self, conn: sa.Connection, action_id: str) -> list[tuple[str, float, str]]:
+        """The action's spend counted against its scope's quotas (reservations kept under
+        ``quota:<scope>:<measure>:<period>:<window>``): ``(that, amount, status)``."""
+        rows = conn.execute(
+            sa.select(reservations.c.scope, reservations.c.amount, reservations.c.status)
+            .where(reservations.c.action_id == action_id,
+                   reservations.c.scope.startswith("quota:"))
+            .order_by(reservations.c.scope)
+        ).all()  # fmt: skip
+        return [(str(r[0]), float(r[1]), str(r[2])) for r in rows]
+
     def settle(self, conn: sa.Connection, action_id: str, status: str, now: datetime) -> None:
         """Spend follows the evidence: ``committed`` once the effect is confirmed (even after a
         release — a confirmation can arrive late), ``released`` once it certainly did not happen."""
@@ -456,7 +467,7 @@ class Actions(Repository):
     ) -> list[dict[str, Any]]:
         """The run is being canceled: cancel what was not sent, report what may have happened.
 
-        An action not yet dispatched becomes ``canceled`` (and its reservation is released): the
+        An action not yet dispatched becomes ``canceled`` (the caller releases its spend): the
         worker must mark it ``dispatched`` in a fenced write before sending, which the cancel's
         epoch bump refuses. Anything dispatched is reported as it stands — it may have happened.
         """
@@ -475,7 +486,6 @@ class Actions(Repository):
                     actor=actor,
                     note="the run was canceled",
                 )
-                self.settle(conn, action.id, "released", now)
                 report.append({"action_id": action.id, "key": action.key, "status": "canceled",
                                "was": str(action.status), "sent": False})  # fmt: skip
             elif action.status in (*OPEN_OUTCOME, ActionStatus.SUCCEEDED, ActionStatus.FAILED):
