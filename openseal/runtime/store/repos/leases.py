@@ -87,31 +87,42 @@ class FairClaims:
     """Claims shared fairly among scopes, per process: one scope's backlog does not hold the
     others' runs behind it.
 
-    Claims take the oldest runnable run of the highest priority. When one scope (or two) took
-    half of this process's latest :data:`FAIR_WINDOW` claims, the next claim first looks for
-    the oldest run of *any other* scope, and takes that when there is one: a scope that floods
-    the queue gets at most about half of the claims while another scope has runs waiting, and
-    another scope's new run waits for a few claims, not for the flood to drain. A look that
-    finds no other scope's run is not made again for :data:`FAIR_IDLE_SECONDS`, so a store
-    with one busy scope pays one more statement a second, not one a claim."""
+    Claims take the oldest runnable run of the highest priority. When one scope took half of
+    this process's latest :data:`FAIR_WINDOW` claims, the next claim first looks for the oldest
+    run of *any other* scope, and takes that when there is one: a scope that floods the queue
+    gets at most about half of the claims while another scope has runs waiting, and another
+    scope's new run waits for a few claims, not for the flood to drain. When two scopes took
+    half each, the next claim looks first for a third scope's run, then past the one of the
+    two claimed last — so two scopes with backlogs take turns, whichever backlog is older. A
+    look that finds nothing is not made again for :data:`FAIR_IDLE_SECONDS`, so a store with
+    one busy scope pays one more statement a second, not one a claim."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._latest: deque[str] = deque(maxlen=FAIR_WINDOW)
-        self._idle_until = 0.0
+        #: by the scopes a look passed over: until when it is not made again
+        self._idle_until: dict[tuple[str, ...], float] = {}
 
-    def busy(self) -> tuple[str, ...] | None:
-        """The scopes to look past first, or None: look in the plain order."""
+    def looks(self) -> list[tuple[str, ...]]:
+        """The looks to make before the plain order, each past one or two scopes, in order
+        (none: look in the plain order)."""
         with self._lock:
-            if len(self._latest) < FAIR_SHARE or time.monotonic() < self._idle_until:
-                return None
+            if len(self._latest) < FAIR_SHARE:
+                return []
             counted = Counter(self._latest)
-        busy = tuple(sorted(scope for scope, n in counted.items() if n >= FAIR_SHARE))
-        return busy or None
+            busy = tuple(sorted(scope for scope, n in counted.items() if n >= FAIR_SHARE))
+            if not busy:
+                return []
+            wanted = [busy]
+            if len(busy) == 2:  # then past the one claimed last (they took all 8): turns
+                wanted.append((self._latest[-1],))
+            now = time.monotonic()
+            return [past for past in wanted if self._idle_until.get(past, 0.0) <= now]
 
-    def none_other(self) -> None:
+    def none_other(self, past: tuple[str, ...]) -> None:
+        """A look past ``past`` found no run: not again for :data:`FAIR_IDLE_SECONDS`."""
         with self._lock:
-            self._idle_until = time.monotonic() + FAIR_IDLE_SECONDS
+            self._idle_until[past] = time.monotonic() + FAIR_IDLE_SECONDS
 
     def claimed(self, run: Run) -> Run:
         with self._lock:
@@ -236,14 +247,13 @@ class Leases(Repository):
             return evolve(run, context=json.loads(compact_json(run.context)))
         marked = refuse_in_recovery
         if run_id is None:
-            busy = self._fair.busy()
-            if busy is not None:  # first, the oldest run of any other scope
-                params = {"p_now": now, "p_busy1": busy[0], "p_busy2": busy[-1]}
+            for past in self._fair.looks():  # first, the oldest run of the other scopes
+                params = {"p_now": now, "p_busy1": past[0], "p_busy2": past[-1]}
                 found = fastsql.execute(conn, self._select_other(marked), params)
                 row = self._unless_recovering(conn, fastsql.one_or_none(found), marked)
                 if row is not None:
                     return self._fair.claimed(Run.from_row(row))
-                self._fair.none_other()
+                self._fair.none_other(past)
                 marked = False  # read: the store is not in recovery mode
             found = fastsql.execute(conn, self._select_claimable(marked=marked), {"p_now": now})
             row = self._unless_recovering(conn, fastsql.one_or_none(found), marked)
