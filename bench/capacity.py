@@ -10,6 +10,12 @@ are queued, then one engine thread works them off (``run_until_idle``):
   most 10 % overhead);
 * claim cost: the milliseconds one claim (with its run's whole work) takes, both ways.
 
+Fair claiming across scopes: a backlog of N runs of one scope, then N/20 runs of another
+created after it (the worst case for the look past the busy scope: every run of the other
+scope sits behind the whole backlog), worked off by one engine thread with fair claiming on
+and off: the claim cost (milliseconds and statements per claim) and how many claims it took
+until the last run of the other scope started.
+
 Then the same for a rate limit: a workflow of one model turn (the scripted provider, so the
 call itself costs nothing) worked off without a declared limit and with a ``rate_limit`` on
 its model profile of requests and tokens no run comes near — every call takes its request and
@@ -24,7 +30,13 @@ from pathlib import Path
 
 from bench.generate import PREAMBLE_HCL
 from bench.harness import Options, Report, Target, compare, summarize, unavailable
-from bench.runtime_support import TRANSFORM_WORKFLOW, compiled, engine_problem, loaded_store
+from bench.runtime_support import (
+    TRANSFORM_WORKFLOW,
+    CommitCounter,
+    compiled,
+    engine_problem,
+    loaded_store,
+)
 
 NAME = "capacity"
 CAP = 100_000
@@ -115,6 +127,82 @@ def _limited_rounds(
     return seconds
 
 
+@dataclasses.dataclass(frozen=True)
+class FairRound:
+    seconds: float  # per claim
+    statements: float  # per claim
+    #: claims made until the last run of the second scope started
+    last_calm: int
+
+
+def _fair_round(workdir: Path, runs: int, url: str | None, *, fair: bool) -> FairRound:
+    from openseal.runtime import service
+    from openseal.runtime.engine.engine import Engine
+
+    documents = compiled(workdir / "project", TRANSFORM_WORKFLOW)
+    with loaded_store(workdir / "home", documents, url) as store:
+        calm = set()
+        for n in range(runs + runs // 20):
+            scope = "flood" if n < runs else "calm"
+            request = service.StartObjective("three_steps", {"n": n}, scope=scope)
+            created = service.create_objective(store, request, service.CLI)
+            if scope == "calm" and created.run is not None:
+                calm.add(created.run.id)
+        if not fair:  # the plain order: the look past a busy scope is never made
+            store.leases._fair.looks = lambda: []  # type: ignore[method-assign]
+        engine = Engine(store, worker_id="bench", batch_size=1)
+        counter = CommitCounter()
+        counter.attach(store.engine)
+        started = time.perf_counter()
+        done = engine.run_until_idle(max_steps=runs * 2 + 10)
+        elapsed = time.perf_counter() - started
+        order = [report.run_id for report in done]
+        last = max(i for i, run_id in enumerate(order, 1) if run_id in calm)
+        claims = max(1, len(done))
+        return FairRound(elapsed / claims, counter.statements / claims, last)
+
+
+def _fair(report: Report, options: Options, backend: str, url: str | None, runs: int) -> None:
+    on: list[FairRound] = []
+    off: list[FairRound] = []
+    for round_ in range(options.repeat):  # interleaved, as above
+        at = options.workdir / backend / f"fair{round_}"
+        off.append(_fair_round(at / "off", runs, url, fair=False))
+        on.append(_fair_round(at / "on", runs, url, fair=True))
+    cost = report.add(
+        compare(
+            f"{backend}: claim cost with a busy scope, fair claiming off", "ms",
+            summarize([r.seconds * 1e3 for r in off]),
+        )
+    )  # fmt: skip
+    report.add(
+        compare(
+            f"{backend}: claim cost with a busy scope, fair claiming on", "ms",
+            summarize([r.seconds * 1e3 for r in on]), cost,
+        )
+    )  # fmt: skip
+    statements = report.add(
+        compare(
+            f"{backend}: statements per claim, fair claiming off", "statements",
+            summarize([r.statements for r in off]),
+        )
+    )  # fmt: skip
+    report.add(
+        compare(
+            f"{backend}: statements per claim, fair claiming on", "statements",
+            summarize([r.statements for r in on]), statements,
+        )
+    )  # fmt: skip
+    for name, rounds in (("off", off), ("on", on)):
+        report.add(
+            compare(
+                f"{backend}: claims until the other scope's last run started, fair claiming "
+                f"{name}", "claims", summarize([float(r.last_calm) for r in rounds]),
+                note=f"{runs} runs of the busy scope ahead of {runs // 20} of another",
+            )
+        )  # fmt: skip
+
+
 def run(options: Options) -> Report:
     report = Report(NAME)
     runs = options.pick(quick=50, default=1_000, full=5_000)
@@ -127,6 +215,7 @@ def run(options: Options) -> Report:
     if options.postgres_url is not None:
         backends.append(("postgresql", options.postgres_url))
     for backend, url in backends:
+        _fair(report, options, backend, url, runs)
         workdir = options.workdir / backend
         # interleaved, so that a change in the machine's load falls on both
         off: list[float] = []
