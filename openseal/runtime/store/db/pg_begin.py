@@ -21,10 +21,24 @@ UPDATE``) are taken inside the block and held to ``COMMIT``; a failure of ``BEGI
 the statement is raised by the statement's ``execute`` (the rest of the pipeline is skipped)
 and leaves the block failed until SQLAlchemy rolls it back; a connection lost at any point
 before ``COMMIT`` has its open block rolled back by the server, as before.
+
+A ``SAVEPOINT`` travels the same way. It returns nothing and changes nothing a statement
+could see; what it does is mark the point a ``ROLLBACK TO SAVEPOINT`` returns to, and that
+point is the same whether it is set now or just before the next statement. So a bare
+``SAVEPOINT name`` executed inside a transaction block (or one whose ``BEGIN`` is owed) is
+not sent on its own: it goes in the pipeline of the connection's next statement, after the
+owed ``BEGIN`` and before the statement, in the order executed (a group commit's member and a
+fenced write each open one before their first statement: a round trip each that carried
+nothing). ``ROLLBACK TO SAVEPOINT`` and ``RELEASE SAVEPOINT`` are statements like any other and
+take the owed savepoints with them; ``COMMIT`` and ``ROLLBACK`` forget those still owed, which
+nothing came after. A savepoint that could not be set (the block failed already, the
+connection was lost) fails the statement it travels with instead of its own ``execute``, with
+the same error; the transaction cannot commit either way.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Self
@@ -37,16 +51,23 @@ from sqlalchemy import event
 from openseal.runtime.store.db import deadlines
 
 _BEGIN = b"BEGIN"
+#: a statement that only sets a savepoint (what group commit and fenced writes send)
+_SAVEPOINT = re.compile(r"SAVEPOINT [A-Za-z_][A-Za-z0-9_]*")
+#: the server's transaction status inside a block that has not failed
+_IN_BLOCK = psycopg.pq.TransactionStatus.INTRANS
 
 
 class BeginningCursor(psycopg.Cursor[Any]):
-    """A cursor that sends the ``BEGIN`` its connection owes with its statement."""
+    """A cursor that sends the ``BEGIN`` and savepoints its connection owes with its
+    statement, and owes a bare ``SAVEPOINT`` rather than sending it alone."""
 
     connection: BeginningConnection
 
-    def execute(self, *args: Any, **kwargs: Any) -> Self:
+    def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Self:
+        if not params and not kwargs and self.connection.defer_savepoint(query):
+            return self  # like a statement that returned no rows: no result, no row count
         with self.connection.begun():
-            super().execute(*args, **kwargs)
+            super().execute(query, params, **kwargs)
         return self
 
     def executemany(self, *args: Any, **kwargs: Any) -> None:
@@ -61,25 +82,42 @@ class BeginningConnection(deadlines.DeadlineConnection):
 
     #: a transaction began and its ``BEGIN`` has not been sent yet
     owes_begin = False
+    #: savepoints executed and not sent yet, in order (``SAVEPOINT name`` each)
+    owed_savepoints: tuple[str, ...] = ()
+
+    def defer_savepoint(self, query: Any) -> bool:
+        """Owe ``query`` instead of sending it, when it is a bare ``SAVEPOINT`` inside a
+        transaction block that has not failed (or whose ``BEGIN`` is owed); whether it was
+        owed."""
+        if not isinstance(query, str) or not _SAVEPOINT.fullmatch(query):
+            return False
+        if not self.owes_begin and self.pgconn.transaction_status != _IN_BLOCK:
+            return False  # outside a block the server refuses it: let it say so now
+        self.owed_savepoints += (query,)
+        return True
 
     @contextmanager
     def begun(self) -> Iterator[None]:
-        """Run the block's statements after the ``BEGIN`` owed, all in one pipeline with it
-        (its results read once the block ends); a plain block when none is owed."""
-        if not self.owes_begin:
+        """Run the block's statements after the ``BEGIN`` and the savepoints owed, all in one
+        pipeline with them (their results read once the block ends); a plain block when
+        nothing is owed."""
+        if not self.owes_begin and not self.owed_savepoints:
             yield
             return
-        self.owes_begin = False
+        owed = [_BEGIN] if self.owes_begin else []
+        owed += [savepoint.encode() for savepoint in self.owed_savepoints]
+        self.owes_begin, self.owed_savepoints = False, ()
         with self.pipeline():
-            psycopg.Cursor(self).execute(_BEGIN)
+            for command in owed:
+                psycopg.Cursor(self).execute(command)
             yield
 
     def commit(self) -> None:
-        self.owes_begin = False
+        self.owes_begin, self.owed_savepoints = False, ()
         super().commit()
 
     def rollback(self) -> None:
-        self.owes_begin = False
+        self.owes_begin, self.owed_savepoints = False, ()
         super().rollback()
 
 

@@ -121,3 +121,71 @@ def test_a_statement_of_many_parameters_is_parsed_once(pg: Store) -> None:
         after = parsed.cache_info()
     assert after.hits == before.hits + 1
     assert after.misses == before.misses
+
+
+def savepoint(conn: sa.Connection, name: str) -> None:
+    """A bare savepoint, as group commit and fenced writes open theirs."""
+    conn.exec_driver_sql(f"SAVEPOINT {name}")
+
+
+def test_a_savepoint_goes_in_the_next_statement_s_round_trip(pg: Store, tmp_path: Path) -> None:
+    with pg.write() as kept:
+        pass
+    with traced(kept, tmp_path / "trace") as sent, pg.write() as conn:
+        assert conn is kept
+        savepoint(conn, "first")
+        conn.execute(PROBE, {"n": 1})
+        savepoint(conn, "second")
+        savepoint(conn, "third")
+        conn.execute(PROBE, {"n": 2})
+    # BEGIN and the first savepoint with the first INSERT, two savepoints with the second
+    round_trips = [message for message in sent if message in ("Sync", "Query")]
+    assert round_trips == ["Sync", "Sync", "Query"], sent
+    with pg.read() as conn:
+        assert conn.execute(COUNT).scalar() == 2
+
+
+def test_rolling_back_to_a_savepoint_owed_undoes_what_came_after_it(pg: Store) -> None:
+    with pg.write() as conn:
+        conn.execute(PROBE, {"n": 1})
+        savepoint(conn, "member")
+        conn.execute(PROBE, {"n": 2})
+        conn.exec_driver_sql("ROLLBACK TO SAVEPOINT member")
+        savepoint(conn, "later")  # owed when the rollback to it comes: sent with it
+        conn.exec_driver_sql("ROLLBACK TO SAVEPOINT later")
+        conn.execute(PROBE, {"n": 3})
+    with pg.read() as conn:
+        assert conn.execute(sa.text("SELECT array_agg(n ORDER BY n) FROM probe")).scalar() == [1, 3]
+
+
+def test_a_failed_statement_after_a_savepoint_owed_is_undone_alone(pg: Store) -> None:
+    with pg.write() as conn:
+        conn.execute(PROBE, {"n": 1})
+        savepoint(conn, "member")
+        with pytest.raises(sa.exc.IntegrityError):
+            conn.execute(PROBE, {"n": 1})
+        conn.exec_driver_sql("ROLLBACK TO SAVEPOINT member")
+        conn.execute(PROBE, {"n": 2})
+    with pg.read() as conn:
+        assert conn.execute(sa.text("SELECT array_agg(n ORDER BY n) FROM probe")).scalar() == [1, 2]
+
+
+def test_a_savepoint_owed_at_commit_is_forgotten(pg: Store) -> None:
+    with pg.write() as conn:
+        conn.execute(PROBE, {"n": 1})
+        savepoint(conn, "unused")
+    refused = pytest.raises(sa.exc.DBAPIError, match='savepoint "unused" does not exist')
+    with refused, pg.write() as conn:  # the next transaction owes nothing of it
+        conn.execute(PROBE, {"n": 2})
+        conn.exec_driver_sql("ROLLBACK TO SAVEPOINT unused")
+    with pg.write() as conn:
+        conn.execute(PROBE, {"n": 3})
+    with pg.read() as conn:
+        assert conn.execute(sa.text("SELECT array_agg(n ORDER BY n) FROM probe")).scalar() == [1, 3]
+
+
+def test_a_savepoint_outside_a_block_is_refused_at_once(pg: Store) -> None:
+    with pg.engine.connect() as conn:
+        auto = conn.execution_options(isolation_level="AUTOCOMMIT")
+        with pytest.raises(sa.exc.DBAPIError, match="transaction blocks"):
+            savepoint(auto, "nowhere")
