@@ -2,7 +2,8 @@
 
 A slot of limit key ``k`` is a row ``(k, run, epoch)`` that counts while the run is
 ``running`` at that epoch (invariant 20). It is taken in the claim's transaction, under the
-lock of ``k``'s row in ``capacity_limits`` (taken after the run's row: invariant 15), and is
+lock of ``k``'s row in ``capacity_limits`` on PostgreSQL (taken after the run's row: invariant
+15; on SQLite the database's write lock, held from the transaction's start), and is
 given back by whatever ends that claim in the same transaction — the run's status leaving
 ``running`` or a takeover raising its epoch — with no statement of its own: a row that no
 longer counts is removed by the next taker of ``k``. A dead worker's run stays ``running``
@@ -116,6 +117,8 @@ class Capacity(Repository):
         self._settings: tuple[float, dict[str, Setting]] | None = None
         #: slots this store has taken (every :data:`SWEEP_EVERY`-th sweeps its key)
         self._takes = 0
+        #: SQLite: the caps this store recorded last, by key (:meth:`take`)
+        self._recorded: dict[str, int] = {}
 
     # -- settings --------------------------------------------------------------------
 
@@ -190,14 +193,26 @@ class Capacity(Repository):
         of its own so that its snapshot (READ COMMITTED takes one per statement) is taken once
         the locks are held: it sees every slot a claim that held a lock before it committed.
         Every :data:`SWEEP_EVERY` takes, the keys' rows that no longer count are removed
-        (between the two)."""
+        (between the two).
+
+        On SQLite the transaction holds the database's write lock from its start, which
+        serialises every taker already: the first statement is sent only to record a cap this
+        store has not recorded yet (what a waker falls back on), so a cap that never binds
+        costs a claim one statement there."""
         keys = sorted(caps)
         lock, write = self._statements(len(keys))
         params: dict[str, Any] = {"p_run": run_id, "p_epoch": epoch, "p_now": now}
         for i, key in enumerate(keys):
             params[f"p_key{i}"] = key
             params[f"p_max{i}"] = caps[key]
-        statements: list[tuple[Any, Mapping[str, Any]]] = [(lock, params)]
+        statements: list[tuple[Any, Mapping[str, Any]]] = []
+        if self._store.dialect == "postgresql" or any(
+            self._recorded.get(key) != cap for key, cap in caps.items()
+        ):
+            statements.append((lock, params))
+            if self._store.dialect != "postgresql":
+                with self._lock:
+                    self._recorded.update(caps)
         self._takes += 1
         if self._takes % SWEEP_EVERY == 0:
             statements.append((self._sweep(len(keys)), params))
