@@ -109,7 +109,7 @@ def archive(
     request = replace(request, to=to)
     with fmt.writing(to):
         hook = archive_hook_from_env()
-        fmt.drop_partial(to)
+        fmt.drop_partial(to, store.now())
         finish_written(store, to, report, hook)
         _batches(store, request, report, hook, stop)
         _expire_keys(store, request.retention, store.now(), report)

@@ -12,7 +12,7 @@ directory each, named so they sort in the order they were written
 
 A batch is whole once its manifest is there: the manifest is written after every other file
 (in a directory, the whole batch is then renamed into place). A ``batch-*`` without a manifest
-is a batch a process did not finish writing: readers skip it, the next archive removes it. A
+is a batch a process did not finish writing: readers skip it, a later archive removes it. A
 batch with a manifest but no ``committed.json`` was written but perhaps not yet deleted from
 the live store: its rows may be in both places, never in neither.
 """
@@ -182,6 +182,6 @@ def batches(root: Location | str | Path) -> Iterator[Batch]:
             raise ArchiveCorrupt(f"{location.label}/{entry.name}: no {MANIFEST}")
 
 
-def drop_partial(root: Location | str | Path) -> list[str]:
+def drop_partial(root: Location | str | Path, now: datetime) -> list[str]:
     """Remove batches a crash left half-written; their names."""
-    return locate_archive(root).drop_partial()
+    return locate_archive(root).drop_partial(now)

@@ -8,10 +8,11 @@ Both forms make a batch visible only once it is whole, each in the way its stora
   ``flock`` on ``.lock`` so one archive writes into it at a time;
 - an **object store** has no atomic rename, so a batch's table files are written straight
   under ``batch-…/`` and its ``manifest.json`` last: a ``batch-…/`` without a manifest is not a
-  batch (readers skip it, the next archive removes it). One object is written whole or not at
-  all on every object store fsspec serves, and every file's sha256 in the manifest is checked
-  on read. The lock is a lease: a ``.lock`` object naming its holder and when it expires,
-  renewed while the archive writes (see :class:`UrlLocation`).
+  batch (readers skip it; an archive an hour or more later removes it, so a batch another
+  process is writing at this moment is never taken for one a crash left). One object is
+  written whole or not at all on every object store fsspec serves, and every file's sha256 in
+  the manifest is checked on read. The lock is a lease: a ``.lock`` object naming its holder
+  and when it expires, renewed while the archive writes (see :class:`UrlLocation`).
 
 Paths inside a location are ``/``-separated keys relative to it (``batch-…/runs.jsonl.gz``).
 """
@@ -42,6 +43,9 @@ LOCK = ".lock"
 MANIFEST = "manifest.json"
 #: how long an object store's lock lasts without renewal; renewed at a third of it
 LEASE_SECONDS = 300.0
+#: how old (by the time in its name) a batch without a manifest on an object store must be
+#: before an archive removes it: far longer than any batch takes to write
+PARTIAL_GRACE = timedelta(hours=1)
 #: the extra of openseal that installs each object store's fsspec package
 EXTRAS = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs", "az": "azure", "abfs": "azure"}
 
@@ -116,7 +120,7 @@ class Location(ABC):
         """Remove a batch directory, manifest first (so it stops being a batch at once)."""
 
     @abstractmethod
-    def drop_partial(self) -> list[str]:
+    def drop_partial(self, now: datetime) -> list[str]:
         """Remove what a crash left of batches not written whole; their names."""
 
     @abstractmethod
@@ -184,7 +188,7 @@ class DirectoryLocation(Location):
     def remove(self, name: str) -> None:
         shutil.rmtree(self.path / name, ignore_errors=True)
 
-    def drop_partial(self) -> list[str]:
+    def drop_partial(self, now: datetime) -> list[str]:
         if not self.path.is_dir():
             return []
         gone = [p for p in self.path.iterdir() if p.is_dir() and p.name.startswith(PARTIAL)]
@@ -213,8 +217,9 @@ class UrlLocation(Location):
     another holder's lease has not expired; it is written, then read back to see that this
     process holds it, and renewed by every write once a third of it has passed. It keeps a
     second archive (``--archive-every`` given to two processes) out of a prefix; it is not a
-    consensus (two processes taking it in the same instant may both go on, which costs a
-    duplicate copy of a batch, never a run). A process killed while archiving holds it until
+    consensus: two processes taking it in the same instant may both go on, which costs a
+    duplicate copy of a batch, never a run (neither removes a batch the other is writing:
+    :meth:`drop_partial` leaves young ones alone). A process killed while archiving holds it until
     it expires (:data:`LEASE_SECONDS`).
     """
 
@@ -286,8 +291,15 @@ class UrlLocation(Location):
         with suppress(FileNotFoundError):
             self._call(f"remove {path}", lambda: self.fs.rm_file(path))
 
-    def drop_partial(self) -> list[str]:
-        gone = [name for name, files in self._files().items() if MANIFEST not in files]
+    def drop_partial(self, now: datetime) -> list[str]:
+        """Batches without a manifest written at least :data:`PARTIAL_GRACE` before ``now``
+        (by the time in their names): younger ones may be another process's, being written
+        (its lease notwithstanding: taking a lease is not a consensus)."""
+        gone = [
+            name
+            for name, files in self._files().items()
+            if MANIFEST not in files and _written_before(name, now - PARTIAL_GRACE)
+        ]
         for name in gone:
             self.remove(name)
         return gone
@@ -329,6 +341,16 @@ class UrlLocation(Location):
             self._holder = None
             if (self._lease() or {}).get("holder") == holder:
                 self._remove(self._path(LOCK))
+
+
+def _written_before(name: str, when: datetime) -> bool:
+    """Whether batch ``name`` (``batch-20261207T061500Z-…``) was named before ``when``; a name
+    not of that form is not one of ours: never."""
+    try:
+        named = datetime.strptime(name.split("-")[1], "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
+    except (IndexError, ValueError):
+        return False
+    return named <= when
 
 
 def _json(body: Mapping[str, Any]) -> bytes:
