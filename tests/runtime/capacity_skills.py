@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,8 @@ LOG_ENV = "CAPACITY_SKILL_LOG"
 SECONDS_ENV = "CAPACITY_SKILL_SECONDS"
 #: a file whose lines name the arguments ``fragile`` loses the reply of (it raises)
 LOSE_ENV = "CAPACITY_SKILL_LOSE"
+#: when set, every ``look`` (a read: it runs on the caller's thread) waits here first
+GATE: threading.Event | None = None
 
 
 def _note(event: str, q: str) -> None:
@@ -45,6 +48,15 @@ def fragile(q: str) -> dict[str, str]:
     if lose and q in Path(lose).read_text(encoding="utf-8").split():
         raise ConnectionResetError("the reply was lost")
     return answer
+
+
+def look(q: str) -> dict[str, str]:
+    """A read: waits for :data:`GATE` when it is set, then answers."""
+    _note("begin", q)
+    if GATE is not None:
+        GATE.wait(timeout=60)
+    _note("end", q)
+    return {"answer": q}
 
 
 def calls(path: str | os.PathLike[str]) -> list[dict[str, Any]]:

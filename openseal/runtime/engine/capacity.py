@@ -16,6 +16,12 @@ the shape every flow-control wait shares) in ``runs.waiting``. It is made ``queu
 when a slot of that key frees (:func:`wake_free`, called by the worker whose claim ended, and
 by every worker's periodic :meth:`CapacityPoll.poll`, which also catches slots freed by a
 takeover, an operator's cancel or a resume), higher priority first.
+
+A skill's cap (``skill:<name>``) counts calls, not turns (:meth:`Admission.take_call`,
+:meth:`Admission.take_tool_call`): an action's slot is taken in the transaction that marks it
+dispatched and counts while its outcome is open (docs/decisions/0021); a read a turn calls
+takes one where its budget is reserved and gives it back with its result. Its waiters are
+woken by the same functions.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from openseal.contract import CapacityLimit, CapacityWait
+from openseal.runtime.clock import new_id
 from openseal.runtime.compiled import CompiledWorkflow, DefinitionError, version_key
 from openseal.runtime.engine import quotas
 from openseal.runtime.statuses import RunStatus
@@ -323,23 +330,50 @@ class Admission:
         action (``store.capacity.take_call``). The claim remembers the key so that its end
         wakes runs waiting for the skill (its action has settled by then, or will be
         announced by the periodic look)."""
+        full = self._take_call(tx, skill, declared, action_id, None)
+        if full is None:
+            return True
+        wait_for_capacity(self.store, tx, full)
+        return False
+
+    def take_tool_call(self, tx: FencedTx, skill: str, declared: int | None) -> str | WaitsFor:
+        """Take a slot of skill ``skill``'s cap for a read a turn is about to call, in ``tx``,
+        the transaction that reserves the call: the call's id (its slot, held by the claim,
+        given back by :meth:`give_back_tool_call` with the call's result; "" when the skill has
+        no cap), or, when the cap is full, what the run is to wait for (nothing taken)."""
+        call_id = new_id()
+        full = self._take_call(tx, skill, declared, call_id, tx.claim.epoch)
+        if full is not None:
+            return full
+        return call_id if self.skill_cap(skill, declared) is not None else ""
+
+    def give_back_tool_call(self, tx: FencedTx, skill: str, call_id: str) -> None:
+        """The read ``call_id`` took a slot for is over (its result recorded, or not sent)."""
+        if call_id:
+            self.store.capacity.give_back_call(tx.conn, f"skill:{skill}", call_id)
+
+    def _take_call(
+        self, tx: FencedTx, skill: str, declared: int | None, holder: str, epoch: int | None
+    ) -> WaitsFor | None:
+        """Take a slot of ``skill``'s cap (if it has one) for ``holder``; what to wait for when
+        it is full."""
         key = f"skill:{skill}"
         cap = self.skill_cap(skill, declared)
         if cap is None:
-            return True
+            return None
         claim = tx.claim
         conn = tx.row_conn if tx.row_stored else tx.conn
         full = self.store.capacity.take_call(
-            conn, key, cap, action_id=action_id, run_id=claim.run_id, now=self.store.now()
-        )
+            conn, key, cap, action_id=holder, run_id=claim.run_id, now=self.store.now(),
+            epoch=epoch,
+        )  # fmt: skip
         if full is not None:
-            detail = {"max": full.max_slots, "in_use": full.in_use}
-            wait_for_capacity(self.store, tx, WaitsFor("concurrency", key, detail))
             self.waiters_seen = time.monotonic()
-            return False
+            return WaitsFor("concurrency", key, {"max": full.max_slots, "in_use": full.in_use})
+        holder_field = "action_id" if epoch is None else "call_id"
         tx.append_event(
             "capacity.slot_taken",
-            {"limits": [key], "action_id": action_id, "epoch": claim.epoch,
+            {"limits": [key], holder_field: holder, "epoch": claim.epoch,
              "taken_at": time.time()},
         )  # fmt: skip
         with self._lock:
@@ -347,7 +381,7 @@ class Admission:
             if len(self._held) >= HELD_KEPT and (claim.run_id, claim.epoch) not in self._held:
                 del self._held[next(iter(self._held))]
             self._held[(claim.run_id, claim.epoch)] = held | {key}
-        return True
+        return None
 
     def release(self, run_id: str, epoch: int) -> frozenset[str]:
         """Forget the keys claim ``(run_id, epoch)`` took (it has ended); returns them when runs

@@ -34,6 +34,7 @@ from openseal.runtime import telemetry
 from openseal.runtime.actions.replies import scrub, secrets_for
 from openseal.runtime.actions.skill_documents import skill_spec
 from openseal.runtime.engine import budgets, quotas, rate_limits
+from openseal.runtime.engine.capacity import WaitsFor
 from openseal.runtime.engine.gateway import (
     TOOL_CALL_COST,
     GatewayDecision,
@@ -123,6 +124,7 @@ class GatewayTools:
         from openseal.runtime.engine.states.base import (
             BudgetSpent,
             LeaseLost,
+            OverCapacity,
             RetryLater,
             input_hash,
         )
@@ -130,6 +132,7 @@ class GatewayTools:
         activity_id = f"{ctx.prefix}:{suffix}"
         digest = input_hash(invocation.to_json())
         decision = check_call(ctx.workflow, invocation.request())
+        slot: str | WaitsFor = ""
         with ctx.store.leases.fenced(ctx.claim) as tx:
             found = tx.replayed(activity_id, digest)
             if found is not None:
@@ -141,13 +144,19 @@ class GatewayTools:
                 refused = _record(ctx.store, tx, activity_id, digest, refusal(verdict))
                 _refused_event(tx, activity_id, invocation, verdict)
             else:
-                _reserve(ctx.store, tx, activity_id)
+                # the call takes its slot of the skill's cap where it is reserved; a full cap
+                # reserves nothing, and the run waits for a slot
+                slot = self._slot(ctx, tx, invocation.skill)
+                if not isinstance(slot, WaitsFor):
+                    _reserve(ctx.store, tx, activity_id)
         if verdict.reason_code == "budget_exhausted":
             raise BudgetSpent(verdict.reason)
         if not verdict.allowed:
             telemetry.tool_refused(invocation.skill)
             ctx.hook("activity.recorded", ctx.claim)
             return refused
+        if isinstance(slot, WaitsFor):
+            raise OverCapacity(slot)
         if ctx.lost.is_set():
             raise LeaseLost(ctx.claim.run_id)
         try:
@@ -155,12 +164,20 @@ class GatewayTools:
                 ctx.run.id, invocation.skill, lambda: self._execute(ctx, invocation)
             )
         except rate_limits.SkillOverRateLimit as over:
-            _not_sent(ctx, activity_id, str(over))
+            _not_sent(ctx, activity_id, str(over), (invocation.skill, slot))
             raise RetryLater(str(over), delay=over.wait, code="over_rate_limit") from None
         with ctx.store.leases.fenced(ctx.claim) as tx:
             recorded = _record(ctx.store, tx, activity_id, digest, result)
+            _give_back(ctx, tx, invocation.skill, slot)
         ctx.hook("activity.recorded", ctx.claim)
         return recorded
+
+    def _slot(self, ctx: StepContext, tx: FencedTx, skill: str) -> str | WaitsFor:
+        """The slot of ``skill``'s concurrency cap this call takes in ``tx`` ("" when it has
+        none), or what its run is to wait for."""
+        if ctx.admission is None:
+            return ""
+        return ctx.admission.take_tool_call(tx, skill, self._spec(ctx, skill).concurrency)
 
     # -- running a read skill ----------------------------------------------------------
 
@@ -260,10 +277,18 @@ def _reserve(store: Store, tx: FencedTx, activity_id: str) -> None:
     )
 
 
-def _not_sent(ctx: StepContext, activity_id: str, reason: str) -> None:
-    """A call its skill's rate limit held back was not sent: its hold of the budget is given
-    back (``activity.failed``, nothing spent) and the run sleeps."""
+def _give_back(ctx: StepContext, tx: FencedTx, skill: str, slot: str) -> None:
+    """Give back the slot of ``skill``'s cap a call took (none: ``slot`` is "")."""
+    if slot and ctx.admission is not None:
+        ctx.admission.give_back_tool_call(tx, skill, slot)
+
+
+def _not_sent(ctx: StepContext, activity_id: str, reason: str, slot: tuple[str, str]) -> None:
+    """A call its skill's rate limit held back was not sent: its hold of the budget and its
+    slot of the skill's cap (``(skill, slot)``) are given back (``activity.failed``, nothing
+    spent) and the run sleeps."""
     with ctx.store.leases.fenced(ctx.claim) as tx:
+        _give_back(ctx, tx, *slot)
         quotas.update_budget(
             ctx.store,
             tx,

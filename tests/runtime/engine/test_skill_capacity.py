@@ -22,7 +22,8 @@ from openseal.runtime.store import Claim, Event, Run, Store
 from openseal.runtime.store.tables import schema
 from tests.runtime import capacity_skills
 from tests.runtime.engine.test_capacity_processes import most_in_flight
-from tests.runtime.engine_support import DEFS, compile_files, event_types, register
+from tests.runtime.engine_support import DEFS, compile_files, engine, event_types, register
+from tests.runtime.engine_support import scripted as scripted_provider
 from tests.runtime.providers.test_lost_replies import Clock
 from tests.runtime.support import eventually
 
@@ -239,3 +240,44 @@ def test_a_cap_of_2_holds_across_workers_from_the_events(
     waited = [r for r in runs if "capacity.waiting" in event_types(capped, r)]
     assert waited, "the cap never bound"
     assert in_flight(capped, "submit") == []
+
+
+def test_a_read_in_a_turn_holds_its_skills_slot_while_it_is_called(
+    capped: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gate = threading.Event()
+    monkeypatch.setattr(capacity_skills, "GATE", gate)
+    looked = {"tool_calls": [{"name": "look", "arguments": {"q": "order"}}]}
+    script = {"ask": [looked, {"output": {"done": True}}]}
+    provider = scripted_provider(tmp_path, script)[0]
+    first, second = start(capped, "looks", 1), start(capped, "looks", 2)
+    calling = engine(capped, provider, worker_id="w1")
+    thread = threading.Thread(target=calling.step, args=(first.id,))
+    thread.start()
+    try:
+        # the call took its slot where its budget was reserved, and holds it while under way
+        eventually(lambda: in_flight(capped, "look") == [first.id], timeout=30)
+        other = engine(capped, provider, worker_id="w2")
+        other.step(second.id)
+        waiting = capped.runs.get(second.id)
+        assert waiting.status == RunStatus.WAITING_FOR_CAPACITY
+        assert waiting.lease_owner is None
+        assert waiting.waiting == {
+            "kind": "capacity",
+            "waits_for": {"kind": "concurrency", "limit": "skill:look", "max": 1, "in_use": 1},
+        }
+        assert not waiting.budget_used.get("reserved")  # nothing was reserved for the call
+    finally:
+        gate.set()
+        thread.join(timeout=60)
+    # the call's result was recorded: its slot is free, and a worker's look wakes the waiter
+    assert status(capped, first) == RunStatus.COMPLETED
+    assert in_flight(capped, "look") == []
+    assert Engine(capped, worker_id="w3").capacity.poll() == 1
+    other.run_until_idle()
+    assert status(capped, second) == RunStatus.COMPLETED
+    assert capacity_skills.most_at_once(tmp_path / "destination.jsonl") == 1
+    looks = [c for c in capacity_skills.calls(tmp_path / "destination.jsonl")]
+    assert [c["event"] for c in looks] == ["begin", "end", "begin", "end"]
+    # the waiting run's model call was replayed, not made again
+    assert capped.runs.get(second.id).budget_used.get("model_calls") == 2

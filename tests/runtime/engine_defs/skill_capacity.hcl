@@ -1,6 +1,6 @@
-# Actions of skills under a concurrency cap: `submit` lets two calls be in flight to its
-# destination at once, `fragile` one, and a call whose outcome is unknown it cannot reconcile
-# (no lookup, no same-key retry) needs an operator.
+# Skills under a concurrency cap: `submit` lets two actions be in flight to its destination at
+# once, `fragile` one, and a call whose outcome is unknown it cannot reconcile (no lookup, no
+# same-key retry) needs an operator; `look`, a read a turn calls, one.
 
 model "scripted" {
   provider = "scripted"
@@ -37,6 +37,17 @@ skill "fragile" {
   }
 }
 
+skill "look" {
+  description = "Look an order up at a destination that answers one caller at a time."
+  effect      = "read"
+  input       = object({ q = string })
+  output      = object({ answer = string })
+  concurrency = 1
+  adapter "python" {
+    entry_point = "tests.runtime.capacity_skills:look"
+  }
+}
+
 agent "clerk" {
   model        = model.scripted
   instructions = "Answer with JSON only."
@@ -45,6 +56,11 @@ agent "clerk" {
 
 binding "clerk_submits" {
   skill = skill.submit
+  to    = agent.clerk
+}
+
+binding "clerk_looks" {
+  skill = skill.look
   to    = agent.clerk
 }
 
@@ -85,6 +101,26 @@ workflow "fragile_orders" {
     }
     next = state.done
     on "failed" { next = state.done }
+  }
+  state "done" {
+    end = "completed"
+  }
+}
+
+workflow "looks" {
+  owner = agent.clerk
+  start = state.ask
+  input "n" {
+    type = number
+  }
+  state "ask" {
+    turn {
+      agent  = agent.clerk
+      goal   = "Look order ${input.n} up"
+      skills = [skill.look]
+      output = object({ done = bool })
+    }
+    next = state.done
   }
   state "done" {
     end = "completed"

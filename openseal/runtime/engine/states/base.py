@@ -21,7 +21,7 @@ from openseal.errors import ClaimLost
 from openseal.runtime.clock import iso
 from openseal.runtime.compiled import CompiledWorkflow, StateSpec
 from openseal.runtime.engine import budgets, quotas
-from openseal.runtime.engine.capacity import Admission
+from openseal.runtime.engine.capacity import Admission, WaitsFor, wait_for_capacity
 from openseal.runtime.engine.endings import end_run
 from openseal.runtime.engine.tools import ToolRunner
 from openseal.runtime.faults import Hook
@@ -133,6 +133,16 @@ class RetryLater(Exception):
         self.delay = delay
         self.attempt = attempt
         self.code = code
+
+
+class OverCapacity(Exception):
+    """A call's skill is at its concurrency cap (nothing was sent, nor taken): the run waits
+    for a slot in ``waiting_for_capacity`` (:func:`guarded`), holding no worker, and executes
+    the state again when woken; what it recorded so far is replayed then."""
+
+    def __init__(self, waits_for: WaitsFor) -> None:
+        super().__init__(waits_for.describe())
+        self.waits_for = waits_for
 
 
 @dataclass(frozen=True)
@@ -345,7 +355,8 @@ def guarded(ctx: StepContext, work: Callable[[], Outcome]) -> Outcome:
 
     :class:`BudgetSpent` stops the run per ``on_budget_exhausted`` (raising
     :class:`TurnStopped`); :class:`RetryLater` becomes a ``sleeping`` run, woken when the
-    delay has passed to execute the state again (recorded calls are replayed, not repeated).
+    delay has passed to execute the state again (recorded calls are replayed, not repeated);
+    :class:`OverCapacity` a run ``waiting_for_capacity``, woken when a slot frees.
     """
     try:
         return work()
@@ -353,6 +364,17 @@ def guarded(ctx: StepContext, work: Callable[[], Outcome]) -> Outcome:
         ctx.stop(spent.reason)
     except RetryLater as later:
         return retry_later(ctx, later)
+    except OverCapacity as over:
+        return wait_for_slot(ctx, over.waits_for)
+
+
+def wait_for_slot(ctx: StepContext, waits_for: WaitsFor) -> Suspend:
+    """Wait in ``waiting_for_capacity`` for ``waits_for`` (a skill's cap a call found full)."""
+
+    def wait(tx: FencedTx) -> None:
+        wait_for_capacity(ctx.store, tx, waits_for)
+
+    return Suspend(wait, f"capacity: {waits_for.describe()}")
 
 
 def retry_later(ctx: StepContext, later: RetryLater) -> Suspend:

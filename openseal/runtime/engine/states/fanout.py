@@ -22,6 +22,7 @@ from openseal.runtime.engine.states.base import (
     Attention,
     BudgetSpent,
     Outcome,
+    OverCapacity,
     RetryLater,
     StepContext,
     guarded,
@@ -89,7 +90,8 @@ def _for_each(ctx: StepContext) -> Outcome:
 def _map(units: Sequence[Callable[[], Outcome]], *, concurrency: int) -> list[Outcome]:
     """Every unit's outcome, in order. Units run to the end even when one of them fails, so
     each call already made is settled and recorded; then the first failure is raised, a lost
-    claim (or a bug) before a spent budget before a transient fault (the latest retry)."""
+    claim (or a bug) before a spent budget before a full cap before a transient fault (the
+    latest retry)."""
     if len(units) <= 1 or concurrency <= 1:
         return [unit() for unit in units]
     with ThreadPoolExecutor(max_workers=min(concurrency, len(units))) as pool:
@@ -102,11 +104,12 @@ def _map(units: Sequence[Callable[[], Outcome]], *, concurrency: int) -> list[Ou
 
 
 def _first(failures: list[BaseException]) -> BaseException:
-    others = [e for e in failures if not isinstance(e, BudgetSpent | RetryLater)]
+    others = [e for e in failures if not isinstance(e, BudgetSpent | RetryLater | OverCapacity)]
     spent = [e for e in failures if isinstance(e, BudgetSpent)]
+    full = [e for e in failures if isinstance(e, OverCapacity)]
     later = [e for e in failures if isinstance(e, RetryLater)]
-    if others or spent:
-        return (others or spent)[0]
+    if others or spent or full:
+        return (others or spent or full)[0]
     return max(later, key=lambda e: e.delay)
 
 

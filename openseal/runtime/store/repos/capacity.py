@@ -63,9 +63,24 @@ def _counts(table: Any) -> sa.Exists:
 
 
 _COUNTS = _counts(slots)
-#: a call's slot counts while its action's outcome is open
-_CALL_COUNTS = sa.exists().where(
-    actions.c.id == calls.c.action_id, actions.c.status.in_([str(s) for s in OPEN_OUTCOME])
+#: a call's slot counts while its action's outcome is open, or a tool call's while its claim
+#: holds the run
+_CALL_COUNTS = sa.or_(
+    sa.and_(
+        calls.c.epoch.is_(None),
+        sa.exists().where(
+            actions.c.id == calls.c.action_id,
+            actions.c.status.in_([str(s) for s in OPEN_OUTCOME]),
+        ),
+    ),
+    sa.and_(
+        calls.c.epoch.is_not(None),
+        sa.exists().where(
+            runs.c.id == calls.c.run_id,
+            runs.c.epoch == calls.c.epoch,
+            runs.c.status == RunStatus.RUNNING,
+        ),
+    ),
 )
 #: how many takes of a store sweep once the key's rows that no longer count
 SWEEP_EVERY = 16
@@ -312,11 +327,14 @@ class Capacity(Repository):
         action_id: str,
         run_id: str,
         now: datetime,
+        epoch: int | None = None,
     ) -> Full | None:
         """Take a slot of skill key ``key`` (its cap: ``cap``) for ``action_id``, about to be
         marked ``dispatched`` by this transaction; the key, full, when ``cap`` calls other than
         this action's are in flight (nothing is taken then). An action that holds one already
         (its outcome open: a same-key retry) keeps it, unless the cap was lowered below it.
+        With ``epoch``, the slot is a tool call's (``action_id`` its own id), held by the claim
+        of ``run_id`` at ``epoch`` until :meth:`give_back_call`.
 
         The run's row must be locked by this transaction (invariant 15). The key's row is
         locked first (so takers of one key count one after another) and the count is a
@@ -333,9 +351,16 @@ class Capacity(Repository):
         if in_use >= cap:
             return Full(key, cap, int(in_use))
         insert = postgresql.insert if self._store.dialect == "postgresql" else sqlite.insert
-        row = insert(calls).values(key=key, action_id=action_id, run_id=run_id, taken_at=now)
+        row = insert(calls).values(
+            key=key, action_id=action_id, run_id=run_id, taken_at=now, epoch=epoch
+        )
         conn.execute(row.on_conflict_do_nothing(index_elements=[calls.c.key, calls.c.action_id]))
         return None
+
+    def give_back_call(self, conn: sa.Connection, key: str, call_id: str) -> None:
+        """A tool call's slot (``call_id``, taken with an epoch) is given back: its result is
+        recorded, or it was not sent."""
+        conn.execute(sa.delete(calls).where(calls.c.key == key, calls.c.action_id == call_id))
 
     def calls_in_flight(self, conn: sa.Connection, key: str) -> list[tuple[str, str]]:
         """The ``(action, run)`` pairs holding a slot of skill key ``key`` now."""

@@ -621,11 +621,13 @@ capacity_slots = sa.Table(
     sa.Index("ix_capacity_slots_run", "run_id"),
 )
 
-#: Calls in flight to a skill's destination (``skill:<name>`` keys), one row per action that
-#: took a slot in the transaction marking it ``dispatched``. A row counts while its action's
-#: outcome is open (``dispatched``, ``unknown``, ``needs_attention``), so the transaction that
-#: settles the action gives the slot back with no statement of its own; a row that no longer
-#: counts is removed by the next taker of its key. No foreign key to ``actions``, as above.
+#: Calls in flight to a skill's destination (``skill:<name>`` keys). An action's call (``epoch``
+#: NULL) took its slot in the transaction marking it ``dispatched``, and the row counts while
+#: the action's outcome is open (``dispatched``, ``unknown``, ``needs_attention``), so the
+#: transaction that settles the action gives the slot back with no statement of its own. A
+#: read a turn calls (``epoch`` set; ``action_id`` is then the call's own id) counts while its
+#: claim holds the run, and the transaction recording its result removes it. A row that no
+#: longer counts is removed by the next taker of its key. No foreign keys, as above.
 capacity_calls = sa.Table(
     "capacity_calls",
     metadata,
@@ -633,6 +635,7 @@ capacity_calls = sa.Table(
     sa.Column("action_id", ID, primary_key=True),
     sa.Column("run_id", ID, nullable=False),
     sa.Column("taken_at", UtcTimestamp, nullable=False),
+    sa.Column("epoch", sa.Integer, nullable=True),
 )
 
 #: Runs waiting for capacity (status ``waiting_for_capacity``), by the limit they wait for,
