@@ -21,7 +21,7 @@ branch_labels = None
 depends_on = None
 
 SUMMARY = "add capacity_calls.epoch: a tool call's slot counts while its claim holds the run"
-LOCKS = "none"
+LOCKS = "brief"
 
 
 def upgrade() -> None:
