@@ -12,7 +12,16 @@ process, three ways:
 * ``Engine.submit`` from :data:`CONCURRENCY` threads, each starting a run and working on it to
   the end before taking the next (the objective's creation, the claim and the first turn share
   one batch with the other threads' writes): the embedding that matches how the peers are
-  driven (LangGraph's ``invoke``, DBOS starting its workflows in its own process).
+  driven (LangGraph's ``invoke``, DBOS starting its workflows in its own process); on
+  PostgreSQL in batches of :data:`POSTGRES_BATCH_SIZE`, which pay more there than batches of
+  8 (a batch's statements run one after the other on its connection);
+* ``Engine.submit`` from one thread, each run started and finished before the next, as a
+  peer's at concurrency 1 are (on SQLite, alternating with the peers too). The ratios at
+  concurrency 1 take openseal's faster way of the two (created first, or submitted).
+
+On PostgreSQL the counted ``Engine.submit`` batch also counts the round trips to the server
+(each ``Sync`` or simple ``Query`` libpq sends, from its trace): a ``BEGIN`` or a
+``SAVEPOINT`` travels with the next statement, so they are fewer than the statements.
 
 The timed part is creating the N objectives and executing them, as the peers' timed part is
 starting and finishing N workflows. Each repetition starts from a fresh database.
@@ -71,7 +80,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from tempfile import mkdtemp
@@ -113,9 +122,17 @@ STEPS = 3
 DESIGN_COMMITS_PER_RUN = 4
 #: the batched configuration: worker threads, and runs whose writes share one commit at most
 CONCURRENCY, BATCH_SIZE = 8, 8
+#: on PostgreSQL, ``Engine.submit``'s batches: a batch runs its bodies one after the other on
+#: one connection, each statement a round trip, while the server lets the commits of
+#: concurrent connections share their WAL flushes; so smaller batches on more connections pay
+#: there (batches of 2 and 4 measured 1.3–1.9× batches of 8 from 8 threads, in one run)
+POSTGRES_BATCH_SIZE = 4
 #: the batched configurations, as the peer comparison names them
 WORKER_SETTING = f"a Worker of {CONCURRENCY} threads, batches of {BATCH_SIZE}"
 SUBMIT_SETTING = f"Engine.submit from {CONCURRENCY} threads, batches of {BATCH_SIZE}"
+POSTGRES_SUBMIT_SETTING = (
+    f"Engine.submit from {CONCURRENCY} threads, batches of {POSTGRES_BATCH_SIZE}"
+)
 #: on SQLite, openseal's best runs/s (its fastest configuration) at least this many times
 #: each peer's best
 PEER_TARGETS = {"DBOS": 3.0, "LangGraph": 3.0}
@@ -153,6 +170,9 @@ NEXT_STEPS = {
 BASELINE_DRIVER = Path(__file__).with_name("durable_baseline.py")
 
 
+#: the number of the next batch's home directory
+_HOMES = itertools.count(1)
+
 #: a batched figure and the configuration that produced it
 Configured = tuple[Figure, str]
 
@@ -181,6 +201,7 @@ class Batch:
         batch_size: int = BATCH_SIZE,
         submit: bool = False,
         counted: bool = True,
+        round_trips: bool = False,
     ) -> None:
         self.options = options
         self.documents = documents
@@ -193,19 +214,22 @@ class Batch:
         self.submit = submit
         #: count commits and statements (their listeners cost CPU on every statement)
         self.counted = counted
-        self.counter = 0
+        #: also count round trips to PostgreSQL (libpq traces every message to a file)
+        self.round_trips = round_trips
 
     def __call__(self) -> Sample:
         from openseal.runtime.engine.engine import Engine
         from openseal.runtime.engine.turns import TurnReport
 
-        self.counter += 1
-        home = self.options.workdir / f"durable-{self.counter}"
+        # numbered across batches: each repetition of each configuration has a store of its own
+        home = self.options.workdir / f"durable-{next(_HOMES)}"
         turns: list[TurnReport] = []
         with loaded_store(home, self.documents, self.postgres_url) as store:
             commits = CommitCounter()
             if self.counted:
                 commits.attach(store.engine)
+            if self.round_trips:
+                commits.trace_round_trips(store.engine, home / "trace")
             engine = Engine(store, on_turn=turns.append, batch_size=self.batch_size)
             started, cpu = time.perf_counter(), time.process_time()
             if self.submit:
@@ -213,6 +237,7 @@ class Batch:
             else:
                 self.create_then_work(engine)
             elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+            commits.stop_tracing()
             ended = [t for t in turns if str(t.status) != "running"]
             unfinished = [t for t in ended if str(t.status) != "completed"]
             if unfinished or len(ended) != self.runs:
@@ -362,15 +387,19 @@ def per_run(
         "read_transactions_per_run": (commits.commits - commits.writes) / runs,
         "cpu_ms_per_run": 1000 * sample.cpu / runs,
     }
+    if commits.traced:
+        figures["round_trips_per_run"] = commits.round_trips() / runs
     report.parameters[key] = figures
     return figures
 
 
 def per_run_note(figures: dict[str, float]) -> str:
+    trips = figures.get("round_trips_per_run")
     return (
         f"{figures['write_commits_per_run']:.2f} write commits, "
         f"{figures['statements_per_run']:.1f} statements, "
-        f"{figures['cpu_ms_per_run']:.2f} ms CPU per run"
+        + (f"{trips:.1f} round trips, " if trips is not None else "")
+        + f"{figures['cpu_ms_per_run']:.2f} ms CPU per run"
     )
 
 
@@ -460,18 +489,21 @@ def measure_openseal(
         # cProfile sees the calling thread only: one thread alone is what it can show
         small = Batch(options, documents, max(50, runs // 10))
         report.profiles["openseal runs/s"] = profile_text(small, top=25)
-    submitted = measure_submit(report, options, documents, shape, peers)
-    return [(ours, WORKER_SETTING), (submitted, SUBMIT_SETTING)], alone_figure
+    submitted, single = measure_submit(report, options, documents, shape, peers)
+    # at concurrency 1, openseal's faster way: created first and worked on, or started and
+    # finished one by one as a peer's are (LangGraph's invoke)
+    alone_best = max((alone_figure, single), key=lambda f: f.stats.median if f.stats else 0)
+    return [(ours, WORKER_SETTING), (submitted, SUBMIT_SETTING)], alone_best
 
 
 def measure_submit(
     report: Report, options: Options, documents: list[Any], shape: str, peers: list[Peer]
-) -> Figure:
+) -> tuple[Figure, Figure]:
     """Runs started and finished in-process with ``Engine.submit`` from :data:`CONCURRENCY`
-    threads, as the peers are driven (LangGraph's ``invoke``, DBOS starting its workflows in
-    its process), each repetition followed by one of each of the ``peers`` (see
-    :func:`interleave`). Not compared to a baseline revision: its driver runs the other
-    batches only.
+    threads and from one, as the peers are driven (LangGraph's ``invoke``, DBOS starting its
+    workflows in its process), each repetition followed by one of each of the ``peers`` (see
+    :func:`interleave`); the two figures. Not compared to a baseline revision: its driver runs
+    the other batches only.
 
     The peers' runs pay for no instruments, so neither do these: the timed batches count
     nothing, and one more batch, untimed, counts the commits and statements."""
@@ -479,16 +511,27 @@ def measure_submit(
     submitting = Batch(
         options, documents, runs, concurrency=CONCURRENCY, submit=True, counted=False
     )
-    samples = interleave(report, options, submitting, peers)
+    one_by_one = Batch(options, documents, runs, submit=True, counted=False)
+    singles: list[Sample] = []
+    samples = interleave(report, options, submitting, peers, alongside=[(one_by_one, singles)])
+    single = report.add(
+        compare(
+            "openseal runs/s, Engine.submit from 1 thread", "runs/s",
+            rates(runs, summarize([s.seconds for s in singles])),
+            note=f"{shape}; concurrency 1, each run started and finished before the next, as "
+            "a peer's are; its repetitions alternate with the peers'",
+        )
+    )  # fmt: skip
     counted = Batch(options, documents, runs, concurrency=CONCURRENCY, submit=True)()
     figures = per_run(report, "submit", samples[-1], runs, counted)
-    return report.add(
+    submitted = report.add(
         compare(
             f"openseal runs/s, Engine.submit from {CONCURRENCY} threads", "runs/s",
             rates(runs, summarize([s.seconds for s in samples])),
             note=f"{shape}; batches of {BATCH_SIZE}: {per_run_note(figures)}",
         )
     )  # fmt: skip
+    return submitted, single
 
 
 def fastest(batched: list[Configured]) -> tuple[Stats, str] | None:
@@ -660,12 +703,15 @@ def interleave(
     submitting: Callable[[], Sample] | None,
     peers: list[Peer],
     key: str = "interleaved",
+    alongside: Sequence[tuple[Callable[[], Sample], list[Sample]]] = (),
 ) -> list[Sample]:
     """``options.repeat`` samples of ``submitting`` (after one untimed), each followed by one
     repetition of each peer (all its configurations): openseal, DBOS, LangGraph, openseal …
     so that each pair compared is measured under the same conditions (the CPU and the disk of
     a shared machine drift over minutes, each side bound by one of them). The order they ran
-    in is kept in the report's ``key`` parameter; ``submitting`` None runs the peers alone."""
+    in is kept in the report's ``key`` parameter; ``submitting`` None runs the peers alone.
+    Each of ``alongside`` (a batch and the list its samples go to) runs right after
+    ``submitting``, in the same repetitions."""
     runs = peer_runs(options)
     if submitting is not None:
         submitting()  # warm-up: imports, compiled-workflow cache, first connections
@@ -675,6 +721,8 @@ def interleave(
         if submitting is not None:
             samples.append(submitting())
             order.append("openseal")
+        for batch, found in alongside:
+            found.append(batch())
         order.extend(peer.name for peer in peers if peer.repetition(options, runs))
     report.parameters[key] = order
     return samples
@@ -734,21 +782,22 @@ def measure_postgres(
         )  # fmt: skip
     submitting = Batch(
         options, documents, runs, options.postgres_url, concurrency=CONCURRENCY, submit=True,
-        counted=False,
+        counted=False, batch_size=POSTGRES_BATCH_SIZE,
     )  # fmt: skip
     samples = interleave(report, options, submitting, peers, key="postgres_interleaved")
     counted = Batch(
-        options, documents, runs, options.postgres_url, concurrency=CONCURRENCY, submit=True
-    )()
+        options, documents, runs, options.postgres_url, concurrency=CONCURRENCY, submit=True,
+        batch_size=POSTGRES_BATCH_SIZE, round_trips=True,
+    )()  # fmt: skip
     figures = per_run(report, "postgres_submit", samples[-1], runs, counted)
     submitted = report.add(
         compare(
             f"{name}, Engine.submit from {CONCURRENCY} threads", "runs/s",
             rates(runs, summarize([s.seconds for s in samples])),
-            note=f"{runs} runs, batches of {BATCH_SIZE}: {per_run_note(figures)}",
+            note=f"{runs} runs, batches of {POSTGRES_BATCH_SIZE}: {per_run_note(figures)}",
         )
     )  # fmt: skip
-    configured.append((submitted, SUBMIT_SETTING))
+    configured.append((submitted, POSTGRES_SUBMIT_SETTING))
     if not options.quick:
         # the profile a missed PostgreSQL target points to: one thread alone, as cProfile sees
         small = Batch(options, documents, max(50, runs // 10), options.postgres_url)
@@ -835,6 +884,7 @@ def compare_peers(
                 compare(
                     f"openseal ÷ {name}, both at concurrency 1", "runs/s", alone.stats,
                     peer_alone, Target(bound, upper=False) if bound else None,
+                    note=f"openseal: {alone.name}",
                 )
             )  # fmt: skip
 

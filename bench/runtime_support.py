@@ -10,7 +10,7 @@ import contextlib
 import importlib
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -293,17 +293,64 @@ class CommitCounter:
     writes: int = 0
     statements: int = 0
 
+    #: the files libpq traces each PostgreSQL connection's messages to (:meth:`trace_round_trips`)
+    traced: list[Path] = field(default_factory=list)
+    _dirty: set[int] = field(default_factory=set, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)  # threads count
+    _files: list[Any] = field(default_factory=list, repr=False)
+
     def attach(self, engine: sa.Engine) -> None:
         event.listen(engine, "commit", self._commit)
         event.listen(engine, "before_cursor_execute", self._statement)
-        self._dirty: set[int] = set()
-        self._lock = threading.Lock()  # worker threads count concurrently
 
     def _statement(self, conn: sa.Connection, _c: Any, sql: str, *_rest: Any) -> None:
         with self._lock:
             self.statements += 1
             if not sql.lstrip().upper().startswith(READ_ONLY_PREFIXES):
                 self._dirty.add(id(conn))
+
+    def trace_round_trips(self, engine: sa.Engine, directory: Path) -> None:
+        """Have libpq trace the messages each of ``engine``'s PostgreSQL connections sends, from
+        its next transaction on, into a file in ``directory`` (:meth:`round_trips` counts them).
+        Tracing costs CPU on every message: for batches that are not timed."""
+        directory.mkdir(parents=True, exist_ok=True)
+        seen: set[int] = set()
+
+        def begin(conn: sa.Connection) -> None:
+            driver = conn.connection.driver_connection
+            if id(driver) in seen:
+                return
+            seen.add(id(driver))
+            path = directory / f"connection-{len(seen)}.trace"
+            with self._lock:
+                self.traced.append(path)
+            trace = path.open("w")  # open for the connection's life (libpq writes to it)
+            driver.pgconn.trace(trace.fileno())  # type: ignore[union-attr]
+            driver.pgconn.set_trace_flags(psycopg_trace_flags())  # type: ignore[union-attr]
+            with self._lock:
+                self._files.append((driver, trace))
+
+        event.listen(engine, "begin", begin)
+
+    def stop_tracing(self) -> None:
+        """Stop tracing the connections still open, which writes out what libpq buffered."""
+        with self._lock:
+            files, self._files = self._files, []
+        for driver, trace in files:
+            if not driver.closed:
+                driver.pgconn.untrace()
+            trace.close()
+
+    def round_trips(self) -> int:
+        """Round trips sent on the traced connections: each ``Sync`` (the end of a statement,
+        or of a pipeline of several) or simple ``Query`` (``COMMIT``) waits for the server."""
+        count = 0
+        for path in self.traced:
+            for line in path.read_text(errors="replace").splitlines():
+                fields = line.split("\t")
+                if len(fields) > 2 and fields[0] == "F":
+                    count += fields[2].split(" ")[0] in ("Sync", "Query")
+        return count
 
     def _commit(self, conn: sa.Connection) -> None:
         # Only transactions that wrote something cost an fsync; reads end with COMMIT too.
@@ -312,6 +359,13 @@ class CommitCounter:
             if id(conn) in self._dirty:
                 self.writes += 1
                 self._dirty.discard(id(conn))
+
+
+def psycopg_trace_flags() -> Any:
+    """libpq's trace without timestamps (imported here: psycopg only for PostgreSQL)."""
+    import psycopg
+
+    return psycopg.pq.Trace.SUPPRESS_TIMESTAMPS
 
 
 #: statements that write nothing: a transaction of only these costs no fsync
