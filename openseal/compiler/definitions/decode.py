@@ -21,6 +21,7 @@ from openseal.compiler.definitions.field_types import (
     is_name,
     name_suggestion,
 )
+from openseal.compiler.definitions.key_spans import KeyLayout, pack_key_spans
 from openseal.compiler.definitions.labels import unwrap
 from openseal.compiler.definitions.specs import KIND_MODELS, Spec
 from openseal.compiler.diagnostics import Diagnostic, did_you_mean, error
@@ -200,20 +201,21 @@ def written_keys(folded: Folded) -> set[str]:
     }
 
 
-def _key_spans_by_definition(folded: Folded) -> dict[Path, dict[Path, Span]]:
+def _key_spans_by_definition(folded: Folded) -> dict[Path, Mapping[Path, Span]]:
     """Each definition's key spans relative to it, by ``(kind, name)``: one pass over the keys.
 
     (Filtering every key once per definition made decoding quadratic in the
     number of definitions in a file.)
     """
-    out: dict[Path, dict[Path, Span]] = {}
+    by_definition: dict[Path, list[tuple[Path, Span]]] = {}
     for path, span in folded.keys.items():
         if len(path) > 2:
-            inner = out.get(path[:2])
+            inner = by_definition.get(path[:2])
             if inner is None:
-                inner = out[path[:2]] = {}
-            inner[path[2:]] = span
-    return out
+                inner = by_definition[path[:2]] = []
+            inner.append((path[2:], span))
+    layouts: dict[tuple[Path, ...], KeyLayout] = {}
+    return {path: pack_key_spans(spans, layouts) for path, spans in by_definition.items()}
 
 
 def _listing(names: typing.Iterable[str]) -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import bisect
 import re
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -175,7 +176,8 @@ class _Parser:
         if match is None:
             raise _GiveUp
         self.pos = match.end()
-        return match.group(), match.start(), match.end()
+        # Names repeat all over a file (`state`, `output`, ...): one string each, interned.
+        return sys.intern(match.group()), match.start(), match.end()
 
     # -- expressions (one method per grammar level) ----------------------------
 
@@ -262,7 +264,7 @@ class _Parser:
             return _Node(literal, start, self.pos, 1, "number", text)
         ident = _IDENT.match(self.source, start)
         if ident is not None:
-            return self._named(ident.group(), start, ident.end(), depth)
+            return self._named(sys.intern(ident.group()), start, ident.end(), depth)
         operator = self.peek()
         if operator == "(":
             self.take("(")
