@@ -50,6 +50,12 @@ class Definition:
 
 
 def decode(folded: Folded, file: str) -> tuple[list[Definition], list[Diagnostic]]:
+    """The definitions in ``folded`` and what is wrong with them.
+
+    Each definition's data is let go once it is decoded (its name stays in ``folded.data``,
+    its value is ``None``), so a big file never holds all of its folded data beside all of
+    its definitions.
+    """
     definitions: list[Definition] = []
     diagnostics: list[Diagnostic] = []
     data = folded.data if isinstance(folded.data, dict) else {}
@@ -77,7 +83,8 @@ def decode(folded: Folded, file: str) -> tuple[list[Definition], list[Diagnostic
                 )
             )
             continue
-        for name, body in by_name.items():
+        for name in by_name:
+            body, by_name[name] = by_name[name], None
             path: Path = (kind, name)
             span = folded.values.get(path) or kind_span
             name_span = folded.keys.get(path) or span

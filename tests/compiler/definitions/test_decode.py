@@ -6,8 +6,12 @@ from pathlib import Path
 
 import pytest
 
+from openseal.compiler.definitions.decode import decode, written_keys
+from openseal.compiler.definitions.labels import block_labels
 from openseal.compiler.definitions.specs import SkillSpec, WorkflowSpec
 from openseal.compiler.load import load_definitions
+from openseal.compiler.syntax.fold import fold
+from openseal.compiler.syntax.load_hcl import load_hcl
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = ROOT / "definitions"
@@ -207,3 +211,19 @@ def test_file_function_missing_file(tmp_path: Path) -> None:
 def test_directory_without_definitions(tmp_path: Path) -> None:
     (diag,) = load_definitions([tmp_path]).diagnostics
     assert diag.code == "OS009"
+
+
+def test_decoding_lets_each_definitions_data_go_and_still_locates_errors() -> None:
+    text = (
+        'agent "a" {\n  model = model.m\n  instructions = "x"\n}\n'
+        'agent "b" {\n  model = model.m\n  instrucions = "x"\n}\n'
+    )
+    document, found = load_hcl(text, "a.hcl")
+    assert document is not None and found == []
+    folded, _ = fold(document.body, block_labels)
+    definitions, diagnostics = decode(folded, "a.hcl")
+    assert [d.name for d in definitions] == ["a"]
+    assert folded.data == {"agent": {"a": None, "b": None}}
+    assert written_keys(folded) == {"agent.a", "agent.b"}
+    located = {(d.code, d.span.line, d.span.column) for d in diagnostics}
+    assert ("OS101", 7, 3) in located and ("OS102", 5, 7) in located
