@@ -232,8 +232,13 @@ def test_archiving_is_ready_only_with_every_setting_and_no_failure_since_a_succe
 
     assert problems() == ()
     assert problems(archive_command="", archive_library="pgbackrest") == ()
-    assert problems(archive_command="(disabled)") == (
-        "neither archive_command nor archive_library is set",
+    assert problems(archive_command="") == ("neither archive_command nor archive_library is set",)
+    # what PostgreSQL shows for the command while archive_mode is off, whether it is set or not
+    assert problems(archive_mode="off", archive_command="(disabled)") == (
+        "archive_mode is off: set it to on",
+    )
+    assert problems(archive_mode="off", pending_restart=["archive_mode"]) == (
+        "archive_mode is off: restart the server",
     )
     assert problems(wal_level="minimal")[0] == "wal_level is minimal: set it to replica"
     failed = problems(failed_count=1, last_failed_time=datetime(2026, 12, 7, 10, tzinfo=UTC))

@@ -95,7 +95,23 @@ class PgPair:
         self._start(standby)
         self._wait_until_synchronous()
 
-    def _configure(self, node: Node, *, synchronous: str, conninfo: str | None = None) -> None:
+    def start_alone(self, settings: tuple[str, ...]) -> None:
+        """Start the primary only, with ``settings`` (``name = value`` lines) added to its
+        configuration: a server of the test's own, without a standby."""
+        primary = self.primary
+        self.run("initdb", "-D", str(primary.data), "-U", "postgres", "--auth=trust",
+                 "-E", "UTF8", "--no-sync")  # fmt: skip
+        self._configure(primary, synchronous="", extra=settings)
+        self._start(primary)
+
+    def _configure(
+        self,
+        node: Node,
+        *,
+        synchronous: str,
+        conninfo: str | None = None,
+        extra: tuple[str, ...] = (),
+    ) -> None:
         # A promoted standby must not wait for a standby of its own: it names none.
         lines = [
             "listen_addresses = '127.0.0.1'", f"port = {node.port}",
@@ -105,6 +121,7 @@ class PgPair:
         ]  # fmt: skip
         if conninfo is not None:
             lines.append(f"primary_conninfo = '{conninfo}'")
+        lines.extend(extra)
         with (node.data / "postgresql.auto.conf").open("a", encoding="utf-8") as conf:
             conf.write("\n".join(lines) + "\n")
 
@@ -130,6 +147,12 @@ class PgPair:
                 time.sleep(0.1)
         finally:
             engine.dispose()
+
+    def restart_primary(self) -> None:
+        """Stop the primary cleanly and start it again (settings that need a restart apply)."""
+        log = self.root / f"{self.primary.data.name}.log"
+        self.run("pg_ctl", "-D", str(self.primary.data), "-l", str(log), "-m", "fast", "-w",
+                 "-t", str(int(GUARD)), "restart")  # fmt: skip
 
     def kill_primary(self) -> None:
         """SIGKILL the primary's postmaster: no shutdown, no goodbye to its clients."""
@@ -161,6 +184,22 @@ def _alive(node: Node) -> bool:
 def pg_pair() -> Iterator[PgPair]:
     """A started primary with its synchronous standby, stopped and removed afterwards (also
     when the test fails). Skips when PostgreSQL's server binaries are not installed."""
+    with _cluster() as pair:
+        pair.start()
+        yield pair
+
+
+@contextmanager
+def pg_server(settings: tuple[str, ...]) -> Iterator[PgPair]:
+    """A started server of the test's own (``.primary``, no standby) with ``settings`` added
+    to its configuration; stopped and removed as :func:`pg_pair`'s."""
+    with _cluster() as pair:
+        pair.start_alone(settings)
+        yield pair
+
+
+@contextmanager
+def _cluster() -> Iterator[PgPair]:
     bin_dir = _bin_dir()
     if bin_dir is None or (shutil.which("runuser") is None and os.geteuid() == 0):
         pytest.skip("PostgreSQL's server binaries (initdb, pg_ctl) are not installed")
@@ -170,7 +209,6 @@ def pg_pair() -> Iterator[PgPair]:
         os.chown(root, owner.pw_uid, owner.pw_gid)
     pair = PgPair(bin_dir, root)
     try:
-        pair.start()
         yield pair
     finally:
         pair.close()

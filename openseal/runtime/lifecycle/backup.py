@@ -134,17 +134,24 @@ class Archiving:
 
 def check_archiving(store: Store) -> Archiving:
     """Whether the PostgreSQL server under ``store`` archives its WAL: ``wal_level`` at least
-    ``replica``, ``archive_mode`` on, an ``archive_command`` or ``archive_library`` set, and
-    the last archiving attempt not a failure. A managed service that keeps its own
+    ``replica``, ``archive_mode`` on (in force, not only set: both need a restart), an
+    ``archive_command`` or ``archive_library`` set, and the last archiving attempt not a
+    failure. A managed service that keeps its own
     point-in-time recovery hides these: check its backup settings instead."""
     found = store.wal_archiving()
+    # both take effect only when the server starts: one set but not yet in force says so
+    pending = found.get("pending_restart") or ()
     problems: list[str] = []
     if found["wal_level"] not in ("replica", "logical"):
-        problems.append(f"wal_level is {found['wal_level']}: set it to replica")
+        fix = "restart the server" if "wal_level" in pending else "set it to replica"
+        problems.append(f"wal_level is {found['wal_level']}: {fix}")
     if found["archive_mode"] not in ("on", "always"):
-        problems.append(f"archive_mode is {found['archive_mode']}: set it to on")
+        fix = "restart the server" if "archive_mode" in pending else "set it to on"
+        problems.append(f"archive_mode is {found['archive_mode']}: {fix}")
+    # PostgreSQL shows the command as "(disabled)" while archive_mode is off, set or not: what
+    # is missing then is the mode, said above
     command = (found["archive_command"] or "").strip()
-    if command in ("", "(disabled)") and not (found["archive_library"] or "").strip():
+    if not command and not (found["archive_library"] or "").strip():
         problems.append("neither archive_command nor archive_library is set")
     failed, archived = found["last_failed_time"], found["last_archived_time"]
     if failed is not None and (archived is None or failed > archived):

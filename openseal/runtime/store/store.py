@@ -24,6 +24,7 @@ from openseal.runtime.store.db.dialects import (
     PostgresDatabase,
     SQLiteDatabase,
     create_engine,
+    create_listen_engine,
     where,
 )
 from openseal.runtime.store.db.sqlite_connections import BUSY_TIMEOUT_MS, SYNCHRONOUS, damaged
@@ -138,6 +139,7 @@ def open_store(
     busy_timeout_ms: int = BUSY_TIMEOUT_MS,
     connect_args: dict[str, Any] | None = None,
     read_only: bool = False,
+    listen_url: str | None = None,
 ) -> Store:
     """Open the store, migrating it when allowed.
 
@@ -147,21 +149,26 @@ def open_store(
     ``auto_migrate=True`` (run ``openseal db upgrade``). A database migrated by a newer openseal
     is always refused. ``read_only`` opens SQLite read-only, for commands that only read: it
     never writes the file (no migration, no checkpoint) and is refused when it is damaged.
+    ``listen_url`` (or ``OPENSEAL_DATABASE_LISTEN_URL`` with ``OPENSEAL_DATABASE_URL``) names
+    the PostgreSQL server the wake-ups' ``LISTEN`` session connects to, when ``url`` is a
+    pooler in transaction mode.
     """
-    engine = create_engine(
-        url,
-        home=home,
-        synchronous=synchronous,
-        busy_timeout_ms=busy_timeout_ms,
-        connect_args=connect_args,
-        read_only=read_only,
-    )
+    options: dict[str, Any] = {
+        "home": home, "synchronous": synchronous, "busy_timeout_ms": busy_timeout_ms,
+        "connect_args": connect_args,
+    }  # fmt: skip
+    engine = create_engine(url, read_only=read_only, **options)
+    try:
+        listen = create_listen_engine(url, listen_url, engine, **options)
+    except StoreError:
+        engine.dispose()
+        raise
     store: Store
     if engine.dialect.name == "sqlite":
         store = SQLiteStore(engine, home=home)
         migrate = auto_migrate is not False and not read_only
     else:
-        store = PostgresStore(engine, home=home)
+        store = PostgresStore(engine, home=home, listen_engine=listen)
         migrate = auto_migrate is True
     try:
         _ensure_schema(store, migrate)

@@ -126,7 +126,9 @@ class StoreBase:
     def wal_archiving(self) -> dict[str, Any]:
         """PostgreSQL's settings and counters of WAL archiving (``wal_level``, ``archive_mode``,
         ``archive_command``, ``archive_library``, ``archived_count``, ``last_archived_time``,
-        ``failed_count``, ``last_failed_time``); refused on SQLite, which has none."""
+        ``failed_count``, ``last_failed_time``) and ``pending_restart``, the names among them
+        changed in the configuration but in force only once the server restarts; refused on
+        SQLite, which has none."""
         raise StoreError(
             "WAL archiving is PostgreSQL's; a SQLite store is backed up with `openseal db "
             "backup DEST`",

@@ -23,7 +23,7 @@ import sqlalchemy as sa
 from sqlalchemy import event
 
 from openseal.errors import StoreError
-from openseal.runtime.store.db import combined, fastsql, liveness, multihost
+from openseal.runtime.store.db import combined, fastsql, liveness, multihost, poolers
 from openseal.runtime.store.db.base import StoreBase
 from openseal.runtime.store.db.json_text import compact_json, loads_json
 from openseal.runtime.store.db.listener import NotificationListener
@@ -123,19 +123,27 @@ class PostgresDatabase(StoreBase):
 
     dialect: ClassVar[str] = "postgresql"
 
-    def __init__(self, engine: sa.Engine, **options: Any) -> None:
+    def __init__(
+        self, engine: sa.Engine, *, listen_engine: sa.Engine | None = None, **options: Any
+    ) -> None:
         super().__init__(engine, **options)
         # One LISTEN session per store, outside the pool: a notification names the run that
-        # became runnable and wakes one idle thread for it; a new session wakes them all.
-        self._listener = NotificationListener(engine, WORK_CHANNEL, self._notified)
+        # became runnable and wakes one idle thread for it; a new session wakes them all. Its
+        # own engine when the pool goes through a transaction-mode pooler (poolers.py).
+        self._listen_engine = listen_engine
+        self._listener = NotificationListener(listen_engine or engine, WORK_CHANNEL, self._notified)
 
     def wal_archiving(self) -> dict[str, Any]:
         names = ("wal_level", "archive_mode", "archive_command", "archive_library")
         with self.engine.connect() as conn:
-            query = sa.text("SELECT name, setting FROM pg_settings WHERE name IN :names")
+            query = sa.text(
+                "SELECT name, setting, pending_restart FROM pg_settings WHERE name IN :names"
+            )
             query = query.bindparams(sa.bindparam("names", expanding=True))
             rows = conn.execute(query, {"names": list(names)}).all()
             settings: dict[str, Any] = {str(row[0]): row[1] for row in rows}
+            # changed in the configuration, taking effect only when the server restarts
+            pending = sorted(str(row[0]) for row in rows if row[2])
             stats = (
                 conn.execute(
                     sa.text(
@@ -146,7 +154,11 @@ class PostgresDatabase(StoreBase):
                 .mappings()
                 .one()
             )
-        return {**{name: settings.get(name) for name in names}, **dict(stats)}
+        return {
+            **{name: settings.get(name) for name in names},
+            **dict(stats),
+            "pending_restart": pending,
+        }
 
     def unusable_connection(self, conn: sa.Connection, idle_seconds: float) -> str | None:
         return liveness.unusable(self.engine, conn.connection.dbapi_connection, idle_seconds)
@@ -204,6 +216,8 @@ class PostgresDatabase(StoreBase):
 
     def close(self) -> None:
         self._listener.close()
+        if self._listen_engine is not None:
+            self._listen_engine.dispose()
         super().close()
 
 
@@ -249,13 +263,15 @@ def create_engine(
     busy_timeout_ms: int,
     connect_args: dict[str, Any] | None = None,
     read_only: bool = False,
+    env: str = DATABASE_URL_ENV,
 ) -> sa.Engine:
-    """The engine of the database ``url`` (or ``OPENSEAL_DATABASE_URL``) names: PostgreSQL, or
-    SQLite at ``home/openseal.db`` when neither is given (``read_only``: its connections
-    opened read-only). A URL that is malformed, of another database, or a SQLite directory
-    that cannot be created is refused in one line."""
-    source = "" if url else f" ({DATABASE_URL_ENV})"
-    url = url or os.environ.get(DATABASE_URL_ENV) or None
+    """The engine of the database ``url`` (or the environment variable ``env``,
+    ``OPENSEAL_DATABASE_URL``) names: PostgreSQL, or SQLite at ``home/openseal.db`` when
+    neither is given (``read_only``: its connections opened read-only). A URL that is
+    malformed, of another database, or a SQLite directory that cannot be created is refused in
+    one line."""
+    source = "" if url else f" ({env})"
+    url = url or os.environ.get(env) or None
     if url is not None:
         url = multihost.hosts_as_query(url)
         check_url(url, source)
@@ -296,6 +312,36 @@ def create_engine(
     )
 
 
+def create_listen_engine(
+    url: str | None,
+    listen_url: str | None,
+    store_engine: sa.Engine,
+    **options: Any,
+) -> sa.Engine | None:
+    """The engine of the ``LISTEN`` session's own database URL (poolers.py): ``listen_url``,
+    or ``OPENSEAL_DATABASE_LISTEN_URL`` when the store's ``url`` comes from the environment
+    too; None when neither is set (the listener then uses the store's engine). ``options`` are
+    :func:`create_engine`'s. Refused in one line when it does not name PostgreSQL, or the
+    store is not on PostgreSQL."""
+    if listen_url is None and (url is not None or not os.environ.get(poolers.LISTEN_URL_ENV)):
+        return None
+    named = "the listen URL" if listen_url else poolers.LISTEN_URL_ENV
+    if store_engine.dialect.name != "postgresql":
+        raise StoreError(
+            f"{named} is for a PostgreSQL store: set {DATABASE_URL_ENV} too (or unset it)",
+            code="database_url",
+        )
+    engine = create_engine(listen_url, env=poolers.LISTEN_URL_ENV, **options)
+    if engine.dialect.name != "postgresql":
+        engine.dispose()
+        raise StoreError(
+            f"{named} must name the PostgreSQL server itself "
+            "(postgresql+psycopg://user@host:5432/db)",
+            code="database_url",
+        )
+    return engine
+
+
 def check_url(url: str, source: str) -> None:
     """Refuse a URL SQLAlchemy cannot parse in one line saying so (never its password)."""
     try:
@@ -311,16 +357,27 @@ def check_url(url: str, source: str) -> None:
 
 
 def _check_deadlines(url: str, connect_args: Mapping[str, Any], source: str) -> None:
-    """Refuse a reply deadline that is not a number of seconds (see deadlines.py) now, not at
-    the first connection."""
+    """Refuse a reply deadline that is not a number of seconds (see deadlines.py), or a
+    prepare threshold that is not a count (poolers.py), now, not at the first connection."""
     from openseal.runtime.store.db import deadlines
 
+    params = {**sa.make_url(url).query, **connect_args}
     try:
-        deadlines.reply_timeout({**sa.make_url(url).query, **connect_args})
+        deadlines.reply_timeout(params)
     except (TypeError, ValueError):
         raise StoreError(
             f"malformed database URL{source}: {deadlines.REPLY_TIMEOUT_PARAM} must be a "
             "number of seconds (0: no deadline)",
+            code="database_url",
+        ) from None
+    try:
+        poolers.prepare_threshold(params)
+    except KeyError:
+        pass
+    except (TypeError, ValueError):
+        raise StoreError(
+            f"malformed database URL{source}: {poolers.PREPARE_PARAM} must be a count of runs "
+            "or none (no prepared statements, behind a transaction-mode pooler)",
             code="database_url",
         ) from None
 

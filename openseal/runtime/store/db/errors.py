@@ -133,6 +133,15 @@ def transient(exc: BaseException) -> bool:
     return isinstance(exc, sa.exc.OperationalError | sa.exc.InterfaceError)
 
 
+#: a prepared statement of psycopg's (``_pg3_…``) already there, not there, or another one
+#: under its name (a protocol violation: the parameters do not fit): another session's names
+#: met through a transaction-mode pooler that does not track them (poolers.py)
+POOLED_PREPARED_SQLSTATES = frozenset({"42P05", "26000", "08P01"})
+POOLED_PREPARED_HINT = (
+    "behind a pooler in transaction mode, add prepare_threshold=none to the database URL"
+)
+
+
 def describe_fault(exc: BaseException) -> str:
     """One line naming a fault for people and logs: never SQL text or bound parameters."""
     import sqlalchemy as sa
@@ -140,7 +149,10 @@ def describe_fault(exc: BaseException) -> str:
     if isinstance(exc, sa.exc.StatementError) and exc.orig is not None:
         origin: BaseException = exc.orig
         lines = str(origin).strip().splitlines()
-        return f"{type(origin).__name__}: {lines[0] if lines else 'database error'}"
+        told = f"{type(origin).__name__}: {lines[0] if lines else 'database error'}"
+        if getattr(origin, "sqlstate", None) in POOLED_PREPARED_SQLSTATES and "_pg3_" in told:
+            told += f" ({POOLED_PREPARED_HINT})"
+        return told
     if isinstance(exc, OpenSealError | ClaimLost):
         return f"{type(exc).__name__}: {exc.message}"
     lines = str(exc).strip().splitlines()

@@ -23,6 +23,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from openseal.runtime.store.db import poolers
+
 log = logging.getLogger("openseal.listener")
 
 #: how long one wait for notifications lasts before the thread checks whether to stop
@@ -111,6 +113,7 @@ class NotificationListener:
             raise RuntimeError("the database driver gave no connection")
         try:
             conn.autocommit = True
+            poolers.listen_for_notifications(conn)
             conn.execute(f"LISTEN {self.channel}")
         except BaseException:
             _close_quietly(conn)

@@ -48,7 +48,7 @@ import psycopg._queries
 import sqlalchemy as sa
 from sqlalchemy import event
 
-from openseal.runtime.store.db import deadlines
+from openseal.runtime.store.db import deadlines, poolers
 
 _BEGIN = b"BEGIN"
 #: a statement that only sets a savepoint (what group commit and fenced writes send)
@@ -151,8 +151,10 @@ def begin_with_first_statement(engine: sa.Engine) -> None:
     def _connect(_dialect: Any, _record: Any, cargs: Any, cparams: Any) -> Any:
         options = {**cparams, "autocommit": True, "cursor_factory": BeginningCursor}
         reply_timeout = deadlines.connection_params(options)
+        poolers.take_prepare_threshold(options)
         conn = BeginningConnection.connect(*cargs, **options)
         conn.reply_timeout = reply_timeout
+        poolers.drop_stray_notifications(conn)
         return conn
 
     @event.listens_for(engine, "begin")
