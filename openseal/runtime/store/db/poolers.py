@@ -12,7 +12,7 @@ things psycopg and ``LISTEN`` do are settled here:
 * **The LISTEN session** must be a session of its own on the server itself: through the pooler
   its ``LISTEN`` stays on a server connection the pooler then hands to others.
   :data:`LISTEN_URL_ENV` (or ``open_store(listen_url=...)``) names the server the listener
-  connects to, while every transaction goes through :data:`DATABASE_URL_ENV`'s pooler. A
+  connects to, while every transaction goes through ``OPENSEAL_DATABASE_URL``'s pooler. A
   notification that reaches a pooled connection anyway is dropped
   (:func:`drop_stray_notifications`) instead of queued unread for the life of the connection.
 """

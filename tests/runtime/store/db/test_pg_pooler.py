@@ -25,6 +25,7 @@ import subprocess
 import sys
 import threading
 import uuid
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -295,3 +296,26 @@ def test_the_listen_url_must_name_postgresql_under_a_postgresql_store(
         open_store(home=tmp_path)
     with pytest.raises(StoreError, match="prepare_threshold must be a count of runs or none"):
         open_store(f"{postgres_url()}?prepare_threshold=sometimes", home=tmp_path)
+
+
+def test_a_pooled_connection_drops_notifications_meant_for_another_session(
+    pg_admin: sa.Engine, tmp_path: Path
+) -> None:
+    # What a transaction pooler does: a server session that listened serves a pooled connection.
+    store = open_store(postgres_url(), home=tmp_path, auto_migrate=True)
+    raw = store.engine.raw_connection()
+    try:
+        conn = raw.driver_connection
+        assert conn is not None
+        conn.execute("LISTEN stray")
+        with pg_admin.begin() as sender:
+            sender.execute(sa.text("NOTIFY stray, 'a run'"))
+        conn.execute("SELECT 1")  # the notification arrives with this reply
+        with warnings.catch_warnings():  # notifies() beside a handler: what it finds is all
+            warnings.simplefilter("ignore", RuntimeWarning)
+            kept = list(conn.notifies(timeout=0))
+        assert kept == []
+        conn.execute("UNLISTEN stray")
+    finally:
+        raw.close()
+        store.close()
