@@ -79,6 +79,11 @@ class Check:
         self.sql("INSERT INTO wal_filler SELECT generate_series(1, 1000)")
         return str(self.sql("SELECT pg_walfile_name(pg_switch_wal())"))
 
+    def archived(self, segment: str) -> bool:
+        """Whether the server counts ``segment`` archived (its command has returned)."""
+        last = self.sql("SELECT last_archived_wal FROM pg_stat_archiver")
+        return last is not None and str(last) >= segment
+
     def counters(self) -> tuple[int, int]:
         with self.engine.connect() as conn:
             row = conn.execute(
@@ -125,7 +130,7 @@ def test_check_archiving_fails_without_archiving_and_passes_once_segments_are_ar
 
             # A segment switched out arrives in the archive, and the check counts it.
             segment = check.switch_wal()
-            eventually(lambda: (archive / segment).is_file(), timeout=GUARD)
+            eventually(lambda: check.archived(segment), timeout=GUARD)
             assert (archive / segment).stat().st_size == 16 * 1024 * 1024
             code, out, _err = check.openseal("db", "backup", "--check-archiving")
             assert code == 0
@@ -148,8 +153,9 @@ def test_check_archiving_fails_without_archiving_and_passes_once_segments_are_ar
             # ...and passes again once the archiver, with a working command, catches up.
             check.sql(f"ALTER SYSTEM SET archive_command = '{command}'")
             check.sql("SELECT pg_reload_conf()")
-            eventually(lambda: (archive / failing).is_file(), timeout=GUARD)
-            eventually(lambda: check.counters()[0] > archived, timeout=GUARD)
+            eventually(lambda: check.archived(failing), timeout=GUARD)
+            assert (archive / failing).is_file()
+            assert check.counters()[0] > archived
             code, found = check.archiving()
             assert code == 0 and found["problems"] == [], found
         finally:
