@@ -59,6 +59,10 @@ class ActionStatus(StrEnum):
     CANCELED = "canceled"
 
 
+#: action statuses whose effect may have happened and is not settled
+OPEN_OUTCOME = (ActionStatus.DISPATCHED, ActionStatus.UNKNOWN, ActionStatus.NEEDS_ATTENTION)
+
+
 class ChangeProposalStatus(StrEnum):
     PROPOSED = "proposed"
     IN_REVIEW = "in_review"

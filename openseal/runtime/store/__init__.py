@@ -69,6 +69,7 @@ from typing import TYPE_CHECKING
 from openseal.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
+    from openseal.runtime.statuses import OPEN_OUTCOME as OPEN_OUTCOME
     from openseal.runtime.store.db.base import Connection as Connection
     from openseal.runtime.store.db.dialects import DATABASE_URL_ENV as DATABASE_URL_ENV
     from openseal.runtime.store.db.errors import ArtifactCorrupt as ArtifactCorrupt
@@ -84,7 +85,6 @@ if TYPE_CHECKING:
     from openseal.runtime.store.db.errors import transient as transient
     from openseal.runtime.store.db.group_commit import GroupCommit as GroupCommit
     from openseal.runtime.store.repos.actions import NOT_DISPATCHED as NOT_DISPATCHED
-    from openseal.runtime.store.repos.actions import OPEN_OUTCOME as OPEN_OUTCOME
     from openseal.runtime.store.repos.actions import EventSink as EventSink
     from openseal.runtime.store.repos.actions import NextMove as NextMove
     from openseal.runtime.store.repos.actions import RowSink as RowSink

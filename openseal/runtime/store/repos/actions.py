@@ -24,7 +24,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from openseal.runtime.clock import iso, new_id
-from openseal.runtime.statuses import ActionStatus, ApprovalStatus
+from openseal.runtime.statuses import OPEN_OUTCOME, ActionStatus, ApprovalStatus
 from openseal.runtime.store.db import fastsql
 from openseal.runtime.store.db.errors import NotFound
 from openseal.runtime.store.repos.events import append_events
@@ -48,9 +48,6 @@ NOT_DISPATCHED = (
     ActionStatus.ADMITTED,
     ActionStatus.DENIED,
 )
-#: statuses whose effect may have happened and is not settled
-OPEN_OUTCOME = (ActionStatus.DISPATCHED, ActionStatus.UNKNOWN, ActionStatus.NEEDS_ATTENTION)
-
 #: statuses that block a run's migration until the action settles (invariant 17)
 UNSETTLED = (ActionStatus.ADMITTED, *OPEN_OUTCOME)
 

@@ -32,9 +32,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from openseal.runtime.statuses import LIVE_RUN_STATUSES, RunStatus
+from openseal.runtime.statuses import LIVE_RUN_STATUSES, OPEN_OUTCOME, RunStatus
 from openseal.runtime.store.db import fastsql
-from openseal.runtime.store.repos.actions import OPEN_OUTCOME
 from openseal.runtime.store.repos.events import change_run
 from openseal.runtime.store.repos.repository import Repository
 from openseal.runtime.store.tables import schema
