@@ -526,11 +526,15 @@ class Engine:
         hint: str | None = None
         mark: int | None = None
         recovery_checked = False
+        #: the thread waited since its last claim: that claim's statement reads the marker of
+        #: recovery mode (a recovery begun meanwhile is seen at no statement of its own)
+        woken = False
         while not self.stopping.is_set():
             metrics.worker_seen(self.worker_id)
             if mark is None:  # taken before looking: work committed after it ends the wait
                 mark = self.store.work_mark()
             run_id, hint = hint, None
+            refuse, woken = woken, False
             try:
                 if not recovery_checked and not self._recovered(poll_interval, idle_exit):
                     return
@@ -538,8 +542,11 @@ class Engine:
                 self.triggers.poll()
                 self.cascade.poll()
                 self.capacity.poll()
-                report = self._stepped(run_id)
+                report = self._stepped(run_id, refuse=refuse)
             except OpenSealError as exc:  # e.g. the database is unreachable for a while
+                if refuse and exc.code == "recovery_mode":  # wait for it, saying so once
+                    recovery_checked, mark = False, None
+                    continue
                 self.outage.fault(f"worker {self.worker_id}: {exc}; retrying")
                 mark = None
                 self.stopping.wait(poll_interval)
@@ -580,7 +587,7 @@ class Engine:
                 continue
             # The next look (the named run, or any) counts wake-ups from the wake's mark on.
             hint, mark = wake.run_id, wake.mark
-            recovery_checked = False  # idle: a recovery started meanwhile is seen now
+            woken = True  # idle: a recovery started meanwhile is seen by the next claim
 
     def _recovered(self, poll_interval: float, idle_exit: bool) -> bool:
         """Wait while the store is in recovery mode (invariant 18: a restored store claims no

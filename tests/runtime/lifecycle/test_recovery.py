@@ -8,6 +8,8 @@ and worker processes is ``test_backup_restore.py``.
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -194,3 +196,33 @@ def test_a_pass_reads_every_page_of_actions_and_approvals(
     assert found[second.id][0] == "found"
     assert found[second.id][1]["order_id"] == order["order_id"]
     assert [a["run_id"] for a in done.report["approvals"]] == [first.id, second.id]
+
+
+def test_a_worker_woken_in_recovery_mode_claims_nothing_and_says_so_once(
+    backend: Backend, simulator: ProcurementSimulator, tmp_path: Path
+) -> None:
+    # The thread waits for work when recovery begins; the run started then wakes it, and the
+    # claim that answers the wake-up reads the marker itself (no look of its own before it).
+    store: Store = backend.open()
+    f = flow(store, simulator, tmp_path)
+    engine = f.engine()
+    said: list[str] = []
+    engine.notice = said.append
+    worker = threading.Thread(target=engine.run_forever, kwargs={"poll_interval": 30})
+    worker.start()
+    try:
+        deadline = time.monotonic() + 60  # a hang guard
+        while store.work_signal.waiting == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert store.work_signal.waiting == 1
+        begin(store)
+        run = f.start()  # committed with a wake-up for it
+        while not said and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(said) == 1 and "recovery mode" in said[0]
+        assert store.runs.get(run.id).status == RunStatus.QUEUED
+        assert [e.type for e in store.runs.events(run.id)] == ["run.created"]
+    finally:
+        engine.stop()
+        worker.join(60)
+    assert not worker.is_alive()
