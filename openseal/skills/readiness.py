@@ -16,6 +16,7 @@ recording a failure of the skill (``openseal.runtime`` makes such a run wait in
 from __future__ import annotations
 
 import importlib.util
+import time
 
 from openseal.compiler import expr
 from openseal.skills.base import SkillCall
@@ -63,15 +64,28 @@ def _config(call: SkillCall) -> str | None:
     return f"skill `{call.skill}` uses {names}, which the runtime context does not set"
 
 
+#: seconds a module found importable is taken as still there: looking it up walks the import
+#: path (file system calls and a spec object, about 50 µs) on every action, while a module
+#: uninstalled under a running worker is rare, and is noticed at most this long later
+FOUND_FOR_SECONDS = 1.0
+#: module name → when it was last found importable (``time.monotonic``)
+_found: dict[str, float] = {}
+
+
 def _entry_point(call: SkillCall) -> str | None:
     python = call.spec.adapter.python
     if python is None:
         return None
     module = python.entry_point.partition(":")[0]
+    now = time.monotonic()
+    found_at = _found.get(module)
+    if found_at is not None and now - found_at < FOUND_FOR_SECONDS:
+        return None
     try:
         found = importlib.util.find_spec(module)
     except (ImportError, ValueError) as exc:  # a parent package that is not there
         return f"skill `{call.skill}`: module `{module}` cannot be found ({exc})"
     if found is None:
         return f"skill `{call.skill}`: module `{module}` of `{python.entry_point}` is not installed"
+    _found[module] = now
     return None
