@@ -217,14 +217,14 @@ def execute_together(
                     dispatch.after_cursor_execute(conn, cursor, sql, arguments, None, False)
                 sent.append((cursor, one, sql, arguments))
         results: list[list[dict[str, Any]]] = []
+        codes_of = _driver(dbapi).codes
         for sent_cursor, one, sent_sql, sent_arguments in sent:
             cursor, sql, arguments = sent_cursor, sent_sql, sent_arguments
-            description = cursor.description
-            fetched = cursor.fetchall() if one.columns and description is not None else ()
-            if not one.columns or description is None:
+            codes = codes_of(cursor) if one.columns else None
+            if codes is None:
                 results.append([])
             else:
-                results.append(_rows(conn.dialect, one, description, fetched))
+                results.append(_rows(conn.dialect, one, codes, cursor.fetchall()))
             cursor.close()
     except BaseException as exc:
         dbapi_error = isinstance(exc, conn.dialect.loaded_dbapi.Error)
@@ -312,15 +312,78 @@ def _unheard_as_told(dispatch: Any) -> bool:
     )
 
 
+class _Driver:
+    """How the cursor path uses one DBAPI's connections (worked out once per connection class).
+
+    psycopg's cursors are Python objects whose set-up and ``close`` cost more than a short
+    statement's own client-side work, so each connection keeps one cursor for the cursor path's
+    statements (one at a time: a connection serves one thread, and each statement's rows are
+    read before the next is sent); its result's column types are read off the result itself,
+    not off ``description``, whose column objects it builds afresh on every access. sqlite3's
+    cursors are cheap and each is closed at once, so its statement is reset then, as before.
+    """
+
+    def __init__(self, dbapi: Any) -> None:
+        psycopg = hasattr(dbapi, "pgconn") and hasattr(dbapi, "__dict__")
+        #: the attribute of a connection holding its kept cursor; None where none is kept
+        self.kept = _KEPT_CURSOR if psycopg else None
+        #: the column type codes of a cursor's current result; None when it has no rows
+        self.codes: Callable[[Any], tuple[Any, ...] | None] = (
+            _result_codes if psycopg else _description_codes
+        )
+
+
+_KEPT_CURSOR = "_openseal_cursor"
+_drivers: dict[type, _Driver] = {}
+
+
+def _driver(dbapi: Any) -> _Driver:
+    kind = type(dbapi)
+    driver = _drivers.get(kind)
+    if driver is None:
+        driver = _drivers[kind] = _Driver(dbapi)
+    return driver
+
+
+def _description_codes(cursor: Any) -> tuple[Any, ...] | None:
+    description = cursor.description
+    return None if description is None else tuple(map(_type_code, description))
+
+
+def _result_codes(cursor: Any) -> tuple[Any, ...] | None:
+    """psycopg: the type OIDs of the result's columns (what ``description``'s ``type_code``
+    says), read off ``Cursor.pgresult``; ``description`` itself for a result without columns,
+    which it tells apart by the result's status."""
+    result = cursor.pgresult
+    fields = 0 if result is None else result.nfields
+    if not fields:
+        return _description_codes(cursor)
+    return tuple(map(result.ftype, range(fields)))
+
+
+def _cursor(dbapi: Any, driver: _Driver) -> Any:
+    """A cursor of ``dbapi`` for one statement: its kept one where the driver keeps one."""
+    kept = driver.kept
+    if kept is None:
+        return dbapi.cursor()
+    cursor = dbapi.__dict__.get(kept)
+    if cursor is None or cursor.closed:
+        cursor = dbapi.cursor()
+        setattr(dbapi, kept, cursor)
+    return cursor
+
+
 def _on_cursor(
     conn: sa.Connection, dispatch: Any, sql: str, parameters: Any, *, many: bool, fetch: bool
-) -> tuple[Sequence[Any] | None, Sequence[Any], int]:
-    """Execute on a fresh DBAPI cursor, as ``Connection._exec_single_context`` does: the
-    cursor events around it, SQLAlchemy's error handling on any failure. Returns the cursor's
-    description, its rows (when ``fetch`` and it has any) and its row count."""
+) -> tuple[tuple[Any, ...] | None, Sequence[Any], int]:
+    """Execute on a DBAPI cursor, as ``Connection._exec_single_context`` does: the cursor
+    events around it, SQLAlchemy's error handling on any failure. Returns the type codes of
+    the result's columns (when ``fetch`` and it has rows; None otherwise), its rows and its
+    row count."""
     dbapi = conn.connection.dbapi_connection
     assert dbapi is not None
-    cursor = dbapi.cursor()
+    driver = _driver(dbapi)
+    cursor = _cursor(dbapi, driver)
     heard = dispatch is not _UNHEARD
     try:
         # Listeners registered without retval=True are wrapped by SQLAlchemy to hand the
@@ -335,16 +398,17 @@ def _on_cursor(
         if heard:
             # Called as SQLAlchemy calls it, without asking first whether anything listens.
             dispatch.after_cursor_execute(conn, cursor, sql, parameters, None, many)
-        description = cursor.description
-        fetched = cursor.fetchall() if fetch and description is not None else ()
+        codes = driver.codes(cursor) if fetch else None
+        fetched = cursor.fetchall() if codes is not None else ()
         rowcount = cursor.rowcount
     except BaseException as exc:
         # handle_error listeners, wrapping, disconnect detection and invalidation. A listener's
         # own exception is raised as it is (no statement given), as Connection.execute does.
         dbapi_error = isinstance(exc, conn.dialect.loaded_dbapi.Error)
         conn._handle_dbapi_exception(exc, sql if dbapi_error else None, parameters, cursor, None)
-    cursor.close()
-    return description, fetched, rowcount
+    if driver.kept is None:
+        cursor.close()
+    return codes, fetched, rowcount
 
 
 def _run(
@@ -375,18 +439,17 @@ def _run(
     except BaseException as exc:  # as SQLAlchemy reports a failure to build the parameters
         conn._handle_dbapi_exception(exc, prepared.sql, list(rows), None, None)
     columns = prepared.columns
-    description, fetched, rowcount = _on_cursor(
+    codes, fetched, rowcount = _on_cursor(
         conn, dispatch, prepared.sql, arguments, many=many, fetch=bool(columns)
     )
-    if not columns or description is None:
+    if codes is None:
         return [], rowcount
-    return _rows(conn.dialect, prepared, description, fetched), -1
+    return _rows(conn.dialect, prepared, codes, fetched), -1
 
 
 def _rows(
-    dialect: Dialect, prepared: _Prepared, description: Sequence[Any], fetched: Sequence[Any]
+    dialect: Dialect, prepared: _Prepared, codes: tuple[Any, ...], fetched: Sequence[Any]
 ) -> list[dict[str, Any]]:
-    codes = tuple(map(_type_code, description))
     processors = prepared.results.get(codes)
     if processors is None:
         if len(codes) != len(prepared.columns):

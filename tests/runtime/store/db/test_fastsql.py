@@ -112,6 +112,24 @@ def test_errors_are_sqlalchemy_errors_and_roll_back(backend: Backend) -> None:
         assert fastsql.execute(conn, BY_NAME, {"p_name": "a"}) == []
 
 
+def test_statements_after_a_failure_on_the_same_connection_run_and_return_rows(
+    backend: Backend,
+) -> None:
+    # a failure closes the cursor it happened on; the next statement must not need it
+    store = backend.open()
+    with store.write() as conn:
+        fastsql.execute(conn, INSERT, row("e1", "a", 1))
+        fastsql.execute_driver_sql(conn, "SAVEPOINT before_duplicate")
+        with pytest.raises(sa.exc.IntegrityError):
+            fastsql.execute(conn, INSERT, row("e1", "a", 2))
+        fastsql.execute_driver_sql(conn, "ROLLBACK TO SAVEPOINT before_duplicate")
+        fastsql.execute(conn, INSERT, row("e2", "a", 3))
+        found = fastsql.execute(conn, BY_NAME, {"p_name": "a"})
+        assert [(r["id"], r["payload"]) for r in found] == [("e1", 1), ("e2", 3)]
+        assert fastsql.execute_count(conn, CONSUME, {"p_name": "a", "v_at": AT}) == 2
+        assert fastsql.execute(conn, BY_NAME, {"p_name": "b"}) == []
+
+
 def test_a_missing_parameter_is_refused_as_sqlalchemy_refuses_it(backend: Backend) -> None:
     store = backend.open()
     with pytest.raises(sa.exc.StatementError) as slow, store.write() as conn:
