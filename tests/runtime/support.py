@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -19,10 +20,34 @@ T = TypeVar("T")
 
 
 WORKFLOW = "procure_laptops"
+
+
+def graph(*states: str) -> dict[str, Any]:
+    """A compiled graph (the shape schemas/compiled-graph.schema.json checks) through
+    ``states`` in order: a turn each, the last one the completed end."""
+    *turns, end = states
+    goal = {"node": "literal", "value": "work"}
+    turn = {"agent": "agent.worker", "goal": goal, "skills": [], "output": None,
+            "max_model_calls": 5}  # fmt: skip
+    return {
+        "initial": states[0],
+        "states": {
+            **{name: {"kind": "turn", "config": dict(turn), "description": None} for name in turns},
+            end: {"kind": "end", "config": {"outcome": "completed"}, "description": None},
+        },
+        "transitions": [
+            {"from": source, "to": target, "event": "done", "guard": None, "order": 0}
+            for source, target in pairwise(states)
+        ],
+        "ends": {end: "completed"},
+    }
+
+
+#: a workflow version for tests that need runs, not turns: nothing it pins is deployed
 DOCUMENT: dict[str, Any] = {
     "kind": "workflow",
     "name": WORKFLOW,
-    "graph": {"initial": "research", "states": ["research", "draft", "done"]},
+    "graph": graph("research", "draft", "done"),
 }
 
 

@@ -12,7 +12,7 @@ from openseal.runtime.statuses import ObjectiveStatus, RunStatus
 from openseal.runtime.store import Store
 from openseal.runtime.store.db.errors import IdempotencyConflict, NotFound
 from openseal.runtime.store.tables import schema
-from tests.runtime.support import DOCUMENT, WORKFLOW, deploy, digest_of
+from tests.runtime.support import DOCUMENT, WORKFLOW, deploy, digest_of, graph
 
 
 def test_put_version_is_idempotent_and_immutable(store: Store) -> None:
@@ -30,7 +30,7 @@ def test_put_version_is_idempotent_and_immutable(store: Store) -> None:
 def test_activation_history_and_pinning(store: Store) -> None:
     v1 = deploy(store)
     first = store.objectives.create("acme", WORKFLOW, {"n": 1}, actor="user:a")
-    v2_doc = {**DOCUMENT, "graph": {"initial": "draft", "states": ["draft", "done"]}}
+    v2_doc = {**DOCUMENT, "graph": graph("draft", "done")}
     v2 = digest_of(v2_doc)
     store.definitions.put(v2, "workflow", WORKFLOW, v2_doc)
     store.definitions.activate(WORKFLOW, v2, "user:b", change_proposal_id="cp1", reason="faster")
