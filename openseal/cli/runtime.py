@@ -329,7 +329,8 @@ def upgrade(home: Path, output: str, show_plan: bool) -> None:
 @click.option(
     "--archive-every", default=None, metavar="PERIOD",
     help="Also archive ended runs whose retention passed, at start and every PERIOD "
-    "(as `openseal db archive` does, with the retention options below).",
+    "(as `openseal db archive` does, with the retention options below); with --until-idle, "
+    "every PERIOD and once when idle, before exiting.",
 )  # fmt: skip
 @click.option(
     "--archive-to", default=None, metavar="PATH|URL",
@@ -416,11 +417,14 @@ def worker(
         schedule = None
         if archiving is not None:
             schedule = service.ArchiveSchedule(store, archiving[0], archiving[1], log.message)
-            schedule.start()
+            # a worker that exits when idle archives then (first here after a period)
+            schedule.start(at_once=mode != "until_idle")
         freeze_start_up_heap()
         log.message(f"started (concurrency {concurrency}, lease {lease_seconds}s)")
         try:
             left = runner.run()
+            if schedule is not None and mode == "until_idle" and not runner.draining:
+                schedule.last_pass(drain_seconds, stop=lambda: runner.draining)
         finally:
             if schedule is not None:
                 schedule.stop(drain_seconds)

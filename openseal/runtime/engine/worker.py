@@ -89,6 +89,11 @@ class Worker:
         self._drain_by: float | None = None
 
     @property
+    def draining(self) -> bool:
+        """Whether a drain was asked for (a signal)."""
+        return self._drain_by is not None
+
+    @property
     def context(self) -> RuntimeContext | None:
         """The runtime context (credentials, adapter configuration) the engine works with."""
         return self.engine.context

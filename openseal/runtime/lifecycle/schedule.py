@@ -32,18 +32,22 @@ def summary(report: ArchiveReport) -> str:
 
 
 class ArchiveSchedule:
-    """Archive at once, then every ``every`` seconds, until :meth:`stop`; one line per pass
-    (or per failure, retried at the next pass) through ``log``."""
+    """Archive at once (or first after ``every`` seconds), then every ``every`` seconds, until
+    :meth:`stop`; one line per pass (or per failure, retried at the next pass) through ``log``.
+    :meth:`last_pass` stops it and archives once more: what a worker that exits when idle
+    does before it exits."""
 
     def __init__(
         self, store: Store, request: ArchiveRequest, every: float, log: Callable[[str], None]
     ) -> None:
         self.store, self.request, self.every, self.log = store, request, every, log
         self._stop = threading.Event()
+        self._at_once = True
         self._thread = threading.Thread(target=self._loop, name="archive", daemon=True)
         self.passes = 0
 
-    def start(self) -> None:
+    def start(self, *, at_once: bool = True) -> None:
+        self._at_once = at_once
         self._thread.start()
 
     def stop(self, timeout: float = 30.0) -> None:
@@ -51,18 +55,28 @@ class ArchiveSchedule:
         self._stop.set()
         self._thread.join(timeout)
 
+    def last_pass(self, timeout: float = 30.0, stop: Callable[[], bool] = lambda: False) -> None:
+        """:meth:`stop`, then one more pass in this thread (unless a pass of the schedule's
+        is still going after ``timeout``); ``stop`` ends it after the batch going on."""
+        self.stop(timeout)
+        if not self._thread.is_alive():
+            self._count(self._pass(stop, "not trying again: the worker exits"))
+
     def _loop(self) -> None:
+        if not self._at_once and self._stop.wait(self.every):
+            return
         while not self._stop.is_set():
-            outcome = self._pass()
-            metrics.ARCHIVE_PASSES.labels(outcome=outcome).inc()
-            self.passes += 1
+            self._count(self._pass(self._stop.is_set, f"trying again in {self.every:g}s"))
             self._stop.wait(self.every)
 
-    def _pass(self) -> str:
+    def _count(self, outcome: str) -> None:
+        metrics.ARCHIVE_PASSES.labels(outcome=outcome).inc()
+        self.passes += 1
+
+    def _pass(self, stop: Callable[[], bool], again: str) -> str:
         """One pass; its outcome: ``archived``, ``skipped_recovery`` or ``failed``."""
-        again = f"trying again in {self.every:g}s"
         try:
-            report = archive(self.store, self.request, stop=self._stop.is_set)
+            report = archive(self.store, self.request, stop=stop)
         except InRecovery:
             self.log(
                 "archive: skipped: the store is in recovery mode after a restore; nothing is "
