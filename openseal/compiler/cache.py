@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from lark import Lark
 
 #: Bump when the layout of an entry changes.
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 _OFF = {"0", "off", "false", "no"}
 #: Every authenticated file starts with this, then the MAC, then the payload.
 _MAGIC = b"openseal-cache\x00"

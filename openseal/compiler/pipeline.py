@@ -212,18 +212,22 @@ class _Outcome:
 
 @dataclass(frozen=True, slots=True)
 class _Stored:
-    """A compiled document as a project entry keeps it (its JSON is its canonical bytes)."""
+    """A compiled document as a project entry keeps it: its canonical bytes as deflated."""
 
     kind: str
     name: str
-    canonical: bytes
+    packed: bytes
     digest: str
     span: Span
+    #: shared by many documents, so pickled once per entry
+    dictionary: bytes
 
     def document(self) -> CompiledDocument:
         # The document is by definition what its canonical bytes read back as; it is read
         # back when first asked for (json.loads is many times faster than unpickling dicts).
-        return CompiledDocument(self.kind, self.name, self.canonical, self.digest, self.span)
+        return CompiledDocument(
+            self.kind, self.name, self.packed, self.digest, self.span, self.dictionary
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,7 +310,7 @@ def _to_entry(outcome: _Outcome, sources: list[SourceFile]) -> _ProjectEntry:
         duplicates=tuple(outcome.duplicates),
         diagnostics=tuple(outcome.diagnostics),
         documents=tuple(
-            _Stored(d.kind, d.name, d.canonical, d.digest, d.span)
+            _Stored(d.kind, d.name, d.packed, d.digest, d.span, d.dictionary)
             for d in outcome.documents.values()
         ),
         reads=tuple(read for loaded in files for read in loaded.reads),

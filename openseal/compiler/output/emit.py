@@ -57,6 +57,8 @@ from openseal.errors import CompileError
 
 API_VERSION = "openseal/v1"
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+#: the most of a kind's first document its later documents are deflated against (the window)
+DICTIONARY_BYTES = 32 * 1024
 
 
 class UnwritableValue(CompileError):
@@ -78,6 +80,8 @@ def emit(analysis: Analysis, graphs: Graphs) -> dict[str, CompiledDocument]:
     dependencies = {key: dependencies_of(d, analysis) for key, d in definitions.items()}
     digests: dict[str, str] = {}
     out: dict[str, CompiledDocument] = {}
+    #: per kind, the canonical bytes its documents are deflated against: its first document's
+    dictionaries: dict[str, bytes] = {}
     for group in _dependency_order(dependencies):
         # Members of a cycle (a skill whose runbook calls it back) cannot name
         # each other's final digest; they name each other's content instead.
@@ -85,23 +89,28 @@ def emit(analysis: Analysis, graphs: Graphs) -> dict[str, CompiledDocument]:
         for key in group:
             lookup = {**digests, **{k: v for k, v in shallow.items() if k != key}}
             document = build_document(definitions[key], analysis, graphs, lookup, dependencies[key])
-            compiled = _compiled(definitions[key], document)
+            compiled = _compiled(definitions[key], document, dictionaries)
             digests[key] = compiled.digest
             out[key] = compiled
     return out
 
 
-def _compiled(definition: Definition, document: Document) -> CompiledDocument:
+def _compiled(
+    definition: Definition, document: Document, dictionaries: dict[str, bytes]
+) -> CompiledDocument:
     try:
         canonical = canonical_bytes(document)
     except CompileError as exc:
         raise UnwritableValue(definition, str(exc)) from exc
-    return CompiledDocument(
-        kind=definition.kind,
-        name=definition.name,
-        canonical=canonical,
-        digest=sha256_digest(canonical),
-        span=definition.span,
+    # Deflate reaches back at most 32 KiB, so a longer first document gives its tail.
+    dictionary = dictionaries.setdefault(definition.kind, canonical[-DICTIONARY_BYTES:])
+    return CompiledDocument.of(
+        definition.kind,
+        definition.name,
+        canonical,
+        sha256_digest(canonical),
+        definition.span,
+        dictionary,
     )
 
 

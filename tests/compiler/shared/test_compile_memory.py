@@ -1,5 +1,5 @@
-"""What a compile holds: documents as their canonical bytes, no graph left for the collector,
-one int per source line shared by the spans on it."""
+"""What a compile holds: documents as their canonical bytes deflated, no graph left for the
+collector, one int per source line shared by the spans on it."""
 
 from __future__ import annotations
 
@@ -10,9 +10,15 @@ from pathlib import Path
 import networkx as nx
 import pytest
 
+from openseal.canonical import canonical_bytes, sha256_digest
 from openseal.compiler.pipeline import compile_paths
 from openseal.compiler.syntax.hcl_parser import Positions
-from tests.compiler.compile_support import compile_texts, project_text, write_project
+from tests.compiler.compile_support import (
+    compile_texts,
+    project_text,
+    workflow_text,
+    write_project,
+)
 
 
 def test_a_document_is_read_back_from_its_bytes_when_first_asked(tmp_path: Path) -> None:
@@ -23,6 +29,24 @@ def test_a_document_is_read_back_from_its_bytes_when_first_asked(tmp_path: Path)
         assert decoded == json.loads(document.canonical)
         assert document.document is decoded  # read back once
         assert decoded["name"] == document.name
+
+
+def test_documents_are_held_deflated_against_one_dictionary_per_kind(tmp_path: Path) -> None:
+    copies = [workflow_text().replace('"answer"', f'"answer_{i}"') for i in range(3)]
+    result = compile_texts(tmp_path, {"main.hcl": "\n".join([project_text(), *copies])})
+    assert result.ok
+    by_kind: dict[str, set[int]] = {}
+    for document in result.documents.values():
+        canonical = document.canonical
+        assert canonical == canonical_bytes(document.document)
+        assert document.digest == sha256_digest(canonical)
+        assert len(document.packed) < len(canonical)
+        by_kind.setdefault(document.kind, set()).add(id(document.dictionary))
+    assert all(len(dictionaries) == 1 for dictionaries in by_kind.values())
+    workflows = [d for d in result.documents.values() if d.kind == "workflow"]
+    assert len(workflows) == 4
+    # a workflow after the first is written mostly as references into the first one
+    assert all(len(d.packed) * 5 < len(d.canonical) for d in workflows[1:])
 
 
 @pytest.fixture
