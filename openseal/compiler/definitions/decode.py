@@ -53,13 +53,15 @@ def decode(folded: Folded, file: str) -> tuple[list[Definition], list[Diagnostic
     """The definitions in ``folded`` and what is wrong with them.
 
     Each definition's data is let go once it is decoded (its name stays in ``folded.data``,
-    its value is ``None``), so a big file never holds all of its folded data beside all of
-    its definitions.
+    its value is ``None``), and so are the spans of the keys and values inside it (those of
+    the kinds and names stay), so a big file never holds all of its folded data beside all
+    of its definitions.
     """
     definitions: list[Definition] = []
     diagnostics: list[Diagnostic] = []
     data = folded.data if isinstance(folded.data, dict) else {}
     spans_by_definition = _key_spans_by_definition(folded)
+    inner_paths = _inner_paths(folded)
     for kind, by_name in data.items():
         kind_span = folded.keys.get((kind,)) or Span.whole_file(file)
         model = KIND_MODELS.get(kind)
@@ -86,25 +88,28 @@ def decode(folded: Folded, file: str) -> tuple[list[Definition], list[Diagnostic
         for name in by_name:
             body, by_name[name] = by_name[name], None
             path: Path = (kind, name)
-            span = folded.values.get(path) or kind_span
-            name_span = folded.keys.get(path) or span
-            if not is_name(str(name)):
-                diagnostics.append(_invalid_name(kind, str(name), name_span))
-                continue
-            if len(name) > MAX_NAME_CHARS:
-                diagnostics.append(_long_name(kind, str(name), name_span))
-                continue
-            ctx = DecodeContext(fallback_span=span)
             try:
-                spec = model.model_validate(body, context=ctx)
-            except ValidationError as exc:
+                span = folded.values.get(path) or kind_span
+                name_span = folded.keys.get(path) or span
+                if not is_name(str(name)):
+                    diagnostics.append(_invalid_name(kind, str(name), name_span))
+                    continue
+                if len(name) > MAX_NAME_CHARS:
+                    diagnostics.append(_long_name(kind, str(name), name_span))
+                    continue
+                ctx = DecodeContext(fallback_span=span)
+                try:
+                    spec = model.model_validate(body, context=ctx)
+                except ValidationError as exc:
+                    diagnostics.extend(ctx.diagnostics)
+                    diagnostics.extend(_translate(exc, model, body, path, folded))
+                    continue
                 diagnostics.extend(ctx.diagnostics)
-                diagnostics.extend(_translate(exc, model, body, path, folded))
-                continue
-            diagnostics.extend(ctx.diagnostics)
-            spec = _placed(spec, path, folded.values, span)
-            key_spans = spans_by_definition.get(path, {})
-            definitions.append(Definition(kind, str(name), spec, span, name_span, key_spans))
+                spec = _placed(spec, path, folded.values, span)
+                key_spans = spans_by_definition.get(path, {})
+                definitions.append(Definition(kind, str(name), spec, span, name_span, key_spans))
+            finally:
+                _forget(folded, inner_paths.pop(path, ()))
     diagnostics.extend(_dropped_unknown_keys(folded))
     return definitions, diagnostics
 
@@ -223,6 +228,27 @@ def _key_spans_by_definition(folded: Folded) -> dict[Path, Mapping[Path, Span]]:
             inner.append((path[2:], span))
     layouts: dict[tuple[Path, ...], KeyLayout] = {}
     return {path: pack_key_spans(spans, layouts) for path, spans in by_definition.items()}
+
+
+def _inner_paths(folded: Folded) -> dict[Path, list[Path]]:
+    """The paths under each definition that ``folded`` holds a span of, by ``(kind, name)``."""
+    by_definition: dict[Path, list[Path]] = {}
+    for spans in (folded.values, folded.keys):
+        for path in spans:
+            if len(path) > 2:
+                inner = by_definition.get(path[:2])
+                if inner is None:
+                    inner = by_definition[path[:2]] = []
+                inner.append(path)
+    return by_definition
+
+
+def _forget(folded: Folded, paths: typing.Iterable[Path]) -> None:
+    """Let the spans at ``paths`` go from ``folded`` (a definition decoded: its key spans are
+    packed in it, its values' spans placed in its expressions)."""
+    for path in paths:
+        folded.values.pop(path, None)
+        folded.keys.pop(path, None)
 
 
 def _listing(names: typing.Iterable[str]) -> str:

@@ -225,5 +225,8 @@ def test_decoding_lets_each_definitions_data_go_and_still_locates_errors() -> No
     assert [d.name for d in definitions] == ["a"]
     assert folded.data == {"agent": {"a": None, "b": None}}
     assert written_keys(folded) == {"agent.a", "agent.b"}
+    # the spans inside each definition went with it; its key spans are packed in it
+    assert all(len(path) <= 2 for path in [*folded.keys, *folded.values])
+    assert definitions[0].key_spans[("instructions",)].line == 3
     located = {(d.code, d.span.line, d.span.column) for d in diagnostics}
     assert ("OS101", 7, 3) in located and ("OS102", 5, 7) in located
