@@ -272,8 +272,8 @@ def upgrade(home: Path, output: str, show_plan: bool) -> None:
 @click.option(
     "--batch-size",
     type=click.IntRange(1, 256),
-    default=8,
-    show_default=True,
+    default=None,
+    show_default="8; 4 on PostgreSQL",
     help="Most runs whose writes share one commit (1: every write commits alone).",
 )
 @click.option(
@@ -344,7 +344,7 @@ def worker(
     concurrency: int,
     lease_seconds: float,
     poll_interval: float,
-    batch_size: int,
+    batch_size: int | None,
     batch_window_ms: float,
     log_format: str,
     mode: str | None,

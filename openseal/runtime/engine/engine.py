@@ -67,6 +67,16 @@ DEFAULT_LEASE_SECONDS = 30.0
 #: runs whose writes share one commit at most, and how long a batch waits for more
 #: (docs/decisions/0006); a batch of one thread alone commits at once
 DEFAULT_BATCH_SIZE, DEFAULT_BATCH_WINDOW = 8, 0.002
+#: the batch size by the store's dialect, where it is not :data:`DEFAULT_BATCH_SIZE`: on
+#: PostgreSQL a batch's statements run one after the other on its one connection while the
+#: server lets concurrent connections' commits share their WAL flushes, so smaller batches
+#: on more connections pay (docs/performance.md)
+DIALECT_BATCH_SIZES = {"postgresql": 4}
+
+
+def default_batch_size(store: Store) -> int:
+    """How many runs' writes share one commit at most on ``store`` unless told otherwise."""
+    return DIALECT_BATCH_SIZES.get(store.dialect, DEFAULT_BATCH_SIZE)
 
 
 #: seconds after a lease's expiry that an idle thread waiting for it looks
@@ -202,7 +212,7 @@ class Engine:
         on_turn: Callable[[TurnReport], None] | None = None,
         context: RuntimeContext | None = None,
         retry_delay: Callable[[int], float] | None = None,
-        batch_size: int = DEFAULT_BATCH_SIZE,
+        batch_size: int | None = None,
         batch_window: float = DEFAULT_BATCH_WINDOW,
     ) -> None:
         #: seconds before the ``n``-th consecutive retry of a run after an ordinary fault
@@ -222,7 +232,10 @@ class Engine:
         #: database faults of this engine's threads, written once per beat while they last
         self.outage = OutageLog(log, lease_seconds / 3)
         self.heartbeats = Heartbeats(store, lease_seconds, self.outage)
-        #: the threads stepping this engine share commits (``batch_size`` 1: each its own)
+        #: the threads stepping this engine share commits (``batch_size`` 1: each its own;
+        #: None: :func:`default_batch_size`)
+        if batch_size is None:
+            batch_size = default_batch_size(store)
         self.group: GroupCommit | None = (
             GroupCommit(store, size=batch_size, window=batch_window, hook=batch_hook_from_env())
             if batch_size > 1
