@@ -19,6 +19,7 @@ that uses it; documents are therefore built in dependency order.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeGuard, cast
@@ -51,7 +52,6 @@ from openseal.compiler.definitions.specs import (
 from openseal.compiler.lang import expr as ex
 from openseal.compiler.lang import types as ty
 from openseal.compiler.output.document import CompiledDocument, Document
-from openseal.compiler.syntax.gc_pause import let_go
 from openseal.contract import StateEntry, StateSettings, TransitionEntry, WorkflowGraph
 from openseal.errors import CompileError
 
@@ -124,15 +124,77 @@ def _shallow_digests(
 
 
 def _dependency_order(dependencies: Mapping[str, set[str]]) -> list[list[str]]:
-    """Groups of keys (a cycle is one group), each after every group it depends on."""
-    graph = nx.DiGraph()
-    graph.add_nodes_from(dependencies)
-    graph.add_edges_from((dep, key) for key, deps in dependencies.items() for dep in deps)
-    condensed = nx.condensation(graph)
-    members = {node: sorted(condensed.nodes[node]["members"]) for node in condensed.nodes}
-    order = nx.lexicographical_topological_sort(condensed, key=lambda node: members[node][0])
-    groups = [members[node] for node in order]
-    let_go(graph, condensed)
+    """Groups of keys (a cycle is one group, sorted), each after every group it depends on;
+    of the groups ready at a time, the one whose first key sorts first.
+
+    Done on the keys themselves rather than on a graph library's graph and its condensation:
+    for a big project those two were the most an emit held at once.
+    """
+    groups = _cycles(dependencies)
+    group_of = {key: i for i, group in enumerate(groups) for key in group}
+    needers: list[set[int]] = [set() for _ in groups]
+    waiting = [0] * len(groups)
+    for key, deps in dependencies.items():
+        for dep in deps:
+            source, target = group_of[dep], group_of[key]
+            if source != target and target not in needers[source]:
+                needers[source].add(target)
+                waiting[target] += 1
+    ready = [(group[0], i) for i, group in enumerate(groups) if waiting[i] == 0]
+    heapq.heapify(ready)
+    order: list[list[str]] = []
+    while ready:
+        _, i = heapq.heappop(ready)
+        order.append(groups[i])
+        for j in needers[i]:
+            waiting[j] -= 1
+            if waiting[j] == 0:
+                heapq.heappush(ready, (groups[j][0], j))
+    return order
+
+
+def _cycles(dependencies: Mapping[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of keys (Tarjan's algorithm, without recursion), each
+    sorted; a key only depended on is a group of its own."""
+    keys = list(dependencies)
+    keys += sorted({dep for deps in dependencies.values() for dep in deps} - set(dependencies))
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+    for root in keys:
+        if root in index:
+            continue
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        work = [(root, iter(sorted(dependencies.get(root, ()))))]
+        while work:
+            key, deps = work[-1]
+            for dep in deps:
+                if dep not in index:
+                    index[dep] = low[dep] = len(index)
+                    stack.append(dep)
+                    on_stack.add(dep)
+                    work.append((dep, iter(sorted(dependencies.get(dep, ())))))
+                    break
+                if dep in on_stack:
+                    low[key] = min(low[key], index[dep])
+            else:
+                work.pop()
+                if work:
+                    parent = work[-1][0]
+                    low[parent] = min(low[parent], low[key])
+                if low[key] == index[key]:
+                    group = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        group.append(member)
+                        if member == key:
+                            break
+                    groups.append(sorted(group))
     return groups
 
 

@@ -10,9 +10,11 @@ Regenerate the golden files after an intended change with::
 from __future__ import annotations
 
 import json
+import random
 import shutil
 from pathlib import Path
 
+import networkx as nx
 import pytest
 
 from openseal.canonical import canonical_bytes, pretty, sha256_digest
@@ -20,7 +22,7 @@ from openseal.compiler.analysis.build import build
 from openseal.compiler.analysis.ir import Analysis
 from openseal.compiler.load import load_definitions
 from openseal.compiler.output.document import CompiledDocument
-from openseal.compiler.output.emit import API_VERSION, emit
+from openseal.compiler.output.emit import API_VERSION, _dependency_order, emit
 from openseal.compiler.pipeline import compile_paths
 from tests.compiler.compile_support import (
     AGENT,
@@ -336,3 +338,26 @@ def test_a_workflow_queue_bound_is_emitted_only_when_declared(tmp_path: Path) ->
     document = with_bound.documents["workflow.small"]
     assert document.document["spec"]["max_queued"] == 50
     assert document.digest != plain.documents["workflow.small"].digest
+
+
+def _order_by_condensation(dependencies: dict[str, set[str]]) -> list[list[str]]:
+    graph = nx.DiGraph()
+    graph.add_nodes_from(dependencies)
+    graph.add_edges_from((dep, key) for key, deps in dependencies.items() for dep in deps)
+    condensed = nx.condensation(graph)
+    members = {node: sorted(condensed.nodes[node]["members"]) for node in condensed.nodes}
+    order = nx.lexicographical_topological_sort(condensed, key=lambda node: members[node][0])
+    return [members[node] for node in order]
+
+
+def test_documents_are_built_in_the_order_a_condensed_graph_gives() -> None:
+    # cycles, chains, diamonds and lone keys, in random shapes
+    chance = random.Random(7)
+    for _ in range(500):
+        keys = list(dict.fromkeys(f"skill.k{chance.randint(0, 60)}" for _ in range(25)))
+        density = chance.random() * 0.3
+        dependencies = {
+            key: {dep for dep in keys if dep != key and chance.random() < density} for key in keys
+        }
+        assert _dependency_order(dependencies) == _order_by_condensation(dependencies)
+    assert _dependency_order({"a": {"b"}, "b": {"a"}, "c": set()}) == [["a", "b"], ["c"]]
