@@ -13,7 +13,9 @@ from typing import Any, TypeVar
 
 import sqlalchemy as sa
 
+from openseal.runtime.statuses import TERMINAL_RUN_STATUSES
 from openseal.runtime.store import Store, open_store
+from openseal.runtime.store.tables import schema
 from openseal.runtime.store.tables.records import Run
 
 T = TypeVar("T")
@@ -121,3 +123,14 @@ def eventually(check: Callable[[], T | None], *, timeout: float = 20.0) -> T:
         if time.monotonic() > deadline:
             raise AssertionError("condition not reached before the timeout")
         time.sleep(0.02)
+
+
+def every_run_ended(store: Store) -> bool:
+    """Whether no run of ``store`` is left in a status that is not terminal."""
+    runs = schema.runs
+    ended = [str(s) for s in TERMINAL_RUN_STATUSES]
+    with store.read() as conn:
+        live = conn.execute(
+            sa.select(sa.func.count()).select_from(runs).where(runs.c.status.not_in(ended))
+        ).scalar_one()
+    return int(live) == 0

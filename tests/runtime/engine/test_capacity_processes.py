@@ -10,17 +10,15 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import sqlalchemy as sa
 import yaml
 
 from openseal.runtime import service
 from openseal.runtime.faults import DIR_ENV, POINT_ENV, SKIP_ENV
-from openseal.runtime.statuses import TERMINAL_RUN_STATUSES, RunStatus
+from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Event, Store
-from openseal.runtime.store.tables import schema
 from tests.runtime.engine.test_worker_process import finish, spawn
 from tests.runtime.engine_support import DEFS, compile_files, register
-from tests.runtime.support import Backend, eventually
+from tests.runtime.support import Backend, eventually, every_run_ended
 
 pytestmark = pytest.mark.slow
 
@@ -82,16 +80,6 @@ def _start(store: Store, n: int) -> list[str]:
     return ids
 
 
-def _ended(store: Store) -> bool:
-    runs = schema.runs
-    ended = [str(s) for s in TERMINAL_RUN_STATUSES]
-    with store.read() as conn:
-        live = conn.execute(
-            sa.select(sa.func.count()).select_from(runs).where(runs.c.status.not_in(ended))
-        ).scalar_one()
-    return live == 0
-
-
 def test_a_cap_of_3_across_4_workers_with_one_killed_mid_slot(
     capped: Store, backend: Backend, tmp_path: Path
 ) -> None:
@@ -110,7 +98,7 @@ def test_a_cap_of_3_across_4_workers_with_one_killed_mid_slot(
         workers += [spawn(backend, tmp_path, *options, log=f"w{i}") for i in range(3)]
         victim.send_signal(signal.SIGKILL)
         victim.wait(timeout=60)
-        eventually(lambda: _ended(capped), timeout=300)
+        eventually(lambda: every_run_ended(capped), timeout=300)
     finally:
         for worker in workers[1:]:
             worker.send_signal(signal.SIGTERM)

@@ -12,19 +12,17 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import sqlalchemy as sa
 
 from openseal.runtime import service
 from openseal.runtime.faults import DIR_ENV, POINT_ENV, SKIP_ENV
-from openseal.runtime.statuses import TERMINAL_RUN_STATUSES, ActionStatus, RunStatus
+from openseal.runtime.statuses import ActionStatus, RunStatus
 from openseal.runtime.store import Store
-from openseal.runtime.store.tables import schema
 from tests.runtime import capacity_skills
 from tests.runtime.engine.test_capacity_processes import most_in_flight
 from tests.runtime.engine.test_skill_capacity import call_intervals
 from tests.runtime.engine.test_worker_process import finish, spawn
 from tests.runtime.engine_support import DEFS, compile_files, register
-from tests.runtime.support import Backend, eventually
+from tests.runtime.support import Backend, eventually, every_run_ended
 
 pytestmark = pytest.mark.slow
 
@@ -45,16 +43,6 @@ def capped(backend: Backend, tmp_path: Path) -> Store:
     register(store, compile_files(tmp_path / "defs" / "skill_capacity.hcl"))
     (tmp_path / "responses.yaml").write_text("{}\n", encoding="utf-8")
     return store
-
-
-def _ended(store: Store) -> bool:
-    runs = schema.runs
-    ended = [str(s) for s in TERMINAL_RUN_STATUSES]
-    with store.read() as conn:
-        live = conn.execute(
-            sa.select(sa.func.count()).select_from(runs).where(runs.c.status.not_in(ended))
-        ).scalar_one()
-    return live == 0
 
 
 def test_a_skill_cap_of_2_across_4_workers_with_one_killed_mid_call(
@@ -85,7 +73,7 @@ def test_a_skill_cap_of_2_across_4_workers_with_one_killed_mid_call(
         ]
         victim.send_signal(signal.SIGKILL)
         victim.wait(timeout=60)
-        eventually(lambda: _ended(capped), timeout=600)
+        eventually(lambda: every_run_ended(capped), timeout=600)
     finally:
         for worker in workers[1:]:
             worker.send_signal(signal.SIGTERM)

@@ -21,12 +21,11 @@ import sqlalchemy as sa
 import yaml
 
 from openseal.runtime import service
-from openseal.runtime.statuses import TERMINAL_RUN_STATUSES
 from openseal.runtime.store import Store
 from openseal.runtime.store.tables import schema
 from tests.runtime.engine.test_worker_process import finish, spawn
 from tests.runtime.engine_support import DEFS, compile_files, register
-from tests.runtime.support import Backend, eventually
+from tests.runtime.support import Backend, eventually, every_run_ended
 
 pytestmark = pytest.mark.slow
 
@@ -41,16 +40,6 @@ def _create(store: Store, scope: str) -> str:
     created = service.create_objective(store, request, service.CLI)
     assert created.run is not None
     return created.run.id
-
-
-def _ended(store: Store) -> bool:
-    runs = schema.runs
-    ended = [str(s) for s in TERMINAL_RUN_STATUSES]
-    with store.read() as conn:
-        live = conn.execute(
-            sa.select(sa.func.count()).select_from(runs).where(runs.c.status.not_in(ended))
-        ).scalar_one()
-    return int(live) == 0
 
 
 def _claimed(store: Store) -> int:
@@ -103,7 +92,7 @@ def test_one_scopes_flood_does_not_hold_another_scopes_starts(
         for _ in range(CALM):
             calm.append(_create(store, "calm"))
             time.sleep(0.2)
-        eventually(lambda: _ended(store), timeout=1800)
+        eventually(lambda: every_run_ended(store), timeout=1800)
     finally:
         for worker in workers:
             worker.terminate()
