@@ -129,6 +129,7 @@ STORE_MAY_IMPORT = frozenset(
         "openseal.lazy_exports",  # its package's names imported on first use
         "openseal.runtime.clock",
         "openseal.runtime.statuses",
+        "openseal.runtime.durable_files",  # a directory's entries made durable (artefact files)
         "openseal.canonical",  # RFC 8785 canonical JSON, shared with the compiler
     }
 )
@@ -145,8 +146,8 @@ RUNTIME = "openseal.runtime"
 #: the runtime's shared modules, usable by every room
 RUNTIME_TOP = frozenset(
     {
-        "access", "caller", "clock", "compiled", "event_summary", "faults", "health",
-        "id_prefix", "listing", "pricing", "requests", "statuses", "telemetry",
+        "access", "caller", "clock", "compiled", "durable_files", "event_summary", "faults",
+        "health", "id_prefix", "listing", "pricing", "requests", "statuses", "telemetry",
     }
 )  # fmt: skip
 #: room → the runtime rooms it may import (besides itself and :data:`RUNTIME_TOP`)

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from openseal.errors import OpenSealError, UsageError
+from openseal.runtime.durable_files import sync_directory
 
 PARTIAL = ".partial-"
 BATCH = "batch-"
@@ -181,9 +182,9 @@ class DirectoryLocation(Location):
             if file != MANIFEST:
                 _sync_write(partial / file, data)
         _sync_write(partial / MANIFEST, files[MANIFEST])
-        _sync_dir(partial)
+        sync_directory(partial)
         os.replace(partial, self.path / name)
-        _sync_dir(self.path)
+        sync_directory(self.path)
 
     def remove(self, name: str) -> None:
         shutil.rmtree(self.path / name, ignore_errors=True)
@@ -376,14 +377,6 @@ def _sync_write(path: Path, data: bytes) -> None:
         handle.write(data)
         handle.flush()
         os.fsync(handle.fileno())
-
-
-def _sync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def is_url(target: str) -> bool:

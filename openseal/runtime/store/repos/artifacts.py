@@ -29,6 +29,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
+from openseal.runtime.durable_files import sync_directory
 from openseal.runtime.store.db import combined, fastsql
 from openseal.runtime.store.db.base import StoreBase
 from openseal.runtime.store.db.errors import ArtifactCorrupt, NotFound
@@ -182,8 +183,8 @@ class ArtifactStore:
             os.unlink(temp_name)
         # The file's name must survive a power failure before a row may name it: the
         # directory entries the link (and a new fan-out directory) added are synced too.
-        _sync_directory(target.parent)
-        _sync_directory(self.root)
+        sync_directory(target.parent)
+        sync_directory(self.root)
 
     def read(self, digest: str) -> bytes:
         """The artefact's bytes, after checking they still hash to ``digest``."""
@@ -234,12 +235,3 @@ class ArtifactStore:
 def _check_digest(digest: str) -> None:
     if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
         raise NotFound(f"{digest!r} is not an artefact digest (64 lowercase hex)")
-
-
-def _sync_directory(directory: Path) -> None:
-    """Make the entries of ``directory`` durable (fsync of the directory itself)."""
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
