@@ -98,6 +98,7 @@ if TYPE_CHECKING:
     from openseal.runtime.store.repos.approvals import approval_summary as approval_summary
     from openseal.runtime.store.repos.archive import EndedRun as EndedRun
     from openseal.runtime.store.repos.artifacts import ArtifactStore as ArtifactStore
+    from openseal.runtime.store.repos.capacity import CallSlot as CallSlot
     from openseal.runtime.store.repos.capacity import Full as Full
     from openseal.runtime.store.repos.capacity import Setting as Setting
     from openseal.runtime.store.repos.capacity import Slot as Slot

@@ -281,3 +281,69 @@ def test_a_read_in_a_turn_holds_its_skills_slot_while_it_is_called(
     assert [c["event"] for c in looks] == ["begin", "end", "begin", "end"]
     # the waiting run's model call was replayed, not made again
     assert capped.runs.get(second.id).budget_used.get("model_calls") == 2
+
+
+def test_calls_sent_before_the_skill_declared_its_cap_count_against_it(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two orders are sent while ``submit`` has no cap, and their workers die; a version
+    declaring a cap of 1 is activated while their outcomes are open. They hold no slot, yet
+    they count: a new order waits (2 of 1 in use), each is sent again with its key under the
+    count it already has (never held back by the cap), and the new order goes once both have
+    settled, not before."""
+    monkeypatch.setenv(capacity_skills.LOG_ENV, str(tmp_path / "destination.jsonl"))
+    text = (DEFS / "skill_capacity.hcl").read_text(encoding="utf-8")
+    assert text.count("  concurrency = 2\n") == 1
+
+    def deploy(name: str, cap: str) -> None:
+        folder = tmp_path / name
+        folder.mkdir()
+        changed = text.replace("  concurrency = 2\n", cap) + f"# {name}\n"
+        (folder / "skill_capacity.hcl").write_text(changed, encoding="utf-8")
+        register(store, compile_files(folder / "skill_capacity.hcl"))
+
+    clock = Clock()
+    store.clock = clock
+    deploy("uncapped", "")
+    first, second = start(store, "orders", 1), start(store, "orders", 2)
+    dies(store, first)
+    dies(store, second)
+    with store.read() as conn:
+        assert (
+            conn.execute(sa.select(sa.func.count()).select_from(schema.capacity_calls)).scalar()
+            == 0
+        )
+
+    deploy("capped", "  concurrency = 1\n")
+    assert sorted(in_flight(store, "submit")) == sorted([first.id, second.id])
+    with store.read() as conn:
+        assert store.capacity.in_use(conn, ["skill:submit"]) == {"skill:submit": 2}
+    third = start(store, "orders", 3)
+    alive = Engine(store, worker_id="alive")
+    alive.step(third.id)
+    assert store.runs.get(third.id).waiting == {
+        "kind": "capacity",
+        "waits_for": {"kind": "concurrency", "limit": "skill:submit", "max": 1, "in_use": 2},
+    }
+    assert action_of(store, third) == (ActionStatus.ADMITTED, 0)
+
+    # the dead workers' leases are taken over: each call may still be in flight (unknown),
+    # and is sent again with its key — the same call, under the count it already has
+    clock.advance(alive.lease_seconds + 1)
+    alive.step(first.id)
+    alive.step(second.id)
+    assert [action_of(store, r) for r in (first, second)] == [(ActionStatus.UNKNOWN, 1)] * 2
+    clock.advance(60)
+    alive.step(first.id)
+    assert status(store, first) == RunStatus.COMPLETED
+    assert action_of(store, first) == (ActionStatus.SUCCEEDED, 2)
+    assert in_flight(store, "submit") == [second.id]
+    assert wake_free(store, ["skill:submit"]) == 0  # 1 of 1 still in use
+    assert status(store, third) == RunStatus.WAITING_FOR_CAPACITY
+
+    alive.step(second.id)
+    assert status(store, second) == RunStatus.COMPLETED
+    assert status(store, third) == RunStatus.QUEUED  # woken by the call's settling
+    alive.run_until_idle()
+    assert status(store, third) == RunStatus.COMPLETED
+    assert in_flight(store, "submit") == []

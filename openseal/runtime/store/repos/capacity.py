@@ -81,6 +81,46 @@ _CALL_COUNTS = sa.or_(
         ),
     ),
 )
+#: the actions whose outcome is open
+_OPEN = [str(s) for s in OPEN_OUTCOME]
+
+
+def _unslotted(key: Any, skill: Any) -> Any:
+    """The actions of ``skill`` whose outcome is open and that hold no slot of ``key``: sent
+    before the skill declared its cap (or while it had none). They count as if they held one
+    (docs/decisions/0022)."""
+    return sa.select(actions.c.id, actions.c.run_id, actions.c.dispatched_at).where(
+        actions.c.status.in_(_OPEN),
+        actions.c.skill == skill,
+        ~sa.exists().where(calls.c.key == key, calls.c.action_id == actions.c.id),
+    )
+
+
+def _calls_counted(key: str, besides: str | None = None) -> Any:
+    """The statement counting the calls in flight to skill key ``key`` (action ``besides`` left
+    out): those holding a slot, and those sent before the skill declared its cap."""
+    held = sa.select(sa.func.count()).where(calls.c.key == key, _CALL_COUNTS)
+    unslotted = _unslotted(key, key.removeprefix(SKILL_PREFIX)).subquery()
+    before = sa.select(sa.func.count()).select_from(unslotted)
+    if besides is not None:
+        held = held.where(calls.c.action_id != besides)
+        before = before.where(unslotted.c.id != besides)
+    return sa.select(held.scalar_subquery() + before.scalar_subquery())
+
+
+@dataclass(frozen=True)
+class CallSlot:
+    """A call in flight to a skill's destination, counted against its cap: an action's
+    (``action_id``; ``taken_at``: when its slot was taken, or, sent before the skill declared
+    its cap, when it was dispatched) or a read a turn calls (``action_id`` None)."""
+
+    key: str
+    run_id: str
+    scope: str
+    action_id: str | None
+    taken_at: datetime
+
+
 #: how many takes of a store sweep once the key's rows that no longer count
 SWEEP_EVERY = 16
 #: the keys of skills' caps, whose slots are held by calls in flight, not by claims
@@ -309,12 +349,9 @@ class Capacity(Repository):
             if besides is not None:
                 stmt = stmt.where(slots.c.run_id != besides)
             counted.update((str(k), int(n)) for k, n in conn.execute(stmt.group_by(slots.c.key)))
-        skills = [key for key in wanted if key.startswith(SKILL_PREFIX)]
-        if skills:
-            stmt = sa.select(calls.c.key, sa.func.count()).where(
-                calls.c.key.in_(skills), _CALL_COUNTS
-            )
-            counted.update((str(k), int(n)) for k, n in conn.execute(stmt.group_by(calls.c.key)))
+        for key in wanted:
+            if key.startswith(SKILL_PREFIX):
+                counted[key] = int(conn.execute(_calls_counted(key)).scalar_one())
         return {key: counted.get(key, 0) for key in wanted}
 
     def take_call(
@@ -342,12 +379,8 @@ class Capacity(Repository):
         lock, _ = self._statements(1)
         conn.execute(lock, {"p_key0": key, "p_max0": cap})
         conn.execute(sa.delete(calls).where(calls.c.key == key, ~_CALL_COUNTS))
-        in_use = conn.execute(
-            sa.select(sa.func.count()).where(
-                calls.c.key == key, calls.c.action_id != action_id, _CALL_COUNTS
-            )
-        ).scalar_one()
-        if in_use >= cap:
+        in_use = conn.execute(_calls_counted(key, besides=action_id)).scalar_one()
+        if in_use >= cap and not self._open(conn, action_id):
             return Full(key, cap, int(in_use))
         insert = postgresql.insert if self._store.dialect == "postgresql" else sqlite.insert
         row = insert(calls).values(
@@ -356,19 +389,55 @@ class Capacity(Repository):
         conn.execute(row.on_conflict_do_nothing(index_elements=[calls.c.key, calls.c.action_id]))
         return None
 
+    @staticmethod
+    def _open(conn: sa.Connection, action_id: str) -> bool:
+        """Whether ``action_id``'s outcome is open: its call counts already, and a same-key
+        retry of it is the same call, never one more."""
+        found = conn.execute(
+            sa.select(actions.c.id).where(actions.c.id == action_id, actions.c.status.in_(_OPEN))
+        ).first()
+        return found is not None
+
     def give_back_call(self, conn: sa.Connection, key: str, call_id: str) -> None:
         """A tool call's slot (``call_id``, taken with an epoch) is given back: its result is
         recorded, or it was not sent."""
         conn.execute(sa.delete(calls).where(calls.c.key == key, calls.c.action_id == call_id))
 
     def calls_in_flight(self, conn: sa.Connection, key: str) -> list[tuple[str, str]]:
-        """The ``(action, run)`` pairs holding a slot of skill key ``key`` now."""
-        stmt = (
-            sa.select(calls.c.action_id, calls.c.run_id)
-            .where(calls.c.key == key, _CALL_COUNTS)
-            .order_by(calls.c.taken_at, calls.c.action_id)
-        )
-        return [(str(a), str(r)) for a, r in conn.execute(stmt).all()]
+        """The ``(action, run)`` pairs counted against skill key ``key``'s cap now."""
+        return [(call.action_id or "", call.run_id) for call in self.calls_held(conn, keys=[key])]
+
+    def calls_held(
+        self, conn: sa.Connection, *, keys: Sequence[str], owner: str | None = None
+    ) -> list[CallSlot]:
+        """The calls counted against the caps of skill ``keys`` now, of the runs whose
+        objective ``owner`` (``agent.x``, ``team.t``) owns when given, by key and time: the
+        slots held (in ``capacity_calls``) and the actions sent before their skill declared
+        its cap, which count as if they held one."""
+        objectives = schema.objectives
+        found: list[CallSlot] = []
+        for key in sorted(keys):
+            unslotted = _unslotted(key, key.removeprefix(SKILL_PREFIX)).subquery()
+            parts = [
+                sa.select(
+                    calls.c.run_id.label("run_id"),
+                    sa.case((calls.c.epoch.is_(None), calls.c.action_id)).label("action_id"),
+                    calls.c.taken_at.label("taken_at"),
+                ).where(calls.c.key == key, _CALL_COUNTS),
+                sa.select(unslotted.c.run_id, unslotted.c.id, unslotted.c.dispatched_at),
+            ]
+            held = sa.union_all(*parts).subquery()
+            stmt = (
+                sa.select(held.c.run_id, held.c.action_id, held.c.taken_at, runs.c.scope)
+                .outerjoin(runs, runs.c.id == held.c.run_id)
+                .outerjoin(objectives, objectives.c.id == runs.c.objective_id)
+                .order_by(held.c.taken_at, held.c.run_id, held.c.action_id)
+            )
+            if owner is not None:
+                stmt = stmt.where(objectives.c.owner == owner)
+            for run_id, action_id, taken_at, scope in conn.execute(stmt).all():
+                found.append(CallSlot(key, str(run_id), str(scope or ""), action_id, taken_at))
+        return found
 
     def caps(self, conn: sa.Connection, keys: Iterable[str]) -> dict[str, int]:
         """The cap each key's last taker recorded."""
