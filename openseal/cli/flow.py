@@ -4,8 +4,9 @@ limits|limit|quotas|quota|queue``.
 Pausing an agent or a team makes the turns it would act in wait (``waiting_for_capacity``)
 while other work goes on; resuming wakes them, higher priority first. ``show`` lists what it
 is doing now: its runs not ended, its open agent requests, the concurrency slots its key holds
-and the runs waiting for one. A scope's concurrency cap is an operator setting: lowering it is
-an operator's, raising or removing it an admin's. Each command acts on the store as the local
+and the runs waiting for one, and its runs' calls in flight to capped skills. A scope's
+concurrency cap is an operator setting: lowering it is an operator's, raising or removing it an
+admin's. Each command acts on the store as the local
 operator, or with ``--server`` asks that server as the token's principal.
 """
 
@@ -39,6 +40,10 @@ def _echo_actor(view: service.ActorView, output: str) -> None:
     held = ", ".join(f"{slot.run_id} (epoch {slot.epoch})" for slot in view.slots)
     click.echo(f"  slots held          {held or 'none'}")
     click.echo(f"  waiting for a slot  {', '.join(view.waiting_for_capacity) or 'none'}")
+    click.echo(f"  calls in flight     {len(view.calls)}")
+    for call in view.calls:
+        what = f"action {call.action_id}" if call.action_id else "a read in a turn"
+        click.echo(f"    {call.key}  {what}  of run {call.run_id}  since {when(call.taken_at)}")
 
 
 def _show(kind: Kind, home: Path, output: str, server: str | None, token: Path | None,

@@ -14,6 +14,9 @@ from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
 from tests.api.conftest import Serve
 from tests.api.support import assert_error
+from tests.runtime import capacity_skills
+from tests.runtime.engine.test_skill_capacity import dies
+from tests.runtime.engine.test_skill_capacity import start as start_orders
 from tests.runtime.engine_support import DEFS, compile_files, engine, register
 from tests.runtime.engine_support import scripted as scripted_provider
 
@@ -74,3 +77,23 @@ def test_only_an_admin_widens_a_scopes_cap(store: Store) -> None:
     with pytest.raises(Forbidden):  # pausing reaches every scope
         register(store, compile_files(DEFS / "capacity.hcl"))
         service.set_actor_paused(store, "agent", "clerk", True, operator)
+
+
+def test_an_agents_calls_in_flight_over_http(
+    serve: Serve, store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``GET /agents/{agent}`` lists the calls its runs have in flight to capped skills, each
+    holding a slot of ``skill:<name>``, with the action and the run."""
+    monkeypatch.setenv(capacity_skills.LOG_ENV, str(tmp_path / "destination.jsonl"))
+    register(store, compile_files(DEFS / "skill_capacity.hcl"))
+    run = start_orders(store, "orders", 1)
+    dies(store, run)
+    with store.read() as conn:
+        action = store.actions.of_run(conn, run.id)[0]
+    with serve(external_workers=True).client() as client:
+        shown = client.get("/agents/clerk")
+        assert shown.status_code == 200, shown.text
+        calls = shown.json()["agent"]["calls"]
+    assert [(c["key"], c["action_id"], c["run_id"], c["scope"]) for c in calls] == [
+        ("skill:submit", action.id, run.id, "default")
+    ]

@@ -1,8 +1,9 @@
 """Starting and steering work from the console, in headless Chromium against a real
 ``openseal serve``: the Ask box (the writer's model on a local OpenAI-compatible server picks
 the workflow; nothing starts before "Start", nor when nothing fits), an agent request taken
-through every step of its page, and an agent's and a team's page (what each is doing now;
-pause and resume, withheld with the reason from a token that does not reach every scope)."""
+through every step of its page, and an agent's and a team's page (what each is doing now, the
+calls its runs have in flight to capped skills; pause and resume, withheld with the reason from
+a token that does not reach every scope)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,9 @@ from openseal.runtime.store import Store, open_store
 from tests.asks.support import FITTING, KEY, KEY_VARIABLE, PROMPT, RELEASE_NOTE, plan, served_by
 from tests.console.support import ALICE, Console, serving, sha, sign_in
 from tests.console.test_console import serious
-from tests.runtime.engine_support import compile_files
+from tests.runtime.engine.test_skill_capacity import dies
+from tests.runtime.engine.test_skill_capacity import start as start_orders
+from tests.runtime.engine_support import DEFS, compile_files, register
 from tests.runtime.providers.chat_server import ChatServer
 
 #: a real browser against a served console: run with `make test-slow`
@@ -230,3 +233,36 @@ def test_pausing_is_withheld_from_a_token_that_does_not_reach_every_scope(
     with console.client(CAROL) as carol:
         refused = carol.post("/teams/procurement/pause", json={})
         assert refused.status_code == 403, refused.text
+
+
+@pytest.fixture(scope="module")
+def calling(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Console, str]]:
+    """A console with no worker over a store where agent clerk's run has a call in flight to
+    skill ``submit`` (capped): its worker died right after marking the action dispatched."""
+    made: list[str] = []
+
+    def fill(home: Path) -> None:
+        store = open_store(home=home)
+        try:
+            register(store, compile_files(DEFS / "skill_capacity.hcl"))
+            run = start_orders(store, "orders", 1)
+            dies(store, run)
+            made.append(run.id)
+        finally:
+            store.close()
+
+    with serving(Path(tmp_path_factory.mktemp("calls")), workers=0, before=fill) as served:
+        yield served, made[0]
+
+
+def test_an_agents_page_shows_the_calls_its_runs_have_in_flight(
+    calling: tuple[Console, str], page: Page
+) -> None:
+    console, run_id = calling
+    sign_in(page, console, ALICE, "#/agents/clerk")
+    expect(page.locator("h1")).to_have_text("Agent clerk")
+    rows = page.locator("#actor-calls tbody tr")
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_contain_text("skill:submit")
+    expect(rows.first.get_by_role("link", name=handle(run_id))).to_be_visible()
+    assert serious(Axe().run(page)) == []

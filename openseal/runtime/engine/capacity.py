@@ -210,6 +210,19 @@ def active_caps(store: Store, documents: dict[str, dict[str, Any]]) -> dict[str,
     return found
 
 
+def capped_skills(store: Store) -> list[str]:
+    """The keys of the skills whose calls count against a cap now: those an active version
+    caps (:func:`active_caps`), and those whose calls hold a slot still."""
+    capped = {
+        key
+        for key, cap in active_caps(store, {}).items()
+        if key.startswith("skill:") and cap != _UNCAPPED
+    }
+    with store.read() as conn:
+        capped.update(store.capacity.call_keys(conn))
+    return sorted(capped)
+
+
 class Admission:
     """Takes the slots a turn needs, in the transaction that claims it (one per engine).
 

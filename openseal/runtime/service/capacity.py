@@ -23,8 +23,8 @@ from openseal.errors import InvalidInput
 from openseal.runtime.access import ADMIN, Forbidden, check_everywhere, check_scope
 from openseal.runtime.caller import CLI, Caller
 from openseal.runtime.engine import quotas
-from openseal.runtime.engine.capacity import wake_free
-from openseal.runtime.store import NotFound, Run, Setting, Slot, Store
+from openseal.runtime.engine.capacity import capped_skills, wake_free
+from openseal.runtime.store import CallSlot, NotFound, Run, Setting, Slot, Store
 
 ActorKind = Literal["agent", "team"]
 #: runs listed at most by ``agents show`` and ``teams show``
@@ -46,7 +46,8 @@ class RunNow:
 @dataclass(frozen=True)
 class ActorView:
     """An agent or a team now: paused or not, its runs not ended, its open agent requests, the
-    concurrency slots its key holds and the runs waiting for one."""
+    concurrency slots its key holds and the runs waiting for one, and the calls its runs have
+    in flight to capped skills (each a slot of ``skill:<name>``)."""
 
     kind: str
     name: str
@@ -57,6 +58,7 @@ class ActorView:
     requests: list[str]
     slots: list[Slot]
     waiting_for_capacity: list[str]
+    calls: list[CallSlot]
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,7 @@ def show_actor(store: Store, kind: ActorKind, name: str, caller: Caller = CLI) -
     _known(store, kind, name)
     key = f"{kind}:{name}"
     setting = store.capacity.settings(max_age=0).get(key)
+    skills = capped_skills(store)
     with store.read() as conn:
         runs = [
             r
@@ -89,6 +92,7 @@ def show_actor(store: Store, kind: ActorKind, name: str, caller: Caller = CLI) -
         ]
         slots = [s for s in store.capacity.held(conn) if s.key == key]
         waiters = store.capacity.waiting_for(conn, key, SHOWN_RUNS)
+        calls = store.capacity.calls_held(conn, keys=skills, owner=f"{kind}.{name}")
     requests = store.agent_requests.newest(callee=f"{kind}.{name}", limit=SHOWN_RUNS)
     return ActorView(
         kind=kind,
@@ -100,6 +104,7 @@ def show_actor(store: Store, kind: ActorKind, name: str, caller: Caller = CLI) -
         requests=[r.id for r in requests if r.status not in _ENDED_REQUESTS],
         slots=slots,
         waiting_for_capacity=waiters,
+        calls=[c for c in calls if caller.grant.sees(c.scope)][:SHOWN_RUNS],
     )
 
 

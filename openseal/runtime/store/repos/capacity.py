@@ -407,6 +407,11 @@ class Capacity(Repository):
         """The ``(action, run)`` pairs counted against skill key ``key``'s cap now."""
         return [(call.action_id or "", call.run_id) for call in self.calls_held(conn, keys=[key])]
 
+    def call_keys(self, conn: sa.Connection) -> list[str]:
+        """The skill keys some call holds a slot of now."""
+        stmt = sa.select(calls.c.key).where(_CALL_COUNTS).distinct().order_by(calls.c.key)
+        return [str(key) for key in conn.execute(stmt).scalars()]
+
     def calls_held(
         self, conn: sa.Connection, *, keys: Sequence[str], owner: str | None = None
     ) -> list[CallSlot]:

@@ -1,5 +1,6 @@
 // An agent or a team now: paused or not, the runs it is doing (in your scopes), its open
-// requests, the concurrency slots it holds and the runs waiting for one; pause and resume
+// requests, the concurrency slots it holds and the runs waiting for one, its runs' calls in
+// flight to capped skills (each holding a slot of the skill's cap); pause and resume
 // (what `openseal agents|teams show|pause|resume` do).
 import * as api from "./api.js";
 import { h, replace, badge, time, fields, notice, idCode } from "./dom.js";
@@ -57,6 +58,16 @@ export function page(kind) {
       view.slots.length ? h("ul", { id: "actor-slots" }, view.slots.map((s) =>
         h("li", {}, runLink(s.run_id), " since ", time(s.taken_at))))
         : h("p", { class: "muted" }, "None held."),
+      h("h2", {}, "Calls in flight"),
+      view.calls.length ? h("div", { class: "scroll" }, h("table", { id: "actor-calls" },
+        h("caption", { class: "sr-only" }, "Calls in flight to capped skills, each holding a slot"),
+        h("thead", {}, h("tr", {}, ["Skill cap", "Call", "Run", "Since"].map((l) => h("th", { scope: "col" }, l)))),
+        h("tbody", {}, view.calls.map((c) => h("tr", { dataset: { key: c.key } },
+          h("td", {}, h("code", {}, c.key)),
+          h("td", {}, c.action_id ? idCode(c.action_id) : none("a read in a turn")),
+          h("td", {}, runLink(c.run_id)),
+          h("td", {}, time(c.taken_at)))))))
+        : h("p", { class: "muted" }, "No call of its runs is in flight to a capped skill."),
       view.waiting_for_capacity.length ? [h("h2", {}, "Waiting for a slot"),
         h("ul", { id: "actor-waiting", class: "inline" }, view.waiting_for_capacity.map((id) => h("li", {}, runLink(id))))]
         : null);
