@@ -14,7 +14,8 @@ action instead, a row ``(k, action)`` of ``capacity_calls`` taken in the transac
 the action dispatched (:meth:`Capacity.take_call`). It counts while the action's outcome is
 open — ``dispatched``, ``unknown``, ``needs_attention``: the call may still be in flight, and
 reconciling sends its lookups and same-key retries under the same slot — so the transaction
-that settles the action gives it back, whichever writer that is.
+that settles the action gives it back, whichever writer that is. An action sent before its
+skill declared a cap holds no row, yet counts the same while its outcome is open.
 
 Which keys a run needs and what their caps are is decided above, by
 :mod:`openseal.runtime.engine.capacity`; this module only counts, takes and waits.
@@ -367,8 +368,10 @@ class Capacity(Repository):
     ) -> Full | None:
         """Take a slot of skill key ``key`` (its cap: ``cap``) for ``action_id``, about to be
         marked ``dispatched`` by this transaction; the key, full, when ``cap`` calls other than
-        this action's are in flight (nothing is taken then). An action that holds one already
-        (its outcome open: a same-key retry) keeps it, unless the cap was lowered below it.
+        this action's are in flight (nothing is taken then). The calls in flight count those
+        sent before the skill declared its cap, which hold no row. An action whose outcome is
+        open (a same-key retry) is counted already: it is never refused, even by a cap
+        lowered below the calls in flight, and gets a row if it had none.
         With ``epoch``, the slot is a tool call's (``action_id`` its own id), held by the claim
         of ``run_id`` at ``epoch`` until :meth:`give_back_call`.
 
