@@ -15,7 +15,7 @@ operator settings governed the same way.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
@@ -58,7 +58,8 @@ class ActorView:
     requests: list[str]
     slots: list[Slot]
     waiting_for_capacity: list[str]
-    calls: list[CallSlot]
+    #: empty from a server that does not list them
+    calls: list[CallSlot] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
