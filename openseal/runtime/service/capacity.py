@@ -85,16 +85,19 @@ def show_actor(store: Store, kind: ActorKind, name: str, caller: Caller = CLI) -
     key = f"{kind}:{name}"
     setting = store.capacity.settings(max_age=0).get(key)
     skills = capped_skills(store)
+    visible = caller.grant.visible()
     with store.read() as conn:
         runs = [
             r
             for r in store.capacity.live_runs_of(conn, f"{kind}.{name}", SHOWN_RUNS)
             if caller.grant.sees(r.scope)
         ]
-        slots = [s for s in store.capacity.held(conn) if s.key == key]
-        waiters = store.capacity.waiting_for(conn, key, SHOWN_RUNS)
+        slots = [s for s in store.capacity.held(conn, scopes=visible) if s.key == key]
+        waiters = store.capacity.waiting_for(conn, key, SHOWN_RUNS, scopes=visible)
         calls = store.capacity.calls_held(conn, keys=skills, owner=f"{kind}.{name}")
-    requests = store.agent_requests.newest(callee=f"{kind}.{name}", limit=SHOWN_RUNS)
+    requests = store.agent_requests.newest(
+        callee=f"{kind}.{name}", scopes=visible, limit=SHOWN_RUNS
+    )
     return ActorView(
         kind=kind,
         name=name,

@@ -14,6 +14,7 @@ import pytest
 import sqlalchemy as sa
 
 from openseal.runtime import service
+from openseal.runtime.access import Grant
 from openseal.runtime.engine.capacity import wake_free
 from openseal.runtime.engine.engine import Engine
 from openseal.runtime.statuses import RunStatus
@@ -136,6 +137,27 @@ def test_an_agents_cap_and_its_pause(capped: Store, tmp_path: Path) -> None:
     assert wake_free(capped, ["agent:clerk"]) == 1
     w.run_until_idle()
     assert status(capped, paused) == RunStatus.COMPLETED
+
+
+def test_an_agents_view_shows_only_the_callers_scopes(capped: Store, tmp_path: Path) -> None:
+    """``agents show`` lists the slots, waiting runs and requests of runs in the caller's
+    scopes only: a caller of scope ``east`` learns nothing of ``default``'s runs."""
+    w = worker(capped, tmp_path)
+    east = service.Caller("user:eve", False, Grant.of(["operator"], ["east"]))
+    holder, waiter = start(capped, "carried"), start(capped, "carried")
+    claim(w, holder)  # holds agent:porter's one slot
+    claim(w, waiter)  # waits for it
+    everywhere = service.show_actor(capped, "agent", "porter", service.CLI)
+    assert [s.run_id for s in everywhere.slots] == [holder.id]
+    assert everywhere.waiting_for_capacity == [waiter.id]
+    seen = service.show_actor(capped, "agent", "porter", east)
+    assert (seen.runs, seen.slots, seen.waiting_for_capacity) == ([], [], [])
+
+    mine = service.create_objective(capped, service.StartObjective("carried", {}), east).run
+    assert mine is not None
+    claim(w, mine)
+    seen = service.show_actor(capped, "agent", "porter", east)
+    assert seen.slots == [] and seen.waiting_for_capacity == [mine.id]
 
 
 def test_runs_without_caps_take_no_slot(capped: Store, tmp_path: Path) -> None:

@@ -455,11 +455,19 @@ class Capacity(Repository):
         ).all()
         return {str(key): int(cap) for key, cap in rows if cap is not None}
 
-    def held(self, conn: sa.Connection, run_ids: Sequence[str] | None = None) -> list[Slot]:
-        """The slots that count now (of ``run_ids`` only, when given), by key and run."""
+    def held(
+        self,
+        conn: sa.Connection,
+        run_ids: Sequence[str] | None = None,
+        scopes: Sequence[str] | None = None,
+    ) -> list[Slot]:
+        """The slots that count now (of ``run_ids`` only, of runs in ``scopes`` only, when
+        given), by key and run."""
         stmt = sa.select(slots).where(_COUNTS).order_by(slots.c.key, slots.c.run_id)
         if run_ids is not None:
             stmt = stmt.where(slots.c.run_id.in_(list(run_ids)))
+        if scopes is not None:
+            stmt = stmt.where(slots.c.run_id.in_(_runs_in(scopes)))
         return [Slot(**row) for row in conn.execute(stmt).mappings()]
 
     def live_runs_of(self, conn: sa.Connection, owner: str, limit: int) -> list[Run]:
@@ -475,9 +483,19 @@ class Capacity(Repository):
         )
         return [Run.from_row(row) for row in conn.execute(stmt).mappings()]
 
-    def waiting_for(self, conn: sa.Connection, key: str, limit: int) -> list[str]:
-        """The runs waiting for ``key``, in the order they will be woken."""
-        return self.waiters(conn, key, limit)
+    def waiting_for(
+        self, conn: sa.Connection, key: str, limit: int, scopes: Sequence[str] | None = None
+    ) -> list[str]:
+        """The runs waiting for ``key`` (of runs in ``scopes`` only, when given), in the order
+        they will be woken."""
+        if scopes is None:
+            return self.waiters(conn, key, limit)
+        rows = conn.execute(
+            _in_wake_order(sa.select(waits.c.run_id).where(waits.c.key == key))
+            .where(waits.c.run_id.in_(_runs_in(scopes)))
+            .limit(limit)
+        ).all()
+        return [str(row.run_id) for row in rows]
 
     # -- waits -----------------------------------------------------------------------
 
@@ -512,10 +530,7 @@ class Capacity(Repository):
         """The first ``limit`` runs waiting for ``key``: higher priority first, then longest
         waiting."""
         rows = conn.execute(
-            sa.select(waits.c.run_id)
-            .where(waits.c.key == key)
-            .order_by(waits.c.priority.desc(), waits.c.since, waits.c.run_id)
-            .limit(limit)
+            _in_wake_order(sa.select(waits.c.run_id).where(waits.c.key == key)).limit(limit)
         ).all()
         return [str(row.run_id) for row in rows]
 
@@ -542,3 +557,13 @@ class Capacity(Repository):
         )  # fmt: skip
         self._store.notify_work(conn, run_id)
         return True
+
+
+def _in_wake_order(stmt: sa.Select[Any]) -> sa.Select[Any]:
+    """Waiters as they are woken: higher priority first, then longest waiting."""
+    return stmt.order_by(waits.c.priority.desc(), waits.c.since, waits.c.run_id)
+
+
+def _runs_in(scopes: Sequence[str]) -> sa.Select[Any]:
+    """The ids of the runs in ``scopes``."""
+    return sa.select(runs.c.id).where(runs.c.scope.in_(list(scopes)))
