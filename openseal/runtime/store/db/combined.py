@@ -24,7 +24,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.sql import visitors
 
-from openseal.runtime.store.db import fastsql
+from openseal.runtime.store.db import fastsql, wake_choice
 
 #: which columns each inserted row sets, in order: (table, column names) per row
 Shape = tuple[tuple[sa.Table, tuple[str, ...]], ...]
@@ -39,8 +39,7 @@ _notifying: dict[Shape, sa.Select[Any]] = {}
 NewShape = tuple[tuple[sa.Table, tuple[str, ...], tuple[str, ...]], ...]
 _inserting_new: dict[NewShape, sa.Select[Any]] = {}
 _inserts: dict[sa.Table, sa.Insert] = {}
-#: the run a combined insert announces at commit, and the channel it is announced on
-NOTIFY_CHANNEL: Final = "p_channel"
+#: the run a combined insert announces at commit (to the process wake_choice.py chooses)
 NOTIFY_RUN: Final = "p_run"
 
 
@@ -176,14 +175,15 @@ def insert_new(conn: sa.Connection, rows: Sequence[NewRow]) -> list[bool]:
 
 
 def inserts_then_notify(shape: Shape) -> sa.Select[Any]:
-    """``WITH <one INSERT per table> SELECT pg_notify(:p_channel, :p_run)``: rows inserted and
-    a run announced (delivered at commit, like any ``NOTIFY``), in one statement."""
+    """``WITH <one INSERT per table> SELECT pg_notify(chosen.channel, :p_run) FROM <chosen>``:
+    rows inserted and a run announced to one listening process (delivered at commit, like any
+    ``NOTIFY``; see wake_choice.py), in one statement, with :func:`.wake_choice.announcing`'s
+    parameters."""
     stmt = _notifying.get(shape)
     if stmt is None:
-        notify = sa.func.pg_notify(
-            sa.bindparam(NOTIFY_CHANNEL, type_=sa.String), sa.bindparam(NOTIFY_RUN, type_=sa.String)
-        )
-        stmt = sa.select(notify).add_cte(*insert_ctes(shape))
+        chosen = wake_choice.chosen_listener()
+        notify = sa.func.pg_notify(chosen.c.channel, sa.bindparam(NOTIFY_RUN, type_=sa.String))
+        stmt = sa.select(notify).select_from(chosen).add_cte(*insert_ctes(shape))
         with _lock:
             _notifying[shape] = stmt
     return stmt

@@ -23,10 +23,17 @@ import sqlalchemy as sa
 from sqlalchemy import event
 
 from openseal.errors import StoreError
-from openseal.runtime.store.db import combined, fastsql, liveness, multihost, poolers
+from openseal.runtime.store.db import (
+    combined,
+    fastsql,
+    liveness,
+    multihost,
+    poolers,
+    wake_choice,
+)
 from openseal.runtime.store.db.base import StoreBase
 from openseal.runtime.store.db.json_text import compact_json, loads_json
-from openseal.runtime.store.db.listener import NotificationListener
+from openseal.runtime.store.db.listener import ListenSession, NotificationListener
 from openseal.runtime.store.db.sqlite_connections import (
     check_readable,
     configure,
@@ -34,13 +41,16 @@ from openseal.runtime.store.db.sqlite_connections import (
 )
 from openseal.runtime.store.db.transaction_modes import BEGIN_MODE
 from openseal.runtime.store.db.wakeups import WakeSockets
-from openseal.runtime.store.db.work_signal import Wake
+from openseal.runtime.store.db.work_signal import TRIGGERS, Wake
 
 log = logging.getLogger("openseal.store")
 
 DATABASE_URL_ENV = "OPENSEAL_DATABASE_URL"
-WORK_CHANNEL = "openseal_runs"
-NOTIFY_RUN = sa.text("SELECT pg_notify(:channel, :run)")
+#: a run announced to one listening process; anything else to every one (wake_choice.py)
+NOTIFY_CHOSEN = sa.text(wake_choice.NOTIFY_CHOSEN)
+NOTIFY_SHARED = sa.text(wake_choice.NOTIFY_SHARED)
+#: :data:`NOTIFY_CHOSEN` as the listener's own psycopg connection takes it
+PASS_ON = re.sub(r":(p_\w+)", r"%(\1)s", wake_choice.NOTIFY_CHOSEN)
 
 
 class SQLiteDatabase(StoreBase):
@@ -129,9 +139,15 @@ class PostgresDatabase(StoreBase):
         super().__init__(engine, **options)
         # One LISTEN session per store, outside the pool: a notification names the run that
         # became runnable and wakes one idle thread for it; a new session wakes them all. Its
-        # own engine when the pool goes through a transaction-mode pooler (poolers.py).
+        # own engine when the pool goes through a transaction-mode pooler (poolers.py). A run
+        # is announced to one process's session, which passes it on when it has no idle
+        # thread (wake_choice.py).
         self._listen_engine = listen_engine
-        self._listener = NotificationListener(listen_engine or engine, WORK_CHANNEL, self._notified)
+        self._listener = NotificationListener(
+            listen_engine or engine, self._listen_session, self._notified
+        )
+        #: runs heard of that no idle thread here took, passed on to another process
+        self.passed_on = 0
 
     def wal_archiving(self) -> dict[str, Any]:
         names = ("wal_level", "archive_mode", "archive_command", "archive_library")
@@ -175,8 +191,12 @@ class PostgresDatabase(StoreBase):
 
     def notify_work(self, conn: sa.Connection, run_id: str) -> None:
         # Delivered by PostgreSQL only when (and if) the transaction commits, once per distinct
-        # payload of the transaction: one notification per run.
-        conn.execute(NOTIFY_RUN, {"channel": WORK_CHANNEL, "run": run_id})
+        # payload of the transaction: one notification per run, to one other process.
+        if run_id == TRIGGERS:
+            conn.execute(NOTIFY_SHARED, {"p_run": run_id})
+        else:
+            own = self._listener.listening_as
+            conn.execute(NOTIFY_CHOSEN, wake_choice.announcing(run_id, own))
         super().notify_work(conn, run_id)
 
     def insert_new_rows(self, conn: sa.Connection, rows: Sequence[combined.NewRow]) -> list[bool]:
@@ -197,15 +217,29 @@ class PostgresDatabase(StoreBase):
         # One round trip for what would take one per row and one for the NOTIFY.
         stmt = combined.inserts_then_notify(combined.shape_of(rows))
         params = combined.parameters(rows)
-        params.update({combined.NOTIFY_CHANNEL: WORK_CHANNEL, combined.NOTIFY_RUN: notify})
+        params.update(wake_choice.announcing(notify, self._listener.listening_as))
         fastsql.execute(conn, stmt, params)
         self.wake_after_commit(conn, notify)
 
+    def _listen_session(self) -> ListenSession:
+        """The channels of this process's next LISTEN session: the store's shared one and one
+        of its own, after which the session is named (the schema read through the store's
+        engine, as its transactions see it)."""
+        with self.engine.connect() as conn:
+            key = str(conn.execute(sa.text(wake_choice.SCHEMA_KEY)).scalar_one())
+        own = wake_choice.own_channel(key)
+        return ListenSession((wake_choice.shared_channel(key), own), own)
+
     def _notified(self, payload: str | None) -> None:
-        if payload:
-            self.work_signal.offer([payload])
-        else:  # a new session (notifications were lost), or a sender that names no run
+        if not payload:  # a new session (notifications were lost), or a sender naming no run
             self.interrupt_waits()
+        elif payload == TRIGGERS:
+            self.work_signal.offer([payload])
+        elif not self.work_signal.offer_run(payload):
+            session = self._listener.listening_as
+            if session is not None:
+                self.passed_on += 1  # no idle thread here: to the next process
+                self._listener.send(PASS_ON, wake_choice.passing_on(payload, session))
 
     def wait_for_work(self, timeout: float, since: int | None = None) -> Wake:
         # The listener turns every NOTIFY into a wake-up of one idle thread (and every

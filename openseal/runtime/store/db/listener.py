@@ -11,6 +11,11 @@ with capped backoff and calls the callback once with no payload, which wakes eve
 notifications sent while it was away are gone. A session that stays quiet is asked a
 ``SELECT 1`` every :data:`PING_SECONDS`: a session lost without a word (a silent partition)
 answers nothing, and the reply deadline (deadlines.py) ends it like any other loss.
+
+The session listens on the channels :class:`ListenSession` names and, once it listens, takes
+the session's name as its ``application_name``: that is how the notifying side finds the
+sessions listening (wake_choice.py). Statements the callback asks for with :meth:`send` (a run
+passed on to another process) go out on the same session between two waits.
 """
 
 from __future__ import annotations
@@ -18,7 +23,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
@@ -37,19 +44,38 @@ START_SECONDS = 5.0
 PING_SECONDS = 30.0
 
 
+@dataclass(frozen=True)
+class ListenSession:
+    """What one listening session listens on (``channels``) and is called (``name``, its
+    ``application_name``, which may be one of the channels)."""
+
+    channels: tuple[str, ...]
+    name: str
+
+    def __post_init__(self) -> None:
+        for channel in (*self.channels, self.name):
+            if not channel.isidentifier():
+                raise ValueError(f"invalid channel name {channel!r}")
+
+
 class NotificationListener:
-    """Listens on ``channel`` and calls ``on_notify(payload)`` for each notification (and
-    ``on_notify(None)`` once after every (re)connection). Start it lazily with :meth:`start`;
-    :meth:`close` stops it."""
+    """Listens on the channels ``session()`` names (asked at every (re)connection) and calls
+    ``on_notify(payload)`` for each notification (and ``on_notify(None)`` once after every
+    (re)connection). Start it lazily with :meth:`start`; :meth:`close` stops it."""
 
     def __init__(
-        self, engine: sa.Engine, channel: str, on_notify: Callable[[str | None], None]
+        self,
+        engine: sa.Engine,
+        session: Callable[[], ListenSession],
+        on_notify: Callable[[str | None], None],
     ) -> None:
-        if not channel.isidentifier():
-            raise ValueError(f"invalid channel name {channel!r}")
         self.engine = engine
-        self.channel = channel
+        self.session = session
         self.on_notify = on_notify
+        #: statements (text, parameters) to send on the session between two waits
+        self._outbox: deque[tuple[str, dict[str, Any]]] = deque()
+        #: the session's name while it listens (None: not listening)
+        self.listening_as: str | None = None
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
@@ -69,6 +95,11 @@ class NotificationListener:
                 )
                 self._thread.start()
         self._first_attempt.wait(START_SECONDS)
+
+    def send(self, statement: str, params: dict[str, Any]) -> None:
+        """Send ``statement`` on the listening session between two waits (best effort: lost
+        with the session)."""
+        self._outbox.append((statement, params))
 
     def close(self) -> None:
         self._stopping.set()
@@ -100,7 +131,8 @@ class NotificationListener:
                 if not self._stopping.is_set():
                     log.warning("listening for work stopped: %s; reconnecting", _one_line(exc))
             finally:
-                self.connection = None
+                self.connection = self.listening_as = None
+                self._outbox.clear()
                 _close_quietly(conn)
 
     def _connect(self) -> Any:
@@ -112,20 +144,29 @@ class NotificationListener:
         if conn is None:  # pragma: no cover - a psycopg connection always has one
             raise RuntimeError("the database driver gave no connection")
         try:
+            session = self.session()
             conn.autocommit = True
             poolers.listen_for_notifications(conn)
-            conn.execute(f"LISTEN {self.channel}")
+            for channel in session.channels:
+                conn.execute(f"LISTEN {channel}")
+            # Named only once it listens: a sender that finds the name reaches the session.
+            conn.execute("SELECT set_config('application_name', %s, false)", (session.name,))
         except BaseException:
             _close_quietly(conn)
             raise
+        self.listening_as = session.name
         return conn
 
     def _listen(self, conn: Any) -> None:
         heard = time.monotonic()
         while not self._stopping.is_set():
-            for notification in conn.notifies(timeout=POLL_SECONDS):
+            # Back after the first packet of notifications, to send what they asked for.
+            for notification in conn.notifies(timeout=POLL_SECONDS, stop_after=1):
                 heard = time.monotonic()
                 self.on_notify(notification.payload or None)
+            while self._outbox:
+                statement, params = self._outbox.popleft()
+                conn.execute(statement, params)
             if conn.closed:
                 raise ConnectionError("the listening connection closed")
             if time.monotonic() - heard >= PING_SECONDS:

@@ -51,6 +51,8 @@ class WorkSignal:
         self._waiting = 0
         #: offers of :data:`TRIGGERS` so far
         self._triggers = 0
+        #: run ids handed to an idle thread so far (what tests and benchmarks count)
+        self.handed = 0
 
     @property
     def waiting(self) -> int:
@@ -89,8 +91,18 @@ class WorkSignal:
                 self._hints.append((run_id, self._generation))
                 woken += 1
             if woken:
+                self.handed += woken
                 self._cond.notify(woken)
             return woken
+
+    def offer_run(self, run_id: str) -> bool:
+        """:meth:`offer` one run: whether an idle thread here will claim it (woken now, or
+        already handed it and not woken yet)."""
+        with self._cond:
+            if any(handed == run_id for handed, _ in self._hints):
+                self._generation += 1
+                return True
+            return bool(self.offer([run_id]))
 
     def broadcast(self) -> None:
         """Wake every waiting thread (each looks for any work, or stops)."""
