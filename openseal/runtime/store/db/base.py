@@ -51,6 +51,9 @@ class StoreBase:
         self.poll_interval = poll_interval
         # What this process's idle workers wait on: one wake-up per run made runnable.
         self.work_signal = WorkSignal()
+        #: runs announced to this process that no idle thread here took, passed on to another
+        #: (the dialect's wake-ups; what tests and benchmarks count)
+        self.passed_on = 0
         self._inserts_new: dict[tuple[str, tuple[str, ...]], sa.Insert] = {}
         #: the connections kept between transactions instead of a pool checkout and checkin
         #: for each (idle_connections.py); group commit takes and gives back its own there

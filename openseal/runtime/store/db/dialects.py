@@ -61,7 +61,7 @@ class SQLiteDatabase(StoreBase):
     def __init__(self, engine: sa.Engine, **options: Any) -> None:
         super().__init__(engine, **options)
         # Other processes on this file wake through datagrams naming the runs (wakeups.py); a
-        # datagram only wakes this process's waiting threads, it is never passed on.
+        # run this process has no idle thread for is passed on to the next process.
         self._wakeups = WakeSockets(self.home / "wake", self._woken_from_elsewhere)
 
     def wake_local_workers(self, run_ids: Iterable[str]) -> None:
@@ -70,10 +70,16 @@ class SQLiteDatabase(StoreBase):
         self._wakeups.broadcast(run_ids)
 
     def _woken_from_elsewhere(self, run_ids: list[str]) -> None:
-        if run_ids:
-            self.work_signal.offer(run_ids)
-        else:  # a datagram that names no run: everyone looks
+        if not run_ids:  # a datagram that names no run: everyone looks
             self.interrupt_waits()
+            return
+        if TRIGGERS in run_ids:
+            self.work_signal.offer(run_ids)
+            return
+        for run_id in run_ids:
+            if not self.work_signal.offer_run(run_id):
+                self.passed_on += 1  # no idle thread here: to the next process
+                self._wakeups.pass_on(run_id)
 
     def wait_for_work(self, timeout: float, since: int | None = None) -> Wake:
         # Work committed by this process wakes the wait at once, and work committed by another
@@ -146,8 +152,6 @@ class PostgresDatabase(StoreBase):
         self._listener = NotificationListener(
             listen_engine or engine, self._listen_session, self._notified
         )
-        #: runs heard of that no idle thread here took, passed on to another process
-        self.passed_on = 0
 
     def wal_archiving(self) -> dict[str, Any]:
         names = ("wal_level", "archive_mode", "archive_command", "archive_library")

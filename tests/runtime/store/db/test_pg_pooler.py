@@ -238,7 +238,7 @@ def test_workers_listen_on_the_server_itself_while_their_transactions_go_through
             with pg_admin.connect() as conn:
                 query = sa.text(
                     "SELECT count(*) FROM pg_stat_activity WHERE datname = :db "
-                    "AND query = 'LISTEN openseal_runs'"
+                    "AND application_name LIKE 'openseal\\_runs\\_%'"
                 )
                 listens = conn.execute(query, {"db": database}).scalar_one()
             assert listens == len(workers)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -97,6 +98,49 @@ def test_a_run_made_elsewhere_wakes_one_idle_thread_of_another_store_with_its_id
     for thread in threads:
         thread.join(timeout=60)
     assert len(wakes) == 3
+
+
+def test_a_run_wakes_one_idle_process_of_many_and_is_passed_by_busy_ones(
+    backend: Backend,
+) -> None:
+    """Five other stores stand for five processes listening: three of them busy (no thread
+    waiting), two with one idle thread each. Each run made runnable reaches one idle thread in
+    all (the store's counters of runs handed to a thread), never a busy process's, however the
+    processes are ordered for it: a busy process that hears of it first passes it on."""
+    writer = backend.open()
+    deploy(writer)
+    busy = [backend.open() for _ in range(3)]
+    idle = [backend.open() for _ in range(2)]
+    for store in busy + idle:
+        store.wait_for_work(0)  # listening: the LISTEN session, or the wake-up socket
+    woken: list[str | None] = []
+    stopping = threading.Event()
+
+    def keep_waiting(store: Store) -> None:
+        while not stopping.is_set():
+            wake = store.wait_for_work(600)
+            if wake.run_id is not None:
+                woken.append(wake.run_id)
+
+    threads = [threading.Thread(target=keep_waiting, args=(s,), daemon=True) for s in idle]
+    for thread in threads:
+        thread.start()
+    runs = []
+    try:
+        for _ in range(8):
+            eventually(lambda: all(s.work_signal.waiting == 1 for s in idle))
+            runs.append(new_run(writer).id)
+            eventually(lambda: len(woken) == len(runs), timeout=60)
+        time.sleep(0.5)  # what else a run would have woken has arrived by now
+        assert woken == runs
+        assert [s.work_signal.handed for s in busy] == [0, 0, 0]
+        assert sum(s.work_signal.handed for s in idle) == len(runs)  # one wake-up per run
+    finally:
+        stopping.set()
+        for store in idle:
+            store.interrupt_waits()
+        for thread in threads:
+            thread.join(timeout=60)
 
 
 def test_workers_polling_once_a_minute_run_everything_that_becomes_runnable(
