@@ -29,9 +29,7 @@ CHANNEL_PREFIX: Final = "openseal_runs_"
 #: how many hex digits of the schema name's md5 a channel carries
 SCHEMA_DIGITS: Final = 8
 #: the schema's shared channel, computed by the server from the transaction's schema
-SHARED_CHANNEL_SQL: Final = (
-    f"'{CHANNEL_PREFIX}' || left(md5(current_schema()), {SCHEMA_DIGITS})"
-)
+SHARED_CHANNEL_SQL: Final = f"'{CHANNEL_PREFIX}' || left(md5(current_schema()), {SCHEMA_DIGITS})"
 
 #: the channel of the chosen session (if any): of the schema named by ``p_prefix`` (else the
 #: transaction's), not ``p_own``, the first in the run's order after ``p_after`` (else the first)
