@@ -2,7 +2,9 @@
 statements it sends (each a round trip to the server) and writes the count, at exit, to the
 file named by ``OPENSEAL_BENCH_STATEMENTS``; with ``OPENSEAL_BENCH_CLAIMS`` it also times each
 claim that took a run (the claim's transaction, with the first turn it saves) and writes the
-seconds, one a line, to that file at exit. It stops if the store's cursor path turns itself
+seconds, one a line, to that file at exit; with ``OPENSEAL_BENCH_WAKES`` it counts the waits
+for work that a wake-up naming a run ended (each one an idle thread woken to claim that run)
+and writes the count to that file at exit. It stops if the store's cursor path turns itself
 off. Whichever ``openseal`` package comes first on the path is run, so a benchmark can run an
 earlier version of it the same way."""
 
@@ -21,7 +23,10 @@ from sqlalchemy import event
 
 STATEMENTS_ENV = "OPENSEAL_BENCH_STATEMENTS"
 CLAIMS_ENV = "OPENSEAL_BENCH_CLAIMS"
+WAKES_ENV = "OPENSEAL_BENCH_WAKES"
 _sent = [0]
+#: waits for work ended by a wake-up naming a run
+_wakes = [0]
 #: seconds of each claim that took a run
 _claims: list[float] = []
 
@@ -49,6 +54,23 @@ def time_claims(leases: Any) -> None:
     leases.claim_and_start = timed
 
 
+def count_wakes(signal: Any) -> None:
+    """Count every return of ``signal.wait`` (a class) that names a run into :data:`_wakes`."""
+    wait = signal.wait
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        wake = wait(*args, **kwargs)
+        if wake.run_id is not None:
+            _wakes[0] += 1  # under the GIL, one thread at a time; a count, not a figure to race
+        return wake
+
+    signal.wait = counted
+
+
+def _write_wakes() -> None:
+    Path(os.environ[WAKES_ENV]).write_text(str(_wakes[0]), encoding="utf-8")
+
+
 def _write_claims() -> None:
     text = "".join(f"{seconds:.6f}\n" for seconds in _claims)
     Path(os.environ[CLAIMS_ENV]).write_text(text, encoding="utf-8")
@@ -74,6 +96,11 @@ def main() -> int:
 
         time_claims(Leases)
         atexit.register(_write_claims)
+    if os.environ.get(WAKES_ENV):
+        from openseal.runtime.store.db.work_signal import WorkSignal
+
+        count_wakes(WorkSignal)
+        atexit.register(_write_wakes)
     from openseal.cli.main import main as openseal
 
     return int(openseal(sys.argv[1:]) or 0)

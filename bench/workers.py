@@ -17,6 +17,8 @@ time runs from the first objective created to the last run completed.
 * statements per run: the SQL statements all worker processes sent during the batch ÷ N (on
   PostgreSQL each is a round trip), counted by running the workers through
   :mod:`bench.counted_worker`.
+* idle threads woken per run: the waits for work that ended with a run to claim, in all
+  worker processes, ÷ N. Every one but the claimer's finds the run taken.
 * idle workers: 2 processes of 4 threads each, and 50 objectives created one at a time, each
   once the previous run completed: every run arrives while 8 threads wait (polling once a
   minute, so that only wake-ups move them). Statements and worker CPU per run show what
@@ -44,7 +46,7 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from bench.baseline import BASELINE_ENV, REPOSITORY, checkout
-from bench.counted_worker import CLAIMS_ENV, STATEMENTS_ENV
+from bench.counted_worker import CLAIMS_ENV, STATEMENTS_ENV, WAKES_ENV
 from bench.harness import (
     Figure,
     Options,
@@ -86,11 +88,14 @@ class Batch:
         statements: float,
         claims: list[float] | None = None,
         load: float | None = None,
+        wakes: float = 0.0,
     ) -> None:
         self.seconds, self.doubled = seconds, doubled
         self.cpu_ms, self.statements = cpu_ms, statements
         #: seconds of each claim that took a run; the 1-minute load average when it ended
         self.claims, self.load = claims or [], load
+        #: idle threads woken to claim a run, per run
+        self.wakes = wakes
 
 
 def stops_growing(rates: dict[int, float]) -> int | None:
@@ -168,6 +173,10 @@ def run(options: Options) -> Report:
                 compare(f"{count} worker(s){label}: statements per run", "", summarize(sent))
             )
         for count in WORKER_COUNTS:
+            woken = [b.wakes for b in batches[(version, count)]]
+            name = f"{count} worker(s){label}: idle threads woken per run"
+            report.add(compare(name, "", summarize(woken)))
+        for count in WORKER_COUNTS:
             found = batches[(version, count)]
             p95 = [1000 * percentile(b.claims, 0.95) for b in found if b.claims]
             name = f"{count} worker(s){label}: claim p95"
@@ -182,7 +191,11 @@ def run(options: Options) -> Report:
     idle_name = f"{IDLE[0]} processes of {IDLE[1]} threads, runs one at a time"
     for version in versions:
         label = f" ({version})" if version else ""
-        for unit, name, pick in (("", "statements", "statements"), ("ms", "worker CPU", "cpu_ms")):
+        for unit, name, pick in (
+            ("", "statements", "statements"),
+            ("ms", "worker CPU", "cpu_ms"),
+            ("", "idle threads woken", "wakes"),
+        ):
             values = [getattr(b, pick) for b in batches[(version, 0)]]
             report.add(compare(f"{idle_name}{label}: {name} per run", unit, summarize(values)))
     if baseline:
@@ -300,6 +313,7 @@ def measure(
                     process.wait()
             store.close()
     sent = sum(int(statements_file(p).read_text() or 0) for p in workers)
+    wakes = sum(int(LOGS[p.pid].with_suffix(".wakes").read_text() or 0) for p in workers)
     claims = [
         float(line)
         for p in workers
@@ -310,7 +324,7 @@ def measure(
     if len(calls) != runs:
         raise RuntimeError(f"{len(calls)} distinct runs executed their action, not {runs}")
     doubled = sum(n - 1 for n in calls.values())
-    return Batch(seconds, doubled, cpu_ms, sent / runs, claims, os.getloadavg()[0])
+    return Batch(seconds, doubled, cpu_ms, sent / runs, claims, os.getloadavg()[0], wakes / runs)
 
 
 def statements_file(process: subprocess.Popen[bytes]) -> Path:
@@ -326,6 +340,7 @@ def start_worker(
         "OPENSEAL_DATABASE_URL": url,
         EXECUTIONS_ENV: str(executions),
         STATEMENTS_ENV: str(log.with_suffix(".statements")),
+        WAKES_ENV: str(log.with_suffix(".wakes")),
         CLAIMS_ENV: str(log.with_suffix(".claims")),
         "PYTHONPATH": path,
     }

@@ -43,3 +43,22 @@ def test_claims_that_took_a_run_are_timed_and_written(
     counted_worker._write_claims()
     lines = (tmp_path / "claims").read_text().splitlines()
     assert len(lines) == 2 and all(float(line) >= 0 for line in lines)
+
+
+def test_waits_ended_by_a_wake_up_naming_a_run_are_counted_and_written(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from openseal.runtime.store.db.work_signal import WorkSignal
+
+    monkeypatch.setattr(counted_worker, "_wakes", [0])
+    monkeypatch.setattr(WorkSignal, "wait", WorkSignal.wait)  # put back after the test
+    counted_worker.count_wakes(WorkSignal)
+    signal = WorkSignal()
+    signal.broadcast()
+    assert signal.wait(0, since=0).run_id is None  # woken, for no run: not counted
+    signal._waiting = 1  # one idle thread, as far as the offer can tell
+    signal.offer(["r1"])
+    assert signal.wait(0).run_id == "r1"
+    monkeypatch.setenv(counted_worker.WAKES_ENV, str(tmp_path / "wakes"))
+    counted_worker._write_wakes()
+    assert (tmp_path / "wakes").read_text() == "1"
