@@ -47,6 +47,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Dialect
 from sqlalchemy.sql.compiler import SQLCompiler
 
+from openseal.runtime.store.db.json_text import column_writer, compact_json
+
 Processor = Callable[[Any], Any] | None
 _MISSING = object()
 
@@ -161,12 +163,37 @@ def _from_compiled(compiled: SQLCompiler) -> _Prepared | None:
         if bind is None or bind.callable is not None:
             return None
         default = _MISSING if bind.required else bind.value
-        process = processors.get(name)
-        if process is not None and not callable(process):
+        found = processors.get(name)
+        if found is not None and not callable(found):
             return None  # a per-element processor list (tuples): leave it to SQLAlchemy
+        process: Processor = found
+        if process is not None:
+            process = _json_writer(bind.type, compiled.dialect) or process
         binds.append((name, default, process))
     columns = tuple((column.keyname, column.type) for column in compiled._result_columns)
     return _Prepared(compiled.string, tuple(binds), names, columns)
+
+
+def _json_writer(type_: Any, dialect: Dialect) -> Processor:
+    """The bind processor of a JSON column written as compact text, in one call per value
+    (:func:`~.json_text.column_writer`), where the dialect's processor is SQLAlchemy's own
+    for JSON text (SQLite's: not psycopg's) with :func:`~.json_text.compact_json` as its
+    serialiser; None for any other type or dialect (its processor is kept)."""
+    if not isinstance(type_, sa.JSON) or getattr(dialect, "_json_serializer", None) is not (
+        compact_json
+    ):
+        return None
+    impl: Any = type_.dialect_impl(dialect)
+    kind = type(impl)
+    if (
+        kind.bind_processor is not sa.JSON.bind_processor
+        or kind._make_bind_processor is not sa.JSON._make_bind_processor
+        or impl._str_impl.bind_processor(dialect) is not None
+    ):
+        return None
+    return column_writer(
+        none_as_null=impl.none_as_null, json_null=impl.NULL, sql_null=sa.sql.elements.Null
+    )
 
 
 def execute(
@@ -188,8 +215,8 @@ def execute_together(
     with the snapshot of its own start under READ COMMITTED, so a statement sees what
     committed while an earlier one waited for a lock. Elsewhere, or when a statement needs
     ``Connection.execute``, each is run as :func:`execute` runs it."""
-    dispatch: Any = _fast(conn) if conn.in_transaction() else None
-    dbapi: Any = conn.connection.dbapi_connection
+    dispatch: Any = _fast(conn) if _in_transaction(conn) else None
+    dbapi: Any = _dbapi(conn)
     pipeline: Any = getattr(dbapi, "pipeline", None)
     prepared = []
     if dispatch is not None and pipeline is not None and len(statements) > 1:
@@ -337,6 +364,19 @@ _KEPT_CURSOR = "_openseal_cursor"
 _drivers: dict[type, _Driver] = {}
 
 
+def _in_transaction(conn: sa.Connection) -> bool:
+    """``conn.in_transaction()``, read off the connection's transaction as it reads it."""
+    trans = conn._transaction
+    return trans is not None and trans.is_active
+
+
+def _dbapi(conn: sa.Connection) -> Any:
+    """The DBAPI connection under ``conn`` (``conn.connection.dbapi_connection``; the property
+    is used only when it has none, to revalidate it or raise as it does)."""
+    fairy = conn._dbapi_connection
+    return (conn.connection if fairy is None else fairy).dbapi_connection
+
+
 def _driver(dbapi: Any) -> _Driver:
     kind = type(dbapi)
     driver = _drivers.get(kind)
@@ -361,11 +401,9 @@ def _result_codes(cursor: Any) -> tuple[Any, ...] | None:
     return tuple(map(result.ftype, range(fields)))
 
 
-def _cursor(dbapi: Any, driver: _Driver) -> Any:
-    """A cursor of ``dbapi`` for one statement: its kept one where the driver keeps one."""
-    kept = driver.kept
-    if kept is None:
-        return dbapi.cursor()
+def _kept_cursor(dbapi: Any, kept: str) -> Any:
+    """The cursor ``dbapi`` keeps (under the attribute ``kept``) for the cursor path's
+    statements, made anew when it has none open."""
     cursor = dbapi.__dict__.get(kept)
     if cursor is None or cursor.closed:
         cursor = dbapi.cursor()
@@ -380,10 +418,11 @@ def _on_cursor(
     events around it, SQLAlchemy's error handling on any failure. Returns the type codes of
     the result's columns (when ``fetch`` and it has rows; None otherwise), its rows and its
     row count."""
-    dbapi = conn.connection.dbapi_connection
+    fairy = conn._dbapi_connection  # Connection.connection, without its property
+    dbapi = (conn.connection if fairy is None else fairy).dbapi_connection
     assert dbapi is not None
-    driver = _driver(dbapi)
-    cursor = _cursor(dbapi, driver)
+    driver = _drivers.get(type(dbapi)) or _driver(dbapi)
+    cursor = dbapi.cursor() if driver.kept is None else _kept_cursor(dbapi, driver.kept)
     heard = dispatch is not _UNHEARD
     try:
         # Listeners registered without retval=True are wrapped by SQLAlchemy to hand the
@@ -424,7 +463,8 @@ def _run(
     else:
         return [], 0
     prepared = None
-    dispatch = _fast(conn) if conn.in_transaction() else None
+    trans = conn._transaction  # Connection.in_transaction(), without its call
+    dispatch = _fast(conn) if trans is not None and trans.is_active else None
     if dispatch is not None:
         prepared = _prepare(stmt, conn.dialect, frozenset(rows[0]))  # type: ignore[arg-type]
     if prepared is None:
@@ -560,6 +600,13 @@ def _connection_problems(engine: sa.Engine) -> list[str]:
         for owner in (conn, conn.engine, conn.dialect):
             if not isinstance(getattr(owner, "_has_events", None), bool):
                 problems.append(f"{type(owner).__name__}._has_events")
+        with conn.begin():
+            if _in_transaction(conn) is not True:
+                problems.append("Connection._transaction.is_active")
+        if _in_transaction(conn) is not False:
+            problems.append("Connection._transaction after the transaction")
+        if _dbapi(conn) is not conn.connection.dbapi_connection:
+            problems.append("Connection._dbapi_connection")
     return problems
 
 

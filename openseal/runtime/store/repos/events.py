@@ -225,7 +225,7 @@ def _append_in_one_statement(
     written = fastsql.execute(conn, together, params)
     if not written:
         return None
-    conn.info[EVENT_WRITES] = conn.info.get(EVENT_WRITES, 0) + 1
+    _count_event_write(conn)
     return {
         "last_event_seq": max(int(r["seq"]) for r in written),
         "updated": combined.updated_values(written[0], len(updates)),
@@ -264,7 +264,7 @@ def _append_in_steps(
         if row is None:
             return None
     row["updated"] = updated
-    conn.info[EVENT_WRITES] = conn.info.get(EVENT_WRITES, 0) + 1
+    _count_event_write(conn)
     if events:
         first = int(row["last_event_seq"]) - len(events) + 1
         fastsql.execute(
@@ -277,6 +277,12 @@ def _append_in_steps(
             ],
         )  # fmt: skip
     return row
+
+
+def _count_event_write(conn: sa.Connection) -> None:
+    """Count one more statement that wrote ``conn``'s run events (:data:`EVENT_WRITES`)."""
+    info = conn.info  # a property reaching through the pool's connection: read once
+    info[EVENT_WRITES] = info.get(EVENT_WRITES, 0) + 1
 
 
 def _run_parameters(
@@ -309,7 +315,7 @@ def change_run(
     row: Mapping[Any, Any] | None
     if any(isinstance(v, sa.ColumnElement) for v in values.values()):
         row = _change_with_expressions(conn, run_id, now, values)
-        conn.info[EVENT_WRITES] = conn.info.get(EVENT_WRITES, 0) + 1
+        _count_event_write(conn)
         if row is not None:
             conn.execute(
                 INSERT_EVENTS,

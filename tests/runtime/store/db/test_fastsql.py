@@ -16,6 +16,7 @@ from packaging.requirements import Requirement
 from sqlalchemy import event
 
 from openseal.runtime.store.db import fastsql
+from openseal.runtime.store.db.json_text import compact_json
 from openseal.runtime.store.tables import schema
 from tests.runtime.support import Backend
 
@@ -347,3 +348,38 @@ def test_listeners_on_one_connection_are_honoured_too(backend: Backend) -> None:
         event.listen(conn, "before_execute", before)
         fastsql.execute(conn, BY_NAME, {"p_name": "a"})
     assert seen == ["cursor INSERT", "execute", "cursor SELECT"]
+
+
+JSON_VALUES: list[Any] = [
+    None, sa.JSON.NULL, sa.null(), True, 0, 2.5, float("nan"), "plain", 'é "q" \\', [], {},
+    {"inputs": {"n": 1}, "trail": ["a", None]}, [{"at": "x", "n": [1, 2.0]}], {1: "key"},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("none_as_null", [False, True])
+def test_json_columns_are_written_as_sqlalchemy_writes_them(none_as_null: bool) -> None:
+    # The stored bytes must not change: SQLite's JSON processor, with the store's serialiser.
+    dialect = sa.create_engine("sqlite://", json_serializer=compact_json).dialect  # as the store's
+    column = sa.JSON(none_as_null=none_as_null)
+    ours = fastsql._json_writer(column, dialect)
+    theirs: Any = column._cached_bind_processor(dialect)
+    assert ours is not None and theirs is not None
+    for value in JSON_VALUES:
+        assert repr(ours(value)) == repr(theirs(value)), value
+    cycle: list[Any] = []
+    cycle.append(cycle)
+    for bad, error in (({"at": AT}, TypeError), (cycle, ValueError)):
+        with pytest.raises(error) as expected:
+            theirs(bad)
+        with pytest.raises(error) as got:
+            ours(bad)
+        assert str(got.value) == str(expected.value)
+
+
+def test_json_columns_keep_sqlalchemy_s_processor_where_it_is_not_plain_text() -> None:
+    from sqlalchemy.dialects import postgresql
+
+    psycopg_dialect: Any = postgresql.psycopg.dialect
+    assert fastsql._json_writer(sa.JSON(), psycopg_dialect()) is None
+    assert fastsql._json_writer(sa.JSON(), sa.create_engine("sqlite://").dialect) is None
+    assert fastsql._json_writer(sa.String(), sa.create_engine("sqlite://").dialect) is None
