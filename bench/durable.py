@@ -125,8 +125,9 @@ CONCURRENCY, BATCH_SIZE = 8, 8
 #: on PostgreSQL, ``Engine.submit``'s batches: a batch runs its bodies one after the other on
 #: one connection, each statement a round trip, while the server lets the commits of
 #: concurrent connections share their WAL flushes; so smaller batches on more connections pay
-#: there (batches of 2 and 4 measured 1.3–1.9× batches of 8 from 8 threads, in one run)
-POSTGRES_BATCH_SIZE = 4
+#: there (batches of 2 and 4 measured 1.3–1.9× batches of 8 from 8 threads, in one run; 2
+#: measured 1.2–1.4× 4, in three): the engine's default there
+POSTGRES_BATCH_SIZE = 2
 #: the batched configurations, as the peer comparison names them
 WORKER_SETTING = f"a Worker of {CONCURRENCY} threads, batches of {BATCH_SIZE}"
 SUBMIT_SETTING = f"Engine.submit from {CONCURRENCY} threads, batches of {BATCH_SIZE}"

@@ -1,4 +1,4 @@
-"""How many runs' writes share one commit by default: 8 on SQLite, 4 on PostgreSQL (a batch's
+"""How many runs' writes share one commit by default: 8 on SQLite, 2 on PostgreSQL (a batch's
 statements run one after the other on its connection there); a size given wins on both."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 from openseal.runtime.store import Store
 from tests.runtime.engine_support import engine, scripted
 
-DEFAULTS = {"sqlite": 8, "postgresql": 4}
+DEFAULTS = {"sqlite": 8, "postgresql": 2}
 
 
 def test_the_default_batch_size_is_the_store_s_dialect_s(store: Store, tmp_path: Path) -> None:
