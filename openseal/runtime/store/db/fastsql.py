@@ -206,6 +206,20 @@ def execute(
     return _run(conn, stmt, params)[0]
 
 
+def execute_with_next(conn: sa.Connection, stmt: sa.Executable, params: Mapping[str, Any]) -> None:
+    """Run ``stmt``, a write whose result nobody reads, in ``conn``'s transaction: on
+    PostgreSQL (:mod:`.pg_begin`) it is sent with the connection's next statement, or before
+    the commit, and a failure of it fails that statement (or the commit) instead. For a write
+    that only a fault of the database or a bug can fail: a caller that handles its failure
+    (a duplicate key it looks up, say) runs it with :func:`execute`."""
+    deferring = getattr(conn.connection.dbapi_connection, "deferring", None)
+    if deferring is None:
+        _run(conn, stmt, params)
+        return
+    with deferring():
+        _run(conn, stmt, params)
+
+
 def execute_together(
     conn: sa.Connection, statements: Sequence[tuple[sa.Executable, Mapping[str, Any]]]
 ) -> list[list[dict[str, Any]]]:

@@ -34,6 +34,14 @@ take the owed savepoints with them; ``COMMIT`` and ``ROLLBACK`` forget those sti
 nothing came after. A savepoint that could not be set (the block failed already, the
 connection was lost) fails the statement it travels with instead of its own ``execute``, with
 the same error; the transaction cannot commit either way.
+
+A write whose result nobody reads can travel the same way, when its caller says so
+(:func:`~.fastsql.execute_with_next`: the INSERT of an objective whose run the next statement
+writes): it is owed in the order executed, with the savepoints, and goes in the pipeline of
+the connection's next statement, or before ``COMMIT`` (a round trip of its own then) when
+nothing follows it. Only its failure can tell anything, and it fails the statement it
+travels with (or the commit) instead, with its own error, so the transaction cannot commit;
+``ROLLBACK`` forgets it with the rest.
 """
 
 from __future__ import annotations
@@ -64,9 +72,13 @@ class BeginningCursor(psycopg.Cursor[Any]):
     connection: BeginningConnection
 
     def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Self:
-        if not params and not kwargs and self.connection.defer_savepoint(query):
+        connection = self.connection
+        if not kwargs and (
+            connection.defer_statement(query, params)
+            or (not params and connection.defer_savepoint(query))
+        ):
             return self  # like a statement that returned no rows: no result, no row count
-        with self.connection.begun():
+        with connection.begun():
             super().execute(query, params, **kwargs)
         return self
 
@@ -82,8 +94,12 @@ class BeginningConnection(deadlines.DeadlineConnection):
 
     #: a transaction began and its ``BEGIN`` has not been sent yet
     owes_begin = False
-    #: savepoints executed and not sent yet, in order (``SAVEPOINT name`` each)
-    owed_savepoints: tuple[str, ...] = ()
+    #: statements executed and not sent yet, in order: bare savepoints (``SAVEPOINT name``)
+    #: and the writes :meth:`deferring` asked for, each with its parameters and whether it
+    #: must be sent before ``COMMIT`` (a savepoint nothing came after need not)
+    owed: tuple[tuple[Any, Any, bool], ...] = ()
+    #: the next statement executed is owed (:meth:`deferring`)
+    defer_next = False
 
     def defer_savepoint(self, query: Any) -> bool:
         """Owe ``query`` instead of sending it, when it is a bare ``SAVEPOINT`` inside a
@@ -91,33 +107,62 @@ class BeginningConnection(deadlines.DeadlineConnection):
         owed."""
         if not isinstance(query, str) or not _SAVEPOINT.fullmatch(query):
             return False
-        if not self.owes_begin and self.pgconn.transaction_status != _IN_BLOCK:
+        if not self.in_block():
             return False  # outside a block the server refuses it: let it say so now
-        self.owed_savepoints += (query,)
+        self.owed += ((query.encode(), None, False),)
         return True
+
+    def defer_statement(self, query: Any, params: Any) -> bool:
+        """Owe ``query`` with ``params`` instead of sending it, when :meth:`deferring` asked
+        for the next statement to be owed and a transaction block is open (or its ``BEGIN``
+        owed); whether it was owed."""
+        if not self.defer_next:
+            return False
+        self.defer_next = False
+        if not self.in_block():
+            return False  # in autocommit nothing would come to carry it: sent now
+        self.owed += ((query, params, True),)
+        return True
+
+    def in_block(self) -> bool:
+        """Whether a transaction block is open and has not failed, or its ``BEGIN`` is owed."""
+        return self.owes_begin or self.pgconn.transaction_status == _IN_BLOCK
+
+    @contextmanager
+    def deferring(self) -> Iterator[None]:
+        """The next statement executed in the block, a write whose result nobody reads, is
+        owed: sent with the statement after it (see the module docstring)."""
+        self.defer_next = True
+        try:
+            yield
+        finally:
+            self.defer_next = False
 
     @contextmanager
     def begun(self) -> Iterator[None]:
-        """Run the block's statements after the ``BEGIN`` and the savepoints owed, all in one
+        """Run the block's statements after the ``BEGIN`` and the statements owed, all in one
         pipeline with them (their results read once the block ends); a plain block when
         nothing is owed."""
-        if not self.owes_begin and not self.owed_savepoints:
+        if not self.owes_begin and not self.owed:
             yield
             return
-        owed = [_BEGIN] if self.owes_begin else []
-        owed += [savepoint.encode() for savepoint in self.owed_savepoints]
-        self.owes_begin, self.owed_savepoints = False, ()
+        owed: list[tuple[Any, Any]] = [(_BEGIN, None)] if self.owes_begin else []
+        owed += [(query, params) for query, params, _needed in self.owed]
+        self.owes_begin, self.owed = False, ()
         with self.pipeline():
-            for command in owed:
-                psycopg.Cursor(self).execute(command)
+            for query, params in owed:
+                psycopg.Cursor(self).execute(query, params)
             yield
 
     def commit(self) -> None:
-        self.owes_begin, self.owed_savepoints = False, ()
+        if any(needed for _query, _params, needed in self.owed):
+            with self.begun():  # a write owed and nothing after it: sent before the commit
+                pass
+        self.owes_begin, self.owed = False, ()
         super().commit()
 
     def rollback(self) -> None:
-        self.owes_begin, self.owed_savepoints = False, ()
+        self.owes_begin, self.owed = False, ()
         super().rollback()
 
 

@@ -319,7 +319,11 @@ class Objectives(Repository):
         payload: dict[str, Any] = {"request_key": request_key} if request_key is not None else {}
         first = self._first_run(objective, version.digest, inputs, actor, payload, now)
         if not write_run:
-            fastsql.execute(conn, INSERT_OBJECTIVE, row)
+            # Nothing reads what the INSERT returns, and the claim that follows in this
+            # transaction writes the run: on PostgreSQL the INSERT goes with the claim's first
+            # statement. A request key's duplicate must fail here, where it is looked up.
+            insert = fastsql.execute if request_key is not None else fastsql.execute_with_next
+            insert(conn, INSERT_OBJECTIVE, row)
             return NewObjective(objective, first.run, True, unwritten=first)
         self._insert_run(conn, first, notify=True, before=[(objectives, row)])
         return NewObjective(objective, first.run, True)

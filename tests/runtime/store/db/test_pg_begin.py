@@ -12,6 +12,7 @@ import pytest
 import sqlalchemy as sa
 
 from openseal.runtime.store import Store
+from openseal.runtime.store.db import fastsql
 from tests.runtime.support import Backend
 
 PROBE = sa.text("INSERT INTO probe (n) VALUES (:n)")
@@ -189,3 +190,59 @@ def test_a_savepoint_outside_a_block_is_refused_at_once(pg: Store) -> None:
         auto = conn.execution_options(isolation_level="AUTOCOMMIT")
         with pytest.raises(sa.exc.DBAPIError, match="transaction blocks"):
             savepoint(auto, "nowhere")
+
+
+def deferred(conn: sa.Connection, n: int | None) -> None:
+    """An INSERT nobody reads the result of, sent with the next statement."""
+    fastsql.execute_with_next(conn, PROBE, {"n": n})
+
+
+def test_a_write_asked_to_wait_goes_in_the_next_statement_s_round_trip(
+    pg: Store, tmp_path: Path
+) -> None:
+    with pg.write() as kept:
+        pass
+    with traced(kept, tmp_path / "trace") as sent, pg.write() as conn:
+        assert conn is kept
+        deferred(conn, 1)
+        savepoint(conn, "member")
+        assert conn.execute(COUNT).scalar() == 1  # BEGIN, the INSERT, the savepoint with it
+        deferred(conn, 2)
+    # the second INSERT has nothing after it: sent on its own before the commit
+    round_trips = [message for message in sent if message in ("Sync", "Query")]
+    assert round_trips == ["Sync", "Sync", "Query"], sent
+    with pg.read() as conn:
+        assert conn.execute(COUNT).scalar() == 2
+
+
+def test_a_write_that_waited_and_failed_fails_the_statement_it_went_with(pg: Store) -> None:
+    with pytest.raises(sa.exc.IntegrityError), pg.write() as conn:
+        deferred(conn, None)  # refused by the server, once it is sent
+        conn.execute(PROBE, {"n": 1})
+    with pytest.raises(sa.exc.IntegrityError), pg.write() as conn:
+        conn.execute(PROBE, {"n": 2})
+        deferred(conn, 2)  # the commit sends it: the commit fails
+    with pg.read() as conn:
+        assert conn.execute(COUNT).scalar() == 0
+
+
+def test_a_write_that_waited_is_undone_by_a_rollback_to_a_savepoint_before_it(pg: Store) -> None:
+    with pg.write() as conn:
+        savepoint(conn, "member")
+        deferred(conn, 1)
+        conn.exec_driver_sql("ROLLBACK TO SAVEPOINT member")  # sent with it, after it
+        deferred(conn, 2)
+    with pytest.raises(Boom), pg.write() as conn:
+        deferred(conn, 3)
+        raise Boom  # rolled back: never sent
+    with pg.write() as conn:
+        conn.execute(PROBE, {"n": 3})
+    with pg.read() as conn:
+        assert conn.execute(sa.text("SELECT array_agg(n ORDER BY n) FROM probe")).scalar() == [2, 3]
+
+
+def test_a_write_asked_to_wait_outside_a_block_is_sent_at_once(pg: Store) -> None:
+    with pg.engine.connect() as conn:
+        auto = conn.execution_options(isolation_level="AUTOCOMMIT")
+        deferred(auto, 1)
+        assert auto.execute(COUNT).scalar() == 1
