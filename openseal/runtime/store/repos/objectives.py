@@ -319,11 +319,7 @@ class Objectives(Repository):
         payload: dict[str, Any] = {"request_key": request_key} if request_key is not None else {}
         first = self._first_run(objective, version.digest, inputs, actor, payload, now)
         if not write_run:
-            # Nothing reads what the INSERT returns, and the claim that follows in this
-            # transaction writes the run: on PostgreSQL the INSERT goes with the claim's first
-            # statement. A request key's duplicate must fail here, where it is looked up.
-            insert = fastsql.execute if request_key is not None else fastsql.execute_with_next
-            insert(conn, INSERT_OBJECTIVE, row)
+            _insert_before_its_claim(conn, row, request_key)
             return NewObjective(objective, first.run, True, unwritten=first)
         self._insert_run(conn, first, notify=True, before=[(objectives, row)])
         return NewObjective(objective, first.run, True)
@@ -741,3 +737,16 @@ SETTLE_OPEN_OBJECTIVE: Final = (
     )
     .returning(objectives_table.c.created_by)
 )
+
+
+def _insert_before_its_claim(
+    conn: sa.Connection, row: dict[str, Any], request_key: str | None
+) -> None:
+    """Insert the objective ``row`` whose run the claim that follows in this transaction
+    writes. Nothing reads what the INSERT returns: on PostgreSQL it goes with the claim's
+    first statement. With ``request_key`` it is sent at once: a duplicate key must fail here,
+    where :meth:`Objectives.create` looks the winner up."""
+    if request_key is not None:
+        fastsql.execute(conn, INSERT_OBJECTIVE, row)
+    else:
+        fastsql.execute_with_next(conn, INSERT_OBJECTIVE, row)
