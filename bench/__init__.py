@@ -20,4 +20,5 @@ BENCHMARKS: dict[str, str] = {
     "archive": "bench.archive",
     "replay": "bench.replay",
     "capacity": "bench.capacity",
+    "rate_limit": "bench.rate_limit",
 }

@@ -16,10 +16,8 @@ scope sits behind the whole backlog), worked off by one engine thread with fair 
 and off: the claim cost (milliseconds and statements per claim) and how many claims it took
 until the last run of the other scope started.
 
-Then the same for a rate limit: a workflow of one model turn (the scripted provider, so the
-call itself costs nothing) worked off without a declared limit and with a ``rate_limit`` on
-its model profile of requests and tokens no run comes near — every call takes its request and
-tokens from the shared buckets and corrects its tokens after.
+Then the same for a rate limit (:mod:`bench.rate_limit`, which ``python -m bench rate_limit``
+runs alone).
 """
 
 from __future__ import annotations
@@ -28,7 +26,7 @@ import dataclasses
 import time
 from pathlib import Path
 
-from bench.generate import PREAMBLE_HCL
+from bench import rate_limit
 from bench.harness import Options, Report, Target, compare, summarize, unavailable
 from bench.runtime_support import (
     TRANSFORM_WORKFLOW,
@@ -40,32 +38,6 @@ from bench.runtime_support import (
 
 NAME = "capacity"
 CAP = 100_000
-
-#: one model turn, then the end
-TURN_WORKFLOW = """workflow "asks" {
-  owner = agent.helper
-  start = state.ask
-  state "ask" {
-    turn {
-      agent  = agent.helper
-      goal   = "answer"
-      output = object({ done = bool })
-    }
-    next = state.done
-  }
-  state "done" {
-    end = "completed"
-  }
-}
-"""
-#: the model profile with a limit of requests and tokens that never binds
-LIMITED_MODEL = PREAMBLE_HCL.replace(
-    '  model    = "scripted-small"\n',
-    '  model    = "scripted-small"\n'
-    "  rate_limit {\n    requests = 1000000\n    tokens   = 1000000000\n"
-    '    per      = "1s"\n  }\n',
-)
-
 
 def capped_workflow() -> str:
     """The transform workflow with a cap no run reaches on it and on its owner."""
@@ -95,31 +67,6 @@ def _rounds(
                 service.create_objective(store, request, service.CLI)
             engine = Engine(store, worker_id="bench", batch_size=1)
             engine.run_until_idle(max_steps=1)  # warm: the catalog and statements
-            started = time.perf_counter()
-            done = engine.run_until_idle(max_steps=runs + 10)
-            elapsed = time.perf_counter() - started
-            seconds.append(elapsed / max(1, len(done)))
-    return seconds
-
-
-def _limited_rounds(
-    options: Options, workdir: Path, preamble: str, runs: int, url: str | None
-) -> list[float]:
-    """Seconds per run of each round of the one-turn workflow."""
-    from openseal.runtime import service
-    from openseal.runtime.engine.engine import Engine
-    from openseal.runtime.providers import ScriptedProvider, fixed
-
-    provider = ScriptedProvider({"ask": [{"output": {"done": True}}]})
-    seconds = []
-    for round_ in range(options.repeat):
-        home = workdir / f"round{round_}"
-        documents = compiled(workdir / f"project{round_}", TURN_WORKFLOW, preamble)
-        with loaded_store(home, documents, url) as store:
-            for _ in range(runs):
-                service.create_objective(store, service.StartObjective("asks", {}), service.CLI)
-            engine = Engine(store, fixed(provider), worker_id="bench", batch_size=1)
-            engine.run_until_idle(max_steps=1)
             started = time.perf_counter()
             done = engine.run_until_idle(max_steps=runs + 10)
             elapsed = time.perf_counter() - started
@@ -220,15 +167,11 @@ def run(options: Options) -> Report:
         # interleaved, so that a change in the machine's load falls on both
         off: list[float] = []
         on: list[float] = []
-        free: list[float] = []
-        limited: list[float] = []
         rounds = dataclasses.replace(options, repeat=1)
         for round_ in range(options.repeat):
             at = workdir / f"r{round_}"
             off += _rounds(rounds, at / "off", TRANSFORM_WORKFLOW, runs, url)
             on += _rounds(rounds, at / "on", capped_workflow(), runs, url)
-            free += _limited_rounds(rounds, at / "free", PREAMBLE_HCL, runs, url)
-            limited += _limited_rounds(rounds, at / "limited", LIMITED_MODEL, runs, url)
         base = report.add(
             compare(f"{backend}: runs/s without caps", "runs/s", summarize([1 / s for s in off]))
         )
@@ -247,17 +190,5 @@ def run(options: Options) -> Report:
                 f"{backend}: claim cost with caps", "ms", summarize([s * 1e3 for s in on]), cost
             )
         )
-        plain = report.add(
-            compare(
-                f"{backend}: runs/s of a model turn without a rate limit", "runs/s",
-                summarize([1 / s for s in free]),
-            )
-        )  # fmt: skip
-        report.add(
-            compare(
-                f"{backend}: runs/s of a model turn with a rate limit that does not bind",
-                "runs/s", summarize([1 / s for s in limited]), plain, Target(0.9, upper=False),
-                note="requests and tokens taken and corrected on every call",
-            )
-        )  # fmt: skip
+        rate_limit.measure(report, options, backend, url, runs)
     return report

@@ -2,8 +2,10 @@
 
 The limits are declared where the endpoint is (a model profile's or a skill's ``rate_limit``)
 and kept in the store's buckets (:mod:`openseal.runtime.store.repos.rate_limits`), so every
-worker process on every host draws on the same ones. A call takes its units just before it is
-sent, and only then: a recorded answer that is replayed takes nothing.
+worker process on every host draws on the same ones. A call takes its units before it is
+sent, and only then: a recorded answer that is replayed takes nothing. A model call takes them
+in the transaction that reserves its budget where the store allows it (SQLite,
+:func:`take_with_reservation`), else in a short transaction of its own just before it is sent.
 
 A model call waits for its turn inside the turn when that comes within
 :data:`~openseal.runtime.providers.retry.IN_TURN_WAIT`; otherwise it takes nothing and fails
@@ -15,7 +17,9 @@ the profile's bucket back for every worker until the wait it asked for has passe
 A skill call (a read in a turn, an action's dispatch) takes its place the same way: within a
 turn's wait it waits in the worker, further off it takes nothing and its run sleeps
 (:class:`SkillOverRateLimit`). An action of a limited skill takes its place before it is
-marked dispatched, so a run that sleeps for it leaves the action admitted, not sent.
+marked dispatched, so a run that sleeps for it leaves the action admitted, not sent; one that
+then finds its skill's concurrency cap full gives its place back (:func:`give_back_place`).
+A read in a turn takes its slot of the cap first, and its place only then.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from typing import Any
 
 from openseal.runtime.providers import retry
 from openseal.runtime.providers.base import ModelUnavailable
-from openseal.runtime.store import Bucket, Store
+from openseal.runtime.store import Bucket, Connection, Store, Taken
 from openseal.skills import Skill
 
 #: how long an endpoint that answered ``429`` without saying how long to wait is left alone
@@ -73,23 +77,46 @@ class OverRateLimit(ModelUnavailable):
     wait: nothing was sent (nor taken)."""
 
 
+def _wanted(limits: ModelLimits, tokens: int) -> list[tuple[Bucket, float]]:
+    wanted = [(limits.requests, 1.0)]
+    if limits.tokens is not None:
+        wanted.append((limits.tokens, float(tokens)))
+    return wanted
+
+
+def take_with_reservation(
+    store: Store, limits: ModelLimits, tokens: int, conn: Connection
+) -> Taken | None:
+    """Take one request and ``tokens`` of ``limits`` in the transaction that reserves the
+    call's budget (``conn``), where the store takes in its caller's transaction (SQLite: the
+    place then costs no commit of its own, and is taken exactly when the call is reserved);
+    None where it does not (PostgreSQL): :func:`before_model_call` takes it then."""
+    if not store.rate_limits.in_callers_transaction:
+        return None
+    wanted = _wanted(limits, tokens)
+    return store.rate_limits.take_all(wanted, within=retry.IN_TURN_WAIT, conn=conn)
+
+
 def before_model_call(
-    store: Store, limits: ModelLimits, tokens: int, lost: threading.Event
+    store: Store,
+    limits: ModelLimits,
+    tokens: int,
+    lost: threading.Event,
+    taken: Taken | None = None,
 ) -> None:
-    """Take one request and ``tokens`` of ``limits``, waiting (cut short when the claim is
-    ``lost``) for their turn; :class:`OverRateLimit` when that is further off than a turn
-    waits.
+    """Take one request and ``tokens`` of ``limits`` (unless ``taken`` already, by
+    :func:`take_with_reservation`), waiting (cut short when the claim is ``lost``) for their
+    turn; :class:`OverRateLimit` when that is further off than a turn waits.
 
     A call that waited for its place looks again before it goes: when another worker's
     ``429`` held the endpoint back meanwhile, the place is void (it was given before the
     endpoint spoke) and the call takes a new one, behind the hold.
     """
     key = limits.requests.key
-    wanted = [(limits.requests, 1.0)]
-    if limits.tokens is not None:
-        wanted.append((limits.tokens, float(tokens)))
+    wanted = _wanted(limits, tokens)
     while not lost.is_set():
-        taken = store.rate_limits.take_all(wanted, within=retry.IN_TURN_WAIT)
+        if taken is None:
+            taken = store.rate_limits.take_all(wanted, within=retry.IN_TURN_WAIT)
         if not taken.taken:
             raise OverRateLimit(
                 f"model profile {limits.name!r} is at its rate limit: the next call may go in "
@@ -104,6 +131,7 @@ def before_model_call(
         # the hold's end, not as time left: the store's clock need not be this one)
         if store.rate_limits.held_until(key) == taken.held_until:
             return
+        taken = None
 
 
 def after_model_call(store: Store, limits: ModelLimits, taken: int, used: int | None) -> None:
@@ -145,3 +173,11 @@ def before_skill_call(store: Store, bucket: Bucket | None, lost: threading.Event
         raise SkillOverRateLimit(bucket.key.removeprefix("skill:"), taken.wait)
     if taken.wait > 0:
         lost.wait(taken.wait)
+
+
+def give_back_place(store: Store, bucket: Bucket | None) -> None:
+    """Give back the place a skill call took (:func:`before_skill_call`) and did not use: the
+    call found its skill's concurrency cap full and was not sent. A unit given back lets the
+    next caller go one interval sooner, never more than the burst at once."""
+    if bucket is not None:
+        store.rate_limits.give_back(bucket, 1.0)

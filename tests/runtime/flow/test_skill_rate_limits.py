@@ -1,7 +1,8 @@
 """A skill's shared rate limit puts a run to sleep, holding no worker, when its call's place is
 further off than a turn waits: an action's dispatch (the action stays admitted, not sent) and a
-read in a turn (its hold of the budget given back). Both backends; the store's clock is moved by
-the test, so waits are checked exactly, without sleeping."""
+read in a turn (its hold of the budget given back). An action that then finds its skill's
+concurrency cap full gives its place back. Both backends; the store's clock is moved by the
+test, so waits are checked exactly, without sleeping."""
 
 from __future__ import annotations
 
@@ -19,9 +20,10 @@ from openseal.runtime import service
 from openseal.runtime.engine.engine import Engine
 from openseal.runtime.providers import retry
 from openseal.runtime.statuses import ActionStatus, RunStatus
-from openseal.runtime.store import Store
+from openseal.runtime.store import Claim, Store
 from openseal.runtime.store.tables import schema
 from tests.runtime import gateway_skills
+from tests.runtime.engine_support import DEFS, compile_files, register
 from tests.runtime.providers import test_lost_replies as lost_replies
 from tests.runtime.providers.chat_server import ChatServer
 from tests.runtime.providers.test_lost_replies import ANSWERS, Clock, deploy
@@ -139,3 +141,49 @@ def test_a_read_over_its_skills_limit_sleeps_the_run_and_gives_its_budget_back(
     Engine(store, worker_id="w2").run_until_idle()
     assert store.runs.get(second).status == RunStatus.COMPLETED
     assert len(gateway_skills.calls(tmp_path / "skills.jsonl")) == 2
+
+
+class Crash(BaseException):
+    """The worker dies right after its action was marked dispatched (before the call)."""
+
+
+def _crash_after_dispatch(point: str, claim: Claim) -> None:
+    if point == "action.dispatched":
+        raise Crash(claim.run_id)
+
+
+def test_a_call_that_finds_its_skills_cap_full_gives_its_place_back(
+    store: Store, tmp_path: Path, clock: Clock
+) -> None:
+    # ``fragile`` lets one call be in flight, and now five an hour (one each 12 minutes)
+    text = (DEFS / "skill_capacity.hcl").read_text(encoding="utf-8")
+    limited = text.replace(
+        "  concurrency = 1\n  adapter \"python\" {\n    entry_point = \"tests.runtime.capacity_skills:fragile\"",
+        '  concurrency = 1\n  rate_limit {\n    requests = 5\n    per      = "1h"\n  }\n'
+        "  adapter \"python\" {\n    entry_point = \"tests.runtime.capacity_skills:fragile\"",
+    )  # fmt: skip
+    assert limited != text
+    (tmp_path / "capped.hcl").write_text(limited, encoding="utf-8")
+    register(store, compile_files(tmp_path / "capped.hcl"))
+    interval = HOUR / 5
+
+    def start(n: int) -> str:
+        created = service.create_objective(
+            store, service.StartObjective("fragile_orders", {"n": n}), service.CLI
+        )
+        assert created.run is not None
+        return created.run.id
+
+    # a worker takes its place and its slot, and dies before the call: both stay spent
+    first, second = start(1), start(2)
+    with pytest.raises(Crash):
+        Engine(store, worker_id="dead", hook=_crash_after_dispatch).step(first)
+    assert store.rate_limits.due_in("skill:fragile") == pytest.approx(interval)
+
+    # the next call takes a place, finds the cap full and waits for a slot, not sent: the
+    # place is given back, so the limit does not count a call that never went
+    Engine(store, worker_id="alive").step(second)
+    waiting = store.runs.get(second)
+    assert waiting.status == RunStatus.WAITING_FOR_CAPACITY
+    assert _actions(store, second) == [(str(ActionStatus.ADMITTED), 0)]
+    assert store.rate_limits.due_in("skill:fragile") == pytest.approx(interval)

@@ -439,12 +439,11 @@ def _send(ctx: StepContext, target: Target, action: Action) -> Action:
     """Take the call's place in the skill's shared limit (a place further off than a turn's
     wait puts the run to sleep, the action still admitted), persist ``dispatched`` (fenced)
     with a slot of the skill's concurrency cap taken in the same transaction (a full cap moves
-    the run to ``waiting_for_capacity`` instead, the action still admitted), then call the
-    skill once, then record the outcome."""
+    the run to ``waiting_for_capacity`` instead, the action still admitted, and gives the
+    place back), then call the skill once, then record the outcome."""
+    bucket = rate_limits.skill_bucket(target.skill, target.spec)
     try:
-        rate_limits.before_skill_call(
-            ctx.store, rate_limits.skill_bucket(target.skill, target.spec), ctx.lost
-        )
+        rate_limits.before_skill_call(ctx.store, bucket, ctx.lost)
     except rate_limits.SkillOverRateLimit as over:
         raise RetryLater(str(over), delay=over.wait, code="over_rate_limit") from None
     if ctx.lost.is_set():
@@ -463,6 +462,7 @@ def _send(ctx: StepContext, target: Target, action: Action) -> Action:
                 return ctx.store.actions.get(tx.conn, action.id)
         held = bool(tx.in_recovery)
     if sent is None:
+        rate_limits.give_back_place(ctx.store, bucket)  # nothing went: the next caller may
         raise TurnStopped(f"action {action.id}: skill {target.skill} is at its concurrency cap")
     return _call(ctx, target, sent, held)
 

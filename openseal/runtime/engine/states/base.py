@@ -208,6 +208,7 @@ class StepContext:
         cost_of_result: Callable[[Any], Mapping[str, int]] | None = None,
         if_failed: Callable[[Exception], Lost | None] | None = None,
         if_unknown: Mapping[str, int] | None = None,
+        reserving: Callable[[FencedTx], None] | None = None,
     ) -> Any:
         """The recorded result of activity ``<prefix>:<suffix>``, computing it at most once.
 
@@ -215,6 +216,8 @@ class StepContext:
         ``cost`` is reserved against the budgets under the run's lock (:mod:`budgets`),
         ``compute`` runs outside any transaction, and its result is recorded with what it
         cost (``cost`` plus ``cost_of_result``) in one fenced transaction (invariant 2).
+        ``reserving`` is called in the transaction that reserves the cost, once reserved (a
+        model call's place in its rate limit): what it writes commits with the reservation.
 
         When ``compute`` raises, ``if_failed`` says what the attempt cost (the reservation is
         settled to that, with an ``activity.failed`` event) before the exception propagates;
@@ -241,6 +244,8 @@ class StepContext:
                     event="budget.reserved",
                     payload={"activity_id": activity_id, "reserved": dict(cost)},
                 )
+                if reserving is not None:
+                    reserving(tx)
         if reason is not None:
             raise BudgetSpent(reason)
         if self.lost.is_set():

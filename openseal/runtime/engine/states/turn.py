@@ -41,6 +41,7 @@ from openseal.runtime.providers.base import (
     ModelUnavailable,
     Tool,
 )
+from openseal.runtime.store import FencedTx, Taken
 
 REPAIR_PROMPT = (
     "Your output does not match the required JSON Schema: {problems}. "
@@ -120,10 +121,16 @@ def _model_call(
     """
     cost = _Cost(Price.of(agent.model), agent, ctx.workflow.name)
     limits = rate_limits.ModelLimits.of(agent.model)
+    tokens = request.estimated_tokens() + _most_output(request.model)
+    #: the place the attempt's reservation took in the profile's limits (None: not taken yet)
+    place: list[Taken | None] = [None]
+
+    def reserve(tx: FencedTx) -> None:
+        place[0] = rate_limits.take_with_reservation(ctx.store, limits, tokens, tx.row_conn)
 
     def compute() -> dict[str, Any]:
         provider = ctx.providers(agent)
-        response = _limited_call(ctx, provider, request, limits)
+        response = _limited_call(ctx, provider, request, limits, (tokens, place[0]))
         cost.observe(response.usage.input_tokens, response.usage.output_tokens)
         # Each recorded answer names the model that gave it: the endpoint's own name for it
         # (with its version) when it says, else the profile's configured model.
@@ -139,7 +146,7 @@ def _model_call(
             result = ctx.activity(
                 suffix, "model", request.to_json(), compute,
                 cost={"model_calls": 1}, cost_of_result=cost.of_result, if_failed=cost.of_failure,
-                if_unknown=cost.of_tokens(request.estimated_tokens(), 0),
+                if_unknown=cost.of_tokens(request.estimated_tokens(), 0), reserving=reserve,
             )  # fmt: skip
         except ModelError as exc:
             if not exc.transient:
@@ -156,13 +163,18 @@ def _model_call(
 
 
 def _limited_call(
-    ctx: StepContext, provider: ModelProvider, request: ModelRequest, limits: ModelLimits
+    ctx: StepContext,
+    provider: ModelProvider,
+    request: ModelRequest,
+    limits: ModelLimits,
+    place: tuple[int, Taken | None],
 ) -> ModelResponse:
     """One call within the profile's shared rate limit (:mod:`..rate_limits`): its request
-    and tokens taken before it is sent, the tokens corrected after, and an endpoint's ``429``
-    (or its word that it has no room left) holding every worker back."""
-    tokens = request.estimated_tokens() + _most_output(request.model)
-    rate_limits.before_model_call(ctx.store, limits, tokens, ctx.lost)
+    and tokens (``place``: how many, and what the call's reservation took of them, if it
+    did) taken before it is sent, the tokens corrected after, and an endpoint's ``429`` (or
+    its word that it has no room left) holding every worker back."""
+    tokens, taken = place
+    rate_limits.before_model_call(ctx.store, limits, tokens, ctx.lost, taken)
     if ctx.lost.is_set():
         raise LeaseLost(ctx.claim.run_id)
     try:

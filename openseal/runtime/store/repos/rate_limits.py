@@ -4,11 +4,13 @@ A limit lets ``burst`` units go at once and one more each ``interval`` seconds. 
 the limit's virtual clock, ``due``: taking ``n`` units moves it ``n`` intervals on (from now,
 when it lags behind), and the units may go once ``due`` is no more than ``burst`` intervals
 ahead of now. So in any window of ``w`` seconds at most ``burst + w / interval`` units go,
-whichever process took them: each take reads and moves the row in one short transaction of
-its own (SQLite's write lock; the row's lock on PostgreSQL), never inside another one, so it
-holds nothing else (no lock order to keep, invariant 15). A taker is told how long to wait for
-its turn; a unit taken is spent even if its taker never goes (the limit errs on the side of
-sending less, never more).
+whichever process took them: each take reads and moves the row locked. On PostgreSQL that is
+one short transaction of its own (the row's lock), never inside another one, so it holds
+nothing else (no lock order to keep, invariant 15). On SQLite a take may be part of the
+caller's write transaction (:attr:`RateLimits.in_callers_transaction`), whose one write lock
+already orders every writer: a model call's place is taken with its budget's reservation. A
+taker is told how long to wait for its turn; a unit taken is spent even if its taker never goes
+(the limit errs on the side of sending less, never more).
 
 An endpoint that answered ``429`` holds its limit back (:meth:`RateLimits.hold_back`): the
 row's ``held_until`` says when it said to come back, every take waits until then, and a worker
@@ -35,6 +37,12 @@ from openseal.runtime.store.tables import schema
 from openseal.runtime.store.tables.values import epoch_seconds
 
 table = schema.rate_limits
+#: a bucket's clock moved (executed once for many rows)
+SET_DUE = (
+    sa.update(table)
+    .where(table.c.key == sa.bindparam("b_key"))
+    .values(due=sa.bindparam("b_due"), updated_at=sa.bindparam("b_at"))
+)
 
 
 @dataclass(frozen=True)
@@ -67,47 +75,77 @@ class RateLimits(Repository):
         #: corrections not written yet (:meth:`give_back_later`), by key
         self._owed: dict[str, tuple[Bucket, float]] = {}
 
-    def take_all(self, wanted: Sequence[tuple[Bucket, float]], *, within: float) -> Taken:
+    @property
+    def in_callers_transaction(self) -> bool:
+        """Whether a take belongs in the caller's write transaction (:meth:`take_all` with its
+        ``conn``): on SQLite, whose write transaction holds the database's one write lock from
+        its start, a take there locks nothing more and for no longer than the transaction
+        already does, and spares a commit (an fsync) of its own. On PostgreSQL the row's lock
+        would be held to the end of the caller's transaction (a worker's group commit, with
+        other limits' rows: no one lock order), so there a take is a transaction of its own."""
+        return self._store.dialect == "sqlite"
+
+    def take_all(
+        self,
+        wanted: Sequence[tuple[Bucket, float]],
+        *,
+        within: float,
+        conn: Connection | None = None,
+    ) -> Taken:
         """Take ``units`` of each ``(bucket, units)`` if all may go within ``within`` seconds,
         in one transaction (the rows locked in the keys' order), with the corrections owed to
         those buckets; the answer's wait is the longest, its ``held_until`` the first bucket's
-        hold. Buckets with no rate are only read: when none has one, nothing is written."""
+        hold. Buckets with no rate are only read: when none has one, nothing is written.
+
+        With ``conn``, in that transaction (where :attr:`in_callers_transaction`): what it
+        takes commits or rolls back with it (corrections it wrote are then lost: the limit
+        errs towards sending less); else in a short transaction of its own."""
         if all(bucket.interval <= 0 for bucket, _ in wanted):
-            return self._holds(wanted, within)
-        with self._store.write_alone() as conn:
-            moment = self._store.now()
-            now = _seconds(moment)
-            owed = self._owed_to([bucket.key for bucket, _ in wanted])
-            found: dict[str, tuple[float, float]] = {}
-            for bucket, _ in sorted(wanted, key=lambda pair: pair[0].key):
-                due, held = self._row(conn, bucket.key, moment)
-                if bucket.key in owed:
-                    due = max(due - owed[bucket.key] * bucket.interval, now)
-                found[bucket.key] = (due, held)
-            wait, moved = 0.0, {}
-            for bucket, units in wanted:
+            return self._holds(wanted, within, conn)
+        if conn is not None:
+            return self._take_all_in(conn, wanted, within)
+        with self._store.write_alone() as alone:
+            return self._take_all_in(alone, wanted, within)
+
+    def _take_all_in(
+        self, conn: Connection, wanted: Sequence[tuple[Bucket, float]], within: float
+    ) -> Taken:
+        moment = self._store.now()
+        now = _seconds(moment)
+        owed = self._owed_to([bucket.key for bucket, _ in wanted])
+        found = self._rows(conn, [bucket.key for bucket, _ in wanted], moment)
+        for bucket, _ in wanted:
+            if bucket.key in owed:
                 due, held = found[bucket.key]
-                if bucket.interval <= 0:
-                    wait = max(wait, held - now)
-                    continue
-                moved[bucket.key] = max(due, now) + units * bucket.interval
-                wait = max(wait, moved[bucket.key] - bucket.burst * bucket.interval - now,
-                           held - now)  # fmt: skip
-            first = found[wanted[0][0].key][1]
-            if wait > within:
-                moved = {key: found[key][0] for key in owed}
-            for key, due in moved.items():
-                self._set(conn, key, moment, due=due)
+                found[bucket.key] = (max(due - owed[bucket.key] * bucket.interval, now), held)
+        wait, moved = 0.0, {}
+        for bucket, units in wanted:
+            due, held = found[bucket.key]
+            if bucket.interval <= 0:
+                wait = max(wait, held - now)
+                continue
+            moved[bucket.key] = max(due, now) + units * bucket.interval
+            wait = max(wait, moved[bucket.key] - bucket.burst * bucket.interval - now,
+                       held - now)  # fmt: skip
+        first = found[wanted[0][0].key][1]
+        if wait > within:
+            moved = {key: found[key][0] for key in owed}
+        if moved:
+            conn.execute(
+                SET_DUE, [{"b_key": key, "b_due": due, "b_at": moment} for key, due in moved.items()]
+            )
         return Taken(wait <= within, wait, first)
 
-    def _holds(self, wanted: Sequence[tuple[Bucket, float]], within: float) -> Taken:
+    def _holds(
+        self, wanted: Sequence[tuple[Bucket, float]], within: float, conn: Connection | None
+    ) -> Taken:
         keys = [bucket.key for bucket, _ in wanted]
-        with self._store.read() as conn:
-            rows = dict(
-                conn.execute(
-                    sa.select(table.c.key, table.c.held_until).where(table.c.key.in_(keys))
-                ).all()
-            )
+        select = sa.select(table.c.key, table.c.held_until).where(table.c.key.in_(keys))
+        if conn is not None:
+            rows = dict(conn.execute(select).all())
+        else:
+            with self._store.read() as reading:
+                rows = dict(reading.execute(select).all())
         now = _seconds(self._store.now())
         wait = max([0.0] + [float(rows[key]) - now for key in keys if key in rows])
         first = rows.get(keys[0])
@@ -218,6 +256,24 @@ class RateLimits(Repository):
             conn.execute(self._store.insert_new(table, "key"), values)
             row = conn.execute(stmt).one()
         return float(row.due), float(row.held_until)
+
+    def _rows(
+        self, conn: Connection, keys: Sequence[str], moment: datetime
+    ) -> dict[str, tuple[float, float]]:
+        """The rows' clocks and holds by key, locked for this transaction in the keys' order
+        (one statement); a new row starts at ``moment``, held back by nothing."""
+        stmt = self._store.for_update(
+            sa.select(table.c.key, table.c.due, table.c.held_until)
+            .where(table.c.key.in_(keys))
+            .order_by(table.c.key)
+        )
+        found = {row.key: (float(row.due), float(row.held_until)) for row in conn.execute(stmt)}
+        missing = sorted(set(keys) - set(found))
+        if missing:
+            for key in missing:
+                self._row(conn, key, moment)
+            found = {row.key: (float(row.due), float(row.held_until)) for row in conn.execute(stmt)}
+        return found
 
     def _set(self, conn: Connection, key: str, moment: datetime, **values: float) -> None:
         conn.execute(sa.update(table).where(table.c.key == key).values(updated_at=moment, **values))
