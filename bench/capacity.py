@@ -39,6 +39,7 @@ from bench.runtime_support import (
 NAME = "capacity"
 CAP = 100_000
 
+
 def capped_workflow() -> str:
     """The transform workflow with a cap no run reaches on it and on its owner."""
     text = TRANSFORM_WORKFLOW.replace(

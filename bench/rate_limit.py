@@ -8,8 +8,8 @@ buckets and corrects its tokens after. Rounds of both are interleaved, so a chan
 machine's load falls on both:
 
 * runs/s without and with the limit (the target: at least 0.9, at most 10 % overhead);
-* write commits (each an fsync), all commits and statements per call both ways, counted on a separate, untimed batch (the
-  counters' listeners cost time of their own).
+* write commits (each an fsync), all commits and statements per call both ways, counted on
+  a separate, untimed batch (the counters' listeners cost time of their own).
 
 ``python -m bench capacity`` reports the same figures after the caps' (1,000 runs a round);
 ``python -m bench rate_limit`` runs them alone.
@@ -85,7 +85,9 @@ def _round(workdir: Path, preamble: str, runs: int, url: str | None, *, counted:
         done = max(1, len(engine.run_until_idle(max_steps=runs + 10)))
         elapsed = time.perf_counter() - started
     return Round(
-        elapsed / done, counter.writes / done, counter.commits / done,
+        elapsed / done,
+        counter.writes / done,
+        counter.commits / done,
         counter.statements / done,
     )
 

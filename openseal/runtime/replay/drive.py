@@ -157,9 +157,11 @@ class ReplayContext(StepContext):
         cost_of_result: Callable[[Any], Mapping[str, int]] | None = None,
         if_failed: Any = None,
         if_unknown: Mapping[str, int] | None = None,
+        reserving: Any = None,
     ) -> Any:
         """The recorded result of ``<prefix>:<suffix>`` for the same request; the budgets are
-        charged as the engine charges them (:meth:`StepContext.activity`)."""
+        charged as the engine charges them (:meth:`StepContext.activity`). Nothing is reserved
+        or called, so ``reserving`` is not called (a replay takes no rate-limit place)."""
         assert self.history is not None and self.replayed is not None
         activity_id = f"{self.prefix}:{suffix}"
         found = self.history.activities.get(activity_id)

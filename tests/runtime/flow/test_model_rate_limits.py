@@ -8,13 +8,19 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from openseal.runtime import service
 from openseal.runtime.engine.engine import Engine
 from openseal.runtime.providers import retry
-from openseal.runtime.providers.openai_provider import reset_seconds, used_up_for
+from openseal.runtime.providers.base import ModelRequest, ModelResponse
+from openseal.runtime.providers.openai_provider import (
+    OpenAIProvider,
+    reset_seconds,
+    used_up_for,
+)
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Store
 from tests.runtime import gateway_skills
@@ -175,3 +181,67 @@ def test_a_skill_call_takes_its_turn_in_the_skill_s_shared_limit(
     assert len(gateway_skills.calls(tmp_path / "skills.jsonl")) == 1
     # the one call took the hour's one request: every worker's next call waits an hour
     assert other.rate_limits.due_in("skill:quote") == 3600.0
+
+
+def test_a_call_takes_its_place_with_its_reservation_where_the_store_allows(
+    backend: Backend, tmp_path: Path, server: ChatServer, clock: Clock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    one, _ = _two(backend, clock)
+    limit = '  rate_limit {\n    requests = 100\n    per      = "1m"\n  }\n'
+    run_id = deploy(one, tmp_path, server, price=limit)
+    server.reply(*ANSWERS)
+    database = one.rate_limits._store
+    alone = database.write_alone
+    transactions: list[str] = []
+
+    def counted() -> Any:
+        transactions.append("alone")
+        return alone()
+
+    monkeypatch.setattr(database, "write_alone", counted)
+    Engine(one, worker_id="one").run_until_idle()
+    assert one.runs.get(run_id).status == RunStatus.COMPLETED
+    # three calls took three places (0.6 s each) — on SQLite in the transactions that
+    # reserved the calls, on PostgreSQL each in a short transaction of its own
+    assert one.rate_limits.due_in(KEY) == pytest.approx(3 * 0.6, abs=1e-5)
+    assert len(transactions) == (0 if backend.name == "sqlite" else 3)
+
+
+class Crash(BaseException):
+    """The worker dies after the call's place is taken, before the call is sent."""
+
+
+def test_a_worker_that_dies_before_sending_has_spent_its_place(
+    backend: Backend, tmp_path: Path, server: ChatServer, clock: Clock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    one, other = _two(backend, clock)
+    limit = '  rate_limit {\n    requests = 2\n    per      = "1h"\n  }\n'
+    run_id = deploy(one, tmp_path, server, price=limit)
+    server.reply(*ANSWERS)
+    send = OpenAIProvider.complete
+
+    def dies(self: OpenAIProvider, request: ModelRequest) -> ModelResponse:
+        raise Crash(request.agent)
+
+    monkeypatch.setattr(OpenAIProvider, "complete", dies)
+    dead = Engine(one, worker_id="dead")
+    with pytest.raises(Crash):
+        dead.step(run_id)
+    assert server.requests == []
+    # the place (one of two an hour, 30 minutes of the clock) is spent with the call's
+    # reservation: the limit errs towards sending less, never more
+    assert other.rate_limits.due_in(KEY) == pytest.approx(1800, abs=1e-5)
+    assert other.runs.get(run_id).budget_used["model_calls"] == 1  # held for the call
+
+    monkeypatch.setattr(OpenAIProvider, "complete", send)
+    clock.advance(dead.lease_seconds + 1)
+    Engine(other, worker_id="other").run_until_idle()
+    # the takeover counts the dead worker's call as spent, takes a new place and sends it;
+    # the next call would wait half an hour: the run sleeps
+    assert len(server.requests) == 1
+    run = other.runs.get(run_id)
+    assert run.status == RunStatus.SLEEPING
+    assert run.waiting is not None and run.waiting["code"] == "over_rate_limit"
+    assert run.budget_used["model_calls"] == 2

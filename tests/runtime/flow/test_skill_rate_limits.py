@@ -157,11 +157,9 @@ def test_a_call_that_finds_its_skills_cap_full_gives_its_place_back(
 ) -> None:
     # ``fragile`` lets one call be in flight, and now five an hour (one each 12 minutes)
     text = (DEFS / "skill_capacity.hcl").read_text(encoding="utf-8")
-    limited = text.replace(
-        "  concurrency = 1\n  adapter \"python\" {\n    entry_point = \"tests.runtime.capacity_skills:fragile\"",
-        '  concurrency = 1\n  rate_limit {\n    requests = 5\n    per      = "1h"\n  }\n'
-        "  adapter \"python\" {\n    entry_point = \"tests.runtime.capacity_skills:fragile\"",
-    )  # fmt: skip
+    fragile = '  adapter "python" {\n    entry_point = "tests.runtime.capacity_skills:fragile"'
+    limit = '  rate_limit {\n    requests = 5\n    per      = "1h"\n  }\n'
+    limited = text.replace(fragile, limit + fragile)
     assert limited != text
     (tmp_path / "capped.hcl").write_text(limited, encoding="utf-8")
     register(store, compile_files(tmp_path / "capped.hcl"))

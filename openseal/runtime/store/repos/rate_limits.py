@@ -132,7 +132,8 @@ class RateLimits(Repository):
             moved = {key: found[key][0] for key in owed}
         if moved:
             conn.execute(
-                SET_DUE, [{"b_key": key, "b_due": due, "b_at": moment} for key, due in moved.items()]
+                SET_DUE,
+                [{"b_key": key, "b_due": due, "b_at": moment} for key, due in moved.items()],
             )
         return Taken(wait <= within, wait, first)
 
