@@ -128,8 +128,10 @@ def _model_call(
     def reserve(tx: FencedTx) -> None:
         place[0] = rate_limits.take_with_reservation(ctx.store, limits, tokens, tx.row_conn)
 
+    made = _made_provider(ctx, agent)
+
     def compute() -> dict[str, Any]:
-        provider = ctx.providers(agent)
+        provider = made if made is not None else ctx.providers(agent)
         response = _limited_call(ctx, provider, request, limits, (tokens, place[0]))
         cost.observe(response.usage.input_tokens, response.usage.output_tokens)
         # Each recorded answer names the model that gave it: the endpoint's own name for it
@@ -160,6 +162,18 @@ def _model_call(
             continue
         return ModelResponse.from_json(result)
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _made_provider(ctx: StepContext, agent: AgentProfile) -> ModelProvider | None:
+    """The profile's provider, made before the call's place is taken (with its reservation):
+    the first one a process makes may import its client, seconds a place taken before would
+    spend waiting, to go late and bunched with the places after it. None when it cannot be
+    made here; a call that is to be sent then meets the error (a recorded answer needs none)."""
+    try:
+        provider: ModelProvider = ctx.providers(agent)
+    except ModelError:
+        return None
+    return provider
 
 
 def _limited_call(
