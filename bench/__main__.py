@@ -24,6 +24,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
     size.add_argument("--quick", action="store_true", help="smoke run: tiny sizes, 2 repetitions")
     size.add_argument("--full", action="store_true", help="the largest sizes (scale: 100,000 runs)")
     parser.add_argument("--repeat", type=int, default=5, help="timed repetitions (default 5)")
+    parser.add_argument(
+        "--backend", choices=("sqlite", "postgresql"),
+        help="measure on this store backend only (capacity); default: both",
+    )  # fmt: skip
     parser.add_argument("--results", type=Path, default=RESULTS_DIRECTORY, help="JSON directory")
     parser.add_argument("--list", action="store_true", help="list the benchmarks and exit")
     return parser.parse_args(argv)
@@ -58,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
                 full=args.full,
                 repeat=2 if args.quick else max(args.repeat, 5),
                 postgres_url=postgres_url,
+                backend=args.backend,
             )
             try:
                 report = run_one(name, options)

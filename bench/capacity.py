@@ -8,7 +8,10 @@ are queued, then one engine thread works them off (``run_until_idle``):
 
 * runs/s without caps, and with caps (its ratio to the first: the target is at least 0.9, at
   most 10 % overhead);
-* claim cost: the milliseconds one claim (with its run's whole work) takes, both ways.
+* claim cost: the milliseconds one claim (with its run's whole work) takes, both ways;
+* the statements (and on PostgreSQL the round trips) each claim sends, both ways, counted in
+  a round of their own (up to 200 runs): on a loaded machine a round trip's wait, not the
+  database's work, is most of a claim's time on PostgreSQL, and counts do not vary with load.
 
 Fair claiming across scopes: a backlog of N runs of one scope, then N/20 runs of another
 created after it (the worst case for the look past the busy scope: every run of the other
@@ -48,31 +51,86 @@ def capped_workflow() -> str:
     return text
 
 
+@dataclasses.dataclass(frozen=True)
+class Counted:
+    statements: float  # per claim
+    round_trips: float | None  # per claim (PostgreSQL)
+
+
+def _work_off(
+    workdir: Path, workflow: str, runs: int, url: str | None, counted: bool = False
+) -> tuple[float, Counted | None]:
+    """Seconds per run of ``runs`` objectives queued, then worked off; with ``counted``, the
+    statements and round trips each claim sent too (counting costs time: a round of its own)."""
+    from openseal.runtime import service
+    from openseal.runtime.engine.engine import Engine
+
+    documents = compiled(workdir / "project", workflow)
+    with loaded_store(workdir / "home", documents, url) as store:
+        if workflow is not TRANSFORM_WORKFLOW:
+            # the scope gets a cap too: two keys per claim
+            store.capacity.set("scope:default", by="bench", max_slots=CAP)
+        for n in range(runs):
+            request = service.StartObjective("three_steps", {"n": n})
+            service.create_objective(store, request, service.CLI)
+        engine = Engine(store, worker_id="bench", batch_size=1)
+        engine.run_until_idle(max_steps=1)  # warm: the catalog and statements
+        counter = CommitCounter()
+        if counted:
+            counter.attach(store.engine)
+            if url is not None:
+                counter.trace_round_trips(store.engine, workdir / "trace")
+        started = time.perf_counter()
+        done = engine.run_until_idle(max_steps=runs + 10)
+        elapsed = time.perf_counter() - started
+        claims = max(1, len(done))
+        if not counted:
+            return elapsed / claims, None
+        counter.stop_tracing()
+        trips = None if url is None else counter.round_trips() / claims
+        return elapsed / claims, Counted(counter.statements / claims, trips)
+
+
 def _rounds(
     options: Options, workdir: Path, workflow: str, runs: int, url: str | None
 ) -> list[float]:
     """Seconds per run of each round: ``runs`` objectives queued, then worked off."""
-    from openseal.runtime import service
-    from openseal.runtime.engine.engine import Engine
+    return [
+        _work_off(workdir / f"round{round_}", workflow, runs, url)[0]
+        for round_ in range(options.repeat)
+    ]
 
-    seconds = []
-    for round_ in range(options.repeat):
-        home = workdir / f"round{round_}"
-        documents = compiled(workdir / f"project{round_}", workflow)
-        with loaded_store(home, documents, url) as store:
-            if workflow is not TRANSFORM_WORKFLOW:
-                # the scope gets a cap too: two keys per claim
-                store.capacity.set("scope:default", by="bench", max_slots=CAP)
-            for n in range(runs):
-                request = service.StartObjective("three_steps", {"n": n})
-                service.create_objective(store, request, service.CLI)
-            engine = Engine(store, worker_id="bench", batch_size=1)
-            engine.run_until_idle(max_steps=1)  # warm: the catalog and statements
-            started = time.perf_counter()
-            done = engine.run_until_idle(max_steps=runs + 10)
-            elapsed = time.perf_counter() - started
-            seconds.append(elapsed / max(1, len(done)))
-    return seconds
+
+def _counts(report: Report, backend: str, workdir: Path, runs: int, url: str | None) -> None:
+    """Statements (and on PostgreSQL round trips) per claim without caps and with them."""
+    off = _work_off(workdir / "off", TRANSFORM_WORKFLOW, runs, url, counted=True)[1]
+    on = _work_off(workdir / "on", capped_workflow(), runs, url, counted=True)[1]
+    assert off is not None and on is not None
+    plain = report.add(
+        compare(
+            f"{backend}: statements per claim without caps", "statements",
+            summarize([off.statements]),
+        )
+    )  # fmt: skip
+    report.add(
+        compare(
+            f"{backend}: statements per claim with caps", "statements",
+            summarize([on.statements]), plain,
+        )
+    )  # fmt: skip
+    if off.round_trips is not None and on.round_trips is not None:
+        trips = report.add(
+            compare(
+                f"{backend}: round trips per claim without caps", "round trips",
+                summarize([off.round_trips]),
+            )
+        )  # fmt: skip
+        report.add(
+            compare(
+                f"{backend}: round trips per claim with caps", "round trips",
+                summarize([on.round_trips]), trips,
+            )
+        )  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)
@@ -163,8 +221,11 @@ def run(options: Options) -> Report:
     if options.postgres_url is not None:
         backends.append(("postgresql", options.postgres_url))
     for backend, url in backends:
+        if options.backend is not None and backend != options.backend:
+            continue
         _fair(report, options, backend, url, runs)
         workdir = options.workdir / backend
+        _counts(report, backend, workdir / "counted", min(runs, 200), url)
         # interleaved, so that a change in the machine's load falls on both
         off: list[float] = []
         on: list[float] = []

@@ -378,6 +378,9 @@ class Options:
     repeat: int = 5
     #: PostgreSQL to measure against, or ``None`` when not reachable
     postgres_url: str | None = None
+    #: measure on this backend only (``sqlite``, ``postgresql``; benchmarks that measure
+    #: both read it), or on every one available when ``None``
+    backend: str | None = None
 
     def pick(self, quick: int, default: int, full: int | None = None) -> int:
         """A size: ``quick`` in a smoke run, ``full`` with ``--full``, else ``default``."""

@@ -36,10 +36,11 @@ the store (canceling a run: :mod:`openseal.runtime.engine.cascade`; what a run's
 (``store.runs.load(conn, run_id, lock=True)``, or it holds a claim's :class:`FencedTx`),
 then what belongs to the run: its actions, approvals, agent requests, proposals and inbound
 events; after those, a delivery takes its event name's lock, a spend reservation its
-budget's lock, and a claim taking concurrency slots its keys' rows (in key order), then
+budget's lock, and a claim taking concurrency slots its keys' locks (advisory locks, in
+the order of :func:`~openseal.runtime.store.repos.capacity.lock_ids`), then
 the rows of its scope's quotas it counts (in key order; a model or tool call's counting too);
 a waker of
-runs waiting for capacity locks each run before its wait and holds no key's row. Governance
+runs waiting for capacity locks each run before its wait and holds no key's lock. Governance
 writers take the governance lock (``store.change_proposals.lock_governance``), then the
 change proposal's row, then
 deployments. Two runs are locked together only when a child run (a delegated request's

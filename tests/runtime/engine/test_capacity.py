@@ -19,6 +19,7 @@ from openseal.runtime.engine.capacity import wake_free
 from openseal.runtime.engine.engine import Engine
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Run, Store
+from openseal.runtime.store.repos.capacity import LOCK_SPACE, lock_ids
 from tests.runtime.engine_support import DEFS, compile_files, engine, event_types, register
 from tests.runtime.engine_support import scripted as scripted_provider
 from tests.runtime.support import eventually
@@ -184,8 +185,8 @@ def test_a_scopes_cap_set_by_an_operator(capped: Store, tmp_path: Path) -> None:
 
 def test_a_waker_locks_the_run_before_its_wait(capped: Store, tmp_path: Path) -> None:
     """One lock order (invariant 15): waking a run locks its row first, then its wait, and
-    holds no key's row meanwhile, so a claim (the run, then the keys) never waits for it in a
-    cycle."""
+    holds no key's lock or row meanwhile, so a claim (the run, then the keys) never waits for
+    it in a cycle."""
     if capped.dialect != "postgresql":
         pytest.skip("SQLite takes one database-wide write lock: there is no row lock order")
     capped.capacity.set("agent:clerk", by="user:test", paused=True)
@@ -216,12 +217,55 @@ def test_a_waker_locks_the_run_before_its_wait(capped: Store, tmp_path: Path) ->
                 other.execute(
                     sa.text(f"SELECT 1 FROM {table} WHERE {column} = :v FOR UPDATE"), {"v": value}
                 )
+            assert key_lock_is_free(other, "agent:clerk")
     finally:
         tx.rollback()
         blocker.close()
         thread.join(timeout=60)
     assert not thread.is_alive()
     assert status(capped, run) == RunStatus.QUEUED
+
+
+def key_lock_is_free(conn: sa.Connection, key: str) -> bool:
+    """Whether ``conn`` can take ``key``'s advisory lock now (held until its transaction ends)."""
+    query = sa.text("SELECT pg_try_advisory_xact_lock(:space, :id)")
+    return bool(conn.execute(query, {"space": LOCK_SPACE, "id": lock_ids([key])[0]}).scalar_one())
+
+
+def test_a_take_holds_its_keys_locks_and_writes_no_row_lock(capped: Store) -> None:
+    """A take locks its keys with transaction advisory locks, held until its transaction ends,
+    and leaves the keys' rows unlocked: locking a row writes it (and the WAL) on every claim."""
+    if capped.dialect != "postgresql":
+        pytest.skip("SQLite takes one database-wide write lock: no key is locked on its own")
+    run = start(capped, "free")
+    with capped.engine.begin() as conn:
+        conn.execute(sa.text("UPDATE runs SET status = 'running', epoch = 1 WHERE id = :id"),
+                     {"id": run.id})  # fmt: skip
+    caps = {"key:a": 5, "key:b": 5}
+    with capped.engine.begin() as conn:  # the first take records the caps in the keys' rows
+        assert capped.capacity.take(conn, run.id, 1, caps, capped.now()) is None
+    with capped.engine.connect() as holder, holder.begin():
+        assert capped.capacity.take(holder, run.id, 1, caps, capped.now()) is None
+        with capped.engine.connect() as other, other.begin():
+            other.execute(sa.text("SET LOCAL lock_timeout = '100ms'"))
+            rows = other.execute(
+                sa.text("SELECT key FROM capacity_limits WHERE key IN ('key:a', 'key:b') "
+                        "FOR UPDATE NOWAIT")
+            ).all()  # fmt: skip
+            assert len(rows) == 2
+            assert not key_lock_is_free(other, "key:a")
+            assert not key_lock_is_free(other, "key:b")
+    with capped.engine.connect() as other, other.begin():
+        assert key_lock_is_free(other, "key:a") and key_lock_is_free(other, "key:b")
+
+
+def test_keys_are_locked_in_one_order() -> None:
+    """Every taker takes its keys' locks sorted by their ids, each once, whatever the order
+    of the keys it was given."""
+    ids = lock_ids(["workflow:b", "scope:a", "agent:c", "scope:a"])
+    assert ids == sorted(ids) and len(ids) == 3
+    assert lock_ids(["agent:c", "workflow:b", "scope:a"]) == ids
+    assert all(-(2**31) <= i < 2**31 for i in [*ids, LOCK_SPACE])
 
 
 def test_a_take_that_waited_for_a_keys_lock_counts_what_its_holder_took(

@@ -1,11 +1,12 @@
 """The capacity repository: concurrency slots, runs waiting for capacity, operator settings.
 
 A slot of limit key ``k`` is a row ``(k, run, epoch)`` that counts while the run is
-``running`` at that epoch (invariant 20). It is taken in the claim's transaction, under the
-lock of ``k``'s row in ``capacity_limits`` on PostgreSQL (taken after the run's row: invariant
-15; on SQLite the database's write lock, held from the transaction's start), and is
-given back by whatever ends that claim in the same transaction — the run's status leaving
-``running`` or a takeover raising its epoch — with no statement of its own: a row that no
+``running`` at that epoch (invariant 20). It is taken in the claim's transaction, under
+``k``'s lock (on PostgreSQL a transaction advisory lock, :func:`lock_ids`, taken after the
+run's row: invariant 15; on SQLite the database's write lock, held from the transaction's
+start), and is given back by whatever ends that claim in the same transaction — the run's
+status leaving ``running`` or a takeover raising its epoch — with no statement of its own:
+a row that no
 longer counts is removed by the next taker of ``k``. A dead worker's run stays ``running``
 until its lease is taken over, so its slot comes back then, never earlier.
 
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import threading
 import time
+import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -126,6 +128,24 @@ class CallSlot:
 SWEEP_EVERY = 16
 #: the keys of skills' caps, whose slots are held by calls in flight, not by claims
 SKILL_PREFIX = "skill:"
+
+
+def _int4(value: int) -> int:
+    """An unsigned 32-bit value as the signed ``int4`` PostgreSQL takes."""
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
+#: the first half of a key's advisory lock on PostgreSQL: every capacity key's lock is in
+#: this space of two-``int4`` locks (which no single-``bigint`` lock shares)
+LOCK_SPACE = _int4(zlib.crc32(b"openseal.capacity"))
+
+
+def lock_ids(keys: Iterable[str]) -> list[int]:
+    """The second halves of the advisory locks of ``keys`` on PostgreSQL, in the order they
+    are taken: each key's CRC-32, sorted, once each. Every taker takes them in this one order,
+    so two takers never wait for each other's locks; two keys with one CRC share a lock, which
+    only puts their takers one after another."""
+    return sorted({_int4(zlib.crc32(key.encode())) for key in keys})
 
 
 @dataclass(frozen=True)
@@ -241,33 +261,31 @@ class Capacity(Repository):
         ``running`` in this transaction.
 
         The run's row must be locked by this transaction (invariant 15: the run first). Two
-        statements whatever the number of keys, sent in one round trip on PostgreSQL: lock the
-        keys' rows in sorted order (one lock order among the keys; an upsert recording each
-        cap, which writes nothing when the cap is the one recorded), then count each key's
-        slots and write this run's where there is room. The second statement is a statement
-        of its own so that its snapshot (READ COMMITTED takes one per statement) is taken once
-        the locks are held: it sees every slot a claim that held a lock before it committed.
-        Every :data:`SWEEP_EVERY` takes, the keys' rows that no longer count are removed
-        (between the two).
+        statements whatever the number of keys, sent in one round trip on PostgreSQL: take the
+        keys' advisory locks (:func:`lock_ids`: one order among the keys), then count each
+        key's slots and write this run's where there is room. The second is a statement of its
+        own so that its snapshot (READ COMMITTED takes one per statement) is taken once the
+        locks are held: it sees every slot a claim that held a lock before it committed. An
+        advisory lock lives in the server's memory: taking it writes no row and no WAL.
 
         On SQLite the transaction holds the database's write lock from its start, which
-        serialises every taker already: the first statement is sent only to record a cap this
-        store has not recorded yet (what a waker falls back on), so a cap that never binds
-        costs a claim one statement there."""
+        serialises every taker already, and no lock is sent. On both, each key's cap is
+        recorded in its ``capacity_limits`` row (what a waker falls back on) only when this
+        store has not recorded that cap yet, by an upsert after the locks; and every
+        :data:`SWEEP_EVERY` takes, the keys' rows that no longer count are removed (both
+        before the count). A cap that never binds costs a claim two statements on PostgreSQL,
+        one on SQLite."""
         keys = sorted(caps)
-        lock, write = self._statements(len(keys))
+        record, write = self._statements(len(keys))
         params: dict[str, Any] = {"p_run": run_id, "p_epoch": epoch, "p_now": now}
         for i, key in enumerate(keys):
             params[f"p_key{i}"] = key
             params[f"p_max{i}"] = caps[key]
-        statements: list[tuple[Any, Mapping[str, Any]]] = []
-        if self._store.dialect == "postgresql" or any(
-            self._recorded.get(key) != cap for key, cap in caps.items()
-        ):
-            statements.append((lock, params))
-            if self._store.dialect != "postgresql":
-                with self._lock:
-                    self._recorded.update(caps)
+        statements = self._locked(keys)
+        if any(self._recorded.get(key) != cap for key, cap in caps.items()):
+            statements.append((record, params))
+            with self._lock:
+                self._recorded.update(caps)
         self._takes += 1
         if self._takes % SWEEP_EVERY == 0:
             statements.append((self._sweep(len(keys)), params))
@@ -280,13 +298,36 @@ class Capacity(Repository):
                 return Full(key, caps[key], in_use)
         return None
 
+    def _locked(self, keys: Iterable[str]) -> list[tuple[Any, Mapping[str, Any]]]:
+        """The statement taking ``keys``' advisory locks on PostgreSQL (none on SQLite, whose
+        write lock the transaction holds already), in a list a taker adds its own to."""
+        if self._store.dialect != "postgresql":
+            return []
+        ids = lock_ids(keys)
+        built: dict[int, Any] = self.__dict__.setdefault("_locks", {})
+        stmt = built.get(len(ids))
+        if stmt is None:
+            space = sa.cast(sa.bindparam("p_space"), sa.Integer)
+            # one expression per lock, taken in the order of the select list
+            stmt = built[len(ids)] = sa.select(
+                *(
+                    sa.func.pg_advisory_xact_lock(
+                        space, sa.cast(sa.bindparam(f"p_lock{i}"), sa.Integer)
+                    ).label(f"l{i}")
+                    for i in range(len(ids))
+                )
+            )
+        params = {"p_space": LOCK_SPACE, **{f"p_lock{i}": id_ for i, id_ in enumerate(ids)}}
+        return [(stmt, params)]
+
     def _statements(self, n: int) -> tuple[Any, Any]:
-        """The statements :meth:`take` sends for ``n`` keys, built once each."""
+        """The statements :meth:`take` sends for ``n`` keys, built once each: the upsert that
+        records their caps, and the count and write of this run's slots."""
         built: dict[int, tuple[Any, Any]] = self.__dict__.setdefault("_built", {})
         found = built.get(n)
         if found is not None:
             return found
-        insert = postgresql.insert if self._store.dialect == "postgresql" else sqlite.insert
+        insert = self._insert()
         pairs = [
             (
                 sa.bindparam(f"p_key{i}", type_=limits.c.key.type),
@@ -294,10 +335,8 @@ class Capacity(Repository):
             )
             for i in range(n)
         ]
-        # an upsert locks each key's row on PostgreSQL, in the order given, even where its
-        # condition leaves the row as it is (SQLite's write lock covers them all)
         stmt = insert(limits).values([{"key": k, "max_slots": m} for k, m in pairs])
-        lock = stmt.on_conflict_do_update(
+        record = stmt.on_conflict_do_update(
             index_elements=[limits.c.key],
             set_={"max_slots": stmt.excluded.max_slots},
             where=limits.c.max_slots.is_distinct_from(stmt.excluded.max_slots),
@@ -326,8 +365,12 @@ class Capacity(Repository):
             index_elements=[slots.c.key, slots.c.run_id],
             set_={"epoch": mine.excluded.epoch, "taken_at": mine.excluded.taken_at},
         ).returning(slots.c.key)
-        built[n] = (lock, write)
-        return lock, write
+        built[n] = (record, write)
+        return record, write
+
+    def _insert(self) -> Any:
+        """The dialect's ``INSERT`` (with ``ON CONFLICT``)."""
+        return postgresql.insert if self._store.dialect == "postgresql" else sqlite.insert
 
     def _sweep(self, n: int) -> Any:
         """Remove the rows of ``n`` keys that no longer count."""
@@ -375,18 +418,23 @@ class Capacity(Repository):
         With ``epoch``, the slot is a tool call's (``action_id`` its own id), held by the claim
         of ``run_id`` at ``epoch`` until :meth:`give_back_call`.
 
-        The run's row must be locked by this transaction (invariant 15). The key's row is
-        locked first (so takers of one key count one after another) and the count is a
-        statement of its own after it, as in :meth:`take`; the key's rows that no longer count
+        The run's row must be locked by this transaction (invariant 15). The key's lock is
+        taken first, as in :meth:`take` (so takers of one key count one after another), and
+        the count is a statement of its own after it; the key's rows that no longer count
         (their actions settled) are removed on the way."""
-        lock, _ = self._statements(1)
-        conn.execute(lock, {"p_key0": key, "p_max0": cap})
+        record, _ = self._statements(1)
+        statements = self._locked([key])
+        if self._recorded.get(key) != cap:
+            statements.append((record, {"p_key0": key, "p_max0": cap}))
+            with self._lock:
+                self._recorded[key] = cap
+        for stmt, params in statements:
+            conn.execute(stmt, params)
         conn.execute(sa.delete(calls).where(calls.c.key == key, ~_CALL_COUNTS))
         in_use = conn.execute(_calls_counted(key, besides=action_id)).scalar_one()
         if in_use >= cap and not self._open(conn, action_id):
             return Full(key, cap, int(in_use))
-        insert = postgresql.insert if self._store.dialect == "postgresql" else sqlite.insert
-        row = insert(calls).values(
+        row = self._insert()(calls).values(
             key=key, action_id=action_id, run_id=run_id, taken_at=now, epoch=epoch
         )
         conn.execute(row.on_conflict_do_nothing(index_elements=[calls.c.key, calls.c.action_id]))

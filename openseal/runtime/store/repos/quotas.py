@@ -8,7 +8,7 @@ upsert that locks the row and returns the total, so counting is exact across pro
 both backends. Rows of windows gone by are history: nothing reads them to decide.
 
 The lock order (invariant 15): a quota's row is locked after the run's row and after any
-concurrency key's row the same transaction locks; among quotas, in key order.
+concurrency key's lock the same transaction takes; among quotas, in key order.
 """
 
 from __future__ import annotations

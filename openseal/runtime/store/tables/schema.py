@@ -596,8 +596,9 @@ quota_usage = sa.Table(
     sa.Column("used", sa.BigInteger, nullable=False),
 )
 
-#: One row per limit key a concurrency cap has been checked for: the row a slot's taker
-#: locks, so two claims never count the same free slot (invariant 20).
+#: One row per limit key a concurrency cap has been checked for, recording its cap. Takers of
+#: a key count one after another under the key's lock (invariant 20): an advisory lock on
+#: PostgreSQL (``repos/capacity.py``), not this row.
 capacity_limits = sa.Table(
     "capacity_limits",
     metadata,
