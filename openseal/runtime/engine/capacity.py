@@ -462,7 +462,10 @@ def wake_waiters(store: Store, key: str, free: int) -> int:
         if not found:
             break
         for run_id in found:
-            with store.write() as conn:
+            # alone, even in a worker whose threads share their commits: the batch may hold
+            # a key's lock another thread's claim took, and a claim waiting for that lock may
+            # hold this run's row (invariant 15: the run before the key)
+            with store.write_alone() as conn:
                 woken += store.capacity.wake(conn, run_id, key, store.now())
     return woken
 

@@ -86,9 +86,15 @@ class StoreBase:
     def write_alone(self) -> Iterator[sa.Connection]:
         """A short write transaction of its own even for a thread that writes through a group
         (:meth:`write`): what it locks is let go at its commit, not the batch's (a shared rate
-        limit's row, taken before a call by every worker)."""
+        limit's row, taken before a call by every worker). Runs it made runnable wake this
+        process's idle workers once it commits, as with :meth:`write`."""
         with self.connections.transaction(WRITING) as conn:
-            yield conn
+            try:
+                yield conn
+            finally:
+                woke = take_wakes(conn)
+        if woke:
+            self.wake_local_workers(woke)
 
     @contextmanager
     def read(self) -> Iterator[sa.Connection]:
