@@ -158,10 +158,12 @@ class ReplayContext(StepContext):
         if_failed: Any = None,
         if_unknown: Mapping[str, int] | None = None,
         reserving: Any = None,
+        preparing: Any = None,
     ) -> Any:
         """The recorded result of ``<prefix>:<suffix>`` for the same request; the budgets are
         charged as the engine charges them (:meth:`StepContext.activity`). Nothing is reserved
-        or called, so ``reserving`` is not called (a replay takes no rate-limit place)."""
+        or called, so neither ``preparing`` nor ``reserving`` is called (a replay makes no
+        provider and takes no rate-limit place)."""
         assert self.history is not None and self.replayed is not None
         activity_id = f"{self.prefix}:{suffix}"
         found = self.history.activities.get(activity_id)

@@ -209,6 +209,7 @@ class StepContext:
         if_failed: Callable[[Exception], Lost | None] | None = None,
         if_unknown: Mapping[str, int] | None = None,
         reserving: Callable[[FencedTx], None] | None = None,
+        preparing: Callable[[], None] | None = None,
     ) -> Any:
         """The recorded result of activity ``<prefix>:<suffix>``, computing it at most once.
 
@@ -218,6 +219,8 @@ class StepContext:
         cost (``cost`` plus ``cost_of_result``) in one fenced transaction (invariant 2).
         ``reserving`` is called in the transaction that reserves the cost, once reserved (a
         model call's place in its rate limit): what it writes commits with the reservation.
+        ``preparing`` is called before that transaction (what the call needs ready once its
+        place is taken: its provider).
 
         When ``compute`` raises, ``if_failed`` says what the attempt cost (the reservation is
         settled to that, with an ``activity.failed`` event) before the exception propagates;
@@ -230,6 +233,8 @@ class StepContext:
         activity_id = f"{self.prefix}:{suffix}"
         digest = input_hash(request)
         limits = self.workflow.budget_limits()
+        if preparing is not None:
+            preparing()
         with self.store.leases.fenced(self.claim) as tx:
             found = tx.replayed(activity_id, digest)
             if found is not None:

@@ -128,10 +128,13 @@ def _model_call(
     def reserve(tx: FencedTx) -> None:
         place[0] = rate_limits.take_with_reservation(ctx.store, limits, tokens, tx.row_conn)
 
-    made = _made_provider(ctx, agent)
+    made: list[ModelProvider | None] = [None]
+
+    def prepare() -> None:
+        made[0] = _made_provider(ctx, agent)
 
     def compute() -> dict[str, Any]:
-        provider = made if made is not None else ctx.providers(agent)
+        provider = made[0] if made[0] is not None else ctx.providers(agent)
         response = _limited_call(ctx, provider, request, limits, (tokens, place[0]))
         cost.observe(response.usage.input_tokens, response.usage.output_tokens)
         # Each recorded answer names the model that gave it: the endpoint's own name for it
@@ -149,6 +152,7 @@ def _model_call(
                 suffix, "model", request.to_json(), compute,
                 cost={"model_calls": 1}, cost_of_result=cost.of_result, if_failed=cost.of_failure,
                 if_unknown=cost.of_tokens(request.estimated_tokens(), 0), reserving=reserve,
+                preparing=prepare,
             )  # fmt: skip
         except ModelError as exc:
             if not exc.transient:
