@@ -26,6 +26,7 @@ from openseal.skills.base import (
     with_defaults,
 )
 from openseal.skills.child import ChildReply, call_in_child
+from openseal.skills.skill import Skill
 from openseal.skills.skill_host import EntryPointError, load_entry_point
 
 __all__ = ["EntryPointError", "PythonAdapter", "load_entry_point"]
@@ -33,6 +34,13 @@ __all__ = ["EntryPointError", "PythonAdapter", "load_entry_point"]
 
 class PythonAdapter:
     kind = "python"
+
+    @staticmethod
+    def ends_in_time(spec: Skill) -> bool:
+        """Whether a call of ``spec`` has certainly ended by its timeout when :meth:`call`
+        returns: one in a child process has (it is killed at the deadline), so its caller
+        need not bound it on a thread of its own (:mod:`openseal.skills.bounded`)."""
+        return spec.effect != "read"
 
     def call(self, call: SkillCall) -> SkillResult:
         problem = check_args(call)

@@ -137,9 +137,15 @@ def _run(
         if on_late is not None:
             on_late(scrub(result, secrets_for(call)))
 
-    result = call_bounded(
-        attempt, call.timeout + GRACE_SECONDS, on_late=late if on_late is not None else None
-    )
+    ends_in_time = getattr(adapter, "ends_in_time", None)
+    if ends_in_time is not None and ends_in_time(call.spec):
+        # the adapter ends the call by its timeout itself (a child process it kills): no
+        # thread of its own to bound it, and no reply that comes late
+        result: SkillResult | None = attempt()
+    else:
+        result = call_bounded(
+            attempt, call.timeout + GRACE_SECONDS, on_late=late if on_late is not None else None
+        )
     if result is None:
         return SkillResult(
             outcome, error=f"skill `{call.skill}` gave no answer within {call.timeout:g}s"

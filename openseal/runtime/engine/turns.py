@@ -18,14 +18,14 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from openseal.compiler import EvaluationError
 from openseal.contract import Position, RunContext
 from openseal.errors import InvalidInput
 from openseal.runtime import telemetry
-from openseal.runtime.compiled import CompiledWorkflow, DefinitionError
+from openseal.runtime.compiled import CompiledWorkflow, DefinitionError, StateSpec
 from openseal.runtime.engine import budgets
 from openseal.runtime.engine.capacity import Admission, resumed
 from openseal.runtime.engine.catalog import WorkflowCatalog
@@ -117,11 +117,11 @@ def _retry_inputs(run: Run, workflow: CompiledWorkflow) -> dict[str, Any]:
         raise DefinitionError(f"the objective's inputs do not fit this version: {exc}") from None
 
 
-def _turn_cost(workflow: CompiledWorkflow, state: str, context: RunContext) -> dict[str, int]:
+def _turn_cost(spec: StateSpec, context: RunContext) -> dict[str, int]:
     """A state visit costs one turn, once: not its resumption after a wait, not a replay,
     and not an end state (the same count as the compiler's budget check, OS507)."""
     position = context["position"]  # set by _prepared
-    if position.get("charged") or workflow.state(state).kind == "end":
+    if position.get("charged") or spec.kind == "end":
         return {}
     context["position"] = {**position, "charged": True}
     return {"turns": 1}
@@ -177,6 +177,9 @@ class Started:
     turn: Turn
     #: ``time.monotonic()`` when the turn was saved
     since: float
+    #: the run's pinned workflow and the state's spec in it, looked up once for the turn
+    workflow: CompiledWorkflow
+    spec: StateSpec
     #: what the state's preparer did in the transaction that saved the turn (an action's
     #: admission and ``dispatched`` mark, docs/decisions/0013); None: nothing
     prepared: Any = None
@@ -241,7 +244,7 @@ class TurnExecutor:
             if isinstance(begun, TurnReport):
                 done.append(begun)
                 return None
-            kind = self._kind(begun)
+            kind = begun.spec.kind
             if not is_pure(kind):
                 return self._prepared(tx, begun, kind)
             report = self._execute_in(tx, begun)
@@ -252,10 +255,6 @@ class TurnExecutor:
                 return None
             first, seq = False, begun.turn.seq + 1
 
-    def _kind(self, started: Started) -> str:
-        """The kind of the state ``started`` entered."""
-        return self.catalog.workflow(started.run.workflow_digest).state(started.state).kind
-
     def _prepared(self, tx: FencedTx, started: Started, kind: str) -> Started:
         """``started`` with what its state's preparer did in ``tx``, the transaction saving it
         (an action's draft, admission and ``dispatched`` mark: docs/decisions/0013), when its
@@ -263,19 +262,17 @@ class TurnExecutor:
         prepare = preparer_for(kind)
         if prepare is None or started.supplied:
             return started
-        run, state, context = started.run, started.state, started.context
-        workflow = self.catalog.workflow(run.workflow_digest)
-        ctx = self._context(tx.claim, run, workflow, state, context, started.turn.id,
-                            _IN_TRANSACTION)  # fmt: skip
-        return replace(started, prepared=prepare(ctx, tx))
+        ctx = self._context(tx.claim, started, _IN_TRANSACTION)
+        s = started
+        return Started(s.run, s.state, s.context, s.supplied, s.turn, s.since, s.workflow, s.spec,
+                       prepare(ctx, tx))  # fmt: skip
 
     def _execute_in(self, tx: FencedTx, started: Started) -> TurnReport | None:
         """Execute a pure state's saved turn and apply its outcome in ``tx``; None when its
         handler failed unexpectedly (the turn is then executed on its own, where the failure
         is met and reported)."""
         run, state, context, turn = started.run, started.state, started.context, started.turn
-        workflow = self.catalog.workflow(run.workflow_digest)
-        ctx = self._context(tx.claim, run, workflow, state, context, turn.id, _IN_TRANSACTION)
+        ctx = self._context(tx.claim, started, _IN_TRANSACTION)
         with telemetry.turn(tx.claim) as span:
             try:
                 if started.supplied:
@@ -311,11 +308,13 @@ class TurnExecutor:
             seq = 1  # the first claim of a run: no turn before it, none left open
         elif first:
             tx.abandon_open_turns()
-        cost = _turn_cost(workflow, state, context)
-        reason = budgets.exceeded(workflow.budget_limits(), run.budget_used, cost)
+        spec = workflow.state(state)
+        cost = _turn_cost(spec, context)
+        reason = budgets.exceeded(workflow.budget_limits(), run.budget_used, cost) if cost else None
         if reason is not None:
             turn = tx.start_turn(state, seq=seq)
-            ctx = self._context(tx.claim, run, workflow, state, context, turn.id, threading.Event())
+            started = Started(run, state, context, supplied, turn, since, workflow, spec)
+            ctx = self._context(tx.claim, started, threading.Event())
             ctx.exhaust(tx, reason)
             return self._report(run.id, state, turn.seq, "budget_exhausted", tx, since, reason)
         entered: dict[str, Any] = {
@@ -327,7 +326,7 @@ class TurnExecutor:
             # queued again without its wake-up (a pause ended): the turn reads what woke it
             entered["waiting"] = resumed(run.waiting)
         turn = tx.start_turn(state, seq=seq, values=entered)
-        return Started(tx.run(), state, context, supplied, turn, since)
+        return Started(tx.run(), state, context, supplied, turn, since, workflow, spec)
 
     def _repinned(
         self, tx: FencedTx, run: Run, workflow: CompiledWorkflow
@@ -358,15 +357,13 @@ class TurnExecutor:
             with self.store.leases.fenced(claim) as tx:
                 begun = self._begin_one(tx, first=True, seq=None)
                 if isinstance(begun, Started):
-                    begun = self._prepared(tx, begun, self._kind(begun))
+                    begun = self._prepared(tx, begun, begun.spec.kind)
             if isinstance(begun, TurnReport):
                 return begun, None
             started = begun
         run, state, context, turn = started.run, started.state, started.context, started.turn
-        workflow = self.catalog.workflow(run.workflow_digest)
         self.hook("turn.started", claim)
-        ctx = self._context(claim, run, workflow, state, context, turn.id, lost)
-        ctx.prepared = started.prepared
+        ctx = self._context(claim, started, lost)
         try:
             if started.supplied:
                 outcome: Outcome = Advance("done", context["states"][state])
@@ -406,33 +403,26 @@ class TurnExecutor:
             return "lost"
         return "done"
 
-    def _context(
-        self,
-        claim: Claim,
-        run: Run,
-        workflow: CompiledWorkflow,
-        state: str,
-        context: RunContext,
-        turn_id: str,
-        lost: threading.Event,
-    ) -> StepContext:
+    def _context(self, claim: Claim, started: Started, lost: threading.Event) -> StepContext:
+        context = started.context
         position = context["position"]  # set by _prepared
         return StepContext(
             store=self.store,
             claim=claim,
-            run=run,
-            workflow=workflow,
-            state=workflow.state(state),
+            run=started.run,
+            workflow=started.workflow,
+            state=started.spec,
             visit=position["visit"],
-            prefix=activity_prefix(state, position),
+            prefix=activity_prefix(started.state, position),
             scope=state_scope(context["inputs"], context["states"]),
             providers=self.providers,
             tools=self.tools,
             hook=self.hook,
             lost=lost,
-            turn_id=turn_id,
+            turn_id=started.turn.id,
             max_repairs=self.max_repairs,
             context=self.context,
+            prepared=started.prepared,
             admission=self.admission,
         )
 
