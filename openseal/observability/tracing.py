@@ -59,6 +59,12 @@ def enabled() -> bool:
     return _tracer is not None
 
 
+def recording(span: Span) -> bool:
+    """Whether ``span`` is a real one (not what :func:`span` yields when tracing is off), so
+    attributes set on it are kept: a caller with several to set skips them all otherwise."""
+    return span is not _NO_SPAN
+
+
 def configure(*, exporter: Any = None, endpoint: str | None = None) -> None:
     """Turn tracing on: spans go to ``exporter`` (synchronously, for tests) or, by default,
     in batches to the OTLP/HTTP endpoint (``endpoint`` or the standard environment)."""

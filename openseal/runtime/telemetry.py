@@ -91,13 +91,19 @@ _COUNTED: dict[str, Callable[[], None]] = {
 }
 
 
-def observed_hook(hook: Hook) -> Hook:
-    """``hook``, with the hook points that are metrics counted first."""
+def observed_hook(hook: Hook | None) -> Hook:
+    """``hook``, with the hook points that are metrics counted first (None: only counted)."""
 
-    def observed(point: str, claim: Claim) -> None:
+    def counted(point: str, claim: Claim) -> None:
         count = _COUNTED.get(point)
         if count is not None:
             count()
+
+    if hook is None:
+        return counted
+
+    def observed(point: str, claim: Claim) -> None:
+        counted(point, claim)
         hook(point, claim)
 
     return observed
@@ -146,6 +152,8 @@ def turn_done(span: tracing.Span, report: TurnDone) -> None:
     """A turn ended: its outcome counted, its duration observed, its span labelled."""
     _turns(report.outcome).inc()
     metrics.TURN_SECONDS.observe(report.seconds)
+    if not tracing.recording(span):
+        return
     if report.turn_seq is not None:
         span.set_attribute("openseal.turn_seq", report.turn_seq)
     span.set_attribute("openseal.state", report.state or "")

@@ -107,10 +107,6 @@ def _in_recovery(what: str) -> RuntimeFailure:
     )
 
 
-def _no_hook(point: str, claim: Claim) -> None:
-    """Named points a test can block or crash at; nothing happens by default."""
-
-
 @dataclass
 class StepReport:
     """One claim: the run, the turns executed under it, and how the claim ended."""
@@ -259,7 +255,7 @@ class Engine:
                 or default_provider_factory(credentials=context.credentials if context else None)
             ),
             tools or GatewayTools(),
-            telemetry.observed_hook(hook or hook_from_env() or _no_hook),
+            telemetry.observed_hook(hook or hook_from_env()),
             max_repairs=max_repairs,
             context=context,
         )
