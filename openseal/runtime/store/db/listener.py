@@ -114,6 +114,9 @@ class NotificationListener:
             try:
                 conn = self._connect()
             except Exception as exc:  # unreachable for now: try again later
+                if self._stopping.is_set():  # closed while connecting: nothing to say
+                    self._first_attempt.set()
+                    break
                 log.warning("cannot listen for work: %s", _one_line(exc))
                 self._first_attempt.set()
                 self._stopping.wait(delay)
