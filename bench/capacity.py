@@ -106,31 +106,16 @@ def _counts(report: Report, backend: str, workdir: Path, runs: int, url: str | N
     off = _work_off(workdir / "off", TRANSFORM_WORKFLOW, runs, url, counted=True)[1]
     on = _work_off(workdir / "on", capped_workflow(), runs, url, counted=True)[1]
     assert off is not None and on is not None
-    plain = report.add(
-        compare(
-            f"{backend}: statements per claim without caps", "statements",
-            summarize([off.statements]),
-        )
-    )  # fmt: skip
-    report.add(
-        compare(
-            f"{backend}: statements per claim with caps", "statements",
-            summarize([on.statements]), plain,
-        )
-    )  # fmt: skip
-    if off.round_trips is not None and on.round_trips is not None:
-        trips = report.add(
-            compare(
-                f"{backend}: round trips per claim without caps", "round trips",
-                summarize([off.round_trips]),
-            )
-        )  # fmt: skip
-        report.add(
-            compare(
-                f"{backend}: round trips per claim with caps", "round trips",
-                summarize([on.round_trips]), trips,
-            )
-        )  # fmt: skip
+    counted = (
+        ("statements", off.statements, on.statements),
+        ("round trips", off.round_trips, on.round_trips),  # None on SQLite
+    )
+    for unit, without, with_caps in counted:
+        if without is None or with_caps is None:
+            continue
+        name = f"{backend}: {unit} per claim"
+        plain = report.add(compare(f"{name} without caps", unit, summarize([without])))
+        report.add(compare(f"{name} with caps", unit, summarize([with_caps]), plain))
 
 
 @dataclasses.dataclass(frozen=True)
