@@ -39,6 +39,9 @@ migrate``) has ``run.migrated`` (a run's move is written, the commit not issued)
 holds the run's id. ``OPENSEAL_FAULT_SKIP=<n>`` lets the first ``n`` runs through, so a test
 can stop a bulk migration halfway.
 
+A model call has ``model.placed`` (its budget reserved and its place in the profile's shared
+rate limit taken, both committed; nothing sent yet); the file holds the run id.
+
 A server receiving an inbound event has ``event.received`` (the event and what it fires are
 written, the commit not issued) and ``event.received.committed`` (committed, not answered);
 the file holds the event's id.
@@ -78,6 +81,9 @@ POINTS = (
     "action.dispatched",
     "action.before_record",
 )
+#: a model call's budget reserved and its rate-limit place taken, committed, not sent yet
+#: (tests/runtime/flow/test_rate_limit_crash.py kills a worker there)
+MODEL_POINT = "model.placed"
 #: a schedule trigger's firings and objectives are written, not committed (no run's turn
 #: passes here: tests/runtime/engine/test_trigger_workers.py kills a worker at it)
 TRIGGER_POINT = "trigger.before_commit"

@@ -31,6 +31,7 @@ from openseal.runtime.engine.states.base import (
     guarded,
 )
 from openseal.runtime.engine.tools import ToolInvocation
+from openseal.runtime.faults import MODEL_POINT
 from openseal.runtime.pricing import Price
 from openseal.runtime.providers import retry
 from openseal.runtime.providers.base import (
@@ -193,6 +194,7 @@ def _limited_call(
     its word that it has no room left) holding every worker back."""
     tokens, taken = place
     rate_limits.before_model_call(ctx.store, limits, tokens, ctx.lost, taken)
+    ctx.hook(MODEL_POINT, ctx.claim)
     if ctx.lost.is_set():
         raise LeaseLost(ctx.claim.run_id)
     try:
