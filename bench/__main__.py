@@ -26,7 +26,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--repeat", type=int, default=5, help="timed repetitions (default 5)")
     parser.add_argument(
         "--backend", choices=("sqlite", "postgresql"),
-        help="measure on this store backend only (capacity); default: both",
+        help="measure on this store backend only (capacity, rate_limit); default: both",
     )  # fmt: skip
     parser.add_argument("--results", type=Path, default=RESULTS_DIRECTORY, help="JSON directory")
     parser.add_argument("--list", action="store_true", help="list the benchmarks and exit")

@@ -8,8 +8,9 @@ buckets and corrects its tokens after. Rounds of both are interleaved, so a chan
 machine's load falls on both:
 
 * runs/s without and with the limit (the target: at least 0.9, at most 10 % overhead);
-* write commits (each an fsync), all commits and statements per call both ways, counted on
-  a separate, untimed batch (the counters' listeners cost time of their own).
+* write commits (each an fsync), all commits and statements per call both ways, and on
+  PostgreSQL round trips, counted on a separate, untimed batch (the counters' listeners and
+  the trace cost time of their own).
 
 ``python -m bench capacity`` reports the same figures after the caps' (1,000 runs a round);
 ``python -m bench rate_limit`` runs them alone.
@@ -63,6 +64,8 @@ class Round:
     writes: float
     commits: float
     statements: float
+    #: per call, counted on PostgreSQL (None on SQLite): each waits for the server
+    round_trips: float | None = None
 
 
 def _round(workdir: Path, preamble: str, runs: int, url: str | None, *, counted: bool) -> Round:
@@ -79,16 +82,22 @@ def _round(workdir: Path, preamble: str, runs: int, url: str | None, *, counted:
         engine = Engine(store, fixed(provider), worker_id="bench", batch_size=1)
         engine.run_until_idle(max_steps=1)  # warm: the catalog, the statements, the buckets
         counter = CommitCounter()
+        traced = counted and url is not None
         if counted:
             counter.attach(store.engine)
+        if traced:
+            counter.trace_round_trips(store.engine, workdir / "trace")
         started = time.perf_counter()
         done = max(1, len(engine.run_until_idle(max_steps=runs + 10)))
         elapsed = time.perf_counter() - started
+        if traced:
+            counter.stop_tracing()
     return Round(
         elapsed / done,
         counter.writes / done,
         counter.commits / done,
         counter.statements / done,
+        counter.round_trips() / done if traced else None,
     )
 
 
@@ -120,18 +129,21 @@ def measure(report: Report, options: Options, backend: str, url: str | None, run
         )
     )  # fmt: skip
     for what, unit in (("writes", "write commits"), ("commits", "commits"),
-                       ("statements", "statements")):  # fmt: skip
+                       ("statements", "statements"), ("round_trips", "round trips")):  # fmt: skip
+        without, with_limit = getattr(free_counted, what), getattr(limited_counted, what)
+        if without is None or with_limit is None:
+            continue  # round trips: PostgreSQL only
         base = report.add(
             compare(
                 f"{backend}: {unit} per model call without a rate limit", unit,
-                summarize([getattr(free_counted, what)]),
+                summarize([without]),
                 note=f"counted on {COUNTED_RUNS} runs of one call each",
             )
         )  # fmt: skip
         report.add(
             compare(
                 f"{backend}: {unit} per model call with a rate limit that does not bind", unit,
-                summarize([getattr(limited_counted, what)]), base,
+                summarize([with_limit]), base,
             )
         )  # fmt: skip
 
@@ -148,5 +160,6 @@ def run(options: Options) -> Report:
     if options.postgres_url is not None:
         backends.append(("postgresql", options.postgres_url))
     for backend, url in backends:
-        measure(report, options, backend, url, runs)
+        if options.backend is None or backend == options.backend:
+            measure(report, options, backend, url, runs)
     return report

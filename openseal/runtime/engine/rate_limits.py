@@ -4,8 +4,9 @@ The limits are declared where the endpoint is (a model profile's or a skill's ``
 and kept in the store's buckets (:mod:`openseal.runtime.store.repos.rate_limits`), so every
 worker process on every host draws on the same ones. A call takes its units before it is
 sent, and only then: a recorded answer that is replayed takes nothing. A model call takes them
-in the transaction that reserves its budget where the store allows it (SQLite,
-:func:`take_with_reservation`), else in a short transaction of its own just before it is sent.
+in the transaction that reserves its budget where the store allows it (SQLite, and PostgreSQL
+outside a batch of group commit: :func:`take_with_reservation`), else in a short transaction
+of its own just before it is sent.
 
 A model call waits for its turn inside the turn when that comes within
 :data:`~openseal.runtime.providers.retry.IN_TURN_WAIT`; otherwise it takes nothing and fails
@@ -88,10 +89,11 @@ def take_with_reservation(
     store: Store, limits: ModelLimits, tokens: int, conn: Connection
 ) -> Taken | None:
     """Take one request and ``tokens`` of ``limits`` in the transaction that reserves the
-    call's budget (``conn``), where the store takes in its caller's transaction (SQLite: the
+    call's budget (``conn``), where the store takes in it (``store.rate_limits.rides``: the
     place then costs no commit of its own, and is taken exactly when the call is reserved);
-    None where it does not (PostgreSQL): :func:`before_model_call` takes it then."""
-    if not store.rate_limits.in_callers_transaction:
+    None where it does not (PostgreSQL, in a batch of group commit): :func:`before_model_call`
+    takes it then."""
+    if not store.rate_limits.rides(conn):
         return None
     wanted = _wanted(limits, tokens)
     return store.rate_limits.take_all(wanted, within=retry.IN_TURN_WAIT, conn=conn)

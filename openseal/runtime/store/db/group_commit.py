@@ -97,6 +97,14 @@ def current(store: Database) -> GroupCommit | None:
     return group
 
 
+def shares(conn: sa.Connection) -> bool:
+    """Whether ``conn`` is the connection of a batch the calling thread writes a body on: its
+    transaction holds the other members' writes too, and what it locks stays locked to the
+    batch's commit."""
+    batch: _Batch | None = getattr(_local, "batch", None)
+    return batch is not None and batch.conn is conn
+
+
 class _Scope:
     """Where the bodies that run in it are undone when they fail without a savepoint of their
     own: the savepoint of a ``together()`` block, or (``savepoint`` None) the transaction,

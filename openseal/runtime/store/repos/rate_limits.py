@@ -4,13 +4,14 @@ A limit lets ``burst`` units go at once and one more each ``interval`` seconds. 
 the limit's virtual clock, ``due``: taking ``n`` units moves it ``n`` intervals on (from now,
 when it lags behind), and the units may go once ``due`` is no more than ``burst`` intervals
 ahead of now. So in any window of ``w`` seconds at most ``burst + w / interval`` units go,
-whichever process took them: each take reads and moves the row locked. On PostgreSQL that is
-one short transaction of its own (the row's lock), never inside another one, so it holds
-nothing else (no lock order to keep, invariant 15). On SQLite a take may be part of the
-caller's write transaction (:attr:`RateLimits.in_callers_transaction`), whose one write lock
-already orders every writer: a model call's place is taken with its budget's reservation. A
-taker is told how long to wait for its turn; a unit taken is spent even if its taker never goes
-(the limit errs on the side of sending less, never more).
+whichever process took them: each take reads and moves the row locked. A take is one short
+transaction of its own, or the last statements of its caller's write transaction where that
+locks nothing more for longer (:meth:`RateLimits.rides`): a model call's place is taken with
+its budget's reservation on SQLite, whose one write lock already orders every writer, and on
+PostgreSQL when that transaction is not a batch of group commit, holding the row to a commit
+a round trip away. The rows are locked last, in the keys' order, so they add no cycle to the
+lock order (invariant 15). A taker is told how long to wait for its turn; a unit taken is spent
+even if its taker never goes (the limit errs on the side of sending less, never more).
 
 An endpoint that answered ``429`` holds its limit back (:meth:`RateLimits.hold_back`): the
 row's ``held_until`` says when it said to come back, every take waits until then, and a worker
@@ -31,6 +32,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from openseal.runtime.store.db import group_commit
 from openseal.runtime.store.db.base import Connection
 from openseal.runtime.store.repos.repository import Repository
 from openseal.runtime.store.tables import schema
@@ -75,15 +77,17 @@ class RateLimits(Repository):
         #: corrections not written yet (:meth:`give_back_later`), by key
         self._owed: dict[str, tuple[Bucket, float]] = {}
 
-    @property
-    def in_callers_transaction(self) -> bool:
-        """Whether a take belongs in the caller's write transaction (:meth:`take_all` with its
-        ``conn``): on SQLite, whose write transaction holds the database's one write lock from
-        its start, a take there locks nothing more and for no longer than the transaction
-        already does, and spares a commit (an fsync) of its own. On PostgreSQL the row's lock
-        would be held to the end of the caller's transaction (a worker's group commit, with
-        other limits' rows: no one lock order), so there a take is a transaction of its own."""
-        return self._store.dialect == "sqlite"
+    def rides(self, conn: Connection) -> bool:
+        """Whether a take belongs in the caller's write transaction on ``conn`` (:meth:`take_all`
+        with it), as its last statements, sparing a commit (an fsync) of its own. On SQLite
+        always: the transaction holds the database's one write lock from its start, so a take
+        there locks nothing more and for no longer than it already does. On PostgreSQL unless
+        ``conn`` is a batch's of group commit: the row's lock would last to the batch's commit,
+        while other members' writes lock other rows after it (batches taking in different
+        orders would deadlock); alone, the transaction locks nothing after the row and lets it
+        go at its commit, sooner than a transaction of its own (its ``SELECT``, ``UPDATE`` and
+        ``COMMIT``) would."""
+        return self._store.dialect == "sqlite" or not group_commit.shares(conn)
 
     def take_all(
         self,
@@ -97,7 +101,7 @@ class RateLimits(Repository):
         those buckets; the answer's wait is the longest, its ``held_until`` the first bucket's
         hold. Buckets with no rate are only read: when none has one, nothing is written.
 
-        With ``conn``, in that transaction (where :attr:`in_callers_transaction`): what it
+        With ``conn``, in that transaction (where :meth:`rides`): what it
         takes commits or rolls back with it (corrections it wrote are then lost: the limit
         errs towards sending less); else in a short transaction of its own."""
         if all(bucket.interval <= 0 for bucket, _ in wanted):
