@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -38,6 +39,7 @@ from openseal.runtime.compiled import CompiledWorkflow, DefinitionError, version
 from openseal.runtime.engine import quotas
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import FencedTx, Run, Store
+from openseal.runtime.store.repos.capacity import Taking
 from openseal.skills import Skill
 
 #: how many waiters one look wakes for a key with no cap (a paused agent resumed)
@@ -50,6 +52,18 @@ HELD_KEPT: Final = 4096
 #: (a claim refused here, or a periodic look that found some); past it, no run waited
 #: anywhere at the last look, and a new waiter of another process is woken by its look
 WAITERS_SEEN_FOR: Final = 3 * POLL_SECONDS
+
+
+class SlotsRefused(Exception):
+    """A claim's slots, sent with its write on the assumption that they were free
+    (:meth:`Admission.claiming`), were not all free: ``key`` was full. Nothing of the claim may
+    commit (its write went with the take); the run is claimed again with its slots counted
+    first, and waits for ``key`` if it is still full."""
+
+    def __init__(self, run_id: str, key: str) -> None:
+        super().__init__(f"run {run_id}: {key} was full")
+        self.run_id = run_id
+        self.key = key
 
 
 @dataclass(frozen=True)
@@ -241,6 +255,12 @@ class Admission:
         self._held: dict[tuple[str, int], frozenset[str]] = {}
         #: ``time.monotonic()`` when this process last knew that some run waited for capacity
         self.waiters_seen = float("-inf")
+        #: ``time.monotonic()`` by key, when this process last found it full or saw a run
+        #: waiting for it: for :data:`WAITERS_SEEN_FOR` its slots are counted before a claim
+        #: goes on (:meth:`claiming`)
+        self._bound: dict[str, float] = {}
+        #: this thread's claim transaction and the takes sent with its write (:meth:`claiming`)
+        self._local = threading.local()
         #: :func:`active_caps`, as last read (None: not yet)
         self._active: dict[str, int] | None = None
         self._documents: dict[str, dict[str, Any]] = {}
@@ -290,7 +310,8 @@ class Admission:
         claim = tx.claim
         held = self._held.get((claim.run_id, claim.epoch), frozenset())
         missing = {key: cap for key, cap in caps.items() if key not in held}
-        if missing:
+        taken: dict[str, Any] = {"limits": sorted(missing), "epoch": claim.epoch}
+        if missing and not self._sent_with_claim(tx, missing):
             conn = tx.row_conn if tx.row_stored else tx.conn  # a run created here: written first
             now = self.store.now()
             full = self.store.capacity.take(conn, claim.run_id, claim.epoch, missing, now)
@@ -298,8 +319,11 @@ class Admission:
                 kind = "paused" if full.max_slots == 0 else "concurrency"
                 detail = {} if kind == "paused" else {"max": full.max_slots, "in_use": full.in_use}
                 wait_for_capacity(self.store, tx, WaitsFor(kind, full.key, detail))
-                self.waiters_seen = time.monotonic()
+                self.waiters_seen = self._bound[full.key] = time.monotonic()
                 return False
+            # when the slots were counted: after the keys' locks, so after the end of any
+            # claim whose slot this one may reuse (what a check of the events relies on)
+            taken["taken_at"] = time.time()
         if run.current_state is None and quotas.of_scope(self.store, run.scope):
             over = quotas.admit(self.store, tx, run, self.store.now())
             if over is not None:  # the slots just taken count for nothing once it waits
@@ -308,17 +332,70 @@ class Admission:
                 return False
         if not missing:
             return True
+        # slots sent with the claim's write are counted by a statement that runs no later than
+        # the one writing this event: the server's clock then is as late as the count
         tx.append_event(
-            "capacity.slot_taken",
-            # when the slots were counted: after the keys' locks, so after the end of any
-            # claim whose slot this one may reuse (what a check of the events relies on)
-            {"limits": sorted(missing), "epoch": claim.epoch, "taken_at": time.time()},
+            "capacity.slot_taken", taken, stamp=None if "taken_at" in taken else "taken_at"
         )
         with self._lock:
             if len(self._held) >= HELD_KEPT:
                 del self._held[next(iter(self._held))]
             self._held[(claim.run_id, claim.epoch)] = held | frozenset(missing)
         return True
+
+    def _sent_with_claim(self, tx: FencedTx, missing: Mapping[str, int]) -> bool:
+        """Send the take of ``missing`` with the claim's write, assumed free (checked by
+        :meth:`claiming`): when ``tx`` is this thread's claim transaction, on PostgreSQL (on
+        SQLite the count costs no round trip), and no key is paused or was found full lately.
+        Whether it was sent."""
+        local = getattr(self._local, "claim", None)
+        if local is None or local[0] is not tx or self.store.dialect != "postgresql":
+            return False
+        lately = time.monotonic() - WAITERS_SEEN_FOR
+        bound = self._bound
+        if any(cap <= 0 or bound.get(key, lately) > lately for key, cap in missing.items()):
+            return False
+        claim = tx.claim
+        now = self.store.now()
+        local[1].append(
+            self.store.capacity.take_with_flush(tx, claim.run_id, claim.epoch, missing, now)
+        )
+        return True
+
+    @contextmanager
+    def claiming(self, tx: FencedTx) -> Iterator[None]:
+        """The block saves the first turns of a claim in ``tx``, the claim's own transaction:
+        on PostgreSQL the slots they take are sent with the claim's write, assumed free, so no
+        round trip waits for the count (:meth:`Capacity.take_with_flush`). Once the block is
+        done, the write is sent, and a key whose slot was not free after all raises
+        :class:`SlotsRefused`: the caller rolls the claim back and claims the run again, and
+        this time the key's slots are counted first (for :data:`WAITERS_SEEN_FOR`)."""
+        takings: list[Taking] = []
+        self._local.claim = (tx, takings)
+        try:
+            yield
+        finally:
+            self._local.claim = None
+        if not takings:
+            return
+        tx.flush()
+        refused = [(taking, key) for taking in takings if (key := taking.refused())]
+        if not refused:
+            return
+        claim = tx.claim
+        with self._lock:
+            self._held.pop((claim.run_id, claim.epoch), None)
+            for _taking, key in refused:
+                self._bound[key] = time.monotonic()
+        for taking in takings:
+            self.store.capacity.rolled_back(taking)
+        raise SlotsRefused(claim.run_id, refused[0][1])
+
+    def bound(self, keys: Iterable[str]) -> None:
+        """Runs wait for ``keys``: their slots are counted before a claim goes on, for a while."""
+        now = time.monotonic()
+        with self._lock:
+            self._bound.update(dict.fromkeys(keys, now))
 
     def skill_cap(self, skill: str, declared: int | None) -> int | None:
         """The cap on calls in flight to ``skill`` now: its active version's, else
@@ -494,4 +571,5 @@ class CapacityPoll:
             keys = self.store.capacity.waiting_keys(conn)
         if keys:
             self.admission.waiters_seen = time.monotonic()
+            self.admission.bound(keys)
         return wake_free(self.store, keys, self.admission.active())

@@ -27,7 +27,7 @@ from openseal.errors import ClaimLost, OpenSealError, RuntimeFailure
 from openseal.observability import metrics
 from openseal.runtime import telemetry
 from openseal.runtime.caller import Caller
-from openseal.runtime.engine.capacity import CapacityPoll, wake_free
+from openseal.runtime.engine.capacity import CapacityPoll, SlotsRefused, wake_free
 from openseal.runtime.engine.cascade import Cascade
 from openseal.runtime.engine.catalog import WorkflowCatalog
 from openseal.runtime.engine.objectives import create_objective
@@ -353,17 +353,23 @@ class Engine:
         of recovery mode, which it found absent; ``refuse``: nothing is claimed in recovery mode
         (``InRecoveryMode``, read by the claim's statement)."""
         ended: list[TurnReport] = []
+        admission = self.executor.admission
+        #: the slots the turns take are counted before they go on (else sent with the write)
+        counted = False
 
         def start(tx: FencedTx) -> Begun | None:
             ended.clear()
             if active is not None:  # read with the creation this claim joins
                 tx.active_digests.update(active)
                 tx.in_recovery = False
-            return self.executor.begin(tx, chain=lambda: self._more(len(ended)), done=ended)
+            if counted:
+                return self.executor.begin(tx, chain=lambda: self._more(len(ended)), done=ended)
+            with admission.claiming(tx):
+                return self.executor.begin(tx, chain=lambda: self._more(len(ended)), done=ended)
 
-        try:
+        def claim_and_start(run_id: str | None) -> tuple[Claim, Begun | None] | None:
             # The claim and the first turn's save commit together.
-            found = self.store.leases.claim_and_start(
+            return self.store.leases.claim_and_start(
                 self.worker_id,
                 start,
                 lease_seconds=self.lease_seconds,
@@ -371,6 +377,16 @@ class Engine:
                 unwritten=unwritten,
                 refuse_in_recovery=refuse,
             )
+
+        try:
+            try:
+                found = claim_and_start(run_id)
+            except SlotsRefused as refused:
+                # A cap had no room after all, and the claim was rolled back with the take its
+                # write carried: claim the run again, its slots counted first (it waits then).
+                log.debug("%s; claiming again, counting the slots first", refused)
+                counted = True
+                found = claim_and_start(refused.run_id)
         except (DriverFailure, InRecoveryMode):
             raise  # the database is unreachable or busy (the caller retries), or recovering
         except Exception as exc:

@@ -11,7 +11,8 @@ one by one.
 The statements are built once per shape (tables, column names, number of rows) and bound with
 parameters named ``r<n>_<column>`` for the ``n``-th row, in the order given. An UPDATE can go
 along too (:data:`HeldUpdate`): a statement built once, returning one column, whose parameters
-are renamed ``u<n>_<name>`` for the ``n``-th; what each returned comes back as a list.
+are renamed ``u<n>_<name>`` for the ``n``-th; what each returned comes back as a list. An
+``INSERT … RETURNING`` one column goes the same way.
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ from openseal.runtime.store.db import fastsql, wake_choice
 
 #: which columns each inserted row sets, in order: (table, column names) per row
 Shape = tuple[tuple[sa.Table, tuple[str, ...]], ...]
-#: an UPDATE (built once, ``RETURNING`` one column) and its parameters
-HeldUpdate = tuple[sa.Update, Mapping[str, Any]]
+#: an UPDATE or INSERT (built once, ``RETURNING`` one column) and its parameters
+HeldUpdate = tuple[sa.Update | sa.Insert, Mapping[str, Any]]
 #: a row to insert unless a row with the same unique key exists: (table, key columns, row)
 NewRow = tuple[sa.Table, tuple[str, ...], Mapping[str, Any]]
 
@@ -92,7 +93,7 @@ def update_parameters(updates: Sequence[HeldUpdate]) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def update_ctes(statements: Sequence[sa.Update]) -> list[sa.CTE]:
+def update_ctes(statements: Sequence[sa.Update | sa.Insert]) -> list[sa.CTE]:
     """Each of ``statements`` as a ``WITH`` clause to add to a statement, its parameters
     renamed for :func:`update_parameters`; :func:`updated` reads what they return."""
     return [_renamed(stmt, f"u{n}_").cte(f"updated_{n}") for n, stmt in enumerate(statements)]
@@ -112,7 +113,7 @@ def updated_values(row: Mapping[str, Any], count: int) -> list[list[Any]]:
     return [list(row[f"updated_{n}"] or ()) for n in range(count)]
 
 
-def _renamed(stmt: sa.Update, prefix: str) -> sa.Update:
+def _renamed(stmt: sa.Update | sa.Insert, prefix: str) -> sa.Update | sa.Insert:
     """``stmt`` with each named parameter ``p`` renamed ``<prefix>p`` (anonymous ones, such
     as a literal, are numbered apart by the compiler already)."""
 
@@ -122,7 +123,7 @@ def _renamed(stmt: sa.Update, prefix: str) -> sa.Update:
         return None
 
     no_options: dict[str, Any] = {}
-    return cast(sa.Update, visitors.replacement_traverse(stmt, no_options, rename))
+    return cast(sa.Update | sa.Insert, visitors.replacement_traverse(stmt, no_options, rename))
 
 
 def insert_ctes(shape: Shape, first: int = 0) -> list[sa.CTE]:

@@ -207,7 +207,8 @@ def execute(
 
 
 def execute_with_next(conn: sa.Connection, stmt: sa.Executable, params: Mapping[str, Any]) -> None:
-    """Run ``stmt``, a write whose result nobody reads, in ``conn``'s transaction: on
+    """Run ``stmt``, a write (or a lock taken) whose result nobody reads, in ``conn``'s
+    transaction: on
     PostgreSQL (:mod:`.pg_begin`) it is sent with the connection's next statement, or before
     the commit, and a failure of it fails that statement (or the commit) instead. For a write
     that only a fault of the database or a bug can fail: a caller that handles its failure
@@ -217,7 +218,8 @@ def execute_with_next(conn: sa.Connection, stmt: sa.Executable, params: Mapping[
         _run(conn, stmt, params)
         return
     with deferring():
-        _run(conn, stmt, params)
+        # its rows (a lock's) are never read: the cursor has no result of its own yet
+        _run(conn, stmt, params, fetch=False)
 
 
 def execute_together(
@@ -468,6 +470,8 @@ def _run(
     conn: sa.Connection,
     stmt: sa.Executable,
     params: Mapping[str, Any] | Sequence[Mapping[str, Any]],
+    *,
+    fetch: bool = True,
 ) -> tuple[list[dict[str, Any]], int]:
     rows: Sequence[Mapping[str, Any]]
     if type(params) is dict or isinstance(params, Mapping):
@@ -494,7 +498,7 @@ def _run(
         conn._handle_dbapi_exception(exc, prepared.sql, list(rows), None, None)
     columns = prepared.columns
     codes, fetched, rowcount = _on_cursor(
-        conn, dispatch, prepared.sql, arguments, many=many, fetch=bool(columns)
+        conn, dispatch, prepared.sql, arguments, many=many, fetch=fetch and bool(columns)
     )
     if codes is None:
         return [], rowcount

@@ -28,9 +28,9 @@ import threading
 import time
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
@@ -41,6 +41,9 @@ from openseal.runtime.store.repos.events import change_run
 from openseal.runtime.store.repos.repository import Repository
 from openseal.runtime.store.tables import schema
 from openseal.runtime.store.tables.records import Run
+
+if TYPE_CHECKING:
+    from openseal.runtime.store.repos.fenced import FencedTx
 
 settings_table = schema.capacity_settings
 limits = schema.capacity_limits
@@ -174,6 +177,26 @@ class Full:
     in_use: int
 
 
+@dataclass
+class Taking:
+    """Slots sent with a claim's write (:meth:`Capacity.take_with_flush`): the keys whose
+    slots it took are known once that write is sent."""
+
+    caps: Mapping[str, int]
+    #: the keys it took a slot of (None: not written yet)
+    taken: frozenset[str] | None = field(default=None)
+
+    def written(self, keys: list[Any]) -> None:
+        self.taken = frozenset(str(key) for key in keys)
+
+    def refused(self) -> str | None:
+        """The first key (in sorted order) whose slot was not taken, once written; None when
+        every slot was."""
+        if self.taken is None:
+            raise RuntimeError("the slots' write has not been sent")
+        return next((key for key in sorted(self.caps) if key not in self.taken), None)
+
+
 @dataclass(frozen=True)
 class Slot:
     key: str
@@ -276,19 +299,9 @@ class Capacity(Repository):
         before the count). A cap that never binds costs a claim two statements on PostgreSQL,
         one on SQLite."""
         keys = sorted(caps)
-        record, write = self._statements(len(keys))
-        params: dict[str, Any] = {"p_run": run_id, "p_epoch": epoch, "p_now": now}
-        for i, key in enumerate(keys):
-            params[f"p_key{i}"] = key
-            params[f"p_max{i}"] = caps[key]
-        statements = self._locked(keys)
-        if any(self._recorded.get(key) != cap for key, cap in caps.items()):
-            statements.append((record, params))
-            with self._lock:
-                self._recorded.update(caps)
-        self._takes += 1
-        if self._takes % SWEEP_EVERY == 0:
-            statements.append((self._sweep(len(keys)), params))
+        _record, write = self._statements(len(keys))
+        params = self._take_parameters(run_id, epoch, keys, caps, now)
+        statements = self._before_count(keys, caps, params)
         statements.append((write, params))
         written = fastsql.execute_together(conn, statements)[-1]
         taken = {str(row["key"]) for row in written}
@@ -297,6 +310,60 @@ class Capacity(Repository):
                 in_use = self.in_use(conn, [key], besides=run_id)[key]
                 return Full(key, caps[key], in_use)
         return None
+
+    def take_with_flush(
+        self, tx: FencedTx, run_id: str, epoch: int, caps: Mapping[str, int], now: datetime
+    ) -> Taking:
+        """PostgreSQL: :meth:`take`, sent with the claim's own write instead of a round trip
+        of its own, for a caller that goes on as if every slot was taken and rolls ``tx`` back
+        when one was not (:meth:`Taking.refused`, known once ``tx`` has flushed).
+
+        The keys' locks (and the cap's record, the sweep, when due) go with ``tx``'s next
+        statement, as statements of their own; the count and write of the slots go in the
+        statement that writes ``tx``'s held-back changes (``FencedTx.update_with_flush``), which
+        comes after them, so its snapshot is taken once the locks are held, as :meth:`take`'s
+        is. A key found full has no slot written; the run's write went with it all the same,
+        so ``tx`` must not commit then."""
+        keys = sorted(caps)
+        _record, write = self._statements(len(keys))
+        params = self._take_parameters(run_id, epoch, keys, caps, now)
+        conn = tx.row_conn
+        for stmt, given in self._before_count(keys, caps, params):
+            fastsql.execute_with_next(conn, stmt, given)
+        taking = Taking(caps)
+        tx.update_with_flush(write, params, taking.written)
+        return taking
+
+    def rolled_back(self, taking: Taking) -> None:
+        """``taking``'s transaction was rolled back: the caps it recorded are not recorded."""
+        with self._lock:
+            for key in taking.caps:
+                self._recorded.pop(key, None)
+
+    def _take_parameters(
+        self, run_id: str, epoch: int, keys: list[str], caps: Mapping[str, int], now: datetime
+    ) -> dict[str, Any]:
+        params: dict[str, Any] = {"p_run": run_id, "p_epoch": epoch, "p_now": now}
+        for i, key in enumerate(keys):
+            params[f"p_key{i}"] = key
+            params[f"p_max{i}"] = caps[key]
+        return params
+
+    def _before_count(
+        self, keys: list[str], caps: Mapping[str, int], params: Mapping[str, Any]
+    ) -> list[tuple[Any, Mapping[str, Any]]]:
+        """What a take sends before the count: the keys' locks, the caps' record when this
+        store has not recorded them, and every :data:`SWEEP_EVERY` takes the sweep."""
+        record, _write = self._statements(len(keys))
+        statements = self._locked(keys)
+        if any(self._recorded.get(key) != cap for key, cap in caps.items()):
+            statements.append((record, params))
+            with self._lock:
+                self._recorded.update(caps)
+        self._takes += 1
+        if self._takes % SWEEP_EVERY == 0:
+            statements.append((self._sweep(len(keys)), params))
+        return statements
 
     def _locked(self, keys: Iterable[str]) -> list[tuple[Any, Mapping[str, Any]]]:
         """The statement taking ``keys``' advisory locks on PostgreSQL (none on SQLite, whose

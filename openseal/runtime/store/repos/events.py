@@ -15,12 +15,14 @@ executing it on SQLite, and these run several times per turn.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
 
 from openseal.runtime.store.db import combined, fastsql
 from openseal.runtime.store.db.errors import NotFound
@@ -37,8 +39,19 @@ _updates: dict[tuple[tuple[str, ...], bool, bool], sa.Update] = {}
 _inserts: dict[tuple[str, ...], sa.Insert] = {}
 #: event payloads that depend on an update: (event index, update index) pairs, in order
 Alternatives = tuple[tuple[int, int], ...]
+#: event payloads given the database's clock: (event index, the payload's field) pairs, in order
+Stamps = tuple[tuple[int, str], ...]
 _with_events: dict[
-    tuple[tuple[str, ...], bool, bool, int, combined.Shape, tuple[sa.Update, ...], Alternatives],
+    tuple[
+        tuple[str, ...],
+        bool,
+        bool,
+        int,
+        combined.Shape,
+        tuple[sa.Update | sa.Insert, ...],
+        Alternatives,
+        Stamps,
+    ],
     sa.Insert,
 ] = {}
 INSERT_EVENTS: sa.Insert = sa.insert(schema.events)
@@ -97,8 +110,9 @@ def _run_write_with_events(
     insert_run: bool,
     count: int,
     inserts: combined.Shape,
-    updates: tuple[sa.Update, ...],
+    updates: tuple[sa.Update | sa.Insert, ...],
     alternatives: Alternatives,
+    stamps: Stamps,
 ) -> sa.Insert:
     """PostgreSQL: ``WITH changed AS (UPDATE runs ... RETURNING last_event_seq) INSERT INTO
     events ... SELECT ... FROM changed`` for ``count`` events, built once per shape (with
@@ -108,8 +122,9 @@ def _run_write_with_events(
     rows of ``inserts`` and the ``updates`` (:mod:`.combined`) are written by the same
     statement, whatever the UPDATE matches; each row it returns also holds what the updates
     returned. Event ``i`` of a pair ``(i, u)`` of ``alternatives`` has payload
-    ``e_payload_if_<i>`` instead when update ``u`` changed a row."""
-    shape = (keys, fenced, insert_run, count, inserts, updates, alternatives)
+    ``e_payload_if_<i>`` instead when update ``u`` changed a row. Event ``i`` of a pair
+    ``(i, field)`` of ``stamps`` has ``field`` set to the server's clock in its payload."""
+    shape = (keys, fenced, insert_run, count, inserts, updates, alternatives, stamps)
     stmt = _with_events.get(shape)
     if stmt is not None:
         return stmt
@@ -123,6 +138,8 @@ def _run_write_with_events(
     for i, u in alternatives:
         instead = sa.bindparam(f"e_payload_if_{i}", type_=events.c.payload.type)
         payloads[i] = sa.case((sa.exists(updated[u].select()), instead), else_=payloads[i])
+    for i, field in stamps:
+        payloads[i] = _stamped(payloads[i], field)
     rows = [
         sa.select(
             sa.literal_column(str(i), sa.Integer).label("ord"),
@@ -164,6 +181,7 @@ def append_events(
     updates: Sequence[combined.HeldUpdate] = (),
     alternatives: Mapping[int, tuple[int, dict[str, Any]]] | None = None,
     insert_run: bool = False,
+    stamps: Mapping[int, str] | None = None,
 ) -> Mapping[str, Any] | None:
     """Apply ``values`` to the run and append ``events`` (type, actor, payload) after it.
 
@@ -177,7 +195,9 @@ def append_events(
     ``updates``: on PostgreSQL by the same statement. What each update returned is the row's
     ``updated`` (a list per update). ``alternatives`` maps the index of an event whose payload
     depends on an update to that update's index and the payload the event has instead when the
-    update changed a row.
+    update changed a row. ``stamps`` maps the index of an event to a field its payload gets:
+    the database's clock (seconds since the epoch) as the statement writing it runs, after
+    every statement sent before it (on SQLite, the clock as the events are inserted).
 
     With ``insert_run`` the run is not stored yet: ``values`` are its whole row as the events
     leave it (``last_event_seq`` counting every one of them, which are numbered from 1), and
@@ -185,11 +205,18 @@ def append_events(
     """
     plain = values or {}
     alternatives = alternatives or {}
+    stamps = stamps or {}
     if events and not whole_row and conn.dialect.name == "postgresql":
         return _append_in_one_statement(
             conn, run_id, events, now=now, values=plain, fence=fence, inserts=inserts,
-            updates=updates, alternatives=alternatives, insert_run=insert_run,
+            updates=updates, alternatives=alternatives, insert_run=insert_run, stamps=stamps,
         )  # fmt: skip
+    if stamps:
+        at = time.time()
+        events = [
+            (kind, actor, {**payload, stamps[i]: at} if i in stamps else payload)
+            for i, (kind, actor, payload) in enumerate(events)
+        ]
     return _append_in_steps(
         conn, run_id, events, now=now, values=plain, fence=fence, whole_row=whole_row,
         inserts=inserts, updates=updates, alternatives=alternatives, insert_run=insert_run,
@@ -208,6 +235,7 @@ def _append_in_one_statement(
     updates: Sequence[combined.HeldUpdate],
     alternatives: Mapping[int, tuple[int, dict[str, Any]]],
     insert_run: bool,
+    stamps: Mapping[int, str],
 ) -> Mapping[str, Any] | None:
     """:func:`append_events` on PostgreSQL in one round trip: the UPDATE in a WITH, the events
     inserted from what it returns."""
@@ -215,6 +243,7 @@ def _append_in_one_statement(
         tuple(sorted(values)), fence is not None, insert_run, len(events),
         combined.shape_of(inserts), tuple(stmt for stmt, _params in updates),
         tuple(sorted((i, u) for i, (u, _payload) in alternatives.items())),
+        tuple(sorted(stamps.items())),
     )  # fmt: skip
     params = _run_parameters(run_id, values, len(events), now, fence)
     params.update(combined.parameters(inserts))
@@ -230,6 +259,16 @@ def _append_in_one_statement(
         "last_event_seq": max(int(r["seq"]) for r in written),
         "updated": combined.updated_values(written[0], len(updates)),
     }
+
+
+def _stamped(payload: sa.ColumnElement[Any], field: str) -> sa.ColumnElement[Any]:
+    """``payload`` with ``field`` set to the server's clock, in seconds since the epoch: read
+    as the statement runs (``clock_timestamp()``), not when its transaction began."""
+    clock = sa.extract("epoch", sa.func.clock_timestamp())
+    merged = sa.cast(payload, postgresql.JSONB).op("||", return_type=postgresql.JSONB)(
+        sa.func.jsonb_build_object(sa.literal(field, sa.String), clock)
+    )
+    return sa.cast(merged, schema.events.c.payload.type)
 
 
 def _append_in_steps(

@@ -178,10 +178,14 @@ class FencedTx:
         #: rows of other tables held back (:meth:`insert_with_flush`), inserted after the turns
         self._rows: list[tuple[sa.Table, Mapping[str, Any]]] = []
         #: UPDATEs held back (:meth:`update_with_flush`), each with what receives its outcome
-        self._updates: list[tuple[sa.Update, Mapping[str, Any], Callable[[list[Any]], None]]] = []
+        self._updates: list[
+            tuple[sa.Update | sa.Insert, Mapping[str, Any], Callable[[list[Any]], None]]
+        ] = []
         #: held-back events whose payload depends on a held-back update: event index to the
         #: update's index and the payload the event has if the update changes a row
         self._alternatives: dict[int, tuple[int, dict[str, Any]]] = {}
+        #: held-back events whose payload gets the database's clock: event index to the field
+        self._stamps: dict[int, str] = {}
         #: whether the stored row is known to be held by this claim: the flush's UPDATE then
         #: also requires epoch, owner and ``running`` (the lock already guarantees it; this
         #: keeps a transaction that lost its lock from writing over a takeover)
@@ -238,11 +242,15 @@ class FencedTx:
         self._rows.append((table, row))
 
     def update_with_flush(
-        self, stmt: sa.Update, params: Mapping[str, Any], then: Callable[[list[Any]], None]
+        self,
+        stmt: sa.Update | sa.Insert,
+        params: Mapping[str, Any],
+        then: Callable[[list[Any]], None],
     ) -> None:
-        """Run ``stmt`` (an UPDATE built once, returning one column) with the held-back
-        changes (on PostgreSQL by the statement that appends the run's events); ``then``
-        receives the values it returned, before the transaction commits. For an update of
+        """Run ``stmt`` (an UPDATE or INSERT built once, returning one column) with the
+        held-back changes (on PostgreSQL by the statement that appends the run's events);
+        ``then`` receives the values it returned, before the transaction commits (again if an
+        :meth:`attempt` undid the flush that wrote it: the last call tells). For a write to
         another table whose outcome nothing in the transaction needs before then."""
         self._updates.append((stmt, params, then))
 
@@ -251,9 +259,10 @@ class FencedTx:
         UPDATEs, an UPDATE, an INSERT; on PostgreSQL one statement). A run not written yet is
         inserted as it is now instead of updated (before the turns, on SQLite)."""
         started = [(turns, turn.__dict__) for turn in self._turns.values()] + self._rows
-        held, alternatives = self._updates, self._alternatives
+        held, alternatives, stamps = self._updates, self._alternatives, self._stamps
         updates = [(stmt, params) for stmt, params, _then in held]
         self._turns, self._rows, self._updates, self._alternatives = {}, [], [], {}
+        self._stamps = {}
         if not self._events and not self._values:
             combined.insert_each(self._conn, started)
             self._updated(held, combined.update_each(self._conn, updates))
@@ -265,7 +274,7 @@ class FencedTx:
         row = append_events(
             self._conn, self.claim.run_id, self._events, now=self.now, values=values,
             fence=fence, inserts=started, updates=updates, alternatives=alternatives,
-            insert_run=not self._stored,
+            insert_run=not self._stored, stamps=stamps,
         )  # fmt: skip
         if row is None or int(row["last_event_seq"]) != self._run.last_event_seq:
             # The row is locked by this transaction; a mismatch is a bug, never a race.
@@ -293,8 +302,8 @@ class FencedTx:
         """
         held = (
             self._run, dict(self._values), list(self._events), dict(self._turns),
-            list(self._rows), list(self._updates), dict(self._alternatives), self._row_held,
-            dict(self.active_digests), list(self.commit_points), self._stored,
+            list(self._rows), list(self._updates), dict(self._alternatives), dict(self._stamps),
+            self._row_held, dict(self.active_digests), list(self.commit_points), self._stored,
         )  # fmt: skip
         writes, seen = self._info.get(EVENT_WRITES, 0), self._writes_seen
         open_savepoint(self._conn, ATTEMPT_SAVEPOINT)
@@ -307,8 +316,8 @@ class FencedTx:
             execute_driver_sql(self._conn, f"ROLLBACK TO SAVEPOINT {ATTEMPT_SAVEPOINT}")
         (
             self._run, self._values, self._events, self._turns, self._rows, self._updates,
-            self._alternatives, self._row_held, self.active_digests, self.commit_points,
-            self._stored,
+            self._alternatives, self._stamps, self._row_held, self.active_digests,
+            self.commit_points, self._stored,
         ) = held  # fmt: skip
         # the events the body wrote through the connection are undone: they do not count as
         # someone else's appends
@@ -340,7 +349,7 @@ class FencedTx:
 
     @staticmethod
     def _updated(
-        held: list[tuple[sa.Update, Mapping[str, Any], Callable[[list[Any]], None]]],
+        held: list[tuple[sa.Update | sa.Insert, Mapping[str, Any], Callable[[list[Any]], None]]],
         outcomes: list[list[Any]],
     ) -> None:
         for (_stmt, _params, then), returned in zip(held, outcomes, strict=True):
@@ -448,8 +457,17 @@ class FencedTx:
         payload = {"workflow_digest": digest, "previous_digest": self._run.workflow_digest}
         return self._change("run.pinned", payload, workflow_digest=digest)
 
-    def append_event(self, type: str, payload: dict[str, Any], actor: str | None = None) -> Event:
+    def append_event(
+        self, type: str, payload: dict[str, Any], actor: str | None = None, *,
+        stamp: str | None = None,
+    ) -> Event:  # fmt: skip
+        """Append event ``type`` to the run, held back with the other changes. With ``stamp``,
+        its payload's field of that name is set to the database's clock as the statement that
+        writes it runs (seconds since the epoch: after whatever was sent before it; on SQLite
+        the clock as it is written); the event returned has no such field."""
         self._sync_counters()
+        if stamp is not None:
+            self._stamps[len(self._events)] = stamp
         self._events.append((type, actor or self.actor, payload))
         seq = self._run.last_event_seq + 1
         self._run = evolve(
