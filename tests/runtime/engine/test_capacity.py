@@ -6,6 +6,7 @@ over, and a paused agent's runs wait while others go on. Both backends."""
 from __future__ import annotations
 
 import threading
+import time
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -13,12 +14,14 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
+from bench.runtime_support import CommitCounter
 from openseal.runtime import service
 from openseal.runtime.access import Grant
 from openseal.runtime.engine.capacity import wake_free
 from openseal.runtime.engine.engine import Engine
 from openseal.runtime.statuses import RunStatus
 from openseal.runtime.store import Run, Store
+from openseal.runtime.store.repos import leases
 from openseal.runtime.store.repos.capacity import LOCK_SPACE, lock_ids
 from tests.runtime.engine_support import DEFS, compile_files, engine, event_types, register
 from tests.runtime.engine_support import scripted as scripted_provider
@@ -89,6 +92,81 @@ def test_a_run_over_the_cap_waits_and_is_woken_by_priority(capped: Store, tmp_pa
     with capped.read() as conn:
         assert capped.capacity.held(conn) == []
         assert capped.capacity.waiting_keys(conn) == []
+
+
+def test_a_take_sent_with_the_claims_write_that_finds_the_cap_full_counts_again(
+    capped: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On PostgreSQL a claim's slots go with its own write, assumed free: when the cap was full
+    after all (taken by another worker's claims), the claim is rolled back and made again with
+    its slots counted first, and the run waits as if it had counted first (one claim, its
+    events, no slot); the key then has this worker count first for its next claims too."""
+    if capped.dialect != "postgresql":
+        pytest.skip("SQLite counts first: its count costs no round trip")
+    holder, late = worker(capped, tmp_path, "holder"), worker(capped, tmp_path, "late")
+    first, second, third, fourth = (start(capped, "capped") for _ in range(4))
+    claim(holder, first)
+    claim(holder, second)
+    rolled_back: list[object] = []
+    taken = capped.capacity.rolled_back
+    monkeypatch.setattr(capped.capacity, "rolled_back", lambda t: (rolled_back.append(t), taken(t)))
+    claim(late, third)
+    assert len(rolled_back) == 1  # its take had gone with its write, and was undone
+    waiting = capped.runs.get(third.id)
+    assert (waiting.status, waiting.epoch, waiting.lease_owner) == (
+        RunStatus.WAITING_FOR_CAPACITY, 1, None,
+    )  # fmt: skip
+    assert event_types(capped, third) == ["run.created", "lease.claimed", "capacity.waiting"]
+    with capped.read() as conn:
+        assert {slot.run_id for slot in capped.capacity.held(conn)} == {first.id, second.id}
+    claim(late, fourth)  # counted first: refused without a claim rolled back
+    assert len(rolled_back) == 1
+    assert status(capped, fourth) == RunStatus.WAITING_FOR_CAPACITY
+
+
+def test_a_slot_taken_is_stamped_no_earlier_than_its_count(capped: Store, tmp_path: Path) -> None:
+    """``capacity.slot_taken`` says when its slots were counted (``taken_at``: no earlier than
+    the count, so after the end of any claim whose slot it reuses), sent with the claim's write
+    or counted first."""
+    w = worker(capped, tmp_path)
+    run = start(capped, "capped")
+    before = time.time()
+    claim(w, run)
+    after = time.time()
+    (taken,) = [e for e in capped.runs.events(run.id, 0, 100) if e.type == "capacity.slot_taken"]
+    assert taken.payload["limits"] == ["workflow:capped"] and taken.payload["epoch"] == 1
+    assert before <= float(taken.payload["taken_at"]) <= after
+
+
+def test_a_cap_that_does_not_bind_costs_a_claim_no_round_trip(
+    capped: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On PostgreSQL the take (the keys' locks, then the count and write of the slots) goes in
+    the pipeline of the claim's own write: runs under a cap that does not bind send as many
+    round trips as runs under none (counted on the wire, as ``bench capacity`` counts them)."""
+    if capped.dialect != "postgresql":
+        pytest.skip("round trips are PostgreSQL's")
+    monkeypatch.setattr(leases, "FAIR_SHARE", leases.FAIR_WINDOW + 1)  # a look per second
+    w = worker(capped, tmp_path)
+    # the first runs of each read what is cached after, and have psycopg prepare statements
+    # (preparing one is a round trip of its own outside a pipeline)
+    for _ in range(6):
+        start(capped, "free"), start(capped, "capped")
+    w.run_until_idle()
+
+    def round_trips(workflow: str) -> int:
+        for _ in range(3):
+            start(capped, workflow)
+        counter = CommitCounter()
+        counter.trace_round_trips(capped.engine, tmp_path / workflow)
+        try:
+            assert len(w.run_until_idle()) == 3
+        finally:
+            counter.stop_tracing()
+        return counter.round_trips()
+
+    free = round_trips("free")
+    assert round_trips("capped") == free
 
 
 def test_a_dead_workers_slot_comes_back_with_its_lease(capped: Store, tmp_path: Path) -> None:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import multiprocessing
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -116,3 +117,24 @@ def test_follow_events_yields_new_events_until_the_run_ends(backend: Backend) ->
     thread.join(timeout=60)
     assert not thread.is_alive()
     assert seen == ["run.created", "lease.claimed", "step", "run.completed"]
+
+
+def test_a_stamped_event_gets_the_databases_clock_as_it_is_written(store: Store) -> None:
+    """``append_event(stamp=...)``: the payload's field is the clock when the statement writing
+    the event runs (on PostgreSQL the server's, read by that statement), not when the
+    transaction began; the other events and the returned event are as given."""
+    run = new_run(store)
+    held = store.leases.claim("w1")
+    assert held is not None
+    with store.leases.fenced(held) as tx:
+        returned = tx.append_event("test.stamped", {"n": 1}, stamp="at_clock")
+        tx.append_event("test.plain", {"n": 2})
+        flushed = time.time()  # later than the transaction's start and the append
+        tx.flush()
+        written = time.time()
+    assert returned.payload == {"n": 1}
+    stamped, plain = store.runs.events(run.id, 0, 100)[-2:]
+    assert (stamped.type, plain.type) == ("test.stamped", "test.plain")
+    assert stamped.payload["n"] == 1 and set(stamped.payload) == {"n", "at_clock"}
+    assert flushed <= float(stamped.payload["at_clock"]) <= written
+    assert plain.payload == {"n": 2}
