@@ -124,6 +124,28 @@ def test_a_take_sent_with_the_claims_write_that_finds_the_cap_full_counts_again(
     assert status(capped, fourth) == RunStatus.WAITING_FOR_CAPACITY
 
 
+def test_a_run_submitted_over_a_full_cap_is_created_and_waits(
+    capped: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``Engine.submit`` creates the objective and claims its run in one commit of a group: a
+    cap found full there (by the take sent with the claim's write, on PostgreSQL) undoes only
+    the claim, and the run, created, waits for the cap."""
+    holder = worker(capped, tmp_path, "holder")
+    claim(holder, start(capped, "capped"))
+    claim(holder, start(capped, "capped"))
+    rolled_back: list[object] = []
+    taken = capped.capacity.rolled_back
+    monkeypatch.setattr(capped.capacity, "rolled_back", lambda t: (rolled_back.append(t), taken(t)))
+    script = {"work": [DONE] * 5}
+    submitter = engine(capped, scripted_provider(tmp_path, script)[0], batch_size=2)
+    created, report = submitter.submit(service.StartObjective("capped", {}), service.CLI)
+    assert created.run is not None and report is not None
+    assert len(rolled_back) == (capped.dialect == "postgresql")  # the claim was made again
+    waiting = capped.runs.get(created.run.id)
+    assert (waiting.status, waiting.epoch) == (RunStatus.WAITING_FOR_CAPACITY, 1)
+    assert event_types(capped, waiting.id) == ["run.created", "lease.claimed", "capacity.waiting"]
+
+
 def test_a_slot_taken_is_stamped_no_earlier_than_its_count(capped: Store, tmp_path: Path) -> None:
     """``capacity.slot_taken`` says when its slots were counted (``taken_at``: no earlier than
     the count, so after the end of any claim whose slot it reuses), sent with the claim's write
