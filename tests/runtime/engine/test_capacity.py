@@ -59,6 +59,20 @@ def claim(worker: Engine, run: Run) -> Any:
     return found
 
 
+def spy_rollbacks(store: Store, monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """The takes sent with a claim's write whose claim was rolled back (a cap was full), as
+    they are told to ``store.capacity.rolled_back``."""
+    found: list[object] = []
+    told = store.capacity.rolled_back
+
+    def spy(taking: Any) -> None:
+        found.append(taking)
+        told(taking)
+
+    monkeypatch.setattr(store.capacity, "rolled_back", spy)
+    return found
+
+
 def test_a_run_over_the_cap_waits_and_is_woken_by_priority(capped: Store, tmp_path: Path) -> None:
     w = worker(capped, tmp_path)
     first, second = start(capped, "capped"), start(capped, "capped")
@@ -107,9 +121,7 @@ def test_a_take_sent_with_the_claims_write_that_finds_the_cap_full_counts_again(
     first, second, third, fourth = (start(capped, "capped") for _ in range(4))
     claim(holder, first)
     claim(holder, second)
-    rolled_back: list[object] = []
-    taken = capped.capacity.rolled_back
-    monkeypatch.setattr(capped.capacity, "rolled_back", lambda t: (rolled_back.append(t), taken(t)))
+    rolled_back = spy_rollbacks(capped, monkeypatch)
     claim(late, third)
     assert len(rolled_back) == 1  # its take had gone with its write, and was undone
     waiting = capped.runs.get(third.id)
@@ -133,9 +145,7 @@ def test_a_run_submitted_over_a_full_cap_is_created_and_waits(
     holder = worker(capped, tmp_path, "holder")
     claim(holder, start(capped, "capped"))
     claim(holder, start(capped, "capped"))
-    rolled_back: list[object] = []
-    taken = capped.capacity.rolled_back
-    monkeypatch.setattr(capped.capacity, "rolled_back", lambda t: (rolled_back.append(t), taken(t)))
+    rolled_back = spy_rollbacks(capped, monkeypatch)
     script = {"work": [DONE] * 5}
     submitter = engine(capped, scripted_provider(tmp_path, script)[0], batch_size=2)
     created, report = submitter.submit(service.StartObjective("capped", {}), service.CLI)
