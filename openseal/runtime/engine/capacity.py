@@ -28,8 +28,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -362,34 +361,29 @@ class Admission:
         )
         return True
 
-    @contextmanager
-    def claiming(self, tx: FencedTx) -> Iterator[None]:
-        """The block saves the first turns of a claim in ``tx``, the claim's own transaction:
+    def claiming(self, tx: FencedTx) -> _Claiming:
+        """A block that saves the first turns of a claim in ``tx``, the claim's own transaction:
         on PostgreSQL the slots they take are sent with the claim's write, assumed free, so no
         round trip waits for the count (:meth:`Capacity.take_with_flush`). Once the block is
         done, the write is sent, and a key whose slot was not free after all raises
         :class:`SlotsRefused`: the caller rolls the claim back and claims the run again, and
         this time the key's slots are counted first (for :data:`WAITERS_SEEN_FOR`)."""
-        takings: list[Taking] = []
-        self._local.claim = (tx, takings)
-        try:
-            yield
-        finally:
-            self._local.claim = None
-        if not takings:
-            return
+        return _Claiming(self, tx)
+
+    def _confirm(self, tx: FencedTx, takings: list[Taking]) -> None:
+        """Send ``tx``'s write, which carries ``takings``; :class:`SlotsRefused` when a key was
+        full."""
         tx.flush()
-        refused = [(taking, key) for taking in takings if (key := taking.refused())]
+        refused = [key for taking in takings if (key := taking.refused()) is not None]
         if not refused:
             return
         claim = tx.claim
         with self._lock:
             self._held.pop((claim.run_id, claim.epoch), None)
-            for _taking, key in refused:
-                self._bound[key] = time.monotonic()
+            self._bound.update(dict.fromkeys(refused, time.monotonic()))
         for taking in takings:
             self.store.capacity.rolled_back(taking)
-        raise SlotsRefused(claim.run_id, refused[0][1])
+        raise SlotsRefused(claim.run_id, refused[0])
 
     def bound(self, keys: Iterable[str]) -> None:
         """Runs wait for ``keys``: their slots are counted before a claim goes on, for a while."""
@@ -481,6 +475,26 @@ class Admission:
         if time.monotonic() - self.waiters_seen > WAITERS_SEEN_FOR:
             return frozenset()
         return keys
+
+
+class _Claiming:
+    """:meth:`Admission.claiming`'s block (a class, not a generator: it is entered on every
+    claim, caps or none, and costs a third of the Python calls)."""
+
+    __slots__ = ("admission", "takings", "tx")
+
+    def __init__(self, admission: Admission, tx: FencedTx) -> None:
+        self.admission = admission
+        self.tx = tx
+        self.takings: list[Taking] = []
+
+    def __enter__(self) -> None:
+        self.admission._local.claim = (self.tx, self.takings)
+
+    def __exit__(self, kind: type[BaseException] | None, *_rest: object) -> None:
+        self.admission._local.claim = None
+        if kind is None and self.takings:
+            self.admission._confirm(self.tx, self.takings)
 
 
 def effective_cap(

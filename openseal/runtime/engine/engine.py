@@ -367,7 +367,7 @@ class Engine:
             with admission.claiming(tx):
                 return self.executor.begin(tx, chain=lambda: self._more(len(ended)), done=ended)
 
-        def claim_and_start(run_id: str | None) -> tuple[Claim, Begun | None] | None:
+        def claim_and_start() -> tuple[Claim, Begun | None] | None:
             # The claim and the first turn's save commit together.
             return self.store.leases.claim_and_start(
                 self.worker_id,
@@ -380,13 +380,13 @@ class Engine:
 
         try:
             try:
-                found = claim_and_start(run_id)
+                found = claim_and_start()
             except SlotsRefused as refused:
                 # A cap had no room after all, and the claim was rolled back with the take its
-                # write carried: claim the run again, its slots counted first (it waits then).
+                # write carried: claim again, the slots counted first (the run waits then).
                 log.debug("%s; claiming again, counting the slots first", refused)
                 counted = True
-                found = claim_and_start(refused.run_id)
+                found = claim_and_start()
         except (DriverFailure, InRecoveryMode):
             raise  # the database is unreachable or busy (the caller retries), or recovering
         except Exception as exc:

@@ -168,22 +168,29 @@ class BeginningConnection(deadlines.DeadlineConnection):
 
 #: the most parameters a statement may have for psycopg to keep its parsed form (see below)
 WIDE_STATEMENT_PARAMS = 400
+#: the longest statement (characters) psycopg keeps the parsed form of (see below)
+LONG_STATEMENT_LENGTH = 16384
 
 
 def cache_wide_statements() -> None:
     """Let psycopg keep the parsed form of statements with up to
-    :data:`WIDE_STATEMENT_PARAMS` parameters.
+    :data:`WIDE_STATEMENT_PARAMS` parameters and :data:`LONG_STATEMENT_LENGTH` characters.
 
     psycopg parses a statement's placeholders once and caches the result (an LRU of 128
-    entries), but not for a statement of more than 50 parameters, against the many shapes of
-    an ORM's multi-row ``VALUES``. The store's statements come in a few fixed shapes, and the
-    one that writes a run with its first turn and events carries about 80: parsed again on
-    every run, it cost about a third of a millisecond of CPU each time. A psycopg without
-    the setting is left as it is.
+    entries), but not for a statement of more than 50 parameters or 4,096 characters, against
+    the many shapes of an ORM's multi-row ``VALUES``. The store's statements come in a few
+    fixed shapes, and the one that writes a run with its first turn and events carries about
+    80 parameters (and, with a claim's slots, over 4,096 characters): parsed again on every
+    run, it cost about a third of a millisecond of CPU each time. A psycopg without the
+    settings is left as it is.
     """
-    current = getattr(psycopg._queries, "MAX_CACHED_STATEMENT_PARAMS", None)
-    if isinstance(current, int) and current < WIDE_STATEMENT_PARAMS:
-        psycopg._queries.MAX_CACHED_STATEMENT_PARAMS = WIDE_STATEMENT_PARAMS
+    for name, wanted in (
+        ("MAX_CACHED_STATEMENT_PARAMS", WIDE_STATEMENT_PARAMS),
+        ("MAX_CACHED_STATEMENT_LENGTH", LONG_STATEMENT_LENGTH),
+    ):
+        current = getattr(psycopg._queries, name, None)
+        if isinstance(current, int) and current < wanted:
+            setattr(psycopg._queries, name, wanted)
 
 
 def begin_with_first_statement(engine: sa.Engine) -> None:

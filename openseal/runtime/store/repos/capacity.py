@@ -24,6 +24,7 @@ Which keys a run needs and what their caps are is decided above, by
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 import zlib
@@ -149,6 +150,10 @@ def lock_ids(keys: Iterable[str]) -> list[int]:
     so two takers never wait for each other's locks; two keys with one CRC share a lock, which
     only puts their takers one after another."""
     return sorted({_int4(zlib.crc32(key.encode())) for key in keys})
+
+
+#: :func:`lock_ids` by sorted keys (a process takes a few sets of keys, on every claim)
+_lock_ids = functools.lru_cache(maxsize=1024)(lock_ids)
 
 
 @dataclass(frozen=True)
@@ -365,12 +370,12 @@ class Capacity(Repository):
             statements.append((self._sweep(len(keys)), params))
         return statements
 
-    def _locked(self, keys: Iterable[str]) -> list[tuple[Any, Mapping[str, Any]]]:
+    def _locked(self, keys: Sequence[str]) -> list[tuple[Any, Mapping[str, Any]]]:
         """The statement taking ``keys``' advisory locks on PostgreSQL (none on SQLite, whose
         write lock the transaction holds already), in a list a taker adds its own to."""
         if self._store.dialect != "postgresql":
             return []
-        ids = lock_ids(keys)
+        ids = _lock_ids(tuple(keys))
         built: dict[int, Any] = self.__dict__.setdefault("_locks", {})
         stmt = built.get(len(ids))
         if stmt is None:
