@@ -29,7 +29,7 @@ import threading
 import time
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -189,7 +189,7 @@ class Taking:
 
     caps: Mapping[str, int]
     #: the keys it took a slot of (None: not written yet)
-    taken: frozenset[str] | None = field(default=None)
+    taken: frozenset[str] | None = None
 
     def written(self, keys: list[Any]) -> None:
         self.taken = frozenset(str(key) for key in keys)
