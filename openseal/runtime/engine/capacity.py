@@ -347,8 +347,13 @@ class Admission:
         :meth:`claiming`): when ``tx`` is this thread's claim transaction, on PostgreSQL (on
         SQLite the count costs no round trip), and no key is paused or was found full lately.
         Whether it was sent."""
-        local = getattr(self._local, "claim", None)
-        if local is None or local[0] is not tx or self.store.dialect != "postgresql":
+        claiming = getattr(self._local, "claim", None)
+        if (
+            claiming is None
+            or claiming.tx is not tx
+            or claiming.count_first
+            or self.store.dialect != "postgresql"
+        ):
             return False
         lately = time.monotonic() - WAITERS_SEEN_FOR
         bound = self._bound
@@ -356,19 +361,21 @@ class Admission:
             return False
         claim = tx.claim
         now = self.store.now()
-        local[1].append(
+        claiming.takings.append(
             self.store.capacity.take_with_flush(tx, claim.run_id, claim.epoch, missing, now)
         )
         return True
 
-    def claiming(self, tx: FencedTx) -> _Claiming:
+    def claiming(self, tx: FencedTx, *, count_first: bool = False) -> _Claiming:
         """A block that saves the first turns of a claim in ``tx``, the claim's own transaction:
         on PostgreSQL the slots they take are sent with the claim's write, assumed free, so no
-        round trip waits for the count (:meth:`Capacity.take_with_flush`). Once the block is
-        done, the write is sent, and a key whose slot was not free after all raises
-        :class:`SlotsRefused`: the caller rolls the claim back and claims the run again, and
-        this time the key's slots are counted first (for :data:`WAITERS_SEEN_FOR`)."""
-        return _Claiming(self, tx)
+        round trip waits for the count (:meth:`Capacity.take_with_flush`), unless
+        ``count_first``. Once the block is done, the write is sent, and a key whose slot was
+        not free after all raises :class:`SlotsRefused`: the caller rolls the claim back and
+        claims the run again, and this time the key's slots are counted first (for
+        :data:`WAITERS_SEEN_FOR`). A block that raises (its claim is rolled back) leaves no
+        slot remembered as held by the claim: the claim made again in its place has its epoch."""
+        return _Claiming(self, tx, count_first)
 
     def _confirm(self, tx: FencedTx, takings: list[Taking]) -> None:
         """Send ``tx``'s write, which carries ``takings``; :class:`SlotsRefused` when a key was
@@ -377,13 +384,18 @@ class Admission:
         refused = [key for taking in takings if (key := taking.refused()) is not None]
         if not refused:
             return
+        self._undone(tx, takings)
+        with self._lock:
+            self._bound.update(dict.fromkeys(refused, time.monotonic()))
+        raise SlotsRefused(tx.claim.run_id, refused[0])
+
+    def _undone(self, tx: FencedTx, takings: list[Taking]) -> None:
+        """The claim of ``tx`` is rolled back, with ``takings``: it holds no slot."""
         claim = tx.claim
         with self._lock:
             self._held.pop((claim.run_id, claim.epoch), None)
-            self._bound.update(dict.fromkeys(refused, time.monotonic()))
         for taking in takings:
             self.store.capacity.rolled_back(taking)
-        raise SlotsRefused(claim.run_id, refused[0])
 
     def bound(self, keys: Iterable[str]) -> None:
         """Runs wait for ``keys``: their slots are counted before a claim goes on, for a while."""
@@ -481,19 +493,22 @@ class _Claiming:
     """:meth:`Admission.claiming`'s block (a class, not a generator: it is entered on every
     claim, caps or none, and costs a third of the Python calls)."""
 
-    __slots__ = ("admission", "takings", "tx")
+    __slots__ = ("admission", "count_first", "takings", "tx")
 
-    def __init__(self, admission: Admission, tx: FencedTx) -> None:
+    def __init__(self, admission: Admission, tx: FencedTx, count_first: bool) -> None:
         self.admission = admission
         self.tx = tx
+        self.count_first = count_first
         self.takings: list[Taking] = []
 
     def __enter__(self) -> None:
-        self.admission._local.claim = (self.tx, self.takings)
+        self.admission._local.claim = self
 
     def __exit__(self, kind: type[BaseException] | None, *_rest: object) -> None:
         self.admission._local.claim = None
-        if kind is None and self.takings:
+        if kind is not None:
+            self.admission._undone(self.tx, self.takings)
+        elif self.takings:
             self.admission._confirm(self.tx, self.takings)
 
 

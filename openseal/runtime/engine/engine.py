@@ -362,9 +362,7 @@ class Engine:
             if active is not None:  # read with the creation this claim joins
                 tx.active_digests.update(active)
                 tx.in_recovery = False
-            if counted:
-                return self.executor.begin(tx, chain=lambda: self._more(len(ended)), done=ended)
-            with admission.claiming(tx):
+            with admission.claiming(tx, count_first=counted):
                 return self.executor.begin(tx, chain=lambda: self._more(len(ended)), done=ended)
 
         def claim_and_start() -> tuple[Claim, Begun | None] | None:

@@ -156,6 +156,32 @@ def test_a_run_submitted_over_a_full_cap_is_created_and_waits(
     assert event_types(capped, waiting.id) == ["run.created", "lease.claimed", "capacity.waiting"]
 
 
+def test_a_claim_that_failed_after_its_take_is_made_again_with_its_slots(
+    capped: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A claim whose first turn fails unexpectedly after its slots were taken is rolled back,
+    slots and all, and made again alone at the same epoch: that claim takes its slots anew
+    rather than taking them for held."""
+    w = worker(capped, tmp_path)
+    run = start(capped, "capped")
+    prepared = w.executor._prepared
+    failures = [RuntimeError("the first turn's preparation failed")]
+
+    def failing_once(*args: Any) -> Any:
+        if failures:
+            raise failures.pop()
+        return prepared(*args)
+
+    monkeypatch.setattr(w.executor, "_prepared", failing_once)
+    found = claim(w, run)
+    assert not failures and found[1] is None  # claimed alone, the turn not begun
+    w._run_claim(*found)
+    assert status(capped, run) == RunStatus.COMPLETED
+    types = event_types(capped, run)
+    assert types.count("capacity.slot_taken") == 1
+    assert types.index("capacity.slot_taken") < types.index("turn.started")
+
+
 def test_a_slot_taken_is_stamped_no_earlier_than_its_count(capped: Store, tmp_path: Path) -> None:
     """``capacity.slot_taken`` says when its slots were counted (``taken_at``: no earlier than
     the count, so after the end of any claim whose slot it reuses), sent with the claim's write
