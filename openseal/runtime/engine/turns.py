@@ -377,7 +377,10 @@ class TurnExecutor:
             outcome = Attention(f"{type(exc).__name__}: {exc}")
         self.hook("turn.before_advance", claim)
         try:
-            with self.store.leases.fenced(claim) as tx:
+            # pipelined: the fence goes with the first statement (the outcome's record, when
+            # it settles one), and nothing here acts outside the database before the run is
+            # looked at
+            with self.store.leases.fenced(claim, pipelined=True) as tx:
                 detail = self._apply(tx, ctx, outcome)
                 report = self._report(
                     run.id, state, turn.seq, _name(outcome), tx, started.since, detail

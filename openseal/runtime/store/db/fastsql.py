@@ -222,6 +222,57 @@ def execute_with_next(conn: sa.Connection, stmt: sa.Executable, params: Mapping[
         _run(conn, stmt, params, fetch=False)
 
 
+def execute_read_with_next(
+    conn: sa.Connection,
+    stmt: sa.Executable,
+    params: Mapping[str, Any],
+    then: Callable[[list[dict[str, Any]]], None],
+) -> bool:
+    """Send ``stmt``, a read, in ``conn``'s transaction with the connection's next statement
+    (PostgreSQL, :mod:`.pg_begin`); ``then`` gets its rows once that statement's reply is in,
+    before that statement returns (``then`` raising fails it). Whether it was sent that way:
+    False (SQLite, no transaction block, a listener that needs ``Connection.execute``) sends
+    nothing and calls nothing, and the caller runs it with :func:`execute`.
+
+    The read is sent when a statement follows, or when :func:`send_owed` is called, or before
+    the commit; a pipeline that fails hands over no rows (a caller that still needs them reads
+    again)."""
+    dbapi = _dbapi(conn)
+    deferring = getattr(dbapi, "deferring", None)
+    dispatch = _fast(conn) if _in_transaction(conn) else None
+    if deferring is None or dispatch is None or not dbapi.in_block():
+        return False
+    prepared = _prepare(stmt, conn.dialect, frozenset(params))  # type: ignore[arg-type]
+    if prepared is None:
+        return False
+    dialect, codes_of = conn.dialect, _driver(dbapi).codes
+
+    def arrived(cursor: Any) -> None:
+        codes = codes_of(cursor)
+        then([] if codes is None else _rows(dialect, prepared, codes, cursor.fetchall()))
+
+    with deferring(arrived):
+        _on_cursor(conn, dispatch, prepared.sql, prepared.arguments(params), many=False,
+                   fetch=False)  # fmt: skip
+    return True
+
+
+def send_owed(conn: sa.Connection) -> None:
+    """Send what ``conn``'s transaction owes (:func:`execute_read_with_next`,
+    :func:`execute_with_next`) now, alone, and hand over the rows of the reads among it;
+    nothing to do where nothing is owed."""
+    begun = getattr(_dbapi(conn), "begun", None)
+    if begun is None:
+        return
+    try:
+        with begun():
+            pass
+    except BaseException as exc:
+        if isinstance(exc, conn.dialect.loaded_dbapi.Error):  # wrapped, a disconnect noticed
+            conn._handle_dbapi_exception(exc, None, None, None, None)
+        raise
+
+
 def execute_together(
     conn: sa.Connection, statements: Sequence[tuple[sa.Executable, Mapping[str, Any]]]
 ) -> list[list[dict[str, Any]]]:

@@ -42,12 +42,21 @@ the connection's next statement, or before ``COMMIT`` (a round trip of its own t
 nothing follows it. Only its failure can tell anything, and it fails the statement it
 travels with (or the commit) instead, with its own error, so the transaction cannot commit;
 ``ROLLBACK`` forgets it with the rest.
+
+A read can travel the same way when its caller can wait for its rows
+(:func:`~.fastsql.execute_read_with_next`: the fence of a fenced write, whose body's first
+statement does not depend on what the fence reads): it is owed like such a write, and once the
+pipeline it went in has returned, its rows are handed to the caller's callback before the
+statement it travelled with returns, so a callback that raises fails that statement. A read
+owed when nothing follows it goes before ``COMMIT`` like a write (its callback raising then
+fails the commit); a pipeline that failed hands over no rows (the caller reads again when it
+still needs them).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Self
 
@@ -59,6 +68,8 @@ from sqlalchemy import event
 from openseal.runtime.store.db import deadlines, poolers
 
 _BEGIN = b"BEGIN"
+#: what gets an owed read's cursor once its reply is in (:meth:`BeginningConnection.deferring`)
+Arrival = Callable[[psycopg.Cursor[Any]], None]
 #: a statement that only sets a savepoint (what group commit and fenced writes send)
 _SAVEPOINT = re.compile(r"SAVEPOINT [A-Za-z_][A-Za-z0-9_]*")
 #: the server's transaction status inside a block that has not failed
@@ -95,11 +106,14 @@ class BeginningConnection(deadlines.DeadlineConnection):
     #: a transaction began and its ``BEGIN`` has not been sent yet
     owes_begin = False
     #: statements executed and not sent yet, in order: bare savepoints (``SAVEPOINT name``)
-    #: and the writes :meth:`deferring` asked for, each with its parameters and whether it
-    #: must be sent before ``COMMIT`` (a savepoint nothing came after need not)
-    owed: tuple[tuple[Any, Any, bool], ...] = ()
-    #: the next statement executed is owed (:meth:`deferring`)
+    #: and the statements :meth:`deferring` asked for, each with its parameters, whether it
+    #: must be sent before ``COMMIT`` (a savepoint nothing came after need not) and what gets
+    #: its cursor once its reply is in (a read's callback; None for the others)
+    owed: tuple[tuple[Any, Any, bool, Arrival | None], ...] = ()
+    #: the next statement executed is owed (:meth:`deferring`), with the callback that gets its
+    #: cursor when it is a read
     defer_next = False
+    defer_arrival: Arrival | None = None
 
     def defer_savepoint(self, query: Any) -> bool:
         """Owe ``query`` instead of sending it, when it is a bare ``SAVEPOINT`` inside a
@@ -109,7 +123,7 @@ class BeginningConnection(deadlines.DeadlineConnection):
             return False
         if not self.in_block():
             return False  # outside a block the server refuses it: let it say so now
-        self.owed += ((query.encode(), None, False),)
+        self.owed += ((query.encode(), None, False, None),)
         return True
 
     def defer_statement(self, query: Any, params: Any) -> bool:
@@ -118,10 +132,10 @@ class BeginningConnection(deadlines.DeadlineConnection):
         owed); whether it was owed."""
         if not self.defer_next:
             return False
-        self.defer_next = False
+        arrival, self.defer_next, self.defer_arrival = self.defer_arrival, False, None
         if not self.in_block():
             return False  # in autocommit nothing would come to carry it: sent now
-        self.owed += ((query, params, True),)
+        self.owed += ((query, params, True, arrival),)
         return True
 
     def in_block(self) -> bool:
@@ -129,14 +143,16 @@ class BeginningConnection(deadlines.DeadlineConnection):
         return self.owes_begin or self.pgconn.transaction_status == _IN_BLOCK
 
     @contextmanager
-    def deferring(self) -> Iterator[None]:
-        """The next statement executed in the block, a write whose result nobody reads, is
-        owed: sent with the statement after it (see the module docstring)."""
-        self.defer_next = True
+    def deferring(self, arrival: Arrival | None = None) -> Iterator[None]:
+        """The next statement executed in the block is owed: sent with the statement after it
+        (see the module docstring). A write whose result nobody reads; or, with ``arrival``, a
+        read whose cursor ``arrival`` gets once its reply is in. Outside a block
+        (:meth:`in_block`) it is sent at once, and ``arrival`` is not called."""
+        self.defer_next, self.defer_arrival = True, arrival
         try:
             yield
         finally:
-            self.defer_next = False
+            self.defer_next, self.defer_arrival = False, None
 
     @contextmanager
     def begun(self) -> Iterator[None]:
@@ -146,16 +162,24 @@ class BeginningConnection(deadlines.DeadlineConnection):
         if not self.owes_begin and not self.owed:
             yield
             return
-        owed: list[tuple[Any, Any]] = [(_BEGIN, None)] if self.owes_begin else []
-        owed += [(query, params) for query, params, _needed in self.owed]
+        owed: list[tuple[Any, Any, Arrival | None]] = (
+            [(_BEGIN, None, None)] if self.owes_begin else []
+        )
+        owed += [(query, params, arrival) for query, params, _needed, arrival in self.owed]
         self.owes_begin, self.owed = False, ()
+        arrived: list[tuple[Arrival, psycopg.Cursor[Any]]] = []
         with self.pipeline():
-            for query, params in owed:
-                psycopg.Cursor(self).execute(query, params)
+            for query, params, arrival in owed:
+                cursor = psycopg.Cursor(self)
+                cursor.execute(query, params)
+                if arrival is not None:
+                    arrived.append((arrival, cursor))
             yield
+        for arrival, cursor in arrived:  # every reply is in: the pipeline has returned
+            arrival(cursor)
 
     def commit(self) -> None:
-        if any(needed for _query, _params, needed in self.owed):
+        if any(needed for _query, _params, needed, _arrival in self.owed):
             with self.begun():  # a write owed and nothing after it: sent before the commit
                 pass
         self.owes_begin, self.owed = False, ()

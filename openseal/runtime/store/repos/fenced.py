@@ -72,6 +72,33 @@ T = TypeVar("T")
 ATTEMPT_SAVEPOINT: Final = "fenced_attempt"
 
 
+class FenceRefused(Exception):
+    """The fence sent with a fenced write's first statement (:class:`PendingFence`) found that
+    the claim no longer holds the run: raised by that statement (and by any later look at the
+    run), so the write's transaction is rolled back; ``Leases.fenced`` records the rejection
+    and raises ``StaleEpoch``."""
+
+    def __init__(self, row: Mapping[str, Any]) -> None:
+        super().__init__(f"run {row.get('id', '')} is no longer held by this claim")
+        self.row = row
+
+
+@dataclass
+class PendingFence:
+    """The fence of a fenced write sent with the body's first statement rather than alone
+    (``Leases.fenced(pipelined=True)``): the run the transaction starts from is only known,
+    and only looked at, once its row is in."""
+
+    #: reads the fence's row now (when the pipeline it went in failed before handing it over)
+    read: Callable[[], list[dict[str, Any]]]
+    #: whether a fence's row shows the claim holding the run
+    holds: Callable[[Mapping[str, Any]], bool]
+    #: the run the transaction starts from, given the fence's row of a claim that holds it
+    start: Callable[[Mapping[str, Any]], Run]
+    #: the fence's row, once in
+    row: dict[str, Any] | None = None
+
+
 class _Unset:
     """Marks an ``update_run`` argument the caller did not pass (None is a real value)."""
 
@@ -157,6 +184,7 @@ class FencedTx:
         *,
         held: bool = True,
         unwritten: UnwrittenRun | None = None,
+        fence: PendingFence | None = None,
     ) -> None:
         #: the database's hooks (an event name's lock, wake-ups), never a repository
         self._db = db
@@ -164,6 +192,11 @@ class FencedTx:
         self.claim = claim
         self.now = now
         self.actor = f"worker:{claim.worker_id}"
+        #: the fence, while its row is not in (``run`` is then the run the claim's last write
+        #: left, until the row says what to start from): every look at the run waits for it
+        self._fence = fence
+        #: the fence's row when it found the claim no longer holding the run
+        self.refused: Mapping[str, Any] | None = None
         #: the run as this transaction sees it, held-back changes included
         self._run = self._start = run
         self._values: dict[str, Any] = {}
@@ -204,6 +237,46 @@ class FencedTx:
         #: whether the store is in recovery mode, as read in this transaction (None: not read;
         #: see :meth:`look_up`): a dispatch marked here is not sent when it is (invariant 18)
         self.in_recovery: bool | None = None
+
+    @property
+    def _run(self) -> Run:
+        if self._fence is not None:
+            self.await_fence()
+        return self._current
+
+    @_run.setter
+    def _run(self, run: Run) -> None:
+        self._current = run
+
+    def fence_arrived(self, rows: list[dict[str, Any]]) -> None:
+        """The fence's row is in (:class:`PendingFence`): raises :class:`FenceRefused` when
+        the claim no longer holds the run, failing the statement it travelled with."""
+        fence = self._fence
+        if fence is None or fence.row is not None:
+            return
+        (row,) = rows
+        fence.row = row
+        if not fence.holds(row):
+            self.refused = row
+            raise FenceRefused(row)
+
+    def await_fence(self) -> None:
+        """Have the fence's row and start from the run it says, sending the fence now if it
+        has not gone yet (nothing followed it); raises :class:`FenceRefused` when the claim no
+        longer holds the run. Nothing to do for a fence read before the body."""
+        fence = self._fence
+        if fence is None:
+            return
+        if self.refused is not None:
+            raise FenceRefused(self.refused)
+        if fence.row is None:
+            fastsql.send_owed(self._conn)
+        if fence.row is None:  # its pipeline failed before handing it over: read again
+            self.fence_arrived(fence.read())
+        assert fence.row is not None
+        run = fence.start(fence.row)
+        self._fence = None
+        self._current = self._start = run
 
     def look_up(self, deployment: str) -> bool:
         """Whether the store is in recovery mode, with the active digest of ``deployment`` in

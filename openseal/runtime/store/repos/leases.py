@@ -12,7 +12,7 @@ import json
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any, Final, TypeVar
@@ -26,7 +26,7 @@ from openseal.runtime.store.db.base import StoreBase
 from openseal.runtime.store.db.errors import InRecoveryMode, StaleEpoch
 from openseal.runtime.store.db.json_text import compact_json
 from openseal.runtime.store.repos.events import change_run, lease_released
-from openseal.runtime.store.repos.fenced import CommitHook, FencedTx
+from openseal.runtime.store.repos.fenced import CommitHook, FencedTx, PendingFence
 from openseal.runtime.store.repos.repository import Repository
 from openseal.runtime.store.tables import schema
 from openseal.runtime.store.tables.records import Claim, Run, UnwrittenRun, evolve
@@ -54,6 +54,15 @@ NEXT_EXPIRY: Final = sa.select(sa.func.min(runs.c.lease_expires_at)).where(
     runs.c.status == sa.bindparam("p_running"),
     runs.c.lease_expires_at > sa.bindparam("p_now", type_=runs.c.lease_expires_at.type),
 )
+
+
+def _row_holds(claim: Claim, row: Mapping[str, Any]) -> bool:
+    """Whether a fence's ``row`` shows ``claim`` holding its run."""
+    return bool(
+        row["epoch"] == claim.epoch
+        and row["lease_owner"] == claim.worker_id
+        and row["status"] == RunStatus.RUNNING
+    )
 
 
 def _marked(table: sa.Table, marked: bool) -> tuple[Any, ...]:
@@ -423,7 +432,12 @@ class Leases(Repository):
 
     @contextmanager
     def fenced(
-        self, claim: Claim, *, deployment: str | None = None, recovery: bool = False
+        self,
+        claim: Claim,
+        *,
+        deployment: str | None = None,
+        recovery: bool = False,
+        pipelined: bool = False,
     ) -> Iterator[FencedTx]:
         """A write transaction that only proceeds while ``claim`` still holds the run.
 
@@ -437,6 +451,15 @@ class Leases(Repository):
         lease expiry, which a heartbeat moves, is taken from the row). Otherwise — no such
         write, or someone appended to the run since (an operator, a decision, a child's end) —
         the whole row is read (docs/decisions/0011).
+
+        ``pipelined`` (a body that does nothing outside the database before it looks at the
+        run): when the claim's last write is known, on PostgreSQL that statement is sent with
+        the body's first statement rather than alone, one round trip fewer
+        (docs/decisions/0026). The server runs it first, so the body's statements still run
+        under the row's lock; any look at the run waits for its row; a claim that no longer
+        holds the run fails the statement it travelled with (:class:`FenceRefused`), the
+        transaction is rolled back, the rejection recorded in one of its own, and
+        :class:`StaleEpoch` raised, as when the check comes first.
 
         With ``deployment`` (an admission follows), the statement that checks the claim also
         reads which version that deployment has active, in this transaction
@@ -452,36 +475,70 @@ class Leases(Repository):
         """
         now = self._store.now()
         tx: FencedTx | None = None
+        stale: Mapping[str, Any] | None = None
         known = self._take_held(claim)
-        with self._store.write() as conn:
-            row, run = self._locked_run(conn, claim, deployment, known, recovery)
-            if run is not None:
-                tx = FencedTx(self._store, conn, claim, now, run)
-                if deployment is not None:
-                    tx.active_digests[deployment] = row[ACTIVE_DIGEST_LABEL]
-                if deployment is not None or recovery:
-                    tx.in_recovery = row[RECOVERY_LABEL] is not None
-                yield tx
-                tx.flush()
-                self._passing(tx)
-                known = tx.held_run()
-            else:
-                # Nothing of the body ran, so the rejection is all this transaction writes (in
-                # a batch, its thread's part of it: the other runs' writes are not touched).
-                self._record_stale(
-                    conn, claim, row["epoch"], row["lease_owner"], row["status"], now
-                )
-        if tx is not None:
+        try:
+            with self._store.write() as conn:
+                if pipelined and known is not None and deployment is None and not recovery:
+                    tx = self._fence_with_next(conn, claim, now, known)
+                if tx is None:
+                    row, run = self._locked_run(conn, claim, deployment, known, recovery)
+                    if run is None:
+                        # Nothing of the body ran, so the rejection is all this transaction
+                        # writes (in a batch, its thread's part of it: the other runs' writes
+                        # are not touched).
+                        self._record_stale(conn, claim, row, now)
+                        stale = row
+                    else:
+                        tx = FencedTx(self._store, conn, claim, now, run)
+                        if deployment is not None:
+                            tx.active_digests[deployment] = row[ACTIVE_DIGEST_LABEL]
+                        if deployment is not None or recovery:
+                            tx.in_recovery = row[RECOVERY_LABEL] is not None
+                if stale is None:
+                    assert tx is not None
+                    yield tx
+                    tx.await_fence()
+                    tx.flush()
+                    self._passing(tx)
+                    known = tx.held_run()
+        except BaseException:
+            stale = tx.refused if tx is not None else None
+            if stale is None:
+                raise
+            # The fence sent with the body's first statement refused the claim: what the body
+            # wrote went with its rolled-back transaction; the rejection is all this one writes.
+            with self._store.write() as conn:
+                self._record_stale(conn, claim, stale, now)
+        if stale is None:
+            assert tx is not None
             self._keep_held(claim, known)
             self._passing(tx, committed=True)
             return
         raise StaleEpoch(
             f"run {claim.run_id} is no longer held by {claim.worker_id} at epoch {claim.epoch} "
-            f"(run epoch {row['epoch']}, status {row['status']})",
+            f"(run epoch {stale['epoch']}, status {stale['status']})",
             run_id=claim.run_id,
             claim_epoch=claim.epoch,
-            run_epoch=row["epoch"],
+            run_epoch=stale["epoch"],
         )
+
+    def _fence_with_next(
+        self, conn: sa.Connection, claim: Claim, now: datetime, known: Run
+    ) -> FencedTx | None:
+        """A fenced transaction whose fence (:data:`FENCE_COLUMNS`, locking the row) is sent
+        with the body's first statement (:class:`PendingFence`); None where the connection
+        cannot send it so (SQLite), and nothing was sent."""
+        stmt, params = self._select_run_locked(whole_row=False), {"p_id": claim.run_id}
+        fence = PendingFence(
+            read=lambda: fastsql.execute(conn, stmt, params),
+            holds=lambda row: _row_holds(claim, row),
+            start=lambda row: self._start_from(conn, claim, row, known),
+        )
+        tx = FencedTx(self._store, conn, claim, now, known, fence=fence)
+        if not fastsql.execute_read_with_next(conn, stmt, params, tx.fence_arrived):
+            return None
+        return tx
 
     def _locked_run(
         self,
@@ -505,19 +562,21 @@ class Leases(Repository):
             with_recovery=recovery or deployment is not None,
         )
         (row,) = fastsql.execute(conn, stmt, params)
-        holds = (
-            row["epoch"] == claim.epoch
-            and row["lease_owner"] == claim.worker_id
-            and row["status"] == RunStatus.RUNNING
-        )
-        if not holds:
+        if not _row_holds(claim, row):
             return row, None
         if known is None:
             return row, Run.from_row(row)
+        return row, self._start_from(conn, claim, row, known)
+
+    def _start_from(
+        self, conn: sa.Connection, claim: Claim, row: Mapping[str, Any], known: Run
+    ) -> Run:
+        """The run a fenced transaction starts from, given its fence's row: ``known`` while the
+        event sequence is the row's, else the whole row, read."""
         if row["last_event_seq"] == known.last_event_seq:
-            return row, evolve(known, lease_expires_at=row["lease_expires_at"])
+            return evolve(known, lease_expires_at=row["lease_expires_at"])
         (whole,) = fastsql.execute(conn, self._select_run_locked(), {"p_id": claim.run_id})
-        return row, Run.from_row(whole)
+        return Run.from_row(whole)
 
     def _take_held(self, claim: Claim) -> Run | None:
         """The run as ``claim``'s last committed write left it, if this store made that write;
@@ -578,13 +637,10 @@ class Leases(Repository):
 
     @staticmethod
     def _record_stale(
-        conn: sa.Connection,
-        claim: Claim,
-        run_epoch: int,
-        owner: str | None,
-        status: str,
-        now: datetime,
+        conn: sa.Connection, claim: Claim, row: Mapping[str, Any], now: datetime
     ) -> None:
+        """Record that ``claim``'s write was rejected, given the fence's ``row``."""
+        run_epoch, owner, status = row["epoch"], row["lease_owner"], row["status"]
         change_run(
             conn,
             claim.run_id,
