@@ -39,7 +39,7 @@ from typing import Any, Final, NoReturn, TypeVar
 import sqlalchemy as sa
 
 from openseal.contract import EventWait, RunContext, Waiting
-from openseal.errors import StoreError
+from openseal.errors import ClaimLost, StoreError
 from openseal.runtime.clock import iso, new_id
 from openseal.runtime.statuses import TERMINAL_RUN_STATUSES, RunStatus
 from openseal.runtime.store.db import combined, fastsql
@@ -72,14 +72,17 @@ T = TypeVar("T")
 ATTEMPT_SAVEPOINT: Final = "fenced_attempt"
 
 
-class FenceRefused(Exception):
+class FenceRefused(ClaimLost):
     """The fence sent with a fenced write's first statement (:class:`PendingFence`) found that
     the claim no longer holds the run: raised by that statement (and by any later look at the
     run), so the write's transaction is rolled back; ``Leases.fenced`` records the rejection
-    and raises ``StaleEpoch``."""
+    and raises ``StaleEpoch`` instead. A :class:`ClaimLost`, so a broad ``except Exception``
+    in the body cannot swallow it."""
+
+    code = "stale_epoch"
 
     def __init__(self, row: Mapping[str, Any]) -> None:
-        super().__init__(f"run {row.get('id', '')} is no longer held by this claim")
+        super().__init__(f"the claim no longer holds the run (epoch {row['epoch']})")
         self.row = row
 
 

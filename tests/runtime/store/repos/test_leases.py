@@ -19,6 +19,8 @@ from openseal.runtime.statuses import (
 )
 from openseal.runtime.store import Store
 from openseal.runtime.store.db.errors import IdempotencyConflict, NotFound, StaleEpoch
+from openseal.runtime.store.db.fastsql import execute_driver_sql
+from openseal.runtime.store.db.group_commit import open_savepoint
 from openseal.runtime.store.repos.events import change_run
 from openseal.runtime.store.repos.fenced import FencedTx
 from openseal.runtime.store.tables import schema
@@ -269,6 +271,137 @@ def test_a_fence_after_a_failed_write_reads_the_whole_row(store: Store) -> None:
     assert "context" in select, select
     assert seen == [store.runs.get(run.id)]
     assert seen[0].current_state == "one"
+
+
+def _set_goal(tx: FencedTx, objective_id: str, goal: str) -> None:
+    """A statement of the body on another table (through the connection, the run held back)."""
+    objectives = schema.objectives
+    tx.row_conn.execute(
+        sa.update(objectives).where(objectives.c.id == objective_id).values(goal=goal)
+    )
+
+
+def _goal(store: Store, objective_id: str) -> str | None:
+    objectives = schema.objectives
+    with store.read() as conn:
+        return conn.execute(
+            sa.select(objectives.c.goal).where(objectives.c.id == objective_id)
+        ).scalar_one()
+
+
+def _owed(tx: FencedTx) -> int:
+    """Statements the transaction's connection owes (PostgreSQL), not sent yet."""
+    return len(getattr(tx.row_conn.connection.dbapi_connection, "owed", ()))
+
+
+def test_a_pipelined_fence_goes_with_the_bodys_first_statement(store: Store) -> None:
+    """After the claim's own write, a pipelined fence is owed (PostgreSQL) and sent with the
+    body's first statement; the body's look at the run waits for it, and the write commits."""
+    run = new_run(store)
+    held = claim(store)
+    with store.leases.fenced(held) as tx:
+        tx.update_run(current_state="one")
+    owed: list[int] = []
+    with store.leases.fenced(held, pipelined=True) as tx:
+        owed.append(_owed(tx))
+        _set_goal(tx, run.objective_id, "first")
+        owed.append(_owed(tx))
+        tx.update_run(current_state="two")
+    assert owed == ([1, 0] if store.dialect == "postgresql" else [0, 0])
+    stored = store.runs.get(run.id)
+    assert stored.current_state == "two" and stored.stale_writes == 0
+    assert _goal(store, run.objective_id) == "first"
+    events = store.runs.events(run.id)
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+
+
+def test_a_pipelined_fence_alone_is_sent_when_the_body_looks_at_the_run(store: Store) -> None:
+    run = new_run(store)
+    held = claim(store)
+    with store.leases.fenced(held) as tx:
+        tx.update_run(current_state="one")
+    with store.leases.fenced(held, pipelined=True) as tx:
+        seen = tx.run()
+        assert _owed(tx) == 0
+    assert seen == store.runs.get(run.id)
+    with store.leases.fenced(held, pipelined=True):
+        pass  # nothing follows the fence: it is checked before the commit all the same
+    assert store.runs.get(run.id).stale_writes == 0
+
+
+@pytest.mark.parametrize("swallowed", [False, True])
+def test_a_pipelined_fence_that_finds_the_claim_lost_undoes_the_bodys_statement(
+    store: Store, swallowed: bool
+) -> None:
+    """The fence sent with the body's first statement refuses a claim taken over: that
+    statement fails, nothing of the body is kept (even when the body swallows the failure
+    and goes on), the rejection is recorded, and StaleEpoch is raised as with a fence sent
+    first."""
+    run = new_run(store)
+    old = claim(store, "old", lease_seconds=5)
+    with store.leases.fenced(old) as tx:
+        tx.update_run(current_state="one")
+    new = claim(store, "new", now=old.lease_expires_at + timedelta(seconds=1))
+    with pytest.raises(StaleEpoch) as raised, store.leases.fenced(old, pipelined=True) as tx:
+        try:
+            _set_goal(tx, run.objective_id, "stale")
+        except ClaimLost:
+            if not swallowed:
+                raise
+        tx.append_event("should.not.land", {})
+    assert (raised.value.claim_epoch, raised.value.run_epoch) == (old.epoch, new.epoch)
+    assert _goal(store, run.objective_id) is None
+    stored = store.runs.get(run.id)
+    assert stored.stale_writes == 1
+    types = [e.type for e in store.runs.events(run.id)]
+    assert types[-1] == "write.rejected_stale_epoch" and "should.not.land" not in types
+    with store.leases.fenced(new, pipelined=True) as tx:
+        tx.append_event("accepted", {"by": "new"})
+    assert store.runs.events(run.id)[-1].type == "accepted"
+
+
+def test_a_pipelined_fence_after_others_appended_starts_from_the_whole_row(store: Store) -> None:
+    """Someone else appended to the held run: the body's first statement still goes with the
+    fence, and the run it then looks at is the whole row, read after it."""
+    run = new_run(store)
+    held = claim(store)
+    with store.leases.fenced(held) as tx:
+        tx.update_run(current_state="one", budget_used={"turns": 1})
+    with store.write() as conn:
+        change_run(
+            conn, run.id, event_type="budget.spent", actor="run:child", payload={},
+            now=store.now(), values={"budget_used": {"turns": 3}},
+        )  # fmt: skip
+    with store.leases.fenced(held, pipelined=True) as tx:
+        _set_goal(tx, run.objective_id, "after")
+        seen = tx.run()
+        tx.append_event("test.after", {})
+    assert seen.budget_used == {"turns": 3}
+    assert _goal(store, run.objective_id) == "after"
+    events = store.runs.events(run.id)
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    assert [e.type for e in events][-2:] == ["budget.spent", "test.after"]
+
+
+def test_a_pipelined_fence_lost_with_a_failed_statement_is_read_again(store: Store) -> None:
+    """The body's first statement fails (rolled back to a savepoint of the body's): the
+    fence's row went with that pipeline's failure, so the look at the run reads it again,
+    and the write goes on."""
+    run = new_run(store)
+    held = claim(store)
+    with store.leases.fenced(held) as tx:
+        tx.update_run(current_state="one")
+    projects = schema.projects
+    with store.read() as conn:
+        existing = conn.execute(sa.select(projects).limit(1)).mappings().one()
+    with store.leases.fenced(held, pipelined=True) as tx:
+        open_savepoint(tx.row_conn, "probe")
+        with pytest.raises(sa.exc.IntegrityError):
+            tx.row_conn.execute(sa.insert(projects), dict(existing))
+        execute_driver_sql(tx.row_conn, "ROLLBACK TO SAVEPOINT probe")
+        tx.update_run(current_state="two")
+    stored = store.runs.get(run.id)
+    assert stored.current_state == "two" and stored.stale_writes == 0
 
 
 def test_a_turn_ended_without_its_own_event_is_updated_with_the_transactions_events(
