@@ -39,7 +39,7 @@ from typing import Any, Final, NoReturn, TypeVar
 import sqlalchemy as sa
 
 from openseal.contract import EventWait, RunContext, Waiting
-from openseal.errors import ClaimLost, StoreError
+from openseal.errors import StoreError
 from openseal.runtime.clock import iso, new_id
 from openseal.runtime.statuses import TERMINAL_RUN_STATUSES, RunStatus
 from openseal.runtime.store.db import combined, fastsql
@@ -72,14 +72,14 @@ T = TypeVar("T")
 ATTEMPT_SAVEPOINT: Final = "fenced_attempt"
 
 
-class FenceRefused(ClaimLost):
+class FenceRefused(Exception):
     """The fence sent with a fenced write's first statement (:class:`PendingFence`) found that
     the claim no longer holds the run: raised by that statement (and by any later look at the
-    run), so the write's transaction is rolled back; ``Leases.fenced`` records the rejection
-    and raises ``StaleEpoch`` instead. A :class:`ClaimLost`, so a broad ``except Exception``
-    in the body cannot swallow it."""
-
-    code = "stale_epoch"
+    run, and before the commit, so a body that swallows it commits nothing), so the write's
+    transaction is rolled back; ``Leases.fenced`` records the rejection and raises
+    ``StaleEpoch`` instead. An ``Exception``, not a ``ClaimLost``: raised from a statement's
+    execution, a ``BaseException`` is taken by SQLAlchemy for an interrupted connection and
+    invalidates it, failing every member of a batch."""
 
     def __init__(self, row: Mapping[str, Any]) -> None:
         super().__init__(f"the claim no longer holds the run (epoch {row['epoch']})")
@@ -262,6 +262,13 @@ class FencedTx:
         if not fence.holds(row):
             self.refused = row
             raise FenceRefused(row)
+
+    def abandon_fence(self) -> None:
+        """The body failed before the fence's row was in: the row, when it comes (with the
+        statement that undoes the body), is handed to no one, so that undoing never fails
+        for it. A fence that refused the claim already stays refused."""
+        if self._fence is not None and self._fence.row is None:
+            self._fence = None
 
     def await_fence(self) -> None:
         """Have the fence's row and start from the run it says, sending the fence now if it

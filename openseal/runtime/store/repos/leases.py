@@ -497,7 +497,11 @@ class Leases(Repository):
                             tx.in_recovery = row[RECOVERY_LABEL] is not None
                 if stale is None:
                     assert tx is not None
-                    yield tx
+                    try:
+                        yield tx
+                    except BaseException:
+                        tx.abandon_fence()  # undoing the body must not wait for it
+                        raise
                     tx.await_fence()
                     tx.flush()
                     self._passing(tx)

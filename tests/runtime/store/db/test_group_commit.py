@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 
 from openseal.runtime import service
 from openseal.runtime.faults import DIR_ENV, POINT_ENV
@@ -125,6 +126,47 @@ def test_a_run_whose_fence_fails_is_dropped_from_the_batch_and_the_others_commit
 
 class Boom(Exception):
     pass
+
+
+@pytest.mark.parametrize("fails", [False, True], ids=["refused-by-its-statement", "fails-first"])
+def test_a_pipelined_fence_refused_in_a_batch_drops_that_run_alone(
+    store: Store, fails: bool
+) -> None:
+    """A pipelined fence (docs/decisions/0026) refusing its claim inside a batch fails that
+    member only: when its body's first statement carries the fence, and when the body fails
+    before sending anything (the fence then goes with the statement undoing the body, and its
+    refusal must not fail that)."""
+    held = claims(store, 3)
+    for claim in held:
+        note(store, claim, "first")()  # the claims' own writes: their next fences are pipelined
+    stale = held[1]
+    store.runs.pause(stale.run_id, "user:test", "taken away")  # bumps the epoch
+    group = GroupCommit(store, size=8, window=GUARD)
+
+    def write(claim: Claim) -> Callable[[], None]:
+        def body() -> None:
+            if claim is stale:  # the last member: its body runs in a savepoint of its own
+                eventually(lambda: group.joined >= 2)
+            with store.leases.fenced(claim, pipelined=True) as tx:
+                if fails and claim is stale:
+                    raise Boom("before any statement")
+                tx.row_conn.execute(sa.text("SELECT 1"))  # carries the fence
+                tx.append_event("test.note", {"text": "kept"})
+
+        return body
+
+    raised = together(group, [write(c) for c in held])
+
+    # on SQLite the fence is read before the body, which then never runs
+    failed_first = fails and store.dialect == "postgresql"
+    assert isinstance(raised[1], Boom if failed_first else StaleEpoch)
+    assert raised[0] is None and raised[2] is None
+    for claim in (held[0], held[2]):
+        assert event_types(store, claim.run_id)[-2:] == ["test.note", "test.note"]
+    types = event_types(store, stale.run_id)
+    assert types[-1] == ("run.paused" if failed_first else "write.rejected_stale_epoch")
+    for claim in held:
+        assert_gap_free(store, claim.run_id)
 
 
 @pytest.mark.parametrize("failing_first", [True, False], ids=["leader-fails", "follower-fails"])

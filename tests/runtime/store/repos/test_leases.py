@@ -345,7 +345,7 @@ def test_a_pipelined_fence_that_finds_the_claim_lost_undoes_the_bodys_statement(
     with pytest.raises(StaleEpoch) as raised, store.leases.fenced(old, pipelined=True) as tx:
         try:
             _set_goal(tx, run.objective_id, "stale")
-        except ClaimLost:
+        except Exception:  # what a careless wrapper does
             if not swallowed:
                 raise
         tx.append_event("should.not.land", {})
