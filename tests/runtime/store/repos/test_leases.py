@@ -217,12 +217,9 @@ def test_a_fence_after_the_claims_own_write_starts_from_the_run_it_left(store: S
     assert seen[0].context["states"] == {"one": [1, 2]}
 
 
-def test_events_appended_by_others_while_the_run_is_held_are_read_by_the_next_fence(
-    store: Store,
-) -> None:
-    """Someone else's change of the held run (here: a child's spend charged to it) appends an
-    event; the next fence sees the sequence moved, reads the whole row and writes after it
-    (an admission's fence, which also reads the deployment's active version)."""
+def _appended_by_others(store: Store) -> tuple[Run, Claim]:
+    """A run held by a claim whose write this store committed, then appended to by someone
+    else (a child's spend charged to it: budget used 3 turns)."""
     run = new_run(store)
     held = claim(store)
     with store.leases.fenced(held) as tx:
@@ -232,6 +229,16 @@ def test_events_appended_by_others_while_the_run_is_held_are_read_by_the_next_fe
             conn, run.id, event_type="budget.spent", actor="run:child", payload={},
             now=store.now(), values={"budget_used": {"turns": 3}},
         )  # fmt: skip
+    return run, held
+
+
+def test_events_appended_by_others_while_the_run_is_held_are_read_by_the_next_fence(
+    store: Store,
+) -> None:
+    """Someone else's change of the held run (here: a child's spend charged to it) appends an
+    event; the next fence sees the sequence moved, reads the whole row and writes after it
+    (an admission's fence, which also reads the deployment's active version)."""
+    run, held = _appended_by_others(store)
     seen: list[Run] = []
 
     digests: dict[str, str | None] = {}
@@ -363,15 +370,7 @@ def test_a_pipelined_fence_that_finds_the_claim_lost_undoes_the_bodys_statement(
 def test_a_pipelined_fence_after_others_appended_starts_from_the_whole_row(store: Store) -> None:
     """Someone else appended to the held run: the body's first statement still goes with the
     fence, and the run it then looks at is the whole row, read after it."""
-    run = new_run(store)
-    held = claim(store)
-    with store.leases.fenced(held) as tx:
-        tx.update_run(current_state="one", budget_used={"turns": 1})
-    with store.write() as conn:
-        change_run(
-            conn, run.id, event_type="budget.spent", actor="run:child", payload={},
-            now=store.now(), values={"budget_used": {"turns": 3}},
-        )  # fmt: skip
+    run, held = _appended_by_others(store)
     with store.leases.fenced(held, pipelined=True) as tx:
         _set_goal(tx, run.objective_id, "after")
         seen = tx.run()
