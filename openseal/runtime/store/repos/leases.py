@@ -455,7 +455,7 @@ class Leases(Repository):
         ``pipelined`` (a body that does nothing outside the database before it looks at the
         run): when the claim's last write is known, on PostgreSQL that statement is sent with
         the body's first statement rather than alone, one round trip fewer
-        (docs/decisions/0027). The server runs it first, so the body's statements still run
+        (docs/decisions/0028). The server runs it first, so the body's statements still run
         under the row's lock; any look at the run waits for its row; a claim that no longer
         holds the run fails the statement it travelled with (:class:`FenceRefused`), the
         transaction is rolled back, the rejection recorded in one of its own, and

@@ -132,7 +132,7 @@ class Boom(Exception):
 def test_a_pipelined_fence_refused_in_a_batch_drops_that_run_alone(
     store: Store, fails: bool
 ) -> None:
-    """A pipelined fence (docs/decisions/0027) refusing its claim inside a batch fails that
+    """A pipelined fence (docs/decisions/0028) refusing its claim inside a batch fails that
     member only: when its body's first statement carries the fence, and when the body fails
     before sending anything (the fence then goes with the statement undoing the body, and its
     refusal must not fail that)."""
