@@ -30,7 +30,11 @@ from openseal.runtime.store.repos.fenced import CommitHook, FencedTx, PendingFen
 from openseal.runtime.store.repos.repository import Repository
 from openseal.runtime.store.tables import schema
 from openseal.runtime.store.tables.records import Claim, Run, UnwrittenRun, evolve
-from openseal.runtime.store.tables.statements import ACTIVE_RECOVERY, runnable
+from openseal.runtime.store.tables.statements import (
+    ACTIVE_RECOVERY,
+    first_runnable,
+    runnable,
+)
 
 runs = schema.runs
 T = TypeVar("T")
@@ -294,18 +298,13 @@ class Leases(Repository):
         name = f"_claimable_stmt_{one}_{marked}"
         stmt: sa.Select[Any] | None = getattr(self, name, None)
         if stmt is None:
-            condition = runnable(sa.bindparam("p_now", type_=runs.c.wake_at.type))
             if one:
-                condition = sa.and_(condition, runs.c.id == sa.bindparam("p_id"))
-            # Higher priority first (its objective's); within a priority, least recently
-            # changed first: a run given back after its turns (or a retry) goes behind the
-            # runs that waited meanwhile, so one busy run cannot starve the others.
-            ordered = (
-                sa.select(*_marked(runs, marked))
-                .where(condition)
-                .order_by(runs.c.priority.desc(), runs.c.updated_at, runs.c.id)
-            )
-            stmt = self._store.for_claim(ordered.limit(1))
+                now = sa.bindparam("p_now", type_=runs.c.wake_at.type)
+                stmt = self._first(
+                    sa.and_(runnable(now), runs.c.id == sa.bindparam("p_id")), marked
+                )
+            else:
+                stmt = self._first_runnable(marked)
             setattr(self, name, stmt)
         return stmt
 
@@ -315,19 +314,34 @@ class Leases(Repository):
         name = f"_other_stmt_{marked}"
         stmt: sa.Select[Any] | None = getattr(self, name, None)
         if stmt is None:
-            condition = sa.and_(
-                runnable(sa.bindparam("p_now", type_=runs.c.wake_at.type)),
+            others = (
                 runs.c.scope != sa.bindparam("p_busy1"),
                 runs.c.scope != sa.bindparam("p_busy2"),
             )
-            ordered = (
-                sa.select(*_marked(runs, marked))
-                .where(condition)
-                .order_by(runs.c.priority.desc(), runs.c.updated_at, runs.c.id)
-            )
-            stmt = self._store.for_claim(ordered.limit(1))
+            stmt = self._first_runnable(marked, *others)
             setattr(self, name, stmt)
         return stmt
+
+    def _first_runnable(self, marked: bool, *only: sa.ColumnElement[bool]) -> sa.Select[Any]:
+        """The first runnable run at ``:p_now`` in claim order (among ``only``): on SQLite
+        looked for among the first queued run and the runs not queued (:func:`first_runnable`),
+        not the whole backlog."""
+        now = sa.bindparam("p_now", type_=runs.c.wake_at.type)
+        if self._store.dialect == "sqlite":
+            return self._first(first_runnable(now, *only), marked)
+        return self._first(sa.and_(runnable(now), *only), marked)
+
+    def _first(self, condition: sa.ColumnElement[bool], marked: bool) -> sa.Select[Any]:
+        """The first run ``condition`` selects in claim order, locked for the claim."""
+        # Higher priority first (its objective's); within a priority, least recently
+        # changed first: a run given back after its turns (or a retry) goes behind the
+        # runs that waited meanwhile, so one busy run cannot starve the others.
+        ordered = (
+            sa.select(*_marked(runs, marked))
+            .where(condition)
+            .order_by(runs.c.priority.desc(), runs.c.updated_at, runs.c.id)
+        )
+        return self._store.for_claim(ordered.limit(1))
 
     def next_expiry(self, *, now: datetime | None = None, max_age: float = 1.0) -> datetime | None:
         """When the earliest lease still held expires (a run then becomes claimable unless its

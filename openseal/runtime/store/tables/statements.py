@@ -51,16 +51,54 @@ def oldest_queued_firing(trigger_name: str) -> sa.Select[Any]:
 
 def runnable(now: datetime | sa.BindParameter[Any]) -> sa.ColumnElement[bool]:
     """Runs a worker may claim now: queued, abandoned (lease expired) or due to wake."""
-    return sa.or_(
-        runs.c.status == RunStatus.QUEUED,
-        sa.and_(runs.c.status == RunStatus.RUNNING, runs.c.lease_expires_at < now),
+    return sa.or_(runs.c.status == RunStatus.QUEUED, *_back(now))
+
+
+def _back(
+    now: datetime | sa.BindParameter[Any], *only: sa.ColumnElement[bool]
+) -> tuple[sa.ColumnElement[bool], ...]:
+    """The runs not queued that a worker may claim now (and ``only``, in each term, so that
+    each stays a look along an index): abandoned (lease expired) or due to wake (few, unlike
+    the queued runs of a backlog)."""
+    return (
+        sa.and_(runs.c.status == RunStatus.RUNNING, runs.c.lease_expires_at < now, *only),
         # One bound literal per status rather than an expanding list, so the statement needs no
         # rewriting at execution time (see :mod:`openseal.runtime.store.db.fastsql`).
         sa.and_(
             runs.c.status.in_([sa.literal(str(s)) for s in sorted(WAITING_RUN_STATUSES)]),
             runs.c.wake_at <= now,
+            *only,
         ),
     )
+
+
+def first_runnable(
+    now: datetime | sa.BindParameter[Any], *only: sa.ColumnElement[bool]
+) -> sa.ColumnElement[bool]:
+    """The runs among :func:`runnable` (and ``only``) of which the first in claim order (higher
+    priority, then least recently changed, then id) is the first of all runnable: the first
+    queued run, and the few not queued, so a claim's look reads a few rows, not the backlog
+    (SQLite's planner sorts every row an ``OR`` of indexes selects: a look at :func:`runnable`
+    reads and sorts every queued run). The queued run is found along ``ix_runs_claim_queued``
+    (its highest priority, then in order within it). For SQLite only, whose claim holds the
+    write lock: a claim on PostgreSQL skips the rows other claims lock, and that first queued
+    run may be one of them."""
+    queued = sa.and_(runs.c.status == RunStatus.QUEUED, *only)
+    top = (
+        sa.select(runs.c.priority)
+        .where(queued)
+        .order_by(runs.c.priority.desc())
+        .limit(1)
+        .scalar_subquery()
+    )
+    first = (
+        sa.select(runs.c.id)
+        .where(queued, runs.c.priority == top)
+        .order_by(runs.c.updated_at, runs.c.id)
+        .limit(1)
+        .scalar_subquery()
+    )
+    return sa.or_(runs.c.id == first, *_back(now, *only))
 
 
 def newest_runs(query: ListQuery, *, objective_id: str | None = None) -> sa.Select[Any]:

@@ -593,6 +593,81 @@ def test_sleeping_run_wakes_when_its_time_comes(store: Store) -> None:
     assert woken.run.wake_at is None
 
 
+def test_queued_runs_and_runs_back_to_claim_are_claimed_in_one_order(store: Store) -> None:
+    """Higher priority first, then least recently changed, whether a run is queued, due to wake
+    or left by a worker whose lease expired."""
+    abandoned = new_run(store)  # priority 0, changed by its claim before `plain` was created
+    lease = claim(store, "gone", lease_seconds=5)
+    plain = new_run(store)
+    sleeper = store.objectives.create("acme", WORKFLOW, {"n": 2}, actor="user:t", priority=3).run
+    held = claim(store, "w1")
+    assert held.run_id == sleeper.id
+    wake_at = held.lease_expires_at
+    with store.leases.fenced(held) as tx:
+        tx.update_run(status=RunStatus.SLEEPING, wake_at=wake_at, waiting={"kind": "timer"})
+    urgent = store.objectives.create("acme", WORKFLOW, {"n": 3}, actor="user:t", priority=3).run
+    later = max(wake_at, lease.lease_expires_at) + timedelta(seconds=1)
+    order = []
+    while (taken := store.leases.claim("w2", now=later)) is not None:
+        order.append(taken.run_id)
+    assert order == [sleeper.id, urgent.id, abandoned.id, plain.id]
+
+
+def _queue(store: Store, template: Run, runs: int) -> None:
+    now = store.now()
+    rows = [
+        {
+            "id": new_id(),
+            "objective_id": template.objective_id,
+            "workflow_digest": template.workflow_digest,
+            "status": RunStatus.QUEUED,
+            "context": {},
+            "epoch": 0,
+            "last_event_seq": 0,
+            "stale_writes": 0,
+            "budget_used": {},
+            "revision": 0,
+            "created_at": now,
+            "updated_at": now + timedelta(seconds=i + 1),
+        }
+        for i in range(runs)
+    ]
+    with store.write() as conn:
+        conn.execute(sa.insert(schema.runs), rows)
+
+
+def test_a_claim_on_sqlite_reads_a_few_rows_however_long_the_queue(store: Store) -> None:
+    """The claim's look does not read and sort every queued run: the steps SQLite's engine
+    takes for a claim stay the same from 20 queued runs to 1,000 (and so the fair look's, past
+    a busy scope that has none queued)."""
+    if store.dialect != "sqlite":
+        pytest.skip("SQLite's engine steps; PostgreSQL skips the rows other claims lock")
+    template = new_run(store)
+    claim(store)
+    steps = [0]
+
+    def count() -> int:
+        steps[0] += 1
+        return 0
+
+    def watch(conn: sa.Connection, *_rest: object) -> None:
+        conn.connection.driver_connection.set_progress_handler(count, 1)  # type: ignore[union-attr]
+
+    def claim_steps(backlog: int) -> int:
+        _queue(store, template, backlog)
+        steps[0] = 0
+        sa.event.listen(store.engine, "before_cursor_execute", watch)
+        try:
+            taken = claim(store)
+        finally:
+            sa.event.remove(store.engine, "before_cursor_execute", watch)
+        assert store.runs.get(taken.run_id).epoch == 1
+        return steps[0]
+
+    few, many = claim_steps(20), claim_steps(1_000)
+    assert many < 2 * few, (few, many)
+
+
 def test_ten_thousand_waiting_runs_hold_no_lease_and_nothing_is_claimable(store: Store) -> None:
     template = new_run(store)
     with store.leases.fenced(claim(store)) as tx:
