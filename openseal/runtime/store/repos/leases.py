@@ -53,7 +53,7 @@ FENCE_COLUMNS: Final = (
 HELD_RUNS_KEPT: Final = 4096
 
 
-#: the earliest lease expiry after ``:p_now`` (the ``ix_runs_claim_lease`` index)
+#: the earliest lease expiry after ``:p_now`` (the running runs, from ``ix_runs_claim_queued``)
 NEXT_EXPIRY: Final = sa.select(sa.func.min(runs.c.lease_expires_at)).where(
     runs.c.status == sa.bindparam("p_running"),
     runs.c.lease_expires_at > sa.bindparam("p_now", type_=runs.c.lease_expires_at.type),

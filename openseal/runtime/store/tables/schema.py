@@ -57,6 +57,10 @@ SCOPE = sa.String(100)
 #: the runs an archive may take, as ``ix_runs_ended_roots`` and its query spell them (literal
 #: statuses: a partial index is used only for a query whose terms match it as written)
 ENDED_ROOTS = "parent_run_id IS NULL AND status IN ('completed', 'failed', 'canceled')"
+#: the runs ``ix_runs_claim_timer`` and ``ix_runs_event_wait`` hold: a comparison of the
+#: column (``wake_at <= :now``, ``wait_name = :name``) implies it on both backends
+HAS_TIMER = "wake_at IS NOT NULL"
+WAITS_FOR_EVENT = "wait_name IS NOT NULL"
 
 metadata = sa.MetaData()
 
@@ -143,8 +147,8 @@ runs = sa.Table(
     sa.Column("status", STATUS, nullable=False),
     sa.Column("current_state", sa.String(200), nullable=True),
     sa.Column("waiting", sa.JSON, nullable=True),
-    # The event name of an undelivered event wait, so deliveries find waiters by index.
-    sa.Column("wait_name", sa.String(200), nullable=True, index=True),
+    # The event name of an undelivered event wait (ix_runs_event_wait finds the waiters).
+    sa.Column("wait_name", sa.String(200), nullable=True),
     sa.Column("paused_from_status", STATUS, nullable=True),
     sa.Column("context", sa.JSON, nullable=False),
     sa.Column("epoch", sa.Integer, nullable=False),
@@ -158,16 +162,33 @@ runs = sa.Table(
     sa.Column("created_at", UtcTimestamp, nullable=False),
     sa.Column("updated_at", UtcTimestamp, nullable=False),
     # its objective's scope (a child run takes its parent's); everything of a run is in it
-    sa.Column("scope", SCOPE, nullable=False, server_default=DEFAULT_SCOPE, index=True),
+    sa.Column("scope", SCOPE, nullable=False, server_default=DEFAULT_SCOPE),
     # its objective's priority (claims take higher first) and which of its objective's runs
     # it is (1: the first; a retry counts on)
     sa.Column("priority", sa.Integer, nullable=False, server_default="0"),
     sa.Column("attempt", sa.Integer, nullable=False, server_default="1"),
-    sa.Index("ix_runs_claim_lease", "status", "lease_expires_at"),
-    sa.Index("ix_runs_claim_wake", "status", "wake_at"),
-    # queued runs in claim order: higher priority first, then least recently changed
+    # Every index is written by every write of the columns it holds: a run's turns write
+    # status, lease and updated_at, so the indexes below are the ones something reads, and
+    # those for what few runs have (a timer, an event wait) hold only those runs.
+    # queued runs in claim order: higher priority first, then least recently changed; also
+    # the running runs, whose leases a claim and the next expiry read (a worker holds few)
     sa.Index("ix_runs_claim_queued", "status", "priority", "updated_at"),
-    # a scope's runs by status: its ready queue, counted at the door
+    # runs with a timer, by when it is due: the claim's waiting runs to wake
+    sa.Index(
+        "ix_runs_claim_timer",
+        "status",
+        "wake_at",
+        sqlite_where=sa.text(HAS_TIMER),
+        postgresql_where=sa.text(HAS_TIMER),
+    ),
+    # runs waiting for an event, by its name: the waiters an inbound event may wake
+    sa.Index(
+        "ix_runs_event_wait",
+        "wait_name",
+        sqlite_where=sa.text(WAITS_FOR_EVENT),
+        postgresql_where=sa.text(WAITS_FOR_EVENT),
+    ),
+    # a scope's runs by status: its ready queue, counted at the door, and its runs
     sa.Index("ix_runs_scope_status", "scope", "status"),
     # the statuses of child runs only (runs started by another's spawn or agent request):
     # a worker's look for children left running reads the few not ended, not every waiting
