@@ -439,7 +439,8 @@ proposals = sa.Table(
     "proposals",
     metadata,
     sa.Column("id", ID, primary_key=True),
-    sa.Column("run_id", ID, sa.ForeignKey("runs.id"), nullable=False, index=True),
+    # a run's proposals are found by uq_proposals_run_hash, which begins with run_id
+    sa.Column("run_id", ID, sa.ForeignKey("runs.id"), nullable=False),
     sa.Column("name", NAME, nullable=False),
     sa.Column("state", NAME, nullable=False),
     sa.Column("hash", DIGEST, nullable=False, index=True),

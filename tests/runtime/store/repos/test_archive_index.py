@@ -31,7 +31,9 @@ def _sent(store: Store, call: Any) -> tuple[str, Any]:
     return found
 
 
-def _plan(store: Store, statement: str, parameters: Any) -> str:
+def _plan(store: Store, statement: str, parameters: Any, *, bitmaps: bool = False) -> str:
+    """The plan of ``statement``; on PostgreSQL with sequential scans priced out, and bitmap
+    scans too unless ``bitmaps`` (a statement whose ``OR`` reads several ranges needs them)."""
     raw = store.engine.raw_connection()
     try:
         cursor = raw.cursor()
@@ -39,7 +41,7 @@ def _plan(store: Store, statement: str, parameters: Any) -> str:
             cursor.execute("ANALYZE runs")
             # a table of millions of runs, read for a batch of 100, prices these out
             cursor.execute("SET enable_seqscan = off")
-            cursor.execute("SET enable_bitmapscan = off")
+            cursor.execute(f"SET enable_bitmapscan = {'on' if bitmaps else 'off'}")
             try:
                 cursor.execute(f"EXPLAIN {statement}", parameters)
             finally:

@@ -1,4 +1,4 @@
-"""A run's writes touch fewer indexes: those nothing reads go, those for few runs hold only them.
+"""A run's writes touch fewer indexes: those nothing needs go, those for few runs hold only them.
 
 Every write of a run's status, lease or ``updated_at`` rewrites each index holding one of
 them, and a turn writes all three:
@@ -10,7 +10,8 @@ them, and a turn writes all three:
 - ``ix_runs_claim_wake`` becomes ``ix_runs_claim_timer``, partial: only runs with a timer
   (``wake_at IS NOT NULL``), which a claim's ``wake_at <= now`` reads;
 - ``ix_runs_wait_name`` becomes ``ix_runs_event_wait``, partial: only runs waiting for an
-  event (``wait_name IS NOT NULL``), which a delivery's ``wait_name = name`` reads.
+  event (``wait_name IS NOT NULL``), which a delivery's ``wait_name = name`` reads;
+- ``ix_proposals_run_id`` goes: ``uq_proposals_run_hash`` begins with ``run_id``.
 
 On PostgreSQL the indexes are built and dropped ``CONCURRENTLY`` (migrations/online.py):
 workers keep writing runs meanwhile, and the new index exists before the old one goes.
@@ -29,7 +30,7 @@ down_revision = "0022"
 branch_labels = None
 depends_on = None
 
-SUMMARY = "runs: drop two unread indexes, make the timer and event-wait indexes partial"
+SUMMARY = "drop three indexes nothing needs, make runs' timer and event-wait indexes partial"
 LOCKS = "none"
 
 # as openseal.runtime.store.tables.schema spells them (a migration keeps its own copy)
@@ -42,9 +43,11 @@ def upgrade() -> None:
     online.create_index("ix_runs_event_wait", "runs", ["wait_name"], where=WAITS_FOR_EVENT)
     for name in ("ix_runs_claim_wake", "ix_runs_wait_name", "ix_runs_claim_lease", "ix_runs_scope"):
         online.drop_index(name, "runs")
+    online.drop_index("ix_proposals_run_id", "proposals")
 
 
 def downgrade() -> None:
+    online.create_index("ix_proposals_run_id", "proposals", ["run_id"])
     online.create_index("ix_runs_scope", "runs", ["scope"])
     online.create_index("ix_runs_claim_lease", "runs", ["status", "lease_expires_at"])
     online.create_index("ix_runs_wait_name", "runs", ["wait_name"])
