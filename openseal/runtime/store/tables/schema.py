@@ -64,6 +64,12 @@ WAITS_FOR_EVENT = "wait_name IS NOT NULL"
 
 metadata = sa.MetaData()
 
+
+def partial_index(name: str, *columns: str, where: str) -> sa.Index:
+    """An index of the rows ``where`` matches (SQL, as both backends spell it)."""
+    return sa.Index(name, *columns, sqlite_where=sa.text(where), postgresql_where=sa.text(where))
+
+
 definition_versions = sa.Table(
     "definition_versions",
     metadata,
@@ -174,40 +180,18 @@ runs = sa.Table(
     # the running runs, whose leases a claim and the next expiry read (a worker holds few)
     sa.Index("ix_runs_claim_queued", "status", "priority", "updated_at"),
     # runs with a timer, by when it is due: the claim's waiting runs to wake
-    sa.Index(
-        "ix_runs_claim_timer",
-        "status",
-        "wake_at",
-        sqlite_where=sa.text(HAS_TIMER),
-        postgresql_where=sa.text(HAS_TIMER),
-    ),
+    partial_index("ix_runs_claim_timer", "status", "wake_at", where=HAS_TIMER),
     # runs waiting for an event, by its name: the waiters an inbound event may wake
-    sa.Index(
-        "ix_runs_event_wait",
-        "wait_name",
-        sqlite_where=sa.text(WAITS_FOR_EVENT),
-        postgresql_where=sa.text(WAITS_FOR_EVENT),
-    ),
+    partial_index("ix_runs_event_wait", "wait_name", where=WAITS_FOR_EVENT),
     # a scope's runs by status: its ready queue, counted at the door, and its runs
     sa.Index("ix_runs_scope_status", "scope", "status"),
     # the statuses of child runs only (runs started by another's spawn or agent request):
     # a worker's look for children left running reads the few not ended, not every waiting
     # run (openseal.runtime.engine.cascade)
-    sa.Index(
-        "ix_runs_children",
-        "status",
-        sqlite_where=sa.text("parent_run_id IS NOT NULL"),
-        postgresql_where=sa.text("parent_run_id IS NOT NULL"),
-    ),
+    partial_index("ix_runs_children", "status", where="parent_run_id IS NOT NULL"),
     # ended root runs in the order an archive takes them (oldest end first): its look for
     # candidates reads them, not every run (openseal.runtime.store.repos.archive)
-    sa.Index(
-        "ix_runs_ended_roots",
-        "updated_at",
-        "id",
-        sqlite_where=sa.text(ENDED_ROOTS),
-        postgresql_where=sa.text(ENDED_ROOTS),
-    ),
+    partial_index("ix_runs_ended_roots", "updated_at", "id", where=ENDED_ROOTS),
 )
 
 turns = sa.Table(
