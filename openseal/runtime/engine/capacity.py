@@ -37,8 +37,7 @@ from openseal.runtime.clock import new_id
 from openseal.runtime.compiled import CompiledWorkflow, DefinitionError, version_key
 from openseal.runtime.engine import quotas
 from openseal.runtime.statuses import RunStatus
-from openseal.runtime.store import FencedTx, Run, Store
-from openseal.runtime.store.repos.capacity import Taking
+from openseal.runtime.store import FencedTx, Run, Store, Taking
 from openseal.skills import Skill
 
 #: how many waiters one look wakes for a key with no cap (a paused agent resumed)

@@ -103,6 +103,7 @@ if TYPE_CHECKING:
     from openseal.runtime.store.repos.capacity import Full as Full
     from openseal.runtime.store.repos.capacity import Setting as Setting
     from openseal.runtime.store.repos.capacity import Slot as Slot
+    from openseal.runtime.store.repos.capacity import Taking as Taking
     from openseal.runtime.store.repos.carved_budgets import carve as carve
     from openseal.runtime.store.repos.carved_budgets import (
         carved_child_budget as carved_child_budget,

@@ -104,6 +104,23 @@ def _run_insert(keys: tuple[str, ...]) -> sa.Insert:
     return stmt
 
 
+def _event_payloads(
+    count: int, alternatives: Alternatives, stamps: Stamps, updated: list[sa.CTE]
+) -> list[sa.ColumnElement[Any]]:
+    """The payloads of :func:`_run_write_with_events`'s ``count`` events: each its bound
+    value, or the alternative one when its update changed a row, stamped where asked."""
+    payload = schema.events.c.payload.type
+    payloads: list[sa.ColumnElement[Any]] = [
+        sa.bindparam(f"e_payload_{i}", type_=payload) for i in range(count)
+    ]
+    for i, u in alternatives:
+        instead = sa.bindparam(f"e_payload_if_{i}", type_=payload)
+        payloads[i] = sa.case((sa.exists(updated[u].select()), instead), else_=payloads[i])
+    for i, field in stamps:
+        payloads[i] = _stamped(payloads[i], field)
+    return payloads
+
+
 def _run_write_with_events(
     keys: tuple[str, ...],
     fenced: bool,
@@ -132,14 +149,7 @@ def _run_write_with_events(
     write = _run_insert(keys) if insert_run else _run_update(keys, fenced, whole_row=False)
     changed = write.cte("changed")
     updated = combined.update_ctes(updates)
-    payloads: list[sa.ColumnElement[Any]] = [
-        sa.bindparam(f"e_payload_{i}", type_=events.c.payload.type) for i in range(count)
-    ]
-    for i, u in alternatives:
-        instead = sa.bindparam(f"e_payload_if_{i}", type_=events.c.payload.type)
-        payloads[i] = sa.case((sa.exists(updated[u].select()), instead), else_=payloads[i])
-    for i, field in stamps:
-        payloads[i] = _stamped(payloads[i], field)
+    payloads = _event_payloads(count, alternatives, stamps, updated)
     rows = [
         sa.select(
             sa.literal_column(str(i), sa.Integer).label("ord"),

@@ -195,8 +195,7 @@ class FencedTx:
         self.claim = claim
         self.now = now
         self.actor = f"worker:{claim.worker_id}"
-        #: the fence, while its row is not in (``run`` is then the run the claim's last write
-        #: left, until the row says what to start from): every look at the run waits for it
+        #: the fence while its row is not in (``run`` is then what the claim's last write left)
         self._fence = fence
         #: the fence's row when it found the claim no longer holding the run
         self.refused: Mapping[str, Any] | None = None
@@ -204,8 +203,8 @@ class FencedTx:
         self._run = self._start = run
         self._values: dict[str, Any] = {}
         self._events: list[tuple[str, str, dict[str, Any]]] = []
-        #: whether the run's row is written yet: ``unwritten`` (``run`` is that run, as read)
-        #: is inserted by the first flush, its ``run.created`` first among the events
+        #: whether the run's row is written: ``unwritten`` (``run``) is inserted by the first
+        #: flush, its ``run.created`` first among the events
         self._stored = unwritten is None
         if unwritten is not None:
             self._events.append(unwritten.created_event)
@@ -217,20 +216,18 @@ class FencedTx:
         self._updates: list[
             tuple[sa.Update | sa.Insert, Mapping[str, Any], Callable[[list[Any]], None]]
         ] = []
-        #: held-back events whose payload depends on a held-back update: event index to the
-        #: update's index and the payload the event has if the update changes a row
+        #: events whose payload hangs on a held-back update: index → (update, payload if it hits)
         self._alternatives: dict[int, tuple[int, dict[str, Any]]] = {}
         #: held-back events whose payload gets the database's clock: event index to the field
         self._stamps: dict[int, str] = {}
         #: whether the stored row is known to be held by this claim: the flush's UPDATE then
-        #: also requires epoch, owner and ``running`` (the lock already guarantees it; this
-        #: keeps a transaction that lost its lock from writing over a takeover)
+        #: also requires epoch, owner and ``running`` (a transaction that lost its lock must
+        #: not write over a takeover)
         self._row_held = held
-        #: the connection's own dict (``Connection.info`` looks it up through three properties),
-        #: where the store counts the statements that wrote events
+        #: the connection's own dict, where the store counts the statements that wrote events
         self._info = conn.info
-        # Event writes on this connection so far: another one means someone appended to a
-        # run directly (through :attr:`conn`) and the sequence must be read again.
+        #: event writes on it so far: one more means someone appended to a run through
+        #: :attr:`conn`, and the sequence must be read again
         self._writes_seen = self._info.get(EVENT_WRITES, 0)
         #: the :data:`COMMIT_POINTS` this transaction passes (a join settled, a retry created)
         self.commit_points: list[str] = []

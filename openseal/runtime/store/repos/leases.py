@@ -457,29 +457,14 @@ class Leases(Repository):
 
         Raises :class:`StaleEpoch` (after recording ``write.rejected_stale_epoch`` and counting
         it in ``runs.stale_writes``) when it does not; nothing of the body is written then.
-
-        The statement that checks the claim locks the run's row. When this store committed the
-        claim's last write, it reads only the claim's columns, the event sequence and the lease
-        expiry, and the transaction starts from the run that write left: every other change of
-        a run's row appends an event, so an unchanged sequence means an unchanged row (the
-        lease expiry, which a heartbeat moves, is taken from the row). Otherwise — no such
-        write, or someone appended to the run since (an operator, a decision, a child's end) —
-        the whole row is read (docs/decisions/0011).
-
-        ``pipelined`` (a body that does nothing outside the database before it looks at the
-        run): when the claim's last write is known, on PostgreSQL that statement is sent with
-        the body's first statement rather than alone, one round trip fewer
-        (docs/decisions/0028). The server runs it first, so the body's statements still run
-        under the row's lock; any look at the run waits for its row; a claim that no longer
-        holds the run fails the statement it travelled with (:class:`FenceRefused`), the
-        transaction is rolled back, the rejection recorded in one of its own, and
-        :class:`StaleEpoch` raised, as when the check comes first.
-
-        With ``deployment`` (an admission follows), the statement that checks the claim also
-        reads which version that deployment has active, in this transaction
-        (:attr:`FencedTx.active_digests`), rather than a statement of its own, and so it reads
-        whether the store is in recovery mode (:attr:`FencedTx.in_recovery`), as it does with
-        ``recovery`` (a dispatch is marked in the transaction: invariant 18).
+        The statement that checks the claim locks the run's row. The transaction starts from
+        the run the claim's last write left when this store committed that write and nobody
+        appended to the run since (an unchanged event sequence), else from the whole row, read
+        (docs/decisions/0011). ``pipelined``: on PostgreSQL the check travels with the body's
+        first statement (docs/decisions/0028), for a body that acts on nothing outside the
+        database first. With ``deployment`` it reads the deployment's active version
+        (:attr:`FencedTx.active_digests`) and, as with ``recovery``, the recovery mode
+        (:attr:`FencedTx.in_recovery`; invariant 18).
 
         Example::
 
@@ -496,19 +481,7 @@ class Leases(Repository):
                 if pipelined and known is not None and deployment is None and not recovery:
                     tx = self._fence_with_next(conn, claim, now, known)
                 if tx is None:
-                    row, run = self._locked_run(conn, claim, deployment, known, recovery)
-                    if run is None:
-                        # Nothing of the body ran, so the rejection is all this transaction
-                        # writes (in a batch, its thread's part of it: the other runs' writes
-                        # are not touched).
-                        self._record_stale(conn, claim, row, now)
-                        stale = row
-                    else:
-                        tx = FencedTx(self._store, conn, claim, now, run)
-                        if deployment is not None:
-                            tx.active_digests[deployment] = row[ACTIVE_DIGEST_LABEL]
-                        if deployment is not None or recovery:
-                            tx.in_recovery = row[RECOVERY_LABEL] is not None
+                    tx, stale = self._fence_first(conn, claim, now, known, deployment, recovery)
                 if stale is None:
                     assert tx is not None
                     try:
@@ -524,22 +497,38 @@ class Leases(Repository):
             stale = tx.refused if tx is not None else None
             if stale is None:
                 raise
-            # The fence sent with the body's first statement refused the claim: what the body
-            # wrote went with its rolled-back transaction; the rejection is all this one writes.
+            # the pipelined fence refused the claim: the body's writes were rolled back with it
             with self._store.write() as conn:
                 self._record_stale(conn, claim, stale, now)
-        if stale is None:
-            assert tx is not None
-            self._keep_held(claim, known)
-            self._passing(tx, committed=True)
-            return
-        raise StaleEpoch(
-            f"run {claim.run_id} is no longer held by {claim.worker_id} at epoch {claim.epoch} "
-            f"(run epoch {stale['epoch']}, status {stale['status']})",
-            run_id=claim.run_id,
-            claim_epoch=claim.epoch,
-            run_epoch=stale["epoch"],
-        )
+        if stale is not None:
+            raise _no_longer_held(claim, stale)
+        assert tx is not None
+        self._keep_held(claim, known)
+        self._passing(tx, committed=True)
+
+    def _fence_first(
+        self,
+        conn: sa.Connection,
+        claim: Claim,
+        now: datetime,
+        known: Run | None,
+        deployment: str | None,
+        recovery: bool,
+    ) -> tuple[FencedTx | None, Mapping[str, Any] | None]:
+        """:meth:`fenced`'s check sent before the body: its transaction, or the row that
+        refused the claim (the rejection then recorded)."""
+        row, run = self._locked_run(conn, claim, deployment, known, recovery)
+        if run is None:
+            # Nothing of the body ran, so the rejection is all this transaction writes (in a
+            # batch, its thread's part of it: the other runs' writes are not touched).
+            self._record_stale(conn, claim, row, now)
+            return None, row
+        tx = FencedTx(self._store, conn, claim, now, run)
+        if deployment is not None:
+            tx.active_digests[deployment] = row[ACTIVE_DIGEST_LABEL]
+        if deployment is not None or recovery:
+            tx.in_recovery = row[RECOVERY_LABEL] is not None
+        return tx, None
 
     def _fence_with_next(
         self, conn: sa.Connection, claim: Claim, now: datetime, known: Run
@@ -674,3 +663,14 @@ class Leases(Repository):
             now=now,
             values={"stale_writes": runs.c.stale_writes + 1},
         )
+
+
+def _no_longer_held(claim: Claim, row: Mapping[str, Any]) -> StaleEpoch:
+    """The error of a fenced write whose claim no longer holds the run (``row``: the run's)."""
+    return StaleEpoch(
+        f"run {claim.run_id} is no longer held by {claim.worker_id} at epoch {claim.epoch} "
+        f"(run epoch {row['epoch']}, status {row['status']})",
+        run_id=claim.run_id,
+        claim_epoch=claim.epoch,
+        run_epoch=row["epoch"],
+    )
